@@ -1,0 +1,71 @@
+"""Scan the agents directory: every good agent loads, every broken one is reported.
+
+One broken agent never stops the others: its errors are kept in ``AgentCatalog.broken`` (shown
+by ``duragent doctor`` and logged at start-up) and the rest are served.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from duragent.agents.loader import AGENT_FILENAME, Agent, load_agent
+from duragent.errors import AgentNotFoundError, ConfigError
+
+__all__ = ["AgentCatalog", "load_catalog"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class AgentCatalog:
+    """Agents by name, plus the folders that failed to load and why."""
+
+    agents: Mapping[str, Agent] = field(default_factory=dict)
+    broken: Mapping[Path, ConfigError] = field(default_factory=dict)
+
+    def get(self, name: str) -> Agent:
+        """The agent called ``name``; raises AgentNotFoundError."""
+        try:
+            return self.agents[name]
+        except KeyError:
+            raise AgentNotFoundError(name) from None
+
+    def names(self) -> list[str]:
+        """Agent names in sorted order."""
+        return sorted(self.agents)
+
+
+def load_catalog(
+    agents_dir: Path,
+    *,
+    workspace_directives: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> AgentCatalog:
+    """Load every ``<agents_dir>/<name>/agent.yaml``; never raises for a single bad agent."""
+    agents: dict[str, Agent] = {}
+    broken: dict[Path, ConfigError] = {}
+    if not agents_dir.is_dir():
+        return AgentCatalog(agents, broken)
+    for entry in sorted(agents_dir.iterdir()):
+        if not (entry / AGENT_FILENAME).is_file():
+            continue
+        try:
+            agent = load_agent(entry, workspace_directives=workspace_directives, env=env)
+        except ConfigError as exc:
+            log.error("agent in %s not loaded:\n%s", entry, exc)
+            broken[entry] = exc
+            continue
+        if agent.name in agents:
+            broken[entry] = ConfigError(
+                f"duplicate agent name (already defined in {agents[agent.name].directory})",
+                file=entry / AGENT_FILENAME,
+                field="metadata.name",
+                value=agent.name,
+                fix="give each agent a unique metadata.name",
+            )
+            continue
+        agents[agent.name] = agent
+    return AgentCatalog(agents, broken)

@@ -1,0 +1,192 @@
+"""Load one agent folder (``agent.yaml`` + Markdown) into an ``Agent``.
+
+Loading is all-or-nothing per agent: any error raises ``ConfigErrors`` listing every problem
+found in that folder, each with file, line, field, value and fix. Problems that do not stop
+the agent from working (an unknown key, a skill with a bad name) are kept as warnings on the
+agent and shown by ``duragent doctor``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from duragent.agents.directives import Directive, load_directives
+from duragent.agents.skills import Skill, load_skills
+from duragent.agents.spec import KNOWN_PROVIDERS, AgentManifest, AgentSpec, ModelSpec
+from duragent.config.envvars import expand_env
+from duragent.config.validation import unknown_key_warnings, validate_document
+from duragent.config.yamlio import LocatedYaml, load_yaml_text, read_text
+from duragent.errors import ConfigError, ConfigErrors
+
+__all__ = ["AGENT_FILENAME", "KNOWN_BUILTIN_TOOLS", "Agent", "load_agent"]
+
+AGENT_FILENAME = "agent.yaml"
+
+KNOWN_BUILTIN_TOOLS = (
+    "bash",
+    "web",
+    "schedule",
+    "session",
+    "memory",
+    "reload_tools",
+    "background_process",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Agent:
+    """A loaded, validated agent: its manifest, prompt texts, skills and directives."""
+
+    name: str
+    directory: Path
+    manifest: AgentManifest
+    soul: str | None
+    system_prompt: str | None
+    instructions: str | None
+    skills: tuple[Skill, ...]
+    directives: tuple[Directive, ...]
+    warnings: tuple[ConfigError, ...]
+
+    @property
+    def spec(self) -> AgentSpec:
+        """The ``spec`` section."""
+        return self.manifest.spec
+
+    @property
+    def model(self) -> ModelSpec:
+        """The ``spec.model`` section."""
+        return self.manifest.spec.model
+
+    @property
+    def description(self) -> str | None:
+        """``metadata.description``."""
+        return self.manifest.metadata.description
+
+
+def _prompt(
+    agent_dir: Path, doc: LocatedYaml, field: str, value: str | None, errors: list[ConfigError]
+) -> str | None:
+    if value is None:
+        return None
+    path = (agent_dir / value).resolve()
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        errors.append(
+            ConfigError(
+                "referenced file does not exist",
+                file=doc.file,
+                line=doc.line_of(("spec", field)),
+                field=f"spec.{field}",
+                value=value,
+                fix=f"create {path} or remove the field",
+            )
+        )
+    except (OSError, UnicodeDecodeError) as exc:
+        errors.append(
+            ConfigError(
+                f"cannot read referenced file: {exc}",
+                file=doc.file,
+                line=doc.line_of(("spec", field)),
+                field=f"spec.{field}",
+                value=value,
+            )
+        )
+    return None
+
+
+def _check_model(model: ModelSpec, doc: LocatedYaml, errors: list[ConfigError]) -> None:
+    if model.provider not in KNOWN_PROVIDERS and not model.base_url:
+        errors.append(
+            ConfigError(
+                "unknown provider and no base_url",
+                file=doc.file,
+                line=doc.line_of(("spec", "model", "provider")),
+                field="spec.model.provider",
+                value=model.provider,
+                allowed=", ".join(KNOWN_PROVIDERS),
+                fix="use a known provider, or set spec.model.base_url to an OpenAI-compatible "
+                "server",
+            )
+        )
+
+
+def _tool_warnings(spec: AgentSpec, doc: LocatedYaml) -> list[ConfigError]:
+    found = []
+    for i, tool in enumerate(spec.tools):
+        if tool.type == "builtin" and tool.name not in KNOWN_BUILTIN_TOOLS:
+            found.append(
+                ConfigError(
+                    "unknown builtin tool (skipped)",
+                    file=doc.file,
+                    line=doc.line_of(("spec", "tools", i, "name")),
+                    field=f"spec.tools[{i}].name",
+                    value=tool.name,
+                    allowed=", ".join(KNOWN_BUILTIN_TOOLS),
+                )
+            )
+    return found
+
+
+def load_agent(
+    agent_dir: Path,
+    *,
+    workspace_directives: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Agent:
+    """Load and validate the agent in ``agent_dir``; raise ConfigErrors on any error."""
+    file = agent_dir / AGENT_FILENAME
+    text = expand_env(read_text(file), file=file, env=env)
+    doc = load_yaml_text(text, file=file)
+    manifest = validate_document(AgentManifest, doc, what="agent.yaml")
+    errors: list[ConfigError] = []
+    _check_model(manifest.spec.model, doc, errors)
+    spec = manifest.spec
+    soul = _prompt(agent_dir, doc, "soul", spec.soul, errors)
+    system_prompt = _prompt(agent_dir, doc, "system_prompt", spec.system_prompt, errors)
+    instructions = _prompt(agent_dir, doc, "instructions", spec.instructions, errors)
+    for i, tool in enumerate(spec.tools):
+        if tool.type == "cli" and not (agent_dir / tool.command).exists():
+            errors.append(
+                ConfigError(
+                    "CLI tool command does not exist",
+                    file=file,
+                    line=doc.line_of(("spec", "tools", i, "command")),
+                    field=f"spec.tools[{i}].command",
+                    value=tool.command,
+                    fix=f"create {agent_dir / tool.command} or fix the path",
+                )
+            )
+    if errors:
+        raise ConfigErrors(errors)
+    warnings = unknown_key_warnings(manifest, doc) + _tool_warnings(spec, doc)
+    if manifest.metadata.name != agent_dir.name:
+        warnings.append(
+            ConfigError(
+                "metadata.name differs from the directory name; policy files are looked up by "
+                "agent name",
+                file=file,
+                line=doc.line_of(("metadata", "name")),
+                field="metadata.name",
+                value=manifest.metadata.name,
+                fix=f"rename the directory to {manifest.metadata.name!r} or set the name to "
+                f"{agent_dir.name!r}",
+            )
+        )
+    skills, skill_problems = load_skills((agent_dir / spec.skills_dir).resolve())
+    directives = load_directives(
+        workspace_directives or agent_dir / "__none__", agent_dir / "directives"
+    )
+    return Agent(
+        name=manifest.metadata.name,
+        directory=agent_dir,
+        manifest=manifest,
+        soul=soul,
+        system_prompt=system_prompt,
+        instructions=instructions,
+        skills=tuple(skills),
+        directives=tuple(directives),
+        warnings=tuple(warnings + skill_problems),
+    )

@@ -1,0 +1,118 @@
+"""Skills: ``<skills_dir>/<name>/SKILL.md`` files with YAML front matter.
+
+A skill is advertised to the model as name + description + location; the model reads the
+file itself when it needs it. Invalid skills are reported as warnings and skipped, so one bad
+skill never stops an agent from loading.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from duragent.errors import ConfigError
+
+__all__ = ["Skill", "load_skills", "render_skills_block"]
+
+_SKILL_NAME = re.compile(r"^[a-z0-9-]{1,64}$")
+
+
+@dataclass(frozen=True, slots=True)
+class Skill:
+    """One skill the agent may read on demand."""
+
+    name: str
+    description: str
+    location: Path
+    allowed_tools: tuple[str, ...] = ()
+
+
+def _front_matter(text: str) -> str | None:
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines) and (not lines[i].strip() or lines[i].lstrip().startswith("#")):
+        i += 1
+    if i >= len(lines) or lines[i].strip() != "---":
+        return None
+    for j in range(i + 1, len(lines)):
+        if lines[j].strip() == "---":
+            return "\n".join(lines[i + 1 : j])
+    return None
+
+
+def _load_one(skill_file: Path) -> Skill:
+    text = skill_file.read_text(encoding="utf-8")
+    raw = _front_matter(text)
+    if raw is None:
+        raise ConfigError(
+            "no YAML front matter",
+            file=skill_file,
+            fix="start the file with '---', name, description, '---'",
+        )
+    try:
+        meta = yaml.safe_load(raw) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"front matter is not valid YAML: {exc}", file=skill_file) from None
+    if not isinstance(meta, dict):
+        raise ConfigError("front matter must be a mapping", file=skill_file)
+    name = meta.get("name")
+    if not isinstance(name, str) or not _SKILL_NAME.match(name):
+        raise ConfigError(
+            "invalid skill name",
+            file=skill_file,
+            field="name",
+            value=name,
+            allowed="1-64 characters of a-z, 0-9 and '-'",
+        )
+    if name != skill_file.parent.name:
+        raise ConfigError(
+            "skill name must equal its directory name",
+            file=skill_file,
+            field="name",
+            value=name,
+            fix=f"rename the directory or set name: {skill_file.parent.name}",
+        )
+    description = meta.get("description")
+    if not isinstance(description, str) or not description.strip():
+        raise ConfigError("description is required", file=skill_file, field="description")
+    allowed = meta.get("allowed-tools") or ""
+    return Skill(
+        name=name,
+        description=description.strip(),
+        location=skill_file,
+        allowed_tools=tuple(str(allowed).split()),
+    )
+
+
+def load_skills(skills_dir: Path) -> tuple[list[Skill], list[ConfigError]]:
+    """Load every valid skill under ``skills_dir``; return (skills, warnings)."""
+    skills: list[Skill] = []
+    problems: list[ConfigError] = []
+    if not skills_dir.is_dir():
+        return skills, problems
+    for entry in sorted(skills_dir.iterdir()):
+        skill_file = entry / "SKILL.md"
+        if not skill_file.is_file():
+            continue
+        try:
+            skills.append(_load_one(skill_file))
+        except (ConfigError, OSError, UnicodeDecodeError) as exc:
+            problems.append(
+                exc if isinstance(exc, ConfigError) else ConfigError(str(exc), file=skill_file)
+            )
+    return skills, problems
+
+
+def render_skills_block(skills: list[Skill]) -> str:
+    """The ``<available_skills>`` block placed in the system prompt."""
+    if not skills:
+        return ""
+    entries = [
+        f"<skill><name>{s.name}</name><description>{s.description}</description>"
+        f"<location>{s.location}</location></skill>"
+        for s in skills
+    ]
+    return "\n".join(["<available_skills>", *entries, "</available_skills>"])

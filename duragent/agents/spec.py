@@ -1,0 +1,232 @@
+"""``agent.yaml``: the typed model of an agent definition.
+
+Field names, nesting and defaults follow the reference (giosakti/duragent v0.5.4) so its agents
+load unchanged, with one deliberate difference: ``max_history_tokens`` defaults to 20,000 as the
+context-window spec says (the reference's code used 40,000). Unknown keys are kept and reported
+as warnings; values that would hurt (a bad enum, zero where a positive number is needed) are
+errors.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+
+__all__ = [
+    "API_VERSION",
+    "AccessSpec",
+    "AfterToolHook",
+    "AgentManifest",
+    "AgentSpec",
+    "BeforeToolHook",
+    "BuiltinToolSpec",
+    "CliToolSpec",
+    "ContextSpec",
+    "HooksSpec",
+    "MemorySpec",
+    "Metadata",
+    "ModelSpec",
+    "SessionSpec",
+    "ToolSpec",
+]
+
+API_VERSION = "duragent/v1alpha1"
+
+KNOWN_PROVIDERS = ("anthropic", "openai", "openrouter", "ollama", "offline")
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True, frozen=True)
+
+
+class ModelSpec(_Spec):
+    """``spec.model``: which LLM answers and how much it may read and write."""
+
+    provider: str = Field(
+        description="anthropic, openai, openrouter, ollama, offline, or any name with a base_url "
+        "pointing at an OpenAI-compatible server.",
+    )
+    name: str = Field(min_length=1, description="Model name as the provider knows it.")
+    base_url: str | None = Field(default=None, description="Override the provider's API URL.")
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    max_input_tokens: int | None = Field(
+        default=None, gt=0, description="Context window; default from the model name."
+    )
+    max_output_tokens: int | None = Field(
+        default=None,
+        gt=0,
+        validation_alias=AliasChoices("max_output_tokens", "max_tokens"),
+        description="Tokens reserved for the reply (4096 when unset). Alias: max_tokens.",
+    )
+
+    @field_validator("provider")
+    @classmethod
+    def _lower(cls, value: str) -> str:
+        return value.strip().lower()
+
+    @field_validator("name")
+    @classmethod
+    def _strip(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("model name must not be blank")
+        return value.strip()
+
+
+class ContextSpec(_Spec):
+    """``spec.session.context``: how history and tool results are fitted to the window."""
+
+    max_history_tokens: int = Field(default=20_000, ge=0, description="0 = no cap.")
+    max_tool_result_tokens: int = Field(default=8_000, gt=0)
+    tool_result_truncation: Literal["head", "tail", "both"] = "head"
+    tool_result_keep_first: int = Field(default=2, ge=0)
+    tool_result_keep_last: int = Field(default=5, ge=0)
+
+
+class SessionSpec(_Spec):
+    """``spec.session``: lifecycle and loop limits of this agent's sessions."""
+
+    on_disconnect: Literal["pause", "continue"] = "pause"
+    max_tool_iterations: int = Field(default=10, gt=0)
+    llm_timeout_seconds: int = Field(default=300, gt=0)
+    ttl_hours: int | None = Field(default=None, ge=0, description="0 disables expiry.")
+    compaction: Literal["discard", "archive", "disabled"] | None = None
+    context: ContextSpec = ContextSpec()
+
+
+class BuiltinToolSpec(_Spec):
+    """A tool shipped with duragent (``bash``, ``web``, ``schedule``, ``session``, …)."""
+
+    type: Literal["builtin"]
+    name: str = Field(min_length=1)
+
+
+class CliToolSpec(_Spec):
+    """A script run as a tool; ``command`` is relative to the agent directory."""
+
+    type: Literal["cli"]
+    name: str = Field(min_length=1)
+    command: str = Field(min_length=1)
+    readme: str | None = None
+    description: str | None = None
+
+
+ToolSpec = Annotated[BuiltinToolSpec | CliToolSpec, Field(discriminator="type")]
+
+AccessPolicy = Literal["open", "disabled", "allowlist"]
+SenderDisposition = Literal["allow", "passive", "silent", "block"]
+
+
+class DmAccess(_Spec):
+    """Who may talk to the agent in direct messages."""
+
+    policy: AccessPolicy = "open"
+    allowlist: list[str] = []
+
+
+class ContextBufferSpec(_Spec):
+    """What the agent remembers of group chatter it was not mentioned in."""
+
+    mode: Literal["silent", "passive"] = "silent"
+    max_messages: int = Field(default=100, gt=0)
+    max_age_hours: int = Field(default=24, gt=0)
+
+
+class DebounceSpec(_Spec):
+    """Merge a sender's rapid messages into one turn."""
+
+    enabled: bool = True
+    window_ms: int = Field(default=1500, ge=0)
+
+
+class QueueSpec(_Spec):
+    """What happens to messages that arrive while the agent is busy."""
+
+    mode: Literal["batch", "sequential", "drop"] = "batch"
+    max_pending: int = Field(default=10, gt=0)
+    overflow: Literal["drop_old", "drop_new", "reject"] = "drop_old"
+    reject_message: str | None = None
+    debounce: DebounceSpec = DebounceSpec()
+
+
+class GroupAccess(_Spec):
+    """Which groups the agent serves and how it treats each sender there."""
+
+    policy: AccessPolicy = "open"
+    allowlist: list[str] = []
+    sender_default: SenderDisposition = "allow"
+    sender_overrides: dict[str, SenderDisposition] = {}
+    activation: Literal["mention", "always"] = "mention"
+    context_buffer: ContextBufferSpec = ContextBufferSpec()
+    queue: QueueSpec = QueueSpec()
+
+
+class AccessSpec(_Spec):
+    """``spec.access``: gateway access control (no block = open)."""
+
+    dm: DmAccess = DmAccess()
+    groups: GroupAccess = GroupAccess()
+
+
+class MemorySpec(_Spec):
+    """``spec.memory``: its presence enables the memory tool."""
+
+    backend: Literal["filesystem"] = "filesystem"
+
+
+class BeforeToolHook(_Spec):
+    """A guard checked before a tool runs."""
+
+    match: str = Field(alias="match")
+    type: Literal["depends_on", "skip_duplicate"]
+    prior: str | None = None
+    match_arg: str | None = None
+    match_args: list[str] = []
+
+
+class AfterToolHook(_Spec):
+    """A steering message appended after a tool succeeds."""
+
+    match: str
+    message: str
+    unless: dict[str, str] = {}
+
+
+class HooksSpec(_Spec):
+    """``spec.hooks``."""
+
+    before_tool: list[BeforeToolHook] = []
+    after_tool: list[AfterToolHook] = []
+
+
+class Metadata(_Spec):
+    """``metadata``: identity of the agent."""
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    description: str | None = None
+    version: str | None = None
+    labels: dict[str, str] = {}
+
+
+class AgentSpec(_Spec):
+    """``spec``: everything that shapes the agent's behaviour."""
+
+    model: ModelSpec
+    soul: str | None = Field(default=None, description="Path to SOUL.md, relative to the agent.")
+    system_prompt: str | None = None
+    instructions: str | None = None
+    skills_dir: str = "./skills/"
+    session: SessionSpec = SessionSpec()
+    tools: list[ToolSpec] = []
+    access: AccessSpec | None = None
+    memory: MemorySpec | None = None
+    hooks: HooksSpec = HooksSpec()
+
+
+class AgentManifest(_Spec):
+    """A whole ``agent.yaml`` document."""
+
+    api_version: Literal["duragent/v1alpha1"] = Field(alias="apiVersion")
+    kind: Literal["Agent"]
+    metadata: Metadata
+    spec: AgentSpec

@@ -1,0 +1,188 @@
+"""``duragent doctor``: check a workspace and print every problem with its fix.
+
+Each finding is an error (the workspace will not work as configured; exit code 1), a warning
+(it works, but probably not as intended) or ok. Nothing is modified.
+"""
+
+from __future__ import annotations
+
+import enum
+import ipaddress
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from duragent.agents import load_catalog
+from duragent.config import load_workspace
+from duragent.context.offline_encodings import OFFLINE_ENCODINGS, get_offline_encoding
+from duragent.errors import ConfigError, ConfigErrors, DuragentError
+from duragent.llm import credential_problem
+
+__all__ = ["Finding", "Level", "render_json", "render_text", "run_checks"]
+
+
+class Level(enum.StrEnum):
+    """How bad a finding is."""
+
+    OK = "ok"
+    WARNING = "warning"
+    ERROR = "error"
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One result of a check."""
+
+    level: Level
+    check: str
+    message: str
+    fix: str | None = None
+
+
+def _config_findings(check: str, exc: ConfigError, level: Level = Level.ERROR) -> list[Finding]:
+    errors = exc.errors if isinstance(exc, ConfigErrors) else [exc]
+    return [Finding(level, check, e.render(), None) for e in errors]
+
+
+def _is_loopback(host: str) -> bool:
+    if host in ("localhost", ""):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def run_checks(config_file: Path) -> list[Finding]:
+    """Every check, in order; never raises for a problem in the workspace."""
+    found: list[Finding] = []
+    try:
+        ws = load_workspace(config_file)
+    except ConfigError as exc:
+        return _config_findings("config", exc)
+    paths = ws.paths
+    if not ws.exists and not paths.workspace.is_dir():
+        found.append(
+            Finding(
+                Level.ERROR,
+                "workspace",
+                f"no duragent.yaml and no {paths.workspace} here",
+                "run `duragent init` or pass -c path/to/duragent.yaml",
+            )
+        )
+        return found
+    found.append(Finding(Level.OK, "config", f"{paths.config_file} loaded"))
+    for warning in ws.warnings:
+        found.extend(_config_findings("config", warning, Level.WARNING))
+
+    catalog = load_catalog(paths.agents, workspace_directives=paths.directives)
+    for path, error in sorted(catalog.broken.items()):
+        found.extend(_config_findings(f"agent {path.name}", error))
+    if not catalog.agents and not catalog.broken:
+        found.append(
+            Finding(
+                Level.WARNING,
+                "agents",
+                f"no agents in {paths.agents}",
+                "create one with `duragent agent create NAME`",
+            )
+        )
+    for name in catalog.names():
+        agent = catalog.agents[name]
+        check = f"agent {name}"
+        found.append(Finding(Level.OK, check, f"{agent.model.provider}/{agent.model.name}"))
+        for warning in agent.warnings:
+            found.extend(_config_findings(check, warning, Level.WARNING))
+        problem = credential_problem(agent.model.provider, agent.model.base_url)
+        if problem:
+            found.append(Finding(Level.ERROR, check, problem, "set the variable, then restart"))
+        if agent.model.provider == "offline":
+            found.append(
+                Finding(
+                    Level.WARNING,
+                    check,
+                    "uses the offline model: replies are fixed text, not AI",
+                    f"set spec.model in {agent.directory / 'agent.yaml'} to a real provider",
+                )
+            )
+
+    config = ws.config
+    for gw_name, gw in (
+        ("telegram", config.gateways.telegram),
+        ("discord", config.gateways.discord),
+    ):
+        if gw is not None and gw.enabled and not gw.bot_token:
+            found.append(
+                Finding(
+                    Level.ERROR,
+                    f"gateway {gw_name}",
+                    "enabled but bot_token is empty",
+                    f"set gateways.{gw_name}.bot_token (e.g. ${{{gw_name.upper()}_BOT_TOKEN}})",
+                )
+            )
+    for i, route in enumerate(config.routes):
+        if route.agent not in catalog.agents:
+            found.append(
+                Finding(
+                    Level.ERROR,
+                    "routes",
+                    f"routes[{i}] names agent '{route.agent}', which is not loaded",
+                    f"use one of: {', '.join(catalog.names()) or '(no agents)'}",
+                )
+            )
+    if not _is_loopback(config.server.host) and not config.server.api_token:
+        found.append(
+            Finding(
+                Level.WARNING,
+                "security",
+                f"server.host is {config.server.host} but no api_token is set: the API will "
+                "refuse every non-loopback client",
+                "set server.api_token",
+            )
+        )
+
+    for encoding in OFFLINE_ENCODINGS:
+        try:
+            get_offline_encoding(encoding)
+        except DuragentError as exc:
+            found.append(Finding(Level.ERROR, "tokenizer", str(exc), "reinstall duragent"))
+    sessions_parent = paths.sessions if paths.sessions.exists() else paths.workspace
+    if sessions_parent.exists() and not os.access(sessions_parent, os.W_OK):
+        found.append(
+            Finding(
+                Level.ERROR,
+                "storage",
+                f"{sessions_parent} is not writable",
+                "fix its permissions",
+            )
+        )
+    return found
+
+
+_MARK = {Level.OK: "✓", Level.WARNING: "!", Level.ERROR: "✗"}
+
+
+def render_text(findings: list[Finding]) -> str:
+    """Human-readable report, one finding per line, with a summary."""
+    lines = []
+    for f in findings:
+        line = f"{_MARK[f.level]} [{f.check}] {f.message}"
+        if f.fix:
+            line += f"\n    fix: {f.fix}"
+        lines.append(line)
+    errors = sum(f.level is Level.ERROR for f in findings)
+    warnings = sum(f.level is Level.WARNING for f in findings)
+    lines.append(f"{errors} error(s), {warnings} warning(s)")
+    return "\n".join(lines)
+
+
+def render_json(findings: list[Finding]) -> str:
+    """Machine-readable report."""
+    return json.dumps(
+        [
+            {"level": f.level.value, "check": f.check, "message": f.message, "fix": f.fix}
+            for f in findings
+        ],
+        indent=2,
+    )

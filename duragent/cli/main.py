@@ -1,0 +1,242 @@
+"""Entry point of the ``duragent`` command.
+
+Errors a person can fix (bad config, busy port, missing key) print as ``error: …`` lines and
+exit 1; ``-v`` adds the traceback. Command names and flags follow the reference CLI.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, ParamSpec, TypeVar
+
+import httpx
+import typer
+
+from duragent import __version__
+from duragent.agents import load_catalog
+from duragent.cli import doctor as doctor_mod
+from duragent.cli.scaffold import DEFAULT_MODELS, scaffold_agent, scaffold_workspace
+from duragent.config import CONFIG_FILENAME, load_workspace
+from duragent.errors import DuragentError
+from duragent.llm.factory import PROVIDERS
+from duragent.runtime import Runtime
+
+__all__ = ["app", "main"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+app = typer.Typer(
+    name="duragent",
+    help="A durable runtime for AI chat agents.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+agent_app = typer.Typer(help="List and create agents.", no_args_is_help=True)
+app.add_typer(agent_app, name="agent")
+
+_state = {"verbose": 0}
+
+ConfigOpt = Annotated[
+    Path, typer.Option("-c", "--config", help="Path to duragent.yaml (or its directory).")
+]
+
+
+def _fail(message: str, code: int = 1) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code)
+
+
+def handles_errors(fn: Callable[P, R]) -> Callable[P, R]:
+    """Turn expected failures into one clear line (with a traceback under -v)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except (DuragentError, OSError, ValueError) as exc:
+            if _state["verbose"]:
+                traceback.print_exc()
+            raise _fail(str(exc)) from None
+
+    return wrapper
+
+
+def _setup_logging(verbose: int, quiet: bool) -> None:
+    level = logging.ERROR if quiet else (logging.DEBUG if verbose else logging.INFO)
+    logging.basicConfig(
+        level=level,
+        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
+        datefmt="%H:%M:%S",
+        stream=sys.stderr,
+    )
+    if verbose < 2:
+        for noisy in ("httpx", "httpcore", "openai", "anthropic", "uvicorn.error"):
+            logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"duragent {__version__} (python)")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    verbose: Annotated[
+        int, typer.Option("-v", "--verbose", count=True, help="More output; -v shows tracebacks.")
+    ] = 0,
+    quiet: Annotated[bool, typer.Option("-q", "--quiet", help="Errors only.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    _state["verbose"] = verbose
+    _setup_logging(verbose, quiet)
+
+
+def _ask(prompt: str, default: str, interactive: bool) -> str:
+    if not interactive:
+        return default
+    answer: str = typer.prompt(prompt, default=default)
+    return answer.strip() or default
+
+
+@app.command()
+@handles_errors
+def init(
+    path: Annotated[Path, typer.Argument(help="Directory to create the workspace in.")] = Path(),
+    agent_name: Annotated[str | None, typer.Option("--agent-name")] = None,
+    provider: Annotated[
+        str | None, typer.Option("--provider", help=f"One of: {', '.join(PROVIDERS)}.")
+    ] = None,
+    model: Annotated[str | None, typer.Option("--model")] = None,
+    no_interactive: Annotated[bool, typer.Option("--no-interactive")] = False,
+) -> None:
+    """Create a workspace: duragent.yaml, .duragent/ and one agent. Never overwrites files."""
+    interactive = not no_interactive and sys.stdin.isatty()
+    name = agent_name or _ask("Agent name", "assistant", interactive)
+    chosen = provider or _ask(f"Provider ({', '.join(PROVIDERS)})", "offline", interactive)
+    model_name = model or _ask("Model", DEFAULT_MODELS.get(chosen, ""), interactive)
+    result = scaffold_workspace(path, name, chosen, model_name)
+    for p in result.created:
+        typer.echo(f"created {p}")
+    for p in result.kept:
+        typer.echo(f"kept existing {p}")
+    _credential_hint(chosen)
+    typer.echo(f"next: duragent serve -c {path / CONFIG_FILENAME}")
+
+
+def _credential_hint(provider: str) -> None:
+    info = PROVIDERS.get(provider)
+    if info and info.key_env:
+        typer.echo(f"note: export {info.key_env}=… before serving")
+    elif provider == "offline":
+        typer.echo(
+            "note: the offline model answers with fixed text; switch spec.model to a real provider"
+        )
+
+
+@app.command()
+@handles_errors
+def serve(
+    config: ConfigOpt = Path(CONFIG_FILENAME),
+    host: Annotated[str | None, typer.Option("--host", help="Bind address.")] = None,
+    port: Annotated[int | None, typer.Option("-p", "--port", help="HTTP port.")] = None,
+    agents_dir: Annotated[str | None, typer.Option("--agents-dir")] = None,
+) -> None:
+    """Run the agents: HTTP API and every configured front end, until SIGINT/SIGTERM."""
+    ws = load_workspace(config)
+    if not ws.exists and not ws.paths.workspace.is_dir():
+        raise _fail(
+            f"no workspace at {ws.paths.root} (no {CONFIG_FILENAME}, no .duragent/); "
+            "run `duragent init` or pass -c"
+        )
+    runtime = Runtime(ws, host=host, port=port, agents_dir=agents_dir)
+    asyncio.run(runtime.run_until_stopped())
+
+
+@agent_app.command("list")
+@handles_errors
+def agent_list(
+    config: ConfigOpt = Path(CONFIG_FILENAME),
+    agents_dir: Annotated[str | None, typer.Option("--agents-dir")] = None,
+    server: Annotated[
+        str | None, typer.Option("-s", "--server", help="Ask a running server instead.")
+    ] = None,
+) -> None:
+    """List agents (from disk, or from a running server with --server)."""
+    if server:
+        url = server.rstrip("/") + "/api/v1/agents"
+        try:
+            resp = httpx.get(url, timeout=10)
+            resp.raise_for_status()
+            data = resp.json()
+        except httpx.HTTPError as exc:
+            raise _fail(f"cannot list agents from {url}: {exc}") from None
+        for a in data.get("agents", []):
+            typer.echo(f"{a['name']:<24} {a.get('description') or ''}")
+        return
+    ws = load_workspace(config)
+    directory = ws.paths.root / agents_dir if agents_dir else ws.paths.agents
+    catalog = load_catalog(directory, workspace_directives=ws.paths.directives)
+    if not catalog.agents and not catalog.broken:
+        typer.echo(f"no agents in {directory}")
+    for name in catalog.names():
+        a = catalog.agents[name]
+        model = f"{a.model.provider}/{a.model.name}"
+        typer.echo(f"{name:<24} {model:<36} {a.description or ''}")
+    for path, error in sorted(catalog.broken.items()):
+        first = error.render().splitlines()[0]
+        typer.echo(f"{path.name:<24} {'BROKEN':<36} {first}")
+
+
+@agent_app.command("create")
+@handles_errors
+def agent_create(
+    name: Annotated[str, typer.Argument(help="Agent name (also its folder name).")],
+    provider: Annotated[str | None, typer.Option("--provider")] = None,
+    model: Annotated[str | None, typer.Option("--model")] = None,
+    config: ConfigOpt = Path(CONFIG_FILENAME),
+    no_interactive: Annotated[bool, typer.Option("--no-interactive")] = False,
+) -> None:
+    """Scaffold a new agent in the workspace's agents directory."""
+    ws = load_workspace(config)
+    interactive = not no_interactive and sys.stdin.isatty()
+    chosen = provider or _ask(f"Provider ({', '.join(PROVIDERS)})", "offline", interactive)
+    model_name = model or _ask("Model", DEFAULT_MODELS.get(chosen, ""), interactive)
+    result = scaffold_agent(ws.paths.agents, name, chosen, model_name)
+    for p in result.created:
+        typer.echo(f"created {p}")
+    for p in result.kept:
+        typer.echo(f"kept existing {p}")
+    _credential_hint(chosen)
+
+
+@app.command()
+@handles_errors
+def doctor(
+    config: ConfigOpt = Path(CONFIG_FILENAME),
+    fmt: Annotated[str, typer.Option("--format", help="text or json")] = "text",
+) -> None:
+    """Validate the workspace and print every problem with its fix (exit 1 on errors)."""
+    if fmt not in ("text", "json"):
+        raise _fail(f"--format must be text or json, got {fmt!r}")
+    findings = doctor_mod.run_checks(config)
+    render = doctor_mod.render_json if fmt == "json" else doctor_mod.render_text
+    typer.echo(render(findings))
+    if any(f.level is doctor_mod.Level.ERROR for f in findings):
+        raise typer.Exit(1)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

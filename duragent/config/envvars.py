@@ -1,0 +1,89 @@
+"""``${VAR}`` expansion in configuration text, with the reference's rules.
+
+- ``${VAR}`` is required: an unset variable is an error naming the variable and the line.
+- ``${VAR:-default}`` uses ``default`` (possibly empty) when VAR is unset or empty.
+- ``$$`` is a literal ``$``; a lone ``$`` not followed by ``{`` is kept as is.
+- ``${`` without a closing ``}`` is an error; nesting is not supported.
+- Lines whose first non-blank character is ``#`` are comments and are not expanded, so a
+  commented-out example never fails on a missing variable.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+from duragent.errors import ConfigError
+
+__all__ = ["expand_env"]
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def expand_env(
+    text: str, *, file: Path | str | None = None, env: Mapping[str, str] | None = None
+) -> str:
+    """Return ``text`` with every ``${VAR}`` reference replaced (see module docstring)."""
+    environ = os.environ if env is None else env
+    out: list[str] = []
+    for lineno, line in enumerate(text.splitlines(keepends=True), start=1):
+        if line.lstrip().startswith("#") or "$" not in line:
+            out.append(line)
+            continue
+        out.append(_expand_line(line, lineno, file, environ))
+    return "".join(out)
+
+
+def _expand_line(line: str, lineno: int, file: Path | str | None, env: Mapping[str, str]) -> str:
+    result: list[str] = []
+    i = 0
+    while i < len(line):
+        ch = line[i]
+        if ch != "$":
+            result.append(ch)
+            i += 1
+            continue
+        nxt = line[i + 1 : i + 2]
+        if nxt == "$":
+            result.append("$")
+            i += 2
+            continue
+        if nxt != "{":
+            result.append("$")
+            i += 1
+            continue
+        end = line.find("}", i + 2)
+        if end < 0:
+            raise ConfigError(
+                "unclosed '${' in variable reference",
+                file=file,
+                line=lineno,
+                value=line.strip(),
+                fix="close it with '}' or write '$$' for a literal dollar sign",
+            )
+        body = line[i + 2 : end]
+        name, sep, default = body.partition(":-")
+        if not _NAME.match(name):
+            raise ConfigError(
+                "invalid environment variable name",
+                file=file,
+                line=lineno,
+                value=name,
+                allowed="letters, digits and '_', not starting with a digit",
+            )
+        value = env.get(name)
+        if sep:
+            result.append(value if value else default)
+        elif value is None:
+            raise ConfigError(
+                f"environment variable {name} is not set",
+                file=file,
+                line=lineno,
+                fix=f"export {name}=… or write ${{{name}:-default}}",
+            )
+        else:
+            result.append(value)
+        i = end + 1
+    return "".join(result)

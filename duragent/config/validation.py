@@ -1,0 +1,153 @@
+"""Turn pydantic validation failures into errors a person can act on.
+
+Every error names the file, the line (from the YAML node tree), the dotted field path as
+written in the file, the value found and, for enums, the values allowed. Unknown keys are
+not errors (the reference ignores them, and newer files must load in older runtimes) but
+they are reported as warnings, because a typo such as ``max_tool_iteration`` would otherwise
+be silently ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
+
+from duragent.config.yamlio import LocatedYaml
+from duragent.errors import ConfigError, ConfigErrors
+
+__all__ = ["unknown_key_warnings", "validate_document"]
+
+M = TypeVar("M", bound=BaseModel)
+
+_MISSING = object()
+
+
+def validate_document(model: type[M], doc: LocatedYaml, *, what: str) -> M:
+    """Validate ``doc.data`` as ``model``; raise ConfigErrors listing every problem."""
+    data = doc.data
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"{what} must be a YAML mapping of keys to values",
+            file=doc.file,
+            line=doc.line_of(()),
+            value=type(data).__name__,
+        )
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigErrors([_to_config_error(e, doc) for e in exc.errors()]) from None
+
+
+def _has_key(node: Any, part: str | int) -> bool:
+    if isinstance(node, dict):
+        return part in node
+    return isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+
+
+def _field_path(loc: Sequence[str | int], data: Any) -> list[str | int]:
+    """The part of pydantic's ``loc`` that names keys in the file (drops union tags)."""
+    path: list[str | int] = []
+    node: Any = data
+    for i, part in enumerate(loc):
+        last = i == len(loc) - 1
+        if _has_key(node, part):
+            path.append(part)
+            node = node[part]
+        elif last or not isinstance(node, dict):
+            path.append(part)
+            node = _MISSING
+        # else: a union/validator tag pydantic inserted; it is not a key in the file.
+    return path
+
+
+def _dotted(path: Sequence[str | int]) -> str:
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def _to_config_error(err: ErrorDetails, doc: LocatedYaml) -> ConfigError:
+    path = _field_path(err["loc"], doc.data)
+    field = _dotted(path)
+    line = doc.line_of(path)
+    kind = err["type"]
+    ctx = err.get("ctx") or {}
+    value = err.get("input")
+    if kind == "missing":
+        leaf = path[-1] if path else "value"
+        return ConfigError(
+            "required field is missing",
+            file=doc.file,
+            line=line,
+            field=field,
+            fix=f"add '{leaf}: …' here",
+        )
+    if kind == "literal_error":
+        expected = str(ctx.get("expected", "")).replace("'", "")
+        return ConfigError(
+            "invalid value",
+            file=doc.file,
+            line=line,
+            field=field,
+            value=value,
+            allowed=expected,
+        )
+    if kind in {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}:
+        bound = next(iter(ctx.values()), None)
+        words = {
+            "greater_than": "greater than",
+            "greater_than_equal": "at least",
+            "less_than": "less than",
+            "less_than_equal": "at most",
+        }[kind]
+        return ConfigError(
+            f"must be {words} {bound}",
+            file=doc.file,
+            line=line,
+            field=field,
+            value=value,
+        )
+    message = err["msg"]
+    if message.startswith("Value error, "):
+        message = message[len("Value error, ") :]
+    shown = value if not isinstance(value, dict | list) else None
+    return ConfigError(message, file=doc.file, line=line, field=field, value=shown)
+
+
+def unknown_key_warnings(
+    model: BaseModel, doc: LocatedYaml, prefix: tuple[str | int, ...] = ()
+) -> list[ConfigError]:
+    """Warnings for keys the model does not know (likely typos), with their lines."""
+    found: list[ConfigError] = []
+    extra = model.model_extra or {}
+    known = sorted((f.alias or name) for name, f in type(model).model_fields.items())
+    for key in extra:
+        path = (*prefix, key)
+        found.append(
+            ConfigError(
+                "unknown field (ignored)",
+                file=doc.file,
+                line=doc.line_of(path),
+                field=_dotted(path),
+                allowed=", ".join(known),
+            )
+        )
+    for name, info in type(model).model_fields.items():
+        key = info.alias or name
+        value = getattr(model, name)
+        if isinstance(value, BaseModel):
+            found.extend(unknown_key_warnings(value, doc, (*prefix, key)))
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                if isinstance(item, BaseModel):
+                    found.extend(unknown_key_warnings(item, doc, (*prefix, key, i)))
+    return found

@@ -1,0 +1,203 @@
+"""``duragent.yaml``: the workspace configuration (every field optional).
+
+Field names and defaults follow the reference so its workspaces open unchanged. Relative paths
+are resolved against the directory of the config file, not the current directory, so
+``duragent serve -c some/dir/duragent.yaml`` works from anywhere. A missing file means all
+defaults, rooted at the directory where it would have been.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from duragent.config.envvars import expand_env
+from duragent.config.validation import unknown_key_warnings, validate_document
+from duragent.config.yamlio import load_yaml_text, read_text
+from duragent.errors import ConfigError
+
+__all__ = [
+    "CONFIG_FILENAME",
+    "CompactionMode",
+    "GatewayConfig",
+    "RouteConfig",
+    "ServerConfig",
+    "WorkspaceConfig",
+    "WorkspacePaths",
+    "load_workspace",
+]
+
+CONFIG_FILENAME = "duragent.yaml"
+
+CompactionMode = Literal["discard", "archive", "disabled"]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True, frozen=True)
+
+
+class ServerConfig(_Section):
+    """``server:``: the HTTP front end."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8080, ge=0, le=65535)
+    request_timeout_seconds: int = Field(default=300, gt=0)
+    idle_timeout_seconds: int = Field(default=60, gt=0)
+    keep_alive_interval_seconds: int = Field(default=15, gt=0)
+    max_connections: int = Field(default=1024, gt=0)
+    admin_token: str | None = None
+    api_token: str | None = None
+
+
+class SessionsConfig(_Section):
+    """``sessions:``: defaults for every session (agents may override)."""
+
+    ttl_hours: int = Field(default=168, ge=0)
+    compaction: CompactionMode = "discard"
+
+
+class _PathSection(_Section):
+    path: str | None = None
+
+
+class ServicesConfig(_Section):
+    """``services:``: where the session store lives."""
+
+    session: _PathSection = _PathSection()
+
+
+class GatewayConfig(_Section):
+    """``gateways.telegram`` / ``gateways.discord``: a built-in chat gateway."""
+
+    enabled: bool = True
+    bot_token: str | None = None
+
+
+class ExternalGatewayConfig(_Section):
+    """``gateways.external[]``: a gateway plugin run as a child process."""
+
+    name: str
+    command: str
+    args: list[str] = []
+    env: dict[str, str] = {}
+    restart: Literal["always", "on_failure", "never"] = "on_failure"
+
+
+class GatewaysConfig(_Section):
+    """``gateways:``."""
+
+    telegram: GatewayConfig | None = None
+    discord: GatewayConfig | None = None
+    external: list[ExternalGatewayConfig] = []
+
+
+class RouteMatch(_Section):
+    """Conditions of a routing rule; every present condition must match."""
+
+    gateway: str | None = None
+    chat_type: str | None = None
+    chat_id: str | None = None
+    sender_id: str | None = None
+
+
+class RouteConfig(_Section):
+    """``routes[]``: first matching rule picks the agent for a chat."""
+
+    match: RouteMatch = RouteMatch()
+    agent: str
+
+
+class SandboxConfig(_Section):
+    """``sandbox:``: only ``trust`` runs tools today; others fall back with a warning."""
+
+    mode: Literal["trust", "bubblewrap", "docker"] = "trust"
+
+
+class WorkspaceConfig(_Section):
+    """The whole of ``duragent.yaml``."""
+
+    workspace: str = ".duragent"
+    agents_dir: str | None = None
+    services: ServicesConfig = ServicesConfig()
+    world_memory: _PathSection = _PathSection()
+    server: ServerConfig = ServerConfig()
+    sessions: SessionsConfig = SessionsConfig()
+    gateways: GatewaysConfig = GatewaysConfig()
+    routes: list[RouteConfig] = []
+    sandbox: SandboxConfig = SandboxConfig()
+
+
+@dataclass(frozen=True, slots=True)
+class WorkspacePaths:
+    """Absolute paths derived from the config (reference §4.3 layout)."""
+
+    root: Path
+    config_file: Path
+    workspace: Path
+    agents: Path
+    sessions: Path
+    schedules: Path
+    world_memory: Path
+    directives: Path
+    tools: Path
+    policy: Path
+    logs: Path
+
+    @property
+    def workspace_hash(self) -> str:
+        """sha256 of the canonical root path; lets a client tell two workspaces apart."""
+        return hashlib.sha256(str(self.root.resolve()).encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedWorkspace:
+    """A validated config, its resolved paths and any warnings found while loading."""
+
+    config: WorkspaceConfig
+    paths: WorkspacePaths
+    warnings: tuple[ConfigError, ...]
+    exists: bool
+
+
+def _resolve(base: Path, value: str | None, default: Path) -> Path:
+    if not value:
+        return default
+    p = Path(value).expanduser()
+    return p if p.is_absolute() else (base / p)
+
+
+def load_workspace(config_file: Path | str = CONFIG_FILENAME) -> LoadedWorkspace:
+    """Load and validate ``duragent.yaml``; a missing file yields all defaults."""
+    path = Path(config_file).expanduser().absolute()
+    if path.is_dir():
+        path = path / CONFIG_FILENAME
+    root = path.parent
+    exists = path.is_file()
+    if exists:
+        text = expand_env(read_text(path), file=path)
+        doc = load_yaml_text(text, file=path)
+        config = validate_document(WorkspaceConfig, doc, what="duragent.yaml")
+        warnings = tuple(unknown_key_warnings(config, doc))
+    else:
+        config = WorkspaceConfig()
+        warnings = ()
+    ws = _resolve(root, config.workspace, root / ".duragent")
+    sessions = _resolve(root, config.services.session.path, ws / "sessions")
+    paths = WorkspacePaths(
+        root=root,
+        config_file=path,
+        workspace=ws,
+        agents=_resolve(root, config.agents_dir, ws / "agents"),
+        sessions=sessions,
+        schedules=sessions.parent / "schedules",
+        world_memory=_resolve(root, config.world_memory.path, ws / "memory" / "world"),
+        directives=ws / "directives",
+        tools=ws / "tools",
+        policy=ws / "policy.yaml",
+        logs=ws / "logs",
+    )
+    return LoadedWorkspace(config=config, paths=paths, warnings=warnings, exists=exists)

@@ -1,0 +1,184 @@
+"""Token counting: the real tokenizer where the model's encoding is known, else an estimate.
+
+- OpenAI-family models (gpt-4o, gpt-4.1, gpt-5, o1/o3/o4 → ``o200k_base``; gpt-4, gpt-3.5 →
+  ``cl100k_base``) are counted with tiktoken, whose encodings ship with duragent and load
+  offline (``offline_encodings``).
+- Every other model (Claude, Llama, Qwen, …) uses ``EstimateCounter``: a character-class
+  estimate calibrated against tiktoken on prose, code, JSON and CJK (``bench/tokens.py``
+  prints its error). It deliberately leans high: for budgeting, overcounting costs a little
+  history, undercounting costs an overflow.
+
+Counts of messages are cached per message object (messages are immutable), so rendering a
+long history costs O(new messages), not O(history).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import weakref
+from collections.abc import Iterable, Sequence
+from typing import Protocol
+
+from duragent.context.offline_encodings import get_offline_encoding
+from duragent.core.messages import Message, ToolDefinition
+
+__all__ = [
+    "MESSAGE_OVERHEAD_TOKENS",
+    "REQUEST_OVERHEAD_TOKENS",
+    "EstimateCounter",
+    "TextCounter",
+    "TiktokenCounter",
+    "TokenCounter",
+    "counter_for_model",
+    "encoding_for_model",
+]
+
+MESSAGE_OVERHEAD_TOKENS = 4
+"""Per-message framing (role markers, separators) that chat formats add around content."""
+
+REQUEST_OVERHEAD_TOKENS = 3
+"""Priming tokens the chat format adds once per request (the assistant's turn marker)."""
+
+
+class TextCounter(Protocol):
+    """Anything that can count the tokens of a string."""
+
+    name: str
+
+    def count_text(self, text: str) -> int:
+        """Number of tokens in ``text``."""
+        ...
+
+
+class TiktokenCounter:
+    """Exact counts with a tiktoken encoding (loaded offline on first use)."""
+
+    def __init__(self, encoding_name: str) -> None:
+        self.name = encoding_name
+        self._encoding = get_offline_encoding(encoding_name)
+
+    def count_text(self, text: str) -> int:
+        """Tokens of ``text``; special-token strings in user text count as ordinary text."""
+        if not text:
+            return 0
+        return len(self._encoding.encode_ordinary(text))
+
+
+class EstimateCounter:
+    """A fast estimate for models whose tokenizer we do not have.
+
+    Calibrated against tiktoken (cl100k and o200k) per character class: ASCII letters and
+    digits run about 4 characters per token, whitespace is mostly absorbed into the next
+    word, ASCII punctuation often stands alone (JSON and code are punctuation-heavy), and CJK
+    and other non-Latin characters cost about one token each. ``bench/tokens.py`` prints the
+    ratio estimate / true for each kind of text.
+    """
+
+    name = "estimate"
+
+    def count_text(self, text: str) -> int:
+        """Estimated tokens of ``text`` (never zero for non-empty text)."""
+        if not text:
+            return 0
+        if text.isascii():
+            punct = sum(1 for ch in text if not ch.isalnum() and not ch.isspace())
+            spaces = text.count(" ") + text.count("\n")
+            alnum = len(text) - punct - spaces
+            estimate = alnum / 4.0 + punct * 0.7 + spaces * 0.08
+        else:
+            estimate = 0.0
+            for ch in text:
+                o = ord(ch)
+                if o < 128:
+                    if ch.isalnum():
+                        estimate += 0.25
+                    elif ch.isspace():
+                        estimate += 0.08
+                    else:
+                        estimate += 0.7
+                elif o < 0x0800:  # Latin-1 accents, Greek, Cyrillic, Hebrew, Arabic
+                    estimate += 0.7
+                else:  # CJK, Indic, emoji, symbols
+                    estimate += 1.3
+        return max(1, int(estimate + 0.999))
+
+
+class TokenCounter:
+    """Counts messages, tool calls and tool definitions; caches per message.
+
+    Thread-safe: the cache is guarded, and counting itself is pure.
+    """
+
+    def __init__(self, text_counter: TextCounter) -> None:
+        self.text = text_counter
+        self._cache: weakref.WeakKeyDictionary[Message, int] = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        """The encoding name, or ``estimate``."""
+        return self.text.name
+
+    def count_text(self, text: str) -> int:
+        """Tokens of a bare string."""
+        return self.text.count_text(text)
+
+    def count_message(self, message: Message) -> int:
+        """Tokens one message costs in a request: content, tool calls, id and framing."""
+        with self._lock:
+            cached = self._cache.get(message)
+        if cached is not None:
+            return cached
+        total = MESSAGE_OVERHEAD_TOKENS + self.text.count_text(message.content or "")
+        for call in message.tool_calls:
+            total += self.text.count_text(call.name) + self.text.count_text(call.arguments)
+            total += self.text.count_text(call.id) + 3
+        if message.tool_call_id:
+            total += self.text.count_text(message.tool_call_id)
+        with self._lock:
+            self._cache[message] = total
+        return total
+
+    def count_messages(self, messages: Iterable[Message]) -> int:
+        """Tokens of a whole request's messages, including the per-request priming."""
+        return REQUEST_OVERHEAD_TOKENS + sum(self.count_message(m) for m in messages)
+
+    def count_tools(self, tools: Sequence[ToolDefinition]) -> int:
+        """Tokens the tool definitions cost (they are sent as JSON with every call)."""
+        if not tools:
+            return 0
+        payload = json.dumps([t.to_openai() for t in tools], separators=(",", ":"))
+        return self.text.count_text(payload)
+
+
+_O200K_MARKERS = ("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "chatgpt-4o", "o1", "o3", "o4")
+_CL100K_MARKERS = ("gpt-4", "gpt-3.5", "text-embedding-3", "text-embedding-ada")
+
+
+def encoding_for_model(model_name: str) -> str | None:
+    """The tiktoken encoding a model uses, when known (OpenAI-family names, any prefix)."""
+    name = model_name.lower().rsplit("/", 1)[-1]
+    for marker in _O200K_MARKERS:
+        if name.startswith(marker):
+            return "o200k_base"
+    for marker in _CL100K_MARKERS:
+        if name.startswith(marker):
+            return "cl100k_base"
+    return None
+
+
+_counters: dict[str, TokenCounter] = {}
+_counters_lock = threading.Lock()
+
+
+def counter_for_model(model_name: str) -> TokenCounter:
+    """A shared TokenCounter for ``model_name`` (tiktoken when known, else the estimate)."""
+    key = encoding_for_model(model_name) or EstimateCounter.name
+    with _counters_lock:
+        counter = _counters.get(key)
+        if counter is None:
+            text: TextCounter = TiktokenCounter(key) if key != "estimate" else EstimateCounter()
+            counter = TokenCounter(text)
+            _counters[key] = counter
+        return counter

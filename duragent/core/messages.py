@@ -1,0 +1,132 @@
+"""Conversation messages, tool calls, tool definitions and token usage.
+
+These are the values every layer passes around: the session keeps them, the context layer
+budgets them, providers translate them to their wire formats. They are frozen so a message
+can be shared between the session actor and a render without copying, and hashable by
+identity so per-message token counts can be cached.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Message", "Role", "ToolCall", "ToolDefinition", "Usage"]
+
+
+class Role(enum.StrEnum):
+    """Who said a message, in the OpenAI vocabulary (providers translate)."""
+
+    SYSTEM = "system"
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCall:
+    """One tool invocation requested by the model.
+
+    ``arguments`` is the raw JSON text the model produced; it may be malformed, and the agentic
+    loop turns a parse failure into an error result the model can correct.
+    """
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+    def parsed_arguments(self) -> dict[str, Any]:
+        """The arguments as a JSON object; raises ``ValueError`` when they are not one."""
+        text = self.arguments.strip() or "{}"
+        value = json.loads(text)
+        if not isinstance(value, dict):
+            raise ValueError(f"tool arguments must be a JSON object, got {type(value).__name__}")
+        return value
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, weakref_slot=True)
+class Message:
+    """One message of a conversation.
+
+    Equality is identity (``eq=False``): two messages with the same text are still different
+    turns, and the token-count cache keys on the object.
+    """
+
+    role: Role
+    content: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+
+    @classmethod
+    def system(cls, content: str) -> Message:
+        """A system message."""
+        return cls(role=Role.SYSTEM, content=content)
+
+    @classmethod
+    def user(cls, content: str) -> Message:
+        """A user message."""
+        return cls(role=Role.USER, content=content)
+
+    @classmethod
+    def assistant(cls, content: str | None, tool_calls: tuple[ToolCall, ...] = ()) -> Message:
+        """An assistant message, possibly carrying tool calls."""
+        return cls(role=Role.ASSISTANT, content=content, tool_calls=tool_calls)
+
+    @classmethod
+    def tool(cls, tool_call_id: str, content: str) -> Message:
+        """The result of the tool call ``tool_call_id``."""
+        return cls(role=Role.TOOL, content=content, tool_call_id=tool_call_id)
+
+    @property
+    def text(self) -> str:
+        """The content, or an empty string when there is none."""
+        return self.content or ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolDefinition:
+    """A tool as offered to the model: name, description and JSON Schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+
+    def to_openai(self) -> dict[str, Any]:
+        """The OpenAI ``tools[]`` entry for this definition."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Usage:
+    """Tokens a provider reports for one call (or the sum of several)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        """Prompt plus completion tokens."""
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+        )
+
+    def to_dict(self) -> dict[str, int]:
+        """The reference's usage object: prompt, completion and total tokens."""
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.total_tokens,
+        }

@@ -1,0 +1,217 @@
+"""Every exception duragent raises on purpose.
+
+The tree separates mistakes a person must fix in a file (``ConfigError``) from failures at run
+time (``LLMError`` and friends), so a front end can decide what to tell the user without
+string matching::
+
+    DuragentError
+    ├── ConfigError                 a file on disk is wrong; carries file, line, field, value, fix
+    │   └── ConfigErrors            several ConfigErrors found in one pass (doctor prints them all)
+    ├── NotFoundError (LookupError)
+    │   └── AgentNotFoundError
+    ├── TokenizerError              an encoding could not be loaded offline
+    └── LLMError                    a provider call failed
+        ├── LLMTimeoutError         the per-call timeout expired (retryable)
+        ├── LLMConnectionError      no connection / reset (retryable)
+        ├── LLMRateLimitError       429 (retryable, may carry retry_after)
+        ├── LLMServerError          5xx / overloaded (retryable)
+        ├── LLMAuthError            401 / 403 (not retried)
+        ├── LLMBadRequestError      400 / 404 / 422 (not retried)
+        │   └── ContextLengthExceededError   the request did not fit the model's window
+        └── LLMResponseError        the provider answered something we cannot parse
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = [
+    "AgentNotFoundError",
+    "ConfigError",
+    "ConfigErrors",
+    "ContextLengthExceededError",
+    "DuragentError",
+    "LLMAuthError",
+    "LLMBadRequestError",
+    "LLMConnectionError",
+    "LLMError",
+    "LLMRateLimitError",
+    "LLMResponseError",
+    "LLMServerError",
+    "LLMTimeoutError",
+    "NotFoundError",
+    "TokenizerError",
+]
+
+
+class DuragentError(Exception):
+    """Root of every error duragent raises on purpose."""
+
+
+class ConfigError(DuragentError):
+    """A file a person wrote is wrong.
+
+    The message always says where (file and line when the YAML parser knows it), which field,
+    what value was found and what would be accepted, so it can be fixed without reading code.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: Path | str | None = None,
+        line: int | None = None,
+        field: str | None = None,
+        value: object = None,
+        allowed: str | None = None,
+        fix: str | None = None,
+    ) -> None:
+        self.file = Path(file) if file is not None else None
+        self.line = line
+        self.field = field
+        self.value = value
+        self.allowed = allowed
+        self.fix = fix
+        self.reason = message
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        """One line a person can act on: ``file:line: field: reason (got X; allowed: Y). fix``."""
+        where = ""
+        if self.file is not None:
+            where = str(self.file)
+            if self.line is not None:
+                where += f":{self.line}"
+            where += ": "
+        field = f"{self.field}: " if self.field else ""
+        text = f"{where}{field}{self.reason}"
+        details: list[str] = []
+        if self.value is not None:
+            details.append(f"got {self.value!r}")
+        if self.allowed:
+            details.append(f"allowed: {self.allowed}")
+        if details:
+            text += f" ({'; '.join(details)})"
+        if self.fix:
+            text += f". Fix: {self.fix}"
+        return text
+
+
+class ConfigErrors(ConfigError):
+    """Several problems found while validating one file; each is a ConfigError."""
+
+    def __init__(self, errors: list[ConfigError]) -> None:
+        if not errors:
+            raise ValueError("ConfigErrors needs at least one error")
+        self.errors = list(errors)
+        first = errors[0]
+        super().__init__(
+            first.reason,
+            file=first.file,
+            line=first.line,
+            field=first.field,
+            value=first.value,
+            allowed=first.allowed,
+            fix=first.fix,
+        )
+
+    def render(self) -> str:
+        """All problems, one per line."""
+        return "\n".join(e.render() for e in self.errors)
+
+
+class NotFoundError(DuragentError, LookupError):
+    """Something named by id or name does not exist."""
+
+
+class AgentNotFoundError(NotFoundError):
+    """No loaded agent has this name."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f"agent '{name}' not found")
+
+
+class TokenizerError(DuragentError):
+    """A tokenizer encoding could not be loaded (offline data missing or corrupt)."""
+
+
+class LLMError(DuragentError):
+    """A call to a language model failed.
+
+    Attributes:
+        retryable: whether trying the same request again may succeed.
+        status: the HTTP status the provider answered with, when there was one.
+    """
+
+    retryable: bool = False
+
+    def __init__(self, message: str, *, status: int | None = None, provider: str = "") -> None:
+        self.status = status
+        self.provider = provider
+        super().__init__(message)
+
+
+class LLMTimeoutError(LLMError):
+    """The call did not complete within ``llm_timeout_seconds``."""
+
+    retryable = True
+
+
+class LLMConnectionError(LLMError):
+    """The provider could not be reached or the connection broke."""
+
+    retryable = True
+
+
+class LLMRateLimitError(LLMError):
+    """The provider answered 429; ``retry_after`` is its hint in seconds, if it gave one."""
+
+    retryable = True
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = 429,
+        provider: str = "",
+        retry_after: float | None = None,
+    ) -> None:
+        self.retry_after = retry_after
+        super().__init__(message, status=status, provider=provider)
+
+
+class LLMServerError(LLMError):
+    """The provider failed on its side (5xx, overloaded)."""
+
+    retryable = True
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        provider: str = "",
+        retry_after: float | None = None,
+    ) -> None:
+        self.retry_after = retry_after
+        super().__init__(message, status=status, provider=provider)
+
+
+class LLMAuthError(LLMError):
+    """The credentials were refused (401/403); retrying cannot help."""
+
+
+class LLMBadRequestError(LLMError):
+    """The provider rejected the request as malformed; retrying cannot help."""
+
+
+class ContextLengthExceededError(LLMBadRequestError):
+    """The provider says the request is longer than the model's context window.
+
+    Later layers answer this by compacting and retrying, never by dropping the session.
+    """
+
+
+class LLMResponseError(LLMError):
+    """The provider's answer could not be understood (malformed JSON, missing fields)."""

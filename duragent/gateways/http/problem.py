@@ -1,0 +1,49 @@
+"""RFC 7807 ``application/problem+json`` error responses, with the reference's type URNs."""
+
+from __future__ import annotations
+
+from starlette.responses import JSONResponse
+
+__all__ = ["PROBLEM_CONTENT_TYPE", "problem"]
+
+PROBLEM_CONTENT_TYPE = "application/problem+json"
+
+_TYPES = {
+    400: "bad-request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not-found",
+    405: "method-not-allowed",
+    408: "request-timeout",
+    409: "conflict",
+    413: "payload-too-large",
+    429: "too-many-requests",
+    503: "service-unavailable",
+}
+_TITLES = {
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    408: "Request Timeout",
+    409: "Conflict",
+    413: "Payload Too Large",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    503: "Service Unavailable",
+}
+
+
+def problem(status: int, detail: str | None = None, *, instance: str | None = None) -> JSONResponse:
+    """A problem+json response for ``status``."""
+    body: dict[str, object] = {
+        "type": f"urn:duragent:problem:{_TYPES.get(status, 'internal-error')}",
+        "title": _TITLES.get(status, "Error"),
+        "status": status,
+    }
+    if detail is not None:
+        body["detail"] = detail
+    if instance is not None:
+        body["instance"] = instance
+    return JSONResponse(body, status_code=status, media_type=PROBLEM_CONTENT_TYPE)

@@ -1,0 +1,222 @@
+"""OpenAI-compatible chat completions: OpenAI, OpenRouter, Ollama and any ``base_url``.
+
+Built on the official ``openai`` async SDK (its HTTP client, SSE parsing and types); this module
+only translates messages and tools, assembles streamed tool calls, and maps the SDK's errors to
+``duragent.errors``. SDK retries are off: ``ResilientProvider`` owns retries so that backoff,
+jitter and Retry-After behave the same for every provider.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import openai
+
+from duragent.core.messages import Message, Role, ToolCall, Usage
+from duragent.errors import (
+    ContextLengthExceededError,
+    LLMAuthError,
+    LLMBadRequestError,
+    LLMConnectionError,
+    LLMError,
+    LLMRateLimitError,
+    LLMResponseError,
+    LLMServerError,
+    LLMTimeoutError,
+)
+from duragent.llm._http_errors import looks_like_context_overflow, parse_retry_after
+from duragent.llm.types import ChatRequest, ChatResponse, ResponseDone, StreamEvent, TextDelta
+
+__all__ = ["OpenAICompatibleProvider", "to_openai_messages"]
+
+
+def to_openai_messages(messages: list[Message] | tuple[Message, ...]) -> list[dict[str, Any]]:
+    """Messages in the chat-completions wire format."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m.role is Role.TOOL:
+            out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.text})
+        elif m.role is Role.ASSISTANT and m.tool_calls:
+            out.append(
+                {
+                    "role": "assistant",
+                    "content": m.content or None,
+                    "tool_calls": [
+                        {
+                            "id": c.id,
+                            "type": "function",
+                            "function": {"name": c.name, "arguments": c.arguments or "{}"},
+                        }
+                        for c in m.tool_calls
+                    ],
+                }
+            )
+        else:
+            out.append({"role": m.role.value, "content": m.text})
+    return out
+
+
+def _map_error(exc: Exception, provider: str) -> LLMError:
+    if isinstance(exc, openai.APITimeoutError):
+        return LLMTimeoutError(f"{provider}: request timed out", provider=provider)
+    if isinstance(exc, openai.APIConnectionError):
+        return LLMConnectionError(f"{provider}: connection failed: {exc}", provider=provider)
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        headers = dict(exc.response.headers) if exc.response is not None else {}
+        body = exc.body if isinstance(exc.body, dict) else {}
+        code = str(body.get("code") or "")
+        message = f"{provider} answered {status}: {exc.message}"
+        if status == 429:
+            return LLMRateLimitError(
+                message, provider=provider, retry_after=parse_retry_after(headers)
+            )
+        if status in (401, 403):
+            return LLMAuthError(message, status=status, provider=provider)
+        if status == 413 or (
+            status in (400, 422) and looks_like_context_overflow(code, exc.message)
+        ):
+            return ContextLengthExceededError(message, status=status, provider=provider)
+        if status >= 500:
+            return LLMServerError(
+                message, status=status, provider=provider, retry_after=parse_retry_after(headers)
+            )
+        return LLMBadRequestError(message, status=status, provider=provider)
+    return LLMResponseError(f"{provider}: unreadable response: {exc}", provider=provider)
+
+
+def _usage(raw: Any) -> Usage | None:
+    if raw is None:
+        return None
+    return Usage(
+        prompt_tokens=int(getattr(raw, "prompt_tokens", 0) or 0),
+        completion_tokens=int(getattr(raw, "completion_tokens", 0) or 0),
+    )
+
+
+class OpenAICompatibleProvider:
+    """A chat-completions endpoint reached through ``openai.AsyncOpenAI``."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        model: str,
+        base_url: str,
+        api_key: str,
+        timeout_seconds: float = 300,
+        default_headers: dict[str, str] | None = None,
+    ) -> None:
+        self.name = name
+        self.model = model
+        self._client = openai.AsyncOpenAI(
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout_seconds,
+            max_retries=0,
+            default_headers=default_headers,
+        )
+
+    def _params(self, request: ChatRequest) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "model": self.model,
+            "messages": to_openai_messages(list(request.messages)),
+        }
+        if request.tools:
+            params["tools"] = [t.to_openai() for t in request.tools]
+        if request.max_output_tokens is not None:
+            params["max_tokens"] = request.max_output_tokens
+        if request.temperature is not None:
+            params["temperature"] = request.temperature
+        return params
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        """One non-streaming chat completion."""
+        try:
+            raw = await self._client.chat.completions.create(**self._params(request))
+        except LLMError:
+            raise
+        except Exception as exc:
+            raise _map_error(exc, self.name) from exc
+        try:
+            choice = raw.choices[0]
+            msg = choice.message
+            calls = tuple(
+                ToolCall(
+                    id=c.id,
+                    name=c.function.name,
+                    arguments=c.function.arguments or "{}",
+                )
+                for c in (msg.tool_calls or [])
+                if getattr(c, "function", None) is not None
+            )
+            return ChatResponse(
+                content=msg.content or "",
+                tool_calls=calls,
+                usage=_usage(raw.usage),
+                finish_reason=choice.finish_reason,
+                model=raw.model,
+            )
+        except (AttributeError, IndexError, TypeError) as exc:
+            raise LLMResponseError(
+                f"{self.name}: response has no usable choice: {exc}", provider=self.name
+            ) from exc
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        """Stream text deltas; tool-call fragments are assembled into the final response."""
+        params = self._params(request)
+        params["stream"] = True
+        params["stream_options"] = {"include_usage": True}
+        text: list[str] = []
+        calls: dict[int, dict[str, str]] = {}
+        usage: Usage | None = None
+        finish: str | None = None
+        model: str | None = None
+        try:
+            chunks = await self._client.chat.completions.create(**params)
+            async for chunk in chunks:
+                model = chunk.model or model
+                if chunk.usage is not None:
+                    usage = _usage(chunk.usage)
+                for choice in chunk.choices or []:
+                    finish = choice.finish_reason or finish
+                    delta = choice.delta
+                    if delta is None:
+                        continue
+                    if delta.content:
+                        text.append(delta.content)
+                        yield TextDelta(delta.content)
+                    for frag in delta.tool_calls or []:
+                        slot = calls.setdefault(frag.index, {"id": "", "name": "", "args": ""})
+                        if frag.id:
+                            slot["id"] = frag.id
+                        if frag.function is not None:
+                            slot["name"] += frag.function.name or ""
+                            slot["args"] += frag.function.arguments or ""
+        except LLMError:
+            raise
+        except (json.JSONDecodeError, ValueError) as exc:
+            raise LLMResponseError(
+                f"{self.name}: malformed stream data: {exc}", provider=self.name
+            ) from exc
+        except Exception as exc:
+            raise _map_error(exc, self.name) from exc
+        tool_calls = tuple(
+            ToolCall(id=c["id"] or f"call_{i}", name=c["name"], arguments=c["args"] or "{}")
+            for i, c in sorted(calls.items())
+        )
+        yield ResponseDone(
+            ChatResponse(
+                content="".join(text),
+                tool_calls=tool_calls,
+                usage=usage,
+                finish_reason=finish,
+                model=model,
+            )
+        )
+
+    async def aclose(self) -> None:
+        """Close the HTTP client."""
+        await self._client.close()
