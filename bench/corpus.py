@@ -19,7 +19,8 @@ _CJK_FALLBACK = (
     "持久化的智能体运行时需要在崩溃之后恢复每一个会话。每一条消息在回复之前都会写入磁盘,"
     "因此重新启动进程时对话能够从中断的地方继续。上下文窗口管理保证每一次调用都不会超过模型的限制。"
     "長い会話でもエージェントは文脈の長さの上限を超えることがありません。古いメッセージは要約され、"
-    "ツールの出力は切り詰められます。세션은 디스크에 기록되며 프로세스가 종료되어도 대화는 사라지지 않습니다。"
+    "ツールの出力は切り詰められます。"
+    "세션은 디스크에 기록되며 프로세스가 종료되어도 대화는 사라지지 않습니다。"
 ) * 20
 
 
@@ -40,21 +41,25 @@ def json_text() -> str:
     """JSON shaped like chat updates and tool results, pretty and compact."""
     rng = random.Random(7)
     words = english().split()[:5000]
-    updates = []
-    for i in range(1500):
-        updates.append(
-            {
-                "update_id": 100000 + i,
-                "message": {
-                    "message_id": i,
-                    "from": {"id": rng.randint(10**8, 10**9), "is_bot": False,
-                             "first_name": rng.choice(words), "language_code": "en"},
-                    "chat": {"id": -rng.randint(10**12, 10**13), "type": "supergroup"},
-                    "date": 1_700_000_000 + i * 37,
-                    "text": " ".join(rng.choice(words) for _ in range(rng.randint(3, 25))),
+
+    def update(i: int) -> dict[str, object]:
+        return {
+            "update_id": 100000 + i,
+            "message": {
+                "message_id": i,
+                "from": {
+                    "id": rng.randint(10**8, 10**9),
+                    "is_bot": False,
+                    "first_name": rng.choice(words),
+                    "language_code": "en",
                 },
-            }
-        )
+                "chat": {"id": -rng.randint(10**12, 10**13), "type": "supergroup"},
+                "date": 1_700_000_000 + i * 37,
+                "text": " ".join(rng.choice(words) for _ in range(rng.randint(3, 25))),
+            },
+        }
+
+    updates = [update(i) for i in range(1500)]
     compact = json.dumps(updates[:750], separators=(",", ":"))
     pretty = json.dumps(updates[750:], indent=2)
     return compact + pretty

@@ -65,6 +65,16 @@ def handles_errors(fn: Callable[P, R]) -> Callable[P, R]:
             if _state["verbose"]:
                 traceback.print_exc()
             raise _fail(str(exc)) from None
+        except (typer.Exit, typer.Abort, KeyboardInterrupt):
+            raise
+        except Exception as exc:
+            if _state["verbose"]:
+                traceback.print_exc()
+                raise _fail(f"unexpected {type(exc).__name__}: {exc}") from None
+            raise _fail(
+                f"unexpected {type(exc).__name__}: {exc} (a bug: run with -v for the traceback "
+                "and report it)"
+            ) from None
 
     return wrapper
 

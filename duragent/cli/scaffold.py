@@ -46,17 +46,17 @@ def scaffold_agent(
         raise ValueError(f"unknown provider {provider!r}; choose one of {', '.join(PROVIDERS)}")
     folder = agents_dir / name
     values = {"agent": name, "provider": provider, "model": model}
-    out.write(folder / "agent.yaml", templates.AGENT_YAML.format(**values))
+    out.write(folder / "agent.yaml", templates.render(templates.AGENT_YAML, **values))
     out.write(folder / "policy.yaml", templates.AGENT_POLICY)
-    out.write(folder / "SOUL.md", templates.SOUL_MD.format(**values))
-    out.write(folder / "SYSTEM_PROMPT.md", templates.SYSTEM_PROMPT_MD.format(**values))
+    out.write(folder / "SOUL.md", templates.render(templates.SOUL_MD, **values))
+    out.write(folder / "SYSTEM_PROMPT.md", templates.render(templates.SYSTEM_PROMPT_MD, **values))
     return out
 
 
 def scaffold_workspace(root: Path, agent: str, provider: str, model: str) -> Scaffold:
     """Write duragent.yaml, the .duragent tree, the workspace policy and one agent."""
     out = Scaffold()
-    out.write(root / "duragent.yaml", templates.DURAGENT_YAML.format(agent=agent))
+    out.write(root / "duragent.yaml", templates.render(templates.DURAGENT_YAML, agent=agent))
     ws = root / ".duragent"
     for sub in ("agents", "sessions", "memory/world", "directives", "schedules", "artifacts"):
         (ws / sub).mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,8 @@
-"""Files ``duragent init`` and ``duragent agent create`` write (never over existing ones)."""
+"""Files ``duragent init`` and ``duragent agent create`` write (never over existing ones).
+
+Placeholders are ``{agent}``, ``{provider}`` and ``{model}``, filled by ``render`` with plain
+replacement (not ``str.format``) so YAML braces and ``${VAR}`` references stay literal.
+"""
 
 from __future__ import annotations
 
@@ -9,17 +13,18 @@ __all__ = [
     "SOUL_MD",
     "SYSTEM_PROMPT_MD",
     "WORKSPACE_POLICY",
+    "render",
 ]
 
 DURAGENT_YAML = """\
-# duragent workspace configuration. Every field is optional; ${{VAR}} and ${{VAR:-default}}
+# duragent workspace configuration. Every field is optional; ${VAR} and ${VAR:-default}
 # are expanded from the environment. Paths are relative to this file.
 workspace: .duragent
 
 server:
   host: 127.0.0.1
   port: 8080
-  # api_token: ${{DURAGENT_API_TOKEN}}     # without a token the API answers loopback only
+  # api_token: ${DURAGENT_API_TOKEN}     # without a token the API answers loopback only
 
 sessions:
   ttl_hours: 168        # complete sessions idle this long; 0 disables
@@ -27,9 +32,9 @@ sessions:
 
 # gateways:
 #   telegram:
-#     bot_token: ${{TELEGRAM_BOT_TOKEN}}
+#     bot_token: ${TELEGRAM_BOT_TOKEN}
 #   discord:
-#     bot_token: ${{DISCORD_BOT_TOKEN}}
+#     bot_token: ${DISCORD_BOT_TOKEN}
 
 # routes:
 #   - match: { gateway: telegram }
@@ -69,7 +74,7 @@ know, and keep answers short unless asked for detail.
 
 SYSTEM_PROMPT_MD = """\
 Help the user with their tasks. Use tools when an action is needed, and explain what you did.
-Today is {{{{date}}}}.
+Today is {{date}}.
 """
 
 WORKSPACE_POLICY = """\
@@ -90,3 +95,10 @@ allow:
   - "bash:ls *"
   - "bash:date"
 """
+
+
+def render(template: str, **values: str) -> str:
+    """Fill ``{name}`` placeholders; everything else is left exactly as written."""
+    for key, value in values.items():
+        template = template.replace("{" + key + "}", value)
+    return template

@@ -1,0 +1,113 @@
+"""The README's first command: `duragent serve` on the examples workspace, as a real process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples" / "duragent.yaml"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_serve(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "duragent", "serve", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def wait_ready(port: int, proc: subprocess.Popen[str], timeout: float = 20) -> httpx.Response:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            out = proc.stdout.read() if proc.stdout else ""
+            pytest.fail(f"serve exited with {proc.returncode}:\n{out}")
+        try:
+            return httpx.get(f"http://127.0.0.1:{port}/livez", timeout=1)
+        except httpx.TransportError:
+            time.sleep(0.05)
+    proc.kill()
+    pytest.fail("server did not become ready")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_serve_on_the_examples_answers_health_and_stops_gracefully(sig: signal.Signals) -> None:
+    port = free_port()
+    proc = start_serve("-c", str(EXAMPLES), "--port", str(port))
+    try:
+        live = wait_ready(port, proc)
+        assert live.status_code == 200
+        assert live.text == "ok"
+        ready = httpx.get(f"http://127.0.0.1:{port}/readyz").json()
+        assert ready["status"] == "ok"
+        assert len(ready["workspace_hash"]) == 64
+        agents = httpx.get(f"http://127.0.0.1:{port}/api/v1/agents").json()["agents"]
+        assert [a["name"] for a in agents] == ["assistant"]
+        proc.send_signal(sig)
+        out, _ = proc.communicate(timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, out
+    assert "offline model" in out  # honestly labelled
+    assert "stopped" in out
+    assert "Traceback" not in out
+
+
+def test_a_busy_port_is_one_clear_error_line(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        proc = start_serve("-c", str(EXAMPLES), "--port", str(port))
+        out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 1
+    assert f"error: cannot listen on 127.0.0.1:{port}" in out
+    assert "--port" in out
+    assert "Traceback" not in out
+
+
+def test_a_broken_config_is_reported_with_file_and_line_and_verbose_adds_the_traceback(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "duragent.yaml"
+    config.write_text("server:\n  port: 8080\nsessions:\n  compaction: shred\n")
+    proc = start_serve("-c", str(config))
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 1
+    assert f"error: {config}:4: sessions.compaction: invalid value" in out
+    assert "'shred'" in out
+    assert all(mode in out for mode in ("discard", "archive", "disabled"))
+    assert "Traceback" not in out
+    verbose = subprocess.run(
+        [sys.executable, "-m", "duragent", "-v", "serve", "-c", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert verbose.returncode == 1
+    assert "Traceback" in verbose.stderr
+
+
+def test_serve_without_a_workspace_says_how_to_make_one(tmp_path: Path) -> None:
+    proc = start_serve("-c", str(tmp_path / "duragent.yaml"))
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 1
+    assert "duragent init" in out
