@@ -1,13 +1,18 @@
 """Directives: short standing rules in ``*.md`` files, workspace-wide and per agent.
 
 Files are read in name order; empty files are skipped; the file stem is the directive's
-source, and an agent file with the same stem as a workspace file replaces it.
+source, and an agent file with the same stem as a workspace file replaces it. A file that
+cannot be read (not UTF-8, no permission) is skipped with a logged warning, as in the
+reference, so one bad file never stops an agent from loading.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 __all__ = ["Directive", "load_directives", "render_directives_block"]
 
@@ -26,7 +31,13 @@ def _read_dir(directory: Path) -> list[Directive]:
         return []
     found = []
     for path in sorted(directory.glob("*.md")):
-        text = path.read_text(encoding="utf-8").strip()
+        if not path.is_file():
+            continue
+        try:
+            text = path.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            log.warning("directive %s skipped: cannot read it (%s)", path, exc)
+            continue
         if text:
             found.append(Directive(source=path.stem, text=text, path=path))
     return found

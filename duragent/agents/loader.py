@@ -148,10 +148,13 @@ def load_agent(
     system_prompt = _prompt(agent_dir, doc, "system_prompt", spec.system_prompt, errors)
     instructions = _prompt(agent_dir, doc, "instructions", spec.instructions, errors)
     for i, tool in enumerate(spec.tools):
-        if tool.type == "cli" and not (agent_dir / tool.command).exists():
+        if tool.type == "cli" and not (agent_dir / tool.command).is_file():
+            missing = not (agent_dir / tool.command).exists()
             errors.append(
                 ConfigError(
-                    "CLI tool command does not exist",
+                    "CLI tool command does not exist"
+                    if missing
+                    else "CLI tool command is not a file",
                     file=file,
                     line=doc.line_of(("spec", "tools", i, "command")),
                     field=f"spec.tools[{i}].command",

@@ -30,28 +30,50 @@ class Skill:
     allowed_tools: tuple[str, ...] = ()
 
 
-def _front_matter(text: str) -> str | None:
+def _front_matter(text: str, skill_file: Path) -> str:
     lines = text.splitlines()
     i = 0
     while i < len(lines) and (not lines[i].strip() or lines[i].lstrip().startswith("#")):
         i += 1
     if i >= len(lines) or lines[i].strip() != "---":
-        return None
-    for j in range(i + 1, len(lines)):
-        if lines[j].strip() == "---":
-            return "\n".join(lines[i + 1 : j])
-    return None
-
-
-def _load_one(skill_file: Path) -> Skill:
-    text = skill_file.read_text(encoding="utf-8")
-    raw = _front_matter(text)
-    if raw is None:
         raise ConfigError(
             "no YAML front matter",
             file=skill_file,
             fix="start the file with '---', name, description, '---'",
         )
+    for j in range(i + 1, len(lines)):
+        if lines[j].strip() == "---":
+            return "\n".join(lines[i + 1 : j])
+    raise ConfigError(
+        "front matter is not closed",
+        file=skill_file,
+        line=i + 1,
+        fix="end the front matter with a line holding only '---'",
+    )
+
+
+def _allowed_tools(value: object, skill_file: Path) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return tuple(value.split())
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(t for v in value for t in v.split())
+    raise ConfigError(
+        "allowed-tools must be a space-separated string of tool names",
+        file=skill_file,
+        field="allowed-tools",
+        value=value,
+    )
+
+
+def _load_one(skill_file: Path) -> Skill:
+    try:
+        # utf-8-sig: editors that save a byte-order mark must not hide the front matter.
+        text = skill_file.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"not valid UTF-8 ({exc.reason})", file=skill_file) from None
+    raw = _front_matter(text, skill_file)
     try:
         meta = yaml.safe_load(raw) or {}
     except yaml.YAMLError as exc:
@@ -78,12 +100,11 @@ def _load_one(skill_file: Path) -> Skill:
     description = meta.get("description")
     if not isinstance(description, str) or not description.strip():
         raise ConfigError("description is required", file=skill_file, field="description")
-    allowed = meta.get("allowed-tools") or ""
     return Skill(
         name=name,
         description=description.strip(),
         location=skill_file,
-        allowed_tools=tuple(str(allowed).split()),
+        allowed_tools=_allowed_tools(meta.get("allowed-tools"), skill_file),
     )
 
 
@@ -99,10 +120,10 @@ def load_skills(skills_dir: Path) -> tuple[list[Skill], list[ConfigError]]:
             continue
         try:
             skills.append(_load_one(skill_file))
-        except (ConfigError, OSError, UnicodeDecodeError) as exc:
-            problems.append(
-                exc if isinstance(exc, ConfigError) else ConfigError(str(exc), file=skill_file)
-            )
+        except ConfigError as exc:
+            problems.append(exc)
+        except OSError as exc:
+            problems.append(ConfigError(f"cannot read file: {exc.strerror}", file=skill_file))
     return skills, problems
 
 

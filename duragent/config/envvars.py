@@ -21,6 +21,11 @@ __all__ = ["expand_env"]
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
+_LINE_BREAK = re.compile(r"(?<=[\n\x85\u2028\u2029])|(?<=\r)(?!\n)")
+"""Zero-width split points after the line breaks YAML counts (``str.splitlines`` also splits
+on form feed and other separators, which shifted error line numbers and could turn the rest
+of a line into a "comment")."""
+
 
 def expand_env(
     text: str, *, file: Path | str | None = None, env: Mapping[str, str] | None = None
@@ -28,7 +33,7 @@ def expand_env(
     """Return ``text`` with every ``${VAR}`` reference replaced (see module docstring)."""
     environ = os.environ if env is None else env
     out: list[str] = []
-    for lineno, line in enumerate(text.splitlines(keepends=True), start=1):
+    for lineno, line in enumerate(_LINE_BREAK.split(text), start=1):
         if line.lstrip().startswith("#") or "$" not in line:
             out.append(line)
             continue

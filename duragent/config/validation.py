@@ -26,7 +26,7 @@ _MISSING = object()
 
 
 def validate_document(model: type[M], doc: LocatedYaml, *, what: str) -> M:
-    """Validate ``doc.data`` as ``model``; raise ConfigErrors listing every problem."""
+    """Validate ``doc.data`` as ``model``; raise ConfigErrors listing every problem by line."""
     data = doc.data
     if data is None:
         data = {}
@@ -40,7 +40,10 @@ def validate_document(model: type[M], doc: LocatedYaml, *, what: str) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise ConfigErrors([_to_config_error(e, doc) for e in exc.errors()]) from None
+        errors = [_to_config_error(e, doc) for e in exc.errors()]
+        # pydantic reports in field-declaration order; people read files top to bottom.
+        errors.sort(key=lambda e: e.line if e.line is not None else 0)
+        raise ConfigErrors(errors) from None
 
 
 def _has_key(node: Any, part: str | int) -> bool:
@@ -115,6 +118,54 @@ def _to_config_error(err: ErrorDetails, doc: LocatedYaml) -> ConfigError:
             line=line,
             field=field,
             value=value,
+        )
+    if kind == "string_too_short" and ctx.get("min_length") == 1:
+        return ConfigError("must not be empty", file=doc.file, line=line, field=field, value=value)
+    if kind in {"union_tag_invalid", "union_tag_not_found"}:
+        # A tagged list item such as spec.tools[i]: point at its tag key, not at the item.
+        tag = str(ctx.get("discriminator", "type")).strip("'\"")
+        tag_path = [*path, tag]
+        expected = str(ctx.get("expected_tags", "")).replace("'", "")
+        if kind == "union_tag_not_found":
+            return ConfigError(
+                "required field is missing",
+                file=doc.file,
+                line=doc.line_of(tag_path),
+                field=_dotted(tag_path),
+                allowed=expected or None,
+                fix=f"add '{tag}: …' here",
+            )
+        return ConfigError(
+            "invalid value",
+            file=doc.file,
+            line=doc.line_of(tag_path),
+            field=_dotted(tag_path),
+            value=ctx.get("tag"),
+            allowed=expected or None,
+        )
+    if kind in {"model_type", "model_attributes_type", "dict_type"}:
+        if value is None:
+            return ConfigError(
+                "is empty but must be a mapping of keys to values",
+                file=doc.file,
+                line=line,
+                field=field,
+                fix="indent its keys under it (or delete the line if the section is optional)",
+            )
+        return ConfigError(
+            "must be a mapping of keys to values",
+            file=doc.file,
+            line=line,
+            field=field,
+            value=type(value).__name__ if isinstance(value, list) else value,
+        )
+    if kind == "list_type":
+        return ConfigError(
+            "must be a list ('- item' lines)",
+            file=doc.file,
+            line=line,
+            field=field,
+            value=type(value).__name__ if isinstance(value, dict) else value,
         )
     message = err["msg"]
     if message.startswith("Value error, "):

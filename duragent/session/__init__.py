@@ -1,5 +1,40 @@
-"""Session actors (pykka), the registry, the one turn runner and the agentic loop.
+"""Session actors (pykka), the registry, and (with the agentic-loop work) the one turn runner.
 
-Every front end calls the turn runner here; nothing else orchestrates a turn.
-(Populated by the durable-sessions and agentic-loop work; see specs/.)
+```
+ asyncio code ──ask(op)──▶ SessionActor (pykka thread, one per live session)
+      ▲                        │  SessionState.apply(event)   (pure rules, same for replay)
+      └── Reply via            ├─▶ EventLog.append + fsync    (events.jsonl)
+          call_soon_threadsafe └─▶ SnapshotFile.write         (state.yaml, atomic)
+```
+
+- ``state``: checkpointed/pending messages, Layer 1 window, tool-result placement.
+- ``actor``: durability rules, recovery, crash repair, operations.
+- ``bridge``: non-blocking asks with timeouts.
+- ``registry``: lazy start, chat → session, LRU and idle bounds.
 """
+
+from __future__ import annotations
+
+from duragent.session.actor import (
+    NewSession,
+    SessionInfo,
+    SessionQuarantinedError,
+    UserMessageResult,
+)
+from duragent.session.bridge import SessionTimeoutError, SessionUnavailableError
+from duragent.session.registry import RegistrySettings, SessionNotFoundError, SessionRegistry
+from duragent.session.state import SessionState, actor_message_limit
+
+__all__ = [
+    "NewSession",
+    "RegistrySettings",
+    "SessionInfo",
+    "SessionNotFoundError",
+    "SessionQuarantinedError",
+    "SessionRegistry",
+    "SessionState",
+    "SessionTimeoutError",
+    "SessionUnavailableError",
+    "UserMessageResult",
+    "actor_message_limit",
+]

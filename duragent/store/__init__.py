@@ -1,6 +1,31 @@
-"""Durable files: session event logs and snapshots, schedules and run logs.
+"""Durable files: session event logs and snapshots, the chat index, quarantine.
 
-Owns every byte under ``.duragent/sessions`` and ``.duragent/schedules``: append-with-fsync
-event logs, atomic snapshots, compaction and recovery reads. Imports only ``core``.
-(Populated by the durable-sessions work; see specs/.)
+- ``event_log``: ``events.jsonl`` append-with-fsync, torn-tail safe, de-duplicating reads,
+  compaction to ``events.archive.jsonl``.
+- ``snapshot_file``: atomic ``state.yaml`` (reads the reference's ``state.json`` too).
+- ``chat_index``: chat key → session id without opening every session.
+- ``session_store``: the sessions directory as a whole.
+- ``fileops``: the OS calls, replaceable to inject disk failures in tests.
+
+Imports only ``core`` (and ``errors``).
 """
+
+from __future__ import annotations
+
+from duragent.store.chat_index import ChatIndex, ChatKey
+from duragent.store.event_log import EventLog, ReadReport
+from duragent.store.fileops import OS_FILE_OPS, FileOps
+from duragent.store.session_store import SessionStore
+from duragent.store.snapshot_file import SnapshotCorruptError, SnapshotFile
+
+__all__ = [
+    "OS_FILE_OPS",
+    "ChatIndex",
+    "ChatKey",
+    "EventLog",
+    "FileOps",
+    "ReadReport",
+    "SessionStore",
+    "SnapshotCorruptError",
+    "SnapshotFile",
+]

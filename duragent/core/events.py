@@ -1,0 +1,244 @@
+"""Session events: one JSON object per line of ``events.jsonl``.
+
+The wire shape is the reference's: ``{"seq": N, "timestamp": RFC3339, "type": T, ...payload}``
+with the payload fields flattened into the object. ``Event`` keeps the payload as a mapping
+so that unknown types (written by a newer version) are kept and passed through untouched;
+the constructors below are the only way our code *writes* each known type, so every field
+name and shape lives in one place.
+
+Known types (reference §2.5, plus ours marked *):
+
+| type | payload |
+|---|---|
+| session_start | agent, on_disconnect, gateway?, gateway_chat_id? |
+| user_message | content, sender_id?, sender_name?, platform_message_id* |
+| assistant_response | agent, content, tool_calls? [{call_id, tool_name, arguments}], usage?, |
+|   | message_id*, budget* |
+| assistant_message | agent, content, usage? (legacy, read only) |
+| tool_call | call_id, tool_name, arguments (legacy, read only) |
+| tool_result | call_id, result {success, content} |
+| tools_skipped | call_ids [], reason |
+| approval_required | call_id, command |
+| approval_decision | call_id, decision (allow_once / allow_always / deny) |
+| status_change | from, to |
+| silent_message | content, sender_id, sender_name? |
+| error | code, message |
+| session_end | reason |
+| delivery* | reply_seq, target — a reply was handed to its chat (sent once, even across restarts) |
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from duragent.core.messages import ToolCall, Usage
+
+__all__ = [
+    "Event",
+    "EventType",
+    "call_from_record",
+    "now_rfc3339",
+]
+
+
+class EventType(enum.StrEnum):
+    """Every event type this version writes or understands."""
+
+    SESSION_START = "session_start"
+    SESSION_END = "session_end"
+    USER_MESSAGE = "user_message"
+    ASSISTANT_MESSAGE = "assistant_message"
+    ASSISTANT_RESPONSE = "assistant_response"
+    TOOL_CALL = "tool_call"
+    TOOL_RESULT = "tool_result"
+    TOOLS_SKIPPED = "tools_skipped"
+    APPROVAL_REQUIRED = "approval_required"
+    APPROVAL_DECISION = "approval_decision"
+    STATUS_CHANGE = "status_change"
+    SILENT_MESSAGE = "silent_message"
+    ERROR = "error"
+    DELIVERY = "delivery"
+
+
+def now_rfc3339() -> str:
+    """The current UTC time as RFC 3339 with milliseconds and a ``Z``."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One persisted event: sequence number, time, type and payload."""
+
+    seq: int
+    timestamp: str
+    type: str
+    data: Mapping[str, Any]
+
+    def to_json(self) -> str:
+        """The ``events.jsonl`` line (without the newline)."""
+        return json.dumps(
+            {"seq": self.seq, "timestamp": self.timestamp, "type": self.type, **self.data},
+            ensure_ascii=False,
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def from_json(cls, line: str | bytes) -> Event:
+        """Parse one line; raises ``ValueError`` if it is not a well-formed event."""
+        obj = json.loads(line)
+        if not isinstance(obj, dict):
+            raise ValueError("event is not a JSON object")
+        seq = obj.pop("seq", None)
+        kind = obj.pop("type", None)
+        timestamp = obj.pop("timestamp", "")
+        if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
+            raise ValueError(f"event has no valid seq: {seq!r}")
+        if not isinstance(kind, str) or not kind:
+            raise ValueError("event has no type")
+        return cls(seq=seq, timestamp=str(timestamp), type=kind, data=obj)
+
+    # --- constructors for every type we write -----------------------------------------
+
+    @classmethod
+    def make(cls, seq: int, kind: EventType, **data: Any) -> Event:
+        """An event of ``kind`` now; ``None`` values are omitted from the payload."""
+        return cls(
+            seq=seq,
+            timestamp=now_rfc3339(),
+            type=kind.value,
+            data={k: v for k, v in data.items() if v is not None},
+        )
+
+    @classmethod
+    def session_start(
+        cls,
+        seq: int,
+        *,
+        agent: str,
+        on_disconnect: str,
+        gateway: str | None = None,
+        gateway_chat_id: str | None = None,
+    ) -> Event:
+        """The first event of every session."""
+        return cls.make(
+            seq,
+            EventType.SESSION_START,
+            agent=agent,
+            on_disconnect=on_disconnect,
+            gateway=gateway,
+            gateway_chat_id=gateway_chat_id,
+        )
+
+    @classmethod
+    def user_message(
+        cls,
+        seq: int,
+        *,
+        content: str,
+        sender_id: str | None = None,
+        sender_name: str | None = None,
+        platform_message_id: str | None = None,
+    ) -> Event:
+        """A message from the user (or a group member)."""
+        return cls.make(
+            seq,
+            EventType.USER_MESSAGE,
+            content=content,
+            sender_id=sender_id,
+            sender_name=sender_name,
+            platform_message_id=platform_message_id,
+        )
+
+    @classmethod
+    def assistant_response(
+        cls,
+        seq: int,
+        *,
+        agent: str,
+        content: str,
+        tool_calls: Sequence[ToolCall] = (),
+        usage: Usage | None = None,
+        message_id: str | None = None,
+        budget: Mapping[str, Any] | None = None,
+    ) -> Event:
+        """The model's answer; tool call arguments are stored as JSON values (null if invalid)."""
+        calls = [_call_record(c) for c in tool_calls]
+        return cls.make(
+            seq,
+            EventType.ASSISTANT_RESPONSE,
+            agent=agent,
+            content=content,
+            tool_calls=calls or None,
+            usage=usage.to_dict() if usage else None,
+            message_id=message_id,
+            budget=dict(budget) if budget else None,
+        )
+
+    @classmethod
+    def tool_result(cls, seq: int, *, call_id: str, success: bool, content: str) -> Event:
+        """What a tool returned (already truncated to the agent's limit)."""
+        return cls.make(
+            seq,
+            EventType.TOOL_RESULT,
+            call_id=call_id,
+            result={"success": success, "content": content},
+        )
+
+    @classmethod
+    def tools_skipped(cls, seq: int, *, call_ids: Sequence[str], reason: str) -> Event:
+        """Calls that were not run (approval needed, user interrupted, …)."""
+        return cls.make(seq, EventType.TOOLS_SKIPPED, call_ids=list(call_ids), reason=reason)
+
+    @classmethod
+    def status_change(cls, seq: int, *, old: str, new: str) -> Event:
+        """The session's status changed."""
+        return cls.make(seq, EventType.STATUS_CHANGE, **{"from": old, "to": new})
+
+    @classmethod
+    def error(cls, seq: int, *, code: str, message: str) -> Event:
+        """Something failed that the operator should be able to see in the log."""
+        return cls.make(seq, EventType.ERROR, code=code, message=message)
+
+    @classmethod
+    def delivery(cls, seq: int, *, reply_seq: int, target: str) -> Event:
+        """The reply with event ``reply_seq`` was handed to ``target``."""
+        return cls.make(seq, EventType.DELIVERY, reply_seq=reply_seq, target=target)
+
+
+def _call_record(call: ToolCall) -> dict[str, Any]:
+    """A tool call as stored: arguments as a JSON value (the reference's shape).
+
+    Arguments that are not valid JSON are stored as ``null`` like the reference does, plus
+    ``arguments_raw`` with the exact text, so recovery shows the model what it really sent.
+    """
+    record: dict[str, Any] = {"call_id": call.id, "tool_name": call.name}
+    text = call.arguments.strip()
+    if not text:
+        record["arguments"] = {}
+        return record
+    try:
+        record["arguments"] = json.loads(text)
+    except json.JSONDecodeError:
+        record["arguments"] = None
+        record["arguments_raw"] = call.arguments
+    return record
+
+
+def call_from_record(record: Mapping[str, Any]) -> ToolCall:
+    """The ToolCall a stored call record describes (inverse of the writer)."""
+    raw = record.get("arguments_raw")
+    if isinstance(raw, str):
+        arguments = raw
+    else:
+        value = record.get("arguments")
+        arguments = "{}" if value is None else json.dumps(value, ensure_ascii=False)
+    return ToolCall(
+        id=str(record.get("call_id", "")),
+        name=str(record.get("tool_name", "")),
+        arguments=arguments,
+    )

@@ -1,0 +1,175 @@
+"""The session snapshot (``state.yaml``) and the message ↔ dict mapping it uses.
+
+A snapshot holds the *checkpointed* messages and the session's metadata; recovery loads it
+and replays the events after ``checkpoint_seq``. Messages are stored in the OpenAI chat shape
+(role, content, tool_calls with function name/arguments, tool_call_id), as the reference's
+``state.json`` does, so either file can be read.
+
+Schema versions: "1" and "2" are the reference's ``state.json`` (v1: replay from
+``last_event_seq``, v2: from ``checkpoint_seq``); 3 is ours (``state.yaml``, same fields plus
+inbound de-duplication and delivery bookkeeping).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from duragent.core.messages import Message, Role, ToolCall
+
+__all__ = [
+    "SNAPSHOT_SCHEMA_VERSION",
+    "SessionSnapshot",
+    "SessionStatus",
+    "message_from_dict",
+    "message_to_dict",
+]
+
+SNAPSHOT_SCHEMA_VERSION = 3
+
+
+class SessionStatus(enum.StrEnum):
+    """Lifecycle status of a session (reference names)."""
+
+    ACTIVE = "active"
+    PAUSED = "paused"
+    RUNNING = "running"
+    COMPLETED = "completed"
+
+
+def message_to_dict(message: Message) -> dict[str, Any]:
+    """A message in the OpenAI chat shape, omitting empty fields."""
+    out: dict[str, Any] = {"role": message.role.value}
+    if message.content is not None:
+        out["content"] = message.content
+    if message.tool_calls:
+        out["tool_calls"] = [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": c.arguments},
+            }
+            for c in message.tool_calls
+        ]
+    if message.tool_call_id is not None:
+        out["tool_call_id"] = message.tool_call_id
+    return out
+
+
+def message_from_dict(data: Mapping[str, Any]) -> Message:
+    """Inverse of ``message_to_dict``; raises ``ValueError`` on an unknown role."""
+    role = Role(str(data.get("role")))
+    calls = tuple(
+        ToolCall(
+            id=str(c.get("id", "")),
+            name=str((c.get("function") or {}).get("name", "")),
+            arguments=str((c.get("function") or {}).get("arguments") or "{}"),
+        )
+        for c in (data.get("tool_calls") or [])
+    )
+    content = data.get("content")
+    return Message(
+        role=role,
+        content=None if content is None else str(content),
+        tool_calls=calls,
+        tool_call_id=data.get("tool_call_id"),
+    )
+
+
+@dataclass(slots=True, kw_only=True)
+class SessionSnapshot:
+    """Everything ``state.yaml`` holds."""
+
+    session_id: str
+    agent: str
+    status: SessionStatus = SessionStatus.ACTIVE
+    created_at: str
+    updated_at: str
+    snapshot_at: str = ""
+    last_event_seq: int = 0
+    checkpoint_seq: int = 0
+    conversation: list[Message] = field(default_factory=list)
+    on_disconnect: str = "pause"
+    gateway: str | None = None
+    gateway_chat_id: str | None = None
+    pending_approval: dict[str, Any] | None = None
+    actor_message_limit: int = 1000
+    compaction: str | None = None
+    recent_platform_ids: list[str] = field(default_factory=list)
+    last_final_reply_seq: int = 0
+    last_delivered_seq: int = 0
+    schema_version: int = SNAPSHOT_SCHEMA_VERSION
+
+    @property
+    def replay_from_seq(self) -> int:
+        """Events with a seq above this are replayed on top of the snapshot."""
+        if self.schema_version == 1:
+            return self.last_event_seq
+        return self.checkpoint_seq
+
+    def to_dict(self) -> dict[str, Any]:
+        """The mapping written to state.yaml."""
+        config: dict[str, Any] = {
+            "on_disconnect": self.on_disconnect,
+            "actor_message_limit": self.actor_message_limit,
+        }
+        for key in ("gateway", "gateway_chat_id", "pending_approval", "compaction"):
+            value = getattr(self, key)
+            if value is not None:
+                config[key] = value
+        return {
+            "schema_version": self.schema_version,
+            "session_id": self.session_id,
+            "agent": self.agent,
+            "status": self.status.value,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "snapshot_at": self.snapshot_at,
+            "last_event_seq": self.last_event_seq,
+            "checkpoint_seq": self.checkpoint_seq,
+            "last_final_reply_seq": self.last_final_reply_seq,
+            "last_delivered_seq": self.last_delivered_seq,
+            "recent_platform_ids": list(self.recent_platform_ids),
+            "config": config,
+            "conversation": [message_to_dict(m) for m in self.conversation],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SessionSnapshot:
+        """Parse state.yaml or the reference's state.json; raises ValueError when invalid."""
+        version = int(str(data.get("schema_version", "1")))
+        if version not in (1, 2, SNAPSHOT_SCHEMA_VERSION):
+            raise ValueError(f"unsupported snapshot schema_version {version}")
+        config = data.get("config") or {}
+        if not isinstance(config, Mapping):
+            raise ValueError("config must be a mapping")
+        for required in ("session_id", "agent", "created_at"):
+            if not data.get(required):
+                raise ValueError(f"snapshot has no {required}")
+        conversation = data.get("conversation") or []
+        if not isinstance(conversation, list):
+            raise ValueError("conversation must be a list")
+        created = str(data["created_at"])
+        return cls(
+            schema_version=version,
+            session_id=str(data["session_id"]),
+            agent=str(data["agent"]),
+            status=SessionStatus(str(data.get("status", "active"))),
+            created_at=created,
+            updated_at=str(data.get("updated_at") or data.get("snapshot_at") or created),
+            snapshot_at=str(data.get("snapshot_at") or ""),
+            last_event_seq=int(data.get("last_event_seq") or 0),
+            checkpoint_seq=int(data.get("checkpoint_seq") or 0),
+            conversation=[message_from_dict(m) for m in conversation],
+            on_disconnect=str(config.get("on_disconnect") or "pause"),
+            gateway=config.get("gateway"),
+            gateway_chat_id=config.get("gateway_chat_id"),
+            pending_approval=config.get("pending_approval"),
+            actor_message_limit=int(config.get("actor_message_limit") or 1000),
+            compaction=config.get("compaction"),
+            recent_platform_ids=[str(x) for x in (data.get("recent_platform_ids") or [])],
+            last_final_reply_seq=int(data.get("last_final_reply_seq") or 0),
+            last_delivered_seq=int(data.get("last_delivered_seq") or 0),
+        )

@@ -1,0 +1,247 @@
+"""Live session actors: get or start them, find a chat's session, and bound their number.
+
+- ``get(id)`` starts the session's actor on first use (lazy recovery: nothing is read at
+  start-up except the chat index, so 10,000 sessions on disk cost nothing until used).
+- ``for_chat(key, new)`` returns the chat's session or creates exactly one, even when many
+  first messages for the same chat arrive at once.
+- Live actors are bounded: the least recently used idle one is stopped (its state is on disk)
+  when more than ``max_live`` are running, and any actor idle longer than ``idle_seconds`` is
+  stopped by a reaper. A request to a stopped actor transparently restarts it from disk.
+- ``aclose`` stops every actor; each flushes and snapshots first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pykka
+
+from duragent.core.ids import new_session_id
+from duragent.core.snapshot import SessionStatus
+from duragent.errors import NotFoundError
+from duragent.session.actor import NewSession, SessionActor, SessionInfo, SessionQuarantinedError
+from duragent.session.bridge import Request, SessionUnavailableError, ask
+from duragent.store import ChatKey, SessionStore
+
+__all__ = ["RegistrySettings", "SessionNotFoundError", "SessionRegistry"]
+
+log = logging.getLogger(__name__)
+
+
+class SessionNotFoundError(NotFoundError):
+    """No session with this id exists on disk."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        super().__init__(f"session '{session_id}' not found")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RegistrySettings:
+    """Bounds and timeouts of the registry."""
+
+    max_live: int = 1000
+    idle_seconds: float = 600.0
+    ask_timeout: float = 30.0
+    default_compaction: str = "archive"
+    min_idle_to_evict: float = 1.0
+    """An actor used within this many seconds is not evicted (the cap is briefly exceeded)."""
+
+
+@dataclass(slots=True)
+class _Live:
+    ref: pykka.ActorRef[Any]
+    last_used: float
+
+
+class SessionRegistry:
+    """Session id ↔ live actor, and chat key → session (see module docstring)."""
+
+    def __init__(
+        self,
+        store: SessionStore,
+        settings: RegistrySettings | None = None,
+        *,
+        on_change: Callable[[SessionInfo], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.settings = settings or RegistrySettings()
+        self._live: OrderedDict[str, _Live] = OrderedDict()
+        self._starting: dict[str, asyncio.Future[_Live]] = {}
+        self._chat_locks: dict[ChatKey, asyncio.Lock] = {}
+        self._reaper: asyncio.Task[None] | None = None
+        self._on_change = on_change
+        self._closed = False
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Prepare the directory and load the chat index; start the idle reaper."""
+        await asyncio.to_thread(self.store.open)
+        self._reaper = asyncio.create_task(self._reap_forever(), name="session-reaper")
+
+    async def aclose(self) -> None:
+        """Stop every live actor (each flushes and snapshots)."""
+        self._closed = True
+        if self._reaper is not None:
+            self._reaper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reaper
+        await asyncio.gather(*(self._stop(sid) for sid in list(self._live)), return_exceptions=True)
+
+    @property
+    def live_count(self) -> int:
+        """How many actors are running."""
+        return len(self._live)
+
+    def is_live(self, session_id: str) -> bool:
+        """Whether ``session_id`` has a running actor."""
+        return session_id in self._live
+
+    # --- sessions -------------------------------------------------------------------------
+
+    async def create(self, new: NewSession) -> str:
+        """Create a session durably (folder, first event, snapshot) and return its id."""
+        session_id = new_session_id()
+        await self._start(session_id, new)
+        if new.gateway and new.gateway_chat_id:
+            key = (new.gateway, new.gateway_chat_id, new.agent)
+            await asyncio.to_thread(self.store.chats.set, key, session_id)
+        return session_id
+
+    async def for_chat(self, key: ChatKey, new: NewSession) -> str:
+        """The chat's current session id, creating exactly one if it has none."""
+        lock = self._chat_locks.setdefault(key, asyncio.Lock())
+        async with lock:
+            existing = self.store.chats.get(key)
+            if existing is not None:
+                try:
+                    info = await self.call(existing, "info")
+                    if info.status is not SessionStatus.COMPLETED:
+                        return existing
+                except (SessionNotFoundError, SessionQuarantinedError) as exc:
+                    log.warning(
+                        "chat %s: session %s unusable (%s); starting a new one", key, existing, exc
+                    )
+            return await self.create(new)
+
+    async def call(self, session_id: str, op: str, **kwargs: Any) -> Any:
+        """Run ``op`` on the session's actor, starting or restarting it as needed."""
+        for attempt in (1, 2):
+            live = await self._ensure_live(session_id)
+            live.last_used = time.monotonic()
+            self._live.move_to_end(session_id)
+            try:
+                return await ask(live.ref, op, within=self.settings.ask_timeout, **kwargs)
+            except SessionUnavailableError:
+                if self._live.get(session_id) is live:
+                    del self._live[session_id]
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def info(self, session_id: str) -> SessionInfo:
+        """The session's summary."""
+        info: SessionInfo = await self.call(session_id, "info")
+        return info
+
+    async def complete(self, session_id: str) -> None:
+        """Mark the session completed and unmap its chat (files are kept)."""
+        await self.call(session_id, "set_status", status=SessionStatus.COMPLETED.value)
+        await asyncio.to_thread(self.store.chats.remove_session, session_id)
+        await self._stop(session_id)
+
+    async def delete(self, session_id: str) -> None:
+        """Stop the session and delete its folder."""
+        if not self.store.exists(session_id) and session_id not in self._live:
+            raise SessionNotFoundError(session_id)
+        await self._stop(session_id)
+        await asyncio.to_thread(self.store.delete, session_id)
+
+    async def stop(self, session_id: str) -> None:
+        """Stop the session's actor if it is running (state stays on disk)."""
+        await self._stop(session_id)
+
+    # --- internals --------------------------------------------------------------------------
+
+    async def _ensure_live(self, session_id: str) -> _Live:
+        live = self._live.get(session_id)
+        if live is not None and live.ref.is_alive():
+            return live
+        if live is not None:
+            del self._live[session_id]
+        if not self.store.exists(session_id):
+            raise SessionNotFoundError(session_id)
+        return await self._start(session_id, None)
+
+    async def _start(self, session_id: str, new: NewSession | None) -> _Live:
+        pending = self._starting.get(session_id)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        future: asyncio.Future[_Live] = asyncio.get_running_loop().create_future()
+        self._starting[session_id] = future
+        try:
+            ref = SessionActor.start(
+                self.store,
+                session_id,
+                new=new,
+                default_compaction=self.settings.default_compaction,
+                on_change=self._on_change,
+            )
+            try:
+                await ask(ref, "info", within=self.settings.ask_timeout)
+            except BaseException:
+                with contextlib.suppress(pykka.ActorDeadError):
+                    ref.tell(Request("stop"))
+                raise
+            live = _Live(ref=ref, last_used=time.monotonic())
+            self._live[session_id] = live
+            future.set_result(live)
+            self._evict_over_cap()
+            return live
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # mark retrieved for waiters that never came
+            raise
+        finally:
+            del self._starting[session_id]
+
+    async def _stop(self, session_id: str) -> None:
+        live = self._live.pop(session_id, None)
+        if live is None:
+            return
+        with contextlib.suppress(SessionUnavailableError):
+            await ask(live.ref, "stop", within=self.settings.ask_timeout)
+
+    def _evict_over_cap(self) -> None:
+        excess = len(self._live) - self.settings.max_live
+        if excess <= 0:
+            return
+        now = time.monotonic()
+        victims = [
+            sid
+            for sid, live in self._live.items()
+            if now - live.last_used >= self.settings.min_idle_to_evict
+        ][:excess]
+        for sid in victims:
+            asyncio.get_running_loop().create_task(self._stop(sid))
+
+    async def _reap_forever(self) -> None:
+        interval = max(0.05, min(self.settings.idle_seconds / 4, 30.0))
+        while True:
+            await asyncio.sleep(interval)
+            now = time.monotonic()
+            idle = [
+                sid
+                for sid, live in self._live.items()
+                if now - live.last_used >= self.settings.idle_seconds
+            ]
+            for sid in idle:
+                await self._stop(sid)

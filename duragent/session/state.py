@@ -1,0 +1,249 @@
+"""The in-memory state of one session and the rules that change it.
+
+Pure logic, no I/O: the actor applies every new event here *and* recovery replays the log
+through the same ``apply``, so a recovered session is exactly the live one.
+
+- New messages go to ``pending``; when it reaches ``CHECKPOINT_THRESHOLD`` after a user
+  message or an assistant response, it rolls into ``checkpointed`` and ``checkpoint_seq``
+  advances (the snapshot stores only checkpointed messages; recovery replays the rest).
+- Layer 1: at most ``message_limit`` messages are held; the oldest checkpointed ones are
+  dropped (the full history stays on disk). Tool results left at the head without their call
+  are dropped too.
+- A tool result is placed right after the assistant message that made the call, even when it
+  arrives late (a repaired, interrupted call), so the history always pairs calls and results.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any
+
+from duragent.core.events import Event, EventType, call_from_record
+from duragent.core.messages import Message, Role
+from duragent.core.snapshot import SessionSnapshot, SessionStatus
+
+__all__ = [
+    "CHECKPOINT_THRESHOLD",
+    "INTERRUPTED_RESULT",
+    "RECENT_PLATFORM_IDS",
+    "SessionState",
+    "actor_message_limit",
+]
+
+CHECKPOINT_THRESHOLD = 50
+RECENT_PLATFORM_IDS = 1000
+INTERRUPTED_RESULT = "Error: tool execution interrupted by server restart"
+
+
+def actor_message_limit(max_input_tokens: int) -> int:
+    """Layer 1 cap: ``clamp(max_input_tokens / 200 * 2, 100, 2000)`` messages."""
+    return max(100, min(2000, (max_input_tokens // 200) * 2))
+
+
+class SessionState:
+    """Everything the actor knows about its session (see module docstring)."""
+
+    def __init__(self, snapshot: SessionSnapshot) -> None:
+        self.session_id = snapshot.session_id
+        self.agent = snapshot.agent
+        self.status = snapshot.status
+        self.created_at = snapshot.created_at
+        self.updated_at = snapshot.updated_at
+        self.on_disconnect = snapshot.on_disconnect
+        self.gateway = snapshot.gateway
+        self.gateway_chat_id = snapshot.gateway_chat_id
+        self.pending_approval: dict[str, Any] | None = snapshot.pending_approval
+        self.message_limit = snapshot.actor_message_limit
+        self.compaction = snapshot.compaction
+        self.checkpointed: list[Message] = list(snapshot.conversation)
+        self.pending: list[Message] = []
+        self.checkpoint_seq = snapshot.checkpoint_seq
+        self.last_seq = snapshot.last_event_seq
+        self.last_final_reply_seq = snapshot.last_final_reply_seq
+        self.last_delivered_seq = snapshot.last_delivered_seq
+        self.platform_ids: OrderedDict[str, int] = OrderedDict(
+            (pid, 0) for pid in snapshot.recent_platform_ids
+        )
+        self._outstanding: dict[str, None] = {}
+        self._result_ids: set[str] = set()
+        for m in self.checkpointed:
+            self._track(m)
+
+    # --- queries ------------------------------------------------------------------------
+
+    def messages(self) -> list[Message]:
+        """The Layer 1 window: checkpointed then pending messages."""
+        return [*self.checkpointed, *self.pending]
+
+    def message_count(self) -> int:
+        """How many messages the window holds."""
+        return len(self.checkpointed) + len(self.pending)
+
+    def outstanding_call_ids(self) -> list[str]:
+        """Tool calls without a result, in call order (excluding a pending approval's call)."""
+        waiting = (self.pending_approval or {}).get("call_id")
+        return [c for c in self._outstanding if c != waiting]
+
+    def seen_platform_id(self, platform_id: str) -> int | None:
+        """The seq of the user message that carried ``platform_id``, if recorded (0 = old)."""
+        return self.platform_ids.get(platform_id)
+
+    def is_answered(self, user_seq: int) -> bool:
+        """Whether a final reply was recorded after the user message ``user_seq``."""
+        return self.last_final_reply_seq > user_seq
+
+    def to_snapshot(self, now: str) -> SessionSnapshot:
+        """The snapshot of the current state (checkpointed messages only)."""
+        return SessionSnapshot(
+            session_id=self.session_id,
+            agent=self.agent,
+            status=self.status,
+            created_at=self.created_at,
+            updated_at=self.updated_at,
+            snapshot_at=now,
+            last_event_seq=self.last_seq,
+            checkpoint_seq=self.checkpoint_seq,
+            conversation=list(self.checkpointed),
+            on_disconnect=self.on_disconnect,
+            gateway=self.gateway,
+            gateway_chat_id=self.gateway_chat_id,
+            pending_approval=self.pending_approval,
+            actor_message_limit=self.message_limit,
+            compaction=self.compaction,
+            recent_platform_ids=list(self.platform_ids),
+            last_final_reply_seq=self.last_final_reply_seq,
+            last_delivered_seq=self.last_delivered_seq,
+        )
+
+    # --- the one way state changes --------------------------------------------------------
+
+    def apply(self, event: Event) -> None:
+        """Apply one event (live or replayed). Unknown types are ignored."""
+        data = event.data
+        kind = event.type
+        if kind == EventType.USER_MESSAGE:
+            self._append(Message.user(str(data.get("content", ""))))
+            pid = data.get("platform_message_id")
+            if pid:
+                self._remember_platform_id(str(pid), event.seq)
+            self._after_turn_message(event.seq)
+        elif kind in (EventType.ASSISTANT_RESPONSE, EventType.ASSISTANT_MESSAGE):
+            self._apply_assistant(event)
+        elif kind == EventType.TOOL_CALL:
+            self._apply_legacy_tool_call(data)
+        elif kind == EventType.TOOL_RESULT:
+            result = data.get("result") or {}
+            content = result.get("content", "") if isinstance(result, Mapping) else str(result)
+            self._add_result(str(data.get("call_id", "")), str(content))
+        elif kind == EventType.TOOLS_SKIPPED:
+            reason = str(data.get("reason", "skipped"))
+            for call_id in data.get("call_ids") or []:
+                self._add_result(str(call_id), f"Skipped: {reason}")
+        elif kind == EventType.STATUS_CHANGE:
+            self.status = _status(data.get("to"), self.status)
+        elif kind == EventType.SESSION_END:
+            self.status = SessionStatus.COMPLETED
+        elif kind == EventType.APPROVAL_REQUIRED:
+            if self.pending_approval is None or self.pending_approval.get("call_id") != data.get(
+                "call_id"
+            ):
+                self.pending_approval = {
+                    "call_id": data.get("call_id"),
+                    "command": data.get("command"),
+                }
+        elif kind == EventType.APPROVAL_DECISION:
+            if self.pending_approval and self.pending_approval.get("call_id") == data.get(
+                "call_id"
+            ):
+                self.pending_approval = None
+        elif kind == EventType.DELIVERY:
+            self.last_delivered_seq = max(self.last_delivered_seq, int(data.get("reply_seq", 0)))
+        elif kind == EventType.SESSION_START:
+            self.agent = str(data.get("agent", self.agent))
+            self.on_disconnect = str(data.get("on_disconnect") or self.on_disconnect)
+            self.gateway = data.get("gateway", self.gateway)
+            self.gateway_chat_id = data.get("gateway_chat_id", self.gateway_chat_id)
+        self.last_seq = max(self.last_seq, event.seq)
+        if event.timestamp:
+            self.updated_at = event.timestamp
+
+    # --- helpers ----------------------------------------------------------------------------
+
+    def _apply_assistant(self, event: Event) -> None:
+        data = event.data
+        calls = tuple(call_from_record(c) for c in (data.get("tool_calls") or []))
+        content = str(data.get("content") or "")
+        self._append(Message.assistant(content if (content or not calls) else None, calls))
+        if not calls:
+            self.last_final_reply_seq = max(self.last_final_reply_seq, event.seq)
+        self._after_turn_message(event.seq)
+
+    def _apply_legacy_tool_call(self, data: Mapping[str, Any]) -> None:
+        call = call_from_record(data)
+        target = self.pending if self.pending else self.checkpointed
+        if target and target[-1].role is Role.ASSISTANT and not target[-1].tool_call_id:
+            last = target[-1]
+            target[-1] = Message.assistant(last.content, (*last.tool_calls, call))
+        else:
+            target.append(Message.assistant(None, (call,)))
+        self._outstanding[call.id] = None
+
+    def _track(self, message: Message) -> None:
+        for call in message.tool_calls:
+            if call.id not in self._result_ids:
+                self._outstanding[call.id] = None
+        if message.role is Role.TOOL and message.tool_call_id:
+            self._result_ids.add(message.tool_call_id)
+            self._outstanding.pop(message.tool_call_id, None)
+
+    def _append(self, message: Message) -> None:
+        self.pending.append(message)
+        self._track(message)
+
+    def _add_result(self, call_id: str, content: str) -> None:
+        if call_id in self._result_ids:
+            return  # already present (replay over a snapshot that holds it)
+        message = Message.tool(call_id, content)
+        for messages in (self.pending, self.checkpointed):
+            index = _index_of_call(messages, call_id)
+            if index is not None:
+                end = index + 1
+                while end < len(messages) and messages[end].role is Role.TOOL:
+                    end += 1
+                messages.insert(end, message)
+                self._track(message)
+                return
+        self._append(message)
+
+    def _remember_platform_id(self, platform_id: str, seq: int) -> None:
+        self.platform_ids[platform_id] = seq
+        self.platform_ids.move_to_end(platform_id)
+        while len(self.platform_ids) > RECENT_PLATFORM_IDS:
+            self.platform_ids.popitem(last=False)
+
+    def _after_turn_message(self, seq: int) -> None:
+        if len(self.pending) >= CHECKPOINT_THRESHOLD:
+            self.checkpointed.extend(self.pending)
+            self.pending = []
+            self.checkpoint_seq = seq
+        excess = self.message_count() - self.message_limit
+        if excess > 0 and self.checkpointed:
+            del self.checkpointed[: min(excess, len(self.checkpointed))]
+            while self.checkpointed and self.checkpointed[0].role is Role.TOOL:
+                del self.checkpointed[0]
+
+
+def _index_of_call(messages: list[Message], call_id: str) -> int | None:
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        if m.role is Role.ASSISTANT and any(c.id == call_id for c in m.tool_calls):
+            return i
+    return None
+
+
+def _status(value: object, default: SessionStatus) -> SessionStatus:
+    try:
+        return SessionStatus(str(value))
+    except ValueError:
+        return default

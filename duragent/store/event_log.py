@@ -1,0 +1,222 @@
+"""``events.jsonl``: the append-only log of one session.
+
+Promises:
+- ``append`` returns only after the lines are written and fsync'd. If anything fails, the
+  file is cut back to its size before the call (so a retry neither duplicates nor leaves a
+  half line) and the error is raised; the caller keeps the events and retries.
+- A torn last line (a crash mid-write) is never glued to the next record: before appending to
+  a file whose last byte is not a newline, a newline is written first.
+- ``read`` skips blank, torn and malformed lines, keeps the first copy of a duplicated
+  ``seq``, and reports what it skipped, so recovery is exact and visible.
+- ``compact`` moves events up to a seq out of the live log (to ``events.archive.jsonl`` in
+  archive mode) with an atomic rewrite; a crash at any point loses nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from duragent.core.events import Event
+from duragent.core.ids import new_ulid
+from duragent.store.fileops import OS_FILE_OPS, FileOps, fsync_dir
+
+__all__ = ["ARCHIVE_FILENAME", "EVENTS_FILENAME", "EventLog", "ReadReport"]
+
+log = logging.getLogger(__name__)
+
+EVENTS_FILENAME = "events.jsonl"
+ARCHIVE_FILENAME = "events.archive.jsonl"
+
+_SEQ_PREFIX = re.compile(rb'\s*\{\s*"seq"\s*:\s*(\d+)')
+
+
+@dataclass(slots=True)
+class ReadReport:
+    """What ``EventLog.read`` found besides the events."""
+
+    skipped_malformed: int = 0
+    skipped_duplicates: int = 0
+    torn_tail: bool = False
+    gaps: list[tuple[int, int]] = field(default_factory=list)
+
+    @property
+    def clean(self) -> bool:
+        """True when nothing was skipped or missing."""
+        return not (
+            self.skipped_malformed or self.skipped_duplicates or self.torn_tail or self.gaps
+        )
+
+
+def _line_seq(line: bytes) -> int | None:
+    match = _SEQ_PREFIX.match(line)
+    return int(match.group(1)) if match else None
+
+
+class EventLog:
+    """The event log of one session directory. Not thread-safe: one owner (the actor)."""
+
+    def __init__(self, directory: Path, ops: FileOps = OS_FILE_OPS) -> None:
+        self.path = directory / EVENTS_FILENAME
+        self.archive_path = directory / ARCHIVE_FILENAME
+        self._ops = ops
+        self._tail_clean: bool | None = None  # None = unknown, check before next append
+
+    def append(self, events: Sequence[Event]) -> None:
+        """Write ``events`` as lines and fsync; all or nothing (see module docstring)."""
+        if not events:
+            return
+        payload = "".join(e.to_json() + "\n" for e in events).encode()
+        fd = self._ops.open_append(self.path)
+        try:
+            start = self._ops.size(fd)
+            try:
+                if start and not self._tail_clean and not self._ends_with_newline(start):
+                    payload = b"\n" + payload
+                self._write_all(fd, payload)
+                self._ops.fsync(fd)
+            except BaseException:
+                self._tail_clean = None
+                try:
+                    self._ops.truncate(fd, start)
+                    self._ops.fsync(fd)
+                except OSError as exc:  # the read side de-duplicates what survives
+                    log.error("could not roll back a failed append to %s: %s", self.path, exc)
+                raise
+            self._tail_clean = True
+        finally:
+            self._ops.close(fd)
+
+    def _ends_with_newline(self, size: int) -> bool:
+        with self.path.open("rb") as fh:
+            fh.seek(size - 1)
+            return fh.read(1) == b"\n"
+
+    def _write_all(self, fd: int, data: bytes) -> None:
+        offset = 0
+        while offset < len(data):
+            written = self._ops.write(fd, data[offset:] if offset else data)
+            if written <= 0:
+                raise OSError("write made no progress")
+            offset += written
+
+    def read(self, after_seq: int = 0) -> tuple[list[Event], ReadReport]:
+        """Events with ``seq > after_seq`` in order, and a report of what was skipped."""
+        report = ReadReport()
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return [], report
+        lines = raw.split(b"\n")
+        unterminated = len(lines) - 1  # index of the piece after the last newline
+        events: list[Event] = []
+        seen: set[int] = set()
+        last = after_seq
+        for index, line in enumerate(lines):
+            if not line.strip():
+                continue
+            seq = _line_seq(line)
+            if seq is not None and seq <= after_seq:
+                continue
+            try:
+                event = Event.from_json(line)
+            except ValueError:
+                if index == unterminated:
+                    report.torn_tail = True  # a crash mid-append; never acknowledged
+                else:
+                    report.skipped_malformed += 1
+                continue
+            if event.seq <= after_seq:
+                continue
+            if event.seq in seen:
+                report.skipped_duplicates += 1
+                continue
+            seen.add(event.seq)
+            events.append(event)
+        events.sort(key=lambda e: e.seq)
+        for e in events:
+            if e.seq != last + 1:
+                report.gaps.append((last + 1, e.seq - 1))
+            last = e.seq
+        return events, report
+
+    def compact(self, up_to_seq: int, *, archive: bool) -> int:
+        """Remove events with ``seq <= up_to_seq`` from the live log; return how many.
+
+        In archive mode they are first appended (and fsync'd) to the archive, skipping any the
+        archive already holds, so a crash between the two steps duplicates nothing.
+        """
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return 0
+        old: list[bytes] = []
+        keep: list[bytes] = []
+        for line in raw.split(b"\n"):
+            if not line.strip():
+                continue
+            seq = _line_seq(line)
+            (old if seq is not None and seq <= up_to_seq else keep).append(line)
+        if not old:
+            return 0
+        if archive:
+            archived = self._archive_last_seq()
+            fresh = [line for line in old if (_line_seq(line) or 0) > archived]
+            if fresh:
+                fd = self._ops.open_append(self.archive_path)
+                try:
+                    self._write_all(fd, b"\n".join(fresh) + b"\n")
+                    self._ops.fsync(fd)
+                finally:
+                    self._ops.close(fd)
+        tmp = self.path.with_name(f"{EVENTS_FILENAME}.{new_ulid()}.tmp")
+        data = b"".join(line + b"\n" for line in keep)
+        with tmp.open("wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.path)
+        fsync_dir(self.path.parent)
+        self._tail_clean = True
+        return len(old)
+
+    def _archive_last_seq(self) -> int:
+        try:
+            with self.archive_path.open("rb") as fh:
+                fh.seek(0, os.SEEK_END)
+                size = fh.tell()
+                fh.seek(max(0, size - 65536))
+                tail = fh.read()
+        except FileNotFoundError:
+            return 0
+        best = 0
+        for line in tail.split(b"\n"):
+            seq = _line_seq(line)
+            if seq is not None:
+                best = max(best, seq)
+        return best
+
+    def read_archive(self) -> list[Event]:
+        """Every archived event (for full-history reads), in order, de-duplicated."""
+        try:
+            raw = self.archive_path.read_bytes()
+        except FileNotFoundError:
+            return []
+        seen: set[int] = set()
+        out: list[Event] = []
+        for line in raw.split(b"\n"):
+            if not line.strip():
+                continue
+            try:
+                event = Event.from_json(line)
+            except ValueError:
+                continue
+            if event.seq not in seen:
+                seen.add(event.seq)
+                out.append(event)
+        out.sort(key=lambda e: e.seq)
+        return out

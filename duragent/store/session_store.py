@@ -1,0 +1,114 @@
+"""The sessions directory: one folder per session, plus the chat index and quarantine.
+
+```
+sessions/<session_id>/events.jsonl   state.yaml   events.archive.jsonl
+sessions/chats.jsonl                  chat key → session id
+sessions/_quarantine/<session_id>/    sessions whose snapshot could not be read (+ REASON.txt)
+```
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from pathlib import Path
+
+from duragent.core.events import now_rfc3339
+from duragent.store.chat_index import ChatIndex
+from duragent.store.event_log import EVENTS_FILENAME, EventLog
+from duragent.store.fileops import OS_FILE_OPS, FileOps, fsync_dir
+from duragent.store.snapshot_file import LEGACY_STATE_FILENAME, STATE_FILENAME, SnapshotFile
+
+__all__ = ["QUARANTINE_DIRNAME", "SessionStore"]
+
+log = logging.getLogger(__name__)
+
+QUARANTINE_DIRNAME = "_quarantine"
+
+
+class SessionStore:
+    """Where sessions live on disk; hands out per-session log and snapshot objects."""
+
+    def __init__(self, root: Path, ops: FileOps = OS_FILE_OPS) -> None:
+        self.root = root
+        self.ops = ops
+        self.chats = ChatIndex(root)
+
+    def open(self) -> None:
+        """Create the directory if needed and load the chat index."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.chats.load()
+
+    def directory(self, session_id: str) -> Path:
+        """The folder of ``session_id`` (validated: no path tricks)."""
+        if not session_id or "/" in session_id or session_id.startswith((".", "_")):
+            raise ValueError(f"invalid session id {session_id!r}")
+        return self.root / session_id
+
+    def create(self, session_id: str) -> Path:
+        """Make the folder of a new session durable (mkdir + fsync of the parent)."""
+        path = self.directory(session_id)
+        path.mkdir(parents=True, exist_ok=False)
+        fsync_dir(self.root)
+        return path
+
+    def exists(self, session_id: str) -> bool:
+        """True when the session's folder has a snapshot or an event log."""
+        try:
+            path = self.directory(session_id)
+        except ValueError:
+            return False
+        return any(
+            (path / name).exists()
+            for name in (STATE_FILENAME, LEGACY_STATE_FILENAME, EVENTS_FILENAME)
+        )
+
+    def list_ids(self) -> list[str]:
+        """Every session id on disk, sorted (ULIDs sort by creation time). Cheap: no reads."""
+        try:
+            entries = list(os.scandir(self.root))
+        except FileNotFoundError:
+            return []
+        return sorted(
+            e.name
+            for e in entries
+            if e.is_dir(follow_symlinks=False) and not e.name.startswith(("_", "."))
+        )
+
+    def event_log(self, session_id: str) -> EventLog:
+        """The event log of ``session_id``."""
+        return EventLog(self.directory(session_id), self.ops)
+
+    def snapshot(self, session_id: str) -> SnapshotFile:
+        """The snapshot file of ``session_id``."""
+        return SnapshotFile(self.directory(session_id))
+
+    def delete(self, session_id: str) -> None:
+        """Remove the session's folder and its chat mappings (missing is fine)."""
+        self.chats.remove_session(session_id)
+        shutil.rmtree(self.directory(session_id), ignore_errors=True)
+
+    def quarantine(self, session_id: str, reason: str) -> Path:
+        """Move an unreadable session aside with the reason, so it is kept but not resumed."""
+        source = self.directory(session_id)
+        target_root = self.root / QUARANTINE_DIRNAME
+        target_root.mkdir(exist_ok=True)
+        target = target_root / session_id
+        suffix = 1
+        while target.exists():
+            suffix += 1
+            target = target_root / f"{session_id}.{suffix}"
+        os.replace(source, target)
+        (target / "REASON.txt").write_text(f"{now_rfc3339()} {reason}\n", encoding="utf-8")
+        fsync_dir(self.root)
+        self.chats.remove_session(session_id)
+        log.error("session %s quarantined to %s: %s", session_id, target, reason)
+        return target
+
+    def quarantined(self) -> list[str]:
+        """Ids of quarantined sessions."""
+        folder = self.root / QUARANTINE_DIRNAME
+        if not folder.is_dir():
+            return []
+        return sorted(p.name for p in folder.iterdir() if p.is_dir())

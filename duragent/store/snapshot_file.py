@@ -1,0 +1,98 @@
+"""``state.yaml``: the atomic snapshot of one session (and the reference's ``state.json``).
+
+Written with the temp-file dance that survives a crash at any instant: write a temp file in
+the same directory, fsync it, rename it over ``state.yaml``, fsync the directory. A reader sees
+the old snapshot or the new one, never a mix. Reading accepts the reference's ``state.json``
+so an existing workspace opens; corrupt files raise ``SnapshotCorruptError`` (the session is
+then quarantined, never silently resumed as an empty chat).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from duragent.core.ids import new_ulid
+from duragent.core.snapshot import SessionSnapshot
+from duragent.errors import DuragentError
+from duragent.store.fileops import fsync_dir
+
+__all__ = ["LEGACY_STATE_FILENAME", "STATE_FILENAME", "SnapshotCorruptError", "SnapshotFile"]
+
+STATE_FILENAME = "state.yaml"
+LEGACY_STATE_FILENAME = "state.json"
+
+_Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class SnapshotCorruptError(DuragentError):
+    """A snapshot exists but cannot be read; the session must not be resumed empty."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"snapshot {path} is unreadable: {reason}")
+
+
+class SnapshotFile:
+    """The snapshot of one session directory."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.path = directory / STATE_FILENAME
+        self.legacy_path = directory / LEGACY_STATE_FILENAME
+
+    def exists(self) -> bool:
+        """True when either snapshot file is present."""
+        return self.path.exists() or self.legacy_path.exists()
+
+    def write(self, snapshot: SessionSnapshot) -> None:
+        """Atomically replace state.yaml with ``snapshot``."""
+        text = yaml.dump(
+            snapshot.to_dict(),
+            Dumper=_Dumper,
+            sort_keys=False,
+            allow_unicode=True,
+            default_flow_style=False,
+            width=100,
+        )
+        tmp = self.directory / f"{STATE_FILENAME}.{new_ulid()}.tmp"
+        try:
+            with tmp.open("w", encoding="utf-8") as fh:
+                fh.write(text)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        fsync_dir(self.directory)
+
+    def read(self) -> SessionSnapshot | None:
+        """The snapshot, or None when the session has none yet."""
+        if self.path.exists():
+            path = self.path
+        elif self.legacy_path.exists():
+            path = self.legacy_path
+        else:
+            return None
+        try:
+            text = path.read_text(encoding="utf-8")
+            data = _parse_yaml(text) if path is self.path else json.loads(text)
+        except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
+            raise SnapshotCorruptError(path, str(exc).splitlines()[0]) from None
+        if not isinstance(data, dict):
+            raise SnapshotCorruptError(path, "not a mapping")
+        try:
+            return SessionSnapshot.from_dict(data)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise SnapshotCorruptError(path, str(exc)) from None
+
+
+def _parse_yaml(text: str) -> Any:
+    return yaml.load(text, Loader=_Loader)

@@ -1,0 +1,227 @@
+"""The actor's durability and recovery rules, through the registry as callers use it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from duragent.core.messages import Role, ToolCall
+from duragent.core.snapshot import SessionStatus
+from duragent.session import (
+    NewSession,
+    RegistrySettings,
+    SessionQuarantinedError,
+    SessionRegistry,
+)
+from duragent.session.state import INTERRUPTED_RESULT
+from duragent.store import SessionStore
+from tests.store.failing_ops import FailingFileOps
+
+
+def event_lines(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@pytest.fixture
+async def registry(tmp_path: Path) -> AsyncIterator[SessionRegistry]:
+    reg = SessionRegistry(SessionStore(tmp_path), RegistrySettings(ask_timeout=10))
+    await reg.open()
+    yield reg
+    await reg.aclose()
+
+
+async def test_a_new_session_is_durable_before_create_returns(
+    registry: SessionRegistry, tmp_path: Path
+) -> None:
+    sid = await registry.create(NewSession(agent="a", gateway="telegram", gateway_chat_id="9"))
+    folder = tmp_path / sid
+    assert (folder / "state.yaml").is_file()
+    (start,) = event_lines(folder / "events.jsonl")
+    assert start["type"] == "session_start"
+    assert start["seq"] == 1
+    assert start["gateway"] == "telegram"
+
+
+async def test_a_user_message_is_on_disk_when_acknowledged(
+    registry: SessionRegistry, tmp_path: Path
+) -> None:
+    sid = await registry.create(NewSession(agent="a"))
+    result = await registry.call(sid, "add_user_message", content="hello", sender_id="u1")
+    assert result.seq == 2
+    last = event_lines(tmp_path / sid / "events.jsonl")[-1]
+    assert last["type"] == "user_message"
+    assert last["content"] == "hello"
+    assert last["sender_id"] == "u1"
+
+
+async def test_tool_results_are_batched_until_flush(
+    registry: SessionRegistry, tmp_path: Path
+) -> None:
+    sid = await registry.create(NewSession(agent="a"))
+    await registry.call(
+        sid, "add_assistant_response", content="", tool_calls=(ToolCall(id="c", name="t"),)
+    )
+    await registry.call(sid, "add_tool_result", call_id="c", success=True, content="out")
+    types = [e["type"] for e in event_lines(tmp_path / sid / "events.jsonl")]
+    assert "tool_result" not in types
+    await registry.call(sid, "flush")
+    types = [e["type"] for e in event_lines(tmp_path / sid / "events.jsonl")]
+    assert types[-2:] == ["assistant_response", "tool_result"]
+
+
+async def test_a_restart_recovers_every_message_and_status(tmp_path: Path) -> None:
+    reg = SessionRegistry(SessionStore(tmp_path))
+    await reg.open()
+    sid = await reg.create(NewSession(agent="a", on_disconnect="continue"))
+    for i in range(130):
+        await reg.call(sid, "add_user_message", content=f"q{i}")
+        await reg.call(sid, "add_assistant_response", content=f"a{i}")
+    await reg.call(sid, "set_status", status="paused")
+    before = [m.text for m in await reg.call(sid, "messages")]
+    await reg.aclose()
+
+    again = SessionRegistry(SessionStore(tmp_path))
+    await again.open()
+    try:
+        after = [m.text for m in await again.call(sid, "messages")]
+        info = await again.info(sid)
+    finally:
+        await again.aclose()
+    assert after == before
+    assert info.status is SessionStatus.PAUSED
+    assert info.last_seq == 1 + 260 + 1
+
+
+async def test_an_interrupted_tool_call_gets_a_persisted_result(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path)
+    reg = SessionRegistry(store)
+    await reg.open()
+    sid = await reg.create(NewSession(agent="a"))
+    await reg.call(sid, "add_user_message", content="run it")
+    await reg.call(
+        sid,
+        "add_assistant_response",
+        content="",
+        tool_calls=(ToolCall(id="c1", name="bash"),),
+        durable=True,
+    )
+    await reg.call(sid, "set_status", status="running")
+    await reg.aclose()  # as if the process died before the tool finished
+
+    again = SessionRegistry(SessionStore(tmp_path))
+    await again.open()
+    try:
+        messages = await again.call(sid, "messages")
+        info = await again.info(sid)
+    finally:
+        await again.aclose()
+    assert [m.role for m in messages][-2:] == [Role.ASSISTANT, Role.TOOL]
+    assert messages[-1].text == INTERRUPTED_RESULT
+    assert info.status is SessionStatus.PAUSED  # running + on_disconnect pause
+    results = [
+        e for e in event_lines(tmp_path / sid / "events.jsonl") if e["type"] == "tool_result"
+    ]
+    assert results[0]["result"] == {"success": False, "content": INTERRUPTED_RESULT}
+
+
+async def test_a_corrupt_snapshot_quarantines_the_session_instead_of_emptying_it(
+    tmp_path: Path,
+) -> None:
+    reg = SessionRegistry(SessionStore(tmp_path))
+    await reg.open()
+    sid = await reg.create(NewSession(agent="a"))
+    await reg.call(sid, "add_user_message", content="precious")
+    await reg.aclose()
+    (tmp_path / sid / "state.yaml").write_text("session_id: [broken\n")
+
+    again = SessionRegistry(SessionStore(tmp_path))
+    await again.open()
+    try:
+        with pytest.raises(SessionQuarantinedError, match="quarantined"):
+            await again.info(sid)
+    finally:
+        await again.aclose()
+    kept = tmp_path / "_quarantine" / sid
+    assert "precious" in (kept / "events.jsonl").read_text()
+    assert "unreadable" in (kept / "REASON.txt").read_text()
+    assert not (tmp_path / sid).exists()
+
+
+async def test_a_redelivered_platform_message_is_not_added_twice(
+    registry: SessionRegistry,
+) -> None:
+    sid = await registry.create(NewSession(agent="a"))
+    first = await registry.call(sid, "add_user_message", content="hi", platform_message_id="tg:7")
+    again = await registry.call(sid, "add_user_message", content="hi", platform_message_id="tg:7")
+    assert not first.duplicate
+    assert again.duplicate
+    assert again.seq == first.seq
+    assert not again.answered
+    await registry.call(sid, "add_assistant_response", content="hello")
+    third = await registry.call(sid, "add_user_message", content="hi", platform_message_id="tg:7")
+    assert third.answered
+    texts = [m.text for m in await registry.call(sid, "messages")]
+    assert texts == ["hi", "hello"]
+
+
+async def test_disk_full_loses_and_duplicates_nothing_once_writes_succeed(tmp_path: Path) -> None:
+    ops = FailingFileOps(partial=13)
+    reg = SessionRegistry(SessionStore(tmp_path, ops))
+    await reg.open()
+    sid = await reg.create(NewSession(agent="a"))
+    await reg.call(sid, "add_user_message", content="before")
+    ops.failing = True
+    with pytest.raises(OSError, match="No space"):
+        await reg.call(sid, "add_user_message", content="refused")
+    calls = tuple(ToolCall(id=f"c{i}", name="t") for i in range(12))
+    with pytest.raises(OSError):
+        await reg.call(sid, "add_assistant_response", content="", tool_calls=calls, durable=True)
+    ops.failing = False
+    await reg.call(sid, "add_assistant_response", content="", tool_calls=calls, durable=True)
+    ops.failing = True
+    for i in range(12):  # batched: the 10th triggers a write that fails; all stay queued
+        await reg.call(sid, "add_tool_result", call_id=f"c{i}", success=True, content=f"r{i}")
+    ops.failing = False
+    await reg.call(sid, "add_user_message", content="after")
+    await reg.aclose()
+    lines = event_lines(tmp_path / sid / "events.jsonl")
+    seqs = [e["seq"] for e in lines]
+    assert seqs == list(range(1, len(seqs) + 1))
+    contents = [e.get("content") for e in lines if e["type"] == "user_message"]
+    assert contents == ["before", "after"]
+    results = [e["call_id"] for e in lines if e["type"] == "tool_result"]
+    assert results == [f"c{i}" for i in range(12)]
+    assert ops.failures >= 3
+
+
+@pytest.mark.parametrize(("mode", "archived"), [("archive", True), ("discard", False)])
+async def test_compaction_follows_the_session_mode(
+    tmp_path: Path, mode: str, archived: bool
+) -> None:
+    reg = SessionRegistry(SessionStore(tmp_path))
+    await reg.open()
+    sid = await reg.create(NewSession(agent="a", compaction=mode))
+    for i in range(60):
+        await reg.call(sid, "add_user_message", content=f"q{i}")
+    await reg.call(sid, "snapshot")
+    full = await reg.call(sid, "events", include_archive=True)
+    await reg.aclose()
+    live = event_lines(tmp_path / sid / "events.jsonl")
+    assert live[0]["seq"] > 1  # compacted
+    assert (tmp_path / sid / "events.archive.jsonl").exists() is archived
+    if archived:
+        assert [e.seq for e in full] == list(range(1, 62))
+
+
+async def test_a_disabled_compaction_keeps_the_whole_log(tmp_path: Path) -> None:
+    reg = SessionRegistry(SessionStore(tmp_path), RegistrySettings(default_compaction="disabled"))
+    await reg.open()
+    sid = await reg.create(NewSession(agent="a"))
+    for i in range(60):
+        await reg.call(sid, "add_user_message", content=f"q{i}")
+    await reg.call(sid, "snapshot")
+    await reg.aclose()
+    assert event_lines(tmp_path / sid / "events.jsonl")[0]["seq"] == 1

@@ -1,0 +1,159 @@
+from __future__ import annotations
+
+from duragent.core.events import Event
+from duragent.core.messages import Role, ToolCall
+from duragent.core.snapshot import SessionSnapshot, SessionStatus
+from duragent.session.state import (
+    CHECKPOINT_THRESHOLD,
+    SessionState,
+    actor_message_limit,
+)
+
+
+def fresh(limit: int = 1000) -> SessionState:
+    return SessionState(
+        SessionSnapshot(
+            session_id="s", agent="a", created_at="t", updated_at="t", actor_message_limit=limit
+        )
+    )
+
+
+class Feed:
+    """Applies events with consecutive seqs."""
+
+    def __init__(self, state: SessionState) -> None:
+        self.state = state
+        self.seq = state.last_seq
+
+    def __call__(self, make: object, **kwargs: object) -> Event:
+        self.seq += 1
+        event: Event = make(self.seq, **kwargs)  # type: ignore[operator]
+        self.state.apply(event)
+        return event
+
+
+def test_the_layer1_limit_is_clamped_between_100_and_2000() -> None:
+    assert actor_message_limit(8_192) == 100
+    assert actor_message_limit(32_000) == 320
+    assert actor_message_limit(128_000) == 1280
+    assert actor_message_limit(1_000_000) == 2000
+
+
+def test_pending_rolls_into_checkpointed_at_the_threshold() -> None:
+    state = fresh()
+    feed = Feed(state)
+    for i in range(CHECKPOINT_THRESHOLD - 1):
+        feed(Event.user_message, content=f"m{i}")
+    assert len(state.pending) == CHECKPOINT_THRESHOLD - 1
+    assert state.checkpoint_seq == 0
+    last = feed(Event.assistant_response, agent="a", content="reply")
+    assert state.pending == []
+    assert len(state.checkpointed) == CHECKPOINT_THRESHOLD
+    assert state.checkpoint_seq == last.seq
+
+
+def test_tool_results_do_not_roll_the_checkpoint() -> None:
+    state = fresh()
+    feed = Feed(state)
+    calls = tuple(ToolCall(id=f"c{i}", name="t") for i in range(60))
+    feed(Event.assistant_response, agent="a", content="", tool_calls=calls)
+    for i in range(60):
+        feed(Event.tool_result, call_id=f"c{i}", success=True, content="ok")
+    assert state.checkpoint_seq == 0
+    assert len(state.pending) == 61
+
+
+def test_the_window_drops_the_oldest_checkpointed_messages_and_orphan_results() -> None:
+    state = fresh(limit=100)
+    feed = Feed(state)
+    feed(Event.assistant_response, agent="a", content="", tool_calls=(ToolCall(id="c", name="t"),))
+    feed(Event.tool_result, call_id="c", success=True, content="r")
+    for i in range(150):
+        feed(Event.user_message, content=f"m{i}")
+    messages = state.messages()
+    assert len(messages) <= 100
+    assert messages[0].role is not Role.TOOL
+    assert messages[-1].text == "m149"
+
+
+def test_a_late_tool_result_is_placed_after_its_call() -> None:
+    state = fresh()
+    feed = Feed(state)
+    call = ToolCall(id="c1", name="bash")
+    feed(Event.assistant_response, agent="a", content="", tool_calls=(call,))
+    feed(Event.user_message, content="are you there?")
+    feed(Event.tool_result, call_id="c1", success=False, content="interrupted")
+    roles = [m.role for m in state.messages()]
+    assert roles == [Role.ASSISTANT, Role.TOOL, Role.USER]
+    assert state.outstanding_call_ids() == []
+
+
+def test_replaying_a_result_already_in_the_snapshot_adds_nothing() -> None:
+    state = fresh()
+    feed = Feed(state)
+    feed(Event.assistant_response, agent="a", content="", tool_calls=(ToolCall(id="c", name="t"),))
+    feed(Event.tool_result, call_id="c", success=True, content="r")
+    snap = state.to_snapshot("now")
+    snap.conversation = state.messages()
+    snap.checkpoint_seq = 1  # the result (seq 2) is after the checkpoint but in the snapshot
+    again = SessionState(snap)
+    again.apply(Event.tool_result(2, call_id="c", success=True, content="r"))
+    assert len(again.messages()) == 2
+
+
+def test_outstanding_calls_exclude_the_one_awaiting_approval() -> None:
+    state = fresh()
+    feed = Feed(state)
+    calls = (ToolCall(id="c1", name="t"), ToolCall(id="c2", name="t"))
+    feed(Event.assistant_response, agent="a", content="", tool_calls=calls)
+    state.pending_approval = {"call_id": "c2"}
+    assert state.outstanding_call_ids() == ["c1"]
+
+
+def test_skipped_calls_become_skipped_results() -> None:
+    state = fresh()
+    feed = Feed(state)
+    calls = (ToolCall(id="c1", name="t"), ToolCall(id="c2", name="t"))
+    feed(Event.assistant_response, agent="a", content="", tool_calls=calls)
+    feed(Event.tools_skipped, call_ids=["c1", "c2"], reason="new user message received")
+    assert [m.text for m in state.messages()[1:]] == [
+        "Skipped: new user message received",
+        "Skipped: new user message received",
+    ]
+
+
+def test_malformed_arguments_survive_as_the_exact_text() -> None:
+    state = fresh()
+    feed = Feed(state)
+    call = ToolCall(id="c", name="t", arguments='{"broken": ')
+    event = feed(Event.assistant_response, agent="a", content="", tool_calls=(call,))
+    assert event.data["tool_calls"][0]["arguments"] is None
+    assert state.messages()[0].tool_calls[0].arguments == '{"broken": '
+
+
+def test_status_changes_and_deliveries_are_tracked() -> None:
+    state = fresh()
+    feed = Feed(state)
+    feed(Event.status_change, old="active", new="paused")
+    assert state.status is SessionStatus.PAUSED
+    feed(Event.delivery, reply_seq=7, target="telegram:1")
+    assert state.last_delivered_seq == 7
+
+
+def test_answered_means_a_final_reply_came_after_the_message() -> None:
+    state = fresh()
+    feed = Feed(state)
+    asked = feed(Event.user_message, content="q")
+    assert not state.is_answered(asked.seq)
+    feed(Event.assistant_response, agent="a", content="", tool_calls=(ToolCall(id="c", name="t"),))
+    assert not state.is_answered(asked.seq)
+    feed(Event.assistant_response, agent="a", content="answer")
+    assert state.is_answered(asked.seq)
+
+
+def test_unknown_events_change_nothing_but_the_seq() -> None:
+    state = fresh()
+    state.apply(Event(seq=1, timestamp="t2", type="from_the_future", data={"x": 1}))
+    assert state.messages() == []
+    assert state.last_seq == 1
+    assert state.updated_at == "t2"
