@@ -1,0 +1,225 @@
+"""Concurrency, bounds and lifecycle of live session actors."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+
+from duragent.session import (
+    NewSession,
+    RegistrySettings,
+    SessionNotFoundError,
+    SessionRegistry,
+    SessionTimeoutError,
+    SessionUnavailableError,
+)
+from duragent.session.bridge import ask
+from duragent.store import SessionStore
+from duragent.store.fileops import OS_FILE_OPS
+
+
+class SlowFsyncOps:
+    """Real file operations, but fsync of files under ``slow_dir`` takes ``delay`` seconds."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+        self.slow_dir: Path | None = None
+        self._paths: dict[int, Path] = {}
+
+    def open_append(self, path: Path) -> int:
+        fd = OS_FILE_OPS.open_append(path)
+        self._paths[fd] = path
+        return fd
+
+    def write(self, fd: int, data: bytes) -> int:
+        return OS_FILE_OPS.write(fd, data)
+
+    def fsync(self, fd: int) -> None:
+        path = self._paths.get(fd)
+        if self.slow_dir is not None and path is not None and self.slow_dir in path.parents:
+            time.sleep(self.delay)
+        OS_FILE_OPS.fsync(fd)
+
+    def truncate(self, fd: int, size: int) -> None:
+        OS_FILE_OPS.truncate(fd, size)
+
+    def size(self, fd: int) -> int:
+        return OS_FILE_OPS.size(fd)
+
+    def close(self, fd: int) -> None:
+        self._paths.pop(fd, None)
+        OS_FILE_OPS.close(fd)
+
+
+async def open_registry(tmp_path: Path, **settings: float) -> SessionRegistry:
+    reg = SessionRegistry(SessionStore(tmp_path), RegistrySettings(**settings))  # type: ignore[arg-type]
+    await reg.open()
+    return reg
+
+
+async def test_fifty_concurrent_first_messages_for_one_chat_create_one_session(
+    tmp_path: Path,
+) -> None:
+    reg = await open_registry(tmp_path)
+    new = NewSession(agent="a", gateway="telegram", gateway_chat_id="42")
+    try:
+        ids = await asyncio.gather(*(reg.for_chat(("telegram", "42", "a"), new) for _ in range(50)))
+    finally:
+        await reg.aclose()
+    assert len(set(ids)) == 1
+    assert reg.store.list_ids() == [ids[0]]
+    fresh = SessionStore(tmp_path)
+    fresh.open()
+    assert fresh.chats.get(("telegram", "42", "a")) == ids[0]
+
+
+async def test_a_completed_chat_session_is_replaced_by_a_new_one(tmp_path: Path) -> None:
+    reg = await open_registry(tmp_path)
+    key = ("discord", "7", "a")
+    new = NewSession(agent="a", gateway="discord", gateway_chat_id="7")
+    try:
+        first = await reg.for_chat(key, new)
+        await reg.complete(first)
+        second = await reg.for_chat(key, new)
+    finally:
+        await reg.aclose()
+    assert first != second
+    assert sorted(reg.store.list_ids()) == sorted([first, second])
+
+
+async def test_messages_to_one_session_keep_their_order(tmp_path: Path) -> None:
+    reg = await open_registry(tmp_path)
+    try:
+        sid = await reg.create(NewSession(agent="a"))
+        results = await asyncio.gather(
+            *(reg.call(sid, "add_user_message", content=f"m{i}") for i in range(100))
+        )
+        texts = [m.text for m in await reg.call(sid, "messages")]
+    finally:
+        await reg.aclose()
+    assert [r.seq for r in results] == list(range(2, 102))
+    assert texts == [f"m{i}" for i in range(100)]
+
+
+async def test_a_slow_session_never_delays_another(tmp_path: Path) -> None:
+    ops = SlowFsyncOps(delay=0.5)
+    reg = SessionRegistry(SessionStore(tmp_path, ops))
+    await reg.open()
+    try:
+        slow = await reg.create(NewSession(agent="a"))
+        fast = await reg.create(NewSession(agent="a"))
+        ops.slow_dir = tmp_path / slow
+
+        async def timed(sid: str) -> float:
+            start = time.perf_counter()
+            await reg.call(sid, "add_user_message", content="x")
+            return time.perf_counter() - start
+
+        slow_task = asyncio.create_task(timed(slow))
+        await asyncio.sleep(0.05)  # the slow actor is now inside its fsync
+        fast_time = await timed(fast)
+        slow_time = await slow_task
+    finally:
+        await reg.aclose()
+    assert fast_time * 5 < slow_time
+
+
+async def test_live_actors_are_bounded_and_evicted_ones_restart_from_disk(tmp_path: Path) -> None:
+    reg = await open_registry(tmp_path, max_live=5, min_idle_to_evict=0)
+    try:
+        ids = [await reg.create(NewSession(agent="a")) for _ in range(12)]
+        await asyncio.sleep(0.2)
+        assert reg.live_count <= 5
+        await reg.call(ids[0], "add_user_message", content="still here")
+        texts = [m.text for m in await reg.call(ids[0], "messages")]
+    finally:
+        await reg.aclose()
+    assert texts == ["still here"]
+
+
+async def test_idle_actors_are_stopped_and_restarted_on_the_next_message(tmp_path: Path) -> None:
+    reg = await open_registry(tmp_path, idle_seconds=0.2)
+    try:
+        sid = await reg.create(NewSession(agent="a"))
+        await reg.call(sid, "add_user_message", content="one")
+        await asyncio.sleep(0.6)
+        assert not reg.is_live(sid)
+        await reg.call(sid, "add_user_message", content="two")
+        assert reg.is_live(sid)
+        texts = [m.text for m in await reg.call(sid, "messages")]
+    finally:
+        await reg.aclose()
+    assert texts == ["one", "two"]
+
+
+async def test_an_ask_to_a_stopped_actor_fails_at_once(tmp_path: Path) -> None:
+    reg = await open_registry(tmp_path)
+    try:
+        sid = await reg.create(NewSession(agent="a"))
+        ref = reg._live[sid].ref
+        await reg.stop(sid)
+        with pytest.raises(SessionUnavailableError):
+            await ask(ref, "info", within=5)
+    finally:
+        await reg.aclose()
+
+
+async def test_every_ask_has_a_timeout(tmp_path: Path) -> None:
+    ops = SlowFsyncOps(delay=1.0)
+    reg = SessionRegistry(SessionStore(tmp_path, ops), RegistrySettings(ask_timeout=0.2))
+    await reg.open()
+    try:
+        sid = await reg.create(NewSession(agent="a"))
+        ops.slow_dir = tmp_path / sid
+        with pytest.raises(SessionTimeoutError, match=r"within 0\.2s"):
+            await reg.call(sid, "add_user_message", content="x")
+    finally:
+        ops.slow_dir = None
+        await reg.aclose()
+
+
+async def test_an_unknown_session_is_not_found(tmp_path: Path) -> None:
+    reg = await open_registry(tmp_path)
+    try:
+        with pytest.raises(SessionNotFoundError, match="session 'session_nope' not found"):
+            await reg.info("session_nope")
+        with pytest.raises(SessionNotFoundError):
+            await reg.delete("session_nope")
+    finally:
+        await reg.aclose()
+
+
+async def test_delete_removes_the_session_and_its_chat(tmp_path: Path) -> None:
+    reg = await open_registry(tmp_path)
+    try:
+        sid = await reg.for_chat(
+            ("http", "c", "a"), NewSession(agent="a", gateway="http", gateway_chat_id="c")
+        )
+        await reg.delete(sid)
+        assert not (tmp_path / sid).exists()
+        assert reg.store.chats.get(("http", "c", "a")) is None
+        with pytest.raises(SessionNotFoundError):
+            await reg.info(sid)
+    finally:
+        await reg.aclose()
+
+
+async def test_opening_thousands_of_sessions_reads_none_of_them(tmp_path: Path) -> None:
+    # 3,000 sessions whose snapshots would all fail to load: opening the registry and serving
+    # a new chat must not touch them (recovery is lazy).
+    for i in range(3000):
+        folder = tmp_path / f"session_{i:05d}"
+        folder.mkdir()
+        (folder / "state.yaml").write_text("broken: [\n")
+    reg = await open_registry(tmp_path)
+    try:
+        sid = await reg.for_chat(
+            ("t", "1", "a"), NewSession(agent="a", gateway="t", gateway_chat_id="1")
+        )
+        await reg.call(sid, "add_user_message", content="first message")
+    finally:
+        await reg.aclose()
+    assert reg.store.quarantined() == []
