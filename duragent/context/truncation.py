@@ -1,0 +1,103 @@
+r"""Layer 3a: cap one tool result at ``max_tool_result_tokens``, keeping head, tail or both.
+
+The cut is made on character boundaries (Python strings index code points, so a multi-byte
+UTF-8 sequence is never split) and lone surrogate halves at the cut are dropped, so the result
+always encodes. The indicator texts are the context-window spec's:
+
+- head: ``<start>\n\n[truncated: kept first ~8000 of ~52000 tokens (head)]``
+- tail: ``[truncated: kept last ~8000 of ~52000 tokens (tail)]\n\n<end>``
+- both: ``<start>\n\n[truncated: kept first+last ~8000 of ~52000 tokens (both)]\n\n<end>``
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from duragent.context.tokens import TokenCounter
+
+__all__ = ["Strategy", "Truncated", "fit_prefix", "fit_suffix", "truncate_tool_result"]
+
+Strategy = Literal["head", "tail", "both"]
+
+
+@dataclass(frozen=True, slots=True)
+class Truncated:
+    """The (possibly) shortened text and what happened."""
+
+    text: str
+    truncated: bool
+    original_tokens: int
+    kept_tokens: int
+
+
+def _clean_edges(text: str) -> str:
+    if text and 0xDC00 <= ord(text[0]) <= 0xDFFF:
+        text = text[1:]
+    if text and 0xD800 <= ord(text[-1]) <= 0xDBFF:
+        text = text[:-1]
+    return text
+
+
+def fit_prefix(text: str, max_tokens: int, counter: TokenCounter) -> str:
+    """The longest prefix of ``text`` (by characters) with at most ``max_tokens`` tokens."""
+    return _fit(text, max_tokens, counter, from_start=True)
+
+
+def fit_suffix(text: str, max_tokens: int, counter: TokenCounter) -> str:
+    """The longest suffix of ``text`` (by characters) with at most ``max_tokens`` tokens."""
+    return _fit(text, max_tokens, counter, from_start=False)
+
+
+def _fit(text: str, max_tokens: int, counter: TokenCounter, *, from_start: bool) -> str:
+    if max_tokens <= 0 or not text:
+        return ""
+    total = counter.count_text(text)
+    if total <= max_tokens:
+        return text
+
+    def piece(n: int) -> str:
+        return _clean_edges(text[:n] if from_start else text[len(text) - n :])
+
+    # Start from the proportional guess, then binary-search the exact boundary.
+    guess = max(1, int(len(text) * max_tokens / total))
+    lo, hi = 0, len(text)
+    if counter.count_text(piece(guess)) <= max_tokens:
+        lo = guess
+        probe = min(len(text), int(guess * 1.1) + 1)
+        hi = probe if counter.count_text(piece(probe)) > max_tokens else len(text)
+    else:
+        hi = guess
+        probe = int(guess * 0.9)
+        lo = probe if counter.count_text(piece(probe)) <= max_tokens else 0
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if counter.count_text(piece(mid)) <= max_tokens:
+            lo = mid
+        else:
+            hi = mid
+    return piece(lo)
+
+
+def truncate_tool_result(
+    content: str, max_tokens: int, strategy: Strategy, counter: TokenCounter
+) -> Truncated:
+    """Cap ``content`` at about ``max_tokens`` tokens using ``strategy`` (see module docstring)."""
+    original = counter.count_text(content)
+    if original <= max_tokens:
+        return Truncated(content, False, original, original)
+    if strategy == "head":
+        kept = fit_prefix(content, max_tokens, counter)
+        note = f"[truncated: kept first ~{max_tokens} of ~{original} tokens (head)]"
+        text = f"{kept}\n\n{note}"
+    elif strategy == "tail":
+        kept = fit_suffix(content, max_tokens, counter)
+        note = f"[truncated: kept last ~{max_tokens} of ~{original} tokens (tail)]"
+        text = f"{note}\n\n{kept}"
+    else:
+        half = max(1, max_tokens // 2)
+        head = fit_prefix(content, half, counter)
+        tail = fit_suffix(content, max_tokens - half, counter)
+        note = f"[truncated: kept first+last ~{max_tokens} of ~{original} tokens (both)]"
+        text = f"{head}\n\n{note}\n\n{tail}"
+    return Truncated(text, True, original, counter.count_text(text))
