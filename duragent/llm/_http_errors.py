@@ -1,4 +1,16 @@
-"""Shared helpers for mapping HTTP failures to duragent's LLMError tree."""
+"""Shared helpers for mapping HTTP failures to duragent's LLMError tree.
+
+Both SDK-based providers funnel their failures through ``error_for_status`` so that a given
+status means the same thing (and is retried the same way) whichever API answered it:
+
+- an HTTP error answer maps by status (429, 401/403, 400/413/422, 5xx incl. 529);
+- an error *event inside a 200 stream* carries no useful status, so its ``type``/``code``
+  (``overloaded_error``, ``rate_limit_error``, ``server_error`` …) is mapped to the status the
+  same failure would have had as a plain answer (``status_for_error_type``);
+- a transport failure the SDK lets escape while a stream is read (``httpx2`` errors such as
+  "peer closed connection without sending complete message body") is a connection error or
+  a timeout, never an "unreadable response" (``transport_failure``).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +18,28 @@ import email.utils
 import time
 from collections.abc import Mapping
 
-__all__ = ["CONTEXT_LENGTH_MARKERS", "looks_like_context_overflow", "parse_retry_after"]
+import httpx
+import httpx2
+
+from duragent.errors import (
+    ContextLengthExceededError,
+    LLMAuthError,
+    LLMBadRequestError,
+    LLMConnectionError,
+    LLMError,
+    LLMRateLimitError,
+    LLMServerError,
+    LLMTimeoutError,
+)
+
+__all__ = [
+    "CONTEXT_LENGTH_MARKERS",
+    "error_for_status",
+    "looks_like_context_overflow",
+    "parse_retry_after",
+    "status_for_error_type",
+    "transport_failure",
+]
 
 CONTEXT_LENGTH_MARKERS = (
     "context_length_exceeded",
@@ -20,6 +53,20 @@ CONTEXT_LENGTH_MARKERS = (
     "input is too long",
     "request too large",
 )
+
+_ERROR_TYPE_STATUS = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "rate_limit_exceeded": 429,
+    "insufficient_quota": 429,
+    "api_error": 500,
+    "server_error": 500,
+    "overloaded_error": 529,
+}
 
 
 def looks_like_context_overflow(*texts: str | None) -> bool:
@@ -50,3 +97,54 @@ def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
     except (TypeError, ValueError):
         return None
     return max(0.0, when.timestamp() - time.time())
+
+
+def status_for_error_type(*kinds: str | None) -> int:
+    """The HTTP status an API error ``type``/``code`` stands for (500 when unknown)."""
+    for kind in kinds:
+        if kind and kind.lower() in _ERROR_TYPE_STATUS:
+            return _ERROR_TYPE_STATUS[kind.lower()]
+    return 500
+
+
+def error_for_status(
+    status: int,
+    message: str,
+    *,
+    provider: str,
+    headers: Mapping[str, str] | None = None,
+    details: tuple[str | None, ...] = (),
+    http_status: int | None = None,
+) -> LLMError:
+    """The LLMError for a failure that means ``status``.
+
+    ``details`` are extra texts (error code, body message) searched for context-overflow
+    wording. ``http_status`` is recorded on the error when it differs from ``status`` (an
+    error event inside a 200 stream records ``None``).
+    """
+    recorded = status if http_status is None else (http_status or None)
+    if status == 429:
+        return LLMRateLimitError(
+            message, status=recorded, provider=provider, retry_after=parse_retry_after(headers)
+        )
+    if status in (401, 403):
+        return LLMAuthError(message, status=recorded, provider=provider)
+    if status == 413 or (status in (400, 422) and looks_like_context_overflow(message, *details)):
+        return ContextLengthExceededError(message, status=recorded, provider=provider)
+    if status >= 500:  # includes Anthropic's 529 overloaded
+        return LLMServerError(
+            message, status=recorded, provider=provider, retry_after=parse_retry_after(headers)
+        )
+    if status == 408:  # the server gave up waiting: a timeout, worth another attempt
+        return LLMTimeoutError(message, status=recorded, provider=provider)
+    return LLMBadRequestError(message, status=recorded, provider=provider)
+
+
+def transport_failure(exc: BaseException, provider: str) -> LLMError | None:
+    """A timeout or connection error for an HTTP transport exception, else ``None``."""
+    if isinstance(exc, httpx2.TimeoutException | httpx.TimeoutException):
+        message = f"{provider}: timed out reading the answer: {exc}"
+        return LLMTimeoutError(message, provider=provider)
+    if isinstance(exc, httpx2.TransportError | httpx.TransportError):
+        return LLMConnectionError(f"{provider}: connection broke: {exc}", provider=provider)
+    return None

@@ -3,16 +3,22 @@
 Translation rules (the API rejects anything else):
 - every system-role message, wherever it sits (prompt, truncation notice, group context), is
   hoisted into the ``system`` field, joined by blank lines;
-- tool results travel in *user* turns as ``tool_result`` blocks; assistant tool calls are
-  ``tool_use`` blocks whose ``input`` is the parsed arguments (``{}`` when unparsable);
+- tool results travel in *user* turns as ``tool_result`` blocks, placed before any text of
+  that turn; assistant tool calls are ``tool_use`` blocks whose ``input`` is the parsed
+  arguments (``{}`` when unparsable);
 - consecutive same-role turns are merged and empty text blocks dropped, so roles alternate;
 - the first turn is a user turn (a placeholder is inserted when history starts otherwise);
-- ``max_tokens`` is required by the API: 4096 when the agent does not set it.
+- ``max_tokens`` is required by the API: 4096 when the agent does not set it;
+- ``temperature`` (capped at 1.0) is sent only when the installed SDK's ``messages.create``
+  still takes it: anthropic 2.x dropped the parameter, and passing it anyway made every call
+  fail with a ``TypeError`` before reaching the network.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
+import logging
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -20,20 +26,18 @@ import anthropic
 
 from duragent.core.messages import Message, Role, ToolCall, ToolDefinition, Usage
 from duragent.errors import (
-    ContextLengthExceededError,
-    LLMAuthError,
-    LLMBadRequestError,
     LLMConnectionError,
     LLMError,
-    LLMRateLimitError,
     LLMResponseError,
     LLMServerError,
     LLMTimeoutError,
 )
-from duragent.llm._http_errors import looks_like_context_overflow, parse_retry_after
+from duragent.llm._http_errors import error_for_status, status_for_error_type, transport_failure
 from duragent.llm.types import ChatRequest, ChatResponse, ResponseDone, StreamEvent, TextDelta
 
 __all__ = ["DEFAULT_MAX_TOKENS", "AnthropicProvider", "to_anthropic_request"]
+
+log = logging.getLogger(__name__)
 
 DEFAULT_MAX_TOKENS = 4096
 _PLACEHOLDER_FIRST_USER = "(conversation continues)"
@@ -58,7 +62,10 @@ def to_anthropic_request(
         if not blocks:
             return
         if turns and turns[-1]["role"] == role:
-            turns[-1]["content"].extend(blocks)
+            content = turns[-1]["content"]
+            content.extend(blocks)
+            # The API requires a user turn's tool_result blocks before any text in it.
+            content.sort(key=lambda block: block["type"] != "tool_result")
         else:
             turns.append({"role": role, "content": blocks})
 
@@ -102,28 +109,39 @@ def to_anthropic_request(
     return "\n\n".join(system_parts), turns, wire_tools
 
 
+def _error_type(body: object) -> str:
+    error = body.get("error") if isinstance(body, dict) else None
+    return str(error.get("type") or "") if isinstance(error, dict) else ""
+
+
 def _map_error(exc: Exception, provider: str) -> LLMError:
     if isinstance(exc, anthropic.APITimeoutError):
         return LLMTimeoutError(f"{provider}: request timed out", provider=provider)
     if isinstance(exc, anthropic.APIConnectionError):
         return LLMConnectionError(f"{provider}: connection failed: {exc}", provider=provider)
+    if isinstance(exc, anthropic.APIResponseValidationError):
+        return LLMResponseError(f"{provider}: unreadable response: {exc}", provider=provider)
     if isinstance(exc, anthropic.APIStatusError):
         status = exc.status_code
+        if status < 400:
+            # ``event: error`` inside a stream that had already answered 200 (typically
+            # ``overloaded_error``): the SDK reports the 200, so classify by the error type.
+            return error_for_status(
+                status_for_error_type(_error_type(exc.body)),
+                f"{provider} stream error: {exc.message}",
+                provider=provider,
+                http_status=0,
+            )
         headers = dict(exc.response.headers) if exc.response is not None else {}
-        message = f"{provider} answered {status}: {exc.message}"
-        if status == 429:
-            return LLMRateLimitError(
-                message, provider=provider, retry_after=parse_retry_after(headers)
-            )
-        if status in (401, 403):
-            return LLMAuthError(message, status=status, provider=provider)
-        if status == 413 or (status in (400, 422) and looks_like_context_overflow(exc.message)):
-            return ContextLengthExceededError(message, status=status, provider=provider)
-        if status >= 500:  # includes 529 overloaded
-            return LLMServerError(
-                message, status=status, provider=provider, retry_after=parse_retry_after(headers)
-            )
-        return LLMBadRequestError(message, status=status, provider=provider)
+        return error_for_status(
+            status,
+            f"{provider} answered {status}: {exc.message}",
+            provider=provider,
+            headers=headers,
+        )
+    transport = transport_failure(exc, provider)
+    if transport is not None:
+        return transport
     return LLMResponseError(f"{provider}: unreadable response: {exc}", provider=provider)
 
 
@@ -153,6 +171,9 @@ class AnthropicProvider:
         self._client = anthropic.AsyncAnthropic(
             api_key=api_key, base_url=base_url, timeout=timeout_seconds, max_retries=0
         )
+        self._takes_temperature = (
+            "temperature" in inspect.signature(self._client.messages.create).parameters
+        )
 
     def _params(self, request: ChatRequest) -> dict[str, Any]:
         system, turns, tools = to_anthropic_request(request.messages, request.tools)
@@ -166,7 +187,10 @@ class AnthropicProvider:
         if tools:
             params["tools"] = tools
         if request.temperature is not None:
-            params["temperature"] = min(request.temperature, 1.0)
+            if self._takes_temperature:
+                params["temperature"] = min(request.temperature, 1.0)
+            else:
+                log.debug("%s: this anthropic SDK has no temperature; not sent", self.name)
         return params
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
@@ -209,11 +233,16 @@ class AnthropicProvider:
         completion_tokens = 0
         finish: str | None = None
         model: str | None = None
+        received = 0
+        stopped = False
         try:
             events = await self._client.messages.create(**params)
             async for event in events:
+                received += 1
                 kind = event.type
-                if kind == "message_start":
+                if kind == "message_stop":
+                    stopped = True
+                elif kind == "message_start":
                     model = event.message.model
                     prompt_tokens = int(event.message.usage.input_tokens or 0)
                 elif kind == "content_block_start":
@@ -240,6 +269,16 @@ class AnthropicProvider:
             ) from exc
         except Exception as exc:
             raise _map_error(exc, self.name) from exc
+        if not stopped:
+            # A complete stream always ends with message_stop; without it the answer was cut
+            # short (a proxy closed the stream) or the body was not an event stream at all.
+            if not received:
+                raise LLMResponseError(
+                    f"{self.name}: the streamed answer carried no events", provider=self.name
+                )
+            raise LLMConnectionError(
+                f"{self.name}: the stream ended before message_stop", provider=self.name
+            )
         calls = tuple(
             ToolCall(id=b["id"], name=b["name"], arguments=b["args"] or "{}")
             for _, b in sorted(blocks.items())

@@ -16,17 +16,12 @@ import openai
 
 from duragent.core.messages import Message, Role, ToolCall, Usage
 from duragent.errors import (
-    ContextLengthExceededError,
-    LLMAuthError,
-    LLMBadRequestError,
     LLMConnectionError,
     LLMError,
-    LLMRateLimitError,
     LLMResponseError,
-    LLMServerError,
     LLMTimeoutError,
 )
-from duragent.llm._http_errors import looks_like_context_overflow, parse_retry_after
+from duragent.llm._http_errors import error_for_status, status_for_error_type, transport_failure
 from duragent.llm.types import ChatRequest, ChatResponse, ResponseDone, StreamEvent, TextDelta
 
 __all__ = ["OpenAICompatibleProvider", "to_openai_messages"]
@@ -63,27 +58,34 @@ def _map_error(exc: Exception, provider: str) -> LLMError:
         return LLMTimeoutError(f"{provider}: request timed out", provider=provider)
     if isinstance(exc, openai.APIConnectionError):
         return LLMConnectionError(f"{provider}: connection failed: {exc}", provider=provider)
+    if isinstance(exc, openai.APIResponseValidationError):
+        return LLMResponseError(f"{provider}: unreadable response: {exc}", provider=provider)
     if isinstance(exc, openai.APIStatusError):
         status = exc.status_code
         headers = dict(exc.response.headers) if exc.response is not None else {}
         body = exc.body if isinstance(exc.body, dict) else {}
-        code = str(body.get("code") or "")
-        message = f"{provider} answered {status}: {exc.message}"
-        if status == 429:
-            return LLMRateLimitError(
-                message, provider=provider, retry_after=parse_retry_after(headers)
-            )
-        if status in (401, 403):
-            return LLMAuthError(message, status=status, provider=provider)
-        if status == 413 or (
-            status in (400, 422) and looks_like_context_overflow(code, exc.message)
-        ):
-            return ContextLengthExceededError(message, status=status, provider=provider)
-        if status >= 500:
-            return LLMServerError(
-                message, status=status, provider=provider, retry_after=parse_retry_after(headers)
-            )
-        return LLMBadRequestError(message, status=status, provider=provider)
+        return error_for_status(
+            status,
+            f"{provider} answered {status}: {exc.message}",
+            provider=provider,
+            headers=headers,
+            details=(str(body.get("code") or ""),),
+        )
+    if isinstance(exc, openai.APIError) and isinstance(exc.body, dict):
+        # ``data: {"error": {...}}`` inside a stream that had already answered 200: classify
+        # it by its type/code as the same failure would have been as a plain answer.
+        code = str(exc.body.get("code") or "")
+        status = status_for_error_type(code, str(exc.body.get("type") or ""))
+        return error_for_status(
+            status,
+            f"{provider} stream error: {exc.message}",
+            provider=provider,
+            details=(code,),
+            http_status=0,
+        )
+    transport = transport_failure(exc, provider)
+    if transport is not None:
+        return transport
     return LLMResponseError(f"{provider}: unreadable response: {exc}", provider=provider)
 
 
@@ -174,9 +176,11 @@ class OpenAICompatibleProvider:
         usage: Usage | None = None
         finish: str | None = None
         model: str | None = None
+        received = 0
         try:
             chunks = await self._client.chat.completions.create(**params)
             async for chunk in chunks:
+                received += 1
                 model = chunk.model or model
                 if chunk.usage is not None:
                     usage = _usage(chunk.usage)
@@ -193,7 +197,11 @@ class OpenAICompatibleProvider:
                         if frag.id:
                             slot["id"] = frag.id
                         if frag.function is not None:
-                            slot["name"] += frag.function.name or ""
+                            name = frag.function.name or ""
+                            # OpenAI sends the name once; some compatible servers repeat it
+                            # in every fragment, which must not double it.
+                            if name != slot["name"]:
+                                slot["name"] += name
                             slot["args"] += frag.function.arguments or ""
         except LLMError:
             raise
@@ -203,6 +211,16 @@ class OpenAICompatibleProvider:
             ) from exc
         except Exception as exc:
             raise _map_error(exc, self.name) from exc
+        if finish is None:
+            # Every complete stream ends with a chunk carrying finish_reason; without it the
+            # answer was cut short (a proxy closed the stream, or the body was not SSE at all).
+            if not received:
+                raise LLMResponseError(
+                    f"{self.name}: the streamed answer carried no chunks", provider=self.name
+                )
+            raise LLMConnectionError(
+                f"{self.name}: the stream ended before its final chunk", provider=self.name
+            )
         tool_calls = tuple(
             ToolCall(id=c["id"] or f"call_{i}", name=c["name"], arguments=c["args"] or "{}")
             for i, c in sorted(calls.items())

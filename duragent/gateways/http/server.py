@@ -52,7 +52,7 @@ class HttpServer:
         taken) so a busy port is an ``OSError`` with a clear message.
         """
         try:
-            sock = socket.create_server((self.host, self.port), backlog=2048)
+            sock = _listen(self.host, self.port)
         except OSError as exc:
             raise OSError(
                 f"cannot listen on {self.host}:{self.port}: {exc.strerror or exc}; "
@@ -76,3 +76,25 @@ class HttpServer:
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
         self._task = None
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening TCP socket created with ``IPPROTO_TCP``.
+
+    asyncio disables Nagle's algorithm only on sockets whose ``proto`` is IPPROTO_TCP; a socket
+    from ``socket.create_server`` has proto 0, and every small SSE write would then wait ~40 ms.
+    """
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP, flags=socket.AI_PASSIVE
+    )[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        sock.bind(address)
+        sock.listen(2048)
+    except BaseException:
+        sock.close()
+        raise
+    return sock

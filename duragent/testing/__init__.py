@@ -1,0 +1,72 @@
+"""Test infrastructure shipped with duragent: a scripted fake LLM server on real sockets.
+
+Like httpx's ``MockTransport``, this lives in the package (not under ``tests/``) so the test
+suite, benchmarks and crash tests in other processes can all drive the real providers against
+the same fake, over real HTTP, without network access or API keys::
+
+    from duragent.testing import Fault, Reply, ScriptedLLMServer, ToolCallReply
+
+    async with ScriptedLLMServer(
+        [
+            Fault.rate_limited(retry_after=2),
+            Reply(text="It is sunny.", tool_calls=[ToolCallReply(name="weather")]),
+        ]
+    ) as server:
+        ...  # point a provider at server.openai_base_url or server.anthropic_base_url
+        body = server.requests[-1].json
+
+- ``Reply``: a 200 answer (text, tool calls, usage) with optional transport faults (``delay``,
+  ``chunk_delay``, ``malformed``, ``cut_after``); rendered as OpenAI or Anthropic JSON/SSE
+  depending on the endpoint called and on the request's ``stream`` flag.
+- ``Fault``: an HTTP error (429 + Retry-After, 5xx, 529, 401/403, 400, context overflow) with
+  the body in the called API's error format.
+- ``RecordedRequest``: what the client sent (method, path, headers, parsed JSON body).
+- A ``responder`` function computes answers from requests once the queued script runs out.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from duragent.testing.script import (
+    Fault,
+    RecordedRequest,
+    Reply,
+    Responder,
+    ScriptItem,
+    ToolCallReply,
+    Wire,
+    item_from_json,
+    item_to_json,
+    load_script,
+)
+
+if TYPE_CHECKING:
+    from duragent.testing.fake_llm_server import EXHAUSTED_STATUS, ScriptedLLMServer
+
+__all__ = [
+    "EXHAUSTED_STATUS",
+    "Fault",
+    "RecordedRequest",
+    "Reply",
+    "Responder",
+    "ScriptItem",
+    "ScriptedLLMServer",
+    "ToolCallReply",
+    "Wire",
+    "item_from_json",
+    "item_to_json",
+    "load_script",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """Import the server module on first use.
+
+    Importing it here eagerly would make ``python -m duragent.testing.fake_llm_server`` run a
+    module that is already in ``sys.modules`` (runpy warns, and fails under ``-W error``).
+    """
+    if name in ("EXHAUSTED_STATUS", "ScriptedLLMServer"):
+        return getattr(importlib.import_module("duragent.testing.fake_llm_server"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,90 @@
+"""What a tool is: a name, a definition for the model, a policy invocation string, and ``run``.
+
+Tools never import the session or front-end layers. What a tool needs from the rest of the
+system reaches it through ``ToolContext``: plain paths plus small Protocol ports that the
+runtime implements (e.g. reading sibling sessions, creating schedules).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from duragent.core.messages import ToolDefinition
+
+__all__ = [
+    "PolicyType",
+    "SessionReader",
+    "SessionSummary",
+    "Tool",
+    "ToolContext",
+    "ToolOutcome",
+]
+
+PolicyType = Literal["bash", "builtin", "cli"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    """What a tool returned: whether it succeeded and the text the model will read."""
+
+    success: bool
+    content: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionSummary:
+    """A sibling session as the ``session`` tool lists it."""
+
+    session_id: str
+    status: str
+    updated_at: str
+
+
+class SessionReader(Protocol):
+    """Port: read other sessions of the same agent (implemented by the runtime)."""
+
+    async def list_sessions(self, agent: str, limit: int) -> list[SessionSummary]:
+        """Non-completed sessions of ``agent``, newest first."""
+        ...
+
+    async def read_messages(self, session_id: str, limit: int) -> list[tuple[str, str]]:
+        """The last ``limit`` (role, text) user/assistant messages of a session."""
+        ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolContext:
+    """Where a tool runs and what it may reach."""
+
+    session_id: str
+    agent_name: str
+    agent_dir: Path
+    workspace_dir: Path
+    world_memory_dir: Path
+    sessions: SessionReader | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+class Tool(Protocol):
+    """A callable capability offered to the model."""
+
+    name: str
+    policy_type: PolicyType
+
+    def definition(self) -> ToolDefinition:
+        """Name, description and JSON Schema of the arguments, as sent to the model."""
+        ...
+
+    def invocation(self, args: Mapping[str, Any]) -> str:
+        """The string policy patterns are matched against.
+
+        bash: the command; builtins: ``name:action`` or ``name``; CLI tools: the tool name.
+        """
+        ...
+
+    async def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome:
+        """Do the work. Expected failures are an unsuccessful outcome, not an exception."""
+        ...
