@@ -1,8 +1,10 @@
 """The composition root: builds every service from a workspace, starts and stops them in order.
 
-Start order: agents → (sessions, scheduler, gateways as they land) → HTTP. Stop order is the
-reverse, so nothing accepts work that a stopped service would have to do. Signals (SIGINT,
-SIGTERM) request a graceful stop; a second SIGINT during shutdown exits at once.
+Start order: agents → session store and registry → turn runner → HTTP (and later the other
+front ends and the scheduler). Stop order is the reverse, so nothing accepts work that a
+stopped service would have to do: front ends stop first, then every session actor flushes and
+snapshots, then provider connections close. SIGINT and SIGTERM request a graceful stop; a
+second SIGINT during shutdown exits at once.
 """
 
 from __future__ import annotations
@@ -15,12 +17,18 @@ from collections.abc import Mapping
 
 from duragent import __version__
 from duragent.agents import AgentCatalog, load_catalog
-from duragent.config import LoadedWorkspace
+from duragent.config import LoadedWorkspace, WorkspaceConfig
 from duragent.gateways.http import HttpServer, build_app
+from duragent.session import RegistrySettings, SessionRegistry, TurnRunner
+from duragent.session.providers import ProviderPool
+from duragent.session.reader import RegistrySessionReader
+from duragent.store import SessionStore
 
 __all__ = ["Runtime"]
 
 log = logging.getLogger(__name__)
+
+TTL_SWEEP_SECONDS = 3600.0
 
 
 class Runtime:
@@ -34,24 +42,56 @@ class Runtime:
         port: int | None = None,
         agents_dir: str | None = None,
         env: Mapping[str, str] | None = None,
+        registry_settings: RegistrySettings | None = None,
+        ephemeral: float | None = None,
     ) -> None:
         self.workspace = workspace
         self.version = __version__
         self.workspace_hash = workspace.paths.workspace_hash
-        self._host = host or workspace.config.server.host
-        self._port = workspace.config.server.port if port is None else port
-        self._agents_dir = (
-            workspace.paths.agents if agents_dir is None else workspace.paths.root / agents_dir
-        )
+        config = workspace.config
+        self._host = host or config.server.host
+        self._port = config.server.port if port is None else port
+        paths = workspace.paths
+        self._agents_dir = paths.agents if agents_dir is None else paths.root / agents_dir
         self._env = env
         self._catalog = AgentCatalog()
         self._http: HttpServer | None = None
         self._stop = asyncio.Event()
+        self._ttl_task: asyncio.Task[None] | None = None
+        self._ephemeral = ephemeral
+        self._ephemeral_task: asyncio.Task[None] | None = None
+        self.registry = SessionRegistry(
+            SessionStore(paths.sessions),
+            registry_settings or RegistrySettings(default_compaction=config.sessions.compaction),
+        )
+        self.providers = ProviderPool(env=env)
+        self._turns = TurnRunner(
+            self.registry,
+            agents=lambda: self._catalog,
+            providers=self.providers,
+            workspace_dir=paths.workspace,
+            world_memory_dir=paths.world_memory,
+            policy_file=paths.policy,
+            sessions=RegistrySessionReader(self.registry),
+            env=env,
+        )
+
+    # --- HttpServices ---------------------------------------------------------------------
 
     @property
     def catalog(self) -> AgentCatalog:
         """The agents currently served."""
         return self._catalog
+
+    @property
+    def config(self) -> WorkspaceConfig:
+        """The workspace configuration."""
+        return self.workspace.config
+
+    @property
+    def turns(self) -> TurnRunner:
+        """The one turn runner."""
+        return self._turns
 
     @property
     def http_port(self) -> int | None:
@@ -77,11 +117,53 @@ class Runtime:
                 )
         return self._catalog
 
+    def request_shutdown(self) -> bool:
+        """Ask ``run_until_stopped`` to stop gracefully; False if already stopping."""
+        if self._stop.is_set():
+            return False
+        self._stop.set()
+        return True
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    def _ttl_hours(self, agent_name: str) -> float | None:
+        agent = self._catalog.agents.get(agent_name)
+        if agent is not None and agent.spec.session.ttl_hours is not None:
+            return agent.spec.session.ttl_hours or None
+        return self.config.sessions.ttl_hours or None
+
+    async def _sweep_ttl(self) -> None:
+        while True:
+            await asyncio.sleep(TTL_SWEEP_SECONDS)
+            try:
+                await self.registry.expire(self._ttl_hours)
+            except Exception:
+                log.exception("TTL sweep failed")
+
+    async def _exit_when_idle(self, seconds: float) -> None:
+        """``--ephemeral``: stop after ``seconds`` with no live session (a launcher's server)."""
+        loop = asyncio.get_running_loop()
+        idle_since = loop.time()
+        while True:
+            await asyncio.sleep(min(5.0, seconds / 4))
+            if self.registry.live_count:
+                idle_since = loop.time()
+            elif loop.time() - idle_since >= seconds:
+                log.info("no sessions for %gs (--ephemeral): stopping", seconds)
+                self.request_shutdown()
+                return
+
     async def start(self) -> None:
-        """Load agents and start every front end."""
+        """Load agents, open the session store, start every front end."""
         for warning in self.workspace.warnings:
             log.warning("%s", warning)
         self.reload_agents()
+        await self.registry.open()
+        self._ttl_task = asyncio.create_task(self._sweep_ttl(), name="ttl-sweeper")
+        if self._ephemeral:
+            self._ephemeral_task = asyncio.create_task(
+                self._exit_when_idle(self._ephemeral), name="ephemeral"
+            )
         self._http = HttpServer(build_app(self), host=self._host, port=self._port)
         await self._http.start()
         names = ", ".join(self._catalog.names()) or "(none)"
@@ -94,15 +176,19 @@ class Runtime:
             self._http.port,
         )
 
-    def request_shutdown(self) -> None:
-        """Ask ``run_until_stopped`` to stop gracefully (safe from signal handlers)."""
-        self._stop.set()
-
     async def aclose(self) -> None:
         """Stop every service, in reverse start order."""
         if self._http is not None:
             await self._http.stop()
             self._http = None
+        for task in (self._ttl_task, self._ephemeral_task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._ttl_task = self._ephemeral_task = None
+        await self.registry.aclose()
+        await self.providers.aclose()
 
     async def run_until_stopped(self) -> None:
         """Start, serve until SIGINT/SIGTERM or ``request_shutdown``, then stop cleanly."""

@@ -7,11 +7,8 @@ exit 1; ``-v`` adds the traceback. Command names and flags follow the reference 
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import sys
-import traceback
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, ParamSpec, TypeVar
 
@@ -21,9 +18,11 @@ import typer
 from duragent import __version__
 from duragent.agents import load_catalog
 from duragent.cli import doctor as doctor_mod
+from duragent.cli import remote
+from duragent.cli.errors import fail as _fail
+from duragent.cli.errors import handles_errors, set_verbosity
 from duragent.cli.scaffold import DEFAULT_MODELS, scaffold_agent, scaffold_workspace
 from duragent.config import CONFIG_FILENAME, load_workspace
-from duragent.errors import DuragentError
 from duragent.llm.factory import PROVIDERS
 from duragent.runtime import Runtime
 
@@ -42,41 +41,10 @@ app = typer.Typer(
 agent_app = typer.Typer(help="List and create agents.", no_args_is_help=True)
 app.add_typer(agent_app, name="agent")
 
-_state = {"verbose": 0}
 
 ConfigOpt = Annotated[
     Path, typer.Option("-c", "--config", help="Path to duragent.yaml (or its directory).")
 ]
-
-
-def _fail(message: str, code: int = 1) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(code)
-
-
-def handles_errors(fn: Callable[P, R]) -> Callable[P, R]:
-    """Turn expected failures into one clear line (with a traceback under -v)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return fn(*args, **kwargs)
-        except (DuragentError, OSError, ValueError) as exc:
-            if _state["verbose"]:
-                traceback.print_exc()
-            raise _fail(str(exc)) from None
-        except (typer.Exit, typer.Abort, KeyboardInterrupt):
-            raise
-        except Exception as exc:
-            if _state["verbose"]:
-                traceback.print_exc()
-                raise _fail(f"unexpected {type(exc).__name__}: {exc}") from None
-            raise _fail(
-                f"unexpected {type(exc).__name__}: {exc} (a bug: run with -v for the traceback "
-                "and report it)"
-            ) from None
-
-    return wrapper
 
 
 def _setup_logging(verbose: int, quiet: bool) -> None:
@@ -109,7 +77,7 @@ def _root(
         typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
     ] = False,
 ) -> None:
-    _state["verbose"] = verbose
+    set_verbosity(verbose)
     _setup_logging(verbose, quiet)
 
 
@@ -162,6 +130,10 @@ def serve(
     host: Annotated[str | None, typer.Option("--host", help="Bind address.")] = None,
     port: Annotated[int | None, typer.Option("-p", "--port", help="HTTP port.")] = None,
     agents_dir: Annotated[str | None, typer.Option("--agents-dir")] = None,
+    ephemeral: Annotated[
+        int | None,
+        typer.Option("--ephemeral", help="Exit after this many seconds without live sessions."),
+    ] = None,
 ) -> None:
     """Run the agents: HTTP API and every configured front end, until SIGINT/SIGTERM."""
     ws = load_workspace(config)
@@ -170,7 +142,7 @@ def serve(
             f"no workspace at {ws.paths.root} (no {CONFIG_FILENAME}, no .duragent/); "
             "run `duragent init` or pass -c"
         )
-    runtime = Runtime(ws, host=host, port=port, agents_dir=agents_dir)
+    runtime = Runtime(ws, host=host, port=port, agents_dir=agents_dir, ephemeral=ephemeral)
     asyncio.run(runtime.run_until_stopped())
 
 
@@ -245,6 +217,9 @@ def doctor(
     typer.echo(render(findings))
     if any(f.level is doctor_mod.Level.ERROR for f in findings):
         raise typer.Exit(1)
+
+
+remote.register(app)
 
 
 def main() -> None:

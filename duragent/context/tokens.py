@@ -64,6 +64,14 @@ class TiktokenCounter:
             return 0
         return len(self._encoding.encode_ordinary(text))
 
+    def encode(self, text: str) -> list[int]:
+        """The token ids of ``text`` (ordinary text: special-token strings are not special)."""
+        return self._encoding.encode_ordinary(text)
+
+    def decode_span(self, tokens: list[int]) -> str:
+        """The text of a slice of token ids, dropping a character broken at either edge."""
+        return self._encoding.decode_bytes(tokens).decode("utf-8", errors="ignore")
+
 
 class EstimateCounter:
     """A fast estimate for models whose tokenizer we do not have.

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from duragent.context.tokens import TokenCounter
+from duragent.context.tokens import TiktokenCounter, TokenCounter
 
 __all__ = ["Strategy", "Truncated", "fit_prefix", "fit_suffix", "truncate_tool_result"]
 
@@ -52,6 +52,9 @@ def fit_suffix(text: str, max_tokens: int, counter: TokenCounter) -> str:
 def _fit(text: str, max_tokens: int, counter: TokenCounter, *, from_start: bool) -> str:
     if max_tokens <= 0 or not text:
         return ""
+    exact = counter.text
+    if isinstance(exact, TiktokenCounter):
+        return _slice_tokens(exact, exact.encode(text), max_tokens, from_start=from_start)
     total = counter.count_text(text)
     if total <= max_tokens:
         return text
@@ -79,25 +82,49 @@ def _fit(text: str, max_tokens: int, counter: TokenCounter, *, from_start: bool)
     return piece(lo)
 
 
+def _slice_tokens(
+    counter: TiktokenCounter, tokens: list[int], max_tokens: int, *, from_start: bool
+) -> str:
+    """The text of the first (or last) ``max_tokens`` tokens: one encode, no search.
+
+    Re-encoding a slice can merge differently at the cut, so it is trimmed until it fits.
+    """
+    if max_tokens <= 0:
+        return ""
+    span = tokens[:max_tokens] if from_start else tokens[len(tokens) - max_tokens :]
+    text = counter.decode_span(span)
+    while text and counter.count_text(text) > max_tokens:
+        text = text[:-1] if from_start else text[1:]
+    return _clean_edges(text)
+
+
 def truncate_tool_result(
     content: str, max_tokens: int, strategy: Strategy, counter: TokenCounter
 ) -> Truncated:
     """Cap ``content`` at about ``max_tokens`` tokens using ``strategy`` (see module docstring)."""
-    original = counter.count_text(content)
+    exact = counter.text
+    tokens = exact.encode(content) if isinstance(exact, TiktokenCounter) else None
+    original = len(tokens) if tokens is not None else counter.count_text(content)
     if original <= max_tokens:
         return Truncated(content, False, original, original)
+
+    def fit(text: str, limit: int, *, from_start: bool) -> str:
+        if tokens is not None and isinstance(exact, TiktokenCounter):
+            return _slice_tokens(exact, tokens, limit, from_start=from_start)
+        return (fit_prefix if from_start else fit_suffix)(text, limit, counter)
+
     if strategy == "head":
-        kept = fit_prefix(content, max_tokens, counter)
+        kept = fit(content, max_tokens, from_start=True)
         note = f"[truncated: kept first ~{max_tokens} of ~{original} tokens (head)]"
         text = f"{kept}\n\n{note}"
     elif strategy == "tail":
-        kept = fit_suffix(content, max_tokens, counter)
+        kept = fit(content, max_tokens, from_start=False)
         note = f"[truncated: kept last ~{max_tokens} of ~{original} tokens (tail)]"
         text = f"{note}\n\n{kept}"
     else:
         half = max(1, max_tokens // 2)
-        head = fit_prefix(content, half, counter)
-        tail = fit_suffix(content, max_tokens - half, counter)
+        head = fit(content, half, from_start=True)
+        tail = fit(content, max_tokens - half, from_start=False)
         note = f"[truncated: kept first+last ~{max_tokens} of ~{original} tokens (both)]"
         text = f"{head}\n\n{note}\n\n{tail}"
     return Truncated(text, True, original, counter.count_text(text))

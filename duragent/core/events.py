@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import enum
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -106,12 +107,16 @@ class Event:
 
     @classmethod
     def make(cls, seq: int, kind: EventType, **data: Any) -> Event:
-        """An event of ``kind`` now; ``None`` values are omitted from the payload."""
+        """An event of ``kind`` now; ``None`` values are omitted from the payload.
+
+        Lone surrogates (possible in JSON input, impossible in UTF-8 files) become U+FFFD
+        here, so what the session holds in memory is exactly what is on disk.
+        """
         return cls(
             seq=seq,
             timestamp=now_rfc3339(),
             type=kind.value,
-            data={k: v for k, v in data.items() if v is not None},
+            data={k: _clean(v) for k, v in data.items() if v is not None},
         )
 
     @classmethod
@@ -208,6 +213,19 @@ class Event:
     def delivery(cls, seq: int, *, reply_seq: int, target: str) -> Event:
         """The reply with event ``reply_seq`` was handed to ``target``."""
         return cls.make(seq, EventType.DELIVERY, reply_seq=reply_seq, target=target)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value) if _SURROGATE.search(value) else value
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    return value
 
 
 def _call_record(call: ToolCall) -> dict[str, Any]:

@@ -98,6 +98,8 @@ class SessionSnapshot:
     actor_message_limit: int = 1000
     compaction: str | None = None
     recent_platform_ids: list[str] = field(default_factory=list)
+    recent_platform_seqs: list[int] = field(default_factory=list)
+    """Seq of the user message that carried each id (parallel to ``recent_platform_ids``)."""
     last_final_reply_seq: int = 0
     last_delivered_seq: int = 0
     schema_version: int = SNAPSHOT_SCHEMA_VERSION
@@ -132,6 +134,7 @@ class SessionSnapshot:
             "last_final_reply_seq": self.last_final_reply_seq,
             "last_delivered_seq": self.last_delivered_seq,
             "recent_platform_ids": list(self.recent_platform_ids),
+            "recent_platform_seqs": list(self.recent_platform_seqs),
             "config": config,
             "conversation": [message_to_dict(m) for m in self.conversation],
         }
@@ -170,6 +173,7 @@ class SessionSnapshot:
             actor_message_limit=int(config.get("actor_message_limit") or 1000),
             compaction=config.get("compaction"),
             recent_platform_ids=[str(x) for x in (data.get("recent_platform_ids") or [])],
+            recent_platform_seqs=[int(x) for x in (data.get("recent_platform_seqs") or [])],
             last_final_reply_seq=int(data.get("last_final_reply_seq") or 0),
             last_delivered_seq=int(data.get("last_delivered_seq") or 0),
         )

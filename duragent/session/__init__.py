@@ -24,8 +24,10 @@ from duragent.session.actor import (
 from duragent.session.bridge import SessionTimeoutError, SessionUnavailableError
 from duragent.session.registry import RegistrySettings, SessionNotFoundError, SessionRegistry
 from duragent.session.state import SessionState, actor_message_limit
+from duragent.session.turn import ApprovalError, TurnResult, TurnRunner
 
 __all__ = [
+    "ApprovalError",
     "NewSession",
     "RegistrySettings",
     "SessionInfo",
@@ -35,6 +37,8 @@ __all__ = [
     "SessionState",
     "SessionTimeoutError",
     "SessionUnavailableError",
+    "TurnResult",
+    "TurnRunner",
     "UserMessageResult",
     "actor_message_limit",
 ]

@@ -219,6 +219,7 @@ class SessionActor(pykka.ThreadingActor):
         self._snapshot()
 
     def _load(self) -> None:
+        self._remove_stale_temp_files()
         snapshot = self._snapshots.read()
         if snapshot is None:
             events, _ = self._log.read(0)
@@ -248,6 +249,14 @@ class SessionActor(pykka.ThreadingActor):
         self._state = state
         self._last_snapshot_seq = snapshot.last_event_seq
         self._repair_after_crash(state)
+
+    def _remove_stale_temp_files(self) -> None:
+        """Temp files of writes a crash interrupted (their targets were never replaced)."""
+        for stale in self._snapshots.directory.glob("*.tmp"):
+            try:
+                stale.unlink()
+            except OSError as exc:
+                log.warning("could not remove %s: %s", stale, exc)
 
     def _repair_after_crash(self, state: SessionState) -> None:
         """Persist results for interrupted tool calls; settle a status left 'running'."""

@@ -19,6 +19,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import pykka
@@ -29,6 +30,7 @@ from duragent.errors import NotFoundError
 from duragent.session.actor import NewSession, SessionActor, SessionInfo, SessionQuarantinedError
 from duragent.session.bridge import Request, SessionUnavailableError, ask
 from duragent.store import ChatKey, SessionStore
+from duragent.store.snapshot_file import read_header
 
 __all__ = ["RegistrySettings", "SessionNotFoundError", "SessionRegistry"]
 
@@ -164,6 +166,66 @@ class SessionRegistry:
             raise SessionNotFoundError(session_id)
         await self._stop(session_id)
         await asyncio.to_thread(self.store.delete, session_id)
+
+    async def list_sessions(self, *, limit: int = 100) -> list[dict[str, Any]]:
+        """Newest sessions first (live ones from their actor, others from snapshot headers)."""
+        ids = list(reversed(self.store.list_ids()))[:limit]
+        headers = await asyncio.to_thread(
+            lambda: {
+                sid: read_header(self.store.directory(sid)) for sid in ids if sid not in self._live
+            }
+        )
+        out: list[dict[str, Any]] = []
+        for sid in ids:
+            if sid in self._live:
+                info = await self.info(sid)
+                out.append(
+                    {
+                        "session_id": sid,
+                        "agent": info.agent,
+                        "status": info.status.value,
+                        "created_at": info.created_at,
+                        "updated_at": info.updated_at,
+                    }
+                )
+                continue
+            head = headers.get(sid)
+            if head is None:
+                continue
+            out.append(
+                {
+                    "session_id": sid,
+                    "agent": str(head.get("agent", "")),
+                    "status": str(head.get("status", "active")),
+                    "created_at": str(head.get("created_at", "")),
+                    "updated_at": str(head.get("updated_at") or head.get("snapshot_at") or ""),
+                }
+            )
+        return out
+
+    async def expire(self, ttl_hours_for: Callable[[str], float | None]) -> list[str]:
+        """Complete every session idle longer than its agent's TTL; return their ids.
+
+        ``ttl_hours_for(agent)`` gives the TTL in hours, or None/0 when expiry is disabled.
+        """
+        now = datetime.now(UTC)
+        expired: list[str] = []
+        for entry in await self.list_sessions(limit=1_000_000):
+            if entry["status"] == SessionStatus.COMPLETED.value:
+                continue
+            ttl = ttl_hours_for(entry["agent"])
+            if not ttl:
+                continue
+            try:
+                updated = datetime.fromisoformat(entry["updated_at"].replace("Z", "+00:00"))
+            except ValueError:
+                continue
+            if (now - updated).total_seconds() >= ttl * 3600:
+                await self.complete(entry["session_id"])
+                expired.append(entry["session_id"])
+        if expired:
+            log.info("expired %d idle session(s)", len(expired))
+        return expired
 
     async def stop(self, session_id: str) -> None:
         """Stop the session's actor if it is running (state stays on disk)."""

@@ -62,8 +62,11 @@ class SessionState:
         self.last_seq = snapshot.last_event_seq
         self.last_final_reply_seq = snapshot.last_final_reply_seq
         self.last_delivered_seq = snapshot.last_delivered_seq
+        seqs = snapshot.recent_platform_seqs
+        if len(seqs) != len(snapshot.recent_platform_ids):
+            seqs = [0] * len(snapshot.recent_platform_ids)  # older snapshot: seq unknown
         self.platform_ids: OrderedDict[str, int] = OrderedDict(
-            (pid, 0) for pid in snapshot.recent_platform_ids
+            zip(snapshot.recent_platform_ids, seqs, strict=True)
         )
         self._outstanding: dict[str, None] = {}
         self._result_ids: set[str] = set()
@@ -112,6 +115,7 @@ class SessionState:
             actor_message_limit=self.message_limit,
             compaction=self.compaction,
             recent_platform_ids=list(self.platform_ids),
+            recent_platform_seqs=list(self.platform_ids.values()),
             last_final_reply_seq=self.last_final_reply_seq,
             last_delivered_seq=self.last_delivered_seq,
         )

@@ -71,30 +71,34 @@ class EventLog:
         if not events:
             return
         payload = "".join(e.to_json() + "\n" for e in events).encode()
-        fd = self._ops.open_append(self.path)
+        self._append_lines(self.path, payload, trust_tail=bool(self._tail_clean))
+        self._tail_clean = True
+
+    def _append_lines(self, path: Path, payload: bytes, *, trust_tail: bool) -> None:
+        """Append ``payload`` (complete lines) to ``path`` durably, or roll back and raise.
+
+        A file whose last byte is not a newline (a torn write) first gets one, so the new
+        lines never glue onto the fragment.
+        """
+        fd = self._ops.open_append(path)
         try:
             start = self._ops.size(fd)
             try:
-                if start and not self._tail_clean and not self._ends_with_newline(start):
+                if start and not trust_tail and not _ends_with_newline(path, start):
                     payload = b"\n" + payload
                 self._write_all(fd, payload)
                 self._ops.fsync(fd)
             except BaseException:
-                self._tail_clean = None
+                if path == self.path:
+                    self._tail_clean = None
                 try:
                     self._ops.truncate(fd, start)
                     self._ops.fsync(fd)
                 except OSError as exc:  # the read side de-duplicates what survives
-                    log.error("could not roll back a failed append to %s: %s", self.path, exc)
+                    log.error("could not roll back a failed append to %s: %s", path, exc)
                 raise
-            self._tail_clean = True
         finally:
             self._ops.close(fd)
-
-    def _ends_with_newline(self, size: int) -> bool:
-        with self.path.open("rb") as fh:
-            fh.seek(size - 1)
-            return fh.read(1) == b"\n"
 
     def _write_all(self, fd: int, data: bytes) -> None:
         offset = 0
@@ -167,12 +171,7 @@ class EventLog:
             archived = self._archive_last_seq()
             fresh = [line for line in old if (_line_seq(line) or 0) > archived]
             if fresh:
-                fd = self._ops.open_append(self.archive_path)
-                try:
-                    self._write_all(fd, b"\n".join(fresh) + b"\n")
-                    self._ops.fsync(fd)
-                finally:
-                    self._ops.close(fd)
+                self._append_lines(self.archive_path, b"\n".join(fresh) + b"\n", trust_tail=False)
         tmp = self.path.with_name(f"{EVENTS_FILENAME}.{new_ulid()}.tmp")
         data = b"".join(line + b"\n" for line in keep)
         with tmp.open("wb") as fh:
@@ -185,20 +184,26 @@ class EventLog:
         return len(old)
 
     def _archive_last_seq(self) -> int:
+        """The highest seq of a *complete* event in the archive (a torn line does not count)."""
         try:
             with self.archive_path.open("rb") as fh:
                 fh.seek(0, os.SEEK_END)
                 size = fh.tell()
-                fh.seek(max(0, size - 65536))
-                tail = fh.read()
+                window = 65536
+                while True:
+                    fh.seek(max(0, size - window))
+                    tail = fh.read()
+                    best = 0
+                    for line in tail.split(b"\n"):
+                        try:
+                            best = max(best, Event.from_json(line).seq)
+                        except ValueError:
+                            continue
+                    if best or window >= size:
+                        return best
+                    window *= 4
         except FileNotFoundError:
             return 0
-        best = 0
-        for line in tail.split(b"\n"):
-            seq = _line_seq(line)
-            if seq is not None:
-                best = max(best, seq)
-        return best
 
     def read_archive(self) -> list[Event]:
         """Every archived event (for full-history reads), in order, de-duplicated."""
@@ -220,3 +225,9 @@ class EventLog:
                 out.append(event)
         out.sort(key=lambda e: e.seq)
         return out
+
+
+def _ends_with_newline(path: Path, size: int) -> bool:
+    with path.open("rb") as fh:
+        fh.seek(size - 1)
+        return fh.read(1) == b"\n"

@@ -20,13 +20,19 @@ from duragent.core.ids import new_ulid
 from duragent.core.snapshot import SessionSnapshot
 from duragent.errors import DuragentError
 from duragent.store.fileops import fsync_dir
+from duragent.store.yaml_emit import dump_yaml
 
-__all__ = ["LEGACY_STATE_FILENAME", "STATE_FILENAME", "SnapshotCorruptError", "SnapshotFile"]
+__all__ = [
+    "LEGACY_STATE_FILENAME",
+    "STATE_FILENAME",
+    "SnapshotCorruptError",
+    "SnapshotFile",
+    "read_header",
+]
 
 STATE_FILENAME = "state.yaml"
 LEGACY_STATE_FILENAME = "state.json"
 
-_Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -53,14 +59,7 @@ class SnapshotFile:
 
     def write(self, snapshot: SessionSnapshot) -> None:
         """Atomically replace state.yaml with ``snapshot``."""
-        text = yaml.dump(
-            snapshot.to_dict(),
-            Dumper=_Dumper,
-            sort_keys=False,
-            allow_unicode=True,
-            default_flow_style=False,
-            width=100,
-        )
+        text = dump_yaml(snapshot.to_dict())
         tmp = self.directory / f"{STATE_FILENAME}.{new_ulid()}.tmp"
         try:
             with tmp.open("w", encoding="utf-8") as fh:
@@ -92,6 +91,29 @@ class SnapshotFile:
             return SessionSnapshot.from_dict(data)
         except (ValueError, TypeError, KeyError) as exc:
             raise SnapshotCorruptError(path, str(exc)) from None
+
+
+def read_header(directory: Path) -> dict[str, Any] | None:
+    """The snapshot's metadata without parsing its conversation (fast session listings).
+
+    Our writer puts ``conversation`` last, so only the lines before it are parsed. Returns
+    None when there is no snapshot or it cannot be read (listing must not fail on one).
+    """
+    path = directory / STATE_FILENAME
+    try:
+        if path.exists():
+            head: list[str] = []
+            with path.open(encoding="utf-8") as fh:
+                for line in fh:
+                    if line.startswith("conversation:"):
+                        break
+                    head.append(line)
+            data = _parse_yaml("".join(head))
+        else:
+            data = json.loads((directory / LEGACY_STATE_FILENAME).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def _parse_yaml(text: str) -> Any:

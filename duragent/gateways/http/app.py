@@ -1,4 +1,4 @@
-"""The starlette application: routes, error handling, and the services port it calls.
+"""The starlette application: routes, access rules, and problem+json for every error.
 
 The app depends only on ``HttpServices`` (a Protocol the runtime implements), never on the
 runtime itself, so the layering stays one-way.
@@ -6,7 +6,9 @@ runtime itself, so the layering stays one-way.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -14,23 +16,19 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from duragent.agents import Agent, AgentCatalog
+from duragent.agents import Agent
 from duragent.errors import AgentNotFoundError
-from duragent.gateways.http.problem import problem
+from duragent.gateways.http.openapi import openapi_document
+from duragent.gateways.http.problem import ProblemError, problem
+from duragent.gateways.http.security import check_access
+from duragent.gateways.http.services import HttpServices
+from duragent.gateways.http.sessions import SessionRoutes
 
 __all__ = ["HttpServices", "agent_detail", "build_app"]
 
+log = logging.getLogger(__name__)
 
-class HttpServices(Protocol):
-    """What the HTTP front end needs from the rest of the system."""
-
-    version: str
-    workspace_hash: str
-
-    @property
-    def catalog(self) -> AgentCatalog:
-        """The agents currently loaded."""
-        ...
+Handler = Callable[[Request], Awaitable[Response]]
 
 
 def agent_detail(agent: Agent) -> dict[str, Any]:
@@ -64,6 +62,21 @@ def agent_detail(agent: Agent) -> dict[str, Any]:
 
 def build_app(services: HttpServices) -> Starlette:
     """The ASGI app serving ``services``."""
+    routes_impl = SessionRoutes(services)
+
+    def api(handler: Handler) -> Handler:
+        async def guarded(request: Request) -> Response:
+            check_access(request, services.config.server.api_token, admin=False)
+            return await handler(request)
+
+        return guarded
+
+    def admin(handler: Handler) -> Handler:
+        async def guarded(request: Request) -> Response:
+            check_access(request, services.config.server.admin_token, admin=True)
+            return await handler(request)
+
+        return guarded
 
     async def livez(_: Request) -> Response:
         return PlainTextResponse("ok")
@@ -75,6 +88,9 @@ def build_app(services: HttpServices) -> Starlette:
         return JSONResponse(
             {"version": services.version, "commit": None, "build_date": None, "variant": "python"}
         )
+
+    async def openapi(_: Request) -> Response:
+        return JSONResponse(openapi_document(services.version))
 
     async def list_agents(_: Request) -> Response:
         agents = []
@@ -93,19 +109,54 @@ def build_app(services: HttpServices) -> Starlette:
         try:
             agent = services.catalog.get(name)
         except AgentNotFoundError as exc:
-            return problem(404, str(exc), instance=request.url.path)
+            raise ProblemError(404, str(exc)) from None
         return JSONResponse(agent_detail(agent))
 
-    async def http_error(request: Request, exc: Exception) -> Response:
-        status = exc.status_code if isinstance(exc, HTTPException) else 500
-        detail = exc.detail if isinstance(exc, HTTPException) else "internal error"
-        return problem(status, detail, instance=request.url.path)
+    async def shutdown(_: Request) -> Response:
+        if not services.request_shutdown():
+            return PlainTextResponse("Shutdown already in progress", status_code=409)
+        return PlainTextResponse("Shutdown initiated")
 
+    async def reload_agents(_: Request) -> Response:
+        catalog = services.reload_agents()
+        return PlainTextResponse(f"Reloaded {len(catalog.agents)} agents")
+
+    async def on_problem(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, ProblemError)
+        return problem(exc.status, exc.detail, instance=request.url.path)
+
+    async def on_http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        return problem(exc.status_code, exc.detail, instance=request.url.path)
+
+    async def on_crash(request: Request, exc: Exception) -> Response:
+        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        return problem(500, "internal error (logged on the server)", instance=request.url.path)
+
+    v1 = "/api/v1"
     routes = [
         Route("/livez", livez),
         Route("/readyz", readyz),
         Route("/version", version),
-        Route("/api/v1/agents", list_agents),
-        Route("/api/v1/agents/{name}", get_agent),
+        Route("/openapi.json", openapi),
+        Route(f"{v1}/agents", api(list_agents)),
+        Route(f"{v1}/agents/{{name}}", api(get_agent)),
+        Route(f"{v1}/sessions", api(routes_impl.create), methods=["POST"]),
+        Route(f"{v1}/sessions", api(routes_impl.list), methods=["GET"]),
+        Route(f"{v1}/sessions/{{session_id}}", api(routes_impl.get), methods=["GET"]),
+        Route(f"{v1}/sessions/{{session_id}}", api(routes_impl.delete), methods=["DELETE"]),
+        Route(f"{v1}/sessions/{{session_id}}/messages", api(routes_impl.history), methods=["GET"]),
+        Route(f"{v1}/sessions/{{session_id}}/messages", api(routes_impl.send), methods=["POST"]),
+        Route(f"{v1}/sessions/{{session_id}}/stream", api(routes_impl.stream), methods=["POST"]),
+        Route(f"{v1}/sessions/{{session_id}}/approve", api(routes_impl.approve), methods=["POST"]),
+        Route("/api/admin/v1/shutdown", admin(shutdown), methods=["POST"]),
+        Route("/api/admin/v1/reload-agents", admin(reload_agents), methods=["POST"]),
     ]
-    return Starlette(routes=routes, exception_handlers={HTTPException: http_error})
+    return Starlette(
+        routes=routes,
+        exception_handlers={
+            ProblemError: on_problem,
+            HTTPException: on_http_error,
+            Exception: on_crash,
+        },
+    )

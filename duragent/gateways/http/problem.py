@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from starlette.responses import JSONResponse
 
-__all__ = ["PROBLEM_CONTENT_TYPE", "problem"]
+__all__ = ["PROBLEM_CONTENT_TYPE", "ProblemError", "problem"]
 
 PROBLEM_CONTENT_TYPE = "application/problem+json"
 
@@ -47,3 +47,12 @@ def problem(status: int, detail: str | None = None, *, instance: str | None = No
     if instance is not None:
         body["instance"] = instance
     return JSONResponse(body, status_code=status, media_type=PROBLEM_CONTENT_TYPE)
+
+
+class ProblemError(Exception):
+    """Raised inside a handler to answer with a problem+json response."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        self.status = status
+        self.detail = detail
+        super().__init__(detail)

@@ -1,0 +1,120 @@
+"""A small synchronous client for the duragent HTTP API, used by chat, attach and session."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+__all__ = ["ApiClient", "ApiError", "SseEvent"]
+
+
+class ApiError(Exception):
+    """The server answered with an error (its problem+json detail is the message)."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        self.status = status
+        super().__init__(f"{status}: {detail}")
+
+
+@dataclass(frozen=True, slots=True)
+class SseEvent:
+    """One server-sent event: its name and decoded JSON data."""
+
+    name: str
+    data: dict[str, Any]
+
+
+def _raise_for(response: httpx.Response) -> None:
+    if response.status_code < 400:
+        return
+    try:
+        detail = str(response.json().get("detail") or response.text)
+    except ValueError:
+        detail = response.text
+    raise ApiError(response.status_code, detail)
+
+
+class ApiClient:
+    """Calls one server; every method raises ApiError or httpx.HTTPError on failure."""
+
+    def __init__(self, base_url: str, *, token: str | None = None, timeout: float = 600) -> None:
+        headers = {"authorization": f"Bearer {token}"} if token else {}
+        self.base_url = base_url.rstrip("/")
+        self._http = httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout)
+
+    def close(self) -> None:
+        """Close connections."""
+        self._http.close()
+
+    def _json(self, method: str, path: str, **kwargs: Any) -> Any:
+        response = self._http.request(method, path, **kwargs)
+        _raise_for(response)
+        return response.json() if response.content else None
+
+    def readyz(self) -> dict[str, Any]:
+        """The readiness document (status, workspace_hash)."""
+        result: dict[str, Any] = self._json("GET", "/readyz")
+        return result
+
+    def create_session(self, agent: str) -> dict[str, Any]:
+        """A new session for ``agent``."""
+        result: dict[str, Any] = self._json("POST", "/api/v1/sessions", json={"agent": agent})
+        return result
+
+    def sessions(self) -> list[dict[str, Any]]:
+        """Sessions, newest first."""
+        result: list[dict[str, Any]] = self._json("GET", "/api/v1/sessions")["sessions"]
+        return result
+
+    def session(self, session_id: str) -> dict[str, Any]:
+        """One session's summary."""
+        result: dict[str, Any] = self._json("GET", f"/api/v1/sessions/{session_id}")
+        return result
+
+    def delete_session(self, session_id: str) -> None:
+        """Delete a session."""
+        self._json("DELETE", f"/api/v1/sessions/{session_id}")
+
+    def messages(
+        self, session_id: str, limit: int = 100, include_tools: bool = False
+    ) -> list[dict[str, Any]]:
+        """The last ``limit`` messages."""
+        params = {"limit": limit, "include_tools": str(include_tools).lower()}
+        result: list[dict[str, Any]] = self._json(
+            "GET", f"/api/v1/sessions/{session_id}/messages", params=params
+        )["messages"]
+        return result
+
+    def approve(self, session_id: str, call_id: str, decision: str) -> dict[str, Any]:
+        """Decide on a pending tool call."""
+        result: dict[str, Any] = self._json(
+            "POST",
+            f"/api/v1/sessions/{session_id}/approve",
+            json={"call_id": call_id, "decision": decision},
+        )
+        return result
+
+    def stream(self, session_id: str, content: str) -> Iterator[SseEvent]:
+        """Send a message and yield the reply's events as they arrive."""
+        with self._http.stream(
+            "POST", f"/api/v1/sessions/{session_id}/stream", json={"content": content}
+        ) as response:
+            if response.status_code >= 400:
+                response.read()
+                _raise_for(response)
+            name = "message"
+            for line in response.iter_lines():
+                if line.startswith("event:"):
+                    name = line.split(":", 1)[1].strip()
+                elif line.startswith("data:"):
+                    raw = line.split(":", 1)[1].strip()
+                    try:
+                        data = json.loads(raw) if raw else {}
+                    except ValueError:
+                        data = {"raw": raw}
+                    yield SseEvent(name, data if isinstance(data, dict) else {"value": data})
+                    name = "message"

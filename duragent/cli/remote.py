@@ -1,0 +1,142 @@
+"""Commands that talk to a server: ``chat``, ``attach``, ``session list|show|delete``.
+
+Each finds the workspace's server (``--server`` to name one), starting one in the background
+when none is running (see ``launcher``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from duragent.cli.chat import ChatSession
+from duragent.cli.client import ApiClient
+from duragent.cli.errors import handles_errors
+from duragent.cli.launcher import ensure_server
+from duragent.config import CONFIG_FILENAME, load_workspace
+
+__all__ = ["register"]
+
+ConfigOpt = Annotated[
+    Path, typer.Option("-c", "--config", help="Path to duragent.yaml (or its directory).")
+]
+ServerOpt = Annotated[
+    str | None, typer.Option("-s", "--server", help="Server URL (default: the workspace's).")
+]
+
+
+def _client(config: Path, server: str | None) -> ApiClient:
+    ws = load_workspace(config)
+    if server is None:
+        if not ws.exists and not ws.paths.workspace.is_dir():
+            raise ValueError(f"no workspace at {ws.paths.root}; run `duragent init` or pass -c")
+        server = ensure_server(ws)
+    token = ws.config.server.api_token
+    return ApiClient(server, token=token)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the commands to ``app``."""
+    session_app = typer.Typer(help="List, show and delete sessions.", no_args_is_help=True)
+    app.add_typer(session_app, name="session")
+
+    @app.command()
+    @handles_errors
+    def chat(
+        agent: Annotated[str, typer.Option("-a", "--agent", help="Agent to talk to.")],
+        config: ConfigOpt = Path(CONFIG_FILENAME),
+        server: ServerOpt = None,
+    ) -> None:
+        """Chat with an agent (starts a local server if none is running)."""
+        client = _client(config, server)
+        try:
+            session_id = client.create_session(agent)["session_id"]
+            ChatSession(client, agent, session_id).run()
+        finally:
+            client.close()
+
+    @app.command()
+    @handles_errors
+    def attach(
+        session_id: Annotated[str | None, typer.Argument(help="Session to continue.")] = None,
+        list_: Annotated[bool, typer.Option("-l", "--list", help="List sessions.")] = False,
+        config: ConfigOpt = Path(CONFIG_FILENAME),
+        server: ServerOpt = None,
+    ) -> None:
+        """Continue a session: show its last messages, then chat."""
+        client = _client(config, server)
+        try:
+            if list_ or session_id is None:
+                _print_sessions(client, active_only=True)
+                return
+            info = client.session(session_id)
+            chat_session = ChatSession(client, str(info["agent"]), session_id)
+            chat_session.show_history()
+            chat_session.run()
+        finally:
+            client.close()
+
+    @session_app.command("list")
+    @handles_errors
+    def session_list(config: ConfigOpt = Path(CONFIG_FILENAME), server: ServerOpt = None) -> None:
+        """List sessions, newest first."""
+        client = _client(config, server)
+        try:
+            _print_sessions(client, active_only=False)
+        finally:
+            client.close()
+
+    @session_app.command("show")
+    @handles_errors
+    def session_show(
+        session_id: str,
+        limit: Annotated[int, typer.Option("-n", "--limit")] = 20,
+        tools: Annotated[bool, typer.Option("--tools", help="Include tool calls.")] = False,
+        config: ConfigOpt = Path(CONFIG_FILENAME),
+        server: ServerOpt = None,
+    ) -> None:
+        """Show a session and its last messages."""
+        client = _client(config, server)
+        console = Console(highlight=False)
+        try:
+            info = client.session(session_id)
+            console.print(
+                f"Session: {info['session_id']}\nAgent: {info['agent']}\n"
+                f"Status: {info['status']}\nCreated: {info['created_at']}\n"
+            )
+            for m in client.messages(session_id, limit=limit, include_tools=tools):
+                label = m["role"] if m["role"] != "tool" else f"tool {m.get('call_id')}"
+                console.print(Text.assemble((f"{label}>", "bold"), " ", str(m.get("content", ""))))
+        finally:
+            client.close()
+
+    @session_app.command("delete")
+    @handles_errors
+    def session_delete(
+        session_id: str, config: ConfigOpt = Path(CONFIG_FILENAME), server: ServerOpt = None
+    ) -> None:
+        """Delete a session and its files."""
+        client = _client(config, server)
+        try:
+            client.delete_session(session_id)
+            typer.echo(f"deleted {session_id}")
+        finally:
+            client.close()
+
+
+def _print_sessions(client: ApiClient, *, active_only: bool) -> None:
+    sessions = client.sessions()
+    if active_only:
+        sessions = [s for s in sessions if s["status"] != "completed"]
+    if not sessions:
+        typer.echo("no sessions")
+        return
+    table = Table("session", "agent", "status", "updated")
+    for s in sessions:
+        table.add_row(s["session_id"], s["agent"], s["status"], s.get("updated_at", ""))
+    Console().print(table)

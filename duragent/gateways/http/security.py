@@ -1,0 +1,81 @@
+"""Authentication and request-size rules for the HTTP API.
+
+- ``/api/v1/*``: when ``server.api_token`` is set, ``Authorization: Bearer <token>`` is
+  required (compared in constant time); without a token only loopback clients are served.
+  Failure: 401.
+- ``/api/admin/*``: the same with ``server.admin_token``; failure: 403.
+- Health routes are public.
+- Bodies over 2 MiB are refused with 413 before they are read into memory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import json
+from typing import Any
+
+from starlette.requests import Request
+
+from duragent.gateways.http.problem import ProblemError
+
+__all__ = ["MAX_BODY_BYTES", "check_access", "is_loopback", "read_json"]
+
+MAX_BODY_BYTES = 2 * 1024 * 1024
+
+
+def is_loopback(host: str | None) -> bool:
+    """True for 127.0.0.0/8, ::1 and the like."""
+    if not host:
+        return False
+    try:
+        return ipaddress.ip_address(host.split("%")[0]).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def _token_matches(presented: str, expected: str) -> bool:
+    a = hashlib.sha256(presented.encode()).digest()
+    b = hashlib.sha256(expected.encode()).digest()
+    return hmac.compare_digest(a, b)
+
+
+def check_access(request: Request, token: str | None, *, admin: bool) -> None:
+    """Raise ProblemError (401 / 403) unless the request may use this route."""
+    status = 403 if admin else 401
+    if token:
+        header = request.headers.get("authorization", "")
+        scheme, _, presented = header.partition(" ")
+        if scheme.lower() != "bearer" or not presented or not _token_matches(presented, token):
+            detail = "admin access denied" if admin else "missing or invalid bearer token"
+            raise ProblemError(status, detail)
+        return
+    client = request.client.host if request.client else None
+    if not is_loopback(client):
+        raise ProblemError(
+            status,
+            "no token is configured, so only loopback clients are served; set "
+            + ("server.admin_token" if admin else "server.api_token"),
+        )
+
+
+async def read_json(request: Request) -> dict[str, Any]:
+    """The request body as a JSON object: 413 when too big, 400 when not a JSON object."""
+    length = request.headers.get("content-length")
+    if length is not None and length.isdigit() and int(length) > MAX_BODY_BYTES:
+        raise ProblemError(413, f"request body exceeds {MAX_BODY_BYTES} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise ProblemError(413, f"request body exceeds {MAX_BODY_BYTES} bytes")
+        chunks.append(chunk)
+    try:
+        body = json.loads(b"".join(chunks) or b"null")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ProblemError(400, f"request body is not valid JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise ProblemError(400, "request body must be a JSON object")
+    return body

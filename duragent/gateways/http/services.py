@@ -1,0 +1,41 @@
+"""The port the HTTP front end calls: implemented by the runtime, never imported from it."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from duragent.agents import AgentCatalog
+from duragent.config import WorkspaceConfig
+from duragent.session import TurnRunner
+
+__all__ = ["HttpServices"]
+
+
+class HttpServices(Protocol):
+    """What the HTTP front end needs from the rest of the system."""
+
+    version: str
+    workspace_hash: str
+
+    @property
+    def catalog(self) -> AgentCatalog:
+        """The agents currently loaded."""
+        ...
+
+    @property
+    def config(self) -> WorkspaceConfig:
+        """The workspace configuration (server limits and tokens)."""
+        ...
+
+    @property
+    def turns(self) -> TurnRunner:
+        """The one turn runner."""
+        ...
+
+    def request_shutdown(self) -> bool:
+        """Ask the process to stop; False if a shutdown is already under way."""
+        ...
+
+    def reload_agents(self) -> AgentCatalog:
+        """Re-read the agents directory."""
+        ...

@@ -1,0 +1,189 @@
+"""Session routes: create, list, get, delete, messages (sync turn), stream, history, approve."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from duragent.errors import AgentNotFoundError
+from duragent.gateways.http.problem import ProblemError
+from duragent.gateways.http.security import read_json
+from duragent.gateways.http.services import HttpServices
+from duragent.gateways.http.stream import stream_turn
+from duragent.session import SessionNotFoundError, SessionQuarantinedError
+from duragent.session.history import events_to_messages
+from duragent.session.turn import ApprovalError, TurnResult
+
+__all__ = ["SessionRoutes"]
+
+_pending: set[asyncio.Task[Any]] = set()
+
+
+def _text_field(body: dict[str, Any], name: str) -> str:
+    value = body.get(name)
+    if not isinstance(value, str) or not value.strip():
+        raise ProblemError(400, f"field '{name}' is required and must be a non-empty string")
+    return value
+
+
+def _limit(request: Request, default: int, maximum: int) -> int:
+    raw = request.query_params.get("limit")
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ProblemError(400, f"limit must be an integer, got {raw!r}") from None
+    if not 1 <= value <= maximum:
+        raise ProblemError(400, f"limit must be between 1 and {maximum}, got {value}")
+    return value
+
+
+def _reply(result: TurnResult) -> Response:
+    if result.status == "awaiting_approval":
+        return JSONResponse(
+            {"session_id": result.session_id, "call_id": result.call_id, "command": result.command},
+            status_code=202,
+        )
+    if result.status == "error":
+        raise ProblemError(502, result.content)
+    if result.status == "duplicate":
+        return JSONResponse({"status": "duplicate", "session_id": result.session_id})
+    return JSONResponse(
+        {"message_id": result.message_id, "role": "assistant", "content": result.content}
+    )
+
+
+class SessionRoutes:
+    """Handlers bound to the services they call."""
+
+    def __init__(self, services: HttpServices) -> None:
+        self.s = services
+
+    async def _known(self, session_id: str) -> dict[str, Any]:
+        try:
+            info = await self.s.turns.registry.info(session_id)
+        except SessionNotFoundError:
+            raise ProblemError(404, "session not found") from None
+        except SessionQuarantinedError as exc:
+            raise ProblemError(409, str(exc)) from None
+        return {
+            "session_id": info.session_id,
+            "agent": info.agent,
+            "status": info.status.value,
+            "created_at": info.created_at,
+            "updated_at": info.updated_at,
+            "on_disconnect": info.on_disconnect,
+            "pending_approval": info.pending_approval is not None,
+        }
+
+    async def create(self, request: Request) -> Response:
+        """POST /api/v1/sessions {agent} → 201."""
+        body = await read_json(request)
+        agent = _text_field(body, "agent")
+        try:
+            session_id = await self.s.turns.start_session(agent)
+        except AgentNotFoundError as exc:
+            raise ProblemError(404, str(exc)) from None
+        info = await self._known(session_id)
+        keys = ("session_id", "agent", "status", "created_at")
+        return JSONResponse({k: info[k] for k in keys}, status_code=201)
+
+    async def list(self, request: Request) -> Response:
+        """GET /api/v1/sessions?limit=N (newest first)."""
+        limit = _limit(request, 100, 1000)
+        sessions = await self.s.turns.registry.list_sessions(limit=limit)
+        return JSONResponse({"sessions": sessions})
+
+    async def get(self, request: Request) -> Response:
+        """GET /api/v1/sessions/{id}."""
+        info = await self._known(request.path_params["session_id"])
+        return JSONResponse(info)
+
+    async def delete(self, request: Request) -> Response:
+        """DELETE /api/v1/sessions/{id} → 204."""
+        try:
+            await self.s.turns.registry.delete(request.path_params["session_id"])
+        except SessionNotFoundError:
+            raise ProblemError(404, "session not found") from None
+        return Response(status_code=204)
+
+    async def history(self, request: Request) -> Response:
+        """GET /api/v1/sessions/{id}/messages?limit=N&include_tools=true: the LAST N."""
+        session_id = request.path_params["session_id"]
+        await self._known(session_id)
+        limit = _limit(request, 100, 10_000)
+        include_tools = request.query_params.get("include_tools", "false").lower() in (
+            "1",
+            "true",
+            "yes",
+        )
+        events = await self.s.turns.registry.call(session_id, "events", include_archive=True)
+        messages = events_to_messages(events, include_tools=include_tools)
+        return JSONResponse({"messages": messages[-limit:]})
+
+    async def send(self, request: Request) -> Response:
+        """POST /api/v1/sessions/{id}/messages {content}: a full turn, tools included."""
+        session_id = request.path_params["session_id"]
+        body = await read_json(request)
+        content = _text_field(body, "content")
+        await self._known(session_id)
+        task = asyncio.create_task(self.s.turns.run(session_id, content))
+        _pending.add(task)
+        task.add_done_callback(_pending.discard)
+        try:
+            result = await asyncio.wait_for(
+                asyncio.shield(task), self.s.config.server.request_timeout_seconds
+            )
+        except TimeoutError:
+            raise ProblemError(
+                408,
+                "the turn did not finish within request_timeout_seconds; it continues in the "
+                "background and its reply will appear in GET …/messages",
+            ) from None
+        return _reply(result)
+
+    async def stream(self, request: Request) -> Response:
+        """POST /api/v1/sessions/{id}/stream {content}: the turn as SSE."""
+        session_id = request.path_params["session_id"]
+        body = await read_json(request)
+        content = _text_field(body, "content")
+        info = await self._known(session_id)
+        server = self.s.config.server
+        return stream_turn(
+            self.s.turns,
+            session_id,
+            content,
+            on_disconnect=str(info["on_disconnect"]),
+            keep_alive=server.keep_alive_interval_seconds,
+        )
+
+    async def approve(self, request: Request) -> Response:
+        """POST /api/v1/sessions/{id}/approve {call_id, decision}."""
+        session_id = request.path_params["session_id"]
+        body = await read_json(request)
+        call_id = _text_field(body, "call_id")
+        decision = _text_field(body, "decision")
+        await self._known(session_id)
+        try:
+            result = await self.s.turns.approve(session_id, call_id, decision)
+        except ApprovalError as exc:
+            status = 404 if "no pending approval" in str(exc) else 400
+            raise ProblemError(status, str(exc)) from None
+        if result.status == "awaiting_approval":
+            return JSONResponse(
+                {
+                    "status": "pending_approval",
+                    "call_id": result.call_id,
+                    "command": result.command,
+                },
+                status_code=202,
+            )
+        if result.status == "error":
+            raise ProblemError(502, result.content)
+        return JSONResponse(
+            {"status": "complete", "message_id": result.message_id, "content": result.content}
+        )

@@ -1,0 +1,154 @@
+"""``POST /api/v1/sessions/{id}/stream``: a turn as Server-Sent Events.
+
+Events: ``start`` {} → ``token`` {content} … ``tool_call`` {call_id, name, arguments} →
+``tool_result`` {call_id, success, content} → … → ``done`` {message_id, status, usage} or
+``approval_required`` {call_id, command} then ``done``, or ``error`` {message}. Keep-alive
+comments every ``keep_alive_interval_seconds``. Tools run here exactly as in the synchronous
+endpoint (the reference's stream never ran them).
+
+If the client disconnects: with ``on_disconnect: pause`` the turn is cancelled, the partial
+reply is persisted and the session paused; with ``continue`` the turn finishes in the
+background and is persisted (status ``running`` meanwhile, then ``active``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from sse_starlette import EventSourceResponse, ServerSentEvent
+
+from duragent.core.messages import ToolCall
+from duragent.core.snapshot import SessionStatus
+from duragent.session import TurnRunner
+from duragent.session.turn import TurnResult
+
+__all__ = ["QueueSink", "stream_turn"]
+
+log = logging.getLogger(__name__)
+
+
+class QueueSink:
+    """A TurnSink that turns progress into SSE events on a queue."""
+
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[ServerSentEvent | None] = asyncio.Queue()
+        self.partial: list[str] = []
+
+    def _put(self, event: str, data: dict[str, Any]) -> None:
+        self.queue.put_nowait(ServerSentEvent(data=json.dumps(data), event=event))
+
+    async def token(self, text: str) -> None:
+        """Forward a text delta."""
+        self.partial.append(text)
+        self._put("token", {"content": text})
+
+    async def tool_call(self, call: ToolCall) -> None:
+        """Forward a tool call."""
+        self.partial.clear()  # text before a tool call is not the final reply
+        self._put("tool_call", {"call_id": call.id, "name": call.name, "arguments": call.arguments})
+
+    async def tool_result(self, call_id: str, success: bool, content: str) -> None:
+        """Forward a tool result."""
+        self._put("tool_result", {"call_id": call_id, "success": success, "content": content})
+
+    async def approval_required(self, call_id: str, command: str) -> None:
+        """Forward an approval request."""
+        self._put("approval_required", {"call_id": call_id, "command": command})
+
+
+def _done(result: TurnResult) -> ServerSentEvent:
+    if result.status == "error":
+        return ServerSentEvent(data=json.dumps({"message": result.content}), event="error")
+    payload: dict[str, Any] = {
+        "message_id": result.message_id,
+        "status": result.status,
+        "usage": result.usage.to_dict(),
+    }
+    if result.status == "awaiting_approval":
+        payload["call_id"] = result.call_id
+        payload["command"] = result.command
+    return ServerSentEvent(data=json.dumps(payload), event="done")
+
+
+def stream_turn(
+    turns: TurnRunner,
+    session_id: str,
+    content: str,
+    *,
+    on_disconnect: str,
+    keep_alive: float,
+) -> EventSourceResponse:
+    """The SSE response running one turn."""
+    sink = QueueSink()
+
+    async def run() -> None:
+        try:
+            result = await turns.run(session_id, content, sink=sink)
+            sink.queue.put_nowait(_done(result))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.exception("stream turn failed")
+            sink.queue.put_nowait(
+                ServerSentEvent(data=json.dumps({"message": str(exc)}), event="error")
+            )
+        finally:
+            sink.queue.put_nowait(None)
+
+    async def events() -> AsyncIterator[ServerSentEvent]:
+        task = asyncio.create_task(run(), name=f"stream-{session_id}")
+        finished = False
+        try:
+            yield ServerSentEvent(data="{}", event="start")
+            while True:
+                item = await sink.queue.get()
+                if item is None:
+                    finished = True
+                    return
+                yield item
+        finally:
+            if not finished:
+                # The generator is being cancelled (anyio cancels every await in its scope),
+                # so the clean-up runs as a task of its own.
+                cleanup = asyncio.get_running_loop().create_task(
+                    _client_left(turns, session_id, task, sink, on_disconnect)
+                )
+                _background.add(cleanup)
+                cleanup.add_done_callback(_background.discard)
+
+    return EventSourceResponse(events(), ping=int(max(1, keep_alive)), send_timeout=30)
+
+
+async def _client_left(
+    turns: TurnRunner,
+    session_id: str,
+    task: asyncio.Task[None],
+    sink: QueueSink,
+    on_disconnect: str,
+) -> None:
+    if task.done():
+        return
+    if on_disconnect == "continue":
+        await turns.set_status(session_id, SessionStatus.RUNNING)
+
+        def finished(_: asyncio.Task[None]) -> None:
+            asyncio.get_running_loop().create_task(
+                turns.set_status(session_id, SessionStatus.ACTIVE)
+            )
+
+        task.add_done_callback(finished)
+        _background.add(task)
+        task.add_done_callback(_background.discard)
+        return
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    await turns.interrupted(session_id, "".join(sink.partial))
+
+
+_background: set[asyncio.Task[Any]] = set()

@@ -1,0 +1,322 @@
+"""The agentic loop: LLM → tool calls → execute → results → repeat, within every limit.
+
+One call of ``run_loop`` drives a turn from the current history until the model answers
+without tools, a tool needs approval, or ``max_tool_iterations`` is reached. Before every LLM
+call the request is fitted to the window (``context.render.fit_request``); every tool result is
+capped (Layer 3a) before it is stored. Messages the user sends meanwhile arrive through
+``steering`` and are picked up at the next tool boundary: the remaining calls of that response
+are recorded as skipped and the model sees the new message.
+
+Failures the user would otherwise never see become part of the outcome: a tool's error is a
+result the model can read and correct; malformed arguments and unknown tools too; the same
+call repeated three times in a row is stopped with a note to the model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from duragent.context.budget import BudgetReport, BudgetSettings
+from duragent.context.render import fit_request
+from duragent.context.tokens import TokenCounter
+from duragent.context.truncation import truncate_tool_result
+from duragent.core.ids import new_message_id
+from duragent.core.messages import Message, ToolCall, Usage
+from duragent.errors import ContextLengthExceededError
+from duragent.llm import ChatRequest, LLMProvider, ResponseDone, TextDelta
+from duragent.session.sink import TurnSink
+from duragent.tools.base import Tool, ToolContext, ToolOutcome
+from duragent.tools.policy import Decision, Policy
+
+__all__ = [
+    "DOOM_LOOP_REPEATS",
+    "LoopContext",
+    "LoopOutcome",
+    "Recorder",
+    "run_loop",
+    "run_tool",
+    "store_result",
+]
+
+log = logging.getLogger(__name__)
+
+DOOM_LOOP_REPEATS = 3
+TOOL_TIMEOUT_SECONDS = 600
+CONTEXT_RETRIES = 2
+
+
+class Recorder(Protocol):
+    """How the loop persists what happens (implemented over the session actor)."""
+
+    async def assistant(
+        self,
+        content: str,
+        tool_calls: tuple[ToolCall, ...],
+        usage: Usage | None,
+        budget: dict[str, int],
+        message_id: str | None,
+    ) -> int:
+        """Record a model response; durable when it is final."""
+        ...
+
+    async def tool_result(self, call_id: str, success: bool, content: str) -> None:
+        """Record a tool result (batched)."""
+        ...
+
+    async def skipped(self, call_ids: list[str], reason: str) -> None:
+        """Record calls that were not run (batched)."""
+        ...
+
+    async def pending_approval(self, approval: dict[str, Any]) -> None:
+        """Durably record that ``approval`` waits for a decision (and pause the session)."""
+        ...
+
+
+@dataclass(slots=True)
+class LoopContext:
+    """Everything one turn's loop needs."""
+
+    provider: LLMProvider
+    tools: Mapping[str, Tool]
+    policy: Policy
+    counter: TokenCounter
+    budget: BudgetSettings
+    system_prompt: str
+    max_iterations: int
+    tool_context: ToolContext
+    recorder: Recorder
+    temperature: float | None = None
+    sink: TurnSink | None = None
+    steering: Callable[[], list[str]] = field(default=lambda: [])
+    lookup: Callable[[Mapping[str, Tool], str], Tool | None] | None = None
+
+
+@dataclass(slots=True)
+class LoopOutcome:
+    """How the loop ended."""
+
+    status: str  # "complete" | "awaiting_approval"
+    content: str = ""
+    message_id: str | None = None
+    reply_seq: int | None = None
+    usage: Usage = field(default_factory=Usage)
+    call_id: str | None = None
+    command: str | None = None
+    iterations: int = 0
+    budgets: list[dict[str, int]] = field(default_factory=list)
+
+
+def _find(tools: Mapping[str, Tool], name: str) -> Tool | None:
+    tool = tools.get(name)
+    if tool is not None:
+        return tool
+    lowered = name.lower()
+    return next((t for n, t in tools.items() if n.lower() == lowered), None)
+
+
+def _signature(call: ToolCall) -> tuple[str, str]:
+    try:
+        args = json.dumps(call.parsed_arguments(), sort_keys=True)
+    except ValueError:
+        args = call.arguments
+    return call.name, args
+
+
+async def run_tool(tool: Tool, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome:
+    """Run a tool with a hard timeout, turning every exception into a readable failure."""
+    try:
+        async with asyncio.timeout(TOOL_TIMEOUT_SECONDS):
+            return await tool.run(args, ctx)
+    except TimeoutError:
+        return ToolOutcome(False, f"Tool execution failed: timed out after {TOOL_TIMEOUT_SECONDS}s")
+    except Exception as exc:
+        log.exception("tool %s failed", tool.name)
+        return ToolOutcome(False, f"Tool execution failed: {type(exc).__name__}: {exc}")
+
+
+async def _call_model(
+    ctx: LoopContext, history: list[Message], turn: list[Message]
+) -> tuple[Any, BudgetReport]:
+    """Fit and send one request, tightening the budget if the provider says it overflowed."""
+    budget = ctx.budget
+    tools = [t.definition() for t in ctx.tools.values()]
+    for attempt in range(CONTEXT_RETRIES + 1):
+        messages, report = fit_request(
+            system=ctx.system_prompt,
+            history=history,
+            turn=turn,
+            tools=tools,
+            counter=ctx.counter,
+            settings=budget,
+        )
+        request = ChatRequest(
+            messages=messages,
+            tools=tools,
+            max_output_tokens=budget.output_reserve,
+            temperature=ctx.temperature,
+        )
+        try:
+            response = None
+            async for event in ctx.provider.stream(request):
+                if isinstance(event, TextDelta):
+                    if ctx.sink is not None:
+                        await ctx.sink.token(event.text)
+                elif isinstance(event, ResponseDone):
+                    response = event.response
+            return response, report
+        except ContextLengthExceededError:
+            if attempt == CONTEXT_RETRIES:
+                raise
+            # Our count disagreed with the provider's: fit again into a smaller window.
+            smaller = max(budget.output_reserve + 256, int(budget.window * 0.75))
+            log.warning("provider reported context overflow; refitting to %d tokens", smaller)
+            budget = BudgetSettings(
+                window=smaller,
+                output_reserve=budget.output_reserve,
+                max_history_tokens=budget.max_history_tokens,
+                keep_first=budget.keep_first,
+                keep_last=budget.keep_last,
+                max_tool_result_tokens=budget.max_tool_result_tokens,
+                truncation=budget.truncation,
+            )
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+async def run_loop(
+    ctx: LoopContext, history: list[Message], turn: list[Message], iterations_done: int = 0
+) -> LoopOutcome:
+    """Drive the turn to an outcome (see module docstring). ``turn`` is extended in place."""
+    outcome = LoopOutcome(status="complete", iterations=iterations_done)
+    recent: list[tuple[str, str]] = []
+    while True:
+        turn.extend(Message.user(text) for text in ctx.steering())
+        response, report = await _call_model(ctx, history, turn)
+        if response is None:
+            raise RuntimeError("provider stream ended without a response")
+        if response.usage is not None:
+            outcome.usage = outcome.usage + response.usage
+        budget = report.to_dict()
+        outcome.budgets.append(budget)
+        calls = response.tool_calls
+        if not calls:
+            message_id = new_message_id()
+            outcome.reply_seq = await ctx.recorder.assistant(
+                response.content, (), response.usage, budget, message_id
+            )
+            outcome.content = response.content
+            outcome.message_id = message_id
+            late = ctx.steering()
+            if not late:
+                return outcome
+            # Messages that arrived while this answer was being written get answered too.
+            turn.append(response.to_message())
+            turn.extend(Message.user(text) for text in late)
+            continue
+        outcome.iterations += 1
+        await ctx.recorder.assistant(response.content, calls, response.usage, budget, None)
+        turn.append(response.to_message())
+        for index, call in enumerate(calls):
+            if ctx.sink is not None:
+                await ctx.sink.tool_call(call)
+            steered = ctx.steering()
+            if steered:
+                rest = [c.id for c in calls[index:]]
+                await ctx.recorder.skipped(rest, "new user message received")
+                turn.extend(Message.tool(cid, "Skipped: new user message received") for cid in rest)
+                turn.extend(Message.user(text) for text in steered)
+                break
+            result = await _execute(ctx, call, recent)
+            if isinstance(result, _Approval):
+                rest = [c.id for c in calls[index + 1 :]]
+                if rest:
+                    await ctx.recorder.skipped(rest, "approval required")
+                await ctx.recorder.pending_approval(result.record)
+                if ctx.sink is not None:
+                    await ctx.sink.approval_required(call.id, result.command)
+                outcome.status = "awaiting_approval"
+                outcome.call_id = call.id
+                outcome.command = result.command
+                return outcome
+            await store_result(ctx, turn, call.id, result)
+        if outcome.iterations >= ctx.max_iterations:
+            note = (
+                f"I stopped after {outcome.iterations} tool steps without finishing "
+                f"(max_tool_iterations is {ctx.max_iterations}). Ask me to continue if you "
+                "want me to keep going."
+            )
+            message_id = new_message_id()
+            outcome.reply_seq = await ctx.recorder.assistant(note, (), None, budget, message_id)
+            outcome.content = note
+            outcome.message_id = message_id
+            if ctx.sink is not None:
+                await ctx.sink.token(note)
+            return outcome
+
+
+@dataclass(slots=True)
+class _Approval:
+    command: str
+    record: dict[str, Any]
+
+
+async def store_result(
+    ctx: LoopContext, turn: list[Message], call_id: str, result: ToolOutcome
+) -> None:
+    """Cap a tool result (Layer 3a), persist it, add it to the turn and report it."""
+    capped = truncate_tool_result(
+        result.content, ctx.budget.max_tool_result_tokens, ctx.budget.truncation, ctx.counter
+    )
+    await ctx.recorder.tool_result(call_id, result.success, capped.text)
+    turn.append(Message.tool(call_id, capped.text))
+    if ctx.sink is not None:
+        await ctx.sink.tool_result(call_id, result.success, capped.text)
+
+
+async def _execute(
+    ctx: LoopContext, call: ToolCall, recent: list[tuple[str, str]]
+) -> ToolOutcome | _Approval:
+    signature = _signature(call)
+    recent.append(signature)
+    del recent[:-DOOM_LOOP_REPEATS]
+    if len(recent) == DOOM_LOOP_REPEATS and len(set(recent)) == 1:
+        return ToolOutcome(
+            False,
+            f"Stopped: you called {call.name} with the same arguments {DOOM_LOOP_REPEATS} times "
+            "in a row. Repeating it will not give a different result; change the arguments or "
+            "try another approach.",
+        )
+    tool = (ctx.lookup or _find)(ctx.tools, call.name)
+    if tool is None:
+        names = ", ".join(sorted(ctx.tools)) or "(none)"
+        return ToolOutcome(False, f"Unknown tool '{call.name}'. Available tools: {names}.")
+    try:
+        args = call.parsed_arguments()
+    except ValueError as exc:
+        return ToolOutcome(
+            False,
+            f"Invalid arguments for {call.name}: {exc}. Send a JSON object matching the tool's "
+            "parameters.",
+        )
+    command = tool.invocation(args)
+    verdict = ctx.policy.decide(tool.policy_type, command)
+    if verdict.decision is Decision.DENY:
+        return ToolOutcome(
+            False, f"Command '{command}' was denied by policy. This command is not allowed."
+        )
+    if verdict.decision is Decision.ASK:
+        return _Approval(
+            command=command,
+            record={
+                "call_id": call.id,
+                "tool_name": tool.name,
+                "arguments": args,
+                "command": command,
+                "tool_type": tool.policy_type,
+            },
+        )
+    return await run_tool(tool, args, ctx.tool_context)

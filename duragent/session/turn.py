@@ -1,0 +1,420 @@
+"""The one turn runner: every front end runs a turn through ``TurnRunner.run``.
+
+A turn: persist the inbound message (fsync'd before anything else happens, de-duplicated by
+platform id) → build the context → run the agentic loop → persist the reply (fsync'd before it
+is returned) → return it. HTTP, Telegram, Discord, the scheduler and the CLI all call this;
+nothing else orchestrates a turn.
+
+Concurrency per session: one loop at a time. A message that arrives while a loop runs is
+persisted at once, handed to the running loop (which reads it at its next tool boundary), and
+its caller receives the running turn's result. A message that arrives while a tool call waits
+for approval cancels that approval (the call is recorded as skipped and the decision as
+``deny``) and starts a normal turn, so nothing is left dangling.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from duragent.agents import Agent, AgentCatalog
+from duragent.context.budget import BudgetSettings, ContextOverflowError
+from duragent.context.system_prompt import build_system_prompt
+from duragent.context.tokens import counter_for_model
+from duragent.core.messages import Message, Role, ToolCall, Usage
+from duragent.core.snapshot import SessionStatus
+from duragent.errors import DuragentError, LLMError
+from duragent.session.actor import NewSession
+from duragent.session.loop import LoopContext, LoopOutcome, run_loop, run_tool, store_result
+from duragent.session.providers import ProviderPool
+from duragent.session.registry import SessionRegistry
+from duragent.session.sink import TurnSink
+from duragent.session.state import actor_message_limit
+from duragent.tools.base import SessionReader, Tool, ToolContext, ToolOutcome
+from duragent.tools.policy import load_policy, save_allow_always
+from duragent.tools.registry import build_tools, lookup
+
+__all__ = ["ApprovalError", "TurnResult", "TurnRunner"]
+
+log = logging.getLogger(__name__)
+
+DECISIONS = ("allow_once", "allow_always", "deny")
+
+
+class ApprovalError(DuragentError):
+    """An approval request does not match what the session is waiting for."""
+
+
+@dataclass(slots=True)
+class TurnResult:
+    """What a turn produced, for any front end."""
+
+    session_id: str
+    status: str  # complete | awaiting_approval | duplicate | error
+    content: str = ""
+    message_id: str | None = None
+    reply_seq: int | None = None
+    usage: Usage = field(default_factory=Usage)
+    call_id: str | None = None
+    command: str | None = None
+    error: str | None = None
+    steered: bool = False
+
+
+@dataclass(slots=True)
+class _Active:
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    steering: list[str] = field(default_factory=list)
+    running: asyncio.Future[TurnResult] | None = None
+
+
+class _ActorRecorder:
+    """The loop's Recorder over the session actor."""
+
+    def __init__(self, registry: SessionRegistry, session_id: str) -> None:
+        self._registry = registry
+        self._sid = session_id
+
+    async def assistant(
+        self,
+        content: str,
+        tool_calls: tuple[ToolCall, ...],
+        usage: Usage | None,
+        budget: dict[str, int],
+        message_id: str | None,
+    ) -> int:
+        seq: int = await self._registry.call(
+            self._sid,
+            "add_assistant_response",
+            content=content,
+            tool_calls=tool_calls,
+            usage=usage,
+            message_id=message_id,
+            budget=budget,
+        )
+        return seq
+
+    async def tool_result(self, call_id: str, success: bool, content: str) -> None:
+        await self._registry.call(
+            self._sid, "add_tool_result", call_id=call_id, success=success, content=content
+        )
+
+    async def skipped(self, call_ids: list[str], reason: str) -> None:
+        await self._registry.call(self._sid, "add_tools_skipped", call_ids=call_ids, reason=reason)
+
+    async def pending_approval(self, approval: dict[str, Any]) -> None:
+        await self._registry.call(self._sid, "set_pending_approval", approval=approval)
+        await self._registry.call(self._sid, "set_status", status=SessionStatus.PAUSED.value)
+
+
+class TurnRunner:
+    """Runs turns for every front end (see module docstring)."""
+
+    def __init__(
+        self,
+        registry: SessionRegistry,
+        *,
+        agents: Callable[[], AgentCatalog],
+        providers: ProviderPool,
+        workspace_dir: Path,
+        world_memory_dir: Path,
+        policy_file: Path,
+        sessions: SessionReader | None = None,
+        extra_tools: Callable[[Agent, str], Sequence[Tool]] | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.registry = registry
+        self._agents = agents
+        self._providers = providers
+        self._workspace_dir = workspace_dir
+        self._world_memory_dir = world_memory_dir
+        self._policy_file = policy_file
+        self._sessions = sessions
+        self._extra_tools = extra_tools
+        self._env = os.environ if env is None else env
+        self._active: dict[str, _Active] = {}
+
+    # --- sessions ---------------------------------------------------------------------------
+
+    def _new_session(self, agent: Agent, gateway: str | None, chat_id: str | None) -> NewSession:
+        window = agent.model.max_input_tokens or BudgetSettings.for_model(agent.model.name).window
+        return NewSession(
+            agent=agent.name,
+            on_disconnect=agent.spec.session.on_disconnect,
+            gateway=gateway,
+            gateway_chat_id=chat_id,
+            message_limit=actor_message_limit(window),
+            compaction=agent.spec.session.compaction,
+        )
+
+    async def start_session(
+        self, agent_name: str, *, gateway: str | None = None, chat_id: str | None = None
+    ) -> str:
+        """Create a session for ``agent_name`` (raises AgentNotFoundError)."""
+        agent = self._agents().get(agent_name)
+        return await self.registry.create(self._new_session(agent, gateway, chat_id))
+
+    async def session_for_chat(self, gateway: str, chat_id: str, agent_name: str) -> str:
+        """The chat's session, created on first use (exactly one under concurrency)."""
+        agent = self._agents().get(agent_name)
+        return await self.registry.for_chat(
+            (gateway, chat_id, agent_name), self._new_session(agent, gateway, chat_id)
+        )
+
+    def is_running(self, session_id: str) -> bool:
+        """Whether a loop is running for the session."""
+        active = self._active.get(session_id)
+        return bool(active and active.running and not active.running.done())
+
+    # --- turns ------------------------------------------------------------------------------
+
+    async def run(
+        self,
+        session_id: str,
+        content: str,
+        *,
+        sender_id: str | None = None,
+        sender_name: str | None = None,
+        platform_message_id: str | None = None,
+        sink: TurnSink | None = None,
+    ) -> TurnResult:
+        """Run one turn for an inbound message (the only entry point front ends use)."""
+        active = self._active.setdefault(session_id, _Active())
+        record = {
+            "content": content,
+            "sender_id": sender_id,
+            "sender_name": sender_name,
+            "platform_message_id": platform_message_id,
+        }
+        running = active.running
+        if running is not None and not running.done():
+            recorded = await self.registry.call(session_id, "add_user_message", **record)
+            if recorded.duplicate and recorded.answered:
+                return TurnResult(session_id=session_id, status="duplicate")
+            if not recorded.duplicate:
+                active.steering.append(content)
+            return _copy(await asyncio.shield(running), steered=True)
+        future: asyncio.Future[TurnResult] = asyncio.get_running_loop().create_future()
+        active.running = future  # claimed before any await: later messages steer this turn
+        try:
+            async with active.lock:
+                recorded = await self.registry.call(session_id, "add_user_message", **record)
+                if recorded.duplicate and recorded.answered:
+                    result = TurnResult(session_id=session_id, status="duplicate")
+                else:
+                    result = await self._turn(session_id, active, sink)
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # the waiters re-raise it; never "exception never retrieved"
+            raise
+        finally:
+            active.steering.clear()
+        future.set_result(result)
+        return result
+
+    async def _turn(self, session_id: str, active: _Active, sink: TurnSink | None) -> TurnResult:
+        info = await self.registry.info(session_id)
+        if info.pending_approval:
+            await self._cancel_approval(session_id, info.pending_approval)
+        messages: list[Message] = await self.registry.call(session_id, "messages")
+        return await self._drive(session_id, info.agent, messages, [], 0, active, sink)
+
+    async def approve(
+        self, session_id: str, call_id: str, decision: str, *, sink: TurnSink | None = None
+    ) -> TurnResult:
+        """Resolve the pending approval and continue the turn it paused."""
+        if decision not in DECISIONS:
+            raise ApprovalError(f"decision must be one of {', '.join(DECISIONS)}, got {decision!r}")
+        active = self._active.setdefault(session_id, _Active())
+        async with active.lock:
+            info = await self.registry.info(session_id)
+            pending = info.pending_approval
+            if not pending:
+                raise ApprovalError("no pending approval for this session")
+            if pending.get("call_id") != call_id:
+                raise ApprovalError(
+                    f"call_id mismatch: expected '{pending.get('call_id')}', got '{call_id}'"
+                )
+            agent = self._agents().get(info.agent)
+            await self.registry.call(
+                session_id, "resolve_pending_approval", call_id=call_id, decision=decision
+            )
+            command = str(pending.get("command", ""))
+            tool_type = str(pending.get("tool_type", "bash"))
+            if decision == "allow_always":
+                pattern = await asyncio.to_thread(
+                    save_allow_always, agent.directory, tool_type, command
+                )
+                log.info("session %s: saved allow-always pattern %r", session_id, pattern)
+            ctx = self._context(session_id, agent, active, sink)
+            if decision == "deny":
+                outcome = ToolOutcome(
+                    False,
+                    f"Command '{command}' was denied by the user. Please try a different approach.",
+                )
+            else:
+                tool = lookup(ctx.tools, str(pending.get("tool_name", "")))
+                if tool is None:
+                    outcome = ToolOutcome(
+                        False, f"Tool '{pending.get('tool_name')}' is no longer available."
+                    )
+                else:
+                    outcome = await run_tool(
+                        tool, dict(pending.get("arguments") or {}), ctx.tool_context
+                    )
+            turn: list[Message] = []
+            await store_result(ctx, turn, call_id, outcome)
+            await self.registry.call(session_id, "set_status", status=SessionStatus.ACTIVE.value)
+            messages: list[Message] = await self.registry.call(session_id, "messages")
+            history, turn = _split_at_last_user(messages)
+            done = sum(1 for m in turn if m.role is Role.ASSISTANT and m.tool_calls)
+            return await self._drive(session_id, info.agent, history, turn, done, active, sink, ctx)
+
+    async def interrupted(self, session_id: str, partial: str) -> None:
+        """A streaming client left (on_disconnect: pause): keep what was said, pause."""
+        if partial.strip():
+            await self.registry.call(
+                session_id, "add_assistant_response", content=partial, durable=True
+            )
+        await self.registry.call(session_id, "set_status", status=SessionStatus.PAUSED.value)
+
+    async def set_status(self, session_id: str, status: SessionStatus) -> None:
+        """Record a status change (durable + snapshot)."""
+        await self.registry.call(session_id, "set_status", status=status.value)
+
+    # --- internals ------------------------------------------------------------------------
+
+    def _context(
+        self, session_id: str, agent: Agent, active: _Active, sink: TurnSink | None
+    ) -> LoopContext:
+        spec = agent.spec
+        context = spec.session.context
+        budget = BudgetSettings.for_model(
+            agent.model.name,
+            max_input_tokens=agent.model.max_input_tokens,
+            max_output_tokens=agent.model.max_output_tokens,
+            max_history_tokens=context.max_history_tokens,
+            keep_first=context.tool_result_keep_first,
+            keep_last=context.tool_result_keep_last,
+            max_tool_result_tokens=context.max_tool_result_tokens,
+            truncation=context.tool_result_truncation,
+        )
+        extra = self._extra_tools(agent, session_id) if self._extra_tools else ()
+        tools = build_tools(
+            agent,
+            workspace_dir=self._workspace_dir,
+            world_memory_dir=self._world_memory_dir,
+            extra=extra,
+        )
+
+        def drain() -> list[str]:
+            taken = list(active.steering)
+            active.steering.clear()
+            return taken
+
+        return LoopContext(
+            provider=self._providers.for_agent(agent),
+            tools=tools,
+            policy=load_policy(self._policy_file, agent.directory),
+            counter=counter_for_model(agent.model.name),
+            budget=budget,
+            system_prompt=build_system_prompt(agent),
+            max_iterations=spec.session.max_tool_iterations,
+            tool_context=ToolContext(
+                session_id=session_id,
+                agent_name=agent.name,
+                agent_dir=agent.directory,
+                workspace_dir=self._workspace_dir,
+                world_memory_dir=self._world_memory_dir,
+                sessions=self._sessions,
+                env=self._env,
+            ),
+            recorder=_ActorRecorder(self.registry, session_id),
+            temperature=agent.model.temperature,
+            sink=sink,
+            steering=drain,
+            lookup=lookup,
+        )
+
+    async def _drive(
+        self,
+        session_id: str,
+        agent_name: str,
+        history: list[Message],
+        turn: list[Message],
+        done: int,
+        active: _Active,
+        sink: TurnSink | None,
+        ctx: LoopContext | None = None,
+    ) -> TurnResult:
+        try:
+            if ctx is None:
+                ctx = self._context(session_id, self._agents().get(agent_name), active, sink)
+            outcome = await run_loop(ctx, history, turn, done)
+        except (LLMError, ContextOverflowError, DuragentError) as exc:
+            return await self._failed(session_id, exc)
+        finally:
+            await self.registry.call(session_id, "flush")
+        return _result(session_id, outcome)
+
+    async def _failed(self, session_id: str, exc: Exception) -> TurnResult:
+        code = "context_overflow" if isinstance(exc, ContextOverflowError) else "llm_error"
+        if not isinstance(exc, LLMError | ContextOverflowError):
+            code = "turn_failed"
+        log.error("session %s: turn failed: %s", session_id, exc)
+        await self.registry.call(session_id, "record_error", code=code, message=str(exc))
+        text = f"Sorry, I could not answer: {exc}. Your message is saved; you can send it again."
+        return TurnResult(session_id=session_id, status="error", content=text, error=str(exc))
+
+    async def _cancel_approval(self, session_id: str, pending: dict[str, Any]) -> None:
+        call_id = str(pending.get("call_id", ""))
+        await self.registry.call(
+            session_id,
+            "add_tools_skipped",
+            call_ids=[call_id],
+            reason="approval cancelled: a new message arrived first",
+        )
+        await self.registry.call(
+            session_id, "resolve_pending_approval", call_id=call_id, decision="deny"
+        )
+        await self.registry.call(session_id, "set_status", status=SessionStatus.ACTIVE.value)
+
+
+def _split_at_last_user(messages: list[Message]) -> tuple[list[Message], list[Message]]:
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].role is Role.USER:
+            return messages[: i + 1], messages[i + 1 :]
+    return [], list(messages)
+
+
+def _result(session_id: str, outcome: LoopOutcome) -> TurnResult:
+    return TurnResult(
+        session_id=session_id,
+        status=outcome.status,
+        content=outcome.content,
+        message_id=outcome.message_id,
+        reply_seq=outcome.reply_seq,
+        usage=outcome.usage,
+        call_id=outcome.call_id,
+        command=outcome.command,
+    )
+
+
+def _copy(result: TurnResult, *, steered: bool) -> TurnResult:
+    return TurnResult(
+        session_id=result.session_id,
+        status=result.status,
+        content=result.content,
+        message_id=result.message_id,
+        reply_seq=result.reply_seq,
+        usage=result.usage,
+        call_id=result.call_id,
+        command=result.command,
+        error=result.error,
+        steered=steered,
+    )

@@ -1,0 +1,199 @@
+"""Run a child process with a hard timeout and a bounded capture of its output.
+
+Shared by the ``bash`` tool and CLI tools, which must behave identically:
+
+- The child starts in a **new session** (so in its own process group). When the command ends,
+  times out, or the caller is cancelled, the whole group is sent SIGKILL: a command cannot
+  leave orphans behind (``sleep 1000 &``), and a background child that still holds stdout
+  cannot keep the call waiting. Long-lived processes belong to a dedicated tool, not ``bash``.
+- Output is read **incrementally** from both pipes. At most ``cap`` bytes (stdout and stderr
+  together) are kept; the rest is read and discarded, so the child never blocks on a full
+  pipe and a command printing gigabytes costs no memory.
+- The call returns when the command itself exits (not when its pipes close). A process that
+  escaped the group (``setsid``) and still holds a pipe open is given a short grace period,
+  then its pipes are closed on our side.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from duragent.tools.base import ToolOutcome
+
+__all__ = [
+    "OUTPUT_CAP",
+    "TRUNCATION_MARKER",
+    "ProcessResult",
+    "child_env",
+    "format_result",
+    "run_process",
+]
+
+OUTPUT_CAP = 256 * 1024
+TRUNCATION_MARKER = "\n\n[output truncated at 256 KB]"
+"""What ``format_result`` appends at the default cap."""
+_CHUNK = 64 * 1024
+_PIPE_GRACE_SECONDS = 2.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProcessResult:
+    """What a finished (or killed) child printed and how it ended."""
+
+    exit_code: int
+    stdout: str
+    stderr: str
+    truncated: bool
+    timed_out: bool
+    timeout: float
+    cap: int = OUTPUT_CAP
+
+
+class _Capture:
+    """One byte budget shared by stdout and stderr; whatever does not fit is drained."""
+
+    def __init__(self, cap: int) -> None:
+        self.remaining = cap
+        self.truncated = False
+
+    async def drain(self, stream: asyncio.StreamReader | None, into: bytearray) -> None:
+        if stream is None:
+            return
+        while chunk := await stream.read(_CHUNK):
+            if self.remaining <= 0:
+                self.truncated = True
+                continue
+            kept = chunk[: self.remaining]
+            into.extend(kept)
+            self.remaining -= len(kept)
+            if len(kept) < len(chunk):
+                self.truncated = True
+
+
+def child_env(extra: Mapping[str, str]) -> dict[str, str]:
+    """The server's environment plus the workspace variables the runtime passed to the tool."""
+    return {**os.environ, **extra}
+
+
+def _kill_group(pgid: int) -> None:
+    # The group id is the leader's pid. Once the group is empty the call fails harmlessly.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """The stream protocol plus an event set the moment the command itself exits.
+
+    ``Process.wait()`` (Python 3.11) returns only once the pipes are closed too, so a
+    background child holding stdout would keep it waiting until the time limit.
+    """
+
+    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit, loop)
+        self.exited = asyncio.Event()
+
+    def process_exited(self) -> None:
+        super().process_exited()
+        self.exited.set()
+
+
+async def run_process(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    time_limit: float,
+    env: Mapping[str, str] | None = None,
+    cap: int = OUTPUT_CAP,
+) -> ProcessResult:
+    """Run ``argv`` in ``cwd``; kill its process group after ``time_limit`` seconds.
+
+    A time limit rather than ``asyncio.timeout`` around the call: on expiry the group must be
+    killed and the partial output still returned, not just the wait cancelled.
+
+    Raises:
+        OSError: the program could not be started (missing, not executable, bad ``cwd``).
+    """
+    loop = asyncio.get_running_loop()
+    transport, protocol = await loop.subprocess_exec(
+        lambda: _Protocol(_CHUNK, loop),
+        *argv,
+        cwd=cwd,
+        env=dict(env) if env is not None else None,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
+    )
+    pgid = transport.get_pid()  # a new session: the leader's pid is the group id
+    capture = _Capture(cap)
+    out, err = bytearray(), bytearray()
+    readers = asyncio.gather(
+        capture.drain(protocol.stdout, out), capture.drain(protocol.stderr, err)
+    )
+    timed_out = False
+    try:
+        try:
+            await asyncio.wait_for(protocol.exited.wait(), time_limit)
+        except TimeoutError:
+            timed_out = True
+        _kill_group(pgid)
+        await protocol.exited.wait()
+        _, pending = await asyncio.wait({readers}, timeout=_PIPE_GRACE_SECONDS)
+        if pending:  # something outside the group holds a pipe open: stop listening
+            transport.close()  # closing the pipes ends the readers with EOF
+            await readers
+    except BaseException:
+        # Cancelled by the caller: nothing of the command may survive.
+        _kill_group(pgid)
+        readers.cancel()
+        raise
+    finally:
+        transport.close()
+    code = transport.get_returncode()
+    return ProcessResult(
+        exit_code=code if code is not None else -1,
+        stdout=out.decode("utf-8", errors="replace"),
+        stderr=err.decode("utf-8", errors="replace"),
+        truncated=capture.truncated,
+        timed_out=timed_out,
+        timeout=time_limit,
+        cap=cap,
+    )
+
+
+def _status_note(code: int) -> str:
+    if code < 0:
+        try:
+            return f"killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+def format_result(result: ProcessResult) -> ToolOutcome:
+    """The text the model reads: stdout, stderr, truncation marker, then how the command ended.
+
+    Success means exit code 0 within the time limit. The status comes last so a long output
+    cannot hide it, and an empty output still says something.
+    """
+    text = result.stdout
+    if result.stderr:
+        text += "\n--- stderr ---\n" + result.stderr
+    if result.truncated:
+        text += f"\n\n[output truncated at {result.cap // 1024} KB]"
+    if result.timed_out:
+        note = f"Command timed out after {result.timeout:g} s; its process group was killed"
+        return ToolOutcome(False, f"{text.rstrip()}\n\n[{note}]" if text.strip() else note)
+    success = result.exit_code == 0
+    if not text:
+        verb = "was" if result.exit_code < 0 else "completed with"
+        return ToolOutcome(success, f"Command {verb} {_status_note(result.exit_code)}")
+    if not success:
+        text = f"{text.rstrip()}\n\n[{_status_note(result.exit_code)}]"
+    return ToolOutcome(success, text)

@@ -1,0 +1,373 @@
+"""Which tool calls may run, which need a person's approval, and which are refused.
+
+A policy is a mode plus two pattern lists, merged from three files (least to most specific):
+``<workspace>/.duragent/policy.yaml`` → ``<agent>/policy.yaml`` → ``<agent>/policy.local.yaml``.
+
+- ``dangerous`` (the default, as in the reference): everything not denied runs.
+- ``ask``: the allow list runs; anything else pauses for approval.
+- ``restrict``: the allow list runs; anything else is refused.
+
+The deny list is checked first, in every mode. A pattern is ``type:glob`` (``bash:ls *``,
+``builtin:web:fetch``, ``cli:deploy``); the type may be ``*``, and a pattern whose first
+``:``-separated word is not a tool type applies to every type (``ls -la``, ``web:fetch``).
+
+Unlike the reference, whose substring matching let ``bash:ls *`` allow ``rm -rf x; ls y``,
+matching is **anchored**: the glob (``fnmatch`` syntax, case-sensitive) must match the whole
+text; as a convenience a glob ending in `` *`` also matches without it (``bash:ls *`` allows a
+bare ``ls``, and ``bash:rm *`` denies one). A bash command is split into segments
+(``shell_segments``) and **every** segment must be allowed; **any** denied segment denies the
+command. Three further rules keep patterns honest:
+
+- A segment that redirects output to a file is allowed only by a pattern that itself contains
+  ``>``, so ``bash:echo *`` does not allow ``echo x > /etc/passwd``.
+- A command that cannot be analysed safely (unbalanced quotes, function definitions, …) needs
+  approval in ``ask``, is refused in ``restrict``, and in ``dangerous`` runs unless a deny
+  pattern matches the raw text or one of the segments that could be found.
+- A pattern without wildcards allows the *whole* command it spells, even if that command has
+  several segments: this is what "allow always" writes (metacharacters escaped as ``[*]``), so
+  the approved command runs again unasked, and nothing else does.
+
+Deny patterns also see each segment without leading ``NAME=value`` words (``X=1 rm -rf /``),
+but a deny list is a speed bump, not a sandbox: ``/bin/rm`` or ``$(printf rm)`` dodge
+``bash:rm *``. Use ``ask`` or ``restrict`` where it matters.
+"""
+
+from __future__ import annotations
+
+import enum
+import fnmatch
+import io
+import os
+import re
+import tempfile
+import threading
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import YAMLError
+from ruamel.yaml.scalarstring import DoubleQuotedScalarString
+from ruamel.yaml.util import load_yaml_guess_indent
+
+from duragent.config.yamlio import LocatedYaml, load_yaml_text, read_text
+from duragent.errors import ConfigError
+from duragent.store.fileops import fsync_dir
+from duragent.tools.shell_segments import Segment, split_command
+
+__all__ = [
+    "API_VERSION",
+    "LOCAL_POLICY_FILE",
+    "POLICY_FILE",
+    "POLICY_TYPES",
+    "Decision",
+    "Policy",
+    "PolicyDecision",
+    "PolicyError",
+    "escape_glob",
+    "load_policy",
+    "save_allow_always",
+]
+
+API_VERSION = "duragent/v1alpha1"
+POLICY_FILE = "policy.yaml"
+LOCAL_POLICY_FILE = "policy.local.yaml"
+POLICY_TYPES = frozenset({"bash", "builtin", "cli"})
+Mode = Literal["dangerous", "ask", "restrict"]
+_MODES: tuple[Mode, ...] = ("dangerous", "ask", "restrict")
+_ASSIGNMENTS = re.compile(r"""(?:[A-Za-z_]\w*=(?:'[^']*'|"(?:[^"\\]|\\.)*"|\\.|[^\s'"\\])*\s+)+""")
+_WRITE_LOCK = threading.Lock()
+"""Serialises "allow always" read-modify-writes so two approvals at once both land."""
+
+
+class Decision(enum.StrEnum):
+    """What happens to a tool call."""
+
+    ALLOW = "allow"
+    ASK = "ask"
+    DENY = "deny"
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyDecision:
+    """A decision, a sentence saying why, and the pattern(s) that decided it (if any)."""
+
+    decision: Decision
+    reason: str
+    matched: str | None = None
+
+
+class PolicyError(ConfigError):
+    """A policy file is malformed; the message names file, line, field, value and the fix."""
+
+
+def _read(path: Path) -> tuple[str, LocatedYaml]:
+    """The file's text and parsed YAML; unreadable files and syntax errors raise PolicyError."""
+    try:
+        text = read_text(path)
+        return text, load_yaml_text(text, file=path)
+    except ConfigError as exc:
+        error = PolicyError(exc.reason, file=exc.file, line=exc.line, fix=exc.fix)
+        raise error from None
+
+
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    pattern: str
+    tool_type: str | None  # None: every type
+    regex: re.Pattern[str]
+    literal: bool  # matches exactly one string
+    writes: bool  # may allow a segment that redirects output
+
+    def matches(self, text: str) -> bool:
+        return self.regex.match(text) is not None
+
+
+@lru_cache(maxsize=4096)
+def _rule(pattern: str) -> _Rule:
+    head, colon, rest = pattern.partition(":")
+    typed = bool(colon) and (head in POLICY_TYPES or head == "*")
+    glob = rest if typed else pattern
+    tool_type = head if typed and head != "*" else None
+    literal = not re.search(r"[*?\[]", re.sub(r"\[[*?\[]\]", "", glob))
+    regex = fnmatch.translate(glob)
+    if glob.endswith(" *"):  # "ls *" also allows a bare "ls": same program, no arguments
+        regex = f"{regex}|{fnmatch.translate(glob[:-2])}"
+    return _Rule(pattern, tool_type, re.compile(regex), literal, ">" in glob)
+
+
+def escape_glob(text: str) -> str:
+    """``text`` as a glob matching only itself (``*`` → ``[*]``, likewise ``?`` and ``[``)."""
+    return re.sub(r"[*?\[]", lambda m: f"[{m.group(0)}]", text)
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """A mode and the merged allow and deny patterns; ``decide`` is pure and thread-safe."""
+
+    mode: Mode = "dangerous"
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.mode not in _MODES:
+            raise ValueError(f"policy mode must be one of {', '.join(_MODES)}, not {self.mode!r}")
+
+    def decide(self, policy_type: str, invocation: str) -> PolicyDecision:
+        """Decide one tool call; ``invocation`` is the command, ``name:action`` or tool name."""
+        deny = [r for r in map(_rule, self.deny) if r.tool_type in (None, policy_type)]
+        allow = [r for r in map(_rule, self.allow) if r.tool_type in (None, policy_type)]
+        if policy_type != "bash":
+            return self._decide_whole(invocation, deny, allow)
+        text = invocation.strip()
+        split = split_command(text)
+        for candidate in _deny_candidates(text, split.segments):
+            for rule in deny:
+                if rule.matches(candidate):
+                    where = f" (segment '{candidate}')" if candidate != text else ""
+                    reason = f"denied by pattern '{rule.pattern}'{where}"
+                    return PolicyDecision(Decision.DENY, reason, rule.pattern)
+        for rule in allow:
+            if rule.literal and rule.matches(text):
+                reason = f"allowed by pattern '{rule.pattern}' (exact command)"
+                return PolicyDecision(Decision.ALLOW, reason, rule.pattern)
+        if self.mode == "dangerous":
+            note = f" (not fully analysed: {split.problem})" if split.problem else ""
+            return PolicyDecision(Decision.ALLOW, f"mode dangerous: not denied{note}")
+        if split.problem:
+            decision = Decision.ASK if self.mode == "ask" else Decision.DENY
+            reason = f"cannot be analysed safely ({split.problem}) (mode {self.mode}): '{text}'"
+            return PolicyDecision(decision, reason)
+        return self._decide_segments(text, split.segments or (Segment(text),), allow)
+
+    def _decide_whole(self, text: str, deny: list[_Rule], allow: list[_Rule]) -> PolicyDecision:
+        for rule in deny:
+            if rule.matches(text):
+                return PolicyDecision(
+                    Decision.DENY, f"denied by pattern '{rule.pattern}'", rule.pattern
+                )
+        for rule in allow:
+            if rule.matches(text):
+                return PolicyDecision(
+                    Decision.ALLOW, f"allowed by pattern '{rule.pattern}'", rule.pattern
+                )
+        return self._not_allowed(text, "")
+
+    def _decide_segments(
+        self, text: str, segments: tuple[Segment, ...], allow: list[_Rule]
+    ) -> PolicyDecision:
+        used: dict[str, None] = {}
+        for segment in segments:
+            rule = next(
+                (
+                    r
+                    for r in allow
+                    if r.matches(segment.text) and (r.writes or not segment.redirects_output)
+                ),
+                None,
+            )
+            if rule is None:
+                detail = f" (segment '{segment.text}')" if len(segments) > 1 else ""
+                if segment.redirects_output and any(r.matches(segment.text) for r in allow):
+                    detail += (
+                        "; it redirects output to a file, which only patterns containing '>' allow"
+                    )
+                return self._not_allowed(text, detail)
+            used[rule.pattern] = None
+        quoted = ", ".join(f"'{p}'" for p in used)
+        noun = "pattern" if len(used) == 1 else "patterns"
+        return PolicyDecision(Decision.ALLOW, f"allowed by {noun} {quoted}", ", ".join(used))
+
+    def _not_allowed(self, text: str, detail: str) -> PolicyDecision:
+        if self.mode == "dangerous":
+            return PolicyDecision(Decision.ALLOW, "mode dangerous: not denied")
+        decision = Decision.ASK if self.mode == "ask" else Decision.DENY
+        return PolicyDecision(
+            decision, f"not in the allow list (mode {self.mode}): '{text}'{detail}"
+        )
+
+
+def _deny_candidates(text: str, segments: tuple[Segment, ...]) -> list[str]:
+    """The whole command, each segment, and each segment without leading assignments."""
+    seen: dict[str, None] = {text: None}
+    for segment in segments:
+        seen[segment.text] = None
+        assignments = _ASSIGNMENTS.match(segment.text)
+        if assignments is not None:
+            seen[segment.text[assignments.end() :]] = None
+    return list(seen)
+
+
+def load_policy(workspace_policy_file: Path, agent_dir: Path) -> Policy:
+    """Merge the three policy tiers; missing files are fine, malformed ones raise PolicyError.
+
+    Patterns are the union of all tiers (first occurrence kept); ``mode`` comes from the most
+    specific tier that sets it, else ``dangerous``.
+    """
+    mode: Mode = "dangerous"
+    allow: dict[str, None] = {}
+    deny: dict[str, None] = {}
+    for path in (workspace_policy_file, agent_dir / POLICY_FILE, agent_dir / LOCAL_POLICY_FILE):
+        if not path.exists():
+            continue
+        tier_mode, tier_deny, tier_allow = _parse_tier(_read(path)[1])
+        mode = tier_mode or mode
+        deny.update(dict.fromkeys(tier_deny))
+        allow.update(dict.fromkeys(tier_allow))
+    return Policy(mode=mode, allow=tuple(allow), deny=tuple(deny))
+
+
+def _invalid(
+    doc: LocatedYaml, key: list[str | int], reason: str, value: object, **extra: str
+) -> PolicyError:
+    field = "".join(f"[{k}]" if isinstance(k, int) else str(k) for k in key) or None
+    line = doc.line_of(key)
+    return PolicyError(reason, file=doc.file, line=line, field=field, value=value, **extra)
+
+
+def _parse_tier(doc: LocatedYaml) -> tuple[Mode | None, list[str], list[str]]:
+    data = {} if doc.data is None else doc.data
+    if not isinstance(data, dict):
+        start = "start from 'apiVersion: duragent/v1alpha1', 'kind: Policy', 'allow: []'"
+        raise _invalid(
+            doc, [], "a policy file must be a YAML mapping", type(data).__name__, fix=start
+        )
+    for key, expected in (("apiVersion", API_VERSION), ("kind", "Policy")):
+        if key in data and data[key] != expected:
+            raise _invalid(doc, [key], "invalid value", data[key], allowed=expected)
+    mode = data.get("mode")
+    if mode is not None and mode not in _MODES:
+        raise _invalid(doc, ["mode"], "invalid value", mode, allowed=", ".join(_MODES))
+    if data.get("notify") is not None and not isinstance(data["notify"], dict):
+        raise _invalid(doc, ["notify"], "must be a mapping of keys to values", data["notify"])
+    return mode, _patterns(doc, data, "deny"), _patterns(doc, data, "allow")
+
+
+def _patterns(doc: LocatedYaml, data: dict[str, Any], key: str) -> list[str]:
+    value = data.get(key)
+    if value is None:
+        return []
+    fix = f"write one quoted pattern per line under '{key}:', e.g.  - \"bash:ls *\""
+    if not isinstance(value, list):
+        shown = type(value).__name__ if isinstance(value, dict) else value
+        raise _invalid(doc, [key], "must be a list of patterns", shown, fix=fix)
+    for index, item in enumerate(value):
+        if not isinstance(item, str) or not item:
+            reason = "a pattern must be a non-empty string"
+            raise _invalid(doc, [key, index], reason, item, fix=fix)
+    return list(value)
+
+
+def save_allow_always(agent_dir: Path, policy_type: str, invocation: str) -> str:
+    """Append ``<policy_type>:<invocation>`` (escaped) to the agent's ``policy.local.yaml``.
+
+    The escaped pattern has no wildcards, so it allows exactly the approved command and no
+    other. The file is edited round-trip (comments, quoting and order survive), ``mode`` is
+    never written (a later change of the agent's mode must still apply), and the write is
+    atomic and serialised, so a crash or two approvals at once cannot lose the file or an
+    entry. Returns the pattern, whether it was written now or was already present.
+    """
+    if policy_type not in POLICY_TYPES:
+        raise ValueError(f"unknown policy type {policy_type!r}; expected {sorted(POLICY_TYPES)}")
+    command = invocation.strip() if policy_type == "bash" else invocation
+    pattern = f"{policy_type}:{escape_glob(command)}"
+    path = agent_dir / LOCAL_POLICY_FILE
+    with _WRITE_LOCK:
+        yaml, doc = _load_round_trip(path)
+        allow = doc.get("allow")
+        if allow is None:
+            allow = doc["allow"] = CommentedSeq()
+        if not isinstance(allow, list):
+            raise PolicyError("must be a list of patterns", file=path, field="allow", value=allow)
+        if pattern in (str(item) for item in allow):
+            return pattern
+        if not allow and isinstance(allow, CommentedSeq):
+            allow.fa.set_block_style()  # 'allow: []' would otherwise grow as a flow list
+        allow.append(DoubleQuotedScalarString(pattern))
+        out = io.StringIO()
+        yaml.dump(doc, out)
+        _atomic_write(path, out.getvalue())
+    return pattern
+
+
+def _load_round_trip(path: Path) -> tuple[YAML, CommentedMap]:
+    """The file as a round-trip document (a fresh one if it is missing or empty)."""
+    yaml = YAML()
+    yaml.preserve_quotes = True
+    yaml.width = 1 << 16  # never fold a long command across lines
+    text, doc = _read(path) if path.exists() else ("", None)
+    if doc is None or doc.data is None:
+        yaml.indent(mapping=2, sequence=4, offset=2)  # the scaffolded files' "  - item" style
+        return yaml, CommentedMap([("apiVersion", API_VERSION), ("kind", "Policy")])
+    if not isinstance(doc.data, dict):
+        raise _invalid(doc, [], "a policy file must be a YAML mapping", type(doc.data).__name__)
+    # Keep the file's own list indentation so the diff is only the new line.
+    try:
+        _, indent, offset = load_yaml_guess_indent(text)
+        data: CommentedMap = yaml.load(text)
+    except YAMLError as exc:  # ruamel is stricter than PyYAML, e.g. about duplicate keys
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        line = mark.line + 1 if mark is not None else None
+        raise PolicyError(f"cannot edit this YAML: {problem}", file=path, line=line) from None
+    yaml.indent(mapping=2, sequence=indent or 4, offset=2 if offset is None else offset)
+    return yaml, data
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    """Write via a temporary file, fsync, rename and fsync the directory: all or nothing."""
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    fsync_dir(path.parent)

@@ -1,0 +1,120 @@
+"""Every endpoint and status code over a real socket."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from duragent.testing import Reply
+from tests.gateways.http.api_fixtures import served
+
+PROBLEM = "application/problem+json"
+
+
+async def test_a_session_is_created_used_listed_read_and_deleted(tmp_path: Path) -> None:
+    async with served(tmp_path) as s:
+        created = await s.client.post("/api/v1/sessions", json={"agent": "bot"})
+        assert created.status_code == 201
+        session = created.json()
+        sid = session["session_id"]
+        assert sid.startswith("session_")
+        assert session["agent"] == "bot"
+        assert session["status"] == "active"
+
+        s.server.enqueue(Reply(text="Hi! How can I help?"))
+        reply = await s.client.post(f"/api/v1/sessions/{sid}/messages", json={"content": "hello"})
+        assert reply.status_code == 200
+        body = reply.json()
+        assert body["role"] == "assistant"
+        assert body["content"] == "Hi! How can I help?"
+        assert body["message_id"].startswith("msg_")
+
+        last = await s.client.get(f"/api/v1/sessions/{sid}/messages", params={"limit": 1})
+        assert [m["content"] for m in last.json()["messages"]] == ["Hi! How can I help?"]
+        both = await s.client.get(f"/api/v1/sessions/{sid}/messages")
+        assert [m["role"] for m in both.json()["messages"]] == ["user", "assistant"]
+
+        listed = (await s.client.get("/api/v1/sessions")).json()["sessions"]
+        assert [x["session_id"] for x in listed] == [sid]
+        got = (await s.client.get(f"/api/v1/sessions/{sid}")).json()
+        assert got["session_id"] == sid
+        assert got["updated_at"] >= got["created_at"]
+
+        deleted = await s.client.delete(f"/api/v1/sessions/{sid}")
+        assert deleted.status_code == 204
+        gone = await s.client.get(f"/api/v1/sessions/{sid}")
+        assert gone.status_code == 404
+        assert gone.headers["content-type"] == PROBLEM
+
+
+async def test_bad_input_is_a_400_or_404_or_413_problem_never_a_500(tmp_path: Path) -> None:
+    async with served(tmp_path) as s:
+        sid = (await s.client.post("/api/v1/sessions", json={"agent": "bot"})).json()["session_id"]
+        cases = [
+            ("POST", "/api/v1/sessions", b"{not json", 400),
+            ("POST", "/api/v1/sessions", b"[1, 2]", 400),
+            ("POST", "/api/v1/sessions", b'{"agent": 5}', 400),
+            ("POST", "/api/v1/sessions", b'{"agent": "ghost"}', 404),
+            ("POST", f"/api/v1/sessions/{sid}/messages", b"{}", 400),
+            ("POST", f"/api/v1/sessions/{sid}/messages", b'{"content": ""}', 400),
+            ("POST", "/api/v1/sessions/session_nope/messages", b'{"content": "x"}', 404),
+            ("GET", f"/api/v1/sessions/{sid}/messages?limit=zero", b"", 400),
+            ("GET", f"/api/v1/sessions/{sid}/messages?limit=0", b"", 400),
+            (
+                "POST",
+                f"/api/v1/sessions/{sid}/approve",
+                b'{"call_id": "x", "decision": "deny"}',
+                404,
+            ),
+            ("DELETE", "/api/v1/sessions/session_nope", b"", 404),
+            ("GET", "/api/v1/agents/ghost", b"", 404),
+        ]
+        for method, path, body, status in cases:
+            response = await s.client.request(method, path, content=body)
+            assert response.status_code == status, (method, path, response.text)
+            assert response.headers["content-type"] == PROBLEM
+            assert response.json()["status"] == status
+        huge = b'{"content": "' + b"x" * (2 * 1024 * 1024 + 10) + b'"}'
+        too_big = await s.client.post(f"/api/v1/sessions/{sid}/messages", content=huge)
+        assert too_big.status_code == 413
+
+
+async def test_a_failing_model_is_a_502_that_says_why(tmp_path: Path) -> None:
+    from duragent.testing import Fault
+
+    async with served(tmp_path) as s:
+        sid = (await s.client.post("/api/v1/sessions", json={"agent": "bot"})).json()["session_id"]
+        s.server.enqueue(Fault.unauthorized())
+        reply = await s.client.post(f"/api/v1/sessions/{sid}/messages", json={"content": "hi"})
+    assert reply.status_code == 502
+    assert "401" in reply.json()["detail"]
+
+
+async def test_the_openapi_document_describes_every_route(tmp_path: Path) -> None:
+    async with served(tmp_path) as s:
+        doc = (await s.client.get("/openapi.json")).json()
+    assert doc["openapi"].startswith("3.1")
+    assert set(doc["paths"]) >= {
+        "/livez",
+        "/readyz",
+        "/version",
+        "/api/v1/agents",
+        "/api/v1/agents/{name}",
+        "/api/v1/sessions",
+        "/api/v1/sessions/{session_id}",
+        "/api/v1/sessions/{session_id}/messages",
+        "/api/v1/sessions/{session_id}/stream",
+        "/api/v1/sessions/{session_id}/approve",
+        "/api/admin/v1/shutdown",
+        "/api/admin/v1/reload-agents",
+    }
+
+
+async def test_admin_reload_and_shutdown(tmp_path: Path) -> None:
+    async with served(tmp_path) as s:
+        reload = await s.client.post("/api/admin/v1/reload-agents")
+        assert reload.status_code == 200
+        assert reload.text == "Reloaded 1 agents"
+        first = await s.client.post("/api/admin/v1/shutdown")
+        assert first.text == "Shutdown initiated"
+        second = await s.client.post("/api/admin/v1/shutdown")
+        assert second.status_code == 409

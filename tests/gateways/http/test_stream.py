@@ -1,0 +1,158 @@
+"""SSE over a real uvicorn socket: incremental, ordered, tools included, disconnect modes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from duragent.testing import Reply, ToolCallReply
+from tests.gateways.http.api_fixtures import served
+
+BASH_TOOL = "  tools:\n    - type: builtin\n      name: bash\n"
+
+
+async def read_events(response: httpx.Response) -> list[tuple[float, str, Any]]:
+    events: list[tuple[float, str, Any]] = []
+    name = "message"
+    async for line in response.aiter_lines():
+        if line.startswith("event:"):
+            name = line.split(":", 1)[1].strip()
+        elif line.startswith("data:"):
+            events.append((time.monotonic(), name, json.loads(line.split(":", 1)[1])))
+            name = "message"
+    return events
+
+
+async def test_tokens_arrive_incrementally_and_in_order(tmp_path: Path) -> None:
+    async with served(tmp_path) as s:
+        sid = (await s.client.post("/api/v1/sessions", json={"agent": "bot"})).json()["session_id"]
+        s.server.enqueue(Reply(text="one two three four", chunk_delay=0.3))
+        start = time.monotonic()
+        async with s.client.stream(
+            "POST", f"/api/v1/sessions/{sid}/stream", json={"content": "count"}
+        ) as response:
+            assert response.headers["content-type"].startswith("text/event-stream")
+            events = await read_events(response)
+    names = [n for _, n, _ in events]
+    assert names == ["start", "token", "token", "token", "token", "done"]
+    assert "".join(d["content"] for _, n, d in events if n == "token") == "one two three four"
+    first_token = next(t for t, n, _ in events if n == "token")
+    done = events[-1][0]
+    # incremental: the first token comes long before the end of a ~0.9 s stream
+    assert (first_token - start) * 3 < done - start
+    assert events[-1][2]["message_id"].startswith("msg_")
+    assert events[-1][2]["usage"]["total_tokens"] > 0
+
+
+async def test_tools_run_in_the_stream_and_their_events_are_sent(tmp_path: Path) -> None:
+    async with served(tmp_path, tools=BASH_TOOL) as s:
+        sid = (await s.client.post("/api/v1/sessions", json={"agent": "bot"})).json()["session_id"]
+        s.server.enqueue(
+            Reply(
+                tool_calls=[
+                    ToolCallReply(name="bash", arguments={"command": "echo from-bash"}, id="c1")
+                ]
+            ),
+            Reply(text="bash said hi"),
+        )
+        async with s.client.stream(
+            "POST", f"/api/v1/sessions/{sid}/stream", json={"content": "run"}
+        ) as response:
+            events = await read_events(response)
+    names = [n for _, n, _ in events]
+    assert names[0] == "start"
+    assert names.index("tool_call") < names.index("tool_result") < names.index("done")
+    call = next(d for _, n, d in events if n == "tool_call")
+    assert call["name"] == "bash"
+    result = next(d for _, n, d in events if n == "tool_result")
+    assert result["call_id"] == "c1"
+    assert "from-bash" in result["content"]
+
+
+async def test_a_disconnect_in_pause_mode_keeps_the_partial_reply(tmp_path: Path) -> None:
+    async with served(tmp_path, on_disconnect="pause") as s:
+        sid = (await s.client.post("/api/v1/sessions", json={"agent": "bot"})).json()["session_id"]
+        s.server.enqueue(Reply(text="alpha beta gamma delta epsilon", chunk_delay=0.4))
+        async with s.client.stream(
+            "POST", f"/api/v1/sessions/{sid}/stream", json={"content": "talk"}
+        ) as response:
+            async for line in response.aiter_lines():
+                if line.startswith("event: token"):
+                    break
+        await asyncio.sleep(1.0)
+        info = (await s.client.get(f"/api/v1/sessions/{sid}")).json()
+        messages = (await s.client.get(f"/api/v1/sessions/{sid}/messages")).json()["messages"]
+    assert info["status"] == "paused"
+    assert messages[-1]["role"] == "assistant"
+    assert messages[-1]["content"].startswith("alpha")
+    assert messages[-1]["content"] != "alpha beta gamma delta epsilon"
+
+
+async def test_a_disconnect_in_continue_mode_finishes_in_the_background(tmp_path: Path) -> None:
+    async with served(tmp_path, on_disconnect="continue") as s:
+        sid = (await s.client.post("/api/v1/sessions", json={"agent": "bot"})).json()["session_id"]
+        s.server.enqueue(Reply(text="alpha beta gamma", chunk_delay=0.3))
+        async with s.client.stream(
+            "POST", f"/api/v1/sessions/{sid}/stream", json={"content": "talk"}
+        ) as response:
+            async for line in response.aiter_lines():
+                if line.startswith("event: token"):
+                    break
+        deadline = time.monotonic() + 10
+        messages: list[dict[str, Any]] = []
+        while time.monotonic() < deadline:
+            messages = (await s.client.get(f"/api/v1/sessions/{sid}/messages")).json()["messages"]
+            if messages and messages[-1]["role"] == "assistant":
+                break
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(0.2)
+        info = (await s.client.get(f"/api/v1/sessions/{sid}")).json()
+    assert messages[-1]["content"] == "alpha beta gamma"
+    assert info["status"] == "active"
+
+
+async def test_an_approval_pauses_the_stream_and_the_approve_endpoint_resumes(
+    tmp_path: Path,
+) -> None:
+    policy = "apiVersion: duragent/v1alpha1\nkind: Policy\nmode: ask\n"
+    async with served(tmp_path, tools=BASH_TOOL, policy=policy) as s:
+        sid = (await s.client.post("/api/v1/sessions", json={"agent": "bot"})).json()["session_id"]
+        s.server.enqueue(
+            Reply(
+                tool_calls=[ToolCallReply(name="bash", arguments={"command": "echo ok"}, id="c9")]
+            )
+        )
+        async with s.client.stream(
+            "POST", f"/api/v1/sessions/{sid}/stream", json={"content": "run"}
+        ) as response:
+            events = await read_events(response)
+        names = [n for _, n, _ in events]
+        assert "approval_required" in names
+        assert events[-1][2]["status"] == "awaiting_approval"
+        s.server.enqueue(Reply(text="it printed ok"))
+        approved = await s.client.post(
+            f"/api/v1/sessions/{sid}/approve", json={"call_id": "c9", "decision": "allow_once"}
+        )
+    assert approved.status_code == 200
+    assert approved.json() == {
+        "status": "complete",
+        "message_id": approved.json()["message_id"],
+        "content": "it printed ok",
+    }
+
+
+async def test_the_sync_endpoint_answers_202_when_approval_is_needed(tmp_path: Path) -> None:
+    policy = "apiVersion: duragent/v1alpha1\nkind: Policy\nmode: ask\n"
+    async with served(tmp_path, tools=BASH_TOOL, policy=policy) as s:
+        sid = (await s.client.post("/api/v1/sessions", json={"agent": "bot"})).json()["session_id"]
+        s.server.enqueue(
+            Reply(tool_calls=[ToolCallReply(name="bash", arguments={"command": "ls"}, id="c1")])
+        )
+        reply = await s.client.post(f"/api/v1/sessions/{sid}/messages", json={"content": "list"})
+    assert reply.status_code == 202
+    assert reply.json() == {"session_id": sid, "call_id": "c1", "command": "ls"}

@@ -1,0 +1,149 @@
+"""The memory tool keeps world knowledge, long-term memory and daily notes as Markdown files."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from duragent.tools.base import ToolContext
+from duragent.tools.memory import MemoryTool, sanitize_topic
+
+NOW = datetime(2026, 11, 22, 9, 5)
+
+
+@pytest.fixture
+def ctx(tmp_path: Path) -> ToolContext:
+    agent_dir = tmp_path / ".duragent" / "agents" / "assistant"
+    agent_dir.mkdir(parents=True)
+    return ToolContext(
+        session_id="s1",
+        agent_name="assistant",
+        agent_dir=agent_dir,
+        workspace_dir=tmp_path / ".duragent",
+        world_memory_dir=tmp_path / ".duragent" / "memory" / "world",
+    )
+
+
+def at(when: datetime) -> MemoryTool:
+    return MemoryTool(clock=lambda: when)
+
+
+async def test_recall_with_nothing_stored_says_so(ctx: ToolContext) -> None:
+    outcome = await at(NOW).run({"action": "recall"}, ctx)
+    assert outcome.success
+    assert outcome.content == "No memories found"
+
+
+async def test_remember_appends_timed_entries_under_a_date_header(ctx: ToolContext) -> None:
+    await at(NOW).run({"action": "remember", "content": "Met Ana."}, ctx)
+    await at(NOW.replace(minute=30)).run({"action": "remember", "content": "Ana likes tea."}, ctx)
+    daily = ctx.agent_dir / "memory" / "daily" / "2026-11-22.md"
+    assert daily.read_text() == (
+        "# 2026-11-22\n\n## 09:05\n\nMet Ana.\n\n## 09:30\n\nAna likes tea.\n"
+    )
+
+
+async def test_concurrent_remembers_write_one_header_and_every_entry(ctx: ToolContext) -> None:
+    tool = at(NOW)
+    await asyncio.gather(
+        *(tool.run({"action": "remember", "content": f"note {i}"}, ctx) for i in range(20))
+    )
+    text = (ctx.agent_dir / "memory" / "daily" / "2026-11-22.md").read_text()
+    assert text.count("# 2026-11-22") == 1
+    assert all(f"note {i}\n" in text for i in range(20))
+
+
+async def test_recall_joins_world_memory_and_recent_days_in_order(ctx: ToolContext) -> None:
+    await at(NOW).run({"action": "update_world", "topic": "Zebras", "content": "Stripes."}, ctx)
+    await at(NOW).run({"action": "update_world", "topic": "apples", "content": "Red."}, ctx)
+    await at(NOW).run({"action": "reflect", "content": "I am helpful."}, ctx)
+    for day, note in [(18, "too old"), (20, "two days ago"), (21, "yesterday"), (22, "today")]:
+        await at(NOW.replace(day=day)).run({"action": "remember", "content": note}, ctx)
+
+    outcome = await at(NOW).run({"action": "recall"}, ctx)
+
+    assert outcome.content == (
+        "# World Knowledge\n\n## apples\n\nRed.\n\n## zebras\n\nStripes."
+        "\n\n---\n\n# Your Memory\n\nI am helpful."
+        "\n\n---\n\n# Recent Experiences\n\n"
+        "# 2026-11-22\n\n## 09:05\n\ntoday\n\n"
+        "# 2026-11-21\n\n## 09:05\n\nyesterday\n\n"
+        "# 2026-11-20\n\n## 09:05\n\ntwo days ago"
+    )
+
+
+async def test_recall_days_widens_the_window_and_is_clamped(ctx: ToolContext) -> None:
+    await at(NOW.replace(day=18)).run({"action": "remember", "content": "four days ago"}, ctx)
+    assert "four days ago" not in (await at(NOW).run({"action": "recall"}, ctx)).content
+    wide = await at(NOW).run({"action": "recall", "days": 5}, ctx)
+    assert "four days ago" in wide.content
+    assert (await at(NOW).run({"action": "recall", "days": 0}, ctx)).content == (
+        "No memories found"
+    )
+
+
+async def test_reflect_reads_then_rewrites_memory_atomically(ctx: ToolContext) -> None:
+    tool = at(NOW)
+    assert "empty" in (await tool.run({"action": "reflect"}, ctx)).content
+    await tool.run({"action": "reflect", "content": "First draft."}, ctx)
+    await tool.run({"action": "reflect", "content": "Second draft."}, ctx)
+    assert (await tool.run({"action": "reflect"}, ctx)).content == "Second draft."
+    memory_dir = ctx.agent_dir / "memory"
+    assert [p.name for p in memory_dir.iterdir() if p.is_file()] == ["MEMORY.md"]
+
+
+@pytest.mark.parametrize(
+    ("topic", "stem"),
+    [("Tea Shops", "tea-shops"), ("../../etc/passwd", "------etc-passwd"), ("a_b-C9", "a_b-c9")],
+)
+def test_world_topics_become_safe_file_names(topic: str, stem: str) -> None:
+    assert sanitize_topic(topic) == stem
+
+
+async def test_update_world_replaces_the_topic_file_inside_the_world_folder(
+    ctx: ToolContext,
+) -> None:
+    tool = at(NOW)
+    await tool.run({"action": "update_world", "topic": "../secret", "content": "one"}, ctx)
+    await tool.run({"action": "update_world", "topic": "../secret", "content": "two"}, ctx)
+    assert sorted(p.name for p in ctx.world_memory_dir.iterdir()) == ["---secret.md"]
+    assert (ctx.world_memory_dir / "---secret.md").read_text() == "two\n"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"action": "remember"},
+        {"action": "update_world", "topic": "x"},
+        {"action": "update_world", "content": "x"},
+        {"action": "update_world", "topic": "!!!", "content": "x"},
+        {"action": "forget"},
+    ],
+)
+async def test_missing_or_bad_arguments_are_unsuccessful_outcomes(
+    args: dict[str, str], ctx: ToolContext
+) -> None:
+    outcome = await at(NOW).run(args, ctx)
+    assert not outcome.success
+    assert outcome.content
+
+
+async def test_a_note_saved_in_another_encoding_is_still_recalled(ctx: ToolContext) -> None:
+    ctx.world_memory_dir.mkdir(parents=True)
+    (ctx.world_memory_dir / "cafe.md").write_bytes("café".encode("latin-1"))
+    outcome = await at(NOW).run({"action": "recall"}, ctx)
+    assert outcome.content == "# World Knowledge\n\n## cafe\n\ncaf\ufffd"
+
+
+async def test_an_unwritable_memory_folder_is_reported_not_raised(ctx: ToolContext) -> None:
+    (ctx.agent_dir / "memory").write_text("a file where a folder should be")
+    outcome = await at(NOW).run({"action": "remember", "content": "x"}, ctx)
+    assert not outcome.success
+    assert "memory remember failed" in outcome.content
+
+
+def test_the_policy_string_names_the_action() -> None:
+    assert MemoryTool().invocation({"action": "Remember"}) == "memory:remember"
