@@ -20,10 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from duragent.errors import LLMAuthError, LLMBadRequestError
-from duragent.llm.anthropic_provider import AnthropicProvider
 from duragent.llm.base import LLMProvider
 from duragent.llm.offline import OfflineProvider
-from duragent.llm.openai_compat import OpenAICompatibleProvider
 from duragent.llm.retry import ResilientProvider, RetryPolicy
 
 __all__ = ["PROVIDERS", "ProviderInfo", "build_provider", "credential_problem"]
@@ -94,11 +92,17 @@ def build_provider(
             raise LLMAuthError(problem, provider=provider)
         key_env = info.key_env if info else _custom_key_env(provider)
         key = (environ.get(key_env) if key_env else None) or "not-needed"
+        # The SDKs are imported on first use: together they cost ~3 s of start-up, which
+        # every CLI command and crash-recovery restart would otherwise pay.
         if provider == "anthropic":
+            from duragent.llm.anthropic_provider import AnthropicProvider
+
             inner = AnthropicProvider(
                 model=model, api_key=key, base_url=url, timeout_seconds=timeout_seconds
             )
         else:
+            from duragent.llm.openai_compat import OpenAICompatibleProvider
+
             inner = OpenAICompatibleProvider(
                 name=provider,
                 model=model,

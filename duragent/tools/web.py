@@ -16,8 +16,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
-from bs4 import BeautifulSoup
-from markdownify import ATX, MarkdownConverter
 
 from duragent.core.messages import ToolDefinition
 from duragent.tools._args import builtin_invocation, int_arg, str_arg
@@ -65,6 +63,10 @@ def html_to_markdown(html: str) -> str:
     """
     if "<" not in html:
         return html.strip()
+    # Imported here: BeautifulSoup and markdownify cost ~0.15 s, paid only when a page is read.
+    from bs4 import BeautifulSoup
+    from markdownify import ATX, MarkdownConverter
+
     soup = BeautifulSoup(_XML_DECLARATION.sub("", html, count=1), "html.parser")
     for tag in soup(list(_DROPPED_TAGS)):
         tag.decompose()
