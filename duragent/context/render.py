@@ -20,8 +20,9 @@ destructive first:
 
 from __future__ import annotations
 
+import itertools
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from duragent.context.budget import BudgetReport, BudgetSettings, ContextOverflowError
@@ -29,7 +30,7 @@ from duragent.context.tokens import REQUEST_OVERHEAD_TOKENS, TokenCounter
 from duragent.context.truncation import fit_prefix
 from duragent.core.messages import Message, Role, ToolDefinition
 
-__all__ = ["MISSING_RESULT", "fit_request", "masked_notice", "truncation_notice"]
+__all__ = ["MISSING_RESULT", "TurnCache", "fit_request", "masked_notice", "truncation_notice"]
 
 MISSING_RESULT = "Error: no result was recorded for this tool call"
 
@@ -56,6 +57,7 @@ class _Unit:
     tokens: int = 0
     pinned: bool = False
     results: list[int] = field(default_factory=list)  # indexes of tool results in messages
+    masked: set[int] = field(default_factory=set)  # indexes already replaced by a mask
 
 
 def _group(call: Message, results: list[Message], report: BudgetReport) -> _Unit:
@@ -77,9 +79,12 @@ def _group(call: Message, results: list[Message], report: BudgetReport) -> _Unit
     return _Unit(out, source=1 + len(results), group=True, results=list(range(1, len(out))))
 
 
-def _units(messages: Sequence[Message], report: BudgetReport) -> list[_Unit]:
-    """Split into units, oldest first (normalising tool calls and results)."""
-    units: list[_Unit] = []
+def _units_newest_first(messages: Sequence[Message], report: BudgetReport) -> Iterator[_Unit]:
+    """Units from the newest message back (normalising tool calls and results), lazily.
+
+    Lazy so that Layer 2 only looks at the messages it may send: the cost of a render is
+    proportional to the request, not to the history.
+    """
     i = len(messages) - 1
     while i >= 0:
         m = messages[i]
@@ -89,20 +94,49 @@ def _units(messages: Sequence[Message], report: BudgetReport) -> list[_Unit]:
                 j -= 1
             results = list(messages[j + 1 : i + 1])
             if j >= 0 and messages[j].role is Role.ASSISTANT and messages[j].tool_calls:
-                units.append(_group(messages[j], results, report))
+                yield _group(messages[j], results, report)
                 i = j - 1
             else:
                 report.orphans_dropped += len(results)
-                units.append(_Unit([], source=len(results)))
+                yield _Unit([], source=len(results))
                 i = j
         elif m.role is Role.ASSISTANT and m.tool_calls:
-            units.append(_group(m, [], report))
+            yield _group(m, [], report)
             i -= 1
         else:
-            units.append(_Unit([m]))
+            yield _Unit([m])
             i -= 1
+
+
+def _units(messages: Sequence[Message], report: BudgetReport) -> list[_Unit]:
+    """All units, oldest first."""
+    units = list(_units_newest_first(messages, report))
     units.reverse()
     return units
+
+
+class TurnCache:
+    """The current turn's units, kept between the loop's calls so each call costs O(new).
+
+    Within one turn messages are only appended, masking only grows (the middle widens) and a
+    dropped group stays dropped, so what was decided for the older units still holds.
+    """
+
+    __slots__ = ("boundary", "units")
+
+    def __init__(self) -> None:
+        self.units: list[_Unit] = []
+        self.boundary = 0  # index in the turn where the last cached unit starts
+
+    def update(self, turn: Sequence[Message], report: BudgetReport) -> list[_Unit]:
+        """The units of ``turn``, re-splitting only from the last cached unit on."""
+        if self.units:
+            self.units.pop()  # it may have gained results since: split it again
+        fresh = _units(turn[self.boundary :], report)
+        if fresh:
+            self.boundary += sum(u.source for u in fresh[:-1])
+        self.units.extend(fresh)
+        return self.units
 
 
 def _cost(unit: _Unit, counter: TokenCounter) -> int:
@@ -128,31 +162,48 @@ def fit_request(
     tools: Sequence[ToolDefinition] = (),
     counter: TokenCounter,
     settings: BudgetSettings,
+    turn_cache: TurnCache | None = None,
+    tools_tokens: int | None = None,
 ) -> tuple[list[Message], BudgetReport]:
-    """The messages to send for this call, fitted to ``settings.limit`` (module docstring)."""
+    """The messages to send for this call, fitted to ``settings.limit`` (module docstring).
+
+    Pass the same ``turn_cache`` for every call of one turn (the loop does) to keep the cost
+    of a call proportional to what changed, and ``tools_tokens`` when the tool definitions'
+    cost is already known.
+    """
     report = BudgetReport(window=settings.window, limit=settings.limit)
     limit = settings.limit
     system_msg = Message.system(system) if system.strip() else None
-    fixed = REQUEST_OVERHEAD_TOKENS + counter.count_tools(tools)
+    if tools_tokens is None:
+        tools_tokens = counter.count_tools(tools)
+    fixed = REQUEST_OVERHEAD_TOKENS + tools_tokens
     if system_msg is not None:
         fixed += counter.count_message(system_msg)
 
     # --- this turn: normalise, then 3b masking ------------------------------------------
-    turn_units = _units(turn, report)
+    turn_units = turn_cache.update(turn, report) if turn_cache else _units(turn, report)
     tool_slots = [(u, k) for u in turn_units if u.group for k in u.results]
     keep_first, keep_last = settings.keep_first, settings.keep_last
     if (keep_first or keep_last) and len(tool_slots) > keep_first + keep_last:
         for unit, k in tool_slots[keep_first : len(tool_slots) - keep_last]:
-            unit.messages[k] = _mask(unit.messages[k], counter)
+            if k not in unit.masked:
+                unit.messages[k] = _mask(unit.messages[k], counter)
+                unit.masked.add(k)
+                unit.tokens = 0  # changed: recount below
             report.results_masked += 1
-    turn_cost = sum(_cost(u, counter) for u in turn_units)
+    turn_cost = 0
+    for unit in turn_units:
+        turn_cost += unit.tokens or _cost(unit, counter)
 
     # --- Layer 2: history, newest first, latest user message pinned ----------------------
-    hist_units = _units(history, report)
+    candidates = _units_newest_first(history, report)
     pinned: list[_Unit] = []
-    if hist_units and hist_units[-1].messages and hist_units[-1].messages[0].role is Role.USER:
-        pinned = [hist_units.pop()]
-        pinned[0].pinned = True
+    head = next(candidates, None)
+    if head is not None and head.messages and head.messages[0].role is Role.USER:
+        pinned = [head]
+        head.pinned = True
+    elif head is not None:
+        candidates = itertools.chain([head], candidates)
     pinned_cost = sum(_cost(u, counter) for u in pinned)
     available = settings.window - fixed - settings.output_reserve - settings.safety
     budget = (
@@ -162,59 +213,66 @@ def fit_request(
     )
     budget = min(budget, limit - fixed - turn_cost) - pinned_cost
     notice_cost = counter.count_message(Message.system(truncation_notice(len(history))))
-    total_hist = sum(_cost(u, counter) for u in hist_units)
-    if total_hist <= budget:
-        chosen = hist_units
-    else:
-        chosen = []
-        used = notice_cost
-        for unit in reversed(hist_units):
-            if used + unit.tokens > budget:
-                break
-            chosen.append(unit)
-            used += unit.tokens
-        chosen.reverse()
-        while chosen and not chosen[0].messages:  # never start on an orphaned result
-            chosen.pop(0)
+    chosen: list[_Unit] = []  # newest first while selecting
+    used = 0
+    complete = True
+    for unit in candidates:
+        cost = _cost(unit, counter)
+        if used + cost > budget:
+            complete = False
+            break
+        chosen.append(unit)
+        used += cost
+    if not complete:
+        while chosen and used + notice_cost > budget:
+            used -= chosen.pop().tokens
+    chosen.reverse()
+    # Never start on an orphaned result (an empty unit stands for dropped orphans; when the
+    # whole history fits they are simply not sent, with no notice).
+    while not complete and chosen and not chosen[0].messages:
+        used -= chosen.pop(0).tokens
+    hist_total = len(history) - sum(u.source for u in pinned)
+    sent_source = sum(u.source for u in chosen)
+
+    def omitted() -> int:
+        return hist_total - sent_source
 
     def total() -> int:
-        omitted = sum(u.source for u in hist_units) - sum(u.source for u in chosen)
-        notice = notice_cost if omitted else 0
-        return (
-            fixed
-            + notice
-            + sum(u.tokens for u in chosen)
-            + pinned_cost
-            + sum(u.tokens for u in turn_units)
-        )
+        notice = notice_cost if omitted() else 0
+        return fixed + notice + used + pinned_cost + turn_cost
 
     # --- 3c: drop this turn's oldest groups (never the latest, never user messages) ------
     groups = [u for u in turn_units if u.group]
     while total() > limit and len(groups) > 1:
         victim = groups.pop(0)
         turn_units.remove(victim)
+        turn_cost -= victim.tokens
         report.groups_dropped += 1
     # --- still over: more history goes, then results shrink --------------------------------
     while total() > limit and chosen:
-        chosen.pop(0)
+        gone = chosen.pop(0)
+        used -= gone.tokens
+        sent_source -= gone.source
         while chosen and not chosen[0].messages:
-            chosen.pop(0)
+            gone = chosen.pop(0)
+            used -= gone.tokens
+            sent_source -= gone.source
     if total() > limit:
         _shrink_results(turn_units, total() - limit, counter, report)
+        turn_cost = sum(u.tokens for u in turn_units)
     needed = total()
     if needed > limit:
         raise ContextOverflowError(needed, limit)
 
     # --- assemble ----------------------------------------------------------------------------
-    omitted = sum(u.source for u in hist_units) - sum(u.source for u in chosen)
     out: list[Message] = []
     if system_msg is not None:
         out.append(system_msg)
-    if omitted:
-        out.append(Message.system(truncation_notice(omitted)))
+    if omitted():
+        out.append(Message.system(truncation_notice(omitted())))
     for unit in (*chosen, *pinned, *turn_units):
         out.extend(unit.messages)
-    report.history_omitted = omitted
+    report.history_omitted = omitted()
     report.history_sent = sum(len(u.messages) for u in (*chosen, *pinned))
     report.request_tokens = needed
     return out, report

@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from duragent.context.budget import BudgetReport, BudgetSettings
-from duragent.context.render import fit_request
+from duragent.context.render import TurnCache, fit_request
 from duragent.context.tokens import TokenCounter
 from duragent.context.truncation import truncate_tool_result
 from duragent.core.ids import new_message_id
-from duragent.core.messages import Message, ToolCall, Usage
+from duragent.core.messages import Message, ToolCall, ToolDefinition, Usage
 from duragent.errors import ContextLengthExceededError
 from duragent.llm import ChatRequest, LLMProvider, ResponseDone, TextDelta
 from duragent.session.sink import TurnSink
@@ -139,12 +139,27 @@ async def run_tool(tool: Tool, args: Mapping[str, Any], ctx: ToolContext) -> Too
         return ToolOutcome(False, f"Tool execution failed: {type(exc).__name__}: {exc}")
 
 
+class _TurnMemo:
+    """What stays the same across the calls of one turn: tool definitions and turn units."""
+
+    def __init__(self) -> None:
+        self.units = TurnCache()
+        self._tools: tuple[list[ToolDefinition], int] | None = None
+
+    def tools(self, ctx: LoopContext) -> tuple[list[ToolDefinition], int]:
+        """The tool definitions offered this turn and what they cost (computed once)."""
+        if self._tools is None:
+            definitions = [t.definition() for t in ctx.tools.values()]
+            self._tools = (definitions, ctx.counter.count_tools(definitions))
+        return self._tools
+
+
 async def _call_model(
-    ctx: LoopContext, history: list[Message], turn: list[Message]
+    ctx: LoopContext, history: list[Message], turn: list[Message], cache: _TurnMemo
 ) -> tuple[Any, BudgetReport]:
     """Fit and send one request, tightening the budget if the provider says it overflowed."""
     budget = ctx.budget
-    tools = [t.definition() for t in ctx.tools.values()]
+    tools, tools_tokens = cache.tools(ctx)
     for attempt in range(CONTEXT_RETRIES + 1):
         messages, report = fit_request(
             system=ctx.system_prompt,
@@ -153,6 +168,8 @@ async def _call_model(
             tools=tools,
             counter=ctx.counter,
             settings=budget,
+            turn_cache=cache.units,
+            tools_tokens=tools_tokens,
         )
         request = ChatRequest(
             messages=messages,
@@ -193,9 +210,10 @@ async def run_loop(
     """Drive the turn to an outcome (see module docstring). ``turn`` is extended in place."""
     outcome = LoopOutcome(status="complete", iterations=iterations_done)
     recent: list[tuple[str, str]] = []
+    cache = _TurnMemo()
     while True:
         turn.extend(Message.user(text) for text in ctx.steering())
-        response, report = await _call_model(ctx, history, turn)
+        response, report = await _call_model(ctx, history, turn, cache)
         if response is None:
             raise RuntimeError("provider stream ended without a response")
         if response.usage is not None:
