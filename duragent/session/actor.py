@@ -145,12 +145,15 @@ class SessionActor(pykka.ThreadingActor):
 
     def _final_write(self) -> None:
         if self._state is None or self._closed:
+            self._log.close()
             return
         self._closed = True
         try:
             self._snapshot()
         except Exception:
             log.exception("session %s: final flush failed", self.session_id)
+        finally:
+            self._log.close()
 
     def on_failure(self, *_: Any) -> None:
         """Never expected (every op is caught), but never leave callers hanging."""

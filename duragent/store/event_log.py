@@ -65,16 +65,55 @@ class EventLog:
         self.archive_path = directory / ARCHIVE_FILENAME
         self._ops = ops
         self._tail_clean: bool | None = None  # None = unknown, check before next append
+        self._fd: int | None = None  # kept open while the owner lives: fewer syscalls
+        self._size = 0
 
     def append(self, events: Sequence[Event]) -> None:
-        """Write ``events`` as lines and fsync; all or nothing (see module docstring)."""
+        """Write ``events`` as lines and fsync; all or nothing (see module docstring).
+
+        The live log stays open between appends (its size tracked here), so an append is one
+        write and one fsync: under load every extra syscall is another wait for the GIL.
+        """
         if not events:
             return
         payload = "".join(e.to_json() + "\n" for e in events).encode()
-        self._append_lines(self.path, payload, trust_tail=bool(self._tail_clean))
+        if self._fd is None:
+            fd = self._ops.open_append(self.path)
+            try:
+                self._size = self._ops.size(fd)
+            except BaseException:
+                self._ops.close(fd)
+                raise
+            self._fd = fd
+            self._tail_clean = None
+        fd, start = self._fd, self._size
+        try:
+            if start and not self._tail_clean and not _ends_with_newline(self.path, start):
+                payload = b"\n" + payload
+            self._write_all(fd, payload)
+            self._ops.fsync(fd)
+        except BaseException:
+            self._tail_clean = None
+            try:
+                self._ops.truncate(fd, start)
+                self._ops.fsync(fd)
+            except OSError as exc:  # the read side de-duplicates what survives
+                log.error("could not roll back a failed append to %s: %s", self.path, exc)
+                self.close()  # reopen (and re-check the tail) next time
+            raise
+        self._size = start + len(payload)
         self._tail_clean = True
 
-    def _append_lines(self, path: Path, payload: bytes, *, trust_tail: bool) -> None:
+    def close(self) -> None:
+        """Close the open log (the owner stops, or the file is about to be replaced)."""
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            try:
+                self._ops.close(fd)
+            except OSError as exc:
+                log.warning("closing %s: %s", self.path, exc)
+
+    def _append_lines(self, path: Path, payload: bytes) -> None:
         """Append ``payload`` (complete lines) to ``path`` durably, or roll back and raise.
 
         A file whose last byte is not a newline (a torn write) first gets one, so the new
@@ -84,13 +123,11 @@ class EventLog:
         try:
             start = self._ops.size(fd)
             try:
-                if start and not trust_tail and not _ends_with_newline(path, start):
+                if start and not _ends_with_newline(path, start):
                     payload = b"\n" + payload
                 self._write_all(fd, payload)
                 self._ops.fsync(fd)
             except BaseException:
-                if path == self.path:
-                    self._tail_clean = None
                 try:
                     self._ops.truncate(fd, start)
                     self._ops.fsync(fd)
@@ -171,7 +208,8 @@ class EventLog:
             archived = self._archive_last_seq()
             fresh = [line for line in old if (_line_seq(line) or 0) > archived]
             if fresh:
-                self._append_lines(self.archive_path, b"\n".join(fresh) + b"\n", trust_tail=False)
+                self._append_lines(self.archive_path, b"\n".join(fresh) + b"\n")
+        self.close()  # the open descriptor would keep appending to the replaced file
         tmp = self.path.with_name(f"{EVENTS_FILENAME}.{new_ulid()}.tmp")
         data = b"".join(line + b"\n" for line in keep)
         with tmp.open("wb") as fh:
