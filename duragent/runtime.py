@@ -62,7 +62,12 @@ class Runtime:
         self._ephemeral_task: asyncio.Task[None] | None = None
         self.registry = SessionRegistry(
             SessionStore(paths.sessions),
-            registry_settings or RegistrySettings(default_compaction=config.sessions.compaction),
+            registry_settings
+            or RegistrySettings(
+                default_compaction=config.sessions.compaction,
+                max_live=config.sessions.max_live_actors,
+                idle_seconds=config.sessions.idle_actor_seconds,
+            ),
         )
         self.providers = ProviderPool(env=env)
         self._turns = TurnRunner(

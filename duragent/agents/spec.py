@@ -27,6 +27,7 @@ __all__ = [
     "MemorySpec",
     "Metadata",
     "ModelSpec",
+    "PricingSpec",
     "SessionSpec",
     "ToolSpec",
 ]
@@ -38,6 +39,19 @@ KNOWN_PROVIDERS = ("anthropic", "openai", "openrouter", "ollama", "offline")
 
 class _Spec(BaseModel):
     model_config = ConfigDict(extra="allow", populate_by_name=True, frozen=True)
+
+
+class PricingSpec(_Spec):
+    """``spec.model.pricing``: what the provider charges, to record the cost of every call."""
+
+    input_per_million: float = Field(ge=0, description="USD per million prompt tokens.")
+    output_per_million: float = Field(ge=0, description="USD per million completion tokens.")
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        """USD for one call."""
+        return (
+            prompt_tokens * self.input_per_million + completion_tokens * self.output_per_million
+        ) / 1_000_000
 
 
 class ModelSpec(_Spec):
@@ -58,6 +72,9 @@ class ModelSpec(_Spec):
         gt=0,
         validation_alias=AliasChoices("max_output_tokens", "max_tokens"),
         description="Tokens reserved for the reply (4096 when unset). Alias: max_tokens.",
+    )
+    pricing: PricingSpec | None = Field(
+        default=None, description="Optional prices; when set, each call's cost is recorded."
     )
 
     @field_validator("provider")

@@ -57,7 +57,11 @@ class SessionsConfig(_Section):
     """``sessions:``: defaults for every session (agents may override)."""
 
     ttl_hours: int = Field(default=168, ge=0)
-    compaction: CompactionMode = "discard"
+    compaction: CompactionMode = "archive"
+    max_live_actors: int = Field(default=1000, gt=0)
+    """At most this many session actors (threads) run at once; idle ones restart from disk."""
+    idle_actor_seconds: float = Field(default=600, gt=0)
+    """A session actor idle this long is stopped (its state is on disk)."""
 
 
 class _PathSection(_Section):

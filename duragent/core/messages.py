@@ -111,6 +111,8 @@ class Usage:
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cost_usd: float | None = None
+    """What the call cost, when the agent's model has ``pricing``."""
 
     @property
     def total_tokens(self) -> int:
@@ -118,15 +120,20 @@ class Usage:
         return self.prompt_tokens + self.completion_tokens
 
     def __add__(self, other: Usage) -> Usage:
+        costs = [c for c in (self.cost_usd, other.cost_usd) if c is not None]
         return Usage(
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
+            cost_usd=sum(costs) if costs else None,
         )
 
-    def to_dict(self) -> dict[str, int]:
-        """The reference's usage object: prompt, completion and total tokens."""
-        return {
+    def to_dict(self) -> dict[str, int | float]:
+        """The reference's usage object (prompt, completion, total tokens), plus the cost."""
+        out: dict[str, int | float] = {
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "total_tokens": self.total_tokens,
         }
+        if self.cost_usd is not None:
+            out["cost_usd"] = round(self.cost_usd, 8)
+        return out

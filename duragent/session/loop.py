@@ -91,6 +91,8 @@ class LoopContext:
     tool_context: ToolContext
     recorder: Recorder
     temperature: float | None = None
+    price: Callable[[Usage], Usage] = field(default=lambda usage: usage)
+    """Adds the cost to a call's usage when the model has pricing."""
     sink: TurnSink | None = None
     steering: Callable[[], list[str]] = field(default=lambda: [])
     lookup: Callable[[Mapping[str, Tool], str], Tool | None] | None = None
@@ -216,15 +218,16 @@ async def run_loop(
         response, report = await _call_model(ctx, history, turn, cache)
         if response is None:
             raise RuntimeError("provider stream ended without a response")
-        if response.usage is not None:
-            outcome.usage = outcome.usage + response.usage
+        usage = ctx.price(response.usage) if response.usage is not None else None
+        if usage is not None:
+            outcome.usage = outcome.usage + usage
         budget = report.to_dict()
         outcome.budgets.append(budget)
         calls = response.tool_calls
         if not calls:
             message_id = new_message_id()
             outcome.reply_seq = await ctx.recorder.assistant(
-                response.content, (), response.usage, budget, message_id
+                response.content, (), usage, budget, message_id
             )
             outcome.content = response.content
             outcome.message_id = message_id
@@ -236,7 +239,7 @@ async def run_loop(
             turn.extend(Message.user(text) for text in late)
             continue
         outcome.iterations += 1
-        await ctx.recorder.assistant(response.content, calls, response.usage, budget, None)
+        await ctx.recorder.assistant(response.content, calls, usage, budget, None)
         turn.append(response.to_message())
         for index, call in enumerate(calls):
             if ctx.sink is not None:

@@ -336,6 +336,7 @@ class TurnRunner:
             ),
             recorder=_ActorRecorder(self.registry, session_id),
             temperature=agent.model.temperature,
+            price=_pricer(agent),
             sink=sink,
             steering=drain,
             lookup=lookup,
@@ -383,6 +384,17 @@ class TurnRunner:
             session_id, "resolve_pending_approval", call_id=call_id, decision="deny"
         )
         await self.registry.call(session_id, "set_status", status=SessionStatus.ACTIVE.value)
+
+
+def _pricer(agent: Agent) -> Callable[[Usage], Usage]:
+    pricing = agent.model.pricing
+    if pricing is None:
+        return lambda usage: usage
+    return lambda usage: Usage(
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        cost_usd=pricing.cost(usage.prompt_tokens, usage.completion_tokens),
+    )
 
 
 def _split_at_last_user(messages: list[Message]) -> tuple[list[Message], list[Message]]:

@@ -100,6 +100,18 @@ async def test_session_commands_list_show_and_delete(tmp_path: Path) -> None:
             )
             assert "user> remember this" in shown
             assert "assistant> noted" in shown
+            code, listed, err = await run_cli(
+                "attach", "--list", "-c", config, stdin="", cwd=tmp_path
+            )
+            assert code == 0, err
+            assert sid in listed
+            code, attached, err = await run_cli(
+                "attach", sid, "-c", config, stdin="/status\n/exit\n", cwd=tmp_path
+            )
+            assert code == 0, err
+            assert "you> remember this" in attached
+            assert "bot> noted" in attached
+            assert f"Session: {sid}" in attached
             code, deleted, err = await run_cli(
                 "session", "delete", sid, "-c", config, stdin="", cwd=tmp_path
             )

@@ -47,7 +47,9 @@ def test_missing_file_gives_every_default(tmp_path: Path) -> None:
     assert config.server.admin_token is None
     assert config.server.api_token is None
     assert config.sessions.ttl_hours == 168
-    assert config.sessions.compaction == "discard"
+    assert config.sessions.compaction == "archive"  # the reference defaults to discard
+    assert config.sessions.max_live_actors == 1000
+    assert config.sessions.idle_actor_seconds == 600
     assert config.gateways.telegram is None
     assert config.gateways.discord is None
     assert config.gateways.external == []

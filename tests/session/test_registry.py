@@ -223,3 +223,24 @@ async def test_opening_thousands_of_sessions_reads_none_of_them(tmp_path: Path) 
     finally:
         await reg.aclose()
     assert reg.store.quarantined() == []
+
+
+async def test_sessions_idle_past_their_ttl_are_completed_and_zero_disables(
+    tmp_path: Path,
+) -> None:
+    reg = await open_registry(tmp_path)
+    try:
+        expiring = await reg.for_chat(
+            ("t", "1", "short"), NewSession(agent="short", gateway="t", gateway_chat_id="1")
+        )
+        kept = await reg.create(NewSession(agent="forever"))
+        await asyncio.sleep(0.05)
+        ttl = {"short": 1e-6, "forever": 0}  # hours; 0 = never expire
+        expired = await reg.expire(lambda agent: ttl[agent])
+        statuses = {s["session_id"]: s["status"] for s in await reg.list_sessions()}
+    finally:
+        await reg.aclose()
+    assert expired == [expiring]
+    assert statuses == {expiring: "completed", kept: "active"}
+    assert reg.store.chats.get(("t", "1", "short")) is None
+    assert (tmp_path / expiring / "events.jsonl").exists()  # files are kept

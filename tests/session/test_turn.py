@@ -304,3 +304,27 @@ async def test_usage_is_summed_and_recorded_per_call(tmp_path: Path) -> None:
         {"prompt_tokens": 150, "completion_tokens": 3, "total_tokens": 153},
     ]
     assert json.dumps(result.usage.to_dict())
+
+
+async def test_the_cost_of_each_call_is_recorded_when_the_model_has_pricing(
+    tmp_path: Path,
+) -> None:
+    from duragent.agents import load_catalog
+
+    async with harness(tmp_path) as h:
+        agent_file = h.agent.directory / "agent.yaml"
+        agent_file.write_text(
+            agent_file.read_text().replace(
+                "    max_output_tokens: 1000\n",
+                "    max_output_tokens: 1000\n    pricing:\n"
+                "      input_per_million: 2.5\n      output_per_million: 10\n",
+            )
+        )
+        catalog = load_catalog(h.root / ".duragent" / "agents")
+        h.runner._agents = lambda: catalog
+        h.server.enqueue(Reply(text="priced", prompt_tokens=1000, completion_tokens=100))
+        sid = await h.runner.start_session("bot")
+        result = await h.runner.run(sid, "how much?")
+        events = await events_of(h, sid)
+    assert result.usage.cost_usd == 1000 * 2.5 / 1e6 + 100 * 10 / 1e6
+    assert events[-1].data["usage"]["cost_usd"] == 0.0035
