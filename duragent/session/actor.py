@@ -29,6 +29,7 @@ from duragent.core.messages import Message, ToolCall, Usage
 from duragent.core.snapshot import SessionSnapshot, SessionStatus
 from duragent.errors import DuragentError
 from duragent.session.bridge import Request, SessionUnavailableError
+from duragent.session.gate import ACTIVE_GATE, GatedFileOps
 from duragent.session.state import INTERRUPTED_RESULT, SessionState
 from duragent.store import EventLog, SessionStore, SnapshotCorruptError, SnapshotFile
 
@@ -113,7 +114,7 @@ class SessionActor(pykka.ThreadingActor):
         self._state: SessionState | None = None
         self._failure: DuragentError | None = None
         self._queue: list[Event] = []
-        self._log: EventLog = store.event_log(session_id)
+        self._log = EventLog(store.directory(session_id), GatedFileOps(store.ops))
         self._snapshots: SnapshotFile = store.snapshot(session_id)
         self._last_snapshot_seq = 0
         self._closed = False
@@ -122,6 +123,10 @@ class SessionActor(pykka.ThreadingActor):
 
     def on_start(self) -> None:
         """Create or load the session on the actor's own thread."""
+        with ACTIVE_GATE:
+            self._start()
+
+    def _start(self) -> None:
         try:
             if self._new is not None:
                 self._create(self._new)
@@ -140,7 +145,8 @@ class SessionActor(pykka.ThreadingActor):
 
     def on_stop(self) -> None:
         """Flush, snapshot, and fail anything still queued for this actor."""
-        self._final_write()
+        with ACTIVE_GATE:
+            self._final_write()
         self._fail_queued()
 
     def _final_write(self) -> None:
@@ -173,6 +179,10 @@ class SessionActor(pykka.ThreadingActor):
         """Dispatch a ``Request`` to the ``op_<name>`` method and answer it."""
         if not isinstance(message, Request):
             return None
+        with ACTIVE_GATE:
+            return self._handle(message)
+
+    def _handle(self, message: Request) -> Any:
         try:
             if self._failure is not None:
                 raise self._failure
