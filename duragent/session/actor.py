@@ -29,7 +29,7 @@ from duragent.core.messages import Message, ToolCall, Usage
 from duragent.core.snapshot import SessionSnapshot, SessionStatus
 from duragent.errors import DuragentError
 from duragent.session.bridge import Request, SessionUnavailableError
-from duragent.session.gate import ACTIVE_GATE, GatedFileOps
+from duragent.session.gate import ACTIVE_GATE
 from duragent.session.state import INTERRUPTED_RESULT, SessionState
 from duragent.store import EventLog, SessionStore, SnapshotCorruptError, SnapshotFile
 
@@ -114,7 +114,7 @@ class SessionActor(pykka.ThreadingActor):
         self._state: SessionState | None = None
         self._failure: DuragentError | None = None
         self._queue: list[Event] = []
-        self._log = EventLog(store.directory(session_id), GatedFileOps(store.ops))
+        self._log: EventLog = store.event_log(session_id)
         self._snapshots: SnapshotFile = store.snapshot(session_id)
         self._last_snapshot_seq = 0
         self._closed = False
