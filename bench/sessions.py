@@ -30,6 +30,7 @@ from duragent.core.events import Event
 from duragent.core.messages import Message
 from duragent.core.snapshot import SessionSnapshot
 from duragent.session import NewSession, RegistrySettings, SessionRegistry
+from duragent.session.gate import tune_interpreter
 from duragent.store import SessionStore
 from duragent.store.snapshot_file import SnapshotFile
 
@@ -206,6 +207,7 @@ async def bench_memory(base: Path, on_disk: int, live: int) -> None:
 
 
 async def main(quick: bool) -> None:
+    tune_interpreter()  # as ``duragent serve`` does
     with tempfile.TemporaryDirectory(dir=Path.cwd()) as tmp:
         base = Path(tmp)
         await bench_turn_vs_raw(base, 50 if quick else 300)

@@ -20,6 +20,7 @@ from duragent.agents import AgentCatalog, load_catalog
 from duragent.config import LoadedWorkspace, WorkspaceConfig
 from duragent.gateways.http import HttpServer, build_app
 from duragent.session import RegistrySettings, SessionRegistry, TurnRunner
+from duragent.session.gate import tune_interpreter
 from duragent.session.providers import ProviderPool
 from duragent.session.reader import RegistrySessionReader
 from duragent.store import SessionStore
@@ -160,6 +161,7 @@ class Runtime:
 
     async def start(self) -> None:
         """Load agents, open the session store, start every front end."""
+        tune_interpreter()
         for warning in self.workspace.warnings:
             log.warning("%s", warning)
         self.reload_agents()

@@ -12,10 +12,11 @@ the stalls back (16 ms p99 vs 3 ms). Measured at 1,000 busy sessions: p99 stall 
 
 from __future__ import annotations
 
+import sys
 import threading
 from types import TracebackType
 
-__all__ = ["ACTIVE_GATE", "DEFAULT_ACTIVE_ACTORS", "ActorGate"]
+__all__ = ["ACTIVE_GATE", "DEFAULT_ACTIVE_ACTORS", "ActorGate", "tune_interpreter"]
 
 DEFAULT_ACTIVE_ACTORS = 4
 
@@ -51,3 +52,16 @@ class ActorGate:
 
 
 ACTIVE_GATE = ActorGate()
+
+
+SWITCH_INTERVAL_SECONDS = 0.001
+
+
+def tune_interpreter() -> None:
+    """Let the event loop take the GIL back sooner from a busy actor (5 ms → 1 ms).
+
+    A server process calls this once; with CPython's default 5 ms switch interval an actor
+    doing Python work delays the event loop by up to 5 ms (measured p99 stall 5.3 ms with one
+    busy session; ~3 ms at 1 ms).
+    """
+    sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
