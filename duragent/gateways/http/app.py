@@ -23,6 +23,7 @@ from duragent.gateways.http.problem import ProblemError, problem
 from duragent.gateways.http.security import check_access
 from duragent.gateways.http.services import HttpServices
 from duragent.gateways.http.sessions import SessionRoutes
+from duragent.session import SessionNotFoundError, SessionQuarantinedError
 
 __all__ = ["HttpServices", "agent_detail", "build_app"]
 
@@ -58,6 +59,22 @@ def agent_detail(agent: Agent) -> dict[str, Any]:
         "metadata": metadata,
         "spec": spec,
     }
+
+
+def _route(path: str, **handlers: Handler) -> Route:
+    """One route per path serving every method it supports (keyword = method name).
+
+    A single route per path makes an unsupported method a 405 whose ``Allow`` header lists
+    all the methods of the path (one route per method would name only its own). HEAD is
+    served by the GET handler, as starlette does for GET routes.
+    """
+    if "GET" in handlers:
+        handlers.setdefault("HEAD", handlers["GET"])
+
+    async def dispatch(request: Request) -> Response:
+        return await handlers[request.method](request)
+
+    return Route(path, dispatch, methods=list(handlers))
 
 
 def build_app(services: HttpServices) -> Starlette:
@@ -114,7 +131,7 @@ def build_app(services: HttpServices) -> Starlette:
 
     async def shutdown(_: Request) -> Response:
         if not services.request_shutdown():
-            return PlainTextResponse("Shutdown already in progress", status_code=409)
+            raise ProblemError(409, "Shutdown already in progress")
         return PlainTextResponse("Shutdown initiated")
 
     async def reload_agents(_: Request) -> Response:
@@ -127,7 +144,19 @@ def build_app(services: HttpServices) -> Starlette:
 
     async def on_http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
-        return problem(exc.status_code, exc.detail, instance=request.url.path)
+        response = problem(exc.status_code, exc.detail, instance=request.url.path)
+        for name, value in (exc.headers or {}).items():
+            if name.lower() == "allow":  # starlette joins a set: give a stable order
+                value = ", ".join(sorted(m.strip() for m in value.split(",")))
+            response.headers[name] = value
+        return response
+
+    async def on_session_missing(request: Request, _: Exception) -> Response:
+        # A session deleted while a request on it was under way (the route checked it first).
+        return problem(404, "session not found", instance=request.url.path)
+
+    async def on_quarantined(request: Request, exc: Exception) -> Response:
+        return problem(409, str(exc), instance=request.url.path)
 
     async def on_crash(request: Request, exc: Exception) -> Response:
         log.exception("unhandled error on %s %s", request.method, request.url.path)
@@ -135,28 +164,35 @@ def build_app(services: HttpServices) -> Starlette:
 
     v1 = "/api/v1"
     routes = [
-        Route("/livez", livez),
-        Route("/readyz", readyz),
-        Route("/version", version),
-        Route("/openapi.json", openapi),
-        Route(f"{v1}/agents", api(list_agents)),
-        Route(f"{v1}/agents/{{name}}", api(get_agent)),
-        Route(f"{v1}/sessions", api(routes_impl.create), methods=["POST"]),
-        Route(f"{v1}/sessions", api(routes_impl.list), methods=["GET"]),
-        Route(f"{v1}/sessions/{{session_id}}", api(routes_impl.get), methods=["GET"]),
-        Route(f"{v1}/sessions/{{session_id}}", api(routes_impl.delete), methods=["DELETE"]),
-        Route(f"{v1}/sessions/{{session_id}}/messages", api(routes_impl.history), methods=["GET"]),
-        Route(f"{v1}/sessions/{{session_id}}/messages", api(routes_impl.send), methods=["POST"]),
-        Route(f"{v1}/sessions/{{session_id}}/stream", api(routes_impl.stream), methods=["POST"]),
-        Route(f"{v1}/sessions/{{session_id}}/approve", api(routes_impl.approve), methods=["POST"]),
-        Route("/api/admin/v1/shutdown", admin(shutdown), methods=["POST"]),
-        Route("/api/admin/v1/reload-agents", admin(reload_agents), methods=["POST"]),
+        _route("/livez", GET=livez),
+        _route("/readyz", GET=readyz),
+        _route("/version", GET=version),
+        _route("/openapi.json", GET=openapi),
+        _route(f"{v1}/agents", GET=api(list_agents)),
+        _route(f"{v1}/agents/{{name}}", GET=api(get_agent)),
+        _route(f"{v1}/sessions", GET=api(routes_impl.list), POST=api(routes_impl.create)),
+        _route(
+            f"{v1}/sessions/{{session_id}}",
+            GET=api(routes_impl.get),
+            DELETE=api(routes_impl.delete),
+        ),
+        _route(
+            f"{v1}/sessions/{{session_id}}/messages",
+            GET=api(routes_impl.history),
+            POST=api(routes_impl.send),
+        ),
+        _route(f"{v1}/sessions/{{session_id}}/stream", POST=api(routes_impl.stream)),
+        _route(f"{v1}/sessions/{{session_id}}/approve", POST=api(routes_impl.approve)),
+        _route("/api/admin/v1/shutdown", POST=admin(shutdown)),
+        _route("/api/admin/v1/reload-agents", POST=admin(reload_agents)),
     ]
     return Starlette(
         routes=routes,
         exception_handlers={
             ProblemError: on_problem,
             HTTPException: on_http_error,
+            SessionNotFoundError: on_session_missing,
+            SessionQuarantinedError: on_quarantined,
             Exception: on_crash,
         },
     )

@@ -6,6 +6,7 @@ Written by hand next to the routes so it says exactly what they do; a fuzz test
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 __all__ = ["openapi_document"]
@@ -34,6 +35,7 @@ _SESSION_ID = {
     "required": True,
     "schema": {"type": "string"},
 }
+_NON_BLANK = {"type": "string", "minLength": 1, "pattern": "\\S"}  # not only whitespace
 _AUTH = {"401": _problem("Missing or invalid bearer token, or a non-loopback client")}
 _COMMON = {"400": _problem("Bad input"), **_AUTH}
 
@@ -42,8 +44,82 @@ def _body(schema: dict[str, Any]) -> dict[str, Any]:
     return {"required": True, "content": {"application/json": {"schema": schema}}}
 
 
+def _plain(description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"text/plain": {"schema": {"type": "string"}}}}
+
+
+def _object(required: list[str], **properties: Any) -> dict[str, Any]:
+    return {"type": "object", "required": required, "properties": properties}
+
+
+def _event(name: str, data: dict[str, Any]) -> dict[str, Any]:
+    """One Server-Sent Event: its name and its JSON ``data``."""
+    return _object(
+        ["event", "data"],
+        event={"const": name},
+        data={
+            "type": "string",
+            "contentMediaType": "application/json",
+            "contentSchema": data,
+        },
+    )
+
+
+def _stream_event() -> dict[str, Any]:
+    """Any event of ``POST …/stream``, as ``{event, data, id, retry}``.
+
+    Before OpenAPI 3.2's ``itemSchema``, the ``schema`` of a ``text/event-stream`` describes
+    each event (schemathesis validates every event against it).
+    """
+    text = {"type": "string"}
+    usage = _object(
+        ["prompt_tokens", "completion_tokens", "total_tokens"],
+        prompt_tokens={"type": "integer"},
+        completion_tokens={"type": "integer"},
+        total_tokens={"type": "integer"},
+    )
+    return {
+        "oneOf": [
+            _event("start", {"type": "object"}),
+            _event("token", _object(["content"], content=text)),
+            _event(
+                "tool_call",
+                _object(["call_id", "name", "arguments"], call_id=text, name=text, arguments=text),
+            ),
+            _event(
+                "tool_result",
+                _object(
+                    ["call_id", "success", "content"],
+                    call_id=text,
+                    success={"type": "boolean"},
+                    content=text,
+                ),
+            ),
+            _event(
+                "approval_required", _object(["call_id", "command"], call_id=text, command=text)
+            ),
+            _event(
+                "done",
+                _object(
+                    ["message_id", "status", "usage"],
+                    message_id={"type": ["string", "null"]},
+                    status={"enum": ["complete", "awaiting_approval", "duplicate"]},
+                    usage=usage,
+                    call_id=text,
+                    command=text,
+                ),
+            ),
+            _event("error", _object(["message"], message=text)),
+        ]
+    }
+
+
 def openapi_document(version: str) -> dict[str, Any]:
-    """The whole document."""
+    """The whole document, a fresh copy (no caller can alter the module's shared parts)."""
+    return copy.deepcopy(_document(version))
+
+
+def _document(version: str) -> dict[str, Any]:
     text = {"type": "string"}
     return {
         "openapi": "3.1.0",
@@ -112,7 +188,7 @@ def openapi_document(version: str) -> dict[str, Any]:
                 "Content": {
                     "type": "object",
                     "required": ["content"],
-                    "properties": {"content": {"type": "string", "minLength": 1}},
+                    "properties": {"content": _NON_BLANK},
                 },
             },
         },
@@ -172,7 +248,7 @@ def openapi_document(version: str) -> dict[str, Any]:
                         {
                             "type": "object",
                             "required": ["agent"],
-                            "properties": {"agent": {"type": "string", "minLength": 1}},
+                            "properties": {"agent": _NON_BLANK},
                         }
                     ),
                     "responses": {
@@ -270,7 +346,7 @@ def openapi_document(version: str) -> dict[str, Any]:
                         "200": {
                             "description": "start, token, tool_call, tool_result, "
                             "approval_required, done, error events",
-                            "content": {"text/event-stream": {"schema": text}},
+                            "content": {"text/event-stream": {"schema": _stream_event()}},
                         },
                         "404": _problem("No such session"),
                         "409": _problem("Quarantined"),
@@ -288,7 +364,7 @@ def openapi_document(version: str) -> dict[str, Any]:
                             "type": "object",
                             "required": ["call_id", "decision"],
                             "properties": {
-                                "call_id": {"type": "string", "minLength": 1},
+                                "call_id": _NON_BLANK,
                                 "decision": {"enum": ["allow_once", "allow_always", "deny"]},
                                 "command": text,
                             },
@@ -298,7 +374,9 @@ def openapi_document(version: str) -> dict[str, Any]:
                         "200": _json(_ref("Reply")),
                         "202": _json(_ref("Pending"), "Another call waits for approval"),
                         "404": _problem("No session or no pending approval"),
-                        "409": _problem("Quarantined"),
+                        "409": _problem(
+                            "The pending approval is for another call_id, or quarantined"
+                        ),
                         "413": _problem("Body too large"),
                         "502": _problem("The model failed"),
                         **_COMMON,
@@ -309,8 +387,8 @@ def openapi_document(version: str) -> dict[str, Any]:
                 "post": {
                     "summary": "Stop the server",
                     "responses": {
-                        "200": {"description": "Shutdown initiated"},
-                        "409": {"description": "Already shutting down"},
+                        "200": _plain("Shutdown initiated"),
+                        "409": _problem("Already shutting down"),
                         "403": _problem("Admin access denied"),
                     },
                 }
@@ -319,7 +397,7 @@ def openapi_document(version: str) -> dict[str, Any]:
                 "post": {
                     "summary": "Re-read agents",
                     "responses": {
-                        "200": {"description": "Reloaded"},
+                        "200": _plain("Reloaded"),
                         "403": _problem("Admin access denied"),
                     },
                 }

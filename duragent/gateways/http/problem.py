@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
 from starlette.responses import JSONResponse
 
 __all__ = ["PROBLEM_CONTENT_TYPE", "ProblemError", "problem"]
 
 PROBLEM_CONTENT_TYPE = "application/problem+json"
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 _TYPES = {
     400: "bad-request",
@@ -43,7 +47,8 @@ def problem(status: int, detail: str | None = None, *, instance: str | None = No
         "status": status,
     }
     if detail is not None:
-        body["detail"] = detail
+        # A lone surrogate (from a JSON escape) cannot be encoded: the error itself would fail.
+        body["detail"] = _SURROGATE.sub("\ufffd", detail)
     if instance is not None:
         body["instance"] = instance
     return JSONResponse(body, status_code=status, media_type=PROBLEM_CONTENT_TYPE)

@@ -14,6 +14,7 @@ import hashlib
 import hmac
 import ipaddress
 import json
+import re
 from typing import Any
 
 from starlette.requests import Request
@@ -23,6 +24,9 @@ from duragent.gateways.http.problem import ProblemError
 __all__ = ["MAX_BODY_BYTES", "check_access", "is_loopback", "read_json"]
 
 MAX_BODY_BYTES = 2 * 1024 * 1024
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")  # the only way JSON can spell one
 
 
 def is_loopback(host: str | None) -> bool:
@@ -72,10 +76,42 @@ async def read_json(request: Request) -> dict[str, Any]:
         if size > MAX_BODY_BYTES:
             raise ProblemError(413, f"request body exceeds {MAX_BODY_BYTES} bytes")
         chunks.append(chunk)
+    raw = b"".join(chunks) or b"null"
     try:
-        body = json.loads(b"".join(chunks) or b"null")
+        body = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise ProblemError(400, f"request body is not valid JSON: {exc}") from None
+    except RecursionError:  # "[[[[…" a few thousand deep
+        raise ProblemError(400, "request body is not valid JSON: nested too deeply") from None
     if not isinstance(body, dict):
         raise ProblemError(400, "request body must be a JSON object")
+    if _SURROGATE_ESCAPE.search(raw):
+        _replace_lone_surrogates(body)
     return body
+
+
+def _replace_lone_surrogates(root: dict[str, Any] | list[Any]) -> None:
+    """Replace lone surrogates by U+FFFD everywhere in ``root``, keys included.
+
+    A JSON escape can spell a lone surrogate, which no UTF-8 text can hold; like
+    ``core.events`` does for stored text, this makes it U+FFFD. Otherwise one echoed in a
+    reply or an error detail makes encoding the response fail. Iterative, since json accepts
+    nesting deeper than a recursion would.
+    """
+    stack: list[dict[str, Any] | list[Any]] = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            for i, item in enumerate(node):
+                if isinstance(item, str):
+                    node[i] = _SURROGATE.sub("\ufffd", item)
+                elif isinstance(item, dict | list):
+                    stack.append(item)
+            continue
+        for key in list(node):
+            item = node.pop(key)
+            if isinstance(item, str):
+                item = _SURROGATE.sub("\ufffd", item)
+            elif isinstance(item, dict | list):
+                stack.append(item)
+            node[_SURROGATE.sub("\ufffd", key)] = item

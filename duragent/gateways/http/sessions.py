@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
 
 from starlette.requests import Request
@@ -15,11 +16,15 @@ from duragent.gateways.http.services import HttpServices
 from duragent.gateways.http.stream import stream_turn
 from duragent.session import SessionNotFoundError, SessionQuarantinedError
 from duragent.session.history import events_to_messages
-from duragent.session.turn import ApprovalError, TurnResult
+from duragent.session.turn import DECISIONS, ApprovalError, TurnResult
 
 __all__ = ["SessionRoutes"]
 
 _pending: set[asyncio.Task[Any]] = set()
+
+_MAX_SESSION_ID_BYTES = 255  # NAME_MAX: a session id is a folder name
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_BOOLEANS = {"true": True, "false": False}
 
 
 def _text_field(body: dict[str, Any], name: str) -> str:
@@ -29,16 +34,35 @@ def _text_field(body: dict[str, Any], name: str) -> str:
     return value
 
 
+def _session_id(request: Request) -> str:
+    """The ``{session_id}`` path parameter; 404 for one no session folder could have.
+
+    A name longer than a file name may be makes the store's ``stat`` fail with
+    ``ENAMETOOLONG`` (an OSError, not "no such session"), so it is answered here.
+    """
+    session_id: str = request.path_params["session_id"]
+    if len(session_id.encode("utf-8", "surrogatepass")) > _MAX_SESSION_ID_BYTES:
+        raise ProblemError(404, "session not found")
+    return session_id
+
+
+def _shown(raw: str) -> str:
+    """A query value quoted for an error detail, cut short (it may be kilobytes long)."""
+    return repr(raw if len(raw) <= 40 else raw[:40] + "…")
+
+
 def _limit(request: Request, default: int, maximum: int) -> int:
     raw = request.query_params.get("limit")
     if raw is None:
         return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ProblemError(400, f"limit must be an integer, got {raw!r}") from None
+    # int() would also take " 5", "1_0" and non-ASCII digits; the document says integer.
+    if not _INTEGER.fullmatch(raw):
+        raise ProblemError(400, f"limit must be an integer, got {_shown(raw)}")
+    # Thousands of digits would make int() refuse (sys.int_info.default_max_str_digits); any
+    # number with more than 9 significant digits is out of range anyway.
+    value = int(raw) if len(raw.lstrip("+-").lstrip("0")) <= 9 else 0
     if not 1 <= value <= maximum:
-        raise ProblemError(400, f"limit must be between 1 and {maximum}, got {value}")
+        raise ProblemError(400, f"limit must be between 1 and {maximum}, got {_shown(raw)}")
     return value
 
 
@@ -100,34 +124,33 @@ class SessionRoutes:
 
     async def get(self, request: Request) -> Response:
         """GET /api/v1/sessions/{id}."""
-        info = await self._known(request.path_params["session_id"])
+        info = await self._known(_session_id(request))
         return JSONResponse(info)
 
     async def delete(self, request: Request) -> Response:
         """DELETE /api/v1/sessions/{id} → 204."""
         try:
-            await self.s.turns.registry.delete(request.path_params["session_id"])
+            await self.s.turns.registry.delete(_session_id(request))
         except SessionNotFoundError:
             raise ProblemError(404, "session not found") from None
         return Response(status_code=204)
 
     async def history(self, request: Request) -> Response:
         """GET /api/v1/sessions/{id}/messages?limit=N&include_tools=true: the LAST N."""
-        session_id = request.path_params["session_id"]
+        session_id = _session_id(request)
         await self._known(session_id)
         limit = _limit(request, 100, 10_000)
-        include_tools = request.query_params.get("include_tools", "false").lower() in (
-            "1",
-            "true",
-            "yes",
-        )
+        raw_tools = request.query_params.get("include_tools", "false")
+        include_tools = _BOOLEANS.get(raw_tools.lower())
+        if include_tools is None:
+            raise ProblemError(400, f"include_tools must be true or false, got {_shown(raw_tools)}")
         events = await self.s.turns.registry.call(session_id, "events", include_archive=True)
         messages = events_to_messages(events, include_tools=include_tools)
         return JSONResponse({"messages": messages[-limit:]})
 
     async def send(self, request: Request) -> Response:
         """POST /api/v1/sessions/{id}/messages {content}: a full turn, tools included."""
-        session_id = request.path_params["session_id"]
+        session_id = _session_id(request)
         body = await read_json(request)
         content = _text_field(body, "content")
         await self._known(session_id)
@@ -148,7 +171,7 @@ class SessionRoutes:
 
     async def stream(self, request: Request) -> Response:
         """POST /api/v1/sessions/{id}/stream {content}: the turn as SSE."""
-        session_id = request.path_params["session_id"]
+        session_id = _session_id(request)
         body = await read_json(request)
         content = _text_field(body, "content")
         info = await self._known(session_id)
@@ -163,15 +186,23 @@ class SessionRoutes:
 
     async def approve(self, request: Request) -> Response:
         """POST /api/v1/sessions/{id}/approve {call_id, decision}."""
-        session_id = request.path_params["session_id"]
+        session_id = _session_id(request)
         body = await read_json(request)
         call_id = _text_field(body, "call_id")
         decision = _text_field(body, "decision")
+        if decision not in DECISIONS:
+            raise ProblemError(
+                400, f"decision must be one of {', '.join(DECISIONS)}, got {decision!r}"
+            )
+        if "command" in body and not isinstance(body["command"], str):
+            # Informational only (allow_always saves the pending command, never this one).
+            raise ProblemError(400, "field 'command' must be a string")
         await self._known(session_id)
         try:
             result = await self.s.turns.approve(session_id, call_id, decision)
         except ApprovalError as exc:
-            status = 404 if "no pending approval" in str(exc) else 400
+            # No pending approval: 404; one for another call_id: 409 (the session's state).
+            status = 404 if "no pending approval" in str(exc) else 409
             raise ProblemError(status, str(exc)) from None
         if result.status == "awaiting_approval":
             return JSONResponse(
