@@ -113,6 +113,13 @@ class SessionSnapshot:
 
     def to_dict(self) -> dict[str, Any]:
         """The mapping written to state.yaml."""
+        return {
+            **self.header_dict(),
+            "conversation": [message_to_dict(m) for m in self.conversation],
+        }
+
+    def header_dict(self) -> dict[str, Any]:
+        """Everything but the conversation (which state.yaml writes last)."""
         config: dict[str, Any] = {
             "on_disconnect": self.on_disconnect,
             "actor_message_limit": self.actor_message_limit,
@@ -136,7 +143,6 @@ class SessionSnapshot:
             "recent_platform_ids": list(self.recent_platform_ids),
             "recent_platform_seqs": list(self.recent_platform_seqs),
             "config": config,
-            "conversation": [message_to_dict(m) for m in self.conversation],
         }
 
     @classmethod

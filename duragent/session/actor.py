@@ -10,17 +10,21 @@ changes, errors, deliveries) are written and fsync'd before they are acknowledge
 fails the event is withdrawn (its seq is reused), the state is unchanged, and the caller gets
 the error. Batched operations (tool results inside a turn) are applied at once and written
 with the next flush; a failed flush keeps them queued in order and retries, so ``seq`` has no
-gaps or duplicates. A snapshot is written every ``SNAPSHOT_EVERY`` events, on status and
-approval changes, and when the actor stops; after it, events up to ``checkpoint_seq`` are
-compacted per the session's mode.
+gaps or duplicates. A snapshot is written on status and approval changes, when the actor
+stops, and otherwise once at least ``SNAPSHOT_EVERY`` events *and* a quarter of the last
+snapshot's size have been appended since the last one: a long conversation's state.yaml is
+large, and rewriting it every 50 small events would make each event cost a rewrite of the
+whole window (write amplification stays ≤ ~4×; recovery replays at most that quarter).
+After a snapshot, events up to ``checkpoint_seq`` are compacted per the session's mode.
 """
 
 from __future__ import annotations
 
 import logging
+import queue
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pykka
 
@@ -29,9 +33,11 @@ from duragent.core.messages import Message, ToolCall, Usage
 from duragent.core.snapshot import SessionSnapshot, SessionStatus
 from duragent.errors import DuragentError
 from duragent.session.bridge import Request, SessionUnavailableError
-from duragent.session.gate import ACTIVE_GATE
 from duragent.session.state import INTERRUPTED_RESULT, SessionState
 from duragent.store import EventLog, SessionStore, SnapshotCorruptError, SnapshotFile
+
+if TYPE_CHECKING:
+    from pykka._actor import ActorInbox  # the Protocol pykka types its inbox with
 
 __all__ = [
     "BATCH_SIZE",
@@ -96,6 +102,16 @@ class SessionActor(pykka.ThreadingActor):
 
     use_daemon_thread = True
 
+    @staticmethod
+    def _create_actor_inbox() -> ActorInbox:
+        """A C-level ``SimpleQueue`` instead of pykka's ``queue.Queue``.
+
+        pykka only needs ``put``/``get``/``empty``; ``queue.Queue`` wraps them in Python code
+        around a Condition, several GIL round trips per message on the hot path.
+        """
+        inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        return inbox
+
     def __init__(
         self,
         store: SessionStore,
@@ -117,14 +133,14 @@ class SessionActor(pykka.ThreadingActor):
         self._log: EventLog = store.event_log(session_id)
         self._snapshots: SnapshotFile = store.snapshot(session_id)
         self._last_snapshot_seq = 0
+        self._bytes_at_snapshot = 0
         self._closed = False
 
     # --- lifecycle ----------------------------------------------------------------------
 
     def on_start(self) -> None:
         """Create or load the session on the actor's own thread."""
-        with ACTIVE_GATE:
-            self._start()
+        self._start()
 
     def _start(self) -> None:
         try:
@@ -145,8 +161,7 @@ class SessionActor(pykka.ThreadingActor):
 
     def on_stop(self) -> None:
         """Flush, snapshot, and fail anything still queued for this actor."""
-        with ACTIVE_GATE:
-            self._final_write()
+        self._final_write()
         self._fail_queued()
 
     def _final_write(self) -> None:
@@ -179,8 +194,7 @@ class SessionActor(pykka.ThreadingActor):
         """Dispatch a ``Request`` to the ``op_<name>`` method and answer it."""
         if not isinstance(message, Request):
             return None
-        with ACTIVE_GATE:
-            return self._handle(message)
+        return self._handle(message)
 
     def _handle(self, message: Request) -> Any:
         try:
@@ -339,6 +353,8 @@ class SessionActor(pykka.ThreadingActor):
     def _maybe_snapshot(self) -> None:
         if self._queue or self.state.last_seq - self._last_snapshot_seq < SNAPSHOT_EVERY:
             return
+        if self._log.appended_bytes - self._bytes_at_snapshot < self._snapshots.last_size // 4:
+            return
         try:
             self._snapshot()
         except OSError as exc:  # the log has everything; the next snapshot will catch up
@@ -353,6 +369,7 @@ class SessionActor(pykka.ThreadingActor):
         state = self.state
         self._snapshots.write(state.to_snapshot(now_rfc3339()))
         self._last_snapshot_seq = state.last_seq
+        self._bytes_at_snapshot = self._log.appended_bytes
         mode = state.compaction or self._default_compaction
         if state.checkpoint_seq > 0 and mode != "disabled":
             try:

@@ -1,58 +1,25 @@
-"""How many session actors may run Python at the same moment.
+"""How many session actors may run Python at the same moment, and why it is bounded.
 
 Every live session has its own thread, but Python runs one thread at a time (the GIL). With a
 thousand actors ready at once they convoy on the GIL, and the event-loop thread — which serves
 HTTP and every other front end — waits its turn behind them: measured here, p99 event-loop
-stalls of 600–800 ms at 1,000 busy sessions. The gate lets only ``limit`` actors work at once;
-the others wait on a semaphore (blocked, not competing for the GIL). The fsync stays inside
-the gate: releasing it around the fsync was measured too, and the re-acquiring herd brought
-the stalls back (16 ms p99 vs 3 ms). Measured at 1,000 busy sessions: p99 stall 600 ms →
-3 ms, throughput equal or better (``bench/sessions.py``).
+stalls of 600–800 ms at 1,000 busy sessions.
+
+The bound is applied on the event loop, before a request is sent: the registry admits at most
+``DEFAULT_ACTIVE_ASKS`` asks in flight (``RegistrySettings.active_asks``), so at most that many
+actor threads are runnable. The first version gated the actor threads themselves with a
+semaphore; every message then cost a thread two sleeps and two wake-ups (inbox, then gate),
+~25 context switches per turn. Waiting on the loop is a parked coroutine instead (measured in
+``bench/sessions.py``; see specs/durable-sessions.md for the numbers).
 """
 
 from __future__ import annotations
 
 import sys
-import threading
-from types import TracebackType
 
-__all__ = ["ACTIVE_GATE", "DEFAULT_ACTIVE_ACTORS", "ActorGate", "tune_interpreter"]
+__all__ = ["DEFAULT_ACTIVE_ASKS", "SWITCH_INTERVAL_SECONDS", "tune_interpreter"]
 
-DEFAULT_ACTIVE_ACTORS = 4
-
-
-class ActorGate:
-    """A semaphore that knows whether the current thread holds it (re-entrant per thread)."""
-
-    def __init__(self, limit: int = DEFAULT_ACTIVE_ACTORS) -> None:
-        self._sem = threading.Semaphore(limit)
-        self._local = threading.local()
-        self.limit = limit
-
-    def _depth(self) -> int:
-        return int(getattr(self._local, "depth", 0))
-
-    def __enter__(self) -> ActorGate:
-        depth = self._depth()
-        if depth == 0:
-            self._sem.acquire()
-        self._local.depth = depth + 1
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        depth = self._depth() - 1
-        self._local.depth = depth
-        if depth == 0:
-            self._sem.release()
-
-
-ACTIVE_GATE = ActorGate()
-
+DEFAULT_ACTIVE_ASKS = 4
 
 SWITCH_INTERVAL_SECONDS = 0.001
 

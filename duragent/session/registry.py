@@ -28,7 +28,9 @@ from duragent.core.ids import new_session_id
 from duragent.core.snapshot import SessionStatus
 from duragent.errors import NotFoundError
 from duragent.session.actor import NewSession, SessionActor, SessionInfo, SessionQuarantinedError
+from duragent.session.admission import Admission
 from duragent.session.bridge import Request, SessionUnavailableError, ask
+from duragent.session.gate import DEFAULT_ACTIVE_ASKS
 from duragent.store import ChatKey, SessionStore
 from duragent.store.snapshot_file import read_header
 
@@ -55,6 +57,8 @@ class RegistrySettings:
     default_compaction: str = "archive"
     min_idle_to_evict: float = 1.0
     """An actor used within this many seconds is not evicted (the cap is briefly exceeded)."""
+    active_asks: int = DEFAULT_ACTIVE_ASKS
+    """At most this many asks are in flight to actor threads at once (see ``gate``)."""
 
 
 @dataclass(slots=True)
@@ -81,6 +85,7 @@ class SessionRegistry:
         self._reaper: asyncio.Task[None] | None = None
         self._on_change = on_change
         self._closed = False
+        self._admission = Admission(self.settings.active_asks)
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -137,9 +142,13 @@ class SessionRegistry:
     async def call(self, session_id: str, op: str, **kwargs: Any) -> Any:
         """Run ``op`` on the session's actor, starting or restarting it as needed."""
         for attempt in (1, 2):
-            live = await self._ensure_live(session_id)
+            live = self._live.get(session_id)
+            if live is None or not live.ref.is_alive():
+                live = await self._ensure_live(session_id)
             live.last_used = time.monotonic()
             self._live.move_to_end(session_id)
+            admission = self._admission
+            await admission.enter(self.settings.ask_timeout)
             try:
                 return await ask(live.ref, op, within=self.settings.ask_timeout, **kwargs)
             except SessionUnavailableError:
@@ -147,6 +156,8 @@ class SessionRegistry:
                     del self._live[session_id]
                 if attempt == 2:
                     raise
+            finally:
+                admission.leave()
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def info(self, session_id: str) -> SessionInfo:
@@ -250,19 +261,24 @@ class SessionRegistry:
         future: asyncio.Future[_Live] = asyncio.get_running_loop().create_future()
         self._starting[session_id] = future
         try:
-            ref = SessionActor.start(
-                self.store,
-                session_id,
-                new=new,
-                default_compaction=self.settings.default_compaction,
-                on_change=self._on_change,
-            )
+            # loading runs on the new actor's thread: it counts as an ask (see ``gate``)
+            await self._admission.enter(self.settings.ask_timeout)
             try:
-                await ask(ref, "info", within=self.settings.ask_timeout)
-            except BaseException:
-                with contextlib.suppress(pykka.ActorDeadError):
-                    ref.tell(Request("stop"))
-                raise
+                ref = SessionActor.start(
+                    self.store,
+                    session_id,
+                    new=new,
+                    default_compaction=self.settings.default_compaction,
+                    on_change=self._on_change,
+                )
+                try:
+                    await ask(ref, "info", within=self.settings.ask_timeout)
+                except BaseException:
+                    with contextlib.suppress(pykka.ActorDeadError):
+                        ref.tell(Request("stop"))
+                    raise
+            finally:
+                self._admission.leave()
             live = _Live(ref=ref, last_used=time.monotonic())
             self._live[session_id] = live
             future.set_result(live)
@@ -280,7 +296,19 @@ class SessionRegistry:
         if live is None:
             return
         with contextlib.suppress(SessionUnavailableError):
-            await ask(live.ref, "stop", within=self.settings.ask_timeout)
+            await self._ask(live.ref, "stop")
+
+    async def _ask(self, ref: pykka.ActorRef[Any], op: str, **kwargs: Any) -> Any:
+        """``bridge.ask`` once admitted (at most ``active_asks`` in flight, see ``gate``).
+
+        A permit belongs to an ask, not a thread: an actor stuck in a hung fsync holds one
+        only until its ask times out.
+        """
+        await self._admission.enter(self.settings.ask_timeout)
+        try:
+            return await ask(ref, op, within=self.settings.ask_timeout, **kwargs)
+        finally:
+            self._admission.leave()
 
     def _evict_over_cap(self) -> None:
         excess = len(self._live) - self.settings.max_live

@@ -67,18 +67,22 @@ class EventLog:
         self._tail_clean: bool | None = None  # None = unknown, check before next append
         self._fd: int | None = None  # kept open while the owner lives: fewer syscalls
         self._size = 0
+        self._archived_seq: int | None = None  # highest seq in the archive, once known
+        self.appended_bytes = 0
+        """Bytes appended through this object (the owner spaces snapshots by it)."""
 
     def append(self, events: Sequence[Event]) -> None:
         """Write ``events`` as lines and fsync; all or nothing (see module docstring).
 
-        The live log stays open between appends (its size tracked here), so an append is one
-        write and one fsync: under load every extra syscall is another wait for the GIL.
+        The live log stays open between appends (its size tracked here) with ``O_DSYNC`` where
+        the OS has it, so an append is one durable write: under load every extra system call
+        is another wait for the GIL.
         """
         if not events:
             return
         payload = "".join(e.to_json() + "\n" for e in events).encode()
         if self._fd is None:
-            fd = self._ops.open_append(self.path)
+            fd = self._ops.open_append(self.path, sync=True)
             try:
                 self._size = self._ops.size(fd)
             except BaseException:
@@ -91,7 +95,8 @@ class EventLog:
             if start and not self._tail_clean and not _ends_with_newline(self.path, start):
                 payload = b"\n" + payload
             self._write_all(fd, payload)
-            self._ops.fsync(fd)
+            if not self._ops.sync_appends:
+                self._ops.fsync(fd)
         except BaseException:
             self._tail_clean = None
             try:
@@ -103,6 +108,7 @@ class EventLog:
             raise
         self._size = start + len(payload)
         self._tail_clean = True
+        self.appended_bytes += len(payload)
 
     def close(self) -> None:
         """Close the open log (the owner stops, or the file is about to be replaced)."""
@@ -208,7 +214,9 @@ class EventLog:
             archived = self._archive_last_seq()
             fresh = [line for line in old if (_line_seq(line) or 0) > archived]
             if fresh:
+                self._archived_seq = None  # unknown until the append is known to be done
                 self._append_lines(self.archive_path, b"\n".join(fresh) + b"\n")
+                self._archived_seq = max(archived, *(_line_seq(line) or 0 for line in fresh))
         self.close()  # the open descriptor would keep appending to the replaced file
         tmp = self.path.with_name(f"{EVENTS_FILENAME}.{new_ulid()}.tmp")
         data = b"".join(line + b"\n" for line in keep)
@@ -222,7 +230,16 @@ class EventLog:
         return len(old)
 
     def _archive_last_seq(self) -> int:
-        """The highest seq of a *complete* event in the archive (a torn line does not count)."""
+        """The highest seq of a *complete* event in the archive (a torn line does not count).
+
+        Read from the file's tail once, then tracked here (this log is the archive's only
+        writer), so compaction does not re-parse the archive every time.
+        """
+        if self._archived_seq is None:
+            self._archived_seq = self._scan_archive_last_seq()
+        return self._archived_seq
+
+    def _scan_archive_last_seq(self) -> int:
         try:
             with self.archive_path.open("rb") as fh:
                 fh.seek(0, os.SEEK_END)
@@ -230,15 +247,16 @@ class EventLog:
                 window = 65536
                 while True:
                     fh.seek(max(0, size - window))
-                    tail = fh.read()
-                    best = 0
-                    for line in tail.split(b"\n"):
+                    lines = fh.read().split(b"\n")
+                    if size > window:
+                        lines = lines[1:]  # the first piece may start mid-line
+                    for line in reversed(lines):  # events are appended in seq order
                         try:
-                            best = max(best, Event.from_json(line).seq)
+                            return Event.from_json(line).seq
                         except ValueError:
                             continue
-                    if best or window >= size:
-                        return best
+                    if window >= size:
+                        return 0
                     window *= 4
         except FileNotFoundError:
             return 0

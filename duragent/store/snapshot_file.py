@@ -17,10 +17,11 @@ from typing import Any
 import yaml
 
 from duragent.core.ids import new_ulid
-from duragent.core.snapshot import SessionSnapshot
+from duragent.core.messages import Message
+from duragent.core.snapshot import SessionSnapshot, message_to_dict
 from duragent.errors import DuragentError
 from duragent.store.fileops import fsync_dir
-from duragent.store.yaml_emit import dump_yaml
+from duragent.store.yaml_emit import dump_lines, dump_yaml
 
 __all__ = [
     "LEGACY_STATE_FILENAME",
@@ -46,12 +47,37 @@ class SnapshotCorruptError(DuragentError):
 
 
 class SnapshotFile:
-    """The snapshot of one session directory."""
+    """The snapshot of one session directory (one owner: the session's actor).
+
+    Messages are immutable, so the YAML lines of each one are rendered once and kept while it
+    is in the conversation: a snapshot of 1,000 messages is then a join, not a re-render
+    (measured: 9 ms → well under 1 ms on this machine).
+    """
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self.path = directory / STATE_FILENAME
         self.legacy_path = directory / LEGACY_STATE_FILENAME
+        self._rendered: dict[Message, str] = {}  # identity-keyed (Message has eq=False)
+        self.last_size = 0
+        """Bytes of the last snapshot written (the actor spaces snapshots by it)."""
+
+    def render(self, snapshot: SessionSnapshot) -> str:
+        """The text of state.yaml for ``snapshot``: header first, conversation last."""
+        rendered, kept = self._rendered, {}
+        parts = [dump_yaml(snapshot.header_dict())]
+        if snapshot.conversation:
+            parts.append("conversation:\n")
+            for message in snapshot.conversation:
+                text = rendered.get(message)
+                if text is None:
+                    text = dump_lines([message_to_dict(message)])
+                kept[message] = text
+                parts.append(text)
+        else:
+            parts.append("conversation: []\n")
+        self._rendered = kept  # messages that left the window are forgotten
+        return "".join(parts)
 
     def exists(self) -> bool:
         """True when either snapshot file is present."""
@@ -59,11 +85,11 @@ class SnapshotFile:
 
     def write(self, snapshot: SessionSnapshot) -> None:
         """Atomically replace state.yaml with ``snapshot``."""
-        text = dump_yaml(snapshot.to_dict())
+        data = self.render(snapshot).encode()
         tmp = self.directory / f"{STATE_FILENAME}.{new_ulid()}.tmp"
         try:
-            with tmp.open("w", encoding="utf-8") as fh:
-                fh.write(text)
+            with tmp.open("wb") as fh:
+                fh.write(data)
                 fh.flush()
                 os.fsync(fh.fileno())
             os.replace(tmp, self.path)
@@ -71,6 +97,7 @@ class SnapshotFile:
             tmp.unlink(missing_ok=True)
             raise
         fsync_dir(self.directory)
+        self.last_size = len(data)
 
     def read(self) -> SessionSnapshot | None:
         """The snapshot, or None when the session has none yet."""

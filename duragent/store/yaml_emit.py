@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import math
 import re
+from json.encoder import encode_basestring
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["dump_yaml", "quote"]
+__all__ = ["dump_lines", "dump_yaml", "quote"]
 
 _ESCAPES = {
     "\\": "\\\\",
@@ -46,8 +47,20 @@ def _escape(match: re.Match[str]) -> str:
     return _ESCAPES.get(ch) or f"\\u{ord(ch):04x}"
 
 
+# What JSON leaves unescaped but YAML must escape (C1 controls incl. NEL, LS, PS, BOM,
+# non-characters) and lone surrogates; everything else JSON escapes the way YAML reads it.
+_YAML_ONLY = re.compile("[\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff]")
+
+
 def quote(text: str) -> str:
-    """``text`` as a YAML double-quoted scalar that parses back to exactly ``text``."""
+    """``text`` as a YAML double-quoted scalar that parses back to exactly ``text``.
+
+    A JSON string literal is a valid YAML double-quoted scalar, and the C JSON encoder is
+    ~10× faster than a regex substitution, so it is used unless the text holds a character
+    only YAML needs escaped.
+    """
+    if _YAML_ONLY.search(text) is None:
+        return encode_basestring(text)
     return '"' + _NEEDS_ESCAPE.sub(_escape, text) + '"'
 
 
@@ -75,45 +88,82 @@ def _scalar(value: Any) -> str:
     raise TypeError(f"cannot write {type(value).__name__} to a snapshot")
 
 
+_KEYS: dict[str, str] = {}
+
+
 def _key(key: Any) -> str:
     text = str(key)
-    if _PLAIN_KEY.match(text) and text not in _RESERVED:
-        return text
-    return quote(text)
+    known = _KEYS.get(text)
+    if known is not None:
+        return known
+    rendered = text if _PLAIN_KEY.match(text) and text not in _RESERVED else quote(text)
+    if len(_KEYS) < 1024:  # field names repeat; arbitrary keys must not grow this forever
+        _KEYS[text] = rendered
+    return rendered
+
+
+_SCALAR, _MAPPING, _SEQUENCE = 0, 1, 2
+_KINDS: dict[type, int] = {
+    str: _SCALAR,
+    int: _SCALAR,
+    float: _SCALAR,
+    bool: _SCALAR,
+    type(None): _SCALAR,
+    dict: _MAPPING,
+    list: _SEQUENCE,
+    tuple: _SEQUENCE,
+}
+
+
+def _kind(value: Any) -> int:
+    """Scalar, mapping or sequence; exact types first (ABC checks cost ~1 µs each)."""
+    kind = _KINDS.get(type(value))
+    if kind is not None:
+        return kind
+    if isinstance(value, Mapping):
+        return _MAPPING
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        return _SEQUENCE
+    return _SCALAR
 
 
 def _emit(value: Any, indent: str, out: list[str]) -> None:
     """Append the lines of a mapping or sequence ``value`` at ``indent``."""
-    if isinstance(value, Mapping):
+    if _kind(value) == _MAPPING:
         for k, v in value.items():
             key = _key(k)
-            if isinstance(v, Mapping) and v:
-                out.append(f"{indent}{key}:")
-                _emit(v, indent + "  ", out)
-            elif isinstance(v, Sequence) and not isinstance(v, str) and v:
-                out.append(f"{indent}{key}:")
-                _emit(v, indent, out)
-            elif isinstance(v, Mapping):
-                out.append(f"{indent}{key}: {{}}")
-            elif isinstance(v, Sequence) and not isinstance(v, str):
-                out.append(f"{indent}{key}: []")
-            else:
+            kind = _kind(v)
+            if kind == _SCALAR:
                 out.append(f"{indent}{key}: {_scalar(v)}")
+            elif not v:
+                out.append(f"{indent}{key}: {{}}" if kind == _MAPPING else f"{indent}{key}: []")
+            else:
+                out.append(f"{indent}{key}:")
+                _emit(v, indent + "  " if kind == _MAPPING else indent, out)
         return
     for item in value:
-        if isinstance(item, Mapping) and item:
+        kind = _kind(item)
+        if kind == _SCALAR:
+            out.append(f"{indent}- {_scalar(item)}")
+        elif not item:
+            out.append(f"{indent}- {{}}" if kind == _MAPPING else f"{indent}- []")
+        elif kind == _MAPPING:
             first = len(out)
             _emit(item, indent + "  ", out)
             out[first] = indent + "- " + out[first][len(indent) + 2 :]
-        elif isinstance(item, Sequence) and not isinstance(item, str) and item:
+        else:
             out.append(f"{indent}-")
             _emit(item, indent + "  ", out)
-        elif isinstance(item, Mapping):
-            out.append(f"{indent}- {{}}")
-        elif isinstance(item, Sequence) and not isinstance(item, str):
-            out.append(f"{indent}- []")
-        else:
-            out.append(f"{indent}- {_scalar(item)}")
+
+
+def dump_lines(data: Any, indent: str = "") -> str:
+    """The YAML lines (each ending in a newline) of a mapping or sequence at ``indent``.
+
+    Used to pre-render pieces of a document (a snapshot caches each message's lines).
+    """
+    out: list[str] = []
+    _emit(data, indent, out)
+    return "\n".join(out) + "\n" if out else ""
 
 
 def dump_yaml(data: Mapping[str, Any]) -> str:

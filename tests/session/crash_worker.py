@@ -210,8 +210,8 @@ class ArchiveTearingOps(OsFileOps):
     def __init__(self) -> None:
         self._archives: set[int] = set()
 
-    def open_append(self, path: Path) -> int:
-        fd = super().open_append(path)
+    def open_append(self, path: Path, *, sync: bool = False) -> int:
+        fd = super().open_append(path, sync=sync)
         if path.name == ARCHIVE_FILENAME:
             self._archives.add(fd)
         else:

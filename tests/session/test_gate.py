@@ -1,46 +1,68 @@
+"""The registry admits a bounded number of asks to actor threads, on the event loop."""
+
 from __future__ import annotations
 
-import threading
-import time
+import asyncio
+from pathlib import Path
 
-from duragent.session.gate import ActorGate
+import pytest
 
-
-def test_no_more_than_the_limit_hold_the_gate_at_once() -> None:
-    gate = ActorGate(limit=3)
-    inside = 0
-    peak = 0
-    lock = threading.Lock()
-
-    def work() -> None:
-        nonlocal inside, peak
-        with gate:
-            with lock:
-                inside += 1
-                peak = max(peak, inside)
-            time.sleep(0.01)
-            with lock:
-                inside -= 1
-
-    threads = [threading.Thread(target=work) for _ in range(20)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert peak == 3
+from duragent.session import NewSession, RegistrySettings, SessionRegistry, SessionTimeoutError
+from duragent.store import SessionStore
+from tests.session.slow_ops import SlowFsyncOps
 
 
-def test_the_gate_is_reentrant_for_one_thread() -> None:
-    gate = ActorGate(limit=1)
-    with gate, gate:
-        pass
-    taken = threading.Event()
+async def test_no_more_asks_than_the_limit_reach_actor_threads_at_once(tmp_path: Path) -> None:
+    ops = SlowFsyncOps(delay=0.05)
+    reg = SessionRegistry(SessionStore(tmp_path, ops), RegistrySettings(active_asks=2))
+    await reg.open()
+    try:
+        ids = [await reg.create(NewSession(agent="a")) for _ in range(8)]
+        ops.also_slow = [tmp_path / sid for sid in ids]
+        ops.peak_in_fsync = 0
+        await asyncio.gather(*(reg.call(s, "add_user_message", content="x") for s in ids))
+    finally:
+        ops.also_slow = []
+        await reg.aclose()
+    assert ops.peak_in_fsync == 2
 
-    def take() -> None:
-        with gate:
-            taken.set()
 
-    other = threading.Thread(target=take)
-    other.start()
-    other.join(timeout=2)
-    assert taken.is_set()  # fully released after the nested exits
+async def test_a_hung_actor_holds_its_permit_only_until_its_ask_times_out(
+    tmp_path: Path,
+) -> None:
+    ops = SlowFsyncOps(delay=2.0)
+    settings = RegistrySettings(active_asks=1, ask_timeout=0.5)
+    reg = SessionRegistry(SessionStore(tmp_path, ops), settings)
+    await reg.open()
+    try:
+        hung = await reg.create(NewSession(agent="a"))
+        healthy = await reg.create(NewSession(agent="a"))
+        ops.slow_dir = tmp_path / hung
+        stuck = asyncio.create_task(reg.call(hung, "add_user_message", content="x"))
+        await asyncio.sleep(0.3)
+        result = await reg.call(healthy, "add_user_message", content="y")
+        with pytest.raises(SessionTimeoutError):
+            await stuck
+    finally:
+        ops.slow_dir = None
+        await reg.aclose()
+    assert result.seq == 2
+
+
+async def test_waiting_for_capacity_counts_against_the_ask_timeout(tmp_path: Path) -> None:
+    ops = SlowFsyncOps(delay=2.0)
+    settings = RegistrySettings(active_asks=1, ask_timeout=0.4)
+    reg = SessionRegistry(SessionStore(tmp_path, ops), settings)
+    await reg.open()
+    try:
+        ids = [await reg.create(NewSession(agent="a")) for _ in range(3)]
+        ops.also_slow = [tmp_path / sid for sid in ids]
+        results = await asyncio.gather(
+            *(reg.call(s, "add_user_message", content="x") for s in ids),
+            return_exceptions=True,
+        )
+    finally:
+        ops.also_slow = []
+        await reg.aclose()
+    assert all(isinstance(r, SessionTimeoutError) for r in results)
+    assert "no session capacity" in str(results[2])

@@ -18,40 +18,7 @@ from duragent.session import (
 )
 from duragent.session.bridge import ask
 from duragent.store import SessionStore
-from duragent.store.fileops import OS_FILE_OPS
-
-
-class SlowFsyncOps:
-    """Real file operations, but fsync of files under ``slow_dir`` takes ``delay`` seconds."""
-
-    def __init__(self, delay: float) -> None:
-        self.delay = delay
-        self.slow_dir: Path | None = None
-        self._paths: dict[int, Path] = {}
-
-    def open_append(self, path: Path) -> int:
-        fd = OS_FILE_OPS.open_append(path)
-        self._paths[fd] = path
-        return fd
-
-    def write(self, fd: int, data: bytes) -> int:
-        return OS_FILE_OPS.write(fd, data)
-
-    def fsync(self, fd: int) -> None:
-        path = self._paths.get(fd)
-        if self.slow_dir is not None and path is not None and self.slow_dir in path.parents:
-            time.sleep(self.delay)
-        OS_FILE_OPS.fsync(fd)
-
-    def truncate(self, fd: int, size: int) -> None:
-        OS_FILE_OPS.truncate(fd, size)
-
-    def size(self, fd: int) -> int:
-        return OS_FILE_OPS.size(fd)
-
-    def close(self, fd: int) -> None:
-        self._paths.pop(fd, None)
-        OS_FILE_OPS.close(fd)
+from tests.session.slow_ops import SlowFsyncOps
 
 
 async def open_registry(tmp_path: Path, **settings: float) -> SessionRegistry:

@@ -21,7 +21,9 @@ class FailingFileOps:
         self.partial = partial
         self.failures = 0
 
-    def open_append(self, path: Path) -> int:
+    sync_appends = False  # every append is followed by the fsync this double controls
+
+    def open_append(self, path: Path, *, sync: bool = False) -> int:
         return OS_FILE_OPS.open_append(path)
 
     def write(self, fd: int, data: bytes) -> int:

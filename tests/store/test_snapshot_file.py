@@ -8,6 +8,7 @@ import pytest
 from duragent.core.messages import Message, ToolCall
 from duragent.core.snapshot import SessionSnapshot, SessionStatus
 from duragent.store.snapshot_file import SnapshotCorruptError, SnapshotFile
+from duragent.store.yaml_emit import dump_yaml
 
 
 def snapshot(**overrides: object) -> SessionSnapshot:
@@ -117,3 +118,27 @@ def test_writing_replaces_atomically_and_leaves_no_temp_files(tmp_path: Path) ->
     assert loaded is not None
     assert loaded.last_event_seq == 4
     assert sorted(p.name for p in tmp_path.iterdir()) == ["state.yaml"]
+
+
+def test_rendering_reuses_message_lines_and_matches_a_full_render(tmp_path: Path) -> None:
+    messages = [Message.user("one"), Message.assistant("two\nlines")]
+    snapshots = SnapshotFile(tmp_path)
+    first = SessionSnapshot(
+        session_id="s", agent="a", created_at="t", updated_at="t", conversation=messages
+    )
+    assert snapshots.render(first) == dump_yaml(first.to_dict())
+    later = SessionSnapshot(
+        session_id="s",
+        agent="a",
+        created_at="t",
+        updated_at="t",
+        conversation=[messages[1], Message.user("three")],
+    )
+    assert snapshots.render(later) == dump_yaml(later.to_dict())
+    empty = SessionSnapshot(session_id="s", agent="a", created_at="t", updated_at="t")
+    assert snapshots.render(empty) == dump_yaml(empty.to_dict())
+    snapshots.write(later)
+    assert snapshots.last_size == len(snapshots.path.read_bytes())
+    loaded = snapshots.read()
+    assert loaded is not None
+    assert [m.content for m in loaded.conversation] == ["two\nlines", "three"]
