@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import signal
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from duragent import __version__
 from duragent.agents import AgentCatalog, load_catalog
@@ -48,6 +48,7 @@ class Runtime:
     ) -> None:
         self.workspace = workspace
         self.version = __version__
+        self._untune: Callable[[], None] | None = None
         self.workspace_hash = workspace.paths.workspace_hash
         config = workspace.config
         self._host = host or config.server.host
@@ -161,7 +162,7 @@ class Runtime:
 
     async def start(self) -> None:
         """Load agents, open the session store, start every front end."""
-        tune_interpreter()
+        self._untune = tune_interpreter(pin_threads=self.config.server.pin_python_threads)
         for warning in self.workspace.warnings:
             log.warning("%s", warning)
         self.reload_agents()
@@ -196,6 +197,9 @@ class Runtime:
         self._ttl_task = self._ephemeral_task = None
         await self.registry.aclose()
         await self.providers.aclose()
+        if self._untune is not None:
+            self._untune()
+            self._untune = None
 
     async def run_until_stopped(self) -> None:
         """Start, serve until SIGINT/SIGTERM or ``request_shutdown``, then stop cleanly."""

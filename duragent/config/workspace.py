@@ -51,6 +51,9 @@ class ServerConfig(_Section):
     max_connections: int = Field(default=1024, gt=0)
     admin_token: str | None = None
     api_token: str | None = None
+    pin_python_threads: bool = True
+    """Keep the server's Python threads on one CPU (faster hand-overs; see ``core.cpu``).
+    Programs that tools start still get every CPU."""
 
 
 class SessionsConfig(_Section):

@@ -63,7 +63,5 @@ class Admission:
 def _expire(waiter: asyncio.Future[None], within: float, limit: int) -> None:
     if not waiter.done():
         waiter.set_exception(
-            SessionTimeoutError(
-                f"no session capacity within {within:g}s ({limit} asks in flight)"
-            )
+            SessionTimeoutError(f"no session capacity within {within:g}s ({limit} asks in flight)")
         )

@@ -10,6 +10,7 @@ with ``SessionUnavailableError``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import weakref
 from collections import deque
@@ -56,10 +57,8 @@ class _Completions:
             if self._armed:
                 return
             self._armed = True
-        try:
+        with contextlib.suppress(RuntimeError):  # loop closed: nobody is waiting any more
             self._loop.call_soon_threadsafe(self._drain)
-        except RuntimeError:  # loop closed: nobody is waiting any more
-            pass
 
     def _drain(self) -> None:
         with self._lock:

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import math
 import re
-from json.encoder import encode_basestring
 from collections.abc import Mapping, Sequence
+from json.encoder import encode_basestring
 from typing import Any
 
 __all__ = ["dump_lines", "dump_yaml", "quote"]

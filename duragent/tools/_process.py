@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from duragent.core.cpu import widened
 from duragent.tools.base import ToolOutcome
 
 __all__ = [
@@ -120,16 +121,17 @@ async def run_process(
         OSError: the program could not be started (missing, not executable, bad ``cwd``).
     """
     loop = asyncio.get_running_loop()
-    transport, protocol = await loop.subprocess_exec(
-        lambda: _Protocol(_CHUNK, loop),
-        *argv,
-        cwd=cwd,
-        env=dict(env) if env is not None else None,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        start_new_session=True,
-    )
+    with widened():  # the program gets every CPU even when the server's threads are pinned
+        transport, protocol = await loop.subprocess_exec(
+            lambda: _Protocol(_CHUNK, loop),
+            *argv,
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+        )
     pgid = transport.get_pid()  # a new session: the leader's pid is the group id
     capture = _Capture(cap)
     out, err = bytearray(), bytearray()
