@@ -31,10 +31,16 @@ class Admission:
         """Permits currently held."""
         return self.limit - self._free
 
-    async def enter(self, within: float) -> None:
-        """Take a permit, waiting at most ``within`` seconds (``SessionTimeoutError``)."""
+    def try_enter(self) -> bool:
+        """Take a permit if one is free and nobody is waiting (no await on the fast path)."""
         if self._free and not self._waiters:
             self._free -= 1
+            return True
+        return False
+
+    async def enter(self, within: float) -> None:
+        """Take a permit, waiting at most ``within`` seconds (``SessionTimeoutError``)."""
+        if self.try_enter():
             return
         loop = asyncio.get_running_loop()
         waiter: asyncio.Future[None] = loop.create_future()

@@ -15,7 +15,6 @@ import threading
 import weakref
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import pykka
@@ -92,13 +91,24 @@ class Reply:
         self._completions.put(self._future, None, exc)
 
 
-@dataclass(frozen=True, slots=True)
 class Request:
-    """One operation for an actor: the method name, its arguments and where to answer."""
+    """One operation for an actor: the method name, its arguments and where to answer.
 
-    op: str
-    kwargs: Mapping[str, Any] = field(default_factory=dict)
-    reply: Reply | None = None
+    A plain slotted class (not a frozen dataclass: that costs ~1 µs more per ask); treat it
+    as immutable.
+    """
+
+    __slots__ = ("kwargs", "op", "reply")
+
+    def __init__(
+        self, op: str, kwargs: Mapping[str, Any] | None = None, reply: Reply | None = None
+    ) -> None:
+        self.op = op
+        self.kwargs: Mapping[str, Any] = kwargs if kwargs is not None else {}
+        self.reply = reply
+
+    def __repr__(self) -> str:
+        return f"Request({self.op!r})"
 
 
 class _Deadlines:
@@ -171,10 +181,18 @@ _sides: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopSide] = (
 )
 
 
+_last: tuple[asyncio.AbstractEventLoop | None, _LoopSide | None] = (None, None)
+
+
 def _side(loop: asyncio.AbstractEventLoop) -> _LoopSide:
+    global _last
+    last_loop, last_side = _last  # almost every ask comes from the same loop
+    if last_loop is loop and last_side is not None:
+        return last_side
     found = _sides.get(loop)
     if found is None:
         found = _sides[loop] = _LoopSide(loop)
+    _last = (loop, found)
     return found
 
 

@@ -148,7 +148,8 @@ class SessionRegistry:
             live.last_used = time.monotonic()
             self._live.move_to_end(session_id)
             admission = self._admission
-            await admission.enter(self.settings.ask_timeout)
+            if not admission.try_enter():
+                await admission.enter(self.settings.ask_timeout)
             try:
                 return await ask(live.ref, op, within=self.settings.ask_timeout, **kwargs)
             except SessionUnavailableError:

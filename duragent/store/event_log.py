@@ -80,7 +80,10 @@ class EventLog:
         """
         if not events:
             return
-        payload = "".join(e.to_json() + "\n" for e in events).encode()
+        if len(events) == 1:  # the usual case: one durable event
+            payload = (events[0].to_json() + "\n").encode()
+        else:
+            payload = "".join(e.to_json() + "\n" for e in events).encode()
         if self._fd is None:
             fd = self._ops.open_append(self.path, sync=True)
             try:
