@@ -69,6 +69,7 @@ class Runtime:
                 default_compaction=config.sessions.compaction,
                 max_live=config.sessions.max_live_actors,
                 idle_seconds=config.sessions.idle_actor_seconds,
+                active_asks=config.sessions.active_actors,
             ),
         )
         self.providers = ProviderPool(env=env)

@@ -65,6 +65,10 @@ class SessionsConfig(_Section):
     """At most this many session actors (threads) run at once; idle ones restart from disk."""
     idle_actor_seconds: float = Field(default=600, gt=0)
     """A session actor idle this long is stopped (its state is on disk)."""
+    active_actors: int = Field(default=8, gt=0, le=1024)
+    """At most this many session actors work at once (others queue on the event loop).
+    More lets a slow disk (fsync ≥ 1 ms) write more in parallel; fewer keeps the event loop
+    quicker under load. See specs/…durable-sessions.md."""
 
 
 class _PathSection(_Section):
