@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 
-from duragent.session.bridge import SessionTimeoutError
+from duragent.session.bridge import loop_deadlines
+from duragent.session.deadlines import Deadlines
 
 __all__ = ["Admission"]
 
@@ -45,7 +46,7 @@ class Admission:
         loop = asyncio.get_running_loop()
         waiter: asyncio.Future[None] = loop.create_future()
         self._waiters.append(waiter)
-        timer = loop.call_later(within, _expire, waiter, within, self.limit)
+        entry = loop_deadlines(loop).watch(waiter, within, _NO_CAPACITY, within, self.limit)
         try:
             await waiter
         except BaseException:
@@ -53,7 +54,7 @@ class Admission:
                 self.leave()  # granted, but the caller is gone: pass it on
             raise
         finally:
-            timer.cancel()
+            Deadlines.done(entry)
 
     def leave(self) -> None:
         """Return a permit: to the oldest live waiter, or to the pool."""
@@ -66,8 +67,4 @@ class Admission:
         self._free += 1
 
 
-def _expire(waiter: asyncio.Future[None], within: float, limit: int) -> None:
-    if not waiter.done():
-        waiter.set_exception(
-            SessionTimeoutError(f"no session capacity within {within:g}s ({limit} asks in flight)")
-        )
+_NO_CAPACITY = "no session capacity within {:g}s ({} asks in flight)"

@@ -20,8 +20,16 @@ from typing import Any
 import pykka
 
 from duragent.errors import DuragentError
+from duragent.session.deadlines import Deadlines
 
-__all__ = ["Reply", "Request", "SessionTimeoutError", "SessionUnavailableError", "ask"]
+__all__ = [
+    "Reply",
+    "Request",
+    "SessionTimeoutError",
+    "SessionUnavailableError",
+    "ask",
+    "loop_deadlines",
+]
 
 
 class SessionUnavailableError(DuragentError):
@@ -111,61 +119,6 @@ class Request:
         return f"Request({self.op!r})"
 
 
-class _Deadlines:
-    """Ask timeouts for one loop with a single timer.
-
-    Asks share a timeout, so their deadlines arrive in order: each ask appends an entry, one
-    timer is armed for the oldest, and finished entries are dropped from the front. A timer
-    per ask (``call_later`` + cancel) cost ~10 µs of loop time each. An ask whose deadline is
-    earlier than the newest one gets its own timer (order would otherwise break).
-    """
-
-    __slots__ = ("_entries", "_loop", "_timer")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-        self._entries: deque[list[Any]] = deque()  # [when, future | None, op, within]
-        self._timer: asyncio.TimerHandle | None = None
-
-    def watch(self, future: asyncio.Future[Any], op: str, within: float) -> list[Any] | None:
-        """Fail ``future`` after ``within`` s; return a handle for ``done`` (None if own timer)."""
-        when = self._loop.time() + within
-        entries = self._entries
-        while entries and entries[0][1] is None:
-            entries.popleft()
-        if entries and when < entries[-1][0]:
-            own = self._loop.call_at(when, _expire, future, op, within)
-            future.add_done_callback(lambda _: own.cancel())
-            return None
-        entry = [when, future, op, within]
-        entries.append(entry)
-        armed = self._timer
-        if armed is None or armed.when() > when:  # none armed, or armed for a finished ask
-            if armed is not None:
-                armed.cancel()
-            self._timer = self._loop.call_at(when, self._fire)
-        return entry
-
-    @staticmethod
-    def done(entry: list[Any] | None) -> None:
-        """The ask ended: forget its future (the entry is dropped when it reaches the front)."""
-        if entry is not None:
-            entry[1] = None
-
-    def _fire(self) -> None:
-        self._timer = None
-        now = self._loop.time()
-        entries = self._entries
-        while entries:
-            when, future, op, within = entries[0]
-            if future is not None and when > now:
-                self._timer = self._loop.call_at(when, self._fire)
-                return
-            entries.popleft()
-            if future is not None:
-                _expire(future, op, within)
-
-
 class _LoopSide:
     """Per-loop state of the bridge: answers coming in and deadlines going out."""
 
@@ -173,7 +126,7 @@ class _LoopSide:
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.completions = _Completions(loop)
-        self.deadlines = _Deadlines(loop)
+        self.deadlines = Deadlines(loop, SessionTimeoutError)
 
 
 _sides: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopSide] = (
@@ -209,15 +162,16 @@ async def ask(ref: pykka.ActorRef[Any], op: str, *, within: float, **kwargs: Any
         ref.tell(Request(op, kwargs, Reply(side.completions, future)))
     except pykka.ActorDeadError:
         raise SessionUnavailableError(f"session actor for {op!r} is stopped") from None
-    entry = side.deadlines.watch(future, op, within)
+    entry = side.deadlines.watch(future, within, _NO_ANSWER, op, within)
     try:
         return await future
     finally:
-        _Deadlines.done(entry)
+        Deadlines.done(entry)
 
 
-def _expire(future: asyncio.Future[Any], op: str, within: float) -> None:
-    if not future.done():
-        future.set_exception(
-            SessionTimeoutError(f"session did not answer {op!r} within {within:g}s")
-        )
+_NO_ANSWER = "session did not answer {!r} within {:g}s"
+
+
+def loop_deadlines(loop: asyncio.AbstractEventLoop) -> Deadlines:
+    """The shared deadline timer of ``loop`` (failing with ``SessionTimeoutError``)."""
+    return _side(loop).deadlines
