@@ -1,0 +1,258 @@
+"""A session's state and its files: durable records, snapshots, compaction, recovery.
+
+The journal is what the session actor owns; it is used from the actor's thread only.
+
+Durability: *durable* events (user message, final reply, status changes, approval changes,
+errors, deliveries) are written and made durable before ``record`` returns; if the write
+fails the event is withdrawn (its seq is reused), the state is unchanged, and the error is
+raised. Batched events (tool results inside a turn) are applied at once and written with the
+next flush; a failed flush keeps them queued in order and retries, so ``seq`` has no gaps or
+duplicates. A snapshot is written on status and approval changes, when the session stops, and
+otherwise once at least ``SNAPSHOT_EVERY`` events *and* a quarter of the last snapshot's size
+have been appended since the last one: a long conversation's state.yaml is large, and
+rewriting it every 50 small events would make each event cost a rewrite of the whole window
+(write amplification stays ≤ ~4×; recovery replays at most that quarter). After a snapshot,
+events up to ``checkpoint_seq`` are compacted per the session's mode.
+
+Recovery (``load``): snapshot + replay of the log after ``checkpoint_seq`` through the same
+``SessionState.apply`` as the live path, then interrupted tool calls get a persisted
+"interrupted" result and a session left running is settled.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from duragent.core.events import Event, EventType, now_rfc3339
+from duragent.core.snapshot import SessionSnapshot, SessionStatus
+from duragent.session.state import INTERRUPTED_RESULT, SessionState
+from duragent.store import EventLog, SessionStore, SnapshotCorruptError, SnapshotFile
+
+__all__ = ["BATCH_SIZE", "SNAPSHOT_EVERY", "Journal", "NewSession"]
+
+log = logging.getLogger(__name__)
+
+BATCH_SIZE = 10
+SNAPSHOT_EVERY = 50
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NewSession:
+    """What a brand-new session starts with."""
+
+    agent: str
+    on_disconnect: str = "pause"
+    gateway: str | None = None
+    gateway_chat_id: str | None = None
+    message_limit: int = 1000
+    compaction: str | None = None
+
+
+class Journal:
+    """One session's state and files (see module docstring). Not thread-safe: one owner."""
+
+    def __init__(
+        self,
+        store: SessionStore,
+        session_id: str,
+        *,
+        default_compaction: str = "archive",
+        after_snapshot: Callable[[], None] | None = None,
+    ) -> None:
+        self._store = store
+        self.session_id = session_id
+        self._default_compaction = default_compaction
+        self._after_snapshot = after_snapshot
+        self._state: SessionState | None = None
+        self._queue: list[Event] = []
+        self._log: EventLog = store.event_log(session_id)
+        self._snapshots: SnapshotFile = store.snapshot(session_id)
+        self._last_snapshot_seq = 0
+        self._bytes_at_snapshot = 0
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the session was created or loaded successfully."""
+        return self._state is not None
+
+    def close(self) -> None:
+        """Close the open log (the owner stops)."""
+        self._log.close()
+
+    def events(self, after_seq: int = 0, include_archive: bool = False) -> list[Event]:
+        """Persisted events after ``after_seq`` (archive first when asked)."""
+        self.flush()
+        live, _ = self._log.read(after_seq)
+        if not include_archive:
+            return live
+        archived = [e for e in self._log.read_archive() if e.seq > after_seq]
+        first_live = live[0].seq if live else None
+        return [e for e in archived if first_live is None or e.seq < first_live] + live
+
+    # --- creation and recovery ------------------------------------------------------------
+
+    def create(self, new: NewSession) -> None:
+        """Create the folder, the first event and the first snapshot (all durable)."""
+        now = now_rfc3339()
+        self._store.create(self.session_id)
+        snapshot = SessionSnapshot(
+            session_id=self.session_id,
+            agent=new.agent,
+            created_at=now,
+            updated_at=now,
+            on_disconnect=new.on_disconnect,
+            gateway=new.gateway,
+            gateway_chat_id=new.gateway_chat_id,
+            actor_message_limit=new.message_limit,
+            compaction=new.compaction,
+        )
+        self._state = SessionState(snapshot)
+        self.record(
+            Event.session_start(
+                1,
+                agent=new.agent,
+                on_disconnect=new.on_disconnect,
+                gateway=new.gateway,
+                gateway_chat_id=new.gateway_chat_id,
+            ),
+            durable=True,
+        )
+        self.snapshot()
+
+    def load(self) -> None:
+        """Recover from disk (see module docstring); raises ``SnapshotCorruptError``."""
+        self._remove_stale_temp_files()
+        snapshot = self._snapshots.read()
+        if snapshot is None:
+            events, _ = self._log.read(0)
+            first = events[0] if events else None
+            if first is None or first.type != EventType.SESSION_START:
+                raise SnapshotCorruptError(self._snapshots.path, "no snapshot and no log start")
+            now = first.timestamp or now_rfc3339()
+            snapshot = SessionSnapshot(
+                session_id=self.session_id,
+                agent=str(first.data.get("agent", "")),
+                created_at=now,
+                updated_at=now,
+            )
+        state = SessionState(snapshot)
+        events, report = self._log.read(snapshot.replay_from_seq)
+        if not report.clean:
+            log.warning(
+                "session %s log: %d malformed, %d duplicate, torn tail %s, gaps %s",
+                self.session_id,
+                report.skipped_malformed,
+                report.skipped_duplicates,
+                report.torn_tail,
+                report.gaps,
+            )
+        for event in events:
+            state.apply(event)
+        self._state = state
+        self._last_snapshot_seq = snapshot.last_event_seq
+        self._repair_after_crash(state)
+
+    def _remove_stale_temp_files(self) -> None:
+        """Temp files of writes a crash interrupted (their targets were never replaced)."""
+        for stale in self._snapshots.directory.glob("*.tmp"):
+            try:
+                stale.unlink()
+            except OSError as exc:
+                log.warning("could not remove %s: %s", stale, exc)
+
+    def _repair_after_crash(self, state: SessionState) -> None:
+        """Persist results for interrupted tool calls; settle a status left 'running'."""
+        repaired = False
+        for call_id in state.outstanding_call_ids():
+            self.record(
+                Event.tool_result(
+                    self.next_seq(), call_id=call_id, success=False, content=INTERRUPTED_RESULT
+                ),
+                durable=False,
+            )
+            repaired = True
+        if state.status is SessionStatus.RUNNING:
+            target = (
+                SessionStatus.ACTIVE if state.on_disconnect == "continue" else SessionStatus.PAUSED
+            )
+            self.record(
+                Event.status_change(self.next_seq(), old=state.status.value, new=target.value),
+                durable=False,
+            )
+            repaired = True
+        if repaired:
+            self.flush()
+            self.snapshot()
+
+    @property
+    def state(self) -> SessionState:
+        """The loaded state (only valid after a successful start)."""
+        assert self._state is not None
+        return self._state
+
+    def next_seq(self) -> int:
+        """The seq the next event gets (after anything still queued)."""
+        queued = self._queue[-1].seq if self._queue else self.state.last_seq
+        return max(queued, self.state.last_seq) + 1
+
+    def record(self, event: Event, *, durable: bool) -> int:
+        """Queue ``event``; durable events are written before they change the state."""
+        self._queue.append(event)
+        if durable:
+            try:
+                self._write_queue()
+            except BaseException:
+                if self._queue and self._queue[-1] is event:
+                    self._queue.pop()  # withdrawn: seq will be reused, state untouched
+                raise
+            self.state.apply(event)
+        else:
+            self.state.apply(event)
+            if len(self._queue) >= BATCH_SIZE:
+                try:
+                    self._write_queue()
+                except OSError as exc:
+                    log.error("session %s: write failed, will retry: %s", self.session_id, exc)
+        self._maybe_snapshot()
+        return event.seq
+
+    def _write_queue(self) -> None:
+        """Append and fsync everything queued; on failure the queue keeps it all, in order."""
+        if not self._queue:
+            return
+        batch = list(self._queue)
+        self._log.append(batch)
+        del self._queue[: len(batch)]
+
+    def _maybe_snapshot(self) -> None:
+        if self._queue or self.state.last_seq - self._last_snapshot_seq < SNAPSHOT_EVERY:
+            return
+        if self._log.appended_bytes - self._bytes_at_snapshot < self._snapshots.last_size // 4:
+            return
+        try:
+            self.snapshot()
+        except OSError as exc:  # the log has everything; the next snapshot will catch up
+            log.error("session %s: snapshot failed: %s", self.session_id, exc)
+
+    def flush(self) -> None:
+        """Write everything queued, then snapshot if one is due."""
+        self._write_queue()
+        self._maybe_snapshot()
+
+    def snapshot(self) -> None:
+        """Write everything queued and a snapshot now; then compact per the mode."""
+        self._write_queue()
+        state = self.state
+        self._snapshots.write(state.to_snapshot(now_rfc3339()))
+        self._last_snapshot_seq = state.last_seq
+        self._bytes_at_snapshot = self._log.appended_bytes
+        mode = state.compaction or self._default_compaction
+        if state.checkpoint_seq > 0 and mode != "disabled":
+            try:
+                self._log.compact(state.checkpoint_seq, archive=mode == "archive")
+            except OSError as exc:
+                log.error("session %s: compaction failed: %s", self.session_id, exc)
+        if self._after_snapshot is not None:
+            self._after_snapshot()
