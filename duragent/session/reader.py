@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from duragent.session.history import events_to_messages
-from duragent.session.registry import SessionRegistry
+from duragent.session.registry import SessionNotFoundError, SessionRegistry
 from duragent.tools.base import SessionSummary
 
 __all__ = ["RegistrySessionReader"]
@@ -26,8 +26,14 @@ class RegistrySessionReader:
             if s["agent"] == agent and s["status"] != "completed"
         ][:limit]
 
-    async def read_messages(self, session_id: str, limit: int) -> list[tuple[str, str]]:
-        """The last ``limit`` user/assistant messages."""
+    async def read_messages(self, agent: str, session_id: str, limit: int) -> list[tuple[str, str]]:
+        """The last ``limit`` user/assistant messages of ``agent``'s session ``session_id``.
+
+        Another agent's session raises the same ``SessionNotFoundError`` as a missing one.
+        """
+        info = await self._registry.info(session_id)
+        if info.agent != agent:
+            raise SessionNotFoundError(session_id)
         events = await self._registry.call(session_id, "events", include_archive=True)
         messages = events_to_messages(events, include_tools=False)
         return [(m["role"], str(m.get("content", ""))) for m in messages[-limit:]]

@@ -50,8 +50,13 @@ class SessionReader(Protocol):
         """Non-completed sessions of ``agent``, newest first."""
         ...
 
-    async def read_messages(self, session_id: str, limit: int) -> list[tuple[str, str]]:
-        """The last ``limit`` (role, text) user/assistant messages of a session."""
+    async def read_messages(self, agent: str, session_id: str, limit: int) -> list[tuple[str, str]]:
+        """The last ``limit`` (role, text) user/assistant messages of ``agent``'s session.
+
+        Raises ``LookupError`` when the session does not exist *or belongs to another agent*
+        (the two are indistinguishable to the caller: an agent must not learn other agents'
+        session ids, let alone read them).
+        """
         ...
 
 

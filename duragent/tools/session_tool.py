@@ -3,8 +3,8 @@
 ``list`` shows up to 10 sibling sessions of the same agent (newest first, the current one
 left out); ``read`` shows the last user/assistant messages of one, each cut at 500
 characters so one long message cannot flood the context. The tool reaches sessions only
-through the ``SessionReader`` port in its context; which sessions a reader exposes (the same
-agent's) is the port's responsibility.
+through the ``SessionReader`` port in its context, always naming its own agent: the port lists
+and reads only that agent's sessions (another agent's session reads as "not found").
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ class SessionTool:
                 return ToolOutcome(False, "session read needs a `session_id` (see action=list)")
             limit = int_arg(args, "limit", default=20, low=1, high=50)
             try:
-                messages = await reader.read_messages(session_id.strip(), limit)
+                messages = await reader.read_messages(ctx.agent_name, session_id.strip(), limit)
             except LookupError:
                 return ToolOutcome(False, f"session {session_id!r} not found")
             talk = [(r, t) for r, t in messages if r in ("user", "assistant")][-limit:]

@@ -17,6 +17,7 @@ class FakeSessions:
     def __init__(self, sessions: dict[str, list[tuple[str, str]]]) -> None:
         self.sessions = sessions  # newest first
         self.asked: list[tuple[str, int]] = []
+        self.read_as: list[str] = []
 
     async def list_sessions(self, agent: str, limit: int) -> list[SessionSummary]:
         self.asked.append((agent, limit))
@@ -25,7 +26,8 @@ class FakeSessions:
             for i, sid in enumerate(self.sessions)
         ][:limit]
 
-    async def read_messages(self, session_id: str, limit: int) -> list[tuple[str, str]]:
+    async def read_messages(self, agent: str, session_id: str, limit: int) -> list[tuple[str, str]]:
+        self.read_as.append(agent)
         if session_id not in self.sessions:
             raise NotFoundError(session_id)
         return self.sessions[session_id][-limit:]
@@ -77,6 +79,12 @@ async def test_read_returns_the_last_messages_each_cut_at_500_characters(
     outcome = await SessionTool().run({"action": "read", "session_id": "other", "limit": 3}, ctx)
     parts = outcome.content.split("\n\n")
     assert parts == ["[user] m28", "[user] m29", "[assistant] " + "é" * 499 + "🙂…"]
+
+
+async def test_read_always_asks_for_the_calling_agents_session(tmp_path: Path) -> None:
+    sessions = FakeSessions({"other": [("user", "hi")]})
+    await SessionTool().run({"action": "read", "session_id": "other"}, context(tmp_path, sessions))
+    assert sessions.read_as == ["assistant"]
 
 
 @pytest.mark.parametrize(("limit", "shown"), [(None, 20), (0, 1), (500, 50), ("7", 7)])
