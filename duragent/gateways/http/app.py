@@ -12,12 +12,14 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from duragent.agents import Agent
 from duragent.errors import AgentNotFoundError
+from duragent.gateways.http.limits import ConcurrencyLimit
 from duragent.gateways.http.openapi import openapi_document
 from duragent.gateways.http.problem import ProblemError, problem
 from duragent.gateways.http.security import check_access
@@ -188,6 +190,9 @@ def build_app(services: HttpServices) -> Starlette:
     ]
     return Starlette(
         routes=routes,
+        middleware=[
+            Middleware(ConcurrencyLimit, limit=services.config.server.max_connections),
+        ],
         exception_handlers={
             ProblemError: on_problem,
             HTTPException: on_http_error,
