@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import threading
 import weakref
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
@@ -39,6 +40,10 @@ MESSAGE_OVERHEAD_TOKENS = 4
 
 REQUEST_OVERHEAD_TOKENS = 3
 """Priming tokens the chat format adds once per request (the assistant's turn marker)."""
+
+TEXT_CACHE_MIN_CHARS = 256
+TEXT_CACHE_SIZE = 64
+"""``TokenCounter`` remembers the counts of the last 64 texts of 256+ characters."""
 
 
 class TextCounter(Protocol):
@@ -121,6 +126,7 @@ class TokenCounter:
     def __init__(self, text_counter: TextCounter) -> None:
         self.text = text_counter
         self._cache: weakref.WeakKeyDictionary[Message, int] = weakref.WeakKeyDictionary()
+        self._texts: OrderedDict[str, int] = OrderedDict()
         self._lock = threading.Lock()
 
     @property
@@ -129,8 +135,25 @@ class TokenCounter:
         return self.text.name
 
     def count_text(self, text: str) -> int:
-        """Tokens of a bare string."""
-        return self.text.count_text(text)
+        """Tokens of a bare string.
+
+        Long texts are remembered (the last ``TEXT_CACHE_SIZE``): the system prompt and the
+        tool definitions are rebuilt as new strings for every call but rarely change, and
+        counting them again cost ~1 ms a call with the estimator.
+        """
+        if len(text) < TEXT_CACHE_MIN_CHARS:
+            return self.text.count_text(text)
+        with self._lock:
+            cached = self._texts.get(text)
+            if cached is not None:
+                self._texts.move_to_end(text)
+                return cached
+        tokens = self.text.count_text(text)
+        with self._lock:
+            self._texts[text] = tokens
+            while len(self._texts) > TEXT_CACHE_SIZE:
+                self._texts.popitem(last=False)
+        return tokens
 
     def count_message(self, message: Message) -> int:
         """Tokens one message costs in a request: content, tool calls, id and framing."""
@@ -138,7 +161,7 @@ class TokenCounter:
             cached = self._cache.get(message)
         if cached is not None:
             return cached
-        total = MESSAGE_OVERHEAD_TOKENS + self.text.count_text(message.content or "")
+        total = MESSAGE_OVERHEAD_TOKENS + self.count_text(message.content or "")
         for call in message.tool_calls:
             total += self.text.count_text(call.name) + self.text.count_text(call.arguments)
             total += self.text.count_text(call.id) + 3
@@ -157,7 +180,7 @@ class TokenCounter:
         if not tools:
             return 0
         payload = json.dumps([t.to_openai() for t in tools], separators=(",", ":"))
-        return self.text.count_text(payload)
+        return self.count_text(payload)
 
 
 _O200K_MARKERS = ("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "chatgpt-4o", "o1", "o3", "o4")

@@ -41,6 +41,7 @@ import os
 import re
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -240,16 +241,52 @@ def _deny_candidates(text: str, segments: tuple[Segment, ...]) -> list[str]:
     return list(seen)
 
 
+_loaded: dict[tuple[Path, ...], tuple[tuple[tuple[int, int, int] | None, ...], Policy]] = {}
+_loaded_lock = threading.Lock()
+_RACY_NS = 2_000_000_000
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    """What identifies one version of a file (None: absent): inode, size, mtime in ns."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 def load_policy(workspace_policy_file: Path, agent_dir: Path) -> Policy:
     """Merge the three policy tiers; missing files are fine, malformed ones raise PolicyError.
 
     Patterns are the union of all tiers (first occurrence kept); ``mode`` comes from the most
-    specific tier that sets it, else ``dangerous``.
+    specific tier that sets it, else ``dangerous``. Every turn asks for the policy, so the
+    merged result is reused while none of the three files changed (inode, size and mtime;
+    ``save_allow_always`` replaces the file, so its own writes are always seen); an edited or
+    malformed file is read again, and its error raised, on the next turn.
     """
+    paths = (workspace_policy_file, agent_dir / POLICY_FILE, agent_dir / LOCAL_POLICY_FILE)
+    stamps = tuple(_stamp(p) for p in paths)
+    with _loaded_lock:
+        known = _loaded.get(paths)
+    if known is not None and known[0] == stamps:
+        return known[1]
+    policy = _merge_tiers(paths)
+    # A file changed within the last moments could change again within the same timestamp
+    # tick (the kernel's file clock is coarse) without its stamp changing: not cached yet.
+    settled = time.time_ns() - _RACY_NS
+    if all(stamp is None or stamp[2] < settled for stamp in stamps):
+        with _loaded_lock:
+            if len(_loaded) > 256:  # agents come and go with reloads; never grow without bound
+                _loaded.clear()
+            _loaded[paths] = (stamps, policy)
+    return policy
+
+
+def _merge_tiers(paths: tuple[Path, ...]) -> Policy:
     mode: Mode = "dangerous"
     allow: dict[str, None] = {}
     deny: dict[str, None] = {}
-    for path in (workspace_policy_file, agent_dir / POLICY_FILE, agent_dir / LOCAL_POLICY_FILE):
+    for path in paths:
         if not path.exists():
             continue
         tier_mode, tier_deny, tier_allow = _parse_tier(_read(path)[1])

@@ -235,3 +235,27 @@ def test_counters_are_shared_per_encoding() -> None:
     assert counter_for_model("gpt-4o") is counter_for_model("gpt-4o-mini")
     assert counter_for_model("claude-3") is counter_for_model("llama3")
     assert counter_for_model("claude-3").name == "estimate"
+
+
+class CountingEstimate(EstimateCounter):
+    """The estimator, recording which texts it was asked to count."""
+
+    def __init__(self) -> None:
+        self.seen: list[int] = []
+
+    def count_text(self, text: str) -> int:
+        self.seen.append(len(text))
+        return super().count_text(text)
+
+
+def test_long_texts_that_repeat_are_counted_once() -> None:
+    estimate = CountingEstimate()
+    counter = TokenCounter(estimate)
+    prompt = "You are a careful assistant. " * 40
+    first = counter.count_message(Message.system(prompt))
+    again = counter.count_message(Message.system("".join(["You are a careful assistant. "] * 40)))
+    assert first == again
+    assert estimate.seen.count(len(prompt)) == 1
+    counter.count_text("short")
+    counter.count_text("short")
+    assert estimate.seen.count(5) == 2  # short texts are not worth remembering

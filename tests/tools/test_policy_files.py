@@ -6,6 +6,7 @@ import os
 import stat
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -497,3 +498,31 @@ def test_allow_always_refuses_a_malformed_file_and_leaves_it_alone(
     assert info.value.file == local(agent_dir)
     assert local(agent_dir).read_text(encoding="utf-8") == text
     assert sorted(p.name for p in agent_dir.iterdir()) == ["policy.local.yaml"]
+
+
+# --- reuse between turns ---------------------------------------------------------------------
+
+
+def test_an_unchanged_policy_is_reused_and_an_edit_is_seen_on_the_next_load(
+    workspace_file: Path, agent_dir: Path
+) -> None:
+    write(workspace_file, "allow:\n  - 'bash:ls *'\n")
+    settled = time.time() - 60  # as if written a minute ago (a fresh file is never cached)
+    os.utime(workspace_file, (settled, settled))
+    first = load_policy(workspace_file, agent_dir)
+    assert load_policy(workspace_file, agent_dir) is first  # not parsed again
+    write(workspace_file, "allow:\n  - 'bash:cd *'\n")  # same size, new content
+    os.utime(workspace_file, (settled, settled + 1))
+    assert load_policy(workspace_file, agent_dir).allow == ("bash:cd *",)
+    write(agent_dir / "policy.yaml", "mode: restrict\n")  # a tier that did not exist
+    assert load_policy(workspace_file, agent_dir).mode == "restrict"
+
+
+def test_a_policy_broken_after_loading_fails_on_the_next_load(
+    workspace_file: Path, agent_dir: Path
+) -> None:
+    write(workspace_file, "allow: []\n")
+    load_policy(workspace_file, agent_dir)
+    write(workspace_file, "allow: [unclosed\n")
+    with pytest.raises(PolicyError):
+        load_policy(workspace_file, agent_dir)
