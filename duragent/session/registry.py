@@ -147,18 +147,13 @@ class SessionRegistry:
                 live = await self._ensure_live(session_id)
             live.last_used = time.monotonic()
             self._live.move_to_end(session_id)
-            admission = self._admission
-            if not admission.try_enter():
-                await admission.enter(self.settings.ask_timeout)
             try:
-                return await ask(live.ref, op, within=self.settings.ask_timeout, **kwargs)
+                return await self._ask(live.ref, op, **kwargs)
             except SessionUnavailableError:
                 if self._live.get(session_id) is live:
                     del self._live[session_id]
                 if attempt == 2:
                     raise
-            finally:
-                admission.leave()
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def info(self, session_id: str) -> SessionInfo:
@@ -305,11 +300,13 @@ class SessionRegistry:
         A permit belongs to an ask, not a thread: an actor stuck in a hung fsync holds one
         only until its ask times out.
         """
-        await self._admission.enter(self.settings.ask_timeout)
+        admission = self._admission
+        if not admission.try_enter():  # the common case needs no extra await
+            await admission.enter(self.settings.ask_timeout)
         try:
             return await ask(ref, op, within=self.settings.ask_timeout, **kwargs)
         finally:
-            self._admission.leave()
+            admission.leave()
 
     def _evict_over_cap(self) -> None:
         excess = len(self._live) - self.settings.max_live
