@@ -72,6 +72,12 @@ class UserMessageResult:
     seq: int
     duplicate: bool = False
     answered: bool = False
+    agent: str = ""
+    """With ``with_context``: the session's agent (else empty)."""
+    pending_approval: dict[str, Any] | None = None
+    """With ``with_context``: the approval the session is waiting for, if any."""
+    messages: list[Message] | None = None
+    """With ``with_context``: the Layer 1 window, this message included."""
 
 
 class SessionActor(pykka.ThreadingActor):
@@ -234,14 +240,21 @@ class SessionActor(pykka.ThreadingActor):
         sender_id: str | None = None,
         sender_name: str | None = None,
         platform_message_id: str | None = None,
+        with_context: bool = False,
     ) -> UserMessageResult:
-        """Durably record an inbound message (a redelivered platform id is not re-added)."""
+        """Durably record an inbound message (a redelivered platform id is not re-added).
+
+        ``with_context`` also returns what a turn starts from (agent, pending approval,
+        message window), so a turn costs one round trip to the actor before the model call
+        instead of three.
+        """
         if platform_message_id:
             seen = self.state.seen_platform_id(platform_message_id)
             if seen is not None:
-                return UserMessageResult(
-                    seq=seen, duplicate=True, answered=seen == 0 or self.state.is_answered(seen)
-                )
+                answered = seen == 0 or self.state.is_answered(seen)
+                if answered or not with_context:
+                    return UserMessageResult(seq=seen, duplicate=True, answered=answered)
+                return self._with_context(seen, duplicate=True)
         seq = self._journal.record(
             Event.user_message(
                 self._journal.next_seq(),
@@ -252,7 +265,17 @@ class SessionActor(pykka.ThreadingActor):
             ),
             durable=True,
         )
-        return UserMessageResult(seq=seq)
+        return self._with_context(seq) if with_context else UserMessageResult(seq=seq)
+
+    def _with_context(self, seq: int, *, duplicate: bool = False) -> UserMessageResult:
+        state = self.state
+        return UserMessageResult(
+            seq=seq,
+            duplicate=duplicate,
+            agent=state.agent,
+            pending_approval=state.pending_approval,
+            messages=state.messages(),
+        )
 
     def op_add_assistant_response(
         self,

@@ -29,7 +29,7 @@ from duragent.context.tokens import counter_for_model
 from duragent.core.messages import Message, Role, ToolCall, Usage
 from duragent.core.snapshot import SessionStatus
 from duragent.errors import DuragentError, LLMError
-from duragent.session.actor import NewSession
+from duragent.session.actor import NewSession, UserMessageResult
 from duragent.session.loop import LoopContext, LoopOutcome, run_loop, run_tool, store_result
 from duragent.session.providers import ProviderPool
 from duragent.session.registry import SessionRegistry
@@ -203,11 +203,13 @@ class TurnRunner:
         active.running = future  # claimed before any await: later messages steer this turn
         try:
             async with active.lock:
-                recorded = await self.registry.call(session_id, "add_user_message", **record)
+                recorded = await self.registry.call(
+                    session_id, "add_user_message", with_context=True, **record
+                )
                 if recorded.duplicate and recorded.answered:
                     result = TurnResult(session_id=session_id, status="duplicate")
                 else:
-                    result = await self._turn(session_id, active, sink)
+                    result = await self._turn(session_id, recorded, active, sink)
         except BaseException as exc:
             future.set_exception(exc)
             future.exception()  # the waiters re-raise it; never "exception never retrieved"
@@ -217,12 +219,20 @@ class TurnRunner:
         future.set_result(result)
         return result
 
-    async def _turn(self, session_id: str, active: _Active, sink: TurnSink | None) -> TurnResult:
-        info = await self.registry.info(session_id)
-        if info.pending_approval:
-            await self._cancel_approval(session_id, info.pending_approval)
-        messages: list[Message] = await self.registry.call(session_id, "messages")
-        return await self._drive(session_id, info.agent, messages, [], 0, active, sink)
+    async def _turn(
+        self,
+        session_id: str,
+        recorded: UserMessageResult,
+        active: _Active,
+        sink: TurnSink | None,
+    ) -> TurnResult:
+        messages = recorded.messages
+        if recorded.pending_approval:
+            await self._cancel_approval(session_id, recorded.pending_approval)
+            messages = None  # the cancellation added results to the window
+        if messages is None:
+            messages = await self.registry.call(session_id, "messages")
+        return await self._drive(session_id, recorded.agent, messages, [], 0, active, sink)
 
     async def approve(
         self, session_id: str, call_id: str, decision: str, *, sink: TurnSink | None = None
@@ -358,9 +368,12 @@ class TurnRunner:
                 ctx = self._context(session_id, self._agents().get(agent_name), active, sink)
             outcome = await run_loop(ctx, history, turn, done)
         except (LLMError, ContextOverflowError, DuragentError) as exc:
-            return await self._failed(session_id, exc)
-        finally:
-            await self.registry.call(session_id, "flush")
+            return await self._failed(session_id, exc)  # the durable error writes the queue
+        except BaseException:
+            await self.registry.call(session_id, "flush")  # cancelled or a bug: keep results
+            raise
+        # Both ways the loop ends (a final reply, a pending approval) are durable records,
+        # which write any queued tool results first: nothing is left to flush.
         return _result(session_id, outcome)
 
     async def _failed(self, session_id: str, exc: Exception) -> TurnResult:

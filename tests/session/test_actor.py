@@ -167,6 +167,37 @@ async def test_a_redelivered_platform_message_is_not_added_twice(
     assert texts == ["hi", "hello"]
 
 
+async def test_a_message_recorded_with_context_returns_what_a_turn_starts_from(
+    registry: SessionRegistry,
+) -> None:
+    sid = await registry.create(NewSession(agent="a"))
+    await registry.call(sid, "add_user_message", content="first")
+    await registry.call(sid, "add_assistant_response", content="one")
+    recorded = await registry.call(sid, "add_user_message", content="second", with_context=True)
+    plain = await registry.call(sid, "add_user_message", content="third")
+    assert recorded.agent == "a"
+    assert recorded.pending_approval is None
+    assert [m.text for m in recorded.messages] == ["first", "one", "second"]
+    assert plain.messages is None
+
+
+async def test_a_redelivered_unanswered_message_still_brings_its_context(
+    registry: SessionRegistry,
+) -> None:
+    sid = await registry.create(NewSession(agent="a"))
+    kwargs = {"content": "hi", "platform_message_id": "tg:8", "with_context": True}
+    await registry.call(sid, "add_user_message", **kwargs)
+    again = await registry.call(sid, "add_user_message", **kwargs)
+    await registry.call(sid, "add_assistant_response", content="hello")
+    answered = await registry.call(sid, "add_user_message", **kwargs)
+    assert again.duplicate
+    assert not again.answered
+    assert [m.text for m in again.messages] == ["hi"]
+    assert answered.duplicate
+    assert answered.answered
+    assert answered.messages is None
+
+
 async def test_disk_full_loses_and_duplicates_nothing_once_writes_succeed(tmp_path: Path) -> None:
     ops = FailingFileOps(partial=13)
     reg = SessionRegistry(SessionStore(tmp_path, ops))

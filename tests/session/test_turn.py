@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from duragent.core.events import EventType
 from duragent.llm import RetryPolicy
 from duragent.session.loop import DOOM_LOOP_REPEATS
@@ -40,6 +42,52 @@ async def test_a_plain_reply_is_persisted_and_returned(tmp_path: Path) -> None:
     body = h.server.requests[-1].json
     assert roles(body)[0] == "system"
     assert body["messages"][-1] == {"role": "user", "content": "hi"}
+
+
+async def test_a_plain_turn_talks_to_its_session_twice(tmp_path: Path) -> None:
+    async with harness(tmp_path) as h:
+        h.server.enqueue(Reply(text="Hello there!"))
+        sid = await h.runner.start_session("bot")
+        ops: list[str] = []
+        call = h.registry.call
+
+        async def counting(session_id: str, op: str, **kwargs: Any) -> Any:
+            ops.append(op)
+            return await call(session_id, op, **kwargs)
+
+        h.registry.call = counting  # type: ignore[method-assign]
+        await h.runner.run(sid, "hi")
+    assert ops == ["add_user_message", "add_assistant_response"]
+
+
+async def test_a_cancelled_turn_keeps_the_tool_results_it_already_had(tmp_path: Path) -> None:
+    hanging = asyncio.Event()
+
+    async def hang(args: Any) -> str:
+        hanging.set()
+        await asyncio.Event().wait()
+        return "never"
+
+    echo, slow = FnTool("echo", lambda a: "echoed"), FnTool("slow", hang)
+    async with harness(tmp_path, tools=[echo, slow]) as h:
+        h.server.enqueue(
+            Reply(
+                tool_calls=[
+                    ToolCallReply(name="echo", arguments={"x": "1"}, id="c1"),
+                    ToolCallReply(name="slow", arguments={}, id="c2"),
+                ]
+            )
+        )
+        sid = await h.runner.start_session("bot")
+        task = asyncio.create_task(h.runner.run(sid, "go"))
+        await hanging.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        log = tmp_path / ".duragent" / "sessions" / sid / "events.jsonl"
+        on_disk = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [e["type"] for e in on_disk][-2:] == ["assistant_response", "tool_result"]
+    assert on_disk[-1]["call_id"] == "c1"
 
 
 async def test_a_tool_round_trip_feeds_the_result_back(tmp_path: Path) -> None:
