@@ -60,6 +60,7 @@ class Runtime:
         self._http: HttpServer | None = None
         self._stop = asyncio.Event()
         self._ttl_task: asyncio.Task[None] | None = None
+        self._warm_task: asyncio.Task[None] | None = None
         self._ephemeral = ephemeral
         self._ephemeral_task: asyncio.Task[None] | None = None
         self.registry = SessionRegistry(
@@ -72,7 +73,9 @@ class Runtime:
                 active_asks=config.sessions.active_actors,
             ),
         )
-        self.providers = ProviderPool(env=env)
+        self.providers = ProviderPool(
+            env=env, idle_timeout_seconds=config.server.idle_timeout_seconds
+        )
         self._turns = TurnRunner(
             self.registry,
             agents=lambda: self._catalog,
@@ -169,6 +172,9 @@ class Runtime:
         self.reload_agents()
         await self.registry.open()
         self._ttl_task = asyncio.create_task(self._sweep_ttl(), name="ttl-sweeper")
+        self._warm_task = asyncio.create_task(
+            self.providers.warm(self._catalog.agents.values()), name="warm-providers"
+        )
         if self._ephemeral:
             self._ephemeral_task = asyncio.create_task(
                 self._exit_when_idle(self._ephemeral), name="ephemeral"
@@ -190,12 +196,12 @@ class Runtime:
         if self._http is not None:
             await self._http.stop()
             self._http = None
-        for task in (self._ttl_task, self._ephemeral_task):
+        for task in (self._ttl_task, self._ephemeral_task, self._warm_task):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
-        self._ttl_task = self._ephemeral_task = None
+        self._ttl_task = self._ephemeral_task = self._warm_task = None
         await self.registry.aclose()
         await self.providers.aclose()
         if self._untune is not None:

@@ -72,6 +72,7 @@ def build_provider(
     model: str,
     base_url: str | None = None,
     timeout_seconds: float = 300,
+    idle_timeout_seconds: float | None = None,
     policy: RetryPolicy | None = None,
     env: Mapping[str, str] | None = None,
 ) -> LLMProvider:
@@ -110,4 +111,6 @@ def build_provider(
                 api_key=key,
                 timeout_seconds=timeout_seconds,
             )
-    return ResilientProvider(inner, timeout_seconds=timeout_seconds, policy=policy)
+    return ResilientProvider(
+        inner, timeout_seconds=timeout_seconds, idle_seconds=idle_timeout_seconds, policy=policy
+    )

@@ -4,6 +4,12 @@ Retried: timeouts, connection errors, 429 and 5xx (``LLMError.retryable``). Not 
 (401/403), bad requests (400/404/422) and context-length errors, which only a different
 request can fix. A stream is retried only if it failed before its first event, so text the
 user has already seen is never duplicated.
+
+A stream has two clocks: the whole call must end within ``timeout_seconds``, and the provider
+must send *something* at least every ``idle_seconds`` (``server.idle_timeout_seconds``: a
+model that stops mid-answer with the connection open is caught in a minute, not at the end
+of the five-minute call budget). Only the provider's reads are timed: time the caller spends
+with an item (a slow SSE client, a tool) never counts against the model.
 """
 
 from __future__ import annotations
@@ -54,6 +60,7 @@ class ResilientProvider:
         inner: LLMProvider,
         *,
         timeout_seconds: float,
+        idle_seconds: float | None = None,
         policy: RetryPolicy | None = None,
         sleep: Sleep = asyncio.sleep,
         rng: random.Random | None = None,
@@ -62,6 +69,7 @@ class ResilientProvider:
         self.name = inner.name
         self.model = inner.model
         self.timeout_seconds = timeout_seconds
+        self.idle_seconds = idle_seconds
         self.policy = policy or RetryPolicy()
         self._sleep = sleep
         self._rng = rng or random.Random()
@@ -84,6 +92,13 @@ class ResilientProvider:
             f"{self.name} did not answer within {self.timeout_seconds:g}s", provider=self.name
         )
 
+    def _idle_error(self) -> LLMTimeoutError:
+        return LLMTimeoutError(
+            f"Stream idle timeout: {self.name} sent nothing for {self.idle_seconds:g}s "
+            "(server.idle_timeout_seconds)",
+            provider=self.name,
+        )
+
     async def complete(self, request: ChatRequest) -> ChatResponse:
         """Call with timeout; retry retryable failures up to ``max_attempts``."""
         attempt = 0
@@ -101,8 +116,15 @@ class ResilientProvider:
                 await self._backoff(attempt, error)
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
-        """Stream with an overall deadline; retry only failures before the first event."""
+        """Stream with an overall deadline and an idle limit per read (module docstring).
+
+        Only failures before the first event are retried.
+
+        Each read runs under ``asyncio.timeout_at`` (a timer handle), not ``wait_for``, which
+        would start a task for every token.
+        """
         loop = asyncio.get_running_loop()
+        idle = self.idle_seconds
         attempt = 0
         while True:
             attempt += 1
@@ -111,14 +133,15 @@ class ResilientProvider:
             events = self.inner.stream(request)
             try:
                 while True:
-                    remaining = deadline - loop.time()
-                    if remaining <= 0:
-                        raise self._timeout_error()
+                    until = deadline if idle is None else min(deadline, loop.time() + idle)
                     try:
-                        event = await asyncio.wait_for(anext(events), remaining)
+                        async with asyncio.timeout_at(until):
+                            event = await anext(events)
                     except StopAsyncIteration:
                         return
                     except TimeoutError:
+                        if until < deadline:
+                            raise self._idle_error() from None
                         raise self._timeout_error() from None
                     started = True
                     yield event

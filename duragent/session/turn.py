@@ -261,7 +261,7 @@ class TurnRunner:
                     save_allow_always, agent.directory, tool_type, command
                 )
                 log.info("session %s: saved allow-always pattern %r", session_id, pattern)
-            ctx = self._context(session_id, agent, active, sink)
+            ctx = await self._context(session_id, agent, active, sink)
             if decision == "deny":
                 outcome = ToolOutcome(
                     False,
@@ -299,7 +299,7 @@ class TurnRunner:
 
     # --- internals ------------------------------------------------------------------------
 
-    def _context(
+    async def _context(
         self, session_id: str, agent: Agent, active: _Active, sink: TurnSink | None
     ) -> LoopContext:
         spec = agent.spec
@@ -328,7 +328,7 @@ class TurnRunner:
             return taken
 
         return LoopContext(
-            provider=self._providers.for_agent(agent),
+            provider=await self._providers.for_agent(agent),
             tools=tools,
             policy=load_policy(self._policy_file, agent.directory),
             counter=counter_for_model(agent.model.name),
@@ -365,7 +365,7 @@ class TurnRunner:
     ) -> TurnResult:
         try:
             if ctx is None:
-                ctx = self._context(session_id, self._agents().get(agent_name), active, sink)
+                ctx = await self._context(session_id, self._agents().get(agent_name), active, sink)
             outcome = await run_loop(ctx, history, turn, done)
         except (LLMError, ContextOverflowError, DuragentError) as exc:
             return await self._failed(session_id, exc)  # the durable error writes the queue

@@ -29,12 +29,14 @@ def resilient(
     sleeps: RecordedSleeps,
     *,
     timeout_seconds: float = 5,
+    idle_seconds: float | None = None,
     max_attempts: int = 4,
 ) -> ResilientProvider:
     """``inner`` with retries whose waits are recorded, not slept."""
     return ResilientProvider(
         inner,
         timeout_seconds=timeout_seconds,
+        idle_seconds=idle_seconds,
         policy=RetryPolicy(max_attempts=max_attempts),
         sleep=sleeps,
     )

@@ -6,6 +6,7 @@ attempts are recorded by a fake ``sleep`` instead of slept, so the delays can be
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 
@@ -23,6 +24,7 @@ from duragent.errors import (
 )
 from duragent.llm.base import LLMProvider
 from duragent.llm.retry import RetryPolicy
+from duragent.llm.types import TextDelta
 from duragent.testing import Fault, Reply, ScriptedLLMServer
 from tests.llm.helpers import (
     HELLO,
@@ -227,3 +229,40 @@ async def test_a_stream_that_stalls_after_text_times_out_without_a_retry(
         await drain_into(provider.stream(HELLO), received)
     assert received == ["one "]
     assert len(server.requests) == 1
+
+
+async def test_a_stream_silent_past_the_idle_limit_fails_long_before_the_call_timeout(
+    server: ScriptedLLMServer, make_provider: MakeProvider, wire: str
+) -> None:
+    stall = 2 if wire == "openai" else 4  # right after the first text piece
+    server.enqueue(Reply(text="one two three", stall_after=stall), Reply(text="unused"))
+    sleeps = RecordedSleeps()
+    provider = resilient(make_provider(), sleeps, timeout_seconds=30, idle_seconds=0.2)
+    received: list[str] = []
+    with pytest.raises(LLMTimeoutError, match=r"Stream idle timeout: .* nothing for 0.2s"):
+        await drain_into(provider.stream(HELLO), received)
+    assert received == ["one "]
+    assert len(server.requests) == 1
+
+
+async def test_a_slow_but_steady_stream_is_not_cut_by_the_idle_limit(
+    server: ScriptedLLMServer, make_provider: MakeProvider
+) -> None:
+    # six pieces 0.1 s apart: the whole stream takes longer than the idle limit
+    server.enqueue(Reply(text="a b c d e f", chunk_delay=0.1))
+    provider = resilient(make_provider(), RecordedSleeps(), idle_seconds=0.4)
+    events = await collect(provider.stream(HELLO))
+    assert final(events).content == "a b c d e f"
+
+
+async def test_time_the_caller_spends_with_an_item_is_not_counted_as_idle(
+    server: ScriptedLLMServer, make_provider: MakeProvider
+) -> None:
+    server.enqueue(Reply(text="a b c"))
+    provider = resilient(make_provider(), RecordedSleeps(), idle_seconds=0.1)
+    texts: list[str] = []
+    async for event in provider.stream(HELLO):
+        if isinstance(event, TextDelta):
+            texts.append(event.text)
+            await asyncio.sleep(0.25)  # a slow SSE client, say
+    assert "".join(texts) == "a b c"

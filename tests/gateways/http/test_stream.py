@@ -31,6 +31,8 @@ async def read_events(response: httpx.Response) -> list[tuple[float, str, Any]]:
 async def test_tokens_arrive_incrementally_and_in_order(tmp_path: Path) -> None:
     async with served(tmp_path) as s:
         sid = (await s.client.post("/api/v1/sessions", json={"agent": "bot"})).json()["session_id"]
+        s.server.enqueue(Reply(text="warm"))  # the first turn may wait for the SDK import
+        await s.client.post(f"/api/v1/sessions/{sid}/messages", json={"content": "hi"})
         s.server.enqueue(Reply(text="one two three four", chunk_delay=0.3))
         start = time.monotonic()
         async with s.client.stream(
@@ -156,3 +158,19 @@ async def test_the_sync_endpoint_answers_202_when_approval_is_needed(tmp_path: P
         reply = await s.client.post(f"/api/v1/sessions/{sid}/messages", json={"content": "list"})
     assert reply.status_code == 202
     assert reply.json() == {"session_id": sid, "call_id": "c1", "command": "ls"}
+
+
+async def test_a_model_that_goes_silent_ends_the_stream_with_an_idle_timeout_error(
+    tmp_path: Path,
+) -> None:
+    async with served(tmp_path, server_yaml="  idle_timeout_seconds: 1\n") as s:
+        sid = (await s.client.post("/api/v1/sessions", json={"agent": "bot"})).json()["session_id"]
+        s.server.enqueue(Reply(text="one two three", stall_after=2))  # role chunk, "one "
+        async with s.client.stream(
+            "POST", f"/api/v1/sessions/{sid}/stream", json={"content": "count"}
+        ) as response:
+            events = await read_events(response)
+    names = [n for _, n, _ in events]
+    assert names == ["start", "token", "error"]
+    assert "Stream idle timeout" in events[-1][2]["message"]
+    assert "server.idle_timeout_seconds" in events[-1][2]["message"]
