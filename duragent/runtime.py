@@ -70,7 +70,9 @@ class Runtime:
                 default_compaction=config.sessions.compaction,
                 max_live=config.sessions.max_live_actors,
                 idle_seconds=config.sessions.idle_actor_seconds,
-                active_asks=config.sessions.active_actors,
+                active_asks=None
+                if config.sessions.active_actors == "auto"
+                else config.sessions.active_actors,
             ),
         )
         self.providers = ProviderPool(

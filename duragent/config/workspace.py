@@ -11,9 +11,9 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from duragent.config.envvars import expand_env
 from duragent.config.validation import unknown_key_warnings, validate_document
@@ -34,6 +34,13 @@ __all__ = [
 CONFIG_FILENAME = "duragent.yaml"
 
 CompactionMode = Literal["discard", "archive", "disabled"]
+
+
+def _auto_or_count(value: object) -> object:
+    """``auto`` or a whole number from 1 to 1024 (one clear message for both forms)."""
+    if value == "auto" or (type(value) is int and 1 <= value <= 1024):
+        return value
+    raise ValueError("must be 'auto' or a whole number from 1 to 1024")
 
 
 class _Section(BaseModel):
@@ -65,10 +72,11 @@ class SessionsConfig(_Section):
     """At most this many session actors (threads) run at once; idle ones restart from disk."""
     idle_actor_seconds: float = Field(default=600, gt=0)
     """A session actor idle this long is stopped (its state is on disk)."""
-    active_actors: int = Field(default=8, gt=0, le=1024)
-    """At most this many session actors work at once (others queue on the event loop).
-    More lets a slow disk (fsync ≥ 1 ms) write more in parallel; fewer keeps the event loop
-    quicker under load. See specs/…durable-sessions.md."""
+    active_actors: Annotated[int | Literal["auto"], BeforeValidator(_auto_or_count)] = "auto"
+    """How many session actors may work at once (others queue on the event loop). ``auto``
+    adapts between 8 and 64 so that about one runs Python while the rest wait on the disk:
+    a slow disk (fsync ≥ 1 ms) writes more in parallel, a fast one keeps the event loop
+    quick. A number fixes it. See specs/…durable-sessions.md."""
 
 
 class _PathSection(_Section):

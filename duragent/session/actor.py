@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,7 @@ from duragent.core.events import Event, EventType
 from duragent.core.messages import Message, ToolCall, Usage
 from duragent.core.snapshot import SessionStatus
 from duragent.errors import DuragentError
+from duragent.session.admission import AskMix
 from duragent.session.bridge import Request, SessionUnavailableError
 from duragent.session.journal import BATCH_SIZE, SNAPSHOT_EVERY, Journal, NewSession
 from duragent.session.state import SessionState
@@ -103,8 +105,10 @@ class SessionActor(pykka.ThreadingActor):
         new: NewSession | None = None,
         default_compaction: str = "archive",
         on_change: Callable[[SessionInfo], None] | None = None,
+        mix: AskMix | None = None,
     ) -> None:
         super().__init__()
+        self._mix = mix
         self._store = store
         self.session_id = session_id
         self._new = new
@@ -180,7 +184,13 @@ class SessionActor(pykka.ThreadingActor):
         """Dispatch a ``Request`` to the ``op_<name>`` method and answer it."""
         if not isinstance(message, Request):
             return None
-        return self._handle(message)
+        mix = self._mix
+        if mix is None:
+            return self._handle(message)
+        start, disk = time.perf_counter(), self._journal.io_seconds
+        self._handle(message)
+        mix.observe(self._journal.io_seconds - disk, time.perf_counter() - start)
+        return None
 
     def _handle(self, message: Request) -> Any:
         try:

@@ -5,12 +5,14 @@ thousand actors ready at once they convoy on the GIL, and the event-loop thread 
 HTTP and every other front end — waits its turn behind them: measured here, p99 event-loop
 stalls of 600–800 ms at 1,000 busy sessions.
 
-The bound is applied on the event loop, before a request is sent: the registry admits at most
-``DEFAULT_ACTIVE_ASKS`` asks in flight (``RegistrySettings.active_asks``), so at most that many
-actor threads are runnable. The first version gated the actor threads themselves with a
-semaphore; every message then cost a thread two sleeps and two wake-ups (inbox, then gate),
-~25 context switches per turn. Waiting on the loop is a parked coroutine instead (measured in
-``bench/sessions.py``; see specs/durable-sessions.md for the numbers).
+The bound is applied on the event loop, before a request is sent: the registry admits a
+limited number of asks in flight, by default adaptively between ``DEFAULT_ACTIVE_ASKS`` and
+``MAX_ACTIVE_ASKS`` so that about one actor thread is running Python while the others wait on
+the disk (``session.admission``), or a fixed number (``RegistrySettings.active_asks``).
+The first version gated the actor threads themselves with a semaphore; every message then
+cost a thread two sleeps and two wake-ups (inbox, then gate), ~25 context switches per turn.
+Waiting on the loop is a parked coroutine instead (measured in ``bench/sessions.py``; see
+specs/durable-sessions.md for the numbers).
 """
 
 from __future__ import annotations
@@ -20,9 +22,13 @@ from collections.abc import Callable
 
 from duragent.core.cpu import pin_current_thread, restore_current_thread
 
-__all__ = ["DEFAULT_ACTIVE_ASKS", "SWITCH_INTERVAL_SECONDS", "tune_interpreter"]
+__all__ = ["DEFAULT_ACTIVE_ASKS", "MAX_ACTIVE_ASKS", "SWITCH_INTERVAL_SECONDS", "tune_interpreter"]
 
 DEFAULT_ACTIVE_ASKS = 8
+"""The least the adaptive limit allows (the best fixed limit on this VM's fast disk)."""
+
+MAX_ACTIVE_ASKS = 32
+"""The most the adaptive limit allows (a very slow disk must not mean unbounded threads)."""
 
 SWITCH_INTERVAL_SECONDS = 0.001
 

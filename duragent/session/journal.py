@@ -73,6 +73,11 @@ class Journal:
         self._bytes_at_snapshot = 0
 
     @property
+    def io_seconds(self) -> float:
+        """Seconds spent in durable log writes so far (the admission limit adapts to it)."""
+        return self._log.io_seconds
+
+    @property
     def loaded(self) -> bool:
         """Whether the session was created or loaded successfully."""
         return self._state is not None

@@ -28,9 +28,9 @@ from duragent.core.ids import new_session_id
 from duragent.core.snapshot import SessionStatus
 from duragent.errors import NotFoundError
 from duragent.session.actor import NewSession, SessionActor, SessionInfo, SessionQuarantinedError
-from duragent.session.admission import Admission
+from duragent.session.admission import Admission, AskMix
 from duragent.session.bridge import Request, SessionUnavailableError, ask
-from duragent.session.gate import DEFAULT_ACTIVE_ASKS
+from duragent.session.gate import DEFAULT_ACTIVE_ASKS, MAX_ACTIVE_ASKS
 from duragent.store import ChatKey, SessionStore
 from duragent.store.snapshot_file import read_header
 
@@ -57,8 +57,8 @@ class RegistrySettings:
     default_compaction: str = "archive"
     min_idle_to_evict: float = 1.0
     """An actor used within this many seconds is not evicted (the cap is briefly exceeded)."""
-    active_asks: int = DEFAULT_ACTIVE_ASKS
-    """At most this many asks are in flight to actor threads at once (see ``gate``)."""
+    active_asks: int | None = None
+    """At most this many asks in flight to actor threads at once; None: adaptive (``gate``)."""
 
 
 @dataclass(slots=True)
@@ -85,7 +85,18 @@ class SessionRegistry:
         self._reaper: asyncio.Task[None] | None = None
         self._on_change = on_change
         self._closed = False
-        self._admission = Admission(self.settings.active_asks)
+        asks = self.settings.active_asks
+        self._mix = AskMix() if asks is None else None
+        self._admission = (
+            Admission(asks)
+            if asks is not None
+            else Admission(DEFAULT_ACTIVE_ASKS, high=MAX_ACTIVE_ASKS, mix=self._mix)
+        )
+
+    @property
+    def active_limit(self) -> int:
+        """Asks allowed in flight to actor threads right now (adaptive unless configured)."""
+        return self._admission.limit
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -266,6 +277,7 @@ class SessionRegistry:
                     new=new,
                     default_compaction=self.settings.default_compaction,
                     on_change=self._on_change,
+                    mix=self._mix,
                 )
                 try:
                     await ask(ref, "info", within=self.settings.ask_timeout)

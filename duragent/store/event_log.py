@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,6 +71,8 @@ class EventLog:
         self._archived_seq: int | None = None  # highest seq in the archive, once known
         self.appended_bytes = 0
         """Bytes appended through this object (the owner spaces snapshots by it)."""
+        self.io_seconds = 0.0
+        """Seconds spent in the durable write (and fsync) of appends."""
 
     def append(self, events: Sequence[Event]) -> None:
         """Write ``events`` as lines and fsync; all or nothing (see module docstring).
@@ -97,9 +100,11 @@ class EventLog:
         try:
             if start and not self._tail_clean and not _ends_with_newline(self.path, start):
                 payload = b"\n" + payload
+            began = time.perf_counter()
             self._write_all(fd, payload)
             if not self._ops.sync_appends:
                 self._ops.fsync(fd)
+            self.io_seconds += time.perf_counter() - began
         except BaseException:
             self._tail_clean = None
             try:

@@ -321,3 +321,11 @@ def test_example_workspace_loads_without_warnings(monkeypatch: pytest.MonkeyPatc
     assert loaded.config.server.port == 8080
     assert loaded.config.sessions.compaction == "archive"
     assert loaded.paths.agents == EXAMPLES / ".duragent" / "agents"
+
+
+@pytest.mark.parametrize(("text", "expected"), [("", "auto"), ("auto", "auto"), ("16", 16)])
+def test_active_actors_is_adaptive_unless_a_number_is_given(
+    tmp_path: Path, text: str, expected: object
+) -> None:
+    (tmp_path / "duragent.yaml").write_text(f"sessions:\n  active_actors: {text or 'auto'}\n")
+    assert load_workspace(tmp_path).config.sessions.active_actors == expected

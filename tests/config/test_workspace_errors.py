@@ -142,3 +142,12 @@ def test_non_mapping_document_is_an_error(tmp_path: Path) -> None:
     assert str(err) == (
         f"{config}:1: duragent.yaml must be a YAML mapping of keys to values (got 'list')"
     )
+
+
+@pytest.mark.parametrize("value", ["fast", "0", "2000"])
+def test_active_actors_must_be_auto_or_a_sensible_number(tmp_path: Path, value: str) -> None:
+    config = write_config(tmp_path, f"sessions:\n  active_actors: {value}\n")
+
+    err = load_error(config)
+
+    assert str(err).startswith(f"{config}:2: sessions.active_actors: ")

@@ -66,3 +66,26 @@ async def test_waiting_for_capacity_counts_against_the_ask_timeout(tmp_path: Pat
         await reg.aclose()
     assert all(isinstance(r, SessionTimeoutError) for r in results)
     assert "no session capacity" in str(results[2])
+
+
+async def test_the_adaptive_limit_lets_a_slow_disk_write_in_parallel(tmp_path: Path) -> None:
+    ops = SlowFsyncOps(delay=0.02)
+    reg = SessionRegistry(SessionStore(tmp_path, ops), RegistrySettings())  # adaptive
+    await reg.open()
+    try:
+        ids = [await reg.create(NewSession(agent="a")) for _ in range(40)]
+        ops.also_slow = [tmp_path / sid for sid in ids]
+        ops.peak_in_fsync = 0
+
+        async def chat(sid: str) -> None:
+            for i in range(4):
+                await reg.call(sid, "add_user_message", content=f"q{i}")
+                await reg.call(sid, "add_assistant_response", content=f"a{i}")
+
+        await asyncio.gather(*(chat(s) for s in ids))
+        limit = reg.active_limit
+    finally:
+        ops.also_slow = []
+        await reg.aclose()
+    assert limit > 8
+    assert ops.peak_in_fsync > 8
