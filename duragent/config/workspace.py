@@ -37,9 +37,18 @@ CompactionMode = Literal["discard", "archive", "disabled"]
 
 
 def _auto_or_count(value: object) -> object:
-    """``auto`` or a whole number from 1 to 1024 (one clear message for both forms)."""
-    if value == "auto" or (type(value) is int and 1 <= value <= 1024):
+    """``auto`` or a whole number from 1 to 1024 (one clear message for both forms).
+
+    ``"8"`` and ``8.0`` are accepted as 8, as every other number field accepts them.
+    """
+    if value == "auto":
         return value
+    whole = (isinstance(value, str) and value.strip().isdigit()) or (
+        isinstance(value, float) and value.is_integer()
+    )
+    number = int(value) if whole else value  # type: ignore[call-overload]
+    if type(number) is int and 1 <= number <= 1024:
+        return number
     raise ValueError("must be 'auto' or a whole number from 1 to 1024")
 
 
@@ -74,7 +83,7 @@ class SessionsConfig(_Section):
     """A session actor idle this long is stopped (its state is on disk)."""
     active_actors: Annotated[int | Literal["auto"], BeforeValidator(_auto_or_count)] = "auto"
     """How many session actors may work at once (others queue on the event loop). ``auto``
-    adapts between 8 and 64 so that about one runs Python while the rest wait on the disk:
+    adapts between 8 and 32 so that few run Python at once while the rest wait on the disk:
     a slow disk (fsync ≥ 1 ms) writes more in parallel, a fast one keeps the event loop
     quick. A number fixes it. See specs/…durable-sessions.md."""
 

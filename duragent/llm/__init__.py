@@ -18,7 +18,14 @@ from duragent.llm.base import LLMProvider
 from duragent.llm.factory import build_provider, credential_problem
 from duragent.llm.offline import OfflineProvider
 from duragent.llm.retry import ResilientProvider, RetryPolicy
-from duragent.llm.types import ChatRequest, ChatResponse, ResponseDone, StreamEvent, TextDelta
+from duragent.llm.types import (
+    ChatRequest,
+    ChatResponse,
+    ResponseDone,
+    StreamEvent,
+    StreamProgress,
+    TextDelta,
+)
 
 __all__ = [
     "ChatRequest",
@@ -29,6 +36,7 @@ __all__ = [
     "ResponseDone",
     "RetryPolicy",
     "StreamEvent",
+    "StreamProgress",
     "TextDelta",
     "build_provider",
     "credential_problem",

@@ -33,9 +33,18 @@ from duragent.errors import (
     LLMTimeoutError,
 )
 from duragent.llm._http_errors import error_for_status, status_for_error_type, transport_failure
-from duragent.llm.types import ChatRequest, ChatResponse, ResponseDone, StreamEvent, TextDelta
+from duragent.llm.types import (
+    ChatRequest,
+    ChatResponse,
+    ResponseDone,
+    StreamEvent,
+    StreamProgress,
+    TextDelta,
+)
 
 __all__ = ["DEFAULT_MAX_TOKENS", "AnthropicProvider", "to_anthropic_request"]
+
+_PROGRESS = StreamProgress()
 
 log = logging.getLogger(__name__)
 
@@ -254,13 +263,15 @@ class AnthropicProvider:
                     if delta.type == "text_delta":
                         text.append(delta.text)
                         yield TextDelta(delta.text)
-                    elif delta.type == "input_json_delta" and event.index in blocks:
+                        continue
+                    if delta.type == "input_json_delta" and event.index in blocks:
                         blocks[event.index]["args"] += delta.partial_json
                 elif kind == "message_delta":
                     finish = event.delta.stop_reason or finish
                     completion_tokens = int(event.usage.output_tokens or 0)
                 elif kind == "error":  # pragma: no cover - SDK raises for error events
                     raise LLMServerError(f"{self.name}: stream error", provider=self.name)
+                yield _PROGRESS  # anything but text (tool arguments, thinking, pings)
         except LLMError:
             raise
         except (json.JSONDecodeError, ValueError) as exc:

@@ -22,9 +22,18 @@ from duragent.errors import (
     LLMTimeoutError,
 )
 from duragent.llm._http_errors import error_for_status, status_for_error_type, transport_failure
-from duragent.llm.types import ChatRequest, ChatResponse, ResponseDone, StreamEvent, TextDelta
+from duragent.llm.types import (
+    ChatRequest,
+    ChatResponse,
+    ResponseDone,
+    StreamEvent,
+    StreamProgress,
+    TextDelta,
+)
 
 __all__ = ["OpenAICompatibleProvider", "to_openai_messages"]
+
+_PROGRESS = StreamProgress()
 
 
 def to_openai_messages(messages: list[Message] | tuple[Message, ...]) -> list[dict[str, Any]]:
@@ -184,6 +193,7 @@ class OpenAICompatibleProvider:
                 model = chunk.model or model
                 if chunk.usage is not None:
                     usage = _usage(chunk.usage)
+                shown = False
                 for choice in chunk.choices or []:
                     finish = choice.finish_reason or finish
                     delta = choice.delta
@@ -191,6 +201,7 @@ class OpenAICompatibleProvider:
                         continue
                     if delta.content:
                         text.append(delta.content)
+                        shown = True
                         yield TextDelta(delta.content)
                     for frag in delta.tool_calls or []:
                         slot = calls.setdefault(frag.index, {"id": "", "name": "", "args": ""})
@@ -203,6 +214,8 @@ class OpenAICompatibleProvider:
                             if name != slot["name"]:
                                 slot["name"] += name
                             slot["args"] += frag.function.arguments or ""
+                if not shown:
+                    yield _PROGRESS
         except LLMError:
             raise
         except (json.JSONDecodeError, ValueError) as exc:

@@ -8,8 +8,10 @@ user has already seen is never duplicated.
 A stream has two clocks: the whole call must end within ``timeout_seconds``, and the provider
 must send *something* at least every ``idle_seconds`` (``server.idle_timeout_seconds``: a
 model that stops mid-answer with the connection open is caught in a minute, not at the end
-of the five-minute call budget). Only the provider's reads are timed: time the caller spends
-with an item (a slow SSE client, a tool) never counts against the model.
+of the five-minute call budget). Anything counts, not only text: providers report tool-call
+arguments and other non-text data as ``StreamProgress``, which is consumed here. Time the
+caller spends with an item (a slow SSE client) never counts as idle; it does count against
+the whole-call deadline, which is wall-clock.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from dataclasses import dataclass
 
 from duragent.errors import LLMError, LLMRateLimitError, LLMServerError, LLMTimeoutError
 from duragent.llm.base import LLMProvider
-from duragent.llm.types import ChatRequest, ChatResponse, StreamEvent
+from duragent.llm.types import ChatRequest, ChatResponse, StreamEvent, StreamProgress
 
 __all__ = ["ResilientProvider", "RetryPolicy"]
 
@@ -134,15 +136,20 @@ class ResilientProvider:
             try:
                 while True:
                     until = deadline if idle is None else min(deadline, loop.time() + idle)
+                    timer = asyncio.timeout_at(until)
                     try:
-                        async with asyncio.timeout_at(until):
+                        async with timer:
                             event = await anext(events)
                     except StopAsyncIteration:
                         return
                     except TimeoutError:
+                        if not timer.expired():
+                            raise  # the provider's own, not our clock's
                         if until < deadline:
                             raise self._idle_error() from None
                         raise self._timeout_error() from None
+                    if isinstance(event, StreamProgress):
+                        continue  # alive, nothing to show
                     started = True
                     yield event
             except LLMError as error:

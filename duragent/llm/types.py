@@ -7,7 +7,14 @@ from dataclasses import dataclass
 
 from duragent.core.messages import Message, ToolCall, ToolDefinition, Usage
 
-__all__ = ["ChatRequest", "ChatResponse", "ResponseDone", "StreamEvent", "TextDelta"]
+__all__ = [
+    "ChatRequest",
+    "ChatResponse",
+    "ResponseDone",
+    "StreamEvent",
+    "StreamProgress",
+    "TextDelta",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -45,10 +52,19 @@ class TextDelta:
 
 
 @dataclass(frozen=True, slots=True)
+class StreamProgress:
+    """Data arrived that is not reply text (tool-call arguments, metadata): the stream lives.
+
+    Only the idle timeout needs it (``ResilientProvider`` consumes it): a long tool call
+    streams for minutes without a word of text, and must not be taken for a stalled model.
+    """
+
+
+@dataclass(frozen=True, slots=True)
 class ResponseDone:
     """The stream finished; carries the assembled response (text, tool calls, usage)."""
 
     response: ChatResponse
 
 
-StreamEvent = TextDelta | ResponseDone
+StreamEvent = TextDelta | StreamProgress | ResponseDone

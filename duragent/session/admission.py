@@ -11,9 +11,9 @@ the disk. ``AskMix`` averages how an ask's time on its actor splits between the 
 everything else; with ``R`` runnable asks wanted, ``R × (1 + disk / other)`` asks may be in
 flight. Measured (bench/sessions.py, 1,000 sessions): with this VM's 0.08 ms fsync the best
 limit is 8 (16 doubles the p99 stall); with a simulated 3.6 ms fsync, 8 caps throughput at
-~840 turns/s, 32 gives ~3,000/s at a 2.2 ms p99 stall, 128 stalls 47 ms. ``R = 1`` within
-[8, 64] picks ~8 and ~37 for these two disks. Slower Python (GIL contention) raises "other"
-and lowers the limit: the feedback is the right way round.
+~840 turns/s, 32 gives ~3,000/s at a 2.2 ms p99 stall, 64 stalls ~10 ms, 128 47 ms.
+``R = 0.5`` within [8, 32] picks 8 and ~28–33 for these two disks. Slower Python (GIL
+contention) raises "other" and lowers the limit: the feedback is the right way round.
 """
 
 from __future__ import annotations

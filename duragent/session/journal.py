@@ -74,8 +74,8 @@ class Journal:
 
     @property
     def io_seconds(self) -> float:
-        """Seconds spent in durable log writes so far (the admission limit adapts to it)."""
-        return self._log.io_seconds
+        """Seconds spent in durable writes so far, log and snapshots (admission adapts)."""
+        return self._log.io_seconds + self._snapshots.io_seconds
 
     @property
     def loaded(self) -> bool:

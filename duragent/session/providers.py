@@ -87,10 +87,15 @@ class ProviderPool:
                 log.exception("provider for agent '%s' could not be built", agent.name)
 
     async def aclose(self) -> None:
-        """Close every provider's connections (builds under way are waited for first)."""
-        for build in list(self._building.values()):
-            with contextlib.suppress(Exception):
-                await build
+        """Close every provider's connections (builds under way are waited for first).
+
+        After this a turn still running gets a fresh provider, which the next ``aclose``
+        closes: nothing built is ever left unclosed by a finished ``aclose``.
+        """
+        while self._building:
+            for build in list(self._building.values()):
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(build)  # our caller's cancellation is not the build's
         providers, self._providers = list(self._providers.values()), {}
         for provider in providers:
             await provider.aclose()

@@ -251,6 +251,9 @@ class TurnRunner:
                     f"call_id mismatch: expected '{pending.get('call_id')}', got '{call_id}'"
                 )
             agent = self._agents().get(info.agent)
+            # Before resolving: if the model cannot be reached (no key, say) the approval
+            # stays pending and can be given again once that is fixed.
+            ctx = await self._context(session_id, agent, active, sink)
             await self.registry.call(
                 session_id, "resolve_pending_approval", call_id=call_id, decision=decision
             )
@@ -261,7 +264,6 @@ class TurnRunner:
                     save_allow_always, agent.directory, tool_type, command
                 )
                 log.info("session %s: saved allow-always pattern %r", session_id, pattern)
-            ctx = await self._context(session_id, agent, active, sink)
             if decision == "deny":
                 outcome = ToolOutcome(
                     False,
@@ -368,13 +370,24 @@ class TurnRunner:
                 ctx = await self._context(session_id, self._agents().get(agent_name), active, sink)
             outcome = await run_loop(ctx, history, turn, done)
         except (LLMError, ContextOverflowError, DuragentError) as exc:
-            return await self._failed(session_id, exc)  # the durable error writes the queue
+            try:
+                return await self._failed(session_id, exc)  # the durable error writes the queue
+            except BaseException:
+                await self._flush_quietly(session_id)
+                raise
         except BaseException:
-            await self.registry.call(session_id, "flush")  # cancelled or a bug: keep results
+            await self._flush_quietly(session_id)  # cancelled or a bug: keep the results
             raise
         # Both ways the loop ends (a final reply, a pending approval) are durable records,
         # which write any queued tool results first: nothing is left to flush.
         return _result(session_id, outcome)
+
+    async def _flush_quietly(self, session_id: str) -> None:
+        """Write the turn's queued tool results while another error is on its way out."""
+        try:
+            await self.registry.call(session_id, "flush")
+        except Exception as exc:  # the original error matters more; the actor retries writes
+            log.error("session %s: flush after a failed turn failed: %s", session_id, exc)
 
     async def _failed(self, session_id: str, exc: Exception) -> TurnResult:
         code = "context_overflow" if isinstance(exc, ContextOverflowError) else "llm_error"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,8 @@ class SnapshotFile:
         self._rendered: dict[Message, str] = {}  # identity-keyed (Message has eq=False)
         self.last_size = 0
         """Bytes of the last snapshot written (the actor spaces snapshots by it)."""
+        self.io_seconds = 0.0
+        """Seconds spent writing and syncing snapshots (the admission limit adapts to it)."""
 
     def render(self, snapshot: SessionSnapshot) -> str:
         """The text of state.yaml for ``snapshot``: header first, conversation last."""
@@ -86,6 +89,7 @@ class SnapshotFile:
     def write(self, snapshot: SessionSnapshot) -> None:
         """Atomically replace state.yaml with ``snapshot``."""
         data = self.render(snapshot).encode()
+        began = time.perf_counter()
         tmp = self.directory / f"{STATE_FILENAME}.{new_ulid()}.tmp"
         try:
             with tmp.open("wb") as fh:
@@ -97,6 +101,7 @@ class SnapshotFile:
             tmp.unlink(missing_ok=True)
             raise
         fsync_dir(self.directory)
+        self.io_seconds += time.perf_counter() - began
         self.last_size = len(data)
 
     def read(self) -> SessionSnapshot | None:

@@ -323,7 +323,9 @@ def test_example_workspace_loads_without_warnings(monkeypatch: pytest.MonkeyPatc
     assert loaded.paths.agents == EXAMPLES / ".duragent" / "agents"
 
 
-@pytest.mark.parametrize(("text", "expected"), [("", "auto"), ("auto", "auto"), ("16", 16)])
+@pytest.mark.parametrize(
+    ("text", "expected"), [("", "auto"), ("auto", "auto"), ("16", 16), ('"16"', 16), ("16.0", 16)]
+)
 def test_active_actors_is_adaptive_unless_a_number_is_given(
     tmp_path: Path, text: str, expected: object
 ) -> None:

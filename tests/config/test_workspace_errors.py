@@ -144,7 +144,7 @@ def test_non_mapping_document_is_an_error(tmp_path: Path) -> None:
     )
 
 
-@pytest.mark.parametrize("value", ["fast", "0", "2000"])
+@pytest.mark.parametrize("value", ["fast", "0", "2000", "1.5", "-3"])
 def test_active_actors_must_be_auto_or_a_sensible_number(tmp_path: Path, value: str) -> None:
     config = write_config(tmp_path, f"sessions:\n  active_actors: {value}\n")
 

@@ -25,7 +25,7 @@ from duragent.errors import (
 from duragent.llm.base import LLMProvider
 from duragent.llm.retry import RetryPolicy
 from duragent.llm.types import TextDelta
-from duragent.testing import Fault, Reply, ScriptedLLMServer
+from duragent.testing import Fault, Reply, ScriptedLLMServer, ToolCallReply
 from tests.llm.helpers import (
     HELLO,
     RecordedSleeps,
@@ -266,3 +266,15 @@ async def test_time_the_caller_spends_with_an_item_is_not_counted_as_idle(
             texts.append(event.text)
             await asyncio.sleep(0.25)  # a slow SSE client, say
     assert "".join(texts) == "a b c"
+
+
+async def test_a_long_tool_call_without_text_is_not_taken_for_an_idle_model(
+    server: ScriptedLLMServer, make_provider: MakeProvider
+) -> None:
+    # argument fragments 0.1 s apart for about a second, never a word of text
+    call = ToolCallReply(name="write", arguments={"text": "y" * 80}, id="c1")
+    server.enqueue(Reply(tool_calls=[call], chunk_delay=0.1))
+    provider = resilient(make_provider(), RecordedSleeps(), idle_seconds=0.4)
+    events = await collect(provider.stream(HELLO))
+    assert final(events).tool_calls[0].id == "c1"
+    assert len(server.requests) == 1

@@ -10,6 +10,7 @@ import pytest
 
 from duragent.core.events import EventType
 from duragent.core.snapshot import SessionStatus
+from duragent.errors import LLMAuthError
 from duragent.session import ApprovalError
 from duragent.testing import Reply, ToolCallReply
 from tests.session.turn_fixtures import FnTool, harness
@@ -132,3 +133,30 @@ async def test_a_new_message_while_waiting_cancels_the_approval(tmp_path: Path) 
     assert messages[-1]["content"] == "never mind"
     assert echo.calls == []
     await asyncio.sleep(0)
+
+
+async def test_an_approval_given_while_the_model_is_unreachable_stays_pending(
+    tmp_path: Path,
+) -> None:
+    echo = FnTool("echo", lambda a: "ran")
+    async with harness(tmp_path, tools=[echo], policy=ASK) as h:
+        h.server.enqueue(echo_call("risky"))
+        sid = await h.runner.start_session("bot")
+        await h.runner.run(sid, "do it")
+        providers = h.runner._providers
+        working = providers.for_agent
+
+        async def no_key(agent: Any) -> Any:
+            raise LLMAuthError("OPENAI_API_KEY is not set", provider="openai")
+
+        providers.for_agent = no_key  # type: ignore[method-assign]
+        with pytest.raises(LLMAuthError):
+            await h.runner.approve(sid, "c1", "allow_once")
+        still = await h.registry.info(sid)
+        providers.for_agent = working  # type: ignore[method-assign]
+        h.server.enqueue(Reply(text="done"))
+        result = await h.runner.approve(sid, "c1", "allow_once")
+    assert still.pending_approval is not None
+    assert still.pending_approval["call_id"] == "c1"
+    assert echo.calls == [{"x": "risky"}]
+    assert result.content == "done"

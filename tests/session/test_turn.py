@@ -90,6 +90,35 @@ async def test_a_cancelled_turn_keeps_the_tool_results_it_already_had(tmp_path: 
     assert on_disk[-1]["call_id"] == "c1"
 
 
+async def test_a_turn_cancelled_while_recording_its_error_still_writes_its_tool_results(
+    tmp_path: Path,
+) -> None:
+    echo = FnTool("echo", lambda a: "echoed")
+    async with harness(tmp_path, tools=[echo]) as h:
+        h.server.enqueue(
+            Reply(tool_calls=[ToolCallReply(name="echo", arguments={"x": "1"}, id="c1")]),
+            Fault(status=400),
+        )
+        sid = await h.runner.start_session("bot")
+        call, recording = h.registry.call, asyncio.Event()
+
+        async def stuck_error_record(session_id: str, op: str, **kwargs: Any) -> Any:
+            if op == "record_error":  # e.g. waiting for session capacity
+                recording.set()
+                await asyncio.Event().wait()
+            return await call(session_id, op, **kwargs)
+
+        h.registry.call = stuck_error_record  # type: ignore[method-assign]
+        task = asyncio.create_task(h.runner.run(sid, "go"))
+        await recording.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        log = tmp_path / ".duragent" / "sessions" / sid / "events.jsonl"
+        kinds = [json.loads(line)["type"] for line in log.read_text().splitlines()]
+    assert kinds[-2:] == ["assistant_response", "tool_result"]
+
+
 async def test_a_tool_round_trip_feeds_the_result_back(tmp_path: Path) -> None:
     echo = FnTool("echo", lambda a: f"echo:{a.get('x')}")
     async with harness(tmp_path, tools=[echo]) as h:

@@ -9,7 +9,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from duragent.errors import AgentNotFoundError
+from duragent.errors import AgentNotFoundError, LLMError
 from duragent.gateways.http.problem import ProblemError
 from duragent.gateways.http.security import read_json
 from duragent.gateways.http.services import HttpServices
@@ -204,6 +204,8 @@ class SessionRoutes:
             # No pending approval: 404; one for another call_id: 409 (the session's state).
             status = 404 if "no pending approval" in str(exc) else 409
             raise ProblemError(status, str(exc)) from None
+        except LLMError as exc:  # nothing was resolved: the same approval can be sent again
+            raise ProblemError(502, f"{exc}; the approval is still pending") from None
         if result.status == "awaiting_approval":
             return JSONResponse(
                 {
