@@ -15,18 +15,17 @@ for approval cancels that approval (the call is recorded as skipped and the deci
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from duragent.agents import Agent, AgentCatalog
 from duragent.context.budget import BudgetSettings, ContextOverflowError
-from duragent.context.system_prompt import build_system_prompt
-from duragent.context.tokens import counter_for_model
-from duragent.core.messages import Message, Role, ToolCall, Usage
+from duragent.core.messages import Message, Role, Usage
 from duragent.core.snapshot import SessionStatus
 from duragent.errors import DuragentError, LLMError
 from duragent.session.actor import NewSession, UserMessageResult
@@ -35,9 +34,10 @@ from duragent.session.providers import ProviderPool
 from duragent.session.registry import SessionRegistry
 from duragent.session.sink import TurnSink
 from duragent.session.state import actor_message_limit
-from duragent.tools.base import SessionReader, Tool, ToolContext, ToolOutcome
-from duragent.tools.policy import load_policy, save_allow_always
-from duragent.tools.registry import build_tools, lookup
+from duragent.session.turn_context import ContextFactory
+from duragent.tools.base import SessionReader, Tool, ToolOutcome
+from duragent.tools.policy import save_allow_always
+from duragent.tools.registry import lookup
 
 __all__ = ["ApprovalError", "TurnResult", "TurnRunner"]
 
@@ -71,45 +71,7 @@ class _Active:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     steering: list[str] = field(default_factory=list)
     running: asyncio.Future[TurnResult] | None = None
-
-
-class _ActorRecorder:
-    """The loop's Recorder over the session actor."""
-
-    def __init__(self, registry: SessionRegistry, session_id: str) -> None:
-        self._registry = registry
-        self._sid = session_id
-
-    async def assistant(
-        self,
-        content: str,
-        tool_calls: tuple[ToolCall, ...],
-        usage: Usage | None,
-        budget: dict[str, int],
-        message_id: str | None,
-    ) -> int:
-        seq: int = await self._registry.call(
-            self._sid,
-            "add_assistant_response",
-            content=content,
-            tool_calls=tool_calls,
-            usage=usage,
-            message_id=message_id,
-            budget=budget,
-        )
-        return seq
-
-    async def tool_result(self, call_id: str, success: bool, content: str) -> None:
-        await self._registry.call(
-            self._sid, "add_tool_result", call_id=call_id, success=success, content=content
-        )
-
-    async def skipped(self, call_ids: list[str], reason: str) -> None:
-        await self._registry.call(self._sid, "add_tools_skipped", call_ids=call_ids, reason=reason)
-
-    async def pending_approval(self, approval: dict[str, Any]) -> None:
-        await self._registry.call(self._sid, "set_pending_approval", approval=approval)
-        await self._registry.call(self._sid, "set_status", status=SessionStatus.PAUSED.value)
+    users: int = 0  # calls holding this entry (``TurnRunner._hold``)
 
 
 class TurnRunner:
@@ -130,13 +92,16 @@ class TurnRunner:
     ) -> None:
         self.registry = registry
         self._agents = agents
-        self._providers = providers
-        self._workspace_dir = workspace_dir
-        self._world_memory_dir = world_memory_dir
-        self._policy_file = policy_file
-        self._sessions = sessions
-        self._extra_tools = extra_tools
-        self._env = os.environ if env is None else env
+        self._contexts = ContextFactory(
+            registry,
+            providers=providers,
+            workspace_dir=workspace_dir,
+            world_memory_dir=world_memory_dir,
+            policy_file=policy_file,
+            sessions=sessions,
+            extra_tools=extra_tools,
+            env=os.environ if env is None else env,
+        )
         self._active: dict[str, _Active] = {}
 
     # --- sessions ---------------------------------------------------------------------------
@@ -184,7 +149,46 @@ class TurnRunner:
         sink: TurnSink | None = None,
     ) -> TurnResult:
         """Run one turn for an inbound message (the only entry point front ends use)."""
-        active = self._active.setdefault(session_id, _Active())
+        with self._hold(session_id) as active:
+            return await self._run(
+                session_id,
+                active,
+                sink,
+                content=content,
+                sender_id=sender_id,
+                sender_name=sender_name,
+                platform_message_id=platform_message_id,
+            )
+
+    @contextlib.contextmanager
+    def _hold(self, session_id: str) -> Iterator[_Active]:
+        """The session's in-memory turn state, dropped once no call is using it.
+
+        A server runs for months: keeping an entry (and its last result) for every chat ever
+        seen would grow without bound.
+        """
+        active = self._active.get(session_id)
+        if active is None:
+            active = self._active[session_id] = _Active()
+        active.users += 1
+        try:
+            yield active
+        finally:
+            active.users -= 1
+            if not active.users and self._active.get(session_id) is active:
+                del self._active[session_id]
+
+    async def _run(
+        self,
+        session_id: str,
+        active: _Active,
+        sink: TurnSink | None,
+        *,
+        content: str,
+        sender_id: str | None,
+        sender_name: str | None,
+        platform_message_id: str | None,
+    ) -> TurnResult:
         record = {
             "content": content,
             "sender_id": sender_id,
@@ -240,7 +244,17 @@ class TurnRunner:
         """Resolve the pending approval and continue the turn it paused."""
         if decision not in DECISIONS:
             raise ApprovalError(f"decision must be one of {', '.join(DECISIONS)}, got {decision!r}")
-        active = self._active.setdefault(session_id, _Active())
+        with self._hold(session_id) as active:
+            return await self._approve(session_id, call_id, decision, active, sink)
+
+    async def _approve(
+        self,
+        session_id: str,
+        call_id: str,
+        decision: str,
+        active: _Active,
+        sink: TurnSink | None,
+    ) -> TurnResult:
         async with active.lock:
             info = await self.registry.info(session_id)
             pending = info.pending_approval
@@ -253,7 +267,7 @@ class TurnRunner:
             agent = self._agents().get(info.agent)
             # Before resolving: if the model cannot be reached (no key, say) the approval
             # stays pending and can be given again once that is fixed.
-            ctx = await self._context(session_id, agent, active, sink)
+            ctx = await self._contexts.build(session_id, agent, active.steering, sink)
             await self.registry.call(
                 session_id, "resolve_pending_approval", call_id=call_id, decision=decision
             )
@@ -301,59 +315,6 @@ class TurnRunner:
 
     # --- internals ------------------------------------------------------------------------
 
-    async def _context(
-        self, session_id: str, agent: Agent, active: _Active, sink: TurnSink | None
-    ) -> LoopContext:
-        spec = agent.spec
-        context = spec.session.context
-        budget = BudgetSettings.for_model(
-            agent.model.name,
-            max_input_tokens=agent.model.max_input_tokens,
-            max_output_tokens=agent.model.max_output_tokens,
-            max_history_tokens=context.max_history_tokens,
-            keep_first=context.tool_result_keep_first,
-            keep_last=context.tool_result_keep_last,
-            max_tool_result_tokens=context.max_tool_result_tokens,
-            truncation=context.tool_result_truncation,
-        )
-        extra = self._extra_tools(agent, session_id) if self._extra_tools else ()
-        tools = build_tools(
-            agent,
-            workspace_dir=self._workspace_dir,
-            world_memory_dir=self._world_memory_dir,
-            extra=extra,
-        )
-
-        def drain() -> list[str]:
-            taken = list(active.steering)
-            active.steering.clear()
-            return taken
-
-        return LoopContext(
-            provider=await self._providers.for_agent(agent),
-            tools=tools,
-            policy=load_policy(self._policy_file, agent.directory),
-            counter=counter_for_model(agent.model.name),
-            budget=budget,
-            system_prompt=build_system_prompt(agent),
-            max_iterations=spec.session.max_tool_iterations,
-            tool_context=ToolContext(
-                session_id=session_id,
-                agent_name=agent.name,
-                agent_dir=agent.directory,
-                workspace_dir=self._workspace_dir,
-                world_memory_dir=self._world_memory_dir,
-                sessions=self._sessions,
-                env=self._env,
-            ),
-            recorder=_ActorRecorder(self.registry, session_id),
-            temperature=agent.model.temperature,
-            price=_pricer(agent),
-            sink=sink,
-            steering=drain,
-            lookup=lookup,
-        )
-
     async def _drive(
         self,
         session_id: str,
@@ -367,7 +328,9 @@ class TurnRunner:
     ) -> TurnResult:
         try:
             if ctx is None:
-                ctx = await self._context(session_id, self._agents().get(agent_name), active, sink)
+                ctx = await self._contexts.build(
+                    session_id, self._agents().get(agent_name), active.steering, sink
+                )
             outcome = await run_loop(ctx, history, turn, done)
         except (LLMError, ContextOverflowError, DuragentError) as exc:
             try:
@@ -410,17 +373,6 @@ class TurnRunner:
             session_id, "resolve_pending_approval", call_id=call_id, decision="deny"
         )
         await self.registry.call(session_id, "set_status", status=SessionStatus.ACTIVE.value)
-
-
-def _pricer(agent: Agent) -> Callable[[Usage], Usage]:
-    pricing = agent.model.pricing
-    if pricing is None:
-        return lambda usage: usage
-    return lambda usage: Usage(
-        prompt_tokens=usage.prompt_tokens,
-        completion_tokens=usage.completion_tokens,
-        cost_usd=pricing.cost(usage.prompt_tokens, usage.completion_tokens),
-    )
 
 
 def _split_at_last_user(messages: list[Message]) -> tuple[list[Message], list[Message]]:

@@ -143,7 +143,7 @@ async def test_an_approval_given_while_the_model_is_unreachable_stays_pending(
         h.server.enqueue(echo_call("risky"))
         sid = await h.runner.start_session("bot")
         await h.runner.run(sid, "do it")
-        providers = h.runner._providers
+        providers = h.providers
         working = providers.for_agent
 
         async def no_key(agent: Any) -> Any:

@@ -119,6 +119,16 @@ async def test_a_turn_cancelled_while_recording_its_error_still_writes_its_tool_
     assert kinds[-2:] == ["assistant_response", "tool_result"]
 
 
+async def test_finished_turns_leave_no_per_session_state_in_memory(tmp_path: Path) -> None:
+    async with harness(tmp_path) as h:
+        sids = [await h.runner.start_session("bot") for _ in range(5)]
+        for sid in sids:
+            h.server.enqueue(Reply(text="ok"))
+            await h.runner.run(sid, "hi")
+        assert h.runner._active == {}  # months of chats must not mean one entry per chat
+        assert not any(h.runner.is_running(sid) for sid in sids)
+
+
 async def test_a_tool_round_trip_feeds_the_result_back(tmp_path: Path) -> None:
     echo = FnTool("echo", lambda a: f"echo:{a.get('x')}")
     async with harness(tmp_path, tools=[echo]) as h:

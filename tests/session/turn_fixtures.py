@@ -78,6 +78,7 @@ class Harness:
     registry: SessionRegistry
     runner: TurnRunner
     catalog: AgentCatalog
+    providers: ProviderPool
 
     @property
     def agent(self) -> Agent:
@@ -117,7 +118,7 @@ async def harness(
             extra_tools=lambda agent, sid: tools,
         )
         try:
-            yield Harness(tmp_path, server, registry, runner, catalog)
+            yield Harness(tmp_path, server, registry, runner, catalog, providers)
         finally:
             await registry.aclose()
             await providers.aclose()

@@ -1,0 +1,161 @@
+"""What the agentic loop needs for one turn: provider, tools, policy, budget, prompt, recorder.
+
+Split from the turn runner, which decides *when* a turn runs; this decides *with what*. The
+recorder writes the loop's events through the session actor (durable or batched, see
+``session.journal``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from duragent.agents import Agent
+from duragent.context.budget import BudgetSettings
+from duragent.context.system_prompt import build_system_prompt
+from duragent.context.tokens import counter_for_model
+from duragent.core.messages import ToolCall, Usage
+from duragent.core.snapshot import SessionStatus
+from duragent.session.loop import LoopContext
+from duragent.session.providers import ProviderPool
+from duragent.session.registry import SessionRegistry
+from duragent.session.sink import TurnSink
+from duragent.tools.base import SessionReader, Tool, ToolContext
+from duragent.tools.policy import load_policy
+from duragent.tools.registry import build_tools, lookup
+
+__all__ = ["ContextFactory"]
+
+
+class _ActorRecorder:
+    """The loop's Recorder over the session actor."""
+
+    def __init__(self, registry: SessionRegistry, session_id: str) -> None:
+        self._registry = registry
+        self._sid = session_id
+
+    async def assistant(
+        self,
+        content: str,
+        tool_calls: tuple[ToolCall, ...],
+        usage: Usage | None,
+        budget: dict[str, int],
+        message_id: str | None,
+    ) -> int:
+        seq: int = await self._registry.call(
+            self._sid,
+            "add_assistant_response",
+            content=content,
+            tool_calls=tool_calls,
+            usage=usage,
+            message_id=message_id,
+            budget=budget,
+        )
+        return seq
+
+    async def tool_result(self, call_id: str, success: bool, content: str) -> None:
+        await self._registry.call(
+            self._sid, "add_tool_result", call_id=call_id, success=success, content=content
+        )
+
+    async def skipped(self, call_ids: list[str], reason: str) -> None:
+        await self._registry.call(self._sid, "add_tools_skipped", call_ids=call_ids, reason=reason)
+
+    async def pending_approval(self, approval: dict[str, Any]) -> None:
+        await self._registry.call(self._sid, "set_pending_approval", approval=approval)
+        await self._registry.call(self._sid, "set_status", status=SessionStatus.PAUSED.value)
+
+
+class ContextFactory:
+    """Builds a turn's ``LoopContext`` from the agent's current definition."""
+
+    def __init__(
+        self,
+        registry: SessionRegistry,
+        *,
+        providers: ProviderPool,
+        workspace_dir: Path,
+        world_memory_dir: Path,
+        policy_file: Path,
+        sessions: SessionReader | None,
+        extra_tools: Callable[[Agent, str], Sequence[Tool]] | None,
+        env: Mapping[str, str],
+    ) -> None:
+        self._registry = registry
+        self._providers = providers
+        self._workspace_dir = workspace_dir
+        self._world_memory_dir = world_memory_dir
+        self._policy_file = policy_file
+        self._sessions = sessions
+        self._extra_tools = extra_tools
+        self._env = env
+
+    async def build(
+        self, session_id: str, agent: Agent, steering: list[str], sink: TurnSink | None
+    ) -> LoopContext:
+        """The loop's context for one turn of ``agent`` in ``session_id``.
+
+        ``steering`` is the turn's inbox of messages that arrived while it runs; the loop
+        drains it at each tool boundary.
+        """
+        spec = agent.spec
+        context = spec.session.context
+        budget = BudgetSettings.for_model(
+            agent.model.name,
+            max_input_tokens=agent.model.max_input_tokens,
+            max_output_tokens=agent.model.max_output_tokens,
+            max_history_tokens=context.max_history_tokens,
+            keep_first=context.tool_result_keep_first,
+            keep_last=context.tool_result_keep_last,
+            max_tool_result_tokens=context.max_tool_result_tokens,
+            truncation=context.tool_result_truncation,
+        )
+        extra = self._extra_tools(agent, session_id) if self._extra_tools else ()
+        tools = build_tools(
+            agent,
+            workspace_dir=self._workspace_dir,
+            world_memory_dir=self._world_memory_dir,
+            extra=extra,
+        )
+
+        def drain() -> list[str]:
+            taken = list(steering)
+            steering.clear()
+            return taken
+
+        return LoopContext(
+            provider=await self._providers.for_agent(agent),
+            tools=tools,
+            policy=load_policy(self._policy_file, agent.directory),
+            counter=counter_for_model(agent.model.name),
+            budget=budget,
+            system_prompt=build_system_prompt(agent),
+            max_iterations=spec.session.max_tool_iterations,
+            tool_context=ToolContext(
+                session_id=session_id,
+                agent_name=agent.name,
+                agent_dir=agent.directory,
+                workspace_dir=self._workspace_dir,
+                world_memory_dir=self._world_memory_dir,
+                sessions=self._sessions,
+                env=self._env,
+            ),
+            recorder=_ActorRecorder(self._registry, session_id),
+            temperature=agent.model.temperature,
+            price=_pricer(agent),
+            sink=sink,
+            steering=drain,
+            lookup=lookup,
+        )
+
+
+def _pricer(agent: Agent) -> Callable[[Usage], Usage]:
+    pricing = agent.model.pricing
+    if pricing is None:
+        return lambda usage: usage
+    return lambda usage: Usage(
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        cost_usd=pricing.cost(usage.prompt_tokens, usage.completion_tokens),
+    )
