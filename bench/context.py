@@ -21,7 +21,8 @@ every random choice is seeded.
     capped with ``truncate_tool_result`` at ``max_tool_result_tokens`` as the loop does) and a
     final answer. Before every simulated LLM call the request is built with ``fit_request``
     exactly as ``duragent/session/loop.py`` does (same ``TurnCache`` for the calls of a turn,
-    ``tools_tokens`` passed); ``history`` is the session's messages up to and including the
+    one ``HistoryCache`` for the session, ``tools_tokens`` passed); ``history`` is the
+    session's messages up to and including the
     turn's user message, held to ``actor_message_limit(32000)`` messages as the session actor
     does (Layer 1; oldest dropped first, never starting on a tool result). The request's cost
     is ``report.request_tokens`` (also re-counted from the returned messages as a check).
@@ -46,7 +47,7 @@ from dataclasses import dataclass, field, replace
 from corpus import code, english, json_text  # bench/ is on sys.path when a script here is run
 
 from duragent.context.budget import BudgetSettings, ContextOverflowError
-from duragent.context.render import TurnCache, fit_request
+from duragent.context.render import HistoryCache, TurnCache, fit_request
 from duragent.context.tokens import (
     MESSAGE_OVERHEAD_TOKENS,
     REQUEST_OVERHEAD_TOKENS,
@@ -187,6 +188,7 @@ def time_render(
 ) -> tuple[float, float, float, int]:
     """(cold seconds, warm median and best seconds, messages sent) for ``history``."""
     tools_tokens = counter.count_tools(TOOLS)
+    history_cache = HistoryCache()  # the session's, as the loop passes it
 
     def call() -> int:
         _, report = fit_request(
@@ -195,6 +197,7 @@ def time_render(
             tools=TOOLS,
             counter=counter,
             settings=settings,
+            history_cache=history_cache,
             tools_tokens=tools_tokens,
         )
         return report.history_sent
@@ -282,6 +285,7 @@ def simulate(
         "shrunk": 0,
         "fit_ns": 0,
     }
+    history_cache = HistoryCache()
     for t in range(1, turns + 1):
         user = Message.user(texts.chat(20, 600))
         session.append(user)
@@ -302,6 +306,7 @@ def simulate(
                     counter=counter,
                     settings=settings,
                     turn_cache=cache,
+                    history_cache=history_cache,
                     tools_tokens=tools_tokens,
                 )
             except ContextOverflowError:

@@ -23,16 +23,28 @@ from __future__ import annotations
 import itertools
 import weakref
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 
 from duragent.context.budget import BudgetReport, BudgetSettings, ContextOverflowError
 from duragent.context.tokens import REQUEST_OVERHEAD_TOKENS, TokenCounter
 from duragent.context.truncation import fit_prefix
+from duragent.context.units import (
+    MISSING_RESULT,
+    HistoryCache,
+    TurnCache,
+    Unit,
+    split,
+    split_newest_first,
+)
 from duragent.core.messages import Message, Role, ToolDefinition
 
-__all__ = ["MISSING_RESULT", "TurnCache", "fit_request", "masked_notice", "truncation_notice"]
-
-MISSING_RESULT = "Error: no result was recorded for this tool call"
+__all__ = [
+    "MISSING_RESULT",
+    "HistoryCache",
+    "TurnCache",
+    "fit_request",
+    "masked_notice",
+    "truncation_notice",
+]
 
 _masked: weakref.WeakKeyDictionary[Message, Message] = weakref.WeakKeyDictionary()
 
@@ -47,99 +59,14 @@ def masked_notice(tokens: int) -> str:
     return f"[result masked — ~{tokens} tokens removed]"
 
 
-@dataclass(slots=True)
-class _Unit:
-    """Messages that travel together: one message, or a tool call with all its results."""
-
-    messages: list[Message]
-    source: int = 1  # how many original messages it stands for (for the omitted count)
-    group: bool = False
-    tokens: int = 0
-    pinned: bool = False
-    results: list[int] = field(default_factory=list)  # indexes of tool results in messages
-    masked: set[int] = field(default_factory=set)  # indexes already replaced by a mask
+def _reported(units: Iterator[Unit], report: BudgetReport) -> Iterator[Unit]:
+    """``units``, each counted in ``report`` as the walk reaches it."""
+    for unit in units:
+        unit.report_to(report)
+        yield unit
 
 
-def _group(call: Message, results: list[Message], report: BudgetReport) -> _Unit:
-    by_id: dict[str, Message] = {}
-    for r in results:
-        if r.tool_call_id and r.tool_call_id not in by_id:
-            by_id[r.tool_call_id] = r
-    out = [call]
-    used = 0
-    for call_id in dict.fromkeys(c.id for c in call.tool_calls):
-        found = by_id.get(call_id)
-        if found is None:
-            report.calls_repaired += 1
-            found = Message.tool(call_id, MISSING_RESULT)
-        else:
-            used += 1
-        out.append(found)
-    report.orphans_dropped += len(results) - used
-    return _Unit(out, source=1 + len(results), group=True, results=list(range(1, len(out))))
-
-
-def _units_newest_first(messages: Sequence[Message], report: BudgetReport) -> Iterator[_Unit]:
-    """Units from the newest message back (normalising tool calls and results), lazily.
-
-    Lazy so that Layer 2 only looks at the messages it may send: the cost of a render is
-    proportional to the request, not to the history.
-    """
-    i = len(messages) - 1
-    while i >= 0:
-        m = messages[i]
-        if m.role is Role.TOOL:
-            j = i
-            while j >= 0 and messages[j].role is Role.TOOL:
-                j -= 1
-            results = list(messages[j + 1 : i + 1])
-            if j >= 0 and messages[j].role is Role.ASSISTANT and messages[j].tool_calls:
-                yield _group(messages[j], results, report)
-                i = j - 1
-            else:
-                report.orphans_dropped += len(results)
-                yield _Unit([], source=len(results))
-                i = j
-        elif m.role is Role.ASSISTANT and m.tool_calls:
-            yield _group(m, [], report)
-            i -= 1
-        else:
-            yield _Unit([m])
-            i -= 1
-
-
-def _units(messages: Sequence[Message], report: BudgetReport) -> list[_Unit]:
-    """All units, oldest first."""
-    units = list(_units_newest_first(messages, report))
-    units.reverse()
-    return units
-
-
-class TurnCache:
-    """The current turn's units, kept between the loop's calls so each call costs O(new).
-
-    Within one turn messages are only appended, masking only grows (the middle widens) and a
-    dropped group stays dropped, so what was decided for the older units still holds.
-    """
-
-    __slots__ = ("boundary", "units")
-
-    def __init__(self) -> None:
-        self.units: list[_Unit] = []
-        self.boundary = 0  # index in the turn where the last cached unit starts
-
-    def update(self, turn: Sequence[Message], report: BudgetReport) -> list[_Unit]:
-        """The units of ``turn``, re-splitting only from the last cached unit on."""
-        if self.units:
-            self.units.pop()  # it may have gained results since: split it again
-        fresh = _units(turn[self.boundary :], report)
-        if fresh:
-            self.boundary += sum(u.source for u in fresh[:-1])
-        self.units.extend(fresh)
-        return self.units
-
-
-def _cost(unit: _Unit, counter: TokenCounter) -> int:
+def _cost(unit: Unit, counter: TokenCounter) -> int:
     unit.tokens = sum(counter.count_message(m) for m in unit.messages)
     return unit.tokens
 
@@ -163,13 +90,14 @@ def fit_request(
     counter: TokenCounter,
     settings: BudgetSettings,
     turn_cache: TurnCache | None = None,
+    history_cache: HistoryCache | None = None,
     tools_tokens: int | None = None,
 ) -> tuple[list[Message], BudgetReport]:
     """The messages to send for this call, fitted to ``settings.limit`` (module docstring).
 
-    Pass the same ``turn_cache`` for every call of one turn (the loop does) to keep the cost
-    of a call proportional to what changed, and ``tools_tokens`` when the tool definitions'
-    cost is already known.
+    Pass the same ``turn_cache`` for every call of one turn and the session's
+    ``history_cache`` for every call (the loop does) to keep the cost of a call proportional
+    to what changed, and ``tools_tokens`` when the tool definitions' cost is already known.
     """
     report = BudgetReport(window=settings.window, limit=settings.limit)
     limit = settings.limit
@@ -181,7 +109,12 @@ def fit_request(
         fixed += counter.count_message(system_msg)
 
     # --- this turn: normalise, then 3b masking ------------------------------------------
-    turn_units = turn_cache.update(turn, report) if turn_cache else _units(turn, report)
+    if turn_cache is not None:
+        turn_units = turn_cache.update(turn, report)
+    else:
+        turn_units = split(turn)
+        for unit in turn_units:
+            unit.report_to(report)
     tool_slots = [(u, k) for u in turn_units if u.group for k in u.results]
     keep_first, keep_last = settings.keep_first, settings.keep_last
     if (keep_first or keep_last) and len(tool_slots) > keep_first + keep_last:
@@ -196,15 +129,19 @@ def fit_request(
         turn_cost += unit.tokens or _cost(unit, counter)
 
     # --- Layer 2: history, newest first, latest user message pinned ----------------------
-    candidates = _units_newest_first(history, report)
-    pinned: list[_Unit] = []
+    newest_first = (
+        reversed(history_cache.units(history, counter))
+        if history_cache is not None
+        else split_newest_first(history)
+    )
+    candidates = _reported(newest_first, report)
+    pinned: list[Unit] = []
     head = next(candidates, None)
     if head is not None and head.messages and head.messages[0].role is Role.USER:
         pinned = [head]
-        head.pinned = True
     elif head is not None:
         candidates = itertools.chain([head], candidates)
-    pinned_cost = sum(_cost(u, counter) for u in pinned)
+    pinned_cost = sum(u.tokens or _cost(u, counter) for u in pinned)
     available = settings.window - fixed - settings.output_reserve - settings.safety
     budget = (
         available
@@ -213,11 +150,11 @@ def fit_request(
     )
     budget = min(budget, limit - fixed - turn_cost) - pinned_cost
     notice_cost = counter.count_message(Message.system(truncation_notice(len(history))))
-    chosen: list[_Unit] = []  # newest first while selecting
+    chosen: list[Unit] = []  # newest first while selecting
     used = 0
     complete = True
     for unit in candidates:
-        cost = _cost(unit, counter)
+        cost = unit.tokens or _cost(unit, counter)
         if used + cost > budget:
             complete = False
             break
@@ -279,7 +216,7 @@ def fit_request(
 
 
 def _shrink_results(
-    units: list[_Unit], excess: int, counter: TokenCounter, report: BudgetReport
+    units: list[Unit], excess: int, counter: TokenCounter, report: BudgetReport
 ) -> None:
     """Cut this turn's tool results (largest first) until ``excess`` tokens are gone."""
     slots = [(u, k) for u in units if u.group for k in u.results]

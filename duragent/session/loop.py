@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from duragent.context.budget import BudgetReport, BudgetSettings
-from duragent.context.render import TurnCache, fit_request
+from duragent.context.render import HistoryCache, TurnCache, fit_request
 from duragent.context.tokens import TokenCounter
 from duragent.context.truncation import truncate_tool_result
 from duragent.core.ids import new_message_id
@@ -96,6 +96,8 @@ class LoopContext:
     sink: TurnSink | None = None
     steering: Callable[[], list[str]] = field(default=lambda: [])
     lookup: Callable[[Mapping[str, Tool], str], Tool | None] | None = None
+    history_cache: HistoryCache | None = None
+    """The session's split and counted history, reused from call to call and turn to turn."""
 
 
 @dataclass(slots=True)
@@ -171,6 +173,7 @@ async def _call_model(
             counter=ctx.counter,
             settings=budget,
             turn_cache=cache.units,
+            history_cache=ctx.history_cache,
             tools_tokens=tools_tokens,
         )
         request = ChatRequest(

@@ -7,12 +7,14 @@ recorder writes the loop's events through the session actor (durable or batched,
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from duragent.agents import Agent
 from duragent.context.budget import BudgetSettings
+from duragent.context.render import HistoryCache
 from duragent.context.system_prompt import build_system_prompt
 from duragent.context.tokens import counter_for_model
 from duragent.core.messages import ToolCall, Usage
@@ -25,7 +27,11 @@ from duragent.tools.base import SessionReader, Tool, ToolContext
 from duragent.tools.policy import load_policy
 from duragent.tools.registry import build_tools, lookup
 
-__all__ = ["ContextFactory"]
+__all__ = ["HISTORY_CACHES", "ContextFactory"]
+
+HISTORY_CACHES = 64
+"""Sessions whose split history is kept between turns (each holds up to its window of units,
+~100 bytes a message: 64 × 2,000 messages is ~13 MB at most)."""
 
 
 class _ActorRecorder:
@@ -90,6 +96,15 @@ class ContextFactory:
         self._sessions = sessions
         self._extra_tools = extra_tools
         self._env = env
+        self._histories: OrderedDict[str, HistoryCache] = OrderedDict()
+
+    def _history_cache(self, session_id: str) -> HistoryCache:
+        """The session's history cache; the least recently used go beyond ``HISTORY_CACHES``."""
+        cache = self._histories.pop(session_id, None) or HistoryCache()
+        self._histories[session_id] = cache
+        while len(self._histories) > HISTORY_CACHES:
+            self._histories.popitem(last=False)
+        return cache
 
     async def build(
         self, session_id: str, agent: Agent, steering: list[str], sink: TurnSink | None
@@ -147,6 +162,7 @@ class ContextFactory:
             sink=sink,
             steering=drain,
             lookup=lookup,
+            history_cache=self._history_cache(session_id),
         )
 
 

@@ -1,0 +1,88 @@
+"""The history cache changes what a request costs to build, never what the request is.
+
+Oracle test: over random conversations whose window slides (messages appended at the end,
+dropped at the start), the reordered or replaced histories a cache cannot continue, and a
+change of counter, ``fit_request`` with one persistent ``HistoryCache`` returns exactly what
+it returns without one: the same messages and the same report.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from duragent.context.budget import BudgetSettings, ContextOverflowError
+from duragent.context.render import fit_request
+from duragent.context.units import HistoryCache
+from duragent.core.messages import Message
+from tests.context.test_render_properties import COUNTERS, budgets, conversations, turns
+
+
+def as_values(messages: list[Message]) -> list[tuple[Any, ...]]:
+    return [(m.role, m.content, m.tool_call_id, m.tool_calls) for m in messages]
+
+
+def render(history: list[Message], turn: list[Message], budget: BudgetSettings, **kw: Any) -> Any:
+    try:
+        out, report = fit_request(
+            system="You are terse.", history=history, turn=turn, settings=budget, **kw
+        )
+    except ContextOverflowError as exc:
+        return ("overflow", exc.needed, exc.limit)
+    return as_values(out), report
+
+
+windows = st.lists(
+    st.tuples(st.integers(0, 6), st.integers(0, 8), st.sampled_from(["slide", "shuffle", "swap"])),
+    min_size=1,
+    max_size=8,
+)
+
+
+@settings(
+    max_examples=120,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    conversation=conversations(),
+    turn=turns(),
+    budget=budgets,
+    steps=windows,
+    random=st.randoms(use_true_random=False),
+)
+def test_a_cached_history_renders_exactly_like_an_uncached_one(
+    conversation: list[Message],
+    turn: list[Message],
+    budget: BudgetSettings,
+    steps: list[tuple[int, int, str]],
+    random: Any,
+) -> None:
+    cache = HistoryCache()
+    start, end = 0, max(1, len(conversation) // 2)
+    for step, (drop, add, how) in enumerate(steps):
+        start, end = min(start + drop, len(conversation)), min(end + add, len(conversation))
+        start = min(start, end)
+        history = conversation[start:end]
+        if how == "shuffle" and step % 3 == 2:
+            history = random.sample(history, len(history))  # not a continuation
+        counter = COUNTERS[step % 2] if how == "swap" else COUNTERS[0]
+        cached = render(history, turn, budget, counter=counter, history_cache=cache)
+        plain = render(history, turn, budget, counter=counter)
+        assert cached == plain
+
+
+def test_a_sliding_window_reuses_the_units_it_already_counted() -> None:
+    conversation = [
+        Message.user(f"question {i}") if i % 2 == 0 else Message.assistant(f"answer {i}")
+        for i in range(400)
+    ]
+    cache, counter = HistoryCache(), COUNTERS[0]
+    first = cache.units(conversation[:300], counter)
+    second = cache.units(conversation[10:310], counter)
+    assert len(second) == 300
+    assert second[0] is first[10]  # the same objects: split and counted once
+    assert second[-12] is first[-2]
+    assert second[-11] is not first[-1]  # the last unit is split again: it may have grown
