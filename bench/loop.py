@@ -25,7 +25,7 @@ from duragent.llm import ChatRequest, ChatResponse, ResponseDone, StreamEvent
 from duragent.session import RegistrySettings, SessionRegistry, TurnRunner
 from duragent.session.providers import ProviderPool
 from duragent.store import SessionStore
-from duragent.tools.base import ToolContext, ToolOutcome
+from duragent.tools.base import PolicyType, ToolContext, ToolOutcome
 
 AGENT = """\
 apiVersion: duragent/v1alpha1
@@ -72,7 +72,7 @@ class InstantModel:
 
 class Noop:
     name = "noop"
-    policy_type = "builtin"
+    policy_type: PolicyType = "builtin"
 
     def definition(self) -> ToolDefinition:
         return ToolDefinition(name="noop", description="does nothing, instantly")
@@ -89,7 +89,7 @@ class FixedPool(ProviderPool):
         super().__init__()
         self.instant = model
 
-    def for_agent(self, agent: Any) -> Any:
+    async def for_agent(self, agent: Any) -> Any:
         return self.instant
 
 
@@ -129,9 +129,9 @@ async def main() -> None:
             rows.append((n, statistics.median(per)))
     print(f"{'iterations':>10}  {'per iteration':>14}  {'target':>8}")
     print("-" * 38)
-    for n, per in rows:
+    for n, each in rows:
         target = "<= 2 ms" if n == 100 else ""
-        print(f"{n:>10}  {per * 1e3:>11.2f} ms  {target:>8}")
+        print(f"{n:>10}  {each * 1e3:>11.2f} ms  {target:>8}")
     print(f"ratio 100/10 per-iteration cost: {rows[1][1] / rows[0][1]:.2f} (1.0 = linear)")
 
 

@@ -25,9 +25,10 @@ def run(*cmd: str) -> subprocess.CompletedProcess[str]:
         ("ruff", "check", "duragent", "tests", "bench"),
         ("ruff", "format", "--check", "duragent", "tests", "bench"),
         ("mypy",),
+        ("mypy", "bench"),
         ("lint-imports",),
     ],
-    ids=["ruff-lint", "ruff-format", "mypy-strict", "import-layers"],
+    ids=["ruff-lint", "ruff-format", "mypy-strict", "mypy-strict-bench", "import-layers"],
 )
 def test_the_code_passes(cmd: tuple[str, ...]) -> None:
     result = run(str(BIN / cmd[0]), *cmd[1:])

@@ -283,7 +283,7 @@ def read_book(records: list[dict[str, Any]]) -> dict[str, SessionBook]:
     book: dict[str, SessionBook] = {}
     for r in records:
         sid = r.get("sid")
-        if r["kind"] == "session":
+        if r["kind"] == "session" and isinstance(sid, str):
             book.setdefault(sid, SessionBook())
         elif sid in book and r["kind"] == "intent":
             entry = book[sid]
