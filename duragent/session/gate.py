@@ -7,7 +7,7 @@ stalls of 600–800 ms at 1,000 busy sessions.
 
 The bound is applied on the event loop, before a request is sent: the registry admits a
 limited number of asks in flight, by default adaptively between ``DEFAULT_ACTIVE_ASKS`` and
-``MAX_ACTIVE_ASKS`` so that about one actor thread is running Python while the others wait on
+``MAX_ACTIVE_ASKS`` so that few actor threads run Python at once while the others wait on
 the disk (``session.admission``), or a fixed number (``RegistrySettings.active_asks``).
 The first version gated the actor threads themselves with a semaphore; every message then
 cost a thread two sleeps and two wake-ups (inbox, then gate), ~25 context switches per turn.
