@@ -86,12 +86,12 @@ class SessionRegistry:
         self._on_change = on_change
         self._closed = False
         asks = self.settings.active_asks
-        self._mix = AskMix() if asks is None else None
-        self._admission = (
-            Admission(asks)
-            if asks is not None
-            else Admission(DEFAULT_ACTIVE_ASKS, high=MAX_ACTIVE_ASKS, mix=self._mix)
-        )
+        self._mix: AskMix | None = None  # shared with the actors when the limit adapts
+        if asks is None:
+            self._mix = AskMix()
+            self._admission = Admission(DEFAULT_ACTIVE_ASKS, high=MAX_ACTIVE_ASKS, mix=self._mix)
+        else:
+            self._admission = Admission(asks)
 
     @property
     def active_limit(self) -> int:

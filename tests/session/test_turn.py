@@ -25,6 +25,18 @@ async def events_of(h: Any, sid: str) -> list[Any]:
     return await h.registry.call(sid, "events", include_archive=True)
 
 
+def on_disk(tmp_path: Path, sid: str) -> list[dict[str, Any]]:
+    """The session's log as it is on disk (``events`` would flush queued events first)."""
+    log = tmp_path / ".duragent" / "sessions" / sid / "events.jsonl"
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+async def cancel(task: asyncio.Task[Any]) -> None:
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
 async def test_a_plain_reply_is_persisted_and_returned(tmp_path: Path) -> None:
     async with harness(tmp_path) as h:
         h.server.enqueue(Reply(text="Hello there!"))
@@ -81,13 +93,10 @@ async def test_a_cancelled_turn_keeps_the_tool_results_it_already_had(tmp_path: 
         sid = await h.runner.start_session("bot")
         task = asyncio.create_task(h.runner.run(sid, "go"))
         await hanging.wait()
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        log = tmp_path / ".duragent" / "sessions" / sid / "events.jsonl"
-        on_disk = [json.loads(line) for line in log.read_text().splitlines()]
-    assert [e["type"] for e in on_disk][-2:] == ["assistant_response", "tool_result"]
-    assert on_disk[-1]["call_id"] == "c1"
+        await cancel(task)
+        logged = on_disk(tmp_path, sid)
+    assert [e["type"] for e in logged][-2:] == ["assistant_response", "tool_result"]
+    assert logged[-1]["call_id"] == "c1"
 
 
 async def test_a_turn_cancelled_while_recording_its_error_still_writes_its_tool_results(
@@ -111,11 +120,8 @@ async def test_a_turn_cancelled_while_recording_its_error_still_writes_its_tool_
         h.registry.call = stuck_error_record  # type: ignore[method-assign]
         task = asyncio.create_task(h.runner.run(sid, "go"))
         await recording.wait()
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        log = tmp_path / ".duragent" / "sessions" / sid / "events.jsonl"
-        kinds = [json.loads(line)["type"] for line in log.read_text().splitlines()]
+        await cancel(task)
+        kinds = [e["type"] for e in on_disk(tmp_path, sid)]
     assert kinds[-2:] == ["assistant_response", "tool_result"]
 
 
