@@ -10,6 +10,8 @@ string matching::
     ├── NotFoundError (LookupError)
     │   └── AgentNotFoundError
     ├── TokenizerError              an encoding could not be loaded offline
+    ├── StorageError (OSError)      the disk refused a read or write (full, permission, I/O):
+    │                               the data already on disk is intact, retry after the fix
     └── LLMError                    a provider call failed
         ├── LLMTimeoutError         the per-call timeout expired (retryable)
         ├── LLMConnectionError      no connection / reset (retryable)
@@ -40,6 +42,7 @@ __all__ = [
     "LLMServerError",
     "LLMTimeoutError",
     "NotFoundError",
+    "StorageError",
     "TokenizerError",
 ]
 
@@ -130,6 +133,27 @@ class AgentNotFoundError(NotFoundError):
     def __init__(self, name: str) -> None:
         self.name = name
         super().__init__(f"agent '{name}' not found")
+
+
+class StorageError(DuragentError, OSError):
+    """The operating system refused a read or write of duragent's files.
+
+    Disk full (ENOSPC), permission denied (EACCES/EPERM), too many open files (EMFILE/ENFILE),
+    an I/O error (EIO) or a read-only file system are conditions of the machine, not of the data:
+    what is on disk stays as it was and the operation may succeed once the cause is fixed. So
+    this is never treated as corruption (no quarantine), and front ends report it as a storage
+    failure (HTTP 507/503), not as a generic 500. ``errno``, ``filename`` and ``strerror`` are
+    those of the underlying ``OSError``; ``operation`` says what was being done.
+    """
+
+    def __init__(self, operation: str, cause: OSError) -> None:
+        super().__init__(cause.errno, cause.strerror, cause.filename)
+        self.operation = operation
+        self.cause = cause
+
+    def __str__(self) -> str:
+        where = f" ({self.filename})" if self.filename else ""
+        return f"storage error while {self.operation}{where}: {self.strerror or self.cause}"
 
 
 class TokenizerError(DuragentError):
