@@ -23,7 +23,7 @@ import pykka
 from duragent.core.events import Event, EventType
 from duragent.core.messages import Message, ToolCall, Usage
 from duragent.core.snapshot import SessionStatus
-from duragent.errors import DuragentError
+from duragent.errors import DuragentError, StorageError
 from duragent.session.admission import AskMix
 from duragent.session.bridge import Request, SessionUnavailableError
 from duragent.session.journal import BATCH_SIZE, SNAPSHOT_EVERY, Journal, NewSession
@@ -47,7 +47,19 @@ log = logging.getLogger(__name__)
 
 
 class SessionQuarantinedError(DuragentError):
-    """The session's files could not be read; it was moved aside, not resumed empty."""
+    """The session's files could not be trusted; it was moved aside, not resumed empty.
+
+    Raised for every request to it until it is restored (``duragent session restore``).
+    """
+
+    def __init__(self, session_id: str, reason: str) -> None:
+        self.session_id = session_id
+        self.reason = reason
+        super().__init__(
+            f"session {session_id} is quarantined: {reason}. Its files are kept in "
+            f"sessions/_quarantine/{session_id}/; after fixing them, run "
+            f"`duragent session restore {session_id}`"
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -139,11 +151,14 @@ class SessionActor(pykka.ThreadingActor):
             else:
                 self._journal.load()
         except SnapshotCorruptError as exc:
-            self._store.quarantine(self.session_id, str(exc))
-            self._failure = SessionQuarantinedError(
-                f"session {self.session_id} could not be loaded and was quarantined: {exc.reason}"
-            )
-        except DuragentError as exc:
+            try:
+                self._store.quarantine(self.session_id, str(exc))
+            except OSError as move_failed:  # left in place: refused now, checked again later
+                self._failure = StorageError(f"quarantining {self.session_id}", move_failed)
+                log.error("session %s: %s (%s)", self.session_id, move_failed, exc)
+                return
+            self._failure = SessionQuarantinedError(self.session_id, str(exc))
+        except DuragentError as exc:  # StorageError too: nothing moved; the next start retries
             self._failure = exc
         except Exception as exc:
             log.exception("session %s failed to start", self.session_id)
@@ -194,7 +209,7 @@ class SessionActor(pykka.ThreadingActor):
 
     def _handle(self, message: Request) -> Any:
         try:
-            if self._failure is not None:
+            if self._failure is not None and message.op != "stop":
                 raise self._failure
             if self._closed:
                 raise SessionUnavailableError(f"session {self.session_id} stopped")

@@ -16,7 +16,12 @@ events up to ``checkpoint_seq`` are compacted per the session's mode.
 
 Recovery (``load``): snapshot + replay of the log after ``checkpoint_seq`` through the same
 ``SessionState.apply`` as the live path, then interrupted tool calls get a persisted
-"interrupted" result and a session left running is settled.
+"interrupted" result and a session left running is settled. Events the snapshot says were
+written but that cannot be found (``store.integrity``) are taken from the archive or the
+session is refused (quarantine), never resumed without them.
+
+Storage failures: an ``OSError`` of the machine (full, permission, I/O, descriptors) becomes
+a ``StorageError`` naming the file, and each write reports to ``store.health`` (``/readyz``).
 """
 
 from __future__ import annotations
@@ -28,7 +33,16 @@ from dataclasses import dataclass
 from duragent.core.events import Event, EventType, now_rfc3339
 from duragent.core.snapshot import SessionSnapshot, SessionStatus
 from duragent.session.state import INTERRUPTED_RESULT, SessionState
-from duragent.store import EventLog, SessionStore, SnapshotCorruptError, SnapshotFile
+from duragent.store import (
+    EventLog,
+    ReadReport,
+    SessionFilesInconsistentError,
+    SessionStore,
+    SnapshotCorruptError,
+    SnapshotFile,
+    storage_error,
+)
+from duragent.store.integrity import merge_events, missing_events
 
 __all__ = ["BATCH_SIZE", "SNAPSHOT_EVERY", "Journal", "NewSession"]
 
@@ -89,10 +103,13 @@ class Journal:
     def events(self, after_seq: int = 0, include_archive: bool = False) -> list[Event]:
         """Persisted events after ``after_seq`` (archive first when asked)."""
         self.flush()
-        live, _ = self._log.read(after_seq)
-        if not include_archive:
-            return live
-        archived = [e for e in self._log.read_archive() if e.seq > after_seq]
+        try:
+            live, _ = self._log.read(after_seq)
+            if not include_archive:
+                return live
+            archived = [e for e in self._log.read_archive() if e.seq > after_seq]
+        except OSError as exc:
+            raise storage_error(f"reading the history of session {self.session_id}", exc) from exc
         first_live = live[0].seq if live else None
         return [e for e in archived if first_live is None or e.seq < first_live] + live
 
@@ -127,23 +144,80 @@ class Journal:
         self.snapshot()
 
     def load(self) -> None:
-        """Recover from disk (see module docstring); raises ``SnapshotCorruptError``."""
+        """Recover from disk (see module docstring).
+
+        Raises ``SnapshotCorruptError`` (quarantine: the files cannot be trusted) or
+        ``StorageError`` (the OS refused a read or write: nothing is moved, retry later).
+        """
+        try:
+            self._load()
+        except OSError as exc:
+            raise storage_error(f"loading session {self.session_id}", exc) from exc
+
+    def _load(self) -> None:
         self._remove_stale_temp_files()
         snapshot = self._snapshots.read()
         if snapshot is None:
-            events, _ = self._log.read(0)
-            first = events[0] if events else None
-            if first is None or first.type != EventType.SESSION_START:
-                raise SnapshotCorruptError(self._snapshots.path, "no snapshot and no log start")
-            now = first.timestamp or now_rfc3339()
-            snapshot = SessionSnapshot(
-                session_id=self.session_id,
-                agent=str(first.data.get("agent", "")),
-                created_at=now,
-                updated_at=now,
-            )
+            snapshot, events = self._rebuild_without_snapshot()
+        else:
+            events = self._events_after(snapshot)
         state = SessionState(snapshot)
-        events, report = self._log.read(snapshot.replay_from_seq)
+        for event in events:
+            state.apply(event)
+        self._state = state
+        self._last_snapshot_seq = snapshot.last_event_seq
+        self._repair_after_crash(state)
+
+    def _events_after(self, snapshot: SessionSnapshot) -> list[Event]:
+        """The events to replay on ``snapshot``; every one it says was written, or raise."""
+        start = snapshot.replay_from_seq
+        events, report = self._log.read(start)
+        self._report(report)
+        problem = missing_events(events, start, snapshot.last_event_seq)
+        if problem is None:
+            return events
+        log.error("session %s: %s; looking in the archive", self.session_id, problem)
+        merged = merge_events(events, (e for e in self._log.read_archive() if e.seq > start))
+        if missing_events(merged, start, snapshot.last_event_seq) is not None:
+            raise SessionFilesInconsistentError(self._log.path, problem)
+        log.error("session %s: the missing events were recovered from the archive", self.session_id)
+        return merged
+
+    def _rebuild_without_snapshot(self) -> tuple[SessionSnapshot, list[Event]]:
+        """No state.yaml: rebuild from the whole log (archive first) if it is complete.
+
+        Normal right after a crash during creation (the first event is written before the
+        first snapshot); anything longer means the snapshot was lost, which is logged.
+        """
+        events, report = self._log.read(0)
+        self._report(report)
+        if not events or events[0].seq != 1:  # compacted: the start is in the archive
+            events = merge_events(self._log.read_archive(), events)
+        first = events[0] if events else None
+        if first is None or first.type != EventType.SESSION_START or first.seq != 1:
+            raise SnapshotCorruptError(self._snapshots.path, "no snapshot and no log start")
+        problem = missing_events(events, 0, 0)
+        if problem is not None:
+            raise SessionFilesInconsistentError(self._log.path, f"no snapshot, and {problem}")
+        if len(events) > 1:
+            log.error(
+                "session %s: %s is missing; rebuilt from %d logged events",
+                self.session_id,
+                self._snapshots.path,
+                len(events),
+            )
+        now = first.timestamp or now_rfc3339()
+        snapshot = SessionSnapshot(
+            session_id=self.session_id,
+            agent=str(first.data.get("agent", "")),
+            created_at=now,
+            updated_at=now,
+        )
+        return snapshot, events
+
+    def _report(self, report: ReadReport) -> None:
+        if report.missing and self._snapshots.exists():
+            log.error("session %s: %s is missing", self.session_id, self._log.path)
         if not report.clean:
             log.warning(
                 "session %s log: %d malformed, %d duplicate, torn tail %s, gaps %s",
@@ -153,11 +227,6 @@ class Journal:
                 report.torn_tail,
                 report.gaps,
             )
-        for event in events:
-            state.apply(event)
-        self._state = state
-        self._last_snapshot_seq = snapshot.last_event_seq
-        self._repair_after_crash(state)
 
     def _remove_stale_temp_files(self) -> None:
         """Temp files of writes a crash interrupted (their targets were never replaced)."""
@@ -228,7 +297,13 @@ class Journal:
         if not self._queue:
             return
         batch = list(self._queue)
-        self._log.append(batch)
+        try:
+            self._log.append(batch)
+        except OSError as exc:  # rolled back by the log: nothing half-written stays
+            error = storage_error(f"appending to {self._log.path}", exc)
+            self._store.health.failed(error)
+            raise error from exc
+        self._store.health.succeeded()
         del self._queue[: len(batch)]
 
     def _maybe_snapshot(self) -> None:
@@ -250,7 +325,13 @@ class Journal:
         """Write everything queued and a snapshot now; then compact per the mode."""
         self._write_queue()
         state = self.state
-        self._snapshots.write(state.to_snapshot(now_rfc3339()))
+        try:
+            self._snapshots.write(state.to_snapshot(now_rfc3339()))
+        except OSError as exc:  # the old state.yaml is intact (atomic replace)
+            error = storage_error(f"writing {self._snapshots.path}", exc)
+            self._store.health.failed(error)
+            raise error from exc
+        self._store.health.succeeded()
         self._last_snapshot_seq = state.last_seq
         self._bytes_at_snapshot = self._log.appended_bytes
         mode = state.compaction or self._default_compaction

@@ -32,11 +32,15 @@ from duragent.session.admission import Admission, AskMix
 from duragent.session.bridge import Request, SessionUnavailableError, ask
 from duragent.session.gate import DEFAULT_ACTIVE_ASKS, MAX_ACTIVE_ASKS
 from duragent.store import ChatKey, SessionStore
+from duragent.store.session_store import QUARANTINE_DIRNAME
 from duragent.store.snapshot_file import read_header
 
 __all__ = ["RegistrySettings", "SessionNotFoundError", "SessionRegistry"]
 
 log = logging.getLogger(__name__)
+
+QUARANTINED = "quarantined"
+"""The ``status`` a listing gives a quarantined session (not a ``SessionStatus``: not loadable)."""
 
 
 class SessionNotFoundError(NotFoundError):
@@ -181,20 +185,30 @@ class SessionRegistry:
     async def delete(self, session_id: str) -> None:
         """Stop the session and delete its folder."""
         if not self.store.exists(session_id) and session_id not in self._live:
-            raise SessionNotFoundError(session_id)
+            raise self._missing(session_id)
         await self._stop(session_id)
         await asyncio.to_thread(self.store.delete, session_id)
 
     async def list_sessions(self, *, limit: int = 100) -> list[dict[str, Any]]:
-        """Newest sessions first (live ones from their actor, others from snapshot headers)."""
-        ids = list(reversed(self.store.list_ids()))[:limit]
+        """Newest sessions first (live ones from their actor, others from snapshot headers).
+
+        Quarantined sessions are listed too, with status ``quarantined`` and their ``reason``.
+        """
+        on_disk = set(self.store.list_ids())
+        quarantined = set(self.store.quarantined()) - on_disk
+        ids = sorted(on_disk | quarantined, reverse=True)[:limit]
         headers = await asyncio.to_thread(
             lambda: {
-                sid: read_header(self.store.directory(sid)) for sid in ids if sid not in self._live
+                sid: read_header(self.store.directory(sid))
+                for sid in ids
+                if sid not in self._live and sid not in quarantined
             }
         )
         out: list[dict[str, Any]] = []
         for sid in ids:
+            if sid in quarantined:
+                out.append(await asyncio.to_thread(self._quarantined_entry, sid))
+                continue
             if sid in self._live:
                 info = await self.info(sid)
                 out.append(
@@ -221,6 +235,17 @@ class SessionRegistry:
             )
         return out
 
+    def _quarantined_entry(self, session_id: str) -> dict[str, Any]:
+        head = read_header(self.store.root / QUARANTINE_DIRNAME / session_id) or {}
+        return {
+            "session_id": session_id,
+            "agent": str(head.get("agent", "")),
+            "status": QUARANTINED,
+            "created_at": str(head.get("created_at", "")),
+            "updated_at": str(head.get("updated_at") or head.get("snapshot_at") or ""),
+            "reason": self.store.quarantine_reason(session_id) or "",
+        }
+
     async def expire(self, ttl_hours_for: Callable[[str], float | None]) -> list[str]:
         """Complete every session idle longer than its agent's TTL; return their ids.
 
@@ -229,7 +254,7 @@ class SessionRegistry:
         now = datetime.now(UTC)
         expired: list[str] = []
         for entry in await self.list_sessions(limit=1_000_000):
-            if entry["status"] == SessionStatus.COMPLETED.value:
+            if entry["status"] in (SessionStatus.COMPLETED.value, QUARANTINED):
                 continue
             ttl = ttl_hours_for(entry["agent"])
             if not ttl:
@@ -258,8 +283,15 @@ class SessionRegistry:
         if live is not None:
             del self._live[session_id]
         if not self.store.exists(session_id):
-            raise SessionNotFoundError(session_id)
+            raise self._missing(session_id)
         return await self._start(session_id, None)
+
+    def _missing(self, session_id: str) -> Exception:
+        """Not on disk: quarantined (409 every time, with the reason) or not found."""
+        reason = self.store.quarantine_reason(session_id)
+        if reason is not None:
+            return SessionQuarantinedError(session_id, reason)
+        return SessionNotFoundError(session_id)
 
     async def _start(self, session_id: str, new: NewSession | None) -> _Live:
         pending = self._starting.get(session_id)

@@ -6,6 +6,7 @@
 - ``chat_index``: chat key → session id without opening every session.
 - ``session_store``: the sessions directory as a whole.
 - ``fileops``: the OS calls, replaceable to inject disk failures in tests.
+- ``health``: OS refusals as ``StorageError`` (never corruption) and whether writes work now.
 
 Imports only ``core`` (and ``errors``).
 """
@@ -16,7 +17,12 @@ from duragent.store.chat_index import ChatIndex, ChatKey
 from duragent.store.event_log import EventLog, ReadReport
 from duragent.store.fileops import OS_FILE_OPS, FileOps
 from duragent.store.session_store import SessionStore
-from duragent.store.snapshot_file import SnapshotCorruptError, SnapshotFile
+from duragent.store.health import StoreHealth, is_disk_full, storage_error
+from duragent.store.snapshot_file import (
+    SessionFilesInconsistentError,
+    SnapshotCorruptError,
+    SnapshotFile,
+)
 
 __all__ = [
     "OS_FILE_OPS",
@@ -25,7 +31,11 @@ __all__ = [
     "EventLog",
     "FileOps",
     "ReadReport",
+    "SessionFilesInconsistentError",
     "SessionStore",
     "SnapshotCorruptError",
     "SnapshotFile",
+    "StoreHealth",
+    "is_disk_full",
+    "storage_error",
 ]

@@ -44,6 +44,8 @@ class ReadReport:
     skipped_duplicates: int = 0
     torn_tail: bool = False
     gaps: list[tuple[int, int]] = field(default_factory=list)
+    missing: bool = False
+    """The file does not exist (normal for a session not yet written, never after one was)."""
 
     @property
     def clean(self) -> bool:
@@ -163,8 +165,9 @@ class EventLog:
         """Events with ``seq > after_seq`` in order, and a report of what was skipped."""
         report = ReadReport()
         try:
-            raw = self.path.read_bytes()
+            raw = self._ops.read_bytes(self.path)
         except FileNotFoundError:
+            report.missing = True
             return [], report
         lines = raw.split(b"\n")
         unterminated = len(lines) - 1  # index of the piece after the last newline
@@ -272,7 +275,7 @@ class EventLog:
     def read_archive(self) -> list[Event]:
         """Every archived event (for full-history reads), in order, de-duplicated."""
         try:
-            raw = self.archive_path.read_bytes()
+            raw = self._ops.read_bytes(self.archive_path)
         except FileNotFoundError:
             return []
         seen: set[int] = set()

@@ -44,6 +44,11 @@ class FileOps(Protocol):
         """Close the descriptor."""
         ...
 
+    def read_bytes(self, path: Path) -> bytes:
+        """The whole content of ``path`` (recovery reads go through here too, so a test can
+        make a file unreadable even when it runs as root, where ``chmod 000`` blocks nothing)."""
+        ...
+
 
 _O_DSYNC = getattr(os, "O_DSYNC", 0)
 
@@ -83,6 +88,10 @@ class OsFileOps:
     def close(self, fd: int) -> None:
         """``os.close``."""
         os.close(fd)
+
+    def read_bytes(self, path: Path) -> bytes:
+        """``Path.read_bytes``."""
+        return path.read_bytes()
 
 
 OS_FILE_OPS: FileOps = OsFileOps()

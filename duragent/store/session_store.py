@@ -3,8 +3,12 @@
 ```
 sessions/<session_id>/events.jsonl   state.yaml   events.archive.jsonl
 sessions/chats.jsonl                  chat key → session id
-sessions/_quarantine/<session_id>/    sessions whose snapshot could not be read (+ REASON.txt)
+sessions/_quarantine/<session_id>/    sessions whose files could not be trusted (+ REASON.txt)
 ```
+
+A quarantined session is kept, listed with its reason, and refused (never resumed as an empty
+chat) until ``restore`` moves it back; if its files are still bad, the next load quarantines it
+again with the new reason.
 """
 
 from __future__ import annotations
@@ -18,13 +22,15 @@ from duragent.core.events import now_rfc3339
 from duragent.store.chat_index import ChatIndex
 from duragent.store.event_log import EVENTS_FILENAME, EventLog
 from duragent.store.fileops import OS_FILE_OPS, FileOps, fsync_dir
+from duragent.store.health import StoreHealth
 from duragent.store.snapshot_file import LEGACY_STATE_FILENAME, STATE_FILENAME, SnapshotFile
 
-__all__ = ["QUARANTINE_DIRNAME", "SessionStore"]
+__all__ = ["QUARANTINE_DIRNAME", "REASON_FILENAME", "SessionStore"]
 
 log = logging.getLogger(__name__)
 
 QUARANTINE_DIRNAME = "_quarantine"
+REASON_FILENAME = "REASON.txt"
 
 
 class SessionStore:
@@ -34,6 +40,8 @@ class SessionStore:
         self.root = root
         self.ops = ops
         self.chats = ChatIndex(root)
+        self.health = StoreHealth(root, ops)
+        """Whether the last write succeeded (``/readyz`` reports it)."""
 
     def open(self) -> None:
         """Create the directory if needed and load the chat index."""
@@ -82,7 +90,7 @@ class SessionStore:
 
     def snapshot(self, session_id: str) -> SnapshotFile:
         """The snapshot file of ``session_id``."""
-        return SnapshotFile(self.directory(session_id))
+        return SnapshotFile(self.directory(session_id), self.ops)
 
     def delete(self, session_id: str) -> None:
         """Remove the session's folder and its chat mappings (missing is fine)."""
@@ -90,7 +98,11 @@ class SessionStore:
         shutil.rmtree(self.directory(session_id), ignore_errors=True)
 
     def quarantine(self, session_id: str, reason: str) -> Path:
-        """Move an unreadable session aside with the reason, so it is kept but not resumed."""
+        """Move an untrustworthy session aside with the reason, so it is kept but not resumed.
+
+        The folder keeps the session id as its name (``restore`` and the 409 answers find it
+        by id); only if a copy with that id is already there does the new one get a suffix.
+        """
         source = self.directory(session_id)
         target_root = self.root / QUARANTINE_DIRNAME
         target_root.mkdir(exist_ok=True)
@@ -100,7 +112,7 @@ class SessionStore:
             suffix += 1
             target = target_root / f"{session_id}.{suffix}"
         os.replace(source, target)
-        (target / "REASON.txt").write_text(f"{now_rfc3339()} {reason}\n", encoding="utf-8")
+        (target / REASON_FILENAME).write_text(f"{now_rfc3339()} {reason}\n", encoding="utf-8")
         fsync_dir(self.root)
         self.chats.remove_session(session_id)
         log.error("session %s quarantined to %s: %s", session_id, target, reason)
@@ -112,3 +124,38 @@ class SessionStore:
         if not folder.is_dir():
             return []
         return sorted(p.name for p in folder.iterdir() if p.is_dir())
+
+    def quarantine_reason(self, session_id: str) -> str | None:
+        """Why ``session_id`` is quarantined (``REASON.txt``), or None when it is not."""
+        try:
+            folder = self.root / QUARANTINE_DIRNAME / self.directory(session_id).name
+        except ValueError:
+            return None
+        if not folder.is_dir():
+            return None
+        try:
+            text = (folder / REASON_FILENAME).read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            text = f"(reason unreadable: {exc})"
+        return text or "(no reason recorded)"
+
+    def restore(self, session_id: str) -> Path:
+        """Move a quarantined session back; it is loaded (and checked again) on next use.
+
+        Raises ``FileNotFoundError`` when it is not quarantined and ``FileExistsError`` when a
+        live session with the same id exists. ``REASON.txt`` is kept as ``REASON.restored.txt``
+        (a record of what happened).
+        """
+        target = self.directory(session_id)
+        source = self.root / QUARANTINE_DIRNAME / session_id
+        if not source.is_dir():
+            raise FileNotFoundError(f"session {session_id} is not in {source.parent}")
+        if target.exists():
+            raise FileExistsError(f"{target} exists: a live session already has this id")
+        reason = source / REASON_FILENAME
+        if reason.exists():
+            os.replace(reason, source / "REASON.restored.txt")
+        os.replace(source, target)
+        fsync_dir(self.root)
+        log.warning("session %s restored from quarantine", session_id)
+        return target

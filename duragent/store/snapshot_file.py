@@ -4,7 +4,9 @@ Written with the temp-file dance that survives a crash at any instant: write a t
 the same directory, fsync it, rename it over ``state.yaml``, fsync the directory. A reader sees
 the old snapshot or the new one, never a mix. Reading accepts the reference's ``state.json``
 so an existing workspace opens; corrupt files raise ``SnapshotCorruptError`` (the session is
-then quarantined, never silently resumed as an empty chat).
+then quarantined, never silently resumed as an empty chat). A file the OS refuses to read
+(permission, I/O, descriptors) is not corrupt: that raises ``StorageError`` and the session
+stays where it is, to load once the cause is fixed.
 """
 
 from __future__ import annotations
@@ -21,12 +23,14 @@ from duragent.core.ids import new_ulid
 from duragent.core.messages import Message
 from duragent.core.snapshot import SessionSnapshot, message_to_dict
 from duragent.errors import DuragentError
-from duragent.store.fileops import fsync_dir
+from duragent.store.fileops import OS_FILE_OPS, FileOps, fsync_dir
+from duragent.store.health import storage_error
 from duragent.store.yaml_emit import dump_lines, dump_yaml
 
 __all__ = [
     "LEGACY_STATE_FILENAME",
     "STATE_FILENAME",
+    "SessionFilesInconsistentError",
     "SnapshotCorruptError",
     "SnapshotFile",
     "read_header",
@@ -47,6 +51,20 @@ class SnapshotCorruptError(DuragentError):
         super().__init__(f"snapshot {path} is unreadable: {reason}")
 
 
+class SessionFilesInconsistentError(SnapshotCorruptError):
+    """Events the snapshot says were written cannot be found (log missing, garbage, a gap).
+
+    Quarantined like a corrupt snapshot: resuming would silently drop acknowledged messages.
+    """
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(path, reason)
+        self.args = (f"{path}: {reason}",)
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}"
+
+
 class SnapshotFile:
     """The snapshot of one session directory (one owner: the session's actor).
 
@@ -55,8 +73,9 @@ class SnapshotFile:
     (measured: 9 ms → well under 1 ms on this machine).
     """
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, ops: FileOps = OS_FILE_OPS) -> None:
         self.directory = directory
+        self._ops = ops
         self.path = directory / STATE_FILENAME
         self.legacy_path = directory / LEGACY_STATE_FILENAME
         self._rendered: dict[Message, str] = {}  # identity-keyed (Message has eq=False)
@@ -113,9 +132,18 @@ class SnapshotFile:
         else:
             return None
         try:
-            text = path.read_text(encoding="utf-8")
+            raw = self._ops.read_bytes(path)
+        except FileNotFoundError:
+            return None  # removed since the check: as if never there
+        except OSError as exc:  # permission, descriptors, I/O: the machine, not the data
+            error = storage_error(f"reading {path}", exc)
+            if error is exc:  # a directory where the file belongs: the files are wrong
+                raise SnapshotCorruptError(path, str(exc)) from None
+            raise error from exc
+        try:
+            text = raw.decode("utf-8")
             data = _parse_yaml(text) if path is self.path else json.loads(text)
-        except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
+        except (UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
             raise SnapshotCorruptError(path, str(exc).splitlines()[0]) from None
         if not isinstance(data, dict):
             raise SnapshotCorruptError(path, "not a mapping")

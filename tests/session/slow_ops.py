@@ -32,6 +32,9 @@ class SlowFsyncOps:
     def write(self, fd: int, data: bytes) -> int:
         return OS_FILE_OPS.write(fd, data)
 
+    def read_bytes(self, path: Path) -> bytes:
+        return OS_FILE_OPS.read_bytes(path)
+
     def fsync(self, fd: int) -> None:
         path = self._paths.get(fd)
         with self._lock:
