@@ -1,5 +1,8 @@
 """Commands that talk to a server: ``chat``, ``attach``, ``session list|show|delete``.
 
+``session restore`` is the exception: it moves a quarantined session's files back, with or
+without a server running.
+
 Each finds the workspace's server (``--server`` to name one), starting one in the background
 when none is running (see ``launcher``).
 """
@@ -16,9 +19,11 @@ from rich.text import Text
 
 from duragent.cli.chat import ChatSession
 from duragent.cli.client import ApiClient
+from duragent.cli.errors import fail as _fail
 from duragent.cli.errors import handles_errors
 from duragent.cli.launcher import ensure_server
 from duragent.config import CONFIG_FILENAME, load_workspace
+from duragent.store import SessionStore
 
 __all__ = ["register"]
 
@@ -42,7 +47,7 @@ def _client(config: Path, server: str | None) -> ApiClient:
 
 def register(app: typer.Typer) -> None:
     """Add the commands to ``app``."""
-    session_app = typer.Typer(help="List, show and delete sessions.", no_args_is_help=True)
+    session_app = typer.Typer(help="List, show, delete and restore sessions.", no_args_is_help=True)
     app.add_typer(session_app, name="session")
 
     @app.command()
@@ -115,6 +120,16 @@ def register(app: typer.Typer) -> None:
         finally:
             client.close()
 
+    @session_app.command("restore")
+    @handles_errors
+    def session_restore(session_id: str, config: ConfigOpt = Path(CONFIG_FILENAME)) -> None:
+        """Bring a quarantined session back (it is checked again when next used)."""
+        path = restore_session(config, session_id)
+        typer.echo(
+            f"restored {session_id} to {path}; it loads on its next use "
+            "(and is quarantined again if its files are still bad)"
+        )
+
     @session_app.command("delete")
     @handles_errors
     def session_delete(
@@ -129,6 +144,29 @@ def register(app: typer.Typer) -> None:
             client.close()
 
 
+def restore_session(config: Path, session_id: str) -> Path:
+    """Move a quarantined session back into the workspace's sessions directory.
+
+    Works on the files, so it needs no server; a running server notices on the session's
+    next request (it reads the folder then), loads it and checks it again: files that are
+    still bad are quarantined again with the new reason.
+    """
+    ws = load_workspace(config)
+    store = SessionStore(ws.paths.sessions)
+    try:
+        return store.restore(session_id)
+    except ValueError:
+        raise _fail(f"invalid session id {session_id!r}") from None
+    except FileNotFoundError:
+        quarantined = ", ".join(store.quarantined()) or "none"
+        raise _fail(
+            f"session {session_id} is not quarantined in {ws.paths.sessions} "
+            f"(quarantined: {quarantined})"
+        ) from None
+    except FileExistsError as exc:
+        raise _fail(f"{exc}; delete or move one of them first") from None
+
+
 def _print_sessions(client: ApiClient, *, active_only: bool) -> None:
     sessions = client.sessions()
     if active_only:
@@ -139,4 +177,10 @@ def _print_sessions(client: ApiClient, *, active_only: bool) -> None:
     table = Table("session", "agent", "status", "updated")
     for s in sessions:
         table.add_row(s["session_id"], s["agent"], s["status"], s.get("updated_at", ""))
-    Console().print(table)
+    console = Console()
+    console.print(table)
+    for s in sessions:
+        if s.get("reason"):
+            console.print(Text(f"{s['session_id']} {s['status']}: {s['reason']}"), highlight=False)
+    if any(s["status"] == "quarantined" for s in sessions):
+        console.print("restore one (after fixing its files): duragent session restore ID")

@@ -16,8 +16,8 @@ from __future__ import annotations
 from duragent.store.chat_index import ChatIndex, ChatKey
 from duragent.store.event_log import EventLog, ReadReport
 from duragent.store.fileops import OS_FILE_OPS, FileOps
-from duragent.store.session_store import SessionStore
 from duragent.store.health import StoreHealth, is_disk_full, storage_error
+from duragent.store.session_store import SessionStore
 from duragent.store.snapshot_file import (
     SessionFilesInconsistentError,
     SnapshotCorruptError,

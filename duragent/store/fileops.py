@@ -45,8 +45,11 @@ class FileOps(Protocol):
         ...
 
     def read_bytes(self, path: Path) -> bytes:
-        """The whole content of ``path`` (recovery reads go through here too, so a test can
-        make a file unreadable even when it runs as root, where ``chmod 000`` blocks nothing)."""
+        """The whole content of ``path``.
+
+        Recovery reads go through here too, so a test can make a file unreadable even when it
+        runs as root, where ``chmod 000`` blocks nothing.
+        """
         ...
 
 

@@ -6,6 +6,8 @@ runtime itself, so the layering stays one-way.
 
 from __future__ import annotations
 
+import asyncio
+import errno
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -18,7 +20,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from duragent.agents import Agent
-from duragent.errors import AgentNotFoundError
+from duragent.errors import AgentNotFoundError, StorageError
 from duragent.gateways.http.limits import ConcurrencyLimit
 from duragent.gateways.http.openapi import openapi_document
 from duragent.gateways.http.problem import ProblemError, problem
@@ -26,6 +28,7 @@ from duragent.gateways.http.security import check_access
 from duragent.gateways.http.services import HttpServices
 from duragent.gateways.http.sessions import SessionRoutes
 from duragent.session import SessionNotFoundError, SessionQuarantinedError
+from duragent.store import is_disk_full
 
 __all__ = ["HttpServices", "agent_detail", "build_app"]
 
@@ -101,6 +104,19 @@ def build_app(services: HttpServices) -> Starlette:
         return PlainTextResponse("ok")
 
     async def readyz(_: Request) -> Response:
+        # Not ready while the session store cannot write (see store/health.py): the last
+        # write failed and a probe write still fails. Healthy: no disk access at all.
+        health = services.turns.registry.store.health
+        failure = health.failure and await asyncio.to_thread(health.check)
+        if failure:
+            return JSONResponse(
+                {
+                    "status": "not_ready",
+                    "workspace_hash": services.workspace_hash,
+                    "storage": {"writable": False, "error": str(failure)},
+                },
+                status_code=503,
+            )
         return JSONResponse({"status": "ok", "workspace_hash": services.workspace_hash})
 
     async def version(_: Request) -> Response:
@@ -158,7 +174,28 @@ def build_app(services: HttpServices) -> Starlette:
         return problem(404, "session not found", instance=request.url.path)
 
     async def on_quarantined(request: Request, exc: Exception) -> Response:
-        return problem(409, str(exc), instance=request.url.path)
+        assert isinstance(exc, SessionQuarantinedError)
+        extra = {"session_id": exc.session_id, "session_status": "quarantined"}
+        return problem(
+            409, str(exc), instance=request.url.path, extra=extra | {"reason": exc.reason}
+        )
+
+    async def on_storage(request: Request, exc: Exception) -> Response:
+        # The disk refused a read or write: nothing saved is lost, and an append that failed
+        # was rolled back (so not acknowledged). 507 when out of space, else 503 (transient).
+        assert isinstance(exc, StorageError)
+        full = is_disk_full(exc)
+        log.error("%s %s: %s", request.method, request.url.path, exc)
+        detail = (
+            f"{exc}. Nothing already saved was lost, and what could not be written was not "
+            f"recorded: retry once {'disk space is freed' if full else 'the cause is fixed'}."
+        )
+        code = errno.errorcode.get(exc.errno or 0, str(exc.errno))
+        extra = {"operation": exc.operation, "errno": code, "file": exc.filename}
+        response = problem(507 if full else 503, detail, instance=request.url.path, extra=extra)
+        if not full:
+            response.headers["Retry-After"] = "5"
+        return response
 
     async def on_crash(request: Request, exc: Exception) -> Response:
         log.exception("unhandled error on %s %s", request.method, request.url.path)
@@ -198,6 +235,7 @@ def build_app(services: HttpServices) -> Starlette:
             HTTPException: on_http_error,
             SessionNotFoundError: on_session_missing,
             SessionQuarantinedError: on_quarantined,
+            StorageError: on_storage,
             Exception: on_crash,
         },
     )

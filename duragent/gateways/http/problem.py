@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from starlette.responses import JSONResponse
 
@@ -23,6 +24,7 @@ _TYPES = {
     413: "payload-too-large",
     429: "too-many-requests",
     503: "service-unavailable",
+    507: "insufficient-storage",
 }
 _TITLES = {
     400: "Bad Request",
@@ -36,11 +38,18 @@ _TITLES = {
     429: "Too Many Requests",
     500: "Internal Server Error",
     503: "Service Unavailable",
+    507: "Insufficient Storage",
 }
 
 
-def problem(status: int, detail: str | None = None, *, instance: str | None = None) -> JSONResponse:
-    """A problem+json response for ``status``."""
+def problem(
+    status: int,
+    detail: str | None = None,
+    *,
+    instance: str | None = None,
+    extra: Mapping[str, object] | None = None,
+) -> JSONResponse:
+    """A problem+json response for ``status`` (``extra``: RFC 7807 extension members)."""
     body: dict[str, object] = {
         "type": f"urn:duragent:problem:{_TYPES.get(status, 'internal-error')}",
         "title": _TITLES.get(status, "Error"),
@@ -51,6 +60,8 @@ def problem(status: int, detail: str | None = None, *, instance: str | None = No
         body["detail"] = _SURROGATE.sub("\ufffd", detail)
     if instance is not None:
         body["instance"] = instance
+    for key, value in (extra or {}).items():
+        body.setdefault(key, _SURROGATE.sub("\ufffd", value) if isinstance(value, str) else value)
     return JSONResponse(body, status_code=status, media_type=PROBLEM_CONTENT_TYPE)
 
 

@@ -14,7 +14,7 @@ from duragent.gateways.http.problem import ProblemError
 from duragent.gateways.http.security import read_json
 from duragent.gateways.http.services import HttpServices
 from duragent.gateways.http.stream import stream_turn
-from duragent.session import SessionNotFoundError, SessionQuarantinedError
+from duragent.session import SessionNotFoundError
 from duragent.session.history import events_to_messages
 from duragent.session.turn import DECISIONS, ApprovalError, TurnResult
 
@@ -92,8 +92,7 @@ class SessionRoutes:
             info = await self.s.turns.registry.info(session_id)
         except SessionNotFoundError:
             raise ProblemError(404, "session not found") from None
-        except SessionQuarantinedError as exc:
-            raise ProblemError(409, str(exc)) from None
+        # SessionQuarantinedError: the app answers 409 with the reason (every time)
         return {
             "session_id": info.session_id,
             "agent": info.agent,
