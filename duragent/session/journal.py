@@ -116,7 +116,21 @@ class Journal:
     # --- creation and recovery ------------------------------------------------------------
 
     def create(self, new: NewSession) -> None:
-        """Create the folder, the first event and the first snapshot (all durable)."""
+        """Create the folder, the first event and the first snapshot (all durable).
+
+        If the disk refuses any of it, the folder is removed again (its id was never given
+        out) and ``StorageError`` is raised.
+        """
+        try:
+            self._create(new)
+        except OSError as exc:
+            self._state = None
+            self._log.close()
+            if not isinstance(exc, FileExistsError):  # the folder is ours: mkdir made it
+                self._store.discard_new(self.session_id)
+            raise storage_error(f"creating session {self.session_id}", exc) from exc
+
+    def _create(self, new: NewSession) -> None:
         now = now_rfc3339()
         self._store.create(self.session_id)
         snapshot = SessionSnapshot(

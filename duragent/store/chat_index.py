@@ -19,6 +19,7 @@ from pathlib import Path
 
 from duragent.core.ids import new_ulid
 from duragent.store.fileops import fsync_dir
+from duragent.store.health import storage_error
 
 __all__ = ["CHAT_INDEX_FILENAME", "ChatIndex", "ChatKey"]
 
@@ -84,17 +85,21 @@ class ChatIndex:
         """Durably map ``key`` to ``session_id`` (None removes it)."""
         line = json.dumps({"key": list(key), "session_id": session_id}) + "\n"
         with self._lock:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+                fd = os.open(self.path, flags, 0o644)
+                try:
+                    os.write(fd, line.encode())
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+            except OSError as exc:  # the map is unchanged: memory never runs ahead of disk
+                raise storage_error(f"appending to {self.path}", exc) from exc
             if session_id:
                 self._map[key] = session_id
             else:
                 self._map.pop(key, None)
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
-            try:
-                os.write(fd, line.encode())
-                os.fsync(fd)
-            finally:
-                os.close(fd)
             self._lines += 1
             if self._lines > 1000 and self._lines > 4 * len(self._map):
                 self._rewrite_locked()

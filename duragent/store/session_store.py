@@ -61,6 +61,10 @@ class SessionStore:
         fsync_dir(self.root)
         return path
 
+    def discard_new(self, session_id: str) -> None:
+        """Remove the folder of a session whose creation failed (never announced)."""
+        shutil.rmtree(self.directory(session_id), ignore_errors=True)
+
     def exists(self, session_id: str) -> bool:
         """True when the session's folder has a snapshot or an event log."""
         try:

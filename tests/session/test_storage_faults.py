@@ -148,3 +148,20 @@ async def test_a_restored_session_loads_again_and_a_still_bad_one_is_quarantined
         assert reg.store.quarantined() == []
     finally:
         await reg.aclose()
+
+
+async def test_a_session_the_disk_refuses_to_create_leaves_nothing_behind(tmp_path: Path) -> None:
+    ops = FailingFileOps()
+    reg = SessionRegistry(SessionStore(tmp_path, ops), RegistrySettings(ask_timeout=10))
+    await reg.open()
+    try:
+        ops.failing = True
+        with pytest.raises(StorageError, match="No space left"):
+            await reg.create(NewSession(agent="a", gateway="telegram", gateway_chat_id="1"))
+        assert reg.store.list_ids() == []
+        assert reg.store.chats.items() == []
+        ops.failing = False
+        sid = await reg.create(NewSession(agent="a", gateway="telegram", gateway_chat_id="1"))
+        assert reg.store.list_ids() == [sid]
+    finally:
+        await reg.aclose()

@@ -1,0 +1,48 @@
+"""``duragent session restore`` brings a quarantined session back, without a server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from duragent.cli.main import app
+from duragent.session import NewSession, RegistrySettings, SessionRegistry
+from duragent.store import SessionStore
+
+runner = CliRunner()
+
+
+async def _quarantined_session(sessions: Path) -> str:
+    reg = SessionRegistry(SessionStore(sessions), RegistrySettings(ask_timeout=10))
+    await reg.open()
+    try:
+        sid = await reg.create(NewSession(agent="a"))
+        await reg.call(sid, "add_user_message", content="keep me")
+    finally:
+        await reg.aclose()
+    reg.store.quarantine(sid, "an operator test")
+    return sid
+
+
+async def test_restore_moves_a_quarantined_session_back_and_keeps_the_reason(
+    tmp_path: Path,
+) -> None:
+    assert runner.invoke(app, ["init", str(tmp_path), "--no-interactive"]).exit_code == 0
+    sessions = tmp_path / ".duragent" / "sessions"
+    sid = await _quarantined_session(sessions)
+
+    result = runner.invoke(app, ["session", "restore", sid, "-c", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert f"restored {sid}" in result.output
+    assert "keep me" in (sessions / sid / "events.jsonl").read_text()
+    assert "an operator test" in (sessions / sid / "REASON.restored.txt").read_text()
+    assert not (sessions / "_quarantine" / sid).exists()
+
+
+def test_restoring_a_session_that_is_not_quarantined_says_which_are(tmp_path: Path) -> None:
+    assert runner.invoke(app, ["init", str(tmp_path), "--no-interactive"]).exit_code == 0
+    result = runner.invoke(app, ["session", "restore", "session_nope", "-c", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "is not quarantined" in result.output
+    assert "quarantined: none" in result.output

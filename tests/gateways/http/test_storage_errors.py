@@ -1,0 +1,138 @@
+"""Storage failures and quarantine as a client sees them, over a real socket."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+from pathlib import Path
+
+import httpx
+
+from duragent.store import SessionStore, StoreHealth
+from duragent.testing import Reply
+from tests.gateways.http.api_fixtures import served
+from tests.store.failing_ops import FailingFileOps
+
+PROBLEM = "application/problem+json"
+
+
+def _inject(store: SessionStore) -> FailingFileOps:
+    """Route the store's file calls through a fake disk (before any session is used)."""
+    ops = FailingFileOps()
+    store.ops = ops
+    store.health = StoreHealth(store.root, ops)
+    return ops
+
+
+async def _user_texts(client: httpx.AsyncClient, sid: str) -> list[str]:
+    response = await client.get(f"/api/v1/sessions/{sid}/messages")
+    assert response.status_code == 200, response.text
+    return [m["content"] for m in response.json()["messages"] if m["role"] == "user"]
+
+
+async def _wait_ready(client: httpx.AsyncClient) -> httpx.Response:
+    for _ in range(100):  # the probe runs at most once a second
+        ready = await client.get("/readyz")
+        if ready.status_code == 200:
+            return ready
+        await asyncio.sleep(0.1)
+    return ready
+
+
+async def test_a_full_disk_is_a_507_that_loses_nothing_and_readyz_follows_the_disk(
+    tmp_path: Path,
+) -> None:
+    async with served(tmp_path) as s:
+        ops = _inject(s.runtime.registry.store)
+        sid = (await s.client.post("/api/v1/sessions", json={"agent": "bot"})).json()["session_id"]
+        s.server.enqueue(Reply(text="one"))
+        first = await s.client.post(f"/api/v1/sessions/{sid}/messages", json={"content": "first"})
+        assert first.status_code == 200
+
+        ops.failing = True
+        full = await s.client.post(f"/api/v1/sessions/{sid}/messages", json={"content": "second"})
+        assert full.status_code == 507
+        assert full.headers["content-type"] == PROBLEM
+        body = full.json()
+        assert body["errno"] == "ENOSPC"
+        assert "No space left on device" in body["detail"]
+        assert "events.jsonl" in body["detail"]
+        assert "Nothing already saved was lost" in body["detail"]
+        assert (await s.client.get("/readyz")).status_code == 503
+        not_ready = (await s.client.get("/readyz")).json()
+        assert not_ready["status"] == "not_ready"
+        assert "No space left" in not_ready["storage"]["error"]
+
+        ops.failing = False  # space freed: readiness comes back without any session write
+        assert (await _wait_ready(s.client)).json()["status"] == "ok"
+        s.server.enqueue(Reply(text="two"))
+        retry = await s.client.post(f"/api/v1/sessions/{sid}/messages", json={"content": "second"})
+        assert retry.status_code == 200, retry.text
+        assert await _user_texts(s.client, sid) == ["first", "second"]
+
+
+async def test_an_unreadable_snapshot_is_a_503_and_the_session_works_once_fixed(
+    tmp_path: Path,
+) -> None:
+    async with served(tmp_path) as s:
+        ops = _inject(s.runtime.registry.store)
+        sid = (await s.client.post("/api/v1/sessions", json={"agent": "bot"})).json()["session_id"]
+        s.server.enqueue(Reply(text="one"))
+        await s.client.post(f"/api/v1/sessions/{sid}/messages", json={"content": "first"})
+        await s.runtime.registry.stop(sid)  # the next request loads it from disk
+
+        ops.unreadable["state.yaml"] = errno.EACCES  # what chmod 000 does to a non-root server
+        for path in (f"/api/v1/sessions/{sid}", f"/api/v1/sessions/{sid}/messages"):
+            refused = await s.client.get(path)
+            assert refused.status_code == 503, refused.text
+            assert refused.headers["content-type"] == PROBLEM
+            assert "Retry-After" in refused.headers
+            detail = refused.json()["detail"]
+            assert "state.yaml" in detail
+            assert "Permission denied" in detail
+        assert (tmp_path / ".duragent" / "sessions" / sid / "state.yaml").is_file()
+
+        ops.unreadable.clear()  # chmod back
+        assert (await s.client.get(f"/api/v1/sessions/{sid}")).status_code == 200
+        assert await _user_texts(s.client, sid) == ["first"]
+
+
+async def test_a_quarantined_session_answers_409_on_every_request_until_restored(
+    tmp_path: Path,
+) -> None:
+    async with served(tmp_path) as s:
+        sid = (await s.client.post("/api/v1/sessions", json={"agent": "bot"})).json()["session_id"]
+        s.server.enqueue(Reply(text="one"))
+        await s.client.post(f"/api/v1/sessions/{sid}/messages", json={"content": "first"})
+        await s.runtime.registry.stop(sid)
+        state = tmp_path / ".duragent" / "sessions" / sid / "state.yaml"
+        good = state.read_text()
+        state.write_text("session_id: [broken\n")
+
+        requests = [
+            ("GET", f"/api/v1/sessions/{sid}", None),
+            ("GET", f"/api/v1/sessions/{sid}/messages", None),
+            ("POST", f"/api/v1/sessions/{sid}/messages", {"content": "x"}),
+            ("GET", f"/api/v1/sessions/{sid}", None),
+            ("DELETE", f"/api/v1/sessions/{sid}", None),
+        ]
+        for method, path, body in requests:
+            response = await s.client.request(method, path, json=body)
+            assert response.status_code == 409, (method, path, response.text)
+            assert response.headers["content-type"] == PROBLEM
+            problem = response.json()
+            assert problem["session_id"] == sid
+            assert problem["session_status"] == "quarantined"
+            assert "unreadable" in problem["reason"]
+            assert f"duragent session restore {sid}" in problem["detail"]
+
+        (listed,) = (await s.client.get("/api/v1/sessions")).json()["sessions"]
+        assert listed["session_id"] == sid
+        assert listed["status"] == "quarantined"
+        assert "unreadable" in listed["reason"]
+
+        kept = tmp_path / ".duragent" / "sessions" / "_quarantine" / sid
+        (kept / "state.yaml").write_text(good)  # the operator's fix, then the restore
+        s.runtime.registry.store.restore(sid)
+        assert (await s.client.get(f"/api/v1/sessions/{sid}")).status_code == 200
+        assert await _user_texts(s.client, sid) == ["first"]
