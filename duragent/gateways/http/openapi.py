@@ -37,7 +37,14 @@ _SESSION_ID = {
 }
 _NON_BLANK = {"type": "string", "minLength": 1, "pattern": "\\S"}  # not only whitespace
 _AUTH = {"401": _problem("Missing or invalid bearer token, or a non-loopback client")}
-_COMMON = {"400": _problem("Bad input"), **_AUTH}
+_STORAGE = {
+    "503": _problem(
+        "The disk refused a read or write (permission, I/O, open files): nothing saved was "
+        "lost; retry once fixed (Retry-After)"
+    ),
+    "507": _problem("The disk is full: nothing saved was lost, the request was not recorded"),
+}
+_COMMON = {"400": _problem("Bad input"), **_AUTH, **_STORAGE}
 
 
 def _body(schema: dict[str, Any]) -> dict[str, Any]:
@@ -208,7 +215,11 @@ def _document(version: str) -> dict[str, Any]:
                     "summary": "Readiness",
                     "security": [],
                     "responses": {
-                        "200": _json({"type": "object", "required": ["status", "workspace_hash"]})
+                        "200": _json({"type": "object", "required": ["status", "workspace_hash"]}),
+                        "503": _json(
+                            {"type": "object", "required": ["status", "storage"]},
+                            "Not ready: the session store cannot write",
+                        ),
                     },
                 }
             },
@@ -280,8 +291,9 @@ def _document(version: str) -> dict[str, Any]:
                     "responses": {
                         "200": _json(_ref("Session")),
                         "404": _problem("No such session"),
-                        "409": _problem("Session quarantined"),
+                        "409": _problem("Session quarantined (the reason is in the problem)"),
                         **_AUTH,
+                        **_STORAGE,
                     },
                 },
                 "delete": {
@@ -290,7 +302,9 @@ def _document(version: str) -> dict[str, Any]:
                     "responses": {
                         "204": {"description": "Deleted"},
                         "404": _problem("No such session"),
+                        "409": _problem("Session quarantined"),
                         **_AUTH,
+                        **_STORAGE,
                     },
                 },
             },

@@ -136,3 +136,30 @@ async def test_a_quarantined_session_answers_409_on_every_request_until_restored
         s.runtime.registry.store.restore(sid)
         assert (await s.client.get(f"/api/v1/sessions/{sid}")).status_code == 200
         assert await _user_texts(s.client, sid) == ["first"]
+
+
+async def test_a_disk_that_fills_during_the_turn_answers_507_and_the_retry_is_answered(
+    tmp_path: Path,
+) -> None:
+    async with served(tmp_path) as s:
+        ops = _inject(s.runtime.registry.store)
+        sid = (await s.client.post("/api/v1/sessions", json={"agent": "bot"})).json()["session_id"]
+        s.server.enqueue(Reply(text="lost to a full disk", delay=0.3))
+        turn = asyncio.create_task(
+            s.client.post(f"/api/v1/sessions/{sid}/messages", json={"content": "question"})
+        )
+        for _ in range(200):  # the message is recorded once the model has been asked
+            if s.server.requests:
+                break
+            await asyncio.sleep(0.01)
+        ops.failing = True
+        full = await turn
+        assert full.status_code == 507, full.text
+        assert "No space left on device" in full.json()["detail"]
+
+        ops.failing = False
+        s.server.enqueue(Reply(text="answered"))
+        retry = await s.client.post(f"/api/v1/sessions/{sid}/messages", json={"content": "again"})
+        assert retry.status_code == 200, retry.text
+        history = (await s.client.get(f"/api/v1/sessions/{sid}/messages")).json()["messages"]
+        assert [m["content"] for m in history if m["role"] == "assistant"] == ["answered"]
