@@ -234,10 +234,12 @@ class Journal:
             log.error("session %s: %s is missing", self.session_id, self._log.path)
         if not report.clean:
             log.warning(
-                "session %s log: %d malformed, %d duplicate, torn tail %s, gaps %s",
+                "session %s log: %d malformed, %d duplicate, %d out of order, torn tail %s, "
+                "gaps %s",
                 self.session_id,
                 report.skipped_malformed,
                 report.skipped_duplicates,
+                report.out_of_order,
                 report.torn_tail,
                 report.gaps,
             )

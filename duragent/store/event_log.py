@@ -46,12 +46,18 @@ class ReadReport:
     gaps: list[tuple[int, int]] = field(default_factory=list)
     missing: bool = False
     """The file does not exist (normal for a session not yet written, never after one was)."""
+    out_of_order: int = 0
+    """Events written after a higher seq (a single appender never does this; they are kept)."""
 
     @property
     def clean(self) -> bool:
         """True when nothing was skipped or missing."""
         return not (
-            self.skipped_malformed or self.skipped_duplicates or self.torn_tail or self.gaps
+            self.skipped_malformed
+            or self.skipped_duplicates
+            or self.torn_tail
+            or self.gaps
+            or self.out_of_order
         )
 
 
@@ -194,6 +200,8 @@ class EventLog:
                 report.skipped_duplicates += 1
                 continue
             seen.add(event.seq)
+            if events and event.seq < events[-1].seq:
+                report.out_of_order += 1
             events.append(event)
         events.sort(key=lambda e: e.seq)
         for e in events:

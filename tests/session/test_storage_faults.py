@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import os
 from pathlib import Path
 
 import pykka
@@ -163,5 +164,21 @@ async def test_a_session_the_disk_refuses_to_create_leaves_nothing_behind(tmp_pa
         ops.failing = False
         sid = await reg.create(NewSession(agent="a", gateway="telegram", gateway_chat_id="1"))
         assert reg.store.list_ids() == [sid]
+    finally:
+        await reg.aclose()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
+async def test_a_snapshot_without_read_permission_is_not_quarantined(tmp_path: Path) -> None:
+    sid = await _stopped_session(tmp_path, 1)
+    state = tmp_path / sid / "state.yaml"
+    state.chmod(0)
+    reg = SessionRegistry(SessionStore(tmp_path), RegistrySettings(ask_timeout=10))
+    await reg.open()
+    try:
+        with pytest.raises(StorageError, match="Permission denied"):
+            await reg.info(sid)
+        state.chmod(0o644)
+        assert _user_texts(await reg.call(sid, "messages")) == ["m0"]
     finally:
         await reg.aclose()

@@ -154,3 +154,20 @@ def test_a_missing_log_reads_as_empty(tmp_path: Path) -> None:
     events, report = EventLog(tmp_path).read()
     assert events == []
     assert report.clean
+
+
+def test_a_seq_going_backwards_is_reported_and_the_events_are_kept_in_order(
+    tmp_path: Path,
+) -> None:
+    log = EventLog(tmp_path)
+    log.append([user(1), user(2), user(4), user(3)])
+    events, report = log.read()
+    assert seqs(events) == [1, 2, 3, 4]
+    assert report.out_of_order == 1
+    assert not report.clean
+
+
+def test_a_missing_log_is_reported_as_missing(tmp_path: Path) -> None:
+    events, report = EventLog(tmp_path).read()
+    assert events == []
+    assert report.missing
