@@ -181,6 +181,7 @@ def _print_sessions(client: ApiClient, *, active_only: bool) -> None:
     console.print(table)
     for s in sessions:
         if s.get("reason"):
-            console.print(Text(f"{s['session_id']} {s['status']}: {s['reason']}"), highlight=False)
+            line = Text(f"{s['session_id']} {s['status']}: {s['reason']}")
+            console.print(line, highlight=False, soft_wrap=True)  # whole, for copy and grep
     if any(s["status"] == "quarantined" for s in sessions):
         console.print("restore one (after fixing its files): duragent session restore ID")

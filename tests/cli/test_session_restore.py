@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -9,6 +10,7 @@ from typer.testing import CliRunner
 from duragent.cli.main import app
 from duragent.session import NewSession, RegistrySettings, SessionRegistry
 from duragent.store import SessionStore
+from tests.gateways.http.api_fixtures import served
 
 runner = CliRunner()
 
@@ -46,3 +48,17 @@ def test_restoring_a_session_that_is_not_quarantined_says_which_are(tmp_path: Pa
     assert result.exit_code == 1
     assert "is not quarantined" in result.output
     assert "quarantined: none" in result.output
+
+
+async def test_session_list_shows_a_quarantined_session_with_its_reason(tmp_path: Path) -> None:
+    async with served(tmp_path) as s:
+        sid = (await s.client.post("/api/v1/sessions", json={"agent": "bot"})).json()["session_id"]
+        await s.runtime.registry.stop(sid)
+        s.runtime.registry.store.quarantine(sid, "an operator test")
+        url = f"http://127.0.0.1:{s.runtime.http_port}"
+        args = ["session", "list", "-c", str(tmp_path), "-s", url]
+        result = await asyncio.to_thread(runner.invoke, app, args)  # the server keeps serving
+    assert result.exit_code == 0, result.output
+    assert "quarantined" in result.output
+    assert "an operator test" in result.output
+    assert "duragent session restore ID" in result.output
