@@ -182,3 +182,24 @@ async def test_a_snapshot_without_read_permission_is_not_quarantined(tmp_path: P
         assert _user_texts(await reg.call(sid, "messages")) == ["m0"]
     finally:
         await reg.aclose()
+
+
+async def test_running_out_of_descriptors_refuses_the_write_and_the_next_one_works(
+    tmp_path: Path,
+) -> None:
+    sid = await _stopped_session(tmp_path, 1)
+    ops = FailingFileOps()
+    reg = SessionRegistry(SessionStore(tmp_path, ops), RegistrySettings(ask_timeout=10))
+    await reg.open()
+    try:
+        ops.open_errno = errno.EMFILE
+        with pytest.raises(StorageError, match="Too many open files") as caught:
+            await reg.call(sid, "add_user_message", content="m1")
+        assert "events.jsonl" in str(caught.value)
+        assert reg.store.health.failure is not None
+        ops.open_errno = None
+        await reg.call(sid, "add_user_message", content="m1")
+        assert reg.store.health.failure is None
+        assert _user_texts(await reg.call(sid, "messages")) == ["m0", "m1"]
+    finally:
+        await reg.aclose()
