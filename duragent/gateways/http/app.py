@@ -19,6 +19,9 @@ from starlette.routing import Route
 
 from duragent.agents import Agent
 from duragent.errors import AgentNotFoundError
+from duragent.gateways.http.browser import BrowserGuard
+from duragent.gateways.http.crash import CrashGuard
+from duragent.gateways.http.health import ServerHealth
 from duragent.gateways.http.limits import ConcurrencyLimit
 from duragent.gateways.http.openapi import openapi_document
 from duragent.gateways.http.problem import ProblemError, problem
@@ -82,6 +85,7 @@ def _route(path: str, **handlers: Handler) -> Route:
 def build_app(services: HttpServices) -> Starlette:
     """The ASGI app serving ``services``."""
     routes_impl = SessionRoutes(services)
+    health = ServerHealth(services.config.server.max_connections)
 
     def api(handler: Handler) -> Handler:
         async def guarded(request: Request) -> Response:
@@ -101,6 +105,10 @@ def build_app(services: HttpServices) -> Starlette:
         return PlainTextResponse("ok")
 
     async def readyz(_: Request) -> Response:
+        reason = health.not_ready_reason()
+        if reason is not None:  # see health.py for what ready means
+            body = {"status": "unavailable", "reason": reason}
+            return JSONResponse({**body, "workspace_hash": services.workspace_hash}, 503)
         return JSONResponse({"status": "ok", "workspace_hash": services.workspace_hash})
 
     async def version(_: Request) -> Response:
@@ -160,10 +168,6 @@ def build_app(services: HttpServices) -> Starlette:
     async def on_quarantined(request: Request, exc: Exception) -> Response:
         return problem(409, str(exc), instance=request.url.path)
 
-    async def on_crash(request: Request, exc: Exception) -> Response:
-        log.exception("unhandled error on %s %s", request.method, request.url.path)
-        return problem(500, "internal error (logged on the server)", instance=request.url.path)
-
     v1 = "/api/v1"
     routes = [
         _route("/livez", GET=livez),
@@ -188,16 +192,20 @@ def build_app(services: HttpServices) -> Starlette:
         _route("/api/admin/v1/shutdown", POST=admin(shutdown)),
         _route("/api/admin/v1/reload-agents", POST=admin(reload_agents)),
     ]
-    return Starlette(
+    app = Starlette(
         routes=routes,
-        middleware=[
-            Middleware(ConcurrencyLimit, limit=services.config.server.max_connections),
+        middleware=[  # outermost first; an unclaimed exception reaches CrashGuard
+            Middleware(CrashGuard),
+            Middleware(BrowserGuard, server=services.config.server),
+            Middleware(ConcurrencyLimit, limit=health.slots, health=health),
         ],
         exception_handlers={
             ProblemError: on_problem,
             HTTPException: on_http_error,
             SessionNotFoundError: on_session_missing,
             SessionQuarantinedError: on_quarantined,
-            Exception: on_crash,
         },
     )
+    app.state.server_config = services.config.server  # read by HttpServer (server.py)
+    app.state.health = health
+    return app

@@ -21,6 +21,7 @@ _TYPES = {
     408: "request-timeout",
     409: "conflict",
     413: "payload-too-large",
+    415: "unsupported-media-type",
     429: "too-many-requests",
     503: "service-unavailable",
 }
@@ -33,6 +34,7 @@ _TITLES = {
     408: "Request Timeout",
     409: "Conflict",
     413: "Payload Too Large",
+    415: "Unsupported Media Type",
     429: "Too Many Requests",
     500: "Internal Server Error",
     503: "Service Unavailable",
