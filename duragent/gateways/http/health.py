@@ -15,6 +15,7 @@ which probes already treat as not ready. ``/livez`` says only that the process a
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 __all__ = ["ACCEPT_TROUBLE_SECONDS", "ServerHealth"]
 
@@ -29,16 +30,17 @@ class ServerHealth:
         self.busy = 0
         self._accept_failed_at: float | None = None
         self._accept_error = ""
+        self.clock: Callable[[], float] = time.monotonic
 
     def accept_failed(self, exc: OSError) -> None:
         """Record that ``accept()`` failed for lack of resources."""
-        self._accept_failed_at = time.monotonic()
+        self._accept_failed_at = self.clock()
         self._accept_error = exc.strerror or str(exc)
 
     def not_ready_reason(self) -> str | None:
         """Why the server is not ready, or None when it is."""
         failed = self._accept_failed_at
-        if failed is not None and time.monotonic() - failed < ACCEPT_TROUBLE_SECONDS:
+        if failed is not None and self.clock() - failed < ACCEPT_TROUBLE_SECONDS:
             return f"cannot accept new connections: {self._accept_error}"
         if self.busy >= self.slots:
             return f"all {self.slots} request slots are in use (server.max_connections)"

@@ -1,0 +1,45 @@
+"""/readyz is 503 with a reason while every request slot is held; /livez stays cheap and 200."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from duragent.gateways.http.health import ServerHealth
+from tests.gateways.http.api_fixtures import served
+
+
+async def test_readyz_says_unavailable_while_every_slot_is_held(tmp_path: Path) -> None:
+    async with served(tmp_path, server_yaml="  max_connections: 1\n") as s:
+        reader, writer = await asyncio.open_connection("127.0.0.1", s.runtime.http_port)
+        writer.write(  # a body that never ends keeps its slot (until the body timeout)
+            b"POST /api/v1/sessions HTTP/1.1\r\nHost: localhost\r\n"
+            b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"
+        )
+        await writer.drain()
+        for _ in range(200):
+            busy = await s.client.get("/readyz")
+            if busy.status_code == 503:
+                break
+            await asyncio.sleep(0.05)
+        assert busy.status_code == 503
+        assert busy.json()["reason"] == "all 1 request slots are in use (server.max_connections)"
+        assert (await s.client.get("/livez")).status_code == 200
+        writer.close()  # the client leaves: its slot is freed
+        for _ in range(200):
+            ready = await s.client.get("/readyz")
+            if ready.status_code == 200:
+                break
+            await asyncio.sleep(0.05)
+        assert ready.json()["status"] == "ok"
+
+
+def test_a_failed_accept_makes_the_server_not_ready_for_a_while() -> None:
+    now = [100.0]
+    health = ServerHealth(4)
+    health.clock = lambda: now[0]
+    assert health.not_ready_reason() is None
+    health.accept_failed(OSError(24, "Too many open files"))
+    assert health.not_ready_reason() == "cannot accept new connections: Too many open files"
+    now[0] += 10
+    assert health.not_ready_reason() is None
