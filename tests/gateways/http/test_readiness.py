@@ -11,7 +11,7 @@ from tests.gateways.http.api_fixtures import served
 
 async def test_readyz_says_unavailable_while_every_slot_is_held(tmp_path: Path) -> None:
     async with served(tmp_path, server_yaml="  max_connections: 1\n") as s:
-        reader, writer = await asyncio.open_connection("127.0.0.1", s.runtime.http_port)
+        _, writer = await asyncio.open_connection("127.0.0.1", s.runtime.http_port)
         writer.write(  # a body that never ends keeps its slot (until the body timeout)
             b"POST /api/v1/sessions HTTP/1.1\r\nHost: localhost\r\n"
             b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"

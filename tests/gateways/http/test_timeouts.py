@@ -101,13 +101,14 @@ async def test_a_stream_longer_than_every_timeout_is_not_cut(tmp_path: Path) -> 
     async with served(tmp_path, server_yaml=FAST) as s:
         sid = (await s.client.post("/api/v1/sessions", json={"agent": "bot"})).json()["session_id"]
         s.server.enqueue(Reply(text="one two three four five", chunk_delay=0.4))
-        events: list[str] = []
         async with s.client.stream(
             "POST", f"/api/v1/sessions/{sid}/stream", json={"content": "hi"}
         ) as response:
-            async for line in response.aiter_lines():
-                if line.startswith("event:"):
-                    events.append(line.split(":", 1)[1].strip())
+            events = [
+                line.split(":", 1)[1].strip()
+                async for line in response.aiter_lines()
+                if line.startswith("event:")
+            ]
     assert events[0] == "start"
     assert events[-1] == "done"
     assert events.count("token") >= 3  # a few chunks, each 0.4 s apart: > every timeout
@@ -116,7 +117,9 @@ async def test_a_stream_longer_than_every_timeout_is_not_cut(tmp_path: Path) -> 
 async def test_a_client_reusing_a_connection_within_the_idle_time_is_served(
     tmp_path: Path,
 ) -> None:
-    async with served(tmp_path, server_yaml=FAST) as s:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{s.runtime.http_port}") as client:
-            for _ in range(5):
-                assert (await client.get("/api/v1/agents")).status_code == 200
+    async with (
+        served(tmp_path, server_yaml=FAST) as s,
+        httpx.AsyncClient(base_url=f"http://127.0.0.1:{s.runtime.http_port}") as client,
+    ):
+        for _ in range(5):
+            assert (await client.get("/api/v1/agents")).status_code == 200
