@@ -9,8 +9,9 @@ in are waited for forever, each holding a descriptor and (for a body) a
   request line and headers must arrive within ``server.header_timeout_seconds``. A connection
   that sent nothing is just closed; one that sent part of a head gets ``408`` and is closed.
 - **body**: once the head is in, the body must arrive within
-  ``server.body_timeout_seconds``. Time during which the server itself stopped reading (the
-  app has not consumed what arrived) is not held against the client: the timer is re-armed.
+  ``server.body_timeout_seconds``. Time during which the server itself is not reading (the
+  app has not consumed what arrived, or has not yet asked for a body the client holds back
+  until ``100 Continue``) is not held against the client: the timer is re-armed.
   On expiry: ``408`` (when no response was started) and close; the app sees the client as
   gone, so its slot is freed.
 
@@ -146,11 +147,13 @@ class TimedH11Protocol(H11Protocol):
         self._body_timer = None
         if self.transport.is_closing() or self.conn.their_state is not h11.SEND_BODY:
             return
-        if self.flow.read_paused:  # we stopped reading, not the client: not its fault
+        cycle = self.cycle
+        if self.flow.read_paused or (cycle is not None and cycle.waiting_for_100_continue):
+            # We are not reading (the app has not taken what came, or has not asked for the
+            # body a client waits to send on "Expect: 100-continue"): not the client's fault.
             self._body_timer = self.loop.call_later(self.body_timeout, self._body_expired)
             return
         log.debug("request body not complete after %ss: 408", self.body_timeout)
-        cycle = self.cycle
         if cycle is not None and not cycle.response_started:
             cycle.disconnected = True  # the app sees http.disconnect; its sends are dropped
             cycle.message_event.set()
