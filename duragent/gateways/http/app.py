@@ -107,8 +107,8 @@ def build_app(services: HttpServices) -> Starlette:
     async def readyz(_: Request) -> Response:
         reason = health.not_ready_reason()
         if reason is not None:  # see health.py for what ready means
-            body = {"status": "unavailable", "reason": reason}
-            return JSONResponse({**body, "workspace_hash": services.workspace_hash}, 503)
+            extra = {"workspace_hash": services.workspace_hash}  # the launcher still knows us
+            return problem(503, reason, instance="/readyz", extra=extra)
         return JSONResponse({"status": "ok", "workspace_hash": services.workspace_hash})
 
     async def version(_: Request) -> Response:

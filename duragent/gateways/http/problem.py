@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from starlette.responses import JSONResponse
 
@@ -41,8 +42,14 @@ _TITLES = {
 }
 
 
-def problem(status: int, detail: str | None = None, *, instance: str | None = None) -> JSONResponse:
-    """A problem+json response for ``status``."""
+def problem(
+    status: int,
+    detail: str | None = None,
+    *,
+    instance: str | None = None,
+    extra: Mapping[str, object] | None = None,
+) -> JSONResponse:
+    """A problem+json response for ``status``; ``extra`` adds RFC 7807 extension members."""
     body: dict[str, object] = {
         "type": f"urn:duragent:problem:{_TYPES.get(status, 'internal-error')}",
         "title": _TITLES.get(status, "Error"),
@@ -53,6 +60,8 @@ def problem(status: int, detail: str | None = None, *, instance: str | None = No
         body["detail"] = _SURROGATE.sub("\ufffd", detail)
     if instance is not None:
         body["instance"] = instance
+    if extra:
+        body.update(extra)
     return JSONResponse(body, status_code=status, media_type=PROBLEM_CONTENT_TYPE)
 
 

@@ -74,7 +74,7 @@ def test_running_out_of_descriptors_logs_once_and_readyz_says_why(tmp_path: Path
         proc.terminate()
         proc.wait(15)
     assert during.status_code == 503, during.text
-    assert during.json()["reason"] == "cannot accept new connections: Too many open files"
+    assert during.json()["detail"] == "cannot accept new connections: Too many open files"
     assert text.count("out of system resource") == 1, text[-2000:]
     assert text.count("Traceback") == 1
     assert len(text) < 5000

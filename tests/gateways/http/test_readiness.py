@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from duragent.cli.launcher import ensure_server
+from duragent.config import load_workspace
 from duragent.gateways.http.health import ServerHealth
 from tests.gateways.http.api_fixtures import served
 
@@ -23,8 +25,14 @@ async def test_readyz_says_unavailable_while_every_slot_is_held(tmp_path: Path) 
                 break
             await asyncio.sleep(0.05)
         assert busy.status_code == 503
-        assert busy.json()["reason"] == "all 1 request slots are in use (server.max_connections)"
+        assert busy.headers["content-type"] == "application/problem+json"
+        assert busy.json()["detail"] == "all 1 request slots are in use (server.max_connections)"
+        assert busy.json()["workspace_hash"] == s.runtime.workspace_hash
         assert (await s.client.get("/livez")).status_code == 200
+        # `duragent chat` still recognises its busy server instead of starting another
+        ws = load_workspace(tmp_path)
+        url = await asyncio.to_thread(ensure_server, ws, s.runtime.http_port)
+        assert url == f"http://127.0.0.1:{s.runtime.http_port}"
         writer.close()  # the client leaves: its slot is freed
         for _ in range(200):
             ready = await s.client.get("/readyz")
