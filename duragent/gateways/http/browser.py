@@ -31,7 +31,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from duragent.config.workspace import ServerConfig
 from duragent.gateways.http.problem import problem
 
-__all__ = ["BrowserGuard", "is_loopback_name", "request_problem", "split_host"]
+__all__ = ["BrowserGuard", "has_body", "is_loopback_name", "request_problem", "split_host"]
 
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
@@ -89,7 +89,7 @@ def request_problem(
             f"requests from the web page at {origin!r} are refused (cross-origin); "
             "list trusted origins in server.allowed_origins"
         )
-    if method in _BODY_METHODS and _has_body(headers):
+    if method in _BODY_METHODS and has_body(headers):
         media = headers.get("content-type", "").split(";", 1)[0].strip().lower()
         if media != "application/json":
             shown = media or "none"
@@ -97,7 +97,8 @@ def request_problem(
     return None
 
 
-def _has_body(headers: Headers) -> bool:
+def has_body(headers: Headers) -> bool:
+    """True when the request announces a body (a length above 0, or chunked)."""
     length = headers.get("content-length")
     if length is not None:
         return length.strip() not in ("", "0")

@@ -23,8 +23,8 @@ these timers (its own keep-alive pings and the model's idle timeout govern it).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
+from http import HTTPStatus
 from typing import Any
 
 import h11
@@ -32,29 +32,27 @@ from uvicorn.config import Config
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.server import ServerState
 
-from duragent.gateways.http.problem import PROBLEM_CONTENT_TYPE
+from duragent.gateways.http.problem import PROBLEM_CONTENT_TYPE, problem
 
 __all__ = ["TimedH11Protocol", "timed_protocol"]
 
 log = logging.getLogger(__name__)
 
 
-def _timeout_response(detail: str) -> bytes:
-    body = json.dumps(
-        {
-            "type": "urn:duragent:problem:request-timeout",
-            "title": "Request Timeout",
-            "status": 408,
-            "detail": detail,
-        }
-    ).encode()
+def _problem_response(status: int, detail: str) -> bytes:
+    """A whole problem+json response with ``Connection: close``, as bytes for the transport.
+
+    Written directly because h11 cannot send a response before it has parsed a request.
+    """
+    response = problem(status, detail)
+    phrase = HTTPStatus(status).phrase
     head = (
-        "HTTP/1.1 408 Request Timeout\r\n"
+        f"HTTP/1.1 {status} {phrase}\r\n"
         f"content-type: {PROBLEM_CONTENT_TYPE}\r\n"
-        f"content-length: {len(body)}\r\n"
+        f"content-length: {len(response.body)}\r\n"
         "connection: close\r\n\r\n"
     )
-    return head.encode() + body
+    return head.encode() + bytes(response.body)
 
 
 class TimedH11Protocol(H11Protocol):
@@ -101,6 +99,26 @@ class TimedH11Protocol(H11Protocol):
         """After a response, a pipelined request may already be parsed: track it too."""
         super().on_response_complete()
         self._track_progress()
+
+    def shutdown(self) -> None:
+        """Stopping: a request whose body is still arriving is refused (503) and closed now.
+
+        uvicorn would wait for its response (up to the graceful-shutdown limit), but the app
+        cannot answer a body it has not got; nothing of it was accepted yet.
+        """
+        cycle = self.cycle
+        if (
+            self.conn.their_state is h11.SEND_BODY
+            and cycle is not None
+            and not cycle.response_started
+        ):
+            self._cancel_body()
+            cycle.disconnected = True
+            cycle.message_event.set()
+            self.transport.write(_problem_response(503, "the server is shutting down"))
+            self.transport.close()
+            return
+        super().shutdown()
 
     def _track_progress(self) -> None:
         state = self.conn.their_state
@@ -165,7 +183,7 @@ class TimedH11Protocol(H11Protocol):
             self.transport.close()
 
     def _close_with_408(self, detail: str) -> None:
-        self.transport.write(_timeout_response(detail))
+        self.transport.write(_problem_response(408, detail))
         self.transport.close()
 
 

@@ -123,3 +123,19 @@ async def test_a_client_reusing_a_connection_within_the_idle_time_is_served(
     ):
         for _ in range(5):
             assert (await client.get("/api/v1/agents")).status_code == 200
+
+
+async def test_stopping_refuses_a_body_still_arriving_with_503(tmp_path: Path) -> None:
+    async with served(tmp_path) as s:
+        reader, writer = await _connect(s.runtime.http_port or 0)
+        writer.write(
+            b"POST /api/v1/sessions HTTP/1.1\r\nHost: localhost\r\n"
+            b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"
+        )
+        await writer.drain()
+        await asyncio.sleep(0.2)
+        await s.runtime.aclose()  # stops the HTTP server while the body is incomplete
+        answer = await _read_all(reader)
+        writer.close()
+    assert answer.startswith(b"HTTP/1.1 503 ")
+    assert b"shutting down" in answer
