@@ -9,7 +9,9 @@ same-origin. Three checks close this, before routing and before any slot is take
 - **Host** (loopback mode only, i.e. when the route family has no token): the name must be
   loopback (``localhost``, ``*.localhost``, ``127.x.x.x``, ``[::1]``, any port) or listed in
   ``server.allowed_hosts``; a rebinding page sends its own name. 403. With a token the server
-  is meant to be reached by any name, and the page does not know the token.
+  is meant to be reached by any name, and the page does not know the token. The public routes
+  (health, version, OpenAPI) are exempt: they are open to any client anyway, and a container
+  probe addresses the server by its IP.
 - **Origin** (always, when the header is present): a loopback origin, the server's own
   (same host and port as ``Host``), or one of ``server.allowed_origins``. ``null`` (sandboxed
   frames, files) is refused. 403. Clients that are not browsers send no ``Origin``.
@@ -34,6 +36,7 @@ from duragent.gateways.http.problem import problem
 __all__ = ["BrowserGuard", "has_body", "is_loopback_name", "request_problem", "split_host"]
 
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+PUBLIC_PATHS = frozenset({"/livez", "/readyz", "/version", "/openapi.json"})
 
 
 def split_host(value: str) -> tuple[str, str]:
@@ -78,7 +81,8 @@ def request_problem(
     """``(status, detail)`` when the request must be refused, else None."""
     token = server.admin_token if path.startswith("/api/admin/") else server.api_token
     host = headers.get("host")
-    if not token and host is not None and not _host_allowed(host, server.allowed_hosts):
+    checked = not token and path not in PUBLIC_PATHS
+    if checked and host is not None and not _host_allowed(host, server.allowed_hosts):
         return 403, (
             f"Host {host!r} is not a loopback name; without a token this server answers only "
             "requests addressed to localhost (list other names in server.allowed_hosts)"

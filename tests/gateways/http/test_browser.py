@@ -42,6 +42,8 @@ async def test_a_dns_rebinding_page_is_refused_by_its_host_name(tmp_path: Path) 
         read = await s.client.get("/api/v1/sessions", headers={"host": "evil.example"})
         assert read.status_code == 403
         assert (await s.client.get("/api/v1/sessions")).json()["sessions"] == []
+        probe = await s.client.get("/livez", headers={"host": "10.1.2.3:8080"})
+        assert probe.status_code == 200  # public routes answer any name (container probes)
 
 
 @pytest.mark.parametrize(
