@@ -2,9 +2,9 @@
 
 A failure that recurs in a tight loop (a socket that cannot accept, a client hammering with
 bad requests) must not turn into megabytes of identical tracebacks that hide everything else.
-Records are "the same" when their logger, level and message template are; the first one passes
-whole, later ones within ``interval`` are counted and dropped, and the first one after the
-interval passes without its traceback and says how many were dropped. Nothing is silently
+Records are "the same" when their logger, level, message template and exception type are;
+the first one passes whole, later ones within ``interval`` are counted and dropped, and the
+first one after the interval passes without its traceback and says how many were dropped. Nothing is silently
 lost: the count is always reported on the next occurrence.
 
 Attach it to the loggers that can flood (a ``logging.Logger`` consults its filters only for
@@ -22,7 +22,7 @@ __all__ = ["RepeatFilter"]
 
 
 class RepeatFilter(logging.Filter):
-    """Let through one record per ``(logger, level, template)`` per ``interval`` seconds."""
+    """Let through one record per (logger, level, template, exception type) per interval."""
 
     def __init__(
         self, interval: float = 60.0, *, clock: Callable[[], float] = time.monotonic
@@ -36,7 +36,8 @@ class RepeatFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         """False for a repeat inside the interval; the first after it reports the count."""
-        key = (record.name, record.levelno, str(record.msg))
+        kind = record.exc_info[0].__name__ if record.exc_info and record.exc_info[0] else ""
+        key = (record.name, record.levelno, f"{record.msg}\0{kind}")
         now = self._clock()
         with self._lock:
             last = self._seen.get(key)

@@ -37,3 +37,15 @@ def test_different_messages_are_not_collapsed() -> None:
     assert repeats.filter(_record("one", exc=False))
     assert repeats.filter(_record("two", exc=False))
     assert not repeats.filter(_record("one", exc=False))
+
+
+def test_the_same_message_with_another_exception_type_is_not_collapsed() -> None:
+    repeats = RepeatFilter(60, clock=lambda: 0.0)
+    assert repeats.filter(_record("crash"))
+    assert not repeats.filter(_record("crash"))
+    try:
+        raise ValueError("other")
+    except ValueError:
+        other = logging.LogRecord("x", logging.ERROR, __file__, 1, "crash", None, sys.exc_info())
+    other.name = "asyncio"
+    assert repeats.filter(other)
