@@ -4,8 +4,8 @@ A failure that recurs in a tight loop (a socket that cannot accept, a client ham
 bad requests) must not turn into megabytes of identical tracebacks that hide everything else.
 Records are "the same" when their logger, level, message template and exception type are;
 the first one passes whole, later ones within ``interval`` are counted and dropped, and the
-first one after the interval passes without its traceback and says how many were dropped. Nothing is silently
-lost: the count is always reported on the next occurrence.
+first one after the interval passes without its traceback and says how many were dropped.
+Nothing is silently lost: the count is always reported on the next occurrence.
 
 Attach it to the loggers that can flood (a ``logging.Logger`` consults its filters only for
 records logged on it, not for those propagated from children). No I/O happens here.
