@@ -30,9 +30,9 @@ class LaunchError(Exception):
 def _probe(url: str) -> dict[str, object] | None:
     try:
         response = httpx.get(f"{url}/readyz", timeout=1.0)
-        if response.status_code == 200:
+        if response.status_code in (200, 503):  # 503: running but busy; still ours to use
             data = response.json()
-            return data if isinstance(data, dict) else None
+            return data if isinstance(data, dict) and "workspace_hash" in data else None
     except (httpx.HTTPError, ValueError):
         return None
     return None

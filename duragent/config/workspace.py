@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from duragent.config.envvars import expand_env
+from duragent.config.hosts import check_host_name, check_origin
 from duragent.config.validation import unknown_key_warnings, validate_document
 from duragent.config.yamlio import load_yaml_text, read_text
 from duragent.errors import ConfigError
@@ -70,6 +71,30 @@ class ServerConfig(_Section):
     pin_python_threads: bool = True
     """Keep the server's Python threads on one CPU (faster hand-overs; see ``core.cpu``).
     Programs that tools start still get every CPU."""
+    allowed_hosts: tuple[str, ...] = ()
+    """Extra ``Host`` names served in loopback mode (no token), besides localhost, 127.x.x.x,
+    [::1] and ``*.localhost``: e.g. a name in /etc/hosts that points at 127.0.0.1."""
+    allowed_origins: tuple[str, ...] = ()
+    """Extra browser origins (``scheme://host[:port]``) allowed to call the API, besides
+    loopback ones and the server's own."""
+    header_timeout_seconds: float = Field(default=10, gt=0, le=3600)
+    """A request's line and headers must arrive within this time of its first byte (or of
+    the connection opening): a slow head gets 408 and the connection is closed."""
+    body_timeout_seconds: float = Field(default=30, gt=0, le=3600)
+    """A request's body must arrive within this time of its head (time the server spends not
+    reading, e.g. waiting for a slot, does not count): otherwise 408 and close."""
+    connection_idle_timeout_seconds: float = Field(default=15, gt=0, le=3600)
+    """A keep-alive connection with no request under way is closed after this long."""
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _check_hosts(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(check_host_name(entry) for entry in value)
+
+    @field_validator("allowed_origins")
+    @classmethod
+    def _check_origins(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(check_origin(entry) for entry in value)
 
 
 class SessionsConfig(_Section):

@@ -46,6 +46,11 @@ def test_missing_file_gives_every_default(tmp_path: Path) -> None:
     assert config.server.max_connections == 1024
     assert config.server.admin_token is None
     assert config.server.api_token is None
+    assert config.server.allowed_hosts == ()
+    assert config.server.allowed_origins == ()
+    assert config.server.header_timeout_seconds == 10
+    assert config.server.body_timeout_seconds == 30
+    assert config.server.connection_idle_timeout_seconds == 15
     assert config.sessions.ttl_hours == 168
     assert config.sessions.compaction == "archive"  # the reference defaults to discard
     assert config.sessions.max_live_actors == 1000

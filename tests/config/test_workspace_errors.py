@@ -151,3 +151,28 @@ def test_active_actors_must_be_auto_or_a_sensible_number(tmp_path: Path, value: 
     err = load_error(config)
 
     assert str(err).startswith(f"{config}:2: sessions.active_actors: ")
+
+
+def test_an_allowed_host_with_a_scheme_names_the_expected_form(tmp_path: Path) -> None:
+    config = write_config(tmp_path, "server:\n  allowed_hosts: ['http://box.lan']\n")
+
+    message = str(load_error(config))
+
+    assert "server.allowed_hosts" in message
+    assert "is not a host name" in message
+    assert "e.g. 'myhost.local'" in message
+
+
+def test_an_allowed_origin_with_a_path_names_the_expected_form(tmp_path: Path) -> None:
+    config = write_config(tmp_path, "server:\n  allowed_origins: ['http://a.lan/app']\n")
+
+    message = str(load_error(config))
+
+    assert "server.allowed_origins" in message
+    assert "is not an origin" in message
+
+
+def test_a_zero_header_timeout_is_rejected(tmp_path: Path) -> None:
+    config = write_config(tmp_path, "server:\n  header_timeout_seconds: 0\n")
+
+    assert "server.header_timeout_seconds: must be greater than 0" in str(load_error(config))

@@ -21,6 +21,9 @@ from starlette.routing import Route
 
 from duragent.agents import Agent
 from duragent.errors import AgentNotFoundError, StorageError
+from duragent.gateways.http.browser import BrowserGuard
+from duragent.gateways.http.crash import CrashGuard
+from duragent.gateways.http.health import ServerHealth
 from duragent.gateways.http.limits import ConcurrencyLimit
 from duragent.gateways.http.openapi import openapi_document
 from duragent.gateways.http.problem import ProblemError, problem
@@ -85,6 +88,7 @@ def _route(path: str, **handlers: Handler) -> Route:
 def build_app(services: HttpServices) -> Starlette:
     """The ASGI app serving ``services``."""
     routes_impl = SessionRoutes(services)
+    health = ServerHealth(services.config.server.max_connections)
 
     def api(handler: Handler) -> Handler:
         async def guarded(request: Request) -> Response:
@@ -106,17 +110,16 @@ def build_app(services: HttpServices) -> Starlette:
     async def readyz(_: Request) -> Response:
         # Not ready while the session store cannot write (see store/health.py): the last
         # write failed and a probe write still fails. Healthy: no disk access at all.
-        health = services.turns.registry.store.health
-        failure = health.failure and await asyncio.to_thread(health.check)
+        extra: dict[str, object] = {"workspace_hash": services.workspace_hash}
+        store_health = services.turns.registry.store.health
+        failure = store_health.failure and await asyncio.to_thread(store_health.check)
         if failure:
-            return JSONResponse(
-                {
-                    "status": "not_ready",
-                    "workspace_hash": services.workspace_hash,
-                    "storage": {"writable": False, "error": str(failure)},
-                },
-                status_code=503,
-            )
+            extra["storage"] = {"writable": False, "error": str(failure)}
+            reason: str | None = f"the session store cannot write: {failure}"
+        else:
+            reason = health.not_ready_reason()  # see health.py for what ready means
+        if reason is not None:  # workspace_hash: the launcher still knows us
+            return problem(503, reason, instance="/readyz", extra=extra)
         return JSONResponse({"status": "ok", "workspace_hash": services.workspace_hash})
 
     async def version(_: Request) -> Response:
@@ -197,10 +200,6 @@ def build_app(services: HttpServices) -> Starlette:
             response.headers["Retry-After"] = "5"
         return response
 
-    async def on_crash(request: Request, exc: Exception) -> Response:
-        log.exception("unhandled error on %s %s", request.method, request.url.path)
-        return problem(500, "internal error (logged on the server)", instance=request.url.path)
-
     v1 = "/api/v1"
     routes = [
         _route("/livez", GET=livez),
@@ -225,10 +224,12 @@ def build_app(services: HttpServices) -> Starlette:
         _route("/api/admin/v1/shutdown", POST=admin(shutdown)),
         _route("/api/admin/v1/reload-agents", POST=admin(reload_agents)),
     ]
-    return Starlette(
+    app = Starlette(
         routes=routes,
-        middleware=[
-            Middleware(ConcurrencyLimit, limit=services.config.server.max_connections),
+        middleware=[  # outermost first; an unclaimed exception reaches CrashGuard
+            Middleware(CrashGuard),
+            Middleware(BrowserGuard, server=services.config.server),
+            Middleware(ConcurrencyLimit, limit=health.slots, health=health),
         ],
         exception_handlers={
             ProblemError: on_problem,
@@ -236,6 +237,8 @@ def build_app(services: HttpServices) -> Starlette:
             SessionNotFoundError: on_session_missing,
             SessionQuarantinedError: on_quarantined,
             StorageError: on_storage,
-            Exception: on_crash,
         },
     )
+    app.state.server_config = services.config.server  # read by HttpServer (server.py)
+    app.state.health = health
+    return app

@@ -36,7 +36,10 @@ _SESSION_ID = {
     "schema": {"type": "string"},
 }
 _NON_BLANK = {"type": "string", "minLength": 1, "pattern": "\\S"}  # not only whitespace
-_AUTH = {"401": _problem("Missing or invalid bearer token, or a non-loopback client")}
+_AUTH = {
+    "401": _problem("Missing or invalid bearer token, or a non-loopback client"),
+    "403": _problem("A browser request refused: Host or Origin not allowed"),
+}
 _STORAGE = {
     "503": _problem(
         "The disk refused a read or write (permission, I/O, open files): nothing saved was "
@@ -44,7 +47,12 @@ _STORAGE = {
     ),
     "507": _problem("The disk is full: nothing saved was lost, the request was not recorded"),
 }
-_COMMON = {"400": _problem("Bad input"), **_AUTH, **_STORAGE}
+_COMMON = {
+    "400": _problem("Bad input"),
+    "415": _problem("Body not application/json"),
+    **_AUTH,
+    **_STORAGE,
+}
 
 
 def _body(schema: dict[str, Any]) -> dict[str, Any]:
@@ -403,7 +411,7 @@ def _document(version: str) -> dict[str, Any]:
                     "responses": {
                         "200": _plain("Shutdown initiated"),
                         "409": _problem("Already shutting down"),
-                        "403": _problem("Admin access denied"),
+                        "403": _problem("Admin access denied, or Host/Origin not allowed"),
                     },
                 }
             },
@@ -412,7 +420,7 @@ def _document(version: str) -> dict[str, Any]:
                     "summary": "Re-read agents",
                     "responses": {
                         "200": _plain("Reloaded"),
-                        "403": _problem("Admin access denied"),
+                        "403": _problem("Admin access denied, or Host/Origin not allowed"),
                     },
                 }
             },

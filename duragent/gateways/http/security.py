@@ -6,6 +6,9 @@
 - ``/api/admin/*``: the same with ``server.admin_token``; failure: 403.
 - Health routes are public.
 - Bodies over 2 MiB are refused with 413 before they are read into memory.
+
+What a browser could still do to a loopback server (CSRF, DNS rebinding) is refused earlier,
+by ``browser.py``; slow and idle connections are cut by ``protocol.py``.
 """
 
 from __future__ import annotations

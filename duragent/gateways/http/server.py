@@ -3,6 +3,12 @@
 uvicorn's ``serve()`` installs SIGINT/SIGTERM handlers and re-raises the signal after it
 stops, which would kill the process before sessions are flushed. The runtime owns signals;
 this server only starts, reports its bound port, and stops when asked.
+
+The app built by ``build_app`` carries its ``server:`` settings and its :class:`ServerHealth`
+in ``app.state``; the server reads them for the connection timeouts (``protocol.py``) and
+gives the health to the listening socket (``listener.py``), so ``/readyz`` knows when accepting
+fails. While serving, repeated log records of asyncio's accept loop, uvicorn and this package
+are collapsed (``core.logrepeat``) so a flood of identical errors stays a few lines.
 """
 
 from __future__ import annotations
@@ -16,9 +22,23 @@ from collections.abc import Generator
 import uvicorn
 from starlette.types import ASGIApp
 
+from duragent.config.workspace import ServerConfig
+from duragent.core.logrepeat import RepeatFilter
+from duragent.gateways.http.health import ServerHealth
+from duragent.gateways.http.listener import GuardedListener
+from duragent.gateways.http.protocol import timed_protocol
+
 __all__ = ["HttpServer"]
 
 log = logging.getLogger(__name__)
+
+FLOOD_PRONE_LOGGERS = (
+    "asyncio",
+    "uvicorn.error",
+    "duragent.gateways.http.crash",
+    "duragent.gateways.http.protocol",
+)
+"""Loggers that can repeat one record many times a second under attack or exhaustion."""
 
 
 class _EmbeddedServer(uvicorn.Server):
@@ -31,6 +51,9 @@ class HttpServer:
     """A uvicorn server bound to ``host:port`` (port 0 picks a free one)."""
 
     def __init__(self, app: ASGIApp, *, host: str, port: int) -> None:
+        state = getattr(app, "state", None)
+        settings: ServerConfig = getattr(state, "server_config", None) or ServerConfig()
+        self.health: ServerHealth | None = getattr(state, "health", None)
         config = uvicorn.Config(
             app,
             host=host,
@@ -39,7 +62,13 @@ class HttpServer:
             log_config=None,
             access_log=False,
             timeout_graceful_shutdown=10,
+            http=timed_protocol(
+                header=settings.header_timeout_seconds,
+                body=settings.body_timeout_seconds,
+                idle=settings.connection_idle_timeout_seconds,
+            ),
         )
+        self._repeats = RepeatFilter()
         self._server = _EmbeddedServer(config)
         self._task: asyncio.Task[None] | None = None
         self.host = host
@@ -59,6 +88,7 @@ class HttpServer:
                 "choose another port with --port"
             ) from None
         sock.set_inheritable(True)
+        sock.health = self.health
         self.port = sock.getsockname()[1]
         self._task = asyncio.create_task(self._server.serve(sockets=[sock]), name="http-server")
         while not self._server.started:
@@ -66,6 +96,8 @@ class HttpServer:
                 failure = self._task.exception()
                 raise OSError(f"HTTP server failed to start: {failure}")
             await asyncio.sleep(0.005)
+        for name in FLOOD_PRONE_LOGGERS:
+            logging.getLogger(name).addFilter(self._repeats)
         log.info("HTTP listening on http://%s:%d", self.host, self.port)
 
     async def stop(self) -> None:
@@ -73,12 +105,16 @@ class HttpServer:
         if self._task is None:
             return
         self._server.should_exit = True
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
-        self._task = None
+        try:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        finally:
+            self._task = None
+            for name in FLOOD_PRONE_LOGGERS:
+                logging.getLogger(name).removeFilter(self._repeats)
 
 
-def _listen(host: str, port: int) -> socket.socket:
+def _listen(host: str, port: int) -> GuardedListener:
     """A listening TCP socket created with ``IPPROTO_TCP``.
 
     asyncio disables Nagle's algorithm only on sockets whose ``proto`` is IPPROTO_TCP; a socket
@@ -87,7 +123,7 @@ def _listen(host: str, port: int) -> socket.socket:
     family, kind, proto, _, address = socket.getaddrinfo(
         host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP, flags=socket.AI_PASSIVE
     )[0]
-    sock = socket.socket(family, kind, proto)
+    sock = GuardedListener(family, kind, proto)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         if family == socket.AF_INET6:

@@ -8,6 +8,7 @@ from duragent.testing import Reply
 from tests.gateways.http.api_fixtures import served
 
 PROBLEM = "application/problem+json"
+JSON = {"content-type": "application/json"}
 
 
 async def test_a_session_is_created_used_listed_read_and_deleted(tmp_path: Path) -> None:
@@ -69,12 +70,14 @@ async def test_bad_input_is_a_400_or_404_or_413_problem_never_a_500(tmp_path: Pa
             ("GET", "/api/v1/agents/ghost", b"", 404),
         ]
         for method, path, body, status in cases:
-            response = await s.client.request(method, path, content=body)
+            response = await s.client.request(method, path, content=body, headers=JSON)
             assert response.status_code == status, (method, path, response.text)
             assert response.headers["content-type"] == PROBLEM
             assert response.json()["status"] == status
         huge = b'{"content": "' + b"x" * (2 * 1024 * 1024 + 10) + b'"}'
-        too_big = await s.client.post(f"/api/v1/sessions/{sid}/messages", content=huge)
+        too_big = await s.client.post(
+            f"/api/v1/sessions/{sid}/messages", content=huge, headers=JSON
+        )
         assert too_big.status_code == 413
 
 

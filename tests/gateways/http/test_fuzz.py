@@ -308,7 +308,11 @@ def test_inputs_that_once_broke_the_contract(
 ) -> None:
     sid = live_server.ids["session-0"]
     response = httpx.request(
-        method, live_server.base_url + path.format(sid=sid), content=body, timeout=10
+        method,
+        live_server.base_url + path.format(sid=sid),
+        content=body,
+        headers={"content-type": "application/json"},
+        timeout=10,
     )
     assert response.status_code == status, response.text
     if status >= 400:
