@@ -155,10 +155,11 @@ def analyse(command: str) -> Analysis:
         return Analysis(f"longer than {MAX_ANALYSED_BYTES} bytes")
     if b"\0" in source or b"\r" in source:
         return Analysis("control characters (NUL or CR)")
-    root = _parser().parse(source).root_node
-    if root.has_error:
+    tree = _parser().parse(source)  # held until the walk ends: nodes point into it
+    if tree.root_node.has_error:
         return Analysis("the shell grammar cannot parse it")
-    return _Walk(source).run(root)
+    analysis = _Walk(source).run(tree.root_node)
+    return analysis
 
 
 class _Walk:
@@ -223,6 +224,27 @@ class _Walk:
         i = node.start_byte
         before = self.source[max(0, i - 2) : i]
         return i == 0 or (before[-1:] in (b" ", b"\t", b"\n", b";") and before[:1] != b"\\")
+
+    def _for_statement(self, node: Node) -> str | None:
+        name = node.child_by_field_name("variable")
+        if name is None or _SPECIAL_NAME.fullmatch(self.text(name).decode()):
+            return "a loop over a variable bash itself evaluates"
+        return None
+
+    def _heredoc_redirect(self, node: Node) -> str | None:
+        """The grammar's idea of where the body ends must be bash's: else lines could hide."""
+        start = next((c for c in node.children if c.type == "heredoc_start"), None)
+        end = next((c for c in node.children if c.type == "heredoc_end"), None)
+        body = next((c for c in node.children if c.type == "heredoc_body"), None)
+        if start is None or end is None:
+            return "here-document the policy does not model"
+        delimiter = self.text(start).strip(b"'\"")
+        if self.text(end) != delimiter:
+            return "here-document whose end the policy does not model"
+        lines = self.text(body).split(b"\n") if body is not None else []
+        if any(line.lstrip(b"\t") == delimiter for line in lines):
+            return "here-document whose end the policy does not model"
+        return None
 
     def _expansion(self, node: Node) -> str | None:
         """``${name}`` only: every operator (``:=``, ``@P``, ``!``, ``[…]``, ``/``, ``#``…)."""
