@@ -86,6 +86,8 @@ _LEAVES: dict[str, re.Pattern[bytes]] = {
     "heredoc_end": re.compile(rb"[A-Za-z0-9_.-]+"),
     "comment": re.compile(rb"#[^\n]*"),
 }
+_CONTROL = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]")
+_NON_ASCII = re.compile(rb"[\x80-\xff]")
 _BLANKS = re.compile(rb"(?:[ \t\n]|\\\n)*")
 _LITERAL_GAP = re.compile(rb"(?:\\[\s\S]|[^$`\\])*")  # inside "…" or an unquoted here-document
 _QUOTED_BODY = frozenset({"heredoc_body"})  # a leaf only when its delimiter was quoted
@@ -153,20 +155,24 @@ def analyse(command: str) -> Analysis:
         return Analysis("text that is not valid UTF-8")
     if len(source) > MAX_ANALYSED_BYTES:
         return Analysis(f"longer than {MAX_ANALYSED_BYTES} bytes")
-    if b"\0" in source or b"\r" in source:
-        return Analysis("control characters (NUL or CR)")
+    if _CONTROL.search(source):
+        return Analysis("control characters other than tab and newline")
+    # tree-sitter-bash 0.25 can crash the process on some non-ASCII text (e.g. '{' followed by
+    # U+E0000). bash reads every non-ASCII UTF-8 byte as an ordinary word character, so the
+    # grammar gets each such byte as 'a': same byte offsets, same structure, no crash.
+    source = _NON_ASCII.sub(b"a", source)
     tree = _parser().parse(source)  # held until the walk ends: nodes point into it
     if tree.root_node.has_error:
         return Analysis("the shell grammar cannot parse it")
-    analysis = _Walk(source).run(tree.root_node)
-    return analysis
+    return _Walk(source, shown=command.encode("utf-8")).run(tree.root_node)
 
 
 class _Walk:
     """An explicit-stack walk (deep nesting must not hit Python's recursion limit)."""
 
-    def __init__(self, source: bytes) -> None:
+    def __init__(self, source: bytes, *, shown: bytes) -> None:
         self.source = source
+        self.shown = shown  # the original text, for reasons
         self.writes = False
 
     def text(self, node: Node) -> bytes:
@@ -178,7 +184,7 @@ class _Walk:
             node = stack.pop()
             problem = self.check(node)
             if problem is not None:
-                shown = self.text(node).decode("utf-8", "replace")
+                shown = self.shown[node.start_byte : node.end_byte].decode("utf-8", "replace")
                 shown = shown if len(shown) <= 60 else shown[:57] + "..."
                 return Analysis(f"{problem}: '{shown}'")
             stack.extend(c for c in node.children if c.is_named)
