@@ -184,8 +184,7 @@ class Policy:
         if self.mode == "dangerous":
             note = f" (not fully analysed: {split.problem})" if split.problem else ""
             return PolicyDecision(Decision.ALLOW, f"mode dangerous: not denied{note}")
-        seen_writes = any(s.redirects_output for s in split.segments)
-        problem = split.problem or unmodelled(text, seen_writes=seen_writes)
+        problem = split.problem or unmodelled(text, split.segments)
         if problem:
             decision = Decision.ASK if self.mode == "ask" else Decision.DENY
             shown = text if len(text) <= 200 else text[:197] + "..."

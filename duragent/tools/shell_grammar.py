@@ -24,10 +24,13 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
+
+from duragent.tools.shell_segments import Segment
 
 __all__ = ["MAX_ANALYSED_BYTES", "Analysis", "analyse", "unmodelled"]
 
@@ -113,12 +116,13 @@ _SPECIAL_NAME = re.compile(
 class Analysis:
     """``problem``: why the command is not fully understood (None: it is).
 
-    ``writes``: the grammar saw an output redirect to a file somewhere; the policy checks that
-    the splitter flagged one too, so the two readings cannot disagree silently.
+    ``writes``: the grammar saw an output redirect to a file somewhere; ``unmodelled`` checks
+    that the splitter flagged one too, so the two readings cannot disagree silently.
     """
 
     problem: str | None
     writes: bool = False
+    commands: tuple[bytes, ...] = ()  # the text of every simple command, as the grammar saw it
 
 
 _LANGUAGE = Language(tree_sitter_bash.language())
@@ -133,18 +137,30 @@ def _parser() -> Parser:
     return parser
 
 
-def unmodelled(command: str, *, seen_writes: bool) -> str | None:
+def unmodelled(command: str, segments: Sequence[Segment]) -> str | None:
     """Why ``command`` may not be matched against globs (None: every part is understood).
 
-    ``seen_writes``: whether the splitter flagged an output redirect; where the grammar sees
-    one and the splitter did not, the two readings disagree, and that is not understood either.
+    ``segments`` are the splitter's reading of the same text. The two readings must agree
+    where it matters: every command the grammar sees starts a segment (so a pattern was
+    matched against it), and an output redirect the grammar sees was flagged by the splitter.
     """
     analysis = analyse(command)
     if analysis.problem is not None:
         return analysis.problem
-    if analysis.writes and not seen_writes:
+    starts = [_NON_ASCII.sub(b"a", s.text.encode("utf-8")) for s in segments]
+    for found in analysis.commands:
+        if not any(_starts_with(segment, found) for segment in starts):
+            shown = found.decode("utf-8", "replace")[:60]
+            return f"a command the splitter did not see on its own: '{shown}'"
+    if analysis.writes and not any(s.redirects_output for s in segments):
         return "an output redirect the splitter did not see"
     return None
+
+
+def _starts_with(segment: bytes, command: bytes) -> bool:
+    """``segment`` is ``command`` plus, at most, redirections after a word boundary."""
+    rest = segment[len(command) : len(command) + 1]
+    return segment.startswith(command) and rest in (b"", b" ", b"\t", b"\n", b"<", b">", b"&")
 
 
 def analyse(command: str) -> Analysis:
@@ -173,6 +189,7 @@ class _Walk:
     def __init__(self, source: bytes, *, shown: bytes) -> None:
         self.source = source
         self.shown = shown  # the original text, for reasons
+        self.commands: list[bytes] = []
         self.writes = False
 
     def text(self, node: Node) -> bytes:
@@ -188,7 +205,7 @@ class _Walk:
                 shown = shown if len(shown) <= 60 else shown[:57] + "..."
                 return Analysis(f"{problem}: '{shown}'")
             stack.extend(c for c in node.children if c.is_named)
-        return Analysis(None, self.writes)
+        return Analysis(None, self.writes, tuple(self.commands))
 
     def check(self, node: Node) -> str | None:
         kind = node.type
@@ -288,6 +305,7 @@ class _Walk:
         return text == b"/dev/null"
 
     def _command(self, node: Node) -> str | None:
+        self.commands.append(self.text(node).strip())
         words = [c for c in node.children if c.type not in ("variable_assignment", "file_redirect")]
         if not words or words[0].type != "command_name":
             return None  # only assignments (and redirections)

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from duragent.tools.shell_grammar import analyse, unmodelled
+from duragent.tools.shell_segments import Segment
 
 
 def test_non_ascii_text_that_crashed_tree_sitter_is_analysed_in_a_child_process() -> None:
@@ -62,9 +63,18 @@ def test_each_unmodelled_construct_is_named_in_the_reason(command: str, problem:
 
 
 def test_a_write_the_splitter_missed_is_a_disagreement() -> None:
-    assert unmodelled("ls > f", seen_writes=False) == "an output redirect the splitter did not see"
-    assert unmodelled("ls > f", seen_writes=True) is None
-    assert unmodelled("ls 2>&1 >/dev/null", seen_writes=False) is None
+    plain, writing = (Segment("ls > f"),), (Segment("ls > f", True),)
+    assert unmodelled("ls > f", plain) == "an output redirect the splitter did not see"
+    assert unmodelled("ls > f", writing) is None
+    assert unmodelled("ls 2>&1 >/dev/null", (Segment("ls 2>&1 >/dev/null"),)) is None
+
+
+def test_a_command_the_splitter_did_not_see_is_a_disagreement() -> None:
+    both = (Segment("echo a"), Segment("rm x"))
+    assert unmodelled("echo a; rm x", both) is None
+    problem = unmodelled("echo a; rm x", (Segment("echo a; rm x"),))
+    assert problem == "a command the splitter did not see on its own: 'rm x'"
+    assert unmodelled("ls", (Segment("echo ls"),)) is not None
 
 
 _TEXT = st.text(
