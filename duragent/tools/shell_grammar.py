@@ -89,6 +89,7 @@ _LEAVES: dict[str, re.Pattern[bytes]] = {
     "heredoc_end": re.compile(rb"[A-Za-z0-9_.-]+"),
     "comment": re.compile(rb"#[^\n]*"),
 }
+_HEAD = re.compile(rb"[^ \t\n<>&]*")
 _CONTROL = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]")
 _NON_ASCII = re.compile(rb"[\x80-\xff]")
 _BLANKS = re.compile(rb"(?:[ \t\n]|\\\n)*")
@@ -147,14 +148,27 @@ def unmodelled(command: str, segments: Sequence[Segment]) -> str | None:
     analysis = analyse(command)
     if analysis.problem is not None:
         return analysis.problem
-    starts = [_NON_ASCII.sub(b"a", s.text.encode("utf-8")) for s in segments]
+    by_head: dict[bytes, list[bytes]] = {}
+    for segment in segments:
+        text = _NON_ASCII.sub(b"a", segment.text.encode("utf-8"))
+        by_head.setdefault(_head(text), []).append(text)
     for found in analysis.commands:
-        if not any(_starts_with(segment, found) for segment in starts):
+        if not any(_starts_with(seg, found) for seg in by_head.get(_head(found), ())):
             shown = found.decode("utf-8", "replace")[:60]
             return f"a command the splitter did not see on its own: '{shown}'"
     if analysis.writes and not any(s.redirects_output for s in segments):
         return "an output redirect the splitter did not see"
     return None
+
+
+def _head(text: bytes) -> bytes:
+    """The bytes up to the first blank or redirection character.
+
+    Equal for a command and a segment that starts with it, so only segments with the same
+    head need comparing (thousands of commands must not compare against each other).
+    """
+    match = _HEAD.match(text)
+    return match.group(0) if match else b""
 
 
 def _starts_with(segment: bytes, command: bytes) -> bool:
@@ -312,9 +326,11 @@ class _Walk:
         name = self._literal(words[0].children[0]) if words[0].children else None
         if name is None:
             return "a command name computed when it runs"
-        args = [self._literal(w) for w in words[1:]]
         if name in _EVALUATING:
             return f"'{name}' evaluates its arguments as code or variable names"
+        if name not in ("printf", "test"):
+            return None
+        args = [self._literal(w) for w in words[1:]]
         if (
             name == "printf"
             and args
