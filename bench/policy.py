@@ -2,10 +2,13 @@
 
 Prints one table. Each command is a realistic shell line repeated to size: a pipeline of
 allowed ``echo``/``ls``/``cat`` commands with quotes, ``$x`` and ``$( … )`` substitutions, so
-the splitter and the grammar see every construct they model. "decide" is the median wall time
-of ``Policy.decide`` (mode ask, globs that allow every segment), called directly. "stall" is
-the longest gap seen by a 1 ms ticker on the event loop while the decision runs as the loop
-runs it (``asyncio.to_thread``): what every other session on the server waits at worst.
+the splitter and the grammar see every construct they model; the last row is a 60 KiB
+here-document full of ``$HOME``, which tree-sitter-bash parses in quadratic time.
+
+"decide" is the median wall time of ``Policy.decide`` (mode ask, globs that allow every
+segment), called directly. "stall" is the longest gap seen by a 1 ms ticker on the event loop
+while the decision runs as the loop runs it (``asyncio.to_thread``): what every other session
+on the server waits at worst.
 
     .venv/bin/python bench/policy.py            # full run (a few seconds)
     .venv/bin/python bench/policy.py --quick    # one repetition per size
@@ -22,6 +25,7 @@ from duragent.tools.policy import Policy
 
 UNIT = "echo 'a b' \"$HOME x\" $(ls -la) | cat -n && ls -la /tmp; "
 SIZES = (("1 KiB", 1024), ("64 KiB", 64 * 1024 - 64), ("1 MiB", 1024 * 1024))
+HEREDOC = "cat <<E\n" + "$HOME " * 10_000 + "\nE"  # 60 KiB: tree-sitter is slow on these
 POLICY = Policy(mode="ask", allow=("bash:echo *", "bash:ls *", "bash:cat *"))
 
 
@@ -68,8 +72,8 @@ def main() -> None:
     args = parser.parse_args()
     repeat = 1 if args.quick else 5
     print(f"{'command':>8}  {'bytes':>9}  {'decide':>10}  {'stall':>9}  decision")
-    for label, size in SIZES:
-        command = command_of(size)
+    cases = [(label, command_of(size)) for label, size in SIZES] + [("here-doc", HEREDOC)]
+    for label, command in cases:
         seconds, decision = time_decide(command, repeat)
         stall = asyncio.run(worst_stall(command))
         print(

@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import tree_sitter_bash
-from tree_sitter import Language, Node, Parser
+from tree_sitter import Language, Node, Parser, Tree
 
 from duragent.tools.shell_segments import Segment
 
@@ -89,6 +90,13 @@ _LEAVES: dict[str, re.Pattern[bytes]] = {
     "heredoc_end": re.compile(rb"[A-Za-z0-9_.-]+"),
     "comment": re.compile(rb"#[^\n]*"),
 }
+_HEREDOC = re.compile(rb"(?<!<)<<(?!<)")
+_HEREDOC_EXPANSIONS = 1000
+"""tree-sitter-bash 0.25 parses here-document bodies in time quadratic in their expansions
+(64 KiB of ``$x`` takes seconds, 1,000 take ~10 ms): a command with a here-document and more
+``$``/backticks than this is not analysed."""
+_PARSE_BUDGET_S = 0.5
+"""Safety net for other slow inputs: a parse that runs longer is cancelled (not understood)."""
 _HEAD = re.compile(rb"[^ \t\n<>&]*")
 _CONTROL = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]")
 _NON_ASCII = re.compile(rb"[\x80-\xff]")
@@ -191,10 +199,32 @@ def analyse(command: str) -> Analysis:
     # U+E0000). bash reads every non-ASCII UTF-8 byte as an ordinary word character, so the
     # grammar gets each such byte as 'a': same byte offsets, same structure, no crash.
     source = _NON_ASCII.sub(b"a", source)
-    tree = _parser().parse(source)  # held until the walk ends: nodes point into it
+    if _HEREDOC.search(source) and source.count(b"$") + source.count(b"`") > _HEREDOC_EXPANSIONS:
+        return Analysis(f"a here-document with more than {_HEREDOC_EXPANSIONS} '$' or '`'")
+    tree = _parse(source)  # held until the walk ends: nodes point into it
+    if tree is None:
+        return Analysis(f"the shell grammar took over {_PARSE_BUDGET_S} s to parse it")
     if tree.root_node.has_error:
         return Analysis("the shell grammar cannot parse it")
     return _Walk(source, shown=command.encode("utf-8")).run(tree.root_node)
+
+
+def _parse(source: bytes) -> Tree | None:
+    """The parse tree, or None when parsing ran over its time budget.
+
+    The parse holds the GIL, so a slow one would stall the event loop even from a worker
+    thread; the progress callback both bounds it and gives other threads a turn.
+    """
+    parser = _parser()
+    deadline = time.monotonic() + _PARSE_BUDGET_S
+    try:
+        return parser.parse(
+            lambda at, _point: source[at : at + 65536],
+            progress_callback=lambda _at, _error: time.monotonic() > deadline,
+        )
+    except ValueError:  # cancelled: "Parsing failed"
+        parser.reset()
+        return None
 
 
 class _Walk:

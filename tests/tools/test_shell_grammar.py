@@ -92,3 +92,20 @@ def test_any_text_is_analysed_without_crashing(command: str) -> None:
     result = analyse(command)
     assert result.problem is None or result.problem
     analyse("cat <<" + command + "\n" + command)
+
+
+def test_a_here_document_with_too_many_expansions_is_not_parsed() -> None:
+    """tree-sitter-bash is quadratic there (64 KiB of '$x' took seconds, holding the GIL)."""
+    assert analyse("cat <<E\n" + "$x " * 999 + "\nE").problem is None
+    problem = analyse("cat <<E\n" + "$x " * 1001 + "\nE").problem
+    assert problem == "a here-document with more than 1000 '$' or '`'"
+    assert analyse("echo " + "$x " * 1001).problem is None  # no here-document: linear
+
+
+def test_a_parse_over_its_budget_is_cancelled_and_the_parser_still_works(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("duragent.tools.shell_grammar._PARSE_BUDGET_S", -1.0)
+    assert analyse("echo hi " * 100).problem == "the shell grammar took over -1.0 s to parse it"
+    monkeypatch.undo()
+    assert analyse("echo hi").problem is None
