@@ -8,6 +8,8 @@ text runs code (or writes a file); none may be allowed by a glob, in any shape.
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -202,3 +204,45 @@ def test_arbitrary_text_never_crashes_and_is_allowed_only_when_understood(comman
     verdict = Policy(mode="restrict", allow=("bash:*",)).decide("bash", command)
     if verdict.decision is Decision.ALLOW and command.strip():
         assert analysis.problem is None, (command, analysis)
+
+
+# --- differential: what the policy allows, real bash runs as nothing but echo -------------
+
+_PIECES = st.sampled_from(
+    [
+        "a", "'b c'", '"d $x"', "$x", "${x}", "$1", "$@", "$_", "*", "~", "{a,b}", "{1..2}",
+        "\\;", "\\$(touch P)", "$(echo e)", "`echo f`", '"$(echo g)"', "<(echo h)", "2>&1",
+        ">/dev/null", "#c", "$'\\x24(touch P)'", "'$(touch P)'", "${x:='a[$(touch P)]'}",
+        "$((x))", "x=1", "a[1]", "!", "$$", "-v", "\\\n", "'", '"', "$", "{", "}", "(", ")",
+        ";", "&&", "||", "|", "&", "\n", "<<<", "<", ">", "<<E\nq $x\nE\n", "$'\\''",
+        "\\'", '$"x"', "[", "]", "${x@P}", "${!x}",
+        "${x:='a[$(touch P)]'} $((x))", "${y:='$(touch P)'} ${y@P}",
+    ]
+)  # fmt: skip
+_HEADS = st.sampled_from(["echo", "{ echo", "( echo", "if echo; then echo", "! echo", "x=1 echo"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(_HEADS, st.lists(_PIECES, min_size=1, max_size=6))
+def test_whatever_echo_star_allows_runs_only_echo_in_real_bash(
+    tmp_path_factory: pytest.TempPathFactory, head: str, pieces: list[str]
+) -> None:
+    """Bash traces every simple command it runs (DEBUG trap, also in substitutions): for an
+    allowed command each is an ``echo``, no file appears, and no other program is looked up."""
+    command = head + " " + " ".join(pieces)
+    verdict = Policy(mode="restrict", allow=("bash:echo *",)).decide("bash", command)
+    if verdict.decision is not Decision.ALLOW:
+        return
+    work = tmp_path_factory.mktemp("bash")
+    trace = tmp_path_factory.mktemp("trace") / "trace"
+    script = 'trap \'printf "%q\\n" "$BASH_COMMAND" >> "$TRACE"\' DEBUG; set -T; eval "$CMD"'
+    env = {"PATH": "/nonexistent", "CMD": command, "TRACE": str(trace), "HOME": str(work)}
+    run = subprocess.run(
+        ["/bin/bash", "-c", script], cwd=work, env=env, capture_output=True, timeout=10, input=b""
+    )
+    ran = [line for line in trace.read_text().splitlines() if line.strip()]
+    harness = ("set\\ -T", "eval\\ ")
+    others = [c for c in ran if not c.startswith(harness) and not c.lstrip("$'").startswith("echo")]
+    assert others == [], (command, others)
+    assert list(work.iterdir()) == [], command
+    assert b"not found" not in run.stderr, (command, run.stderr)
