@@ -327,7 +327,8 @@ async def _execute(
             "parameters.",
         )
     command = tool.invocation(args)
-    verdict = ctx.policy.decide(tool.policy_type, command)
+    # Off the event loop: analysing a long shell command takes a while (tree-sitter + splitter).
+    verdict = await asyncio.to_thread(ctx.policy.decide, tool.policy_type, command)
     if verdict.decision is Decision.DENY:
         return ToolOutcome(
             False, f"Command '{command}' was denied by policy. This command is not allowed."

@@ -20,9 +20,14 @@ command. Three further rules keep patterns honest:
 
 - A segment that redirects output to a file is allowed only by a pattern that itself contains
   ``>``, so ``bash:echo *`` does not allow ``echo x > /etc/passwd``.
-- A command that cannot be analysed safely (unbalanced quotes, function definitions, …) needs
-  approval in ``ask``, is refused in ``restrict``, and in ``dangerous`` runs unless a deny
-  pattern matches the raw text or one of the segments that could be found.
+- A command is matched against globs only when it is *fully understood*: the splitter reads
+  it without a problem and ``shell_grammar`` models every construct in it (plain, quoted and
+  ``$name`` words, substitutions, pipes, lists, ``if``/``for``/``while``, simple redirects).
+  Anything else — unbalanced quotes, functions, arithmetic, ``[[ ]]``, ``${x:=…}``, builtins
+  that evaluate their arguments (``eval``, ``read``, ``printf -v`` …), a command longer than
+  ``MAX_ANALYSED_BYTES`` — needs approval in ``ask``, is refused in ``restrict``, and in
+  ``dangerous`` runs unless a deny pattern matches the raw text or one of the segments found.
+  A ``*`` in a pattern may match a word only because the word is then known to be inert.
 - A pattern without wildcards allows the *whole* command it spells, even if that command has
   several segments: this is what "allow always" writes (metacharacters escaped as ``[*]``), so
   the approved command runs again unasked, and nothing else does.
@@ -56,7 +61,8 @@ from ruamel.yaml.util import load_yaml_guess_indent
 from duragent.config.yamlio import LocatedYaml, load_yaml_text, read_text
 from duragent.errors import ConfigError
 from duragent.store.fileops import fsync_dir
-from duragent.tools.shell_segments import Segment, split_command
+from duragent.tools.shell_grammar import MAX_ANALYSED_BYTES, unmodelled
+from duragent.tools.shell_segments import Segment, SplitResult, split_command
 
 __all__ = [
     "API_VERSION",
@@ -163,7 +169,8 @@ class Policy:
         if policy_type != "bash":
             return self._decide_whole(invocation, deny, allow)
         text = invocation.strip()
-        split = split_command(text)
+        oversized = len(text.encode("utf-8", "surrogatepass")) > MAX_ANALYSED_BYTES
+        split = _TOO_LONG if oversized else split_command(text)
         for candidate in _deny_candidates(text, split.segments):
             for rule in deny:
                 if rule.matches(candidate):
@@ -177,9 +184,11 @@ class Policy:
         if self.mode == "dangerous":
             note = f" (not fully analysed: {split.problem})" if split.problem else ""
             return PolicyDecision(Decision.ALLOW, f"mode dangerous: not denied{note}")
-        if split.problem:
+        problem = split.problem or unmodelled(text, split.segments)
+        if problem:
             decision = Decision.ASK if self.mode == "ask" else Decision.DENY
-            reason = f"cannot be analysed safely ({split.problem}) (mode {self.mode}): '{text}'"
+            shown = text if len(text) <= 200 else text[:197] + "..."
+            reason = f"cannot be analysed safely ({problem}) (mode {self.mode}): '{shown}'"
             return PolicyDecision(decision, reason)
         return self._decide_segments(text, split.segments or (Segment(text),), allow)
 
@@ -228,6 +237,9 @@ class Policy:
         return PolicyDecision(
             decision, f"not in the allow list (mode {self.mode}): '{text}'{detail}"
         )
+
+
+_TOO_LONG = SplitResult((), f"longer than {MAX_ANALYSED_BYTES} bytes, not analysed")
 
 
 def _deny_candidates(text: str, segments: tuple[Segment, ...]) -> list[str]:

@@ -69,7 +69,8 @@ MATRIX = [
     row("ask", "ls -la | cat -n", A, "pipe of two allowed commands"),
     row("ask", "echo $(date)", A, "substitution of an allowed command"),
     row("ask", "echo $(date; rm x)", Q, "substitution with a denied part"),
-    row("ask", "echo $((1 + 2))", A, "arithmetic is not a command"),
+    # was A: arithmetic evaluates subscripts, which run commands (issue 12): never inert
+    row("ask", "echo $((1 + 2))", Q, "arithmetic is not understood, so not allowed"),
     row("ask", "ls # just a comment", A, "comment dropped like bash does"),
     row("ask", "echo x > /etc/passwd", Q, "redirect/overwrite needs a '>' pattern"),
     row("ask", "echo x >> ~/.bashrc", Q, "redirect/append"),
