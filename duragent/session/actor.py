@@ -27,7 +27,7 @@ from duragent.errors import DuragentError
 from duragent.session.admission import AskMix
 from duragent.session.bridge import Request, SessionUnavailableError
 from duragent.session.journal import BATCH_SIZE, SNAPSHOT_EVERY, Journal, NewSession
-from duragent.session.state import SessionState
+from duragent.session.state import UNFINISHED_RESULT, SessionState
 from duragent.store import SessionStore, SnapshotCorruptError
 
 if TYPE_CHECKING:
@@ -265,6 +265,8 @@ class SessionActor(pykka.ThreadingActor):
                 if answered or not with_context:
                     return UserMessageResult(seq=seen, duplicate=True, answered=answered)
                 return self._with_context(seen, duplicate=True)
+        if with_context:  # a new turn: whatever an earlier one left open is over
+            self._journal.close_open_calls(UNFINISHED_RESULT, durable=False)
         seq = self._journal.record(
             Event.user_message(
                 self._journal.next_seq(),
@@ -275,7 +277,11 @@ class SessionActor(pykka.ThreadingActor):
             ),
             durable=True,
         )
-        return self._with_context(seq) if with_context else UserMessageResult(seq=seq)
+        if not with_context:
+            return UserMessageResult(seq=seq)
+        if self.state.status is SessionStatus.PAUSED and not self.state.pending_approval:
+            self.op_set_status(SessionStatus.ACTIVE.value)  # a paused chat resumes with it
+        return self._with_context(seq)
 
     def _with_context(self, seq: int, *, duplicate: bool = False) -> UserMessageResult:
         state = self.state
@@ -313,6 +319,15 @@ class SessionActor(pykka.ThreadingActor):
         seq = self._journal.next_seq()
         event = Event.tool_result(seq, call_id=call_id, success=success, content=content)
         return self._journal.record(event, durable=False)
+
+    def op_close_open_calls(self, content: str) -> int:
+        """Close the calls a cut-short turn left open, then write everything queued.
+
+        Every call without a result gets the result ``content``; returns how many.
+        """
+        closed = self._journal.close_open_calls(content)
+        self._journal.flush()
+        return closed
 
     def op_add_tools_skipped(self, call_ids: Sequence[str], reason: str) -> int:
         """Record calls that were not run (batched)."""

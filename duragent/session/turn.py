@@ -29,7 +29,14 @@ from duragent.core.messages import Message, Role, Usage
 from duragent.core.snapshot import SessionStatus
 from duragent.errors import DuragentError, LLMError
 from duragent.session.actor import NewSession, UserMessageResult
-from duragent.session.loop import LoopContext, LoopOutcome, run_loop, run_tool, store_result
+from duragent.session.loop import (
+    LoopContext,
+    LoopOutcome,
+    cancelled_result,
+    run_loop,
+    run_tool,
+    store_result,
+)
 from duragent.session.providers import ProviderPool
 from duragent.session.registry import SessionRegistry
 from duragent.session.sink import TurnSink
@@ -290,9 +297,13 @@ class TurnRunner:
                         False, f"Tool '{pending.get('tool_name')}' is no longer available."
                     )
                 else:
-                    outcome = await run_tool(
-                        tool, dict(pending.get("arguments") or {}), ctx.tool_context
-                    )
+                    try:
+                        outcome = await run_tool(
+                            tool, dict(pending.get("arguments") or {}), ctx.tool_context
+                        )
+                    except BaseException as exc:  # cancelled while the approved call ran
+                        await self._cut_short(session_id, exc)
+                        raise
             turn: list[Message] = []
             await store_result(ctx, turn, call_id, outcome)
             await self.registry.call(session_id, "set_status", status=SessionStatus.ACTIVE.value)
@@ -334,23 +345,35 @@ class TurnRunner:
             outcome = await run_loop(ctx, history, turn, done)
         except (LLMError, ContextOverflowError, DuragentError) as exc:
             try:
-                return await self._failed(session_id, exc)  # the durable error writes the queue
-            except BaseException:
-                await self._flush_quietly(session_id)
+                await self._cut_short(session_id, exc)
+                return await self._failed(session_id, exc)
+            except BaseException as again:
+                await self._cut_short(session_id, again)
                 raise
-        except BaseException:
-            await self._flush_quietly(session_id)  # cancelled or a bug: keep the results
+        except BaseException as exc:
+            await self._cut_short(session_id, exc)  # cancelled or a bug: keep the results
             raise
         # Both ways the loop ends (a final reply, a pending approval) are durable records,
         # which write any queued tool results first: nothing is left to flush.
         return _result(session_id, outcome)
 
-    async def _flush_quietly(self, session_id: str) -> None:
-        """Write the turn's queued tool results while another error is on its way out."""
+    async def _cut_short(self, session_id: str, exc: BaseException) -> None:
+        """A turn ends early: every call it started gets a result saying why, written.
+
+        This happens before the turn is over, never later after other turns.
+
+        Shielded, so a second cancellation (shutdown after a disconnect) does not cut the
+        write itself; if it fails anyway, the next turn or a restart closes the calls.
+        """
+        reason = _why(exc)
         try:
-            await self.registry.call(session_id, "flush")
-        except Exception as exc:  # the original error matters more; the actor retries writes
-            log.error("session %s: flush after a failed turn failed: %s", session_id, exc)
+            await asyncio.shield(
+                self.registry.call(session_id, "close_open_calls", content=cancelled_result(reason))
+            )
+        except Exception as error:  # the original error matters more; the actor retries writes
+            log.error(
+                "session %s: recording the end of a cut-short turn failed: %s", session_id, error
+            )
 
     async def _failed(self, session_id: str, exc: Exception) -> TurnResult:
         code = "context_overflow" if isinstance(exc, ContextOverflowError) else "llm_error"
@@ -373,6 +396,14 @@ class TurnRunner:
             session_id, "resolve_pending_approval", call_id=call_id, decision="deny"
         )
         await self.registry.call(session_id, "set_status", status=SessionStatus.ACTIVE.value)
+
+
+def _why(exc: BaseException) -> str:
+    """Why a turn ended early, in words for the model (the cancel message when given)."""
+    if isinstance(exc, asyncio.CancelledError):
+        message = exc.args[0] if exc.args and isinstance(exc.args[0], str) else ""
+        return message or "the turn was cancelled"
+    return f"the turn failed ({type(exc).__name__}: {exc})"
 
 
 def _split_at_last_user(messages: list[Message]) -> tuple[list[Message], list[Message]]:

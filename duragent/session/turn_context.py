@@ -57,6 +57,7 @@ class _ActorRecorder:
             usage=usage,
             message_id=message_id,
             budget=budget,
+            durable=True,  # a response with calls too: no tool may run before it is on disk
         )
         return seq
 
@@ -67,6 +68,9 @@ class _ActorRecorder:
 
     async def skipped(self, call_ids: list[str], reason: str) -> None:
         await self._registry.call(self._sid, "add_tools_skipped", call_ids=call_ids, reason=reason)
+
+    async def close_open_calls(self, content: str) -> None:
+        await self._registry.call(self._sid, "close_open_calls", content=content)
 
     async def pending_approval(self, approval: dict[str, Any]) -> None:
         await self._registry.call(self._sid, "set_pending_approval", approval=approval)

@@ -6,6 +6,8 @@ Shared by the ``bash`` tool and CLI tools, which must behave identically:
   times out, or the caller is cancelled, the whole group is sent SIGKILL: a command cannot
   leave orphans behind (``sleep 1000 &``), and a background child that still holds stdout
   cannot keep the call waiting. Long-lived processes belong to a dedicated tool, not ``bash``.
+- The group also dies when the **server** dies, even by SIGKILL (``_reaper``): a tool whose
+  turn is gone must not go on changing files nobody will hear about.
 - Output is read **incrementally** from both pipes. At most ``cap`` bytes (stdout and stderr
   together) are kept; the rest is read and discarded, so the child never blocks on a full
   pipe and a command printing gigabytes costs no memory.
@@ -23,8 +25,10 @@ import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from duragent.core.cpu import widened
+from duragent.tools._reaper import child_setup, release_group
 from duragent.tools.base import ToolOutcome
 
 __all__ = [
@@ -131,6 +135,7 @@ async def run_process(
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,
+            preexec_fn=child_setup(),  # registers the group with the reaper before exec
         )
     pgid = transport.get_pid()  # a new session: the leader's pid is the group id
     capture = _Capture(cap)
@@ -154,8 +159,10 @@ async def run_process(
         # Cancelled by the caller: nothing of the command may survive.
         _kill_group(pgid)
         readers.cancel()
+        readers.add_done_callback(_retrieve)
         raise
     finally:
+        release_group(pgid)  # killed above in every path: the reaper forgets it
         transport.close()
     code = transport.get_returncode()
     return ProcessResult(
@@ -167,6 +174,12 @@ async def run_process(
         timeout=time_limit,
         cap=cap,
     )
+
+
+def _retrieve(readers: asyncio.Future[Any]) -> None:
+    """Mark the cancelled readers' outcome as seen (no "exception never retrieved")."""
+    if not readers.cancelled():
+        readers.exception()
 
 
 def _status_note(code: int) -> str:
