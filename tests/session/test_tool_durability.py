@@ -20,32 +20,10 @@ from duragent.session.state import INTERRUPTED_RESULT
 from duragent.testing import Reply, ScriptedLLMServer, ToolCallReply
 from tests.cli.test_restart_approval import free_port, start, wait_ready
 from tests.gateways.http.api_fixtures import write_workspace
+from tests.session.crash_worker import wait_until_gone
 from tests.session.test_crash_recovery import logged_events
 
 TOOLS = "  tools:\n    - type: builtin\n      name: bash\n"
-
-
-def live_members(pgid: int) -> list[int]:
-    """Processes of group ``pgid`` that still run (zombies waiting for a reaper are dead)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            found.append(int(entry.name))
-    return found
-
-
-def wait_until_gone(pgid: int, timeout: float = 10.0) -> list[int]:
-    deadline = time.monotonic() + timeout
-    while (alive := live_members(pgid)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return alive
 
 
 def read_if_written(path: Path) -> str:
