@@ -209,7 +209,8 @@ def instrument(counters: PhaseCounters) -> None:
 
     import duragent.tools.bash as bash_module
 
-    run_process = bash_module.run_process
+    # The bash tool's own reference to run_process (it imported the name).
+    run_process = getattr(bash_module, "run_process")  # noqa: B009
 
     async def counted(*args: Any, **kw: Any) -> Any:
         counters.add(PHASES.index("tool"), 1)
@@ -218,7 +219,7 @@ def instrument(counters: PhaseCounters) -> None:
         finally:
             counters.add(PHASES.index("tool"), -1)
 
-    bash_module.run_process = counted  # type: ignore[assignment]
+    setattr(bash_module, "run_process", counted)  # noqa: B010
 
 
 class ShortWriteOps(OsFileOps):
