@@ -25,13 +25,12 @@ from typing import Any
 
 from duragent.agents import Agent, AgentCatalog
 from duragent.context.budget import BudgetSettings, ContextOverflowError
-from duragent.core.messages import Message, Role, Usage
+from duragent.core.messages import Message, Role
 from duragent.core.snapshot import SessionStatus
 from duragent.errors import DuragentError, LLMError
 from duragent.session.actor import NewSession, UserMessageResult
 from duragent.session.loop import (
     LoopContext,
-    LoopOutcome,
     cancelled_result,
     run_loop,
     run_tool,
@@ -42,6 +41,12 @@ from duragent.session.registry import SessionRegistry
 from duragent.session.sink import TurnSink
 from duragent.session.state import actor_message_limit
 from duragent.session.turn_context import ContextFactory
+from duragent.session.turn_result import (
+    TurnResult,
+    copy_result,
+    outcome_result,
+    why_cut_short,
+)
 from duragent.tools.base import SessionReader, Tool, ToolOutcome
 from duragent.tools.policy import save_allow_always
 from duragent.tools.registry import lookup
@@ -55,22 +60,6 @@ DECISIONS = ("allow_once", "allow_always", "deny")
 
 class ApprovalError(DuragentError):
     """An approval request does not match what the session is waiting for."""
-
-
-@dataclass(slots=True)
-class TurnResult:
-    """What a turn produced, for any front end."""
-
-    session_id: str
-    status: str  # complete | awaiting_approval | duplicate | error
-    content: str = ""
-    message_id: str | None = None
-    reply_seq: int | None = None
-    usage: Usage = field(default_factory=Usage)
-    call_id: str | None = None
-    command: str | None = None
-    error: str | None = None
-    steered: bool = False
 
 
 @dataclass(slots=True)
@@ -209,7 +198,7 @@ class TurnRunner:
                 return TurnResult(session_id=session_id, status="duplicate")
             if not recorded.duplicate:
                 active.steering.append(content)
-            return _copy(await asyncio.shield(running), steered=True)
+            return copy_result(await asyncio.shield(running), steered=True)
         future: asyncio.Future[TurnResult] = asyncio.get_running_loop().create_future()
         active.running = future  # claimed before any await: later messages steer this turn
         try:
@@ -355,7 +344,7 @@ class TurnRunner:
             raise
         # Both ways the loop ends (a final reply, a pending approval) are durable records,
         # which write any queued tool results first: nothing is left to flush.
-        return _result(session_id, outcome)
+        return outcome_result(session_id, outcome)
 
     async def _cut_short(self, session_id: str, exc: BaseException) -> None:
         """A turn ends early: every call it started gets a result saying why, written.
@@ -365,7 +354,7 @@ class TurnRunner:
         Shielded, so a second cancellation (shutdown after a disconnect) does not cut the
         write itself; if it fails anyway, the next turn or a restart closes the calls.
         """
-        reason = _why(exc)
+        reason = why_cut_short(exc)
         try:
             await asyncio.shield(
                 self.registry.call(session_id, "close_open_calls", content=cancelled_result(reason))
@@ -398,44 +387,8 @@ class TurnRunner:
         await self.registry.call(session_id, "set_status", status=SessionStatus.ACTIVE.value)
 
 
-def _why(exc: BaseException) -> str:
-    """Why a turn ended early, in words for the model (the cancel message when given)."""
-    if isinstance(exc, asyncio.CancelledError):
-        message = exc.args[0] if exc.args and isinstance(exc.args[0], str) else ""
-        return message or "the turn was cancelled"
-    return f"the turn failed ({type(exc).__name__}: {exc})"
-
-
 def _split_at_last_user(messages: list[Message]) -> tuple[list[Message], list[Message]]:
     for i in range(len(messages) - 1, -1, -1):
         if messages[i].role is Role.USER:
             return messages[: i + 1], messages[i + 1 :]
     return [], list(messages)
-
-
-def _result(session_id: str, outcome: LoopOutcome) -> TurnResult:
-    return TurnResult(
-        session_id=session_id,
-        status=outcome.status,
-        content=outcome.content,
-        message_id=outcome.message_id,
-        reply_seq=outcome.reply_seq,
-        usage=outcome.usage,
-        call_id=outcome.call_id,
-        command=outcome.command,
-    )
-
-
-def _copy(result: TurnResult, *, steered: bool) -> TurnResult:
-    return TurnResult(
-        session_id=result.session_id,
-        status=result.status,
-        content=result.content,
-        message_id=result.message_id,
-        reply_seq=result.reply_seq,
-        usage=result.usage,
-        call_id=result.call_id,
-        command=result.command,
-        error=result.error,
-        steered=steered,
-    )
