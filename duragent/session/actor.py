@@ -264,9 +264,11 @@ class SessionActor(pykka.ThreadingActor):
                 answered = seen == 0 or self.state.is_answered(seen)
                 if answered or not with_context:
                     return UserMessageResult(seq=seen, duplicate=True, answered=answered)
+                self._journal.close_open_calls(UNFINISHED_RESULT)  # a turn resumes it
+                self._resume_if_paused()
                 return self._with_context(seen, duplicate=True)
         if with_context:  # a new turn: whatever an earlier one left open is over
-            self._journal.close_open_calls(UNFINISHED_RESULT, durable=False)
+            self._journal.close_open_calls(UNFINISHED_RESULT, durable=False)  # written below
         seq = self._journal.record(
             Event.user_message(
                 self._journal.next_seq(),
@@ -279,9 +281,13 @@ class SessionActor(pykka.ThreadingActor):
         )
         if not with_context:
             return UserMessageResult(seq=seq)
-        if self.state.status is SessionStatus.PAUSED and not self.state.pending_approval:
-            self.op_set_status(SessionStatus.ACTIVE.value)  # a paused chat resumes with it
+        self._resume_if_paused()
         return self._with_context(seq)
+
+    def _resume_if_paused(self) -> None:
+        """A turn starts: a chat paused by a cut-short turn is active again."""
+        if self.state.status is SessionStatus.PAUSED and not self.state.pending_approval:
+            self.op_set_status(SessionStatus.ACTIVE.value)
 
     def _with_context(self, seq: int, *, duplicate: bool = False) -> UserMessageResult:
         state = self.state
@@ -321,10 +327,7 @@ class SessionActor(pykka.ThreadingActor):
         return self._journal.record(event, durable=False)
 
     def op_close_open_calls(self, content: str) -> int:
-        """Close the calls a cut-short turn left open, then write everything queued.
-
-        Every call without a result gets the result ``content``; returns how many.
-        """
+        """Give the calls a cut-short turn left open the result ``content``; write the queue."""
         closed = self._journal.close_open_calls(content)
         self._journal.flush()
         return closed

@@ -90,10 +90,6 @@ class Recorder(Protocol):
         """Durably record that ``approval`` waits for a decision (and pause the session)."""
         ...
 
-    async def close_open_calls(self, content: str) -> None:
-        """Durably give every call still without a result the result ``content``."""
-        ...
-
 
 @dataclass(slots=True)
 class LoopContext:

@@ -69,9 +69,6 @@ class _ActorRecorder:
     async def skipped(self, call_ids: list[str], reason: str) -> None:
         await self._registry.call(self._sid, "add_tools_skipped", call_ids=call_ids, reason=reason)
 
-    async def close_open_calls(self, content: str) -> None:
-        await self._registry.call(self._sid, "close_open_calls", content=content)
-
     async def pending_approval(self, approval: dict[str, Any]) -> None:
         await self._registry.call(self._sid, "set_pending_approval", approval=approval)
         await self._registry.call(self._sid, "set_status", status=SessionStatus.PAUSED.value)
