@@ -453,9 +453,10 @@ class Driver:
         self.tags += 1
         token = f"tool-{self.sid[-8:]}-{self.run_id}-{self.tags}"
         marker = tools.markers / token
-        # Mostly short; sometimes longer than the parent waits for a killed group to be gone,
-        # so a process that outlived the kill is seen before it could end by itself.
-        pause = self.rng.choice((0.02, 0.05, 0.1, 0.3, 5.0))
+        # Mostly short; rarely longer than the parent waits for a killed group to be gone, so
+        # a process that outlived the kill is seen before it could end by itself (rarely: a
+        # session in a long sleep does nothing else until the kill).
+        pause = self.rng.choices((0.02, 0.05, 0.1, 0.3, 5.0), weights=(6, 6, 6, 6, 1))[0]
         command = f"echo $$ > {marker}; echo {token}; sleep {pause}"
         content = f"run {token}\n!call bash " + json.dumps({"command": command})
         result = await tools.runner.run(self.sid, content)
