@@ -4,8 +4,11 @@ Same machinery as ``tests/session/test_crash_recovery.py`` (``tests/session/cras
 run for longer. Each cycle starts a worker on the same sessions directory; the worker recovers
 every session, then drives several sessions concurrently (user messages, tool rounds with
 batched results, final replies, status changes, snapshots and compactions) and acknowledges each
-durable write in an fsync'd ack file until it is killed. Some kills land during recovery. At the
-end every session is recovered in-process and checked against the ack file.
+durable write in an fsync'd ack file until it is killed. A quarter of the turns run a real
+``bash`` tool through the turn runner (its command writes a marker file first, then sleeps), so
+kills land while tools run. Some kills land during recovery. After each kill no process of any
+tool group may survive; at the end every session is recovered in-process and checked against
+the ack file, and every tool that started must have its call on disk and exactly one result.
 
     .venv/bin/python bench/crash.py --cycles 300
 
@@ -51,7 +54,12 @@ def report(result: CampaignResult) -> str:
         ("cycles", f"{result.cycles}"),
         ("kills (SIGKILL)", f"{result.kills}"),
         ("  probed first (SIGSTOP, then read)", f"{result.kills - phases.get('not probed', 0)}"),
-        *((f"    some thread inside {name}", f"{phases.get(name, 0)}") for name in PHASES),
+        *(
+            (f"    some thread inside {name}", f"{phases.get(name, 0)}")
+            for name in PHASES
+            if name != "tool"
+        ),
+        ("    a tool process running", f"{phases.get('tool', 0)}"),
         ("    no thread inside a durable step", f"{phases.get('between steps', 0)}"),
         ("  plain SIGKILL (not probed)", f"{phases.get('not probed', 0)}"),
         ("sessions (acknowledged)", f"{v.sessions}"),
@@ -64,6 +72,10 @@ def report(result: CampaignResult) -> str:
         ("logged errors (must be 0)", f"{len(result.logged_errors)}"),
         ("redeliveries answered as duplicate", f"{v.redeliveries}"),
         ("interrupted tool calls repaired", f"{v.interrupted_results}"),
+        ("tools started (marker files)", f"{v.tools_started}"),
+        ("  cut by a kill (interrupted result)", f"{v.tools_interrupted}"),
+        ("  started without a call on disk (must be 0)", f"{sum('no call' in x for x in v.lost)}"),
+        ("  processes outliving a kill (must be 0)", f"{len(result.tool_survivors)}"),
         ("torn lines left by kills", f"{v.torn_lines}"),
         ("recoveries that saw a torn tail", f"{result.torn_tail_warnings}"),
         ("temp files left by kills", f"{v.tmp_files}"),
@@ -114,6 +126,7 @@ def main() -> int:
     print(report(result))
     if not result.ok:
         print(result.verdict.summary(), file=sys.stderr)
+        print("\n".join(result.tool_survivors[:20]), file=sys.stderr)
         print("\n".join(result.logged_errors[:20]), file=sys.stderr)
         return 1
     return 0

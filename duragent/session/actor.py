@@ -27,7 +27,7 @@ from duragent.errors import DuragentError, StorageError
 from duragent.session.admission import AskMix
 from duragent.session.bridge import Request, SessionUnavailableError
 from duragent.session.journal import BATCH_SIZE, SNAPSHOT_EVERY, Journal, NewSession
-from duragent.session.state import SessionState
+from duragent.session.state import UNFINISHED_RESULT, SessionState
 from duragent.store import SessionStore, SnapshotCorruptError
 
 if TYPE_CHECKING:
@@ -279,7 +279,11 @@ class SessionActor(pykka.ThreadingActor):
                 answered = seen == 0 or self.state.is_answered(seen)
                 if answered or not with_context:
                     return UserMessageResult(seq=seen, duplicate=True, answered=answered)
+                self._journal.close_open_calls(UNFINISHED_RESULT)  # a turn resumes it
+                self._resume_if_paused()
                 return self._with_context(seen, duplicate=True)
+        if with_context:  # a new turn: whatever an earlier one left open is over
+            self._journal.close_open_calls(UNFINISHED_RESULT, durable=False)  # written below
         seq = self._journal.record(
             Event.user_message(
                 self._journal.next_seq(),
@@ -290,7 +294,15 @@ class SessionActor(pykka.ThreadingActor):
             ),
             durable=True,
         )
-        return self._with_context(seq) if with_context else UserMessageResult(seq=seq)
+        if not with_context:
+            return UserMessageResult(seq=seq)
+        self._resume_if_paused()
+        return self._with_context(seq)
+
+    def _resume_if_paused(self) -> None:
+        """A turn starts: a chat paused by a cut-short turn is active again."""
+        if self.state.status is SessionStatus.PAUSED and not self.state.pending_approval:
+            self.op_set_status(SessionStatus.ACTIVE.value)
 
     def _with_context(self, seq: int, *, duplicate: bool = False) -> UserMessageResult:
         state = self.state
@@ -328,6 +340,12 @@ class SessionActor(pykka.ThreadingActor):
         seq = self._journal.next_seq()
         event = Event.tool_result(seq, call_id=call_id, success=success, content=content)
         return self._journal.record(event, durable=False)
+
+    def op_close_open_calls(self, content: str) -> int:
+        """Give the calls a cut-short turn left open the result ``content``; write the queue."""
+        closed = self._journal.close_open_calls(content)
+        self._journal.flush()
+        return closed
 
     def op_add_tools_skipped(self, call_ids: Sequence[str], reason: str) -> int:
         """Record calls that were not run (batched)."""

@@ -253,16 +253,14 @@ class Journal:
                 log.warning("could not remove %s: %s", stale, exc)
 
     def _repair_after_crash(self, state: SessionState) -> None:
-        """Persist results for interrupted tool calls; settle a status left 'running'."""
-        repaired = False
-        for call_id in state.outstanding_call_ids():
-            self.record(
-                Event.tool_result(
-                    self.next_seq(), call_id=call_id, success=False, content=INTERRUPTED_RESULT
-                ),
-                durable=False,
-            )
-            repaired = True
+        """Persist results for interrupted tool calls; settle a status left 'running'.
+
+        Every turn that ends, however it ends (reply, error, cancellation, disconnect), gives
+        its calls a result first, and a new turn closes any call an earlier one left open
+        (``close_open_calls``). So the calls still open here are the tail of the one turn the
+        crash cut short, and "interrupted by server restart" is what happened to them.
+        """
+        repaired = self.close_open_calls(INTERRUPTED_RESULT, durable=False) > 0
         if state.status is SessionStatus.RUNNING:
             target = (
                 SessionStatus.ACTIVE if state.on_disconnect == "continue" else SessionStatus.PAUSED
@@ -275,6 +273,23 @@ class Journal:
         if repaired:
             self.flush()
             self.snapshot()
+
+    def close_open_calls(self, content: str, *, durable: bool = True) -> int:
+        """Give every call still without a result the failed result ``content``.
+
+        A pending approval's call is not open: it waits for its decision. When ``durable``,
+        everything queued is written before this returns, closed calls or not. Returns how
+        many calls were closed.
+        """
+        open_calls = self.state.outstanding_call_ids()
+        for call_id in open_calls:
+            event = Event.tool_result(
+                self.next_seq(), call_id=call_id, success=False, content=content
+            )
+            self.record(event, durable=False)
+        if durable:
+            self._write_queue()
+        return len(open_calls)
 
     @property
     def state(self) -> SessionState:

@@ -48,6 +48,16 @@ log = logging.getLogger(__name__)
 DOOM_LOOP_REPEATS = 3
 TOOL_TIMEOUT_SECONDS = 600
 CONTEXT_RETRIES = 2
+CLIENT_LEFT = "the client disconnected"
+"""Why a streaming turn was cancelled when its client went away (the cancel message)."""
+
+
+def cancelled_result(reason: str) -> str:
+    """The result recorded for a call whose turn was cut short while it ran or waited."""
+    return f"Error: tool execution cancelled: {reason}"
+
+
+CLIENT_LEFT_RESULT = cancelled_result(CLIENT_LEFT)
 
 
 class Recorder(Protocol):
@@ -61,7 +71,11 @@ class Recorder(Protocol):
         budget: dict[str, int],
         message_id: str | None,
     ) -> int:
-        """Record a model response; durable when it is final."""
+        """Record a model response, durably (fsync'd) before this returns.
+
+        A response with tool calls too: a tool's side effects must never happen before the
+        record that explains them is on disk (a crash would leave an effect without a cause).
+        """
         ...
 
     async def tool_result(self, call_id: str, success: bool, content: str) -> None:

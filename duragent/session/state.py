@@ -27,6 +27,7 @@ __all__ = [
     "CHECKPOINT_THRESHOLD",
     "INTERRUPTED_RESULT",
     "RECENT_PLATFORM_IDS",
+    "UNFINISHED_RESULT",
     "SessionState",
     "actor_message_limit",
 ]
@@ -34,6 +35,9 @@ __all__ = [
 CHECKPOINT_THRESHOLD = 50
 RECENT_PLATFORM_IDS = 1000
 INTERRUPTED_RESULT = "Error: tool execution interrupted by server restart"
+UNFINISHED_RESULT = "Error: tool execution interrupted: its turn ended without a result"
+"""Given at the start of a turn to a call an earlier turn left open (it could not record
+its own result, e.g. the disk refused the write when it was cut short)."""
 
 
 def actor_message_limit(max_input_tokens: int) -> int:

@@ -25,16 +25,28 @@ from typing import Any
 
 from duragent.agents import Agent, AgentCatalog
 from duragent.context.budget import BudgetSettings, ContextOverflowError
-from duragent.core.messages import Message, Role, Usage
+from duragent.core.messages import Message, Role
 from duragent.core.snapshot import SessionStatus
 from duragent.errors import DuragentError, LLMError
 from duragent.session.actor import NewSession, UserMessageResult
-from duragent.session.loop import LoopContext, LoopOutcome, run_loop, run_tool, store_result
+from duragent.session.loop import (
+    LoopContext,
+    cancelled_result,
+    run_loop,
+    run_tool,
+    store_result,
+)
 from duragent.session.providers import ProviderPool
 from duragent.session.registry import SessionRegistry
 from duragent.session.sink import TurnSink
 from duragent.session.state import actor_message_limit
 from duragent.session.turn_context import ContextFactory
+from duragent.session.turn_result import (
+    TurnResult,
+    copy_result,
+    outcome_result,
+    why_cut_short,
+)
 from duragent.tools.base import SessionReader, Tool, ToolOutcome
 from duragent.tools.policy import save_allow_always
 from duragent.tools.registry import lookup
@@ -48,22 +60,6 @@ DECISIONS = ("allow_once", "allow_always", "deny")
 
 class ApprovalError(DuragentError):
     """An approval request does not match what the session is waiting for."""
-
-
-@dataclass(slots=True)
-class TurnResult:
-    """What a turn produced, for any front end."""
-
-    session_id: str
-    status: str  # complete | awaiting_approval | duplicate | error
-    content: str = ""
-    message_id: str | None = None
-    reply_seq: int | None = None
-    usage: Usage = field(default_factory=Usage)
-    call_id: str | None = None
-    command: str | None = None
-    error: str | None = None
-    steered: bool = False
 
 
 @dataclass(slots=True)
@@ -202,7 +198,7 @@ class TurnRunner:
                 return TurnResult(session_id=session_id, status="duplicate")
             if not recorded.duplicate:
                 active.steering.append(content)
-            return _copy(await asyncio.shield(running), steered=True)
+            return copy_result(await asyncio.shield(running), steered=True)
         future: asyncio.Future[TurnResult] = asyncio.get_running_loop().create_future()
         active.running = future  # claimed before any await: later messages steer this turn
         try:
@@ -290,9 +286,13 @@ class TurnRunner:
                         False, f"Tool '{pending.get('tool_name')}' is no longer available."
                     )
                 else:
-                    outcome = await run_tool(
-                        tool, dict(pending.get("arguments") or {}), ctx.tool_context
-                    )
+                    try:
+                        outcome = await run_tool(
+                            tool, dict(pending.get("arguments") or {}), ctx.tool_context
+                        )
+                    except BaseException as exc:  # cancelled while the approved call ran
+                        await self._cut_short(session_id, exc)
+                        raise
             turn: list[Message] = []
             await store_result(ctx, turn, call_id, outcome)
             await self.registry.call(session_id, "set_status", status=SessionStatus.ACTIVE.value)
@@ -334,23 +334,35 @@ class TurnRunner:
             outcome = await run_loop(ctx, history, turn, done)
         except (LLMError, ContextOverflowError, DuragentError) as exc:
             try:
-                return await self._failed(session_id, exc)  # the durable error writes the queue
-            except BaseException:
-                await self._flush_quietly(session_id)
+                await self._cut_short(session_id, exc)
+                return await self._failed(session_id, exc)
+            except BaseException as again:
+                await self._cut_short(session_id, again)
                 raise
-        except BaseException:
-            await self._flush_quietly(session_id)  # cancelled or a bug: keep the results
+        except BaseException as exc:
+            await self._cut_short(session_id, exc)  # cancelled or a bug: keep the results
             raise
         # Both ways the loop ends (a final reply, a pending approval) are durable records,
         # which write any queued tool results first: nothing is left to flush.
-        return _result(session_id, outcome)
+        return outcome_result(session_id, outcome)
 
-    async def _flush_quietly(self, session_id: str) -> None:
-        """Write the turn's queued tool results while another error is on its way out."""
+    async def _cut_short(self, session_id: str, exc: BaseException) -> None:
+        """A turn ends early: every call it started gets a result saying why, written.
+
+        This happens before the turn is over, never later after other turns.
+
+        Shielded, so a second cancellation (shutdown after a disconnect) does not cut the
+        write itself; if it fails anyway, the next turn or a restart closes the calls.
+        """
+        reason = why_cut_short(exc)
         try:
-            await self.registry.call(session_id, "flush")
-        except Exception as exc:  # the original error matters more; the actor retries writes
-            log.error("session %s: flush after a failed turn failed: %s", session_id, exc)
+            await asyncio.shield(
+                self.registry.call(session_id, "close_open_calls", content=cancelled_result(reason))
+            )
+        except Exception as error:  # the original error matters more; the actor retries writes
+            log.error(
+                "session %s: recording the end of a cut-short turn failed: %s", session_id, error
+            )
 
     async def _failed(self, session_id: str, exc: Exception) -> TurnResult:
         code = "context_overflow" if isinstance(exc, ContextOverflowError) else "llm_error"
@@ -380,31 +392,3 @@ def _split_at_last_user(messages: list[Message]) -> tuple[list[Message], list[Me
         if messages[i].role is Role.USER:
             return messages[: i + 1], messages[i + 1 :]
     return [], list(messages)
-
-
-def _result(session_id: str, outcome: LoopOutcome) -> TurnResult:
-    return TurnResult(
-        session_id=session_id,
-        status=outcome.status,
-        content=outcome.content,
-        message_id=outcome.message_id,
-        reply_seq=outcome.reply_seq,
-        usage=outcome.usage,
-        call_id=outcome.call_id,
-        command=outcome.command,
-    )
-
-
-def _copy(result: TurnResult, *, steered: bool) -> TurnResult:
-    return TurnResult(
-        session_id=result.session_id,
-        status=result.status,
-        content=result.content,
-        message_id=result.message_id,
-        reply_seq=result.reply_seq,
-        usage=result.usage,
-        call_id=result.call_id,
-        command=result.command,
-        error=result.error,
-        steered=steered,
-    )

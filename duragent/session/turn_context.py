@@ -57,6 +57,7 @@ class _ActorRecorder:
             usage=usage,
             message_id=message_id,
             budget=budget,
+            durable=True,  # a response with calls too: no tool may run before it is on disk
         )
         return seq
 

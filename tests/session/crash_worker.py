@@ -7,8 +7,14 @@ imports only ``duragent`` and the standard library, so the working directory doe
    repair), printing ``RECOVERING`` before and ``READY <ms> <sessions>`` after;
 2. in ``campaign`` mode it then drives several sessions concurrently (user messages, tool
    rounds with batched results, final replies, status changes, forced flushes and snapshots,
-   redeliveries of platform message ids) until it is killed; in ``script`` mode it runs a
-   short scripted conversation, prints ``DONE`` and waits to be killed.
+   redeliveries of platform message ids, and real tool turns: the turn runner with the offline
+   model calling ``bash``, whose command first writes a marker file, then sleeps, so kills land
+   while tools run) until it is killed; in ``script`` mode it runs a short scripted
+   conversation, prints ``DONE`` and waits to be killed.
+
+The check then requires, besides everything acknowledged: every tool that started (its marker
+file exists) has its call on disk and exactly one result, and no process of its group
+outlived the worker's SIGKILL.
 
 After every durable acknowledgement (the awaited call returned) it appends one JSON line to the
 ack file and fsyncs it; the ack file is the ground truth of what was acknowledged. Batched tool
@@ -42,10 +48,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from duragent.agents import load_catalog
 from duragent.core.events import Event, EventType
 from duragent.core.messages import Role, ToolCall, Usage
 from duragent.core.snapshot import SessionStatus
-from duragent.session import NewSession, RegistrySettings, SessionRegistry
+from duragent.session import NewSession, RegistrySettings, SessionRegistry, TurnRunner
+from duragent.session.providers import ProviderPool
 from duragent.session.state import INTERRUPTED_RESULT
 from duragent.store import SessionStore
 from duragent.store.event_log import ARCHIVE_FILENAME
@@ -54,6 +62,21 @@ from duragent.store.fileops import FileOps, OsFileOps
 WORKER_PATH = Path(__file__).resolve()
 AGENT = "crash-agent"
 MESSAGE_LIMIT = 100
+TOOL_TURNS = 0.25
+"""Share of the campaign's turns that run a real ``bash`` tool through the turn runner."""
+AGENT_YAML = f"""\
+apiVersion: duragent/v1alpha1
+kind: Agent
+metadata:
+  name: {AGENT}
+spec:
+  model:
+    provider: offline
+    name: duragent-offline
+  tools:
+    - type: builtin
+      name: bash
+"""
 """Layer 1 cap of the sessions the worker creates (small, so trimming is exercised)."""
 RUN_ID = os.urandom(6).hex()
 """Makes every text this process writes unique across restarts."""
@@ -135,8 +158,8 @@ def user_text(session_id: str, platform_id: str) -> str:
 # Phase counters: which durable step each thread is inside (read by the parent after SIGSTOP)
 # --------------------------------------------------------------------------------------------
 
-PHASES = ("append", "snapshot", "compaction", "recovery")
-_PHASE_STRUCT = struct.Struct("<4q")
+PHASES = ("append", "snapshot", "compaction", "recovery", "tool")
+_PHASE_STRUCT = struct.Struct("<5q")
 
 
 class PhaseCounters:
@@ -183,6 +206,20 @@ def instrument(counters: PhaseCounters) -> None:
                 counters.add(_i, -1)
 
         setattr(cls, name, wrapper)
+
+    import duragent.tools.bash as bash_module
+
+    # The bash tool's own reference to run_process (it imported the name).
+    run_process = getattr(bash_module, "run_process")  # noqa: B009
+
+    async def counted(*args: Any, **kw: Any) -> Any:
+        counters.add(PHASES.index("tool"), 1)
+        try:
+            return await run_process(*args, **kw)
+        finally:
+            counters.add(PHASES.index("tool"), -1)
+
+    setattr(bash_module, "run_process", counted)  # noqa: B010
 
 
 class ShortWriteOps(OsFileOps):
@@ -314,8 +351,10 @@ class Driver:
         entry: SessionBook,
         rng: random.Random,
         run: str,
+        tools: ToolBench | None = None,
     ) -> None:
         self.run_id = run
+        self.tools = tools
         self.registry = registry
         self.ack = ack
         self.sid = sid
@@ -409,6 +448,29 @@ class Driver:
                 await self.call("flush")
                 self.acknowledge()
 
+    async def tool_turn(self, tools: ToolBench) -> None:
+        """A real turn: the runner, the offline model, ``bash`` (marker file first, then sleep)."""
+        self.tags += 1
+        token = f"tool-{self.sid[-8:]}-{self.run_id}-{self.tags}"
+        marker = tools.markers / token
+        # Mostly short; rarely longer than the parent waits for a killed group to be gone, so
+        # a process that outlived the kill is seen before it could end by itself (rarely: a
+        # session in a long sleep does nothing else until the kill).
+        pause = self.rng.choices((0.02, 0.05, 0.1, 0.3, 5.0), weights=(6, 6, 6, 6, 1))[0]
+        command = f"echo $$ > {marker}; echo {token}; sleep {pause}"
+        content = f"run {token}\n!call bash " + json.dumps({"command": command})
+        result = await tools.runner.run(self.sid, content)
+        if result.status != "complete" or result.reply_seq is None:
+            raise AssertionError(f"tool turn {token} ended {result.status}: {result.content}")
+        self.acknowledge(
+            {
+                "kind": "final",
+                "sid": self.sid,
+                "seq": result.reply_seq,
+                "sha": content_sha(result.content),
+            }
+        )
+
     async def set_status(self, status: str) -> None:
         if await self.call("set_status", status=status):
             seq = (await self.call("info")).last_seq
@@ -435,10 +497,13 @@ class Driver:
         running = rng.random() < 0.1
         if running:
             await self.set_status(SessionStatus.RUNNING.value)
-        rounds = rng.choices((0, 1, 2), weights=(6, 3, 1))[0]
-        for _ in range(rounds):
-            await self.tool_round()
-        await self.final()
+        if self.tools is not None and rng.random() < TOOL_TURNS:
+            await self.tool_turn(self.tools)
+        else:
+            rounds = rng.choices((0, 1, 2), weights=(6, 3, 1))[0]
+            for _ in range(rounds):
+                await self.tool_round()
+            await self.final()
         if running:
             await self.set_status(SessionStatus.ACTIVE.value)
         r = rng.random()
@@ -453,6 +518,39 @@ class Driver:
         await self.resume()
         while True:
             await self.turn()
+
+
+@dataclass
+class ToolBench:
+    """A real turn runner for the campaign's agent (offline model, ``bash``) and where the
+    tools write their marker files."""
+
+    runner: TurnRunner
+    markers: Path
+
+
+def markers_dir(sessions_dir: Path) -> Path:
+    """Where the campaign's tools write their marker files (next to the sessions)."""
+    return sessions_dir.parent / "tool-markers"
+
+
+def tool_bench(registry: SessionRegistry, sessions_dir: Path) -> ToolBench:
+    """The campaign agent's directory (created once) and a runner over ``registry``."""
+    agents = sessions_dir.parent / "agents"
+    (agents / AGENT).mkdir(parents=True, exist_ok=True)
+    (agents / AGENT / "agent.yaml").write_text(AGENT_YAML, encoding="utf-8")
+    markers = markers_dir(sessions_dir)
+    markers.mkdir(parents=True, exist_ok=True)
+    catalog = load_catalog(agents)
+    runner = TurnRunner(
+        registry,
+        agents=lambda: catalog,
+        providers=ProviderPool(),
+        workspace_dir=sessions_dir.parent,
+        world_memory_dir=sessions_dir.parent / "memory",
+        policy_file=sessions_dir.parent / "policy.yaml",
+    )
+    return ToolBench(runner, markers)
 
 
 async def _recover(registry: SessionRegistry, sids: list[str]) -> float:
@@ -499,8 +597,9 @@ async def worker_main(args: argparse.Namespace) -> None:
         sid = await registry.create(NewSession(agent=AGENT, message_limit=MESSAGE_LIMIT))
         ack.write({"kind": "session", "sid": sid})
         book[sid] = SessionBook()
+    tools = tool_bench(registry, sessions_dir)
     drivers = [
-        Driver(registry, ack, sid, entry, random.Random(f"{args.seed}/{sid}"), RUN_ID)
+        Driver(registry, ack, sid, entry, random.Random(f"{args.seed}/{sid}"), RUN_ID, tools)
         for sid, entry in book.items()
     ]
     await asyncio.gather(*(d.run() for d in drivers))
@@ -672,6 +771,53 @@ class Worker:
         return phases
 
 
+def live_members(pgid: int) -> list[int]:
+    """Processes of group ``pgid`` that still run (a zombie waiting to be reaped is dead)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def wait_until_gone(pgid: int, timeout: float = 10.0) -> list[int]:
+    """Wait for group ``pgid`` to have no running process; what still runs at the deadline."""
+    deadline = time.monotonic() + timeout
+    while (alive := live_members(pgid)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return alive
+
+
+def check_tool_groups(markers: Path, checked: set[str]) -> list[str]:
+    """After a kill: every tool group started so far (marker holds its pgid) must be gone.
+
+    Survivors are reported and then killed: the check must not leave processes behind.
+    """
+    survivors = []
+    names = sorted(p.name for p in markers.iterdir()) if markers.is_dir() else []
+    for name in names:
+        if name in checked:
+            continue
+        checked.add(name)
+        text = (markers / name).read_text().strip()
+        if not text.isdigit():
+            continue  # killed between creating the file and writing the pid into it
+        pgid = int(text)
+        alive = wait_until_gone(pgid, timeout=3.0)
+        if alive:
+            survivors.append(f"tool {name}: processes {alive} of group {pgid} outlived the kill")
+            with contextlib.suppress(OSError):
+                os.killpg(pgid, signal.SIGKILL)
+    return survivors
+
+
 def _wait_stopped(pid: int, timeout: float = 2.0) -> None:
     """Wait until every thread of ``pid`` is stopped (so its phase counters are final)."""
     deadline = time.monotonic() + timeout
@@ -708,6 +854,10 @@ class Verdict:
     tmp_files: int = 0
     interrupted_results: int = 0
     redeliveries: int = 0
+    tools_started: int = 0
+    tools_interrupted: int = 0
+    tool_calls: dict[str, list[str]] = field(default_factory=dict)
+    """Marker name → the results recorded for the call that names it (filled per session)."""
 
     @property
     def ok(self) -> bool:
@@ -784,7 +934,31 @@ async def verify(sessions_dir: Path, ack_file: Path) -> Verdict:
             verdict.problems.append(f"{sid} was quarantined")
     finally:
         await registry.aclose()
+    _check_tools(markers_dir(sessions_dir), verdict)
     return verdict
+
+
+def _marker_of(call: dict[str, Any]) -> str | None:
+    """The marker file a campaign ``bash`` call writes first (``echo $$ > PATH; …``)."""
+    arguments = call.get("arguments")
+    command = arguments.get("command") if isinstance(arguments, dict) else None
+    if not isinstance(command, str) or " > " not in command:
+        return None
+    return Path(command.split(" > ", 1)[1].split(";", 1)[0]).name
+
+
+def _check_tools(markers: Path, verdict: Verdict) -> None:
+    """Every tool that started has its call on disk and exactly one result."""
+    started = sorted(p.name for p in markers.iterdir()) if markers.is_dir() else []
+    verdict.tools_started = len(started)
+    for name in started:
+        results = verdict.tool_calls.get(name)
+        if results is None:
+            verdict.lost.append(f"tool {name} ran, but no call for it is on disk")
+        elif len(results) != 1:
+            verdict.problems.append(f"tool {name} ran; its call has results {results}")
+        elif results[0] == INTERRUPTED_RESULT:
+            verdict.tools_interrupted += 1
 
 
 async def _verify_session(
@@ -861,6 +1035,8 @@ async def _verify_session(
         elif e.type == EventType.ASSISTANT_RESPONSE:
             for c in e.data.get("tool_calls") or []:
                 calls[str(c.get("call_id"))] = e.seq
+            if str(e.data.get("content") or "").startswith("[offline model] Calling"):
+                continue  # the offline model's fixed words before a call
         elif e.type != EventType.USER_MESSAGE:
             continue
         if _payload_sha(e) != content_sha(""):
@@ -874,6 +1050,18 @@ async def _verify_session(
             verdict.problems.append(f"{sid}: call {call_id} (seq {call_seq}) results at {found}")
     for call_id in results.keys() - calls.keys():
         verdict.problems.append(f"{sid}: result for unknown call {call_id}")
+    texts = {
+        str(e.data.get("call_id")): str((e.data.get("result") or {}).get("content", ""))
+        for e in history
+        if e.type == EventType.TOOL_RESULT
+    }
+    for e in history:
+        for c in e.data.get("tool_calls") or [] if e.type == EventType.ASSISTANT_RESPONSE else []:
+            marker = _marker_of(c)
+            if marker is not None:
+                call_id = str(c.get("call_id"))
+                found = results.get(call_id, [])
+                verdict.tool_calls[marker] = [texts[call_id]] * len(found) if found else []
 
     # Status: consistent with the log, never left running after recovery.
     changes = [e for e in history if e.type == EventType.STATUS_CHANGE]
@@ -950,13 +1138,14 @@ class CampaignResult:
     kill_phases: Counter[str] = field(default_factory=Counter)
     recovery_ms: list[float] = field(default_factory=list)
     logged_errors: list[str] = field(default_factory=list)
+    tool_survivors: list[str] = field(default_factory=list)
     torn_tail_warnings: int = 0
     seconds: float = 0.0
     verdict: Verdict = field(default_factory=Verdict)
 
     @property
     def ok(self) -> bool:
-        return self.verdict.ok and not self.logged_errors
+        return self.verdict.ok and not self.logged_errors and not self.tool_survivors
 
     def recovery_quantiles(self) -> tuple[float, float]:
         """p50 and p99 of the restarts' recovery times, in ms."""
@@ -989,6 +1178,7 @@ def run_campaign(
     phase_file = workdir / "phases.bin"
     stderr_path = workdir / "worker-stderr.log"
     rng = random.Random(seed)
+    checked: set[str] = set()
     started = time.perf_counter()
     for cycle in range(cycles):
         with stderr_path.open("ab") as err:
@@ -1012,6 +1202,7 @@ def run_campaign(
                     result.recovery_ms.append(float(ready[1]))
                 time.sleep(rng.uniform(min_delay, max_delay))
             phases = worker.kill(probe=probe)
+        result.tool_survivors += check_tool_groups(markers_dir(sessions_dir), checked)
         result.cycles += 1
         result.kills += 1
         if probe:

@@ -11,7 +11,7 @@ import pytest
 
 from duragent.core.events import EventType
 from duragent.llm import RetryPolicy
-from duragent.session.loop import DOOM_LOOP_REPEATS
+from duragent.session.loop import DOOM_LOOP_REPEATS, cancelled_result
 from duragent.testing import Fault, Reply, ToolCallReply
 from duragent.tools.base import ToolOutcome
 from tests.session.turn_fixtures import FnTool, harness
@@ -72,7 +72,9 @@ async def test_a_plain_turn_talks_to_its_session_twice(tmp_path: Path) -> None:
     assert ops == ["add_user_message", "add_assistant_response"]
 
 
-async def test_a_cancelled_turn_keeps_the_tool_results_it_already_had(tmp_path: Path) -> None:
+async def test_a_cancelled_turn_keeps_its_tool_results_and_closes_the_call_it_cut_short(
+    tmp_path: Path,
+) -> None:
     hanging = asyncio.Event()
 
     async def hang(args: Any) -> str:
@@ -95,8 +97,12 @@ async def test_a_cancelled_turn_keeps_the_tool_results_it_already_had(tmp_path: 
         await hanging.wait()
         await cancel(task)
         logged = on_disk(tmp_path, sid)
-    assert [e["type"] for e in logged][-2:] == ["assistant_response", "tool_result"]
-    assert logged[-1]["call_id"] == "c1"
+    assert [e["type"] for e in logged][-3:] == ["assistant_response", "tool_result", "tool_result"]
+    assert [e["call_id"] for e in logged[-2:]] == ["c1", "c2"]
+    assert logged[-1]["result"] == {
+        "success": False,
+        "content": cancelled_result("the turn was cancelled"),
+    }
 
 
 async def test_a_turn_cancelled_while_recording_its_error_still_writes_its_tool_results(

@@ -6,9 +6,11 @@ Events: ``start`` {} → ``token`` {content} … ``tool_call`` {call_id, name, a
 comments every ``keep_alive_interval_seconds``. Tools run here exactly as in the synchronous
 endpoint (the reference's stream never ran them).
 
-If the client disconnects: with ``on_disconnect: pause`` the turn is cancelled, the partial
-reply is persisted and the session paused; with ``continue`` the turn finishes in the
-background and is persisted (status ``running`` meanwhile, then ``active``).
+If the client disconnects: with ``on_disconnect: pause`` the turn is cancelled (a tool call
+it cut short gets the result "cancelled: the client disconnected" before the turn ends), the
+partial reply is persisted and the session paused (the next turn makes it active again);
+with ``continue`` the turn finishes in the background and is persisted (status ``running``
+meanwhile, then ``active``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from duragent.core.messages import ToolCall
 from duragent.core.snapshot import SessionStatus
 from duragent.session import TurnRunner
+from duragent.session.loop import CLIENT_LEFT
 from duragent.session.turn import TurnResult
 
 __all__ = ["QueueSink", "stream_turn"]
@@ -145,7 +148,7 @@ async def _client_left(
         _background.add(task)
         task.add_done_callback(_background.discard)
         return
-    task.cancel()
+    task.cancel(CLIENT_LEFT)  # the turn records this as the result of a call it cut short
     with contextlib.suppress(asyncio.CancelledError):
         await task
     await turns.interrupted(session_id, "".join(sink.partial))

@@ -10,8 +10,12 @@ from typing import Any
 
 import httpx
 
+from duragent.config import load_workspace
+from duragent.runtime import Runtime
+from duragent.session.loop import CLIENT_LEFT_RESULT
 from duragent.testing import Reply, ToolCallReply
 from tests.gateways.http.api_fixtures import served
+from tests.session.test_crash_recovery import logged_events
 
 BASH_TOOL = "  tools:\n    - type: builtin\n      name: bash\n"
 
@@ -174,3 +178,59 @@ async def test_a_model_that_goes_silent_ends_the_stream_with_an_idle_timeout_err
     assert names == ["start", "token", "error"]
     assert "Stream idle timeout" in events[-1][2]["message"]
     assert "server.idle_timeout_seconds" in events[-1][2]["message"]
+
+
+async def test_a_disconnect_during_a_tool_records_its_result_before_the_next_turn_and_restart(
+    tmp_path: Path,
+) -> None:
+    async with served(tmp_path, on_disconnect="pause", tools=BASH_TOOL) as s:
+        sid = (await s.client.post("/api/v1/sessions", json={"agent": "bot"})).json()["session_id"]
+        s.server.enqueue(
+            Reply(
+                tool_calls=[ToolCallReply(name="bash", arguments={"command": "sleep 30"}, id="c1")]
+            )
+        )
+        async with s.client.stream(
+            "POST", f"/api/v1/sessions/{sid}/stream", json={"content": "run it"}
+        ) as response:
+            async for line in response.aiter_lines():
+                if line.startswith("event: tool_call"):
+                    break
+        for _ in range(200):
+            info = (await s.client.get(f"/api/v1/sessions/{sid}")).json()
+            if info["status"] == "paused":
+                break
+            await asyncio.sleep(0.05)
+        assert info["status"] == "paused"
+        s.server.enqueue(Reply(text="second answer"))
+        later = await s.client.post(f"/api/v1/sessions/{sid}/messages", json={"content": "again"})
+        after_turn = (await s.client.get(f"/api/v1/sessions/{sid}")).json()["status"]
+        await s.runtime.aclose()  # a restart: the next runtime recovers the session from disk
+        restarted = Runtime(load_workspace(tmp_path), port=0)
+        await restarted.start()
+        try:
+            async with httpx.AsyncClient(
+                base_url=f"http://127.0.0.1:{restarted.http_port}", timeout=30
+            ) as client:
+                after_restart = (await client.get(f"/api/v1/sessions/{sid}")).json()["status"]
+        finally:
+            await restarted.aclose()
+
+    assert later.status_code == 200
+    assert later.json()["content"] == "second answer"
+    assert after_turn == "active"
+    assert after_restart == "active"
+    events = logged_events(tmp_path / ".duragent" / "sessions" / sid)
+    kinds = [
+        (e.type, e.data.get("call_id") or e.data.get("content") or e.data.get("to"))
+        for e in events
+        if e.type in ("user_message", "tool_result", "tools_skipped")
+    ]
+    assert kinds == [
+        ("user_message", "run it"),
+        ("tool_result", "c1"),
+        ("user_message", "again"),
+    ]
+    result = next(e for e in events if e.type == "tool_result")
+    assert result.data["result"]["content"] == CLIENT_LEFT_RESULT
+    assert result.data["result"]["success"] is False
