@@ -48,7 +48,7 @@ from duragent.session.turn_result import (
     why_cut_short,
 )
 from duragent.tools.base import SessionReader, Tool, ToolOutcome
-from duragent.tools.policy import save_allow_always
+from duragent.tools.policy_files import save_allow_always
 from duragent.tools.registry import lookup
 
 __all__ = ["ApprovalError", "TurnResult", "TurnRunner"]

@@ -24,7 +24,7 @@ from duragent.session.providers import ProviderPool
 from duragent.session.registry import SessionRegistry
 from duragent.session.sink import TurnSink
 from duragent.tools.base import SessionReader, Tool, ToolContext
-from duragent.tools.policy import load_policy
+from duragent.tools.policy_files import load_policy
 from duragent.tools.registry import build_tools, lookup
 
 __all__ = ["HISTORY_CACHES", "ContextFactory"]

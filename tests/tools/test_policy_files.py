@@ -13,13 +13,8 @@ import pytest
 
 from duragent.cli.templates import AGENT_POLICY, WORKSPACE_POLICY
 from duragent.errors import ConfigError
-from duragent.tools.policy import (
-    Decision,
-    Policy,
-    PolicyError,
-    load_policy,
-    save_allow_always,
-)
+from duragent.tools.policy import Decision, Policy
+from duragent.tools.policy_files import PolicyError, load_policy, save_allow_always
 
 
 @pytest.fixture

@@ -1,0 +1,226 @@
+"""Policy files: merging the three tiers, validating them, and writing "allow always".
+
+The decision rules live in ``policy``; this module only reads and writes the YAML a person
+also edits (``<workspace>/.duragent/policy.yaml`` → ``<agent>/policy.yaml`` →
+``<agent>/policy.local.yaml``). Reads are cached while the files are unchanged; writes are
+round-trip (comments and quoting survive), atomic and serialised.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import YAMLError
+from ruamel.yaml.scalarstring import DoubleQuotedScalarString
+from ruamel.yaml.util import load_yaml_guess_indent
+
+from duragent.config.yamlio import LocatedYaml, load_yaml_text, read_text
+from duragent.errors import ConfigError
+from duragent.store.fileops import fsync_dir
+from duragent.tools.policy import _MODES, POLICY_TYPES, Mode, Policy, escape_glob
+
+__all__ = [
+    "API_VERSION",
+    "LOCAL_POLICY_FILE",
+    "POLICY_FILE",
+    "PolicyError",
+    "load_policy",
+    "save_allow_always",
+]
+
+API_VERSION = "duragent/v1alpha1"
+POLICY_FILE = "policy.yaml"
+LOCAL_POLICY_FILE = "policy.local.yaml"
+_WRITE_LOCK = threading.Lock()
+"""Serialises "allow always" read-modify-writes so two approvals at once both land."""
+
+
+class PolicyError(ConfigError):
+    """A policy file is malformed; the message names file, line, field, value and the fix."""
+
+
+def _read(path: Path) -> tuple[str, LocatedYaml]:
+    """The file's text and parsed YAML; unreadable files and syntax errors raise PolicyError."""
+    try:
+        text = read_text(path)
+        return text, load_yaml_text(text, file=path)
+    except ConfigError as exc:
+        error = PolicyError(exc.reason, file=exc.file, line=exc.line, fix=exc.fix)
+        raise error from None
+
+
+_loaded: dict[tuple[Path, ...], tuple[tuple[tuple[int, int, int] | None, ...], Policy]] = {}
+_loaded_lock = threading.Lock()
+_RACY_NS = 2_000_000_000
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    """What identifies one version of a file (None: absent): inode, size, mtime in ns."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def load_policy(workspace_policy_file: Path, agent_dir: Path) -> Policy:
+    """Merge the three policy tiers; missing files are fine, malformed ones raise PolicyError.
+
+    Patterns are the union of all tiers (first occurrence kept); ``mode`` comes from the most
+    specific tier that sets it, else ``dangerous``. Every turn asks for the policy, so the
+    merged result is reused while none of the three files changed (inode, size and mtime;
+    ``save_allow_always`` replaces the file, so its own writes are always seen); an edited or
+    malformed file is read again, and its error raised, on the next turn.
+    """
+    paths = (workspace_policy_file, agent_dir / POLICY_FILE, agent_dir / LOCAL_POLICY_FILE)
+    stamps = tuple(_stamp(p) for p in paths)
+    with _loaded_lock:
+        known = _loaded.get(paths)
+    if known is not None and known[0] == stamps:
+        return known[1]
+    policy = _merge_tiers(paths)
+    # A file changed within the last moments could change again within the same timestamp
+    # tick (the kernel's file clock is coarse) without its stamp changing: not cached yet.
+    settled = time.time_ns() - _RACY_NS
+    if all(stamp is None or stamp[2] < settled for stamp in stamps):
+        with _loaded_lock:
+            if len(_loaded) > 256:  # agents come and go with reloads; never grow without bound
+                _loaded.clear()
+            _loaded[paths] = (stamps, policy)
+    return policy
+
+
+def _merge_tiers(paths: tuple[Path, ...]) -> Policy:
+    mode: Mode = "dangerous"
+    allow: dict[str, None] = {}
+    deny: dict[str, None] = {}
+    for path in paths:
+        if not path.exists():
+            continue
+        tier_mode, tier_deny, tier_allow = _parse_tier(_read(path)[1])
+        mode = tier_mode or mode
+        deny.update(dict.fromkeys(tier_deny))
+        allow.update(dict.fromkeys(tier_allow))
+    return Policy(mode=mode, allow=tuple(allow), deny=tuple(deny))
+
+
+def _invalid(
+    doc: LocatedYaml, key: list[str | int], reason: str, value: object, **extra: str
+) -> PolicyError:
+    field = "".join(f"[{k}]" if isinstance(k, int) else str(k) for k in key) or None
+    line = doc.line_of(key)
+    return PolicyError(reason, file=doc.file, line=line, field=field, value=value, **extra)
+
+
+def _parse_tier(doc: LocatedYaml) -> tuple[Mode | None, list[str], list[str]]:
+    data = {} if doc.data is None else doc.data
+    if not isinstance(data, dict):
+        start = "start from 'apiVersion: duragent/v1alpha1', 'kind: Policy', 'allow: []'"
+        raise _invalid(
+            doc, [], "a policy file must be a YAML mapping", type(data).__name__, fix=start
+        )
+    for key, expected in (("apiVersion", API_VERSION), ("kind", "Policy")):
+        if key in data and data[key] != expected:
+            raise _invalid(doc, [key], "invalid value", data[key], allowed=expected)
+    mode = data.get("mode")
+    if mode is not None and mode not in _MODES:
+        raise _invalid(doc, ["mode"], "invalid value", mode, allowed=", ".join(_MODES))
+    if data.get("notify") is not None and not isinstance(data["notify"], dict):
+        raise _invalid(doc, ["notify"], "must be a mapping of keys to values", data["notify"])
+    return mode, _patterns(doc, data, "deny"), _patterns(doc, data, "allow")
+
+
+def _patterns(doc: LocatedYaml, data: dict[str, Any], key: str) -> list[str]:
+    value = data.get(key)
+    if value is None:
+        return []
+    fix = f"write one quoted pattern per line under '{key}:', e.g.  - \"bash:ls *\""
+    if not isinstance(value, list):
+        shown = type(value).__name__ if isinstance(value, dict) else value
+        raise _invalid(doc, [key], "must be a list of patterns", shown, fix=fix)
+    for index, item in enumerate(value):
+        if not isinstance(item, str) or not item:
+            reason = "a pattern must be a non-empty string"
+            raise _invalid(doc, [key, index], reason, item, fix=fix)
+    return list(value)
+
+
+def save_allow_always(agent_dir: Path, policy_type: str, invocation: str) -> str:
+    """Append ``<policy_type>:<invocation>`` (escaped) to the agent's ``policy.local.yaml``.
+
+    The escaped pattern has no wildcards, so it allows exactly the approved command and no
+    other. The file is edited round-trip (comments, quoting and order survive), ``mode`` is
+    never written (a later change of the agent's mode must still apply), and the write is
+    atomic and serialised, so a crash or two approvals at once cannot lose the file or an
+    entry. Returns the pattern, whether it was written now or was already present.
+    """
+    if policy_type not in POLICY_TYPES:
+        raise ValueError(f"unknown policy type {policy_type!r}; expected {sorted(POLICY_TYPES)}")
+    command = invocation.strip() if policy_type == "bash" else invocation
+    pattern = f"{policy_type}:{escape_glob(command)}"
+    path = agent_dir / LOCAL_POLICY_FILE
+    with _WRITE_LOCK:
+        yaml, doc = _load_round_trip(path)
+        allow = doc.get("allow")
+        if allow is None:
+            allow = doc["allow"] = CommentedSeq()
+        if not isinstance(allow, list):
+            raise PolicyError("must be a list of patterns", file=path, field="allow", value=allow)
+        if pattern in (str(item) for item in allow):
+            return pattern
+        if not allow and isinstance(allow, CommentedSeq):
+            allow.fa.set_block_style()  # 'allow: []' would otherwise grow as a flow list
+        allow.append(DoubleQuotedScalarString(pattern))
+        out = io.StringIO()
+        yaml.dump(doc, out)
+        _atomic_write(path, out.getvalue())
+    return pattern
+
+
+def _load_round_trip(path: Path) -> tuple[YAML, CommentedMap]:
+    """The file as a round-trip document (a fresh one if it is missing or empty)."""
+    yaml = YAML()
+    yaml.preserve_quotes = True
+    yaml.width = 1 << 16  # never fold a long command across lines
+    text, doc = _read(path) if path.exists() else ("", None)
+    if doc is None or doc.data is None:
+        yaml.indent(mapping=2, sequence=4, offset=2)  # the scaffolded files' "  - item" style
+        return yaml, CommentedMap([("apiVersion", API_VERSION), ("kind", "Policy")])
+    if not isinstance(doc.data, dict):
+        raise _invalid(doc, [], "a policy file must be a YAML mapping", type(doc.data).__name__)
+    # Keep the file's own list indentation so the diff is only the new line.
+    try:
+        _, indent, offset = load_yaml_guess_indent(text)
+        data: CommentedMap = yaml.load(text)
+    except YAMLError as exc:  # ruamel is stricter than PyYAML, e.g. about duplicate keys
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        line = mark.line + 1 if mark is not None else None
+        raise PolicyError(f"cannot edit this YAML: {problem}", file=path, line=line) from None
+    yaml.indent(mapping=2, sequence=indent or 4, offset=2 if offset is None else offset)
+    return yaml, data
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    """Write via a temporary file, fsync, rename and fsync the directory: all or nothing."""
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    fsync_dir(path.parent)
