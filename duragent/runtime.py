@@ -24,6 +24,7 @@ from duragent.session.gate import tune_interpreter
 from duragent.session.providers import ProviderPool
 from duragent.session.reader import RegistrySessionReader
 from duragent.store import SessionStore
+from duragent.store.serve_lock import ServeLock
 
 __all__ = ["Runtime"]
 
@@ -63,6 +64,7 @@ class Runtime:
         self._warm_task: asyncio.Task[None] | None = None
         self._ephemeral = ephemeral
         self._ephemeral_task: asyncio.Task[None] | None = None
+        self._lock: ServeLock | None = None
         self.registry = SessionRegistry(
             SessionStore(paths.sessions),
             registry_settings
@@ -167,7 +169,12 @@ class Runtime:
                 return
 
     async def start(self) -> None:
-        """Load agents, open the session store, start every front end."""
+        """Lock the workspace, load agents, open the session store, start every front end.
+
+        The lock comes first: a second server fails before it reads or writes anything.
+        """
+        paths = self.workspace.paths
+        self._lock = ServeLock.acquire(paths.workspace, paths.sessions)
         self._untune = tune_interpreter(pin_threads=self.config.server.pin_python_threads)
         for warning in self.workspace.warnings:
             log.warning("%s", warning)
@@ -183,6 +190,7 @@ class Runtime:
             )
         self._http = HttpServer(build_app(self), host=self._host, port=self._port)
         await self._http.start()
+        self._lock.publish(f"http://{_url_host(self._host)}:{self._http.port}")
         names = ", ".join(self._catalog.names()) or "(none)"
         log.info(
             "duragent %s serving %s: agents %s; http://%s:%d",
@@ -209,6 +217,9 @@ class Runtime:
         if self._untune is not None:
             self._untune()
             self._untune = None
+        if self._lock is not None:  # last: every actor has flushed and stopped writing
+            self._lock.release()
+            self._lock = None
 
     async def run_until_stopped(self) -> None:
         """Start, serve until SIGINT/SIGTERM or ``request_shutdown``, then stop cleanly."""
@@ -234,3 +245,8 @@ class Runtime:
             raise SystemExit(130)
         log.info("received %s", sig.name)
         self._stop.set()
+
+
+def _url_host(host: str) -> str:
+    """``host`` as written in a URL (IPv6 literals in brackets)."""
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host

@@ -7,6 +7,7 @@ runtime itself, so the layering stays one-way.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -101,7 +102,10 @@ def build_app(services: HttpServices) -> Starlette:
         return PlainTextResponse("ok")
 
     async def readyz(_: Request) -> Response:
-        return JSONResponse({"status": "ok", "workspace_hash": services.workspace_hash})
+        # the pid lets a client check that this is the server named in the workspace's lock
+        return JSONResponse(
+            {"status": "ok", "workspace_hash": services.workspace_hash, "pid": os.getpid()}
+        )
 
     async def version(_: Request) -> Response:
         return JSONResponse(
