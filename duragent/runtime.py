@@ -20,7 +20,8 @@ from duragent.agents import AgentCatalog, load_catalog
 from duragent.config import LoadedWorkspace, WorkspaceConfig
 from duragent.gateways.http import HttpServer, build_app
 from duragent.session import RegistrySettings, SessionRegistry, TurnRunner
-from duragent.session.gate import tune_interpreter
+from duragent.session.descriptors import budget
+from duragent.session.gate import MAX_ACTIVE_ASKS, tune_interpreter
 from duragent.session.providers import ProviderPool
 from duragent.session.reader import RegistrySessionReader
 from duragent.store import SessionStore
@@ -175,6 +176,7 @@ class Runtime:
         """
         paths = self.workspace.paths
         self._lock = ServeLock.acquire(paths.workspace, paths.sessions)
+        self._budget_descriptors()
         self._untune = tune_interpreter(pin_threads=self.config.server.pin_python_threads)
         for warning in self.workspace.warnings:
             log.warning("%s", warning)
@@ -200,6 +202,22 @@ class Runtime:
             self._host,
             self._http.port,
         )
+
+    def _budget_descriptors(self) -> None:
+        """Raise the open-file limit; cap live actors at what fits beside the connections."""
+        asks = self.config.sessions.active_actors
+        planned = budget(
+            max_live=self.registry.settings.max_live,
+            max_connections=self.config.server.max_connections,
+            active_asks=MAX_ACTIVE_ASKS if asks == "auto" else asks,
+        )
+        if planned.raised_from != planned.plan.limit:
+            log.info(
+                "open-file limit raised from %d to %d", planned.raised_from, planned.plan.limit
+            )
+        for warning in planned.warnings:
+            log.warning("%s", warning)
+        self.registry.live_cap = min(self.registry.live_cap, planned.plan.actors)
 
     async def aclose(self) -> None:
         """Stop every service, in reverse start order."""

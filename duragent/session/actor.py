@@ -113,7 +113,7 @@ class SessionActor(pykka.ThreadingActor):
         self.session_id = session_id
         self._new = new
         self._on_change = on_change
-        self._failure: DuragentError | None = None
+        self._failure: DuragentError | OSError | None = None
         self._closed = False
         self._journal = Journal(
             store,
@@ -144,6 +144,9 @@ class SessionActor(pykka.ThreadingActor):
                 f"session {self.session_id} could not be loaded and was quarantined: {exc.reason}"
             )
         except DuragentError as exc:
+            self._failure = exc
+        except OSError as exc:  # kept as is: out of descriptors, the registry makes room
+            log.error("session %s failed to start: %s", self.session_id, exc)
             self._failure = exc
         except Exception as exc:
             log.exception("session %s failed to start", self.session_id)
@@ -194,7 +197,7 @@ class SessionActor(pykka.ThreadingActor):
 
     def _handle(self, message: Request) -> Any:
         try:
-            if self._failure is not None:
+            if self._failure is not None and message.op != "stop":
                 raise self._failure
             if self._closed:
                 raise SessionUnavailableError(f"session {self.session_id} stopped")
@@ -385,11 +388,16 @@ class SessionActor(pykka.ThreadingActor):
         """Persisted events after ``after_seq`` (archive first when asked), for history reads."""
         return self._journal.events(after_seq, include_archive)
 
-    def op_stop(self) -> None:
+    def op_stop(self, if_idle: bool = False) -> bool:
         """Flush, snapshot and stop; when this returns the files are final.
 
         The writes happen here rather than in ``on_stop`` so the caller may start a new actor
         for the same session as soon as the answer arrives, with no writer racing it.
+        ``if_idle`` (eviction) refuses, answering False, while a tool call awaits its result:
+        a restart would record the call as interrupted.
         """
+        if if_idle and self._journal.loaded and self.state.outstanding_call_ids():
+            return False
         self._final_write()
         self.stop()
+        return True

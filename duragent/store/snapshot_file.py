@@ -9,6 +9,7 @@ then quarantined, never silently resumed as an empty chat).
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import time
@@ -31,6 +32,9 @@ __all__ = [
     "SnapshotFile",
     "read_header",
 ]
+
+_NOT_THE_FILE = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM})
+"""Read failures that say nothing about the snapshot: never a reason to quarantine it."""
 
 STATE_FILENAME = "state.yaml"
 LEGACY_STATE_FILENAME = "state.json"
@@ -116,6 +120,8 @@ class SnapshotFile:
             text = path.read_text(encoding="utf-8")
             data = _parse_yaml(text) if path is self.path else json.loads(text)
         except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
+            if isinstance(exc, OSError) and exc.errno in _NOT_THE_FILE:
+                raise  # the process is short of resources: the file may be perfectly fine
             raise SnapshotCorruptError(path, str(exc).splitlines()[0]) from None
         if not isinstance(data, dict):
             raise SnapshotCorruptError(path, "not a mapping")
