@@ -26,6 +26,7 @@ from duragent.core.snapshot import SessionStatus
 from duragent.errors import DuragentError
 from duragent.session.admission import AskMix
 from duragent.session.bridge import Request, SessionUnavailableError
+from duragent.session.descriptors import is_out_of_descriptors
 from duragent.session.journal import BATCH_SIZE, SNAPSHOT_EVERY, Journal, NewSession
 from duragent.session.state import SessionState
 from duragent.store import SessionStore, SnapshotCorruptError
@@ -146,7 +147,8 @@ class SessionActor(pykka.ThreadingActor):
         except DuragentError as exc:
             self._failure = exc
         except OSError as exc:  # kept as is: out of descriptors, the registry makes room
-            log.error("session %s failed to start: %s", self.session_id, exc)
+            level = logging.INFO if is_out_of_descriptors(exc) else logging.ERROR
+            log.log(level, "session %s failed to start: %s", self.session_id, exc)
             self._failure = exc
         except Exception as exc:
             log.exception("session %s failed to start", self.session_id)

@@ -420,11 +420,12 @@ class SessionRegistry:
         cap = max(MIN_ACTORS, len(self._live))
         if cap < self._cap:
             log.warning(
-                "out of open files with %d live sessions: at most %d stay live from now on "
-                "(idle ones restart from disk); raise the open-file limit (ulimit -n, "
+                "out of open files with %d live sessions: at most %d (was %d) stay live from "
+                "now on, idle ones restart from disk; raise the open-file limit (ulimit -n, "
                 "LimitNOFILE=) or lower server.max_connections",
                 len(self._live) + freed,
                 cap,
+                self._cap,
             )
             self._cap = cap
         if not freed:  # nothing idle to close: give in-flight work a moment to finish
