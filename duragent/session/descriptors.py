@@ -17,8 +17,10 @@ and requests answered 500 or were reset. Now:
 3. ``is_out_of_descriptors`` tells ``EMFILE``/``ENFILE`` apart from other failures, so the
    registry evicts idle actors and retries instead of failing the request.
 
-Connections over their share are not refused: asyncio stops accepting for a second when
-``accept`` fails with ``EMFILE``, and the kernel queues them meanwhile.
+Connections are not counted or refused by us: more simultaneous clients than their share
+can still exhaust the limit (asyncio then pauses ``accept`` for a second at a time, and an
+actor that cannot open its log finds no idle actor to evict). The WARNING says so and names
+the limit that serves them all.
 """
 
 from __future__ import annotations
@@ -174,7 +176,8 @@ def budget(*, max_live: int, max_connections: int, active_asks: int) -> Budget:
     if plan.connections < max_connections:
         warnings.append(
             f"server.max_connections {max_connections}: about {plan.connections} connections fit "
-            f"in the open-file limit {limit} beside {plan.actors} live sessions; more wait in "
-            f"the kernel's queue until one closes. Raise the limit to {need} to serve them all"
+            f"in the open-file limit {limit} beside {plan.actors} live sessions; beyond that "
+            f"the server runs out of files and requests wait or fail. Raise the limit to {need} "
+            "to serve them all"
         )
     return Budget(plan=plan, raised_from=before, warnings=tuple(warnings))
