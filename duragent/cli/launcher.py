@@ -134,7 +134,9 @@ def ensure_server(ws: LoadedWorkspace, port: int | None = None) -> str:
         if url is not None:
             return url
         if child.poll() is not None:
-            break
+            raise LaunchError(
+                f"the server exited with status {child.returncode}; see {Path(log_path)}"
+            )
         time.sleep(delay)
         delay = min(1.0, delay * 2)
     raise LaunchError(f"the server did not start within 15 s; see {Path(log_path)}")

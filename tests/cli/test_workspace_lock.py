@@ -3,6 +3,7 @@ first, a SIGKILLed server leaves no lock behind, and `chat` finds the running se
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -110,3 +111,36 @@ def test_chat_talks_to_the_server_already_running_on_another_port(tmp_path: Path
     finally:
         out = stop(server)
     assert server.returncode == 0, out
+
+
+def test_two_chats_started_at_once_share_one_server(tmp_path: Path) -> None:
+    port = free_port()
+    config = offline_workspace(tmp_path, port)
+    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
+    command = [sys.executable, "-m", "duragent", "chat", "-a", "assistant", "-c", str(config)]
+    chats = [
+        subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+        )
+        for _ in range(2)
+    ]
+    try:
+        results = [chat.communicate("hello\n/exit\n", timeout=60) for chat in chats]
+        assert [chat.returncode for chat in chats] == [0, 0], results
+        ready = httpx.get(f"http://127.0.0.1:{port}/readyz").json()
+        sessions = httpx.get(f"http://127.0.0.1:{port}/api/v1/sessions").json()["sessions"]
+        assert len(sessions) == 2
+        holder = (tmp_path / ".duragent" / "serve.lock").read_text()
+        assert f'"pid": {ready["pid"]}' in holder
+    finally:
+        for chat in chats:
+            if chat.poll() is None:
+                chat.kill()
+        with contextlib.suppress(httpx.TransportError):
+            httpx.post(f"http://127.0.0.1:{port}/api/admin/v1/shutdown", timeout=5)
