@@ -133,3 +133,33 @@ def test_a_server_with_256_descriptors_answers_every_message_of_many_sessions(
             e for e in events if e["type"] == "user_message"
         ).items(), (sid, kinds)
         assert "assistant_response" in kinds, (sid, kinds)
+
+
+def _soft_256_hard_4096() -> None:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (256, 4096))
+
+
+def test_the_soft_limit_is_raised_to_the_hard_limit_and_then_the_defaults_fit(
+    tmp_path: Path,
+) -> None:
+    scaffold_workspace(tmp_path, "assistant", "offline", "echo")
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "duragent", "serve", "-c", str(tmp_path), "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=_soft_256_hard_4096,
+        env=os.environ.copy(),
+    )
+    try:
+        wait_ready(port, server)
+        limits = Path(f"/proc/{server.pid}/limits").read_text()
+        line = next(x for x in limits.splitlines() if x.startswith("Max open files"))
+        assert line.split()[3:5] == ["4096", "4096"]
+    finally:
+        if server.poll() is None:
+            server.send_signal(signal.SIGTERM)
+        out, _ = server.communicate(timeout=60)
+    assert "open-file limit raised from 256 to 4096" in out
+    assert "lowered" not in out
