@@ -49,6 +49,7 @@ class Runtime:
         ephemeral: float | None = None,
     ) -> None:
         self.workspace = workspace
+        self._config = workspace.config
         self.version = __version__
         self._untune: Callable[[], None] | None = None
         self.workspace_hash = workspace.paths.workspace_hash
@@ -101,8 +102,8 @@ class Runtime:
 
     @property
     def config(self) -> WorkspaceConfig:
-        """The workspace configuration."""
-        return self.workspace.config
+        """The workspace configuration (``max_connections`` as the descriptor budget allows)."""
+        return self._config
 
     @property
     def turns(self) -> TurnRunner:
@@ -218,6 +219,10 @@ class Runtime:
         for warning in planned.warnings:
             log.warning("%s", warning)
         self.registry.live_cap = min(self.registry.live_cap, planned.plan.actors)
+        server = self._config.server
+        if planned.plan.connections < server.max_connections:  # turns beyond wait for a slot
+            lowered = server.model_copy(update={"max_connections": planned.plan.connections})
+            self._config = self._config.model_copy(update={"server": lowered})
 
     async def aclose(self) -> None:
         """Stop every service, in reverse start order."""

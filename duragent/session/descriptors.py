@@ -17,10 +17,12 @@ and requests answered 500 or were reset. Now:
 3. ``is_out_of_descriptors`` tells ``EMFILE``/``ENFILE`` apart from other failures, so the
    registry evicts idle actors and retries instead of failing the request.
 
-Connections are not counted or refused by us: more simultaneous clients than their share
-can still exhaust the limit (asyncio then pauses ``accept`` for a second at a time, and an
-actor that cannot open its log finds no idle actor to evict). The WARNING says so and names
-the limit that serves them all.
+The HTTP app serves at most the planned number of requests at once (``max_connections``
+lowered; the others wait for a slot, as over the configured limit), which bounds provider
+connections and tool pipes. Accepted sockets are not counted: far more simultaneous clients
+than their share can still exhaust the limit (asyncio then pauses ``accept`` for a second
+at a time, and an actor that cannot open its log finds no idle actor to evict). The WARNING
+says so and names the limit that serves them all.
 """
 
 from __future__ import annotations
@@ -131,7 +133,7 @@ def plan_descriptors(
     if PER_CONNECTION * max_connections + max_live <= room:
         return DescriptorPlan(limit, reserved, max_connections, max_live)
     actors = min(max_live, max(room // 2, room - PER_CONNECTION * max_connections))
-    connections = min(max_connections, (room - actors) // PER_CONNECTION)
+    connections = max(1, min(max_connections, (room - actors) // PER_CONNECTION))
     return DescriptorPlan(limit, reserved, connections, max(MIN_ACTORS, actors))
 
 
@@ -175,9 +177,9 @@ def budget(*, max_live: int, max_connections: int, active_asks: int) -> Budget:
         )
     if plan.connections < max_connections:
         warnings.append(
-            f"server.max_connections {max_connections}: about {plan.connections} connections fit "
-            f"in the open-file limit {limit} beside {plan.actors} live sessions; beyond that "
-            f"the server runs out of files and requests wait or fail. Raise the limit to {need} "
-            "to serve them all"
+            f"server.max_connections {max_connections} lowered to {plan.connections}: that many "
+            f"requests fit in the open-file limit {limit} beside {plan.actors} live sessions "
+            "(others wait for a slot; far more simultaneous clients can still run the server "
+            f"out of files). Raise the limit to {need} to serve them all"
         )
     return Budget(plan=plan, raised_from=before, warnings=tuple(warnings))
