@@ -122,6 +122,7 @@ def test_a_server_with_256_descriptors_answers_every_message_of_many_sessions(
     assert not failures, failures[:5]
     assert server.returncode == 0, out[-3000:]
     assert "sessions.max_live_actors 1000 lowered to" in out
+    assert "server.max_connections 1024 lowered to" in out
     assert "Traceback" not in out
     assert len(sent) == SESSIONS
     sessions = tmp_path / ".duragent" / "sessions"
