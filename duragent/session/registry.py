@@ -75,6 +75,8 @@ class _Live:
     last_used: float
     busy: int = 0
     """Asks of this actor in flight (an actor being asked is never evicted)."""
+    leaving: bool = False
+    """An eviction is under way (counted as gone by the cap)."""
 
 
 class SessionRegistry:
@@ -364,15 +366,21 @@ class SessionRegistry:
             admission.leave()
 
     def _evict_over_cap(self) -> None:
-        excess = len(self._live) - self._cap
+        """Stop the least recently used idle actors over the cap.
+
+        Actors used within ``min_idle_to_evict`` are spared (the cap is briefly exceeded),
+        unless the cap was lowered to fit the open-file limit: then it holds for every actor
+        not being asked, since each one holds a descriptor.
+        """
+        staying = [(sid, live) for sid, live in self._live.items() if not live.leaving]
+        excess = len(staying) - self._cap
         if excess <= 0:
             return
         now = time.monotonic()
-        victims = [
-            sid
-            for sid, live in self._live.items()
-            if not live.busy and now - live.last_used >= self.settings.min_idle_to_evict
-        ][:excess]
+        spare = self.settings.min_idle_to_evict if self._cap >= self.settings.max_live else 0.0
+        victims = [sid for sid, live in staying if not live.busy and now - live.last_used >= spare][
+            :excess
+        ]
         for sid in victims:
             asyncio.get_running_loop().create_task(self._evict(sid))
 
@@ -383,16 +391,19 @@ class SessionRegistry:
         meanwhile queues behind the stop and restarts it from disk, never beside it.
         """
         live = self._live.get(session_id)
-        if live is None or live.busy:
+        if live is None or live.busy or live.leaving:
             return False
+        live.leaving = True
         try:
             stopped = await self._ask(live.ref, "stop", if_idle=True)
         except SessionUnavailableError:
             stopped = True
         except Exception as exc:
             log.warning("session %s: could not be evicted: %s", session_id, exc)
-            return False
-        if stopped is not False and self._live.get(session_id) is live:
+            stopped = False
+        if stopped is False:
+            live.leaving = False
+        elif self._live.get(session_id) is live:
             del self._live[session_id]
         return stopped is not False
 
@@ -411,7 +422,11 @@ class SessionRegistry:
 
     async def _relieve_pressure(self, keep: str, attempt: int) -> None:
         """Out of descriptors: evict idle actors (least recently used first), lower the cap."""
-        victims = [sid for sid, live in self._live.items() if sid != keep and not live.busy]
+        victims = [
+            sid
+            for sid, live in self._live.items()
+            if sid != keep and not live.busy and not live.leaving
+        ]
         freed = 0
         for sid in victims:
             if freed >= EVICT_BATCH:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import logging
 import threading
@@ -81,6 +82,25 @@ async def test_running_out_of_descriptors_evicts_idle_actors_instead_of_failing(
         for n, sid in enumerate(ids):  # every message once, evicted sessions restart
             texts = [m.content for m in await reg.call(sid, "messages") if m.role == "user"]
             assert texts == [f"hello {n}"]
+    finally:
+        await reg.aclose()
+
+
+async def test_a_cap_lowered_for_descriptors_holds_even_for_recently_used_actors(
+    tmp_path: Path,
+) -> None:
+    reg = SessionRegistry(SessionStore(tmp_path), RegistrySettings(min_idle_to_evict=60.0))
+    await reg.open()
+    try:
+        reg.live_cap = 4  # what the runtime does when the open-file limit is low
+        ids = [await reg.create(NewSession(agent="bot")) for _ in range(12)]
+        for sid in ids:
+            await reg.call(sid, "add_user_message", content="hi")
+        for _ in range(100):
+            if reg.live_count <= 4:
+                break
+            await asyncio.sleep(0.02)
+        assert reg.live_count <= 4
     finally:
         await reg.aclose()
 
