@@ -5,8 +5,9 @@
 - ``for_chat(key, new)`` returns the chat's session or creates exactly one, even when many
   first messages for the same chat arrive at once.
 - Live actors are bounded: the least recently used idle one is stopped (its state is on disk)
-  when more than ``live_cap`` (``max_live``, or less to fit the open-file limit) are running, and any actor idle longer than ``idle_seconds`` is
-  stopped by a reaper. A request to a stopped actor transparently restarts it from disk.
+  when more than ``live_cap`` (``max_live``, or less to fit the open-file limit) are running,
+  and any actor idle longer than ``idle_seconds`` is stopped by a reaper. A request to a
+  stopped actor transparently restarts it from disk.
 - Out of open files (``EMFILE``), a request is not failed: the least recently used idle
   actors are stopped (closing their logs), the cap is lowered to what fitted, and the
   request is retried if it had recorded nothing (``RETRY_SAFE_OPS``). An actor in the middle
