@@ -146,11 +146,12 @@ class SessionActor(pykka.ThreadingActor):
             )
         except DuragentError as exc:
             self._failure = exc
-        except OSError as exc:  # kept as is: out of descriptors, the registry makes room
-            level = logging.INFO if is_out_of_descriptors(exc) else logging.ERROR
-            log.log(level, "session %s failed to start: %s", self.session_id, exc)
-            self._failure = exc
         except Exception as exc:
+            if isinstance(exc, OSError) and is_out_of_descriptors(exc):
+                # kept as is (errno and all): the registry makes room and retries
+                log.info("session %s could not start yet: %s", self.session_id, exc)
+                self._failure = exc
+                return
             log.exception("session %s failed to start", self.session_id)
             self._failure = DuragentError(f"session {self.session_id} failed to start: {exc}")
 
