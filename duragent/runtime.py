@@ -20,10 +20,12 @@ from duragent.agents import AgentCatalog, load_catalog
 from duragent.config import LoadedWorkspace, WorkspaceConfig
 from duragent.gateways.http import HttpServer, build_app
 from duragent.session import RegistrySettings, SessionRegistry, TurnRunner
-from duragent.session.gate import tune_interpreter
+from duragent.session.descriptors import budget
+from duragent.session.gate import MAX_ACTIVE_ASKS, tune_interpreter
 from duragent.session.providers import ProviderPool
 from duragent.session.reader import RegistrySessionReader
 from duragent.store import SessionStore
+from duragent.store.serve_lock import ServeLock
 
 __all__ = ["Runtime"]
 
@@ -47,6 +49,7 @@ class Runtime:
         ephemeral: float | None = None,
     ) -> None:
         self.workspace = workspace
+        self._config = workspace.config
         self.version = __version__
         self._untune: Callable[[], None] | None = None
         self.workspace_hash = workspace.paths.workspace_hash
@@ -63,6 +66,7 @@ class Runtime:
         self._warm_task: asyncio.Task[None] | None = None
         self._ephemeral = ephemeral
         self._ephemeral_task: asyncio.Task[None] | None = None
+        self._lock: ServeLock | None = None
         self.registry = SessionRegistry(
             SessionStore(paths.sessions),
             registry_settings
@@ -98,8 +102,8 @@ class Runtime:
 
     @property
     def config(self) -> WorkspaceConfig:
-        """The workspace configuration."""
-        return self.workspace.config
+        """The workspace configuration (``max_connections`` as the descriptor budget allows)."""
+        return self._config
 
     @property
     def turns(self) -> TurnRunner:
@@ -167,7 +171,13 @@ class Runtime:
                 return
 
     async def start(self) -> None:
-        """Load agents, open the session store, start every front end."""
+        """Lock the workspace, load agents, open the session store, start every front end.
+
+        The lock comes first: a second server fails before it reads or writes anything.
+        """
+        paths = self.workspace.paths
+        self._lock = ServeLock.acquire(paths.workspace, paths.sessions)
+        self._budget_descriptors()
         self._untune = tune_interpreter(pin_threads=self.config.server.pin_python_threads)
         for warning in self.workspace.warnings:
             log.warning("%s", warning)
@@ -183,6 +193,7 @@ class Runtime:
             )
         self._http = HttpServer(build_app(self), host=self._host, port=self._port)
         await self._http.start()
+        self._lock.publish(f"http://{_url_host(self._host)}:{self._http.port}")
         names = ", ".join(self._catalog.names()) or "(none)"
         log.info(
             "duragent %s serving %s: agents %s; http://%s:%d",
@@ -192,6 +203,26 @@ class Runtime:
             self._host,
             self._http.port,
         )
+
+    def _budget_descriptors(self) -> None:
+        """Raise the open-file limit; cap live actors at what fits beside the connections."""
+        asks = self.config.sessions.active_actors
+        planned = budget(
+            max_live=self.registry.settings.max_live,
+            max_connections=self.config.server.max_connections,
+            active_asks=MAX_ACTIVE_ASKS if asks == "auto" else asks,
+        )
+        if planned.raised_from != planned.plan.limit:
+            log.info(
+                "open-file limit raised from %d to %d", planned.raised_from, planned.plan.limit
+            )
+        for warning in planned.warnings:
+            log.warning("%s", warning)
+        self.registry.live_cap = min(self.registry.live_cap, planned.plan.actors)
+        server = self._config.server
+        if planned.plan.connections < server.max_connections:  # turns beyond wait for a slot
+            lowered = server.model_copy(update={"max_connections": planned.plan.connections})
+            self._config = self._config.model_copy(update={"server": lowered})
 
     async def aclose(self) -> None:
         """Stop every service, in reverse start order."""
@@ -209,6 +240,9 @@ class Runtime:
         if self._untune is not None:
             self._untune()
             self._untune = None
+        if self._lock is not None:  # last: every actor has flushed and stopped writing
+            self._lock.release()
+            self._lock = None
 
     async def run_until_stopped(self) -> None:
         """Start, serve until SIGINT/SIGTERM or ``request_shutdown``, then stop cleanly."""
@@ -234,3 +268,8 @@ class Runtime:
             raise SystemExit(130)
         log.info("received %s", sig.name)
         self._stop.set()
+
+
+def _url_host(host: str) -> str:
+    """``host`` as written in a URL (IPv6 literals in brackets)."""
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host

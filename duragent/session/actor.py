@@ -26,6 +26,7 @@ from duragent.core.snapshot import SessionStatus
 from duragent.errors import DuragentError, StorageError
 from duragent.session.admission import AskMix
 from duragent.session.bridge import Request, SessionUnavailableError
+from duragent.session.descriptors import is_out_of_descriptors
 from duragent.session.journal import BATCH_SIZE, SNAPSHOT_EVERY, Journal, NewSession
 from duragent.session.state import UNFINISHED_RESULT, SessionState
 from duragent.store import SessionStore, SnapshotCorruptError
@@ -125,7 +126,7 @@ class SessionActor(pykka.ThreadingActor):
         self.session_id = session_id
         self._new = new
         self._on_change = on_change
-        self._failure: DuragentError | None = None
+        self._failure: DuragentError | OSError | None = None
         self._closed = False
         self._journal = Journal(
             store,
@@ -161,6 +162,11 @@ class SessionActor(pykka.ThreadingActor):
         except DuragentError as exc:  # StorageError too: nothing moved; the next start retries
             self._failure = exc
         except Exception as exc:
+            if isinstance(exc, OSError) and is_out_of_descriptors(exc):
+                # kept as is (errno and all): the registry makes room and retries
+                log.info("session %s could not start yet: %s", self.session_id, exc)
+                self._failure = exc
+                return
             log.exception("session %s failed to start", self.session_id)
             self._failure = DuragentError(f"session {self.session_id} failed to start: {exc}")
 
@@ -418,11 +424,16 @@ class SessionActor(pykka.ThreadingActor):
         """Persisted events after ``after_seq`` (archive first when asked), for history reads."""
         return self._journal.events(after_seq, include_archive)
 
-    def op_stop(self) -> None:
+    def op_stop(self, if_idle: bool = False) -> bool:
         """Flush, snapshot and stop; when this returns the files are final.
 
         The writes happen here rather than in ``on_stop`` so the caller may start a new actor
         for the same session as soon as the answer arrives, with no writer racing it.
+        ``if_idle`` (eviction) refuses, answering False, while a tool call awaits its result:
+        a restart would record the call as interrupted.
         """
+        if if_idle and self._journal.loaded and self.state.outstanding_call_ids():
+            return False
         self._final_write()
         self.stop()
+        return True

@@ -5,8 +5,13 @@
 - ``for_chat(key, new)`` returns the chat's session or creates exactly one, even when many
   first messages for the same chat arrive at once.
 - Live actors are bounded: the least recently used idle one is stopped (its state is on disk)
-  when more than ``max_live`` are running, and any actor idle longer than ``idle_seconds`` is
-  stopped by a reaper. A request to a stopped actor transparently restarts it from disk.
+  when more than ``live_cap`` (``max_live``, or less to fit the open-file limit) are running,
+  and any actor idle longer than ``idle_seconds`` is stopped by a reaper. A request to a
+  stopped actor transparently restarts it from disk.
+- Out of open files (``EMFILE``), a request is not failed: the least recently used idle
+  actors are stopped (closing their logs), the cap is lowered to what fitted, and the
+  request is retried if it had recorded nothing (``RETRY_SAFE_OPS``). An actor in the middle
+  of a tool call is never evicted (its restart would mark the call interrupted).
 - ``aclose`` stops every actor; each flushes and snapshots first.
 """
 
@@ -17,7 +22,7 @@ import contextlib
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -30,6 +35,7 @@ from duragent.errors import NotFoundError
 from duragent.session.actor import NewSession, SessionActor, SessionInfo, SessionQuarantinedError
 from duragent.session.admission import Admission, AskMix
 from duragent.session.bridge import Request, SessionUnavailableError, ask
+from duragent.session.descriptors import MIN_ACTORS, RETRY_SAFE_OPS, is_out_of_descriptors
 from duragent.session.gate import DEFAULT_ACTIVE_ASKS, MAX_ACTIVE_ASKS
 from duragent.store import ChatKey, SessionStore
 from duragent.store.session_store import QUARANTINE_DIRNAME
@@ -41,6 +47,8 @@ log = logging.getLogger(__name__)
 
 QUARANTINED = "quarantined"
 """The ``status`` a listing gives a quarantined session (not a ``SessionStatus``: not loadable)."""
+PRESSURE_RETRIES = 5
+EVICT_BATCH = 8
 
 
 class SessionNotFoundError(NotFoundError):
@@ -69,6 +77,10 @@ class RegistrySettings:
 class _Live:
     ref: pykka.ActorRef[Any]
     last_used: float
+    busy: int = 0
+    """Asks of this actor in flight (an actor being asked is never evicted)."""
+    leaving: bool = False
+    """An eviction is under way (counted as gone by the cap)."""
 
 
 class SessionRegistry:
@@ -89,6 +101,7 @@ class SessionRegistry:
         self._reaper: asyncio.Task[None] | None = None
         self._on_change = on_change
         self._closed = False
+        self._cap = self.settings.max_live  # lowered when the process runs out of descriptors
         asks = self.settings.active_asks
         self._mix: AskMix | None = None  # shared with the actors when the limit adapts
         if asks is None:
@@ -132,11 +145,22 @@ class SessionRegistry:
     async def create(self, new: NewSession) -> str:
         """Create a session durably (folder, first event, snapshot) and return its id."""
         session_id = new_session_id()
-        await self._start(session_id, new)
-        if new.gateway and new.gateway_chat_id:
-            key = (new.gateway, new.gateway_chat_id, new.agent)
-            await asyncio.to_thread(self.store.chats.set, key, session_id)
-        return session_id
+
+        async def create() -> str:
+            nonlocal session_id
+            if session_id not in self._live:
+                try:
+                    await self._start(session_id, new)
+                except Exception:
+                    session_id = new_session_id()  # a retry must not meet a half-made folder
+                    raise
+            if new.gateway and new.gateway_chat_id:
+                key = (new.gateway, new.gateway_chat_id, new.agent)
+                await asyncio.to_thread(self.store.chats.set, key, session_id)
+            return session_id
+
+        created: str = await self._making_room(session_id, PRESSURE_RETRIES, create)
+        return created
 
     async def for_chat(self, key: ChatKey, new: NewSession) -> str:
         """The chat's current session id, creating exactly one if it has none."""
@@ -154,14 +178,33 @@ class SessionRegistry:
                     )
             return await self.create(new)
 
+    @property
+    def live_cap(self) -> int:
+        """Live actors allowed now (``max_live``, or lower after running out of descriptors)."""
+        return self._cap
+
+    @live_cap.setter
+    def live_cap(self, cap: int) -> None:
+        self._cap = max(1, cap)
+
     async def call(self, session_id: str, op: str, **kwargs: Any) -> Any:
-        """Run ``op`` on the session's actor, starting or restarting it as needed."""
+        """Run ``op`` on the session's actor, starting or restarting it as needed.
+
+        Out of descriptors, idle actors make room and a retry-safe op is tried again.
+        """
+        retries = PRESSURE_RETRIES if op in RETRY_SAFE_OPS else 0
+        return await self._making_room(
+            session_id, retries, lambda: self._call(session_id, op, **kwargs)
+        )
+
+    async def _call(self, session_id: str, op: str, **kwargs: Any) -> Any:
         for attempt in (1, 2):
             live = self._live.get(session_id)
             if live is None or not live.ref.is_alive():
                 live = await self._ensure_live(session_id)
             live.last_used = time.monotonic()
             self._live.move_to_end(session_id)
+            live.busy += 1
             try:
                 return await self._ask(live.ref, op, **kwargs)
             except SessionUnavailableError:
@@ -169,6 +212,8 @@ class SessionRegistry:
                     del self._live[session_id]
                 if attempt == 2:
                     raise
+            finally:
+                live.busy -= 1
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def info(self, session_id: str) -> SessionInfo:
@@ -353,17 +398,85 @@ class SessionRegistry:
             admission.leave()
 
     def _evict_over_cap(self) -> None:
-        excess = len(self._live) - self.settings.max_live
+        """Stop the least recently used idle actors over the cap.
+
+        Actors used within ``min_idle_to_evict`` are spared (the cap is briefly exceeded),
+        unless the cap was lowered to fit the open-file limit: then it holds for every actor
+        not being asked, since each one holds a descriptor.
+        """
+        staying = [(sid, live) for sid, live in self._live.items() if not live.leaving]
+        excess = len(staying) - self._cap
         if excess <= 0:
             return
         now = time.monotonic()
+        spare = self.settings.min_idle_to_evict if self._cap >= self.settings.max_live else 0.0
+        victims = [sid for sid, live in staying if not live.busy and now - live.last_used >= spare][
+            :excess
+        ]
+        for sid in victims:
+            asyncio.get_running_loop().create_task(self._evict(sid))
+
+    async def _evict(self, session_id: str) -> bool:
+        """Stop an idle actor to free its thread and log descriptor; False if it must stay.
+
+        It stays registered until its stop is answered (files final), so a request arriving
+        meanwhile queues behind the stop and restarts it from disk, never beside it.
+        """
+        live = self._live.get(session_id)
+        if live is None or live.busy or live.leaving:
+            return False
+        live.leaving = True
+        try:
+            stopped = await self._ask(live.ref, "stop", if_idle=True)
+        except SessionUnavailableError:
+            stopped = True
+        except Exception as exc:
+            log.warning("session %s: could not be evicted: %s", session_id, exc)
+            stopped = False
+        if stopped is False:
+            live.leaving = False
+        elif self._live.get(session_id) is live:
+            del self._live[session_id]
+        return stopped is not False
+
+    async def _making_room(
+        self, keep: str, retries: int, action: Callable[[], Awaitable[Any]]
+    ) -> Any:
+        """``action()``, retried up to ``retries`` times after making room for descriptors."""
+        for attempt in range(retries + 1):
+            try:
+                return await action()
+            except Exception as exc:
+                if attempt == retries or not is_out_of_descriptors(exc):
+                    raise
+                await self._relieve_pressure(keep, attempt)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _relieve_pressure(self, keep: str, attempt: int) -> None:
+        """Out of descriptors: evict idle actors (least recently used first), lower the cap."""
         victims = [
             sid
             for sid, live in self._live.items()
-            if now - live.last_used >= self.settings.min_idle_to_evict
-        ][:excess]
+            if sid != keep and not live.busy and not live.leaving
+        ]
+        freed = 0
         for sid in victims:
-            asyncio.get_running_loop().create_task(self._stop(sid))
+            if freed >= EVICT_BATCH:
+                break
+            freed += await self._evict(sid)
+        cap = max(MIN_ACTORS, len(self._live))
+        if cap < self._cap:
+            log.warning(
+                "out of open files with %d live sessions: at most %d (was %d) stay live from "
+                "now on, idle ones restart from disk; raise the open-file limit (ulimit -n, "
+                "LimitNOFILE=) or lower server.max_connections",
+                len(self._live) + freed,
+                cap,
+                self._cap,
+            )
+            self._cap = cap
+        if not freed:  # nothing idle to close: give in-flight work a moment to finish
+            await asyncio.sleep(0.05 * (attempt + 1))
 
     async def _reap_forever(self) -> None:
         interval = max(0.05, min(self.settings.idle_seconds / 4, 30.0))
@@ -376,4 +489,4 @@ class SessionRegistry:
                 if now - live.last_used >= self.settings.idle_seconds
             ]
             for sid in idle:
-                await self._stop(sid)
+                await self._evict(sid)

@@ -36,6 +36,8 @@ __all__ = [
     "read_header",
 ]
 
+"""Read failures that say nothing about the snapshot: never a reason to quarantine it."""
+
 STATE_FILENAME = "state.yaml"
 LEGACY_STATE_FILENAME = "state.json"
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -110,7 +111,7 @@ def build_app(services: HttpServices) -> Starlette:
     async def readyz(_: Request) -> Response:
         # Not ready while the session store cannot write (see store/health.py): the last
         # write failed and a probe write still fails. Healthy: no disk access at all.
-        extra: dict[str, object] = {"workspace_hash": services.workspace_hash}
+        extra: dict[str, object] = {"workspace_hash": services.workspace_hash, "pid": os.getpid()}
         store_health = services.turns.registry.store.health
         failure = store_health.failure and await asyncio.to_thread(store_health.check)
         if failure:
@@ -120,7 +121,10 @@ def build_app(services: HttpServices) -> Starlette:
             reason = health.not_ready_reason()  # see health.py for what ready means
         if reason is not None:  # workspace_hash: the launcher still knows us
             return problem(503, reason, instance="/readyz", extra=extra)
-        return JSONResponse({"status": "ok", "workspace_hash": services.workspace_hash})
+        # the pid lets a client check that this is the server named in the workspace's lock
+        return JSONResponse(
+            {"status": "ok", "workspace_hash": services.workspace_hash, "pid": os.getpid()}
+        )
 
     async def version(_: Request) -> Response:
         return JSONResponse(

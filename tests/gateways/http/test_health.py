@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -38,7 +39,7 @@ async def test_livez_readyz_and_version(served: tuple[Runtime, httpx.AsyncClient
     runtime, client = served
     assert (await client.get("/livez")).text == "ok"
     ready = (await client.get("/readyz")).json()
-    assert ready == {"status": "ok", "workspace_hash": runtime.workspace_hash}
+    assert ready == {"status": "ok", "workspace_hash": runtime.workspace_hash, "pid": os.getpid()}
     version = (await client.get("/version")).json()
     assert version["version"] == __version__
 
