@@ -49,6 +49,9 @@ class ScarceDescriptorOps:
     def fsync(self, fd: int) -> None:
         OS_FILE_OPS.fsync(fd)
 
+    def read_bytes(self, path: Path) -> bytes:
+        return OS_FILE_OPS.read_bytes(path)
+
     def truncate(self, fd: int, size: int) -> None:
         OS_FILE_OPS.truncate(fd, size)
 
