@@ -25,6 +25,7 @@ from duragent.context.offline_encodings import get_offline_encoding
 from duragent.core.messages import Message, ToolDefinition
 
 __all__ = [
+    "CHUNK_CHARS",
     "MESSAGE_OVERHEAD_TOKENS",
     "REQUEST_OVERHEAD_TOKENS",
     "EstimateCounter",
@@ -33,6 +34,7 @@ __all__ = [
     "TokenCounter",
     "counter_for_model",
     "encoding_for_model",
+    "split_for_tokenizer",
 ]
 
 MESSAGE_OVERHEAD_TOKENS = 4
@@ -54,28 +56,6 @@ class TextCounter(Protocol):
     def count_text(self, text: str) -> int:
         """Number of tokens in ``text``."""
         ...
-
-
-class TiktokenCounter:
-    """Exact counts with a tiktoken encoding (loaded offline on first use)."""
-
-    def __init__(self, encoding_name: str) -> None:
-        self.name = encoding_name
-        self._encoding = get_offline_encoding(encoding_name)
-
-    def count_text(self, text: str) -> int:
-        """Tokens of ``text``; special-token strings in user text count as ordinary text."""
-        if not text:
-            return 0
-        return len(self._encoding.encode_ordinary(text))
-
-    def encode(self, text: str) -> list[int]:
-        """The token ids of ``text`` (ordinary text: special-token strings are not special)."""
-        return self._encoding.encode_ordinary(text)
-
-    def decode_span(self, tokens: list[int]) -> str:
-        """The text of a slice of token ids, dropping a character broken at either edge."""
-        return self._encoding.decode_bytes(tokens).decode("utf-8", errors="ignore")
 
 
 class EstimateCounter:
@@ -115,6 +95,87 @@ class EstimateCounter:
                 else:  # CJK, Indic, emoji, symbols
                     estimate += 1.3
         return max(1, int(estimate + 0.999))
+
+
+class TiktokenCounter:
+    """Exact counts with a tiktoken encoding (loaded offline on first use).
+
+    Hostile text must not reach tiktoken whole: a run of ~1 M spaces (or tabs, NBSP) makes
+    its regex overflow a stack and *panic* (``pyo3_runtime.PanicException``, a
+    ``BaseException``, so ``except Exception`` misses it), and one long piece costs time
+    quadratic in its length. Text is therefore encoded in chunks of at most ``CHUNK_CHARS``
+    characters cut at word boundaries (so prose counts exactly as whole), and a chunk the
+    tokenizer still refuses is counted by the estimate. Counting never raises.
+    """
+
+    def __init__(self, encoding_name: str) -> None:
+        self.name = encoding_name
+        self._encoding = get_offline_encoding(encoding_name)
+        self._estimate = EstimateCounter()
+
+    def count_text(self, text: str) -> int:
+        """Tokens of ``text``; special-token strings in user text count as ordinary text."""
+        if not text:
+            return 0
+        total = 0
+        for chunk in split_for_tokenizer(text):
+            tokens = self._encode_chunk(chunk)
+            total += len(tokens) if tokens is not None else self._estimate.count_text(chunk)
+        return total
+
+    def encode(self, text: str) -> list[int] | None:
+        """The token ids of ``text`` (ordinary text), or None if the tokenizer refused a part."""
+        out: list[int] = []
+        for chunk in split_for_tokenizer(text):
+            tokens = self._encode_chunk(chunk)
+            if tokens is None:
+                return None
+            out.extend(tokens)
+        return out
+
+    def _encode_chunk(self, chunk: str) -> list[int] | None:
+        try:
+            return self._encoding.encode_ordinary(chunk)
+        except (KeyboardInterrupt, SystemExit, GeneratorExit):
+            raise
+        except BaseException:
+            return None
+
+    def decode_span(self, tokens: list[int]) -> str:
+        """The text of a slice of token ids, dropping a character broken at either edge."""
+        return self._encoding.decode_bytes(tokens).decode("utf-8", errors="ignore")
+
+
+CHUNK_CHARS = 4096
+"""Longest text handed to tiktoken in one call (a run of one character this long: ~1 ms)."""
+
+_BOUNDARY_WINDOW = 256
+
+
+def split_for_tokenizer(text: str, size: int = CHUNK_CHARS) -> list[str]:
+    """``text`` cut into pieces of at most ``size`` characters.
+
+    A cut is made before a space that follows a non-space where possible (tiktoken's
+    pre-tokenizer splits there anyway, so the pieces count as the whole); a run with no such
+    boundary (1 M spaces) is cut hard, costing at most a token or two per cut.
+    """
+    if len(text) <= size:
+        return [text]
+    pieces = []
+    start = 0
+    while len(text) - start > size:
+        end = start + size
+        cut = end
+        for i in range(end, max(start + 1, end - _BOUNDARY_WINDOW), -1):
+            if text[i] == " " and not text[i - 1].isspace():
+                cut = i
+                break
+        if 0xD800 <= ord(text[cut - 1]) <= 0xDBFF:  # never split a surrogate pair
+            cut -= 1
+        pieces.append(text[start:cut])
+        start = cut
+    pieces.append(text[start:])
+    return pieces
 
 
 class TokenCounter:

@@ -54,7 +54,10 @@ def _fit(text: str, max_tokens: int, counter: TokenCounter, *, from_start: bool)
         return ""
     exact = counter.text
     if isinstance(exact, TiktokenCounter):
-        return _slice_tokens(exact, exact.encode(text), max_tokens, from_start=from_start)
+        tokens = exact.encode(text)
+        if tokens is not None:
+            return _slice_tokens(exact, tokens, max_tokens, from_start=from_start)
+        # The tokenizer refused part of the text: search on characters with safe counts.
     total = counter.count_text(text)
     if total <= max_tokens:
         return text
@@ -103,6 +106,7 @@ def truncate_tool_result(
 ) -> Truncated:
     """Cap ``content`` at about ``max_tokens`` tokens using ``strategy`` (see module docstring)."""
     exact = counter.text
+    # None also when the tokenizer refuses the text: then cut by characters (counting is safe).
     tokens = exact.encode(content) if isinstance(exact, TiktokenCounter) else None
     original = len(tokens) if tokens is not None else counter.count_text(content)
     if original <= max_tokens:

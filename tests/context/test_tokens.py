@@ -13,6 +13,7 @@ import tiktoken
 from duragent.context import offline_encodings
 from duragent.context.offline_encodings import get_offline_encoding
 from duragent.context.tokens import (
+    CHUNK_CHARS,
     MESSAGE_OVERHEAD_TOKENS,
     REQUEST_OVERHEAD_TOKENS,
     EstimateCounter,
@@ -20,6 +21,7 @@ from duragent.context.tokens import (
     TokenCounter,
     counter_for_model,
     encoding_for_model,
+    split_for_tokenizer,
 )
 from duragent.core import Message, ToolCall, ToolDefinition
 from duragent.errors import TokenizerError
@@ -259,3 +261,24 @@ def test_long_texts_that_repeat_are_counted_once() -> None:
     counter.count_text("short")
     counter.count_text("short")
     assert estimate.seen.count(5) == 2  # short texts are not worth remembering
+
+
+def test_counting_a_million_character_whitespace_run_never_raises() -> None:
+    counter = counter_for_model("gpt-4o")
+    for run in (" " * 1_000_000, "\t" * 1_000_000, "\u00a0" * 1_000_000):
+        assert counter.count_text(run) > 0
+        assert counter.count_text("x" + run + "y") > 0
+
+
+def test_chunked_counting_of_long_prose_equals_counting_it_whole() -> None:
+    encoding = get_offline_encoding("o200k_base")
+    prose = "The quick brown fox, jumps over the lazy dog; twice. " * 2000
+    assert len(split_for_tokenizer(prose)) > 10
+    assert TiktokenCounter("o200k_base").count_text(prose) == len(encoding.encode_ordinary(prose))
+
+
+def test_chunks_rejoin_to_the_text_and_never_split_a_surrogate_pair() -> None:
+    text = ("😀" * 5000) + (" " * 10_000) + "word " * 3000
+    pieces = split_for_tokenizer(text)
+    assert "".join(pieces) == text
+    assert all(len(p) <= CHUNK_CHARS for p in pieces)
