@@ -13,6 +13,7 @@ from pathlib import Path
 
 import yaml
 
+from duragent.core.nesting import MAX_NESTING_DEPTH, yaml_too_deep
 from duragent.errors import ConfigError
 
 __all__ = ["Skill", "load_skills", "render_skills_block"]
@@ -74,6 +75,9 @@ def _load_one(skill_file: Path) -> Skill:
     except UnicodeDecodeError as exc:
         raise ConfigError(f"not valid UTF-8 ({exc.reason})", file=skill_file) from None
     raw = _front_matter(text, skill_file)
+    deep = yaml_too_deep(raw)
+    if deep is not None:  # libyaml would crash the process (SIGSEGV) on very deep nesting
+        raise ConfigError(deep.reason(MAX_NESTING_DEPTH), file=skill_file, line=deep.line + 1)
     try:
         meta = yaml.safe_load(raw) or {}
     except yaml.YAMLError as exc:

@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from duragent.core.nesting import MAX_NESTING_DEPTH, yaml_too_deep
 from duragent.errors import ConfigError
 
 __all__ = ["LocatedYaml", "load_yaml_text", "read_text"]
@@ -69,7 +70,19 @@ def read_text(path: Path) -> str:
 
 
 def load_yaml_text(text: str, *, file: Path | None = None) -> LocatedYaml:
-    """Parse YAML text; syntax errors become ConfigError with the parser's line number."""
+    """Parse YAML text; syntax errors become ConfigError with the parser's line number.
+
+    Nesting deeper than ``MAX_NESTING_DEPTH`` is refused *before* parsing: libyaml's composer
+    recurses in C and a 100 KB file of brackets kills the process with SIGSEGV.
+    """
+    deep = yaml_too_deep(text)
+    if deep is not None:
+        raise ConfigError(
+            deep.reason(MAX_NESTING_DEPTH),
+            file=file,
+            line=deep.line,
+            fix="flatten the structure; real configuration nests a few levels",
+        )
     try:
         root = yaml.compose(text, Loader=_Loader)
         data = yaml.load(text, Loader=_Loader) if root is not None else None

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from duragent.core.messages import ToolCall, Usage
+from duragent.core.nesting import loads_bounded
 
 __all__ = [
     "Event",
@@ -106,8 +107,12 @@ class Event:
 
     @classmethod
     def from_json(cls, line: str | bytes) -> Event:
-        """Parse one line; raises ``ValueError`` if it is not a well-formed event."""
-        obj = json.loads(line)
+        """Parse one line; raises ``ValueError`` if it is not a well-formed event.
+
+        A line nested deeper than ``MAX_NESTING_DEPTH`` is a ``ValueError`` too (``json`` alone
+        would raise ``RecursionError``, which callers do not expect).
+        """
+        obj = loads_bounded(line)
         if not isinstance(obj, dict):
             raise ValueError("event is not a JSON object")
         seq = obj.pop("seq", None)

@@ -11,7 +11,6 @@ stays where it is, to load once the cause is fixed.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
@@ -21,6 +20,7 @@ import yaml
 
 from duragent.core.ids import new_ulid
 from duragent.core.messages import Message
+from duragent.core.nesting import MAX_NESTING_DEPTH, loads_bounded, yaml_too_deep
 from duragent.core.snapshot import SessionSnapshot, message_to_dict
 from duragent.errors import DuragentError
 from duragent.store.fileops import OS_FILE_OPS, FileOps, fsync_dir
@@ -144,7 +144,7 @@ class SnapshotFile:
             raise error from exc
         try:
             text = raw.decode("utf-8")
-            data = _parse_yaml(text) if path is self.path else json.loads(text)
+            data = _parse_yaml(text) if path is self.path else _parse_json(text)
         except (UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
             raise SnapshotCorruptError(path, str(exc).splitlines()[0]) from None
         if not isinstance(data, dict):
@@ -172,11 +172,20 @@ def read_header(directory: Path) -> dict[str, Any] | None:
                     head.append(line)
             data = _parse_yaml("".join(head))
         else:
-            data = json.loads((directory / LEGACY_STATE_FILENAME).read_text(encoding="utf-8"))
+            data = _parse_json((directory / LEGACY_STATE_FILENAME).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError):
         return None
     return data if isinstance(data, dict) else None
 
 
 def _parse_yaml(text: str) -> Any:
+    """YAML, refused (ValueError) when nested deeper than libyaml survives (it crashes)."""
+    deep = yaml_too_deep(text)
+    if deep is not None:
+        raise ValueError(f"line {deep.line}: {deep.reason(MAX_NESTING_DEPTH)}")
     return yaml.load(text, Loader=_Loader)
+
+
+def _parse_json(text: str) -> Any:
+    """JSON, refused (ValueError, not RecursionError) when nested too deep."""
+    return loads_bounded(text)
