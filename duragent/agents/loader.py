@@ -11,8 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from duragent.agents.directives import Directive, load_directives
+from duragent.agents.exposure import exposure_warnings
 from duragent.agents.skills import Skill, load_skills
 from duragent.agents.spec import KNOWN_PROVIDERS, AgentManifest, AgentSpec, ModelSpec
 from duragent.config.envvars import expand_env
@@ -48,6 +50,9 @@ class Agent:
     skills: tuple[Skill, ...]
     directives: tuple[Directive, ...]
     warnings: tuple[ConfigError, ...]
+    written: Any = None
+    """``agent.yaml`` parsed *without* ``${VAR}`` expansion (None if that does not parse):
+    what the agents API shows, so expanded secrets are never served."""
 
     @property
     def spec(self) -> AgentSpec:
@@ -66,11 +71,35 @@ class Agent:
 
 
 def _prompt(
-    agent_dir: Path, doc: LocatedYaml, field: str, value: str | None, errors: list[ConfigError]
+    agent_dir: Path,
+    doc: LocatedYaml,
+    field: str,
+    value: str | None,
+    errors: list[ConfigError],
+    *,
+    external: bool,
 ) -> str | None:
+    """The prompt file's text; a file resolving outside the agent's folder needs opting in.
+
+    ``system_prompt`` and ``instructions`` are served by ``GET /api/v1/agents/{name}``, so a
+    path like ``../../../../etc/passwd`` (or a symlink) would publish any readable file.
+    """
     if value is None:
         return None
     path = (agent_dir / value).resolve()
+    if not external and not path.is_relative_to(agent_dir.resolve()):
+        errors.append(
+            ConfigError(
+                "prompt file resolves outside the agent's folder",
+                file=doc.file,
+                line=doc.line_of(("spec", field)),
+                field=f"spec.{field}",
+                value=value,
+                fix="move the file into the agent's folder, or set spec.allow_external_files: "
+                "true if sharing it is intended",
+            )
+        )
+        return None
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -138,15 +167,27 @@ def load_agent(
 ) -> Agent:
     """Load and validate the agent in ``agent_dir``; raise ConfigErrors on any error."""
     file = agent_dir / AGENT_FILENAME
-    text = expand_env(read_text(file), file=file, env=env)
+    raw = read_text(file)
+    text = expand_env(raw, file=file, env=env)
     doc = load_yaml_text(text, file=file)
+    written = doc.data
+    if text != raw:  # keep the file's own ${VAR} text: the agents API serves that
+        try:
+            written = load_yaml_text(raw, file=file).data
+        except ConfigError:
+            written = None
     manifest = validate_document(AgentManifest, doc, what="agent.yaml")
     errors: list[ConfigError] = []
     _check_model(manifest.spec.model, doc, errors)
     spec = manifest.spec
-    soul = _prompt(agent_dir, doc, "soul", spec.soul, errors)
-    system_prompt = _prompt(agent_dir, doc, "system_prompt", spec.system_prompt, errors)
-    instructions = _prompt(agent_dir, doc, "instructions", spec.instructions, errors)
+    external = spec.allow_external_files
+    soul = _prompt(agent_dir, doc, "soul", spec.soul, errors, external=external)
+    system_prompt = _prompt(
+        agent_dir, doc, "system_prompt", spec.system_prompt, errors, external=external
+    )
+    instructions = _prompt(
+        agent_dir, doc, "instructions", spec.instructions, errors, external=external
+    )
     for i, tool in enumerate(spec.tools):
         if tool.type == "cli" and not (agent_dir / tool.command).is_file():
             missing = not (agent_dir / tool.command).exists()
@@ -165,6 +206,7 @@ def load_agent(
     if errors:
         raise ConfigErrors(errors)
     warnings = unknown_key_warnings(manifest, doc) + _tool_warnings(spec, doc)
+    warnings += exposure_warnings(agent_dir, manifest, written, doc)
     if manifest.metadata.name != agent_dir.name:
         warnings.append(
             ConfigError(
@@ -178,7 +220,12 @@ def load_agent(
                 f"{agent_dir.name!r}",
             )
         )
-    skills, skill_problems = load_skills((agent_dir / spec.skills_dir).resolve())
+    skills, skill_problems = load_skills(
+        (agent_dir / spec.skills_dir).resolve(),
+        # Skills may be shared by agents: a skills_dir next to the agents (the reference's
+        # ``../shared-skills``) is fine; anything farther needs the opt-in.
+        confine_to=None if external else agent_dir.resolve().parent,
+    )
     directives = load_directives(
         workspace_directives or agent_dir / "__none__", agent_dir / "directives"
     )
@@ -192,4 +239,5 @@ def load_agent(
         skills=tuple(skills),
         directives=tuple(directives),
         warnings=tuple(warnings + skill_problems),
+        written=written,
     )

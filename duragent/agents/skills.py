@@ -112,8 +112,15 @@ def _load_one(skill_file: Path) -> Skill:
     )
 
 
-def load_skills(skills_dir: Path) -> tuple[list[Skill], list[ConfigError]]:
-    """Load every valid skill under ``skills_dir``; return (skills, warnings)."""
+def load_skills(
+    skills_dir: Path, *, confine_to: Path | None = None
+) -> tuple[list[Skill], list[ConfigError]]:
+    """Load every valid skill under ``skills_dir``; return (skills, warnings).
+
+    With ``confine_to``, a SKILL.md that resolves (through symlinks) outside that folder is
+    skipped with a warning: skills are prompt text given to the model, and a symlink must not
+    turn any readable file into one.
+    """
     skills: list[Skill] = []
     problems: list[ConfigError] = []
     if not skills_dir.is_dir():
@@ -121,6 +128,17 @@ def load_skills(skills_dir: Path) -> tuple[list[Skill], list[ConfigError]]:
     for entry in sorted(skills_dir.iterdir()):
         skill_file = entry / "SKILL.md"
         if not skill_file.is_file():
+            continue
+        if confine_to is not None and not skill_file.resolve().is_relative_to(confine_to):
+            problems.append(
+                ConfigError(
+                    f"skill file resolves outside {confine_to} (skipped)",
+                    file=skill_file,
+                    value=str(skill_file.resolve()),
+                    fix="copy the skill into the agent's folder, or set "
+                    "spec.allow_external_files: true",
+                )
+            )
             continue
         try:
             skills.append(_load_one(skill_file))

@@ -233,6 +233,11 @@ class AgentSpec(_Spec):
     system_prompt: str | None = None
     instructions: str | None = None
     skills_dir: str = "./skills/"
+    allow_external_files: bool = Field(
+        default=False,
+        description="Allow soul, system_prompt, instructions and skills to resolve (after "
+        "symlinks) outside the agent's folder.",
+    )
     session: SessionSpec = SessionSpec()
     tools: list[ToolSpec] = []
     access: AccessSpec | None = None

@@ -21,6 +21,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from duragent.agents import Agent
+from duragent.agents.exposure import served_value
 from duragent.errors import AgentNotFoundError, StorageError
 from duragent.gateways.http.browser import BrowserGuard
 from duragent.gateways.http.crash import CrashGuard
@@ -45,18 +46,27 @@ def agent_detail(agent: Agent) -> dict[str, Any]:
     """The reference's agent detail shape (prompt contents, not paths; soul omitted)."""
     meta = agent.manifest.metadata
     model = agent.model
-    model_out: dict[str, Any] = {"provider": model.provider, "name": model.name}
-    for key in ("temperature", "max_input_tokens", "max_output_tokens", "base_url"):
+    model_out: dict[str, Any] = {}
+    for key in ("provider", "name", "temperature", "max_input_tokens", "max_output_tokens"):
         value = getattr(model, key)
         if value is not None:
-            model_out[key] = value
+            model_out[key] = served_value(agent.written, ("spec", "model", key), value)
+    if model.base_url is not None:  # as written, never with credentials (agents/exposure.py)
+        model_out["base_url"] = served_value(
+            agent.written, ("spec", "model", "base_url"), model.base_url
+        )
     metadata: dict[str, Any] = {"name": meta.name}
     if meta.description is not None:
-        metadata["description"] = meta.description
+        metadata["description"] = served_value(
+            agent.written, ("metadata", "description"), meta.description
+        )
     if meta.version is not None:
-        metadata["version"] = meta.version
+        metadata["version"] = served_value(agent.written, ("metadata", "version"), meta.version)
     if meta.labels:
-        metadata["labels"] = dict(meta.labels)
+        metadata["labels"] = {
+            k: served_value(agent.written, ("metadata", "labels", k), v)
+            for k, v in meta.labels.items()
+        }
     spec: dict[str, Any] = {"model": model_out}
     if agent.system_prompt is not None:
         spec["system_prompt"] = agent.system_prompt
@@ -140,7 +150,8 @@ def build_app(services: HttpServices) -> Starlette:
             agent = services.catalog.agents[name]
             entry: dict[str, Any] = {"name": name}
             if agent.description is not None:
-                entry["description"] = agent.description
+                path = ("metadata", "description")
+                entry["description"] = served_value(agent.written, path, agent.description)
             if agent.manifest.metadata.version is not None:
                 entry["version"] = agent.manifest.metadata.version
             agents.append(entry)
