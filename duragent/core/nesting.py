@@ -46,7 +46,9 @@ class TooDeep:
         return f"nested more than {limit} levels deep (refused before parsing)"
 
 
-_YAML_SPECIAL = re.compile(r"[\[\]{}\"'#\\]")
+_YAML_SPECIAL = re.compile(r"[\[\]{}\"'#]")
+_DQ_END = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*"')
+_SQ_END = re.compile(r"[^']*(?:''[^']*)*'")
 _JSON_SPECIAL = re.compile(r'[\[\]{}"\\]')
 _COMPACT = re.compile(r"(?:[-?:](?:[ \t]+|$))+")
 _BLOCK_SCALAR = re.compile(r"(?:^|[ \t])[|>][-+0-9]*[ \t]*(?:#.*)?$")
@@ -89,35 +91,34 @@ def yaml_too_deep(text: str, limit: int = MAX_NESTING_DEPTH) -> TooDeep | None:
             if block > limit:
                 return TooDeep(block, lineno)
         prev = line[start - 1] if start else " "
-        for match in _YAML_SPECIAL.finditer(line, start):
+        pos = start
+        while pos < len(line):
+            if quote:  # skip the rest of a quoted string in one regex match
+                end = (_DQ_END if quote == '"' else _SQ_END).match(line, pos)
+                if end is None:
+                    break  # the string goes on on the next line
+                quote, pos = "", end.end()
+                continue
+            match = _YAML_SPECIAL.search(line, pos)
+            if match is None:
+                break
             ch, at = match.group(), match.start()
             before = line[at - 1] if at > start else prev
-            if quote == '"':
-                if ch == '"' and not _escaped(line, at):
-                    quote = ""
-            elif quote == "'":
-                if ch == "'":
-                    quote = ""  # '' (an escaped quote) closes and reopens: same result
-            elif ch == "#" and before in " \t":
+            pos = at + 1
+            if ch == "#" and before in " \t":
                 break
-            elif ch in "\"'" and before in " \t[{,:-?":
-                quote = ch
+            if ch in "\"'":
+                if before in " \t[{,:-?":  # a quote starts a scalar; "it's" is plain text
+                    quote = ch
             elif ch in "[{":
                 flow += 1
                 if block + flow > limit:
                     return TooDeep(block + flow, lineno)
-            elif ch in "]}":
+            else:
                 flow = max(0, flow - 1)
         if not quote and flow == 0 and _BLOCK_SCALAR.search(line):
             scalar_indent = len(line) - len(line.lstrip(" "))
     return None
-
-
-def _escaped(line: str, at: int) -> bool:
-    backslashes = 0
-    while at - backslashes - 1 >= 0 and line[at - backslashes - 1] == "\\":
-        backslashes += 1
-    return backslashes % 2 == 1
 
 
 def loads_bounded(text: str | bytes, limit: int = MAX_NESTING_DEPTH) -> Any:
