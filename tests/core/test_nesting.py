@@ -62,6 +62,10 @@ def test_bounded_json_loading_refuses_deep_input_with_a_value_error() -> None:
 
 
 def test_brackets_in_quoted_strings_spanning_lines_are_not_nesting() -> None:
-    text = 'a: "ends with a backslash \\\\" \nb: "[[[[[[[[[[\n  [[[[[[[[[[ \\" [[[["\nc: \'x\'\'[[[[[[[[\'\n'
+    text = (
+        'a: "ends with a backslash \\\\" \n'
+        'b: "[[[[[[[[[[\n  [[[[[[[[[[ \\" [[[["\n'
+        "c: 'x''[[[[[[[['\n"
+    )
     assert yaml_too_deep(text, limit=8) is None
     assert yaml_too_deep(text + "d: [[[[[[[[[[]]]]]]]]]]\n", limit=8) is not None
