@@ -79,7 +79,16 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
     ) -> httpcore.AsyncNetworkStream:
         """Resolve ``host``, check every address, connect to a checked one."""
         by_name = self._host_allowed(host, port)
-        addresses = await self._resolve(host, port)
+        try:
+            addresses = await self._resolve(host, port)
+        except httpcore.ConnectError:
+            name = host.lower().rstrip(".")
+            if by_name or not (name == "localhost" or name.endswith(".localhost")):
+                raise
+            raise ForbiddenAddress(  # RFC 6761: these names are loopback wherever they resolve
+                f"{host} names this machine (loopback); the web tool reaches only public "
+                "addresses unless allow_private in agent.yaml lists it"
+            ) from None
         if not by_name:
             for address in addresses:
                 reason = non_public_reason(address)
