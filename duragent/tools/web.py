@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
@@ -27,6 +26,7 @@ from duragent.tools._args import builtin_invocation, int_arg, str_arg
 from duragent.tools.base import PolicyType, ToolContext, ToolOutcome
 from duragent.tools.web_body import ACCEPT_ENCODING, BodyError, read_body
 from duragent.tools.web_guard import ForbiddenAddress, GuardedTransport
+from duragent.tools.web_html import html_to_markdown
 
 __all__ = ["BRAVE_SEARCH_URL", "WebTool", "html_to_markdown"]
 
@@ -48,9 +48,6 @@ _TEXT_TYPES = frozenset(
         "application/graphql",
     }
 )
-_DROPPED_TAGS = ("script", "style", "noscript", "template", "iframe", "svg")
-_XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>")
-_BLANK_RUNS = re.compile(r"\n[ \t]*(?:\n[ \t]*){2,}")
 
 
 def _is_text(media_type: str) -> bool:
@@ -59,29 +56,6 @@ def _is_text(media_type: str) -> bool:
         or media_type in _TEXT_TYPES
         or media_type.endswith(("+json", "+xml"))
     )
-
-
-def html_to_markdown(html: str) -> str:
-    """Markdown of an HTML document, without scripts, styles and other non-content.
-
-    CPU-bound on large pages, so callers run it on a thread. Text without any tag is returned
-    unchanged (BeautifulSoup would warn that it looks like a file name). A document nested too
-    deeply for the recursive converter falls back to its plain text.
-    """
-    if "<" not in html:
-        return html.strip()
-    # Imported here: BeautifulSoup and markdownify cost ~0.15 s, paid only when a page is read.
-    from bs4 import BeautifulSoup
-    from markdownify import ATX, MarkdownConverter
-
-    soup = BeautifulSoup(_XML_DECLARATION.sub("", html, count=1), "html.parser")
-    for tag in soup(list(_DROPPED_TAGS)):
-        tag.decompose()
-    try:
-        markdown = MarkdownConverter(heading_style=ATX, bullets="-").convert_soup(soup)
-    except RecursionError:
-        markdown = soup.get_text("\n")
-    return _BLANK_RUNS.sub("\n\n", markdown).strip()
 
 
 def _size(n: int) -> str:

@@ -22,6 +22,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from duragent.tools.web import WebTool
+from duragent.tools.web_html import html_to_markdown
 from tests.tools.local_http import serving
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,6 +75,7 @@ def port() -> Iterator[int]:
 CHILD = r"""
 import asyncio, json, sys, time
 from duragent.tools.web import WebTool
+from duragent.tools.web_html import html_to_markdown
 
 def hwm_kb():
     for line in open("/proc/self/status"):
@@ -152,3 +154,16 @@ async def test_an_encoding_that_is_not_decoded_here_is_refused_by_name(port: int
     outcome = await WebTool(allow_private=["127.0.0.1"]).fetch(f"http://127.0.0.1:{port}/stacked")
     assert not outcome.success
     assert "Content-Encoding br" in outcome.content
+
+
+def test_a_page_of_endless_tags_is_converted_only_up_to_the_tag_limit() -> None:
+    markdown = html_to_markdown("<p>start</p>" + "<a>x</a>" * 1000, max_tags=100)
+    assert markdown.startswith("start")
+    assert markdown.count("x") < 60
+    assert markdown.endswith("[page has more than 100 tags; only the start was converted]")
+
+
+def test_a_page_within_the_tag_limit_is_converted_whole() -> None:
+    html = "<p>a</p>" * 50  # exactly 100 tags
+    assert html_to_markdown(html, max_tags=100).count("a") == 50
+    assert "only the start" not in html_to_markdown(html, max_tags=100)
