@@ -9,8 +9,9 @@ than :data:`STEP` bytes, and the bytes each layer produces are counted as they a
 any layer (the raw body included) passes ``max_body``, reading stops. Memory is bounded by a
 few steps per layer and the work per fetch by ``layers x max_body``, so the loop never stalls.
 
-Only encodings decoded here are accepted (``Accept-Encoding: gzip, deflate``); a response
-using another one, or stacking more than :data:`MAX_LAYERS`, is refused with its name.
+Only encodings decoded here are asked for (``Accept-Encoding: gzip, deflate``); a response
+using another compression, or stacking more than :data:`MAX_LAYERS`, is refused with its name;
+junk values that name no compression are ignored like ``identity``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,14 @@ MAX_LAYERS = 3
 """Content encodings stacked on one body; real servers use one."""
 STEP = 64 * 1024
 """Bytes one decompression call may produce."""
+
+
+_UNSUPPORTED = frozenset(
+    {"br", "zstd", "compress", "x-compress", "bzip2", "x-bzip2", "xz", "lzma", "dcb", "dcz"}
+    | {"exi", "pack200-gzip", "aes128gcm"}
+)
+"""Compressions we do not decode; other unknown values ("none", "utf-8") are ignored, as
+httpx and browsers do."""
 
 
 class BodyError(Exception):
@@ -89,10 +98,12 @@ class _Layer:
 def _layers(header: str, cap: int) -> list[_Layer]:
     """Decoders for ``Content-Encoding: header``, in the order to apply them (last first)."""
     names = [name.strip().lower() for name in header.split(",") if name.strip()]
-    names = [name for name in names if name != "identity"]
-    unknown = sorted({name for name in names if name not in ("gzip", "deflate", "x-gzip")})
-    if unknown:
-        raise BodyError(f"it uses Content-Encoding {', '.join(unknown)}, which is not supported")
+    unsupported = sorted({name for name in names if name in _UNSUPPORTED})
+    if unsupported:
+        raise BodyError(
+            f"it uses Content-Encoding {', '.join(unsupported)}, which is not supported"
+        )
+    names = [name for name in names if name in ("gzip", "deflate", "x-gzip")]
     if len(names) > MAX_LAYERS:
         raise BodyError(
             f"it stacks {len(names)} content encodings ({header}); at most {MAX_LAYERS} are read"

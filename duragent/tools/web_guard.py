@@ -120,13 +120,14 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
     async def _refuse_own_address(
         self, stream: httpcore.AsyncNetworkStream, host: str, address: IPAddress
     ) -> None:
-        sock = stream.get_extra_info("socket")
-        if not isinstance(sock, socket.socket):
+        local_addr = stream.get_extra_info("client_addr")
+        peer_addr = stream.get_extra_info("server_addr")
+        if not (isinstance(local_addr, tuple) and isinstance(peer_addr, tuple)):
             return
         try:
-            local = _as_address(sock.getsockname()[0])
-            peer = _as_address(sock.getpeername()[0])
-        except OSError:
+            local = _as_address(str(local_addr[0]))
+            peer = _as_address(str(peer_addr[0]))
+        except ValueError:
             return
         if local == peer:
             await stream.aclose()

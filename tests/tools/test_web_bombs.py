@@ -53,6 +53,15 @@ async def stacked(request: Request) -> Response:
     return Response(BOMB, media_type="text/plain", headers={"Content-Encoding": "gzip, br"})
 
 
+async def layers(request: Request) -> Response:
+    names = request.path_params["names"].split(",")
+    body = b"plain"
+    for name in names:
+        if name == "gzip":
+            body = _gzip(iter([body]))
+    return Response(body, media_type="text/plain", headers={"Content-Encoding": ", ".join(names)})
+
+
 async def plain(request: Request) -> Response:
     return Response(b"p" * MIB, media_type="text/plain")
 
@@ -61,6 +70,7 @@ APP = Starlette(
     routes=[
         Route("/bomb/{encoding}", bomb),
         Route("/stacked", stacked),
+        Route("/layers/{names}", layers),
         Route("/plain", plain),
     ]
 )
@@ -150,10 +160,25 @@ async def test_every_layer_counts_decoded_bytes_against_the_body_cap(
     assert len(text.encode()) == 256 * 1024
 
 
-async def test_an_encoding_that_is_not_decoded_here_is_refused_by_name(port: int) -> None:
+async def test_a_compression_that_is_not_decoded_here_is_refused_by_name(port: int) -> None:
     outcome = await WebTool(allow_private=["127.0.0.1"]).fetch(f"http://127.0.0.1:{port}/stacked")
     assert not outcome.success
     assert "Content-Encoding br" in outcome.content
+
+
+async def test_more_than_three_stacked_layers_are_refused(port: int) -> None:
+    tool = WebTool(allow_private=["127.0.0.1"])
+    outcome = await tool.fetch(f"http://127.0.0.1:{port}/layers/gzip,gzip,gzip,gzip")
+    assert not outcome.success
+    assert "stacks 4 content encodings" in outcome.content
+
+
+async def test_a_junk_encoding_value_is_read_as_plain_bytes(port: int) -> None:
+    outcome = await WebTool(allow_private=["127.0.0.1"]).fetch(
+        f"http://127.0.0.1:{port}/layers/none"
+    )
+    assert outcome.success, outcome.content
+    assert outcome.content.endswith("plain")
 
 
 def test_a_page_of_endless_tags_is_converted_only_up_to_the_tag_limit() -> None:

@@ -67,6 +67,8 @@ SPELLINGS = [
     "127.1",
     "[::ffff:127.0.0.1]",
     "[::ffff:7f00:1]",
+    "[::1]",
+    "[::]",
 ]
 
 
@@ -225,3 +227,14 @@ def test_a_bad_web_option_in_agent_yaml_is_a_config_error(tmp_path: Path, entry:
     with pytest.raises(ConfigError) as caught:
         load_agent(tmp_path)
     assert "spec.tools" in str(caught.value)
+
+
+async def test_an_address_of_this_machine_is_refused_even_when_it_counts_as_public(
+    port: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server's public address is in no private range; the socket shows it is our own."""
+    monkeypatch.setattr("duragent.tools.web_guard.non_public_reason", lambda address: None)
+    hits.clear()
+    outcome = await WebTool().fetch(f"http://127.0.0.1:{port}/secret")
+    assert not outcome.success
+    assert "an address of this machine" in outcome.content
