@@ -9,8 +9,13 @@ needs a name this machine cannot resolve: at the event loop's ``getaddrinfo``, t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
+import shutil
 import socket
+import ssl
+import subprocess
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -238,3 +243,47 @@ async def test_an_address_of_this_machine_is_refused_even_when_it_counts_as_publ
     outcome = await WebTool().fetch(f"http://127.0.0.1:{port}/secret")
     assert not outcome.success
     assert "an address of this machine" in outcome.content
+
+
+@pytest.fixture
+def self_signed(tmp_path: Path) -> tuple[Path, Path]:
+    """A key and a self-signed certificate for ``localhost``, made by the openssl command."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("needs the openssl command to make a certificate")
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    command = [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
+    subprocess.run(
+        [*command, "-keyout", str(key), "-out", str(cert), "-subj", "/CN=localhost"],
+        check=True,
+        capture_output=True,
+    )
+    return key, cert
+
+
+async def test_tls_names_the_url_host_while_connecting_to_the_checked_address(
+    self_signed: tuple[Path, Path],
+) -> None:
+    """SNI carries the URL's name (the connection itself went to the resolved address)."""
+    key, cert = self_signed
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    names: list[str | None] = []
+    context.sni_callback = lambda conn, name, ctx: names.append(name)
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(10)
+
+    def accept_one() -> None:
+        conn, _ = listener.accept()
+        with conn, contextlib.suppress(OSError):
+            context.wrap_socket(conn, server_side=True).close()
+
+    thread = threading.Thread(target=accept_one, daemon=True)
+    thread.start()
+    port = listener.getsockname()[1]
+    outcome = await WebTool(allow_private=["localhost"]).fetch(f"https://localhost:{port}/")
+    thread.join(10)
+    listener.close()
+    assert not outcome.success
+    assert "CERTIFICATE_VERIFY_FAILED" in outcome.content  # self-signed: checked for the name
+    assert names == ["localhost"]
