@@ -271,7 +271,8 @@ class WebTool:
             data = json.loads(read.data)
         except ValueError:
             return ToolOutcome(False, "web search failed: the answer was not JSON")
-        return ToolOutcome(True, _format_results(query, data, count))
+        # On a thread: descriptions go through html_to_markdown, which is CPU-bound.
+        return ToolOutcome(True, await asyncio.to_thread(_format_results, query, data, count))
 
 
 def _format_results(query: str, data: Any, count: int) -> str:
