@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from duragent.core.net_rules import parse_allow_rule
 
 __all__ = [
     "API_VERSION",
@@ -112,10 +114,35 @@ class SessionSpec(_Spec):
 
 
 class BuiltinToolSpec(_Spec):
-    """A tool shipped with duragent (``bash``, ``web``, ``schedule``, ``session``, …)."""
+    """A tool shipped with duragent (``bash``, ``web``, ``schedule``, ``session``, …).
+
+    ``allow_private`` and ``max_body_bytes`` are options of ``web`` only: the non-public hosts,
+    addresses or networks it may fetch (it reaches only public ones by default, so a page or a
+    prompt-injected model cannot make it read this server's API or the local network), and the
+    decoded body size it reads at most.
+    """
 
     type: Literal["builtin"]
     name: str = Field(min_length=1)
+    allow_private: list[str] = Field(
+        default=[], description="web only: 127.0.0.1:3000, 10.0.0.0/8, [::1]:8080, wiki.internal"
+    )
+    max_body_bytes: int | None = Field(
+        default=None, gt=0, le=64 * 1024 * 1024, description="web only; default 1 MiB."
+    )
+
+    @field_validator("allow_private")
+    @classmethod
+    def _valid_rules(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            parse_allow_rule(entry)  # raises ValueError naming the entry and the forms
+        return value
+
+    @model_validator(mode="after")
+    def _web_options_on_web_only(self) -> BuiltinToolSpec:
+        if self.name != "web" and (self.allow_private or self.max_body_bytes is not None):
+            raise ValueError("allow_private and max_body_bytes are options of the web tool only")
+        return self
 
 
 class CliToolSpec(_Spec):

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from duragent.agents.loader import Agent
-from duragent.agents.spec import CliToolSpec
+from duragent.agents.spec import BuiltinToolSpec, CliToolSpec
 from duragent.tools.base import Tool
 from duragent.tools.bash import BashTool
 from duragent.tools.cli_tool import CliTool, discover_tools, tool_description
@@ -53,6 +53,12 @@ def _read_readme(agent_dir: Path, spec: CliToolSpec) -> str | None:
         return None
 
 
+def _web_tool(spec: BuiltinToolSpec) -> WebTool:
+    if spec.max_body_bytes is None:
+        return WebTool(allow_private=spec.allow_private)
+    return WebTool(allow_private=spec.allow_private, max_body=spec.max_body_bytes)
+
+
 def build_tools(
     agent: Agent,
     *,
@@ -84,6 +90,8 @@ def build_tools(
                 spec.name, spec.description, _read_readme(agent.directory, spec)
             )
             add(CliTool(spec.name, (agent.directory / spec.command).resolve(), description))
+        elif spec.name == "web":  # the one builtin with options in agent.yaml
+            add(_web_tool(spec))
         elif spec.name in BUILTIN_FACTORIES:
             add(BUILTIN_FACTORIES[spec.name]())
         elif spec.name not in RUNTIME_BUILTINS:

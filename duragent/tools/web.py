@@ -1,25 +1,32 @@
 """The ``web`` tool: fetch a page as Markdown, or search the web with Brave Search.
 
-``fetch`` accepts only http and https URLs (redirects followed, at most 5), reads at most
-1 MiB of the body while streaming, gives up after 30 s in total (not per read, so a server
+``fetch`` accepts only http and https URLs (redirects followed, at most 5), connects only to
+public addresses unless ``allow_private`` opens others (checked after DNS resolution, on every
+redirect, pinned for the connection: see :mod:`duragent.tools.web_guard`), reads at most
+``max_body`` (1 MiB) DECODED bytes at every content-encoding layer while streaming (see
+:mod:`duragent.tools.web_body`), gives up after 30 s in total (not per read, so a server
 that trickles bytes cannot hold the call), converts HTML to Markdown without scripts and
-styles, returns other text as is, refuses binary content, and caps what the model reads at
-50 KiB. ``search`` needs ``BRAVE_API_KEY`` in the tool context's environment.
+styles on a thread, returns other text as is, refuses binary content, and caps what the model
+reads at 50 KiB. ``search`` needs ``BRAVE_API_KEY`` in the tool context's environment.
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
-from collections.abc import Mapping
+import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 
 from duragent.core.messages import ToolDefinition
+from duragent.core.net_rules import AllowRule, parse_allow_rule
 from duragent.tools._args import builtin_invocation, int_arg, str_arg
 from duragent.tools.base import PolicyType, ToolContext, ToolOutcome
+from duragent.tools.web_body import ACCEPT_ENCODING, BodyError, read_body
+from duragent.tools.web_guard import ForbiddenAddress, GuardedTransport
+from duragent.tools.web_html import html_to_markdown
 
 __all__ = ["BRAVE_SEARCH_URL", "WebTool", "html_to_markdown"]
 
@@ -41,9 +48,6 @@ _TEXT_TYPES = frozenset(
         "application/graphql",
     }
 )
-_DROPPED_TAGS = ("script", "style", "noscript", "template", "iframe", "svg")
-_XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>")
-_BLANK_RUNS = re.compile(r"\n[ \t]*(?:\n[ \t]*){2,}")
 
 
 def _is_text(media_type: str) -> bool:
@@ -52,29 +56,6 @@ def _is_text(media_type: str) -> bool:
         or media_type in _TEXT_TYPES
         or media_type.endswith(("+json", "+xml"))
     )
-
-
-def html_to_markdown(html: str) -> str:
-    """Markdown of an HTML document, without scripts, styles and other non-content.
-
-    CPU-bound on large pages, so callers run it on a thread. Text without any tag is returned
-    unchanged (BeautifulSoup would warn that it looks like a file name). A document nested too
-    deeply for the recursive converter falls back to its plain text.
-    """
-    if "<" not in html:
-        return html.strip()
-    # Imported here: BeautifulSoup and markdownify cost ~0.15 s, paid only when a page is read.
-    from bs4 import BeautifulSoup
-    from markdownify import ATX, MarkdownConverter
-
-    soup = BeautifulSoup(_XML_DECLARATION.sub("", html, count=1), "html.parser")
-    for tag in soup(list(_DROPPED_TAGS)):
-        tag.decompose()
-    try:
-        markdown = MarkdownConverter(heading_style=ATX, bullets="-").convert_soup(soup)
-    except RecursionError:
-        markdown = soup.get_text("\n")
-    return _BLANK_RUNS.sub("\n\n", markdown).strip()
 
 
 def _size(n: int) -> str:
@@ -98,6 +79,8 @@ class WebTool:
         max_output: UTF-8 bytes of text handed to the model.
         max_redirects: redirects followed before giving up.
         search_url: the Brave Search endpoint (tests point it at a local server).
+        allow_private: ``allow_private`` entries of ``agent.yaml`` (``127.0.0.1:3000``,
+            ``10.0.0.0/8``, ``wiki.internal``) that fetch may reach although not public.
     """
 
     name: str = "web"
@@ -111,12 +94,16 @@ class WebTool:
         max_output: int = 50 * 1024,
         max_redirects: int = 5,
         search_url: str = BRAVE_SEARCH_URL,
+        allow_private: Sequence[str | AllowRule] = (),
     ) -> None:
         self.timeout = timeout
         self.max_body = max_body
         self.max_output = max_output
         self.max_redirects = max_redirects
         self.search_url = search_url
+        self.allow_private = tuple(
+            r if isinstance(r, AllowRule) else parse_allow_rule(r) for r in allow_private
+        )
 
     def definition(self) -> ToolDefinition:
         """``action`` fetch/search with ``url`` or ``query``/``count``."""
@@ -181,13 +168,16 @@ class WebTool:
                         follow_redirects=True,
                         max_redirects=self.max_redirects,
                         timeout=self.timeout,
-                        headers={"User-Agent": USER_AGENT},
+                        headers={"User-Agent": USER_AGENT, "Accept-Encoding": ACCEPT_ENCODING},
+                        transport=GuardedTransport(self.allow_private),
                     ) as client,
                     client.stream("GET", url) as response,
                 ):
                     return await self._read(response)
         except (TimeoutError, httpx.TimeoutException):
             return ToolOutcome(False, f"Fetching {url} timed out after {self.timeout:g} s")
+        except ForbiddenAddress as exc:
+            return ToolOutcome(False, f"Fetching {url} refused: {exc}")
         except httpx.TooManyRedirects:
             return ToolOutcome(
                 False, f"Fetching {url} failed: more than {self.max_redirects} redirects"
@@ -212,14 +202,11 @@ class WebTool:
                 False,
                 f"{final_url} is {media_type} content, which web fetch cannot show as text",
             )
-        body = bytearray()
-        body_cut = False
-        async for chunk in response.aiter_bytes():
-            room = self.max_body - len(body)
-            body.extend(chunk[:room])
-            if len(chunk) > room:
-                body_cut = True
-                break
+        try:
+            read = await read_body(response, self.max_body)
+        except BodyError as exc:
+            return ToolOutcome(False, f"{final_url} cannot be read: {exc}")
+        body, body_cut = read.data, read.cut
         if not media_type and b"\x00" in body[:4096]:
             return ToolOutcome(False, f"{final_url} looks binary; web fetch shows only text")
         try:
@@ -253,25 +240,39 @@ class WebTool:
             async with (
                 asyncio.timeout(self.timeout),
                 httpx.AsyncClient(timeout=self.timeout) as client,
-            ):
-                response = await client.get(
+                client.stream(
+                    "GET",
                     self.search_url,
                     params={"q": query, "count": count},
-                    headers={"Accept": "application/json", "X-Subscription-Token": api_key},
-                )
+                    headers={
+                        "Accept": "application/json",
+                        "Accept-Encoding": ACCEPT_ENCODING,
+                        "X-Subscription-Token": api_key,
+                    },
+                ) as response,
+            ):
+                if response.status_code >= 400:
+                    return ToolOutcome(
+                        False,
+                        f"web search failed: HTTP {response.status_code} {response.reason_phrase}",
+                    )
+                read = await read_body(response, self.max_body)
         except (TimeoutError, httpx.TimeoutException):
             return ToolOutcome(False, f"web search timed out after {self.timeout:g} s")
+        except BodyError as exc:
+            return ToolOutcome(False, f"web search failed: {exc}")
         except httpx.HTTPError as exc:
             return ToolOutcome(False, f"web search failed: {type(exc).__name__}: {exc}")
-        if response.status_code >= 400:
+        if read.cut:
             return ToolOutcome(
-                False, f"web search failed: HTTP {response.status_code} {response.reason_phrase}"
+                False, f"web search failed: the answer was larger than {_size(self.max_body)}"
             )
         try:
-            data = response.json()
+            data = json.loads(read.data)
         except ValueError:
             return ToolOutcome(False, "web search failed: the answer was not JSON")
-        return ToolOutcome(True, _format_results(query, data, count))
+        # On a thread: descriptions go through html_to_markdown, which is CPU-bound.
+        return ToolOutcome(True, await asyncio.to_thread(_format_results, query, data, count))
 
 
 def _format_results(query: str, data: Any, count: int) -> str:

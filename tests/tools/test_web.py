@@ -28,6 +28,9 @@ PAGE = """<!doctype html>
 <ul><li>electric</li><li>stovetop</li></ul>
 </body></html>"""
 
+LOCAL = ["127.0.0.1"]
+"""The allow-list entry that lets the tool reach the test server: loopback is refused by default."""
+
 search_requests: list[Request] = []
 
 
@@ -138,7 +141,9 @@ def ctx(tmp_path: Path) -> ToolContext:
 async def test_an_html_page_comes_back_as_markdown_without_scripts_or_styles(
     base_url: str, ctx: ToolContext
 ) -> None:
-    outcome = await WebTool().run({"action": "fetch", "url": f"{base_url}/page"}, ctx)
+    outcome = await WebTool(allow_private=LOCAL).run(
+        {"action": "fetch", "url": f"{base_url}/page"}, ctx
+    )
     assert outcome.success, outcome.content
     assert outcome.content.startswith(f"URL: {base_url}/page\n\n")
     assert "# All about kettles" in outcome.content
@@ -149,19 +154,19 @@ async def test_an_html_page_comes_back_as_markdown_without_scripts_or_styles(
 
 
 async def test_plain_text_is_returned_as_it_is(base_url: str, ctx: ToolContext) -> None:
-    outcome = await WebTool().fetch(f"{base_url}/plain")
+    outcome = await WebTool(allow_private=LOCAL).fetch(f"{base_url}/plain")
     assert outcome.success
     assert outcome.content.endswith("just text, <not> html")
 
 
 async def test_binary_content_is_refused_with_its_type(base_url: str) -> None:
-    outcome = await WebTool().fetch(f"{base_url}/image")
+    outcome = await WebTool(allow_private=LOCAL).fetch(f"{base_url}/image")
     assert not outcome.success
     assert "image/png" in outcome.content
 
 
 async def test_an_http_error_status_is_an_unsuccessful_outcome(base_url: str) -> None:
-    outcome = await WebTool().fetch(f"{base_url}/missing")
+    outcome = await WebTool(allow_private=LOCAL).fetch(f"{base_url}/missing")
     assert not outcome.success
     assert "HTTP 404" in outcome.content
 
@@ -170,7 +175,7 @@ async def test_a_huge_body_stops_at_the_body_cap_and_the_output_at_the_output_ca
     base_url: str,
 ) -> None:
     started = time.monotonic()
-    outcome = await WebTool().fetch(f"{base_url}/huge")
+    outcome = await WebTool(allow_private=LOCAL).fetch(f"{base_url}/huge")
     assert time.monotonic() - started < 5
     assert outcome.success
     assert "[page larger than 1 MB; only the start was read]" in outcome.content
@@ -182,7 +187,7 @@ async def test_a_huge_body_stops_at_the_body_cap_and_the_output_at_the_output_ca
 
 async def test_a_trickling_server_is_cut_off_by_the_overall_timeout(base_url: str) -> None:
     started = time.monotonic()
-    outcome = await WebTool(timeout=0.3).fetch(f"{base_url}/slow")
+    outcome = await WebTool(timeout=0.3, allow_private=LOCAL).fetch(f"{base_url}/slow")
     assert time.monotonic() - started < 2
     assert not outcome.success
     assert "timed out after 0.3 s" in outcome.content
@@ -192,25 +197,25 @@ async def test_a_trickling_server_is_cut_off_by_the_overall_timeout(base_url: st
     "url", ["file:///etc/passwd", "ftp://example.com/x", "javascript:alert(1)", "example.com"]
 )
 async def test_only_http_and_https_urls_are_fetched(url: str, ctx: ToolContext) -> None:
-    outcome = await WebTool().run({"action": "fetch", "url": url}, ctx)
+    outcome = await WebTool(allow_private=LOCAL).run({"action": "fetch", "url": url}, ctx)
     assert not outcome.success
     assert "only supports http:// and https://" in outcome.content
 
 
 async def test_up_to_five_redirects_are_followed(base_url: str) -> None:
-    outcome = await WebTool().fetch(f"{base_url}/redirect/4")
+    outcome = await WebTool(allow_private=LOCAL).fetch(f"{base_url}/redirect/4")
     assert outcome.success, outcome.content
     assert outcome.content.startswith(f"URL: {base_url}/page\n\n")
 
 
 async def test_a_sixth_redirect_is_refused(base_url: str) -> None:
-    outcome = await WebTool().fetch(f"{base_url}/redirect/5")
+    outcome = await WebTool(allow_private=LOCAL).fetch(f"{base_url}/redirect/5")
     assert not outcome.success
     assert "more than 5 redirects" in outcome.content
 
 
 async def test_a_redirect_to_a_file_url_is_refused(base_url: str) -> None:
-    outcome = await WebTool().fetch(f"{base_url}/to-file")
+    outcome = await WebTool(allow_private=LOCAL).fetch(f"{base_url}/to-file")
     assert not outcome.success
     assert "non-http" in outcome.content
 
