@@ -23,6 +23,7 @@ from duragent.cli.errors import fail as _fail
 from duragent.cli.errors import handles_errors, set_verbosity
 from duragent.cli.scaffold import DEFAULT_MODELS, scaffold_agent, scaffold_workspace
 from duragent.config import CONFIG_FILENAME, load_workspace
+from duragent.core.logrepeat import collapse_repeats
 from duragent.llm.factory import PROVIDERS
 from duragent.runtime import Runtime
 
@@ -55,6 +56,7 @@ def _setup_logging(verbose: int, quiet: bool) -> None:
         datefmt="%H:%M:%S",
         stream=sys.stderr,
     )
+    collapse_repeats(logging.getLogger().handlers)  # a flood of one error stays a few lines
     if verbose < 2:
         for noisy in ("httpx", "httpcore", "openai", "anthropic", "uvicorn.error"):
             logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
