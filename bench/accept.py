@@ -8,6 +8,7 @@ files" lines the server logged.
 
     .venv/bin/python bench/accept.py                       # 250 clients at ulimit -n 256
     .venv/bin/python bench/accept.py --clients 400 --limit 256 --timeout 120
+    .venv/bin/python bench/accept.py --messages 5      # keep-alive: 5 messages per client
 
 Before the accept cap (specs/202611232220.accept-cap-and-log-floods.md) sockets alone used up
 the limit; after it, connections beyond the share wait in the kernel's listen queue.
@@ -40,16 +41,17 @@ def _free_port() -> int:
 
 
 async def _client(
-    base: str, n: int, limit_s: float, latencies: list[float], errors: list[str]
+    base: str, n: int, spec: tuple[float, int], latencies: list[float], errors: list[str]
 ) -> None:
-    """One client on its own connection: create a session, then send it a message."""
+    """One client on its own connection: create a session, then send it messages."""
+    limit_s, messages = spec
     limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
     # verify=False: plain HTTP; loading the CA bundle per client would cost the bench ~20 ms each
     async with httpx.AsyncClient(
         base_url=base, timeout=limit_s, limits=limits, verify=False
     ) as client:
         path, body = "/api/v1/sessions", {"agent": "assistant"}
-        for step in range(2):
+        for step in range(1 + messages):
             started = time.monotonic()
             try:
                 answer = await client.post(path, json=body)
@@ -66,7 +68,7 @@ async def _client(
                 body = {"content": f"message {n}"}
 
 
-def run(clients: int, limit: int, timeout: float) -> dict[str, object]:
+def run(clients: int, limit: int, timeout: float, messages: int = 1) -> dict[str, object]:
     """One round; returns the row's numbers."""
     with tempfile.TemporaryDirectory(dir=os.getcwd()) as tmp:
         root = Path(tmp)
@@ -98,7 +100,10 @@ def run(clients: int, limit: int, timeout: float) -> dict[str, object]:
             async def everyone() -> None:
                 base = f"http://127.0.0.1:{port}"
                 await asyncio.gather(
-                    *(_client(base, n, timeout, latencies, errors) for n in range(clients))
+                    *(
+                        _client(base, n, (timeout, messages), latencies, errors)
+                        for n in range(clients)
+                    )
                 )
 
             asyncio.run(everyone())
@@ -110,7 +115,7 @@ def run(clients: int, limit: int, timeout: float) -> dict[str, object]:
     latencies.sort()
     return {
         "answered": len(latencies) - sum(e.startswith("HTTP") for e in errors),
-        "requests": 2 * clients,
+        "requests": (1 + messages) * clients,
         "errors": dict(collections.Counter(errors)),
         "p50": statistics.median(latencies) if latencies else float("nan"),
         "p99": latencies[int(0.99 * (len(latencies) - 1))] if latencies else float("nan"),
@@ -125,14 +130,17 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=250)
     parser.add_argument("--limit", type=int, default=256)
     parser.add_argument("--timeout", type=float, default=60.0)
+    parser.add_argument("--messages", type=int, default=1, help="messages per client")
     args = parser.parse_args()
-    row = run(args.clients, args.limit, args.timeout)
+    row = run(args.clients, args.limit, args.timeout, args.messages)
     print(
-        "| clients | limit | answered/requests | errors | p50 s | p99 s | wall s | EMFILE lines |"
+        "| clients | limit | messages each | answered/requests | errors | p50 s | p99 s "
+        "| wall s | EMFILE lines |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     print(
-        f"| {args.clients} | {args.limit} | {row['answered']}/{row['requests']} | "
+        f"| {args.clients} | {args.limit} | {args.messages} | "
+        f"{row['answered']}/{row['requests']} | "
         f"{row['errors'] or 'none'} | {row['p50']:.2f} | {row['p99']:.2f} | "
         f"{row['wall']:.1f} | {row['emfile_lines']} |"
     )

@@ -126,7 +126,13 @@ class HttpServer:
                 failure = self._task.exception()
                 raise OSError(f"HTTP server failed to start: {failure}")
             await asyncio.sleep(0.005)
-        log.info("HTTP listening on http://%s:%d", self.host, self.port)
+        cap = self._server.acceptor.cap if self._server.acceptor else None
+        log.info(
+            "HTTP listening on http://%s:%d%s",
+            self.host,
+            self.port,
+            f" (at most {cap} connections open; more wait to be accepted)" if cap else "",
+        )
 
     async def stop(self) -> None:
         """Stop accepting, finish in-flight requests (10 s grace), close."""

@@ -195,6 +195,7 @@ async def test_out_of_descriptors_the_loop_backs_off_says_why_and_then_accepts(
 
     acceptor = Acceptor(listener, Greeter, cap=None, health=health)
     acceptor.start()
+    writer: asyncio.StreamWriter | None = None
     try:
         with caplog.at_level(logging.WARNING, "duragent.gateways.http.listener"):
             reader, writer = await asyncio.open_connection(*listener.getsockname())
@@ -204,8 +205,9 @@ async def test_out_of_descriptors_the_loop_backs_off_says_why_and_then_accepts(
         assert listener.attempts <= 5
         warnings = [r for r in caplog.records if "cannot accept connections" in r.getMessage()]
         assert len(warnings) == 3
-        writer.close()
     finally:
+        if writer is not None:
+            writer.close()
         await acceptor.stop()
         for transport in made:
             transport.close()
