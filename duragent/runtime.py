@@ -20,7 +20,7 @@ from duragent.agents import AgentCatalog, load_catalog
 from duragent.config import LoadedWorkspace, WorkspaceConfig
 from duragent.gateways.http import HttpServer, build_app
 from duragent.session import RegistrySettings, SessionRegistry, TurnRunner
-from duragent.session.descriptors import budget
+from duragent.session.descriptors import budget, connection_cap
 from duragent.session.gate import MAX_ACTIVE_ASKS, tune_interpreter
 from duragent.session.providers import ProviderPool
 from duragent.session.reader import RegistrySessionReader
@@ -67,6 +67,7 @@ class Runtime:
         self._ephemeral = ephemeral
         self._ephemeral_task: asyncio.Task[None] | None = None
         self._lock: ServeLock | None = None
+        self._connection_cap: int | None = None
         self.registry = SessionRegistry(
             SessionStore(paths.sessions),
             registry_settings
@@ -191,7 +192,12 @@ class Runtime:
             self._ephemeral_task = asyncio.create_task(
                 self._exit_when_idle(self._ephemeral), name="ephemeral"
             )
-        self._http = HttpServer(build_app(self), host=self._host, port=self._port)
+        self._http = HttpServer(
+            build_app(self),
+            host=self._host,
+            port=self._port,
+            max_open_connections=self._connection_cap,
+        )
         await self._http.start()
         self._lock.publish(f"http://{_url_host(self._host)}:{self._http.port}")
         names = ", ".join(self._catalog.names()) or "(none)"
@@ -219,6 +225,7 @@ class Runtime:
         for warning in planned.warnings:
             log.warning("%s", warning)
         self.registry.live_cap = min(self.registry.live_cap, planned.plan.actors)
+        self._connection_cap = connection_cap(planned.plan)
         server = self._config.server
         if planned.plan.connections < server.max_connections:  # turns beyond wait for a slot
             lowered = server.model_copy(update={"max_connections": planned.plan.connections})

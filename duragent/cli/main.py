@@ -23,6 +23,7 @@ from duragent.cli.errors import fail as _fail
 from duragent.cli.errors import handles_errors, set_verbosity
 from duragent.cli.scaffold import DEFAULT_MODELS, scaffold_agent, scaffold_workspace
 from duragent.config import CONFIG_FILENAME, load_workspace
+from duragent.core.logrepeat import collapse_repeats
 from duragent.llm.factory import PROVIDERS
 from duragent.runtime import Runtime
 
@@ -49,12 +50,17 @@ ConfigOpt = Annotated[
 
 def _setup_logging(verbose: int, quiet: bool) -> None:
     level = logging.ERROR if quiet else (logging.DEBUG if verbose else logging.INFO)
+    root = logging.getLogger()
+    before = list(root.handlers)
     logging.basicConfig(
         level=level,
         format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
         datefmt="%H:%M:%S",
         stream=sys.stderr,
     )
+    # A flood of one error stays a few lines; only on the handler made here (a host that
+    # configured logging itself, e.g. a test runner, keeps its handlers as they are).
+    collapse_repeats(h for h in root.handlers if h not in before)
     if verbose < 2:
         for noisy in ("httpx", "httpcore", "openai", "anthropic", "uvicorn.error"):
             logging.getLogger(noisy).setLevel(max(level, logging.WARNING))

@@ -19,10 +19,9 @@ and requests answered 500 or were reset. Now:
 
 The HTTP app serves at most the planned number of requests at once (``max_connections``
 lowered; the others wait for a slot, as over the configured limit), which bounds provider
-connections and tool pipes. Accepted sockets are not counted: far more simultaneous clients
-than their share can still exhaust the limit (asyncio then pauses ``accept`` for a second
-at a time, and an actor that cannot open its log finds no idle actor to evict). The WARNING
-says so and names the limit that serves them all.
+connections and tool pipes; and ``connection_cap`` bounds accepted sockets to the same share
+(the HTTP server leaves further connections in the listen queue), so far more simultaneous
+clients than the share wait instead of running the server out of files.
 """
 
 from __future__ import annotations
@@ -41,6 +40,7 @@ __all__ = [
     "RETRY_SAFE_OPS",
     "Budget",
     "DescriptorPlan",
+    "connection_cap",
     "is_out_of_descriptors",
     "needed",
     "plan_descriptors",
@@ -137,6 +137,18 @@ def plan_descriptors(
     return DescriptorPlan(limit, reserved, connections, max(MIN_ACTORS, actors))
 
 
+def connection_cap(plan: DescriptorPlan) -> int | None:
+    """Connections the HTTP server may keep open at once: what the plan leaves beside actors.
+
+    Each may carry a request with its provider connection, so ``PER_CONNECTION`` each; never
+    below ``plan.connections``. None when the limit is unlimited.
+    """
+    if plan.limit == resource.RLIM_INFINITY:
+        return None
+    spare = (plan.limit - plan.reserved - plan.actors) // PER_CONNECTION
+    return max(plan.connections, spare)
+
+
 def is_out_of_descriptors(exc: BaseException) -> bool:
     """Whether ``exc`` (or what it wraps) is the process or the system out of open files."""
     seen: set[int] = set()
@@ -179,7 +191,7 @@ def budget(*, max_live: int, max_connections: int, active_asks: int) -> Budget:
         warnings.append(
             f"server.max_connections {max_connections} lowered to {plan.connections}: that many "
             f"requests fit in the open-file limit {limit} beside {plan.actors} live sessions "
-            "(others wait for a slot; far more simultaneous clients can still run the server "
-            f"out of files). Raise the limit to {need} to serve them all"
+            "(further requests wait for a slot, further connections wait to be accepted). "
+            f"Raise the limit to {need} to serve them all at once"
         )
     return Budget(plan=plan, raised_from=before, warnings=tuple(warnings))

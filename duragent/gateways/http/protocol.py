@@ -18,11 +18,16 @@ in are waited for forever, each holding a descriptor and (for a body) a
 Nothing runs while a response is being sent: an SSE stream, however long, is never cut by
 these timers (its own keep-alive pings and the model's idle timeout govern it).
 ``server.connection_idle_timeout_seconds`` is uvicorn's keep-alive timeout.
+
+The connection also tells the acceptor (``listener.py``, through ``hooks``) when it is quiet
+(between requests, or nothing sent yet) or busy, so that at the connection cap the acceptor
+can close the longest-quiet one for a connection that waits (``close_if_quiet``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from http import HTTPStatus
 from typing import Any
@@ -32,6 +37,7 @@ from uvicorn.config import Config
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.server import ServerState
 
+from duragent.gateways.http.listener import ConnectionHooks
 from duragent.gateways.http.problem import PROBLEM_CONTENT_TYPE, problem
 
 __all__ = ["TimedH11Protocol", "timed_protocol"]
@@ -61,6 +67,8 @@ class TimedH11Protocol(H11Protocol):
     header_timeout: float = 10.0
     body_timeout: float = 30.0
     idle_timeout: float = 15.0
+    hooks: ConnectionHooks | None = None
+    """Set by the server's protocol factory to its acceptor."""
 
     def __init__(
         self,
@@ -79,15 +87,22 @@ class TimedH11Protocol(H11Protocol):
         """Start the head timer: a new connection must send a request in time."""
         super().connection_made(transport)
         self._arm_head()
+        if self.hooks is not None:
+            self.hooks.made(self)
+            self.hooks.quiet(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
         """Cancel both timers."""
         self._cancel_head()
         self._cancel_body()
+        if self.hooks is not None:
+            self.hooks.closed(self)
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
         """Feed h11, then move the timers along with the request's progress."""
+        if self.hooks is not None:
+            self.hooks.busy(self)
         if self.conn.their_state is h11.IDLE and not self._head_started:
             self._head_started = True
             if self._head_timer is None:  # a later request: its head runs from its first byte
@@ -99,6 +114,28 @@ class TimedH11Protocol(H11Protocol):
         """After a response, a pipelined request may already be parsed: track it too."""
         super().on_response_complete()
         self._track_progress()
+        if self.hooks is not None and self._is_quiet():
+            self.hooks.quiet(self)
+
+    def close_if_quiet(self) -> bool:
+        """Close the connection if it is between requests (the acceptor needs room)."""
+        if not self._is_quiet():
+            return False
+        with contextlib.suppress(h11.LocalProtocolError):
+            self.conn.send(h11.ConnectionClosed())
+        self.transport.close()
+        return True
+
+    def _is_quiet(self) -> bool:
+        """Not in a request: nothing of one received, no response under way."""
+        return (
+            self.transport is not None
+            and not self.transport.is_closing()
+            and self.conn.our_state is h11.IDLE
+            and self.conn.their_state is h11.IDLE
+            and not self._head_started
+            and (self.cycle is None or self.cycle.response_complete)
+        )
 
     def shutdown(self) -> None:
         """Stopping: a request whose body is still arriving is refused (503) and closed now.

@@ -6,9 +6,10 @@ this server only starts, reports its bound port, and stops when asked.
 
 The app built by ``build_app`` carries its ``server:`` settings and its :class:`ServerHealth`
 in ``app.state``; the server reads them for the connection timeouts (``protocol.py``) and
-gives the health to the listening socket (``listener.py``), so ``/readyz`` knows when accepting
-fails. While serving, repeated log records of asyncio's accept loop, uvicorn and this package
-are collapsed (``core.logrepeat``) so a flood of identical errors stays a few lines.
+gives the health to its accept loop (``listener.py``), so ``/readyz`` knows when connections
+wait. The accept loop replaces asyncio's (uvicorn's ``startup`` is overridden; the rest of
+uvicorn's lifecycle is kept): it keeps at most ``max_open_connections`` connections open, the
+share of the open-file limit the runtime's budget gives HTTP.
 """
 
 from __future__ import annotations
@@ -18,39 +19,70 @@ import contextlib
 import logging
 import socket
 from collections.abc import Generator
+from typing import Any
 
 import uvicorn
 from starlette.types import ASGIApp
 
 from duragent.config.workspace import ServerConfig
-from duragent.core.logrepeat import RepeatFilter
 from duragent.gateways.http.health import ServerHealth
-from duragent.gateways.http.listener import GuardedListener
-from duragent.gateways.http.protocol import timed_protocol
+from duragent.gateways.http.listener import Acceptor
+from duragent.gateways.http.protocol import TimedH11Protocol, timed_protocol
 
 __all__ = ["HttpServer"]
 
 log = logging.getLogger(__name__)
 
-FLOOD_PRONE_LOGGERS = (
-    "asyncio",
-    "uvicorn.error",
-    "duragent.gateways.http.crash",
-    "duragent.gateways.http.protocol",
-)
-"""Loggers that can repeat one record many times a second under attack or exhaustion."""
-
 
 class _EmbeddedServer(uvicorn.Server):
+    """uvicorn's server with our signals (none) and our accept loop."""
+
+    def __init__(
+        self, config: uvicorn.Config, *, cap: int | None, health: ServerHealth | None
+    ) -> None:
+        super().__init__(config)
+        self._cap = cap
+        self._health = health
+        self.acceptor: Acceptor | None = None
+
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
         yield  # the runtime handles signals
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        """Serve ``sockets[0]`` through an :class:`Acceptor` instead of ``create_server``."""
+        assert sockets, "HttpServer always passes its bound socket"
+        await self.lifespan.startup()
+        config = self.config
+        state = self.server_state
+
+        def create_protocol() -> asyncio.Protocol:
+            made: Any = config.http_protocol_class
+            protocol = made(config=config, server_state=state, app_state=self.lifespan.state)
+            if isinstance(protocol, TimedH11Protocol):
+                protocol.hooks = acceptor
+            return protocol  # type: ignore[no-any-return]
+
+        acceptor = Acceptor(sockets[0], create_protocol, cap=self._cap, health=self._health)
+        self.servers = []  # uvicorn's shutdown closes these: there are none
+        acceptor.start()
+        self.acceptor = acceptor
+        self.started = True
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        """Stop accepting first, then uvicorn's shutdown (closes the socket and connections)."""
+        if self.acceptor is not None:
+            await self.acceptor.stop()
+        await super().shutdown(sockets)
 
 
 class HttpServer:
     """A uvicorn server bound to ``host:port`` (port 0 picks a free one)."""
 
-    def __init__(self, app: ASGIApp, *, host: str, port: int) -> None:
+    def __init__(
+        self, app: ASGIApp, *, host: str, port: int, max_open_connections: int | None = None
+    ) -> None:
+        """``max_open_connections``: connections kept open at once (None: no cap)."""
         state = getattr(app, "state", None)
         settings: ServerConfig = getattr(state, "server_config", None) or ServerConfig()
         self.health: ServerHealth | None = getattr(state, "health", None)
@@ -68,8 +100,7 @@ class HttpServer:
                 idle=settings.connection_idle_timeout_seconds,
             ),
         )
-        self._repeats = RepeatFilter()
-        self._server = _EmbeddedServer(config)
+        self._server = _EmbeddedServer(config, cap=max_open_connections, health=self.health)
         self._task: asyncio.Task[None] | None = None
         self.host = host
         self.port = port
@@ -88,7 +119,6 @@ class HttpServer:
                 "choose another port with --port"
             ) from None
         sock.set_inheritable(True)
-        sock.health = self.health
         self.port = sock.getsockname()[1]
         self._task = asyncio.create_task(self._server.serve(sockets=[sock]), name="http-server")
         while not self._server.started:
@@ -96,9 +126,13 @@ class HttpServer:
                 failure = self._task.exception()
                 raise OSError(f"HTTP server failed to start: {failure}")
             await asyncio.sleep(0.005)
-        for name in FLOOD_PRONE_LOGGERS:
-            logging.getLogger(name).addFilter(self._repeats)
-        log.info("HTTP listening on http://%s:%d", self.host, self.port)
+        cap = self._server.acceptor.cap if self._server.acceptor else None
+        log.info(
+            "HTTP listening on http://%s:%d%s",
+            self.host,
+            self.port,
+            f" (at most {cap} connections open; more wait to be accepted)" if cap else "",
+        )
 
     async def stop(self) -> None:
         """Stop accepting, finish in-flight requests (10 s grace), close."""
@@ -110,11 +144,9 @@ class HttpServer:
                 await self._task
         finally:
             self._task = None
-            for name in FLOOD_PRONE_LOGGERS:
-                logging.getLogger(name).removeFilter(self._repeats)
 
 
-def _listen(host: str, port: int) -> GuardedListener:
+def _listen(host: str, port: int) -> socket.socket:
     """A listening TCP socket created with ``IPPROTO_TCP``.
 
     asyncio disables Nagle's algorithm only on sockets whose ``proto`` is IPPROTO_TCP; a socket
@@ -123,7 +155,7 @@ def _listen(host: str, port: int) -> GuardedListener:
     family, kind, proto, _, address = socket.getaddrinfo(
         host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP, flags=socket.AI_PASSIVE
     )[0]
-    sock = GuardedListener(family, kind, proto)
+    sock = socket.socket(family, kind, proto)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         if family == socket.AF_INET6:
