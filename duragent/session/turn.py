@@ -27,7 +27,7 @@ from duragent.agents import Agent, AgentCatalog
 from duragent.context.budget import BudgetSettings, ContextOverflowError
 from duragent.core.messages import Message, Role
 from duragent.core.snapshot import SessionStatus
-from duragent.errors import DuragentError, LLMError
+from duragent.errors import DuragentError, LLMError, StorageError
 from duragent.session.actor import NewSession, UserMessageResult
 from duragent.session.loop import (
     LoopContext,
@@ -198,9 +198,13 @@ class TurnRunner:
                 return TurnResult(session_id=session_id, status="duplicate")
             if not recorded.duplicate:
                 active.steering.append(content)
-            return copy_result(await asyncio.shield(running), steered=True)
+            try:
+                return copy_result(await asyncio.shield(running), steered=True)
+            except StorageError as exc:
+                raise exc.after_recording(recorded.seq) from exc
         future: asyncio.Future[TurnResult] = asyncio.get_running_loop().create_future()
         active.running = future  # claimed before any await: later messages steer this turn
+        recorded: UserMessageResult | None = None
         try:
             async with active.lock:
                 recorded = await self.registry.call(
@@ -213,6 +217,8 @@ class TurnRunner:
         except BaseException as exc:
             future.set_exception(exc)
             future.exception()  # the waiters re-raise it; never "exception never retrieved"
+            if isinstance(exc, StorageError) and recorded is not None:
+                raise exc.after_recording(recorded.seq) from exc  # a retry would record it twice
             raise
         finally:
             active.steering.clear()
@@ -369,6 +375,12 @@ class TurnRunner:
         if not isinstance(exc, LLMError | ContextOverflowError):
             code = "turn_failed"
         log.error("session %s: turn failed: %s", session_id, exc)
+        if isinstance(exc, StorageError):  # the client is told the cause (507/503), not "sorry"
+            with contextlib.suppress(StorageError):  # for the operator, if the disk lets us
+                await self.registry.call(
+                    session_id, "record_error", code="storage_error", message=str(exc)
+                )
+            raise exc
         await self.registry.call(session_id, "record_error", code=code, message=str(exc))
         text = f"Sorry, I could not answer: {exc}. Your message is saved; you can send it again."
         return TurnResult(session_id=session_id, status="error", content=text, error=str(exc))
