@@ -193,15 +193,17 @@ class TurnRunner:
         }
         running = active.running
         if running is not None and not running.done():
-            recorded = await self.registry.call(session_id, "add_user_message", **record)
-            if recorded.duplicate and recorded.answered:
+            steered: UserMessageResult = await self.registry.call(
+                session_id, "add_user_message", **record
+            )
+            if steered.duplicate and steered.answered:
                 return TurnResult(session_id=session_id, status="duplicate")
-            if not recorded.duplicate:
+            if not steered.duplicate:
                 active.steering.append(content)
             try:
                 return copy_result(await asyncio.shield(running), steered=True)
             except StorageError as exc:
-                raise exc.after_recording(recorded.seq) from exc
+                raise exc.after_recording(steered.seq) from exc
         future: asyncio.Future[TurnResult] = asyncio.get_running_loop().create_future()
         active.running = future  # claimed before any await: later messages steer this turn
         recorded: UserMessageResult | None = None
