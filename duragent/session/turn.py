@@ -193,20 +193,18 @@ class TurnRunner:
         }
         running = active.running
         if running is not None and not running.done():
-            steered: UserMessageResult = await self.registry.call(
-                session_id, "add_user_message", **record
-            )
-            if steered.duplicate and steered.answered:
+            recorded = await self.registry.call(session_id, "add_user_message", **record)
+            if recorded.duplicate and recorded.answered:
                 return TurnResult(session_id=session_id, status="duplicate")
-            if not steered.duplicate:
+            if not recorded.duplicate:
                 active.steering.append(content)
             try:
                 return copy_result(await asyncio.shield(running), steered=True)
-            except StorageError as exc:
-                raise exc.after_recording(steered.seq) from exc
+            except StorageError as exc:  # this caller's message is on disk too
+                raise exc.after_recording(recorded.seq) from exc
         future: asyncio.Future[TurnResult] = asyncio.get_running_loop().create_future()
         active.running = future  # claimed before any await: later messages steer this turn
-        recorded: UserMessageResult | None = None
+        recorded = None  # the message, once on disk
         try:
             async with active.lock:
                 recorded = await self.registry.call(
@@ -379,9 +377,7 @@ class TurnRunner:
         log.error("session %s: turn failed: %s", session_id, exc)
         if isinstance(exc, StorageError):  # the client is told the cause (507/503), not "sorry"
             with contextlib.suppress(StorageError):  # for the operator, if the disk lets us
-                await self.registry.call(
-                    session_id, "record_error", code="storage_error", message=str(exc)
-                )
+                await self.registry.call(session_id, "record_error", code=code, message=str(exc))
             raise exc
         await self.registry.call(session_id, "record_error", code=code, message=str(exc))
         text = f"Sorry, I could not answer: {exc}. Your message is saved; you can send it again."
