@@ -147,8 +147,8 @@ class StorageError(DuragentError, OSError):
     """
 
     recorded_seq: int | None = None
-    """Set when the request's own message was durably recorded (as this seq) before the
-    failure, e.g. a turn whose reply could not be written: it must not be sent again."""
+    """Set when the request's own input (a turn's message, an approval's decision) was durably
+    recorded, as this seq, before the failure: it must not be sent again."""
 
     def __init__(self, operation: str, cause: OSError) -> None:
         super().__init__(cause.errno, cause.strerror, cause.filename)
@@ -170,7 +170,7 @@ class StorageError(DuragentError, OSError):
         text = f"storage error while {self.operation}{where}: {self.strerror or self.cause}"
         if self.recorded_seq is not None:  # every front end tells it (HTTP, SSE, chats)
             text += (
-                f"; your message was recorded (seq {self.recorded_seq}) before this failure, "
+                f"; what you sent was recorded (seq {self.recorded_seq}) before this failure, "
                 "so do not send it again"
             )
         return text

@@ -67,6 +67,7 @@ class _Active:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     steering: list[str] = field(default_factory=list)
     running: asyncio.Future[TurnResult] | None = None
+    decision_seq: int | None = None  # the approval ``_approve`` recorded, for its caller
     users: int = 0  # calls holding this entry (``TurnRunner._hold``)
 
 
@@ -247,7 +248,13 @@ class TurnRunner:
         if decision not in DECISIONS:
             raise ApprovalError(f"decision must be one of {', '.join(DECISIONS)}, got {decision!r}")
         with self._hold(session_id) as active:
-            return await self._approve(session_id, call_id, decision, active, sink)
+            active.decision_seq = None
+            try:
+                return await self._approve(session_id, call_id, decision, active, sink)
+            except StorageError as exc:  # the decision on disk must not be sent again
+                if active.decision_seq is None:
+                    raise
+                raise exc.after_recording(active.decision_seq) from exc
 
     async def _approve(
         self,
@@ -270,7 +277,7 @@ class TurnRunner:
             # Before resolving: if the model cannot be reached (no key, say) the approval
             # stays pending and can be given again once that is fixed.
             ctx = await self._contexts.build(session_id, agent, active.steering, sink)
-            await self.registry.call(
+            active.decision_seq = await self.registry.call(
                 session_id, "resolve_pending_approval", call_id=call_id, decision=decision
             )
             command = str(pending.get("command", ""))

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 
 from duragent.store import SessionStore, StoreHealth
-from duragent.testing import Reply
+from duragent.testing import Reply, ToolCallReply
 from tests.gateways.http.api_fixtures import served
 from tests.store.failing_ops import FailingFileOps
 
@@ -260,3 +260,35 @@ async def test_a_disk_that_fills_during_the_reply_says_the_message_was_recorded_
         assert third.status_code == 200, third.text
         assert third.json()["content"] == "three"
         assert await _user_texts(s.client, sid) == ["first", "second", "third"]
+
+
+async def test_a_disk_that_fills_after_an_approval_was_recorded_says_it_was_recorded(
+    tmp_path: Path,
+) -> None:
+    bash = "  tools:\n    - type: builtin\n      name: bash\n"
+    policy = "apiVersion: duragent/v1alpha1\nkind: Policy\nmode: ask\n"
+    async with served(tmp_path, tools=bash, policy=policy) as s:
+        ops = _FullOnReply()
+        store = s.runtime.registry.store
+        store.ops, store.health = ops, StoreHealth(store.root, ops)
+        sid = (await s.client.post("/api/v1/sessions", json={"agent": "bot"})).json()["session_id"]
+        call = ToolCallReply(name="bash", arguments={"command": "echo ok"}, id="c1")
+        s.server.enqueue(Reply(tool_calls=[call]))
+        asked = await s.client.post(f"/api/v1/sessions/{sid}/messages", json={"content": "run"})
+        assert asked.status_code == 202, asked.text
+
+        ops.armed = True
+        s.server.enqueue(Reply(text="lost reply"))
+        approve = {"call_id": "c1", "decision": "allow_once"}
+        full = await s.client.post(f"/api/v1/sessions/{sid}/approve", json=approve)
+        assert full.status_code == 507, full.text
+        assert full.json()["message_recorded"] is True
+        assert "do not send it again" in full.json()["detail"]
+
+        ops.armed = ops.failing = False
+        await _wait_ready(s.client)
+        again = await s.client.post(f"/api/v1/sessions/{sid}/approve", json=approve)
+        assert again.status_code == 404  # the decision is on disk: nothing is pending
+        s.server.enqueue(Reply(text="next"))
+        nxt = await s.client.post(f"/api/v1/sessions/{sid}/messages", json={"content": "next?"})
+        assert nxt.status_code == 200, nxt.text
