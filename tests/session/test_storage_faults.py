@@ -213,9 +213,10 @@ async def test_running_out_of_descriptors_refuses_the_write_and_the_next_one_wor
 async def test_each_message_of_a_turn_the_disk_cut_short_is_told_its_own_recorded_seq(
     tmp_path: Path,
 ) -> None:
-    gate = asyncio.Event()
+    gate, started = asyncio.Event(), asyncio.Event()
 
     async def slow(args: Any) -> str:
+        started.set()
         await gate.wait()
         return "slow done"
 
@@ -228,7 +229,7 @@ async def test_each_message_of_a_turn_the_disk_cut_short_is_told_its_own_recorde
         )
         sid = await h.runner.start_session("bot")
         first = asyncio.create_task(h.runner.run(sid, "start"))
-        assert await eventually(lambda: h.runner.is_running(sid))
+        await started.wait()  # steered at the tool boundary: any earlier would skip the tool
         second = asyncio.create_task(h.runner.run(sid, "and also this"))
         assert await eventually(lambda: "and also this" in h.runner._active[sid].steering)
         ops.failing = True  # the disk fills before the turn's reply is written
