@@ -146,14 +146,34 @@ class StorageError(DuragentError, OSError):
     those of the underlying ``OSError``; ``operation`` says what was being done.
     """
 
+    recorded_seq: int | None = None
+    """Set when the request's own input (a turn's message, an approval's decision) was durably
+    recorded, as this seq, before the failure: it must not be sent again."""
+
     def __init__(self, operation: str, cause: OSError) -> None:
         super().__init__(cause.errno, cause.strerror, cause.filename)
         self.operation = operation
         self.cause = cause
 
+    def after_recording(self, seq: int) -> StorageError:
+        """This failure as told to a caller whose message was recorded (as ``seq``) first.
+
+        A copy: one failed turn can answer several callers (messages steered into it), each
+        with its own message.
+        """
+        told = StorageError(self.operation, self.cause)
+        told.recorded_seq = seq
+        return told
+
     def __str__(self) -> str:
         where = f" ({self.filename})" if self.filename else ""
-        return f"storage error while {self.operation}{where}: {self.strerror or self.cause}"
+        text = f"storage error while {self.operation}{where}: {self.strerror or self.cause}"
+        if self.recorded_seq is not None:  # every front end tells it (HTTP, SSE, chats)
+            text += (
+                f"; what you sent was recorded (seq {self.recorded_seq}) before this failure, "
+                "so do not send it again"
+            )
+        return text
 
 
 class TokenizerError(DuragentError):

@@ -185,3 +185,8 @@ def _print_sessions(client: ApiClient, *, active_only: bool) -> None:
             console.print(line, highlight=False, soft_wrap=True)  # whole, for copy and grep
     if any(s["status"] == "quarantined" for s in sessions):
         console.print("restore one (after fixing its files): duragent session restore ID")
+    if any(s["status"] == "unavailable" for s in sessions):
+        console.print(
+            "unavailable: the reason says why; once a refused read is fixed (permissions, disk), "
+            "it loads again: no restore is needed"
+        )

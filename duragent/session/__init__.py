@@ -8,9 +8,11 @@
 ```
 
 - ``state``: checkpointed/pending messages, Layer 1 window, tool-result placement.
-- ``actor``: durability rules, recovery, crash repair, operations.
+- ``actor``: the thread: create or load (quarantine what cannot be trusted), dispatch, stop.
+- ``operations``: what a loaded session serves (``op_<name>``); ``journal``: durability rules.
 - ``bridge``: non-blocking asks with timeouts.
-- ``registry``: lazy start, chat → session, LRU and idle bounds.
+- ``registry``: lazy start, chat → session; ``eviction``: LRU, idle and descriptor bounds;
+  ``listing``: every session on disk, unloadable ones included.
 """
 
 from __future__ import annotations

@@ -1,17 +1,11 @@
-"""Live session actors: get or start them, find a chat's session, and bound their number.
+"""Live session actors: get or start them, find a chat's session.
 
 - ``get(id)`` starts the session's actor on first use (lazy recovery: nothing is read at
   start-up except the chat index, so 10,000 sessions on disk cost nothing until used).
 - ``for_chat(key, new)`` returns the chat's session or creates exactly one, even when many
   first messages for the same chat arrive at once.
-- Live actors are bounded: the least recently used idle one is stopped (its state is on disk)
-  when more than ``live_cap`` (``max_live``, or less to fit the open-file limit) are running,
-  and any actor idle longer than ``idle_seconds`` is stopped by a reaper. A request to a
-  stopped actor transparently restarts it from disk.
-- Out of open files (``EMFILE``), a request is not failed: the least recently used idle
-  actors are stopped (closing their logs), the cap is lowered to what fitted, and the
-  request is retried if it had recorded nothing (``RETRY_SAFE_OPS``). An actor in the middle
-  of a tool call is never evicted (its restart would mark the call interrupted).
+- Live actors are bounded (``live_cap``, an idle reaper) and out of open files idle ones make
+  room: that policy is ``eviction.Evictor``. Listings are ``listing.SessionListing``.
 - ``aclose`` stops every actor; each flushes and snapshots first.
 """
 
@@ -22,7 +16,7 @@ import contextlib
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -35,20 +29,15 @@ from duragent.errors import NotFoundError
 from duragent.session.actor import NewSession, SessionActor, SessionInfo, SessionQuarantinedError
 from duragent.session.admission import Admission, AskMix
 from duragent.session.bridge import Request, SessionUnavailableError, ask
-from duragent.session.descriptors import MIN_ACTORS, RETRY_SAFE_OPS, is_out_of_descriptors
+from duragent.session.descriptors import RETRY_SAFE_OPS
+from duragent.session.eviction import PRESSURE_RETRIES, Evictor, Live
 from duragent.session.gate import DEFAULT_ACTIVE_ASKS, MAX_ACTIVE_ASKS
+from duragent.session.listing import QUARANTINED, UNAVAILABLE, SessionListing
 from duragent.store import ChatKey, SessionStore
-from duragent.store.session_store import QUARANTINE_DIRNAME
-from duragent.store.snapshot_file import read_header
 
 __all__ = ["RegistrySettings", "SessionNotFoundError", "SessionRegistry"]
 
 log = logging.getLogger(__name__)
-
-QUARANTINED = "quarantined"
-"""The ``status`` a listing gives a quarantined session (not a ``SessionStatus``: not loadable)."""
-PRESSURE_RETRIES = 5
-EVICT_BATCH = 8
 
 
 class SessionNotFoundError(NotFoundError):
@@ -73,16 +62,6 @@ class RegistrySettings:
     """At most this many asks in flight to actor threads at once; None: adaptive (``gate``)."""
 
 
-@dataclass(slots=True)
-class _Live:
-    ref: pykka.ActorRef[Any]
-    last_used: float
-    busy: int = 0
-    """Asks of this actor in flight (an actor being asked is never evicted)."""
-    leaving: bool = False
-    """An eviction is under way (counted as gone by the cap)."""
-
-
 class SessionRegistry:
     """Session id ↔ live actor, and chat key → session (see module docstring)."""
 
@@ -95,13 +74,22 @@ class SessionRegistry:
     ) -> None:
         self.store = store
         self.settings = settings or RegistrySettings()
-        self._live: OrderedDict[str, _Live] = OrderedDict()
-        self._starting: dict[str, asyncio.Future[_Live]] = {}
+        self._live: OrderedDict[str, Live] = OrderedDict()  # least recently used first
+        self._evictor = Evictor(
+            self._live,
+            self._ask,
+            max_live=self.settings.max_live,
+            idle_seconds=self.settings.idle_seconds,
+            min_idle_to_evict=self.settings.min_idle_to_evict,
+        )
+        self._listing = SessionListing(
+            store, is_live=lambda sid: sid in self._live or sid in self._starting, info=self.info
+        )
+        self._starting: dict[str, asyncio.Future[Live]] = {}
         self._chat_locks: dict[ChatKey, asyncio.Lock] = {}
         self._reaper: asyncio.Task[None] | None = None
         self._on_change = on_change
         self._closed = False
-        self._cap = self.settings.max_live  # lowered when the process runs out of descriptors
         asks = self.settings.active_asks
         self._mix: AskMix | None = None  # shared with the actors when the limit adapts
         if asks is None:
@@ -120,7 +108,7 @@ class SessionRegistry:
     async def open(self) -> None:
         """Prepare the directory and load the chat index; start the idle reaper."""
         await asyncio.to_thread(self.store.open)
-        self._reaper = asyncio.create_task(self._reap_forever(), name="session-reaper")
+        self._reaper = asyncio.create_task(self._evictor.reap_forever(), name="session-reaper")
 
     async def aclose(self) -> None:
         """Stop every live actor (each flushes and snapshots)."""
@@ -159,7 +147,7 @@ class SessionRegistry:
                 await asyncio.to_thread(self.store.chats.set, key, session_id)
             return session_id
 
-        created: str = await self._making_room(session_id, PRESSURE_RETRIES, create)
+        created: str = await self._evictor.making_room(session_id, PRESSURE_RETRIES, create)
         return created
 
     async def for_chat(self, key: ChatKey, new: NewSession) -> str:
@@ -181,11 +169,11 @@ class SessionRegistry:
     @property
     def live_cap(self) -> int:
         """Live actors allowed now (``max_live``, or lower after running out of descriptors)."""
-        return self._cap
+        return self._evictor.cap
 
     @live_cap.setter
     def live_cap(self, cap: int) -> None:
-        self._cap = max(1, cap)
+        self._evictor.cap = max(1, cap)
 
     async def call(self, session_id: str, op: str, **kwargs: Any) -> Any:
         """Run ``op`` on the session's actor, starting or restarting it as needed.
@@ -193,7 +181,7 @@ class SessionRegistry:
         Out of descriptors, idle actors make room and a retry-safe op is tried again.
         """
         retries = PRESSURE_RETRIES if op in RETRY_SAFE_OPS else 0
-        return await self._making_room(
+        return await self._evictor.making_room(
             session_id, retries, lambda: self._call(session_id, op, **kwargs)
         )
 
@@ -235,61 +223,12 @@ class SessionRegistry:
         await asyncio.to_thread(self.store.delete, session_id)
 
     async def list_sessions(self, *, limit: int = 100) -> list[dict[str, Any]]:
-        """Newest sessions first (live ones from their actor, others from snapshot headers).
+        """Newest sessions first: live ones from their actor, others from snapshot headers.
 
-        Quarantined sessions are listed too, with status ``quarantined`` and their ``reason``.
+        Every session on disk is listed; those that cannot be loaded now carry a ``status``
+        of ``quarantined`` or ``unavailable`` and a ``reason`` (see ``listing``).
         """
-        on_disk = set(self.store.list_ids())
-        quarantined = set(self.store.quarantined()) - on_disk
-        ids = sorted(on_disk | quarantined, reverse=True)[:limit]
-        headers = await asyncio.to_thread(
-            lambda: {
-                sid: read_header(self.store.directory(sid))
-                for sid in ids
-                if sid not in self._live and sid not in quarantined
-            }
-        )
-        out: list[dict[str, Any]] = []
-        for sid in ids:
-            if sid in quarantined:
-                out.append(await asyncio.to_thread(self._quarantined_entry, sid))
-                continue
-            if sid in self._live:
-                info = await self.info(sid)
-                out.append(
-                    {
-                        "session_id": sid,
-                        "agent": info.agent,
-                        "status": info.status.value,
-                        "created_at": info.created_at,
-                        "updated_at": info.updated_at,
-                    }
-                )
-                continue
-            head = headers.get(sid)
-            if head is None:
-                continue
-            out.append(
-                {
-                    "session_id": sid,
-                    "agent": str(head.get("agent", "")),
-                    "status": str(head.get("status", "active")),
-                    "created_at": str(head.get("created_at", "")),
-                    "updated_at": str(head.get("updated_at") or head.get("snapshot_at") or ""),
-                }
-            )
-        return out
-
-    def _quarantined_entry(self, session_id: str) -> dict[str, Any]:
-        head = read_header(self.store.root / QUARANTINE_DIRNAME / session_id) or {}
-        return {
-            "session_id": session_id,
-            "agent": str(head.get("agent", "")),
-            "status": QUARANTINED,
-            "created_at": str(head.get("created_at", "")),
-            "updated_at": str(head.get("updated_at") or head.get("snapshot_at") or ""),
-            "reason": self.store.quarantine_reason(session_id) or "",
-        }
+        return await self._listing.sessions(limit)
 
     async def expire(self, ttl_hours_for: Callable[[str], float | None]) -> list[str]:
         """Complete every session idle longer than its agent's TTL; return their ids.
@@ -299,7 +238,7 @@ class SessionRegistry:
         now = datetime.now(UTC)
         expired: list[str] = []
         for entry in await self.list_sessions(limit=1_000_000):
-            if entry["status"] in (SessionStatus.COMPLETED.value, QUARANTINED):
+            if entry["status"] in (SessionStatus.COMPLETED.value, QUARANTINED, UNAVAILABLE):
                 continue
             ttl = ttl_hours_for(entry["agent"])
             if not ttl:
@@ -321,7 +260,7 @@ class SessionRegistry:
 
     # --- internals --------------------------------------------------------------------------
 
-    async def _ensure_live(self, session_id: str) -> _Live:
+    async def _ensure_live(self, session_id: str) -> Live:
         live = self._live.get(session_id)
         if live is not None and live.ref.is_alive():
             return live
@@ -338,11 +277,11 @@ class SessionRegistry:
             return SessionQuarantinedError(session_id, reason)
         return SessionNotFoundError(session_id)
 
-    async def _start(self, session_id: str, new: NewSession | None) -> _Live:
+    async def _start(self, session_id: str, new: NewSession | None) -> Live:
         pending = self._starting.get(session_id)
         if pending is not None:
             return await asyncio.shield(pending)
-        future: asyncio.Future[_Live] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[Live] = asyncio.get_running_loop().create_future()
         self._starting[session_id] = future
         try:
             # loading runs on the new actor's thread: it counts as an ask (see ``gate``)
@@ -364,10 +303,10 @@ class SessionRegistry:
                     raise
             finally:
                 self._admission.leave()
-            live = _Live(ref=ref, last_used=time.monotonic())
+            live = Live(ref=ref, last_used=time.monotonic())
             self._live[session_id] = live
             future.set_result(live)
-            self._evict_over_cap()
+            self._evictor.evict_over_cap()
             return live
         except BaseException as exc:
             future.set_exception(exc)
@@ -396,97 +335,3 @@ class SessionRegistry:
             return await ask(ref, op, within=self.settings.ask_timeout, **kwargs)
         finally:
             admission.leave()
-
-    def _evict_over_cap(self) -> None:
-        """Stop the least recently used idle actors over the cap.
-
-        Actors used within ``min_idle_to_evict`` are spared (the cap is briefly exceeded),
-        unless the cap was lowered to fit the open-file limit: then it holds for every actor
-        not being asked, since each one holds a descriptor.
-        """
-        staying = [(sid, live) for sid, live in self._live.items() if not live.leaving]
-        excess = len(staying) - self._cap
-        if excess <= 0:
-            return
-        now = time.monotonic()
-        spare = self.settings.min_idle_to_evict if self._cap >= self.settings.max_live else 0.0
-        victims = [sid for sid, live in staying if not live.busy and now - live.last_used >= spare][
-            :excess
-        ]
-        for sid in victims:
-            asyncio.get_running_loop().create_task(self._evict(sid))
-
-    async def _evict(self, session_id: str) -> bool:
-        """Stop an idle actor to free its thread and log descriptor; False if it must stay.
-
-        It stays registered until its stop is answered (files final), so a request arriving
-        meanwhile queues behind the stop and restarts it from disk, never beside it.
-        """
-        live = self._live.get(session_id)
-        if live is None or live.busy or live.leaving:
-            return False
-        live.leaving = True
-        try:
-            stopped = await self._ask(live.ref, "stop", if_idle=True)
-        except SessionUnavailableError:
-            stopped = True
-        except Exception as exc:
-            log.warning("session %s: could not be evicted: %s", session_id, exc)
-            stopped = False
-        if stopped is False:
-            live.leaving = False
-        elif self._live.get(session_id) is live:
-            del self._live[session_id]
-        return stopped is not False
-
-    async def _making_room(
-        self, keep: str, retries: int, action: Callable[[], Awaitable[Any]]
-    ) -> Any:
-        """``action()``, retried up to ``retries`` times after making room for descriptors."""
-        for attempt in range(retries + 1):
-            try:
-                return await action()
-            except Exception as exc:
-                if attempt == retries or not is_out_of_descriptors(exc):
-                    raise
-                await self._relieve_pressure(keep, attempt)
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    async def _relieve_pressure(self, keep: str, attempt: int) -> None:
-        """Out of descriptors: evict idle actors (least recently used first), lower the cap."""
-        victims = [
-            sid
-            for sid, live in self._live.items()
-            if sid != keep and not live.busy and not live.leaving
-        ]
-        freed = 0
-        for sid in victims:
-            if freed >= EVICT_BATCH:
-                break
-            freed += await self._evict(sid)
-        cap = max(MIN_ACTORS, len(self._live))
-        if cap < self._cap:
-            log.warning(
-                "out of open files with %d live sessions: at most %d (was %d) stay live from "
-                "now on, idle ones restart from disk; raise the open-file limit (ulimit -n, "
-                "LimitNOFILE=) or lower server.max_connections",
-                len(self._live) + freed,
-                cap,
-                self._cap,
-            )
-            self._cap = cap
-        if not freed:  # nothing idle to close: give in-flight work a moment to finish
-            await asyncio.sleep(0.05 * (attempt + 1))
-
-    async def _reap_forever(self) -> None:
-        interval = max(0.05, min(self.settings.idle_seconds / 4, 30.0))
-        while True:
-            await asyncio.sleep(interval)
-            now = time.monotonic()
-            idle = [
-                sid
-                for sid, live in self._live.items()
-                if now - live.last_used >= self.settings.idle_seconds
-            ]
-            for sid in idle:
-                await self._evict(sid)

@@ -27,7 +27,7 @@ from duragent.agents import Agent, AgentCatalog
 from duragent.context.budget import BudgetSettings, ContextOverflowError
 from duragent.core.messages import Message, Role
 from duragent.core.snapshot import SessionStatus
-from duragent.errors import DuragentError, LLMError
+from duragent.errors import DuragentError, LLMError, StorageError
 from duragent.session.actor import NewSession, UserMessageResult
 from duragent.session.loop import (
     LoopContext,
@@ -67,6 +67,7 @@ class _Active:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     steering: list[str] = field(default_factory=list)
     running: asyncio.Future[TurnResult] | None = None
+    decision_seq: int | None = None  # the approval ``_approve`` recorded, for its caller
     users: int = 0  # calls holding this entry (``TurnRunner._hold``)
 
 
@@ -198,9 +199,13 @@ class TurnRunner:
                 return TurnResult(session_id=session_id, status="duplicate")
             if not recorded.duplicate:
                 active.steering.append(content)
-            return copy_result(await asyncio.shield(running), steered=True)
+            try:
+                return copy_result(await asyncio.shield(running), steered=True)
+            except StorageError as exc:  # this caller's message is on disk too
+                raise exc.after_recording(recorded.seq) from exc
         future: asyncio.Future[TurnResult] = asyncio.get_running_loop().create_future()
         active.running = future  # claimed before any await: later messages steer this turn
+        recorded = None  # the message, once on disk
         try:
             async with active.lock:
                 recorded = await self.registry.call(
@@ -213,6 +218,8 @@ class TurnRunner:
         except BaseException as exc:
             future.set_exception(exc)
             future.exception()  # the waiters re-raise it; never "exception never retrieved"
+            if isinstance(exc, StorageError) and recorded is not None:
+                raise exc.after_recording(recorded.seq) from exc  # a retry would record it twice
             raise
         finally:
             active.steering.clear()
@@ -241,7 +248,13 @@ class TurnRunner:
         if decision not in DECISIONS:
             raise ApprovalError(f"decision must be one of {', '.join(DECISIONS)}, got {decision!r}")
         with self._hold(session_id) as active:
-            return await self._approve(session_id, call_id, decision, active, sink)
+            active.decision_seq = None
+            try:
+                return await self._approve(session_id, call_id, decision, active, sink)
+            except StorageError as exc:  # the decision on disk must not be sent again
+                if active.decision_seq is None:
+                    raise
+                raise exc.after_recording(active.decision_seq) from exc
 
     async def _approve(
         self,
@@ -264,7 +277,7 @@ class TurnRunner:
             # Before resolving: if the model cannot be reached (no key, say) the approval
             # stays pending and can be given again once that is fixed.
             ctx = await self._contexts.build(session_id, agent, active.steering, sink)
-            await self.registry.call(
+            active.decision_seq = await self.registry.call(
                 session_id, "resolve_pending_approval", call_id=call_id, decision=decision
             )
             command = str(pending.get("command", ""))
@@ -369,6 +382,10 @@ class TurnRunner:
         if not isinstance(exc, LLMError | ContextOverflowError):
             code = "turn_failed"
         log.error("session %s: turn failed: %s", session_id, exc)
+        if isinstance(exc, StorageError):  # the client is told the cause (507/503), not "sorry"
+            with contextlib.suppress(StorageError):  # for the operator, if the disk lets us
+                await self.registry.call(session_id, "record_error", code=code, message=str(exc))
+            raise exc
         await self.registry.call(session_id, "record_error", code=code, message=str(exc))
         text = f"Sorry, I could not answer: {exc}. Your message is saved; you can send it again."
         return TurnResult(session_id=session_id, status="error", content=text, error=str(exc))

@@ -155,27 +155,40 @@ class SnapshotFile:
             raise SnapshotCorruptError(path, str(exc)) from None
 
 
-def read_header(directory: Path) -> dict[str, Any] | None:
+def read_header(directory: Path, ops: FileOps = OS_FILE_OPS) -> dict[str, Any] | None:
     """The snapshot's metadata without parsing its conversation (fast session listings).
 
-    Our writer puts ``conversation`` last, so only the lines before it are parsed. Returns
-    None when there is no snapshot or it cannot be read (listing must not fail on one).
+    Our writer puts ``conversation`` last, so only the text before it is parsed. Returns None
+    when there is no snapshot. A listing must show a session it cannot describe rather than
+    drop it, so failures are raised for it to report: ``StorageError`` when the machine
+    refuses the read (through ``ops``, like every read of the store), ``SnapshotCorruptError``
+    when the file is not a snapshot.
     """
     path = directory / STATE_FILENAME
+    if not path.exists():
+        path = directory / LEGACY_STATE_FILENAME
+        if not path.exists():
+            return None
     try:
-        if path.exists():
-            head: list[str] = []
-            with path.open(encoding="utf-8") as fh:
-                for line in fh:
-                    if line.startswith("conversation:"):
-                        break
-                    head.append(line)
-            data = _parse_yaml("".join(head))
+        raw = ops.read_bytes(path)
+    except FileNotFoundError:
+        return None  # removed since the check (deleted, or moved to quarantine)
+    except OSError as exc:
+        error = storage_error(f"reading {path}", exc)
+        if error is exc:
+            raise SnapshotCorruptError(path, str(exc)) from None
+        raise error from exc
+    try:
+        if path.name == STATE_FILENAME:
+            cut = raw.find(b"\nconversation:")
+            data = _parse_yaml(raw[: cut + 1 if cut >= 0 else len(raw)].decode("utf-8"))
         else:
-            data = _parse_json((directory / LEGACY_STATE_FILENAME).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError):
-        return None
-    return data if isinstance(data, dict) else None
+            data = _parse_json(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
+        raise SnapshotCorruptError(path, str(exc).splitlines()[0]) from None
+    if not isinstance(data, dict):
+        raise SnapshotCorruptError(path, "not a mapping")
+    return data
 
 
 def _parse_yaml(text: str) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -11,6 +12,7 @@ from duragent.cli.main import app
 from duragent.session import NewSession, RegistrySettings, SessionRegistry
 from duragent.store import SessionStore
 from tests.gateways.http.api_fixtures import served
+from tests.store.failing_ops import FailingFileOps
 
 runner = CliRunner()
 
@@ -62,3 +64,22 @@ async def test_session_list_shows_a_quarantined_session_with_its_reason(tmp_path
     assert "quarantined" in result.output
     assert "an operator test" in result.output
     assert "duragent session restore ID" in result.output
+
+
+async def test_session_list_shows_an_unreadable_session_as_unavailable_with_its_cause(
+    tmp_path: Path,
+) -> None:
+    async with served(tmp_path) as s:
+        store = s.runtime.registry.store
+        ops = FailingFileOps()
+        store.ops = ops
+        sid = (await s.client.post("/api/v1/sessions", json={"agent": "bot"})).json()["session_id"]
+        await s.runtime.registry.stop(sid)
+        ops.unreadable["state.yaml"] = errno.EACCES
+        url = f"http://127.0.0.1:{s.runtime.http_port}"
+        args = ["session", "list", "-c", str(tmp_path), "-s", url]
+        result = await asyncio.to_thread(runner.invoke, app, args)
+    assert result.exit_code == 0, result.output
+    assert f"{sid} unavailable: storage error while reading" in result.output
+    assert "Permission denied" in result.output
+    assert "no restore is needed" in result.output

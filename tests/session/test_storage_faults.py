@@ -6,14 +6,19 @@ import asyncio
 import errno
 import os
 from pathlib import Path
+from typing import Any
 
 import pykka
 import pytest
 
+from duragent.core.events import EventType
 from duragent.core.messages import Message, Role
 from duragent.errors import StorageError
 from duragent.session import NewSession, RegistrySettings, SessionQuarantinedError, SessionRegistry
 from duragent.store import SessionStore
+from duragent.testing import Reply, ToolCallReply
+from tests.polling import eventually
+from tests.session.turn_fixtures import FnTool, harness
 from tests.store.failing_ops import FailingFileOps
 
 
@@ -203,3 +208,41 @@ async def test_running_out_of_descriptors_refuses_the_write_and_the_next_one_wor
         assert _user_texts(await reg.call(sid, "messages")) == ["m0", "m1"]
     finally:
         await reg.aclose()
+
+
+async def test_each_message_of_a_turn_the_disk_cut_short_is_told_its_own_recorded_seq(
+    tmp_path: Path,
+) -> None:
+    gate, started = asyncio.Event(), asyncio.Event()
+
+    async def slow(args: Any) -> str:
+        started.set()
+        await gate.wait()
+        return "slow done"
+
+    async with harness(tmp_path, tools=[FnTool("slow", slow)]) as h:
+        ops = FailingFileOps()
+        h.registry.store.ops = ops
+        h.server.enqueue(
+            Reply(tool_calls=[ToolCallReply(name="slow", arguments={}, id="a")]),
+            Reply(text="never written"),
+        )
+        sid = await h.runner.start_session("bot")
+        first = asyncio.create_task(h.runner.run(sid, "start"))
+        await started.wait()  # steered at the tool boundary: any earlier would skip the tool
+        second = asyncio.create_task(h.runner.run(sid, "and also this"))
+        assert await eventually(lambda: "and also this" in h.runner._active[sid].steering)
+        ops.failing = True  # the disk fills before the turn's reply is written
+        gate.set()
+        outcomes = await asyncio.gather(first, second, return_exceptions=True)
+        ops.failing = False
+        events = await h.registry.call(sid, "events")
+    seqs = {e.data["content"]: e.seq for e in events if e.type == EventType.USER_MESSAGE}
+    assert set(seqs) == {"start", "and also this"}  # each recorded once
+    for outcome, content in zip(outcomes, ("start", "and also this"), strict=True):
+        assert isinstance(outcome, StorageError), outcome
+        assert outcome.recorded_seq == seqs[content]
+        assert "do not send it again" in str(outcome)
+    assert not any(
+        e.type == EventType.ASSISTANT_RESPONSE and not e.data.get("tool_calls") for e in events
+    )

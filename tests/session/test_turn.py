@@ -14,6 +14,7 @@ from duragent.llm import RetryPolicy
 from duragent.session.loop import DOOM_LOOP_REPEATS, cancelled_result
 from duragent.testing import Fault, Reply, ToolCallReply
 from duragent.tools.base import ToolOutcome
+from tests.polling import eventually
 from tests.session.turn_fixtures import FnTool, harness
 
 
@@ -282,7 +283,8 @@ async def test_a_message_sent_mid_loop_steers_it_at_the_next_tool_boundary(
         first = asyncio.create_task(h.runner.run(sid, "start the long job"))
         await started.wait()
         second = asyncio.create_task(h.runner.run(sid, "actually, stop"))
-        await asyncio.sleep(0.1)
+        # recorded and handed to the running loop, however long that takes on a busy machine
+        assert await eventually(lambda: "actually, stop" in h.runner._active[sid].steering)
         gate.set()
         one, two = await asyncio.gather(first, second)
         events = await events_of(h, sid)

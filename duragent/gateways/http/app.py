@@ -204,12 +204,20 @@ def build_app(services: HttpServices) -> Starlette:
         assert isinstance(exc, StorageError)
         full = is_disk_full(exc)
         log.error("%s %s: %s", request.method, request.url.path, exc)
-        detail = (
-            f"{exc}. Nothing already saved was lost, and what could not be written was not "
-            f"recorded: retry once {'disk space is freed' if full else 'the cause is fixed'}."
-        )
+        when = "disk space is freed" if full else "the cause is fixed"
         code = errno.errorcode.get(exc.errno or 0, str(exc.errno))
-        extra = {"operation": exc.operation, "errno": code, "file": exc.filename}
+        extra: dict[str, object] = {"operation": exc.operation, "errno": code, "file": exc.filename}
+        if exc.recorded_seq is None:
+            detail = (
+                f"{exc}. Nothing already saved was lost, and what could not be written was not "
+                f"recorded: retry once {when}."
+            )
+        else:  # the turn's message is on disk: a retry would record it a second time
+            detail = (
+                f"{exc}: it stays in the conversation, and your next message continues from it "
+                f"once {when}. Nothing already saved was lost."
+            )
+            extra |= {"message_recorded": True, "message_seq": exc.recorded_seq}
         response = problem(507 if full else 503, detail, instance=request.url.path, extra=extra)
         if not full:
             response.headers["Retry-After"] = "5"

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 
 from duragent.store import SessionStore, StoreHealth
-from duragent.testing import Reply
+from duragent.testing import Reply, ToolCallReply
 from tests.gateways.http.api_fixtures import served
 from tests.store.failing_ops import FailingFileOps
 
@@ -163,3 +163,132 @@ async def test_a_disk_that_fills_during_the_turn_answers_507_and_the_retry_is_an
         assert retry.status_code == 200, retry.text
         history = (await s.client.get(f"/api/v1/sessions/{sid}/messages")).json()["messages"]
         assert [m["content"] for m in history if m["role"] == "assistant"] == ["answered"]
+
+
+async def test_a_session_whose_snapshot_cannot_be_read_is_listed_as_unavailable_with_the_cause(
+    tmp_path: Path,
+) -> None:
+    async with served(tmp_path) as s:
+        ops = _inject(s.runtime.registry.store)
+        ids = []
+        for _ in range(2):
+            created = await s.client.post("/api/v1/sessions", json={"agent": "bot"})
+            ids.append(created.json()["session_id"])
+        for sid in ids:
+            await s.runtime.registry.stop(sid)  # listed from their snapshots, not their actors
+
+        ops.unreadable["state.yaml"] = errno.EIO
+        listing = await s.client.get("/api/v1/sessions")
+        assert listing.status_code == 200, listing.text
+        entries = {e["session_id"]: e for e in listing.json()["sessions"]}
+        assert set(entries) == set(ids)  # nothing accepted disappears from view
+        for sid in ids:
+            entry = entries[sid]
+            assert entry["status"] == "unavailable"
+            assert "state.yaml" in entry["reason"]
+            assert "Input/output error" in entry["reason"]
+            assert {"agent", "created_at", "updated_at"} <= set(entry)  # the usual shape
+
+        ops.unreadable.clear()
+        entries = {
+            e["session_id"]: e for e in (await s.client.get("/api/v1/sessions")).json()["sessions"]
+        }
+        assert {entries[sid]["status"] for sid in ids} == {"active"}
+        assert all("reason" not in entries[sid] for sid in ids)
+
+
+async def test_a_session_with_an_unparseable_snapshot_is_listed_until_it_is_checked(
+    tmp_path: Path,
+) -> None:
+    async with served(tmp_path) as s:
+        sid = (await s.client.post("/api/v1/sessions", json={"agent": "bot"})).json()["session_id"]
+        await s.runtime.registry.stop(sid)
+        (tmp_path / ".duragent" / "sessions" / sid / "state.yaml").write_text("agent: [broken\n")
+
+        (entry,) = (await s.client.get("/api/v1/sessions")).json()["sessions"]
+        assert entry["session_id"] == sid
+        assert entry["status"] == "unavailable"
+        assert "state.yaml" in entry["reason"]
+        assert "checked when the session is next used" in entry["reason"]
+
+        assert (await s.client.get(f"/api/v1/sessions/{sid}")).status_code == 409
+        (entry,) = (await s.client.get("/api/v1/sessions")).json()["sessions"]
+        assert entry["status"] == "quarantined"
+
+
+class _FullOnReply(FailingFileOps):
+    """The disk fills just as the turn's reply is written (the user message is already on disk)."""
+
+    armed = False
+
+    def write(self, fd: int, data: bytes) -> int:
+        if self.armed and b'"assistant_response"' in data:
+            self.failing = True  # from here on every write fails, as on a full disk
+        return super().write(fd, data)
+
+
+async def test_a_disk_that_fills_during_the_reply_says_the_message_was_recorded_once(
+    tmp_path: Path,
+) -> None:
+    async with served(tmp_path) as s:
+        ops = _FullOnReply()
+        store = s.runtime.registry.store
+        store.ops, store.health = ops, StoreHealth(store.root, ops)
+        sid = (await s.client.post("/api/v1/sessions", json={"agent": "bot"})).json()["session_id"]
+        s.server.enqueue(Reply(text="one"))
+        await s.client.post(f"/api/v1/sessions/{sid}/messages", json={"content": "first"})
+
+        ops.armed = True
+        s.server.enqueue(Reply(text="lost reply"))
+        full = await s.client.post(f"/api/v1/sessions/{sid}/messages", json={"content": "second"})
+        assert full.status_code == 507, full.text
+        problem = full.json()
+        assert problem["errno"] == "ENOSPC"
+        assert problem["message_recorded"] is True
+        assert "was not recorded" not in problem["detail"]
+        assert "do not send it again" in problem["detail"]
+
+        ops.armed = ops.failing = False  # space freed
+        await _wait_ready(s.client)
+        history = (await s.client.get(f"/api/v1/sessions/{sid}/messages")).json()["messages"]
+        second = [m for m in history if m["role"] == "user" and m["content"] == "second"]
+        assert [m["seq"] for m in second] == [problem["message_seq"]]
+        assert "lost reply" not in [m["content"] for m in history]
+
+        s.server.enqueue(Reply(text="three"))
+        third = await s.client.post(f"/api/v1/sessions/{sid}/messages", json={"content": "third"})
+        assert third.status_code == 200, third.text
+        assert third.json()["content"] == "three"
+        assert await _user_texts(s.client, sid) == ["first", "second", "third"]
+
+
+async def test_a_disk_that_fills_after_an_approval_was_recorded_says_it_was_recorded(
+    tmp_path: Path,
+) -> None:
+    bash = "  tools:\n    - type: builtin\n      name: bash\n"
+    policy = "apiVersion: duragent/v1alpha1\nkind: Policy\nmode: ask\n"
+    async with served(tmp_path, tools=bash, policy=policy) as s:
+        ops = _FullOnReply()
+        store = s.runtime.registry.store
+        store.ops, store.health = ops, StoreHealth(store.root, ops)
+        sid = (await s.client.post("/api/v1/sessions", json={"agent": "bot"})).json()["session_id"]
+        call = ToolCallReply(name="bash", arguments={"command": "echo ok"}, id="c1")
+        s.server.enqueue(Reply(tool_calls=[call]))
+        asked = await s.client.post(f"/api/v1/sessions/{sid}/messages", json={"content": "run"})
+        assert asked.status_code == 202, asked.text
+
+        ops.armed = True
+        s.server.enqueue(Reply(text="lost reply"))
+        approve = {"call_id": "c1", "decision": "allow_once"}
+        full = await s.client.post(f"/api/v1/sessions/{sid}/approve", json=approve)
+        assert full.status_code == 507, full.text
+        assert full.json()["message_recorded"] is True
+        assert "do not send it again" in full.json()["detail"]
+
+        ops.armed = ops.failing = False
+        await _wait_ready(s.client)
+        again = await s.client.post(f"/api/v1/sessions/{sid}/approve", json=approve)
+        assert again.status_code == 404  # the decision is on disk: nothing is pending
+        s.server.enqueue(Reply(text="next"))
+        nxt = await s.client.post(f"/api/v1/sessions/{sid}/messages", json={"content": "next?"})
+        assert nxt.status_code == 200, nxt.text

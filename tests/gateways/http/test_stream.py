@@ -15,6 +15,7 @@ from duragent.runtime import Runtime
 from duragent.session.loop import CLIENT_LEFT_RESULT
 from duragent.testing import Reply, ToolCallReply
 from tests.gateways.http.api_fixtures import served
+from tests.polling import eventually
 from tests.session.test_crash_recovery import logged_events
 
 BASH_TOOL = "  tools:\n    - type: builtin\n      name: bash\n"
@@ -90,10 +91,13 @@ async def test_a_disconnect_in_pause_mode_keeps_the_partial_reply(tmp_path: Path
             async for line in response.aiter_lines():
                 if line.startswith("event: token"):
                     break
-        await asyncio.sleep(1.0)
-        info = (await s.client.get(f"/api/v1/sessions/{sid}")).json()
+
+        async def paused() -> bool:  # the server notices the disconnect at its next write
+            info = (await s.client.get(f"/api/v1/sessions/{sid}")).json()
+            return bool(info["status"] == "paused")
+
+        assert await eventually(paused)
         messages = (await s.client.get(f"/api/v1/sessions/{sid}/messages")).json()["messages"]
-    assert info["status"] == "paused"
     assert messages[-1]["role"] == "assistant"
     assert messages[-1]["content"].startswith("alpha")
     assert messages[-1]["content"] != "alpha beta gamma delta epsilon"

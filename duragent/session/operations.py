@@ -1,0 +1,245 @@
+"""What a session actor does once its session is loaded: the ``op_<name>`` requests.
+
+Separate from ``actor``, which is the thread itself: how a session is created or loaded,
+quarantined when its files cannot be trusted, stopped with a final write, and how a request is
+dispatched and answered. These methods hold the conversation's rules instead (what a turn
+records, which writes are durable, what a redelivered message does) and run only on the actor's
+thread after a successful start, so they touch ``_journal`` without locks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from duragent.core.events import Event, EventType
+from duragent.core.messages import Message, ToolCall, Usage
+from duragent.core.snapshot import SessionStatus
+from duragent.session.journal import Journal
+from duragent.session.state import UNFINISHED_RESULT, SessionState
+
+__all__ = ["SessionInfo", "SessionOps", "UserMessageResult"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionInfo:
+    """A read-only summary of a session."""
+
+    session_id: str
+    agent: str
+    status: SessionStatus
+    created_at: str
+    updated_at: str
+    on_disconnect: str
+    gateway: str | None
+    gateway_chat_id: str | None
+    message_count: int
+    last_seq: int
+    pending_approval: dict[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UserMessageResult:
+    """Outcome of recording an inbound message."""
+
+    seq: int
+    duplicate: bool = False
+    answered: bool = False
+    agent: str = ""
+    """With ``with_context``: the session's agent (else empty)."""
+    pending_approval: dict[str, Any] | None = None
+    """With ``with_context``: the approval the session is waiting for, if any."""
+    messages: list[Message] | None = None
+    """With ``with_context``: the Layer 1 window, this message included."""
+
+
+class SessionOps:
+    """The operations of ``SessionActor`` (a mixin: the actor owns ``_journal``)."""
+
+    _journal: Journal
+
+    @property
+    def state(self) -> SessionState:
+        """The loaded state (only valid after a successful start)."""
+        return self._journal.state
+
+    def op_info(self) -> SessionInfo:
+        """A summary of the session."""
+        s = self.state
+        return SessionInfo(
+            session_id=s.session_id,
+            agent=s.agent,
+            status=s.status,
+            created_at=s.created_at,
+            updated_at=s.updated_at,
+            on_disconnect=s.on_disconnect,
+            gateway=s.gateway,
+            gateway_chat_id=s.gateway_chat_id,
+            message_count=s.message_count(),
+            last_seq=s.last_seq,
+            pending_approval=s.pending_approval,
+        )
+
+    def op_messages(self) -> list[Message]:
+        """The Layer 1 window of messages."""
+        return self.state.messages()
+
+    def op_add_user_message(
+        self,
+        content: str,
+        sender_id: str | None = None,
+        sender_name: str | None = None,
+        platform_message_id: str | None = None,
+        with_context: bool = False,
+    ) -> UserMessageResult:
+        """Durably record an inbound message (a redelivered platform id is not re-added).
+
+        ``with_context`` also returns what a turn starts from (agent, pending approval,
+        message window), so a turn costs one round trip to the actor before the model call
+        instead of three.
+        """
+        if platform_message_id:
+            seen = self.state.seen_platform_id(platform_message_id)
+            if seen is not None:
+                answered = seen == 0 or self.state.is_answered(seen)
+                if answered or not with_context:
+                    return UserMessageResult(seq=seen, duplicate=True, answered=answered)
+                self._journal.close_open_calls(UNFINISHED_RESULT)  # a turn resumes it
+                self._resume_if_paused()
+                return self._with_context(seen, duplicate=True)
+        if with_context:  # a new turn: whatever an earlier one left open is over
+            self._journal.close_open_calls(UNFINISHED_RESULT, durable=False)  # written below
+        seq = self._journal.record(
+            Event.user_message(
+                self._journal.next_seq(),
+                content=content,
+                sender_id=sender_id,
+                sender_name=sender_name,
+                platform_message_id=platform_message_id,
+            ),
+            durable=True,
+        )
+        if not with_context:
+            return UserMessageResult(seq=seq)
+        self._resume_if_paused()
+        return self._with_context(seq)
+
+    def _resume_if_paused(self) -> None:
+        """A turn starts: a chat paused by a cut-short turn is active again."""
+        if self.state.status is SessionStatus.PAUSED and not self.state.pending_approval:
+            self.op_set_status(SessionStatus.ACTIVE.value)
+
+    def _with_context(self, seq: int, *, duplicate: bool = False) -> UserMessageResult:
+        state = self.state
+        return UserMessageResult(
+            seq=seq,
+            duplicate=duplicate,
+            agent=state.agent,
+            pending_approval=state.pending_approval,
+            messages=state.messages(),
+        )
+
+    def op_add_assistant_response(
+        self,
+        content: str,
+        tool_calls: Sequence[ToolCall] = (),
+        usage: Usage | None = None,
+        message_id: str | None = None,
+        budget: dict[str, Any] | None = None,
+        durable: bool | None = None,
+    ) -> int:
+        """Record the model's answer; a final reply (no tool calls) is durable by default."""
+        event = Event.assistant_response(
+            self._journal.next_seq(),
+            agent=self.state.agent,
+            content=content,
+            tool_calls=tool_calls,
+            usage=usage,
+            message_id=message_id,
+            budget=budget,
+        )
+        return self._journal.record(event, durable=not tool_calls if durable is None else durable)
+
+    def op_add_tool_result(self, call_id: str, success: bool, content: str) -> int:
+        """Record a tool's result (batched; flushed at the end of the turn)."""
+        seq = self._journal.next_seq()
+        event = Event.tool_result(seq, call_id=call_id, success=success, content=content)
+        return self._journal.record(event, durable=False)
+
+    def op_close_open_calls(self, content: str) -> int:
+        """Give the calls a cut-short turn left open the result ``content``; write the queue."""
+        closed = self._journal.close_open_calls(content)
+        self._journal.flush()
+        return closed
+
+    def op_add_tools_skipped(self, call_ids: Sequence[str], reason: str) -> int:
+        """Record calls that were not run (batched)."""
+        event = Event.tools_skipped(self._journal.next_seq(), call_ids=call_ids, reason=reason)
+        return self._journal.record(event, durable=False)
+
+    def op_set_status(self, status: str) -> bool:
+        """Change the status (durable + snapshot); False when it was already that."""
+        new = SessionStatus(status)
+        if new is self.state.status:
+            return False
+        old = self.state.status.value
+        self._journal.record(
+            Event.status_change(self._journal.next_seq(), old=old, new=new.value), durable=True
+        )
+        self._journal.snapshot()
+        return True
+
+    def op_set_pending_approval(self, approval: dict[str, Any]) -> int:
+        """A tool call waits for approval: record it and snapshot (survives restarts)."""
+        event = Event.make(
+            self._journal.next_seq(),
+            EventType.APPROVAL_REQUIRED,
+            call_id=approval.get("call_id"),
+            command=approval.get("command"),
+        )
+        seq = self._journal.record(event, durable=True)
+        self.state.pending_approval = dict(approval)
+        self._journal.snapshot()
+        return seq
+
+    def op_resolve_pending_approval(self, call_id: str, decision: str) -> int:
+        """Record the decision on the pending approval and clear it (durable + snapshot)."""
+        event = Event.make(
+            self._journal.next_seq(),
+            EventType.APPROVAL_DECISION,
+            call_id=call_id,
+            decision=decision,
+        )
+        seq = self._journal.record(event, durable=True)
+        self.state.pending_approval = None
+        self._journal.snapshot()
+        return seq
+
+    def op_record_error(self, code: str, message: str) -> int:
+        """Durably record an error the operator should see."""
+        return self._journal.record(
+            Event.error(self._journal.next_seq(), code=code, message=message), durable=True
+        )
+
+    def op_record_delivery(self, reply_seq: int, target: str) -> int:
+        """Durably record that the reply ``reply_seq`` was handed to its chat."""
+        event = Event.delivery(self._journal.next_seq(), reply_seq=reply_seq, target=target)
+        return self._journal.record(event, durable=True)
+
+    def op_is_answered(self, user_seq: int) -> bool:
+        """Whether a final reply follows the user message ``user_seq``."""
+        return self.state.is_answered(user_seq)
+
+    def op_flush(self) -> int:
+        """Write everything queued (end of a turn); returns the last durable seq."""
+        self._journal.flush()
+        return self.state.last_seq
+
+    def op_snapshot(self) -> None:
+        """Flush and write a snapshot now."""
+        self._journal.snapshot()
+
+    def op_events(self, after_seq: int = 0, include_archive: bool = False) -> list[Event]:
+        """Persisted events after ``after_seq`` (archive first when asked), for history reads."""
+        return self._journal.events(after_seq, include_archive)
