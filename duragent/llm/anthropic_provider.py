@@ -33,6 +33,7 @@ from duragent.errors import (
     LLMTimeoutError,
 )
 from duragent.llm._http_errors import error_for_status, status_for_error_type, transport_failure
+from duragent.llm.limits import ReplyGuard, checked_calls, repair_text
 from duragent.llm.types import (
     ChatRequest,
     ChatResponse,
@@ -221,8 +222,8 @@ class AnthropicProvider:
                         ToolCall(id=block.id, name=block.name, arguments=json.dumps(block.input))
                     )
             return ChatResponse(
-                content="".join(text),
-                tool_calls=tuple(calls),
+                content=repair_text("".join(text)),
+                tool_calls=checked_calls(calls, request.limits),
                 usage=_usage(raw.usage),
                 finish_reason=raw.stop_reason,
                 model=raw.model,
@@ -236,7 +237,7 @@ class AnthropicProvider:
         """Stream text deltas; tool_use blocks are assembled into the final response."""
         params = self._params(request)
         params["stream"] = True
-        text: list[str] = []
+        guard = ReplyGuard(request.limits)
         blocks: dict[int, dict[str, str]] = {}
         prompt_tokens = 0
         completion_tokens = 0
@@ -257,15 +258,22 @@ class AnthropicProvider:
                 elif kind == "content_block_start":
                     block = event.content_block
                     if block.type == "tool_use":
-                        blocks[event.index] = {"id": block.id, "name": block.name, "args": ""}
+                        blocks[event.index] = {"id": block.id, "name": block.name}
                 elif kind == "content_block_delta":
                     delta = event.delta
                     if delta.type == "text_delta":
-                        text.append(delta.text)
-                        yield TextDelta(delta.text)
+                        piece = guard.text(delta.text)
+                        if piece:
+                            yield TextDelta(piece)
+                    elif delta.type == "input_json_delta" and event.index in blocks:
+                        guard.argument(event.index, delta.partial_json)
+                    if guard.stopped:  # past a limit: stop reading (closing drops it)
+                        await events.close()
+                        stopped = True
+                        finish = "max_tokens"
+                        break
+                    if delta.type == "text_delta":
                         continue
-                    if delta.type == "input_json_delta" and event.index in blocks:
-                        blocks[event.index]["args"] += delta.partial_json
                 elif kind == "message_delta":
                     finish = event.delta.stop_reason or finish
                     completion_tokens = int(event.usage.output_tokens or 0)
@@ -290,14 +298,11 @@ class AnthropicProvider:
             raise LLMConnectionError(
                 f"{self.name}: the stream ended before message_stop", provider=self.name
             )
-        calls = tuple(
-            ToolCall(id=b["id"], name=b["name"], arguments=b["args"] or "{}")
-            for _, b in sorted(blocks.items())
-        )
+        heads = ((i, b["id"], b["name"]) for i, b in sorted(blocks.items()))
         yield ResponseDone(
             ChatResponse(
-                content="".join(text),
-                tool_calls=calls,
+                content=guard.content,
+                tool_calls=guard.calls(heads),
                 usage=Usage(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens),
                 finish_reason=finish,
                 model=model,
