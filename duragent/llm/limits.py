@@ -168,14 +168,15 @@ class ReplyGuard:
         if self.stopped or not piece:
             return
         size = len(piece.encode("utf-8", "surrogatepass"))
-        self._count(size)
         total = self._arg_sizes.get(index, 0) + size
         self._arg_sizes[index] = total
         if total > self.limits.max_tool_argument_bytes:
             self._over.add(index)
             self.stopped = True  # stop reading: the rest of this argument is not kept
             return
-        self._args.setdefault(index, []).append(piece)
+        self._count(size)
+        if not self.cut:
+            self._args.setdefault(index, []).append(piece)
 
     @property
     def content(self) -> str:

@@ -28,7 +28,14 @@ from duragent.context.truncation import truncate_tool_result
 from duragent.core.ids import new_message_id
 from duragent.core.messages import Message, ToolCall, ToolDefinition, Usage
 from duragent.errors import ContextLengthExceededError
-from duragent.llm import ChatRequest, LLMProvider, ResponseDone, TextDelta
+from duragent.llm import (
+    REJECTED_KEY,
+    ChatRequest,
+    LLMProvider,
+    OutputLimits,
+    ResponseDone,
+    TextDelta,
+)
 from duragent.session.sink import TurnSink
 from duragent.tools.base import Tool, ToolContext, ToolOutcome
 from duragent.tools.policy import Decision, Policy
@@ -112,6 +119,12 @@ class LoopContext:
     lookup: Callable[[Mapping[str, Tool], str], Tool | None] | None = None
     history_cache: HistoryCache | None = None
     """The session's split and counted history, reused from call to call and turn to turn."""
+    max_calls_per_response: int = 32
+    """Calls of one response beyond this are skipped with a result saying so."""
+    max_calls_per_turn: int = 128
+    """Calls of one turn beyond this are skipped with a result saying so."""
+    limits: OutputLimits = field(default_factory=OutputLimits)
+    """What one model response may be (enforced by the provider while reading it)."""
 
 
 @dataclass(slots=True)
@@ -126,6 +139,8 @@ class LoopOutcome:
     call_id: str | None = None
     command: str | None = None
     iterations: int = 0
+    calls: int = 0
+    """Tool calls run (or refused) this turn, for ``max_calls_per_turn``."""
     budgets: list[dict[str, int]] = field(default_factory=list)
 
 
@@ -195,6 +210,7 @@ async def _call_model(
             tools=tools,
             max_output_tokens=budget.output_reserve,
             temperature=ctx.temperature,
+            limits=ctx.limits,
         )
         try:
             response = None
@@ -259,6 +275,11 @@ async def run_loop(
         await ctx.recorder.assistant(response.content, calls, usage, budget, None)
         turn.append(response.to_message())
         for index, call in enumerate(calls):
+            limit = _over_limit(ctx, index, outcome.calls)
+            if limit:
+                await _skip(ctx, turn, [c.id for c in calls[index:]], limit)
+                break
+            outcome.calls += 1
             if ctx.sink is not None:
                 await ctx.sink.tool_call(call)
             steered = ctx.steering()
@@ -294,6 +315,27 @@ async def run_loop(
             if ctx.sink is not None:
                 await ctx.sink.token(note)
             return outcome
+
+
+def _over_limit(ctx: LoopContext, index: int, calls_this_turn: int) -> str | None:
+    """Why the call at ``index`` of a response may not run (None: it may)."""
+    if index >= ctx.max_calls_per_response:
+        return (
+            f"limit: max_tool_calls_per_response is {ctx.max_calls_per_response}; "
+            "make fewer calls in one response"
+        )
+    if calls_this_turn >= ctx.max_calls_per_turn:
+        return (
+            f"limit: max_tool_calls_per_turn is {ctx.max_calls_per_turn}; "
+            "this turn made that many calls already"
+        )
+    return None
+
+
+async def _skip(ctx: LoopContext, turn: list[Message], call_ids: list[str], reason: str) -> None:
+    """Record calls that will not run, so every call of the response still has its result."""
+    await ctx.recorder.skipped(call_ids, reason)
+    turn.extend(Message.tool(cid, f"Skipped: {reason}") for cid in call_ids)
 
 
 @dataclass(slots=True)
@@ -340,6 +382,9 @@ async def _execute(
             f"Invalid arguments for {call.name}: {exc}. Send a JSON object matching the tool's "
             "parameters.",
         )
+    refused = args.get(REJECTED_KEY)
+    if isinstance(refused, str) and len(args) == 1:
+        return ToolOutcome(False, refused)  # refused where it entered (``llm.limits``)
     command = tool.invocation(args)
     # Off the event loop: analysing a long shell command takes a while (tree-sitter + splitter).
     verdict = await asyncio.to_thread(ctx.policy.decide, tool.policy_type, command)
