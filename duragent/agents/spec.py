@@ -112,12 +112,12 @@ class SessionSpec(_Spec):
         default=128, gt=0, description="Calls beyond this in one turn are skipped."
     )
     max_reply_bytes: int = Field(
-        default=1 << 20,
+        default=512 << 10,
         ge=1024,
         description="A model response (text plus tool arguments) is cut after this many bytes.",
     )
     max_tool_argument_bytes: int = Field(
-        default=512 << 10, ge=1024, description="A tool call with larger arguments is refused."
+        default=256 << 10, ge=1024, description="A tool call with larger arguments is refused."
     )
     max_tool_argument_depth: int = Field(
         default=64,

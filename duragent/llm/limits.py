@@ -51,8 +51,8 @@ _ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 class OutputLimits:
     """The agent's ``spec.session`` limits on one model response (defaults as there)."""
 
-    max_reply_bytes: int = 1 << 20
-    max_tool_argument_bytes: int = 512 << 10
+    max_reply_bytes: int = 512 << 10
+    max_tool_argument_bytes: int = 256 << 10
     max_tool_argument_depth: int = 64
 
 

@@ -31,6 +31,7 @@ from duragent.errors import ContextLengthExceededError
 from duragent.llm import (
     REJECTED_KEY,
     ChatRequest,
+    ChatResponse,
     LLMProvider,
     OutputLimits,
     ResponseDone,
@@ -273,12 +274,8 @@ async def run_loop(
             continue
         outcome.iterations += 1
         await ctx.recorder.assistant(response.content, calls, usage, budget, None)
-        turn.append(response.to_message())
+        calls = await _within_limits(ctx, turn, response, outcome.calls)
         for index, call in enumerate(calls):
-            limit = _over_limit(ctx, index, outcome.calls)
-            if limit:
-                await _skip(ctx, turn, [c.id for c in calls[index:]], limit)
-                break
             outcome.calls += 1
             if ctx.sink is not None:
                 await ctx.sink.tool_call(call)
@@ -317,25 +314,37 @@ async def run_loop(
             return outcome
 
 
-def _over_limit(ctx: LoopContext, index: int, calls_this_turn: int) -> str | None:
-    """Why the call at ``index`` of a response may not run (None: it may)."""
-    if index >= ctx.max_calls_per_response:
-        return (
-            f"limit: max_tool_calls_per_response is {ctx.max_calls_per_response}; "
-            "make fewer calls in one response"
-        )
-    if calls_this_turn >= ctx.max_calls_per_turn:
-        return (
-            f"limit: max_tool_calls_per_turn is {ctx.max_calls_per_turn}; "
-            "this turn made that many calls already"
-        )
-    return None
+async def _within_limits(
+    ctx: LoopContext, turn: list[Message], response: ChatResponse, calls_this_turn: int
+) -> tuple[ToolCall, ...]:
+    """The calls of ``response`` that may run; the rest are recorded as skipped at once.
 
-
-async def _skip(ctx: LoopContext, turn: list[Message], call_ids: list[str], reason: str) -> None:
-    """Record calls that will not run, so every call of the response still has its result."""
-    await ctx.recorder.skipped(call_ids, reason)
-    turn.extend(Message.tool(cid, f"Skipped: {reason}") for cid in call_ids)
+    Every call keeps a recorded result (the history stays valid), but the model is sent only
+    the first skipped one, whose result counts the others: 2,000 calls and their 2,000 results
+    would not fit the turn into the context window, and the turn could not be cut.
+    """
+    calls = response.tool_calls
+    room = max(0, ctx.max_calls_per_turn - calls_this_turn)
+    allowed = min(len(calls), ctx.max_calls_per_response, room)
+    if allowed == len(calls):
+        turn.append(response.to_message())
+        return calls
+    if allowed < ctx.max_calls_per_response:
+        reason = (
+            f"limit: max_tool_calls_per_turn is {ctx.max_calls_per_turn}; this turn made "
+            "that many calls already"
+        )
+    else:
+        reason = (
+            f"limit: max_tool_calls_per_response is {ctx.max_calls_per_response}; make fewer "
+            "calls in one response"
+        )
+    skipped = calls[allowed:]
+    await ctx.recorder.skipped([c.id for c in skipped], reason)
+    turn.append(Message.assistant(response.content or None, calls[: allowed + 1]))
+    more = f" ({len(skipped) - 1} more calls of this response were skipped too)"
+    turn.append(Message.tool(skipped[0].id, f"Skipped: {reason}{more if len(skipped) > 1 else ''}"))
+    return calls[:allowed]
 
 
 @dataclass(slots=True)

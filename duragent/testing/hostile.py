@@ -113,7 +113,11 @@ class LivenessProbe:
                 self._stop.wait(self.interval)
 
     def __enter__(self) -> LivenessProbe:
+        """Start polling; returns once the first answer came (the probe is known to work)."""
         self._thread.start()
+        deadline = time.monotonic() + self.timeout
+        while not self.samples and time.monotonic() < deadline:
+            time.sleep(0.01)
         return self
 
     def __exit__(

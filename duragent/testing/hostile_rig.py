@@ -1,8 +1,9 @@
 """A real ``duragent serve`` process talking to the fake LLM in another process.
 
-The hostile-model tests run every attack against this pair: the server is a child process (so
-its memory and liveness are its own), the fake model another (so it survives the server being
-killed and restarted). Scripts are appended over the fake's ``POST /_fake/script``.
+The hostile-model tests and ``bench/hostile_model.py`` run every attack against this pair:
+the server is a child process (so its memory and liveness are its own), the fake model another
+(so it survives the server being killed and restarted). Scripts are appended over the fake's
+``POST /_fake/script``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any, BinaryIO
 
 import httpx
 
-from duragent.testing import ScriptItem, item_to_json
+from duragent.testing.script import ScriptItem, item_to_json
 
 __all__ = ["HostileRig"]
 
@@ -52,7 +53,12 @@ def _free_port() -> int:
 
 
 class HostileRig:
-    """The fake model process, the server process, and a client for both."""
+    """The fake model process, the server process, and a client for both.
+
+    The workspace in ``root`` has two agents with the ``bash`` tool: ``bot`` (policy mode
+    ``dangerous``: calls run) and ``asker`` (mode ``ask``: calls wait for approval);
+    ``session_yaml`` is added under both agents' ``spec.session``.
+    """
 
     def __init__(self, root: Path, *, session_yaml: str = "") -> None:
         self.root = root
@@ -67,6 +73,7 @@ class HostileRig:
     # --- processes ---------------------------------------------------------------------------
 
     def start(self) -> HostileRig:
+        """Start the fake model, write the workspace, start the server."""
         self.llm = subprocess.Popen(
             [sys.executable, "-m", "duragent.testing.fake_llm_server", "--port", "0"],
             stdout=subprocess.PIPE,
@@ -91,6 +98,7 @@ class HostileRig:
         return self
 
     def start_server(self) -> None:
+        """Start ``duragent serve`` and wait until it is ready."""
         with (self.root / "server.log").open("ab") as log:
             self.server = self._spawn(log)
         deadline = time.monotonic() + 60
@@ -115,12 +123,14 @@ class HostileRig:
         )
 
     def kill_server(self) -> None:
+        """SIGKILL the server (as a crash would)."""
         if self.server is not None:
             self.server.send_signal(signal.SIGKILL)
             self.server.wait(15)
             self.server = None
 
     def stop(self) -> None:
+        """Stop both processes."""
         self.kill_server()
         if self.llm is not None:
             self.llm.terminate()
@@ -132,12 +142,14 @@ class HostileRig:
 
     @property
     def server_pid(self) -> int:
+        """The server process id."""
         assert self.server is not None
         return self.server.pid
 
     # --- conversation ---------------------------------------------------------------------
 
     def script(self, *items: ScriptItem) -> None:
+        """Append answers to the fake model's script."""
         body = json.dumps([item_to_json(i) for i in items])  # ASCII: lone surrogates escaped
         answer = httpx.post(
             f"{self.llm_url}/_fake/script",
@@ -148,11 +160,13 @@ class HostileRig:
         assert answer.status_code == 200, answer.text
 
     def new_session(self, agent: str = "bot") -> str:
+        """A new session of ``agent``."""
         answer = self.client.post("/api/v1/sessions", json={"agent": agent})
         assert answer.status_code == 201, answer.text
         return str(answer.json()["session_id"])
 
     def send(self, sid: str, content: str) -> httpx.Response:
+        """Send a message (the non-streaming endpoint)."""
         return self.client.post(f"/api/v1/sessions/{sid}/messages", json={"content": content})
 
     def stream(self, sid: str, content: str) -> list[str]:
@@ -169,6 +183,7 @@ class HostileRig:
         return names
 
     def history(self, sid: str) -> list[dict[str, Any]]:
+        """The session's messages, tool calls and results included."""
         answer = self.client.get(
             f"/api/v1/sessions/{sid}/messages", params={"include_tools": "true", "limit": 1000}
         )
