@@ -31,12 +31,12 @@ from duragent.errors import ContextLengthExceededError
 from duragent.llm import (
     REJECTED_KEY,
     ChatRequest,
-    ChatResponse,
     LLMProvider,
     OutputLimits,
     ResponseDone,
     TextDelta,
 )
+from duragent.session.call_limits import within_limits
 from duragent.session.sink import TurnSink
 from duragent.tools.base import Tool, ToolContext, ToolOutcome
 from duragent.tools.policy import Decision, Policy
@@ -274,7 +274,13 @@ async def run_loop(
             continue
         outcome.iterations += 1
         await ctx.recorder.assistant(response.content, calls, usage, budget, None)
-        calls = await _within_limits(ctx, turn, response, outcome.calls)
+        calls = await within_limits(
+            ctx.recorder,
+            turn,
+            response,
+            max_per_response=ctx.max_calls_per_response,
+            room=ctx.max_calls_per_turn - outcome.calls,
+        )
         for index, call in enumerate(calls):
             outcome.calls += 1
             if ctx.sink is not None:
@@ -312,39 +318,6 @@ async def run_loop(
             if ctx.sink is not None:
                 await ctx.sink.token(note)
             return outcome
-
-
-async def _within_limits(
-    ctx: LoopContext, turn: list[Message], response: ChatResponse, calls_this_turn: int
-) -> tuple[ToolCall, ...]:
-    """The calls of ``response`` that may run; the rest are recorded as skipped at once.
-
-    Every call keeps a recorded result (the history stays valid), but the model is sent only
-    the first skipped one, whose result counts the others: 2,000 calls and their 2,000 results
-    would not fit the turn into the context window, and the turn could not be cut.
-    """
-    calls = response.tool_calls
-    room = max(0, ctx.max_calls_per_turn - calls_this_turn)
-    allowed = min(len(calls), ctx.max_calls_per_response, room)
-    if allowed == len(calls):
-        turn.append(response.to_message())
-        return calls
-    if allowed < ctx.max_calls_per_response:
-        reason = (
-            f"limit: max_tool_calls_per_turn is {ctx.max_calls_per_turn}; this turn made "
-            "that many calls already"
-        )
-    else:
-        reason = (
-            f"limit: max_tool_calls_per_response is {ctx.max_calls_per_response}; make fewer "
-            "calls in one response"
-        )
-    skipped = calls[allowed:]
-    await ctx.recorder.skipped([c.id for c in skipped], reason)
-    turn.append(Message.assistant(response.content or None, calls[: allowed + 1]))
-    more = f" ({len(skipped) - 1} more calls of this response were skipped too)"
-    turn.append(Message.tool(skipped[0].id, f"Skipped: {reason}{more if len(skipped) > 1 else ''}"))
-    return calls[:allowed]
 
 
 @dataclass(slots=True)
