@@ -258,7 +258,8 @@ class AnthropicProvider:
                 elif kind == "content_block_start":
                     block = event.content_block
                     if block.type == "tool_use":
-                        blocks[event.index] = {"id": block.id, "name": block.name}
+                        blocks[event.index] = {"id": block.id[:256], "name": block.name[:256]}
+                        guard.new_call()
                 elif kind == "content_block_delta":
                     delta = event.delta
                     if delta.type == "text_delta":

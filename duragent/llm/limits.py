@@ -31,6 +31,7 @@ from typing import Any
 from duragent.core.messages import ToolCall
 
 __all__ = [
+    "CALL_OVERHEAD",
     "REJECTED_KEY",
     "OutputLimits",
     "ReplyGuard",
@@ -42,6 +43,9 @@ __all__ = [
 
 REJECTED_KEY = "_duragent_rejected"
 """The only key of the arguments of a call refused at the boundary; its value says why."""
+
+CALL_OVERHEAD = 64
+"""What one tool call counts against ``max_reply_bytes`` besides its arguments."""
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
@@ -162,6 +166,15 @@ class ReplyGuard:
         if piece:
             self._text.append(piece)
         return piece
+
+    def new_call(self) -> None:
+        """Count a call's head (id, name, bookkeeping) against the reply size.
+
+        A response of 100,000 calls with empty arguments is no cheaper to hold than their
+        arguments would be: each call counts as ``CALL_OVERHEAD`` bytes.
+        """
+        if not self.stopped:
+            self._count(CALL_OVERHEAD)
 
     def argument(self, index: int, piece: str) -> None:
         """Add a fragment of call ``index``'s arguments."""

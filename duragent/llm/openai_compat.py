@@ -36,7 +36,7 @@ __all__ = ["OpenAICompatibleProvider", "to_openai_messages"]
 
 _PROGRESS = StreamProgress()
 _MAX_NAME = 256
-"""A tool name longer than this stops growing (a name is looked up, never run as is)."""
+"""A tool name or call id longer than this is not taken (a name is looked up, never run)."""
 
 
 def to_openai_messages(messages: list[Message] | tuple[Message, ...]) -> list[dict[str, Any]]:
@@ -208,8 +208,11 @@ class OpenAICompatibleProvider:
                             shown = True
                             yield TextDelta(piece)
                     for frag in delta.tool_calls or []:
-                        slot = calls.setdefault(frag.index, {"id": "", "name": ""})
-                        if frag.id:
+                        slot = calls.get(frag.index)
+                        if slot is None:
+                            slot = calls[frag.index] = {"id": "", "name": ""}
+                            guard.new_call()
+                        if frag.id and len(frag.id) <= _MAX_NAME:
                             slot["id"] = frag.id
                         if frag.function is not None:
                             name = frag.function.name or ""

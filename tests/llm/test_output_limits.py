@@ -88,3 +88,14 @@ async def test_a_valid_surrogate_pair_escape_is_kept_as_its_character(
     server.enqueue(Reply(tool_calls=[call]))
     response = final(await collect(make_provider().stream(_request())))
     assert response.tool_calls[0].parsed_arguments() == {"command": "echo \U0001f600"}
+
+
+async def test_each_call_counts_against_max_reply_bytes_even_with_empty_arguments(
+    server: ScriptedLLMServer, make_provider: Callable[..., LLMProvider]
+) -> None:
+    calls = [ToolCallReply(name="bash", arguments="{}", id=f"c{i}") for i in range(2000)]
+    server.enqueue(Reply(tool_calls=calls))
+    limits = OutputLimits(max_reply_bytes=64 << 10)
+    response = final(await collect(make_provider().stream(_request(limits))))
+    assert response.tool_calls == ()
+    assert "max_reply_bytes" in response.content
