@@ -56,7 +56,7 @@ _PLACEHOLDER_FIRST_USER = "(conversation continues)"
 def _parse_input(arguments: str) -> dict[str, Any]:
     try:
         value = json.loads(arguments or "{}")
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return {}
     return value if isinstance(value, dict) else {}
 

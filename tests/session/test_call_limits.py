@@ -68,3 +68,23 @@ async def test_a_call_refused_at_the_boundary_gets_the_reason_and_never_runs(
     assert echo.calls == []
     told = next(m for m in h.server.requests[-1].json["messages"] if m.get("tool_call_id"))
     assert "max_tool_argument_bytes (2,048)" in told["content"]
+
+
+async def test_arguments_too_deep_for_the_parser_are_refused_recorded_and_answered(
+    tmp_path: Path,
+) -> None:
+    echo = FnTool("echo", lambda a: a.get("x"))
+    deep = '{"x":' + "[" * 50_000 + "]" * 50_000 + "}"
+    async with harness(tmp_path, tools=[echo], max_tool_argument_bytes=1 << 20) as h:
+        h.server.enqueue(
+            Reply(tool_calls=[ToolCallReply(name="echo", arguments=deep, id="deep")]),
+            Reply(text="flat then"),
+        )
+        sid = await h.runner.start_session("bot")
+        result = await h.runner.run(sid, "go")
+        events = await h.registry.call(sid, "events", include_archive=True)
+    assert result.content == "flat then"
+    assert echo.calls == []
+    assert any(e.type == EventType.ASSISTANT_RESPONSE and e.data.get("tool_calls") for e in events)
+    told = next(m for m in h.server.requests[-1].json["messages"] if m.get("tool_call_id"))
+    assert "max_tool_argument_depth" in told["content"]
