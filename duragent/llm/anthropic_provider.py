@@ -299,6 +299,8 @@ class AnthropicProvider:
             raise LLMConnectionError(
                 f"{self.name}: the stream ended before message_stop", provider=self.name
             )
+        if guard.note:
+            yield TextDelta(guard.note)
         heads = ((i, b["id"], b["name"]) for i, b in sorted(blocks.items()))
         yield ResponseDone(
             ChatResponse(

@@ -193,12 +193,19 @@ class ReplyGuard:
 
     @property
     def content(self) -> str:
-        """The text kept, with a note when the reply was cut at ``max_reply_bytes``."""
-        text = "".join(self._text)
+        """The text kept, with the ``note`` when the reply was cut at ``max_reply_bytes``."""
+        return "".join(self._text) + self.note
+
+    @property
+    def note(self) -> str:
+        """What is appended to a reply cut at ``max_reply_bytes`` (empty when it was not).
+
+        Providers also stream it as a last text delta, so a client shows what is stored.
+        """
         if not self.cut:
-            return text
+            return ""
         return (
-            f"{text}\n\n[duragent: the model's reply was cut here: it passed max_reply_bytes "
+            f"\n\n[duragent: the model's reply was cut here: it passed max_reply_bytes "
             f"({self.limits.max_reply_bytes:,} bytes); the rest was not read, and no tool "
             "call of this reply was run.]"
         )

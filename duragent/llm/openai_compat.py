@@ -245,6 +245,8 @@ class OpenAICompatibleProvider:
             raise LLMConnectionError(
                 f"{self.name}: the stream ended before its final chunk", provider=self.name
             )
+        if guard.note:
+            yield TextDelta(guard.note)
         heads = ((i, c["id"] or f"call_{i}", c["name"]) for i, c in sorted(calls.items()))
         yield ResponseDone(
             ChatResponse(
