@@ -249,6 +249,11 @@ class AnthropicProvider:
             events = await self._client.messages.create(**params)
             async for event in events:
                 received += 1
+                if guard.stopped:  # a call's head passed the reply limit (below: deltas)
+                    await events.close()
+                    stopped = True
+                    finish = "max_tokens"
+                    break
                 kind = event.type
                 if kind == "message_stop":
                     stopped = True
