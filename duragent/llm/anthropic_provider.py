@@ -249,12 +249,8 @@ class AnthropicProvider:
             events = await self._client.messages.create(**params)
             async for event in events:
                 received += 1
-                if guard.stopped:  # a call's head passed the reply limit (below: deltas)
-                    await events.close()
-                    stopped = True
-                    finish = "max_tokens"
-                    break
                 kind = event.type
+                shown = False
                 if kind == "message_stop":
                     stopped = True
                 elif kind == "message_start":
@@ -270,22 +266,22 @@ class AnthropicProvider:
                     if delta.type == "text_delta":
                         piece = guard.text(delta.text)
                         if piece:
+                            shown = True
                             yield TextDelta(piece)
                     elif delta.type == "input_json_delta" and event.index in blocks:
                         guard.argument(event.index, delta.partial_json)
-                    if guard.stopped:  # past a limit: stop reading (closing drops it)
-                        await events.close()
-                        stopped = True
-                        finish = "max_tokens"
-                        break
-                    if delta.type == "text_delta":
-                        continue
                 elif kind == "message_delta":
                     finish = event.delta.stop_reason or finish
                     completion_tokens = int(event.usage.output_tokens or 0)
                 elif kind == "error":  # pragma: no cover - SDK raises for error events
                     raise LLMServerError(f"{self.name}: stream error", provider=self.name)
-                yield _PROGRESS  # anything but text (tool arguments, thinking, pings)
+                if guard.stopped:  # past a limit: stop reading (closing drops the connection)
+                    await events.close()
+                    stopped = True
+                    finish = "max_tokens"
+                    break
+                if not shown:
+                    yield _PROGRESS  # anything but text (tool arguments, thinking, pings)
         except LLMError:
             raise
         except (json.JSONDecodeError, ValueError) as exc:
