@@ -26,7 +26,7 @@ from duragent.context.render import HistoryCache, TurnCache, fit_request
 from duragent.context.tokens import TokenCounter
 from duragent.context.truncation import truncate_tool_result
 from duragent.core.ids import new_message_id
-from duragent.core.messages import Message, ToolCall, ToolDefinition, Usage
+from duragent.core.messages import Message, Role, ToolCall, ToolDefinition, Usage
 from duragent.errors import ContextLengthExceededError
 from duragent.llm import (
     REJECTED_KEY,
@@ -244,7 +244,9 @@ async def run_loop(
     ctx: LoopContext, history: list[Message], turn: list[Message], iterations_done: int = 0
 ) -> LoopOutcome:
     """Drive the turn to an outcome (see module docstring). ``turn`` is extended in place."""
-    outcome = LoopOutcome(status="complete", iterations=iterations_done)
+    # A turn resumed after an approval: the calls it already made count against the limit.
+    made = sum(1 for m in turn if m.role is Role.TOOL and not m.text.startswith("Skipped: "))
+    outcome = LoopOutcome(status="complete", iterations=iterations_done, calls=made)
     recent: list[tuple[str, str]] = []
     cache = _TurnMemo()
     while True:

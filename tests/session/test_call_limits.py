@@ -88,3 +88,24 @@ async def test_arguments_too_deep_for_the_parser_are_refused_recorded_and_answer
     assert any(e.type == EventType.ASSISTANT_RESPONSE and e.data.get("tool_calls") for e in events)
     told = next(m for m in h.server.requests[-1].json["messages"] if m.get("tool_call_id"))
     assert "max_tool_argument_depth" in told["content"]
+
+
+ASK = 'apiVersion: duragent/v1alpha1\nkind: Policy\nmode: ask\nallow:\n  - "builtin:echo:safe"\n'
+
+
+async def test_calls_made_before_an_approval_count_against_the_turn_after_it(
+    tmp_path: Path,
+) -> None:
+    echo = FnTool("echo", lambda a: a.get("x"))
+    safe = [ToolCallReply(name="echo", arguments={"x": "safe"}, id=f"s{i}") for i in range(2)]
+    risky = ToolCallReply(name="echo", arguments={"x": "risky"}, id="r")
+    async with harness(tmp_path, tools=[echo], policy=ASK, max_tool_calls_per_turn=3) as h:
+        h.server.enqueue(
+            Reply(tool_calls=[*safe, risky]), _calls(2, start=10), Reply(text="stopped there")
+        )
+        sid = await h.runner.start_session("bot")
+        paused = await h.runner.run(sid, "go")
+        assert paused.status == "awaiting_approval"
+        result = await h.runner.approve(sid, "r", "allow_once")
+    assert result.content == "stopped there"
+    assert [c["x"] for c in echo.calls] == ["safe", "safe", "risky"]  # c10, c11: over the limit
