@@ -134,7 +134,11 @@ class HostileRig:
         self.kill_server()
         if self.llm is not None:
             self.llm.terminate()
-            self.llm.wait(15)
+            try:
+                self.llm.wait(10)
+            except subprocess.TimeoutExpired:  # never leave it behind
+                self.llm.kill()
+                self.llm.wait(10)
             if self.llm.stdout is not None:
                 self.llm.stdout.close()
             self.llm = None
