@@ -107,6 +107,26 @@ class SessionSpec(_Spec):
 
     on_disconnect: Literal["pause", "continue"] = "pause"
     max_tool_iterations: int = Field(default=10, gt=0)
+    max_tool_calls_per_response: int = Field(
+        default=32, gt=0, description="Calls beyond this in one model response are skipped."
+    )
+    max_tool_calls_per_turn: int = Field(
+        default=128, gt=0, description="Calls beyond this in one turn are skipped."
+    )
+    max_reply_bytes: int = Field(
+        default=512 << 10,
+        ge=1024,
+        description="A model response (text plus tool arguments) is cut after this many bytes.",
+    )
+    max_tool_argument_bytes: int = Field(
+        default=256 << 10, ge=1024, description="A tool call with larger arguments is refused."
+    )
+    max_tool_argument_depth: int = Field(
+        default=64,
+        ge=2,
+        le=1000,
+        description="A tool call whose arguments' JSON nests deeper is refused.",
+    )
     llm_timeout_seconds: int = Field(default=300, gt=0)
     ttl_hours: int | None = Field(default=None, ge=0, description="0 disables expiry.")
     compaction: Literal["discard", "archive", "disabled"] | None = None

@@ -262,7 +262,7 @@ def _call_record(call: ToolCall) -> dict[str, Any]:
         return record
     try:
         record["arguments"] = json.loads(text)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # nested too deep for the parser: as text
         record["arguments"] = None
         record["arguments_raw"] = call.arguments
     return record

@@ -40,7 +40,10 @@ class ToolCall:
     def parsed_arguments(self) -> dict[str, Any]:
         """The arguments as a JSON object; raises ``ValueError`` when they are not one."""
         text = self.arguments.strip() or "{}"
-        value = json.loads(text)
+        try:
+            value = json.loads(text)
+        except RecursionError:  # nested past the parser's recursion limit
+            raise ValueError("tool arguments nest too deeply") from None
         if not isinstance(value, dict):
             raise ValueError(f"tool arguments must be a JSON object, got {type(value).__name__}")
         return value

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from duragent.llm.base import LLMProvider
 from duragent.llm.factory import build_provider, credential_problem
+from duragent.llm.limits import REJECTED_KEY, OutputLimits
 from duragent.llm.offline import OfflineProvider
 from duragent.llm.retry import ResilientProvider, RetryPolicy
 from duragent.llm.types import (
@@ -28,10 +29,12 @@ from duragent.llm.types import (
 )
 
 __all__ = [
+    "REJECTED_KEY",
     "ChatRequest",
     "ChatResponse",
     "LLMProvider",
     "OfflineProvider",
+    "OutputLimits",
     "ResilientProvider",
     "ResponseDone",
     "RetryPolicy",

@@ -33,6 +33,7 @@ from duragent.errors import (
     LLMTimeoutError,
 )
 from duragent.llm._http_errors import error_for_status, status_for_error_type, transport_failure
+from duragent.llm.limits import ReplyGuard, checked_calls, repair_text
 from duragent.llm.types import (
     ChatRequest,
     ChatResponse,
@@ -55,7 +56,7 @@ _PLACEHOLDER_FIRST_USER = "(conversation continues)"
 def _parse_input(arguments: str) -> dict[str, Any]:
     try:
         value = json.loads(arguments or "{}")
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return {}
     return value if isinstance(value, dict) else {}
 
@@ -221,8 +222,8 @@ class AnthropicProvider:
                         ToolCall(id=block.id, name=block.name, arguments=json.dumps(block.input))
                     )
             return ChatResponse(
-                content="".join(text),
-                tool_calls=tuple(calls),
+                content=repair_text("".join(text)),
+                tool_calls=checked_calls(calls, request.limits),
                 usage=_usage(raw.usage),
                 finish_reason=raw.stop_reason,
                 model=raw.model,
@@ -236,7 +237,7 @@ class AnthropicProvider:
         """Stream text deltas; tool_use blocks are assembled into the final response."""
         params = self._params(request)
         params["stream"] = True
-        text: list[str] = []
+        guard = ReplyGuard(request.limits)
         blocks: dict[int, dict[str, str]] = {}
         prompt_tokens = 0
         completion_tokens = 0
@@ -249,6 +250,7 @@ class AnthropicProvider:
             async for event in events:
                 received += 1
                 kind = event.type
+                shown = False
                 if kind == "message_stop":
                     stopped = True
                 elif kind == "message_start":
@@ -257,21 +259,29 @@ class AnthropicProvider:
                 elif kind == "content_block_start":
                     block = event.content_block
                     if block.type == "tool_use":
-                        blocks[event.index] = {"id": block.id, "name": block.name, "args": ""}
+                        blocks[event.index] = {"id": block.id[:256], "name": block.name[:256]}
+                        guard.new_call()
                 elif kind == "content_block_delta":
                     delta = event.delta
                     if delta.type == "text_delta":
-                        text.append(delta.text)
-                        yield TextDelta(delta.text)
-                        continue
-                    if delta.type == "input_json_delta" and event.index in blocks:
-                        blocks[event.index]["args"] += delta.partial_json
+                        piece = guard.text(delta.text)
+                        if piece:
+                            shown = True
+                            yield TextDelta(piece)
+                    elif delta.type == "input_json_delta" and event.index in blocks:
+                        guard.argument(event.index, delta.partial_json)
                 elif kind == "message_delta":
                     finish = event.delta.stop_reason or finish
                     completion_tokens = int(event.usage.output_tokens or 0)
                 elif kind == "error":  # pragma: no cover - SDK raises for error events
                     raise LLMServerError(f"{self.name}: stream error", provider=self.name)
-                yield _PROGRESS  # anything but text (tool arguments, thinking, pings)
+                if guard.stopped:  # past a limit: stop reading (closing drops the connection)
+                    await events.close()
+                    stopped = True
+                    finish = "max_tokens"
+                    break
+                if not shown:
+                    yield _PROGRESS  # anything but text (tool arguments, thinking, pings)
         except LLMError:
             raise
         except (json.JSONDecodeError, ValueError) as exc:
@@ -290,14 +300,13 @@ class AnthropicProvider:
             raise LLMConnectionError(
                 f"{self.name}: the stream ended before message_stop", provider=self.name
             )
-        calls = tuple(
-            ToolCall(id=b["id"], name=b["name"], arguments=b["args"] or "{}")
-            for _, b in sorted(blocks.items())
-        )
+        if guard.note:
+            yield TextDelta(guard.note)
+        heads = ((i, b["id"], b["name"]) for i, b in sorted(blocks.items()))
         yield ResponseDone(
             ChatResponse(
-                content="".join(text),
-                tool_calls=calls,
+                content=guard.content,
+                tool_calls=guard.calls(heads),
                 usage=Usage(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens),
                 finish_reason=finish,
                 model=model,

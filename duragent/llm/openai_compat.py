@@ -22,6 +22,7 @@ from duragent.errors import (
     LLMTimeoutError,
 )
 from duragent.llm._http_errors import error_for_status, status_for_error_type, transport_failure
+from duragent.llm.limits import ReplyGuard, checked_calls, repair_text
 from duragent.llm.types import (
     ChatRequest,
     ChatResponse,
@@ -34,6 +35,8 @@ from duragent.llm.types import (
 __all__ = ["OpenAICompatibleProvider", "to_openai_messages"]
 
 _PROGRESS = StreamProgress()
+_MAX_NAME = 256
+"""A tool name or call id longer than this is not taken (a name is looked up, never run)."""
 
 
 def to_openai_messages(messages: list[Message] | tuple[Message, ...]) -> list[dict[str, Any]]:
@@ -164,8 +167,8 @@ class OpenAICompatibleProvider:
                 if getattr(c, "function", None) is not None
             )
             return ChatResponse(
-                content=msg.content or "",
-                tool_calls=calls,
+                content=repair_text(msg.content or ""),
+                tool_calls=checked_calls(calls, request.limits),
                 usage=_usage(raw.usage),
                 finish_reason=choice.finish_reason,
                 model=raw.model,
@@ -180,7 +183,7 @@ class OpenAICompatibleProvider:
         params = self._params(request)
         params["stream"] = True
         params["stream_options"] = {"include_usage": True}
-        text: list[str] = []
+        guard = ReplyGuard(request.limits)
         calls: dict[int, dict[str, str]] = {}
         usage: Usage | None = None
         finish: str | None = None
@@ -200,22 +203,30 @@ class OpenAICompatibleProvider:
                     if delta is None:
                         continue
                     if delta.content:
-                        text.append(delta.content)
-                        shown = True
-                        yield TextDelta(delta.content)
+                        piece = guard.text(delta.content)
+                        if piece:
+                            shown = True
+                            yield TextDelta(piece)
                     for frag in delta.tool_calls or []:
-                        slot = calls.setdefault(frag.index, {"id": "", "name": "", "args": ""})
-                        if frag.id:
+                        slot = calls.get(frag.index)
+                        if slot is None:
+                            slot = calls[frag.index] = {"id": "", "name": ""}
+                            guard.new_call()
+                        if frag.id and len(frag.id) <= _MAX_NAME:
                             slot["id"] = frag.id
                         if frag.function is not None:
                             name = frag.function.name or ""
                             # OpenAI sends the name once; some compatible servers repeat it
                             # in every fragment, which must not double it.
-                            if name != slot["name"]:
+                            if name != slot["name"] and len(slot["name"]) < _MAX_NAME:
                                 slot["name"] += name
-                            slot["args"] += frag.function.arguments or ""
+                            guard.argument(frag.index, frag.function.arguments or "")
                 if not shown:
                     yield _PROGRESS
+                if guard.stopped:  # past a limit: stop reading (closing drops the connection)
+                    await chunks.close()
+                    finish = "length"
+                    break
         except LLMError:
             raise
         except (json.JSONDecodeError, ValueError) as exc:
@@ -234,14 +245,13 @@ class OpenAICompatibleProvider:
             raise LLMConnectionError(
                 f"{self.name}: the stream ended before its final chunk", provider=self.name
             )
-        tool_calls = tuple(
-            ToolCall(id=c["id"] or f"call_{i}", name=c["name"], arguments=c["args"] or "{}")
-            for i, c in sorted(calls.items())
-        )
+        if guard.note:
+            yield TextDelta(guard.note)
+        heads = ((i, c["id"] or f"call_{i}", c["name"]) for i, c in sorted(calls.items()))
         yield ResponseDone(
             ChatResponse(
-                content="".join(text),
-                tool_calls=tool_calls,
+                content=guard.content,
+                tool_calls=guard.calls(heads),
                 usage=usage,
                 finish_reason=finish,
                 model=model,

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from duragent.core.messages import Message, ToolCall, ToolDefinition, Usage
+from duragent.llm.limits import OutputLimits
 
 __all__ = [
     "ChatRequest",
@@ -25,6 +26,8 @@ class ChatRequest:
     tools: Sequence[ToolDefinition] = ()
     max_output_tokens: int | None = None
     temperature: float | None = None
+    limits: OutputLimits = field(default_factory=OutputLimits)
+    """What the answer may be (size, arguments); enforced while the stream is read."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

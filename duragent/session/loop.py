@@ -26,9 +26,17 @@ from duragent.context.render import HistoryCache, TurnCache, fit_request
 from duragent.context.tokens import TokenCounter
 from duragent.context.truncation import truncate_tool_result
 from duragent.core.ids import new_message_id
-from duragent.core.messages import Message, ToolCall, ToolDefinition, Usage
+from duragent.core.messages import Message, Role, ToolCall, ToolDefinition, Usage
 from duragent.errors import ContextLengthExceededError
-from duragent.llm import ChatRequest, LLMProvider, ResponseDone, TextDelta
+from duragent.llm import (
+    REJECTED_KEY,
+    ChatRequest,
+    LLMProvider,
+    OutputLimits,
+    ResponseDone,
+    TextDelta,
+)
+from duragent.session.call_limits import within_limits
 from duragent.session.sink import TurnSink
 from duragent.tools.base import Tool, ToolContext, ToolOutcome
 from duragent.tools.policy import Decision, Policy
@@ -112,6 +120,12 @@ class LoopContext:
     lookup: Callable[[Mapping[str, Tool], str], Tool | None] | None = None
     history_cache: HistoryCache | None = None
     """The session's split and counted history, reused from call to call and turn to turn."""
+    max_calls_per_response: int = 32
+    """Calls of one response beyond this are skipped with a result saying so."""
+    max_calls_per_turn: int = 128
+    """Calls of one turn beyond this are skipped with a result saying so."""
+    limits: OutputLimits = field(default_factory=OutputLimits)
+    """What one model response may be (enforced by the provider while reading it)."""
 
 
 @dataclass(slots=True)
@@ -126,6 +140,8 @@ class LoopOutcome:
     call_id: str | None = None
     command: str | None = None
     iterations: int = 0
+    calls: int = 0
+    """Tool calls run (or refused) this turn, for ``max_calls_per_turn``."""
     budgets: list[dict[str, int]] = field(default_factory=list)
 
 
@@ -195,6 +211,7 @@ async def _call_model(
             tools=tools,
             max_output_tokens=budget.output_reserve,
             temperature=ctx.temperature,
+            limits=ctx.limits,
         )
         try:
             response = None
@@ -227,7 +244,9 @@ async def run_loop(
     ctx: LoopContext, history: list[Message], turn: list[Message], iterations_done: int = 0
 ) -> LoopOutcome:
     """Drive the turn to an outcome (see module docstring). ``turn`` is extended in place."""
-    outcome = LoopOutcome(status="complete", iterations=iterations_done)
+    # A turn resumed after an approval: the calls it already made count against the limit.
+    made = sum(1 for m in turn if m.role is Role.TOOL and not m.text.startswith("Skipped: "))
+    outcome = LoopOutcome(status="complete", iterations=iterations_done, calls=made)
     recent: list[tuple[str, str]] = []
     cache = _TurnMemo()
     while True:
@@ -257,8 +276,15 @@ async def run_loop(
             continue
         outcome.iterations += 1
         await ctx.recorder.assistant(response.content, calls, usage, budget, None)
-        turn.append(response.to_message())
+        calls = await within_limits(
+            ctx.recorder,
+            turn,
+            response,
+            max_per_response=ctx.max_calls_per_response,
+            room=ctx.max_calls_per_turn - outcome.calls,
+        )
         for index, call in enumerate(calls):
+            outcome.calls += 1
             if ctx.sink is not None:
                 await ctx.sink.tool_call(call)
             steered = ctx.steering()
@@ -340,6 +366,9 @@ async def _execute(
             f"Invalid arguments for {call.name}: {exc}. Send a JSON object matching the tool's "
             "parameters.",
         )
+    refused = args.get(REJECTED_KEY)
+    if isinstance(refused, str) and len(args) == 1:
+        return ToolOutcome(False, refused)  # refused where it entered (``llm.limits``)
     command = tool.invocation(args)
     # Off the event loop: analysing a long shell command takes a while (tree-sitter + splitter).
     verdict = await asyncio.to_thread(ctx.policy.decide, tool.policy_type, command)

@@ -48,7 +48,7 @@ from duragent.session.turn_result import (
     why_cut_short,
 )
 from duragent.tools.base import SessionReader, Tool, ToolOutcome
-from duragent.tools.policy_files import save_allow_always
+from duragent.tools.policy_files import PolicyError, save_allow_always
 from duragent.tools.registry import lookup
 
 __all__ = ["ApprovalError", "TurnResult", "TurnRunner"]
@@ -277,16 +277,21 @@ class TurnRunner:
             # Before resolving: if the model cannot be reached (no key, say) the approval
             # stays pending and can be given again once that is fixed.
             ctx = await self._contexts.build(session_id, agent, active.steering, sink)
-            active.decision_seq = await self.registry.call(
-                session_id, "resolve_pending_approval", call_id=call_id, decision=decision
-            )
             command = str(pending.get("command", ""))
             tool_type = str(pending.get("tool_type", "bash"))
             if decision == "allow_always":
-                pattern = await asyncio.to_thread(
-                    save_allow_always, agent.directory, tool_type, command
-                )
+                # Before resolving too: a pattern that cannot be saved (and read back) leaves
+                # the file as it was and the approval pending, for allow_once or deny.
+                try:
+                    pattern = await asyncio.to_thread(
+                        save_allow_always, agent.directory, tool_type, command
+                    )
+                except PolicyError as exc:
+                    raise ApprovalError(str(exc)) from exc
                 log.info("session %s: saved allow-always pattern %r", session_id, pattern)
+            active.decision_seq = await self.registry.call(
+                session_id, "resolve_pending_approval", call_id=call_id, decision=decision
+            )
             if decision == "deny":
                 outcome = ToolOutcome(
                     False,

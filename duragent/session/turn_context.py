@@ -19,6 +19,7 @@ from duragent.context.system_prompt import build_system_prompt
 from duragent.context.tokens import counter_for_model
 from duragent.core.messages import ToolCall, Usage
 from duragent.core.snapshot import SessionStatus
+from duragent.llm import OutputLimits
 from duragent.session.loop import LoopContext
 from duragent.session.providers import ProviderPool
 from duragent.session.registry import SessionRegistry
@@ -148,6 +149,13 @@ class ContextFactory:
             budget=budget,
             system_prompt=build_system_prompt(agent),
             max_iterations=spec.session.max_tool_iterations,
+            max_calls_per_response=spec.session.max_tool_calls_per_response,
+            max_calls_per_turn=spec.session.max_tool_calls_per_turn,
+            limits=OutputLimits(
+                max_reply_bytes=spec.session.max_reply_bytes,
+                max_tool_argument_bytes=spec.session.max_tool_argument_bytes,
+                max_tool_argument_depth=spec.session.max_tool_argument_depth,
+            ),
             tool_context=ToolContext(
                 session_id=session_id,
                 agent_name=agent.name,

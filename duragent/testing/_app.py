@@ -21,7 +21,15 @@ from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
 from duragent.testing import wire_anthropic, wire_openai
-from duragent.testing.script import Fault, RecordedRequest, Reply, ScriptItem, Wire
+from duragent.testing.script import (
+    Fault,
+    Frame,
+    RecordedRequest,
+    Reply,
+    ScriptItem,
+    Wire,
+    expand_frames,
+)
 
 __all__ = ["Chooser", "LLMEndpoint"]
 
@@ -140,6 +148,7 @@ class LLMEndpoint:
         model: str,
         gone: asyncio.Event,
     ) -> None:
+        events: list[Frame]
         if self.wire == "openai":
             options = recorded.json.get("stream_options") or {}
             events = wire_openai.stream_events(
@@ -154,11 +163,12 @@ class LLMEndpoint:
             wire = wire_openai if self.wire == "openai" else wire_anthropic
             error = wire.error_event(reply.stream_error)
             events = [*events[: reply.stream_error_after], error]
-        if reply.malformed:
-            events[0] = events[0][: len(events[0]) // 2].rstrip(b"\n") + b"\n\n"
+        first = events[0]
+        if reply.malformed and isinstance(first, bytes):
+            events[0] = first[: len(first) // 2].rstrip(b"\n") + b"\n\n"
         headers = {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache"}
         await _start(send, 200, headers, None)
-        for i, event in enumerate(events):
+        for i, event in enumerate(expand_frames(events)):
             if reply.cut_after is not None and i >= reply.cut_after:
                 return  # response left incomplete: uvicorn drops the connection
             if reply.stall_after is not None and i >= reply.stall_after:
@@ -166,6 +176,10 @@ class LLMEndpoint:
                 return
             if i and not await self._pause(reply.chunk_delay, gone):
                 return
+            if not i % 64:
+                # A send to a client that left may not suspend: without this an endless
+                # stream would spin forever and never see ``gone``.
+                await asyncio.sleep(0)
             await send({"type": "http.response.body", "body": event, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 

@@ -11,19 +11,24 @@ for a server running in another process.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 __all__ = [
+    "FILLER_PIECE",
     "Fault",
+    "Frame",
     "RecordedRequest",
+    "Repeat",
     "Reply",
     "Responder",
     "ScriptItem",
     "ToolCallReply",
     "Wire",
+    "expand_frames",
+    "filler_frames",
     "item_from_json",
     "item_to_json",
     "load_script",
@@ -39,11 +44,15 @@ class ToolCallReply:
 
     ``arguments`` is sent verbatim when it is a string (so malformed JSON can be scripted) and
     JSON-encoded when it is a mapping. ``id`` defaults to a deterministic per-request id.
+    ``filler_bytes`` streams that many ``x`` characters right before the last two characters
+    of the arguments (the closing ``"}`` of a string value, as in ``{"command":"echo "}``),
+    generated while sending: a hostile model's 40 MB argument costs the fake no memory.
     """
 
     name: str
     arguments: str | Mapping[str, Any] = "{}"
     id: str | None = None
+    filler_bytes: int = 0
 
     @property
     def arguments_text(self) -> str:
@@ -90,6 +99,10 @@ class Reply:
             ``data: {"error": ...}``), then end the stream cleanly — how both APIs report
             failures such as ``overloaded_error`` after they have answered 200.
         stream_error_after: how many normal events precede ``stream_error``.
+        filler_bytes: stream this many more ``x`` characters of text after ``text`` (a huge
+            reply), generated while sending (streams only).
+        endless: after ``text``, stream ``x`` text forever, until the client leaves (streams
+            only).
     """
 
     text: str = ""
@@ -107,6 +120,8 @@ class Reply:
     stall_after: int | None = None
     stream_error: Fault | None = None
     stream_error_after: int = 0
+    filler_bytes: int = 0
+    endless: bool = False
 
     def text_chunks(self) -> list[str]:
         """The pieces the text streams in: ``chunks`` or words with their trailing space."""
@@ -194,6 +209,44 @@ class Fault:
 
 ScriptItem = Reply | Fault
 """One scripted answer."""
+
+FILLER_PIECE = 65536
+"""Characters of filler per streamed event."""
+
+
+@dataclass(frozen=True, slots=True)
+class Repeat:
+    """One SSE event sent ``count`` times (``None``: until the client leaves), built once."""
+
+    frame: bytes
+    count: int | None
+
+
+Frame = bytes | Repeat
+"""An SSE event, or one repeated: how hostile answers stay cheap for the fake to send."""
+
+
+def filler_frames(make: Callable[[str], bytes], total: int) -> list[Frame]:
+    """``total`` filler characters as events built by ``make`` (64 KiB of ``x`` each)."""
+    frames: list[Frame] = []
+    if total >= FILLER_PIECE:
+        frames.append(Repeat(make("x" * FILLER_PIECE), total // FILLER_PIECE))
+    if total % FILLER_PIECE:
+        frames.append(make("x" * (total % FILLER_PIECE)))
+    return frames
+
+
+def expand_frames(frames: Sequence[Frame]) -> Iterator[bytes]:
+    """The events one by one, repeats unrolled lazily."""
+    for frame in frames:
+        if isinstance(frame, bytes):
+            yield frame
+        elif frame.count is None:
+            while True:
+                yield frame.frame
+        else:
+            for _ in range(frame.count):
+                yield frame.frame
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

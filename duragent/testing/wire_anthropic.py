@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from duragent.testing.script import Fault, Reply
+from duragent.testing.script import Fault, Frame, Repeat, Reply, filler_frames
 
 __all__ = ["error_body", "error_event", "message_body", "stream_events"]
 
@@ -89,7 +89,7 @@ def _event(kind: str, data: dict[str, Any]) -> bytes:
     return f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n".encode()
 
 
-def stream_events(reply: Reply, *, request_index: int, model: str) -> list[bytes]:
+def stream_events(reply: Reply, *, request_index: int, model: str) -> list[Frame]:
     """Every SSE event of a streamed answer, ``message_stop`` included."""
     start: dict[str, Any] = {
         "id": f"msg_fake_{request_index}",
@@ -101,10 +101,10 @@ def stream_events(reply: Reply, *, request_index: int, model: str) -> list[bytes
         "stop_sequence": None,
         "usage": {"input_tokens": reply.prompt_tokens, "output_tokens": 1},
     }
-    events = [_event("message_start", {"message": start})]
+    events: list[Frame] = [_event("message_start", {"message": start})]
     index = 0
     pieces = reply.text_chunks()
-    if pieces:
+    if pieces or reply.filler_bytes or reply.endless:
         text_block: dict[str, Any] = {"type": "text", "text": ""}
         start_event = {"index": index, "content_block": text_block}
         events.append(_event("content_block_start", start_event))
@@ -116,6 +116,14 @@ def stream_events(reply: Reply, *, request_index: int, model: str) -> list[bytes
             )
             for piece in pieces
         )
+
+        def text(piece: str, index: int = index) -> bytes:
+            delta = {"type": "text_delta", "text": piece}
+            return _event("content_block_delta", {"index": index, "delta": delta})
+
+        events.extend(filler_frames(text, reply.filler_bytes))
+        if reply.endless:
+            events.append(Repeat(text("x" * 1024), None))
         events.append(_event("content_block_stop", {"index": index}))
         index += 1
     for i, call in enumerate(reply.tool_calls):
@@ -126,13 +134,18 @@ def stream_events(reply: Reply, *, request_index: int, model: str) -> list[bytes
             "input": {},
         }
         events.append(_event("content_block_start", {"index": index, "content_block": block}))
-        events.extend(
-            _event(
-                "content_block_delta",
-                {"index": index, "delta": {"type": "input_json_delta", "partial_json": frag}},
-            )
-            for frag in reply.argument_fragments(call)
-        )
+
+        def fragment(piece: str, index: int = index) -> bytes:
+            delta = {"type": "input_json_delta", "partial_json": piece}
+            return _event("content_block_delta", {"index": index, "delta": delta})
+
+        if call.filler_bytes:
+            args = call.arguments_text
+            events.append(fragment(args[:-2]))
+            events.extend(filler_frames(fragment, call.filler_bytes))
+            events.append(fragment(args[-2:]))
+        else:
+            events.extend(fragment(frag) for frag in reply.argument_fragments(call))
         events.append(_event("content_block_stop", {"index": index}))
         index += 1
     delta = {"stop_reason": _stop_reason(reply), "stop_sequence": None}

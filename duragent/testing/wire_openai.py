@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from duragent.testing.script import Fault, Reply
+from duragent.testing.script import Fault, Frame, Repeat, Reply, filler_frames
 
 __all__ = ["completion_body", "error_body", "error_event", "stream_events"]
 
@@ -102,7 +102,7 @@ def _frame(data: dict[str, Any] | str) -> bytes:
 
 def stream_events(
     reply: Reply, *, request_index: int, model: str, include_usage: bool
-) -> list[bytes]:
+) -> list[Frame]:
     """Every SSE event of a streamed answer, ``[DONE]`` included."""
     base: dict[str, Any] = {
         "id": f"chatcmpl-fake-{request_index}",
@@ -117,9 +117,16 @@ def stream_events(
         choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
         return _frame({**base, "choices": [choice]})
 
-    events = [chunk({"role": "assistant", "content": "", "refusal": None})]
+    events: list[Frame] = [chunk({"role": "assistant", "content": "", "refusal": None})]
     events.extend(chunk({"content": piece}) for piece in reply.text_chunks())
+    events.extend(filler_frames(lambda piece: chunk({"content": piece}), reply.filler_bytes))
+    if reply.endless:
+        events.append(Repeat(chunk({"content": "x" * 1024}), None))
     for i, call in enumerate(reply.tool_calls):
+
+        def fragment(piece: str, i: int = i) -> bytes:
+            return chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
+
         fragments = reply.argument_fragments(call)
         head = {
             "index": i,
@@ -128,11 +135,13 @@ def stream_events(
             "function": {"name": call.name, "arguments": ""},
         }
         events.append(chunk({"tool_calls": [head]}))
-        events.extend(
-            chunk({"tool_calls": [{"index": i, "function": {"arguments": frag}}]})
-            for frag in fragments
-            if frag
-        )
+        if call.filler_bytes:
+            text = call.arguments_text
+            events.append(fragment(text[:-2]))
+            events.extend(filler_frames(fragment, call.filler_bytes))
+            events.append(fragment(text[-2:]))
+            continue
+        events.extend(fragment(frag) for frag in fragments if frag)
     events.append(chunk({}, reply.openai_finish_reason()))
     if include_usage:
         events.append(_frame({**base, "choices": [], "usage": _usage(reply)}))

@@ -181,8 +181,36 @@ def save_allow_always(agent_dir: Path, policy_type: str, invocation: str) -> str
         allow.append(DoubleQuotedScalarString(pattern))
         out = io.StringIO()
         yaml.dump(doc, out)
-        _atomic_write(path, out.getvalue())
+        text = out.getvalue()
+        _check_round_trip(path, text, pattern)
+        _atomic_write(path, text)
     return pattern
+
+
+def _check_round_trip(path: Path, text: str, pattern: str) -> None:
+    """Refuse a write the runtime could not read back with ``pattern`` in it.
+
+    Every later turn of the agent reads this file: an entry that does not survive a read
+    (a character YAML cannot carry, an encoding error) would break them all. The file is
+    left as it was.
+    """
+    try:
+        text.encode("utf-8")
+        doc = load_yaml_text(text, file=path)
+        _, _, allow = _parse_tier(doc)
+    except ConfigError as exc:
+        problem = f"line {exc.line}: {exc.reason}" if exc.line else exc.reason
+    except (UnicodeError, ValueError) as exc:
+        problem = str(exc)
+    else:
+        if pattern in allow:
+            return
+        problem = "the pattern read back differs from the one written"
+    raise PolicyError(
+        f"cannot save 'allow always' for this command: {problem}",
+        file=path,
+        fix="the file was left unchanged; approve with allow_once, or add the pattern by hand",
+    )
 
 
 def _load_round_trip(path: Path) -> tuple[YAML, CommentedMap]:
