@@ -7,6 +7,7 @@ produce (ENOSPC mid-write, EIO on fsync) at the true OS boundary, without patchi
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 from typing import Protocol
 
@@ -98,6 +99,29 @@ class OsFileOps:
 
 
 OS_FILE_OPS: FileOps = OsFileOps()
+
+
+def write_text_atomically(path: Path, text: str, *, new_file_mode: int = 0o644) -> None:
+    """Replace ``path`` with ``text`` all or nothing: temporary file, fsync, rename, fsync dir.
+
+    For files a person also reads or edits (policy, memory): a crash leaves the old or the new
+    version, never half of one. An existing file keeps its permissions; a new one gets
+    ``new_file_mode``. The parent folder is created if missing.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = path.stat().st_mode & 0o777 if path.exists() else new_file_mode
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    fsync_dir(path.parent)
 
 
 def fsync_dir(path: Path) -> None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import tempfile
 import threading
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
@@ -25,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from duragent.core.messages import ToolDefinition
-from duragent.store.fileops import fsync_dir
+from duragent.store.fileops import write_text_atomically
 from duragent.tools._args import builtin_invocation, int_arg, str_arg
 from duragent.tools.base import PolicyType, ToolContext, ToolOutcome
 
@@ -54,21 +53,6 @@ def _read(path: Path) -> str | None:
     except FileNotFoundError:
         return None
     return text or None
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    fsync_dir(path.parent)
 
 
 class MemoryTool:
@@ -183,7 +167,7 @@ class MemoryTool:
     def _reflect(path: Path, content: str | None) -> ToolOutcome:
         if content is None:
             return ToolOutcome(True, _read(path) or "MEMORY.md is empty: nothing reflected yet")
-        _atomic_write(path, content.strip() + "\n")
+        write_text_atomically(path, content.strip() + "\n", new_file_mode=0o600)
         return ToolOutcome(True, "MEMORY.md updated")
 
     @staticmethod
@@ -196,5 +180,10 @@ class MemoryTool:
         stem = sanitize_topic(topic)
         if not stem.strip("-_"):
             return ToolOutcome(False, f"topic {topic!r} has no letters or digits to name a file")
-        await asyncio.to_thread(_atomic_write, world_dir / f"{stem}.md", content.strip() + "\n")
+        await asyncio.to_thread(
+            write_text_atomically,
+            world_dir / f"{stem}.md",
+            content.strip() + "\n",
+            new_file_mode=0o600,
+        )
         return ToolOutcome(True, f"World knowledge {stem!r} updated")

@@ -9,8 +9,6 @@ round-trip (comments and quoting survive), atomic and serialised.
 from __future__ import annotations
 
 import io
-import os
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -24,7 +22,7 @@ from ruamel.yaml.util import load_yaml_guess_indent
 
 from duragent.config.yamlio import LocatedYaml, load_yaml_text, read_text
 from duragent.errors import ConfigError
-from duragent.store.fileops import fsync_dir
+from duragent.store.fileops import write_text_atomically
 from duragent.tools.policy import _MODES, POLICY_TYPES, Mode, Policy, escape_glob
 
 __all__ = [
@@ -183,7 +181,7 @@ def save_allow_always(agent_dir: Path, policy_type: str, invocation: str) -> str
         yaml.dump(doc, out)
         text = out.getvalue()
         _check_round_trip(path, text, pattern)
-        _atomic_write(path, text)
+        write_text_atomically(path, text)
     return pattern
 
 
@@ -235,20 +233,3 @@ def _load_round_trip(path: Path) -> tuple[YAML, CommentedMap]:
         raise PolicyError(f"cannot edit this YAML: {problem}", file=path, line=line) from None
     yaml.indent(mapping=2, sequence=indent or 4, offset=2 if offset is None else offset)
     return yaml, data
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    """Write via a temporary file, fsync, rename and fsync the directory: all or nothing."""
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    fsync_dir(path.parent)
