@@ -24,7 +24,7 @@ from typing import Any
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from duragent.core.messages import ToolCall
+from duragent.core.messages import ToolCall, Usage
 from duragent.core.snapshot import SessionStatus
 from duragent.session import TurnRunner
 from duragent.session.loop import CLIENT_LEFT
@@ -64,9 +64,18 @@ class QueueSink:
         self._put("approval_required", {"call_id": call_id, "command": command})
 
 
-def _done(result: TurnResult) -> ServerSentEvent:
+def _failed(message: str, message_id: str | None = None) -> list[ServerSentEvent]:
+    """A failed turn ends as ``error`` then ``done``: a client waiting for ``done`` never hangs."""
+    payload = {"message_id": message_id, "status": "error", "usage": Usage().to_dict()}
+    return [
+        ServerSentEvent(data=json.dumps({"message": message}), event="error"),
+        ServerSentEvent(data=json.dumps(payload), event="done"),
+    ]
+
+
+def _done(result: TurnResult) -> list[ServerSentEvent]:
     if result.status == "error":
-        return ServerSentEvent(data=json.dumps({"message": result.content}), event="error")
+        return _failed(result.content, result.message_id)
     payload: dict[str, Any] = {
         "message_id": result.message_id,
         "status": result.status,
@@ -75,7 +84,7 @@ def _done(result: TurnResult) -> ServerSentEvent:
     if result.status == "awaiting_approval":
         payload["call_id"] = result.call_id
         payload["command"] = result.command
-    return ServerSentEvent(data=json.dumps(payload), event="done")
+    return [ServerSentEvent(data=json.dumps(payload), event="done")]
 
 
 def stream_turn(
@@ -91,15 +100,16 @@ def stream_turn(
 
     async def run() -> None:
         try:
-            result = await turns.run(session_id, content, sink=sink)
-            sink.queue.put_nowait(_done(result))
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            log.exception("stream turn failed")
-            sink.queue.put_nowait(
-                ServerSentEvent(data=json.dumps({"message": str(exc)}), event="error")
-            )
+            try:
+                result = await turns.run(session_id, content, sink=sink)
+                events = _done(result)
+            except (asyncio.CancelledError, KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException as exc:  # also a library's panic, which is no Exception
+                log.exception("stream turn failed")
+                events = _failed(str(exc) or type(exc).__name__)
+            for event in events:
+                sink.queue.put_nowait(event)
         finally:
             sink.queue.put_nowait(None)
 

@@ -179,9 +179,10 @@ async def test_a_model_that_goes_silent_ends_the_stream_with_an_idle_timeout_err
         ) as response:
             events = await read_events(response)
     names = [n for _, n, _ in events]
-    assert names == ["start", "token", "error"]
-    assert "Stream idle timeout" in events[-1][2]["message"]
-    assert "server.idle_timeout_seconds" in events[-1][2]["message"]
+    assert names == ["start", "token", "error", "done"]
+    assert "Stream idle timeout" in events[-2][2]["message"]
+    assert "server.idle_timeout_seconds" in events[-2][2]["message"]
+    assert events[-1][2]["status"] == "error"
 
 
 async def test_a_disconnect_during_a_tool_records_its_result_before_the_next_turn_and_restart(
