@@ -29,24 +29,14 @@ from duragent.core.messages import Message, Role
 from duragent.core.snapshot import SessionStatus
 from duragent.errors import DuragentError, LLMError, StorageError
 from duragent.session.actor import NewSession, UserMessageResult
-from duragent.session.loop import (
-    LoopContext,
-    cancelled_result,
-    run_loop,
-    run_tool,
-    store_result,
-)
+from duragent.session.loop import LoopContext, run_loop, run_tool, store_result
 from duragent.session.providers import ProviderPool
 from duragent.session.registry import SessionRegistry
 from duragent.session.sink import TurnSink
 from duragent.session.state import actor_message_limit
 from duragent.session.turn_context import ContextFactory
-from duragent.session.turn_result import (
-    TurnResult,
-    copy_result,
-    outcome_result,
-    why_cut_short,
-)
+from duragent.session.turn_endings import close_cut_short_turn, record_failed_turn
+from duragent.session.turn_result import TurnResult, copy_result, outcome_result
 from duragent.tools.base import SessionReader, Tool, ToolOutcome
 from duragent.tools.policy_files import PolicyError, save_allow_always
 from duragent.tools.registry import lookup
@@ -365,35 +355,10 @@ class TurnRunner:
         return outcome_result(session_id, outcome)
 
     async def _cut_short(self, session_id: str, exc: BaseException) -> None:
-        """A turn ends early: every call it started gets a result saying why, written.
-
-        This happens before the turn is over, never later after other turns.
-
-        Shielded, so a second cancellation (shutdown after a disconnect) does not cut the
-        write itself; if it fails anyway, the next turn or a restart closes the calls.
-        """
-        reason = why_cut_short(exc)
-        try:
-            await asyncio.shield(
-                self.registry.call(session_id, "close_open_calls", content=cancelled_result(reason))
-            )
-        except Exception as error:  # the original error matters more; the actor retries writes
-            log.error(
-                "session %s: recording the end of a cut-short turn failed: %s", session_id, error
-            )
+        await close_cut_short_turn(self.registry, session_id, exc)
 
     async def _failed(self, session_id: str, exc: Exception) -> TurnResult:
-        code = "context_overflow" if isinstance(exc, ContextOverflowError) else "llm_error"
-        if not isinstance(exc, LLMError | ContextOverflowError):
-            code = "turn_failed"
-        log.error("session %s: turn failed: %s", session_id, exc)
-        if isinstance(exc, StorageError):  # the client is told the cause (507/503), not "sorry"
-            with contextlib.suppress(StorageError):  # for the operator, if the disk lets us
-                await self.registry.call(session_id, "record_error", code=code, message=str(exc))
-            raise exc
-        await self.registry.call(session_id, "record_error", code=code, message=str(exc))
-        text = f"Sorry, I could not answer: {exc}. Your message is saved; you can send it again."
-        return TurnResult(session_id=session_id, status="error", content=text, error=str(exc))
+        return await record_failed_turn(self.registry, session_id, exc)
 
     async def _cancel_approval(self, session_id: str, pending: dict[str, Any]) -> None:
         call_id = str(pending.get("call_id", ""))

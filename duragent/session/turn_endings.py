@@ -1,0 +1,58 @@
+"""How a turn that cannot finish normally ends: its open calls closed, its failure recorded.
+
+Split from ``turn`` because every way a turn can end early (a cancelled stream, a model
+error, a full disk, a bug) must leave the same durable trace, and that rule is easier to
+check in one small place: each call the turn started gets a result saying why, written
+before the turn is over (never appended later after other turns); a failure is recorded as
+an ``error`` event; a storage error is raised to the front end, which reports its cause.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from duragent.context.budget import ContextOverflowError
+from duragent.errors import LLMError, StorageError
+from duragent.session.loop import cancelled_result
+from duragent.session.registry import SessionRegistry
+from duragent.session.turn_result import TurnResult, why_cut_short
+
+__all__ = ["close_cut_short_turn", "record_failed_turn"]
+
+log = logging.getLogger(__name__)
+
+
+async def close_cut_short_turn(
+    registry: SessionRegistry, session_id: str, exc: BaseException
+) -> None:
+    """A turn ends early: every call it started gets a result saying why, written.
+
+    Shielded, so a second cancellation (shutdown after a disconnect) does not cut the write
+    itself; if it fails anyway, the next turn or a restart closes the calls.
+    """
+    reason = why_cut_short(exc)
+    try:
+        await asyncio.shield(
+            registry.call(session_id, "close_open_calls", content=cancelled_result(reason))
+        )
+    except Exception as error:  # the original error matters more; the actor retries writes
+        log.error("session %s: recording the end of a cut-short turn failed: %s", session_id, error)
+
+
+async def record_failed_turn(
+    registry: SessionRegistry, session_id: str, exc: Exception
+) -> TurnResult:
+    """Record why a turn failed and say it to the user (a storage error is raised instead)."""
+    code = "context_overflow" if isinstance(exc, ContextOverflowError) else "llm_error"
+    if not isinstance(exc, LLMError | ContextOverflowError):
+        code = "turn_failed"
+    log.error("session %s: turn failed: %s", session_id, exc)
+    if isinstance(exc, StorageError):  # the client is told the cause (507/503), not "sorry"
+        with contextlib.suppress(StorageError):  # for the operator, if the disk lets us
+            await registry.call(session_id, "record_error", code=code, message=str(exc))
+        raise exc
+    await registry.call(session_id, "record_error", code=code, message=str(exc))
+    text = f"Sorry, I could not answer: {exc}. Your message is saved; you can send it again."
+    return TurnResult(session_id=session_id, status="error", content=text, error=str(exc))
