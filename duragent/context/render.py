@@ -27,8 +27,9 @@ import weakref
 from collections.abc import Iterator, Sequence
 
 from duragent.context.budget import BudgetReport, BudgetSettings, ContextOverflowError
+from duragent.context.notices import Cut, compose, read_cut, removed_notice
 from duragent.context.tokens import REQUEST_OVERHEAD_TOKENS, TokenCounter
-from duragent.context.truncation import fit_prefix
+from duragent.context.truncation import fit_prefix, fit_suffix
 from duragent.context.units import (
     MISSING_RESULT,
     HistoryCache,
@@ -76,9 +77,9 @@ def _cost(unit: Unit, counter: TokenCounter) -> int:
 def _mask(message: Message, counter: TokenCounter) -> Message:
     cached = _masked.get(message)
     if cached is None:
-        cached = Message.tool(
-            message.tool_call_id or "", masked_notice(counter.count_message(message))
-        )
+        cut = read_cut(message.text)  # a 3a-cut result: say its size before any cut
+        removed = cut.original if cut is not None else counter.count_message(message)
+        cached = Message.tool(message.tool_call_id or "", masked_notice(removed))
         _masked[message] = cached
     return cached
 
@@ -222,7 +223,11 @@ def _fill(
 def _shrink_results(
     units: list[Unit], excess: int, counter: TokenCounter, report: BudgetReport
 ) -> None:
-    """Cut this turn's tool results (largest first) until ``excess`` tokens are gone."""
+    """Cut this turn's tool results (largest first) until ``excess`` tokens are gone.
+
+    A result 3a already cut is cut again from what 3a kept, with its strategy, and keeps one
+    indicator naming its original size (``notices``); any other result is cut from the head.
+    """
     slots = [(u, k) for u in units if u.group for k in u.results]
     slots.sort(key=lambda s: counter.count_message(s[0].messages[s[1]]), reverse=True)
     for unit, k in slots:
@@ -231,15 +236,30 @@ def _shrink_results(
                 return
             message = unit.messages[k]
             current = counter.count_text(message.text)
-            note = f"\n[shrunk to fit the context window: was ~{current} tokens]"
-            target = current - excess - counter.count_text(note) - 2
-            if target <= 0:
-                text = f"[result removed to fit the context window: was ~{current} tokens]"
-            else:
-                text = fit_prefix(message.text, target, counter) + note
+            text = _recut(message.text, current - excess, counter)
             if counter.count_text(text) >= current:
                 break
             before = unit.tokens
             unit.messages[k] = Message.tool(message.tool_call_id or "", text)
             excess -= before - _cost(unit, counter)
             report.results_shrunk += 1
+
+
+def _recut(text: str, target: int, counter: TokenCounter) -> str:
+    """``text`` cut to about ``target`` tokens, its single indicator naming the original size."""
+    cut = read_cut(text) or Cut(text, "", counter.count_text(text), "head")
+    head, tail, original, strategy = cut.head, cut.tail, cut.original, cut.strategy
+    probe = compose(strategy, "", "", original, original)  # the indicator and its separators
+    room = target - counter.count_text(probe) - 2
+    if room <= 0:
+        return removed_notice(original)
+    new_head = new_tail = ""
+    if strategy == "head":
+        new_head = fit_prefix(head, room, counter)
+    elif strategy == "tail":
+        new_tail = fit_suffix(tail, room, counter)
+    else:
+        new_head = fit_prefix(head, room // 2, counter)
+        new_tail = fit_suffix(tail, room - room // 2, counter)
+    kept = counter.count_text(new_head) + counter.count_text(new_tail)
+    return compose(strategy, new_head, new_tail, kept, original)
