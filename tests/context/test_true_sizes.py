@@ -9,8 +9,11 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from duragent.context.budget import BudgetSettings
+from duragent.context.budget import BudgetSettings, ContextOverflowError
+from duragent.context.notices import read_cut
 from duragent.context.render import fit_request
 from duragent.context.tokens import TokenCounter, counter_for_model
 from duragent.context.truncation import Strategy, truncate_tool_result
@@ -103,3 +106,62 @@ def test_a_masked_result_that_3a_had_cut_names_its_original_size() -> None:
     assert [m.text for m in out if m.tool_call_id == "c1"] == [
         "[result masked — ~50000 tokens removed]"
     ]
+
+
+COUNTERS = [CHARS, counter_for_model("gpt-4o")]
+MASKED = re.compile(r"\[result masked — ~(\d+) tokens removed\]")
+REMOVED = re.compile(r"\[result removed to fit the context window: kept ~0 of ~(\d+) tokens\]")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    results=st.lists(
+        st.tuples(
+            st.builds(lambda s, n: s * n, st.text(min_size=1, max_size=12), st.integers(1, 4000)),
+            st.sampled_from(["head", "tail", "both"]),
+            st.sampled_from([0, 50, 500, 8_000]),  # 3a cap (0: never cut by 3a)
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+    window=st.integers(5_000, 30_000),
+    keep=st.tuples(st.integers(0, 2), st.integers(0, 2)),
+    counter_index=st.integers(0, 1),
+)
+def test_every_notice_the_model_sees_names_the_original_size(
+    results: list[tuple[str, Strategy, int]],
+    window: int,
+    keep: tuple[int, int],
+    counter_index: int,
+) -> None:
+    counter = COUNTERS[counter_index]
+    turn: list[Message] = []
+    original: dict[str, int] = {}
+    for i, (content, strategy, cap) in enumerate(results):
+        original[f"c{i}"] = counter.count_text(content)
+        text = truncate_tool_result(content, cap, strategy, counter).text if cap else content
+        turn += [call(f"c{i}"), Message.tool(f"c{i}", text)]
+    budget = BudgetSettings(
+        window=window, output_reserve=1_000, keep_first=keep[0], keep_last=keep[1]
+    )
+    try:
+        out, _ = fit_request(
+            system="", history=[Message.user("go")], turn=turn, counter=counter, settings=budget
+        )
+    except ContextOverflowError:
+        return
+    for message in out:
+        if message.role is not Role.TOOL:
+            continue
+        size = original[message.tool_call_id or ""]
+        cut, masked = read_cut(message.text), MASKED.fullmatch(message.text)
+        removed = REMOVED.fullmatch(message.text)
+        if masked:
+            assert int(masked[1]) >= size
+        elif removed:
+            assert int(removed[1]) == size
+        elif cut is not None:
+            assert cut.original == size
+            assert len(NOTICE.findall(message.text)) == 1
+        else:
+            assert counter.count_text(message.text) == size  # sent whole
