@@ -6,16 +6,18 @@ destructive first:
 
 1. Normalise: each assistant tool call is followed by exactly its results (a missing result
    is repaired with a synthetic error result; orphan and duplicate results are dropped).
-2. Layer 2: history newest → oldest within ``min(available, max_history_tokens)``; never start
-   on an orphaned result; a ``[conversation truncated — N older messages omitted]`` system
-   message when anything was left out. The latest user message is always kept.
+2. Pin the latest user message (always kept).
 3. Layer 3b: in this turn, only the first ``keep_first`` and last ``keep_last`` tool results
    stay visible; the middle ones read ``[result masked — ~N tokens removed]``.
-4. Layer 3c: while over the limit, drop this turn's oldest whole iteration groups (call +
-   results), never the latest group and never a user message.
-5. Still over: drop more history (oldest first), then mask every result but the latest
-   group's, then shrink the latest group's results evenly.
-6. Still over: ``ContextOverflowError`` — never an overflowing request.
+4. Layer 3c: while this turn does not fit beside the fixed part, the pinned message and the
+   truncation notice, drop its oldest whole iteration groups (call + results), never the
+   latest group and never a user message. Still over: shrink the latest group's results.
+   Still over: ``ContextOverflowError`` — never an overflowing request.
+5. Layer 2: history newest → oldest into what the turn left, within ``max_history_tokens``;
+   never start on an orphaned result; a ``[conversation truncated — N older messages
+   omitted]`` system message when anything was left out. History is fitted *after* 3c so a
+   dropped group's room goes to history (seed 002: 3c always preserves history); the walk is
+   greedy, so nothing is omitted while the free room is at least the next omitted unit's cost.
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ import weakref
 from collections.abc import Iterator, Sequence
 
 from duragent.context.budget import BudgetReport, BudgetSettings, ContextOverflowError
+from duragent.context.notices import Cut, compose, read_cut, removed_notice
 from duragent.context.tokens import REQUEST_OVERHEAD_TOKENS, TokenCounter
-from duragent.context.truncation import fit_prefix
+from duragent.context.truncation import fit_prefix, fit_suffix
 from duragent.context.units import (
     MISSING_RESULT,
     HistoryCache,
@@ -74,9 +77,9 @@ def _cost(unit: Unit, counter: TokenCounter) -> int:
 def _mask(message: Message, counter: TokenCounter) -> Message:
     cached = _masked.get(message)
     if cached is None:
-        cached = Message.tool(
-            message.tool_call_id or "", masked_notice(counter.count_message(message))
-        )
+        cut = read_cut(message.text)  # a 3a-cut result: say its size before any cut
+        removed = cut.original if cut is not None else counter.count_message(message)
+        cached = Message.tool(message.tool_call_id or "", masked_notice(removed))
         _masked[message] = cached
     return cached
 
@@ -128,7 +131,7 @@ def fit_request(
     for unit in turn_units:
         turn_cost += unit.tokens or _cost(unit, counter)
 
-    # --- Layer 2: history, newest first, latest user message pinned ----------------------
+    # --- the latest user message is pinned ------------------------------------------------
     newest_first = (
         reversed(history_cache.units(history, counter))
         if history_cache is not None
@@ -142,14 +145,60 @@ def fit_request(
     elif head is not None:
         candidates = itertools.chain([head], candidates)
     pinned_cost = sum(u.tokens or _cost(u, counter) for u in pinned)
-    available = settings.window - fixed - settings.output_reserve - settings.safety
+    hist_total = len(history) - sum(u.source for u in pinned)
+    notice_cost = counter.count_message(Message.system(truncation_notice(len(history))))
+    # history may have to go entirely: then its notice is the least it costs
+    floor = fixed + pinned_cost + (notice_cost if hist_total else 0)
+
+    # --- 3c: this turn alone against what is left (never the latest group, never history) --
+    groups = [u for u in turn_units if u.group]
+    while floor + turn_cost > limit and len(groups) > 1:
+        victim = groups.pop(0)
+        turn_units.remove(victim)
+        turn_cost -= victim.tokens
+        report.groups_dropped += 1
+    # --- still over: the latest group's results shrink -------------------------------------
+    if floor + turn_cost > limit:
+        _shrink_results(turn_units, floor + turn_cost - limit, counter, report)
+        turn_cost = sum(u.tokens for u in turn_units)
+    if floor + turn_cost > limit:
+        raise ContextOverflowError(floor + turn_cost, limit)
+
+    # --- Layer 2: history, newest first, into what is left ----------------------------------
+    available = limit - fixed
     budget = (
         available
         if settings.max_history_tokens <= 0
         else min(available, settings.max_history_tokens)
     )
     budget = min(budget, limit - fixed - turn_cost) - pinned_cost
-    notice_cost = counter.count_message(Message.system(truncation_notice(len(history))))
+    chosen, used = _fill(candidates, budget, notice_cost, counter)
+    sent_source = sum(u.source for u in chosen)
+    omitted = hist_total - sent_source
+    needed = fixed + (notice_cost if omitted else 0) + used + pinned_cost + turn_cost
+
+    # --- assemble ----------------------------------------------------------------------------
+    out: list[Message] = []
+    if system_msg is not None:
+        out.append(system_msg)
+    if omitted:
+        out.append(Message.system(truncation_notice(omitted)))
+    for unit in (*chosen, *pinned, *turn_units):
+        out.extend(unit.messages)
+    report.history_omitted = omitted
+    report.history_sent = sum(len(u.messages) for u in (*chosen, *pinned))
+    report.request_tokens = needed
+    return out, report
+
+
+def _fill(
+    candidates: Iterator[Unit], budget: int, notice_cost: int, counter: TokenCounter
+) -> tuple[list[Unit], int]:
+    """History units (oldest first) newest-first into ``budget``, with the notice if cut.
+
+    Greedy: it stops at the first unit that does not fit, so the free room left is always
+    less than the cost of the newest omitted unit (the property tests check this).
+    """
     chosen: list[Unit] = []  # newest first while selecting
     used = 0
     complete = True
@@ -168,57 +217,17 @@ def fit_request(
     # whole history fits they are simply not sent, with no notice).
     while not complete and chosen and not chosen[0].messages:
         used -= chosen.pop(0).tokens
-    hist_total = len(history) - sum(u.source for u in pinned)
-    sent_source = sum(u.source for u in chosen)
-
-    def omitted() -> int:
-        return hist_total - sent_source
-
-    def total() -> int:
-        notice = notice_cost if omitted() else 0
-        return fixed + notice + used + pinned_cost + turn_cost
-
-    # --- 3c: drop this turn's oldest groups (never the latest, never user messages) ------
-    groups = [u for u in turn_units if u.group]
-    while total() > limit and len(groups) > 1:
-        victim = groups.pop(0)
-        turn_units.remove(victim)
-        turn_cost -= victim.tokens
-        report.groups_dropped += 1
-    # --- still over: more history goes, then results shrink --------------------------------
-    while total() > limit and chosen:
-        gone = chosen.pop(0)
-        used -= gone.tokens
-        sent_source -= gone.source
-        while chosen and not chosen[0].messages:
-            gone = chosen.pop(0)
-            used -= gone.tokens
-            sent_source -= gone.source
-    if total() > limit:
-        _shrink_results(turn_units, total() - limit, counter, report)
-        turn_cost = sum(u.tokens for u in turn_units)
-    needed = total()
-    if needed > limit:
-        raise ContextOverflowError(needed, limit)
-
-    # --- assemble ----------------------------------------------------------------------------
-    out: list[Message] = []
-    if system_msg is not None:
-        out.append(system_msg)
-    if omitted():
-        out.append(Message.system(truncation_notice(omitted())))
-    for unit in (*chosen, *pinned, *turn_units):
-        out.extend(unit.messages)
-    report.history_omitted = omitted()
-    report.history_sent = sum(len(u.messages) for u in (*chosen, *pinned))
-    report.request_tokens = needed
-    return out, report
+    return chosen, used
 
 
 def _shrink_results(
     units: list[Unit], excess: int, counter: TokenCounter, report: BudgetReport
 ) -> None:
-    """Cut this turn's tool results (largest first) until ``excess`` tokens are gone."""
+    """Cut this turn's tool results (largest first) until ``excess`` tokens are gone.
+
+    A result 3a already cut is cut again from what 3a kept, with its strategy, and keeps one
+    indicator naming its original size (``notices``); any other result is cut from the head.
+    """
     slots = [(u, k) for u in units if u.group for k in u.results]
     slots.sort(key=lambda s: counter.count_message(s[0].messages[s[1]]), reverse=True)
     for unit, k in slots:
@@ -227,15 +236,30 @@ def _shrink_results(
                 return
             message = unit.messages[k]
             current = counter.count_text(message.text)
-            note = f"\n[shrunk to fit the context window: was ~{current} tokens]"
-            target = current - excess - counter.count_text(note) - 2
-            if target <= 0:
-                text = f"[result removed to fit the context window: was ~{current} tokens]"
-            else:
-                text = fit_prefix(message.text, target, counter) + note
+            text = _recut(message.text, current - excess, counter)
             if counter.count_text(text) >= current:
                 break
             before = unit.tokens
             unit.messages[k] = Message.tool(message.tool_call_id or "", text)
             excess -= before - _cost(unit, counter)
             report.results_shrunk += 1
+
+
+def _recut(text: str, target: int, counter: TokenCounter) -> str:
+    """``text`` cut to about ``target`` tokens, its single indicator naming the original size."""
+    cut = read_cut(text) or Cut(text, "", counter.count_text(text), "head")
+    head, tail, original, strategy = cut.head, cut.tail, cut.original, cut.strategy
+    probe = compose(strategy, "", "", original, original)  # the indicator and its separators
+    room = target - counter.count_text(probe) - 2
+    if room <= 0:
+        return removed_notice(original)
+    new_head = new_tail = ""
+    if strategy == "head":
+        new_head = fit_prefix(head, room, counter)
+    elif strategy == "tail":
+        new_tail = fit_suffix(tail, room, counter)
+    else:
+        new_head = fit_prefix(head, room // 2, counter)
+        new_tail = fit_suffix(tail, room - room // 2, counter)
+    kept = counter.count_text(new_head) + counter.count_text(new_tail)
+    return compose(strategy, new_head, new_tail, kept, original)

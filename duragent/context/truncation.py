@@ -2,7 +2,7 @@ r"""Layer 3a: cap one tool result at ``max_tool_result_tokens``, keeping head, t
 
 The cut is made on character boundaries (Python strings index code points, so a multi-byte
 UTF-8 sequence is never split) and lone surrogate halves at the cut are dropped, so the result
-always encodes. The indicator texts are the context-window spec's:
+always encodes. The indicator texts are the context-window spec's (``notices``):
 
 - head: ``<start>\n\n[truncated: kept first ~8000 of ~52000 tokens (head)]``
 - tail: ``[truncated: kept last ~8000 of ~52000 tokens (tail)]\n\n<end>``
@@ -12,13 +12,11 @@ always encodes. The indicator texts are the context-window spec's:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
+from duragent.context.notices import Strategy, compose
 from duragent.context.tokens import TiktokenCounter, TokenCounter
 
 __all__ = ["Strategy", "Truncated", "fit_prefix", "fit_suffix", "truncate_tool_result"]
-
-Strategy = Literal["head", "tail", "both"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,18 +115,14 @@ def truncate_tool_result(
             return _slice_tokens(exact, tokens, limit, from_start=from_start)
         return (fit_prefix if from_start else fit_suffix)(text, limit, counter)
 
+    head = tail = ""
     if strategy == "head":
-        kept = fit(content, max_tokens, from_start=True)
-        note = f"[truncated: kept first ~{max_tokens} of ~{original} tokens (head)]"
-        text = f"{kept}\n\n{note}"
+        head = fit(content, max_tokens, from_start=True)
     elif strategy == "tail":
-        kept = fit(content, max_tokens, from_start=False)
-        note = f"[truncated: kept last ~{max_tokens} of ~{original} tokens (tail)]"
-        text = f"{note}\n\n{kept}"
+        tail = fit(content, max_tokens, from_start=False)
     else:
         half = max(1, max_tokens // 2)
         head = fit(content, half, from_start=True)
         tail = fit(content, max_tokens - half, from_start=False)
-        note = f"[truncated: kept first+last ~{max_tokens} of ~{original} tokens (both)]"
-        text = f"{head}\n\n{note}\n\n{tail}"
+    text = compose(strategy, head, tail, max_tokens, original)
     return Truncated(text, True, original, counter.count_text(text))

@@ -162,7 +162,9 @@ def test_a_single_huge_latest_group_is_shrunk_to_fit() -> None:
     )
     assert report.results_shrunk == 1
     assert report.request_tokens <= 400
-    assert "shrunk to fit" in out[-1].text
+    kept = out[-1].text.split("\n\n")[0]
+    assert kept == "q" * len(kept)
+    assert out[-1].text.endswith(f"[truncated: kept first ~{len(kept)} of ~5000 tokens (head)]")
 
 
 def test_when_the_minimum_cannot_fit_it_fails_clearly() -> None:

@@ -8,6 +8,7 @@ results), random windows and settings, and both counters (tiktoken and the estim
 (c) the system prompt and the latest user message are kept;
 (d) OpenAI and Anthropic message rules hold (Anthropic: alternating roles starting with the
     user, tool results in the user turn right after their tool_use).
+(e) no history is omitted while the free room could hold the next omitted unit.
 If even the minimum cannot fit, a clear ContextOverflowError is raised instead.
 """
 
@@ -21,6 +22,7 @@ from hypothesis import strategies as st
 from duragent.context.budget import BudgetSettings, ContextOverflowError
 from duragent.context.render import fit_request
 from duragent.context.tokens import EstimateCounter, TokenCounter, counter_for_model
+from duragent.context.units import Unit, split
 from duragent.core.messages import Message, Role, ToolCall, ToolDefinition
 from duragent.llm.anthropic_provider import to_anthropic_request
 
@@ -173,3 +175,56 @@ def test_no_request_overflows_or_breaks_provider_rules(
         assert out[0].text == system
     assert any(m is latest for m in out)
     check_rules(out)
+
+
+uncapped_budgets = st.builds(
+    BudgetSettings,
+    window=st.integers(600, 40_000),
+    output_reserve=st.integers(0, 4096),
+    max_history_tokens=st.just(0),
+    keep_first=st.integers(0, 3),
+    keep_last=st.integers(0, 6),
+)
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    history=conversations(),
+    turn=turns(),
+    budget=uncapped_budgets,
+    system=st.one_of(st.just(""), text),
+    counter_index=st.integers(0, 1),
+)
+def test_no_history_is_omitted_while_the_free_room_could_hold_the_next_omitted_message(
+    history: list[Message],
+    turn: list[Message],
+    budget: BudgetSettings,
+    system: str,
+    counter_index: int,
+) -> None:
+    """(e) history fills what the turn leaves: the free room is below the next omitted cost."""
+    counter = COUNTERS[counter_index]
+    try:
+        _, report = fit_request(
+            system=system, history=history, turn=turn, counter=counter, settings=budget
+        )
+    except ContextOverflowError:
+        return
+    if not report.history_omitted:
+        return
+    omitted: list[Unit] = []
+    source = 0
+    for unit in split(history):
+        if source >= report.history_omitted:
+            break
+        omitted.append(unit)
+        source += unit.source
+    assert source == report.history_omitted  # whole units, oldest first
+    newest = next(u for u in reversed(omitted) if u.messages)
+    cost = sum(counter.count_message(m) for m in newest.messages)
+    free = budget.limit - report.request_tokens
+    assert free < cost, (free, cost)
