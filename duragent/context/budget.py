@@ -64,9 +64,10 @@ class BudgetSettings:
         **context: Any,
     ) -> BudgetSettings:
         """Settings from a model name and an agent's ``session.context`` values."""
+        window = context_window(model_name, max_input_tokens)
         return cls(
-            window=context_window(model_name, max_input_tokens),
-            output_reserve=output_reserve(max_output_tokens),
+            window=window,
+            output_reserve=output_reserve(max_output_tokens, window),
             **context,
         )
 
