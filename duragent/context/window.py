@@ -62,7 +62,7 @@ def context_window(model_name: str, max_input_tokens: int | None = None) -> int:
 
 
 def output_reserve(max_output_tokens: int | None, window: int = DEFAULT_WINDOW) -> int:
-    """Tokens kept free for the reply: the configured maximum, else ``window / 4`` in [256, 4096]."""
+    """Tokens kept free for the reply: as configured, else ``window / 4`` in [256, 4096]."""
     if max_output_tokens:
         return max_output_tokens
     return min(DEFAULT_MAX_OUTPUT_TOKENS, max(MIN_DEFAULT_OUTPUT_TOKENS, window // 4))
