@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from duragent.agents import load_catalog
+from duragent.config import load_workspace
 from duragent.context.budget import ContextOverflowError
+from duragent.runtime import Runtime
 from duragent.session.agent_budget import agent_budget, budget_check
 
 
@@ -76,3 +78,13 @@ def test_windows_from_8k_up_load_with_the_default_reserve(tmp_path: Path, window
     write(tmp_path, "a", f"    max_input_tokens: {window}\n")
     catalog = load_catalog(tmp_path / ".duragent" / "agents", check=budget_check(tmp_path))
     assert catalog.broken == {}
+
+
+def test_the_runtime_serves_the_good_agents_and_reports_a_starved_one(tmp_path: Path) -> None:
+    write(tmp_path, "good", "    max_input_tokens: 4096\n")
+    bad = write(tmp_path, "bad", "    max_input_tokens: 4096\n    max_output_tokens: 3600\n")
+
+    catalog = Runtime(load_workspace(tmp_path), port=0).reload_agents()
+
+    assert catalog.names() == ["good"]
+    assert catalog.broken[bad].field == "spec.model.max_output_tokens"

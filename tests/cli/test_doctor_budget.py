@@ -45,3 +45,17 @@ def test_doctor_shows_each_agents_budget_split_and_names_a_window_too_small(
     assert "spec.model.max_output_tokens" in starved
     assert "reply 3500" in starved
     assert "lower spec.model.max_output_tokens to at most" in out
+
+
+def test_agent_list_marks_an_agent_whose_window_leaves_no_room_broken(tmp_path: Path) -> None:
+    assert run("init", str(tmp_path), "--no-interactive")[0] == 0
+    agents = tmp_path / ".duragent" / "agents"
+    write(agents, "small", 4096)
+    write(agents, "starved", 4096, "    max_output_tokens: 3500\n")
+
+    code, out = run("agent", "list", "-c", str(tmp_path / "duragent.yaml"))
+
+    lines = {line.split()[0]: line for line in out.splitlines() if line.strip()}
+    assert "BROKEN" not in lines["small"]
+    assert "BROKEN" in lines["starved"]
+    assert "spec.model.max_output_tokens" in lines["starved"]
