@@ -53,7 +53,7 @@ def test_agent_list_marks_an_agent_whose_window_leaves_no_room_broken(tmp_path: 
     write(agents, "small", 4096)
     write(agents, "starved", 4096, "    max_output_tokens: 3500\n")
 
-    code, out = run("agent", "list", "-c", str(tmp_path / "duragent.yaml"))
+    _, out = run("agent", "list", "-c", str(tmp_path / "duragent.yaml"))
 
     lines = {line.split()[0]: line for line in out.splitlines() if line.strip()}
     assert "BROKEN" not in lines["small"]
