@@ -20,6 +20,7 @@ from duragent.agents import AgentCatalog, load_catalog
 from duragent.config import LoadedWorkspace, WorkspaceConfig
 from duragent.gateways.http import HttpServer, build_app
 from duragent.session import RegistrySettings, SessionRegistry, TurnRunner
+from duragent.session.agent_budget import budget_check
 from duragent.session.descriptors import budget, connection_cap
 from duragent.session.gate import MAX_ACTIVE_ASKS, tune_interpreter
 from duragent.session.providers import ProviderPool
@@ -122,6 +123,7 @@ class Runtime:
             self._agents_dir,
             workspace_directives=self.workspace.paths.directives,
             env=self._env,
+            check=budget_check(self.workspace.paths.workspace),
         )
         for path, error in self._catalog.broken.items():
             log.error("agent %s not loaded: %s", path.name, error)

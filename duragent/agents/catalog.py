@@ -7,7 +7,7 @@ by ``duragent doctor`` and logged at start-up) and the rest are served.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,8 +43,14 @@ def load_catalog(
     *,
     workspace_directives: Path | None = None,
     env: Mapping[str, str] | None = None,
+    check: Callable[[Agent], None] | None = None,
 ) -> AgentCatalog:
-    """Load every ``<agents_dir>/<name>/agent.yaml``; never raises for a single bad agent."""
+    """Load every ``<agents_dir>/<name>/agent.yaml``; never raises for a single bad agent.
+
+    ``check`` is run on every loaded agent; a ConfigError it raises marks that agent broken.
+    It is how upper layers add checks this layer cannot make (e.g. the context budget, which
+    needs the token counter and the tool definitions).
+    """
     agents: dict[str, Agent] = {}
     broken: dict[Path, ConfigError] = {}
     if not agents_dir.is_dir():
@@ -54,6 +60,8 @@ def load_catalog(
             continue
         try:
             agent = load_agent(entry, workspace_directives=workspace_directives, env=env)
+            if check is not None:
+                check(agent)
         except ConfigError as exc:
             log.error("agent in %s not loaded:\n%s", entry, exc)
             broken[entry] = exc

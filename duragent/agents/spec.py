@@ -73,7 +73,8 @@ class ModelSpec(_Spec):
         default=None,
         gt=0,
         validation_alias=AliasChoices("max_output_tokens", "max_tokens"),
-        description="Tokens reserved for the reply (4096 when unset). Alias: max_tokens.",
+        description="Tokens reserved for the reply; when unset, a quarter of the window "
+        "between 256 and 4096. Alias: max_tokens.",
     )
     pricing: PricingSpec | None = Field(
         default=None, description="Optional prices; when set, each call's cost is recorded."

@@ -18,6 +18,7 @@ from duragent.config import load_workspace
 from duragent.context.offline_encodings import OFFLINE_ENCODINGS, get_offline_encoding
 from duragent.errors import ConfigError, ConfigErrors, DuragentError
 from duragent.llm import credential_problem
+from duragent.session.agent_budget import agent_budget, budget_check
 
 __all__ = ["Finding", "Level", "render_json", "render_text", "run_checks"]
 
@@ -76,7 +77,11 @@ def run_checks(config_file: Path) -> list[Finding]:
     for warning in ws.warnings:
         found.extend(_config_findings("config", warning, Level.WARNING))
 
-    catalog = load_catalog(paths.agents, workspace_directives=paths.directives)
+    catalog = load_catalog(
+        paths.agents,
+        workspace_directives=paths.directives,
+        check=budget_check(paths.workspace),
+    )
     for path, error in sorted(catalog.broken.items()):
         found.extend(_config_findings(f"agent {path.name}", error))
     if not catalog.agents and not catalog.broken:
@@ -92,6 +97,9 @@ def run_checks(config_file: Path) -> list[Finding]:
         agent = catalog.agents[name]
         check = f"agent {name}"
         found.append(Finding(Level.OK, check, f"{agent.model.provider}/{agent.model.name}"))
+        found.append(
+            Finding(Level.OK, check, f"budget: {agent_budget(agent, paths.workspace).describe()}")
+        )
         for warning in agent.warnings:
             found.extend(_config_findings(check, warning, Level.WARNING))
         problem = credential_problem(agent.model.provider, agent.model.base_url)

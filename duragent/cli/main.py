@@ -26,6 +26,7 @@ from duragent.config import CONFIG_FILENAME, load_workspace
 from duragent.core.logrepeat import collapse_repeats
 from duragent.llm.factory import PROVIDERS
 from duragent.runtime import Runtime
+from duragent.session.agent_budget import budget_check
 
 __all__ = ["app", "main"]
 
@@ -175,7 +176,11 @@ def agent_list(
         return
     ws = load_workspace(config)
     directory = ws.paths.root / agents_dir if agents_dir else ws.paths.agents
-    catalog = load_catalog(directory, workspace_directives=ws.paths.directives)
+    catalog = load_catalog(
+        directory,
+        workspace_directives=ws.paths.directives,
+        check=budget_check(ws.paths.workspace),
+    )
     if not catalog.agents and not catalog.broken:
         typer.echo(f"no agents in {directory}")
     for name in catalog.names():

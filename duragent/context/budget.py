@@ -9,13 +9,21 @@ models whose tokenizer we only estimate). Every request the runtime sends is at 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
+from duragent.agents import Agent
 from duragent.context.truncation import Strategy
 from duragent.context.window import context_window, output_reserve
-from duragent.errors import DuragentError
+from duragent.errors import ConfigError, DuragentError
 
-__all__ = ["BudgetReport", "BudgetSettings", "ContextOverflowError"]
+__all__ = [
+    "BudgetReport",
+    "BudgetSettings",
+    "BudgetSplit",
+    "ContextOverflowError",
+    "min_history_room",
+]
 
 
 class ContextOverflowError(DuragentError):
@@ -27,7 +35,9 @@ class ContextOverflowError(DuragentError):
         super().__init__(
             f"the request cannot fit the model's context window: the system prompt, tool "
             f"definitions and latest message alone need ~{needed} tokens but only {limit} are "
-            "available; shorten the message or the prompt, or raise max_input_tokens"
+            "available; shorten the message or the system prompt (soul, instructions, memory, "
+            "directives, skills), lower spec.model.max_output_tokens, or raise "
+            "spec.model.max_input_tokens if the model accepts more"
         )
 
 
@@ -64,10 +74,106 @@ class BudgetSettings:
         **context: Any,
     ) -> BudgetSettings:
         """Settings from a model name and an agent's ``session.context`` values."""
+        window = context_window(model_name, max_input_tokens)
         return cls(
-            window=context_window(model_name, max_input_tokens),
-            output_reserve=output_reserve(max_output_tokens),
+            window=window,
+            output_reserve=output_reserve(max_output_tokens, window),
             **context,
+        )
+
+    @classmethod
+    def for_agent(cls, agent: Agent) -> BudgetSettings:
+        """Settings from an agent's ``spec.model`` and ``spec.session.context``."""
+        context = agent.spec.session.context
+        return cls.for_model(
+            agent.model.name,
+            max_input_tokens=agent.model.max_input_tokens,
+            max_output_tokens=agent.model.max_output_tokens,
+            max_history_tokens=context.max_history_tokens,
+            keep_first=context.tool_result_keep_first,
+            keep_last=context.tool_result_keep_last,
+            max_tool_result_tokens=context.max_tool_result_tokens,
+            truncation=context.tool_result_truncation,
+        )
+
+
+def min_history_room(window: int) -> int:
+    """The least a request must leave for history and the user's message.
+
+    An eighth of the window, at least 256 tokens: below that a turn can hold little more
+    than one short message, and the agent is better reported broken at load than failing
+    (or forgetting everything) at every turn.
+    """
+    return max(256, window // 8)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BudgetSplit:
+    """How one agent's window is shared, as far as it is known before a turn.
+
+    ``system_prompt`` is the static prompt (soul, instructions, directives, skills) as built
+    at load; memory and run-time directives can grow it, which the turn's own check catches.
+    """
+
+    window: int
+    reserve: int
+    safety: int
+    system_prompt: int
+    tools: int
+
+    @classmethod
+    def of(cls, settings: BudgetSettings, *, system_prompt: int, tools: int) -> BudgetSplit:
+        """The split of ``settings`` given the counted prompt and tool definitions."""
+        return cls(
+            window=settings.window,
+            reserve=settings.output_reserve,
+            safety=settings.safety,
+            system_prompt=system_prompt,
+            tools=tools,
+        )
+
+    @property
+    def history(self) -> int:
+        """Tokens left for history and the user's message (may be negative)."""
+        return self.window - self.reserve - self.safety - self.system_prompt - self.tools
+
+    @property
+    def minimum(self) -> int:
+        """The least ``history`` may be (``min_history_room``)."""
+        return min_history_room(self.window)
+
+    def describe(self) -> str:
+        """One line: ``window 4096 = reply 1024 + safety 409 + … + history 2500``."""
+        return (
+            f"window {self.window} = reply {self.reserve} + safety {self.safety} + system "
+            f"prompt {self.system_prompt} + tools {self.tools} + history {self.history}"
+        )
+
+    def problem(self, file: Path, *, reserve_configured: bool) -> ConfigError | None:
+        """A ConfigError naming the field to change when history gets too little room."""
+        if self.history >= self.minimum:
+            return None
+        short = self.minimum - self.history
+        if reserve_configured and self.reserve - short >= 256:
+            field = "spec.model.max_output_tokens"
+            fix = (
+                f"lower spec.model.max_output_tokens to at most {self.reserve - short}, "
+                "raise spec.model.max_input_tokens if the model accepts more, or shorten "
+                "the system prompt or the tool list"
+            )
+        else:
+            field = "spec.model.max_input_tokens"
+            fix = (
+                f"raise spec.model.max_input_tokens by at least {short} if the model accepts "
+                "more, shorten the system prompt (soul, instructions, directives, skills), or "
+                "offer fewer tools"
+            )
+        return ConfigError(
+            f"the context window leaves only {self.history} tokens for history and the "
+            f"user's message, less than the minimum {self.minimum} ({self.describe()})",
+            file=file,
+            field=field,
+            fix=fix,
         )
 
 

@@ -3,6 +3,11 @@
 ``spec.model.max_input_tokens`` wins; otherwise the first entry of ``DEFAULT_WINDOWS`` whose
 marker occurs in the model name (case-insensitive) gives the window, as in the reference.
 The offline model and SmolLM2-class local models get small windows so budgeting is exercised.
+
+The reply reserve is ``max_output_tokens`` when set (always honoured), else a quarter of the
+window between 256 and 4096 tokens: a fixed 4096 (the reference's default) would swallow a
+4K window whole and most of an 8K one, leaving nothing for the conversation. From a 16K window
+up the default is the reference's 4096, so large models behave as before.
 """
 
 from __future__ import annotations
@@ -11,12 +16,14 @@ __all__ = [
     "DEFAULT_MAX_OUTPUT_TOKENS",
     "DEFAULT_WINDOW",
     "DEFAULT_WINDOWS",
+    "MIN_DEFAULT_OUTPUT_TOKENS",
     "context_window",
     "output_reserve",
 ]
 
 DEFAULT_WINDOW = 128_000
 DEFAULT_MAX_OUTPUT_TOKENS = 4096
+MIN_DEFAULT_OUTPUT_TOKENS = 256
 
 DEFAULT_WINDOWS: tuple[tuple[str, int], ...] = (
     ("duragent-offline", 32_768),
@@ -54,6 +61,8 @@ def context_window(model_name: str, max_input_tokens: int | None = None) -> int:
     return DEFAULT_WINDOW
 
 
-def output_reserve(max_output_tokens: int | None) -> int:
-    """Tokens kept free for the reply: the configured maximum, else 4096."""
-    return max_output_tokens or DEFAULT_MAX_OUTPUT_TOKENS
+def output_reserve(max_output_tokens: int | None, window: int = DEFAULT_WINDOW) -> int:
+    """Tokens kept free for the reply: as configured, else ``window / 4`` in [256, 4096]."""
+    if max_output_tokens:
+        return max_output_tokens
+    return min(DEFAULT_MAX_OUTPUT_TOKENS, max(MIN_DEFAULT_OUTPUT_TOKENS, window // 4))

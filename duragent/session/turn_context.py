@@ -117,17 +117,7 @@ class ContextFactory:
         drains it at each tool boundary.
         """
         spec = agent.spec
-        context = spec.session.context
-        budget = BudgetSettings.for_model(
-            agent.model.name,
-            max_input_tokens=agent.model.max_input_tokens,
-            max_output_tokens=agent.model.max_output_tokens,
-            max_history_tokens=context.max_history_tokens,
-            keep_first=context.tool_result_keep_first,
-            keep_last=context.tool_result_keep_last,
-            max_tool_result_tokens=context.max_tool_result_tokens,
-            truncation=context.tool_result_truncation,
-        )
+        budget = BudgetSettings.for_agent(agent)
         extra = self._extra_tools(agent, session_id) if self._extra_tools else ()
         tools = build_tools(
             agent,

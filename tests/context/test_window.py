@@ -39,3 +39,17 @@ def test_an_explicit_max_input_tokens_wins_over_the_table() -> None:
 def test_the_output_reserve_is_4096_unless_configured() -> None:
     assert output_reserve(None) == 4096
     assert output_reserve(1000) == 1000
+
+
+@pytest.mark.parametrize(
+    ("window", "reserve"),
+    [(1024, 256), (2048, 512), (4096, 1024), (8192, 2048), (16_384, 4096), (200_000, 4096)],
+)
+def test_the_default_reserve_is_a_quarter_of_the_window_between_256_and_4096(
+    window: int, reserve: int
+) -> None:
+    assert output_reserve(None, window) == reserve
+
+
+def test_an_explicit_max_output_tokens_is_honoured_whatever_the_window() -> None:
+    assert output_reserve(3000, 4096) == 3000

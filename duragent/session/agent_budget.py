@@ -1,0 +1,49 @@
+"""An agent's budget split before any turn: the load-time check and ``duragent doctor``.
+
+It lives in the session layer because it needs both the system prompt (context) and the tool
+definitions (tools), which are siblings that do not import each other. The tools counted are
+the ones built from agent.yaml and the tool folders; tools the runtime adds per session (e.g.
+``schedule``) are not, which the margin of ``min_history_room`` absorbs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from duragent.agents import Agent
+from duragent.context.budget import BudgetSettings, BudgetSplit
+from duragent.context.system_prompt import build_system_prompt
+from duragent.context.tokens import counter_for_model
+from duragent.core.messages import Message
+from duragent.tools.registry import build_tools
+
+__all__ = ["agent_budget", "budget_check"]
+
+
+def agent_budget(agent: Agent, workspace_dir: Path) -> BudgetSplit:
+    """How ``agent``'s window is shared between reply, safety, prompt, tools and history."""
+    counter = counter_for_model(agent.model.name)
+    tools = build_tools(
+        agent, workspace_dir=workspace_dir, world_memory_dir=workspace_dir / "memory" / "world"
+    )
+    definitions = [tool.definition() for tool in tools.values()]
+    return BudgetSplit.of(
+        BudgetSettings.for_agent(agent),
+        system_prompt=counter.count_message(Message.system(build_system_prompt(agent))),
+        tools=counter.count_tools(definitions) if definitions else 0,
+    )
+
+
+def budget_check(workspace_dir: Path) -> Callable[[Agent], None]:
+    """A ``load_catalog`` check: raises ConfigError when history would get too little room."""
+
+    def check(agent: Agent) -> None:
+        problem = agent_budget(agent, workspace_dir).problem(
+            agent.directory / "agent.yaml",
+            reserve_configured=agent.model.max_output_tokens is not None,
+        )
+        if problem is not None:
+            raise problem
+
+    return check
