@@ -147,8 +147,19 @@ def fit_request(
     pinned_cost = sum(u.tokens or _cost(u, counter) for u in pinned)
     hist_total = len(history) - sum(u.source for u in pinned)
     notice_cost = counter.count_message(Message.system(truncation_notice(len(history))))
-    # history may have to go entirely: then its notice is the least it costs
-    floor = fixed + pinned_cost + (notice_cost if hist_total else 0)
+    # History may have to go entirely; the least it costs is then its notice, or the whole
+    # rest of it when that is cheaper than the notice (a few tiny messages): peek that far.
+    history_floor = 0
+    if hist_total:
+        peeked: list[Unit] = []
+        for unit in candidates:
+            peeked.append(unit)
+            history_floor += unit.tokens or _cost(unit, counter)
+            if history_floor >= notice_cost:
+                history_floor = notice_cost
+                break
+        candidates = itertools.chain(peeked, candidates)
+    floor = fixed + pinned_cost + history_floor
 
     # --- 3c: this turn alone against what is left (never the latest group, never history) --
     groups = [u for u in turn_units if u.group]

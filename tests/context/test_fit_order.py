@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from duragent.context.budget import BudgetSettings
 from duragent.context.render import fit_request
-from duragent.context.tokens import TokenCounter
-from duragent.core.messages import Message, Role, ToolCall
+from duragent.context.tokens import EstimateCounter, TokenCounter
+from duragent.core.messages import Message, Role, ToolCall, ToolDefinition
 
 
 class Chars:
@@ -56,3 +56,19 @@ def test_history_fills_what_the_turn_leaves_when_some_must_still_go() -> None:
     assert 0 < report.history_omitted < 30
     # nothing else would fit: the next omitted message costs more than the free room
     assert budget.limit - report.request_tokens < CHARS.count_message(history[0])
+
+
+def test_a_history_cheaper_than_its_truncation_notice_is_kept_rather_than_refused() -> None:
+    # Found by the fit property: the request was refused by one token because the floor
+    # charged the "[conversation truncated …]" notice for a history that costs less whole.
+    history = [Message.user(""), Message.user("0:\u0800")]
+    turn = [call("t0_0"), Message.tool("t0_0", "")]
+    tools = [ToolDefinition(name="bash", description="Run a command " * 5)]
+    budget = BudgetSettings(window=600, output_reserve=432)
+    counter = TokenCounter(EstimateCounter())
+    out, report = fit_request(
+        system="", history=history, turn=turn, tools=tools, counter=counter, settings=budget
+    )
+    assert report.history_omitted == 0
+    assert [m.text for m in out if m.role is Role.USER] == ["", "0:\u0800"]
+    assert counter.count_messages(out) + counter.count_tools(tools) <= budget.limit
