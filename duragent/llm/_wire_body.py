@@ -1,0 +1,65 @@
+"""Request bodies as ready JSON bytes, built in time independent of the SDKs' per-field transform.
+
+The ``openai`` SDK walks every parameter of ``create()`` through a recursive typed transform
+(~0.5 ms per message), on the event loop, on every call: a 2,000-message history cost
+~300 ms per model call. The providers therefore hand the SDK's lower-level ``post`` a body they
+serialised themselves (the SDK still owns transport, headers, errors and streaming).
+
+The bytes are exactly what the SDK would send (same key order, ``ensure_ascii=False``, compact
+separators, ``allow_nan=False``; tests compare them on the wire). Each message is serialised
+once and its fragment kept for as long as the message object lives (messages are immutable and
+compared by identity), so a turn only joins cached fragments; the few new messages are
+serialised with a cooperative yield whenever a slice of work passes ``SLICE_SECONDS``, so a
+cold cache on a 2,000-message history does not hold the event loop either.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import weakref
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Generic, TypeVar
+
+from duragent.core.messages import Message
+
+__all__ = ["SLICE_SECONDS", "FragmentCache", "dumps", "json_object"]
+
+SLICE_SECONDS = 0.0005
+"""Longest run of serialisation between two yields to the event loop."""
+
+T = TypeVar("T")
+
+
+def dumps(value: Any) -> bytes:
+    """``value`` as the SDKs serialise a body (``openapi_dumps``): compact UTF-8 JSON."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+
+
+def json_object(fields: Iterable[tuple[str, bytes]]) -> bytes:
+    """A JSON object from (key, already-serialised value) pairs, in the given order."""
+    return b"{" + b",".join(dumps(key) + b":" + value for key, value in fields) + b"}"
+
+
+class FragmentCache(Generic[T]):
+    """Per-message wire fragments, dropped with their message (weak keys, identity equality)."""
+
+    def __init__(self, build: Callable[[Message], T]) -> None:
+        self._build = build
+        self._items: weakref.WeakKeyDictionary[Message, T] = weakref.WeakKeyDictionary()
+
+    async def fragments(self, messages: Sequence[Message]) -> list[T]:
+        """The fragment of each message; building missing ones yields to the loop between slices."""
+        out: list[T] = []
+        items = self._items
+        started = time.perf_counter()
+        for m in messages:
+            fragment = items.get(m)
+            if fragment is None:
+                fragment = items[m] = self._build(m)
+                if time.perf_counter() - started > SLICE_SECONDS:
+                    await asyncio.sleep(0)
+                    started = time.perf_counter()
+            out.append(fragment)
+        return out
