@@ -23,6 +23,8 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import anthropic
+from anthropic.types import Message as AnthropicMessage
+from anthropic.types import RawMessageStreamEvent
 
 from duragent.core.messages import Message, Role, ToolCall, ToolDefinition, Usage
 from duragent.errors import (
@@ -33,6 +35,7 @@ from duragent.errors import (
     LLMTimeoutError,
 )
 from duragent.llm._http_errors import error_for_status, status_for_error_type, transport_failure
+from duragent.llm._wire_body import FragmentCache, dumps, json_object
 from duragent.llm.limits import ReplyGuard, checked_calls, repair_text
 from duragent.llm.types import (
     ChatRequest,
@@ -119,6 +122,74 @@ def to_anthropic_request(
     return "\n\n".join(system_parts), turns, wire_tools
 
 
+_Blocks = tuple[tuple[bool, bytes], ...]
+"""Serialised content blocks of one message, each flagged when it is a ``tool_result``."""
+
+
+def _message_fragment(m: Message) -> tuple[str, _Blocks]:
+    """(role, blocks) of one message, serialised; role ``system`` carries its text as one block.
+
+    Mirrors ``to_anthropic_request`` message by message (merging is left to ``_turns_body``).
+    """
+    if m.role is Role.SYSTEM:
+        return "system", ((False, m.text.encode()),) if m.text.strip() else ()
+    if m.role is Role.TOOL:
+        block = {
+            "type": "tool_result",
+            "tool_use_id": m.tool_call_id or "",
+            "content": m.text or "(empty result)",
+        }
+        return "user", ((True, dumps(block)),)
+    if m.role is Role.ASSISTANT:
+        blocks: list[dict[str, Any]] = []
+        if m.text.strip():
+            blocks.append({"type": "text", "text": m.text})
+        blocks.extend(
+            {"type": "tool_use", "id": c.id, "name": c.name, "input": _parse_input(c.arguments)}
+            for c in m.tool_calls
+        )
+        return "assistant", tuple((False, dumps(b)) for b in blocks)
+    text = m.text if m.text.strip() else "(empty)"
+    return "user", ((False, dumps({"type": "text", "text": text})),)
+
+
+_FRAGMENTS: FragmentCache[tuple[str, _Blocks]] = FragmentCache(_message_fragment)
+"""Each message's serialised blocks, kept while the message lives (see ``_wire_body``)."""
+
+_PLACEHOLDER_TURN = (
+    "user",
+    [(False, dumps({"type": "text", "text": _PLACEHOLDER_FIRST_USER}))],
+)
+
+
+def _turns_body(fragments: list[tuple[str, _Blocks]]) -> tuple[str, bytes]:
+    """(system text, serialised ``messages`` array) from per-message fragments.
+
+    The same merging as ``to_anthropic_request``: system text hoisted, same-role turns merged
+    with tool results first, a placeholder user turn when history does not start with one.
+    """
+    system: list[str] = []
+    turns: list[tuple[str, list[tuple[bool, bytes]]]] = []
+    for role, blocks in fragments:
+        if role == "system":
+            system.extend(text.decode() for _, text in blocks)
+        elif not blocks:
+            continue
+        elif turns and turns[-1][0] == role:
+            turns[-1][1].extend(blocks)
+        else:
+            turns.append((role, list(blocks)))
+    if not turns or turns[0][0] != "user":
+        turns.insert(0, (_PLACEHOLDER_TURN[0], list(_PLACEHOLDER_TURN[1])))
+    parts: list[bytes] = []
+    for role, merged in turns:
+        if role == "user" and len(merged) > 1:
+            merged.sort(key=lambda block: not block[0])
+        content = b",".join(block for _, block in merged)
+        parts.append(b'{"role":' + dumps(role) + b',"content":[' + content + b"]}")
+    return "\n\n".join(system), b"[" + b",".join(parts) + b"]"
+
+
 def _error_type(body: object) -> str:
     error = body.get("error") if isinstance(body, dict) else None
     return str(error.get("type") or "") if isinstance(error, dict) else ""
@@ -185,28 +256,46 @@ class AnthropicProvider:
             "temperature" in inspect.signature(self._client.messages.create).parameters
         )
 
-    def _params(self, request: ChatRequest) -> dict[str, Any]:
-        system, turns, tools = to_anthropic_request(request.messages, request.tools)
-        params: dict[str, Any] = {
-            "model": self.model,
-            "messages": turns,
-            "max_tokens": request.max_output_tokens or DEFAULT_MAX_TOKENS,
-        }
+    async def _body(self, request: ChatRequest, *, stream: bool) -> bytes:
+        """The request body as the SDK's ``messages.create()`` would send it, byte for byte.
+
+        Same keys in the same order as the SDK sends them; the turns are joined from cached
+        per-message fragments instead of being rebuilt and re-serialised on every call.
+        """
+        system, turns = _turns_body(await _FRAGMENTS.fragments(request.messages))
+        fields: list[tuple[str, bytes]] = [
+            ("max_tokens", dumps(request.max_output_tokens or DEFAULT_MAX_TOKENS)),
+            ("messages", turns),
+            ("model", dumps(self.model)),
+        ]
+        if stream:
+            fields.append(("stream", b"true"))
         if system:
-            params["system"] = system
-        if tools:
-            params["tools"] = tools
+            fields.append(("system", dumps(system)))
         if request.temperature is not None:
             if self._takes_temperature:
-                params["temperature"] = min(request.temperature, 1.0)
+                fields.append(("temperature", dumps(min(request.temperature, 1.0))))
             else:
                 log.debug("%s: this anthropic SDK has no temperature; not sent", self.name)
-        return params
+        if request.tools:
+            _, _, tools = to_anthropic_request((), request.tools)
+            fields.append(("tools", dumps(tools)))
+        return json_object(fields)
+
+    async def _post(self, request: ChatRequest, *, stream: bool) -> Any:
+        """``POST /v1/messages`` through the SDK's client with a pre-built body."""
+        return await self._client.post(
+            "/v1/messages",
+            content=await self._body(request, stream=stream),
+            cast_to=AnthropicMessage,
+            stream=stream,
+            stream_cls=anthropic.AsyncStream[RawMessageStreamEvent],
+        )
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         """One non-streaming Messages call."""
         try:
-            raw = await self._client.messages.create(**self._params(request))
+            raw = await self._post(request, stream=False)
         except LLMError:
             raise
         except Exception as exc:
@@ -235,8 +324,6 @@ class AnthropicProvider:
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         """Stream text deltas; tool_use blocks are assembled into the final response."""
-        params = self._params(request)
-        params["stream"] = True
         guard = ReplyGuard(request.limits)
         blocks: dict[int, dict[str, str]] = {}
         prompt_tokens = 0
@@ -246,7 +333,7 @@ class AnthropicProvider:
         received = 0
         stopped = False
         try:
-            events = await self._client.messages.create(**params)
+            events = await self._post(request, stream=True)
             async for event in events:
                 received += 1
                 kind = event.type
