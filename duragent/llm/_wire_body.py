@@ -24,7 +24,7 @@ from typing import Any, Generic, TypeVar
 
 from duragent.core.messages import Message
 
-__all__ = ["SLICE_SECONDS", "FragmentCache", "dumps", "json_object"]
+__all__ = ["SLICE_SECONDS", "FragmentCache", "Slicer", "dumps", "json_object"]
 
 SLICE_SECONDS = 0.0005
 """Longest run of serialisation between two yields to the event loop."""
@@ -42,6 +42,19 @@ def json_object(fields: Iterable[tuple[str, bytes]]) -> bytes:
     return b"{" + b",".join(dumps(key) + b":" + value for key, value in fields) + b"}"
 
 
+class Slicer:
+    """Yields to the event loop whenever ``SLICE_SECONDS`` of work passed since the last yield."""
+
+    def __init__(self) -> None:
+        self._started = time.perf_counter()
+
+    async def tick(self) -> None:
+        """Call between units of work; returns at once unless the slice is used up."""
+        if time.perf_counter() - self._started > SLICE_SECONDS:
+            await asyncio.sleep(0)
+            self._started = time.perf_counter()
+
+
 class FragmentCache(Generic[T]):
     """Per-message wire fragments, dropped with their message (weak keys, identity equality)."""
 
@@ -53,13 +66,13 @@ class FragmentCache(Generic[T]):
         """The fragment of each message; building missing ones yields to the loop between slices."""
         out: list[T] = []
         items = self._items
-        started = time.perf_counter()
-        for m in messages:
+        slicer = Slicer()
+        for i, m in enumerate(messages):
             fragment = items.get(m)
             if fragment is None:
                 fragment = items[m] = self._build(m)
-                if time.perf_counter() - started > SLICE_SECONDS:
-                    await asyncio.sleep(0)
-                    started = time.perf_counter()
+                await slicer.tick()
+            elif not i % 128:
+                await slicer.tick()
             out.append(fragment)
         return out

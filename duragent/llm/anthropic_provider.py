@@ -35,7 +35,7 @@ from duragent.errors import (
     LLMTimeoutError,
 )
 from duragent.llm._http_errors import error_for_status, status_for_error_type, transport_failure
-from duragent.llm._wire_body import FragmentCache, dumps, json_object
+from duragent.llm._wire_body import FragmentCache, Slicer, dumps, json_object
 from duragent.llm.limits import ReplyGuard, checked_calls, repair_text
 from duragent.llm.types import (
     ChatRequest,
@@ -162,7 +162,7 @@ _PLACEHOLDER_TURN = (
 )
 
 
-def _turns_body(fragments: list[tuple[str, _Blocks]]) -> tuple[str, bytes]:
+async def _turns_body(fragments: list[tuple[str, _Blocks]]) -> tuple[str, bytes]:
     """(system text, serialised ``messages`` array) from per-message fragments.
 
     The same merging as ``to_anthropic_request``: system text hoisted, same-role turns merged
@@ -170,7 +170,10 @@ def _turns_body(fragments: list[tuple[str, _Blocks]]) -> tuple[str, bytes]:
     """
     system: list[str] = []
     turns: list[tuple[str, list[tuple[bool, bytes]]]] = []
-    for role, blocks in fragments:
+    slicer = Slicer()
+    for i, (role, blocks) in enumerate(fragments):
+        if not i % 128:
+            await slicer.tick()
         if role == "system":
             system.extend(text.decode() for _, text in blocks)
         elif not blocks:
@@ -182,7 +185,9 @@ def _turns_body(fragments: list[tuple[str, _Blocks]]) -> tuple[str, bytes]:
     if not turns or turns[0][0] != "user":
         turns.insert(0, (_PLACEHOLDER_TURN[0], list(_PLACEHOLDER_TURN[1])))
     parts: list[bytes] = []
-    for role, merged in turns:
+    for i, (role, merged) in enumerate(turns):
+        if not i % 128:
+            await slicer.tick()
         if role == "user" and len(merged) > 1:
             merged.sort(key=lambda block: not block[0])
         content = b",".join(block for _, block in merged)
@@ -262,7 +267,7 @@ class AnthropicProvider:
         Same keys in the same order as the SDK sends them; the turns are joined from cached
         per-message fragments instead of being rebuilt and re-serialised on every call.
         """
-        system, turns = _turns_body(await _FRAGMENTS.fragments(request.messages))
+        system, turns = await _turns_body(await _FRAGMENTS.fragments(request.messages))
         fields: list[tuple[str, bytes]] = [
             ("max_tokens", dumps(request.max_output_tokens or DEFAULT_MAX_TOKENS)),
             ("messages", turns),
