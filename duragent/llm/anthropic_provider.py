@@ -35,7 +35,7 @@ from duragent.errors import (
     LLMTimeoutError,
 )
 from duragent.llm._http_errors import error_for_status, status_for_error_type, transport_failure
-from duragent.llm._wire_body import FragmentCache, Slicer, dumps, json_object
+from duragent.llm._wire_body import FragmentCache, Slicer, dumps, json_array, json_object
 from duragent.llm.limits import ReplyGuard, checked_calls, repair_text
 from duragent.llm.types import (
     ChatRequest,
@@ -162,7 +162,7 @@ _PLACEHOLDER_TURN = (
 )
 
 
-async def _turns_body(fragments: list[tuple[str, _Blocks]]) -> tuple[str, bytes]:
+async def _turns_body(fragments: list[tuple[str, _Blocks]]) -> tuple[str, list[bytes]]:
     """(system text, serialised ``messages`` array) from per-message fragments.
 
     The same merging as ``to_anthropic_request``: system text hoisted, same-role turns merged
@@ -192,7 +192,8 @@ async def _turns_body(fragments: list[tuple[str, _Blocks]]) -> tuple[str, bytes]
             merged.sort(key=lambda block: not block[0])
         content = b",".join(block for _, block in merged)
         parts.append(b'{"role":' + dumps(role) + b',"content":[' + content + b"]}")
-    return "\n\n".join(system), b"[" + b",".join(parts) + b"]"
+    await slicer.tick()
+    return "\n\n".join(system), json_array(parts)
 
 
 def _error_type(body: object) -> str:
@@ -268,7 +269,7 @@ class AnthropicProvider:
         per-message fragments instead of being rebuilt and re-serialised on every call.
         """
         system, turns = await _turns_body(await _FRAGMENTS.fragments(request.messages))
-        fields: list[tuple[str, bytes]] = [
+        fields: list[tuple[str, bytes | list[bytes]]] = [
             ("max_tokens", dumps(request.max_output_tokens or DEFAULT_MAX_TOKENS)),
             ("messages", turns),
             ("model", dumps(self.model)),

@@ -23,7 +23,7 @@ from duragent.errors import (
     LLMTimeoutError,
 )
 from duragent.llm._http_errors import error_for_status, status_for_error_type, transport_failure
-from duragent.llm._wire_body import FragmentCache, dumps, json_object
+from duragent.llm._wire_body import FragmentCache, dumps, json_array, json_object
 from duragent.llm.limits import ReplyGuard, checked_calls, repair_text
 from duragent.llm.types import (
     ChatRequest,
@@ -144,10 +144,10 @@ class OpenAICompatibleProvider:
         joined from cached per-message fragments instead of being transformed on every call.
         """
         fragments = await _FRAGMENTS.fragments(request.messages)
-        fields: list[tuple[str, bytes]] = [("model", dumps(self.model))]
+        fields: list[tuple[str, bytes | list[bytes]]] = [("model", dumps(self.model))]
         if stream:
             fields.append(("stream", b"true"))
-        fields.append(("messages", b"[" + b",".join(fragments) + b"]"))
+        fields.append(("messages", json_array(fragments)))
         if request.max_output_tokens is not None:
             fields.append(("max_tokens", dumps(request.max_output_tokens)))
         if stream:
