@@ -38,7 +38,7 @@ def dumps(value: Any) -> bytes:
 
 
 def json_array(items: Sequence[bytes]) -> list[bytes]:
-    """A JSON array of already-serialised items, as parts for ``json_object`` (copied once, there)."""
+    """A JSON array of serialised items, as parts for ``json_object`` (copied once, there)."""
     if not items:
         return [b"[]"]
     parts = [b","] * (2 * len(items) + 1)
