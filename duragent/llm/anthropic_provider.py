@@ -122,24 +122,23 @@ def to_anthropic_request(
     return "\n\n".join(system_parts), turns, wire_tools
 
 
-_Blocks = tuple[tuple[bool, bytes], ...]
-"""Serialised content blocks of one message, each flagged when it is a ``tool_result``."""
+def _message_fragment(m: Message) -> tuple[str, bytes]:
+    """(kind, payload) of one message: its serialised content blocks, comma-joined.
 
-
-def _message_fragment(m: Message) -> tuple[str, _Blocks]:
-    """(role, blocks) of one message, serialised; role ``system`` carries its text as one block.
-
-    Mirrors ``to_anthropic_request`` message by message (merging is left to ``_turns_body``).
+    Kinds: ``system`` (payload: the UTF-8 text, empty when blank), ``result`` (a user turn's
+    ``tool_result`` block), ``user`` (a user text block) and ``assistant`` (its text and
+    ``tool_use`` blocks, empty when it has none). Mirrors ``to_anthropic_request`` message by
+    message; merging is left to ``_turns_body``.
     """
     if m.role is Role.SYSTEM:
-        return "system", ((False, m.text.encode()),) if m.text.strip() else ()
+        return "system", m.text.encode() if m.text.strip() else b""
     if m.role is Role.TOOL:
         block = {
             "type": "tool_result",
             "tool_use_id": m.tool_call_id or "",
             "content": m.text or "(empty result)",
         }
-        return "user", ((True, dumps(block)),)
+        return "result", dumps(block)
     if m.role is Role.ASSISTANT:
         blocks: list[dict[str, Any]] = []
         if m.text.strip():
@@ -148,52 +147,56 @@ def _message_fragment(m: Message) -> tuple[str, _Blocks]:
             {"type": "tool_use", "id": c.id, "name": c.name, "input": _parse_input(c.arguments)}
             for c in m.tool_calls
         )
-        return "assistant", tuple((False, dumps(b)) for b in blocks)
+        return "assistant", b",".join(dumps(b) for b in blocks)
     text = m.text if m.text.strip() else "(empty)"
-    return "user", ((False, dumps({"type": "text", "text": text})),)
+    return "user", dumps({"type": "text", "text": text})
 
 
-_FRAGMENTS: FragmentCache[tuple[str, _Blocks]] = FragmentCache(_message_fragment)
+_FRAGMENTS: FragmentCache[tuple[str, bytes]] = FragmentCache(_message_fragment)
 """Each message's serialised blocks, kept while the message lives (see ``_wire_body``)."""
 
 _PLACEHOLDER_TURN = (
-    "user",
-    [(False, dumps({"type": "text", "text": _PLACEHOLDER_FIRST_USER}))],
+    b'{"role":"user","content":[' + dumps({"type": "text", "text": _PLACEHOLDER_FIRST_USER}) + b"]}"
 )
 
 
-async def _turns_body(fragments: list[tuple[str, _Blocks]]) -> tuple[str, list[bytes]]:
+async def _turns_body(fragments: list[tuple[str, bytes]]) -> tuple[str, list[bytes]]:
     """(system text, serialised ``messages`` array) from per-message fragments.
 
     The same merging as ``to_anthropic_request``: system text hoisted, same-role turns merged
     with tool results first, a placeholder user turn when history does not start with one.
     """
     system: list[str] = []
-    turns: list[tuple[str, list[tuple[bool, bytes]]]] = []
-    slicer = Slicer()
-    for i, (role, blocks) in enumerate(fragments):
-        if not i % 128:
-            await slicer.tick()
-        if role == "system":
-            system.extend(text.decode() for _, text in blocks)
-        elif not blocks:
-            continue
-        elif turns and turns[-1][0] == role:
-            turns[-1][1].extend(blocks)
-        else:
-            turns.append((role, list(blocks)))
-    if not turns or turns[0][0] != "user":
-        turns.insert(0, (_PLACEHOLDER_TURN[0], list(_PLACEHOLDER_TURN[1])))
     parts: list[bytes] = []
-    for i, (role, merged) in enumerate(turns):
-        if not i % 128:
+    role = b""
+    results: list[bytes] = []
+    texts: list[bytes] = []
+    slicer = Slicer()
+    for i, (kind, payload) in enumerate(fragments):
+        if not i % 256:
             await slicer.tick()
-        if role == "user" and len(merged) > 1:
-            merged.sort(key=lambda block: not block[0])
-        content = b",".join(block for _, block in merged)
-        parts.append(b'{"role":' + dumps(role) + b',"content":[' + content + b"]}")
+        if not payload:
+            continue
+        if kind == "system":
+            system.append(payload.decode())
+            continue
+        turn_role = b"assistant" if kind == "assistant" else b"user"
+        if turn_role != role:
+            if role:
+                parts.append(_turn(role, results, texts))
+            role, results, texts = turn_role, [], []
+        (results if kind == "result" else texts).append(payload)
+    if role:
+        parts.append(_turn(role, results, texts))
+    if not parts or not parts[0].startswith(b'{"role":"user"'):
+        parts.insert(0, _PLACEHOLDER_TURN)
     await slicer.tick()
     return "\n\n".join(system), json_array(parts)
+
+
+def _turn(role: bytes, results: list[bytes], texts: list[bytes]) -> bytes:
+    """One serialised turn; a user turn's tool results come before its text (API rule)."""
+    return b'{"role":"' + role + b'","content":[' + b",".join(results + texts) + b"]}"
 
 
 def _error_type(body: object) -> str:

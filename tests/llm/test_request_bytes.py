@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from duragent.core.messages import Message, ToolCall, ToolDefinition
+from duragent.llm._wire_body import dumps
 from duragent.llm.anthropic_provider import (
     DEFAULT_MAX_TOKENS,
     AnthropicProvider,
@@ -153,3 +154,40 @@ async def test_the_anthropic_provider_sends_the_bytes_the_sdk_would_send(
         await anthropic_provider.complete(request)
     by_sdk, by_provider = server.requests
     _assert_same_request(by_sdk, by_provider)
+
+
+_CALL = ToolCall(id="c1", name="read", arguments="not json")
+_AWKWARD_HISTORIES = {
+    "starts with the assistant": [Message.assistant("hi"), Message.user("yo")],
+    "only a system prompt": [Message.system("be brief")],
+    "nothing at all": [],
+    "text before a tool result in one user turn": [
+        Message.user("first"),
+        Message.assistant(None, (_CALL,)),
+        Message.user("interjection"),
+        Message.tool("c1", "result"),
+        Message.tool("c1", ""),
+        Message.user("   "),
+    ],
+    "blank assistant and blank system between turns": [
+        Message.user("a"),
+        Message.assistant("  "),
+        Message.system(" "),
+        Message.user("b"),
+        Message.assistant(""),
+    ],
+}
+
+
+@pytest.mark.parametrize("name", sorted(_AWKWARD_HISTORIES))
+async def test_anthropic_turns_are_merged_exactly_as_the_dict_translation_merges_them(
+    anthropic_provider: AnthropicProvider, name: str
+) -> None:
+    messages = _AWKWARD_HISTORIES[name]
+    request = ChatRequest(messages=messages)
+    system, turns, _ = to_anthropic_request(messages)
+    expected: dict[str, Any] = {"max_tokens": DEFAULT_MAX_TOKENS, "messages": turns}
+    expected["model"] = anthropic_provider.model
+    if system:
+        expected["system"] = system
+    assert await anthropic_provider._body(request, stream=False) == dumps(expected)
