@@ -34,8 +34,9 @@ from duragent.errors import (
     LLMServerError,
     LLMTimeoutError,
 )
+from duragent.llm._anthropic_wire import FRAGMENTS, PLACEHOLDER_FIRST_USER, parse_input, turns_body
 from duragent.llm._http_errors import error_for_status, status_for_error_type, transport_failure
-from duragent.llm._wire_body import FragmentCache, Slicer, dumps, json_array, json_object
+from duragent.llm._wire_body import dumps, json_object
 from duragent.llm.limits import ReplyGuard, checked_calls, repair_text
 from duragent.llm.types import (
     ChatRequest,
@@ -53,15 +54,6 @@ _PROGRESS = StreamProgress()
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_TOKENS = 4096
-_PLACEHOLDER_FIRST_USER = "(conversation continues)"
-
-
-def _parse_input(arguments: str) -> dict[str, Any]:
-    try:
-        value = json.loads(arguments or "{}")
-    except (json.JSONDecodeError, RecursionError):
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def to_anthropic_request(
@@ -106,7 +98,7 @@ def to_anthropic_request(
                     "type": "tool_use",
                     "id": c.id,
                     "name": c.name,
-                    "input": _parse_input(c.arguments),
+                    "input": parse_input(c.arguments),
                 }
                 for c in m.tool_calls
             )
@@ -114,89 +106,12 @@ def to_anthropic_request(
         else:
             add("user", [{"type": "text", "text": m.text if m.text.strip() else "(empty)"}])
     if not turns or turns[0]["role"] != "user":
-        placeholder = [{"type": "text", "text": _PLACEHOLDER_FIRST_USER}]
+        placeholder = [{"type": "text", "text": PLACEHOLDER_FIRST_USER}]
         turns.insert(0, {"role": "user", "content": placeholder})
     wire_tools = [
         {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools
     ]
     return "\n\n".join(system_parts), turns, wire_tools
-
-
-def _message_fragment(m: Message) -> tuple[str, bytes]:
-    """(kind, payload) of one message: its serialised content blocks, comma-joined.
-
-    Kinds: ``system`` (payload: the UTF-8 text, empty when blank), ``result`` (a user turn's
-    ``tool_result`` block), ``user`` (a user text block) and ``assistant`` (its text and
-    ``tool_use`` blocks, empty when it has none). Mirrors ``to_anthropic_request`` message by
-    message; merging is left to ``_turns_body``.
-    """
-    if m.role is Role.SYSTEM:
-        return "system", m.text.encode() if m.text.strip() else b""
-    if m.role is Role.TOOL:
-        block = {
-            "type": "tool_result",
-            "tool_use_id": m.tool_call_id or "",
-            "content": m.text or "(empty result)",
-        }
-        return "result", dumps(block)
-    if m.role is Role.ASSISTANT:
-        blocks: list[dict[str, Any]] = []
-        if m.text.strip():
-            blocks.append({"type": "text", "text": m.text})
-        blocks.extend(
-            {"type": "tool_use", "id": c.id, "name": c.name, "input": _parse_input(c.arguments)}
-            for c in m.tool_calls
-        )
-        return "assistant", b",".join(dumps(b) for b in blocks)
-    text = m.text if m.text.strip() else "(empty)"
-    return "user", dumps({"type": "text", "text": text})
-
-
-_FRAGMENTS: FragmentCache[tuple[str, bytes]] = FragmentCache(_message_fragment)
-"""Each message's serialised blocks, kept while the message lives (see ``_wire_body``)."""
-
-_PLACEHOLDER_TURN = (
-    b'{"role":"user","content":[' + dumps({"type": "text", "text": _PLACEHOLDER_FIRST_USER}) + b"]}"
-)
-
-
-async def _turns_body(fragments: list[tuple[str, bytes]]) -> tuple[str, list[bytes]]:
-    """(system text, serialised ``messages`` array) from per-message fragments.
-
-    The same merging as ``to_anthropic_request``: system text hoisted, same-role turns merged
-    with tool results first, a placeholder user turn when history does not start with one.
-    """
-    system: list[str] = []
-    parts: list[bytes] = []
-    role = b""
-    results: list[bytes] = []
-    texts: list[bytes] = []
-    slicer = Slicer()
-    for i, (kind, payload) in enumerate(fragments):
-        if not i % 256:
-            await slicer.tick()
-        if not payload:
-            continue
-        if kind == "system":
-            system.append(payload.decode())
-            continue
-        turn_role = b"assistant" if kind == "assistant" else b"user"
-        if turn_role != role:
-            if role:
-                parts.append(_turn(role, results, texts))
-            role, results, texts = turn_role, [], []
-        (results if kind == "result" else texts).append(payload)
-    if role:
-        parts.append(_turn(role, results, texts))
-    if not parts or not parts[0].startswith(b'{"role":"user"'):
-        parts.insert(0, _PLACEHOLDER_TURN)
-    await slicer.tick()
-    return "\n\n".join(system), json_array(parts)
-
-
-def _turn(role: bytes, results: list[bytes], texts: list[bytes]) -> bytes:
-    """One serialised turn; a user turn's tool results come before its text (API rule)."""
-    return b'{"role":"' + role + b'","content":[' + b",".join(results + texts) + b"]}"
 
 
 def _error_type(body: object) -> str:
@@ -271,7 +186,7 @@ class AnthropicProvider:
         Same keys in the same order as the SDK sends them; the turns are joined from cached
         per-message fragments instead of being rebuilt and re-serialised on every call.
         """
-        system, turns = await _turns_body(await _FRAGMENTS.fragments(request.messages))
+        system, turns = await turns_body(await FRAGMENTS.fragments(request.messages))
         fields: list[tuple[str, bytes | list[bytes]]] = [
             ("max_tokens", dumps(request.max_output_tokens or DEFAULT_MAX_TOKENS)),
             ("messages", turns),
