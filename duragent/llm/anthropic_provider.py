@@ -23,6 +23,8 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import anthropic
+from anthropic.types import Message as AnthropicMessage
+from anthropic.types import RawMessageStreamEvent
 
 from duragent.core.messages import Message, Role, ToolCall, ToolDefinition, Usage
 from duragent.errors import (
@@ -32,7 +34,9 @@ from duragent.errors import (
     LLMServerError,
     LLMTimeoutError,
 )
+from duragent.llm._anthropic_wire import FRAGMENTS, PLACEHOLDER_FIRST_USER, parse_input, turns_body
 from duragent.llm._http_errors import error_for_status, status_for_error_type, transport_failure
+from duragent.llm._wire_body import dumps, json_object
 from duragent.llm.limits import ReplyGuard, checked_calls, repair_text
 from duragent.llm.types import (
     ChatRequest,
@@ -50,15 +54,6 @@ _PROGRESS = StreamProgress()
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_TOKENS = 4096
-_PLACEHOLDER_FIRST_USER = "(conversation continues)"
-
-
-def _parse_input(arguments: str) -> dict[str, Any]:
-    try:
-        value = json.loads(arguments or "{}")
-    except (json.JSONDecodeError, RecursionError):
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def to_anthropic_request(
@@ -103,7 +98,7 @@ def to_anthropic_request(
                     "type": "tool_use",
                     "id": c.id,
                     "name": c.name,
-                    "input": _parse_input(c.arguments),
+                    "input": parse_input(c.arguments),
                 }
                 for c in m.tool_calls
             )
@@ -111,7 +106,7 @@ def to_anthropic_request(
         else:
             add("user", [{"type": "text", "text": m.text if m.text.strip() else "(empty)"}])
     if not turns or turns[0]["role"] != "user":
-        placeholder = [{"type": "text", "text": _PLACEHOLDER_FIRST_USER}]
+        placeholder = [{"type": "text", "text": PLACEHOLDER_FIRST_USER}]
         turns.insert(0, {"role": "user", "content": placeholder})
     wire_tools = [
         {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools
@@ -185,28 +180,46 @@ class AnthropicProvider:
             "temperature" in inspect.signature(self._client.messages.create).parameters
         )
 
-    def _params(self, request: ChatRequest) -> dict[str, Any]:
-        system, turns, tools = to_anthropic_request(request.messages, request.tools)
-        params: dict[str, Any] = {
-            "model": self.model,
-            "messages": turns,
-            "max_tokens": request.max_output_tokens or DEFAULT_MAX_TOKENS,
-        }
+    async def _body(self, request: ChatRequest, *, stream: bool) -> bytes:
+        """The request body as the SDK's ``messages.create()`` would send it, byte for byte.
+
+        Same keys in the same order as the SDK sends them; the turns are joined from cached
+        per-message fragments instead of being rebuilt and re-serialised on every call.
+        """
+        system, turns = await turns_body(await FRAGMENTS.fragments(request.messages))
+        fields: list[tuple[str, bytes | list[bytes]]] = [
+            ("max_tokens", dumps(request.max_output_tokens or DEFAULT_MAX_TOKENS)),
+            ("messages", turns),
+            ("model", dumps(self.model)),
+        ]
+        if stream:
+            fields.append(("stream", b"true"))
         if system:
-            params["system"] = system
-        if tools:
-            params["tools"] = tools
+            fields.append(("system", dumps(system)))
         if request.temperature is not None:
             if self._takes_temperature:
-                params["temperature"] = min(request.temperature, 1.0)
+                fields.append(("temperature", dumps(min(request.temperature, 1.0))))
             else:
                 log.debug("%s: this anthropic SDK has no temperature; not sent", self.name)
-        return params
+        if request.tools:
+            _, _, tools = to_anthropic_request((), request.tools)
+            fields.append(("tools", dumps(tools)))
+        return json_object(fields)
+
+    async def _post(self, request: ChatRequest, *, stream: bool) -> Any:
+        """``POST /v1/messages`` through the SDK's client with a pre-built body."""
+        return await self._client.post(
+            "/v1/messages",
+            content=await self._body(request, stream=stream),
+            cast_to=AnthropicMessage,
+            stream=stream,
+            stream_cls=anthropic.AsyncStream[RawMessageStreamEvent],
+        )
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         """One non-streaming Messages call."""
         try:
-            raw = await self._client.messages.create(**self._params(request))
+            raw = await self._post(request, stream=False)
         except LLMError:
             raise
         except Exception as exc:
@@ -235,8 +248,6 @@ class AnthropicProvider:
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         """Stream text deltas; tool_use blocks are assembled into the final response."""
-        params = self._params(request)
-        params["stream"] = True
         guard = ReplyGuard(request.limits)
         blocks: dict[int, dict[str, str]] = {}
         prompt_tokens = 0
@@ -246,7 +257,7 @@ class AnthropicProvider:
         received = 0
         stopped = False
         try:
-            events = await self._client.messages.create(**params)
+            events = await self._post(request, stream=True)
             async for event in events:
                 received += 1
                 kind = event.type

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import openai
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from duragent.core.messages import Message, Role, ToolCall, Usage
 from duragent.errors import (
@@ -22,6 +23,7 @@ from duragent.errors import (
     LLMTimeoutError,
 )
 from duragent.llm._http_errors import error_for_status, status_for_error_type, transport_failure
+from duragent.llm._wire_body import FragmentCache, dumps, json_array, json_object
 from duragent.llm.limits import ReplyGuard, checked_calls, repair_text
 from duragent.llm.types import (
     ChatRequest,
@@ -39,30 +41,32 @@ _MAX_NAME = 256
 """A tool name or call id longer than this is not taken (a name is looked up, never run)."""
 
 
+def _openai_message(m: Message) -> dict[str, Any]:
+    if m.role is Role.TOOL:
+        return {"role": "tool", "tool_call_id": m.tool_call_id, "content": m.text}
+    if m.role is Role.ASSISTANT and m.tool_calls:
+        return {
+            "role": "assistant",
+            "content": m.content or None,
+            "tool_calls": [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments or "{}"},
+                }
+                for c in m.tool_calls
+            ],
+        }
+    return {"role": m.role.value, "content": m.text}
+
+
 def to_openai_messages(messages: list[Message] | tuple[Message, ...]) -> list[dict[str, Any]]:
     """Messages in the chat-completions wire format."""
-    out: list[dict[str, Any]] = []
-    for m in messages:
-        if m.role is Role.TOOL:
-            out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.text})
-        elif m.role is Role.ASSISTANT and m.tool_calls:
-            out.append(
-                {
-                    "role": "assistant",
-                    "content": m.content or None,
-                    "tool_calls": [
-                        {
-                            "id": c.id,
-                            "type": "function",
-                            "function": {"name": c.name, "arguments": c.arguments or "{}"},
-                        }
-                        for c in m.tool_calls
-                    ],
-                }
-            )
-        else:
-            out.append({"role": m.role.value, "content": m.text})
-    return out
+    return [_openai_message(m) for m in messages]
+
+
+_FRAGMENTS: FragmentCache[bytes] = FragmentCache(lambda m: dumps(_openai_message(m)))
+"""Each message's serialised wire form, kept while the message lives (see ``_wire_body``)."""
 
 
 def _map_error(exc: Exception, provider: str) -> LLMError:
@@ -133,23 +137,42 @@ class OpenAICompatibleProvider:
             default_headers=default_headers,
         )
 
-    def _params(self, request: ChatRequest) -> dict[str, Any]:
-        params: dict[str, Any] = {
-            "model": self.model,
-            "messages": to_openai_messages(list(request.messages)),
-        }
-        if request.tools:
-            params["tools"] = [t.to_openai() for t in request.tools]
+    async def _body(self, request: ChatRequest, *, stream: bool) -> bytes:
+        """The request body as the SDK's ``create()`` would send it, byte for byte.
+
+        Same keys in the same order as the SDK's transform leaves them; the messages are
+        joined from cached per-message fragments instead of being transformed on every call.
+        """
+        fragments = await _FRAGMENTS.fragments(request.messages)
+        fields: list[tuple[str, bytes | list[bytes]]] = [("model", dumps(self.model))]
+        if stream:
+            fields.append(("stream", b"true"))
+        fields.append(("messages", json_array(fragments)))
         if request.max_output_tokens is not None:
-            params["max_tokens"] = request.max_output_tokens
+            fields.append(("max_tokens", dumps(request.max_output_tokens)))
+        if stream:
+            fields.append(("stream_options", b'{"include_usage":true}'))
         if request.temperature is not None:
-            params["temperature"] = request.temperature
-        return params
+            fields.append(("temperature", dumps(request.temperature)))
+        if request.tools:
+            fields.append(("tools", dumps([t.to_openai() for t in request.tools])))
+        return json_object(fields)
+
+    async def _post(self, request: ChatRequest, *, stream: bool) -> Any:
+        """``POST /chat/completions`` through the SDK's client with a pre-built body."""
+        return await self._client.post(
+            "/chat/completions",
+            content=await self._body(request, stream=stream),
+            cast_to=ChatCompletion,
+            options={"security": {"bearer_auth": True}},
+            stream=stream,
+            stream_cls=openai.AsyncStream[ChatCompletionChunk],
+        )
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         """One non-streaming chat completion."""
         try:
-            raw = await self._client.chat.completions.create(**self._params(request))
+            raw = await self._post(request, stream=False)
         except LLMError:
             raise
         except Exception as exc:
@@ -180,9 +203,6 @@ class OpenAICompatibleProvider:
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         """Stream text deltas; tool-call fragments are assembled into the final response."""
-        params = self._params(request)
-        params["stream"] = True
-        params["stream_options"] = {"include_usage": True}
         guard = ReplyGuard(request.limits)
         calls: dict[int, dict[str, str]] = {}
         usage: Usage | None = None
@@ -190,7 +210,7 @@ class OpenAICompatibleProvider:
         model: str | None = None
         received = 0
         try:
-            chunks = await self._client.chat.completions.create(**params)
+            chunks = await self._post(request, stream=True)
             async for chunk in chunks:
                 received += 1
                 model = chunk.model or model

@@ -1,0 +1,102 @@
+"""A model call's cost does not grow with the history the way the SDK's transform made it.
+
+Ratios within one run (no absolute times): the same provider streams an answer for a 10- and a
+2,000-message history from the real fake server over HTTP. Through ``chat.completions.create``
+the 2,000-message call cost ~60x the short one (the SDK's typed transform, ~0.2-0.5 ms per
+message); with pre-built bodies it is a few times (the fake server parsing 2,000 messages
+in the same process dominates what is left).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable
+
+import pytest
+
+from duragent.core.messages import Message, ToolCall
+from duragent.llm.anthropic_provider import AnthropicProvider
+from duragent.llm.base import LLMProvider
+from duragent.llm.openai_compat import OpenAICompatibleProvider
+from duragent.llm.types import ChatRequest
+from duragent.testing import ScriptedLLMServer
+from duragent.testing.script import Reply
+from tests.llm.helpers import collect
+
+_MAX_RATIO = 10.0
+
+
+def history(size: int) -> list[Message]:
+    """A system prompt then ``size - 1`` messages cycling user, tool call, result, answer."""
+    out = [Message.system("You are helpful.")]
+    for i in range(size - 1):
+        kind = i % 4
+        if kind == 0:
+            out.append(Message.user(f"question {i} " + "words " * 20))
+        elif kind == 1:
+            call = ToolCall(id=f"c{i}", name="read", arguments='{"path": "a.txt"}')
+            out.append(Message.assistant(None, (call,)))
+        elif kind == 2:
+            out.append(Message.tool(f"c{i - 1}", "result " * 30))
+        else:
+            out.append(Message.assistant("answer " * 20))
+    return out
+
+
+async def _best_call(provider: LLMProvider, server: ScriptedLLMServer, size: int) -> float:
+    request = ChatRequest(messages=history(size))
+    best = float("inf")
+    for _ in range(4):
+        server.enqueue(Reply(text="ok"))
+        started = time.perf_counter()
+        await collect(provider.stream(request))
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+async def test_an_openai_call_with_2000_messages_costs_a_few_short_calls_not_sixty(
+    server: ScriptedLLMServer, openai_provider: LLMProvider
+) -> None:
+    short = await _best_call(openai_provider, server, 10)
+    long = await _best_call(openai_provider, server, 2000)
+    assert long <= _MAX_RATIO * short, (long, short)
+
+
+async def test_an_anthropic_call_with_2000_messages_costs_a_few_short_calls(
+    server: ScriptedLLMServer, anthropic_provider: LLMProvider
+) -> None:
+    short = await _best_call(anthropic_provider, server, 10)
+    long = await _best_call(anthropic_provider, server, 2000)
+    assert long <= _MAX_RATIO * short, (long, short)
+
+
+async def _beats_while(work: Awaitable[object]) -> int:
+    """How often another task got the event loop while ``work`` ran."""
+    beats = 0
+    done = False
+
+    async def beat() -> None:
+        nonlocal beats
+        while not done:
+            beats += 1
+            await asyncio.sleep(0)
+
+    task = asyncio.create_task(beat())
+    await asyncio.sleep(0)
+    before = beats
+    await work
+    during = beats - before
+    done = True
+    await task
+    return during
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+async def test_building_a_cold_2000_message_body_lets_other_tasks_run_in_between(
+    openai_provider: OpenAICompatibleProvider, anthropic_provider: AnthropicProvider, wire: str
+) -> None:
+    provider = openai_provider if wire == "openai" else anthropic_provider
+    request = ChatRequest(messages=history(2000))
+    # ~10 ms of serialisation in 0.5 ms slices, plus the yield before the final join.
+    assert await _beats_while(provider._body(request, stream=True)) >= 2
