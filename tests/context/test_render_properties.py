@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from duragent.context.budget import BudgetSettings, ContextOverflowError
-from duragent.context.render import fit_request
+from duragent.context.render import fit_request, truncation_notice
 from duragent.context.tokens import EstimateCounter, TokenCounter, counter_for_model
 from duragent.context.units import Unit, split
 from duragent.core.messages import Message, Role, ToolCall, ToolDefinition
@@ -162,6 +162,12 @@ def test_no_request_overflows_or_breaks_provider_rules(
         ) + counter.count_tools(tools)
         last_group = [m for m in turn if m.role is Role.ASSISTANT][-1:] if turn else []
         floor = minimum + sum(counter.count_message(m) for m in last_group)
+        # dropping older history means sending its notice: the least it costs is the notice
+        # or, when cheaper, the rest of the history itself
+        rest = sum(counter.count_message(m) for m in history[:-1])
+        if rest:
+            notice = Message.system(truncation_notice(len(history)))
+            floor += min(rest, counter.count_message(notice))
         legitimate = floor + 20 * sum(len(m.tool_calls) for m in last_group) > budget.limit
         assert legitimate, "ContextOverflowError although a valid request was possible"
         return
