@@ -15,9 +15,10 @@ same-origin. Three checks close this, before routing and before any slot is take
 - **Origin** (always, when the header is present): a loopback origin, the server's own
   (same host and port as ``Host``), or one of ``server.allowed_origins``. ``null`` (sandboxed
   frames, files) is refused. 403. Clients that are not browsers send no ``Origin``.
-- **Content type** (always): a request with a body must say ``application/json`` (a browser
-  can only send ``application/json`` cross-site after a preflight, which this server never
-  grants). 415.
+- **Content type** (loopback mode only): a request with a body must say ``application/json``
+  (a browser can only send ``application/json`` cross-site after a preflight, which this
+  server never grants). 415. With a token a page cannot forge the request anyway, so scripts
+  written for the reference that post JSON without the header (``curl -d``) keep working.
 
 Which family a path belongs to: ``/api/admin/…`` is guarded by ``admin_token``, everything
 else (API, health, and any later web console) by ``api_token``.
@@ -93,7 +94,7 @@ def request_problem(
             f"requests from the web page at {origin!r} are refused (cross-origin); "
             "list trusted origins in server.allowed_origins"
         )
-    if method in _BODY_METHODS and has_body(headers):
+    if not token and method in _BODY_METHODS and has_body(headers):
         media = headers.get("content-type", "").split(";", 1)[0].strip().lower()
         if media != "application/json":
             shown = media or "none"

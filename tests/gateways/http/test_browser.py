@@ -105,6 +105,18 @@ async def test_bodies_must_be_json_and_a_charset_is_fine(tmp_path: Path) -> None
         assert empty.status_code == 200
 
 
+async def test_with_a_token_a_script_may_post_json_without_a_content_type(
+    tmp_path: Path,
+) -> None:
+    # curl -d '{...}' sends application/x-www-form-urlencoded; scripts written for the
+    # reference do that. A page cannot send the bearer token, so nothing is forged here.
+    tokens = "  api_token: api-secret\n"
+    async with served(tmp_path, token="api-secret", server_yaml=tokens) as s:
+        form = {"content-type": "application/x-www-form-urlencoded"}
+        made = await s.client.post("/api/v1/sessions", content=b'{"agent": "bot"}', headers=form)
+        assert made.status_code == 201, made.text
+
+
 @pytest.mark.parametrize(
     ("value", "name", "port"),
     [("LocalHost:80", "localhost", "80"), ("[::1]:8080", "::1", "8080"), ("a.b", "a.b", "")],
