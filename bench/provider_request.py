@@ -22,7 +22,6 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from duragent.core.messages import Message, ToolCall
 from duragent.llm.anthropic_provider import (
     DEFAULT_MAX_TOKENS,
     AnthropicProvider,
@@ -31,27 +30,11 @@ from duragent.llm.anthropic_provider import (
 from duragent.llm.openai_compat import OpenAICompatibleProvider, to_openai_messages
 from duragent.llm.types import ChatRequest
 from duragent.testing import ScriptedLLMServer
+from duragent.testing.conversations import long_history
 from duragent.testing.script import Reply
 
 SIZES = (1, 100, 1000, 2000)
 CALLS = 5
-
-
-def history(size: int) -> list[Message]:
-    """A system prompt then ``size - 1`` messages cycling user, tool call, result, answer."""
-    out = [Message.system("You are helpful.")]
-    for i in range(size - 1):
-        kind = i % 4
-        if kind == 0:
-            out.append(Message.user(f"question {i} " + "words " * 20))
-        elif kind == 1:
-            call = ToolCall(id=f"c{i}", name="read", arguments='{"path": "a.txt"}')
-            out.append(Message.assistant(None, (call,)))
-        elif kind == 2:
-            out.append(Message.tool(f"c{i - 1}", "result " * 30))
-        else:
-            out.append(Message.assistant("answer " * 20))
-    return out
 
 
 async def best(server: ScriptedLLMServer, call: Callable[[], Awaitable[None]]) -> float:
@@ -92,7 +75,7 @@ async def row(
     size: int,
 ) -> str:
     """One line of the table for one provider and history size."""
-    request = ChatRequest(messages=history(size))
+    request = ChatRequest(messages=long_history(size))
     block = await longest_block(provider._body(request, stream=True))  # cold cache
 
     async def through_provider() -> None:

@@ -15,37 +15,20 @@ from collections.abc import Awaitable
 
 import pytest
 
-from duragent.core.messages import Message, ToolCall
 from duragent.llm.anthropic_provider import AnthropicProvider
 from duragent.llm.base import LLMProvider
 from duragent.llm.openai_compat import OpenAICompatibleProvider
 from duragent.llm.types import ChatRequest
 from duragent.testing import ScriptedLLMServer
+from duragent.testing.conversations import long_history
 from duragent.testing.script import Reply
 from tests.llm.helpers import collect
 
 _MAX_RATIO = 10.0
 
 
-def history(size: int) -> list[Message]:
-    """A system prompt then ``size - 1`` messages cycling user, tool call, result, answer."""
-    out = [Message.system("You are helpful.")]
-    for i in range(size - 1):
-        kind = i % 4
-        if kind == 0:
-            out.append(Message.user(f"question {i} " + "words " * 20))
-        elif kind == 1:
-            call = ToolCall(id=f"c{i}", name="read", arguments='{"path": "a.txt"}')
-            out.append(Message.assistant(None, (call,)))
-        elif kind == 2:
-            out.append(Message.tool(f"c{i - 1}", "result " * 30))
-        else:
-            out.append(Message.assistant("answer " * 20))
-    return out
-
-
 async def _best_call(provider: LLMProvider, server: ScriptedLLMServer, size: int) -> float:
-    request = ChatRequest(messages=history(size))
+    request = ChatRequest(messages=long_history(size))
     best = float("inf")
     for _ in range(4):
         server.enqueue(Reply(text="ok"))
@@ -97,6 +80,6 @@ async def test_building_a_cold_2000_message_body_lets_other_tasks_run_in_between
     openai_provider: OpenAICompatibleProvider, anthropic_provider: AnthropicProvider, wire: str
 ) -> None:
     provider = openai_provider if wire == "openai" else anthropic_provider
-    request = ChatRequest(messages=history(2000))
+    request = ChatRequest(messages=long_history(2000))
     # ~10 ms of serialisation in 0.5 ms slices, plus the yield before the final join.
     assert await _beats_while(provider._body(request, stream=True)) >= 2
