@@ -9,7 +9,11 @@ status means the same thing (and is retried the same way) whichever API answered
   same failure would have had as a plain answer (``status_for_error_type``);
 - a transport failure the SDK lets escape while a stream is read (``httpx2`` errors such as
   "peer closed connection without sending complete message body") is a connection error or
-  a timeout, never an "unreadable response" (``transport_failure``).
+  a timeout, never an "unreadable response" (``transport_failure``);
+- the SDKs' aiohttp transport (the one the providers use) reports a refused or dropped
+  connection as a *connect timeout* (its exception table maps every ``ClientConnectionError``
+  to ``ConnectTimeout``), so what the SDK calls a timeout is checked against its root cause
+  (``timeout_or_connection``): "timed out" is said only of a real timeout.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import email.utils
 import time
 from collections.abc import Mapping
 
+import aiohttp
 import httpx
 import httpx2
 
@@ -140,8 +145,43 @@ def error_for_status(
     return LLMBadRequestError(message, status=recorded, provider=provider)
 
 
+_REAL_TIMEOUTS = (TimeoutError, aiohttp.ServerTimeoutError)
+"""Root causes that are timeouts (aiohttp's socket and connect timeouts derive from these)."""
+
+
+def _broken_connection(exc: BaseException) -> BaseException | None:
+    """The aiohttp error behind ``exc`` when it is a connection failure, not a timeout."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, _REAL_TIMEOUTS):
+            return None
+        if isinstance(cause, aiohttp.ClientError):
+            return cause
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
+def timeout_or_connection(exc: BaseException, provider: str) -> LLMError:
+    """What an SDK timeout really was: a timeout, or a connection refused or dropped."""
+    broken = _broken_connection(exc)
+    if broken is not None:
+        return LLMConnectionError(f"{provider}: connection failed: {broken}", provider=provider)
+    return LLMTimeoutError(f"{provider}: request timed out", provider=provider)
+
+
+def connection_failure(exc: BaseException, provider: str) -> LLMConnectionError:
+    """A connection error that names its root cause (the SDKs say only "Connection error.")."""
+    detail = _broken_connection(exc) or exc
+    return LLMConnectionError(f"{provider}: connection failed: {detail}", provider=provider)
+
+
 def transport_failure(exc: BaseException, provider: str) -> LLMError | None:
     """A timeout or connection error for an HTTP transport exception, else ``None``."""
+    broken = _broken_connection(exc)
+    if broken is not None:
+        return LLMConnectionError(f"{provider}: connection broke: {broken}", provider=provider)
     if isinstance(exc, httpx2.TimeoutException | httpx.TimeoutException):
         message = f"{provider}: timed out reading the answer: {exc}"
         return LLMTimeoutError(message, provider=provider)

@@ -24,7 +24,6 @@ from typing import Any
 
 import anthropic
 from anthropic.types import Message as AnthropicMessage
-from anthropic.types import RawMessageStreamEvent
 
 from duragent.core.messages import Message, Role, ToolCall, ToolDefinition, Usage
 from duragent.errors import (
@@ -32,10 +31,16 @@ from duragent.errors import (
     LLMError,
     LLMResponseError,
     LLMServerError,
-    LLMTimeoutError,
 )
 from duragent.llm._anthropic_wire import FRAGMENTS, PLACEHOLDER_FIRST_USER, parse_input, turns_body
-from duragent.llm._http_errors import error_for_status, status_for_error_type, transport_failure
+from duragent.llm._http_errors import (
+    connection_failure,
+    error_for_status,
+    status_for_error_type,
+    timeout_or_connection,
+    transport_failure,
+)
+from duragent.llm._json_fields import integer, obj, text
 from duragent.llm._wire_body import dumps, json_object
 from duragent.llm.limits import ReplyGuard, checked_calls, repair_text
 from duragent.llm.types import (
@@ -121,9 +126,9 @@ def _error_type(body: object) -> str:
 
 def _map_error(exc: Exception, provider: str) -> LLMError:
     if isinstance(exc, anthropic.APITimeoutError):
-        return LLMTimeoutError(f"{provider}: request timed out", provider=provider)
+        return timeout_or_connection(exc, provider)
     if isinstance(exc, anthropic.APIConnectionError):
-        return LLMConnectionError(f"{provider}: connection failed: {exc}", provider=provider)
+        return connection_failure(exc, provider)
     if isinstance(exc, anthropic.APIResponseValidationError):
         return LLMResponseError(f"{provider}: unreadable response: {exc}", provider=provider)
     if isinstance(exc, anthropic.APIStatusError):
@@ -174,7 +179,11 @@ class AnthropicProvider:
         self.name = name
         self.model = model
         self._client = anthropic.AsyncAnthropic(
-            api_key=api_key, base_url=base_url, timeout=timeout_seconds, max_retries=0
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout_seconds,
+            max_retries=0,
+            http_client=anthropic.DefaultAioHttpClient(timeout=timeout_seconds),
         )
         self._takes_temperature = (
             "temperature" in inspect.signature(self._client.messages.create).parameters
@@ -213,7 +222,9 @@ class AnthropicProvider:
             content=await self._body(request, stream=stream),
             cast_to=AnthropicMessage,
             stream=stream,
-            stream_cls=anthropic.AsyncStream[RawMessageStreamEvent],
+            # plain JSON per event: the SDK's typed event models cost more than the rest of
+            # the call (see ``_json_fields``)
+            stream_cls=anthropic.AsyncStream[object],
         )
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
@@ -258,32 +269,40 @@ class AnthropicProvider:
         stopped = False
         try:
             events = await self._post(request, stream=True)
-            async for event in events:
+            async for data in events:
                 received += 1
-                kind = event.type
+                event = obj(data, "event")
+                kind = text(event, "type")
                 shown = False
                 if kind == "message_stop":
                     stopped = True
                 elif kind == "message_start":
-                    model = event.message.model
-                    prompt_tokens = int(event.message.usage.input_tokens or 0)
+                    message = obj(event.get("message"), "message")
+                    model = text(message, "model")
+                    prompt_tokens = integer(obj(message.get("usage"), "usage"), "input_tokens")
                 elif kind == "content_block_start":
-                    block = event.content_block
-                    if block.type == "tool_use":
-                        blocks[event.index] = {"id": block.id[:256], "name": block.name[:256]}
+                    block = obj(event.get("content_block"), "content_block")
+                    if text(block, "type") == "tool_use":
+                        blocks[integer(event, "index")] = {
+                            "id": (text(block, "id") or "")[:256],
+                            "name": (text(block, "name") or "")[:256],
+                        }
                         guard.new_call()
                 elif kind == "content_block_delta":
-                    delta = event.delta
-                    if delta.type == "text_delta":
-                        piece = guard.text(delta.text)
+                    delta = obj(event.get("delta"), "delta")
+                    delta_kind = text(delta, "type")
+                    if delta_kind == "text_delta":
+                        piece = guard.text(text(delta, "text") or "")
                         if piece:
                             shown = True
                             yield TextDelta(piece)
-                    elif delta.type == "input_json_delta" and event.index in blocks:
-                        guard.argument(event.index, delta.partial_json)
+                    elif delta_kind == "input_json_delta":
+                        index = integer(event, "index")
+                        if index in blocks:
+                            guard.argument(index, text(delta, "partial_json") or "")
                 elif kind == "message_delta":
-                    finish = event.delta.stop_reason or finish
-                    completion_tokens = int(event.usage.output_tokens or 0)
+                    finish = text(obj(event.get("delta"), "delta"), "stop_reason") or finish
+                    completion_tokens = integer(obj(event.get("usage"), "usage"), "output_tokens")
                 elif kind == "error":  # pragma: no cover - SDK raises for error events
                     raise LLMServerError(f"{self.name}: stream error", provider=self.name)
                 if guard.stopped:  # past a limit: stop reading (closing drops the connection)

@@ -13,16 +13,22 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import openai
-from openai.types.chat import ChatCompletion, ChatCompletionChunk
+from openai.types.chat import ChatCompletion
 
 from duragent.core.messages import Message, Role, ToolCall, Usage
 from duragent.errors import (
     LLMConnectionError,
     LLMError,
     LLMResponseError,
-    LLMTimeoutError,
 )
-from duragent.llm._http_errors import error_for_status, status_for_error_type, transport_failure
+from duragent.llm._http_errors import (
+    connection_failure,
+    error_for_status,
+    status_for_error_type,
+    timeout_or_connection,
+    transport_failure,
+)
+from duragent.llm._json_fields import integer, items, obj, text
 from duragent.llm._wire_body import FragmentCache, dumps, json_array, json_object
 from duragent.llm.limits import ReplyGuard, checked_calls, repair_text
 from duragent.llm.types import (
@@ -71,9 +77,9 @@ _FRAGMENTS: FragmentCache[bytes] = FragmentCache(lambda m: dumps(_openai_message
 
 def _map_error(exc: Exception, provider: str) -> LLMError:
     if isinstance(exc, openai.APITimeoutError):
-        return LLMTimeoutError(f"{provider}: request timed out", provider=provider)
+        return timeout_or_connection(exc, provider)
     if isinstance(exc, openai.APIConnectionError):
-        return LLMConnectionError(f"{provider}: connection failed: {exc}", provider=provider)
+        return connection_failure(exc, provider)
     if isinstance(exc, openai.APIResponseValidationError):
         return LLMResponseError(f"{provider}: unreadable response: {exc}", provider=provider)
     if isinstance(exc, openai.APIStatusError):
@@ -103,6 +109,14 @@ def _map_error(exc: Exception, provider: str) -> LLMError:
     if transport is not None:
         return transport
     return LLMResponseError(f"{provider}: unreadable response: {exc}", provider=provider)
+
+
+def _usage_of(raw: dict[str, Any]) -> Usage:
+    """Usage from a streamed chunk's plain JSON."""
+    return Usage(
+        prompt_tokens=integer(raw, "prompt_tokens"),
+        completion_tokens=integer(raw, "completion_tokens"),
+    )
 
 
 def _usage(raw: Any) -> Usage | None:
@@ -135,6 +149,7 @@ class OpenAICompatibleProvider:
             timeout=timeout_seconds,
             max_retries=0,
             default_headers=default_headers,
+            http_client=openai.DefaultAioHttpClient(timeout=timeout_seconds),
         )
 
     async def _body(self, request: ChatRequest, *, stream: bool) -> bytes:
@@ -166,7 +181,9 @@ class OpenAICompatibleProvider:
             cast_to=ChatCompletion,
             options={"security": {"bearer_auth": True}},
             stream=stream,
-            stream_cls=openai.AsyncStream[ChatCompletionChunk],
+            # plain JSON per chunk: the SDK's typed chunk models cost more than the rest of
+            # the call (see ``_json_fields``)
+            stream_cls=openai.AsyncStream[object],
         )
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
@@ -211,36 +228,41 @@ class OpenAICompatibleProvider:
         received = 0
         try:
             chunks = await self._post(request, stream=True)
-            async for chunk in chunks:
+            async for data in chunks:
                 received += 1
-                model = chunk.model or model
-                if chunk.usage is not None:
-                    usage = _usage(chunk.usage)
+                chunk = obj(data)
+                model = text(chunk, "model") or model
+                if chunk.get("usage") is not None:
+                    usage = _usage_of(obj(chunk["usage"], "usage"))
                 shown = False
-                for choice in chunk.choices or []:
-                    finish = choice.finish_reason or finish
-                    delta = choice.delta
-                    if delta is None:
-                        continue
-                    if delta.content:
-                        piece = guard.text(delta.content)
+                for raw_choice in items(chunk, "choices"):
+                    choice = obj(raw_choice, "choice")
+                    finish = text(choice, "finish_reason") or finish
+                    delta = obj(choice.get("delta"), "delta")
+                    content = text(delta, "content")
+                    if content:
+                        piece = guard.text(content)
                         if piece:
                             shown = True
                             yield TextDelta(piece)
-                    for frag in delta.tool_calls or []:
-                        slot = calls.get(frag.index)
+                    for raw_frag in items(delta, "tool_calls"):
+                        frag = obj(raw_frag, "tool_call")
+                        index = integer(frag, "index")
+                        slot = calls.get(index)
                         if slot is None:
-                            slot = calls[frag.index] = {"id": "", "name": ""}
+                            slot = calls[index] = {"id": "", "name": ""}
                             guard.new_call()
-                        if frag.id and len(frag.id) <= _MAX_NAME:
-                            slot["id"] = frag.id
-                        if frag.function is not None:
-                            name = frag.function.name or ""
+                        call_id = text(frag, "id")
+                        if call_id and len(call_id) <= _MAX_NAME:
+                            slot["id"] = call_id
+                        if frag.get("function") is not None:
+                            function = obj(frag["function"], "function")
+                            name = text(function, "name") or ""
                             # OpenAI sends the name once; some compatible servers repeat it
                             # in every fragment, which must not double it.
                             if name != slot["name"] and len(slot["name"]) < _MAX_NAME:
                                 slot["name"] += name
-                            guard.argument(frag.index, frag.function.arguments or "")
+                            guard.argument(index, text(function, "arguments") or "")
                 if not shown:
                     yield _PROGRESS
                 if guard.stopped:  # past a limit: stop reading (closing drops the connection)

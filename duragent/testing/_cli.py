@@ -32,6 +32,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--script", type=Path, help="JSON file with a list of script items")
     parser.add_argument("--reply-text", help="answer this text once the script is exhausted")
     parser.add_argument("--record", type=Path, help="append each request to this JSONL file")
+    parser.add_argument(
+        "--keep-requests",
+        type=int,
+        default=None,
+        metavar="N",
+        help="keep only the latest N requests in memory (GET /_fake/requests); default all",
+    )
     args = parser.parse_args(argv)
 
     script = load_script(args.script) if args.script else []
@@ -50,7 +57,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 out.write(json.dumps(request.to_json()) + "\n")
 
     server = ScriptedLLMServer(
-        script, responder=responder, on_request=record, host=args.host, port=args.port
+        script,
+        responder=responder,
+        on_request=record,
+        host=args.host,
+        port=args.port,
+        keep_requests=args.keep_requests,
     )
 
     async def run() -> None:

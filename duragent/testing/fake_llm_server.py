@@ -133,6 +133,10 @@ class ScriptedLLMServer:
         on_request: called with every request as it arrives (e.g. to log it to a file).
         host: interface to bind; loopback by default.
         port: TCP port; 0 picks a free one (read ``port`` after starting).
+        keep_requests: how many of the latest requests ``requests`` keeps (None: all). A
+            benchmark of a long chat sets it low: every request carries the whole history,
+            and thousands of parsed bodies kept alive make this server's garbage collector,
+            not the client, the cost that grows with the chat.
     """
 
     def __init__(
@@ -143,13 +147,15 @@ class ScriptedLLMServer:
         on_request: Callable[[RecordedRequest], None] | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
+        keep_requests: int | None = None,
     ) -> None:
         self.host = host
         self.port = port
         self.responder = responder
         self.on_request = on_request
         self._queue: deque[ScriptItem] = deque(script)
-        self._requests: list[RecordedRequest] = []
+        self._requests: deque[RecordedRequest] = deque(maxlen=keep_requests)
+        self._received = 0
         self._lock = threading.Lock()
         self._closing: asyncio.Event | None = None
         self._server: _EmbeddedUvicorn | None = None
@@ -172,7 +178,7 @@ class ScriptedLLMServer:
 
     @property
     def requests(self) -> list[RecordedRequest]:
-        """Every request received so far, in arrival order (a copy)."""
+        """Every request received so far (the latest ``keep_requests``), in arrival order."""
         with self._lock:
             return list(self._requests)
 
@@ -194,7 +200,7 @@ class ScriptedLLMServer:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         with self._lock:
             recorded = RecordedRequest(
-                index=len(self._requests),
+                index=self._received,
                 method=scope["method"],
                 path=scope["path"],
                 headers=headers,
@@ -203,6 +209,7 @@ class ScriptedLLMServer:
                 wire=wire,
             )
             self._requests.append(recorded)
+            self._received += 1
             item = self._queue.popleft() if self._queue else None
         if self.on_request is not None:
             self.on_request(recorded)
