@@ -7,12 +7,15 @@ Produces exactly the bytes of ``to_anthropic_request`` serialised as the SDK ser
 from __future__ import annotations
 
 import json
-from typing import Any
+import operator
+from itertools import compress, count, islice
+from operator import itemgetter
+from typing import Any, NamedTuple
 
 from duragent.core.messages import Message, Role
 from duragent.llm._wire_body import FragmentCache, Slicer, dumps, json_array
 
-__all__ = ["FRAGMENTS", "PLACEHOLDER_FIRST_USER", "parse_input", "turns_body"]
+__all__ = ["FRAGMENTS", "PLACEHOLDER_FIRST_USER", "Fragment", "parse_input", "turns_body"]
 
 PLACEHOLDER_FIRST_USER = "(conversation continues)"
 
@@ -26,23 +29,44 @@ def parse_input(arguments: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _message_fragment(m: Message) -> tuple[str, bytes]:
-    """(kind, payload) of one message: its serialised content blocks, comma-joined.
+class Fragment(NamedTuple):
+    """One message's part of the body, with what merging it into turns needs.
 
-    Kinds: ``system`` (payload: the UTF-8 text, empty when blank), ``result`` (a user turn's
-    ``tool_result`` block), ``user`` (a user text block) and ``assistant`` (its text and
-    ``tool_use`` blocks, empty when it has none). Mirrors ``to_anthropic_request`` message by
-    message; merging is left to ``turns_body``.
+    ``role`` is the turn it belongs to (``b"user"`` or ``b"assistant"``), or ``b""`` when it
+    adds no content block (a system message, hoisted; an assistant message with nothing to
+    say). ``kind`` is ``system``, ``result`` (a ``tool_result`` block), ``user`` (a text
+    block) or ``assistant`` (text and ``tool_use`` blocks); ``blocks`` its serialised
+    content blocks, comma-joined (for ``system``: the UTF-8 text, empty when blank); ``turn``
+    the whole turn it makes when no neighbour merges with it.
+    """
+
+    role: bytes
+    kind: str
+    blocks: bytes
+    turn: bytes
+
+
+def _fragment(kind: str, blocks: bytes) -> Fragment:
+    if kind == "system" or not blocks:
+        return Fragment(b"", kind, blocks, b"")
+    role = b"assistant" if kind == "assistant" else b"user"
+    return Fragment(role, kind, blocks, _turn(role, [blocks], []))
+
+
+def _message_fragment(m: Message) -> Fragment:
+    """One message's fragment, mirroring ``to_anthropic_request`` message by message.
+
+    Merging neighbours into turns is left to ``turns_body``.
     """
     if m.role is Role.SYSTEM:
-        return "system", m.text.encode() if m.text.strip() else b""
+        return _fragment("system", m.text.encode() if m.text.strip() else b"")
     if m.role is Role.TOOL:
         block = {
             "type": "tool_result",
             "tool_use_id": m.tool_call_id or "",
             "content": m.text or "(empty result)",
         }
-        return "result", dumps(block)
+        return _fragment("result", dumps(block))
     if m.role is Role.ASSISTANT:
         blocks: list[dict[str, Any]] = []
         if m.text.strip():
@@ -51,51 +75,62 @@ def _message_fragment(m: Message) -> tuple[str, bytes]:
             {"type": "tool_use", "id": c.id, "name": c.name, "input": parse_input(c.arguments)}
             for c in m.tool_calls
         )
-        return "assistant", b",".join(dumps(b) for b in blocks)
+        return _fragment("assistant", b",".join(dumps(b) for b in blocks))
     text = m.text if m.text.strip() else "(empty)"
-    return "user", dumps({"type": "text", "text": text})
+    return _fragment("user", dumps({"type": "text", "text": text}))
 
 
-FRAGMENTS: FragmentCache[tuple[str, bytes]] = FragmentCache(_message_fragment)
-"""Each message's serialised blocks, kept while the message lives (see ``_wire_body``)."""
+FRAGMENTS: FragmentCache[Fragment] = FragmentCache(_message_fragment)
+"""Each message's fragment, kept while the message lives (see ``_wire_body``)."""
 
 _PLACEHOLDER_TURN = (
     b'{"role":"user","content":[' + dumps({"type": "text", "text": PLACEHOLDER_FIRST_USER}) + b"]}"
 )
 
 
-async def turns_body(fragments: list[tuple[str, bytes]]) -> tuple[str, list[bytes]]:
+async def turns_body(fragments: list[Fragment]) -> tuple[str, list[bytes]]:
     """(system text, serialised ``messages`` array) from per-message fragments.
 
     The same merging as ``to_anthropic_request``: system text hoisted, same-role turns merged
     with tool results first, a placeholder user turn when history does not start with one.
+    Every pass over the whole history runs in C (``compress``, ``map``); Python work is only
+    spent where neighbours merge (several tool results in one user turn, say), so a
+    2,000-message chat costs about what a few messages do.
     """
-    system: list[str] = []
-    parts: list[bytes] = []
-    role = b""
-    results: list[bytes] = []
-    texts: list[bytes] = []
+    kinds = list(map(itemgetter(1), fragments))
+    system = [f.blocks.decode() for f in compress(fragments, map(_is_system, kinds)) if f.blocks]
+    content = list(compress(fragments, map(itemgetter(0), fragments)))
+    parts = list(map(itemgetter(3), content))
+    roles = list(map(itemgetter(0), content))
+    # where a fragment joins the turn before it; runs of joins are merged, newest first so
+    # earlier indexes stay valid while the list shrinks
+    joins = list(compress(count(1), map(operator.eq, roles, islice(roles, 1, None))))
     slicer = Slicer()
-    for i, (kind, payload) in enumerate(fragments):
-        if not i % 256:
-            await slicer.tick()
-        if not payload:
-            continue
-        if kind == "system":
-            system.append(payload.decode())
-            continue
-        turn_role = b"assistant" if kind == "assistant" else b"user"
-        if turn_role != role:
-            if role:
-                parts.append(_turn(role, results, texts))
-            role, results, texts = turn_role, [], []
-        (results if kind == "result" else texts).append(payload)
-    if role:
-        parts.append(_turn(role, results, texts))
+    for first, last in reversed(_runs(joins)):
+        members = content[first - 1 : last + 1]
+        results = [f.blocks for f in members if f.kind == "result"]
+        texts = [f.blocks for f in members if f.kind != "result"]
+        parts[first - 1 : last + 1] = [_turn(roles[first], results, texts)]
+        await slicer.tick()
     if not parts or not parts[0].startswith(b'{"role":"user"'):
         parts.insert(0, _PLACEHOLDER_TURN)
     await slicer.tick()
     return "\n\n".join(system), json_array(parts)
+
+
+def _is_system(kind: str) -> bool:
+    return kind == "system"
+
+
+def _runs(joins: list[int]) -> list[tuple[int, int]]:
+    """Consecutive indexes grouped into (first, last) runs: [2, 3, 7] → [(2, 3), (7, 7)]."""
+    runs: list[tuple[int, int]] = []
+    for i in joins:
+        if runs and runs[-1][1] == i - 1:
+            runs[-1] = (runs[-1][0], i)
+        else:
+            runs.append((i, i))
+    return runs
 
 
 def _turn(role: bytes, results: list[bytes], texts: list[bytes]) -> bytes:

@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from duragent.core.messages import Message, ToolCall, ToolDefinition
 from duragent.llm._wire_body import dumps
@@ -191,3 +193,39 @@ async def test_anthropic_turns_are_merged_exactly_as_the_dict_translation_merges
     if system:
         expected["system"] = system
     assert await anthropic_provider._body(request, stream=False) == dumps(expected)
+
+
+_KINDS = st.sampled_from(
+    ["system", "blank-system", "user", "blank-user", "said", "silent", "calls", "result"]
+)
+
+
+def _message_of(kind: str, i: int) -> Message:
+    """One message of a kind the Anthropic merge treats differently."""
+    call = ToolCall(id=f"c{i}", name="t", arguments=f'{{"n": {i}}}')
+    return {
+        "system": lambda: Message.system(f"note {i}"),
+        "blank-system": lambda: Message.system(" "),
+        "user": lambda: Message.user(f"u{i}"),
+        "blank-user": lambda: Message.user(""),
+        "said": lambda: Message.assistant(f"a{i}"),
+        "silent": lambda: Message.assistant(""),
+        "calls": lambda: Message.assistant(f"a{i}" if i % 2 else "", (call,)),
+        "result": lambda: Message.tool(f"c{i - 1}", f"r{i}"),
+    }[kind]()
+
+
+@settings(max_examples=300, deadline=None)
+@given(kinds=st.lists(_KINDS, max_size=40))
+async def test_anthropic_turns_match_the_dict_translation_for_any_history(
+    kinds: list[str],
+) -> None:
+    provider = AnthropicProvider(model="m", api_key="k", base_url="http://127.0.0.1:9")
+    messages = [_message_of(kind, i) for i, kind in enumerate(kinds)]
+    system, turns, _ = to_anthropic_request(messages)
+    expected: dict[str, Any] = {"max_tokens": DEFAULT_MAX_TOKENS, "messages": turns}
+    expected["model"] = provider.model
+    if system:
+        expected["system"] = system
+    assert await provider._body(ChatRequest(messages=messages), stream=False) == dumps(expected)
+    await provider.aclose()
