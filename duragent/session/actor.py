@@ -81,7 +81,7 @@ class SessionActor(SessionOps, pykka.ThreadingActor):
         session_id: str,
         *,
         new: NewSession | None = None,
-        default_compaction: str = "archive",
+        default_rollover: str = "archive",
         on_change: Callable[[SessionInfo], None] | None = None,
         mix: AskMix | None = None,
     ) -> None:
@@ -96,7 +96,7 @@ class SessionActor(SessionOps, pykka.ThreadingActor):
         self._journal = Journal(
             store,
             session_id,
-            default_compaction=default_compaction,
+            default_rollover=default_rollover,
             after_snapshot=self._notify if on_change is not None else None,
         )
 

@@ -61,7 +61,7 @@ class NewSession:
     gateway: str | None = None
     gateway_chat_id: str | None = None
     message_limit: int = 1000
-    compaction: str | None = None
+    rollover: str | None = None
 
 
 class Journal:
@@ -72,12 +72,12 @@ class Journal:
         store: SessionStore,
         session_id: str,
         *,
-        default_compaction: str = "archive",
+        default_rollover: str = "archive",
         after_snapshot: Callable[[], None] | None = None,
     ) -> None:
         self._store = store
         self.session_id = session_id
-        self._default_compaction = default_compaction
+        self._default_rollover = default_rollover
         self._after_snapshot = after_snapshot
         self._state: SessionState | None = None
         self._queue: list[Event] = []
@@ -142,7 +142,7 @@ class Journal:
             gateway=new.gateway,
             gateway_chat_id=new.gateway_chat_id,
             actor_message_limit=new.message_limit,
-            compaction=new.compaction,
+            compaction=new.rollover,
         )
         self._state = SessionState(snapshot)
         self.record(
@@ -365,10 +365,10 @@ class Journal:
         self._store.health.succeeded()
         self._last_snapshot_seq = state.last_seq
         self._bytes_at_snapshot = self._log.appended_bytes
-        mode = state.compaction or self._default_compaction
+        mode = state.rollover or self._default_rollover
         if state.checkpoint_seq > 0 and mode != "disabled":
             try:
-                self._log.compact(state.checkpoint_seq, archive=mode == "archive")
+                self._log.roll_over(state.checkpoint_seq, archive=mode == "archive")
             except OSError as exc:
                 log.error("session %s: compaction failed: %s", self.session_id, exc)
         if self._after_snapshot is not None:

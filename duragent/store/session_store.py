@@ -21,7 +21,7 @@ from pathlib import Path
 from duragent.core.events import now_rfc3339
 from duragent.store.chat_index import ChatIndex
 from duragent.store.event_log import EVENTS_FILENAME, EventLog
-from duragent.store.fileops import OS_FILE_OPS, FileOps, fsync_dir
+from duragent.store.fileops import OS_FILE_OPS, FileOps
 from duragent.store.health import StoreHealth
 from duragent.store.snapshot_file import LEGACY_STATE_FILENAME, STATE_FILENAME, SnapshotFile
 
@@ -39,7 +39,7 @@ class SessionStore:
     def __init__(self, root: Path, ops: FileOps = OS_FILE_OPS) -> None:
         self.root = root
         self.ops = ops
-        self.chats = ChatIndex(root)
+        self.chats = ChatIndex(root, ops)
         self.health = StoreHealth(root, ops)
         """Whether the last write succeeded (``/readyz`` reports it)."""
 
@@ -58,7 +58,7 @@ class SessionStore:
         """Make the folder of a new session durable (mkdir + fsync of the parent)."""
         path = self.directory(session_id)
         path.mkdir(parents=True, exist_ok=False)
-        fsync_dir(self.root)
+        self.ops.fsync_dir(self.root)
         return path
 
     def discard_new(self, session_id: str) -> None:
@@ -115,9 +115,9 @@ class SessionStore:
         while target.exists():
             suffix += 1
             target = target_root / f"{session_id}.{suffix}"
-        os.replace(source, target)
+        self.ops.replace(source, target)
         (target / REASON_FILENAME).write_text(f"{now_rfc3339()} {reason}\n", encoding="utf-8")
-        fsync_dir(self.root)
+        self.ops.fsync_dir(self.root)
         self.chats.remove_session(session_id)
         log.error("session %s quarantined to %s: %s", session_id, target, reason)
         return target
@@ -158,8 +158,8 @@ class SessionStore:
             raise FileExistsError(f"{target} exists: a live session already has this id")
         reason = source / REASON_FILENAME
         if reason.exists():
-            os.replace(reason, source / "REASON.restored.txt")
-        os.replace(source, target)
-        fsync_dir(self.root)
+            self.ops.replace(reason, source / "REASON.restored.txt")
+        self.ops.replace(source, target)
+        self.ops.fsync_dir(self.root)
         log.warning("session %s restored from quarantine", session_id)
         return target

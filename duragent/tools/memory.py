@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from duragent.core.messages import ToolDefinition
-from duragent.store.fileops import write_text_atomically
+from duragent.store.atomic import atomic_write
+from duragent.store.fileops import OS_FILE_OPS, FileOps
 from duragent.tools._args import builtin_invocation, int_arg, str_arg
 from duragent.tools.base import PolicyType, ToolContext, ToolOutcome
 
@@ -60,13 +61,17 @@ class MemoryTool:
 
     Args:
         clock: the local time now; tests pass a fixed one to control "today".
+        ops: the file calls of rewrites (tests inject disk faults through it).
     """
 
     name: str = "memory"
     policy_type: PolicyType = "builtin"
 
-    def __init__(self, clock: Callable[[], datetime] = datetime.now) -> None:
+    def __init__(
+        self, clock: Callable[[], datetime] = datetime.now, ops: FileOps = OS_FILE_OPS
+    ) -> None:
         self._clock = clock
+        self._ops = ops
 
     def definition(self) -> ToolDefinition:
         """The four actions and their arguments."""
@@ -163,16 +168,20 @@ class MemoryTool:
                 os.fsync(handle.fileno())
         return f"Remembered in {path.name}"
 
-    @staticmethod
-    def _reflect(path: Path, content: str | None) -> ToolOutcome:
+    def _replace_note(self, path: Path, content: str) -> None:
+        """Rewrite a note atomically; it keeps its permissions, a new one is private (0600)."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = (content.strip() + "\n").encode()
+        atomic_write(path, data, self._ops, keep_mode=True, new_file_mode=0o600, hidden_temp=True)
+
+    def _reflect(self, path: Path, content: str | None) -> ToolOutcome:
         if content is None:
             return ToolOutcome(True, _read(path) or "MEMORY.md is empty: nothing reflected yet")
-        write_text_atomically(path, content.strip() + "\n", new_file_mode=0o600)
+        self._replace_note(path, content)
         return ToolOutcome(True, "MEMORY.md updated")
 
-    @staticmethod
     async def _update_world(
-        args: Mapping[str, Any], world_dir: Path, content: str | None
+        self, args: Mapping[str, Any], world_dir: Path, content: str | None
     ) -> ToolOutcome:
         topic = str_arg(args, "topic")
         if topic is None or content is None:
@@ -180,10 +189,5 @@ class MemoryTool:
         stem = sanitize_topic(topic)
         if not stem.strip("-_"):
             return ToolOutcome(False, f"topic {topic!r} has no letters or digits to name a file")
-        await asyncio.to_thread(
-            write_text_atomically,
-            world_dir / f"{stem}.md",
-            content.strip() + "\n",
-            new_file_mode=0o600,
-        )
+        await asyncio.to_thread(self._replace_note, world_dir / f"{stem}.md", content)
         return ToolOutcome(True, f"World knowledge {stem!r} updated")
