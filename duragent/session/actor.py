@@ -26,7 +26,7 @@ from duragent.session.bridge import Request, SessionUnavailableError
 from duragent.session.descriptors import is_out_of_descriptors
 from duragent.session.journal import BATCH_SIZE, SNAPSHOT_EVERY, Journal, NewSession
 from duragent.session.operations import SessionInfo, SessionOps, UserMessageResult
-from duragent.store import SessionStore, SnapshotCorruptError
+from duragent.store import SessionStorage, SnapshotCorruptError
 
 if TYPE_CHECKING:
     from pykka._actor import ActorInbox  # the Protocol pykka types its inbox with
@@ -77,7 +77,7 @@ class SessionActor(SessionOps, pykka.ThreadingActor):
 
     def __init__(
         self,
-        store: SessionStore,
+        store: SessionStorage,
         session_id: str,
         *,
         new: NewSession | None = None,

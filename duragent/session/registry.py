@@ -33,7 +33,7 @@ from duragent.session.descriptors import RETRY_SAFE_OPS
 from duragent.session.eviction import PRESSURE_RETRIES, Evictor, Live
 from duragent.session.gate import DEFAULT_ACTIVE_ASKS, MAX_ACTIVE_ASKS
 from duragent.session.listing import QUARANTINED, UNAVAILABLE, SessionListing
-from duragent.store import ChatKey, SessionStore
+from duragent.store import ChatKey, SessionStorage
 
 __all__ = ["RegistrySettings", "SessionNotFoundError", "SessionRegistry"]
 
@@ -67,7 +67,7 @@ class SessionRegistry:
 
     def __init__(
         self,
-        store: SessionStore,
+        store: SessionStorage,
         settings: RegistrySettings | None = None,
         *,
         on_change: Callable[[SessionInfo], None] | None = None,

@@ -17,13 +17,19 @@ import logging
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 from duragent.core.events import now_rfc3339
 from duragent.store.chat_index import ChatIndex
 from duragent.store.event_log import EVENTS_FILENAME, EventLog
 from duragent.store.fileops import OS_FILE_OPS, FileOps
 from duragent.store.health import StoreHealth
-from duragent.store.snapshot_file import LEGACY_STATE_FILENAME, STATE_FILENAME, SnapshotFile
+from duragent.store.snapshot_file import (
+    LEGACY_STATE_FILENAME,
+    STATE_FILENAME,
+    SnapshotFile,
+    read_header,
+)
 
 __all__ = ["QUARANTINE_DIRNAME", "REASON_FILENAME", "SessionStore"]
 
@@ -34,7 +40,7 @@ REASON_FILENAME = "REASON.txt"
 
 
 class SessionStore:
-    """Where sessions live on disk; hands out per-session log and snapshot objects."""
+    """Where sessions live on disk: the file backend of ``protocols.SessionStorage``."""
 
     def __init__(self, root: Path, ops: FileOps = OS_FILE_OPS) -> None:
         self.root = root
@@ -95,6 +101,21 @@ class SessionStore:
     def snapshot(self, session_id: str) -> SnapshotFile:
         """The snapshot file of ``session_id``."""
         return SnapshotFile(self.directory(session_id), self.ops)
+
+    def header(self, session_id: str, *, quarantined: bool = False) -> dict[str, Any] | None:
+        """The snapshot's metadata without its conversation (``snapshot_file.read_header``)."""
+        folder = self.directory(session_id)
+        if quarantined:
+            folder = self.root / QUARANTINE_DIRNAME / folder.name
+        return read_header(folder, self.ops)
+
+    def remove_stale_temp_files(self, session_id: str) -> None:
+        """Temp files of writes a crash interrupted (their targets were never replaced)."""
+        for stale in self.directory(session_id).glob("*.tmp"):
+            try:
+                stale.unlink()
+            except OSError as exc:
+                log.warning("could not remove %s: %s", stale, exc)
 
     def delete(self, session_id: str) -> None:
         """Remove the session's folder and its chat mappings (missing is fine)."""

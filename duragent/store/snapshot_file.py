@@ -4,9 +4,8 @@ Written with ``atomic.atomic_write`` (temp file, fsync, rename, fsync of the dir
 through ``FileOps``): a reader sees the old snapshot or the new one, never a mix. Reading
 accepts the reference's ``state.json`` so an existing workspace opens; corrupt files raise
 ``SnapshotCorruptError`` (the session is then quarantined, never silently resumed as an empty
-chat). A file the OS refuses to read
-(permission, I/O, descriptors) is not corrupt: that raises ``StorageError`` and the session
-stays where it is, to load once the cause is fixed.
+chat). A file the OS refuses to read (permission, I/O, descriptors) is not corrupt: that raises
+``StorageError`` and the session stays where it is, to load once the cause is fixed.
 """
 
 from __future__ import annotations
