@@ -7,15 +7,16 @@ Three kinds of memory, all plain files a person can read and edit:
 - the agent's daily experiences: ``<agent_dir>/memory/daily/YYYY-MM-DD.md`` (local date).
 
 ``recall`` reads them, ``remember`` appends to today's file, ``reflect`` reads or rewrites
-MEMORY.md and ``update_world`` rewrites a topic. Rewrites are atomic (temporary file, fsync,
-rename), so a crash leaves the old or the new text, never half of it. File I/O runs on a
-thread so a slow disk does not stall other sessions.
+MEMORY.md and ``update_world`` rewrites a topic. Rewrites are atomic (``store.atomic``), so a
+crash leaves the old or the new text, never half of it; a failed append is cut back, so no
+half entry stays. Every write goes through ``FileOps`` (tests inject disk faults). File I/O
+runs on a thread so a slow disk does not stall other sessions.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
+import contextlib
 import re
 import threading
 from collections.abc import Callable, Mapping
@@ -25,7 +26,7 @@ from typing import Any
 
 from duragent.core.messages import ToolDefinition
 from duragent.store.atomic import atomic_write
-from duragent.store.fileops import OS_FILE_OPS, FileOps
+from duragent.store.fileops import OS_FILE_OPS, FileOps, write_all
 from duragent.tools._args import builtin_invocation, int_arg, str_arg
 from duragent.tools.base import PolicyType, ToolContext, ToolOutcome
 
@@ -160,12 +161,20 @@ class MemoryTool:
         path = memory_dir / "daily" / f"{now.date().isoformat()}.md"
         path.parent.mkdir(parents=True, exist_ok=True)
         entry = f"\n## {now:%H:%M}\n\n{content.strip()}\n"
-        with _append_lock:
-            is_new = not path.exists() or path.stat().st_size == 0
-            with path.open("a", encoding="utf-8") as handle:
-                handle.write((f"# {now.date().isoformat()}\n" if is_new else "") + entry)
-                handle.flush()
-                os.fsync(handle.fileno())
+        with _append_lock:  # through ``FileOps``, like every write of the tool
+            fd = self._ops.open_append(path)
+            try:
+                start = self._ops.size(fd)
+                text = (f"# {now.date().isoformat()}\n" if start == 0 else "") + entry
+                try:
+                    write_all(self._ops, fd, text.encode())
+                    self._ops.fsync(fd)
+                except BaseException:  # no half entry for a person to find in the note
+                    with contextlib.suppress(OSError):
+                        self._ops.truncate(fd, start)
+                    raise
+            finally:
+                self._ops.close(fd)
         return f"Remembered in {path.name}"
 
     def _replace_note(self, path: Path, content: str) -> None:

@@ -175,3 +175,19 @@ async def test_a_disk_fault_in_a_rewrite_keeps_the_old_note_and_says_why(
     assert (memory / "MEMORY.md").read_text() == "Ana likes tea.\n"
     assert (ctx.world_memory_dir / "tea.md").read_text() == "Hot.\n"
     assert sorted(p.name for p in memory.iterdir()) == ["MEMORY.md"]  # no temp file left
+
+
+async def test_a_disk_fault_while_remembering_leaves_no_half_entry(ctx: ToolContext) -> None:
+    await at(NOW).run({"action": "remember", "content": "Met Ana."}, ctx)
+    daily = ctx.agent_dir / "memory" / "daily" / "2026-11-22.md"
+    before = daily.read_text()
+    ops = FailingFileOps(partial=5)
+    ops.failing = True
+
+    outcome = await MemoryTool(clock=lambda: NOW, ops=ops).run(
+        {"action": "remember", "content": "Ana likes tea."}, ctx
+    )
+
+    assert not outcome.success
+    assert "No space left on device" in outcome.content
+    assert daily.read_text() == before
