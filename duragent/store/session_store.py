@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from duragent.core.events import now_rfc3339
+from duragent.store.atomic import atomic_write
 from duragent.store.chat_index import ChatIndex
 from duragent.store.event_log import EVENTS_FILENAME, EventLog
 from duragent.store.fileops import OS_FILE_OPS, FileOps
@@ -137,7 +138,7 @@ class SessionStore:
             suffix += 1
             target = target_root / f"{session_id}.{suffix}"
         self.ops.replace(source, target)
-        (target / REASON_FILENAME).write_text(f"{now_rfc3339()} {reason}\n", encoding="utf-8")
+        atomic_write(target / REASON_FILENAME, f"{now_rfc3339()} {reason}\n".encode(), self.ops)
         self.ops.fsync_dir(self.root)
         self.chats.remove_session(session_id)
         log.error("session %s quarantined to %s: %s", session_id, target, reason)
