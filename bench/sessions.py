@@ -290,7 +290,7 @@ async def bench_recovery(base: Path) -> None:
     root = base / "recovery"
     write_synthetic_session(root / "session_big", 10_000, 0)
     write_synthetic_session(root / "session_idle", 20, 200)
-    reg = SessionRegistry(SessionStore(root), RegistrySettings(default_compaction="disabled"))
+    reg = SessionRegistry(SessionStore(root), RegistrySettings(default_rollover="disabled"))
     await reg.open()
     big, cold = [], []
     for _ in range(5):

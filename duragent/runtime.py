@@ -73,7 +73,7 @@ class Runtime:
             SessionStore(paths.sessions),
             registry_settings
             or RegistrySettings(
-                default_compaction=config.sessions.compaction,
+                default_rollover=config.sessions.compaction,
                 max_live=config.sessions.max_live_actors,
                 idle_seconds=config.sessions.idle_actor_seconds,
                 active_asks=None

@@ -102,6 +102,8 @@ class SessionsConfig(_Section):
 
     ttl_hours: int = Field(default=168, ge=0)
     compaction: CompactionMode = "archive"
+    """Where events older than the checkpoint go ("rollover" in the code; the file keeps the
+    reference's name, and "compaction" is left to LLM summaries)."""
     max_live_actors: int = Field(default=1000, gt=0)
     """At most this many session actors (threads) run at once; idle ones restart from disk."""
     idle_actor_seconds: float = Field(default=600, gt=0)

@@ -97,6 +97,7 @@ class SessionSnapshot:
     pending_approval: dict[str, Any] | None = None
     actor_message_limit: int = 1000
     compaction: str | None = None
+    """The session's rollover mode; named after the ``state.yaml`` key (the reference's)."""
     recent_platform_ids: list[str] = field(default_factory=list)
     recent_platform_seqs: list[int] = field(default_factory=list)
     """Seq of the user message that carried each id (parallel to ``recent_platform_ids``)."""

@@ -26,7 +26,7 @@ from duragent.session.bridge import Request, SessionUnavailableError
 from duragent.session.descriptors import is_out_of_descriptors
 from duragent.session.journal import BATCH_SIZE, SNAPSHOT_EVERY, Journal, NewSession
 from duragent.session.operations import SessionInfo, SessionOps, UserMessageResult
-from duragent.store import SessionStore, SnapshotCorruptError
+from duragent.store import SessionStorage, SnapshotCorruptError
 
 if TYPE_CHECKING:
     from pykka._actor import ActorInbox  # the Protocol pykka types its inbox with
@@ -77,11 +77,11 @@ class SessionActor(SessionOps, pykka.ThreadingActor):
 
     def __init__(
         self,
-        store: SessionStore,
+        store: SessionStorage,
         session_id: str,
         *,
         new: NewSession | None = None,
-        default_compaction: str = "archive",
+        default_rollover: str = "archive",
         on_change: Callable[[SessionInfo], None] | None = None,
         mix: AskMix | None = None,
     ) -> None:
@@ -96,7 +96,7 @@ class SessionActor(SessionOps, pykka.ThreadingActor):
         self._journal = Journal(
             store,
             session_id,
-            default_compaction=default_compaction,
+            default_rollover=default_rollover,
             after_snapshot=self._notify if on_change is not None else None,
         )
 

@@ -1,4 +1,4 @@
-"""A session's state and its files: durable records, snapshots, compaction, recovery.
+"""A session's state and its files: durable records, snapshots, rollover, recovery.
 
 The journal is what the session actor owns; it is used from the actor's thread only.
 
@@ -12,7 +12,7 @@ otherwise once at least ``SNAPSHOT_EVERY`` events *and* a quarter of the last sn
 have been appended since the last one: a long conversation's state.yaml is large, and
 rewriting it every 50 small events would make each event cost a rewrite of the whole window
 (write amplification stays ≤ ~4×; recovery replays at most that quarter). After a snapshot,
-events up to ``checkpoint_seq`` are compacted per the session's mode.
+events up to ``checkpoint_seq`` roll over out of the live log per the session's mode.
 
 Recovery (``load``): snapshot + replay of the log after ``checkpoint_seq`` through the same
 ``SessionState.apply`` as the live path, then interrupted tool calls get a persisted
@@ -34,12 +34,12 @@ from duragent.core.events import Event, EventType, now_rfc3339
 from duragent.core.snapshot import SessionSnapshot, SessionStatus
 from duragent.session.state import INTERRUPTED_RESULT, SessionState
 from duragent.store import (
-    EventLog,
     ReadReport,
     SessionFilesInconsistentError,
-    SessionStore,
+    SessionLog,
+    SessionSnapshots,
+    SessionStorage,
     SnapshotCorruptError,
-    SnapshotFile,
     storage_error,
 )
 from duragent.store.integrity import merge_events, missing_events
@@ -61,7 +61,8 @@ class NewSession:
     gateway: str | None = None
     gateway_chat_id: str | None = None
     message_limit: int = 1000
-    compaction: str | None = None
+    rollover: str | None = None
+    """``archive | discard | disabled`` (the agent's ``compaction`` field); None: the default."""
 
 
 class Journal:
@@ -69,20 +70,20 @@ class Journal:
 
     def __init__(
         self,
-        store: SessionStore,
+        store: SessionStorage,
         session_id: str,
         *,
-        default_compaction: str = "archive",
+        default_rollover: str = "archive",
         after_snapshot: Callable[[], None] | None = None,
     ) -> None:
         self._store = store
         self.session_id = session_id
-        self._default_compaction = default_compaction
+        self._default_rollover = default_rollover
         self._after_snapshot = after_snapshot
         self._state: SessionState | None = None
         self._queue: list[Event] = []
-        self._log: EventLog = store.event_log(session_id)
-        self._snapshots: SnapshotFile = store.snapshot(session_id)
+        self._log: SessionLog = store.event_log(session_id)
+        self._snapshots: SessionSnapshots = store.snapshot(session_id)
         self._last_snapshot_seq = 0
         self._bytes_at_snapshot = 0
 
@@ -142,7 +143,7 @@ class Journal:
             gateway=new.gateway,
             gateway_chat_id=new.gateway_chat_id,
             actor_message_limit=new.message_limit,
-            compaction=new.compaction,
+            compaction=new.rollover,
         )
         self._state = SessionState(snapshot)
         self.record(
@@ -169,7 +170,7 @@ class Journal:
             raise storage_error(f"loading session {self.session_id}", exc) from exc
 
     def _load(self) -> None:
-        self._remove_stale_temp_files()
+        self._store.remove_stale_temp_files(self.session_id)
         snapshot = self._snapshots.read()
         if snapshot is None:
             snapshot, events = self._rebuild_without_snapshot()
@@ -205,7 +206,7 @@ class Journal:
         """
         events, report = self._log.read(0)
         self._report(report)
-        if not events or events[0].seq != 1:  # compacted: the start is in the archive
+        if not events or events[0].seq != 1:  # rolled over: the start is in the archive
             events = merge_events(self._log.read_archive(), events)
         first = events[0] if events else None
         if first is None or first.type != EventType.SESSION_START or first.seq != 1:
@@ -243,14 +244,6 @@ class Journal:
                 report.torn_tail,
                 report.gaps,
             )
-
-    def _remove_stale_temp_files(self) -> None:
-        """Temp files of writes a crash interrupted (their targets were never replaced)."""
-        for stale in self._snapshots.directory.glob("*.tmp"):
-            try:
-                stale.unlink()
-            except OSError as exc:
-                log.warning("could not remove %s: %s", stale, exc)
 
     def _repair_after_crash(self, state: SessionState) -> None:
         """Persist results for interrupted tool calls; settle a status left 'running'.
@@ -353,7 +346,7 @@ class Journal:
         self._maybe_snapshot()
 
     def snapshot(self) -> None:
-        """Write everything queued and a snapshot now; then compact per the mode."""
+        """Write everything queued and a snapshot now; then roll the log over per the mode."""
         self._write_queue()
         state = self.state
         try:
@@ -365,11 +358,23 @@ class Journal:
         self._store.health.succeeded()
         self._last_snapshot_seq = state.last_seq
         self._bytes_at_snapshot = self._log.appended_bytes
-        mode = state.compaction or self._default_compaction
-        if state.checkpoint_seq > 0 and mode != "disabled":
-            try:
-                self._log.compact(state.checkpoint_seq, archive=mode == "archive")
-            except OSError as exc:
-                log.error("session %s: compaction failed: %s", self.session_id, exc)
+        self._roll_over(state)
         if self._after_snapshot is not None:
             self._after_snapshot()
+
+    def _roll_over(self, state: SessionState) -> None:
+        """Move events up to ``checkpoint_seq`` out of the live log, per the session's mode.
+
+        The mode is the ``compaction`` field of the config (``archive | discard | disabled``);
+        here it is called rollover, leaving "compaction" to LLM summaries. A failure is
+        logged, not raised: the snapshot is written and every event is still in the live log
+        (or already in the archive), so the next snapshot simply tries again.
+        """
+        mode = state.rollover or self._default_rollover
+        if state.checkpoint_seq <= 0 or mode == "disabled":
+            return
+        try:
+            self._log.roll_over(state.checkpoint_seq, archive=mode == "archive")
+        except OSError as exc:
+            error = storage_error(f"rolling over {self._log.path}", exc)
+            log.error("session %s: rollover failed: %s", self.session_id, error)

@@ -21,9 +21,7 @@ from typing import Any
 
 from duragent.errors import StorageError
 from duragent.session.actor import SessionInfo, SessionQuarantinedError
-from duragent.store import SessionStore, SnapshotCorruptError
-from duragent.store.session_store import QUARANTINE_DIRNAME
-from duragent.store.snapshot_file import STATE_FILENAME, read_header
+from duragent.store import STATE_FILENAME, SessionStorage, SnapshotCorruptError
 
 __all__ = ["QUARANTINED", "UNAVAILABLE", "SessionListing"]
 
@@ -40,7 +38,7 @@ class SessionListing:
 
     def __init__(
         self,
-        store: SessionStore,
+        store: SessionStorage,
         *,
         is_live: Callable[[str], bool],
         info: Callable[[str], Awaitable[SessionInfo]],
@@ -88,7 +86,7 @@ class SessionListing:
 
     def _header(self, session_id: str) -> dict[str, Any]:
         try:
-            head = read_header(self._store.directory(session_id), self._store.ops)
+            head = self._store.header(session_id)
         except StorageError as exc:
             return _entry(session_id, {}, UNAVAILABLE, str(exc))
         except SnapshotCorruptError as exc:
@@ -100,7 +98,7 @@ class SessionListing:
 
     def _quarantined(self, session_id: str) -> dict[str, Any]:
         try:
-            head = read_header(self._store.root / QUARANTINE_DIRNAME / session_id, self._store.ops)
+            head = self._store.header(session_id, quarantined=True)
         except (StorageError, SnapshotCorruptError):
             head = None  # the reason says what is wrong
         reason = self._store.quarantine_reason(session_id) or ""

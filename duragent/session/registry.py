@@ -33,7 +33,7 @@ from duragent.session.descriptors import RETRY_SAFE_OPS
 from duragent.session.eviction import PRESSURE_RETRIES, Evictor, Live
 from duragent.session.gate import DEFAULT_ACTIVE_ASKS, MAX_ACTIVE_ASKS
 from duragent.session.listing import QUARANTINED, UNAVAILABLE, SessionListing
-from duragent.store import ChatKey, SessionStore
+from duragent.store import ChatKey, SessionStorage
 
 __all__ = ["RegistrySettings", "SessionNotFoundError", "SessionRegistry"]
 
@@ -55,7 +55,7 @@ class RegistrySettings:
     max_live: int = 1000
     idle_seconds: float = 600.0
     ask_timeout: float = 30.0
-    default_compaction: str = "archive"
+    default_rollover: str = "archive"
     min_idle_to_evict: float = 1.0
     """An actor used within this many seconds is not evicted (the cap is briefly exceeded)."""
     active_asks: int | None = None
@@ -67,7 +67,7 @@ class SessionRegistry:
 
     def __init__(
         self,
-        store: SessionStore,
+        store: SessionStorage,
         settings: RegistrySettings | None = None,
         *,
         on_change: Callable[[SessionInfo], None] | None = None,
@@ -291,7 +291,7 @@ class SessionRegistry:
                     self.store,
                     session_id,
                     new=new,
-                    default_compaction=self.settings.default_compaction,
+                    default_rollover=self.settings.default_rollover,
                     on_change=self._on_change,
                     mix=self._mix,
                 )

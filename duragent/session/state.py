@@ -59,7 +59,7 @@ class SessionState:
         self.gateway_chat_id = snapshot.gateway_chat_id
         self.pending_approval: dict[str, Any] | None = snapshot.pending_approval
         self.message_limit = snapshot.actor_message_limit
-        self.compaction = snapshot.compaction
+        self.rollover = snapshot.compaction
         self.checkpointed: list[Message] = list(snapshot.conversation)
         self.pending: list[Message] = []
         self.checkpoint_seq = snapshot.checkpoint_seq
@@ -117,7 +117,7 @@ class SessionState:
             gateway_chat_id=self.gateway_chat_id,
             pending_approval=self.pending_approval,
             actor_message_limit=self.message_limit,
-            compaction=self.compaction,
+            compaction=self.rollover,
             recent_platform_ids=list(self.platform_ids),
             recent_platform_seqs=list(self.platform_ids.values()),
             last_final_reply_seq=self.last_final_reply_seq,

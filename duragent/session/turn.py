@@ -101,7 +101,7 @@ class TurnRunner:
             gateway=gateway,
             gateway_chat_id=chat_id,
             message_limit=actor_message_limit(window),
-            compaction=agent.spec.session.compaction,
+            rollover=agent.spec.session.compaction,
         )
 
     async def start_session(

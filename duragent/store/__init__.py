@@ -1,10 +1,14 @@
 """Durable files: session event logs and snapshots, the chat index, quarantine.
 
+- ``protocols``: what the layers above use (``SessionStorage`` and its parts; the shapes of
+  schedule, run-log and summary storage to come). The session layer types against these.
+- ``session_store``: the sessions directory as a whole (the file backend);
+  ``memory_store``: the in-memory backend. Both pass one contract suite.
 - ``event_log``: ``events.jsonl`` append-with-fsync, torn-tail safe, de-duplicating reads,
-  compaction to ``events.archive.jsonl``.
+  rollover (config: ``compaction``) to ``events.archive.jsonl``.
 - ``snapshot_file``: atomic ``state.yaml`` (reads the reference's ``state.json`` too).
 - ``chat_index``: chat key → session id without opening every session.
-- ``session_store``: the sessions directory as a whole.
+- ``atomic``: the one atomic replacement (temp file, fsync, rename, fsync of the folder).
 - ``fileops``: the OS calls, replaceable to inject disk failures in tests.
 - ``health``: OS refusals as ``StorageError`` (never corruption) and whether writes work now.
 
@@ -17,8 +21,20 @@ from duragent.store.chat_index import ChatIndex, ChatKey
 from duragent.store.event_log import EventLog, ReadReport
 from duragent.store.fileops import OS_FILE_OPS, FileOps
 from duragent.store.health import StoreHealth, is_disk_full, storage_error
+from duragent.store.memory_store import MemorySessionStore
+from duragent.store.protocols import (
+    ChatMap,
+    RunLogStorage,
+    ScheduleStorage,
+    SessionLog,
+    SessionSnapshots,
+    SessionStorage,
+    SummaryStorage,
+    WriteHealth,
+)
 from duragent.store.session_store import SessionStore
 from duragent.store.snapshot_file import (
+    STATE_FILENAME,
     SessionFilesInconsistentError,
     SnapshotCorruptError,
     SnapshotFile,
@@ -26,16 +42,26 @@ from duragent.store.snapshot_file import (
 
 __all__ = [
     "OS_FILE_OPS",
+    "STATE_FILENAME",
     "ChatIndex",
     "ChatKey",
+    "ChatMap",
     "EventLog",
     "FileOps",
+    "MemorySessionStore",
     "ReadReport",
+    "RunLogStorage",
+    "ScheduleStorage",
     "SessionFilesInconsistentError",
+    "SessionLog",
+    "SessionSnapshots",
+    "SessionStorage",
     "SessionStore",
     "SnapshotCorruptError",
     "SnapshotFile",
     "StoreHealth",
+    "SummaryStorage",
+    "WriteHealth",
     "is_disk_full",
     "storage_error",
 ]

@@ -5,20 +5,20 @@ mean reading 10,000 snapshots before the first message, so the mapping lives in 
 append-only file: one line per change, ``{"key": [gateway, chat_id, agent], "session_id": …}``
 (``null`` when the chat's session ended). The last line for a key wins. Appends are fsync'd
 under a lock (several actor threads write); the file is rewritten compactly when it grows to
-several times its live size. If it is lost, ``rebuild`` recreates it from the snapshots.
+several times its live size (``atomic_write``). If it is lost, ``rebuild`` recreates it
+from the snapshots. Every write goes through ``FileOps``.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 import threading
 from collections.abc import Iterable
 from pathlib import Path
 
-from duragent.core.ids import new_ulid
-from duragent.store.fileops import fsync_dir
+from duragent.store.atomic import atomic_write
+from duragent.store.fileops import OS_FILE_OPS, FileOps, write_all
 from duragent.store.health import storage_error
 
 __all__ = ["CHAT_INDEX_FILENAME", "ChatIndex", "ChatKey"]
@@ -34,8 +34,9 @@ ChatKey = tuple[str, str, str]
 class ChatIndex:
     """Chat key → session id, persisted as an append-only JSON-lines file."""
 
-    def __init__(self, sessions_dir: Path) -> None:
+    def __init__(self, sessions_dir: Path, ops: FileOps = OS_FILE_OPS) -> None:
         self.path = sessions_dir / CHAT_INDEX_FILENAME
+        self._ops = ops
         self._lock = threading.Lock()
         self._map: dict[ChatKey, str] = {}
         self._lines = 0
@@ -46,7 +47,7 @@ class ChatIndex:
         lines = 0
         bad = 0
         try:
-            raw = self.path.read_bytes()
+            raw = self._ops.read_bytes(self.path)
         except FileNotFoundError:
             raw = b""
         for line in raw.split(b"\n"):
@@ -87,13 +88,12 @@ class ChatIndex:
         with self._lock:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
-                fd = os.open(self.path, flags, 0o644)
+                fd = self._ops.open_append(self.path)
                 try:
-                    os.write(fd, line.encode())
-                    os.fsync(fd)
+                    write_all(self._ops, fd, line.encode())
+                    self._ops.fsync(fd)
                 finally:
-                    os.close(fd)
+                    self._ops.close(fd)
             except OSError as exc:  # the map is unchanged: memory never runs ahead of disk
                 raise storage_error(f"appending to {self.path}", exc) from exc
             if session_id:
@@ -102,7 +102,10 @@ class ChatIndex:
                 self._map.pop(key, None)
             self._lines += 1
             if self._lines > 1000 and self._lines > 4 * len(self._map):
-                self._rewrite_locked()
+                try:
+                    self._rewrite_locked()
+                except OSError as exc:  # the mapping is durable (appended); shrink next time
+                    log.warning("could not rewrite %s compactly: %s", self.path, exc)
 
     def remove_session(self, session_id: str) -> None:
         """Unmap every chat served by ``session_id``."""
@@ -116,12 +119,10 @@ class ChatIndex:
             self._rewrite_locked()
 
     def _rewrite_locked(self) -> None:
-        tmp = self.path.with_name(f"{CHAT_INDEX_FILENAME}.{new_ulid()}.tmp")
-        with tmp.open("w", encoding="utf-8") as fh:
-            for key, session_id in self._map.items():
-                fh.write(json.dumps({"key": list(key), "session_id": session_id}) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.path)
-        fsync_dir(self.path.parent)
+        """One line per live mapping, replacing the file atomically (``StorageError``)."""
+        text = "".join(
+            json.dumps({"key": list(key), "session_id": session_id}) + "\n"
+            for key, session_id in self._map.items()
+        )
+        atomic_write(self.path, text.encode(), self._ops)
         self._lines = len(self._map)

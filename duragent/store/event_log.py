@@ -8,8 +8,9 @@ Promises:
   a file whose last byte is not a newline, a newline is written first.
 - ``read`` skips blank, torn and malformed lines, keeps the first copy of a duplicated
   ``seq``, and reports what it skipped, so recovery is exact and visible.
-- ``compact`` moves events up to a seq out of the live log (to ``events.archive.jsonl`` in
-  archive mode) with an atomic rewrite; a crash at any point loses nothing.
+- ``roll_over`` ("rollover": the config calls it ``compaction``, a word kept free for LLM
+  summaries) moves events up to a seq out of the live log (to ``events.archive.jsonl`` in
+  archive mode) with an atomic rewrite; a crash or a refused write at any point loses nothing.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from duragent.core.events import Event
-from duragent.core.ids import new_ulid
-from duragent.store.fileops import OS_FILE_OPS, FileOps, fsync_dir
+from duragent.store.atomic import atomic_write
+from duragent.store.fileops import OS_FILE_OPS, FileOps, write_all
+from duragent.store.health import storage_error
 
 __all__ = ["ARCHIVE_FILENAME", "EVENTS_FILENAME", "EventLog", "ReadReport"]
 
@@ -87,7 +89,8 @@ class EventLog:
 
         The live log stays open between appends (its size tracked here) with ``O_DSYNC`` where
         the OS has it, so an append is one durable write: under load every extra system call
-        is another wait for the GIL.
+        is another wait for the GIL. After a failure it is closed, so the next append reopens
+        it and checks its size and last byte again.
         """
         if not events:
             return
@@ -104,30 +107,27 @@ class EventLog:
                 raise
             self._fd = fd
             self._tail_clean = None
-        fd, start = self._fd, self._size
+        began = time.perf_counter()
         try:
-            if start and not self._tail_clean and not _ends_with_newline(self.path, start):
-                payload = b"\n" + payload
-            began = time.perf_counter()
-            self._write_all(fd, payload)
-            if not self._ops.sync_appends:
-                self._ops.fsync(fd)
-            self.io_seconds += time.perf_counter() - began
+            written = self._append_at(
+                self._fd,
+                self.path,
+                self._size,
+                payload,
+                tail_clean=bool(self._tail_clean),
+                synced=self._ops.sync_appends,
+            )
         except BaseException:
-            self._tail_clean = None
-            try:
-                self._ops.truncate(fd, start)
-                self._ops.fsync(fd)
-            except OSError as exc:  # the read side de-duplicates what survives
-                log.error("could not roll back a failed append to %s: %s", self.path, exc)
-                self.close()  # reopen (and re-check the tail) next time
+            self.close()
             raise
-        self._size = start + len(payload)
+        self.io_seconds += time.perf_counter() - began
+        self._size += written
         self._tail_clean = True
-        self.appended_bytes += len(payload)
+        self.appended_bytes += written
 
     def close(self) -> None:
         """Close the open log (the owner stops, or the file is about to be replaced)."""
+        self._tail_clean = None
         if self._fd is not None:
             fd, self._fd = self._fd, None
             try:
@@ -135,37 +135,31 @@ class EventLog:
             except OSError as exc:
                 log.warning("closing %s: %s", self.path, exc)
 
-    def _append_lines(self, path: Path, payload: bytes) -> None:
-        """Append ``payload`` (complete lines) to ``path`` durably, or roll back and raise.
+    def _append_at(
+        self, fd: int, path: Path, start: int, payload: bytes, *, tail_clean: bool, synced: bool
+    ) -> int:
+        """The one append path (live log and archive): durable, or rolled back and raised.
 
-        A file whose last byte is not a newline (a torn write) first gets one, so the new
-        lines never glue onto the fragment.
+        ``payload`` (complete lines) goes at ``start``, the file's size. A file whose last byte
+        is not a newline (a torn write; checked unless ``tail_clean``) first gets one, so the
+        new lines never glue onto the fragment. Unless ``synced`` (an ``O_DSYNC`` descriptor)
+        the file is fsync'd. On any failure the file is cut back to ``start`` (a retry neither
+        duplicates nor leaves half a line) and the error is raised. Returns the bytes written.
         """
-        fd = self._ops.open_append(path)
         try:
-            start = self._ops.size(fd)
-            try:
-                if start and not _ends_with_newline(path, start):
-                    payload = b"\n" + payload
-                self._write_all(fd, payload)
+            if start and not tail_clean and not _ends_with_newline(path, start):
+                payload = b"\n" + payload
+            write_all(self._ops, fd, payload)
+            if not synced:
                 self._ops.fsync(fd)
-            except BaseException:
-                try:
-                    self._ops.truncate(fd, start)
-                    self._ops.fsync(fd)
-                except OSError as exc:  # the read side de-duplicates what survives
-                    log.error("could not roll back a failed append to %s: %s", path, exc)
-                raise
-        finally:
-            self._ops.close(fd)
-
-    def _write_all(self, fd: int, data: bytes) -> None:
-        offset = 0
-        while offset < len(data):
-            written = self._ops.write(fd, data[offset:] if offset else data)
-            if written <= 0:
-                raise OSError("write made no progress")
-            offset += written
+        except BaseException:
+            try:
+                self._ops.truncate(fd, start)
+                self._ops.fsync(fd)
+            except OSError as exc:  # the read side de-duplicates what survives
+                log.error("could not roll back a failed append to %s: %s", path, exc)
+            raise
+        return len(payload)
 
     def read(self, after_seq: int = 0) -> tuple[list[Event], ReadReport]:
         """Events with ``seq > after_seq`` in order, and a report of what was skipped."""
@@ -210,14 +204,26 @@ class EventLog:
             last = e.seq
         return events, report
 
-    def compact(self, up_to_seq: int, *, archive: bool) -> int:
-        """Remove events with ``seq <= up_to_seq`` from the live log; return how many.
+    def roll_over(self, up_to_seq: int, *, archive: bool) -> int:
+        """Move events with ``seq <= up_to_seq`` out of the live log; return how many.
 
         In archive mode they are first appended (and fsync'd) to the archive, skipping any the
-        archive already holds, so a crash between the two steps duplicates nothing.
+        archive already holds, so a crash between the two steps duplicates nothing; otherwise
+        they are discarded. The live log is then replaced atomically (``atomic_write``). A
+        failure at any step leaves every event in the live log, the archive, or both, and
+        raises ``StorageError`` when the machine refused.
         """
         try:
-            raw = self.path.read_bytes()
+            return self._roll_over(up_to_seq, archive=archive)
+        except OSError as exc:
+            error = storage_error(f"moving events up to seq {up_to_seq} out of {self.path}", exc)
+            if error is exc:
+                raise
+            raise error from exc
+
+    def _roll_over(self, up_to_seq: int, *, archive: bool) -> int:
+        try:
+            raw = self._ops.read_bytes(self.path)
         except FileNotFoundError:
             return 0
         old: list[bytes] = []
@@ -234,25 +240,26 @@ class EventLog:
             fresh = [line for line in old if (_line_seq(line) or 0) > archived]
             if fresh:
                 self._archived_seq = None  # unknown until the append is known to be done
-                self._append_lines(self.archive_path, b"\n".join(fresh) + b"\n")
+                self._append_archive(b"\n".join(fresh) + b"\n")
                 self._archived_seq = max(archived, *(_line_seq(line) or 0 for line in fresh))
         self.close()  # the open descriptor would keep appending to the replaced file
-        tmp = self.path.with_name(f"{EVENTS_FILENAME}.{new_ulid()}.tmp")
-        data = b"".join(line + b"\n" for line in keep)
-        with tmp.open("wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.path)
-        fsync_dir(self.path.parent)
+        atomic_write(self.path, b"".join(line + b"\n" for line in keep), self._ops)
         self._tail_clean = True
         return len(old)
+
+    def _append_archive(self, payload: bytes) -> None:
+        fd = self._ops.open_append(self.archive_path)
+        try:
+            start = self._ops.size(fd)
+            self._append_at(fd, self.archive_path, start, payload, tail_clean=False, synced=False)
+        finally:
+            self._ops.close(fd)
 
     def _archive_last_seq(self) -> int:
         """The highest seq of a *complete* event in the archive (a torn line does not count).
 
         Read from the file's tail once, then tracked here (this log is the archive's only
-        writer), so compaction does not re-parse the archive every time.
+        writer), so a rollover does not re-parse the archive every time.
         """
         if self._archived_seq is None:
             self._archived_seq = self._scan_archive_last_seq()

@@ -1,17 +1,19 @@
 """The operating-system calls the store makes, behind one small interface.
 
 Everything durable goes through ``FileOps`` so tests can inject the failures real disks
-produce (ENOSPC mid-write, EIO on fsync) at the true OS boundary, without patching modules.
+produce (ENOSPC mid-write, EIO on fsync, a refused rename) at the true OS boundary, without
+patching modules: appends, atomic replacements (``atomic.atomic_write``), directory fsyncs
+and the reads recovery depends on. Removing a temporary file after a failure is not a write
+of data and stays outside.
 """
 
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Protocol
 
-__all__ = ["OS_FILE_OPS", "FileOps", "OsFileOps", "fsync_dir"]
+__all__ = ["OS_FILE_OPS", "FileOps", "OsFileOps", "write_all"]
 
 
 class FileOps(Protocol):
@@ -23,6 +25,23 @@ class FileOps(Protocol):
 
     def open_append(self, path: Path, *, sync: bool = False) -> int:
         """Open (create) ``path`` for appending; return a descriptor."""
+        ...
+
+    def open_new(self, path: Path, mode: int | None = None) -> int:
+        """Create ``path``, which must not exist, for writing; return a descriptor.
+
+        With ``mode`` the file gets exactly that permission (the umask does not apply: an
+        atomic replacement keeps the mode of the file it replaces); without, ``0o666`` less
+        the umask, as ``open()`` gives.
+        """
+        ...
+
+    def replace(self, source: Path, target: Path) -> None:
+        """Rename ``source`` over ``target`` atomically (``os.replace``)."""
+        ...
+
+    def fsync_dir(self, path: Path) -> None:
+        """Make a rename or a new file in the folder ``path`` durable."""
         ...
 
     def write(self, fd: int, data: bytes) -> int:
@@ -73,6 +92,30 @@ class OsFileOps:
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
         return os.open(path, flags | (_O_DSYNC if sync else 0), 0o644)
 
+    def open_new(self, path: Path, mode: int | None = None) -> int:
+        """``open(O_WRONLY|O_CREAT|O_EXCL)``; ``fchmod`` to ``mode`` when given."""
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+        fd = os.open(path, flags, 0o666 if mode is None else mode)
+        if mode is not None:
+            try:
+                os.fchmod(fd, mode)
+            except BaseException:
+                os.close(fd)
+                raise
+        return fd
+
+    def replace(self, source: Path, target: Path) -> None:
+        """``os.replace``."""
+        os.replace(source, target)
+
+    def fsync_dir(self, path: Path) -> None:
+        """``os.fsync`` of the directory ``path``."""
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
     def write(self, fd: int, data: bytes) -> int:
         """``os.write``."""
         return os.write(fd, data)
@@ -101,33 +144,11 @@ class OsFileOps:
 OS_FILE_OPS: FileOps = OsFileOps()
 
 
-def write_text_atomically(path: Path, text: str, *, new_file_mode: int = 0o644) -> None:
-    """Replace ``path`` with ``text`` all or nothing: temporary file, fsync, rename, fsync dir.
-
-    For files a person also reads or edits (policy, memory): a crash leaves the old or the new
-    version, never half of one. An existing file keeps its permissions; a new one gets
-    ``new_file_mode``. The parent folder is created if missing.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o777 if path.exists() else new_file_mode
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    fsync_dir(path.parent)
-
-
-def fsync_dir(path: Path) -> None:
-    """Make a rename or a new file in ``path`` durable (fsync of the directory)."""
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+def write_all(ops: FileOps, fd: int, data: bytes) -> None:
+    """Write every byte of ``data`` to ``fd`` through ``ops`` (a write may take only part)."""
+    offset = 0
+    while offset < len(data):
+        written = ops.write(fd, data[offset:] if offset else data)
+        if written <= 0:
+            raise OSError("write made no progress")
+        offset += written

@@ -1,7 +1,7 @@
 """Do the log and the snapshot agree? Which events that must exist cannot be found?
 
 Every event up to a snapshot's ``last_event_seq`` was written (and fsync'd) before the
-snapshot was, and compaction only removes events up to ``checkpoint_seq``. So on load the
+snapshot was, and a rollover only removes events up to ``checkpoint_seq``. So on load the
 live log must hold every seq from ``checkpoint_seq + 1`` to at least ``last_event_seq``, with
 no hole. A missing or garbage ``events.jsonl``, a hole in the middle, or a log starting past
 where it should are therefore *lost acknowledged data*, never a normal state: recovery first

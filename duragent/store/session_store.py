@@ -17,13 +17,20 @@ import logging
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 from duragent.core.events import now_rfc3339
+from duragent.store.atomic import atomic_write
 from duragent.store.chat_index import ChatIndex
 from duragent.store.event_log import EVENTS_FILENAME, EventLog
-from duragent.store.fileops import OS_FILE_OPS, FileOps, fsync_dir
+from duragent.store.fileops import OS_FILE_OPS, FileOps
 from duragent.store.health import StoreHealth
-from duragent.store.snapshot_file import LEGACY_STATE_FILENAME, STATE_FILENAME, SnapshotFile
+from duragent.store.snapshot_file import (
+    LEGACY_STATE_FILENAME,
+    STATE_FILENAME,
+    SnapshotFile,
+    read_header,
+)
 
 __all__ = ["QUARANTINE_DIRNAME", "REASON_FILENAME", "SessionStore"]
 
@@ -34,12 +41,12 @@ REASON_FILENAME = "REASON.txt"
 
 
 class SessionStore:
-    """Where sessions live on disk; hands out per-session log and snapshot objects."""
+    """Where sessions live on disk: the file backend of ``protocols.SessionStorage``."""
 
     def __init__(self, root: Path, ops: FileOps = OS_FILE_OPS) -> None:
         self.root = root
         self.ops = ops
-        self.chats = ChatIndex(root)
+        self.chats = ChatIndex(root, ops)
         self.health = StoreHealth(root, ops)
         """Whether the last write succeeded (``/readyz`` reports it)."""
 
@@ -58,7 +65,7 @@ class SessionStore:
         """Make the folder of a new session durable (mkdir + fsync of the parent)."""
         path = self.directory(session_id)
         path.mkdir(parents=True, exist_ok=False)
-        fsync_dir(self.root)
+        self.ops.fsync_dir(self.root)
         return path
 
     def discard_new(self, session_id: str) -> None:
@@ -96,6 +103,21 @@ class SessionStore:
         """The snapshot file of ``session_id``."""
         return SnapshotFile(self.directory(session_id), self.ops)
 
+    def header(self, session_id: str, *, quarantined: bool = False) -> dict[str, Any] | None:
+        """The snapshot's metadata without its conversation (``snapshot_file.read_header``)."""
+        folder = self.directory(session_id)
+        if quarantined:
+            folder = self.root / QUARANTINE_DIRNAME / folder.name
+        return read_header(folder, self.ops)
+
+    def remove_stale_temp_files(self, session_id: str) -> None:
+        """Temp files of writes a crash interrupted (their targets were never replaced)."""
+        for stale in self.directory(session_id).glob("*.tmp"):
+            try:
+                stale.unlink()
+            except OSError as exc:
+                log.warning("could not remove %s: %s", stale, exc)
+
     def delete(self, session_id: str) -> None:
         """Remove the session's folder and its chat mappings (missing is fine)."""
         self.chats.remove_session(session_id)
@@ -115,9 +137,9 @@ class SessionStore:
         while target.exists():
             suffix += 1
             target = target_root / f"{session_id}.{suffix}"
-        os.replace(source, target)
-        (target / REASON_FILENAME).write_text(f"{now_rfc3339()} {reason}\n", encoding="utf-8")
-        fsync_dir(self.root)
+        self.ops.replace(source, target)
+        atomic_write(target / REASON_FILENAME, f"{now_rfc3339()} {reason}\n".encode(), self.ops)
+        self.ops.fsync_dir(self.root)
         self.chats.remove_session(session_id)
         log.error("session %s quarantined to %s: %s", session_id, target, reason)
         return target
@@ -158,8 +180,8 @@ class SessionStore:
             raise FileExistsError(f"{target} exists: a live session already has this id")
         reason = source / REASON_FILENAME
         if reason.exists():
-            os.replace(reason, source / "REASON.restored.txt")
-        os.replace(source, target)
-        fsync_dir(self.root)
+            self.ops.replace(reason, source / "REASON.restored.txt")
+        self.ops.replace(source, target)
+        self.ops.fsync_dir(self.root)
         log.warning("session %s restored from quarantine", session_id)
         return target

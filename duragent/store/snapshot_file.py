@@ -1,29 +1,27 @@
 """``state.yaml``: the atomic snapshot of one session (and the reference's ``state.json``).
 
-Written with the temp-file dance that survives a crash at any instant: write a temp file in
-the same directory, fsync it, rename it over ``state.yaml``, fsync the directory. A reader sees
-the old snapshot or the new one, never a mix. Reading accepts the reference's ``state.json``
-so an existing workspace opens; corrupt files raise ``SnapshotCorruptError`` (the session is
-then quarantined, never silently resumed as an empty chat). A file the OS refuses to read
-(permission, I/O, descriptors) is not corrupt: that raises ``StorageError`` and the session
-stays where it is, to load once the cause is fixed.
+Written with ``atomic.atomic_write`` (temp file, fsync, rename, fsync of the directory, all
+through ``FileOps``): a reader sees the old snapshot or the new one, never a mix. Reading
+accepts the reference's ``state.json`` so an existing workspace opens; corrupt files raise
+``SnapshotCorruptError`` (the session is then quarantined, never silently resumed as an empty
+chat). A file the OS refuses to read (permission, I/O, descriptors) is not corrupt: that raises
+``StorageError`` and the session stays where it is, to load once the cause is fixed.
 """
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from duragent.core.ids import new_ulid
 from duragent.core.messages import Message
 from duragent.core.nesting import MAX_NESTING_DEPTH, loads_bounded, yaml_too_deep
 from duragent.core.snapshot import SessionSnapshot, message_to_dict
 from duragent.errors import DuragentError
-from duragent.store.fileops import OS_FILE_OPS, FileOps, fsync_dir
+from duragent.store.atomic import atomic_write
+from duragent.store.fileops import OS_FILE_OPS, FileOps
 from duragent.store.health import storage_error
 from duragent.store.yaml_emit import dump_lines, dump_yaml
 
@@ -108,20 +106,10 @@ class SnapshotFile:
         return self.path.exists() or self.legacy_path.exists()
 
     def write(self, snapshot: SessionSnapshot) -> None:
-        """Atomically replace state.yaml with ``snapshot``."""
+        """Atomically replace state.yaml with ``snapshot`` (``StorageError`` when refused)."""
         data = self.render(snapshot).encode()
         began = time.perf_counter()
-        tmp = self.directory / f"{STATE_FILENAME}.{new_ulid()}.tmp"
-        try:
-            with tmp.open("wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-        fsync_dir(self.directory)
+        atomic_write(self.path, data, self._ops)
         self.io_seconds += time.perf_counter() - began
         self.last_size = len(data)
 

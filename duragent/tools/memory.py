@@ -7,15 +7,16 @@ Three kinds of memory, all plain files a person can read and edit:
 - the agent's daily experiences: ``<agent_dir>/memory/daily/YYYY-MM-DD.md`` (local date).
 
 ``recall`` reads them, ``remember`` appends to today's file, ``reflect`` reads or rewrites
-MEMORY.md and ``update_world`` rewrites a topic. Rewrites are atomic (temporary file, fsync,
-rename), so a crash leaves the old or the new text, never half of it. File I/O runs on a
-thread so a slow disk does not stall other sessions.
+MEMORY.md and ``update_world`` rewrites a topic. Rewrites are atomic (``store.atomic``), so a
+crash leaves the old or the new text, never half of it; a failed append is cut back, so no
+half entry stays. Every write goes through ``FileOps`` (tests inject disk faults). File I/O
+runs on a thread so a slow disk does not stall other sessions.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
+import contextlib
 import re
 import threading
 from collections.abc import Callable, Mapping
@@ -24,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from duragent.core.messages import ToolDefinition
-from duragent.store.fileops import write_text_atomically
+from duragent.store.atomic import atomic_write
+from duragent.store.fileops import OS_FILE_OPS, FileOps, write_all
 from duragent.tools._args import builtin_invocation, int_arg, str_arg
 from duragent.tools.base import PolicyType, ToolContext, ToolOutcome
 
@@ -60,13 +62,17 @@ class MemoryTool:
 
     Args:
         clock: the local time now; tests pass a fixed one to control "today".
+        ops: the file calls of rewrites (tests inject disk faults through it).
     """
 
     name: str = "memory"
     policy_type: PolicyType = "builtin"
 
-    def __init__(self, clock: Callable[[], datetime] = datetime.now) -> None:
+    def __init__(
+        self, clock: Callable[[], datetime] = datetime.now, ops: FileOps = OS_FILE_OPS
+    ) -> None:
         self._clock = clock
+        self._ops = ops
 
     def definition(self) -> ToolDefinition:
         """The four actions and their arguments."""
@@ -155,24 +161,36 @@ class MemoryTool:
         path = memory_dir / "daily" / f"{now.date().isoformat()}.md"
         path.parent.mkdir(parents=True, exist_ok=True)
         entry = f"\n## {now:%H:%M}\n\n{content.strip()}\n"
-        with _append_lock:
-            is_new = not path.exists() or path.stat().st_size == 0
-            with path.open("a", encoding="utf-8") as handle:
-                handle.write((f"# {now.date().isoformat()}\n" if is_new else "") + entry)
-                handle.flush()
-                os.fsync(handle.fileno())
+        with _append_lock:  # through ``FileOps``, like every write of the tool
+            fd = self._ops.open_append(path)
+            try:
+                start = self._ops.size(fd)
+                text = (f"# {now.date().isoformat()}\n" if start == 0 else "") + entry
+                try:
+                    write_all(self._ops, fd, text.encode())
+                    self._ops.fsync(fd)
+                except BaseException:  # no half entry for a person to find in the note
+                    with contextlib.suppress(OSError):
+                        self._ops.truncate(fd, start)
+                    raise
+            finally:
+                self._ops.close(fd)
         return f"Remembered in {path.name}"
 
-    @staticmethod
-    def _reflect(path: Path, content: str | None) -> ToolOutcome:
+    def _replace_note(self, path: Path, content: str) -> None:
+        """Rewrite a note atomically; it keeps its permissions, a new one is private (0600)."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = (content.strip() + "\n").encode()
+        atomic_write(path, data, self._ops, keep_mode=True, new_file_mode=0o600, hidden_temp=True)
+
+    def _reflect(self, path: Path, content: str | None) -> ToolOutcome:
         if content is None:
             return ToolOutcome(True, _read(path) or "MEMORY.md is empty: nothing reflected yet")
-        write_text_atomically(path, content.strip() + "\n", new_file_mode=0o600)
+        self._replace_note(path, content)
         return ToolOutcome(True, "MEMORY.md updated")
 
-    @staticmethod
     async def _update_world(
-        args: Mapping[str, Any], world_dir: Path, content: str | None
+        self, args: Mapping[str, Any], world_dir: Path, content: str | None
     ) -> ToolOutcome:
         topic = str_arg(args, "topic")
         if topic is None or content is None:
@@ -180,10 +198,5 @@ class MemoryTool:
         stem = sanitize_topic(topic)
         if not stem.strip("-_"):
             return ToolOutcome(False, f"topic {topic!r} has no letters or digits to name a file")
-        await asyncio.to_thread(
-            write_text_atomically,
-            world_dir / f"{stem}.md",
-            content.strip() + "\n",
-            new_file_mode=0o600,
-        )
+        await asyncio.to_thread(self._replace_note, world_dir / f"{stem}.md", content)
         return ToolOutcome(True, f"World knowledge {stem!r} updated")

@@ -22,7 +22,8 @@ from ruamel.yaml.util import load_yaml_guess_indent
 
 from duragent.config.yamlio import LocatedYaml, load_yaml_text, read_text
 from duragent.errors import ConfigError
-from duragent.store.fileops import write_text_atomically
+from duragent.store.atomic import atomic_write
+from duragent.store.fileops import OS_FILE_OPS, FileOps
 from duragent.tools.policy import _MODES, POLICY_TYPES, Mode, Policy, escape_glob
 
 __all__ = [
@@ -151,7 +152,9 @@ def _patterns(doc: LocatedYaml, data: dict[str, Any], key: str) -> list[str]:
     return list(value)
 
 
-def save_allow_always(agent_dir: Path, policy_type: str, invocation: str) -> str:
+def save_allow_always(
+    agent_dir: Path, policy_type: str, invocation: str, ops: FileOps = OS_FILE_OPS
+) -> str:
     """Append ``<policy_type>:<invocation>`` (escaped) to the agent's ``policy.local.yaml``.
 
     The escaped pattern has no wildcards, so it allows exactly the approved command and no
@@ -181,7 +184,10 @@ def save_allow_always(agent_dir: Path, policy_type: str, invocation: str) -> str
         yaml.dump(doc, out)
         text = out.getvalue()
         _check_round_trip(path, text, pattern)
-        write_text_atomically(path, text)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(
+            path, text.encode(), ops, keep_mode=True, new_file_mode=0o644, hidden_temp=True
+        )
     return pattern
 
 

@@ -158,7 +158,7 @@ def user_text(session_id: str, platform_id: str) -> str:
 # Phase counters: which durable step each thread is inside (read by the parent after SIGSTOP)
 # --------------------------------------------------------------------------------------------
 
-PHASES = ("append", "snapshot", "compaction", "recovery", "tool")
+PHASES = ("append", "snapshot", "rollover", "recovery", "tool")
 _PHASE_STRUCT = struct.Struct("<5q")
 
 
@@ -192,7 +192,7 @@ def instrument(counters: PhaseCounters) -> None:
     from duragent.store.event_log import EventLog
     from duragent.store.snapshot_file import SnapshotFile
 
-    targets = ((EventLog, "append", 0), (SnapshotFile, "write", 1), (EventLog, "compact", 2))
+    targets = ((EventLog, "append", 0), (SnapshotFile, "write", 1), (EventLog, "roll_over", 2))
     for cls, name, index in targets:
         original = getattr(cls, name)
 

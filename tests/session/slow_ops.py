@@ -6,10 +6,10 @@ import threading
 import time
 from pathlib import Path
 
-from duragent.store.fileops import OS_FILE_OPS
+from duragent.store.fileops import OS_FILE_OPS, OsFileOps
 
 
-class SlowFsyncOps:
+class SlowFsyncOps(OsFileOps):
     """Real file operations, but fsync of files under ``slow_dir`` takes ``delay`` seconds."""
 
     def __init__(self, delay: float) -> None:
@@ -37,6 +37,9 @@ class SlowFsyncOps:
 
     def fsync(self, fd: int) -> None:
         path = self._paths.get(fd)
+        if path is None:  # the temporary file of an atomic write, not an event log
+            OS_FILE_OPS.fsync(fd)
+            return
         with self._lock:
             self.in_fsync += 1
             self.peak_in_fsync = max(self.peak_in_fsync, self.in_fsync)

@@ -229,12 +229,10 @@ async def test_disk_full_loses_and_duplicates_nothing_once_writes_succeed(tmp_pa
 
 
 @pytest.mark.parametrize(("mode", "archived"), [("archive", True), ("discard", False)])
-async def test_compaction_follows_the_session_mode(
-    tmp_path: Path, mode: str, archived: bool
-) -> None:
+async def test_rollover_follows_the_session_mode(tmp_path: Path, mode: str, archived: bool) -> None:
     reg = SessionRegistry(SessionStore(tmp_path))
     await reg.open()
-    sid = await reg.create(NewSession(agent="a", compaction=mode))
+    sid = await reg.create(NewSession(agent="a", rollover=mode))
     for i in range(60):
         await reg.call(sid, "add_user_message", content=f"q{i}")
     await reg.call(sid, "snapshot")
@@ -247,8 +245,8 @@ async def test_compaction_follows_the_session_mode(
         assert [e.seq for e in full] == list(range(1, 62))
 
 
-async def test_a_disabled_compaction_keeps_the_whole_log(tmp_path: Path) -> None:
-    reg = SessionRegistry(SessionStore(tmp_path), RegistrySettings(default_compaction="disabled"))
+async def test_a_disabled_rollover_keeps_the_whole_log(tmp_path: Path) -> None:
+    reg = SessionRegistry(SessionStore(tmp_path), RegistrySettings(default_rollover="disabled"))
     await reg.open()
     sid = await reg.create(NewSession(agent="a"))
     for i in range(60):

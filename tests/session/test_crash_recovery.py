@@ -75,7 +75,7 @@ def test_fifty_sigkills_at_random_moments_lose_nothing_and_leave_no_tool_unexpla
     assert verdict.sessions >= 5
     assert verdict.acknowledged > 10 * CYCLES  # the kills interrupted real work
     assert verdict.redeliveries > 0
-    inside_writes = sum(result.kill_phases[p] for p in ("append", "snapshot", "compaction"))
+    inside_writes = sum(result.kill_phases[p] for p in ("append", "snapshot", "rollover"))
     assert inside_writes > 0, result.kill_phases  # some kills landed inside a durable write
     # Some kills landed while a real tool ran: every tool that started has its call on disk
     # and exactly one result (checked in the verdict), and none of its processes survived.
@@ -201,7 +201,7 @@ def test_a_kill_in_the_middle_of_archiving_loses_no_event_from_the_full_history(
     tmp_path: Path,
 ) -> None:
     # 25 turns: the 50th message (seq 51) rolls the checkpoint; the snapshot follows and then the
-    # compaction, whose append to events.archive.jsonl is cut halfway by SIGKILL.
+    # rollover, whose append to events.archive.jsonl is cut halfway by SIGKILL.
     sessions, acks = sessions_and_acks(tmp_path)
     first: list[list[Any]] = [["create"]]
     for turn in range(25):
@@ -211,7 +211,7 @@ def test_a_kill_in_the_middle_of_archiving_loses_no_event_from_the_full_history(
     sid = next(r["sid"] for r in read_records(acks) if r["kind"] == "session")
     assert (sessions / sid / "events.archive.jsonl").exists()
 
-    # Restarted: 25 more turns roll the next checkpoint (seq 101) and compact again.
+    # Restarted: 25 more turns roll the next checkpoint (seq 101) and roll over again.
     second: list[list[Any]] = []
     for turn in range(25):
         second += [["user", f"b{turn}"], ["final"]]

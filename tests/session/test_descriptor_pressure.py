@@ -15,11 +15,11 @@ from duragent.core.messages import ToolCall
 from duragent.session import NewSession, RegistrySettings, SessionRegistry
 from duragent.session.state import INTERRUPTED_RESULT
 from duragent.store import SessionStore
-from duragent.store.fileops import OS_FILE_OPS
+from duragent.store.fileops import OS_FILE_OPS, OsFileOps
 from duragent.store.snapshot_file import SnapshotFile
 
 
-class ScarceDescriptorOps:
+class ScarceDescriptorOps(OsFileOps):
     """Real file operations, but at most ``limit`` event logs open at once (then EMFILE)."""
 
     sync_appends = False
@@ -29,6 +29,7 @@ class ScarceDescriptorOps:
         self.open = 0
         self.refused = 0
         self._lock = threading.Lock()
+        self._logs: set[int] = set()
 
     def open_append(self, path: Path, *, sync: bool = False) -> int:
         with self._lock:
@@ -36,11 +37,16 @@ class ScarceDescriptorOps:
                 self.refused += 1
                 raise OSError(errno.EMFILE, "Too many open files")
             self.open += 1
-        return OS_FILE_OPS.open_append(path)
+        fd = OS_FILE_OPS.open_append(path)
+        with self._lock:
+            self._logs.add(fd)
+        return fd
 
     def close(self, fd: int) -> None:
         with self._lock:
-            self.open -= 1
+            if fd in self._logs:  # temporary files of atomic writes are not counted
+                self._logs.discard(fd)
+                self.open -= 1
         OS_FILE_OPS.close(fd)
 
     def write(self, fd: int, data: bytes) -> int:

@@ -80,7 +80,7 @@ async def test_a_garbage_log_quarantines_the_session(tmp_path: Path) -> None:
 
 
 async def test_a_hole_in_the_middle_of_the_log_quarantines_the_session(tmp_path: Path) -> None:
-    sid = await _session_with_messages(tmp_path, 3, compaction="disabled")
+    sid = await _session_with_messages(tmp_path, 3, rollover="disabled")
     log = tmp_path / sid / "events.jsonl"
     lines = log.read_text().splitlines(keepends=True)
     checkpoint = _state(tmp_path, sid)["checkpoint_seq"]
@@ -102,7 +102,7 @@ async def test_a_torn_last_line_is_a_crash_not_corruption(tmp_path: Path) -> Non
 async def test_a_lost_snapshot_is_rebuilt_from_the_archive_and_the_log(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    sid = await _session_with_messages(tmp_path, 60)  # enough for snapshots and compaction
+    sid = await _session_with_messages(tmp_path, 60)  # enough for snapshots and rollovers
     folder = tmp_path / sid
     first_live = json.loads((folder / "events.jsonl").read_text().splitlines()[0])["seq"]
     assert first_live > 1  # the start of the conversation is only in the archive
@@ -114,14 +114,14 @@ async def test_a_lost_snapshot_is_rebuilt_from_the_archive_and_the_log(
 
 
 async def test_a_lost_snapshot_with_a_discarded_log_start_is_quarantined(tmp_path: Path) -> None:
-    sid = await _session_with_messages(tmp_path, 60, compaction="discard")
+    sid = await _session_with_messages(tmp_path, 60, rollover="discard")
     (tmp_path / sid / "state.yaml").unlink()
     reason = await _quarantine_reason(tmp_path, sid)
     assert "no log start" in reason
 
 
 async def test_events_missing_from_the_log_are_recovered_from_the_archive(tmp_path: Path) -> None:
-    sid = await _session_with_messages(tmp_path, 3, compaction="disabled")
+    sid = await _session_with_messages(tmp_path, 3, rollover="disabled")
     folder = tmp_path / sid
     # an operator moved the log aside as an "archive": the events are still all there
     (folder / "events.jsonl").rename(folder / "events.archive.jsonl")

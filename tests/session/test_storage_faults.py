@@ -222,6 +222,7 @@ async def test_each_message_of_a_turn_the_disk_cut_short_is_told_its_own_recorde
 
     async with harness(tmp_path, tools=[FnTool("slow", slow)]) as h:
         ops = FailingFileOps()
+        assert isinstance(h.registry.store, SessionStore)
         h.registry.store.ops = ops
         h.server.enqueue(
             Reply(tool_calls=[ToolCallReply(name="slow", arguments={}, id="a")]),

@@ -112,20 +112,20 @@ def test_a_failed_fsync_is_an_error_and_the_retry_does_not_duplicate(tmp_path: P
     assert report.clean
 
 
-def test_compaction_discards_old_events(tmp_path: Path) -> None:
+def test_rollover_discards_old_events(tmp_path: Path) -> None:
     log = EventLog(tmp_path)
     log.append([user(i) for i in range(1, 11)])
-    assert log.compact(6, archive=False) == 6
+    assert log.roll_over(6, archive=False) == 6
     assert seqs(log.read()[0]) == [7, 8, 9, 10]
     assert not log.archive_path.exists()
 
 
-def test_compaction_archives_old_events_once(tmp_path: Path) -> None:
+def test_rollover_archives_old_events_once(tmp_path: Path) -> None:
     log = EventLog(tmp_path)
     log.append([user(i) for i in range(1, 11)])
-    log.compact(4, archive=True)
+    log.roll_over(4, archive=True)
     log.append([user(11)])
-    log.compact(8, archive=True)
+    log.roll_over(8, archive=True)
     assert seqs(log.read_archive()) == [1, 2, 3, 4, 5, 6, 7, 8]
     assert seqs(log.read()[0]) == [9, 10, 11]
     lines = log.archive_path.read_text().splitlines()
@@ -137,16 +137,16 @@ def test_a_crash_between_archiving_and_rewriting_duplicates_nothing(tmp_path: Pa
     log.append([user(i) for i in range(1, 7)])
     # simulate: the archive got seq 1..3 but the live log was not yet rewritten
     log.archive_path.write_text("".join(user(i).to_json() + "\n" for i in (1, 2, 3)))
-    log.compact(3, archive=True)
+    log.roll_over(3, archive=True)
     assert len(log.archive_path.read_text().splitlines()) == 3
     assert seqs(log.read()[0]) == [4, 5, 6]
 
 
-def test_compaction_with_nothing_old_is_a_no_op(tmp_path: Path) -> None:
+def test_rollover_with_nothing_old_is_a_no_op(tmp_path: Path) -> None:
     log = EventLog(tmp_path)
     log.append([user(5)])
     before = log.path.stat().st_mtime_ns
-    assert log.compact(3, archive=True) == 0
+    assert log.roll_over(3, archive=True) == 0
     assert log.path.stat().st_mtime_ns == before
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from duragent.tools.base import ToolContext
 from duragent.tools.memory import MemoryTool, sanitize_topic
+from tests.store.failing_ops import FailingFileOps
 
 NOW = datetime(2026, 11, 22, 9, 5)
 
@@ -147,3 +148,46 @@ async def test_an_unwritable_memory_folder_is_reported_not_raised(ctx: ToolConte
 
 def test_the_policy_string_names_the_action() -> None:
     assert MemoryTool().invocation({"action": "Remember"}) == "memory:remember"
+
+
+@pytest.mark.parametrize("fault", ["write", "fsync", "rename"])
+async def test_a_disk_fault_in_a_rewrite_keeps_the_old_note_and_says_why(
+    ctx: ToolContext, fault: str
+) -> None:
+    await at(NOW).run({"action": "reflect", "content": "Ana likes tea."}, ctx)
+    await at(NOW).run({"action": "update_world", "topic": "tea", "content": "Hot."}, ctx)
+    ops = FailingFileOps()
+    ops.failing, ops.fail_fsync, ops.fail_replace = (
+        fault == "write",
+        fault == "fsync",
+        fault == "rename",
+    )
+    tool = MemoryTool(clock=lambda: NOW, ops=ops)
+
+    reflected = await tool.run({"action": "reflect", "content": "Forget Ana."}, ctx)
+    world = await tool.run({"action": "update_world", "topic": "tea", "content": "Cold."}, ctx)
+
+    assert not reflected.success
+    assert not world.success
+    assert "storage error while writing" in reflected.content
+    assert "MEMORY.md" in reflected.content
+    memory = ctx.agent_dir / "memory"
+    assert (memory / "MEMORY.md").read_text() == "Ana likes tea.\n"
+    assert (ctx.world_memory_dir / "tea.md").read_text() == "Hot.\n"
+    assert sorted(p.name for p in memory.iterdir()) == ["MEMORY.md"]  # no temp file left
+
+
+async def test_a_disk_fault_while_remembering_leaves_no_half_entry(ctx: ToolContext) -> None:
+    await at(NOW).run({"action": "remember", "content": "Met Ana."}, ctx)
+    daily = ctx.agent_dir / "memory" / "daily" / "2026-11-22.md"
+    before = daily.read_text()
+    ops = FailingFileOps(partial=5)
+    ops.failing = True
+
+    outcome = await MemoryTool(clock=lambda: NOW, ops=ops).run(
+        {"action": "remember", "content": "Ana likes tea."}, ctx
+    )
+
+    assert not outcome.success
+    assert "No space left on device" in outcome.content
+    assert daily.read_text() == before

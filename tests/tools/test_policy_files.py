@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from duragent.cli.templates import AGENT_POLICY, WORKSPACE_POLICY
-from duragent.errors import ConfigError
+from duragent.errors import ConfigError, StorageError
 from duragent.tools.policy import Decision, Policy
 from duragent.tools.policy_files import PolicyError, load_policy, save_allow_always
+from tests.store.failing_ops import FailingFileOps
 
 
 @pytest.fixture
@@ -306,6 +307,26 @@ def test_allow_always_creates_the_local_file(workspace_file: Path, agent_dir: Pa
         'apiVersion: duragent/v1alpha1\nkind: Policy\nallow:\n  - "bash:git push"\n'
     )
     assert load_policy(workspace_file, agent_dir).allow == ("bash:git push",)
+
+
+@pytest.mark.parametrize("fault", ["write", "fsync", "rename"])
+def test_a_disk_fault_in_allow_always_keeps_the_file_and_is_a_storage_error(
+    workspace_file: Path, agent_dir: Path, fault: str
+) -> None:
+    save_allow_always(agent_dir, "bash", "git push")
+    before = local(agent_dir).read_bytes()
+    ops = FailingFileOps()
+    ops.failing, ops.fail_fsync, ops.fail_replace = (
+        fault == "write",
+        fault == "fsync",
+        fault == "rename",
+    )
+
+    with pytest.raises(StorageError, match=r"policy\.local\.yaml"):
+        save_allow_always(agent_dir, "bash", "git pull", ops)
+
+    assert local(agent_dir).read_bytes() == before
+    assert sorted(p.name for p in agent_dir.iterdir()) == ["policy.local.yaml"]
 
 
 def test_allow_always_keeps_comments_quotes_order_and_mode(

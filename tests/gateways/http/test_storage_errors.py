@@ -8,7 +8,7 @@ from pathlib import Path
 
 import httpx
 
-from duragent.store import SessionStore, StoreHealth
+from duragent.store import SessionStorage, SessionStore, StoreHealth
 from duragent.testing import Reply, ToolCallReply
 from tests.gateways.http.api_fixtures import served
 from tests.store.failing_ops import FailingFileOps
@@ -16,9 +16,10 @@ from tests.store.failing_ops import FailingFileOps
 PROBLEM = "application/problem+json"
 
 
-def _inject(store: SessionStore) -> FailingFileOps:
+def _inject(store: SessionStorage, ops: FailingFileOps | None = None) -> FailingFileOps:
     """Route the store's file calls through a fake disk (before any session is used)."""
-    ops = FailingFileOps()
+    assert isinstance(store, SessionStore)  # the server keeps sessions in files
+    ops = ops or FailingFileOps()
     store.ops = ops
     store.health = StoreHealth(store.root, ops)
     return ops
@@ -232,8 +233,7 @@ async def test_a_disk_that_fills_during_the_reply_says_the_message_was_recorded_
 ) -> None:
     async with served(tmp_path) as s:
         ops = _FullOnReply()
-        store = s.runtime.registry.store
-        store.ops, store.health = ops, StoreHealth(store.root, ops)
+        _inject(s.runtime.registry.store, ops)
         sid = (await s.client.post("/api/v1/sessions", json={"agent": "bot"})).json()["session_id"]
         s.server.enqueue(Reply(text="one"))
         await s.client.post(f"/api/v1/sessions/{sid}/messages", json={"content": "first"})
@@ -269,8 +269,7 @@ async def test_a_disk_that_fills_after_an_approval_was_recorded_says_it_was_reco
     policy = "apiVersion: duragent/v1alpha1\nkind: Policy\nmode: ask\n"
     async with served(tmp_path, tools=bash, policy=policy) as s:
         ops = _FullOnReply()
-        store = s.runtime.registry.store
-        store.ops, store.health = ops, StoreHealth(store.root, ops)
+        _inject(s.runtime.registry.store, ops)
         sid = (await s.client.post("/api/v1/sessions", json={"agent": "bot"})).json()["session_id"]
         call = ToolCallReply(name="bash", arguments={"command": "echo ok"}, id="c1")
         s.server.enqueue(Reply(tool_calls=[call]))
