@@ -26,7 +26,7 @@ from duragent.session.registry import SessionRegistry
 from duragent.session.sink import TurnSink
 from duragent.tools.base import SessionReader, Tool, ToolContext
 from duragent.tools.policy_files import load_policy
-from duragent.tools.registry import build_tools, lookup
+from duragent.tools.registry import build_tools
 
 __all__ = ["HISTORY_CACHES", "ContextFactory"]
 
@@ -160,7 +160,6 @@ class ContextFactory:
             price=_pricer(agent),
             sink=sink,
             steering=drain,
-            lookup=lookup,
             history_cache=self._history_cache(session_id),
         )
 

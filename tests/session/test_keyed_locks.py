@@ -17,18 +17,19 @@ async def test_ten_thousand_distinct_chats_leave_no_lock_behind() -> None:
 
 async def test_ten_thousand_concurrent_chats_are_dropped_once_all_let_go() -> None:
     locks: KeyedLocks[int] = KeyedLocks()
-    release = asyncio.Event()
+    release, all_inside = asyncio.Event(), asyncio.Event()
     inside = 0
 
     async def hold(key: int) -> None:
         nonlocal inside
         async with locks.hold(key):
             inside += 1
+            if inside == 10_000:
+                all_inside.set()
             await release.wait()
 
     tasks = [asyncio.create_task(hold(i)) for i in range(10_000)]
-    while inside < 10_000:
-        await asyncio.sleep(0)
+    await asyncio.wait_for(all_inside.wait(), timeout=30)
     assert len(locks) == 10_000  # each chat held at once: all distinct, none blocked
     release.set()
     await asyncio.gather(*tasks)
