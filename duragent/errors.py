@@ -2,16 +2,27 @@
 
 The tree separates mistakes a person must fix in a file (``ConfigError``) from failures at run
 time (``LLMError`` and friends), so a front end can decide what to tell the user without
-string matching::
+string matching. Classes defined next to the code that raises them say where, in brackets;
+the rest are defined here. Base classes from Python follow a name in parentheses::
 
     DuragentError
     ├── ConfigError                 a file on disk is wrong; carries file, line, field, value, fix
-    │   └── ConfigErrors            several ConfigErrors found in one pass (doctor prints them all)
+    │   ├── ConfigErrors            several ConfigErrors found in one pass (doctor prints them all)
+    │   └── PolicyError             a policy file is wrong [tools.policy_files]
     ├── NotFoundError (LookupError)
-    │   └── AgentNotFoundError
+    │   ├── AgentNotFoundError
+    │   └── SessionNotFoundError    no session with this id on disk [session.registry]
     ├── TokenizerError              an encoding could not be loaded offline
     ├── StorageError (OSError)      the disk refused a read or write (full, permission, I/O):
     │                               the data already on disk is intact, retry after the fix
+    ├── WorkspaceBusyError          another process serves this workspace [store.serve_lock]
+    ├── SnapshotCorruptError        a session's snapshot cannot be read [store.snapshot_file]
+    │   └── SessionFilesInconsistentError   events the snapshot counts are missing
+    ├── SessionQuarantinedError     the session's files were moved aside [session.actor]
+    ├── SessionUnavailableError     the session's actor is stopped [session.bridge]
+    ├── SessionTimeoutError (TimeoutError)   the actor did not answer in time [session.bridge]
+    ├── ApprovalError               an approval does not match what waits [session.turn]
+    ├── ContextOverflowError        even the minimum request exceeds the window [context.budget]
     └── LLMError                    a provider call failed
         ├── LLMTimeoutError         the per-call timeout expired (retryable)
         ├── LLMConnectionError      no connection / reset (retryable)
@@ -21,6 +32,12 @@ string matching::
         ├── LLMBadRequestError      400 / 404 / 422 (not retried)
         │   └── ContextLengthExceededError   the request did not fit the model's window
         └── LLMResponseError        the provider answered something we cannot parse
+
+Outside the tree, signals that never leave the package that raises them (each is caught
+there and turned into an answer): ``ProblemError`` (an HTTP handler's problem+json answer),
+``ApiError`` and ``LaunchError`` (the CLI's client and launcher), ``BodyError``, ``_Full``
+and ``ForbiddenAddress`` (the web tool's refusals). ``tests/test_errors.py`` checks that every
+exception class of the package is drawn here, under its real parent.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@
 - ``loader``: one folder → ``Agent`` or ``ConfigErrors``.
 - ``catalog``: all folders → good agents + broken ones with their errors.
 - ``skills`` / ``directives``: Markdown the system prompt is built from.
+- ``system_prompt``: the agent's system prompt, assembled in the reference's order.
 - ``schema``: the JSON Schema shipped for editors.
 """
 

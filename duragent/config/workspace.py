@@ -69,7 +69,7 @@ class ServerConfig(_Section):
     admin_token: str | None = None
     api_token: str | None = None
     pin_python_threads: bool = True
-    """Keep the server's Python threads on one CPU (faster hand-overs; see ``core.cpu``).
+    """Keep the server's Python threads on one CPU (faster hand-overs; see ``duragent.cpu``).
     Programs that tools start still get every CPU."""
     allowed_hosts: tuple[str, ...] = ()
     """Extra ``Host`` names served in loopback mode (no token), besides localhost, 127.x.x.x,

@@ -12,7 +12,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from duragent.agents import Agent
 from duragent.context.truncation import Strategy
 from duragent.context.window import context_window, output_reserve
 from duragent.errors import ConfigError, DuragentError
@@ -79,21 +78,6 @@ class BudgetSettings:
             window=window,
             output_reserve=output_reserve(max_output_tokens, window),
             **context,
-        )
-
-    @classmethod
-    def for_agent(cls, agent: Agent) -> BudgetSettings:
-        """Settings from an agent's ``spec.model`` and ``spec.session.context``."""
-        context = agent.spec.session.context
-        return cls.for_model(
-            agent.model.name,
-            max_input_tokens=agent.model.max_input_tokens,
-            max_output_tokens=agent.model.max_output_tokens,
-            max_history_tokens=context.max_history_tokens,
-            keep_first=context.tool_result_keep_first,
-            keep_last=context.tool_result_keep_last,
-            max_tool_result_tokens=context.max_tool_result_tokens,
-            truncation=context.tool_result_truncation,
         )
 
 

@@ -13,6 +13,10 @@
 - ``bridge``: non-blocking asks with timeouts.
 - ``registry``: lazy start, chat → session; ``eviction``: LRU, idle and descriptor bounds;
   ``listing``: every session on disk, unloadable ones included.
+
+This package's own namespace is the surface front ends (``gateways.*``, ``scheduler``) may
+use; its submodules are internals (import-linter forbids them to front ends), so what a front
+end needs is exported here.
 """
 
 from __future__ import annotations
@@ -24,11 +28,15 @@ from duragent.session.actor import (
     UserMessageResult,
 )
 from duragent.session.bridge import SessionTimeoutError, SessionUnavailableError
+from duragent.session.history import events_to_messages
+from duragent.session.loop import CLIENT_LEFT
 from duragent.session.registry import RegistrySettings, SessionNotFoundError, SessionRegistry
 from duragent.session.state import SessionState, actor_message_limit
-from duragent.session.turn import ApprovalError, TurnResult, TurnRunner
+from duragent.session.turn import DECISIONS, ApprovalError, TurnResult, TurnRunner
 
 __all__ = [
+    "CLIENT_LEFT",
+    "DECISIONS",
     "ApprovalError",
     "NewSession",
     "RegistrySettings",
@@ -43,4 +51,5 @@ __all__ = [
     "TurnRunner",
     "UserMessageResult",
     "actor_message_limit",
+    "events_to_messages",
 ]

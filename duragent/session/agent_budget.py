@@ -1,9 +1,9 @@
 """An agent's budget split before any turn: the load-time check and ``duragent doctor``.
 
-It lives in the session layer because it needs both the system prompt (context) and the tool
-definitions (tools), which are siblings that do not import each other. The tools counted are
-the ones built from agent.yaml and the tool folders; tools the runtime adds per session (e.g.
-``schedule``) are not, which the margin of ``min_history_room`` absorbs.
+It lives in the session layer because it needs both the agent (its system prompt and budget
+settings) and the tool definitions (tools), and ``context`` does not import agents. The tools
+counted are the ones built from agent.yaml and the tool folders; tools the runtime adds per
+session (e.g. ``schedule``) are not, which the margin of ``min_history_room`` absorbs.
 """
 
 from __future__ import annotations
@@ -12,13 +12,28 @@ from collections.abc import Callable
 from pathlib import Path
 
 from duragent.agents import Agent
+from duragent.agents.system_prompt import build_system_prompt
 from duragent.context.budget import BudgetSettings, BudgetSplit
-from duragent.context.system_prompt import build_system_prompt
 from duragent.context.tokens import counter_for_model
 from duragent.core.messages import Message
 from duragent.tools.registry import build_tools
 
-__all__ = ["agent_budget", "budget_check"]
+__all__ = ["agent_budget", "budget_check", "budget_settings"]
+
+
+def budget_settings(agent: Agent) -> BudgetSettings:
+    """Budget settings from an agent's ``spec.model`` and ``spec.session.context``."""
+    context = agent.spec.session.context
+    return BudgetSettings.for_model(
+        agent.model.name,
+        max_input_tokens=agent.model.max_input_tokens,
+        max_output_tokens=agent.model.max_output_tokens,
+        max_history_tokens=context.max_history_tokens,
+        keep_first=context.tool_result_keep_first,
+        keep_last=context.tool_result_keep_last,
+        max_tool_result_tokens=context.max_tool_result_tokens,
+        truncation=context.tool_result_truncation,
+    )
 
 
 def agent_budget(agent: Agent, workspace_dir: Path) -> BudgetSplit:
@@ -29,7 +44,7 @@ def agent_budget(agent: Agent, workspace_dir: Path) -> BudgetSplit:
     )
     definitions = [tool.definition() for tool in tools.values()]
     return BudgetSplit.of(
-        BudgetSettings.for_agent(agent),
+        budget_settings(agent),
         system_prompt=counter.count_message(Message.system(build_system_prompt(agent))),
         tools=counter.count_tools(definitions) if definitions else 0,
     )

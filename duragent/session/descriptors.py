@@ -63,14 +63,12 @@ RETRY_SAFE_OPS = frozenset(
         "info",
         "messages",
         "events",
-        "is_answered",
         "flush",
         "snapshot",
         "set_status",
         "add_user_message",
         "add_assistant_response",
         "record_error",
-        "record_delivery",
     }
 )
 """Session ops that, failing for want of a descriptor, recorded nothing (a durable write is

@@ -20,7 +20,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
-from duragent.core.cpu import pin_current_thread, restore_current_thread
+from duragent.cpu import pin_current_thread, restore_current_thread
 
 __all__ = ["DEFAULT_ACTIVE_ASKS", "MAX_ACTIVE_ASKS", "SWITCH_INTERVAL_SECONDS", "tune_interpreter"]
 
@@ -39,7 +39,7 @@ def tune_interpreter(*, pin_threads: bool = True) -> Callable[[], None]:
     - Switch interval 5 ms → 1 ms: the event loop takes the GIL back sooner from a busy actor
       (measured p99 stall 5.3 ms with one busy session at 5 ms; ~3 ms at 1 ms).
     - ``pin_threads``: the calling thread (the event loop's, before it starts any actor) is
-      pinned to one CPU, and so every actor thread it starts (see ``core.cpu``).
+      pinned to one CPU, and so every actor thread it starts (see ``duragent.cpu``).
     """
     previous = sys.getswitchinterval()
     sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)

@@ -40,6 +40,7 @@ from duragent.session.call_limits import within_limits
 from duragent.session.sink import TurnSink
 from duragent.tools.base import Tool, ToolContext, ToolOutcome
 from duragent.tools.policy import Decision, Policy
+from duragent.tools.registry import lookup
 
 __all__ = [
     "DOOM_LOOP_REPEATS",
@@ -117,7 +118,6 @@ class LoopContext:
     """Adds the cost to a call's usage when the model has pricing."""
     sink: TurnSink | None = None
     steering: Callable[[], list[str]] = field(default=lambda: [])
-    lookup: Callable[[Mapping[str, Tool], str], Tool | None] | None = None
     history_cache: HistoryCache | None = None
     """The session's split and counted history, reused from call to call and turn to turn."""
     max_calls_per_response: int = 32
@@ -143,14 +143,6 @@ class LoopOutcome:
     calls: int = 0
     """Tool calls run (or refused) this turn, for ``max_calls_per_turn``."""
     budgets: list[dict[str, int]] = field(default_factory=list)
-
-
-def _find(tools: Mapping[str, Tool], name: str) -> Tool | None:
-    tool = tools.get(name)
-    if tool is not None:
-        return tool
-    lowered = name.lower()
-    return next((t for n, t in tools.items() if n.lower() == lowered), None)
 
 
 def _signature(call: ToolCall) -> tuple[str, str]:
@@ -354,7 +346,7 @@ async def _execute(
             "in a row. Repeating it will not give a different result; change the arguments or "
             "try another approach.",
         )
-    tool = (ctx.lookup or _find)(ctx.tools, call.name)
+    tool = lookup(ctx.tools, call.name)
     if tool is None:
         names = ", ".join(sorted(ctx.tools)) or "(none)"
         return ToolOutcome(False, f"Unknown tool '{call.name}'. Available tools: {names}.")

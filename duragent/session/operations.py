@@ -222,15 +222,6 @@ class SessionOps:
             Event.error(self._journal.next_seq(), code=code, message=message), durable=True
         )
 
-    def op_record_delivery(self, reply_seq: int, target: str) -> int:
-        """Durably record that the reply ``reply_seq`` was handed to its chat."""
-        event = Event.delivery(self._journal.next_seq(), reply_seq=reply_seq, target=target)
-        return self._journal.record(event, durable=True)
-
-    def op_is_answered(self, user_seq: int) -> bool:
-        """Whether a final reply follows the user message ``user_seq``."""
-        return self.state.is_answered(user_seq)
-
     def op_flush(self) -> int:
         """Write everything queued (end of a turn); returns the last durable seq."""
         self._journal.flush()

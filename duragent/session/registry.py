@@ -32,6 +32,7 @@ from duragent.session.bridge import Request, SessionUnavailableError, ask
 from duragent.session.descriptors import RETRY_SAFE_OPS
 from duragent.session.eviction import PRESSURE_RETRIES, Evictor, Live
 from duragent.session.gate import DEFAULT_ACTIVE_ASKS, MAX_ACTIVE_ASKS
+from duragent.session.keyed_locks import KeyedLocks
 from duragent.session.listing import QUARANTINED, UNAVAILABLE, SessionListing
 from duragent.store import ChatKey, SessionStorage
 
@@ -86,7 +87,7 @@ class SessionRegistry:
             store, is_live=lambda sid: sid in self._live or sid in self._starting, info=self.info
         )
         self._starting: dict[str, asyncio.Future[Live]] = {}
-        self._chat_locks: dict[ChatKey, asyncio.Lock] = {}
+        self._chat_locks: KeyedLocks[ChatKey] = KeyedLocks()
         self._reaper: asyncio.Task[None] | None = None
         self._on_change = on_change
         self._closed = False
@@ -152,8 +153,7 @@ class SessionRegistry:
 
     async def for_chat(self, key: ChatKey, new: NewSession) -> str:
         """The chat's current session id, creating exactly one if it has none."""
-        lock = self._chat_locks.setdefault(key, asyncio.Lock())
-        async with lock:
+        async with self._chat_locks.hold(key):
             existing = self.store.chats.get(key)
             if existing is not None:
                 try:

@@ -13,20 +13,20 @@ from pathlib import Path
 from typing import Any
 
 from duragent.agents import Agent
-from duragent.context.budget import BudgetSettings
+from duragent.agents.system_prompt import build_system_prompt
 from duragent.context.render import HistoryCache
-from duragent.context.system_prompt import build_system_prompt
 from duragent.context.tokens import counter_for_model
 from duragent.core.messages import ToolCall, Usage
 from duragent.core.snapshot import SessionStatus
 from duragent.llm import OutputLimits
+from duragent.session.agent_budget import budget_settings
 from duragent.session.loop import LoopContext
 from duragent.session.providers import ProviderPool
 from duragent.session.registry import SessionRegistry
 from duragent.session.sink import TurnSink
 from duragent.tools.base import SessionReader, Tool, ToolContext
 from duragent.tools.policy_files import load_policy
-from duragent.tools.registry import build_tools, lookup
+from duragent.tools.registry import build_tools
 
 __all__ = ["HISTORY_CACHES", "ContextFactory"]
 
@@ -117,7 +117,7 @@ class ContextFactory:
         drains it at each tool boundary.
         """
         spec = agent.spec
-        budget = BudgetSettings.for_agent(agent)
+        budget = budget_settings(agent)
         extra = self._extra_tools(agent, session_id) if self._extra_tools else ()
         tools = build_tools(
             agent,
@@ -160,7 +160,6 @@ class ContextFactory:
             price=_pricer(agent),
             sink=sink,
             steering=drain,
-            lookup=lookup,
             history_cache=self._history_cache(session_id),
         )
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from duragent.core.cpu import widened
+from duragent.cpu import widened
 from duragent.tools._reaper import register_group, release_group
 from duragent.tools.base import ToolOutcome
 

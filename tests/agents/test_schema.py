@@ -49,7 +49,9 @@ def problems(value: Any, schema: dict[str, Any], root: dict[str, Any], at: str =
         name = schema["$ref"].removeprefix("#/$defs/")
         return problems(value, root["$defs"][name], root, at)
     if "anyOf" in schema or "oneOf" in schema:
-        branches = [problems(value, s, root, at) for s in schema.get("anyOf", schema.get("oneOf"))]
+        branches = [
+            problems(value, s, root, at) for s in schema["anyOf" if "anyOf" in schema else "oneOf"]
+        ]
         return [] if any(not b for b in branches) else [f"{at}: matches no branch"]
     found: list[str] = []
     kind = schema.get("type")

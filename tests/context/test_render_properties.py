@@ -29,7 +29,7 @@ from duragent.llm.anthropic_provider import to_anthropic_request
 COUNTERS = [counter_for_model("gpt-4o"), TokenCounter(EstimateCounter())]
 
 text = st.text(
-    alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=0, max_size=300
+    alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=0, max_size=300
 )
 big_text = st.one_of(
     text,

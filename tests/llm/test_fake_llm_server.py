@@ -234,7 +234,7 @@ async def test_stopping_the_server_answers_a_request_still_in_its_delay_at_once(
 
 
 def test_script_items_round_trip_through_json() -> None:
-    items = [
+    items: list[Reply | Fault] = [
         Reply(
             text="hi",
             tool_calls=(ToolCallReply(name="t", arguments={"a": 1}, id="x"),),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,7 +22,7 @@ from duragent.store import SessionStore
 from tests.store.failing_ops import FailingFileOps
 
 
-def event_lines(path: Path) -> list[dict[str, object]]:
+def event_lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 

@@ -55,7 +55,7 @@ def restart_and_call(
 
 def logged_events(session_dir: Path) -> list[Event]:
     """Every well-formed event line in the session's files, archive first, as written."""
-    events = []
+    events: list[Event] = []
     for name in ("events.archive.jsonl", "events.jsonl"):
         path = session_dir / name
         if path.exists():
@@ -164,7 +164,7 @@ def test_an_unanswered_message_that_rolled_the_checkpoint_is_not_reported_answer
 def test_a_tool_call_cut_off_by_the_kill_gets_a_persisted_interrupted_result(
     tmp_path: Path,
 ) -> None:
-    script = [
+    script: list[list[Any]] = [
         ["create"],
         ["user", "u1"],
         ["tools", ["call_done", "call_cut"]],

@@ -67,7 +67,7 @@ class ScarceDescriptorOps(OsFileOps):
 
 async def open_registry(tmp_path: Path, ops: ScarceDescriptorOps) -> SessionRegistry:
     reg = SessionRegistry(
-        SessionStore(tmp_path, ops),  # type: ignore[arg-type]
+        SessionStore(tmp_path, ops),
         RegistrySettings(max_live=1000, min_idle_to_evict=0.0),
     )
     await reg.open()

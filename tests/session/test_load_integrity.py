@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,7 +14,7 @@ from duragent.session import NewSession, RegistrySettings, SessionQuarantinedErr
 from duragent.store import SessionStore
 
 
-async def _session_with_messages(root: Path, count: int, **new: str) -> str:
+async def _session_with_messages(root: Path, count: int, **new: Any) -> str:
     """A stopped session with ``count`` user messages (and their snapshot)."""
     reg = SessionRegistry(SessionStore(root), RegistrySettings(ask_timeout=10))
     await reg.open()

@@ -39,6 +39,7 @@ async def test_fifty_concurrent_first_messages_for_one_chat_create_one_session(
         await reg.aclose()
     assert len(set(ids)) == 1
     assert reg.store.list_ids() == [ids[0]]
+    assert len(reg._chat_locks) == 0  # the chat's lock is not kept once resolved
     fresh = SessionStore(tmp_path)
     fresh.open()
     assert fresh.chats.get(("telegram", "42", "a")) == ids[0]

@@ -201,7 +201,8 @@ async def test_running_out_of_descriptors_refuses_the_write_and_the_next_one_wor
         with pytest.raises(StorageError, match="Too many open files") as caught:
             await reg.call(sid, "add_user_message", content="m1")
         assert "events.jsonl" in str(caught.value)
-        assert reg.store.health.failure is not None
+        health = reg.store.health
+        assert health.failure is not None
         ops.open_errno = None
         await reg.call(sid, "add_user_message", content="m1")
         assert reg.store.health.failure is None

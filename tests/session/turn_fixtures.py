@@ -17,7 +17,7 @@ from duragent.session import RegistrySettings, SessionRegistry, TurnRunner
 from duragent.session.providers import ProviderPool
 from duragent.store import SessionStore
 from duragent.testing import ScriptedLLMServer
-from duragent.tools.base import Tool, ToolContext, ToolOutcome
+from duragent.tools.base import PolicyType, Tool, ToolContext, ToolOutcome
 
 
 def agent_yaml(base_url: str, **session: Any) -> str:
@@ -50,7 +50,7 @@ class FnTool:
 
     name: str
     fn: Callable[[Mapping[str, Any]], Any]
-    policy_type: str = "builtin"
+    policy_type: PolicyType = "builtin"
     calls: list[dict[str, Any]] = field(default_factory=list)
 
     def definition(self) -> ToolDefinition:

@@ -38,7 +38,7 @@ json_values = st.recursive(
     | st.booleans()
     | st.integers()
     | st.floats(allow_nan=False)
-    | st.text(st.characters(exclude_categories=("Cs",))),
+    | st.text(st.characters(exclude_categories=["Cs"])),
     lambda children: (
         st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
     ),

@@ -298,7 +298,7 @@ def test_an_injected_command_is_never_allowed(
     parts.insert(min(where, len(parts)), wrap.format("rm -rf /"))
     command = sep.join(parts)
     for mode in ("ask", "restrict"):
-        verdict = Policy(mode=mode, allow=ALLOW_LIST).decide("bash", command)  # type: ignore[arg-type]
+        verdict = Policy(mode=mode, allow=ALLOW_LIST).decide("bash", command)
         assert verdict.decision is not Decision.ALLOW, (command, verdict.reason)
     denied = Policy(deny=("bash:rm *",)).decide("bash", command)
     assert denied.decision is Decision.DENY, (command, denied.reason)

@@ -103,7 +103,13 @@ INERT = [
 
 @pytest.mark.parametrize("command", INERT)
 def test_inert_constructs_are_still_matched_by_globs(command: str) -> None:
-    allow = ("bash:echo *", "bash:ls *", "bash:cat *", "bash:printf *", "bash:test *")
+    allow: tuple[str, ...] = (
+        "bash:echo *",
+        "bash:ls *",
+        "bash:cat *",
+        "bash:printf *",
+        "bash:test *",
+    )
     allow += ("bash:for f in *", "bash:X=* ls")
     verdict = Policy(mode="restrict", allow=allow).decide("bash", command)
     assert verdict.decision is Decision.ALLOW, verdict.reason

@@ -8,7 +8,7 @@ from typing import Any
 
 from duragent.agents.loader import load_agent
 from duragent.core.messages import ToolDefinition
-from duragent.tools.base import PolicyType, ToolContext, ToolOutcome
+from duragent.tools.base import PolicyType, Tool, ToolContext, ToolOutcome
 from duragent.tools.bash import BashTool
 from duragent.tools.cli_tool import CliTool
 from duragent.tools.memory import MemoryTool
@@ -167,7 +167,7 @@ def test_runtime_tools_are_added_and_replace_same_named_ones(
 
 def test_lookup_prefers_the_exact_name_then_ignores_case() -> None:
     bash, memory = BashTool(), MemoryTool()
-    tools = {"bash": bash, "Memory": memory}
+    tools: dict[str, Tool] = {"bash": bash, "Memory": memory}
     assert lookup(tools, "bash") is bash
     assert lookup(tools, "BASH") is bash
     assert lookup(tools, "memory") is memory

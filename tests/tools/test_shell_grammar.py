@@ -80,7 +80,7 @@ def test_a_command_the_splitter_did_not_see_is_a_disagreement() -> None:
 _TEXT = st.text(
     alphabet=st.one_of(
         st.sampled_from(list("ab $`'\"\\(){}[]:=@!#%/;|&<>\n\t-*?~,.01E")),
-        st.characters(exclude_categories=("Cs",)),
+        st.characters(exclude_categories=["Cs"]),
     ),
     max_size=40,
 )

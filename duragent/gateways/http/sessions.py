@@ -14,9 +14,13 @@ from duragent.gateways.http.problem import ProblemError
 from duragent.gateways.http.security import read_json
 from duragent.gateways.http.services import HttpServices
 from duragent.gateways.http.stream import stream_turn
-from duragent.session import SessionNotFoundError
-from duragent.session.history import events_to_messages
-from duragent.session.turn import DECISIONS, ApprovalError, TurnResult
+from duragent.session import (
+    DECISIONS,
+    ApprovalError,
+    SessionNotFoundError,
+    TurnResult,
+    events_to_messages,
+)
 
 __all__ = ["SessionRoutes"]
 

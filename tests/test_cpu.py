@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from duragent.core.cpu import current_cpu, pin_current_thread, restore_current_thread
+from duragent.cpu import current_cpu, pin_current_thread, restore_current_thread
 from duragent.tools._process import run_process
 
 pytestmark = pytest.mark.skipif(

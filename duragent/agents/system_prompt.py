@@ -13,8 +13,8 @@ import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from duragent.agents import Agent
 from duragent.agents.directives import render_directives_block
+from duragent.agents.loader import Agent
 from duragent.agents.skills import render_skills_block
 
 __all__ = ["PREAMBLE", "build_system_prompt", "render_template"]
