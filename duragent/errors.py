@@ -36,8 +36,9 @@ the rest are defined here. Base classes from Python follow a name in parentheses
 Outside the tree, signals that never leave the package that raises them (each is caught
 there and turned into an answer): ``ProblemError`` (an HTTP handler's problem+json answer),
 ``ApiError`` and ``LaunchError`` (the CLI's client and launcher), ``BodyError``, ``_Full``
-and ``ForbiddenAddress`` (the web tool's refusals). ``tests/test_errors.py`` checks that every
-exception class of the package is drawn here, under its real parent.
+and ``ForbiddenAddress`` (the web tool's refusals), ``WireShapeError`` (a streamed chunk of
+the wrong shape; the providers turn it into ``LLMResponseError``). ``tests/test_errors.py``
+checks that every exception class of the package is drawn here, under its real parent.
 """
 
 from __future__ import annotations

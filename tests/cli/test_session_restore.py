@@ -71,6 +71,7 @@ async def test_session_list_shows_an_unreadable_session_as_unavailable_with_its_
 ) -> None:
     async with served(tmp_path) as s:
         store = s.runtime.registry.store
+        assert isinstance(store, SessionStore)
         ops = FailingFileOps()
         store.ops = ops
         sid = (await s.client.post("/api/v1/sessions", json={"agent": "bot"})).json()["session_id"]

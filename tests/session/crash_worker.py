@@ -917,6 +917,7 @@ async def verify(sessions_dir: Path, ack_file: Path) -> Verdict:
             verdict.sessions += 1
             await _verify_session(registry, sid, by_sid[sid], verdict)
         store = registry.store
+        assert isinstance(store, SessionStore)  # the file backend: its folders are scanned
         for sid in store.list_ids():
             torn, conflicts = raw_scan(store.directory(sid))
             verdict.torn_lines += torn
