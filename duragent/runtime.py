@@ -117,6 +117,12 @@ class Runtime:
         """The bound HTTP port once started (useful with port 0)."""
         return self._http.port if self._http else None
 
+    def starting(self) -> str | None:
+        """Why a first message would wait (``/readyz``): the providers' SDKs still loading."""
+        if self.providers.warming:
+            return "the model providers are still starting (their SDKs are being loaded)"
+        return None
+
     def reload_agents(self) -> AgentCatalog:
         """Re-read the agents directory and swap the catalog atomically."""
         self._catalog = load_catalog(

@@ -22,17 +22,19 @@ destructive first:
 
 from __future__ import annotations
 
+import functools
 import itertools
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Protocol
 
 from duragent.context.budget import BudgetReport, BudgetSettings, ContextOverflowError
+from duragent.context.history_index import HistoryCache, HistoryFit
 from duragent.context.notices import Cut, compose, read_cut, removed_notice
 from duragent.context.tokens import REQUEST_OVERHEAD_TOKENS, TokenCounter
 from duragent.context.truncation import fit_prefix, fit_suffix
 from duragent.context.units import (
     MISSING_RESULT,
-    HistoryCache,
     TurnCache,
     Unit,
     split,
@@ -62,6 +64,12 @@ def masked_notice(tokens: int) -> str:
     return f"[result masked — ~{tokens} tokens removed]"
 
 
+@functools.lru_cache(maxsize=256)
+def _system_message(text: str) -> Message:
+    """One message object per system prompt: its count and wire form are then cached too."""
+    return Message.system(text)
+
+
 def _reported(units: Iterator[Unit], report: BudgetReport) -> Iterator[Unit]:
     """``units``, each counted in ``report`` as the walk reaches it."""
     for unit in units:
@@ -70,6 +78,7 @@ def _reported(units: Iterator[Unit], report: BudgetReport) -> Iterator[Unit]:
 
 
 def _cost(unit: Unit, counter: TokenCounter) -> int:
+    """``unit``'s cost by ``counter``, recorded on the unit."""
     unit.tokens = sum(counter.count_message(m) for m in unit.messages)
     return unit.tokens
 
@@ -104,7 +113,7 @@ def fit_request(
     """
     report = BudgetReport(window=settings.window, limit=settings.limit)
     limit = settings.limit
-    system_msg = Message.system(system) if system.strip() else None
+    system_msg = _system_message(system) if system.strip() else None
     if tools_tokens is None:
         tools_tokens = counter.count_tools(tools)
     fixed = REQUEST_OVERHEAD_TOKENS + tools_tokens
@@ -131,35 +140,19 @@ def fit_request(
     for unit in turn_units:
         turn_cost += unit.tokens or _cost(unit, counter)
 
-    # --- the latest user message is pinned ------------------------------------------------
-    newest_first = (
-        reversed(history_cache.units(history, counter))
+    # --- the latest user message is pinned; the least history can cost -------------------
+    hist: _History = (
+        _IndexedHistory(history_cache, history, counter)
         if history_cache is not None
-        else split_newest_first(history)
+        else _PlainHistory(history, counter)
     )
-    candidates = _reported(newest_first, report)
-    pinned: list[Unit] = []
-    head = next(candidates, None)
-    if head is not None and head.messages and head.messages[0].role is Role.USER:
-        pinned = [head]
-    elif head is not None:
-        candidates = itertools.chain([head], candidates)
+    pinned = hist.pinned
     pinned_cost = sum(u.tokens or _cost(u, counter) for u in pinned)
     hist_total = len(history) - sum(u.source for u in pinned)
     notice_cost = counter.count_message(Message.system(truncation_notice(len(history))))
     # History may have to go entirely; the least it costs is then its notice, or the whole
-    # rest of it when that is cheaper than the notice (a few tiny messages): peek that far.
-    history_floor = 0
-    if hist_total:
-        peeked: list[Unit] = []
-        for unit in candidates:
-            peeked.append(unit)
-            history_floor += unit.tokens or _cost(unit, counter)
-            if history_floor >= notice_cost:
-                history_floor = notice_cost
-                break
-        candidates = itertools.chain(peeked, candidates)
-    floor = fixed + pinned_cost + history_floor
+    # rest of it when that is cheaper than the notice (a few tiny messages).
+    floor = fixed + pinned_cost + (hist.floor(notice_cost) if hist_total else 0)
 
     # --- 3c: this turn alone against what is left (never the latest group, never history) --
     groups = [u for u in turn_units if u.group]
@@ -183,10 +176,11 @@ def fit_request(
         else min(available, settings.max_history_tokens)
     )
     budget = min(budget, limit - fixed - turn_cost) - pinned_cost
-    chosen, used = _fill(candidates, budget, notice_cost, counter)
-    sent_source = sum(u.source for u in chosen)
-    omitted = hist_total - sent_source
-    needed = fixed + (notice_cost if omitted else 0) + used + pinned_cost + turn_cost
+    chosen = hist.fill(budget, notice_cost)
+    report.calls_repaired += chosen.repaired
+    report.orphans_dropped += chosen.orphans
+    omitted = hist_total - chosen.source
+    needed = fixed + (notice_cost if omitted else 0) + chosen.tokens + pinned_cost + turn_cost
 
     # --- assemble ----------------------------------------------------------------------------
     out: list[Message] = []
@@ -194,41 +188,110 @@ def fit_request(
         out.append(system_msg)
     if omitted:
         out.append(Message.system(truncation_notice(omitted)))
-    for unit in (*chosen, *pinned, *turn_units):
+    out.extend(chosen.messages)
+    for unit in (*pinned, *turn_units):
         out.extend(unit.messages)
     report.history_omitted = omitted
-    report.history_sent = sum(len(u.messages) for u in (*chosen, *pinned))
+    report.history_sent = chosen.sent + sum(len(u.messages) for u in pinned)
     report.request_tokens = needed
     return out, report
 
 
-def _fill(
-    candidates: Iterator[Unit], budget: int, notice_cost: int, counter: TokenCounter
-) -> tuple[list[Unit], int]:
-    """History units (oldest first) newest-first into ``budget``, with the notice if cut.
+class _History(Protocol):
+    """Layer 2's view of the history: what is pinned, the least it costs, what fits."""
 
-    Greedy: it stops at the first unit that does not fit, so the free room left is always
-    less than the cost of the newest omitted unit (the property tests check this).
+    pinned: list[Unit]
+
+    def floor(self, notice_cost: int) -> int:
+        """The least the unpinned history costs: its notice, or all of it when cheaper."""
+
+    def fill(self, budget: int, notice_cost: int) -> HistoryFit:
+        """The newest units that fit ``budget``, with room for the notice when cut."""
+
+
+class _IndexedHistory:
+    """The session's ``HistoryCache``: every question in time independent of the length."""
+
+    def __init__(self, cache: HistoryCache, history: Sequence[Message], counter: TokenCounter):
+        self._cache = cache
+        self._cost: Callable[[Unit], int] = functools.partial(_cost, counter=counter)
+        units = cache.units(history, counter, self._cost)
+        pin = cache.pinned()
+        self.pinned = [pin] if pin is not None else []
+        self._end = len(units) - len(self.pinned)
+        self._reached = 0
+
+    def floor(self, notice_cost: int) -> int:
+        least, self._reached = self._cache.floor(notice_cost, self._end, self._cost)
+        return least
+
+    def fill(self, budget: int, notice_cost: int) -> HistoryFit:
+        chosen, _ = self._cache.fit(budget, notice_cost, self._end, self._reached, self._cost)
+        return chosen
+
+
+class _PlainHistory:
+    """A walk over the history newest first, splitting and counting as it goes.
+
+    Used without a cache; the reference the indexed view is tested against.
     """
-    chosen: list[Unit] = []  # newest first while selecting
-    used = 0
-    complete = True
-    for unit in candidates:
-        cost = unit.tokens or _cost(unit, counter)
-        if used + cost > budget:
-            complete = False
-            break
-        chosen.append(unit)
-        used += cost
-    if not complete:
-        while chosen and used + notice_cost > budget:
-            used -= chosen.pop().tokens
-    chosen.reverse()
-    # Never start on an orphaned result (an empty unit stands for dropped orphans; when the
-    # whole history fits they are simply not sent, with no notice).
-    while not complete and chosen and not chosen[0].messages:
-        used -= chosen.pop(0).tokens
-    return chosen, used
+
+    def __init__(self, history: Sequence[Message], counter: TokenCounter) -> None:
+        self._counter = counter
+        self._report = BudgetReport()  # repairs and orphans of the units reached
+        candidates = _reported(split_newest_first(history), self._report)
+        head = next(candidates, None)
+        self.pinned: list[Unit] = []
+        if head is not None and head.messages and head.messages[0].role is Role.USER:
+            self.pinned = [head]
+        elif head is not None:
+            candidates = itertools.chain([head], candidates)
+        self._candidates = candidates
+
+    def floor(self, notice_cost: int) -> int:
+        peeked: list[Unit] = []
+        least = 0
+        for unit in self._candidates:
+            peeked.append(unit)
+            least += unit.tokens or _cost(unit, self._counter)
+            if least >= notice_cost:
+                least = notice_cost
+                break
+        self._candidates = itertools.chain(peeked, self._candidates)
+        return least
+
+    def fill(self, budget: int, notice_cost: int) -> HistoryFit:
+        """The newest units that fit ``budget``, greedily.
+
+        It stops at the first unit that does not fit, so the free room left is always less
+        than the cost of the newest omitted unit (the property tests check this).
+        """
+        chosen: list[Unit] = []  # newest first while selecting
+        used = 0
+        complete = True
+        for unit in self._candidates:
+            cost = unit.tokens or _cost(unit, self._counter)
+            if used + cost > budget:
+                complete = False
+                break
+            chosen.append(unit)
+            used += cost
+        if not complete:
+            while chosen and used + notice_cost > budget:
+                used -= chosen.pop().tokens
+        chosen.reverse()
+        # Never start on an orphaned result (an empty unit stands for dropped orphans; when
+        # the whole history fits they are simply not sent, with no notice).
+        while not complete and chosen and not chosen[0].messages:
+            used -= chosen.pop(0).tokens
+        return HistoryFit(
+            messages=[m for unit in chosen for m in unit.messages],
+            tokens=used,
+            source=sum(u.source for u in chosen),
+            sent=sum(len(u.messages) for u in chosen),
+            repaired=self._report.calls_repaired,
+            orphans=self._report.orphans_dropped,
+        )
 
 
 def _shrink_results(

@@ -12,15 +12,13 @@ which is what lets the caches below re-split only what changed.
 
 from __future__ import annotations
 
-import bisect
-import operator
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from duragent.context.budget import BudgetReport
 from duragent.core.messages import Message, Role
 
-__all__ = ["MISSING_RESULT", "HistoryCache", "TurnCache", "Unit", "split", "split_newest_first"]
+__all__ = ["MISSING_RESULT", "TurnCache", "Unit", "split", "split_newest_first"]
 
 MISSING_RESULT = "Error: no result was recorded for this tool call"
 
@@ -124,71 +122,3 @@ class TurnCache:
             self.boundary += sum(u.source for u in fresh[:-1])
         self.units.extend(fresh)
         return self.units
-
-
-class HistoryCache:
-    """One session's history units (with their token costs), kept from request to request.
-
-    Between two requests a session's history (the Layer 1 window) only gains messages at the
-    end and loses them at the start. The units that are still whole are reused with their
-    counts; the new head (if the window cut into a group) and the tail from the last unit on
-    are split again. Rendering a 2,000-message history is then a walk over cached numbers
-    instead of splitting and counting every message. Any other change (an edited or reordered
-    history, another counter) simply starts over.
-    """
-
-    __slots__ = ("_base", "_counter", "_messages", "_starts", "_units")
-
-    def __init__(self) -> None:
-        self._messages: list[Message] = []
-        self._units: list[Unit] = []
-        self._starts: list[int] = []  # where each unit starts, in the sliding window's frame
-        self._base = 0  # where ``_messages[0]`` is in that frame (grows as the window slides)
-        self._counter: object | None = None
-
-    def units(self, history: Sequence[Message], counter: object) -> list[Unit]:
-        """The units of ``history``, oldest first (costs already counted where known)."""
-        if counter is not self._counter:
-            self._counter, self._messages, self._units, self._starts = counter, [], [], []
-        units, starts = self._units, self._starts
-        dropped = self._dropped_from_front(history)
-        base = self._base + (0 if dropped is None else dropped)
-        # reuse the whole units that start at or after the cut, except the last one (it may
-        # have gained results); with no continuation nothing is reused
-        keep_from = len(units) if dropped is None else bisect.bisect_left(starts, base)
-        keep_to = max(keep_from, len(units) - 1)
-        if keep_from < keep_to:
-            head_end, tail_start = starts[keep_from] - base, starts[keep_to] - base
-        else:
-            head_end = tail_start = 0
-        head = split(history[:head_end])
-        tail = split(history[tail_start:])
-        self._starts = (
-            _starts_of(head, base) + starts[keep_from:keep_to] + _starts_of(tail, base + tail_start)
-        )
-        self._units = head + units[keep_from:keep_to] + tail
-        self._messages = list(history)
-        self._base = base
-        return self._units
-
-    def _dropped_from_front(self, history: Sequence[Message]) -> int | None:
-        """How many old messages were cut from the front, if ``history`` continues them."""
-        old = self._messages
-        if not old or not history:
-            return None
-        first = history[0]
-        dropped = next((k for k, message in enumerate(old) if message is first), None)
-        if dropped is None:
-            return None
-        kept = len(old) - dropped
-        if kept > len(history) or not all(map(operator.is_, old[dropped:], history[:kept])):
-            return None
-        return dropped
-
-
-def _starts_of(units: list[Unit], offset: int) -> list[int]:
-    starts, at = [], offset
-    for unit in units:
-        starts.append(at)
-        at += unit.source
-    return starts

@@ -16,10 +16,13 @@ cold cache on a 2,000-message history does not hold the event loop either.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
+import operator
 import time
 import weakref
 from collections.abc import Callable, Iterable, Sequence
+from itertools import compress, count
 from typing import Any, Generic, TypeVar, cast
 
 from duragent.core.messages import Message
@@ -79,6 +82,9 @@ class Slicer:
             self._started = time.perf_counter()
 
 
+_is_none = functools.partial(operator.is_, None)
+
+
 class FragmentCache(Generic[T]):
     """Per-message wire fragments, dropped with their message (identity keys).
 
@@ -105,10 +111,9 @@ class FragmentCache(Generic[T]):
         out: list[T | None] = list(map(self._items.get, map(id, messages)))
         if None in out:  # fragments are bytes or tuples: never equal to None
             slicer = Slicer()
-            for i, fragment in enumerate(out):
-                if fragment is None:
-                    out[i] = self._add(messages[i])
-                    await slicer.tick()
+            for i in compress(count(), map(_is_none, out)):  # found in C: the few new ones
+                out[i] = self._add(messages[i])
+                await slicer.tick()
         if len(out) >= 256:
             await asyncio.sleep(0)  # a fresh slice for the caller's join of a large body
         return cast("list[T]", out)  # every None was filled in above

@@ -39,6 +39,12 @@ class ProviderPool:
         self._policy = policy
         self._env = env
         self._idle_timeout = idle_timeout_seconds
+        self._warming = 0  # warm() calls under way
+
+    @property
+    def warming(self) -> bool:
+        """Whether providers are still being built ahead of the first message (``warm``)."""
+        return self._warming > 0
 
     async def for_agent(self, agent: Agent) -> LLMProvider:
         """The provider answering for ``agent`` (raises LLMError when it cannot be built)."""
@@ -78,13 +84,17 @@ class ProviderPool:
         A provider that cannot be built (a missing API key, say) is left for the turn that
         needs it, which reports the error to its chat.
         """
-        for agent in agents:
-            try:
-                await self.for_agent(agent)
-            except LLMError as exc:
-                log.debug("provider for agent '%s' not built ahead: %s", agent.name, exc)
-            except Exception:
-                log.exception("provider for agent '%s' could not be built", agent.name)
+        self._warming += 1
+        try:
+            for agent in agents:
+                try:
+                    await self.for_agent(agent)
+                except LLMError as exc:
+                    log.debug("provider for agent '%s' not built ahead: %s", agent.name, exc)
+                except Exception:
+                    log.exception("provider for agent '%s' could not be built", agent.name)
+        finally:
+            self._warming -= 1
 
     async def aclose(self) -> None:
         """Close every provider's connections (builds under way are waited for first).

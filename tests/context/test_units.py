@@ -9,13 +9,15 @@ it returns without one: the same messages and the same report.
 from __future__ import annotations
 
 from typing import Any
+from unittest.mock import patch
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from duragent.context import history_index
 from duragent.context.budget import BudgetSettings, ContextOverflowError
+from duragent.context.history_index import EAGER_UNITS, HistoryCache
 from duragent.context.render import fit_request
-from duragent.context.units import HistoryCache
 from duragent.core.messages import Message
 from tests.context.test_render_properties import COUNTERS, budgets, conversations, turns
 
@@ -42,7 +44,7 @@ windows = st.lists(
 
 
 @settings(
-    max_examples=120,
+    max_examples=150,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
@@ -52,8 +54,22 @@ windows = st.lists(
     budget=budgets,
     steps=windows,
     random=st.randoms(use_true_random=False),
+    eager=st.sampled_from([0, 1, 3, EAGER_UNITS]),
 )
 def test_a_cached_history_renders_exactly_like_an_uncached_one(
+    conversation: list[Message],
+    turn: list[Message],
+    budget: BudgetSettings,
+    steps: list[tuple[int, int, str]],
+    random: Any,
+    eager: int,
+) -> None:
+    """Also with fewer new units counted on arrival: the lazy walk of a cold start."""
+    with patch.object(history_index, "EAGER_UNITS", eager):
+        slide(conversation, turn, budget, steps, random)
+
+
+def slide(
     conversation: list[Message],
     turn: list[Message],
     budget: BudgetSettings,

@@ -95,3 +95,17 @@ async def test_warming_builds_ahead_so_the_first_message_finds_its_provider(
         lookup.send(None)
     assert isinstance(done.value.value, ResilientProvider)
     await pool.aclose()
+
+
+async def test_the_pool_says_it_is_warming_until_every_build_has_finished(tmp_path: Path) -> None:
+    good = agent_at(tmp_path / "good", agent_yaml("http://127.0.0.1:9/v1"))
+    broken = agent_at(tmp_path / "broken", OPENAI_AGENT)  # no OPENAI_API_KEY in env={}
+    pool = ProviderPool(env={})
+    assert not pool.warming
+    warm = asyncio.create_task(pool.warm([broken, good]))
+    await asyncio.sleep(0)  # the builds run in a worker thread: warm() is waiting on them
+    warming: bool = pool.warming  # (mypy: read after the await, not narrowed from above)
+    assert warming
+    await warm
+    assert not pool.warming  # also after a build that failed
+    await pool.aclose()

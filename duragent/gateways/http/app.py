@@ -127,8 +127,8 @@ def build_app(services: HttpServices) -> Starlette:
         if failure:
             extra["storage"] = {"writable": False, "error": str(failure)}
             reason: str | None = f"the session store cannot write: {failure}"
-        else:
-            reason = health.not_ready_reason()  # see health.py for what ready means
+        else:  # see health.py for what ready means; ready also means started
+            reason = services.starting() or health.not_ready_reason()
         if reason is not None:  # workspace_hash: the launcher still knows us
             return problem(503, reason, instance="/readyz", extra=extra)
         # the pid lets a client check that this is the server named in the workspace's lock

@@ -32,6 +32,10 @@ class HttpServices(Protocol):
         """The one turn runner."""
         ...
 
+    def starting(self) -> str | None:
+        """Why a first message would still wait for start-up work, or None when it would not."""
+        ...
+
     def request_shutdown(self) -> bool:
         """Ask the process to stop; False if a shutdown is already under way."""
         ...

@@ -38,6 +38,9 @@ class BrokenServices:
     def turns(self) -> TurnRunner:
         raise NotImplementedError
 
+    def starting(self) -> str | None:
+        return None
+
     def request_shutdown(self) -> bool:
         return True
 

@@ -6,15 +6,27 @@ import asyncio
 import contextlib
 from pathlib import Path
 
+from duragent.agents import load_catalog
 from duragent.cli.launcher import ensure_server
 from duragent.config import load_workspace
 from duragent.gateways.http.health import ServerHealth
 from duragent.testing import Reply
-from tests.gateways.http.api_fixtures import served
+from tests.gateways.http.api_fixtures import Served, served
+from tests.session.turn_fixtures import agent_yaml
+
+
+async def until_ready(s: Served) -> None:
+    """Until /readyz says ready (the runtime warms its providers as it starts)."""
+    for _ in range(200):
+        if (await s.client.get("/readyz")).status_code == 200:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("never ready")
 
 
 async def test_readyz_says_unavailable_while_every_slot_is_held(tmp_path: Path) -> None:
     async with served(tmp_path, server_yaml="  max_connections: 1\n") as s:
+        await until_ready(s)
         sid = (await s.client.post("/api/v1/sessions", json={"agent": "bot"})).json()["session_id"]
         s.server.enqueue(Reply(text="late", delay=60))  # the stream holds its slot meanwhile
 
@@ -76,3 +88,30 @@ def test_a_failed_accept_makes_the_server_not_ready_for_a_while() -> None:
     assert health.not_ready_reason() == "cannot accept new connections: Too many open files"
     now[0] += 10
     assert health.not_ready_reason() is None
+
+
+async def test_readyz_waits_for_the_model_providers_to_start(tmp_path: Path) -> None:
+    async with served(tmp_path) as s:
+        await until_ready(s)
+        assert not s.runtime.providers.warming
+        other = tmp_path / "other"  # another model setting: a provider not built yet
+        (other / "bot").mkdir(parents=True)
+        (other / "bot" / "agent.yaml").write_text(agent_yaml("http://127.0.0.1:9/v1"))
+        warm = asyncio.create_task(s.runtime.providers.warm([load_catalog(other).get("bot")]))
+        await asyncio.sleep(0)
+        warming: bool = s.runtime.providers.warming  # (read now: the build is under way)
+        assert warming
+        assert s.runtime.starting() == (
+            "the model providers are still starting (their SDKs are being loaded)"
+        )
+        await warm
+        assert s.runtime.starting() is None
+        assert (await s.client.get("/readyz")).status_code == 200
+
+
+async def test_readyz_reports_what_start_up_still_waits_for(tmp_path: Path) -> None:
+    async with served(tmp_path) as s:
+        s.runtime.starting = lambda: "still loading"  # type: ignore[method-assign]
+        answer = await s.client.get("/readyz")
+        assert answer.status_code == 503
+        assert answer.json()["detail"] == "still loading"
