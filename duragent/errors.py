@@ -16,6 +16,9 @@ the rest are defined here. Base classes from Python follow a name in parentheses
     ├── StorageError (OSError)      the disk refused a read or write (full, permission, I/O):
     │                               the data already on disk is intact, retry after the fix
     ├── WorkspaceBusyError          another process serves this workspace [store.serve_lock]
+    ├── ServiceStartError           an essential service did not start [core.lifecycle]
+    ├── ServiceStopError            services that failed to stop (the rest still stopped)
+    │                               [core.lifecycle]
     ├── SnapshotCorruptError        a session's snapshot cannot be read [store.snapshot_file]
     │   └── SessionFilesInconsistentError   events the snapshot counts are missing
     ├── SessionQuarantinedError     the session's files were moved aside [session.actor]

@@ -1,10 +1,14 @@
 """The composition root: builds every service from a workspace, starts and stops them in order.
 
-Start order: agents → session store and registry → turn runner → HTTP (and later the other
-front ends and the scheduler). Stop order is the reverse, so nothing accepts work that a
-stopped service would have to do: front ends stop first, then every session actor flushes and
-snapshots, then provider connections close. SIGINT and SIGTERM request a graceful stop; a
-second SIGINT during shutdown exits at once.
+The server is the list :attr:`Runtime.SERVICES`: each entry names a service, says whether it
+is essential and builds it (or returns ``None`` when ``duragent.yaml`` or the command line
+does not ask for it). A :class:`~duragent.core.lifecycle.ServiceStack` starts them in list
+order and stops them in reverse, so nothing accepts work that a stopped service would have to
+do: front ends stop first, then background tasks are cancelled, then every session actor
+flushes and snapshots, then provider connections close, and the workspace lock goes last.
+Adding a front end (Telegram, Discord, the scheduler) is one entry before ``http``, selected
+by its ``duragent.yaml`` section. SIGINT and SIGTERM request a graceful stop; a second SIGINT
+during shutdown exits at once. See ``specs/202611240140.runtime-services.md``.
 """
 
 from __future__ import annotations
@@ -14,10 +18,20 @@ import contextlib
 import logging
 import signal
 from collections.abc import Callable, Mapping
+from typing import ClassVar
 
 from duragent import __version__
 from duragent.agents import AgentCatalog, load_catalog
 from duragent.config import LoadedWorkspace, WorkspaceConfig
+from duragent.core.lifecycle import (
+    Entry,
+    Hooks,
+    Service,
+    ServiceStack,
+    ServiceStopError,
+    TaskService,
+)
+from duragent.core.tasks import BackgroundTasks
 from duragent.gateways.http import HttpServer, build_app
 from duragent.session import RegistrySettings, SessionRegistry, TurnRunner
 from duragent.session.agent_budget import budget_check
@@ -63,10 +77,9 @@ class Runtime:
         self._catalog = AgentCatalog()
         self._http: HttpServer | None = None
         self._stop = asyncio.Event()
-        self._ttl_task: asyncio.Task[None] | None = None
-        self._warm_task: asyncio.Task[None] | None = None
         self._ephemeral = ephemeral
-        self._ephemeral_task: asyncio.Task[None] | None = None
+        self._services = ServiceStack()
+        self._tasks = BackgroundTasks()
         self._lock: ServeLock | None = None
         self._connection_cap: int | None = None
         self.registry = SessionRegistry(
@@ -111,6 +124,11 @@ class Runtime:
     def turns(self) -> TurnRunner:
         """The one turn runner."""
         return self._turns
+
+    @property
+    def tasks(self) -> BackgroundTasks:
+        """The one owner of background tasks, injected into every front end."""
+        return self._tasks
 
     @property
     def http_port(self) -> int | None:
@@ -180,43 +198,95 @@ class Runtime:
                 return
 
     async def start(self) -> None:
-        """Lock the workspace, load agents, open the session store, start every front end.
+        """Start every service of :attr:`SERVICES` in order (the workspace lock first).
 
-        The lock comes first: a second server fails before it reads or writes anything.
+        The lock comes first: a second server fails before it reads or writes anything. An
+        essential service that fails stops the ones already started and raises
+        :class:`~duragent.core.lifecycle.ServiceStartError` naming it.
         """
+        await self._services.start(self.SERVICES, self)
+        port = self._http.port if self._http is not None else None
+        names = ", ".join(self._catalog.names()) or "(none)"
+        log.info(
+            "duragent %s serving %s: agents %s; http://%s:%s",
+            self.version,
+            self.workspace.paths.root,
+            names,
+            self._host,
+            port,
+        )
+
+    # --- the services, in start order (SERVICES below) --------------------------------------
+
+    async def _lock_workspace(self) -> None:
         paths = self.workspace.paths
         self._lock = ServeLock.acquire(paths.workspace, paths.sessions)
+
+    async def _unlock_workspace(self) -> None:
+        if self._lock is not None:  # last: every actor has flushed and stopped writing
+            self._lock.release()
+            self._lock = None
+
+    async def _tune(self) -> None:
         self._budget_descriptors()
         self._untune = tune_interpreter(pin_threads=self.config.server.pin_python_threads)
+
+    async def _untune_interpreter(self) -> None:
+        if self._untune is not None:
+            self._untune()
+            self._untune = None
+
+    async def _load_agents(self) -> None:
         for warning in self.workspace.warnings:
             log.warning("%s", warning)
         self.reload_agents()
-        await self.registry.open()
-        self._ttl_task = asyncio.create_task(self._sweep_ttl(), name="ttl-sweeper")
-        self._warm_task = asyncio.create_task(
-            self.providers.warm(self._catalog.agents.values()), name="warm-providers"
-        )
-        if self._ephemeral:
-            self._ephemeral_task = asyncio.create_task(
-                self._exit_when_idle(self._ephemeral), name="ephemeral"
-            )
-        self._http = HttpServer(
+
+    async def _start_http(self) -> None:
+        http = HttpServer(
             build_app(self),
             host=self._host,
             port=self._port,
             max_open_connections=self._connection_cap,
         )
-        await self._http.start()
-        self._lock.publish(f"http://{_url_host(self._host)}:{self._http.port}")
-        names = ", ".join(self._catalog.names()) or "(none)"
-        log.info(
-            "duragent %s serving %s: agents %s; http://%s:%d",
-            self.version,
-            self.workspace.paths.root,
-            names,
-            self._host,
-            self._http.port,
-        )
+        await http.start()
+        self._http = http
+        if self._lock is not None:
+            self._lock.publish(f"http://{_url_host(self._host)}:{http.port}")
+
+    async def _stop_http(self) -> None:
+        http, self._http = self._http, None
+        if http is not None:
+            await http.stop()
+
+    SERVICES: ClassVar[tuple[Entry[Runtime], ...]] = (
+        Entry("workspace-lock", lambda rt: Hooks(rt._lock_workspace, rt._unlock_workspace)),
+        Entry("interpreter", lambda rt: Hooks(rt._tune, rt._untune_interpreter)),
+        Entry("agents", lambda rt: Hooks(rt._load_agents)),
+        Entry("providers", lambda rt: Hooks(stop=rt.providers.aclose)),
+        Entry("sessions", lambda rt: Hooks(rt.registry.open, rt.registry.aclose)),
+        Entry("background-tasks", lambda rt: rt.tasks),
+        Entry("ttl-sweep", lambda rt: TaskService("ttl-sweep", rt._sweep_ttl), essential=False),
+        Entry(
+            "provider-warmup",
+            lambda rt: TaskService(
+                "provider-warmup", lambda: rt.providers.warm(rt.catalog.agents.values())
+            ),
+            essential=False,
+        ),
+        Entry("ephemeral", lambda rt: rt._ephemeral_service()),
+        # Front ends: each selected by its duragent.yaml section (gateways.telegram, …) and
+        # optional, so one platform being down never takes the others down. HTTP is what
+        # `serve` is asked to serve: essential, so a busy port still fails the command.
+        Entry("http", lambda rt: Hooks(rt._start_http, rt._stop_http)),
+    )
+    """Every service of the server, in start order (stop order is the reverse)."""
+
+    def _ephemeral_service(self) -> Service | None:
+        """``--ephemeral``: stop when idle (asked for on the command line, so essential)."""
+        seconds = self._ephemeral
+        if not seconds:
+            return None
+        return TaskService("ephemeral", lambda: self._exit_when_idle(seconds))
 
     def _budget_descriptors(self) -> None:
         """Raise the open-file limit; cap live actors at what fits beside the connections."""
@@ -240,24 +310,14 @@ class Runtime:
             self._config = self._config.model_copy(update={"server": lowered})
 
     async def aclose(self) -> None:
-        """Stop every service, in reverse start order."""
-        if self._http is not None:
-            await self._http.stop()
-            self._http = None
-        for task in (self._ttl_task, self._ephemeral_task, self._warm_task):
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-        self._ttl_task = self._ephemeral_task = self._warm_task = None
-        await self.registry.aclose()
-        await self.providers.aclose()
-        if self._untune is not None:
-            self._untune()
-            self._untune = None
-        if self._lock is not None:  # last: every actor has flushed and stopped writing
-            self._lock.release()
-            self._lock = None
+        """Stop every service, in reverse start order; one failing does not stop the rest.
+
+        Raises :class:`~duragent.core.lifecycle.ServiceStopError` naming the services that
+        failed to stop, once all of them have been stopped.
+        """
+        failures = await self._services.stop()
+        if failures:
+            raise ServiceStopError(failures)
 
     async def run_until_stopped(self) -> None:
         """Start, serve until SIGINT/SIGTERM or ``request_shutdown``, then stop cleanly."""

@@ -1,7 +1,9 @@
 """Plain data shared by every layer: messages, tool calls, usage and ids.
 
-Nothing here does I/O or imports another duragent package except ``duragent.errors``; every
-other layer may import ``core``.
+Also the lifecycle every service shares (``core.lifecycle``: the ``Service`` protocol and the
+stack that starts and stops them; ``core.tasks``: the one owner of background tasks), here
+because front ends use them and may not import the runtime. Nothing here does I/O or imports
+another duragent package except ``duragent.errors``; every other layer may import ``core``.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ from typing import Protocol
 
 from duragent.agents import AgentCatalog
 from duragent.config import WorkspaceConfig
+from duragent.core.tasks import BackgroundTasks
 from duragent.session import TurnRunner
 
 __all__ = ["HttpServices"]
@@ -30,6 +31,11 @@ class HttpServices(Protocol):
     @property
     def turns(self) -> TurnRunner:
         """The one turn runner."""
+        ...
+
+    @property
+    def tasks(self) -> BackgroundTasks:
+        """The owner of tasks that outlive a request (a turn after a 408, a stream's clean-up)."""
         ...
 
     def starting(self) -> str | None:

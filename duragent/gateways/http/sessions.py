@@ -24,8 +24,6 @@ from duragent.session import (
 
 __all__ = ["SessionRoutes"]
 
-_pending: set[asyncio.Task[Any]] = set()
-
 _MAX_SESSION_ID_BYTES = 255  # NAME_MAX: a session id is a folder name
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _BOOLEANS = {"true": True, "false": False}
@@ -157,9 +155,7 @@ class SessionRoutes:
         body = await read_json(request)
         content = _text_field(body, "content")
         await self._known(session_id)
-        task = asyncio.create_task(self.s.turns.run(session_id, content))
-        _pending.add(task)
-        task.add_done_callback(_pending.discard)
+        task = asyncio.create_task(self.s.turns.run(session_id, content), name=f"turn-{session_id}")
         try:
             result = await asyncio.wait_for(
                 asyncio.shield(task), self.s.config.server.request_timeout_seconds
@@ -170,6 +166,9 @@ class SessionRoutes:
                 "the turn did not finish within request_timeout_seconds; it continues in the "
                 "background and its reply will appear in GET …/messages",
             ) from None
+        finally:
+            if not task.done():  # nobody awaits it any more: the task owner keeps it
+                self.s.tasks.adopt(task)
         return _reply(result)
 
     async def stream(self, request: Request) -> Response:
@@ -181,6 +180,7 @@ class SessionRoutes:
         server = self.s.config.server
         return stream_turn(
             self.s.turns,
+            self.s.tasks,
             session_id,
             content,
             on_disconnect=str(info["on_disconnect"]),

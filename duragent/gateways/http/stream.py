@@ -26,6 +26,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from duragent.core.messages import ToolCall, Usage
 from duragent.core.snapshot import SessionStatus
+from duragent.core.tasks import BackgroundTasks
 from duragent.session import CLIENT_LEFT, TurnResult, TurnRunner
 
 __all__ = ["QueueSink", "stream_turn"]
@@ -87,13 +88,14 @@ def _done(result: TurnResult) -> list[ServerSentEvent]:
 
 def stream_turn(
     turns: TurnRunner,
+    tasks: BackgroundTasks,
     session_id: str,
     content: str,
     *,
     on_disconnect: str,
     keep_alive: float,
 ) -> EventSourceResponse:
-    """The SSE response running one turn."""
+    """The SSE response running one turn (its task, and any clean-up, owned by ``tasks``)."""
     sink = QueueSink()
 
     async def run() -> None:
@@ -112,7 +114,7 @@ def stream_turn(
             sink.queue.put_nowait(None)
 
     async def events() -> AsyncIterator[ServerSentEvent]:
-        task = asyncio.create_task(run(), name=f"stream-{session_id}")
+        task = tasks.spawn(run(), name=f"stream-{session_id}")
         finished = False
         try:
             yield ServerSentEvent(data="{}", event="start")
@@ -126,17 +128,17 @@ def stream_turn(
             if not finished:
                 # The generator is being cancelled (anyio cancels every await in its scope),
                 # so the clean-up runs as a task of its own.
-                cleanup = asyncio.get_running_loop().create_task(
-                    _client_left(turns, session_id, task, sink, on_disconnect)
+                tasks.spawn(
+                    _client_left(turns, tasks, session_id, task, sink, on_disconnect),
+                    name=f"stream-{session_id}-client-left",
                 )
-                _background.add(cleanup)
-                cleanup.add_done_callback(_background.discard)
 
     return EventSourceResponse(events(), ping=int(max(1, keep_alive)), send_timeout=30)
 
 
 async def _client_left(
     turns: TurnRunner,
+    tasks: BackgroundTasks,
     session_id: str,
     task: asyncio.Task[None],
     sink: QueueSink,
@@ -148,18 +150,13 @@ async def _client_left(
         await turns.set_status(session_id, SessionStatus.RUNNING)
 
         def finished(_: asyncio.Task[None]) -> None:
-            asyncio.get_running_loop().create_task(
-                turns.set_status(session_id, SessionStatus.ACTIVE)
+            tasks.spawn(
+                turns.set_status(session_id, SessionStatus.ACTIVE), name=f"stream-{session_id}-done"
             )
 
-        task.add_done_callback(finished)
-        _background.add(task)
-        task.add_done_callback(_background.discard)
+        task.add_done_callback(finished)  # the turn itself is already owned by ``tasks``
         return
     task.cancel(CLIENT_LEFT)  # the turn records this as the result of a call it cut short
     with contextlib.suppress(asyncio.CancelledError):
         await task
     await turns.interrupted(session_id, "".join(sink.partial))
-
-
-_background: set[asyncio.Task[Any]] = set()

@@ -13,6 +13,7 @@ import pytest
 from duragent.agents import AgentCatalog
 from duragent.config import load_workspace
 from duragent.config.workspace import WorkspaceConfig
+from duragent.core.tasks import BackgroundTasks
 from duragent.gateways.http import HttpServer, build_app
 from duragent.session import TurnRunner
 
@@ -25,6 +26,7 @@ class BrokenServices:
 
     def __init__(self, root: Path) -> None:
         self._config = load_workspace(root).config
+        self.tasks = BackgroundTasks()
 
     @property
     def catalog(self) -> AgentCatalog:
