@@ -52,12 +52,13 @@ from duragent.agents import load_catalog
 from duragent.core.events import Event, EventType
 from duragent.core.messages import Role, ToolCall, Usage
 from duragent.core.snapshot import SessionStatus
-from duragent.session import NewSession, RegistrySettings, SessionRegistry, TurnRunner
-from duragent.session.providers import ProviderPool
+from duragent.session import NewSession, RegistrySettings, SessionRegistry
 from duragent.session.state import INTERRUPTED_RESULT
 from duragent.store import SessionStore
 from duragent.store.event_log import ARCHIVE_FILENAME
 from duragent.store.fileops import FileOps, OsFileOps
+from duragent.turns import TurnRunner
+from duragent.turns.providers import ProviderPool
 
 WORKER_PATH = Path(__file__).resolve()
 AGENT = "crash-agent"

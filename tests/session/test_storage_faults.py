@@ -18,8 +18,8 @@ from duragent.session import NewSession, RegistrySettings, SessionQuarantinedErr
 from duragent.store import SessionStore
 from duragent.testing import Reply, ToolCallReply
 from tests.polling import eventually
-from tests.session.turn_fixtures import FnTool, harness
 from tests.store.failing_ops import FailingFileOps
+from tests.turns.turn_fixtures import FnTool, harness
 
 
 async def _stopped_session(root: Path, count: int) -> str:

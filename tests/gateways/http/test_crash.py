@@ -14,7 +14,7 @@ from duragent.agents import AgentCatalog
 from duragent.config import load_workspace
 from duragent.config.workspace import WorkspaceConfig
 from duragent.gateways.http import HttpServer, build_app
-from duragent.session import TurnRunner
+from duragent.turns import TurnRunner
 
 
 class BrokenServices:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from duragent.core.events import EventType
 from duragent.testing import Reply, ToolCallReply
-from tests.session.turn_fixtures import FnTool, harness
+from tests.turns.turn_fixtures import FnTool, harness
 
 
 def _calls(count: int, start: int = 0) -> Reply:

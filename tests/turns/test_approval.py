@@ -11,9 +11,9 @@ import pytest
 from duragent.core.events import EventType
 from duragent.core.snapshot import SessionStatus
 from duragent.errors import LLMAuthError
-from duragent.session import ApprovalError
 from duragent.testing import Reply, ToolCallReply
-from tests.session.turn_fixtures import FnTool, harness
+from duragent.turns import ApprovalError
+from tests.turns.turn_fixtures import FnTool, harness
 
 ASK = """\
 apiVersion: duragent/v1alpha1
@@ -40,7 +40,7 @@ async def test_a_call_needing_approval_pauses_the_session(tmp_path: Path) -> Non
     assert result.command == "echo:risky"
     assert info.status is SessionStatus.PAUSED
     assert info.pending_approval is not None
-    assert info.pending_approval["call_id"] == "c1"
+    assert info.pending_approval.call_id == "c1"
     assert echo.calls == []
 
 
@@ -157,6 +157,6 @@ async def test_an_approval_given_while_the_model_is_unreachable_stays_pending(
         h.server.enqueue(Reply(text="done"))
         result = await h.runner.approve(sid, "c1", "allow_once")
     assert still.pending_approval is not None
-    assert still.pending_approval["call_id"] == "c1"
+    assert still.pending_approval.call_id == "c1"
     assert echo.calls == [{"x": "risky"}]
     assert result.content == "done"

@@ -11,11 +11,11 @@ import pytest
 
 from duragent.core.messages import ToolCall
 from duragent.core.snapshot import SessionStatus
-from duragent.session.loop import cancelled_result
 from duragent.session.state import INTERRUPTED_RESULT, UNFINISHED_RESULT
 from duragent.testing import Reply, ToolCallReply
-from tests.session.test_turn import on_disk
-from tests.session.turn_fixtures import FnTool, harness
+from duragent.turns.loop import cancelled_result
+from tests.turns.test_turn import on_disk
+from tests.turns.turn_fixtures import FnTool, harness
 
 ASK = "apiVersion: duragent/v1alpha1\nkind: Policy\nmode: ask\n"
 
