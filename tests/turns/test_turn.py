@@ -24,7 +24,7 @@ def roles(body: dict[str, Any]) -> list[str]:
 
 
 async def events_of(h: Any, sid: str) -> list[Any]:
-    return await h.registry.call(sid, "events", include_archive=True)
+    return await h.registry.handle(sid).events(include_archive=True)
 
 
 def on_disk(tmp_path: Path, sid: str) -> list[dict[str, Any]]:

@@ -74,11 +74,10 @@ async def test_a_call_an_earlier_turn_left_open_is_closed_before_the_next_messag
     # *before* its message, so a later restart has nothing to append after later turns.
     async with harness(tmp_path) as h:
         sid = await h.runner.start_session("bot")
-        await h.registry.call(sid, "add_user_message", content="first")
-        await h.registry.call(
-            sid,
-            "add_assistant_response",
-            content="",
+        session = h.registry.handle(sid)
+        await session.add_user_message("first")
+        await session.add_assistant_response(
+            "",
             tool_calls=(ToolCall(id="c1", name="echo", arguments="{}"),),
             durable=True,
         )
