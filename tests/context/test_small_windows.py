@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from duragent.testing import Reply
-from tests.session import turn_fixtures
+from tests.turns import turn_fixtures
 from tests.turns.turn_fixtures import harness
 
 
