@@ -9,7 +9,11 @@ are recorded as skipped and the model sees the new message.
 
 Failures the user would otherwise never see become part of the outcome: a tool's error is a
 result the model can read and correct; malformed arguments and unknown tools too; the same
-call repeated three times in a row is stopped with a note to the model.
+call repeated three times in a row is stopped with a note to the model (one call's path is
+``calls``).
+
+A loop paused for approval resumes here too: ``resume_approved`` runs (or refuses) the call a
+person decided on through the same ``calls`` path, then the runner calls ``run_loop`` again.
 """
 
 from __future__ import annotations
