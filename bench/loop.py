@@ -22,10 +22,11 @@ from typing import Any
 from duragent.agents import load_catalog
 from duragent.core.messages import ToolCall, ToolDefinition, Usage
 from duragent.llm import ChatRequest, ChatResponse, ResponseDone, StreamEvent
-from duragent.session import RegistrySettings, SessionRegistry, TurnRunner
-from duragent.session.providers import ProviderPool
+from duragent.session import RegistrySettings, SessionRegistry
 from duragent.store import SessionStore
 from duragent.tools.base import PolicyType, ToolContext, ToolOutcome
+from duragent.turns import TurnRunner
+from duragent.turns.providers import ProviderPool
 
 AGENT = """\
 apiVersion: duragent/v1alpha1

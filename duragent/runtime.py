@@ -33,14 +33,15 @@ from duragent.core.lifecycle import (
 )
 from duragent.core.tasks import BackgroundTasks
 from duragent.gateways.http import HttpServer, build_app
-from duragent.session import RegistrySettings, SessionRegistry, TurnRunner
-from duragent.session.agent_budget import budget_check
+from duragent.session import RegistrySettings, SessionRegistry
 from duragent.session.descriptors import budget, connection_cap
 from duragent.session.gate import MAX_ACTIVE_ASKS, tune_interpreter
-from duragent.session.providers import ProviderPool
 from duragent.session.reader import RegistrySessionReader
 from duragent.store import SessionStore
 from duragent.store.serve_lock import ServeLock
+from duragent.turns import TurnRunner
+from duragent.turns.agent_budget import budget_check
+from duragent.turns.providers import ProviderPool
 
 __all__ = ["Runtime"]
 

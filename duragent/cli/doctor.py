@@ -18,7 +18,7 @@ from duragent.config import load_workspace
 from duragent.context.offline_encodings import OFFLINE_ENCODINGS, get_offline_encoding
 from duragent.errors import ConfigError, ConfigErrors, DuragentError
 from duragent.llm import credential_problem
-from duragent.session.agent_budget import agent_budget, budget_check
+from duragent.turns.agent_budget import agent_budget, budget_check
 
 __all__ = ["Finding", "Level", "render_json", "render_text", "run_checks"]
 

@@ -26,7 +26,7 @@ from duragent.config import CONFIG_FILENAME, load_workspace
 from duragent.core.logrepeat import collapse_repeats
 from duragent.llm.factory import PROVIDERS
 from duragent.runtime import Runtime
-from duragent.session.agent_budget import budget_check
+from duragent.turns.agent_budget import budget_check
 
 __all__ = ["app", "main"]
 

@@ -1,7 +1,7 @@
-"""Session actors (pykka), the registry, and (with the agentic-loop work) the one turn runner.
+"""Session actors (pykka), their journal, the registry and the typed handle on a session.
 
 ```
- asyncio code ──ask(op)──▶ SessionActor (pykka thread, one per live session)
+ asyncio code ──handle.op()──▶ SessionActor (pykka thread, one per live session)
       ▲                        │  SessionState.apply(event)   (pure rules, same for replay)
       └── Reply via            ├─▶ EventLog.append + fsync    (events.jsonl)
           call_soon_threadsafe └─▶ SnapshotFile.write         (state.yaml, atomic)
@@ -10,17 +10,21 @@
 - ``state``: checkpointed/pending messages, Layer 1 window, tool-result placement.
 - ``actor``: the thread: create or load (quarantine what cannot be trusted), dispatch, stop.
 - ``operations``: what a loaded session serves (``op_<name>``); ``journal``: durability rules.
-- ``bridge``: non-blocking asks with timeouts.
+- ``handle``: those operations as typed async methods (the only way above the registry).
+- ``bridge``: non-blocking asks with timeouts; ``admission``/``gate``: asks in flight.
 - ``registry``: lazy start, chat → session; ``eviction``: LRU, idle and descriptor bounds;
   ``listing``: every session on disk, unloadable ones included.
+- ``reader``: the ``session`` tool's port over the registry.
 
-This package's own namespace is the surface front ends (``gateways.*``, ``scheduler``) may
-use; its submodules are internals (import-linter forbids them to front ends), so what a front
-end needs is exported here.
+Turns (the agentic loop and the runner every front end calls) live in ``duragent.turns``,
+one layer up. This package's own namespace is the surface front ends (``gateways.*``,
+``scheduler``) may use; its submodules are internals (import-linter forbids them to front
+ends), so what a front end needs is exported here.
 """
 
 from __future__ import annotations
 
+from duragent.core.approval import DECISIONS, ApprovalDecision, PendingApproval
 from duragent.session.actor import (
     NewSession,
     SessionInfo,
@@ -28,18 +32,18 @@ from duragent.session.actor import (
     UserMessageResult,
 )
 from duragent.session.bridge import SessionTimeoutError, SessionUnavailableError
+from duragent.session.handle import SessionHandle
 from duragent.session.history import events_to_messages
-from duragent.session.loop import CLIENT_LEFT
 from duragent.session.registry import RegistrySettings, SessionNotFoundError, SessionRegistry
 from duragent.session.state import SessionState, actor_message_limit
-from duragent.session.turn import DECISIONS, ApprovalError, TurnResult, TurnRunner
 
 __all__ = [
-    "CLIENT_LEFT",
     "DECISIONS",
-    "ApprovalError",
+    "ApprovalDecision",
     "NewSession",
+    "PendingApproval",
     "RegistrySettings",
+    "SessionHandle",
     "SessionInfo",
     "SessionNotFoundError",
     "SessionQuarantinedError",
@@ -47,8 +51,6 @@ __all__ = [
     "SessionState",
     "SessionTimeoutError",
     "SessionUnavailableError",
-    "TurnResult",
-    "TurnRunner",
     "UserMessageResult",
     "actor_message_limit",
     "events_to_messages",

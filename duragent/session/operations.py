@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from duragent.core.approval import ApprovalDecision, PendingApproval
 from duragent.core.events import Event, EventType
 from duragent.core.messages import Message, ToolCall, Usage
 from duragent.core.snapshot import SessionStatus
@@ -36,7 +37,7 @@ class SessionInfo:
     gateway_chat_id: str | None
     message_count: int
     last_seq: int
-    pending_approval: dict[str, Any] | None
+    pending_approval: PendingApproval | None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -48,7 +49,7 @@ class UserMessageResult:
     answered: bool = False
     agent: str = ""
     """With ``with_context``: the session's agent (else empty)."""
-    pending_approval: dict[str, Any] | None = None
+    pending_approval: PendingApproval | None = None
     """With ``with_context``: the approval the session is waiting for, if any."""
     messages: list[Message] | None = None
     """With ``with_context``: the Layer 1 window, this message included."""
@@ -78,7 +79,7 @@ class SessionOps:
             gateway_chat_id=s.gateway_chat_id,
             message_count=s.message_count(),
             last_seq=s.last_seq,
-            pending_approval=s.pending_approval,
+            pending_approval=_pending(s.pending_approval),
         )
 
     def op_messages(self) -> list[Message]:
@@ -128,7 +129,7 @@ class SessionOps:
     def _resume_if_paused(self) -> None:
         """A turn starts: a chat paused by a cut-short turn is active again."""
         if self.state.status is SessionStatus.PAUSED and not self.state.pending_approval:
-            self.op_set_status(SessionStatus.ACTIVE.value)
+            self.op_set_status(SessionStatus.ACTIVE)
 
     def _with_context(self, seq: int, *, duplicate: bool = False) -> UserMessageResult:
         state = self.state
@@ -136,7 +137,7 @@ class SessionOps:
             seq=seq,
             duplicate=duplicate,
             agent=state.agent,
-            pending_approval=state.pending_approval,
+            pending_approval=_pending(state.pending_approval),
             messages=state.messages(),
         )
 
@@ -178,9 +179,9 @@ class SessionOps:
         event = Event.tools_skipped(self._journal.next_seq(), call_ids=call_ids, reason=reason)
         return self._journal.record(event, durable=False)
 
-    def op_set_status(self, status: str) -> bool:
+    def op_set_status(self, status: SessionStatus) -> bool:
         """Change the status (durable + snapshot); False when it was already that."""
-        new = SessionStatus(status)
+        new = SessionStatus(status)  # a name read from an old caller or a file is checked too
         if new is self.state.status:
             return False
         old = self.state.status.value
@@ -190,26 +191,26 @@ class SessionOps:
         self._journal.snapshot()
         return True
 
-    def op_set_pending_approval(self, approval: dict[str, Any]) -> int:
+    def op_set_pending_approval(self, approval: PendingApproval) -> int:
         """A tool call waits for approval: record it and snapshot (survives restarts)."""
         event = Event.make(
             self._journal.next_seq(),
             EventType.APPROVAL_REQUIRED,
-            call_id=approval.get("call_id"),
-            command=approval.get("command"),
+            call_id=approval.call_id,
+            command=approval.command,
         )
         seq = self._journal.record(event, durable=True)
-        self.state.pending_approval = dict(approval)
+        self.state.pending_approval = approval.to_dict()
         self._journal.snapshot()
         return seq
 
-    def op_resolve_pending_approval(self, call_id: str, decision: str) -> int:
+    def op_resolve_pending_approval(self, call_id: str, decision: ApprovalDecision) -> int:
         """Record the decision on the pending approval and clear it (durable + snapshot)."""
         event = Event.make(
             self._journal.next_seq(),
             EventType.APPROVAL_DECISION,
             call_id=call_id,
-            decision=decision,
+            decision=ApprovalDecision(decision).value,  # the wire name on disk
         )
         seq = self._journal.record(event, durable=True)
         self.state.pending_approval = None
@@ -234,3 +235,8 @@ class SessionOps:
     def op_events(self, after_seq: int = 0, include_archive: bool = False) -> list[Event]:
         """Persisted events after ``after_seq`` (archive first when asked), for history reads."""
         return self._journal.events(after_seq, include_archive)
+
+
+def _pending(approval: dict[str, Any] | None) -> PendingApproval | None:
+    """The state's stored approval as the type callers get (None: nothing waits)."""
+    return PendingApproval.from_dict(approval) if approval else None

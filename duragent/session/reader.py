@@ -34,6 +34,6 @@ class RegistrySessionReader:
         info = await self._registry.info(session_id)
         if info.agent != agent:
             raise SessionNotFoundError(session_id)
-        events = await self._registry.call(session_id, "events", include_archive=True)
+        events = await self._registry.handle(session_id).events(include_archive=True)
         messages = events_to_messages(events, include_tools=False)
         return [(m["role"], str(m.get("content", ""))) for m in messages[-limit:]]

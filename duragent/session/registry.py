@@ -32,6 +32,7 @@ from duragent.session.bridge import Request, SessionUnavailableError, ask
 from duragent.session.descriptors import RETRY_SAFE_OPS
 from duragent.session.eviction import PRESSURE_RETRIES, Evictor, Live
 from duragent.session.gate import DEFAULT_ACTIVE_ASKS, MAX_ACTIVE_ASKS
+from duragent.session.handle import SessionHandle
 from duragent.session.keyed_locks import KeyedLocks
 from duragent.session.listing import QUARANTINED, UNAVAILABLE, SessionListing
 from duragent.store import ChatKey, SessionStorage
@@ -175,8 +176,14 @@ class SessionRegistry:
     def live_cap(self, cap: int) -> None:
         self._evictor.cap = max(1, cap)
 
+    def handle(self, session_id: str) -> SessionHandle:
+        """The typed operations of ``session_id`` (the way everything above uses ``call``)."""
+        return SessionHandle(self, session_id)
+
     async def call(self, session_id: str, op: str, **kwargs: Any) -> Any:
         """Run ``op`` on the session's actor, starting or restarting it as needed.
+
+        The untyped boundary under ``SessionHandle``; use ``handle(session_id)`` instead.
 
         Out of descriptors, idle actors make room and a retry-safe op is tried again.
         """
@@ -211,7 +218,7 @@ class SessionRegistry:
 
     async def complete(self, session_id: str) -> None:
         """Mark the session completed and unmap its chat (files are kept)."""
-        await self.call(session_id, "set_status", status=SessionStatus.COMPLETED.value)
+        await self.call(session_id, "set_status", status=SessionStatus.COMPLETED)
         await asyncio.to_thread(self.store.chats.remove_session, session_id)
         await self._stop(session_id)
 

@@ -14,7 +14,7 @@ from duragent.agents import load_catalog
 from duragent.config import load_workspace
 from duragent.context.budget import ContextOverflowError
 from duragent.runtime import Runtime
-from duragent.session.agent_budget import agent_budget, budget_check
+from duragent.turns.agent_budget import agent_budget, budget_check
 
 
 def write(root: Path, name: str, model: str) -> Path:

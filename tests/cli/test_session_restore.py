@@ -22,7 +22,7 @@ async def _quarantined_session(sessions: Path) -> str:
     await reg.open()
     try:
         sid = await reg.create(NewSession(agent="a"))
-        await reg.call(sid, "add_user_message", content="keep me")
+        await reg.handle(sid).add_user_message(content="keep me")
     finally:
         await reg.aclose()
     reg.store.quarantine(sid, "an operator test")

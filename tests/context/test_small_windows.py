@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from duragent.testing import Reply
-from tests.session import turn_fixtures
-from tests.session.turn_fixtures import harness
+from tests.turns import turn_fixtures
+from tests.turns.turn_fixtures import harness
 
 
 def small_window_yaml(model: str, max_input_tokens: int | None) -> str:

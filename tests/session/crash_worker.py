@@ -52,12 +52,13 @@ from duragent.agents import load_catalog
 from duragent.core.events import Event, EventType
 from duragent.core.messages import Role, ToolCall, Usage
 from duragent.core.snapshot import SessionStatus
-from duragent.session import NewSession, RegistrySettings, SessionRegistry, TurnRunner
-from duragent.session.providers import ProviderPool
+from duragent.session import NewSession, RegistrySettings, SessionHandle, SessionRegistry
 from duragent.session.state import INTERRUPTED_RESULT
 from duragent.store import SessionStore
 from duragent.store.event_log import ARCHIVE_FILENAME
 from duragent.store.fileops import FileOps, OsFileOps
+from duragent.turns import TurnRunner
+from duragent.turns.providers import ProviderPool
 
 WORKER_PATH = Path(__file__).resolve()
 AGENT = "crash-agent"
@@ -368,8 +369,9 @@ class Driver:
         self.tags += 1
         return f"{what} {self.sid[-6:]}.{self.run_id}.{self.tags}"
 
-    async def call(self, op: str, **kwargs: Any) -> Any:
-        return await self.registry.call(self.sid, op, **kwargs)
+    @property
+    def session(self) -> SessionHandle:
+        return self.registry.handle(self.sid)
 
     def acknowledge(self, *records: dict[str, Any]) -> None:
         """A durable write returned: everything queued before it is durable too."""
@@ -384,8 +386,8 @@ class Driver:
             self.entry.next_message += 1
             self.ack.write({"kind": "intent", "sid": self.sid, "pid": pid})
         content = user_text(self.sid, pid)
-        before = (await self.call("info")).last_seq if redelivered else None
-        result = await self.call("add_user_message", content=content, platform_message_id=pid)
+        before = (await self.session.info()).last_seq if redelivered else None
+        result = await self.session.add_user_message(content, platform_message_id=pid)
         record = {
             "kind": "user",
             "sid": self.sid,
@@ -404,7 +406,7 @@ class Driver:
     async def final(self) -> None:
         content = make_text(self.rng, self.tag("final"), pick_size(self.rng))
         usage = Usage(prompt_tokens=self.rng.randint(1, 9000), completion_tokens=7)
-        seq = await self.call("add_assistant_response", content=content, usage=usage)
+        seq = await self.session.add_assistant_response(content, usage=usage)
         self.acknowledge(
             {"kind": "final", "sid": self.sid, "seq": seq, "sha": content_sha(content)}
         )
@@ -420,7 +422,7 @@ class Driver:
             for _ in range(rng.randint(1, 3))
         )
         content = make_text(rng, self.tag("calls"), pick_size(rng)) if rng.random() < 0.5 else ""
-        seq = await self.call("add_assistant_response", content=content, tool_calls=calls)
+        seq = await self.session.add_assistant_response(content, tool_calls=calls)
         self.unflushed.append(
             {
                 "kind": "tool_call",
@@ -432,8 +434,8 @@ class Driver:
         )
         for c in calls:
             result = make_text(rng, self.tag("result"), pick_size(rng, huge=True))
-            seq = await self.call(
-                "add_tool_result", call_id=c.id, success=rng.random() < 0.9, content=result
+            seq = await self.session.add_tool_result(
+                call_id=c.id, success=rng.random() < 0.9, content=result
             )
             self.unflushed.append(
                 {
@@ -445,7 +447,7 @@ class Driver:
                 }
             )
             if rng.random() < 0.3:
-                await self.call("flush")
+                await self.session.flush()
                 self.acknowledge()
 
     async def tool_turn(self, tools: ToolBench) -> None:
@@ -472,15 +474,15 @@ class Driver:
         )
 
     async def set_status(self, status: str) -> None:
-        if await self.call("set_status", status=status):
-            seq = (await self.call("info")).last_seq
+        if await self.session.set_status(SessionStatus(status)):
+            seq = (await self.session.info()).last_seq
             self.acknowledge({"kind": "status", "sid": self.sid, "seq": seq, "status": status})
 
     # --- the loop ---------------------------------------------------------------------------
 
     async def resume(self) -> None:
         """Settle what a kill left: a repaired status, an unacknowledged inbound message."""
-        info = await self.call("info")
+        info = await self.session.info()
         if info.status is not SessionStatus.ACTIVE:
             await self.set_status(SessionStatus.ACTIVE.value)
         if self.entry.intent is not None:
@@ -508,10 +510,10 @@ class Driver:
             await self.set_status(SessionStatus.ACTIVE.value)
         r = rng.random()
         if r < 0.04:
-            await self.call("snapshot")
+            await self.session.snapshot()
             self.acknowledge()
         elif r < 0.08:
-            await self.call("flush")
+            await self.session.flush()
             self.acknowledge()
 
     async def run(self) -> None:
@@ -628,17 +630,20 @@ async def run_script(
             await driver.final()
         elif op == "tools":
             calls = tuple(ToolCall(id=c, name="search", arguments='{"q": 1}') for c in rest[0])
-            seq = await driver.call("add_assistant_response", content="", tool_calls=calls)
+            seq = await driver.session.add_assistant_response("", tool_calls=calls)
             call_ids = list(rest[0])
             record = {"kind": "tool_call", "sid": driver.sid, "seq": seq, "call_ids": call_ids}
             driver.unflushed.append({**record, "sha": content_sha("")})
         elif op == "result":
             text = make_text(driver.rng, driver.tag("result"), 40)
-            seq = await driver.call("add_tool_result", call_id=rest[0], success=True, content=text)
+            seq = await driver.session.add_tool_result(rest[0], True, text)
             record = {"kind": "tool_result", "sid": driver.sid, "seq": seq, "call_id": rest[0]}
             driver.unflushed.append({**record, "sha": content_sha(text)})
-        elif op in ("flush", "snapshot"):
-            await driver.call(op)
+        elif op == "flush":
+            await driver.session.flush()
+            driver.acknowledge()
+        elif op == "snapshot":
+            await driver.session.snapshot()
             driver.acknowledge()
         else:
             raise ValueError(f"unknown script op {op!r}")
@@ -967,8 +972,9 @@ async def _verify_session(
 ) -> None:
     try:
         info = await registry.info(sid)
-        history: list[Event] = await registry.call(sid, "events", after_seq=0, include_archive=True)
-        window = await registry.call(sid, "messages")
+        session = registry.handle(sid)
+        history: list[Event] = await session.events(after_seq=0, include_archive=True)
+        window = await session.messages()
     except Exception as exc:
         verdict.problems.append(f"{sid} does not load: {exc!r}")
         return
@@ -1087,7 +1093,7 @@ async def _verify_session(
         open_calls.update(c.id for c in m.tool_calls)
         if m.role is Role.TOOL and m.tool_call_id not in open_calls:
             verdict.problems.append(f"{sid}: window has a result without its call")
-    window_results = [m.tool_call_id for m in window if m.role is Role.TOOL]
+    window_results = [str(m.tool_call_id) for m in window if m.role is Role.TOOL]
     if sorted(window_results) != sorted(open_calls) or len(set(window_results)) != len(
         window_results
     ):

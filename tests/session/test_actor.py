@@ -50,7 +50,7 @@ async def test_a_user_message_is_on_disk_when_acknowledged(
     registry: SessionRegistry, tmp_path: Path
 ) -> None:
     sid = await registry.create(NewSession(agent="a"))
-    result = await registry.call(sid, "add_user_message", content="hello", sender_id="u1")
+    result = await registry.handle(sid).add_user_message(content="hello", sender_id="u1")
     assert result.seq == 2
     last = event_lines(tmp_path / sid / "events.jsonl")[-1]
     assert last["type"] == "user_message"
@@ -62,13 +62,13 @@ async def test_tool_results_are_batched_until_flush(
     registry: SessionRegistry, tmp_path: Path
 ) -> None:
     sid = await registry.create(NewSession(agent="a"))
-    await registry.call(
-        sid, "add_assistant_response", content="", tool_calls=(ToolCall(id="c", name="t"),)
+    await registry.handle(sid).add_assistant_response(
+        content="", tool_calls=(ToolCall(id="c", name="t"),)
     )
-    await registry.call(sid, "add_tool_result", call_id="c", success=True, content="out")
+    await registry.handle(sid).add_tool_result(call_id="c", success=True, content="out")
     types = [e["type"] for e in event_lines(tmp_path / sid / "events.jsonl")]
     assert "tool_result" not in types
-    await registry.call(sid, "flush")
+    await registry.handle(sid).flush()
     types = [e["type"] for e in event_lines(tmp_path / sid / "events.jsonl")]
     assert types[-2:] == ["assistant_response", "tool_result"]
 
@@ -78,16 +78,16 @@ async def test_a_restart_recovers_every_message_and_status(tmp_path: Path) -> No
     await reg.open()
     sid = await reg.create(NewSession(agent="a", on_disconnect="continue"))
     for i in range(130):
-        await reg.call(sid, "add_user_message", content=f"q{i}")
-        await reg.call(sid, "add_assistant_response", content=f"a{i}")
-    await reg.call(sid, "set_status", status="paused")
-    before = [m.text for m in await reg.call(sid, "messages")]
+        await reg.handle(sid).add_user_message(content=f"q{i}")
+        await reg.handle(sid).add_assistant_response(content=f"a{i}")
+    await reg.handle(sid).set_status(SessionStatus.PAUSED)
+    before = [m.text for m in await reg.handle(sid).messages()]
     await reg.aclose()
 
     again = SessionRegistry(SessionStore(tmp_path))
     await again.open()
     try:
-        after = [m.text for m in await again.call(sid, "messages")]
+        after = [m.text for m in await again.handle(sid).messages()]
         info = await again.info(sid)
     finally:
         await again.aclose()
@@ -101,21 +101,19 @@ async def test_an_interrupted_tool_call_gets_a_persisted_result(tmp_path: Path) 
     reg = SessionRegistry(store)
     await reg.open()
     sid = await reg.create(NewSession(agent="a"))
-    await reg.call(sid, "add_user_message", content="run it")
-    await reg.call(
-        sid,
-        "add_assistant_response",
+    await reg.handle(sid).add_user_message(content="run it")
+    await reg.handle(sid).add_assistant_response(
         content="",
         tool_calls=(ToolCall(id="c1", name="bash"),),
         durable=True,
     )
-    await reg.call(sid, "set_status", status="running")
+    await reg.handle(sid).set_status(SessionStatus.RUNNING)
     await reg.aclose()  # as if the process died before the tool finished
 
     again = SessionRegistry(SessionStore(tmp_path))
     await again.open()
     try:
-        messages = await again.call(sid, "messages")
+        messages = await again.handle(sid).messages()
         info = await again.info(sid)
     finally:
         await again.aclose()
@@ -134,7 +132,7 @@ async def test_a_corrupt_snapshot_quarantines_the_session_instead_of_emptying_it
     reg = SessionRegistry(SessionStore(tmp_path))
     await reg.open()
     sid = await reg.create(NewSession(agent="a"))
-    await reg.call(sid, "add_user_message", content="precious")
+    await reg.handle(sid).add_user_message(content="precious")
     await reg.aclose()
     (tmp_path / sid / "state.yaml").write_text("session_id: [broken\n")
 
@@ -155,16 +153,16 @@ async def test_a_redelivered_platform_message_is_not_added_twice(
     registry: SessionRegistry,
 ) -> None:
     sid = await registry.create(NewSession(agent="a"))
-    first = await registry.call(sid, "add_user_message", content="hi", platform_message_id="tg:7")
-    again = await registry.call(sid, "add_user_message", content="hi", platform_message_id="tg:7")
+    first = await registry.handle(sid).add_user_message(content="hi", platform_message_id="tg:7")
+    again = await registry.handle(sid).add_user_message(content="hi", platform_message_id="tg:7")
     assert not first.duplicate
     assert again.duplicate
     assert again.seq == first.seq
     assert not again.answered
-    await registry.call(sid, "add_assistant_response", content="hello")
-    third = await registry.call(sid, "add_user_message", content="hi", platform_message_id="tg:7")
+    await registry.handle(sid).add_assistant_response(content="hello")
+    third = await registry.handle(sid).add_user_message(content="hi", platform_message_id="tg:7")
     assert third.answered
-    texts = [m.text for m in await registry.call(sid, "messages")]
+    texts = [m.text for m in await registry.handle(sid).messages()]
     assert texts == ["hi", "hello"]
 
 
@@ -172,12 +170,13 @@ async def test_a_message_recorded_with_context_returns_what_a_turn_starts_from(
     registry: SessionRegistry,
 ) -> None:
     sid = await registry.create(NewSession(agent="a"))
-    await registry.call(sid, "add_user_message", content="first")
-    await registry.call(sid, "add_assistant_response", content="one")
-    recorded = await registry.call(sid, "add_user_message", content="second", with_context=True)
-    plain = await registry.call(sid, "add_user_message", content="third")
+    await registry.handle(sid).add_user_message(content="first")
+    await registry.handle(sid).add_assistant_response(content="one")
+    recorded = await registry.handle(sid).add_user_message(content="second", with_context=True)
+    plain = await registry.handle(sid).add_user_message(content="third")
     assert recorded.agent == "a"
     assert recorded.pending_approval is None
+    assert recorded.messages is not None
     assert [m.text for m in recorded.messages] == ["first", "one", "second"]
     assert plain.messages is None
 
@@ -186,13 +185,14 @@ async def test_a_redelivered_unanswered_message_still_brings_its_context(
     registry: SessionRegistry,
 ) -> None:
     sid = await registry.create(NewSession(agent="a"))
-    kwargs = {"content": "hi", "platform_message_id": "tg:8", "with_context": True}
-    await registry.call(sid, "add_user_message", **kwargs)
-    again = await registry.call(sid, "add_user_message", **kwargs)
-    await registry.call(sid, "add_assistant_response", content="hello")
-    answered = await registry.call(sid, "add_user_message", **kwargs)
+    session = registry.handle(sid)
+    await session.add_user_message("hi", platform_message_id="tg:8", with_context=True)
+    again = await session.add_user_message("hi", platform_message_id="tg:8", with_context=True)
+    await session.add_assistant_response("hello")
+    answered = await session.add_user_message("hi", platform_message_id="tg:8", with_context=True)
     assert again.duplicate
     assert not again.answered
+    assert again.messages is not None
     assert [m.text for m in again.messages] == ["hi"]
     assert answered.duplicate
     assert answered.answered
@@ -204,20 +204,20 @@ async def test_disk_full_loses_and_duplicates_nothing_once_writes_succeed(tmp_pa
     reg = SessionRegistry(SessionStore(tmp_path, ops))
     await reg.open()
     sid = await reg.create(NewSession(agent="a"))
-    await reg.call(sid, "add_user_message", content="before")
+    await reg.handle(sid).add_user_message(content="before")
     ops.failing = True
     with pytest.raises(OSError, match="No space"):
-        await reg.call(sid, "add_user_message", content="refused")
+        await reg.handle(sid).add_user_message(content="refused")
     calls = tuple(ToolCall(id=f"c{i}", name="t") for i in range(12))
     with pytest.raises(OSError):
-        await reg.call(sid, "add_assistant_response", content="", tool_calls=calls, durable=True)
+        await reg.handle(sid).add_assistant_response(content="", tool_calls=calls, durable=True)
     ops.failing = False
-    await reg.call(sid, "add_assistant_response", content="", tool_calls=calls, durable=True)
+    await reg.handle(sid).add_assistant_response(content="", tool_calls=calls, durable=True)
     ops.failing = True
     for i in range(12):  # batched: the 10th triggers a write that fails; all stay queued
-        await reg.call(sid, "add_tool_result", call_id=f"c{i}", success=True, content=f"r{i}")
+        await reg.handle(sid).add_tool_result(call_id=f"c{i}", success=True, content=f"r{i}")
     ops.failing = False
-    await reg.call(sid, "add_user_message", content="after")
+    await reg.handle(sid).add_user_message(content="after")
     await reg.aclose()
     lines = event_lines(tmp_path / sid / "events.jsonl")
     seqs = [e["seq"] for e in lines]
@@ -235,9 +235,9 @@ async def test_rollover_follows_the_session_mode(tmp_path: Path, mode: str, arch
     await reg.open()
     sid = await reg.create(NewSession(agent="a", rollover=mode))
     for i in range(60):
-        await reg.call(sid, "add_user_message", content=f"q{i}")
-    await reg.call(sid, "snapshot")
-    full = await reg.call(sid, "events", include_archive=True)
+        await reg.handle(sid).add_user_message(content=f"q{i}")
+    await reg.handle(sid).snapshot()
+    full = await reg.handle(sid).events(include_archive=True)
     await reg.aclose()
     live = event_lines(tmp_path / sid / "events.jsonl")
     assert live[0]["seq"] > 1  # compacted
@@ -251,7 +251,7 @@ async def test_a_disabled_rollover_keeps_the_whole_log(tmp_path: Path) -> None:
     await reg.open()
     sid = await reg.create(NewSession(agent="a"))
     for i in range(60):
-        await reg.call(sid, "add_user_message", content=f"q{i}")
-    await reg.call(sid, "snapshot")
+        await reg.handle(sid).add_user_message(content=f"q{i}")
+    await reg.handle(sid).snapshot()
     await reg.aclose()
     assert event_lines(tmp_path / sid / "events.jsonl")[0]["seq"] == 1

@@ -83,13 +83,13 @@ async def test_running_out_of_descriptors_evicts_idle_actors_instead_of_failing(
         ids = []
         for n in range(30):
             sid = await reg.create(NewSession(agent="bot"))
-            await reg.call(sid, "add_user_message", content=f"hello {n}")
+            await reg.handle(sid).add_user_message(content=f"hello {n}")
             ids.append(sid)
         assert ops.refused > 0  # the pressure was real
         assert reg.live_cap < 1000
         assert "out of open files" in caplog.text
         for n, sid in enumerate(ids):  # every message once, evicted sessions restart
-            texts = [m.content for m in await reg.call(sid, "messages") if m.role == "user"]
+            texts = [m.content for m in await reg.handle(sid).messages() if m.role == "user"]
             assert texts == [f"hello {n}"]
     finally:
         await reg.aclose()
@@ -104,7 +104,7 @@ async def test_a_cap_lowered_for_descriptors_holds_even_for_recently_used_actors
         reg.live_cap = 4  # what the runtime does when the open-file limit is low
         ids = [await reg.create(NewSession(agent="bot")) for _ in range(12)]
         for sid in ids:
-            await reg.call(sid, "add_user_message", content="hi")
+            await reg.handle(sid).add_user_message(content="hi")
         for _ in range(100):
             if reg.live_count <= 4:
                 break
@@ -119,18 +119,18 @@ async def test_an_actor_waiting_for_a_tool_result_is_not_evicted(tmp_path: Path)
     reg = await open_registry(tmp_path, ops)
     try:
         busy = await reg.create(NewSession(agent="bot"))
-        await reg.call(busy, "add_user_message", content="run it")
+        await reg.handle(busy).add_user_message(content="run it")
         call = ToolCall(id="call_1", name="bash", arguments='{"command": "sleep 1"}')
-        await reg.call(busy, "add_assistant_response", content="", tool_calls=[call])
+        await reg.handle(busy).add_assistant_response(content="", tool_calls=[call])
         for n in range(10):
             sid = await reg.create(NewSession(agent="bot"))
-            await reg.call(sid, "add_user_message", content=f"hello {n}")
+            await reg.handle(sid).add_user_message(content=f"hello {n}")
         assert reg.is_live(busy)
-        await reg.call(busy, "add_tool_result", call_id="call_1", success=True, content="done")
-        await reg.call(busy, "flush")
+        await reg.handle(busy).add_tool_result(call_id="call_1", success=True, content="done")
+        await reg.handle(busy).flush()
         results = [
             e.data["result"]["content"]
-            for e in await reg.call(busy, "events")
+            for e in await reg.handle(busy).events()
             if e.type == "tool_result"
         ]
         assert results == ["done"]
@@ -144,7 +144,7 @@ async def test_a_snapshot_unreadable_for_want_of_descriptors_is_not_quarantined(
 ) -> None:
     reg = await open_registry(tmp_path, ScarceDescriptorOps(limit=100))
     sid = await reg.create(NewSession(agent="bot"))
-    await reg.call(sid, "add_user_message", content="keep me")
+    await reg.handle(sid).add_user_message(content="keep me")
     await reg.aclose()
     real_read = Path.read_text
     starved = {"left": 2}
@@ -159,7 +159,7 @@ async def test_a_snapshot_unreadable_for_want_of_descriptors_is_not_quarantined(
     reg = await open_registry(tmp_path, ScarceDescriptorOps(limit=100))
     try:
         caplog.set_level(logging.ERROR)
-        messages = await reg.call(sid, "messages")
+        messages = await reg.handle(sid).messages()
         assert [m.content for m in messages if m.role == "user"] == ["keep me"]
         assert reg.store.quarantined() == []
         assert isinstance(SnapshotFile(tmp_path / sid).read(), object)

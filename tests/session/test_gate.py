@@ -20,7 +20,7 @@ async def test_no_more_asks_than_the_limit_reach_actor_threads_at_once(tmp_path:
         ids = [await reg.create(NewSession(agent="a")) for _ in range(8)]
         ops.also_slow = [tmp_path / sid for sid in ids]
         ops.peak_in_fsync = 0
-        await asyncio.gather(*(reg.call(s, "add_user_message", content="x") for s in ids))
+        await asyncio.gather(*(reg.handle(s).add_user_message(content="x") for s in ids))
     finally:
         ops.also_slow = []
         await reg.aclose()
@@ -38,9 +38,9 @@ async def test_a_hung_actor_holds_its_permit_only_until_its_ask_times_out(
         hung = await reg.create(NewSession(agent="a"))
         healthy = await reg.create(NewSession(agent="a"))
         ops.slow_dir = tmp_path / hung
-        stuck = asyncio.create_task(reg.call(hung, "add_user_message", content="x"))
+        stuck = asyncio.create_task(reg.handle(hung).add_user_message(content="x"))
         await asyncio.sleep(0.3)
-        result = await reg.call(healthy, "add_user_message", content="y")
+        result = await reg.handle(healthy).add_user_message(content="y")
         with pytest.raises(SessionTimeoutError):
             await stuck
     finally:
@@ -58,7 +58,7 @@ async def test_waiting_for_capacity_counts_against_the_ask_timeout(tmp_path: Pat
         ids = [await reg.create(NewSession(agent="a")) for _ in range(3)]
         ops.also_slow = [tmp_path / sid for sid in ids]
         results = await asyncio.gather(
-            *(reg.call(s, "add_user_message", content="x") for s in ids),
+            *(reg.handle(s).add_user_message(content="x") for s in ids),
             return_exceptions=True,
         )
     finally:
@@ -79,8 +79,8 @@ async def test_the_adaptive_limit_lets_a_slow_disk_write_in_parallel(tmp_path: P
 
         async def chat(sid: str) -> None:
             for i in range(4):
-                await reg.call(sid, "add_user_message", content=f"q{i}")
-                await reg.call(sid, "add_assistant_response", content=f"a{i}")
+                await reg.handle(sid).add_user_message(content=f"q{i}")
+                await reg.handle(sid).add_assistant_response(content=f"a{i}")
 
         await asyncio.gather(*(chat(s) for s in ids))
         limit = reg.active_limit

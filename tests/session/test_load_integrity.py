@@ -21,8 +21,8 @@ async def _session_with_messages(root: Path, count: int, **new: Any) -> str:
     try:
         sid = await reg.create(NewSession(agent="a", **new))
         for i in range(count):
-            await reg.call(sid, "add_user_message", content=f"m{i}")
-            await reg.call(sid, "add_assistant_response", content=f"r{i}")
+            await reg.handle(sid).add_user_message(content=f"m{i}")
+            await reg.handle(sid).add_assistant_response(content=f"r{i}")
     finally:
         await reg.aclose()
     return sid
@@ -32,7 +32,7 @@ async def _texts(root: Path, sid: str) -> list[str]:
     reg = SessionRegistry(SessionStore(root), RegistrySettings(ask_timeout=10))
     await reg.open()
     try:
-        return [m.text for m in await reg.call(sid, "messages") if m.role is Role.USER]
+        return [m.text for m in await reg.handle(sid).messages() if m.role is Role.USER]
     finally:
         await reg.aclose()
 

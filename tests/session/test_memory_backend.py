@@ -17,11 +17,11 @@ async def test_a_session_in_memory_survives_its_actor_stopping() -> None:
     try:
         sid = await reg.create(NewSession(agent="a", gateway="http", gateway_chat_id="c1"))
         for i in range(60):  # past a checkpoint: snapshot and rollover happen
-            await reg.call(sid, "add_user_message", content=f"q{i}")
+            await reg.handle(sid).add_user_message(content=f"q{i}")
         await reg.stop(sid)
         assert not reg.is_live(sid)
-        messages = await reg.call(sid, "messages")  # a new actor loads it back
-        full = await reg.call(sid, "events", include_archive=True)
+        messages = await reg.handle(sid).messages()  # a new actor loads it back
+        full = await reg.handle(sid).events(include_archive=True)
         listed = await reg.list_sessions()
     finally:
         await reg.aclose()
@@ -41,7 +41,7 @@ async def test_a_quarantined_session_in_memory_is_refused_with_its_reason() -> N
         await reg.stop(sid)
         store.quarantine(sid, "checked by hand")
         with pytest.raises(SessionQuarantinedError, match="checked by hand"):
-            await reg.call(sid, "info")
+            await reg.handle(sid).info()
         listed = await reg.list_sessions()
     finally:
         await reg.aclose()

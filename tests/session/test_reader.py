@@ -17,8 +17,8 @@ async def test_an_agent_reads_its_own_sessions_and_never_another_agents(tmp_path
     try:
         mine = await reg.create(NewSession(agent="alpha"))
         theirs = await reg.create(NewSession(agent="beta"))
-        await reg.call(mine, "add_user_message", content="my note")
-        await reg.call(theirs, "add_user_message", content="beta's secret")
+        await reg.handle(mine).add_user_message(content="my note")
+        await reg.handle(theirs).add_user_message(content="beta's secret")
         reader = RegistrySessionReader(reg)
 
         assert await reader.read_messages("alpha", mine, 10) == [("user", "my note")]

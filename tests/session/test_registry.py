@@ -64,9 +64,9 @@ async def test_messages_to_one_session_keep_their_order(tmp_path: Path) -> None:
     try:
         sid = await reg.create(NewSession(agent="a"))
         results = await asyncio.gather(
-            *(reg.call(sid, "add_user_message", content=f"m{i}") for i in range(100))
+            *(reg.handle(sid).add_user_message(content=f"m{i}") for i in range(100))
         )
-        texts = [m.text for m in await reg.call(sid, "messages")]
+        texts = [m.text for m in await reg.handle(sid).messages()]
     finally:
         await reg.aclose()
     assert [r.seq for r in results] == list(range(2, 102))
@@ -84,7 +84,7 @@ async def test_a_slow_session_never_delays_another(tmp_path: Path) -> None:
 
         async def timed(sid: str) -> float:
             start = time.perf_counter()
-            await reg.call(sid, "add_user_message", content="x")
+            await reg.handle(sid).add_user_message(content="x")
             return time.perf_counter() - start
 
         slow_task = asyncio.create_task(timed(slow))
@@ -101,8 +101,8 @@ async def test_live_actors_are_bounded_and_evicted_ones_restart_from_disk(tmp_pa
     try:
         ids = [await reg.create(NewSession(agent="a")) for _ in range(12)]
         assert await eventually(lambda: reg.live_count <= 5)  # evictions run as tasks
-        await reg.call(ids[0], "add_user_message", content="still here")
-        texts = [m.text for m in await reg.call(ids[0], "messages")]
+        await reg.handle(ids[0]).add_user_message(content="still here")
+        texts = [m.text for m in await reg.handle(ids[0]).messages()]
     finally:
         await reg.aclose()
     assert texts == ["still here"]
@@ -112,11 +112,11 @@ async def test_idle_actors_are_stopped_and_restarted_on_the_next_message(tmp_pat
     reg = await open_registry(tmp_path, idle_seconds=0.2)
     try:
         sid = await reg.create(NewSession(agent="a"))
-        await reg.call(sid, "add_user_message", content="one")
+        await reg.handle(sid).add_user_message(content="one")
         assert await eventually(lambda: not reg.is_live(sid))  # the reaper's pass
-        await reg.call(sid, "add_user_message", content="two")
+        await reg.handle(sid).add_user_message(content="two")
         assert reg.is_live(sid)
-        texts = [m.text for m in await reg.call(sid, "messages")]
+        texts = [m.text for m in await reg.handle(sid).messages()]
     finally:
         await reg.aclose()
     assert texts == ["one", "two"]
@@ -142,7 +142,7 @@ async def test_every_ask_has_a_timeout(tmp_path: Path) -> None:
         sid = await reg.create(NewSession(agent="a"))
         ops.slow_dir = tmp_path / sid
         with pytest.raises(SessionTimeoutError, match=r"within 0\.2s"):
-            await reg.call(sid, "add_user_message", content="x")
+            await reg.handle(sid).add_user_message(content="x")
     finally:
         ops.slow_dir = None
         await reg.aclose()
@@ -186,7 +186,7 @@ async def test_opening_thousands_of_sessions_reads_none_of_them(tmp_path: Path) 
         sid = await reg.for_chat(
             ("t", "1", "a"), NewSession(agent="a", gateway="t", gateway_chat_id="1")
         )
-        await reg.call(sid, "add_user_message", content="first message")
+        await reg.handle(sid).add_user_message(content="first message")
     finally:
         await reg.aclose()
     assert reg.store.quarantined() == []

@@ -27,8 +27,8 @@ async def test_a_failed_rollover_is_logged_and_loses_nothing(
         sid = await reg.create(NewSession(agent="a", rollover="archive"))
         with caplog.at_level(logging.ERROR, logger="duragent.session.journal"):
             for i in range(60):  # past the first checkpoint: snapshot, then rollover
-                await reg.call(sid, "add_user_message", content=f"q{i}")
-            await reg.call(sid, "snapshot")
+                await reg.handle(sid).add_user_message(content=f"q{i}")
+            await reg.handle(sid).snapshot()
     finally:
         await reg.aclose()
     failures = [r for r in caplog.records if "rollover failed" in r.getMessage()]
@@ -39,8 +39,8 @@ async def test_a_failed_rollover_is_logged_and_loses_nothing(
     restarted = SessionRegistry(SessionStore(tmp_path), RegistrySettings(ask_timeout=10))
     await restarted.open()
     try:
-        messages = await restarted.call(sid, "messages")
-        full = await restarted.call(sid, "events", include_archive=True)
+        messages = await restarted.handle(sid).messages()
+        full = await restarted.handle(sid).events(include_archive=True)
     finally:
         await restarted.aclose()
     assert [m.text for m in messages if m.role.value == "user"] == [f"q{i}" for i in range(60)]

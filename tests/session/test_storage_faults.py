@@ -18,8 +18,8 @@ from duragent.session import NewSession, RegistrySettings, SessionQuarantinedErr
 from duragent.store import SessionStore
 from duragent.testing import Reply, ToolCallReply
 from tests.polling import eventually
-from tests.session.turn_fixtures import FnTool, harness
 from tests.store.failing_ops import FailingFileOps
+from tests.turns.turn_fixtures import FnTool, harness
 
 
 async def _stopped_session(root: Path, count: int) -> str:
@@ -28,7 +28,7 @@ async def _stopped_session(root: Path, count: int) -> str:
     try:
         sid = await reg.create(NewSession(agent="a"))
         for i in range(count):
-            await reg.call(sid, "add_user_message", content=f"m{i}")
+            await reg.handle(sid).add_user_message(content=f"m{i}")
     finally:
         await reg.aclose()
     return sid
@@ -57,7 +57,7 @@ async def test_an_unreadable_file_is_a_storage_error_and_the_session_loads_once_
             assert (tmp_path / sid / "state.yaml").is_file()
         assert reg.store.quarantined() == []
         ops.unreadable.clear()  # the operator fixed the mode / the disk / the limit
-        messages = await reg.call(sid, "messages")
+        messages = await reg.handle(sid).messages()
         assert _user_texts(messages) == ["m0", "m1", "m2"]
     finally:
         await reg.aclose()
@@ -92,21 +92,21 @@ async def test_a_full_disk_refuses_the_message_and_memory_stays_equal_to_disk(
     await reg.open()
     try:
         sid = await reg.create(NewSession(agent="a"))
-        await reg.call(sid, "add_user_message", content="kept")
+        await reg.handle(sid).add_user_message(content="kept")
         log = tmp_path / sid / "events.jsonl"
         before = log.read_bytes()
         ops.failing = True
         with pytest.raises(StorageError, match="No space left on device") as caught:
-            await reg.call(sid, "add_user_message", content="refused")
+            await reg.handle(sid).add_user_message(content="refused")
         assert "events.jsonl" in str(caught.value)
         assert log.read_bytes() == before  # no half line left behind
-        assert _user_texts(await reg.call(sid, "messages")) == ["kept"]
+        assert _user_texts(await reg.handle(sid).messages()) == ["kept"]
         assert reg.store.health.failure is not None
         assert reg.store.health.check(min_interval=0) is not None  # the probe fails too
         ops.failing = False  # space freed
         assert reg.store.health.check(min_interval=0) is None
-        await reg.call(sid, "add_user_message", content="refused")  # the retry works
-        assert _user_texts(await reg.call(sid, "messages")) == ["kept", "refused"]
+        await reg.handle(sid).add_user_message(content="refused")  # the retry works
+        assert _user_texts(await reg.handle(sid).messages()) == ["kept", "refused"]
     finally:
         await reg.aclose()
 
@@ -121,7 +121,7 @@ async def test_a_quarantined_session_is_refused_every_time_and_listed_with_its_r
     try:
         for _ in range(3):
             with pytest.raises(SessionQuarantinedError, match="unreadable") as caught:
-                await reg.call(sid, "messages")
+                await reg.handle(sid).messages()
             assert caught.value.session_id == sid
         with pytest.raises(SessionQuarantinedError):
             await reg.delete(sid)
@@ -150,7 +150,7 @@ async def test_a_restored_session_loads_again_and_a_still_bad_one_is_quarantined
             await reg.info(sid)
         (tmp_path / "_quarantine" / sid / "state.yaml").write_text(good)  # the fix
         reg.store.restore(sid)
-        assert _user_texts(await reg.call(sid, "messages")) == ["m0", "m1"]
+        assert _user_texts(await reg.handle(sid).messages()) == ["m0", "m1"]
         assert reg.store.quarantined() == []
     finally:
         await reg.aclose()
@@ -184,7 +184,7 @@ async def test_a_snapshot_without_read_permission_is_not_quarantined(tmp_path: P
         with pytest.raises(StorageError, match="Permission denied"):
             await reg.info(sid)
         state.chmod(0o644)
-        assert _user_texts(await reg.call(sid, "messages")) == ["m0"]
+        assert _user_texts(await reg.handle(sid).messages()) == ["m0"]
     finally:
         await reg.aclose()
 
@@ -199,14 +199,14 @@ async def test_running_out_of_descriptors_refuses_the_write_and_the_next_one_wor
     try:
         ops.open_errno = errno.EMFILE
         with pytest.raises(StorageError, match="Too many open files") as caught:
-            await reg.call(sid, "add_user_message", content="m1")
+            await reg.handle(sid).add_user_message(content="m1")
         assert "events.jsonl" in str(caught.value)
         health = reg.store.health
         assert health.failure is not None
         ops.open_errno = None
-        await reg.call(sid, "add_user_message", content="m1")
+        await reg.handle(sid).add_user_message(content="m1")
         assert reg.store.health.failure is None
-        assert _user_texts(await reg.call(sid, "messages")) == ["m0", "m1"]
+        assert _user_texts(await reg.handle(sid).messages()) == ["m0", "m1"]
     finally:
         await reg.aclose()
 
@@ -238,7 +238,7 @@ async def test_each_message_of_a_turn_the_disk_cut_short_is_told_its_own_recorde
         gate.set()
         outcomes = await asyncio.gather(first, second, return_exceptions=True)
         ops.failing = False
-        events = await h.registry.call(sid, "events")
+        events = await h.registry.handle(sid).events()
     seqs = {e.data["content"]: e.seq for e in events if e.type == EventType.USER_MESSAGE}
     assert set(seqs) == {"start", "and also this"}  # each recorded once
     for outcome, content in zip(outcomes, ("start", "and also this"), strict=True):

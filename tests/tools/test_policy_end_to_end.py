@@ -10,7 +10,7 @@ from pathlib import Path
 
 from duragent.testing import Reply, ToolCallReply
 from duragent.tools.bash import BashTool
-from tests.session.turn_fixtures import harness
+from tests.turns.turn_fixtures import harness
 
 RESTRICT_ECHO = """\
 apiVersion: duragent/v1alpha1

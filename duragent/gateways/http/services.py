@@ -7,7 +7,7 @@ from typing import Protocol
 from duragent.agents import AgentCatalog
 from duragent.config import WorkspaceConfig
 from duragent.core.tasks import BackgroundTasks
-from duragent.session import TurnRunner
+from duragent.turns import TurnRunner
 
 __all__ = ["HttpServices"]
 

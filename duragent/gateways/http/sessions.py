@@ -14,13 +14,8 @@ from duragent.gateways.http.problem import ProblemError
 from duragent.gateways.http.security import read_json
 from duragent.gateways.http.services import HttpServices
 from duragent.gateways.http.stream import stream_turn
-from duragent.session import (
-    DECISIONS,
-    ApprovalError,
-    SessionNotFoundError,
-    TurnResult,
-    events_to_messages,
-)
+from duragent.session import SessionNotFoundError, events_to_messages
+from duragent.turns import DECISIONS, ApprovalError, TurnResult
 
 __all__ = ["SessionRoutes"]
 
@@ -145,7 +140,8 @@ class SessionRoutes:
         include_tools = _BOOLEANS.get(raw_tools.lower())
         if include_tools is None:
             raise ProblemError(400, f"include_tools must be true or false, got {_shown(raw_tools)}")
-        events = await self.s.turns.registry.call(session_id, "events", include_archive=True)
+        session = self.s.turns.registry.handle(session_id)
+        events = await session.events(include_archive=True)
         messages = events_to_messages(events, include_tools=include_tools)
         return JSONResponse({"messages": messages[-limit:]})
 

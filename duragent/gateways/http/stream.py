@@ -27,7 +27,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from duragent.core.messages import ToolCall, Usage
 from duragent.core.snapshot import SessionStatus
 from duragent.core.tasks import BackgroundTasks
-from duragent.session import CLIENT_LEFT, TurnResult, TurnRunner
+from duragent.turns import CLIENT_LEFT, TurnResult, TurnRunner
 
 __all__ = ["QueueSink", "stream_turn"]
 

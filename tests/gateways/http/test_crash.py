@@ -15,7 +15,7 @@ from duragent.config import load_workspace
 from duragent.config.workspace import WorkspaceConfig
 from duragent.core.tasks import BackgroundTasks
 from duragent.gateways.http import HttpServer, build_app
-from duragent.session import TurnRunner
+from duragent.turns import TurnRunner
 
 
 class BrokenServices:

@@ -12,8 +12,8 @@ import httpx
 
 from duragent.config import load_workspace
 from duragent.runtime import Runtime
-from duragent.session.loop import CLIENT_LEFT_RESULT
 from duragent.testing import Reply, ToolCallReply
+from duragent.turns.loop import CLIENT_LEFT_RESULT
 from tests.gateways.http.api_fixtures import served
 from tests.polling import eventually
 from tests.session.test_crash_recovery import logged_events

@@ -11,11 +11,11 @@ import pytest
 
 from duragent.core.messages import ToolCall
 from duragent.core.snapshot import SessionStatus
-from duragent.session.loop import cancelled_result
 from duragent.session.state import INTERRUPTED_RESULT, UNFINISHED_RESULT
 from duragent.testing import Reply, ToolCallReply
-from tests.session.test_turn import on_disk
-from tests.session.turn_fixtures import FnTool, harness
+from duragent.turns.loop import cancelled_result
+from tests.turns.test_turn import on_disk
+from tests.turns.turn_fixtures import FnTool, harness
 
 ASK = "apiVersion: duragent/v1alpha1\nkind: Policy\nmode: ask\n"
 
@@ -74,11 +74,10 @@ async def test_a_call_an_earlier_turn_left_open_is_closed_before_the_next_messag
     # *before* its message, so a later restart has nothing to append after later turns.
     async with harness(tmp_path) as h:
         sid = await h.runner.start_session("bot")
-        await h.registry.call(sid, "add_user_message", content="first")
-        await h.registry.call(
-            sid,
-            "add_assistant_response",
-            content="",
+        session = h.registry.handle(sid)
+        await session.add_user_message("first")
+        await session.add_assistant_response(
+            "",
             tool_calls=(ToolCall(id="c1", name="echo", arguments="{}"),),
             durable=True,
         )

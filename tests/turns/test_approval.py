@@ -11,9 +11,9 @@ import pytest
 from duragent.core.events import EventType
 from duragent.core.snapshot import SessionStatus
 from duragent.errors import LLMAuthError
-from duragent.session import ApprovalError
 from duragent.testing import Reply, ToolCallReply
-from tests.session.turn_fixtures import FnTool, harness
+from duragent.turns import ApprovalDecision, ApprovalError
+from tests.turns.turn_fixtures import FnTool, harness
 
 ASK = """\
 apiVersion: duragent/v1alpha1
@@ -40,7 +40,7 @@ async def test_a_call_needing_approval_pauses_the_session(tmp_path: Path) -> Non
     assert result.command == "echo:risky"
     assert info.status is SessionStatus.PAUSED
     assert info.pending_approval is not None
-    assert info.pending_approval["call_id"] == "c1"
+    assert info.pending_approval.call_id == "c1"
     assert echo.calls == []
 
 
@@ -67,7 +67,7 @@ async def test_an_approval_survives_a_restart_and_resumes(tmp_path: Path, decisi
         h2.server.enqueue(Reply(text="all done"))
         result = await h2.runner.approve(sid, "c1", decision)
         info = await h2.registry.info(sid)
-        events = await h2.registry.call(sid, "events", include_archive=True)
+        events = await h2.registry.handle(sid).events(include_archive=True)
     assert result.status == "complete"
     assert result.content == "all done"
     assert info.status is SessionStatus.ACTIVE
@@ -157,6 +157,23 @@ async def test_an_approval_given_while_the_model_is_unreachable_stays_pending(
         h.server.enqueue(Reply(text="done"))
         result = await h.runner.approve(sid, "c1", "allow_once")
     assert still.pending_approval is not None
-    assert still.pending_approval["call_id"] == "c1"
+    assert still.pending_approval.call_id == "c1"
     assert echo.calls == [{"x": "risky"}]
     assert result.content == "done"
+
+
+async def test_an_approved_call_whose_tool_is_gone_after_a_restart_gets_a_result_saying_so(
+    tmp_path: Path,
+) -> None:
+    echo = FnTool("echo", lambda a: "ran it")
+    async with harness(tmp_path, tools=[echo], policy=ASK) as h:
+        h.server.enqueue(echo_call("risky"))
+        sid = await h.runner.start_session("bot")
+        await h.runner.run(sid, "do it")
+    async with harness(tmp_path, policy=ASK) as h2:  # the tool is no longer offered
+        h2.server.enqueue(Reply(text="understood"))
+        result = await h2.runner.approve(sid, "c1", ApprovalDecision.ALLOW_ONCE)
+    assert result.content == "understood"
+    assert echo.calls == []
+    tool_result = h2.server.requests[-1].json["messages"][-1]
+    assert tool_result["content"] == "Tool 'echo' is no longer available."

@@ -21,31 +21,32 @@ import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from duragent.agents import Agent, AgentCatalog
 from duragent.context.budget import BudgetSettings, ContextOverflowError
+from duragent.core.approval import DECISIONS, ApprovalDecision, PendingApproval
 from duragent.core.messages import Message, Role
 from duragent.core.snapshot import SessionStatus
 from duragent.errors import DuragentError, LLMError, StorageError
-from duragent.session.actor import NewSession, UserMessageResult
-from duragent.session.loop import LoopContext, run_loop, run_tool, store_result
-from duragent.session.providers import ProviderPool
-from duragent.session.registry import SessionRegistry
-from duragent.session.sink import TurnSink
-from duragent.session.state import actor_message_limit
-from duragent.session.turn_context import ContextFactory
-from duragent.session.turn_endings import close_cut_short_turn, record_failed_turn
-from duragent.session.turn_result import TurnResult, copy_result, outcome_result
-from duragent.tools.base import SessionReader, Tool, ToolOutcome
+from duragent.session import (
+    NewSession,
+    SessionHandle,
+    SessionRegistry,
+    UserMessageResult,
+    actor_message_limit,
+)
+from duragent.tools.base import SessionReader, Tool
 from duragent.tools.policy_files import PolicyError, save_allow_always
-from duragent.tools.registry import lookup
+from duragent.turns.context import ContextFactory
+from duragent.turns.endings import close_cut_short_turn, record_failed_turn
+from duragent.turns.loop import LoopContext, resume_approved, run_loop
+from duragent.turns.providers import ProviderPool
+from duragent.turns.result import TurnResult, copy_result, outcome_result
+from duragent.turns.sink import TurnSink
 
-__all__ = ["ApprovalError", "TurnResult", "TurnRunner"]
+__all__ = ["DECISIONS", "ApprovalError", "TurnResult", "TurnRunner"]
 
 log = logging.getLogger(__name__)
-
-DECISIONS = ("allow_once", "allow_always", "deny")
 
 
 class ApprovalError(DuragentError):
@@ -138,13 +139,10 @@ class TurnRunner:
         """Run one turn for an inbound message (the only entry point front ends use)."""
         with self._hold(session_id) as active:
             return await self._run(
-                session_id,
+                self.registry.handle(session_id),
                 active,
                 sink,
-                content=content,
-                sender_id=sender_id,
-                sender_name=sender_name,
-                platform_message_id=platform_message_id,
+                _Inbound(content, sender_id, sender_name, platform_message_id),
             )
 
     @contextlib.contextmanager
@@ -166,45 +164,22 @@ class TurnRunner:
                 del self._active[session_id]
 
     async def _run(
-        self,
-        session_id: str,
-        active: _Active,
-        sink: TurnSink | None,
-        *,
-        content: str,
-        sender_id: str | None,
-        sender_name: str | None,
-        platform_message_id: str | None,
+        self, session: SessionHandle, active: _Active, sink: TurnSink | None, inbound: _Inbound
     ) -> TurnResult:
-        record = {
-            "content": content,
-            "sender_id": sender_id,
-            "sender_name": sender_name,
-            "platform_message_id": platform_message_id,
-        }
+        session_id = session.session_id
         running = active.running
         if running is not None and not running.done():
-            recorded = await self.registry.call(session_id, "add_user_message", **record)
-            if recorded.duplicate and recorded.answered:
-                return TurnResult(session_id=session_id, status="duplicate")
-            if not recorded.duplicate:
-                active.steering.append(content)
-            try:
-                return copy_result(await asyncio.shield(running), steered=True)
-            except StorageError as exc:  # this caller's message is on disk too
-                raise exc.after_recording(recorded.seq) from exc
+            return await self._steer(session, active, running, inbound)
         future: asyncio.Future[TurnResult] = asyncio.get_running_loop().create_future()
         active.running = future  # claimed before any await: later messages steer this turn
-        recorded = None  # the message, once on disk
+        recorded: UserMessageResult | None = None  # the message, once on disk
         try:
             async with active.lock:
-                recorded = await self.registry.call(
-                    session_id, "add_user_message", with_context=True, **record
-                )
+                recorded = await inbound.record(session, with_context=True)
                 if recorded.duplicate and recorded.answered:
                     result = TurnResult(session_id=session_id, status="duplicate")
                 else:
-                    result = await self._turn(session_id, recorded, active, sink)
+                    result = await self._turn(session, recorded, active, sink)
         except BaseException as exc:
             future.set_exception(exc)
             future.exception()  # the waiters re-raise it; never "exception never retrieved"
@@ -216,31 +191,64 @@ class TurnRunner:
         future.set_result(result)
         return result
 
+    async def _steer(
+        self,
+        session: SessionHandle,
+        active: _Active,
+        running: asyncio.Future[TurnResult],
+        inbound: _Inbound,
+    ) -> TurnResult:
+        """A loop runs: record the message, hand it to that loop, share its result."""
+        recorded = await inbound.record(session)
+        if recorded.duplicate and recorded.answered:
+            return TurnResult(session_id=session.session_id, status="duplicate")
+        if not recorded.duplicate:
+            active.steering.append(inbound.content)
+        try:
+            return copy_result(await asyncio.shield(running), steered=True)
+        except StorageError as exc:  # this caller's message is on disk too
+            raise exc.after_recording(recorded.seq) from exc
+
     async def _turn(
         self,
-        session_id: str,
+        session: SessionHandle,
         recorded: UserMessageResult,
         active: _Active,
         sink: TurnSink | None,
     ) -> TurnResult:
         messages = recorded.messages
         if recorded.pending_approval:
-            await self._cancel_approval(session_id, recorded.pending_approval)
+            await self._cancel_approval(session, recorded.pending_approval)
             messages = None  # the cancellation added results to the window
         if messages is None:
-            messages = await self.registry.call(session_id, "messages")
-        return await self._drive(session_id, recorded.agent, messages, [], 0, active, sink)
+            messages = await session.messages()
+        return await self._drive(session, recorded.agent, messages, [], 0, active, sink)
 
     async def approve(
-        self, session_id: str, call_id: str, decision: str, *, sink: TurnSink | None = None
+        self,
+        session_id: str,
+        call_id: str,
+        decision: ApprovalDecision | str,
+        *,
+        sink: TurnSink | None = None,
     ) -> TurnResult:
-        """Resolve the pending approval and continue the turn it paused."""
+        """Resolve the pending approval and continue the turn it paused.
+
+        ``decision`` is an ``ApprovalDecision`` or its wire name (anything else raises
+        ``ApprovalError``).
+        """
         if decision not in DECISIONS:
             raise ApprovalError(f"decision must be one of {', '.join(DECISIONS)}, got {decision!r}")
         with self._hold(session_id) as active:
             active.decision_seq = None
             try:
-                return await self._approve(session_id, call_id, decision, active, sink)
+                return await self._approve(
+                    self.registry.handle(session_id),
+                    call_id,
+                    ApprovalDecision(decision),
+                    active,
+                    sink,
+                )
             except StorageError as exc:  # the decision on disk must not be sent again
                 if active.decision_seq is None:
                     raise
@@ -248,84 +256,63 @@ class TurnRunner:
 
     async def _approve(
         self,
-        session_id: str,
+        session: SessionHandle,
         call_id: str,
-        decision: str,
+        decision: ApprovalDecision,
         active: _Active,
         sink: TurnSink | None,
     ) -> TurnResult:
+        session_id = session.session_id
         async with active.lock:
-            info = await self.registry.info(session_id)
+            info = await session.info()
             pending = info.pending_approval
             if not pending:
                 raise ApprovalError("no pending approval for this session")
-            if pending.get("call_id") != call_id:
+            if pending.call_id != call_id:
                 raise ApprovalError(
-                    f"call_id mismatch: expected '{pending.get('call_id')}', got '{call_id}'"
+                    f"call_id mismatch: expected '{pending.call_id}', got '{call_id}'"
                 )
             agent = self._agents().get(info.agent)
             # Before resolving: if the model cannot be reached (no key, say) the approval
             # stays pending and can be given again once that is fixed.
             ctx = await self._contexts.build(session_id, agent, active.steering, sink)
-            command = str(pending.get("command", ""))
-            tool_type = str(pending.get("tool_type", "bash"))
-            if decision == "allow_always":
+            if decision is ApprovalDecision.ALLOW_ALWAYS:
                 # Before resolving too: a pattern that cannot be saved (and read back) leaves
                 # the file as it was and the approval pending, for allow_once or deny.
                 try:
                     pattern = await asyncio.to_thread(
-                        save_allow_always, agent.directory, tool_type, command
+                        save_allow_always, agent.directory, pending.tool_type, pending.command
                     )
                 except PolicyError as exc:
                     raise ApprovalError(str(exc)) from exc
                 log.info("session %s: saved allow-always pattern %r", session_id, pattern)
-            active.decision_seq = await self.registry.call(
-                session_id, "resolve_pending_approval", call_id=call_id, decision=decision
-            )
-            if decision == "deny":
-                outcome = ToolOutcome(
-                    False,
-                    f"Command '{command}' was denied by the user. Please try a different approach.",
-                )
-            else:
-                tool = lookup(ctx.tools, str(pending.get("tool_name", "")))
-                if tool is None:
-                    outcome = ToolOutcome(
-                        False, f"Tool '{pending.get('tool_name')}' is no longer available."
-                    )
-                else:
-                    try:
-                        outcome = await run_tool(
-                            tool, dict(pending.get("arguments") or {}), ctx.tool_context
-                        )
-                    except BaseException as exc:  # cancelled while the approved call ran
-                        await self._cut_short(session_id, exc)
-                        raise
-            turn: list[Message] = []
-            await store_result(ctx, turn, call_id, outcome)
-            await self.registry.call(session_id, "set_status", status=SessionStatus.ACTIVE.value)
-            messages: list[Message] = await self.registry.call(session_id, "messages")
-            history, turn = _split_at_last_user(messages)
+            active.decision_seq = await session.record_decision(call_id, decision)
+            try:
+                await resume_approved(ctx, pending, decision)
+            except BaseException as exc:  # cancelled while the approved call ran
+                await self._cut_short(session, exc)
+                raise
+            await session.set_status(SessionStatus.ACTIVE)
+            history, turn = _split_at_last_user(await session.messages())
             done = sum(1 for m in turn if m.role is Role.ASSISTANT and m.tool_calls)
-            return await self._drive(session_id, info.agent, history, turn, done, active, sink, ctx)
+            return await self._drive(session, info.agent, history, turn, done, active, sink, ctx)
 
     async def interrupted(self, session_id: str, partial: str) -> None:
         """A streaming client left (on_disconnect: pause): keep what was said, pause."""
+        session = self.registry.handle(session_id)
         if partial.strip():
-            await self.registry.call(
-                session_id, "add_assistant_response", content=partial, durable=True
-            )
-        await self.registry.call(session_id, "set_status", status=SessionStatus.PAUSED.value)
+            await session.add_assistant_response(partial, durable=True)
+        await session.set_status(SessionStatus.PAUSED)
 
     async def set_status(self, session_id: str, status: SessionStatus) -> None:
         """Record a status change (durable + snapshot)."""
-        await self.registry.call(session_id, "set_status", status=status.value)
+        await self.registry.handle(session_id).set_status(status)
 
     # --- internals ------------------------------------------------------------------------
 
     async def _drive(
         self,
-        session_id: str,
+        session: SessionHandle,
         agent_name: str,
         history: list[Message],
         turn: list[Message],
@@ -337,41 +324,53 @@ class TurnRunner:
         try:
             if ctx is None:
                 ctx = await self._contexts.build(
-                    session_id, self._agents().get(agent_name), active.steering, sink
+                    session.session_id, self._agents().get(agent_name), active.steering, sink
                 )
             outcome = await run_loop(ctx, history, turn, done)
         except (LLMError, ContextOverflowError, DuragentError) as exc:
             try:
-                await self._cut_short(session_id, exc)
-                return await self._failed(session_id, exc)
+                await self._cut_short(session, exc)
+                return await record_failed_turn(session, exc)
             except BaseException as again:
-                await self._cut_short(session_id, again)
+                await self._cut_short(session, again)
                 raise
         except BaseException as exc:
-            await self._cut_short(session_id, exc)  # cancelled or a bug: keep the results
+            await self._cut_short(session, exc)  # cancelled or a bug: keep the results
             raise
         # Both ways the loop ends (a final reply, a pending approval) are durable records,
         # which write any queued tool results first: nothing is left to flush.
-        return outcome_result(session_id, outcome)
+        return outcome_result(session.session_id, outcome)
 
-    async def _cut_short(self, session_id: str, exc: BaseException) -> None:
-        await close_cut_short_turn(self.registry, session_id, exc)
+    async def _cut_short(self, session: SessionHandle, exc: BaseException) -> None:
+        await close_cut_short_turn(session, exc)
 
-    async def _failed(self, session_id: str, exc: Exception) -> TurnResult:
-        return await record_failed_turn(self.registry, session_id, exc)
-
-    async def _cancel_approval(self, session_id: str, pending: dict[str, Any]) -> None:
-        call_id = str(pending.get("call_id", ""))
-        await self.registry.call(
-            session_id,
-            "add_tools_skipped",
-            call_ids=[call_id],
-            reason="approval cancelled: a new message arrived first",
+    async def _cancel_approval(self, session: SessionHandle, pending: PendingApproval) -> None:
+        await session.add_tools_skipped(
+            [pending.call_id], "approval cancelled: a new message arrived first"
         )
-        await self.registry.call(
-            session_id, "resolve_pending_approval", call_id=call_id, decision="deny"
+        await session.record_decision(pending.call_id, ApprovalDecision.DENY)
+        await session.set_status(SessionStatus.ACTIVE)
+
+
+@dataclass(frozen=True, slots=True)
+class _Inbound:
+    """The message a turn records (the fields ``add_user_message`` takes)."""
+
+    content: str
+    sender_id: str | None
+    sender_name: str | None
+    platform_message_id: str | None
+
+    async def record(
+        self, session: SessionHandle, *, with_context: bool = False
+    ) -> UserMessageResult:
+        return await session.add_user_message(
+            self.content,
+            sender_id=self.sender_id,
+            sender_name=self.sender_name,
+            platform_message_id=self.platform_message_id,
+            with_context=with_context,
         )
-        await self.registry.call(session_id, "set_status", status=SessionStatus.ACTIVE.value)
 
 
 def _split_at_last_user(messages: list[Message]) -> tuple[list[Message], list[Message]]:

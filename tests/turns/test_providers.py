@@ -11,8 +11,8 @@ import pytest
 from duragent.agents import Agent, load_catalog
 from duragent.errors import LLMAuthError
 from duragent.llm.retry import ResilientProvider
-from duragent.session.providers import ProviderPool
-from tests.session.turn_fixtures import agent_yaml
+from duragent.turns.providers import ProviderPool
+from tests.turns.turn_fixtures import agent_yaml
 
 
 def agent_at(tmp_path: Path, yaml_text: str) -> Agent:

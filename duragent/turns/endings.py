@@ -15,18 +15,16 @@ import logging
 
 from duragent.context.budget import ContextOverflowError
 from duragent.errors import LLMError, StorageError
-from duragent.session.loop import cancelled_result
-from duragent.session.registry import SessionRegistry
-from duragent.session.turn_result import TurnResult, why_cut_short
+from duragent.session import SessionHandle
+from duragent.turns.loop import cancelled_result
+from duragent.turns.result import TurnResult, why_cut_short
 
 __all__ = ["close_cut_short_turn", "record_failed_turn"]
 
 log = logging.getLogger(__name__)
 
 
-async def close_cut_short_turn(
-    registry: SessionRegistry, session_id: str, exc: BaseException
-) -> None:
+async def close_cut_short_turn(session: SessionHandle, exc: BaseException) -> None:
     """A turn ends early: every call it started gets a result saying why, written.
 
     Shielded, so a second cancellation (shutdown after a disconnect) does not cut the write
@@ -34,25 +32,26 @@ async def close_cut_short_turn(
     """
     reason = why_cut_short(exc)
     try:
-        await asyncio.shield(
-            registry.call(session_id, "close_open_calls", content=cancelled_result(reason))
-        )
+        await asyncio.shield(session.close_open_calls(cancelled_result(reason)))
     except Exception as error:  # the original error matters more; the actor retries writes
-        log.error("session %s: recording the end of a cut-short turn failed: %s", session_id, error)
+        log.error(
+            "session %s: recording the end of a cut-short turn failed: %s",
+            session.session_id,
+            error,
+        )
 
 
-async def record_failed_turn(
-    registry: SessionRegistry, session_id: str, exc: Exception
-) -> TurnResult:
+async def record_failed_turn(session: SessionHandle, exc: Exception) -> TurnResult:
     """Record why a turn failed and say it to the user (a storage error is raised instead)."""
     code = "context_overflow" if isinstance(exc, ContextOverflowError) else "llm_error"
     if not isinstance(exc, LLMError | ContextOverflowError):
         code = "turn_failed"
+    session_id = session.session_id
     log.error("session %s: turn failed: %s", session_id, exc)
     if isinstance(exc, StorageError):  # the client is told the cause (507/503), not "sorry"
         with contextlib.suppress(StorageError):  # for the operator, if the disk lets us
-            await registry.call(session_id, "record_error", code=code, message=str(exc))
+            await session.record_error(code, str(exc))
         raise exc
-    await registry.call(session_id, "record_error", code=code, message=str(exc))
+    await session.record_error(code, str(exc))
     text = f"Sorry, I could not answer: {exc}. Your message is saved; you can send it again."
     return TurnResult(session_id=session_id, status="error", content=text, error=str(exc))

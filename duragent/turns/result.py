@@ -6,7 +6,7 @@ import asyncio
 from dataclasses import dataclass, field
 
 from duragent.core.messages import Usage
-from duragent.session.loop import LoopOutcome
+from duragent.turns.loop import LoopOutcome
 
 __all__ = ["TurnResult", "copy_result", "outcome_result", "why_cut_short"]
 

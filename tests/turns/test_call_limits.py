@@ -6,7 +6,7 @@ from pathlib import Path
 
 from duragent.core.events import EventType
 from duragent.testing import Reply, ToolCallReply
-from tests.session.turn_fixtures import FnTool, harness
+from tests.turns.turn_fixtures import FnTool, harness
 
 
 def _calls(count: int, start: int = 0) -> Reply:
@@ -26,7 +26,7 @@ async def test_calls_beyond_max_tool_calls_per_response_are_skipped_and_the_mode
         h.server.enqueue(_calls(5), Reply(text="fewer then"))
         sid = await h.runner.start_session("bot")
         result = await h.runner.run(sid, "go")
-        events = await h.registry.call(sid, "events", include_archive=True)
+        events = await h.registry.handle(sid).events(include_archive=True)
     assert result.content == "fewer then"
     assert [c["x"] for c in echo.calls] == ["0", "1"]
     skipped = [e for e in events if e.type == EventType.TOOLS_SKIPPED]
@@ -47,7 +47,7 @@ async def test_max_tool_calls_per_turn_counts_the_calls_of_every_response(
         h.server.enqueue(_calls(2), _calls(2, start=2), _calls(2, start=4), Reply(text="ok"))
         sid = await h.runner.start_session("bot")
         result = await h.runner.run(sid, "go")
-        events = await h.registry.call(sid, "events", include_archive=True)
+        events = await h.registry.handle(sid).events(include_archive=True)
     assert result.content == "ok"
     assert [c["x"] for c in echo.calls] == ["0", "1", "2"]
     skipped = [e for e in events if e.type == EventType.TOOLS_SKIPPED]
@@ -82,7 +82,7 @@ async def test_arguments_too_deep_for_the_parser_are_refused_recorded_and_answer
         )
         sid = await h.runner.start_session("bot")
         result = await h.runner.run(sid, "go")
-        events = await h.registry.call(sid, "events", include_archive=True)
+        events = await h.registry.handle(sid).events(include_archive=True)
     assert result.content == "flat then"
     assert echo.calls == []
     assert any(e.type == EventType.ASSISTANT_RESPONSE and e.data.get("tool_calls") for e in events)

@@ -10,23 +10,23 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from duragent.agents import Agent
 from duragent.agents.system_prompt import build_system_prompt
 from duragent.context.render import HistoryCache
 from duragent.context.tokens import counter_for_model
+from duragent.core.approval import PendingApproval
 from duragent.core.messages import ToolCall, Usage
 from duragent.core.snapshot import SessionStatus
 from duragent.llm import OutputLimits
-from duragent.session.agent_budget import budget_settings
-from duragent.session.loop import LoopContext
-from duragent.session.providers import ProviderPool
-from duragent.session.registry import SessionRegistry
-from duragent.session.sink import TurnSink
+from duragent.session import SessionHandle, SessionRegistry
 from duragent.tools.base import SessionReader, Tool, ToolContext
 from duragent.tools.policy_files import load_policy
 from duragent.tools.registry import build_tools
+from duragent.turns.agent_budget import budget_settings
+from duragent.turns.loop import LoopContext
+from duragent.turns.providers import ProviderPool
+from duragent.turns.sink import TurnSink
 
 __all__ = ["HISTORY_CACHES", "ContextFactory"]
 
@@ -36,11 +36,12 @@ HISTORY_CACHES = 64
 
 
 class _ActorRecorder:
-    """The loop's Recorder over the session actor."""
+    """The loop's Recorder over the session's handle."""
 
-    def __init__(self, registry: SessionRegistry, session_id: str) -> None:
-        self._registry = registry
-        self._sid = session_id
+    __slots__ = ("_session",)
+
+    def __init__(self, session: SessionHandle) -> None:
+        self._session = session
 
     async def assistant(
         self,
@@ -50,29 +51,24 @@ class _ActorRecorder:
         budget: dict[str, int],
         message_id: str | None,
     ) -> int:
-        seq: int = await self._registry.call(
-            self._sid,
-            "add_assistant_response",
-            content=content,
+        return await self._session.add_assistant_response(
+            content,
             tool_calls=tool_calls,
             usage=usage,
             message_id=message_id,
             budget=budget,
             durable=True,  # a response with calls too: no tool may run before it is on disk
         )
-        return seq
 
     async def tool_result(self, call_id: str, success: bool, content: str) -> None:
-        await self._registry.call(
-            self._sid, "add_tool_result", call_id=call_id, success=success, content=content
-        )
+        await self._session.add_tool_result(call_id, success, content)
 
     async def skipped(self, call_ids: list[str], reason: str) -> None:
-        await self._registry.call(self._sid, "add_tools_skipped", call_ids=call_ids, reason=reason)
+        await self._session.add_tools_skipped(call_ids, reason)
 
-    async def pending_approval(self, approval: dict[str, Any]) -> None:
-        await self._registry.call(self._sid, "set_pending_approval", approval=approval)
-        await self._registry.call(self._sid, "set_status", status=SessionStatus.PAUSED.value)
+    async def pending_approval(self, approval: PendingApproval) -> None:
+        await self._session.set_pending_approval(approval)
+        await self._session.set_status(SessionStatus.PAUSED)
 
 
 class ContextFactory:
@@ -155,7 +151,7 @@ class ContextFactory:
                 sessions=self._sessions,
                 env=self._env,
             ),
-            recorder=_ActorRecorder(self._registry, session_id),
+            recorder=_ActorRecorder(self._registry.handle(session_id)),
             temperature=agent.model.temperature,
             price=_pricer(agent),
             sink=sink,

@@ -13,11 +13,12 @@ from typing import Any
 from duragent.agents import Agent, AgentCatalog, load_catalog
 from duragent.core.messages import ToolDefinition
 from duragent.llm import RetryPolicy
-from duragent.session import RegistrySettings, SessionRegistry, TurnRunner
-from duragent.session.providers import ProviderPool
+from duragent.session import RegistrySettings, SessionRegistry
 from duragent.store import SessionStore
 from duragent.testing import ScriptedLLMServer
 from duragent.tools.base import PolicyType, Tool, ToolContext, ToolOutcome
+from duragent.turns import TurnRunner
+from duragent.turns.providers import ProviderPool
 
 
 def agent_yaml(base_url: str, **session: Any) -> str:

@@ -9,13 +9,15 @@ are recorded as skipped and the model sees the new message.
 
 Failures the user would otherwise never see become part of the outcome: a tool's error is a
 result the model can read and correct; malformed arguments and unknown tools too; the same
-call repeated three times in a row is stopped with a note to the model.
+call repeated three times in a row is stopped with a note to the model (one call's path is
+``calls``).
+
+A loop paused for approval resumes here too: ``resume_approved`` runs (or refuses) the call a
+person decided on through the same ``calls`` path, then the runner calls ``run_loop`` again.
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -24,38 +26,36 @@ from typing import Any, Protocol
 from duragent.context.budget import BudgetReport, BudgetSettings
 from duragent.context.render import HistoryCache, TurnCache, fit_request
 from duragent.context.tokens import TokenCounter
-from duragent.context.truncation import truncate_tool_result
+from duragent.core.approval import ApprovalDecision, PendingApproval
 from duragent.core.ids import new_message_id
 from duragent.core.messages import Message, Role, ToolCall, ToolDefinition, Usage
 from duragent.errors import ContextLengthExceededError
 from duragent.llm import (
-    REJECTED_KEY,
     ChatRequest,
     LLMProvider,
     OutputLimits,
     ResponseDone,
     TextDelta,
 )
-from duragent.session.call_limits import within_limits
-from duragent.session.sink import TurnSink
-from duragent.tools.base import Tool, ToolContext, ToolOutcome
-from duragent.tools.policy import Decision, Policy
-from duragent.tools.registry import lookup
+from duragent.tools.base import Tool, ToolContext
+from duragent.tools.policy import Policy
+from duragent.turns.call_limits import within_limits
+from duragent.turns.calls import decided, execute, store_result
+from duragent.turns.sink import TurnSink
 
 __all__ = [
-    "DOOM_LOOP_REPEATS",
+    "CLIENT_LEFT",
+    "CLIENT_LEFT_RESULT",
     "LoopContext",
     "LoopOutcome",
     "Recorder",
+    "cancelled_result",
+    "resume_approved",
     "run_loop",
-    "run_tool",
-    "store_result",
 ]
 
 log = logging.getLogger(__name__)
 
-DOOM_LOOP_REPEATS = 3
-TOOL_TIMEOUT_SECONDS = 600
 CONTEXT_RETRIES = 2
 CLIENT_LEFT = "the client disconnected"
 """Why a streaming turn was cancelled when its client went away (the cancel message)."""
@@ -95,7 +95,7 @@ class Recorder(Protocol):
         """Record calls that were not run (batched)."""
         ...
 
-    async def pending_approval(self, approval: dict[str, Any]) -> None:
+    async def pending_approval(self, approval: PendingApproval) -> None:
         """Durably record that ``approval`` waits for a decision (and pause the session)."""
         ...
 
@@ -143,26 +143,6 @@ class LoopOutcome:
     calls: int = 0
     """Tool calls run (or refused) this turn, for ``max_calls_per_turn``."""
     budgets: list[dict[str, int]] = field(default_factory=list)
-
-
-def _signature(call: ToolCall) -> tuple[str, str]:
-    try:
-        args = json.dumps(call.parsed_arguments(), sort_keys=True)
-    except ValueError:
-        args = call.arguments
-    return call.name, args
-
-
-async def run_tool(tool: Tool, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome:
-    """Run a tool with a hard timeout, turning every exception into a readable failure."""
-    try:
-        async with asyncio.timeout(TOOL_TIMEOUT_SECONDS):
-            return await tool.run(args, ctx)
-    except TimeoutError:
-        return ToolOutcome(False, f"Tool execution failed: timed out after {TOOL_TIMEOUT_SECONDS}s")
-    except Exception as exc:
-        log.exception("tool %s failed", tool.name)
-        return ToolOutcome(False, f"Tool execution failed: {type(exc).__name__}: {exc}")
 
 
 class _TurnMemo:
@@ -286,12 +266,12 @@ async def run_loop(
                 turn.extend(Message.tool(cid, "Skipped: new user message received") for cid in rest)
                 turn.extend(Message.user(text) for text in steered)
                 break
-            result = await _execute(ctx, call, recent)
-            if isinstance(result, _Approval):
+            result = await execute(ctx, call, recent)
+            if isinstance(result, PendingApproval):
                 rest = [c.id for c in calls[index + 1 :]]
                 if rest:
                     await ctx.recorder.skipped(rest, "approval required")
-                await ctx.recorder.pending_approval(result.record)
+                await ctx.recorder.pending_approval(result)
                 if ctx.sink is not None:
                     await ctx.sink.approval_required(call.id, result.command)
                 outcome.status = "awaiting_approval"
@@ -314,69 +294,12 @@ async def run_loop(
             return outcome
 
 
-@dataclass(slots=True)
-class _Approval:
-    command: str
-    record: dict[str, Any]
-
-
-async def store_result(
-    ctx: LoopContext, turn: list[Message], call_id: str, result: ToolOutcome
+async def resume_approved(
+    ctx: LoopContext, approval: PendingApproval, decision: ApprovalDecision
 ) -> None:
-    """Cap a tool result (Layer 3a), persist it, add it to the turn and report it."""
-    capped = truncate_tool_result(
-        result.content, ctx.budget.max_tool_result_tokens, ctx.budget.truncation, ctx.counter
-    )
-    await ctx.recorder.tool_result(call_id, result.success, capped.text)
-    turn.append(Message.tool(call_id, capped.text))
-    if ctx.sink is not None:
-        await ctx.sink.tool_result(call_id, result.success, capped.text)
+    """Settle the call the loop paused on: run it (or refuse it, as decided) and store its result.
 
-
-async def _execute(
-    ctx: LoopContext, call: ToolCall, recent: list[tuple[str, str]]
-) -> ToolOutcome | _Approval:
-    signature = _signature(call)
-    recent.append(signature)
-    del recent[:-DOOM_LOOP_REPEATS]
-    if len(recent) == DOOM_LOOP_REPEATS and len(set(recent)) == 1:
-        return ToolOutcome(
-            False,
-            f"Stopped: you called {call.name} with the same arguments {DOOM_LOOP_REPEATS} times "
-            "in a row. Repeating it will not give a different result; change the arguments or "
-            "try another approach.",
-        )
-    tool = lookup(ctx.tools, call.name)
-    if tool is None:
-        names = ", ".join(sorted(ctx.tools)) or "(none)"
-        return ToolOutcome(False, f"Unknown tool '{call.name}'. Available tools: {names}.")
-    try:
-        args = call.parsed_arguments()
-    except ValueError as exc:
-        return ToolOutcome(
-            False,
-            f"Invalid arguments for {call.name}: {exc}. Send a JSON object matching the tool's "
-            "parameters.",
-        )
-    refused = args.get(REJECTED_KEY)
-    if isinstance(refused, str) and len(args) == 1:
-        return ToolOutcome(False, refused)  # refused where it entered (``llm.limits``)
-    command = tool.invocation(args)
-    # Off the event loop: analysing a long shell command takes a while (tree-sitter + splitter).
-    verdict = await asyncio.to_thread(ctx.policy.decide, tool.policy_type, command)
-    if verdict.decision is Decision.DENY:
-        return ToolOutcome(
-            False, f"Command '{command}' was denied by policy. This command is not allowed."
-        )
-    if verdict.decision is Decision.ASK:
-        return _Approval(
-            command=command,
-            record={
-                "call_id": call.id,
-                "tool_name": tool.name,
-                "arguments": args,
-                "command": command,
-                "tool_type": tool.policy_type,
-            },
-        )
-    return await run_tool(tool, args, ctx.tool_context)
+    The turn then continues with ``run_loop`` from the session's window, which holds the
+    result. The same ``run_tool`` and ``store_result`` as a call the model just made.
+    """
+    await store_result(ctx, [], approval.call_id, await decided(ctx, approval, decision))

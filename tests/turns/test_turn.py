@@ -11,11 +11,12 @@ import pytest
 
 from duragent.core.events import EventType
 from duragent.llm import RetryPolicy
-from duragent.session.loop import DOOM_LOOP_REPEATS, cancelled_result
 from duragent.testing import Fault, Reply, ToolCallReply
 from duragent.tools.base import ToolOutcome
+from duragent.turns.calls import DOOM_LOOP_REPEATS
+from duragent.turns.loop import cancelled_result
 from tests.polling import eventually
-from tests.session.turn_fixtures import FnTool, harness
+from tests.turns.turn_fixtures import FnTool, harness
 
 
 def roles(body: dict[str, Any]) -> list[str]:
@@ -23,7 +24,7 @@ def roles(body: dict[str, Any]) -> list[str]:
 
 
 async def events_of(h: Any, sid: str) -> list[Any]:
-    return await h.registry.call(sid, "events", include_archive=True)
+    return await h.registry.handle(sid).events(include_archive=True)
 
 
 def on_disk(tmp_path: Path, sid: str) -> list[dict[str, Any]]:

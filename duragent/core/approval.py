@@ -1,0 +1,65 @@
+"""A tool call waiting for a person's decision, and the decisions a person can give.
+
+Plain data shared by the session actor (which keeps the pending approval durable), the
+agentic loop (which asks for it and resumes it) and the front ends (which show it and send
+the decision). The session's snapshot keeps the approval as a mapping (``to_dict``); these
+types are what code passes around instead of that mapping and bare strings.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["DECISIONS", "ApprovalDecision", "PendingApproval"]
+
+
+class ApprovalDecision(enum.StrEnum):
+    """What a person decided about a call that waited for approval (the wire names)."""
+
+    ALLOW_ONCE = "allow_once"
+    ALLOW_ALWAYS = "allow_always"
+    DENY = "deny"
+
+
+DECISIONS: tuple[str, ...] = tuple(d.value for d in ApprovalDecision)
+"""The decisions' wire names, in the order error messages list them."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PendingApproval:
+    """The call a session waits on.
+
+    Rebuilt from the event log alone (no snapshot), only ``call_id`` and ``command`` are
+    known; the rest keeps its defaults, and resuming such a call says the tool is gone.
+    """
+
+    call_id: str
+    command: str = ""
+    tool_name: str | None = None
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    tool_type: str = "bash"
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PendingApproval:
+        """The approval a snapshot (or the state rebuilt from events) holds."""
+        tool_name = data.get("tool_name")
+        return cls(
+            call_id=str(data.get("call_id", "")),
+            command=str(data.get("command", "")),
+            tool_name=None if tool_name is None else str(tool_name),
+            arguments=dict(data.get("arguments") or {}),
+            tool_type=str(data.get("tool_type", "bash")),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The mapping the snapshot stores (``state.yaml``'s ``pending_approval``)."""
+        return {
+            "call_id": self.call_id,
+            "tool_name": self.tool_name,
+            "arguments": dict(self.arguments),
+            "command": self.command,
+            "tool_type": self.tool_type,
+        }

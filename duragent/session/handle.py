@@ -1,0 +1,166 @@
+"""A typed handle on one session: every operation front ends and turns perform on it.
+
+The actor boundary itself is a string and keyword arguments (``SessionRegistry.call(sid,
+"op", **kwargs)``, answered by ``SessionOps.op_<op>``): that is how a request crosses to the
+actor's thread, and the registry needs the name to know which operations are safe to retry.
+Nothing above this module uses it: each operation is a method here with typed arguments and a
+typed result, so mypy and a reader can follow a message from a front end to the actor.
+
+A handle is two references (the registry, the id): cheap to make per turn or per request,
+and each method is one ``await`` over ``SessionRegistry.call`` (no extra task, thread hop or
+allocation beyond the call's own arguments).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from duragent.core.approval import ApprovalDecision, PendingApproval
+from duragent.core.events import Event
+from duragent.core.messages import Message, ToolCall, Usage
+from duragent.core.snapshot import SessionStatus
+from duragent.session.operations import SessionInfo, UserMessageResult
+
+if TYPE_CHECKING:
+    from duragent.session.registry import SessionRegistry
+
+__all__ = ["SessionHandle"]
+
+
+class SessionHandle:
+    """The operations of one session (see module docstring); get one from ``registry.handle``."""
+
+    __slots__ = ("_registry", "session_id")
+
+    def __init__(self, registry: SessionRegistry, session_id: str) -> None:
+        self._registry = registry
+        self.session_id = session_id
+
+    # --- reads ------------------------------------------------------------------------------
+
+    async def info(self) -> SessionInfo:
+        """A summary of the session (status, agent, pending approval, counts)."""
+        info: SessionInfo = await self._registry.call(self.session_id, "info")
+        return info
+
+    async def messages(self) -> list[Message]:
+        """The Layer 1 window of messages."""
+        messages: list[Message] = await self._registry.call(self.session_id, "messages")
+        return messages
+
+    async def events(self, *, after_seq: int = 0, include_archive: bool = False) -> list[Event]:
+        """Persisted events after ``after_seq`` (archive first when asked), for history reads."""
+        events: list[Event] = await self._registry.call(
+            self.session_id, "events", after_seq=after_seq, include_archive=include_archive
+        )
+        return events
+
+    # --- a turn's records -------------------------------------------------------------------
+
+    async def add_user_message(
+        self,
+        content: str,
+        *,
+        sender_id: str | None = None,
+        sender_name: str | None = None,
+        platform_message_id: str | None = None,
+        with_context: bool = False,
+    ) -> UserMessageResult:
+        """Durably record an inbound message (a redelivered platform id is not re-added).
+
+        ``with_context``: also return what a turn starts from (one round trip, not three).
+        """
+        result: UserMessageResult = await self._registry.call(
+            self.session_id,
+            "add_user_message",
+            content=content,
+            sender_id=sender_id,
+            sender_name=sender_name,
+            platform_message_id=platform_message_id,
+            with_context=with_context,
+        )
+        return result
+
+    async def add_assistant_response(
+        self,
+        content: str,
+        *,
+        tool_calls: Sequence[ToolCall] = (),
+        usage: Usage | None = None,
+        message_id: str | None = None,
+        budget: dict[str, Any] | None = None,
+        durable: bool | None = None,
+    ) -> int:
+        """Record the model's answer (a final reply is durable by default); its seq."""
+        seq: int = await self._registry.call(
+            self.session_id,
+            "add_assistant_response",
+            content=content,
+            tool_calls=tool_calls,
+            usage=usage,
+            message_id=message_id,
+            budget=budget,
+            durable=durable,
+        )
+        return seq
+
+    async def add_tool_result(self, call_id: str, success: bool, content: str) -> int:
+        """Record a tool's result (batched: written at the next durable record or flush)."""
+        seq: int = await self._registry.call(
+            self.session_id, "add_tool_result", call_id=call_id, success=success, content=content
+        )
+        return seq
+
+    async def add_tools_skipped(self, call_ids: Sequence[str], reason: str) -> int:
+        """Record calls that were not run (batched)."""
+        seq: int = await self._registry.call(
+            self.session_id, "add_tools_skipped", call_ids=call_ids, reason=reason
+        )
+        return seq
+
+    async def close_open_calls(self, content: str) -> int:
+        """Give every call a cut-short turn left open the result ``content``, written."""
+        closed: int = await self._registry.call(
+            self.session_id, "close_open_calls", content=content
+        )
+        return closed
+
+    async def record_error(self, code: str, message: str) -> int:
+        """Durably record an error the operator should see."""
+        seq: int = await self._registry.call(
+            self.session_id, "record_error", code=code, message=message
+        )
+        return seq
+
+    # --- status and approvals ---------------------------------------------------------------
+
+    async def set_status(self, status: SessionStatus) -> bool:
+        """Change the status (durable + snapshot); False when it already was ``status``."""
+        changed: bool = await self._registry.call(self.session_id, "set_status", status=status)
+        return changed
+
+    async def set_pending_approval(self, approval: PendingApproval) -> int:
+        """Durably record that ``approval`` waits for a decision (snapshot included)."""
+        seq: int = await self._registry.call(
+            self.session_id, "set_pending_approval", approval=approval
+        )
+        return seq
+
+    async def record_decision(self, call_id: str, decision: ApprovalDecision) -> int:
+        """Record the decision on the pending approval and clear it (durable + snapshot)."""
+        seq: int = await self._registry.call(
+            self.session_id, "resolve_pending_approval", call_id=call_id, decision=decision
+        )
+        return seq
+
+    # --- writes -----------------------------------------------------------------------------
+
+    async def flush(self) -> int:
+        """Write everything queued; the last durable seq."""
+        seq: int = await self._registry.call(self.session_id, "flush")
+        return seq
+
+    async def snapshot(self) -> None:
+        """Flush and write a snapshot now."""
+        await self._registry.call(self.session_id, "snapshot")

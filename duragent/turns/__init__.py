@@ -1,0 +1,39 @@
+"""Turns: the one turn runner every front end calls, and the agentic loop it drives.
+
+```
+ front end ──TurnRunner.run/approve──▶ runner ──run_loop──▶ loop ──▶ LLM, tools
+                                          │                   │
+                                          └──── SessionHandle (duragent.session) ◀── Recorder
+```
+
+- ``runner``: when a turn runs (one loop per session, steering, approvals, cut-short turns).
+- ``loop``: the agentic loop, including resuming a call a person decided on;
+  ``call_limits``: calls per response and per turn.
+- ``context``: what a turn runs with (provider, tools, policy, budget, prompt, recorder);
+  ``agent_budget``: an agent's context budget; ``providers``: one LLM client per model.
+- ``endings``: the durable trace of a turn cut short or failed; ``result``: ``TurnResult``.
+- ``sink``: where a streaming front end receives a turn's progress.
+
+Above ``duragent.session`` (it writes through the typed ``SessionHandle``) and below the front
+ends. As with ``duragent.session``, front ends use only this namespace, never its modules.
+"""
+
+from __future__ import annotations
+
+from duragent.core.approval import DECISIONS, ApprovalDecision
+from duragent.turns.loop import CLIENT_LEFT
+from duragent.turns.providers import ProviderPool
+from duragent.turns.result import TurnResult
+from duragent.turns.runner import ApprovalError, TurnRunner
+from duragent.turns.sink import TurnSink
+
+__all__ = [
+    "CLIENT_LEFT",
+    "DECISIONS",
+    "ApprovalDecision",
+    "ApprovalError",
+    "ProviderPool",
+    "TurnResult",
+    "TurnRunner",
+    "TurnSink",
+]
