@@ -12,7 +12,7 @@ from duragent.config import load_workspace
 from duragent.gateways.http.health import ServerHealth
 from duragent.testing import Reply
 from tests.gateways.http.api_fixtures import Served, served
-from tests.session.turn_fixtures import agent_yaml
+from tests.turns.turn_fixtures import agent_yaml
 
 
 async def until_ready(s: Served) -> None:
