@@ -1,15 +1,19 @@
-"""HTTP front-end latency: synchronous turns, streaming time-to-first-token, HTTP overhead.
+"""HTTP turns: the offline model, the provider path over HTTP, long chats, cold start.
 
 Prints one table. The server is a real ``duragent serve`` in a child process (``python -m
 duragent serve -c <ws>/duragent.yaml --port <free>``, used once /readyz answers), on a
-workspace in a temporary directory under the working directory, whose agent uses the offline
-model (``provider: offline``, ``name: duragent-offline``: instant, no network). So a turn is
-"persist the user message, fit the request, the offline reply, persist the reply": the numbers
-are the front end plus the durable session, not a model. This process is the load generator.
+workspace in a temporary directory under the working directory. Sections (a)–(c) use the
+offline model (``provider: offline``: instant, no network), so a turn is "persist the user
+message, fit the request, the offline reply, persist the reply": the front end plus the
+durable session. Sections (d)–(g) (``_http_provider.py``) put the official SDKs and a model
+server over HTTP in the path, as every real deployment has them. This process is the load
+generator.
 
-    .venv/bin/python bench/http_api.py                # full run (about two minutes)
+    .venv/bin/python bench/http_api.py                # everything (about ten minutes)
     .venv/bin/python bench/http_api.py --quick        # fewer requests, for a smoke check
-    .venv/bin/python bench/http_api.py --shared-pool  # all clients share one httpx pool
+    .venv/bin/python bench/http_api.py --only offline # (a)–(c) only
+    .venv/bin/python bench/http_api.py --only providers --providers openai
+    .venv/bin/python bench/http_api.py --shared-pool  # (a)–(c) clients share one httpx pool
 
 (Not ``bench/http.py``: a script's folder comes first on sys.path, so a file named http.py
 there would shadow the standard library's ``http`` package for every script in bench/.)
@@ -34,274 +38,46 @@ machine both share the cores, so at 200 clients latency is mostly queueing.
     workspace, started in this process after the child server stopped).
 
 Errors (non-2xx answers, exceptions, streams without ``done``) are counted; target 0.
+
+(d)–(g): see ``_http_provider.py``: fresh turns over the provider path, 1 / 100 / 1,000
+sessions at once, turns in chats of 1 to 2,000 messages, and the first reply after spawning.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import logging
 import os
-import socket
-import ssl
 import statistics
-import sys
 import tempfile
 import time
-from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import IO
 
 import httpx
+from _http_provider import provider_sections
+from _http_rig import (
+    LIMITS,
+    QUESTION,
+    ChildServer,
+    Errors,
+    clients_for,
+    cpu_seconds,
+    create_sessions,
+    ms,
+    own_cpu_seconds,
+    pct,
+    print_table,
+    row,
+    run_clients,
+    stream_turn,
+    sync_turn,
+    write_workspace,
+)
 
 from duragent.config import load_workspace
 from duragent.runtime import Runtime
-
-ROWS: list[tuple[str, str, str, str]] = []
-
-AGENT = """\
-apiVersion: duragent/v1alpha1
-kind: Agent
-metadata:
-  name: bot
-  description: HTTP benchmark bot (offline model)
-spec:
-  model:
-    provider: offline
-    name: duragent-offline
-  session:
-    on_disconnect: pause
-"""
-
-CONFIG = """\
-server:
-  host: 127.0.0.1
-  request_timeout_seconds: 120
-sessions:
-  max_live_actors: 1000
-"""
-
-QUESTION = "How do I rotate a log file every day and keep a week of them? (request {i})"
-
-LIMITS = httpx.Limits(max_connections=300, max_keepalive_connections=300)
-
-
-def row(name: str, value: str, target: str = "", ok: bool | None = None) -> None:
-    verdict = "" if ok is None else ("ok" if ok else "MISSED")
-    ROWS.append((name, value, target, verdict))
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
-
-
-def ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.2f} ms"
-
-
-def write_workspace(root: Path) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "duragent.yaml").write_text(CONFIG)
-    agent = root / ".duragent" / "agents" / "bot"
-    agent.mkdir(parents=True, exist_ok=True)
-    (agent / "agent.yaml").write_text(AGENT)
-    return root / "duragent.yaml"
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of a process (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def own_cpu_seconds() -> float:
-    t = os.times()
-    return t.user + t.system
-
-
-class Errors:
-    """Failures by kind (status code, exception name, missing ``done``)."""
-
-    def __init__(self) -> None:
-        self.kinds: Counter[str] = Counter()
-        self.first: dict[str, str] = {}
-
-    def add(self, kind: str, detail: str) -> None:
-        self.kinds[kind] += 1
-        self.first.setdefault(kind, detail[:300])
-
-    @property
-    def total(self) -> int:
-        return sum(self.kinds.values())
-
-    def describe(self) -> str:
-        return ", ".join(f"{k} x{n}" for k, n in self.kinds.most_common()) or "none"
-
-
-# --- the server in a child process -----------------------------------------------------------
-
-
-class ChildServer:
-    """``python -m duragent serve`` on a free port; output goes to ``log``."""
-
-    def __init__(self, config: Path, log: IO[bytes]) -> None:
-        self.config = config
-        self.log = log
-        self.port = free_port()
-        self.base_url = f"http://127.0.0.1:{self.port}"
-        self.proc: asyncio.subprocess.Process | None = None
-
-    @property
-    def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
-
-    async def start(self, wait_seconds: float = 60.0) -> None:
-        self.proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "duragent",
-            "serve",
-            "-c",
-            str(self.config),
-            "--port",
-            str(self.port),
-            stdout=self.log,
-            stderr=self.log,
-        )
-        deadline = time.monotonic() + wait_seconds
-        async with httpx.AsyncClient(base_url=self.base_url, timeout=2) as probe:
-            while time.monotonic() < deadline:
-                if self.proc.returncode is not None:
-                    raise RuntimeError(f"server exited with {self.proc.returncode}")
-                with contextlib.suppress(httpx.HTTPError):
-                    if (await probe.get("/readyz")).status_code == 200:
-                        return
-                await asyncio.sleep(0.1)
-        raise RuntimeError(f"server not ready after {wait_seconds:.0f} s")
-
-    async def stop(self) -> int | None:
-        if self.proc is None or self.proc.returncode is not None:
-            return None if self.proc is None else self.proc.returncode
-        self.proc.terminate()  # SIGTERM: graceful stop (sessions flushed)
-        try:
-            return await asyncio.wait_for(self.proc.wait(), 30)
-        except TimeoutError:
-            self.proc.kill()
-            return await self.proc.wait()
-
-
-# --- load ------------------------------------------------------------------------------------
-
-
-@contextlib.asynccontextmanager
-async def clients_for(
-    base_url: str, sessions: list[str], shared: httpx.AsyncClient | None
-) -> AsyncIterator[dict[str, httpx.AsyncClient]]:
-    """The HTTP client of each session's simulated user (``shared`` for all, if given)."""
-    if shared is not None:
-        yield dict.fromkeys(sessions, shared)
-        return
-    tls = ssl.create_default_context()  # unused on http://, but built once, not per client
-    async with contextlib.AsyncExitStack() as stack:
-        own = {}
-        for sid in sessions:
-            client = httpx.AsyncClient(base_url=base_url, timeout=120, verify=tls)
-            own[sid] = await stack.enter_async_context(client)
-        yield own
-
-
-async def create_sessions(http: httpx.AsyncClient, n: int) -> list[str]:
-    async def one() -> str:
-        r = await http.post("/api/v1/sessions", json={"agent": "bot"})
-        r.raise_for_status()
-        return str(r.json()["session_id"])
-
-    return list(await asyncio.gather(*(one() for _ in range(n))))
-
-
-async def sync_turn(http: httpx.AsyncClient, sid: str, i: int, errors: Errors) -> float | None:
-    """Latency of one synchronous turn, or None when it failed."""
-    start = time.perf_counter()
-    try:
-        r = await http.post(
-            f"/api/v1/sessions/{sid}/messages", json={"content": QUESTION.format(i=i)}
-        )
-    except httpx.HTTPError as exc:
-        errors.add(type(exc).__name__, repr(exc))
-        return None
-    elapsed = time.perf_counter() - start
-    if r.status_code != 200:
-        errors.add(f"HTTP {r.status_code}", r.text)
-        return None
-    return elapsed
-
-
-async def stream_turn(
-    http: httpx.AsyncClient, sid: str, i: int, errors: Errors
-) -> tuple[float, float] | None:
-    """(time to first token, time to the end of the stream), or None when it failed."""
-    start = time.perf_counter()
-    first: float | None = None
-    done = False
-    try:
-        async with http.stream(
-            "POST", f"/api/v1/sessions/{sid}/stream", json={"content": QUESTION.format(i=i)}
-        ) as r:
-            if r.status_code != 200:
-                await r.aread()
-                errors.add(f"HTTP {r.status_code}", r.text)
-                return None
-            event = ""
-            async for line in r.aiter_lines():
-                if line.startswith("event:"):
-                    event = line[6:].strip()
-                    if event == "token" and first is None:
-                        first = time.perf_counter() - start
-                    elif event == "done":
-                        done = True
-                elif line.startswith("data:") and event == "error":
-                    errors.add("event: error", line)
-                    return None
-    except httpx.HTTPError as exc:
-        errors.add(type(exc).__name__, repr(exc))
-        return None
-    total = time.perf_counter() - start
-    if first is None or not done:
-        errors.add("stream without token/done", f"first={first} done={done}")
-        return None
-    return first, total
-
-
-Result = float | tuple[float, float]
-
-
-async def run_clients(
-    sessions: list[str], per_client: int, turn: Callable[[str, int], Awaitable[Result | None]]
-) -> tuple[list[Result], float]:
-    """Every client sends ``per_client`` turns one after the other; (results, wall seconds)."""
-    results: list[Result] = []
-
-    async def client(sid: str) -> None:
-        for i in range(per_client):
-            value = await turn(sid, i)
-            if value is not None:
-                results.append(value)
-
-    start = time.perf_counter()
-    await asyncio.gather(*(client(s) for s in sessions))
-    return results, time.perf_counter() - start
 
 
 async def bench_level(
@@ -383,53 +159,61 @@ async def in_process_turn(root: Path, n: int) -> float:
         await runtime.aclose()
 
 
-async def main(quick: bool, shared_pool: bool) -> None:
-    logging.getLogger("duragent").setLevel(logging.ERROR)  # the offline model's warning
+async def offline_sections(base: Path, quick: bool, shared_pool: bool) -> None:
+    """(a)–(c): the offline model at 1 and 200 clients, and HTTP's share of a turn."""
     levels = [(1, 30), (200, 3)] if quick else [(1, 300), (200, 20)]
     errors: dict[int, Errors] = {}
     median_http: float | None = None
-    with tempfile.TemporaryDirectory(dir=Path.cwd()) as tmp:
-        base = Path(tmp)
-        config = write_workspace(base / "served")
-        with (base / "server.log").open("wb") as log:
-            server = ChildServer(config, log)
-            await server.start()
-            try:
-                async with httpx.AsyncClient(
-                    base_url=server.base_url, limits=LIMITS, timeout=120
-                ) as admin:
-                    for clients, per_client in levels:
-                        errs = errors.setdefault(clients, Errors())
-                        median = await bench_level(
-                            server, admin, clients, per_client, shared_pool, errs
-                        )
-                        if clients == 1:
-                            median_http = median
-            finally:
-                code = await server.stop()
-        server_log = (base / "server.log").read_text(errors="replace")
-        median_local = await in_process_turn(base / "local", 30 if quick else 300)
+    config = write_workspace(base / "served")
+    with (base / "server.log").open("wb") as log:
+        server = ChildServer(config, log)
+        await server.start()
+        try:
+            async with httpx.AsyncClient(
+                base_url=server.base_url, limits=LIMITS, timeout=120
+            ) as admin:
+                for clients, per_client in levels:
+                    errs = errors.setdefault(clients, Errors())
+                    median = await bench_level(
+                        server, admin, clients, per_client, shared_pool, errs
+                    )
+                    if clients == 1:
+                        median_http = median
+        finally:
+            code = await server.stop()
+    median_local = await in_process_turn(base / "local", 30 if quick else 300)
     row("(c) in-process turn (runtime.turns.run), median", ms(median_local))
     if median_http is not None:
         row("(c) sync turn over HTTP, 1 client, median", ms(median_http))
         row("(c) HTTP overhead ratio (HTTP / in-process)", f"{median_http / median_local:.2f}x")
     row("server exit code after SIGTERM", str(code), "0", code == 0)
-
-    width = max(len(r[0]) for r in ROWS)
-    print(f"{'measure':<{width}}  {'value':>22}  {'target':>6}  verdict")
-    print("-" * (width + 42))
-    for name, value, target, verdict in ROWS:
-        print(f"{name:<{width}}  {value:>22}  {target:>6}  {verdict}")
     for clients, errs in errors.items():
         for kind, detail in errs.first.items():
             print(f"first {kind} at {clients} clients: {detail}")
-    problems = [
-        line
-        for line in server_log.splitlines()
-        if "Traceback" in line or " ERROR " in line or " CRITICAL " in line
-    ]
-    if problems:
-        print(f"server log: {len(problems)} error lines, first: {problems[0][:300]}")
+
+
+def log_problems(base: Path) -> None:
+    """Error lines the servers logged (a clean run has none)."""
+    for log in sorted(base.glob("*.log")):
+        problems = [
+            line
+            for line in log.read_text(errors="replace").splitlines()
+            if "Traceback" in line or " ERROR " in line or " CRITICAL " in line
+        ]
+        if problems:
+            print(f"{log.name}: {len(problems)} error lines, first: {problems[0][:300]}")
+
+
+async def main(quick: bool, shared_pool: bool, only: str, providers: list[str]) -> None:
+    logging.getLogger("duragent").setLevel(logging.ERROR)  # the offline model's warning
+    with tempfile.TemporaryDirectory(dir=Path.cwd()) as tmp:
+        base = Path(tmp)
+        if only in ("all", "offline"):
+            await offline_sections(base, quick, shared_pool)
+        if only in ("all", "providers"):
+            await provider_sections(base, providers, quick)
+        print_table()
+        log_problems(base)
     mode = "shared httpx pool" if shared_pool else "one httpx client per simulated client"
     print(json.dumps({"machine_cores": os.cpu_count(), "quick": quick, "clients": mode}))
 
@@ -438,7 +222,13 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument(
-        "--shared-pool", action="store_true", help="all clients share one httpx.AsyncClient"
+        "--shared-pool", action="store_true", help="(a)-(c) clients share one httpx.AsyncClient"
+    )
+    parser.add_argument("--only", choices=["all", "offline", "providers"], default="all")
+    parser.add_argument(
+        "--providers",
+        default="offline,openai,anthropic",
+        help="comma-separated, for (d)-(g); offline is the CPU reference (default: all three)",
     )
     args = parser.parse_args()
-    asyncio.run(main(args.quick, args.shared_pool))
+    asyncio.run(main(args.quick, args.shared_pool, args.only, args.providers.split(",")))

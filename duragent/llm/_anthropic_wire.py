@@ -97,8 +97,8 @@ async def turns_body(fragments: list[Fragment]) -> tuple[str, list[bytes]]:
     spent where neighbours merge (several tool results in one user turn, say), so a
     2,000-message chat costs about what a few messages do.
     """
-    kinds = list(map(itemgetter(1), fragments))
-    system = [f.blocks.decode() for f in compress(fragments, map(_is_system, kinds)) if f.blocks]
+    hoisted = compress(fragments, map("system".__eq__, map(itemgetter(1), fragments)))
+    system = [f.blocks.decode() for f in hoisted if f.blocks]
     content = list(compress(fragments, map(itemgetter(0), fragments)))
     parts = list(map(itemgetter(3), content))
     roles = list(map(itemgetter(0), content))
@@ -116,10 +116,6 @@ async def turns_body(fragments: list[Fragment]) -> tuple[str, list[bytes]]:
         parts.insert(0, _PLACEHOLDER_TURN)
     await slicer.tick()
     return "\n\n".join(system), json_array(parts)
-
-
-def _is_system(kind: str) -> bool:
-    return kind == "system"
 
 
 def _runs(joins: list[int]) -> list[tuple[int, int]]:
