@@ -6,6 +6,11 @@ actor persisting every event, the request fitted to the window before every call
 masking, token counting. Prints the mean cost per iteration at 10 and 100 iterations (target:
 ≤ 2 ms at 100, and no quadratic growth: the ratio 100/10 stays near 1).
 
+Long sessions: the same 10-iteration turn in a session whose history already holds 1, 100,
+1,000 or 2,000 messages (seeded with plain turns first). A chat that has gone on for months
+must not make each iteration dearer: the cost per iteration stays flat in the history's length
+(target: 1,000 messages ≤ 1.2 × 1 message).
+
     .venv/bin/python bench/loop.py
 """
 
@@ -52,10 +57,13 @@ class InstantModel:
     def __init__(self, iterations: int) -> None:
         self.iterations = iterations
         self.calls = 0
+        self.chatting = False  # while seeding a history: plain answers, no tool calls
 
     def _respond(self, request: ChatRequest) -> ChatResponse:
-        self.calls += 1
         usage = Usage(prompt_tokens=10, completion_tokens=5)
+        if self.chatting:
+            return ChatResponse(content="answer " * 20, usage=usage)
+        self.calls += 1
         if self.calls > self.iterations:
             return ChatResponse(content="done", usage=usage)
         call = ToolCall(id=f"c{self.calls}", name="noop", arguments=f'{{"i": {self.calls}}}')
@@ -94,7 +102,8 @@ class FixedPool(ProviderPool):
         return self.instant
 
 
-async def turn_time(root: Path, iterations: int) -> float:
+async def turn_time(root: Path, iterations: int, history: int = 1) -> float:
+    """Seconds for one turn of ``iterations`` tool calls, after ``history`` messages."""
     agent_dir = root / "agents" / "bench"
     agent_dir.mkdir(parents=True, exist_ok=True)
     (agent_dir / "agent.yaml").write_text(AGENT)
@@ -112,6 +121,10 @@ async def turn_time(root: Path, iterations: int) -> float:
         extra_tools=lambda agent, sid: [Noop()],
     )
     sid = await runner.start_session("bench")
+    model.chatting = True
+    for i in range((history - 1) // 2):  # the measured turn's message is the history-th
+        await runner.run(sid, f"question {i} " + "words " * 20)
+    model.chatting = False
     start = time.perf_counter()
     result = await runner.run(sid, "go")
     elapsed = time.perf_counter() - start
@@ -134,6 +147,26 @@ async def main() -> None:
         target = "<= 2 ms" if n == 100 else ""
         print(f"{n:>10}  {each * 1e3:>11.2f} ms  {target:>8}")
     print(f"ratio 100/10 per-iteration cost: {rows[1][1] / rows[0][1]:.2f} (1.0 = linear)")
+    await long_sessions()
+
+
+async def long_sessions() -> None:
+    """The 10-iteration turn after 1 to 2,000 messages of history; the ratio to 1 message."""
+    sizes = (1, 100, 1000, 2000)
+    per: dict[int, list[float]] = {size: [] for size in sizes}
+    with tempfile.TemporaryDirectory(dir=Path.cwd()) as tmp:
+        for run in range(3):  # sizes interleaved: a slow moment of the machine hits all alike
+            for size in sizes:
+                root = Path(tmp) / f"h{size}-{run}"
+                per[size].append(await turn_time(root, 10, history=size) / 10)
+    base = statistics.median(per[1])
+    print()
+    print(f"{'history':>10}  {'per iteration':>14}  {'vs 1 message':>12}  {'target':>8}")
+    print("-" * 52)
+    for size in sizes:
+        each = statistics.median(per[size])
+        target = "<= 1.2x" if size == 1000 else ""
+        print(f"{size:>10,}  {each * 1e3:>11.2f} ms  {each / base:>11.2f}x  {target:>8}")
 
 
 if __name__ == "__main__":

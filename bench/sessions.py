@@ -162,13 +162,14 @@ async def bench_turn_vs_raw(base: Path, n: int, rounds: int = 10) -> None:
     a = (Event.user_message(2, content=text_in).to_json() + "\n").encode()
     b = (Event.assistant_response(3, agent="a", content=text_out).to_json() + "\n").encode()
     hop = ThreadHop(base / "hop.jsonl")
+    session = reg.handle(sid)  # the typed handle every front end and the turn runner use
     turns, raws, hops = [], [], []
     for _ in range(rounds):
         times = []
         for _ in range(max(1, n // rounds)):
             start = time.perf_counter()
-            await reg.call(sid, "add_user_message", content=text_in)
-            await reg.call(sid, "add_assistant_response", content=text_out)
+            await session.add_user_message(text_in)
+            await session.add_assistant_response(text_out)
             times.append(time.perf_counter() - start)
         turns.append(statistics.median(times))
         raws.append(raw_fsync_pair(base, a, b, max(1, n // rounds)))
@@ -182,7 +183,11 @@ async def bench_turn_vs_raw(base: Path, n: int, rounds: int = 10) -> None:
     hop_ms = f"{statistics.median(hops) * 1e3:.2f} ms"
     row("(a) floor: same writes behind a thread hop", hop_ms, "", None)
     row("(a) floor / raw ratio (no session code)", f"{floor:.2f}x", "", None)
-    row("(a) turn / raw ratio", f"{ratio:.2f}x", "<= 1.5x", ratio <= 1.5)
+    row("(a) turn / raw ratio", f"{ratio:.2f}x", "", None)
+    # the session's own cost: what a turn takes beyond the floor any thread-per-session
+    # design pays on this disk (the floor itself moves with the disk; this should not)
+    own = statistics.median(t - h for t, h in zip(turns, hops, strict=True))
+    row("(a) session's own cost above the floor", f"{own * 1e3:.3f} ms", "<= 0.1 ms", own <= 1e-4)
 
 
 async def ticker(stalls: list[float], stop: asyncio.Event) -> None:
