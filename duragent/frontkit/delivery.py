@@ -1,0 +1,101 @@
+"""Handing a turn's result to its chat exactly once.
+
+Two ways a reply could be sent twice, and what stops each:
+
+- **A second message joins a running turn.** The runner hands the joiner the running turn's
+  result with ``steered=True`` (both messages are answered by the one reply). The caller
+  whose message started the turn delivers it; a steered result is never sent.
+- **The same reply handed over again** (a gateway retrying, a restart re-running its
+  delivery step). After a reply reaches the chat, a ``delivery`` event records its
+  ``reply_seq`` durably; a reply at or below ``SessionInfo.last_delivered_seq`` is not sent
+  again, and one being sent right now is not sent a second time in parallel.
+
+A crash between sending and recording sends that one reply again after the restart: once
+at least, never more than that per crash (no platform lets a send and a local fsync be one
+step). A redelivered platform message that was already answered comes back from the runner
+as ``Duplicate`` and sends nothing.
+
+HTTP does not use ``Delivery``: its reply is the response to the request that asked (every
+request, a steered one included, must be answered), and there is no chat to re-send to
+after a restart — the client reads ``GET …/messages``. So HTTP sessions record no
+``delivery`` events, as before.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from duragent.frontkit.outbound import ChatRef, OutboundPort, SentMessage
+from duragent.session import SessionRegistry
+from duragent.turns import AwaitingApproval, Complete, Duplicate, Failed, TurnResult
+
+__all__ = ["Delivery"]
+
+log = logging.getLogger(__name__)
+
+
+class Delivery:
+    """Sends turn results to chats through an ``OutboundPort``, each reply once."""
+
+    def __init__(self, registry: SessionRegistry, outbound: OutboundPort) -> None:
+        self._registry = registry
+        self._outbound = outbound
+        self._sending: set[tuple[str, int]] = set()  # (session, reply_seq) being sent now
+
+    async def deliver(
+        self, chat: ChatRef, result: TurnResult, *, reply_to: str | None = None
+    ) -> SentMessage | None:
+        """Send ``result`` to ``chat``; the message sent last, or None when nothing was sent."""
+        if result.steered:
+            return None  # the caller whose message started the turn sends its reply
+        match result:
+            case Duplicate():
+                return None
+            case Complete(content=text, reply_seq=seq):
+                return await self._once(chat, result.session_id, seq, text, reply_to, None)
+            case AwaitingApproval(content=text, reply_seq=seq):
+                return await self._once(chat, result.session_id, seq, text, reply_to, result)
+            case Failed(content=text):
+                # Not a reply on disk (an ``error`` event): nothing to record, nothing to re-send.
+                return await self._outbound.send_text(chat, text, reply_to=reply_to)
+
+    async def _once(
+        self,
+        chat: ChatRef,
+        session_id: str,
+        reply_seq: int | None,
+        text: str,
+        reply_to: str | None,
+        approval: AwaitingApproval | None,
+    ) -> SentMessage | None:
+        key = (session_id, reply_seq or 0)
+        if reply_seq is not None:
+            if key in self._sending:
+                return None
+            info = await self._registry.handle(session_id).info()
+            if reply_seq <= info.last_delivered_seq:
+                log.info("session %s: reply %d was delivered already", session_id, reply_seq)
+                return None
+            self._sending.add(key)
+        try:
+            sent = await self._send(chat, text, reply_to, approval)
+            if reply_seq is not None:
+                await self._registry.handle(session_id).record_delivery(reply_seq, chat.target)
+            return sent
+        finally:
+            self._sending.discard(key)
+
+    async def _send(
+        self, chat: ChatRef, text: str, reply_to: str | None, approval: AwaitingApproval | None
+    ) -> SentMessage | None:
+        sent: SentMessage | None = None
+        if text.strip():  # platforms refuse empty messages; a bare tool call says nothing
+            sent = await self._outbound.send_text(chat, text, reply_to=reply_to)
+        if approval is not None:
+            sent = await self._outbound.ask_approval(
+                chat,
+                session_id=approval.session_id,
+                call_id=approval.call_id,
+                command=approval.command,
+            )
+        return sent
