@@ -10,10 +10,16 @@ Two ways a reply could be sent twice, and what stops each:
   ``reply_seq`` durably; a reply at or below ``SessionInfo.last_delivered_seq`` is not sent
   again, and one being sent right now is not sent a second time in parallel.
 
-A crash between sending and recording sends that one reply again after the restart: once
-at least, never more than that per crash (no platform lets a send and a local fsync be one
-step). A redelivered platform message that was already answered comes back from the runner
-as ``Duplicate`` and sends nothing.
+A crash between sending and recording leaves that one reply unrecorded: handed over again
+after the restart, it is sent again (at least once, no more than once per crash: no platform
+lets a send and a local fsync be one step). A redelivered platform message that was already
+answered comes back from the runner as ``Duplicate`` and sends nothing. Finding the replies
+a crash left unsent (after ``last_delivered_seq``) is the first chat gateway's to add, when
+it knows how its platform re-sends.
+
+Approvals and failures are sent but not recorded: a pause and a failed turn write no reply
+(the pending approval and the ``error`` event are durable on their own), and asking again is
+harmless (one decision is accepted).
 
 HTTP does not use ``Delivery``: its reply is the response to the request that asked (every
 request, a steered one included, must be answered), and there is no chat to re-send to
@@ -52,9 +58,9 @@ class Delivery:
             case Duplicate():
                 return None
             case Complete(content=text, reply_seq=seq):
-                return await self._once(chat, result.session_id, seq, text, reply_to, None)
-            case AwaitingApproval(content=text, reply_seq=seq):
-                return await self._once(chat, result.session_id, seq, text, reply_to, result)
+                return await self._once(chat, result.session_id, seq, text, reply_to)
+            case AwaitingApproval():
+                return await self._ask(chat, result)
             case Failed(content=text):
                 # Not a reply on disk (an ``error`` event): nothing to record, nothing to re-send.
                 return await self._outbound.send_text(chat, text, reply_to=reply_to)
@@ -66,36 +72,39 @@ class Delivery:
         reply_seq: int | None,
         text: str,
         reply_to: str | None,
-        approval: AwaitingApproval | None,
     ) -> SentMessage | None:
-        key = (session_id, reply_seq or 0)
-        if reply_seq is not None:
-            if key in self._sending:
-                return None
-            info = await self._registry.handle(session_id).info()
-            if reply_seq <= info.last_delivered_seq:
+        if reply_seq is None:  # nothing on disk to record against (not produced today)
+            return await self._text(chat, text, reply_to)
+        key = (session_id, reply_seq)
+        if key in self._sending:
+            return None
+        self._sending.add(key)  # before any await: a second caller sees it at once
+        try:
+            session = self._registry.handle(session_id)
+            if reply_seq <= (await session.info()).last_delivered_seq:
                 log.info("session %s: reply %d was delivered already", session_id, reply_seq)
                 return None
-            self._sending.add(key)
-        try:
-            sent = await self._send(chat, text, reply_to, approval)
-            if reply_seq is not None:
-                await self._registry.handle(session_id).record_delivery(reply_seq, chat.target)
+            sent = await self._text(chat, text, reply_to)
+            await session.record_delivery(reply_seq, chat.target)
             return sent
         finally:
             self._sending.discard(key)
 
-    async def _send(
-        self, chat: ChatRef, text: str, reply_to: str | None, approval: AwaitingApproval | None
-    ) -> SentMessage | None:
-        sent: SentMessage | None = None
-        if text.strip():  # platforms refuse empty messages; a bare tool call says nothing
-            sent = await self._outbound.send_text(chat, text, reply_to=reply_to)
-        if approval is not None:
-            sent = await self._outbound.ask_approval(
-                chat,
-                session_id=approval.session_id,
-                call_id=approval.call_id,
-                command=approval.command,
-            )
-        return sent
+    async def _ask(self, chat: ChatRef, approval: AwaitingApproval) -> SentMessage:
+        """Ask for a decision.
+
+        Not recorded as a delivery: a pause writes no reply (the pending approval itself is
+        durable), and asking again (after a restart, say) is harmless: one decision is
+        accepted, and a stale one is refused with ``NoPendingApprovalError``.
+        """
+        return await self._outbound.ask_approval(
+            chat,
+            session_id=approval.session_id,
+            call_id=approval.call_id,
+            command=approval.command,
+        )
+
+    async def _text(self, chat: ChatRef, text: str, reply_to: str | None) -> SentMessage | None:
+        if not text.strip():  # platforms refuse empty messages
+            return None
+        return await self._outbound.send_text(chat, text, reply_to=reply_to)

@@ -63,11 +63,8 @@ class AwaitingApproval(_Outcome):
     status: ClassVar[str] = "awaiting_approval"
     call_id: str
     command: str
-    content: str = ""
-    """What the model said before asking for the call, if anything."""
-    message_id: str | None = None
-    reply_seq: int | None = None
     usage: Usage = field(default_factory=Usage)
+    """The tokens the turn used up to the pause."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -110,9 +107,6 @@ def outcome_result(session_id: str, outcome: LoopOutcome) -> Complete | Awaiting
             session_id=session_id,
             call_id=outcome.call_id,
             command=outcome.command,
-            content=outcome.content,
-            message_id=outcome.message_id,
-            reply_seq=outcome.reply_seq,
             usage=outcome.usage,
         )
     return Complete(

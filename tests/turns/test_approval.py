@@ -12,7 +12,14 @@ from duragent.core.events import EventType
 from duragent.core.snapshot import SessionStatus
 from duragent.errors import LLMAuthError
 from duragent.testing import Reply, ToolCallReply
-from duragent.turns import ApprovalDecision, ApprovalError, AwaitingApproval, Complete
+from duragent.turns import (
+    ApprovalDecision,
+    ApprovalError,
+    ApprovalMismatchError,
+    AwaitingApproval,
+    Complete,
+    NoPendingApprovalError,
+)
 from tests.turns.turn_fixtures import FnTool, harness
 
 ASK = """\
@@ -109,12 +116,14 @@ async def test_a_wrong_call_id_or_no_pending_approval_is_refused(tmp_path: Path)
     echo = FnTool("echo", lambda a: "ran")
     async with harness(tmp_path, tools=[echo], policy=ASK) as h:
         sid = await h.runner.start_session("bot")
-        with pytest.raises(ApprovalError, match="no pending approval"):
+        with pytest.raises(NoPendingApprovalError, match="no pending approval"):
             await h.runner.approve(sid, "c1", "allow_once")
         h.server.enqueue(echo_call("risky"))
         await h.runner.run(sid, "do it")
-        with pytest.raises(ApprovalError, match="call_id mismatch: expected 'c1', got 'zz'"):
+        with pytest.raises(ApprovalMismatchError, match="mismatch: expected 'c1', got 'zz'") as m:
             await h.runner.approve(sid, "zz", "allow_once")
+        assert (m.value.expected, m.value.got) == ("c1", "zz")
+        assert not isinstance(m.value, NoPendingApprovalError)
         with pytest.raises(ApprovalError, match="decision must be one of"):
             await h.runner.approve(sid, "c1", "maybe")
 
@@ -162,6 +171,7 @@ async def test_an_approval_given_while_the_model_is_unreachable_stays_pending(
     assert still.pending_approval is not None
     assert still.pending_approval.call_id == "c1"
     assert echo.calls == [{"x": "risky"}]
+    assert isinstance(result, Complete)
     assert result.content == "done"
 
 
@@ -176,6 +186,7 @@ async def test_an_approved_call_whose_tool_is_gone_after_a_restart_gets_a_result
     async with harness(tmp_path, policy=ASK) as h2:  # the tool is no longer offered
         h2.server.enqueue(Reply(text="understood"))
         result = await h2.runner.approve(sid, "c1", ApprovalDecision.ALLOW_ONCE)
+    assert isinstance(result, Complete)
     assert result.content == "understood"
     assert echo.calls == []
     tool_result = h2.server.requests[-1].json["messages"][-1]

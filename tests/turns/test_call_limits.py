@@ -112,5 +112,6 @@ async def test_calls_made_before_an_approval_count_against_the_turn_after_it(
         paused = await h.runner.run(sid, "go")
         assert isinstance(paused, AwaitingApproval)
         result = await h.runner.approve(sid, "r", "allow_once")
+    assert isinstance(result, Complete)
     assert result.content == "stopped there"
     assert [c["x"] for c in echo.calls] == ["safe", "safe", "risky"]  # c10, c11: over the limit

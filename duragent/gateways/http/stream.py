@@ -88,9 +88,8 @@ def _done(result: TurnResult) -> list[ServerSentEvent]:
             return _failed(content)
         case Complete(message_id=message_id, usage=usage):
             payload.update(message_id=message_id, usage=usage.to_dict())
-        case AwaitingApproval(message_id=message_id, usage=usage, call_id=call_id):
-            payload.update(message_id=message_id, usage=usage.to_dict())
-            payload.update(call_id=call_id, command=result.command)
+        case AwaitingApproval(usage=usage, call_id=call_id, command=command):
+            payload.update(usage=usage.to_dict(), call_id=call_id, command=command)
         case Duplicate():
             payload["usage"] = Usage().to_dict()
     return [ServerSentEvent(data=json.dumps(payload), event="done")]
