@@ -11,9 +11,13 @@ front end when it forgot one::
         case Failed(content=text): ...             # the failure, recorded; text for the user
 
 ``status`` is each outcome's wire name (``complete``, ``awaiting_approval``, ``duplicate``,
-``error``), the word HTTP's JSON and SSE already use. ``steered`` is true on the result a
-message receives when it joined a turn that was already running: that turn's caller delivers
-the reply, so a chat front end must not send it a second time (``duragent.frontkit``).
+``error``), the word HTTP's JSON and SSE already use. ``content`` is the text for the person
+on every outcome: a constant ``""`` on the two that carry none (not a field: they cannot be
+given text), so code that only shows or checks text reads it off any result.
+
+``steered`` is true on the result a message receives when it joined a turn that was already
+running: that turn's caller delivers the reply, so a chat front end must not send it a
+second time (``duragent.frontkit``).
 """
 
 from __future__ import annotations
@@ -61,6 +65,7 @@ class AwaitingApproval(_Outcome):
     """The turn paused on a tool call a person must decide on (``TurnRunner.approve``)."""
 
     status: ClassVar[str] = "awaiting_approval"
+    content: ClassVar[str] = ""
     call_id: str
     command: str
     usage: Usage = field(default_factory=Usage)
@@ -72,6 +77,7 @@ class Duplicate(_Outcome):
     """A redelivered platform message that was already answered: nothing to send."""
 
     status: ClassVar[str] = "duplicate"
+    content: ClassVar[str] = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -62,3 +62,9 @@ def test_a_steered_copy_is_the_same_outcome_marked_steered(result: TurnResult) -
 
 def _fields(result: TurnResult) -> dict[str, object]:
     return {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}
+
+
+def test_outcomes_without_text_read_as_empty_and_cannot_be_given_any() -> None:
+    assert [r.content for r in RESULTS] == ["hi", "", "", "Sorry"]
+    with pytest.raises(TypeError):
+        Duplicate(session_id="s", content="x")  # type: ignore[call-arg]
