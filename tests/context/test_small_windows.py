@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from duragent.testing import Reply
-from duragent.turns import Complete
 from tests.turns import turn_fixtures
 from tests.turns.turn_fixtures import harness
 
@@ -50,7 +49,7 @@ async def test_a_small_window_without_max_output_tokens_answers_a_real_turn(
         sid = await h.runner.start_session("bot")
         result = await h.runner.run(sid, "hi", sender_id="u1")
         body = h.server.requests[-1].json
-    assert isinstance(result, Complete), result
+    assert result.status == "complete", result.content
     assert result.content == "small but fine"
     assert body["messages"][-1] == {"role": "user", "content": "hi"}
     # the reserve sent to the model is what the budget held back, and it fits the window
