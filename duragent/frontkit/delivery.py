@@ -17,6 +17,11 @@ answered comes back from the runner as ``Duplicate`` and sends nothing. Finding 
 a crash left unsent (after ``last_delivered_seq``) is the first chat gateway's to add, when
 it knows how its platform re-sends.
 
+A turn can write more than one reply: a message that arrives while the final answer is being
+written is answered by another pass of the loop (``Complete.earlier`` holds the replies
+before the last). The chat gets them all, in order, and the delivery recorded is the last
+one's (``last_delivered_seq`` is a high-water mark).
+
 Approvals and failures are sent but not recorded: a pause and a failed turn write no reply
 (the pending approval and the ``error`` event are durable on their own), and asking again is
 harmless (one decision is accepted).
@@ -57,8 +62,9 @@ class Delivery:
         match result:
             case Duplicate():
                 return None
-            case Complete(content=text, reply_seq=seq):
-                return await self._once(chat, result.session_id, seq, text, reply_to)
+            case Complete(content=text, reply_seq=seq, earlier=earlier):
+                texts = (*earlier, text)
+                return await self._once(chat, result.session_id, seq, texts, reply_to)
             case AwaitingApproval():
                 return await self._ask(chat, result)
             case Failed(content=text):
@@ -70,11 +76,11 @@ class Delivery:
         chat: ChatRef,
         session_id: str,
         reply_seq: int | None,
-        text: str,
+        texts: tuple[str, ...],
         reply_to: str | None,
     ) -> SentMessage | None:
         if reply_seq is None:  # nothing on disk to record against (not produced today)
-            return await self._text(chat, text, reply_to)
+            return await self._texts(chat, texts, reply_to)
         key = (session_id, reply_seq)
         if key in self._sending:
             return None
@@ -84,7 +90,7 @@ class Delivery:
             if reply_seq <= (await session.info()).last_delivered_seq:
                 log.info("session %s: reply %d was delivered already", session_id, reply_seq)
                 return None
-            sent = await self._text(chat, text, reply_to)
+            sent = await self._texts(chat, texts, reply_to)
             await session.record_delivery(reply_seq, chat.target)
             return sent
         finally:
@@ -104,7 +110,12 @@ class Delivery:
             command=approval.command,
         )
 
-    async def _text(self, chat: ChatRef, text: str, reply_to: str | None) -> SentMessage | None:
-        if not text.strip():  # platforms refuse empty messages
-            return None
-        return await self._outbound.send_text(chat, text, reply_to=reply_to)
+    async def _texts(
+        self, chat: ChatRef, texts: tuple[str, ...], reply_to: str | None
+    ) -> SentMessage | None:
+        """Send each non-blank text in order (platforms refuse empty messages); the last sent."""
+        sent: SentMessage | None = None
+        for text in texts:
+            if text.strip():
+                sent = await self._outbound.send_text(chat, text, reply_to=reply_to)
+        return sent

@@ -58,6 +58,9 @@ class Complete(_Outcome):
     message_id: str | None = None
     reply_seq: int | None = None
     usage: Usage = field(default_factory=Usage)
+    earlier: tuple[str, ...] = ()
+    """Replies this turn wrote before ``content``, in order: a message arrived while each was
+    being written, so the loop answered again. Durable too; a chat shows them first."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -121,6 +124,7 @@ def outcome_result(session_id: str, outcome: LoopOutcome) -> Complete | Awaiting
         message_id=outcome.message_id,
         reply_seq=outcome.reply_seq,
         usage=outcome.usage,
+        earlier=tuple(outcome.earlier),
     )
 
 

@@ -128,3 +128,18 @@ async def test_a_submitted_message_runs_under_the_task_owner(tmp_path: Path) -> 
         sent = await task
     assert sent is not None
     assert outbound.texts() == ["from the background"]
+
+
+async def test_every_reply_a_turn_wrote_reaches_the_chat_in_order(tmp_path: Path) -> None:
+    outbound = MemoryOutbound()
+    async with chat_kit(tmp_path, outbound) as (h, chat, _):
+        h.server.enqueue(Reply(text="answer A", delay=2), Reply(text="answer to both"))
+        first = asyncio.create_task(chat.receive(message("question A", "p1")))
+        assert await eventually(lambda: len(h.server.requests) == 1)
+        second = asyncio.create_task(chat.receive(message("and B", "p2")))
+        sid = await h.runner.session_for_chat("telegram", "42", "bot")
+        assert await eventually(lambda: "and B" in h.runner._active[sid].steering)
+        await asyncio.gather(first, second)
+        info = await h.registry.info(sid)
+    assert outbound.texts() == ["answer A", "answer to both"]
+    assert info.last_delivered_seq == info.last_seq - 1  # the last reply, then its delivery

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -442,3 +443,23 @@ async def test_the_cost_of_each_call_is_recorded_when_the_model_has_pricing(
     assert isinstance(result, Complete)
     assert result.usage.cost_usd == 1000 * 2.5 / 1e6 + 100 * 10 / 1e6
     assert events[-1].data["usage"]["cost_usd"] == 0.0035
+
+
+async def test_a_message_that_arrives_while_the_answer_is_written_is_answered_too(
+    tmp_path: Path,
+) -> None:
+    async with harness(tmp_path) as h:
+        h.server.enqueue(Reply(text="answer A", delay=2), Reply(text="answer to both"))
+        sid = await h.runner.start_session("bot")
+        first = asyncio.create_task(h.runner.run(sid, "question A"))
+        assert await eventually(lambda: len(h.server.requests) == 1)
+        second = asyncio.create_task(h.runner.run(sid, "and B"))
+        assert await eventually(lambda: "and B" in h.runner._active[sid].steering)
+        one, two = await asyncio.gather(first, second)
+        events = await events_of(h, sid)
+    assert isinstance(one, Complete)
+    assert (one.earlier, one.content) == (("answer A",), "answer to both")
+    assert two == dataclasses.replace(one, steered=True)
+    replies = [e.data["content"] for e in events if e.type == EventType.ASSISTANT_RESPONSE]
+    assert replies == ["answer A", "answer to both"]
+    assert h.server.requests[-1].json["messages"][-1] == {"role": "user", "content": "and B"}
