@@ -24,7 +24,9 @@ the rest are defined here. Base classes from Python follow a name in parentheses
     ├── SessionQuarantinedError     the session's files were moved aside [session.actor]
     ├── SessionUnavailableError     the session's actor is stopped [session.bridge]
     ├── SessionTimeoutError (TimeoutError)   the actor did not answer in time [session.bridge]
-    ├── ApprovalError               an approval does not match what waits [session.turn]
+    ├── ApprovalError               an approval does not match what waits [turns.errors]
+    │   ├── NoPendingApprovalError  the session waits for no decision [turns.errors]
+    │   └── ApprovalMismatchError   it waits for a decision on another call [turns.errors]
     ├── ContextOverflowError        even the minimum request exceeds the window [context.budget]
     └── LLMError                    a provider call failed
         ├── LLMTimeoutError         the per-call timeout expired (retryable)

@@ -1,5 +1,6 @@
 """Scheduled jobs (at / every / cron with time zones) that run turns and deliver results.
 
 A front end like the gateways: it calls the turn runner and never imports a gateway; delivery
-goes through an outbox port. (Populated by the scheduler work; see specs/.)
+goes through the kit's ``OutboundPort`` and ``Delivery`` (``duragent.frontkit``).
+(Populated by the scheduler work; see specs/.)
 """

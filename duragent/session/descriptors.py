@@ -69,12 +69,14 @@ RETRY_SAFE_OPS = frozenset(
         "add_user_message",
         "add_assistant_response",
         "record_error",
+        "record_delivery",
     }
 )
 """Session ops that, failing for want of a descriptor, recorded nothing (a durable write is
-withdrawn when it fails; batched writes keep their events queued; ``set_status`` is
-idempotent), so the registry retries them after evicting idle actors. The approval ops write
-an event *then* a snapshot, so a retry could record the event twice: they are not retried."""
+withdrawn when it fails; batched writes keep their events queued; ``set_status`` and
+``record_delivery`` are idempotent), so the registry retries them after evicting idle
+actors. The approval ops write an event *then* a snapshot, so a retry could record the event
+twice: they are not retried."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -133,6 +133,16 @@ class SessionHandle:
         )
         return seq
 
+    async def record_delivery(self, reply_seq: int, target: str) -> int | None:
+        """Durably record that reply ``reply_seq`` reached ``target`` (None: already recorded).
+
+        ``SessionInfo.last_delivered_seq`` reads it back, after a restart too.
+        """
+        seq: int | None = await self._registry.call(
+            self.session_id, "record_delivery", reply_seq=reply_seq, target=target
+        )
+        return seq
+
     # --- status and approvals ---------------------------------------------------------------
 
     async def set_status(self, status: SessionStatus) -> bool:

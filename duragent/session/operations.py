@@ -38,6 +38,8 @@ class SessionInfo:
     message_count: int
     last_seq: int
     pending_approval: PendingApproval | None
+    last_delivered_seq: int = 0
+    """The newest reply a chat front end recorded as handed to its chat (0: none)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -80,6 +82,7 @@ class SessionOps:
             message_count=s.message_count(),
             last_seq=s.last_seq,
             pending_approval=_pending(s.pending_approval),
+            last_delivered_seq=s.last_delivered_seq,
         )
 
     def op_messages(self) -> list[Message]:
@@ -222,6 +225,17 @@ class SessionOps:
         return self._journal.record(
             Event.error(self._journal.next_seq(), code=code, message=message), durable=True
         )
+
+    def op_record_delivery(self, reply_seq: int, target: str) -> int | None:
+        """Durably record that the reply ``reply_seq`` was handed to ``target``.
+
+        None (nothing written) when that reply, or a later one, is already recorded: a
+        reply is delivered once, so a second record would only repeat the first.
+        """
+        if reply_seq <= self.state.last_delivered_seq:
+            return None
+        event = Event.delivery(self._journal.next_seq(), reply_seq=reply_seq, target=target)
+        return self._journal.record(event, durable=True)
 
     def op_flush(self) -> int:
         """Write everything queued (end of a turn); returns the last durable seq."""

@@ -11,7 +11,10 @@
   ``call_limits``: calls per response and per turn.
 - ``context``: what a turn runs with (provider, tools, policy, budget, prompt, recorder);
   ``agent_budget``: an agent's context budget; ``providers``: one LLM client per model.
-- ``endings``: the durable trace of a turn cut short or failed; ``result``: ``TurnResult``.
+- ``endings``: the durable trace of a turn cut short or failed; ``result``: ``TurnResult``,
+  the union of ``Complete``, ``AwaitingApproval``, ``Duplicate`` and ``Failed``;
+  ``errors``: why an approval was refused (``NoPendingApprovalError``,
+  ``ApprovalMismatchError``, both ``ApprovalError``).
 - ``sink``: where a streaming front end receives a turn's progress.
 
 Above ``duragent.session`` (it writes through the typed ``SessionHandle``) and below the front
@@ -21,10 +24,11 @@ ends. As with ``duragent.session``, front ends use only this namespace, never it
 from __future__ import annotations
 
 from duragent.core.approval import DECISIONS, ApprovalDecision
+from duragent.turns.errors import ApprovalError, ApprovalMismatchError, NoPendingApprovalError
 from duragent.turns.loop import CLIENT_LEFT
 from duragent.turns.providers import ProviderPool
-from duragent.turns.result import TurnResult
-from duragent.turns.runner import ApprovalError, TurnRunner
+from duragent.turns.result import AwaitingApproval, Complete, Duplicate, Failed, TurnResult
+from duragent.turns.runner import TurnRunner
 from duragent.turns.sink import TurnSink
 
 __all__ = [
@@ -32,6 +36,12 @@ __all__ = [
     "DECISIONS",
     "ApprovalDecision",
     "ApprovalError",
+    "ApprovalMismatchError",
+    "AwaitingApproval",
+    "Complete",
+    "Duplicate",
+    "Failed",
+    "NoPendingApprovalError",
     "ProviderPool",
     "TurnResult",
     "TurnRunner",

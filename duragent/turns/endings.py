@@ -17,7 +17,7 @@ from duragent.context.budget import ContextOverflowError
 from duragent.errors import LLMError, StorageError
 from duragent.session import SessionHandle
 from duragent.turns.loop import cancelled_result
-from duragent.turns.result import TurnResult, why_cut_short
+from duragent.turns.result import Failed, why_cut_short
 
 __all__ = ["close_cut_short_turn", "record_failed_turn"]
 
@@ -41,7 +41,7 @@ async def close_cut_short_turn(session: SessionHandle, exc: BaseException) -> No
         )
 
 
-async def record_failed_turn(session: SessionHandle, exc: Exception) -> TurnResult:
+async def record_failed_turn(session: SessionHandle, exc: Exception) -> Failed:
     """Record why a turn failed and say it to the user (a storage error is raised instead)."""
     code = "context_overflow" if isinstance(exc, ContextOverflowError) else "llm_error"
     if not isinstance(exc, LLMError | ContextOverflowError):
@@ -54,4 +54,4 @@ async def record_failed_turn(session: SessionHandle, exc: Exception) -> TurnResu
         raise exc
     await session.record_error(code, str(exc))
     text = f"Sorry, I could not answer: {exc}. Your message is saved; you can send it again."
-    return TurnResult(session_id=session_id, status="error", content=text, error=str(exc))
+    return Failed(session_id=session_id, content=text, error=str(exc))

@@ -143,6 +143,8 @@ class LoopOutcome:
     calls: int = 0
     """Tool calls run (or refused) this turn, for ``max_calls_per_turn``."""
     budgets: list[dict[str, int]] = field(default_factory=list)
+    earlier: list[str] = field(default_factory=list)
+    """Final replies written before ``content`` (a message arrived while each was written)."""
 
 
 class _TurnMemo:
@@ -243,6 +245,7 @@ async def run_loop(
             if not late:
                 return outcome
             # Messages that arrived while this answer was being written get answered too.
+            outcome.earlier.append(response.content)
             turn.append(response.to_message())
             turn.extend(Message.user(text) for text in late)
             continue

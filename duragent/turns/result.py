@@ -1,30 +1,102 @@
-"""What a turn produced, for every front end, and how the runner words a turn cut short."""
+"""What a turn produced, for every front end: one of four outcomes; how a cut-short one reads.
+
+``TurnResult`` is a closed union a front end ``match``es on, so each outcome carries exactly
+the fields it has (an approval has a ``call_id``; a duplicate has no reply) and mypy tells a
+front end when it forgot one::
+
+    match result:
+        case Complete(content=text): ...          # the reply, already durable
+        case AwaitingApproval(call_id=c, command=cmd): ...
+        case Duplicate(): ...                      # a redelivered message already answered
+        case Failed(content=text): ...             # the failure, recorded; text for the user
+
+``status`` is each outcome's wire name (``complete``, ``awaiting_approval``, ``duplicate``,
+``error``), the word HTTP's JSON and SSE already use. ``content`` is the text for the person
+on every outcome: a constant ``""`` on the two that carry none (not a field: they cannot be
+given text), so code that only shows or checks text reads it off any result.
+
+``steered`` is true on the result a message receives when it joined a turn that was already
+running: that turn's caller delivers the reply, so a chat front end must not send it a
+second time (``duragent.frontkit``).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from duragent.core.messages import Usage
 from duragent.turns.loop import LoopOutcome
 
-__all__ = ["TurnResult", "copy_result", "outcome_result", "why_cut_short"]
+__all__ = [
+    "AwaitingApproval",
+    "Complete",
+    "Duplicate",
+    "Failed",
+    "TurnResult",
+    "copy_result",
+    "outcome_result",
+    "why_cut_short",
+]
 
 
-@dataclass(slots=True)
-class TurnResult:
-    """What a turn produced, for any front end."""
-
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Outcome:
     session_id: str
-    status: str  # complete | awaiting_approval | duplicate | error
-    content: str = ""
+    steered: bool = False
+    """The caller's message joined a running turn; this is that turn's result."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Complete(_Outcome):
+    """The model gave its final reply (durable at ``reply_seq`` before this is returned)."""
+
+    status: ClassVar[str] = "complete"
+    content: str
     message_id: str | None = None
     reply_seq: int | None = None
     usage: Usage = field(default_factory=Usage)
-    call_id: str | None = None
-    command: str | None = None
-    error: str | None = None
-    steered: bool = False
+    earlier: tuple[str, ...] = ()
+    """Replies this turn wrote before ``content``, in order: a message arrived while each was
+    being written, so the loop answered again. Durable too; a chat shows them first."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AwaitingApproval(_Outcome):
+    """The turn paused on a tool call a person must decide on (``TurnRunner.approve``)."""
+
+    status: ClassVar[str] = "awaiting_approval"
+    content: ClassVar[str] = ""
+    call_id: str
+    command: str
+    usage: Usage = field(default_factory=Usage)
+    """The tokens the turn used up to the pause."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Duplicate(_Outcome):
+    """A redelivered platform message that was already answered: nothing to send."""
+
+    status: ClassVar[str] = "duplicate"
+    content: ClassVar[str] = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Failed(_Outcome):
+    """The turn failed (model unreachable, context overflow…); the failure is recorded.
+
+    ``content`` is the sentence for the user; ``error`` is the cause alone.
+    """
+
+    status: ClassVar[str] = "error"
+    content: str
+    error: str
+
+
+TurnResult = Complete | AwaitingApproval | Duplicate | Failed
+"""What ``TurnRunner.run`` and ``TurnRunner.approve`` return."""
 
 
 def why_cut_short(exc: BaseException) -> str:
@@ -35,31 +107,27 @@ def why_cut_short(exc: BaseException) -> str:
     return f"the turn failed ({type(exc).__name__}: {exc})"
 
 
-def outcome_result(session_id: str, outcome: LoopOutcome) -> TurnResult:
+def outcome_result(session_id: str, outcome: LoopOutcome) -> Complete | AwaitingApproval:
     """The result of a loop that ended normally (a reply or a pending approval)."""
-    return TurnResult(
+    if outcome.status == "awaiting_approval":
+        assert outcome.call_id is not None  # the loop sets both when it pauses
+        assert outcome.command is not None
+        return AwaitingApproval(
+            session_id=session_id,
+            call_id=outcome.call_id,
+            command=outcome.command,
+            usage=outcome.usage,
+        )
+    return Complete(
         session_id=session_id,
-        status=outcome.status,
         content=outcome.content,
         message_id=outcome.message_id,
         reply_seq=outcome.reply_seq,
         usage=outcome.usage,
-        call_id=outcome.call_id,
-        command=outcome.command,
+        earlier=tuple(outcome.earlier),
     )
 
 
 def copy_result(result: TurnResult, *, steered: bool) -> TurnResult:
     """The running turn's result, handed to a message that steered it."""
-    return TurnResult(
-        session_id=result.session_id,
-        status=result.status,
-        content=result.content,
-        message_id=result.message_id,
-        reply_seq=result.reply_seq,
-        usage=result.usage,
-        call_id=result.call_id,
-        command=result.command,
-        error=result.error,
-        steered=steered,
-    )
+    return dataclasses.replace(result, steered=steered)

@@ -39,18 +39,26 @@ from duragent.tools.base import SessionReader, Tool
 from duragent.tools.policy_files import PolicyError, save_allow_always
 from duragent.turns.context import ContextFactory
 from duragent.turns.endings import close_cut_short_turn, record_failed_turn
+from duragent.turns.errors import ApprovalError, ApprovalMismatchError, NoPendingApprovalError
 from duragent.turns.loop import LoopContext, resume_approved, run_loop
 from duragent.turns.providers import ProviderPool
-from duragent.turns.result import TurnResult, copy_result, outcome_result
+from duragent.turns.result import (
+    AwaitingApproval,
+    Complete,
+    Duplicate,
+    Failed,
+    TurnResult,
+    copy_result,
+    outcome_result,
+)
 from duragent.turns.sink import TurnSink
 
-__all__ = ["DECISIONS", "ApprovalError", "TurnResult", "TurnRunner"]
+__all__ = ["DECISIONS", "TurnResult", "TurnRunner"]
 
 log = logging.getLogger(__name__)
 
-
-class ApprovalError(DuragentError):
-    """An approval request does not match what the session is waiting for."""
+Resumed = Complete | AwaitingApproval | Failed
+"""What a loop that ran returns (``approve`` never answers ``Duplicate``)."""
 
 
 @dataclass(slots=True)
@@ -177,7 +185,7 @@ class TurnRunner:
             async with active.lock:
                 recorded = await inbound.record(session, with_context=True)
                 if recorded.duplicate and recorded.answered:
-                    result = TurnResult(session_id=session_id, status="duplicate")
+                    result: TurnResult = Duplicate(session_id=session_id)
                 else:
                     result = await self._turn(session, recorded, active, sink)
         except BaseException as exc:
@@ -201,7 +209,7 @@ class TurnRunner:
         """A loop runs: record the message, hand it to that loop, share its result."""
         recorded = await inbound.record(session)
         if recorded.duplicate and recorded.answered:
-            return TurnResult(session_id=session.session_id, status="duplicate")
+            return Duplicate(session_id=session.session_id)
         if not recorded.duplicate:
             active.steering.append(inbound.content)
         try:
@@ -231,11 +239,12 @@ class TurnRunner:
         decision: ApprovalDecision | str,
         *,
         sink: TurnSink | None = None,
-    ) -> TurnResult:
+    ) -> Resumed:
         """Resolve the pending approval and continue the turn it paused.
 
         ``decision`` is an ``ApprovalDecision`` or its wire name (anything else raises
-        ``ApprovalError``).
+        ``ApprovalError``). Nothing pending raises ``NoPendingApprovalError``; a pending call
+        other than ``call_id`` raises ``ApprovalMismatchError`` (both ``ApprovalError``s).
         """
         if decision not in DECISIONS:
             raise ApprovalError(f"decision must be one of {', '.join(DECISIONS)}, got {decision!r}")
@@ -261,17 +270,15 @@ class TurnRunner:
         decision: ApprovalDecision,
         active: _Active,
         sink: TurnSink | None,
-    ) -> TurnResult:
+    ) -> Resumed:
         session_id = session.session_id
         async with active.lock:
             info = await session.info()
             pending = info.pending_approval
             if not pending:
-                raise ApprovalError("no pending approval for this session")
+                raise NoPendingApprovalError()
             if pending.call_id != call_id:
-                raise ApprovalError(
-                    f"call_id mismatch: expected '{pending.call_id}', got '{call_id}'"
-                )
+                raise ApprovalMismatchError(pending.call_id, call_id)
             agent = self._agents().get(info.agent)
             # Before resolving: if the model cannot be reached (no key, say) the approval
             # stays pending and can be given again once that is fixed.
@@ -320,7 +327,7 @@ class TurnRunner:
         active: _Active,
         sink: TurnSink | None,
         ctx: LoopContext | None = None,
-    ) -> TurnResult:
+    ) -> Resumed:
         try:
             if ctx is None:
                 ctx = await self._contexts.build(

@@ -57,7 +57,7 @@ from duragent.session.state import INTERRUPTED_RESULT
 from duragent.store import SessionStore
 from duragent.store.event_log import ARCHIVE_FILENAME
 from duragent.store.fileops import FileOps, OsFileOps
-from duragent.turns import TurnRunner
+from duragent.turns import Complete, TurnRunner
 from duragent.turns.providers import ProviderPool
 
 WORKER_PATH = Path(__file__).resolve()
@@ -462,8 +462,8 @@ class Driver:
         command = f"echo $$ > {marker}; echo {token}; sleep {pause}"
         content = f"run {token}\n!call bash " + json.dumps({"command": command})
         result = await tools.runner.run(self.sid, content)
-        if result.status != "complete" or result.reply_seq is None:
-            raise AssertionError(f"tool turn {token} ended {result.status}: {result.content}")
+        if not isinstance(result, Complete) or result.reply_seq is None:
+            raise AssertionError(f"tool turn {token} ended {result.status}: {result}")
         self.acknowledge(
             {
                 "kind": "final",

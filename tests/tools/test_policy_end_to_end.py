@@ -10,6 +10,7 @@ from pathlib import Path
 
 from duragent.testing import Reply, ToolCallReply
 from duragent.tools.bash import BashTool
+from duragent.turns import Complete
 from tests.turns.turn_fixtures import harness
 
 RESTRICT_ECHO = """\
@@ -33,6 +34,7 @@ async def test_the_exploit_is_refused_and_does_not_touch_the_file(tmp_path: Path
         sid = await h.runner.start_session("bot")
         result = await h.runner.run(sid, "go")
         tool_result = h.server.requests[-1].json["messages"][-1]
+    assert isinstance(result, Complete)
     assert result.content == "done"
     assert "denied by policy" in tool_result["content"]
     assert not marker.exists()

@@ -12,7 +12,14 @@ from duragent.core.events import EventType
 from duragent.core.snapshot import SessionStatus
 from duragent.errors import LLMAuthError
 from duragent.testing import Reply, ToolCallReply
-from duragent.turns import ApprovalDecision, ApprovalError
+from duragent.turns import (
+    ApprovalDecision,
+    ApprovalError,
+    ApprovalMismatchError,
+    AwaitingApproval,
+    Complete,
+    NoPendingApprovalError,
+)
 from tests.turns.turn_fixtures import FnTool, harness
 
 ASK = """\
@@ -35,7 +42,7 @@ async def test_a_call_needing_approval_pauses_the_session(tmp_path: Path) -> Non
         sid = await h.runner.start_session("bot")
         result = await h.runner.run(sid, "do it")
         info = await h.registry.info(sid)
-    assert result.status == "awaiting_approval"
+    assert isinstance(result, AwaitingApproval)
     assert result.call_id == "c1"
     assert result.command == "echo:risky"
     assert info.status is SessionStatus.PAUSED
@@ -50,6 +57,7 @@ async def test_allowed_calls_run_without_asking(tmp_path: Path) -> None:
         h.server.enqueue(echo_call("safe"), Reply(text="done"))
         sid = await h.runner.start_session("bot")
         result = await h.runner.run(sid, "do it")
+    assert isinstance(result, Complete)
     assert result.content == "done"
     assert echo.calls == [{"x": "safe"}]
 
@@ -61,14 +69,14 @@ async def test_an_approval_survives_a_restart_and_resumes(tmp_path: Path, decisi
         h.server.enqueue(echo_call("risky"))
         sid = await h.runner.start_session("bot")
         paused = await h.runner.run(sid, "do it")
-    assert paused.status == "awaiting_approval"
+    assert isinstance(paused, AwaitingApproval)
     # a new process: new registry, new runner, same files
     async with harness(tmp_path, tools=[echo], policy=ASK) as h2:
         h2.server.enqueue(Reply(text="all done"))
         result = await h2.runner.approve(sid, "c1", decision)
         info = await h2.registry.info(sid)
         events = await h2.registry.handle(sid).events(include_archive=True)
-    assert result.status == "complete"
+    assert isinstance(result, Complete)
     assert result.content == "all done"
     assert info.status is SessionStatus.ACTIVE
     assert info.pending_approval is None
@@ -98,6 +106,7 @@ async def test_allow_always_saves_the_pending_command_and_it_is_then_allowed(
         await h.runner.approve(sid, "c1", "allow_always")
         h.server.enqueue(echo_call("risky", "c2"), Reply(text="second done"))
         again = await h.runner.run(sid, "again")
+    assert isinstance(again, Complete)
     assert again.content == "second done"
     assert len(echo.calls) == 2
     assert "echo:risky" in (h.agent.directory / "policy.local.yaml").read_text()
@@ -107,12 +116,14 @@ async def test_a_wrong_call_id_or_no_pending_approval_is_refused(tmp_path: Path)
     echo = FnTool("echo", lambda a: "ran")
     async with harness(tmp_path, tools=[echo], policy=ASK) as h:
         sid = await h.runner.start_session("bot")
-        with pytest.raises(ApprovalError, match="no pending approval"):
+        with pytest.raises(NoPendingApprovalError, match="no pending approval"):
             await h.runner.approve(sid, "c1", "allow_once")
         h.server.enqueue(echo_call("risky"))
         await h.runner.run(sid, "do it")
-        with pytest.raises(ApprovalError, match="call_id mismatch: expected 'c1', got 'zz'"):
+        with pytest.raises(ApprovalMismatchError, match="mismatch: expected 'c1', got 'zz'") as m:
             await h.runner.approve(sid, "zz", "allow_once")
+        assert (m.value.expected, m.value.got) == ("c1", "zz")
+        assert not isinstance(m.value, NoPendingApprovalError)
         with pytest.raises(ApprovalError, match="decision must be one of"):
             await h.runner.approve(sid, "c1", "maybe")
 
@@ -125,6 +136,7 @@ async def test_a_new_message_while_waiting_cancels_the_approval(tmp_path: Path) 
         await h.runner.run(sid, "do it")
         result = await h.runner.run(sid, "never mind")
         info = await h.registry.info(sid)
+    assert isinstance(result, Complete)
     assert result.content == "ok, forget it"
     assert info.pending_approval is None
     assert info.status is SessionStatus.ACTIVE
@@ -159,6 +171,7 @@ async def test_an_approval_given_while_the_model_is_unreachable_stays_pending(
     assert still.pending_approval is not None
     assert still.pending_approval.call_id == "c1"
     assert echo.calls == [{"x": "risky"}]
+    assert isinstance(result, Complete)
     assert result.content == "done"
 
 
@@ -173,6 +186,7 @@ async def test_an_approved_call_whose_tool_is_gone_after_a_restart_gets_a_result
     async with harness(tmp_path, policy=ASK) as h2:  # the tool is no longer offered
         h2.server.enqueue(Reply(text="understood"))
         result = await h2.runner.approve(sid, "c1", ApprovalDecision.ALLOW_ONCE)
+    assert isinstance(result, Complete)
     assert result.content == "understood"
     assert echo.calls == []
     tool_result = h2.server.requests[-1].json["messages"][-1]

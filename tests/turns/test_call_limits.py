@@ -6,6 +6,7 @@ from pathlib import Path
 
 from duragent.core.events import EventType
 from duragent.testing import Reply, ToolCallReply
+from duragent.turns import AwaitingApproval, Complete
 from tests.turns.turn_fixtures import FnTool, harness
 
 
@@ -27,6 +28,7 @@ async def test_calls_beyond_max_tool_calls_per_response_are_skipped_and_the_mode
         sid = await h.runner.start_session("bot")
         result = await h.runner.run(sid, "go")
         events = await h.registry.handle(sid).events(include_archive=True)
+    assert isinstance(result, Complete)
     assert result.content == "fewer then"
     assert [c["x"] for c in echo.calls] == ["0", "1"]
     skipped = [e for e in events if e.type == EventType.TOOLS_SKIPPED]
@@ -48,6 +50,7 @@ async def test_max_tool_calls_per_turn_counts_the_calls_of_every_response(
         sid = await h.runner.start_session("bot")
         result = await h.runner.run(sid, "go")
         events = await h.registry.handle(sid).events(include_archive=True)
+    assert isinstance(result, Complete)
     assert result.content == "ok"
     assert [c["x"] for c in echo.calls] == ["0", "1", "2"]
     skipped = [e for e in events if e.type == EventType.TOOLS_SKIPPED]
@@ -64,6 +67,7 @@ async def test_a_call_refused_at_the_boundary_gets_the_reason_and_never_runs(
         h.server.enqueue(Reply(tool_calls=[big]), Reply(text="smaller then"))
         sid = await h.runner.start_session("bot")
         result = await h.runner.run(sid, "go")
+    assert isinstance(result, Complete)
     assert result.content == "smaller then"
     assert echo.calls == []
     told = next(m for m in h.server.requests[-1].json["messages"] if m.get("tool_call_id"))
@@ -83,6 +87,7 @@ async def test_arguments_too_deep_for_the_parser_are_refused_recorded_and_answer
         sid = await h.runner.start_session("bot")
         result = await h.runner.run(sid, "go")
         events = await h.registry.handle(sid).events(include_archive=True)
+    assert isinstance(result, Complete)
     assert result.content == "flat then"
     assert echo.calls == []
     assert any(e.type == EventType.ASSISTANT_RESPONSE and e.data.get("tool_calls") for e in events)
@@ -105,7 +110,8 @@ async def test_calls_made_before_an_approval_count_against_the_turn_after_it(
         )
         sid = await h.runner.start_session("bot")
         paused = await h.runner.run(sid, "go")
-        assert paused.status == "awaiting_approval"
+        assert isinstance(paused, AwaitingApproval)
         result = await h.runner.approve(sid, "r", "allow_once")
+    assert isinstance(result, Complete)
     assert result.content == "stopped there"
     assert [c["x"] for c in echo.calls] == ["safe", "safe", "risky"]  # c10, c11: over the limit

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from duragent.core.events import EventType
 from duragent.llm import RetryPolicy
 from duragent.testing import Fault, Reply, ToolCallReply
 from duragent.tools.base import ToolOutcome
+from duragent.turns import Complete, Failed
 from duragent.turns.calls import DOOM_LOOP_REPEATS
 from duragent.turns.loop import cancelled_result
 from tests.polling import eventually
@@ -45,7 +47,7 @@ async def test_a_plain_reply_is_persisted_and_returned(tmp_path: Path) -> None:
         sid = await h.runner.start_session("bot")
         result = await h.runner.run(sid, "hi", sender_id="u1")
         events = await events_of(h, sid)
-    assert result.status == "complete"
+    assert isinstance(result, Complete)
     assert result.content == "Hello there!"
     assert result.message_id is not None
     assert result.message_id.startswith("msg_")
@@ -153,6 +155,7 @@ async def test_a_tool_round_trip_feeds_the_result_back(tmp_path: Path) -> None:
         sid = await h.runner.start_session("bot")
         result = await h.runner.run(sid, "use the tool")
         events = await events_of(h, sid)
+    assert isinstance(result, Complete)
     assert result.content == "The tool said echo:42."
     assert echo.calls == [{"x": "42"}]
     second = h.server.requests[-1].json["messages"]
@@ -193,7 +196,7 @@ async def test_the_iteration_limit_ends_with_a_clear_note(tmp_path: Path) -> Non
     ) as h:
         sid = await h.runner.start_session("bot")
         result = await h.runner.run(sid, "loop forever")
-    assert result.status == "complete"
+    assert isinstance(result, Complete)
     assert "stopped after 3 tool steps" in result.content
     assert len(echo.calls) == 3
 
@@ -205,6 +208,7 @@ async def test_the_same_call_three_times_in_a_row_is_stopped(tmp_path: Path) -> 
         h.server.enqueue(same, same, same, Reply(text="ok, I stop"))
         sid = await h.runner.start_session("bot")
         result = await h.runner.run(sid, "repeat")
+    assert isinstance(result, Complete)
     assert result.content == "ok, I stop"
     assert len(echo.calls) == DOOM_LOOP_REPEATS - 1
     last_result = h.server.requests[-1].json["messages"][-1]["content"]
@@ -228,6 +232,7 @@ async def test_unknown_tools_and_malformed_arguments_become_correctable_errors(
         )
         sid = await h.runner.start_session("bot")
         result = await h.runner.run(sid, "go")
+    assert isinstance(result, Complete)
     assert result.content == "corrected"
     results = [m["content"] for m in h.server.requests[-1].json["messages"][-3:]]
     assert results[0] == "Unknown tool 'nope'. Available tools: echo."
@@ -240,6 +245,7 @@ async def test_a_429_then_success_is_retried_transparently(tmp_path: Path) -> No
         h.server.enqueue(Fault.rate_limited(retry_after=0.01), Reply(text="after the wait"))
         sid = await h.runner.start_session("bot")
         result = await h.runner.run(sid, "hi")
+    assert isinstance(result, Complete)
     assert result.content == "after the wait"
     assert len(h.server.requests) == 2
 
@@ -250,7 +256,7 @@ async def test_a_model_timeout_becomes_a_reply_that_says_so(tmp_path: Path) -> N
         sid = await h.runner.start_session("bot")
         result = await h.runner.run(sid, "hi")
         events = await events_of(h, sid)
-    assert result.status == "error"
+    assert isinstance(result, Failed)
     assert "did not answer within 1s" in result.content
     assert "Your message is saved" in result.content
     assert events[-1].type == EventType.ERROR
@@ -289,6 +295,8 @@ async def test_a_message_sent_mid_loop_steers_it_at_the_next_tool_boundary(
         gate.set()
         one, two = await asyncio.gather(first, second)
         events = await events_of(h, sid)
+    assert isinstance(one, Complete)
+    assert isinstance(two, Complete)
     assert one.content == two.content == "I see you changed your mind."
     assert two.steered
     assert other.calls == []
@@ -352,6 +360,7 @@ async def test_two_hundred_kb_outputs_thirty_times_in_an_8k_window_never_overflo
         h.runner._agents = lambda: h.catalog
         sid = await h.runner.start_session("bot")
         result = await h.runner.run(sid, "dump 30 times")
+    assert isinstance(result, Complete)
     assert result.content == "finished"
     assert len(huge.calls) == 30
     for request in h.server.requests:
@@ -398,13 +407,16 @@ async def test_usage_is_summed_and_recorded_per_call(tmp_path: Path) -> None:
         sid = await h.runner.start_session("bot")
         result = await h.runner.run(sid, "go")
         events = await events_of(h, sid)
+    assert isinstance(result, Complete)
     assert result.usage.prompt_tokens == 250
+    assert isinstance(result, Complete)
     assert result.usage.completion_tokens == 10
     usages = [e.data["usage"] for e in events if e.type == EventType.ASSISTANT_RESPONSE]
     assert usages == [
         {"prompt_tokens": 100, "completion_tokens": 7, "total_tokens": 107},
         {"prompt_tokens": 150, "completion_tokens": 3, "total_tokens": 153},
     ]
+    assert isinstance(result, Complete)
     assert json.dumps(result.usage.to_dict())
 
 
@@ -428,5 +440,26 @@ async def test_the_cost_of_each_call_is_recorded_when_the_model_has_pricing(
         sid = await h.runner.start_session("bot")
         result = await h.runner.run(sid, "how much?")
         events = await events_of(h, sid)
+    assert isinstance(result, Complete)
     assert result.usage.cost_usd == 1000 * 2.5 / 1e6 + 100 * 10 / 1e6
     assert events[-1].data["usage"]["cost_usd"] == 0.0035
+
+
+async def test_a_message_that_arrives_while_the_answer_is_written_is_answered_too(
+    tmp_path: Path,
+) -> None:
+    async with harness(tmp_path) as h:
+        h.server.enqueue(Reply(text="answer A", delay=2), Reply(text="answer to both"))
+        sid = await h.runner.start_session("bot")
+        first = asyncio.create_task(h.runner.run(sid, "question A"))
+        assert await eventually(lambda: len(h.server.requests) == 1)
+        second = asyncio.create_task(h.runner.run(sid, "and B"))
+        assert await eventually(lambda: "and B" in h.runner._active[sid].steering)
+        one, two = await asyncio.gather(first, second)
+        events = await events_of(h, sid)
+    assert isinstance(one, Complete)
+    assert (one.earlier, one.content) == (("answer A",), "answer to both")
+    assert two == dataclasses.replace(one, steered=True)
+    replies = [e.data["content"] for e in events if e.type == EventType.ASSISTANT_RESPONSE]
+    assert replies == ["answer A", "answer to both"]
+    assert h.server.requests[-1].json["messages"][-1] == {"role": "user", "content": "and B"}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import re
 from typing import Any
 
@@ -10,12 +9,22 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from duragent.errors import AgentNotFoundError, LLMError
+from duragent.frontkit import await_turn
 from duragent.gateways.http.problem import ProblemError
 from duragent.gateways.http.security import read_json
 from duragent.gateways.http.services import HttpServices
 from duragent.gateways.http.stream import stream_turn
 from duragent.session import SessionNotFoundError, events_to_messages
-from duragent.turns import DECISIONS, ApprovalError, TurnResult
+from duragent.turns import (
+    DECISIONS,
+    ApprovalError,
+    AwaitingApproval,
+    Complete,
+    Duplicate,
+    Failed,
+    NoPendingApprovalError,
+    TurnResult,
+)
 
 __all__ = ["SessionRoutes"]
 
@@ -64,18 +73,35 @@ def _limit(request: Request, default: int, maximum: int) -> int:
 
 
 def _reply(result: TurnResult) -> Response:
-    if result.status == "awaiting_approval":
-        return JSONResponse(
-            {"session_id": result.session_id, "call_id": result.call_id, "command": result.command},
-            status_code=202,
-        )
-    if result.status == "error":
-        raise ProblemError(502, result.content)
-    if result.status == "duplicate":
-        return JSONResponse({"status": "duplicate", "session_id": result.session_id})
-    return JSONResponse(
-        {"message_id": result.message_id, "role": "assistant", "content": result.content}
-    )
+    """``POST …/messages``: the turn's outcome as JSON (a steered request gets the reply too)."""
+    match result:
+        case Complete(message_id=message_id, content=content):
+            return JSONResponse({"message_id": message_id, "role": "assistant", "content": content})
+        case AwaitingApproval(call_id=call_id, command=command):
+            return JSONResponse(
+                {"session_id": result.session_id, "call_id": call_id, "command": command},
+                status_code=202,
+            )
+        case Duplicate():
+            return JSONResponse({"status": "duplicate", "session_id": result.session_id})
+        case Failed(content=content):
+            raise ProblemError(502, content)
+
+
+def _resumed(result: Complete | AwaitingApproval | Failed) -> Response:
+    """``POST …/approve``: the outcome of the turn the decision resumed, as JSON."""
+    match result:
+        case Complete(message_id=message_id, content=content):
+            return JSONResponse(
+                {"status": "complete", "message_id": message_id, "content": content}
+            )
+        case AwaitingApproval(call_id=call_id, command=command):
+            return JSONResponse(
+                {"status": "pending_approval", "call_id": call_id, "command": command},
+                status_code=202,
+            )
+        case Failed(content=content):
+            raise ProblemError(502, content)
 
 
 class SessionRoutes:
@@ -151,10 +177,12 @@ class SessionRoutes:
         body = await read_json(request)
         content = _text_field(body, "content")
         await self._known(session_id)
-        task = asyncio.create_task(self.s.turns.run(session_id, content), name=f"turn-{session_id}")
         try:
-            result = await asyncio.wait_for(
-                asyncio.shield(task), self.s.config.server.request_timeout_seconds
+            result = await await_turn(
+                self.s.tasks,
+                self.s.turns.run(session_id, content),
+                wait_at_most=self.s.config.server.request_timeout_seconds,
+                name=f"turn-{session_id}",
             )
         except TimeoutError:
             raise ProblemError(
@@ -162,9 +190,6 @@ class SessionRoutes:
                 "the turn did not finish within request_timeout_seconds; it continues in the "
                 "background and its reply will appear in GET …/messages",
             ) from None
-        finally:
-            if not task.done():  # nobody awaits it any more: the task owner keeps it
-                self.s.tasks.adopt(task)
         return _reply(result)
 
     async def stream(self, request: Request) -> Response:
@@ -199,23 +224,10 @@ class SessionRoutes:
         await self._known(session_id)
         try:
             result = await self.s.turns.approve(session_id, call_id, decision)
-        except ApprovalError as exc:
-            # No pending approval: 404; one for another call_id: 409 (the session's state).
-            status = 404 if "no pending approval" in str(exc) else 409
-            raise ProblemError(status, str(exc)) from None
+        except NoPendingApprovalError as exc:
+            raise ProblemError(404, str(exc)) from None
+        except ApprovalError as exc:  # another call_id waits, or allow_always could not be saved
+            raise ProblemError(409, str(exc)) from None
         except LLMError as exc:  # nothing was resolved: the same approval can be sent again
             raise ProblemError(502, f"{exc}; the approval is still pending") from None
-        if result.status == "awaiting_approval":
-            return JSONResponse(
-                {
-                    "status": "pending_approval",
-                    "call_id": result.call_id,
-                    "command": result.command,
-                },
-                status_code=202,
-            )
-        if result.status == "error":
-            raise ProblemError(502, result.content)
-        return JSONResponse(
-            {"status": "complete", "message_id": result.message_id, "content": result.content}
-        )
+        return _resumed(result)

@@ -27,7 +27,15 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from duragent.core.messages import ToolCall, Usage
 from duragent.core.snapshot import SessionStatus
 from duragent.core.tasks import BackgroundTasks
-from duragent.turns import CLIENT_LEFT, TurnResult, TurnRunner
+from duragent.turns import (
+    CLIENT_LEFT,
+    AwaitingApproval,
+    Complete,
+    Duplicate,
+    Failed,
+    TurnResult,
+    TurnRunner,
+)
 
 __all__ = ["QueueSink", "stream_turn"]
 
@@ -73,16 +81,17 @@ def _failed(message: str, message_id: str | None = None) -> list[ServerSentEvent
 
 
 def _done(result: TurnResult) -> list[ServerSentEvent]:
-    if result.status == "error":
-        return _failed(result.content, result.message_id)
-    payload: dict[str, Any] = {
-        "message_id": result.message_id,
-        "status": result.status,
-        "usage": result.usage.to_dict(),
-    }
-    if result.status == "awaiting_approval":
-        payload["call_id"] = result.call_id
-        payload["command"] = result.command
+    """The last events of a turn that ended (``status`` is the outcome's wire name)."""
+    payload: dict[str, Any] = {"message_id": None, "status": result.status}
+    match result:
+        case Failed(content=content):
+            return _failed(content)
+        case Complete(message_id=message_id, usage=usage):
+            payload.update(message_id=message_id, usage=usage.to_dict())
+        case AwaitingApproval(usage=usage, call_id=call_id, command=command):
+            payload.update(usage=usage.to_dict(), call_id=call_id, command=command)
+        case Duplicate():
+            payload["usage"] = Usage().to_dict()
     return [ServerSentEvent(data=json.dumps(payload), event="done")]
 
 

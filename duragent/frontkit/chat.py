@@ -1,0 +1,126 @@
+"""``ChatTurns``: a chat message in, its reply out — the part every chat gateway shares.
+
+A chat gateway (Telegram, Discord) only translates: an SDK update becomes an ``Inbound``,
+and ``OutboundPort`` calls become SDK calls. Everything between is here, once:
+
+- the chat's session (``TurnRunner.session_for_chat``: exactly one per chat, agent and
+  gateway, however many first messages race);
+- "typing…" while the turn runs (refreshed, since platforms expire it; a refusal is logged
+  and never ends the turn);
+- the turn, run under the runtime's ``BackgroundTasks`` (``submit``), so a platform's polling
+  loop never waits for a model and a turn running at shutdown is cancelled cleanly;
+- delivery of the reply once (``Delivery``: a message that joined a running turn sends
+  nothing; a reply already recorded as delivered is not sent again);
+- a person's decision on a pending tool call, with "nothing waits" and "another call waits"
+  told apart by class (``NoPendingApprovalError``, ``ApprovalMismatchError``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from duragent.core.tasks import BackgroundTasks
+from duragent.frontkit.delivery import Delivery
+from duragent.frontkit.outbound import ChatRef, OutboundPort, SentMessage
+from duragent.turns import (
+    ApprovalDecision,
+    ApprovalMismatchError,
+    NoPendingApprovalError,
+    TurnRunner,
+)
+
+__all__ = ["NOTHING_PENDING", "OTHER_CALL_PENDING", "ChatTurns", "Inbound"]
+
+log = logging.getLogger(__name__)
+
+TYPING_EVERY_SECONDS = 4.0
+"""Telegram shows "typing…" for 5 s; refreshing a little sooner keeps it on."""
+
+NOTHING_PENDING = "Nothing is waiting for a decision any more."
+OTHER_CALL_PENDING = "That request is no longer the one waiting for a decision."
+
+
+@dataclass(frozen=True, slots=True)
+class Inbound:
+    """One message from a chat, as a gateway hands it over."""
+
+    chat: ChatRef
+    text: str
+    agent: str
+    """The agent this chat talks to (the gateway's routing decides)."""
+    sender_id: str | None = None
+    sender_name: str | None = None
+    message_id: str | None = None
+    """The platform's id: a redelivery is recognised by it, and the reply answers it."""
+
+
+class ChatTurns:
+    """Runs chat messages as turns and delivers their replies (see module docstring)."""
+
+    def __init__(
+        self,
+        turns: TurnRunner,
+        outbound: OutboundPort,
+        tasks: BackgroundTasks,
+        *,
+        typing_every: float = TYPING_EVERY_SECONDS,
+    ) -> None:
+        self._turns = turns
+        self._outbound = outbound
+        self._tasks = tasks
+        self._typing_every = typing_every
+        self.delivery = Delivery(turns.registry, outbound)
+
+    def submit(self, inbound: Inbound) -> asyncio.Task[SentMessage | None]:
+        """Handle ``inbound`` in the background (owned by the runtime's task owner)."""
+        return self._tasks.spawn(self.receive(inbound), name=f"chat-{inbound.chat.target}")
+
+    async def receive(self, inbound: Inbound) -> SentMessage | None:
+        """Run the message's turn and deliver its reply; the message sent last, if any."""
+        chat = inbound.chat
+        session_id = await self._turns.session_for_chat(chat.gateway, chat.chat_id, inbound.agent)
+        async with self._typing(chat):
+            result = await self._turns.run(
+                session_id,
+                inbound.text,
+                sender_id=inbound.sender_id,
+                sender_name=inbound.sender_name,
+                platform_message_id=inbound.message_id,
+            )
+        return await self.delivery.deliver(chat, result, reply_to=inbound.message_id)
+
+    async def decide(
+        self, chat: ChatRef, session_id: str, call_id: str, decision: ApprovalDecision
+    ) -> SentMessage | None:
+        """Apply a person's decision and deliver the rest of the turn it resumed."""
+        try:
+            async with self._typing(chat):
+                result = await self._turns.approve(session_id, call_id, decision)
+        except NoPendingApprovalError:
+            return await self._outbound.send_text(chat, NOTHING_PENDING)
+        except ApprovalMismatchError:
+            return await self._outbound.send_text(chat, OTHER_CALL_PENDING)
+        return await self.delivery.deliver(chat, result)
+
+    @contextlib.asynccontextmanager
+    async def _typing(self, chat: ChatRef) -> AsyncIterator[None]:
+        """Keep "typing…" shown for the block (a task of the block's own, ended with it)."""
+        task = asyncio.create_task(self._keep_typing(chat), name=f"typing-{chat.target}")
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _keep_typing(self, chat: ChatRef) -> None:
+        while True:
+            try:
+                await self._outbound.send_typing(chat)
+            except Exception as exc:  # a courtesy: the turn goes on without it
+                log.debug("typing indicator for %s failed: %s", chat.target, exc)
+            await asyncio.sleep(self._typing_every)

@@ -1,0 +1,121 @@
+"""Handing a turn's result to its chat exactly once.
+
+Two ways a reply could be sent twice, and what stops each:
+
+- **A second message joins a running turn.** The runner hands the joiner the running turn's
+  result with ``steered=True`` (both messages are answered by the one reply). The caller
+  whose message started the turn delivers it; a steered result is never sent.
+- **The same reply handed over again** (a gateway retrying, a restart re-running its
+  delivery step). After a reply reaches the chat, a ``delivery`` event records its
+  ``reply_seq`` durably; a reply at or below ``SessionInfo.last_delivered_seq`` is not sent
+  again, and one being sent right now is not sent a second time in parallel.
+
+A crash between sending and recording leaves that one reply unrecorded: handed over again
+after the restart, it is sent again (at least once, no more than once per crash: no platform
+lets a send and a local fsync be one step). A redelivered platform message that was already
+answered comes back from the runner as ``Duplicate`` and sends nothing. Finding the replies
+a crash left unsent (after ``last_delivered_seq``) is the first chat gateway's to add, when
+it knows how its platform re-sends.
+
+A turn can write more than one reply: a message that arrives while the final answer is being
+written is answered by another pass of the loop (``Complete.earlier`` holds the replies
+before the last). The chat gets them all, in order, and the delivery recorded is the last
+one's (``last_delivered_seq`` is a high-water mark).
+
+Approvals and failures are sent but not recorded: a pause and a failed turn write no reply
+(the pending approval and the ``error`` event are durable on their own), and asking again is
+harmless (one decision is accepted).
+
+HTTP does not use ``Delivery``: its reply is the response to the request that asked (every
+request, a steered one included, must be answered), and there is no chat to re-send to
+after a restart — the client reads ``GET …/messages``. So HTTP sessions record no
+``delivery`` events, as before.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from duragent.frontkit.outbound import ChatRef, OutboundPort, SentMessage
+from duragent.session import SessionRegistry
+from duragent.turns import AwaitingApproval, Complete, Duplicate, Failed, TurnResult
+
+__all__ = ["Delivery"]
+
+log = logging.getLogger(__name__)
+
+
+class Delivery:
+    """Sends turn results to chats through an ``OutboundPort``, each reply once."""
+
+    def __init__(self, registry: SessionRegistry, outbound: OutboundPort) -> None:
+        self._registry = registry
+        self._outbound = outbound
+        self._sending: set[tuple[str, int]] = set()  # (session, reply_seq) being sent now
+
+    async def deliver(
+        self, chat: ChatRef, result: TurnResult, *, reply_to: str | None = None
+    ) -> SentMessage | None:
+        """Send ``result`` to ``chat``; the message sent last, or None when nothing was sent."""
+        if result.steered:
+            return None  # the caller whose message started the turn sends its reply
+        match result:
+            case Duplicate():
+                return None
+            case Complete(content=text, reply_seq=seq, earlier=earlier):
+                texts = (*earlier, text)
+                return await self._once(chat, result.session_id, seq, texts, reply_to)
+            case AwaitingApproval():
+                return await self._ask(chat, result)
+            case Failed(content=text):
+                # Not a reply on disk (an ``error`` event): nothing to record, nothing to re-send.
+                return await self._outbound.send_text(chat, text, reply_to=reply_to)
+
+    async def _once(
+        self,
+        chat: ChatRef,
+        session_id: str,
+        reply_seq: int | None,
+        texts: tuple[str, ...],
+        reply_to: str | None,
+    ) -> SentMessage | None:
+        if reply_seq is None:  # nothing on disk to record against (not produced today)
+            return await self._texts(chat, texts, reply_to)
+        key = (session_id, reply_seq)
+        if key in self._sending:
+            return None
+        self._sending.add(key)  # before any await: a second caller sees it at once
+        try:
+            session = self._registry.handle(session_id)
+            if reply_seq <= (await session.info()).last_delivered_seq:
+                log.info("session %s: reply %d was delivered already", session_id, reply_seq)
+                return None
+            sent = await self._texts(chat, texts, reply_to)
+            await session.record_delivery(reply_seq, chat.target)
+            return sent
+        finally:
+            self._sending.discard(key)
+
+    async def _ask(self, chat: ChatRef, approval: AwaitingApproval) -> SentMessage:
+        """Ask for a decision.
+
+        Not recorded as a delivery: a pause writes no reply (the pending approval itself is
+        durable), and asking again (after a restart, say) is harmless: one decision is
+        accepted, and a stale one is refused with ``NoPendingApprovalError``.
+        """
+        return await self._outbound.ask_approval(
+            chat,
+            session_id=approval.session_id,
+            call_id=approval.call_id,
+            command=approval.command,
+        )
+
+    async def _texts(
+        self, chat: ChatRef, texts: tuple[str, ...], reply_to: str | None
+    ) -> SentMessage | None:
+        """Send each non-blank text in order (platforms refuse empty messages); the last sent."""
+        sent: SentMessage | None = None
+        for text in texts:
+            if text.strip():
+                sent = await self._outbound.send_text(chat, text, reply_to=reply_to)
+        return sent

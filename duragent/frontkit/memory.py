@@ -1,0 +1,80 @@
+"""``MemoryOutbound``: an ``OutboundPort`` that keeps what it was asked to do, for tests.
+
+Shipped with the kit (not in ``duragent.testing``) because it is a plain implementation of
+the port, with no servers or files: tests of a gateway, of the scheduler's deliveries and of
+the kit itself drive the real glue through it and read ``actions`` back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from duragent.frontkit.outbound import ChatRef, SentMessage
+
+__all__ = ["MemoryOutbound", "Sent"]
+
+
+@dataclass(frozen=True, slots=True)
+class Sent:
+    """One action the port was asked to perform.
+
+    ``kind`` is ``text``, ``typing``, ``approval`` or ``edit``; ``text`` is the text sent (the
+    command, for an approval); ``call_id`` is the approval's call.
+    """
+
+    kind: str
+    chat: ChatRef
+    text: str = ""
+    message_id: str | None = None
+    reply_to: str | None = None
+    call_id: str | None = None
+
+
+@dataclass(slots=True)
+class MemoryOutbound:
+    """Records every action in order; message ids are ``m1``, ``m2``… per port."""
+
+    actions: list[Sent] = field(default_factory=list)
+    fail_typing: bool = False
+    """Raise from ``send_typing`` (a platform that refuses the courtesy)."""
+    _next: int = 0
+
+    def texts(self, chat: ChatRef | None = None) -> list[str]:
+        """The texts sent (to ``chat``, when given), in order."""
+        return [
+            a.text for a in self.actions if a.kind == "text" and (chat is None or a.chat == chat)
+        ]
+
+    def of_kind(self, kind: str) -> list[Sent]:
+        """The actions of one kind, in order."""
+        return [a for a in self.actions if a.kind == kind]
+
+    def _message(self, chat: ChatRef) -> SentMessage:
+        self._next += 1
+        return SentMessage(chat, f"m{self._next}")
+
+    async def send_text(
+        self, chat: ChatRef, text: str, *, reply_to: str | None = None
+    ) -> SentMessage:
+        """Record a text message."""
+        sent = self._message(chat)
+        self.actions.append(Sent("text", chat, text, sent.message_id, reply_to))
+        return sent
+
+    async def send_typing(self, chat: ChatRef) -> None:
+        """Record a typing indicator (or refuse it, with ``fail_typing``)."""
+        if self.fail_typing:
+            raise ConnectionError("typing refused")
+        self.actions.append(Sent("typing", chat))
+
+    async def ask_approval(
+        self, chat: ChatRef, *, session_id: str, call_id: str, command: str
+    ) -> SentMessage:
+        """Record an approval request."""
+        sent = self._message(chat)
+        self.actions.append(Sent("approval", chat, command, sent.message_id, call_id=call_id))
+        return sent
+
+    async def edit(self, message: SentMessage, text: str) -> None:
+        """Record an edit of an earlier message."""
+        self.actions.append(Sent("edit", message.chat, text, message.message_id))

@@ -1,0 +1,216 @@
+"""The parts the OpenAPI document is built from: response helpers, shared schemas, SSE events.
+
+Split from ``openapi`` (which keeps the document and its paths) so neither passes 400 lines;
+these parts are what several paths share.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "AUTH",
+    "COMMON",
+    "NON_BLANK",
+    "SESSION_ID",
+    "STORAGE",
+    "component_schemas",
+    "json_body",
+    "json_response",
+    "plain",
+    "problem",
+    "ref",
+    "stream_event",
+]
+
+_PROBLEM = {"$ref": "#/components/schemas/Problem"}
+
+
+def problem(description: str) -> dict[str, Any]:
+    """A problem+json response."""
+    return {
+        "description": description,
+        "content": {"application/problem+json": {"schema": _PROBLEM}},
+    }
+
+
+def json_response(schema: dict[str, Any], description: str = "OK") -> dict[str, Any]:
+    """A JSON response with ``schema``."""
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def ref(name: str) -> dict[str, Any]:
+    """A reference to a schema of ``component_schemas``."""
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+SESSION_ID = {
+    "name": "session_id",
+    "in": "path",
+    "required": True,
+    "schema": {"type": "string"},
+}
+NON_BLANK = {"type": "string", "minLength": 1, "pattern": "\\S"}  # not only whitespace
+AUTH = {
+    "401": problem("Missing or invalid bearer token, or a non-loopback client"),
+    "403": problem("A browser request refused: Host or Origin not allowed"),
+}
+STORAGE = {
+    "503": problem(
+        "The disk refused a read or write (permission, I/O, open files): nothing saved was "
+        "lost; retry once fixed (Retry-After)"
+    ),
+    "507": problem("The disk is full: nothing saved was lost, the request was not recorded"),
+}
+COMMON = {
+    "400": problem("Bad input"),
+    "415": problem("Body not application/json"),
+    **AUTH,
+    **STORAGE,
+}
+
+
+def json_body(schema: dict[str, Any]) -> dict[str, Any]:
+    """A required JSON request body."""
+    return {"required": True, "content": {"application/json": {"schema": schema}}}
+
+
+def plain(description: str) -> dict[str, Any]:
+    """A text/plain response."""
+    return {"description": description, "content": {"text/plain": {"schema": {"type": "string"}}}}
+
+
+def _object(required: list[str], **properties: Any) -> dict[str, Any]:
+    return {"type": "object", "required": required, "properties": properties}
+
+
+def _event(name: str, data: dict[str, Any]) -> dict[str, Any]:
+    """One Server-Sent Event: its name and its JSON ``data``."""
+    return _object(
+        ["event", "data"],
+        event={"const": name},
+        data={
+            "type": "string",
+            "contentMediaType": "application/json",
+            "contentSchema": data,
+        },
+    )
+
+
+def stream_event() -> dict[str, Any]:
+    """Any event of ``POST …/stream``, as ``{event, data, id, retry}``.
+
+    Before OpenAPI 3.2's ``itemSchema``, the ``schema`` of a ``text/event-stream`` describes
+    each event (schemathesis validates every event against it).
+    """
+    text = {"type": "string"}
+    usage = _object(
+        ["prompt_tokens", "completion_tokens", "total_tokens"],
+        prompt_tokens={"type": "integer"},
+        completion_tokens={"type": "integer"},
+        total_tokens={"type": "integer"},
+    )
+    return {
+        "oneOf": [
+            _event("start", {"type": "object"}),
+            _event("token", _object(["content"], content=text)),
+            _event(
+                "tool_call",
+                _object(["call_id", "name", "arguments"], call_id=text, name=text, arguments=text),
+            ),
+            _event(
+                "tool_result",
+                _object(
+                    ["call_id", "success", "content"],
+                    call_id=text,
+                    success={"type": "boolean"},
+                    content=text,
+                ),
+            ),
+            _event(
+                "approval_required", _object(["call_id", "command"], call_id=text, command=text)
+            ),
+            _event(
+                "done",
+                _object(
+                    ["message_id", "status", "usage"],
+                    message_id={"type": ["string", "null"]},
+                    status={"enum": ["complete", "awaiting_approval", "duplicate"]},
+                    usage=usage,
+                    call_id=text,
+                    command=text,
+                ),
+            ),
+            _event("error", _object(["message"], message=text)),
+        ]
+    }
+
+
+def component_schemas() -> dict[str, Any]:
+    """``components.schemas``: the problem, session, reply, pending, message and content bodies."""
+    text = {"type": "string"}
+    return {
+        "Problem": {
+            "type": "object",
+            "required": ["type", "title", "status"],
+            "properties": {
+                "type": text,
+                "title": text,
+                "status": {"type": "integer"},
+                "detail": text,
+                "instance": text,
+            },
+        },
+        "Session": {
+            "type": "object",
+            "required": ["session_id", "agent", "status", "created_at"],
+            "properties": {
+                "session_id": text,
+                "agent": text,
+                "status": {"enum": ["active", "paused", "running", "completed"]},
+                "created_at": text,
+                "updated_at": text,
+                "on_disconnect": text,
+                "pending_approval": {"type": "boolean"},
+            },
+        },
+        "Reply": {
+            "type": "object",
+            "properties": {
+                "message_id": {"type": ["string", "null"]},
+                "role": {"const": "assistant"},
+                "content": text,
+                "status": text,
+                "session_id": text,
+            },
+        },
+        "Pending": {
+            "type": "object",
+            "required": ["call_id", "command"],
+            "properties": {
+                "session_id": text,
+                "status": {"const": "pending_approval"},
+                "call_id": text,
+                "command": text,
+            },
+        },
+        "Message": {
+            "type": "object",
+            "required": ["role"],
+            "properties": {
+                "role": {"enum": ["user", "assistant", "tool"]},
+                "content": text,
+                "seq": {"type": "integer"},
+                "timestamp": text,
+                "message_id": text,
+                "call_id": text,
+                "success": {"type": "boolean"},
+                "tool_calls": {"type": "array"},
+            },
+        },
+        "Content": {
+            "type": "object",
+            "required": ["content"],
+            "properties": {"content": NON_BLANK},
+        },
+    }
