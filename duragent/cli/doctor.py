@@ -171,10 +171,12 @@ def run_checks(config_file: Path) -> list[Finding]:
 _MARK = {Level.OK: "✓", Level.WARNING: "!", Level.ERROR: "✗"}
 
 
-def render_text(findings: list[Finding]) -> str:
-    """Human-readable report, one finding per line, with a summary."""
+def render_text(findings: list[Finding], *, errors_only: bool = False) -> str:
+    """Human-readable report, one finding per line, with a summary (``-q``: errors only)."""
     lines = []
     for f in findings:
+        if errors_only and f.level is not Level.ERROR:
+            continue
         line = f"{_MARK[f.level]} [{f.check}] {f.message}"
         if f.fix:
             line += f"\n    fix: {f.fix}"
