@@ -16,8 +16,8 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 from duragent.core.net_rules import parse_allow_rule
 
 __all__ = [
-    "API_VERSION",
     "AGENT_NAME_PATTERN",
+    "API_VERSION",
     "AccessSpec",
     "AfterToolHook",
     "AgentManifest",

@@ -76,12 +76,16 @@ class Format(enum.StrEnum):
 @contextlib.contextmanager
 def _reported_here(logger: str) -> Iterator[None]:
     """Silence ``logger`` while a command prints the same problems itself (once, not twice)."""
-    log = logging.getLogger(logger)
-    before, log.disabled = log.disabled, True
+    names = [logger, *(n for n in logging.root.manager.loggerDict if n.startswith(logger + "."))]
+    loggers = [logging.getLogger(n) for n in names]
+    before = [log.disabled for log in loggers]
+    for log in loggers:
+        log.disabled = True
     try:
         yield
     finally:
-        log.disabled = before
+        for log, was in zip(loggers, before, strict=True):
+            log.disabled = was
 
 
 def _require_config(config: Path) -> None:
