@@ -18,6 +18,7 @@ from duragent.config import load_workspace
 from duragent.context.offline_encodings import OFFLINE_ENCODINGS, get_offline_encoding
 from duragent.errors import ConfigError, ConfigErrors, DuragentError
 from duragent.llm import credential_problem
+from duragent.runtime import unserved_front_ends
 from duragent.turns.agent_budget import agent_budget, budget_check
 
 __all__ = ["Finding", "Level", "render_json", "render_text", "run_checks"]
@@ -129,6 +130,12 @@ def run_checks(config_file: Path) -> list[Finding]:
                     f"set gateways.{gw_name}.bot_token (e.g. ${{{gw_name.upper()}_BOT_TOKEN}})",
                 )
             )
+    found.extend(
+        Finding(
+            Level.WARNING, "gateways", sentence, "use the HTTP API for now, or remove the block"
+        )
+        for sentence in unserved_front_ends(config)
+    )
     for i, route in enumerate(config.routes):
         if route.agent not in catalog.agents:
             found.append(
