@@ -211,7 +211,7 @@ def _print_sessions(client: ApiClient, *, active_only: bool) -> None:
     longest = max(len(str(s["session_id"])) for s in sessions)
     table.add_column("session", no_wrap=True, min_width=longest)
     for column in ("agent", "status", "updated"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     for s in sessions:
         table.add_row(s["session_id"], s["agent"], s["status"], s.get("updated_at", ""))
     console = _console()
