@@ -33,6 +33,7 @@ from duragent.core.lifecycle import (
 )
 from duragent.core.tasks import BackgroundTasks
 from duragent.gateways.http import HttpServer, build_app
+from duragent.llm import credential_problem
 from duragent.session import RegistrySettings, SessionRegistry
 from duragent.session.descriptors import budget, connection_cap
 from duragent.session.gate import MAX_ACTIVE_ASKS, tune_interpreter
@@ -43,11 +44,38 @@ from duragent.turns import TurnRunner
 from duragent.turns.agent_budget import budget_check
 from duragent.turns.providers import ProviderPool
 
-__all__ = ["Runtime"]
+__all__ = ["Runtime", "unserved_front_ends"]
 
 log = logging.getLogger(__name__)
 
 TTL_SWEEP_SECONDS = 3600.0
+
+
+def unserved_front_ends(config: WorkspaceConfig) -> list[str]:
+    """A sentence for each front end ``duragent.yaml`` configures that this version lacks.
+
+    ``gateways.telegram``, ``gateways.discord`` and ``gateways.external`` are parsed (the
+    reference's files must load) but no service serves them yet: ``serve`` and ``doctor``
+    say so rather than ignore the block in silence. Remove a name here when its entry joins
+    :attr:`Runtime.SERVICES`.
+    """
+    found = []
+    for name, gateway in (
+        ("telegram", config.gateways.telegram),
+        ("discord", config.gateways.discord),
+    ):
+        if gateway is not None and gateway.enabled:
+            found.append(
+                f"gateways.{name} is configured, but this version of duragent has no "
+                f"{name.capitalize()} front end yet: it is not served (set enabled: false to "
+                "silence this)"
+            )
+    for i, external in enumerate(config.gateways.external):
+        found.append(
+            f"gateways.external[{i}] ({external.name}) is configured, but this version of "
+            "duragent does not run external gateways yet: it is not started"
+        )
+    return found
 
 
 class Runtime:
@@ -153,6 +181,13 @@ class Runtime:
         for path, error in self._catalog.broken.items():
             log.error("agent %s not loaded: %s", path.name, error)
         for agent in self._catalog.agents.values():
+            problem = credential_problem(agent.model.provider, agent.model.base_url, self._env)
+            if problem:  # as doctor says it; otherwise the first turn is the first to know
+                log.warning(
+                    "agent '%s' cannot call its model: %s (its turns fail until then)",
+                    agent.name,
+                    problem,
+                )
             if agent.model.provider == "offline":
                 log.warning(
                     "agent '%s' uses the offline model: replies are fixed text, not AI "
@@ -240,6 +275,8 @@ class Runtime:
     async def _load_agents(self) -> None:
         for warning in self.workspace.warnings:
             log.warning("%s", warning)
+        for sentence in unserved_front_ends(self._config):
+            log.warning("%s", sentence)
         self.reload_agents()
 
     async def _start_http(self) -> None:

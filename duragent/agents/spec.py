@@ -16,6 +16,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 from duragent.core.net_rules import parse_allow_rule
 
 __all__ = [
+    "AGENT_NAME_PATTERN",
     "API_VERSION",
     "AccessSpec",
     "AfterToolHook",
@@ -264,10 +265,14 @@ class HooksSpec(_Spec):
     after_tool: list[AfterToolHook] = []
 
 
+AGENT_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+"""What ``metadata.name`` (and so an agent's folder name) may be: no spaces, no slashes."""
+
+
 class Metadata(_Spec):
     """``metadata``: identity of the agent."""
 
-    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    name: str = Field(min_length=1, pattern=AGENT_NAME_PATTERN)
     description: str | None = None
     version: str | None = None
     labels: dict[str, str] = {}

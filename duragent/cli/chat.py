@@ -1,24 +1,44 @@
 """The interactive chat: ``duragent chat --agent NAME`` and ``duragent attach [ID]``.
 
 Streams the reply as it is written, shows tool calls and results, asks for approvals
-(``[y]`` once, ``[a]`` always, ``[n]`` deny — anything else denies), and understands
-``/reset`` (start a new session), ``/status``, ``/help`` and ``/exit`` (also ``/quit``,
-Ctrl-D). Works on a terminal and with piped input.
+(``[y]`` once, ``[a]`` always, ``[n]`` deny; any other answer asks again, so a stray line
+such as ``/status`` never decides a tool call), and understands ``/reset`` (start a new
+session), ``/status``, ``/help`` and ``/exit`` (also ``/quit``, Ctrl-D; Ctrl-C at the prompt
+exits with status 130, during a reply it stops waiting for it). Works on a terminal (with
+line editing and history, and a "thinking" line while the model is called) and with piped
+input.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import contextlib
+import sys
+from collections.abc import Callable, Iterable, Iterator
 
 from rich.console import Console
 from rich.markup import escape
+from rich.status import Status
 
 from duragent.cli.client import ApiClient, ApiError, SseEvent
 
-__all__ = ["HELP", "ChatSession"]
+__all__ = ["HELP", "ChatSession", "line_reader"]
 
 HELP = "commands: /reset (new session), /status, /help, /exit"
 _DECISIONS = {"y": "allow_once", "a": "allow_always", "n": "deny"}
+
+
+def line_reader(interactive: bool | None = None) -> Callable[[str], str]:
+    """``input``, with line editing and history (GNU readline) when stdin is a terminal.
+
+    Importing :mod:`readline` is what gives ``input()`` arrow keys and history; without
+    it, arrow keys end up in the message as escape codes. Pipes read plain lines.
+    """
+    if interactive is None:
+        interactive = sys.stdin.isatty()
+    if interactive:
+        with contextlib.suppress(ImportError):  # Python built without readline
+            import readline  # noqa: F401  (imported for its effect on input())
+    return input
 
 
 class ChatSession:
@@ -51,9 +71,12 @@ class ChatSession:
         while True:
             try:
                 line = self._read("you> ")
-            except (EOFError, KeyboardInterrupt):
+            except EOFError:
                 self.console.print()
                 return
+            except KeyboardInterrupt:
+                self.console.print()
+                raise
             text = line.strip()
             if not text:
                 continue
@@ -82,12 +105,7 @@ class ChatSession:
             pending = self._render(self.client.stream(self.session_id, text))
             while pending is not None:
                 call_id, command = pending
-                answer = (
-                    self._read(f"approve `{command}`? [y] once / [a] always / [n] deny: ")
-                    .strip()
-                    .lower()
-                )
-                decision = _DECISIONS.get(answer[:1], "deny")
+                decision = self._decide(command)
                 result = self.client.approve(self.session_id, call_id, decision)
                 if result.get("status") == "pending_approval":
                     pending = (str(result["call_id"]), str(result["command"]))
@@ -101,10 +119,55 @@ class ChatSession:
         except (EOFError, KeyboardInterrupt):
             self.console.print()
 
+    def _decide(self, command: str) -> str:
+        """Ask until the answer is y, a or n (EOF or Ctrl-C leave the call pending)."""
+        prompt = f"approve `{command}`? [y] once / [a] always / [n] deny: "
+        while True:
+            answer = self._read(prompt).strip().lower()
+            decision = _DECISIONS.get(answer)
+            if decision is None and answer in ("yes", "always", "no"):
+                decision = _DECISIONS[answer[0]]
+            if decision is not None:
+                return decision
+            self.console.print(f"please answer y, a or n (got {escape(answer)!r})")
+
+    def _waiting(self, events: Iterable[SseEvent]) -> Iterator[SseEvent]:
+        """``events``, with a "thinking" line on a terminal while none has arrived yet.
+
+        The model may take seconds (or retry a failed call) before the first token or after
+        a tool result; a blank prompt looks hung.
+        """
+        if not self.console.is_terminal:
+            yield from events
+            return
+        status: Status | None = self.console.status(f"{self.agent} is thinking…")
+        iterator = iter(events)
+        try:
+            while True:
+                if status is not None:
+                    status.start()
+                try:
+                    event = next(iterator)
+                except StopIteration:
+                    return
+                finally:
+                    if status is not None:
+                        status.stop()
+                # wait again only where the model is called next: after a tool's result
+                status = (
+                    self.console.status(f"{self.agent} is thinking…")
+                    if event.name == "tool_result"
+                    else None
+                )
+                yield event
+        finally:
+            if status is not None:
+                status.stop()
+
     def _render(self, events: Iterable[SseEvent]) -> tuple[str, str] | None:
         pending: tuple[str, str] | None = None
         started = False
-        for event in events:
+        for event in self._waiting(events):
             name, data = event.name, event.data
             if name == "token":
                 if not started:

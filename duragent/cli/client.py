@@ -1,15 +1,21 @@
-"""A small synchronous client for the duragent HTTP API, used by chat, attach and session."""
+"""A small synchronous client for the duragent HTTP API, used by chat, attach and session.
+
+Server-sent events are parsed here, by the rules of the HTML standard, rather than with
+``httpx-sse`` (see specs/202611240220.first-contact-cli.md): an event ends at a blank line,
+several ``data:`` lines are joined with newlines, one space after the colon is dropped and
+comment lines (``:``) are skipped.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
-__all__ = ["ApiClient", "ApiError", "SseEvent"]
+__all__ = ["ApiClient", "ApiError", "SseEvent", "parse_sse"]
 
 
 class ApiError(Exception):
@@ -26,6 +32,42 @@ class SseEvent:
 
     name: str
     data: dict[str, Any]
+
+
+def _event(name: str, data_lines: list[str]) -> SseEvent:
+    raw = "\n".join(data_lines)
+    try:
+        data = json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        data = {"raw": raw}
+    return SseEvent(name or "message", data if isinstance(data, dict) else {"value": data})
+
+
+def parse_sse(lines: Iterable[str]) -> Iterator[SseEvent]:
+    """The events of a ``text/event-stream`` given line by line (line ends removed).
+
+    An event without data is not dispatched (as in browsers); a last event that the stream
+    cut before its blank line is still delivered, since our server always ends with
+    ``done`` or ``error`` and a half-closed stream should show what it got.
+    """
+    name, data_lines = "", list[str]()
+    for line in lines:
+        if not line:
+            if data_lines:
+                yield _event(name, data_lines)
+            name, data_lines = "", []
+            continue
+        if line.startswith(":"):
+            continue
+        field, _, value = line.partition(":")
+        value = value.removeprefix(" ")
+        if field == "event":
+            name = value
+        elif field == "data":
+            data_lines.append(value)
+        # id: and retry: are for reconnecting clients; the CLI does not reconnect.
+    if data_lines:
+        yield _event(name, data_lines)
 
 
 def _raise_for(response: httpx.Response) -> None:
@@ -106,15 +148,4 @@ class ApiClient:
             if response.status_code >= 400:
                 response.read()
                 _raise_for(response)
-            name = "message"
-            for line in response.iter_lines():
-                if line.startswith("event:"):
-                    name = line.split(":", 1)[1].strip()
-                elif line.startswith("data:"):
-                    raw = line.split(":", 1)[1].strip()
-                    try:
-                        data = json.loads(raw) if raw else {}
-                    except ValueError:
-                        data = {"raw": raw}
-                    yield SseEvent(name, data if isinstance(data, dict) else {"value": data})
-                    name = "message"
+            yield from parse_sse(response.iter_lines())

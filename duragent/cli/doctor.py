@@ -18,6 +18,7 @@ from duragent.config import load_workspace
 from duragent.context.offline_encodings import OFFLINE_ENCODINGS, get_offline_encoding
 from duragent.errors import ConfigError, ConfigErrors, DuragentError
 from duragent.llm import credential_problem
+from duragent.runtime import unserved_front_ends
 from duragent.turns.agent_budget import agent_budget, budget_check
 
 __all__ = ["Finding", "Level", "render_json", "render_text", "run_checks"]
@@ -129,6 +130,12 @@ def run_checks(config_file: Path) -> list[Finding]:
                     f"set gateways.{gw_name}.bot_token (e.g. ${{{gw_name.upper()}_BOT_TOKEN}})",
                 )
             )
+    found.extend(
+        Finding(
+            Level.WARNING, "gateways", sentence, "use the HTTP API for now, or remove the block"
+        )
+        for sentence in unserved_front_ends(config)
+    )
     for i, route in enumerate(config.routes):
         if route.agent not in catalog.agents:
             found.append(
@@ -171,10 +178,12 @@ def run_checks(config_file: Path) -> list[Finding]:
 _MARK = {Level.OK: "✓", Level.WARNING: "!", Level.ERROR: "✗"}
 
 
-def render_text(findings: list[Finding]) -> str:
-    """Human-readable report, one finding per line, with a summary."""
+def render_text(findings: list[Finding], *, errors_only: bool = False) -> str:
+    """Human-readable report, one finding per line, with a summary (``-q``: errors only)."""
     lines = []
     for f in findings:
+        if errors_only and f.level is not Level.ERROR:
+            continue
         line = f"{_MARK[f.level]} [{f.check}] {f.message}"
         if f.fix:
             line += f"\n    fix: {f.fix}"

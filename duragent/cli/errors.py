@@ -1,4 +1,8 @@
-"""How CLI commands fail: one ``error: …`` line, with the traceback only under ``-v``."""
+"""How CLI commands fail: one ``error: …`` line, with the traceback only under ``-v``.
+
+Exit codes: 1 for an error a person can fix, 2 for a usage error (click's), 130 for
+Ctrl-C (the shell's convention for SIGINT), so scripts can tell them apart.
+"""
 
 from __future__ import annotations
 
@@ -14,19 +18,39 @@ from duragent.cli.client import ApiError
 from duragent.cli.launcher import LaunchError
 from duragent.errors import DuragentError
 
-__all__ = ["fail", "handles_errors", "set_verbosity"]
+__all__ = ["INTERRUPTED", "fail", "handles_errors", "is_quiet", "set_verbosity"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
-_state = {"verbose": 0}
+INTERRUPTED = 130
+"""Exit status after Ctrl-C (128 + SIGINT)."""
+
+_state = {"verbose": 0, "quiet": 0}
 
 _EXPECTED = (DuragentError, OSError, ValueError, LaunchError, ApiError, httpx.HTTPError)
 
 
-def set_verbosity(level: int) -> None:
-    """Remember ``-v`` (tracebacks are shown when it is at least 1)."""
+def set_verbosity(level: int, quiet: bool = False) -> None:
+    """Remember ``-v`` (tracebacks are shown when it is at least 1) and ``-q``."""
     _state["verbose"] = level
+    _state["quiet"] = int(quiet)
+
+
+def is_quiet() -> bool:
+    """Whether ``-q`` asked for errors only."""
+    return bool(_state["quiet"])
+
+
+def _describe(exc: BaseException) -> str:
+    """The message, with the URL when a request failed (errno text alone names no server)."""
+    if isinstance(exc, httpx.RequestError):
+        try:
+            url = exc.request.url
+        except RuntimeError:  # no request attached
+            return str(exc)
+        return f"cannot reach {url}: {exc}"
+    return str(exc)
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:
@@ -45,8 +69,11 @@ def handles_errors(fn: Callable[P, R]) -> Callable[P, R]:
         except _EXPECTED as exc:
             if _state["verbose"]:
                 traceback.print_exc()
-            raise fail(str(exc)) from None
-        except (typer.Exit, typer.Abort, KeyboardInterrupt):
+            raise fail(_describe(exc)) from None
+        except KeyboardInterrupt:
+            typer.echo("", err=True)
+            raise typer.Exit(INTERRUPTED) from None
+        except (typer.Exit, typer.Abort):
             raise
         except Exception as exc:
             if _state["verbose"]:

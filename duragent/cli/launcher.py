@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -88,18 +89,27 @@ def running_server(ws: LoadedWorkspace, wait: float = 0.0) -> str | None:
         delay = min(0.5, delay * 2)
 
 
-def ensure_server(ws: LoadedWorkspace, port: int | None = None) -> str:
-    """The base URL of the server for ``ws``, starting one if none holds its lock."""
+def ensure_server(
+    ws: LoadedWorkspace,
+    port: int | None = None,
+    *,
+    announce: Callable[[str], None] | None = None,
+) -> str:
+    """The base URL of the server for ``ws``, starting one if none holds its lock.
+
+    ``announce`` is told, when a server is started, where it listens, where it logs and
+    when it stops by itself: a process the user did not start should not be a surprise.
+    """
     url = running_server(ws, wait=START_TIMEOUT_SECONDS)
     if url is not None:
         return url
-    chosen = port or ws.config.server.port
+    chosen = ws.config.server.port if port is None else port
     local = f"http://127.0.0.1:{chosen}"
     ready = _probe(local)
     if ready is not None and ready.get("workspace_hash") != ws.paths.workspace_hash:
         raise LaunchError(
             f"a duragent server for another workspace is running on port {chosen}; "
-            "stop it or set server.port"
+            "stop it, or pass --port N (or DURAGENT_PORT, or set server.port) to use another"
         )
     logs = ws.paths.logs
     logs.mkdir(parents=True, exist_ok=True)
@@ -132,6 +142,12 @@ def ensure_server(ws: LoadedWorkspace, port: int | None = None) -> str:
         # our child, or the winner of a race with another launcher (our child then exits)
         url = running_server(ws, wait=max(0.0, deadline - time.monotonic()))
         if url is not None:
+            if announce is not None:
+                announce(
+                    f"started a server for {ws.paths.root} on {url}; "
+                    f"it logs to {log_path} and stops by itself after {EPHEMERAL_SECONDS} s "
+                    "without sessions"
+                )
             return url
         if child.poll() is not None:
             raise LaunchError(

@@ -1,14 +1,18 @@
 """Entry point of the ``duragent`` command.
 
 Errors a person can fix (bad config, busy port, missing key) print as ``error: …`` lines and
-exit 1; ``-v`` adds the traceback. Command names and flags follow the reference CLI.
+exit 1; usage errors exit 2 and Ctrl-C 130; ``-v`` adds the traceback. Command names and
+flags follow the reference CLI; ``-v``/``-q`` may come before or after the subcommand.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import enum
 import logging
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, ParamSpec, TypeVar
 
@@ -20,8 +24,16 @@ from duragent.agents import load_catalog
 from duragent.cli import doctor as doctor_mod
 from duragent.cli import remote
 from duragent.cli.errors import fail as _fail
-from duragent.cli.errors import handles_errors, set_verbosity
-from duragent.cli.scaffold import DEFAULT_MODELS, scaffold_agent, scaffold_workspace
+from duragent.cli.errors import handles_errors, is_quiet, set_verbosity
+from duragent.cli.options import (
+    DEFAULT_CONFIG,
+    ConfigOpt,
+    GlobalFlagsGroup,
+    HostOpt,
+    PortOpt,
+    missing_config,
+)
+from duragent.cli.scaffold import DEFAULT_MODELS, check_agent, scaffold_agent, scaffold_workspace
 from duragent.config import CONFIG_FILENAME, load_workspace
 from duragent.core.logrepeat import collapse_repeats
 from duragent.llm.factory import PROVIDERS
@@ -36,17 +48,50 @@ R = TypeVar("R")
 app = typer.Typer(
     name="duragent",
     help="A durable runtime for AI chat agents.",
+    cls=GlobalFlagsGroup,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # plain click help: no "<bool>" beside every flag
 )
-agent_app = typer.Typer(help="List and create agents.", no_args_is_help=True)
+agent_app = typer.Typer(help="List and create agents.", no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(agent_app, name="agent")
 
-
-ConfigOpt = Annotated[
-    Path, typer.Option("-c", "--config", help="Path to duragent.yaml (or its directory).")
+AgentsDirOpt = Annotated[
+    str | None,
+    typer.Option("--agents-dir", help="Agents folder, relative to the workspace root."),
 ]
+NoInteractiveOpt = Annotated[
+    bool, typer.Option("--no-interactive", help="Never prompt; use the defaults.")
+]
+
+
+class Format(enum.StrEnum):
+    """Output formats of ``doctor``."""
+
+    TEXT = "text"
+    JSON = "json"
+
+
+@contextlib.contextmanager
+def _reported_here(logger: str) -> Iterator[None]:
+    """Silence ``logger`` while a command prints the same problems itself (once, not twice)."""
+    names = [logger, *(n for n in logging.root.manager.loggerDict if n.startswith(logger + "."))]
+    loggers = [logging.getLogger(n) for n in names]
+    before = [log.disabled for log in loggers]
+    for log in loggers:
+        log.disabled = True
+    try:
+        yield
+    finally:
+        for log, was in zip(loggers, before, strict=True):
+            log.disabled = was
+
+
+def _require_config(config: Path) -> None:
+    problem = missing_config(config)
+    if problem:
+        raise _fail(problem)
 
 
 def _setup_logging(verbose: int, quiet: bool) -> None:
@@ -84,7 +129,7 @@ def _root(
         typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
     ] = False,
 ) -> None:
-    set_verbosity(verbose)
+    set_verbosity(verbose, quiet)
     _setup_logging(verbose, quiet)
 
 
@@ -99,17 +144,22 @@ def _ask(prompt: str, default: str, interactive: bool) -> str:
 @handles_errors
 def init(
     path: Annotated[Path, typer.Argument(help="Directory to create the workspace in.")] = Path(),
-    agent_name: Annotated[str | None, typer.Option("--agent-name")] = None,
+    agent_name: Annotated[
+        str | None, typer.Option("--agent-name", help="Name of the first agent (assistant).")
+    ] = None,
     provider: Annotated[
         str | None, typer.Option("--provider", help=f"One of: {', '.join(PROVIDERS)}.")
     ] = None,
-    model: Annotated[str | None, typer.Option("--model")] = None,
-    no_interactive: Annotated[bool, typer.Option("--no-interactive")] = False,
+    model: Annotated[
+        str | None, typer.Option("--model", help="Model name (default: the provider's).")
+    ] = None,
+    no_interactive: NoInteractiveOpt = False,
 ) -> None:
     """Create a workspace: duragent.yaml, .duragent/ and one agent. Never overwrites files."""
     interactive = not no_interactive and sys.stdin.isatty()
     name = agent_name or _ask("Agent name", "assistant", interactive)
     chosen = provider or _ask(f"Provider ({', '.join(PROVIDERS)})", "offline", interactive)
+    check_agent(name, chosen)  # before the model prompt, and before anything is written
     model_name = model or _ask("Model", DEFAULT_MODELS.get(chosen, ""), interactive)
     result = scaffold_workspace(path, name, chosen, model_name)
     for p in result.created:
@@ -133,16 +183,19 @@ def _credential_hint(provider: str) -> None:
 @app.command()
 @handles_errors
 def serve(
-    config: ConfigOpt = Path(CONFIG_FILENAME),
-    host: Annotated[str | None, typer.Option("--host", help="Bind address.")] = None,
-    port: Annotated[int | None, typer.Option("-p", "--port", help="HTTP port.")] = None,
-    agents_dir: Annotated[str | None, typer.Option("--agents-dir")] = None,
+    config: ConfigOpt = DEFAULT_CONFIG,
+    host: HostOpt = None,
+    port: PortOpt = None,
+    agents_dir: AgentsDirOpt = None,
     ephemeral: Annotated[
         int | None,
-        typer.Option("--ephemeral", help="Exit after this many seconds without live sessions."),
+        typer.Option(
+            "--ephemeral", min=1, help="Exit after this many seconds without live sessions."
+        ),
     ] = None,
 ) -> None:
     """Run the agents: HTTP API and every configured front end, until SIGINT/SIGTERM."""
+    _require_config(config)
     ws = load_workspace(config)
     if not ws.exists and not ws.paths.workspace.is_dir():
         raise _fail(
@@ -156,10 +209,13 @@ def serve(
 @agent_app.command("list")
 @handles_errors
 def agent_list(
-    config: ConfigOpt = Path(CONFIG_FILENAME),
-    agents_dir: Annotated[str | None, typer.Option("--agents-dir")] = None,
+    config: ConfigOpt = DEFAULT_CONFIG,
+    agents_dir: AgentsDirOpt = None,
     server: Annotated[
-        str | None, typer.Option("-s", "--server", help="Ask a running server instead.")
+        str | None,
+        typer.Option(
+            "-s", "--server", envvar="DURAGENT_SERVER", help="Ask a running server instead."
+        ),
     ] = None,
 ) -> None:
     """List agents (from disk, or from a running server with --server)."""
@@ -174,13 +230,15 @@ def agent_list(
         for a in data.get("agents", []):
             typer.echo(f"{a['name']:<24} {a.get('description') or ''}")
         return
+    _require_config(config)
     ws = load_workspace(config)
     directory = ws.paths.root / agents_dir if agents_dir else ws.paths.agents
-    catalog = load_catalog(
-        directory,
-        workspace_directives=ws.paths.directives,
-        check=budget_check(ws.paths.workspace),
-    )
+    with _reported_here("duragent.agents"):  # broken agents are listed below
+        catalog = load_catalog(
+            directory,
+            workspace_directives=ws.paths.directives,
+            check=budget_check(ws.paths.workspace),
+        )
     if not catalog.agents and not catalog.broken:
         typer.echo(f"no agents in {directory}")
     for name in catalog.names():
@@ -196,15 +254,21 @@ def agent_list(
 @handles_errors
 def agent_create(
     name: Annotated[str, typer.Argument(help="Agent name (also its folder name).")],
-    provider: Annotated[str | None, typer.Option("--provider")] = None,
-    model: Annotated[str | None, typer.Option("--model")] = None,
-    config: ConfigOpt = Path(CONFIG_FILENAME),
-    no_interactive: Annotated[bool, typer.Option("--no-interactive")] = False,
+    provider: Annotated[
+        str | None, typer.Option("--provider", help=f"One of: {', '.join(PROVIDERS)}.")
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="Model name (default: the provider's).")
+    ] = None,
+    config: ConfigOpt = DEFAULT_CONFIG,
+    no_interactive: NoInteractiveOpt = False,
 ) -> None:
     """Scaffold a new agent in the workspace's agents directory."""
+    _require_config(config)
     ws = load_workspace(config)
     interactive = not no_interactive and sys.stdin.isatty()
     chosen = provider or _ask(f"Provider ({', '.join(PROVIDERS)})", "offline", interactive)
+    check_agent(name, chosen)
     model_name = model or _ask("Model", DEFAULT_MODELS.get(chosen, ""), interactive)
     result = scaffold_agent(ws.paths.agents, name, chosen, model_name)
     for p in result.created:
@@ -217,15 +281,27 @@ def agent_create(
 @app.command()
 @handles_errors
 def doctor(
-    config: ConfigOpt = Path(CONFIG_FILENAME),
-    fmt: Annotated[str, typer.Option("--format", help="text or json")] = "text",
+    config: ConfigOpt = DEFAULT_CONFIG,
+    fmt: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.TEXT,
 ) -> None:
-    """Validate the workspace and print every problem with its fix (exit 1 on errors)."""
-    if fmt not in ("text", "json"):
-        raise _fail(f"--format must be text or json, got {fmt!r}")
-    findings = doctor_mod.run_checks(config)
-    render = doctor_mod.render_json if fmt == "json" else doctor_mod.render_text
-    typer.echo(render(findings))
+    """Validate the workspace and print every problem with its fix (exit 1 on errors).
+
+    With -q only errors (and the summary line) are printed.
+    """
+    problem = missing_config(config)
+    if problem:
+        findings = [
+            doctor_mod.Finding(
+                doctor_mod.Level.ERROR, "config", problem, "run `duragent init` or pass -c"
+            )
+        ]
+    else:
+        with _reported_here("duragent.agents"):  # doctor prints broken agents itself
+            findings = doctor_mod.run_checks(config)
+    if fmt is Format.JSON:
+        typer.echo(doctor_mod.render_json(findings))
+    else:
+        typer.echo(doctor_mod.render_text(findings, errors_only=is_quiet()))
     if any(f.level is doctor_mod.Level.ERROR for f in findings):
         raise typer.Exit(1)
 

@@ -9,6 +9,8 @@ when none is running (see ``launcher``).
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -17,51 +19,61 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from duragent.cli.chat import ChatSession
+from duragent.cli.chat import ChatSession, line_reader
 from duragent.cli.client import ApiClient
 from duragent.cli.errors import fail as _fail
-from duragent.cli.errors import handles_errors
+from duragent.cli.errors import handles_errors, is_quiet
 from duragent.cli.launcher import ensure_server
-from duragent.config import CONFIG_FILENAME, load_workspace
+from duragent.cli.options import DEFAULT_CONFIG, ConfigOpt, PortOpt, ServerOpt, missing_config
+from duragent.config import load_workspace
 from duragent.store import SessionStore
 
 __all__ = ["register"]
 
-ConfigOpt = Annotated[
-    Path, typer.Option("-c", "--config", help="Path to duragent.yaml (or its directory).")
-]
-ServerOpt = Annotated[
-    str | None, typer.Option("-s", "--server", help="Server URL (default: the workspace's).")
-]
+
+def _announce(message: str) -> None:
+    """Tell the user about a server started for them (stderr: stdout stays the answer)."""
+    if not is_quiet():
+        typer.echo(message, err=True)
 
 
-def _client(config: Path, server: str | None) -> ApiClient:
+def _client(config: Path, server: str | None, port: int | None = None) -> ApiClient:
+    problem = missing_config(config)
+    if problem and server is None:
+        raise ValueError(problem)
     ws = load_workspace(config)
     if server is None:
         if not ws.exists and not ws.paths.workspace.is_dir():
             raise ValueError(f"no workspace at {ws.paths.root}; run `duragent init` or pass -c")
-        server = ensure_server(ws)
+        server = ensure_server(ws, port, announce=_announce)
     token = ws.config.server.api_token
     return ApiClient(server, token=token)
 
 
 def register(app: typer.Typer) -> None:
     """Add the commands to ``app``."""
-    session_app = typer.Typer(help="List, show, delete and restore sessions.", no_args_is_help=True)
+    session_app = typer.Typer(
+        help="List, show, delete and restore sessions.", no_args_is_help=True, rich_markup_mode=None
+    )
     app.add_typer(session_app, name="session")
 
     @app.command()
     @handles_errors
     def chat(
         agent: Annotated[str, typer.Option("-a", "--agent", help="Agent to talk to.")],
-        config: ConfigOpt = Path(CONFIG_FILENAME),
+        config: ConfigOpt = DEFAULT_CONFIG,
         server: ServerOpt = None,
+        port: PortOpt = None,
     ) -> None:
-        """Chat with an agent (starts a local server if none is running)."""
-        client = _client(config, server)
+        """Chat with an agent (starts a local server if none is running).
+
+        --port is where that server listens when one has to be started; a server already
+        running for this workspace is used wherever it listens.
+        """
+        client = _client(config, server, port)
         try:
             session_id = client.create_session(agent)["session_id"]
-            ChatSession(client, agent, session_id).run()
+            ChatSession(client, agent, session_id, read=line_reader()).run()
         finally:
             client.close()
 
@@ -70,17 +82,18 @@ def register(app: typer.Typer) -> None:
     def attach(
         session_id: Annotated[str | None, typer.Argument(help="Session to continue.")] = None,
         list_: Annotated[bool, typer.Option("-l", "--list", help="List sessions.")] = False,
-        config: ConfigOpt = Path(CONFIG_FILENAME),
+        config: ConfigOpt = DEFAULT_CONFIG,
         server: ServerOpt = None,
+        port: PortOpt = None,
     ) -> None:
         """Continue a session: show its last messages, then chat."""
-        client = _client(config, server)
+        client = _client(config, server, port)
         try:
             if list_ or session_id is None:
                 _print_sessions(client, active_only=True)
                 return
             info = client.session(session_id)
-            chat_session = ChatSession(client, str(info["agent"]), session_id)
+            chat_session = ChatSession(client, str(info["agent"]), session_id, read=line_reader())
             chat_session.show_history()
             chat_session.run()
         finally:
@@ -88,10 +101,19 @@ def register(app: typer.Typer) -> None:
 
     @session_app.command("list")
     @handles_errors
-    def session_list(config: ConfigOpt = Path(CONFIG_FILENAME), server: ServerOpt = None) -> None:
-        """List sessions, newest first."""
+    def session_list(
+        config: ConfigOpt = DEFAULT_CONFIG,
+        server: ServerOpt = None,
+        as_json: Annotated[
+            bool, typer.Option("--json", help='Print the API\'s JSON ({"sessions": [...]}).')
+        ] = False,
+    ) -> None:
+        """List sessions, newest first (ids are never shortened)."""
         client = _client(config, server)
         try:
+            if as_json:
+                typer.echo(json.dumps({"sessions": client.sessions()}, indent=2))
+                return
             _print_sessions(client, active_only=False)
         finally:
             client.close()
@@ -100,9 +122,11 @@ def register(app: typer.Typer) -> None:
     @handles_errors
     def session_show(
         session_id: str,
-        limit: Annotated[int, typer.Option("-n", "--limit")] = 20,
+        limit: Annotated[
+            int, typer.Option("-n", "--limit", min=1, help="How many of the last messages.")
+        ] = 20,
         tools: Annotated[bool, typer.Option("--tools", help="Include tool calls.")] = False,
-        config: ConfigOpt = Path(CONFIG_FILENAME),
+        config: ConfigOpt = DEFAULT_CONFIG,
         server: ServerOpt = None,
     ) -> None:
         """Show a session and its last messages."""
@@ -122,7 +146,7 @@ def register(app: typer.Typer) -> None:
 
     @session_app.command("restore")
     @handles_errors
-    def session_restore(session_id: str, config: ConfigOpt = Path(CONFIG_FILENAME)) -> None:
+    def session_restore(session_id: str, config: ConfigOpt = DEFAULT_CONFIG) -> None:
         """Bring a quarantined session back (it is checked again when next used)."""
         path = restore_session(config, session_id)
         typer.echo(
@@ -133,7 +157,7 @@ def register(app: typer.Typer) -> None:
     @session_app.command("delete")
     @handles_errors
     def session_delete(
-        session_id: str, config: ConfigOpt = Path(CONFIG_FILENAME), server: ServerOpt = None
+        session_id: str, config: ConfigOpt = DEFAULT_CONFIG, server: ServerOpt = None
     ) -> None:
         """Delete a session and its files."""
         client = _client(config, server)
@@ -167,6 +191,13 @@ def restore_session(config: Path, session_id: str) -> Path:
         raise _fail(f"{exc}; delete or move one of them first") from None
 
 
+def _console() -> Console:
+    """Rich's console, wide enough for whole lines when stdout is not a terminal."""
+    if sys.stdout.isatty():
+        return Console()
+    return Console(width=200)
+
+
 def _print_sessions(client: ApiClient, *, active_only: bool) -> None:
     sessions = client.sessions()
     if active_only:
@@ -174,10 +205,16 @@ def _print_sessions(client: ApiClient, *, active_only: bool) -> None:
     if not sessions:
         typer.echo("no sessions")
         return
-    table = Table("session", "agent", "status", "updated")
+    table = Table()
+    # Ids are what people copy into `session show`: never wrapped or cut, whatever the width
+    # (a pipe gets rich's default 80 columns).
+    longest = max(len(str(s["session_id"])) for s in sessions)
+    table.add_column("session", no_wrap=True, min_width=longest)
+    for column in ("agent", "status", "updated"):
+        table.add_column(column, overflow="fold")
     for s in sessions:
         table.add_row(s["session_id"], s["agent"], s["status"], s.get("updated_at", ""))
-    console = Console()
+    console = _console()
     console.print(table)
     for s in sessions:
         if s.get("reason"):

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from duragent.agents.spec import AGENT_NAME_PATTERN
 from duragent.cli import templates
 from duragent.llm.factory import PROVIDERS
 
-__all__ = ["DEFAULT_MODELS", "Scaffold", "scaffold_agent", "scaffold_workspace"]
+__all__ = [
+    "DEFAULT_MODELS",
+    "Scaffold",
+    "check_agent",
+    "scaffold_agent",
+    "scaffold_workspace",
+]
 
 DEFAULT_MODELS = {
     "anthropic": "claude-sonnet-4-5",
@@ -37,13 +45,28 @@ class Scaffold:
         self.created.append(path)
 
 
+def check_agent(name: str, provider: str) -> None:
+    """Raise ValueError when the agent could not be created or would not load.
+
+    Called before anything is written, so a bad name or provider leaves no folder behind;
+    the name rule is ``metadata.name``'s, which also keeps the folder inside the agents
+    directory (no ``/``, no leading ``.``).
+    """
+    if not re.fullmatch(AGENT_NAME_PATTERN, name):
+        raise ValueError(
+            f"invalid agent name {name!r}: use letters, digits, '.', '_' and '-', "
+            "starting with a letter or digit (e.g. 'assistant')"
+        )
+    if provider not in PROVIDERS:
+        raise ValueError(f"unknown provider {provider!r}; choose one of {', '.join(PROVIDERS)}")
+
+
 def scaffold_agent(
     agents_dir: Path, name: str, provider: str, model: str, result: Scaffold | None = None
 ) -> Scaffold:
     """Write one agent folder (agent.yaml, policy, SOUL.md, SYSTEM_PROMPT.md)."""
+    check_agent(name, provider)
     out = result or Scaffold()
-    if provider not in PROVIDERS:
-        raise ValueError(f"unknown provider {provider!r}; choose one of {', '.join(PROVIDERS)}")
     folder = agents_dir / name
     values = {"agent": name, "provider": provider, "model": model}
     out.write(folder / "agent.yaml", templates.render(templates.AGENT_YAML, **values))
@@ -55,6 +78,7 @@ def scaffold_agent(
 
 def scaffold_workspace(root: Path, agent: str, provider: str, model: str) -> Scaffold:
     """Write duragent.yaml, the .duragent tree, the workspace policy and one agent."""
+    check_agent(agent, provider)
     out = Scaffold()
     out.write(root / "duragent.yaml", templates.render(templates.DURAGENT_YAML, agent=agent))
     ws = root / ".duragent"

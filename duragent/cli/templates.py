@@ -28,7 +28,7 @@ server:
 
 sessions:
   ttl_hours: 168        # complete sessions idle this long; 0 disables
-  compaction: discard   # discard | archive | disabled
+  compaction: archive   # archive | discard | disabled
 
 # gateways:
 #   telegram:

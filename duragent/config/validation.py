@@ -9,6 +9,7 @@ be silently ignored.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
@@ -78,6 +79,22 @@ def _dotted(path: Sequence[str | int]) -> str:
     return out
 
 
+def _close_key(wanted: str, candidates: Sequence[object]) -> str | None:
+    """The candidate that looks like a misspelling of ``wanted`` (``modle`` for ``model``)."""
+    names = [c for c in candidates if isinstance(c, str) and c != wanted]
+    matches = difflib.get_close_matches(wanted, names, n=1, cutoff=0.75)
+    return matches[0] if matches else None
+
+
+def _node_at(data: Any, path: Sequence[str | int]) -> Any:
+    node = data
+    for part in path:
+        if not _has_key(node, part):
+            return _MISSING
+        node = node[part]
+    return node
+
+
 def _to_config_error(err: ErrorDetails, doc: LocatedYaml) -> ConfigError:
     path = _field_path(err["loc"], doc.data)
     field = _dotted(path)
@@ -87,6 +104,22 @@ def _to_config_error(err: ErrorDetails, doc: LocatedYaml) -> ConfigError:
     value = err.get("input")
     if kind == "missing":
         leaf = path[-1] if path else "value"
+        parent = _node_at(doc.data, path[:-1])
+        typo = (
+            _close_key(leaf, list(parent))
+            if isinstance(parent, dict) and isinstance(leaf, str)
+            else None
+        )
+        if typo is not None:
+            typo_line = doc.line_of([*path[:-1], typo])
+            where = f" (line {typo_line})" if typo_line is not None else ""
+            return ConfigError(
+                f"required field is missing; '{typo}'{where} looks like a misspelling of it",
+                file=doc.file,
+                line=line,
+                field=field,
+                fix=f"rename '{typo}' to '{leaf}'",
+            )
         return ConfigError(
             "required field is missing",
             file=doc.file,
@@ -183,6 +216,7 @@ def unknown_key_warnings(
     known = sorted((f.alias or name) for name, f in type(model).model_fields.items())
     for key in extra:
         path = (*prefix, key)
+        close = _close_key(key, known)
         found.append(
             ConfigError(
                 "unknown field (ignored)",
@@ -190,6 +224,7 @@ def unknown_key_warnings(
                 line=doc.line_of(path),
                 field=_dotted(path),
                 allowed=", ".join(known),
+                fix=f"did you mean '{close}'?" if close else None,
             )
         )
     for name, info in type(model).model_fields.items():

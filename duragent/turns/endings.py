@@ -19,7 +19,7 @@ from duragent.session import SessionHandle
 from duragent.turns.loop import cancelled_result
 from duragent.turns.result import Failed, why_cut_short
 
-__all__ = ["close_cut_short_turn", "record_failed_turn"]
+__all__ = ["apology", "close_cut_short_turn", "record_failed_turn"]
 
 log = logging.getLogger(__name__)
 
@@ -53,5 +53,14 @@ async def record_failed_turn(session: SessionHandle, exc: Exception) -> Failed:
             await session.record_error(code, str(exc))
         raise exc
     await session.record_error(code, str(exc))
-    text = f"Sorry, I could not answer: {exc}. Your message is saved; you can send it again."
-    return Failed(session_id=session_id, content=text, error=str(exc))
+    return Failed(session_id=session_id, content=apology(exc), error=str(exc))
+
+
+def apology(exc: Exception) -> str:
+    """What the user reads when a turn failed: the cause, one full stop, what to do next.
+
+    SDK messages often end with their own full stop ("Connection error."), which must not
+    become "Connection error.." here.
+    """
+    cause = str(exc).rstrip().rstrip(".") or type(exc).__name__
+    return f"Sorry, I could not answer: {cause}. Your message is saved; you can send it again."

@@ -84,6 +84,17 @@ def test_missing_model_name_is_a_required_field_error_with_its_line(
     )
 
 
+def test_a_misspelt_required_key_is_named_as_the_likely_typo(write_agent: WriteAgent) -> None:
+    folder = write_agent("a", HEADER.replace("  model:", "  modle:"))
+
+    err = only_error(folder)
+
+    assert str(err) == (
+        f"{folder / 'agent.yaml'}:5: spec.model: required field is missing; 'modle' (line 6) "
+        "looks like a misspelling of it. Fix: rename 'modle' to 'model'"
+    )
+
+
 def test_missing_top_level_sections_are_all_reported(write_agent: WriteAgent) -> None:
     folder = write_agent("a", "apiVersion: duragent/v1alpha1\n")
 

@@ -11,8 +11,10 @@ import pytest
 
 from duragent.core.messages import ToolCall
 from duragent.core.snapshot import SessionStatus
+from duragent.errors import LLMConnectionError
 from duragent.session.state import INTERRUPTED_RESULT, UNFINISHED_RESULT
 from duragent.testing import Reply, ToolCallReply
+from duragent.turns.endings import apology
 from duragent.turns.loop import cancelled_result
 from tests.turns.test_turn import on_disk
 from tests.turns.turn_fixtures import FnTool, harness
@@ -100,3 +102,11 @@ async def test_a_new_turn_makes_a_paused_session_active(tmp_path: Path) -> None:
         await h.runner.run(sid, "hi")
         info = await h.registry.info(sid)
     assert info.status is SessionStatus.ACTIVE
+
+
+def test_a_failed_turn_says_its_cause_with_one_full_stop() -> None:
+    text = apology(LLMConnectionError("openai: Connection error.", provider="openai"))
+    assert text == (
+        "Sorry, I could not answer: openai: Connection error. "
+        "Your message is saved; you can send it again."
+    )

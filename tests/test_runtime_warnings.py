@@ -1,0 +1,79 @@
+"""`serve` says at start what would otherwise surprise later: a missing key, an unserved
+front end (issue 21 items 9 and 10)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from duragent.cli.main import app
+from duragent.config import load_workspace
+from duragent.runtime import Runtime
+
+OPENAI_AGENT = """\
+apiVersion: duragent/v1alpha1
+kind: Agent
+metadata:
+  name: helper
+spec:
+  model:
+    provider: openai
+    name: gpt-4o-mini
+"""
+
+
+def workspace(root: Path, config: str = "") -> Path:
+    (root / "duragent.yaml").write_text(config)
+    folder = root / ".duragent" / "agents" / "helper"
+    folder.mkdir(parents=True)
+    (folder / "agent.yaml").write_text(OPENAI_AGENT)
+    return root / "duragent.yaml"
+
+
+def test_loading_an_agent_whose_provider_key_is_missing_warns(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    runtime = Runtime(load_workspace(workspace(tmp_path)), env={})
+    with caplog.at_level(logging.WARNING, logger="duragent.runtime"):
+        runtime.reload_agents()
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any(
+        "agent 'helper' cannot call its model: OPENAI_API_KEY is not set" in w for w in warnings
+    ), warnings
+
+
+def test_an_agent_with_its_key_loads_without_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    runtime = Runtime(load_workspace(workspace(tmp_path)), env={"OPENAI_API_KEY": "sk-test"})
+    with caplog.at_level(logging.WARNING, logger="duragent.runtime"):
+        runtime.reload_agents()
+    assert not [r for r in caplog.records if "cannot call its model" in r.getMessage()]
+
+
+TELEGRAM = "gateways:\n  telegram:\n    bot_token: abc\n  discord:\n    enabled: false\n"
+
+
+async def test_serve_warns_that_a_configured_telegram_block_is_not_served(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    runtime = Runtime(
+        load_workspace(workspace(tmp_path, TELEGRAM)), port=0, env={"OPENAI_API_KEY": "k"}
+    )
+    with caplog.at_level(logging.WARNING, logger="duragent.runtime"):
+        await runtime.start()
+        await runtime.aclose()
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("gateways.telegram is configured" in w for w in warnings), warnings
+    assert not any("gateways.discord" in w for w in warnings), warnings
+
+
+def test_doctor_warns_that_a_configured_telegram_block_is_not_served(tmp_path: Path) -> None:
+    config = workspace(tmp_path, TELEGRAM)
+    result = CliRunner().invoke(app, ["doctor", "-c", str(config)], env={"OPENAI_API_KEY": "k"})
+    assert result.exit_code == 0, result.output
+    assert "! [gateways] gateways.telegram is configured" in result.output
+    assert "gateways.discord" not in result.output
