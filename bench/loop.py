@@ -155,7 +155,7 @@ async def long_sessions() -> None:
     sizes = (1, 100, 1000, 2000)
     per: dict[int, list[float]] = {size: [] for size in sizes}
     with tempfile.TemporaryDirectory(dir=Path.cwd()) as tmp:
-        for run in range(3):  # sizes interleaved: a slow moment of the machine hits all alike
+        for run in range(7):  # sizes interleaved: a slow moment of the machine hits all alike
             for size in sizes:
                 root = Path(tmp) / f"h{size}-{run}"
                 per[size].append(await turn_time(root, 10, history=size) / 10)
