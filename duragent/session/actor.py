@@ -196,6 +196,8 @@ class SessionActor(SessionOps, pykka.ThreadingActor):
             return None
         if message.reply is not None:
             message.reply.set_result(result)
+        if self._journal.loaded and not self._closed and self._failure is None:
+            self._journal.maintain()  # after the answer: nobody waits for a snapshot
         return None
 
     # --- lifecycle op (the others are in ``operations``) ---------------------------------
