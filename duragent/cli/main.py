@@ -30,7 +30,9 @@ from duragent.cli.options import (
     ConfigOpt,
     GlobalFlagsGroup,
     HostOpt,
+    ModelOpt,
     PortOpt,
+    ProviderOpt,
     missing_config,
 )
 from duragent.cli.scaffold import DEFAULT_MODELS, check_agent, scaffold_agent, scaffold_workspace
@@ -147,12 +149,8 @@ def init(
     agent_name: Annotated[
         str | None, typer.Option("--agent-name", help="Name of the first agent (assistant).")
     ] = None,
-    provider: Annotated[
-        str | None, typer.Option("--provider", help=f"One of: {', '.join(PROVIDERS)}.")
-    ] = None,
-    model: Annotated[
-        str | None, typer.Option("--model", help="Model name (default: the provider's).")
-    ] = None,
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
     no_interactive: NoInteractiveOpt = False,
 ) -> None:
     """Create a workspace: duragent.yaml, .duragent/ and one agent. Never overwrites files."""
@@ -254,12 +252,8 @@ def agent_list(
 @handles_errors
 def agent_create(
     name: Annotated[str, typer.Argument(help="Agent name (also its folder name).")],
-    provider: Annotated[
-        str | None, typer.Option("--provider", help=f"One of: {', '.join(PROVIDERS)}.")
-    ] = None,
-    model: Annotated[
-        str | None, typer.Option("--model", help="Model name (default: the provider's).")
-    ] = None,
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
     config: ConfigOpt = DEFAULT_CONFIG,
     no_interactive: NoInteractiveOpt = False,
 ) -> None:

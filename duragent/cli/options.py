@@ -16,13 +16,16 @@ import typer
 from typer.core import TyperGroup
 
 from duragent.config import CONFIG_FILENAME
+from duragent.llm.factory import PROVIDERS
 
 __all__ = [
     "DEFAULT_CONFIG",
     "ConfigOpt",
     "GlobalFlagsGroup",
     "HostOpt",
+    "ModelOpt",
     "PortOpt",
+    "ProviderOpt",
     "ServerOpt",
     "hoist_global_flags",
     "missing_config",
@@ -66,6 +69,13 @@ ServerOpt = Annotated[
         envvar="DURAGENT_SERVER",
         help="Server URL (default: the workspace's). Env: DURAGENT_SERVER.",
     ),
+]
+
+ProviderOpt = Annotated[
+    str | None, typer.Option("--provider", help=f"One of: {', '.join(PROVIDERS)}.")
+]
+ModelOpt = Annotated[
+    str | None, typer.Option("--model", help="Model name (default: the provider's).")
 ]
 
 _GLOBAL_FLAGS = frozenset({"--verbose", "--quiet", "-q"})

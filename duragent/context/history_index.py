@@ -47,8 +47,8 @@ class HistoryFit:
     tokens: int  # their cost
     source: int  # how many original messages they stand for
     sent: int  # how many messages they are
-    repaired: int  # repairs in the units the walk reached (pinned included)
-    orphans: int  # orphans dropped in the units the walk reached (pinned included)
+    repaired: int  # repairs in the units the walk reached
+    orphans: int  # orphans dropped in the units the walk reached
 
 
 def _prefix(units: Iterable[Unit], key: Callable[[Unit], int], start: int) -> list[int]:
@@ -253,14 +253,13 @@ class HistoryCache:
             return self._tokens(0, end), end
         return notice_cost, end - i + 1
 
-    def fit(
-        self, budget: int, notice_cost: int, end: int, reached: int, cost: Cost
-    ) -> tuple[HistoryFit, bool]:
+    def fit(self, budget: int, notice_cost: int, end: int, reached: int, cost: Cost) -> HistoryFit:
         """The newest units before ``end`` that fit ``budget`` (with the notice if cut).
 
         Greedy, like the plain walk: it stops at the first unit that does not fit; when
         anything is cut, units are given back until the notice fits too, and the history
-        never starts on an empty unit (dropped orphans). Returns (the fit, whether all fit).
+        never starts on an empty unit (dropped orphans). Repairs and orphans count the units
+        the walk reached before ``end`` (the caller adds the pinned unit's).
         """
         i = self._count_back(budget, end, cost) if end else 0
         complete = i == 0
@@ -275,22 +274,13 @@ class HistoryCache:
             while i < end and not units[i].messages:
                 i += 1
         at = self._at
-        pin = self.pinned()
-        top = len(self._units)
-        return (
-            HistoryFit(
-                messages=self._flat[at[i] - at[0] : at[end] - at[0]],
-                tokens=self._tokens(i, end) if i < end else 0,
-                source=self._source[end] - self._source[i],
-                sent=at[end] - at[i],
-                repaired=self._repaired[end]
-                - self._repaired[end - reached]
-                + (pin.repaired if pin is not None and end < top else 0),
-                orphans=self._orphans[end]
-                - self._orphans[end - reached]
-                + (pin.orphans if pin is not None and end < top else 0),
-            ),
-            complete,
+        return HistoryFit(
+            messages=self._flat[at[i] - at[0] : at[end] - at[0]],
+            tokens=self._tokens(i, end) if i < end else 0,
+            source=self._source[end] - self._source[i],
+            sent=at[end] - at[i],
+            repaired=self._repaired[end] - self._repaired[end - reached],
+            orphans=self._orphans[end] - self._orphans[end - reached],
         )
 
 

@@ -206,7 +206,10 @@ class _History(Protocol):
         """The least the unpinned history costs: its notice, or all of it when cheaper."""
 
     def fill(self, budget: int, notice_cost: int) -> HistoryFit:
-        """The newest units that fit ``budget``, with room for the notice when cut."""
+        """The newest units that fit ``budget``, with room for the notice when cut.
+
+        Its repairs and orphans count every unit the walk reached, the pinned one included.
+        """
 
 
 class _IndexedHistory:
@@ -226,7 +229,10 @@ class _IndexedHistory:
         return least
 
     def fill(self, budget: int, notice_cost: int) -> HistoryFit:
-        chosen, _ = self._cache.fit(budget, notice_cost, self._end, self._reached, self._cost)
+        chosen = self._cache.fit(budget, notice_cost, self._end, self._reached, self._cost)
+        for unit in self.pinned:  # reached first, as in the plain walk
+            chosen.repaired += unit.repaired
+            chosen.orphans += unit.orphans
         return chosen
 
 

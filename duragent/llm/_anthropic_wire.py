@@ -99,9 +99,10 @@ async def turns_body(fragments: list[Fragment]) -> tuple[str, list[bytes]]:
     """
     hoisted = compress(fragments, map("system".__eq__, map(itemgetter(1), fragments)))
     system = [f.blocks.decode() for f in hoisted if f.blocks]
-    content = list(compress(fragments, map(itemgetter(0), fragments)))
+    every_role = list(map(itemgetter(0), fragments))  # b"" for what adds no content block
+    content = list(compress(fragments, every_role))
     parts = list(map(itemgetter(3), content))
-    roles = list(map(itemgetter(0), content))
+    roles = list(compress(every_role, every_role))
     # where a fragment joins the turn before it; runs of joins are merged, newest first so
     # earlier indexes stay valid while the list shrinks
     joins = list(compress(count(1), map(operator.eq, roles, islice(roles, 1, None))))

@@ -338,9 +338,6 @@ class Journal:
         Everything it writes is already durable in the log, so it can wait until the answer
         has gone; the next ask to this session queues behind it like behind any other.
         """
-        self._maybe_snapshot()
-
-    def _maybe_snapshot(self) -> None:
         if self._queue or self.state.last_seq - self._last_snapshot_seq < SNAPSHOT_EVERY:
             return
         if self._log.appended_bytes - self._bytes_at_snapshot < self._snapshots.last_size // 4:
@@ -353,7 +350,7 @@ class Journal:
     def flush(self) -> None:
         """Write everything queued, then snapshot if one is due."""
         self._write_queue()
-        self._maybe_snapshot()
+        self.maintain()
 
     def snapshot(self) -> None:
         """Write everything queued and a snapshot now; then roll the log over per the mode."""
