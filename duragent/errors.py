@@ -42,7 +42,10 @@ Outside the tree, signals that never leave the package that raises them (each is
 there and turned into an answer): ``ProblemError`` (an HTTP handler's problem+json answer),
 ``ApiError`` and ``LaunchError`` (the CLI's client and launcher), ``BodyError``, ``_Full``
 and ``ForbiddenAddress`` (the web tool's refusals), ``WireShapeError`` (a streamed chunk of
-the wrong shape; the providers turn it into ``LLMResponseError``). ``tests/test_errors.py``
+the wrong shape; the providers turn it into ``LLMResponseError``), ``UnregisteredProblemError``
+(a handler answering a status with no problem type: a bug, raised where it is made),
+``FatalPollingError`` (Telegram refusing the bot; the gateway's state says so) and
+``EntityParseError`` (the fake Telegram's HTML check). ``tests/test_errors.py``
 checks that every exception class of the package is drawn here, under its real parent.
 """
 

@@ -32,6 +32,8 @@ from duragent.core.lifecycle import (
     TaskService,
 )
 from duragent.core.tasks import BackgroundTasks
+from duragent.errors import ConfigError
+from duragent.frontkit import ChatGateway, WebhookReceiver
 from duragent.gateways.http import HttpServer, build_app
 from duragent.llm import credential_problem
 from duragent.session import RegistrySettings, SessionRegistry
@@ -60,10 +62,7 @@ def unserved_front_ends(config: WorkspaceConfig) -> list[str]:
     :attr:`Runtime.SERVICES`.
     """
     found = []
-    for name, gateway in (
-        ("telegram", config.gateways.telegram),
-        ("discord", config.gateways.discord),
-    ):
+    for name, gateway in (("discord", config.gateways.discord),):
         if gateway is not None and gateway.enabled:
             found.append(
                 f"gateways.{name} is configured, but this version of duragent has no "
@@ -105,6 +104,7 @@ class Runtime:
         self._env = env
         self._catalog = AgentCatalog()
         self._http: HttpServer | None = None
+        self._gateways: dict[str, ChatGateway] = {}
         self._stop = asyncio.Event()
         self._ephemeral = ephemeral
         self._services = ServiceStack()
@@ -315,9 +315,41 @@ class Runtime:
         # Front ends: each selected by its duragent.yaml section (gateways.telegram, …) and
         # optional, so one platform being down never takes the others down. HTTP is what
         # `serve` is asked to serve: essential, so a busy port still fails the command.
+        Entry("telegram", lambda rt: rt._telegram_service(), essential=False),
         Entry("http", lambda rt: Hooks(rt._start_http, rt._stop_http)),
     )
     """Every service of the server, in start order (stop order is the reverse)."""
+
+    def _telegram_service(self) -> Service | None:
+        """``gateways.telegram`` (enabled): the Telegram front end (its SDK imported only now)."""
+        config = self._config.gateways.telegram
+        if config is None or not config.enabled:
+            return None
+        try:
+            from duragent.gateways.telegram import build_telegram_gateway
+        except ImportError as exc:
+            raise ConfigError(
+                "gateways.telegram is enabled but python-telegram-bot is not installed: "
+                "pip install 'duragent[telegram]'"
+            ) from exc
+        gateway = build_telegram_gateway(
+            config,
+            self._turns,
+            self._tasks,
+            catalog=lambda: self._catalog,
+            routes=self._config.routes,
+            request_timeout=self._config.server.request_timeout_seconds,
+        )
+        self._gateways[gateway.name] = gateway
+        return gateway
+
+    def gateway_states(self) -> dict[str, str]:
+        """Each chat gateway's state (``/readyz``)."""
+        return {name: gateway.state for name, gateway in self._gateways.items()}
+
+    def webhooks(self) -> dict[str, WebhookReceiver]:
+        """The webhook paths chat gateways receive updates on (served by HTTP)."""
+        return dict(gw.webhook for gw in self._gateways.values() if gw.webhook is not None)
 
     def _ephemeral_service(self) -> Service | None:
         """``--ephemeral``: stop when idle (asked for on the command line, so essential)."""

@@ -54,26 +54,45 @@ def test_an_agent_with_its_key_loads_without_a_warning(
     assert not [r for r in caplog.records if "cannot call its model" in r.getMessage()]
 
 
-TELEGRAM = "gateways:\n  telegram:\n    bot_token: abc\n  discord:\n    enabled: false\n"
+DISCORD = "gateways:\n  discord:\n    bot_token: abc\n  telegram:\n    enabled: false\n"
 
 
-async def test_serve_warns_that_a_configured_telegram_block_is_not_served(
+async def test_serve_warns_that_a_configured_discord_block_is_not_served(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     runtime = Runtime(
-        load_workspace(workspace(tmp_path, TELEGRAM)), port=0, env={"OPENAI_API_KEY": "k"}
+        load_workspace(workspace(tmp_path, DISCORD)), port=0, env={"OPENAI_API_KEY": "k"}
     )
     with caplog.at_level(logging.WARNING, logger="duragent.runtime"):
         await runtime.start()
         await runtime.aclose()
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert any("gateways.telegram is configured" in w for w in warnings), warnings
-    assert not any("gateways.discord" in w for w in warnings), warnings
+    assert any("gateways.discord is configured" in w for w in warnings), warnings
+    assert not any("gateways.telegram" in w for w in warnings), warnings
 
 
-def test_doctor_warns_that_a_configured_telegram_block_is_not_served(tmp_path: Path) -> None:
-    config = workspace(tmp_path, TELEGRAM)
+def test_doctor_warns_that_a_configured_discord_block_is_not_served(tmp_path: Path) -> None:
+    config = workspace(tmp_path, DISCORD)
     result = CliRunner().invoke(app, ["doctor", "-c", str(config)], env={"OPENAI_API_KEY": "k"})
     assert result.exit_code == 0, result.output
-    assert "! [gateways] gateways.telegram is configured" in result.output
-    assert "gateways.discord" not in result.output
+    assert "! [gateways] gateways.discord is configured" in result.output
+    assert "disabled (enabled: false)" in result.output
+
+
+def test_doctor_says_a_telegram_token_of_the_wrong_shape_is_an_error(tmp_path: Path) -> None:
+    config = workspace(tmp_path, "gateways:\n  telegram:\n    bot_token: abc\n")
+    result = CliRunner().invoke(app, ["doctor", "-c", str(config)], env={"OPENAI_API_KEY": "k"})
+    assert result.exit_code == 1, result.output
+    assert "does not look like a bot token" in result.output
+
+
+def test_doctor_says_which_telegram_gateway_serve_will_start(tmp_path: Path) -> None:
+    token = "123456:" + "A" * 35
+    text = (
+        f"gateways:\n  telegram:\n    bot_token: '{token}'\n    base_url: http://localhost:8081\n"
+    )
+    config = workspace(tmp_path, text)
+    result = CliRunner().invoke(app, ["doctor", "-c", str(config)], env={"OPENAI_API_KEY": "k"})
+    assert result.exit_code == 0, result.output
+    assert "[gateway telegram] enabled (long polling, http://localhost:8081)" in result.output
+    assert token not in result.output

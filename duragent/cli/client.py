@@ -124,12 +124,18 @@ class ApiClient:
     def messages(
         self, session_id: str, limit: int = 100, include_tools: bool = False
     ) -> list[dict[str, Any]]:
-        """The last ``limit`` messages."""
+        """The last ``limit`` messages (or the server's maximum, if lower)."""
+        return self.history(session_id, limit, include_tools)[0]
+
+    def history(
+        self, session_id: str, limit: int = 100, include_tools: bool = False
+    ) -> tuple[list[dict[str, Any]], int | None]:
+        """The last ``limit`` messages, and the server's maximum if it answered fewer for it."""
         params = {"limit": limit, "include_tools": str(include_tools).lower()}
-        result: list[dict[str, Any]] = self._json(
-            "GET", f"/api/v1/sessions/{session_id}/messages", params=params
-        )["messages"]
-        return result
+        body = self._json("GET", f"/api/v1/sessions/{session_id}/messages", params=params)
+        messages: list[dict[str, Any]] = body["messages"]
+        clamped = body.get("limit_clamped_to")
+        return messages, clamped if isinstance(clamped, int) else None
 
     def approve(self, session_id: str, call_id: str, decision: str) -> dict[str, Any]:
         """Decide on a pending tool call."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from duragent.agents import load_catalog
-from duragent.config import load_workspace
+from duragent.config import WorkspaceConfig, load_workspace
 from duragent.context.offline_encodings import OFFLINE_ENCODINGS, get_offline_encoding
 from duragent.errors import ConfigError, ConfigErrors, DuragentError
 from duragent.llm import credential_problem
@@ -117,19 +117,7 @@ def run_checks(config_file: Path) -> list[Finding]:
             )
 
     config = ws.config
-    for gw_name, gw in (
-        ("telegram", config.gateways.telegram),
-        ("discord", config.gateways.discord),
-    ):
-        if gw is not None and gw.enabled and not gw.bot_token:
-            found.append(
-                Finding(
-                    Level.ERROR,
-                    f"gateway {gw_name}",
-                    "enabled but bot_token is empty",
-                    f"set gateways.{gw_name}.bot_token (e.g. ${{{gw_name.upper()}_BOT_TOKEN}})",
-                )
-            )
+    found.extend(_gateway_findings(config))
     found.extend(
         Finding(
             Level.WARNING, "gateways", sentence, "use the HTTP API for now, or remove the block"
@@ -203,3 +191,32 @@ def render_json(findings: list[Finding]) -> str:
         ],
         indent=2,
     )
+
+
+def _gateway_findings(config: WorkspaceConfig) -> list[Finding]:
+    """Which chat gateways ``serve`` starts, and why one would fail before it asks Telegram."""
+    found: list[Finding] = []
+    telegram = config.gateways.telegram
+    if telegram is not None and telegram.enabled:
+        problem = telegram.token_problem()
+        if problem:
+            found.append(Finding(Level.ERROR, "gateway telegram", problem))
+        else:
+            where = telegram.base_url or "api.telegram.org"
+            how = "webhook " + telegram.webhook_url if telegram.webhook_url else "long polling"
+            found.append(Finding(Level.OK, "gateway telegram", f"enabled ({how}, {where})"))
+    elif telegram is not None:
+        found.append(Finding(Level.OK, "gateway telegram", "disabled (enabled: false)"))
+    discord = config.gateways.discord
+    if discord is not None and discord.enabled and not discord.bot_token:
+        found.append(
+            Finding(
+                Level.ERROR,
+                "gateway discord",
+                "enabled but bot_token is empty",
+                "set gateways.discord.bot_token (e.g. ${DISCORD_BOT_TOKEN})",
+            )
+        )
+    if telegram is None and discord is None and not config.gateways.external:
+        found.append(Finding(Level.OK, "gateways", "none configured (HTTP API only)"))
+    return found

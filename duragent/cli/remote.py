@@ -138,7 +138,14 @@ def register(app: typer.Typer) -> None:
                 f"Session: {info['session_id']}\nAgent: {info['agent']}\n"
                 f"Status: {info['status']}\nCreated: {info['created_at']}\n"
             )
-            for m in client.messages(session_id, limit=limit, include_tools=tools):
+            messages, clamped_to = client.history(session_id, limit=limit, include_tools=tools)
+            if clamped_to is not None:
+                typer.echo(
+                    f"(the server shows at most {clamped_to} messages; these are the last "
+                    f"{clamped_to}, not {limit})",
+                    err=True,
+                )
+            for m in messages:
                 label = m["role"] if m["role"] != "tool" else f"tool {m.get('call_id')}"
                 console.print(Text.assemble((f"{label}>", "bold"), " ", str(m.get("content", ""))))
         finally:

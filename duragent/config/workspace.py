@@ -9,6 +9,7 @@ defaults, rooted at the directory where it would have been.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
@@ -23,10 +24,12 @@ from duragent.errors import ConfigError
 
 __all__ = [
     "CONFIG_FILENAME",
+    "TELEGRAM_TOKEN_HELP",
     "CompactionMode",
     "GatewayConfig",
     "RouteConfig",
     "ServerConfig",
+    "TelegramConfig",
     "WorkspaceConfig",
     "WorkspacePaths",
     "load_workspace",
@@ -132,6 +135,55 @@ class GatewayConfig(_Section):
     bot_token: str | None = None
 
 
+TELEGRAM_TOKEN_HELP = (
+    "set gateways.telegram.bot_token (e.g. ${TELEGRAM_BOT_TOKEN}) to the token @BotFather gave"
+)
+_TOKEN_TAIL = re.compile(r"[A-Za-z0-9_-]+")
+
+
+class TelegramConfig(GatewayConfig):
+    """``gateways.telegram``: the reference's fields plus ours (README, "Telegram")."""
+
+    base_url: str | None = None
+    """A self-hosted Bot API server (``http://localhost:8081``); duragent adds ``/bot<token>``."""
+    webhook_url: str | None = None
+    """Receive updates by webhook at this public HTTPS address instead of long polling."""
+    webhook_secret: str | None = None
+    """Telegram sends it in ``X-Telegram-Bot-Api-Secret-Token``; a request without it is refused."""
+    poll_timeout_seconds: int = Field(default=30, ge=0, le=600)
+    """How long one ``getUpdates`` call waits for an update (long polling)."""
+    max_messages_per_second: float = Field(default=30.0, gt=0)
+    """The bot's overall send rate (Telegram allows about 30 a second)."""
+    max_messages_per_minute_per_group: float = Field(default=20.0, gt=0)
+    """Each group's send rate (Telegram allows about 20 a minute)."""
+    max_messages_per_second_per_chat: float = Field(default=1.0, gt=0)
+    """Each private chat's send rate (Telegram allows about one a second)."""
+
+    @field_validator("base_url", "webhook_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        return value
+
+    def token_problem(self) -> str | None:
+        """Why ``bot_token`` cannot be a Telegram bot token, or None (checked without a call).
+
+        @BotFather's tokens are ``<bot id>:<35 letters, digits, - or _>``; anything else is a
+        paste error or an unexpanded variable, said before a request is made.
+        """
+        token = self.bot_token
+        if not token:
+            return f"gateways.telegram.bot_token is empty: {TELEGRAM_TOKEN_HELP}"
+        head, sep, tail = token.partition(":")
+        if not (sep and head.isdigit() and len(tail) >= 30 and _TOKEN_TAIL.fullmatch(tail)):
+            return (
+                "gateways.telegram.bot_token does not look like a bot token (expected "
+                f"<digits>:<about 35 letters, digits, - or _>): {TELEGRAM_TOKEN_HELP}"
+            )
+        return None
+
+
 class ExternalGatewayConfig(_Section):
     """``gateways.external[]``: a gateway plugin run as a child process."""
 
@@ -145,7 +197,7 @@ class ExternalGatewayConfig(_Section):
 class GatewaysConfig(_Section):
     """``gateways:``."""
 
-    telegram: GatewayConfig | None = None
+    telegram: TelegramConfig | None = None
     discord: GatewayConfig | None = None
     external: list[ExternalGatewayConfig] = []
 

@@ -41,25 +41,36 @@ class PendingApproval:
     tool_name: str | None = None
     arguments: Mapping[str, Any] = field(default_factory=dict)
     tool_type: str = "bash"
+    requester_id: str | None = None
+    """Who sent the message whose turn asked (a chat's sender id): only they may decide on
+    it from a chat. None: anyone who can reach the session (HTTP, older files)."""
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PendingApproval:
         """The approval a snapshot (or the state rebuilt from events) holds."""
         tool_name = data.get("tool_name")
+        requester = data.get("requester_id")
         return cls(
             call_id=str(data.get("call_id", "")),
             command=str(data.get("command", "")),
             tool_name=None if tool_name is None else str(tool_name),
             arguments=dict(data.get("arguments") or {}),
             tool_type=str(data.get("tool_type", "bash")),
+            requester_id=None if requester is None else str(requester),
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """The mapping the snapshot stores (``state.yaml``'s ``pending_approval``)."""
-        return {
+        """The mapping the snapshot stores (``state.yaml``'s ``pending_approval``).
+
+        ``requester_id`` only when known, so an approval without one is written as before.
+        """
+        out: dict[str, Any] = {
             "call_id": self.call_id,
             "tool_name": self.tool_name,
             "arguments": dict(self.arguments),
             "command": self.command,
             "tool_type": self.tool_type,
         }
+        if self.requester_id is not None:
+            out["requester_id"] = self.requester_id
+        return out

@@ -18,10 +18,11 @@ Known types (reference §2.5, plus ours marked *):
 | tool_call | call_id, tool_name, arguments (legacy, read only) |
 | tool_result | call_id, result {success, content} |
 | tools_skipped | call_ids [], reason |
-| approval_required | call_id, command |
+| approval_required | call_id, command, requester_id* |
 | approval_decision | call_id, decision (allow_once / allow_always / deny) |
 | status_change | from, to |
-| silent_message | content, sender_id, sender_name? |
+| silent_message | content, sender_id, sender_name?, platform_message_id* — group chatter kept |
+|   | for context, never model history (the session's durable context buffer) |
 | error | code, message |
 | session_end | reason |
 | delivery* | reply_seq, target — a reply was handed to its chat (sent once, even across restarts) |
@@ -191,8 +192,13 @@ class Event:
         usage: Usage | None = None,
         message_id: str | None = None,
         budget: Mapping[str, Any] | None = None,
+        answers_seq: int | None = None,
     ) -> Event:
-        """The model's answer; tool call arguments are stored as JSON values (null if invalid)."""
+        """The model's answer; tool call arguments are stored as JSON values (null if invalid).
+
+        ``answers_seq``: the newest user message a final reply answers, when that is not every
+        message before it (a ``sequential`` chat queue's turn; see ``SessionState``).
+        """
         calls = [_call_record(c) for c in tool_calls]
         return cls.make(
             seq,
@@ -203,6 +209,7 @@ class Event:
             usage=usage.to_dict() if usage else None,
             message_id=message_id,
             budget=dict(budget) if budget else None,
+            answers_seq=answers_seq,
         )
 
     @classmethod
@@ -229,6 +236,26 @@ class Event:
     def error(cls, seq: int, *, code: str, message: str) -> Event:
         """Something failed that the operator should be able to see in the log."""
         return cls.make(seq, EventType.ERROR, code=code, message=message)
+
+    @classmethod
+    def silent_message(
+        cls,
+        seq: int,
+        *,
+        content: str,
+        sender_id: str,
+        sender_name: str | None = None,
+        platform_message_id: str | None = None,
+    ) -> Event:
+        """Group chatter the agent only listens to (its context buffer, never its history)."""
+        return cls.make(
+            seq,
+            EventType.SILENT_MESSAGE,
+            content=content,
+            sender_id=sender_id,
+            sender_name=sender_name,
+            platform_message_id=platform_message_id,
+        )
 
     @classmethod
     def delivery(cls, seq: int, *, reply_seq: int, target: str) -> Event:

@@ -7,7 +7,9 @@ and replays the events after ``checkpoint_seq``. Messages are stored in the Open
 
 Schema versions: "1" and "2" are the reference's ``state.json`` (v1: replay from
 ``last_event_seq``, v2: from ``checkpoint_seq``); 3 is ours (``state.yaml``, same fields plus
-inbound de-duplication and delivery bookkeeping).
+inbound de-duplication and delivery bookkeeping, and the group context buffer: the
+reference keeps it in memory only and loses it on restart). A snapshot written before the
+buffer existed reads as an empty buffer.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from typing import Any
 from duragent.core.messages import Message, Role, ToolCall
 
 __all__ = [
+    "DEFAULT_SILENT_BUFFER_CAP",
     "SNAPSHOT_SCHEMA_VERSION",
+    "BufferedMessage",
     "SessionSnapshot",
     "SessionStatus",
     "message_from_dict",
@@ -28,6 +32,8 @@ __all__ = [
 ]
 
 SNAPSHOT_SCHEMA_VERSION = 3
+DEFAULT_SILENT_BUFFER_CAP = 200
+"""Group chatter a session keeps when its agent sets no ``context_buffer.max_messages``."""
 
 
 class SessionStatus(enum.StrEnum):
@@ -78,6 +84,41 @@ def message_from_dict(data: Mapping[str, Any]) -> Message:
     )
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BufferedMessage:
+    """One ``silent_message`` held in the session's context buffer (never model history)."""
+
+    seq: int
+    timestamp: str
+    content: str
+    """As the model will read it: ``<sender label>: <text>``."""
+    platform_message_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The mapping ``state.yaml``'s ``silent_buffer`` holds."""
+        out: dict[str, Any] = {
+            "seq": self.seq,
+            "timestamp": self.timestamp,
+            "content": self.content,
+        }
+        if self.platform_message_id is not None:
+            out["platform_message_id"] = self.platform_message_id
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> BufferedMessage:
+        """Inverse of ``to_dict``; raises ``ValueError`` on a malformed entry."""
+        if not isinstance(data, Mapping):
+            raise ValueError("silent_buffer entries must be mappings")
+        pid = data.get("platform_message_id")
+        return cls(
+            seq=int(data.get("seq") or 0),
+            timestamp=str(data.get("timestamp") or ""),
+            content=str(data.get("content") or ""),
+            platform_message_id=None if pid is None else str(pid),
+        )
+
+
 @dataclass(slots=True, kw_only=True)
 class SessionSnapshot:
     """Everything ``state.yaml`` holds."""
@@ -103,6 +144,19 @@ class SessionSnapshot:
     """Seq of the user message that carried each id (parallel to ``recent_platform_ids``)."""
     last_final_reply_seq: int = 0
     last_delivered_seq: int = 0
+    last_user_seq: int = 0
+    """The newest user message (a chat's recovery compares it with ``last_settled_seq``)."""
+    last_settled_seq: int = 0
+    """The newest event that ends a turn for the person: a final reply, a recorded failure,
+    a request for approval."""
+    last_answered_seq: int = 0
+    """The newest user message a turn's end answered: ``last_settled_seq``, except that a
+    reply of a ``sequential`` chat queue answers only up to its own message (its event's
+    ``answers_seq``). A user message after it has not been answered yet."""
+    silent_buffer_cap: int = DEFAULT_SILENT_BUFFER_CAP
+    """The context buffer's bound (the agent's ``context_buffer.max_messages`` at creation)."""
+    silent_buffer: list[BufferedMessage] = field(default_factory=list)
+    """The context buffer, oldest first (events after the snapshot are replayed onto it)."""
     schema_version: int = SNAPSHOT_SCHEMA_VERSION
 
     @property
@@ -124,6 +178,7 @@ class SessionSnapshot:
         config: dict[str, Any] = {
             "on_disconnect": self.on_disconnect,
             "actor_message_limit": self.actor_message_limit,
+            "silent_buffer_cap": self.silent_buffer_cap,
         }
         for key in ("gateway", "gateway_chat_id", "pending_approval", "compaction"):
             value = getattr(self, key)
@@ -141,8 +196,12 @@ class SessionSnapshot:
             "checkpoint_seq": self.checkpoint_seq,
             "last_final_reply_seq": self.last_final_reply_seq,
             "last_delivered_seq": self.last_delivered_seq,
+            "last_user_seq": self.last_user_seq,
+            "last_settled_seq": self.last_settled_seq,
+            "last_answered_seq": self.last_answered_seq,
             "recent_platform_ids": list(self.recent_platform_ids),
             "recent_platform_seqs": list(self.recent_platform_seqs),
+            "silent_buffer": [m.to_dict() for m in self.silent_buffer],
             "config": config,
         }
 
@@ -161,6 +220,9 @@ class SessionSnapshot:
         conversation = data.get("conversation") or []
         if not isinstance(conversation, list):
             raise ValueError("conversation must be a list")
+        buffered = data.get("silent_buffer") or []
+        if not isinstance(buffered, list):
+            raise ValueError("silent_buffer must be a list")
         created = str(data["created_at"])
         return cls(
             schema_version=version,
@@ -183,4 +245,11 @@ class SessionSnapshot:
             recent_platform_seqs=[int(x) for x in (data.get("recent_platform_seqs") or [])],
             last_final_reply_seq=int(data.get("last_final_reply_seq") or 0),
             last_delivered_seq=int(data.get("last_delivered_seq") or 0),
+            last_user_seq=int(data.get("last_user_seq") or 0),
+            last_settled_seq=int(data.get("last_settled_seq") or 0),
+            last_answered_seq=int(
+                data.get("last_answered_seq") or data.get("last_settled_seq") or 0
+            ),
+            silent_buffer_cap=int(config.get("silent_buffer_cap") or DEFAULT_SILENT_BUFFER_CAP),
+            silent_buffer=[BufferedMessage.from_dict(m) for m in buffered],
         )

@@ -15,6 +15,16 @@
 - ``chat``: ``ChatTurns``, an inbound chat message through to its delivered reply.
 - ``running``: ``await_turn``, waiting for a turn that continues under the runtime's
   ``BackgroundTasks`` if the waiter gives up (HTTP's 408, a cancelled request).
+- ``queue``: ``SessionQueues``, a chat's messages recorded at once and answered one turn at
+  a time (batch / sequential / drop, overflow, per-sender debounce).
+- ``recovery``: ``recover_chats``, at a gateway's start: replies written and not delivered
+  are sent once, messages accepted and not answered are answered.
+- ``inbound``: ``InboundMessage``, ``Sender``, ``ButtonPress`` (what a platform hands over);
+  ``gateway``: ``ChatFront``, the pipeline a chat adapter calls (route → access → commands →
+  session → dispositions and mention gating → label → ``Dispatcher``), built from
+  ``routing`` (``Router``), ``access`` (``admit``), ``commands`` (``/reset``, ``/status``),
+  ``group_context`` (the durable context buffer's block) and ``approvals`` (buttons,
+  requester check, toasts).
 
 The outcomes themselves (``Complete``, ``AwaitingApproval``, ``Duplicate``, ``Failed``) and
 the approval errors live in ``duragent.turns``, which returns and raises them.
@@ -27,20 +37,48 @@ never a platform SDK.
 
 from __future__ import annotations
 
+from duragent.frontkit.access import Admission, admit, mention_context
+from duragent.frontkit.approvals import ApprovalButtons, Button, approval_buttons, approval_prompt
 from duragent.frontkit.chat import ChatTurns, Inbound
 from duragent.frontkit.delivery import Delivery
+from duragent.frontkit.gateway import ChatFront, Dispatcher
+from duragent.frontkit.inbound import ButtonPress, ChatType, InboundMessage, Sender
 from duragent.frontkit.memory import MemoryOutbound, Sent
 from duragent.frontkit.outbound import ChatRef, OutboundPort, SentMessage
+from duragent.frontkit.queue import SessionQueues
+from duragent.frontkit.recovery import RecoveryReport, recover_chats
+from duragent.frontkit.routing import RouteQuery, Router
 from duragent.frontkit.running import await_turn
+from duragent.frontkit.service import ChatGateway, WebhookReceiver
 
 __all__ = [
+    "Admission",
+    "ApprovalButtons",
+    "Button",
+    "ButtonPress",
+    "ChatFront",
+    "ChatGateway",
     "ChatRef",
     "ChatTurns",
+    "ChatType",
     "Delivery",
+    "Dispatcher",
     "Inbound",
+    "InboundMessage",
     "MemoryOutbound",
     "OutboundPort",
+    "RecoveryReport",
+    "RouteQuery",
+    "Router",
+    "Sender",
     "Sent",
     "SentMessage",
+    "SessionQueues",
+    "WebhookReceiver",
+    "admit",
+    "approval_buttons",
+    "approval_prompt",
     "await_turn",
+    "mention_context",
+    "recover_chats",
 ]

@@ -23,8 +23,10 @@ import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+from duragent.agents.spec import ContextBufferSpec
 from duragent.core.tasks import BackgroundTasks
 from duragent.frontkit.delivery import Delivery
+from duragent.frontkit.group_context import read_group_context
 from duragent.frontkit.outbound import ChatRef, OutboundPort, SentMessage
 from duragent.turns import (
     ApprovalDecision,
@@ -56,6 +58,9 @@ class Inbound:
     sender_name: str | None = None
     message_id: str | None = None
     """The platform's id: a redelivery is recognised by it, and the reply answers it."""
+    context_buffer: ContextBufferSpec | None = None
+    """A group turn under ``activation: mention`` (silent buffer): the group's recent chatter,
+    read from the session's durable buffer when the turn starts, is given to it as a block."""
 
 
 class ChatTurns:
@@ -75,6 +80,21 @@ class ChatTurns:
         self._typing_every = typing_every
         self.delivery = Delivery(turns.registry, outbound)
 
+    @property
+    def turns(self) -> TurnRunner:
+        """The turn runner the messages run on."""
+        return self._turns
+
+    @property
+    def outbound(self) -> OutboundPort:
+        """The port replies go out through."""
+        return self._outbound
+
+    @property
+    def tasks(self) -> BackgroundTasks:
+        """The runtime's task owner (background turns, decisions)."""
+        return self._tasks
+
     def submit(self, inbound: Inbound) -> asyncio.Task[SentMessage | None]:
         """Handle ``inbound`` in the background (owned by the runtime's task owner)."""
         return self._tasks.spawn(self.receive(inbound), name=f"chat-{inbound.chat.target}")
@@ -83,6 +103,7 @@ class ChatTurns:
         """Run the message's turn and deliver its reply; the message sent last, if any."""
         chat = inbound.chat
         session_id = await self._turns.session_for_chat(chat.gateway, chat.chat_id, inbound.agent)
+        blocks = await self._group_blocks(session_id, inbound.context_buffer)
         async with self._typing(chat):
             result = await self._turns.run(
                 session_id,
@@ -90,8 +111,48 @@ class ChatTurns:
                 sender_id=inbound.sender_id,
                 sender_name=inbound.sender_name,
                 platform_message_id=inbound.message_id,
+                context_blocks=blocks,
             )
         return await self.delivery.deliver(chat, result, reply_to=inbound.message_id)
+
+    async def answer(
+        self,
+        chat: ChatRef,
+        session_id: str,
+        seq: int,
+        text: str,
+        *,
+        reply_to: str | None,
+        sender_id: str | None = None,
+        context_buffer: ContextBufferSpec | None = None,
+        only_through: bool = False,
+    ) -> SentMessage | None:
+        """Run the turn for messages already recorded (up to ``seq``) and deliver its reply.
+
+        What a chat queue (``SessionQueues``) calls once a message it accepted is due:
+        ``TurnRunner.answer`` records nothing, ``text`` is what the turn answers. With
+        ``context_buffer`` (a group message that addressed the bot), the group's recent
+        chatter is shown to the model as a block, as ``receive`` does.
+        """
+        blocks = await self._group_blocks(session_id, context_buffer)
+        async with self._typing(chat):
+            result = await self._turns.answer(
+                session_id,
+                seq,
+                text,
+                context_blocks=blocks,
+                sender_id=sender_id,
+                only_through=only_through,
+            )
+        return await self.delivery.deliver(chat, result, reply_to=reply_to)
+
+    async def _group_blocks(
+        self, session_id: str, buffer: ContextBufferSpec | None
+    ) -> tuple[str, ...]:
+        if buffer is None:
+            return ()
+        block = await read_group_context(self._turns.registry.handle(session_id), buffer)
+        return (block,) if block else ()
 
     async def decide(
         self, chat: ChatRef, session_id: str, call_id: str, decision: ApprovalDecision

@@ -13,18 +13,19 @@ Two ways a reply could be sent twice, and what stops each:
 A crash between sending and recording leaves that one reply unrecorded: handed over again
 after the restart, it is sent again (at least once, no more than once per crash: no platform
 lets a send and a local fsync be one step). A redelivered platform message that was already
-answered comes back from the runner as ``Duplicate`` and sends nothing. Finding the replies
-a crash left unsent (after ``last_delivered_seq``) is the first chat gateway's to add, when
-it knows how its platform re-sends.
+answered comes back from the runner as ``Duplicate`` and sends nothing. The replies a crash
+left unsent (after ``last_delivered_seq``) are found and handed over again at a gateway's
+start by ``recovery.recover_chats``.
 
 A turn can write more than one reply: a message that arrives while the final answer is being
 written is answered by another pass of the loop (``Complete.earlier`` holds the replies
 before the last). The chat gets them all, in order, and the delivery recorded is the last
 one's (``last_delivered_seq`` is a high-water mark).
 
-Approvals and failures are sent but not recorded: a pause and a failed turn write no reply
-(the pending approval and the ``error`` event are durable on their own), and asking again is
-harmless (one decision is accepted).
+Approvals and failures are recorded too, by the seq of the event that ended the turn
+(``approval_required``, ``error``): a recovery then knows whether the person saw it. An
+approval the chat never received is asked again (one decision is accepted); a failure is not
+re-sent (the person can simply write again).
 
 HTTP does not use ``Delivery``: its reply is the response to the request that asked (every
 request, a steered one included, must be answered), and there is no chat to re-send to
@@ -66,10 +67,11 @@ class Delivery:
                 texts = (*earlier, text)
                 return await self._once(chat, result.session_id, seq, texts, reply_to)
             case AwaitingApproval():
-                return await self._ask(chat, result)
+                return await self.ask(chat, result.session_id, result.call_id, result.command)
             case Failed(content=text):
-                # Not a reply on disk (an ``error`` event): nothing to record, nothing to re-send.
-                return await self._outbound.send_text(chat, text, reply_to=reply_to)
+                sent = await self._outbound.send_text(chat, text, reply_to=reply_to)
+                await self._record_settled(chat, result.session_id)
+                return sent
 
     async def _once(
         self,
@@ -96,19 +98,36 @@ class Delivery:
         finally:
             self._sending.discard(key)
 
-    async def _ask(self, chat: ChatRef, approval: AwaitingApproval) -> SentMessage:
-        """Ask for a decision.
+    async def ask(self, chat: ChatRef, session_id: str, call_id: str, command: str) -> SentMessage:
+        """Ask for a decision on ``call_id``, and record that the request reached the chat.
 
-        Not recorded as a delivery: a pause writes no reply (the pending approval itself is
-        durable), and asking again (after a restart, say) is harmless: one decision is
-        accepted, and a stale one is refused with ``NoPendingApprovalError``.
+        Recorded (the ``approval_required`` event's seq as delivered), so a recovery after a
+        crash before this point asks again; asking twice is harmless (one decision is
+        accepted, and a stale one is refused with ``NoPendingApprovalError``).
         """
-        return await self._outbound.ask_approval(
-            chat,
-            session_id=approval.session_id,
-            call_id=approval.call_id,
-            command=approval.command,
+        sent = await self._outbound.ask_approval(
+            chat, session_id=session_id, call_id=call_id, command=command
         )
+        await self._record_settled(chat, session_id, call_id)
+        return sent
+
+    async def _record_settled(
+        self, chat: ChatRef, session_id: str, call_id: str | None = None
+    ) -> None:
+        """Record the turn's end (a failure, an approval request) as delivered to ``chat``.
+
+        The queue runs one turn at a time per session and delivers before the next starts,
+        so the session's last settled event is the one just sent. An approval is recorded
+        only while it is still the one pending.
+        """
+        session = self._registry.handle(session_id)
+        info = await session.info()
+        if call_id is not None and (
+            info.pending_approval is None or info.pending_approval.call_id != call_id
+        ):
+            return
+        if info.last_settled_seq > info.last_delivered_seq:
+            await session.record_delivery(info.last_settled_seq, chat.target)
 
     async def _texts(
         self, chat: ChatRef, texts: tuple[str, ...], reply_to: str | None

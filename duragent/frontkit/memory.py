@@ -18,8 +18,9 @@ __all__ = ["MemoryOutbound", "Sent"]
 class Sent:
     """One action the port was asked to perform.
 
-    ``kind`` is ``text``, ``typing``, ``approval`` or ``edit``; ``text`` is the text sent (the
-    command, for an approval); ``call_id`` is the approval's call.
+    ``kind`` is ``text``, ``typing``, ``approval``, ``edit`` or ``toast`` (a button press
+    answered: its ``message_id`` is the press's id and its chat is ``_NO_CHAT``); ``text``
+    is the text sent (the command, for an approval); ``call_id`` is the approval's call.
     """
 
     kind: str
@@ -28,6 +29,10 @@ class Sent:
     message_id: str | None = None
     reply_to: str | None = None
     call_id: str | None = None
+
+
+_NO_CHAT = ChatRef("", "")
+"""A toast answers a press, not a chat."""
 
 
 @dataclass(slots=True)
@@ -78,3 +83,7 @@ class MemoryOutbound:
     async def edit(self, message: SentMessage, text: str) -> None:
         """Record an edit of an earlier message."""
         self.actions.append(Sent("edit", message.chat, text, message.message_id))
+
+    async def answer_button(self, callback_id: str, text: str | None = None) -> None:
+        """Record a button press's acknowledgement (``message_id`` holds the press's id)."""
+        self.actions.append(Sent("toast", _NO_CHAT, text or "", callback_id))

@@ -62,3 +62,7 @@ class OutboundPort(Protocol):
     async def edit(self, message: SentMessage, text: str) -> None:
         """Replace the text of a message sent earlier (an approval once it is decided)."""
         ...
+
+    async def answer_button(self, callback_id: str, text: str | None = None) -> None:
+        """Acknowledge a button press, with a short toast ``text`` if given."""
+        ...

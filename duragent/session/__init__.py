@@ -15,6 +15,8 @@
 - ``registry``: lazy start, chat → session; ``eviction``: LRU, idle and descriptor bounds;
   ``listing``: every session on disk, unloadable ones included.
 - ``reader``: the ``session`` tool's port over the registry.
+- ``progress``: where a chat session stands (undelivered reply, unanswered message), read
+  from the snapshot header when it is current, for a gateway's recovery at start.
 
 Turns (the agentic loop and the runner every front end calls) live in ``duragent.turns``,
 one layer up. This package's own namespace is the surface front ends (``gateways.*``,
@@ -34,12 +36,14 @@ from duragent.session.actor import (
 from duragent.session.bridge import SessionTimeoutError, SessionUnavailableError
 from duragent.session.handle import SessionHandle
 from duragent.session.history import events_to_messages
+from duragent.session.progress import ChatProgress
 from duragent.session.registry import RegistrySettings, SessionNotFoundError, SessionRegistry
 from duragent.session.state import SessionState, actor_message_limit
 
 __all__ = [
     "DECISIONS",
     "ApprovalDecision",
+    "ChatProgress",
     "NewSession",
     "PendingApproval",
     "RegistrySettings",

@@ -67,16 +67,20 @@ RETRY_SAFE_OPS = frozenset(
         "snapshot",
         "set_status",
         "add_user_message",
+        "turn_context",
         "add_assistant_response",
         "record_error",
         "record_delivery",
+        "add_silent_message",
+        "recent_silent",
     }
 )
 """Session ops that, failing for want of a descriptor, recorded nothing (a durable write is
 withdrawn when it fails; batched writes keep their events queued; ``set_status`` and
-``record_delivery`` are idempotent), so the registry retries them after evicting idle
-actors. The approval ops write an event *then* a snapshot, so a retry could record the event
-twice: they are not retried."""
+``record_delivery`` are idempotent; ``turn_context`` closes only calls still open;
+``add_silent_message`` is a durable write and ``recent_silent`` a read), so the registry
+retries them after evicting idle actors. The approval ops write an event *then* a snapshot,
+so a retry could record the event twice: they are not retried."""
 
 
 @dataclass(frozen=True, slots=True)

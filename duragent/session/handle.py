@@ -82,6 +82,13 @@ class SessionHandle:
         )
         return result
 
+    async def turn_context(self, seq: int) -> UserMessageResult:
+        """Prepare a turn for messages already recorded (up to ``seq``); what it starts from."""
+        result: UserMessageResult = await self._registry.call(
+            self.session_id, "turn_context", seq=seq
+        )
+        return result
+
     async def add_assistant_response(
         self,
         content: str,
@@ -91,8 +98,12 @@ class SessionHandle:
         message_id: str | None = None,
         budget: dict[str, Any] | None = None,
         durable: bool | None = None,
+        answers_seq: int | None = None,
     ) -> int:
-        """Record the model's answer (a final reply is durable by default); its seq."""
+        """Record the model's answer (a final reply is durable by default); its seq.
+
+        ``answers_seq``: the newest message a final reply answers, when not all before it.
+        """
         seq: int = await self._registry.call(
             self.session_id,
             "add_assistant_response",
@@ -102,6 +113,7 @@ class SessionHandle:
             message_id=message_id,
             budget=budget,
             durable=durable,
+            answers_seq=answers_seq,
         )
         return seq
 
@@ -142,6 +154,40 @@ class SessionHandle:
             self.session_id, "record_delivery", reply_seq=reply_seq, target=target
         )
         return seq
+
+    # --- the context buffer (group chatter the agent only listens to) ----------------------
+
+    async def add_silent_message(
+        self,
+        content: str,
+        *,
+        sender_id: str,
+        sender_name: str | None = None,
+        platform_message_id: str | None = None,
+    ) -> int | None:
+        """Durably keep ``content`` in the context buffer, never in the model's history.
+
+        Its seq, or None when the buffer already holds ``platform_message_id`` (redelivered).
+        """
+        seq: int | None = await self._registry.call(
+            self.session_id,
+            "add_silent_message",
+            content=content,
+            sender_id=sender_id,
+            sender_name=sender_name,
+            platform_message_id=platform_message_id,
+        )
+        return seq
+
+    async def recent_silent(self, max_messages: int, max_age_hours: float) -> list[str]:
+        """The newest buffered texts (≤ ``max_messages``, ≤ ``max_age_hours`` old), oldest first."""
+        texts: list[str] = await self._registry.call(
+            self.session_id,
+            "recent_silent",
+            max_messages=max_messages,
+            max_age_hours=max_age_hours,
+        )
+        return texts
 
     # --- status and approvals ---------------------------------------------------------------
 

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from duragent.core.events import Event, EventType, now_rfc3339
-from duragent.core.snapshot import SessionSnapshot, SessionStatus
+from duragent.core.snapshot import DEFAULT_SILENT_BUFFER_CAP, SessionSnapshot, SessionStatus
 from duragent.session.state import INTERRUPTED_RESULT, SessionState
 from duragent.store import (
     ReadReport,
@@ -63,6 +63,8 @@ class NewSession:
     message_limit: int = 1000
     rollover: str | None = None
     """``archive | discard | disabled`` (the agent's ``compaction`` field); None: the default."""
+    silent_cap: int = DEFAULT_SILENT_BUFFER_CAP
+    """The context buffer's bound (the agent's ``context_buffer.max_messages``)."""
 
 
 class Journal:
@@ -144,6 +146,7 @@ class Journal:
             gateway_chat_id=new.gateway_chat_id,
             actor_message_limit=new.message_limit,
             compaction=new.rollover,
+            silent_buffer_cap=new.silent_cap,
         )
         self._state = SessionState(snapshot)
         self.record(

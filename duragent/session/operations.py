@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from duragent.core.approval import ApprovalDecision, PendingApproval
@@ -40,6 +41,23 @@ class SessionInfo:
     pending_approval: PendingApproval | None
     last_delivered_seq: int = 0
     """The newest reply a chat front end recorded as handed to its chat (0: none)."""
+    last_reply_seq: int = 0
+    """The newest final reply (an assistant message without tool calls; 0: none)."""
+    last_user_seq: int = 0
+    """The newest user message (0: none)."""
+    last_settled_seq: int = 0
+    """The newest final reply, recorded failure or approval request (0: none)."""
+    last_answered_seq: int = 0
+    """The newest user message a turn's end answered (see ``SessionSnapshot``)."""
+
+    @property
+    def awaits_answer(self) -> bool:
+        """A user message was recorded after the last one a turn's end answered.
+
+        What a crash between accepting a message and answering it leaves behind (a chat's
+        recovery runs its turn), and what a message a running turn did not see leaves.
+        """
+        return self.last_user_seq > self.last_answered_seq
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -83,6 +101,10 @@ class SessionOps:
             last_seq=s.last_seq,
             pending_approval=_pending(s.pending_approval),
             last_delivered_seq=s.last_delivered_seq,
+            last_reply_seq=s.last_final_reply_seq,
+            last_user_seq=s.last_user_seq,
+            last_settled_seq=s.last_settled_seq,
+            last_answered_seq=s.last_answered_seq,
         )
 
     def op_messages(self) -> list[Message]:
@@ -129,6 +151,17 @@ class SessionOps:
         self._resume_if_paused()
         return self._with_context(seq)
 
+    def op_turn_context(self, seq: int) -> UserMessageResult:
+        """What a turn for messages already recorded (up to ``seq``) starts from.
+
+        The same preparation as a turn for a new message, without recording one: calls an
+        earlier turn left open are closed, a paused chat is active again. A chat queue records
+        messages the moment they arrive and runs their turn later (``TurnRunner.answer``).
+        """
+        self._journal.close_open_calls(UNFINISHED_RESULT)
+        self._resume_if_paused()
+        return self._with_context(seq, duplicate=True)
+
     def _resume_if_paused(self) -> None:
         """A turn starts: a chat paused by a cut-short turn is active again."""
         if self.state.status is SessionStatus.PAUSED and not self.state.pending_approval:
@@ -152,6 +185,7 @@ class SessionOps:
         message_id: str | None = None,
         budget: dict[str, Any] | None = None,
         durable: bool | None = None,
+        answers_seq: int | None = None,
     ) -> int:
         """Record the model's answer; a final reply (no tool calls) is durable by default."""
         event = Event.assistant_response(
@@ -162,6 +196,7 @@ class SessionOps:
             usage=usage,
             message_id=message_id,
             budget=budget,
+            answers_seq=answers_seq,
         )
         return self._journal.record(event, durable=not tool_calls if durable is None else durable)
 
@@ -201,6 +236,7 @@ class SessionOps:
             EventType.APPROVAL_REQUIRED,
             call_id=approval.call_id,
             command=approval.command,
+            requester_id=approval.requester_id,  # kept if a crash comes before the snapshot
         )
         seq = self._journal.record(event, durable=True)
         self.state.pending_approval = approval.to_dict()
@@ -236,6 +272,39 @@ class SessionOps:
             return None
         event = Event.delivery(self._journal.next_seq(), reply_seq=reply_seq, target=target)
         return self._journal.record(event, durable=True)
+
+    def op_add_silent_message(
+        self,
+        content: str,
+        sender_id: str,
+        sender_name: str | None = None,
+        platform_message_id: str | None = None,
+    ) -> int | None:
+        """Durably keep group chatter in the context buffer (never in the messages).
+
+        None (nothing written) when the buffer already holds ``platform_message_id``: a
+        platform redelivering an update must not make the chatter appear twice.
+        """
+        if platform_message_id and self.state.buffered_platform_id(platform_message_id):
+            return None
+        event = Event.silent_message(
+            self._journal.next_seq(),
+            content=content,
+            sender_id=sender_id,
+            sender_name=sender_name,
+            platform_message_id=platform_message_id,
+        )
+        return self._journal.record(event, durable=True)
+
+    def op_recent_silent(self, max_messages: int, max_age_hours: float) -> list[str]:
+        """The buffered chatter a trigger injects: ≤ ``max_messages``, ≤ ``max_age_hours`` old.
+
+        Read, not taken: the buffer keeps its entries (as the reference does), so a later
+        mention within the age limit sees the same chatter again.
+        """
+        return self.state.recent_silent(
+            max_messages, timedelta(hours=max_age_hours), datetime.now(UTC)
+        )
 
     def op_flush(self) -> int:
         """Write everything queued (end of a turn); returns the last durable seq."""

@@ -3,7 +3,9 @@
 - ``get(id)`` starts the session's actor on first use (lazy recovery: nothing is read at
   start-up except the chat index, so 10,000 sessions on disk cost nothing until used).
 - ``for_chat(key, new)`` returns the chat's session or creates exactly one, even when many
-  first messages for the same chat arrive at once.
+  first messages for the same chat arrive at once; ``chat_session`` finds it without
+  creating one, ``chat_sessions`` lists every agent's session in one chat, and ``end_chat``
+  completes it so the chat's next message starts afresh (a chat's ``/reset``).
 - Live actors are bounded (``live_cap``, an idle reaper) and out of open files idle ones make
   room: that policy is ``eviction.Evictor``. Listings are ``listing.SessionListing``.
 - ``aclose`` stops every actor; each flushes and snapshots first.
@@ -35,7 +37,8 @@ from duragent.session.gate import DEFAULT_ACTIVE_ASKS, MAX_ACTIVE_ASKS
 from duragent.session.handle import SessionHandle
 from duragent.session.keyed_locks import KeyedLocks
 from duragent.session.listing import QUARANTINED, UNAVAILABLE, SessionListing
-from duragent.store import ChatKey, SessionStorage
+from duragent.session.progress import ChatProgress, progress_from_header
+from duragent.store import ChatKey, SessionStorage, SnapshotCorruptError
 
 __all__ = ["RegistrySettings", "SessionNotFoundError", "SessionRegistry"]
 
@@ -166,6 +169,60 @@ class SessionRegistry:
                         "chat %s: session %s unusable (%s); starting a new one", key, existing, exc
                     )
             return await self.create(new)
+
+    def chat_sessions(self, gateway: str) -> list[tuple[str, str]]:
+        """``(chat_id, session_id)`` of every chat of ``gateway`` (the chat index; no reads)."""
+        return [(key[1], sid) for key, sid in self.store.chats.items() if key[0] == gateway]
+
+    async def progress(self, session_id: str) -> ChatProgress:
+        """Where the session stands: its snapshot header if current, else its actor's word."""
+        if session_id not in self._live and session_id not in self._starting:
+            quick = await asyncio.to_thread(self._progress_on_disk, session_id)
+            if quick is not None:
+                return quick
+        return ChatProgress.of(await self.info(session_id))
+
+    def _progress_on_disk(self, session_id: str) -> ChatProgress | None:
+        try:
+            header = self.store.header(session_id)
+        except (OSError, SnapshotCorruptError):  # the actor's load reports it properly
+            return None
+        if header is None:
+            return None
+        logged = self.store.event_log(session_id).last_seq()
+        return progress_from_header(session_id, header, logged)
+
+    async def chat_session(self, key: ChatKey) -> str | None:
+        """The chat's current session id, or None (none yet, ended, or unusable)."""
+        existing = self.store.chats.get(key)
+        if existing is None:
+            return None
+        try:
+            info = await self.info(existing)
+        except (SessionNotFoundError, SessionQuarantinedError):
+            return None
+        return None if info.status is SessionStatus.COMPLETED else existing
+
+    def sessions_of_chat(self, gateway: str, chat_id: str) -> list[tuple[str, str]]:
+        """``(agent, session_id)`` of every session the chat index maps for this chat."""
+        return [
+            (key[2], sid)
+            for key, sid in self.store.chats.items()
+            if key[0] == gateway and key[1] == chat_id
+        ]
+
+    async def end_chat(self, key: ChatKey) -> str | None:
+        """Complete the chat's session (files kept, chat unmapped); its id, or None if none.
+
+        Under the chat's lock: a first message racing the reset gets either the old session
+        (before) or a new one (after), never the one being ended.
+        """
+        async with self._chat_locks.hold(key):
+            session_id = await self.chat_session(key)
+            if session_id is None:
+                return None
+            await self.complete(session_id)
+            return session_id
 
     @property
     def live_cap(self) -> int:

@@ -11,17 +11,25 @@ through the same ``apply``, so a recovered session is exactly the live one.
   are dropped too.
 - A tool result is placed right after the assistant message that made the call, even when it
   arrives late (a repaired, interrupted call), so the history always pairs calls and results.
+- The context buffer: ``silent_message`` events (group chatter the agent only listens to)
+  go to a ring of at most ``silent_cap`` entries, never to the messages. The snapshot holds
+  the ring; replay skips entries it already holds (by seq), so a recovered ring is the live one.
+- The pending approval: the snapshot holds it whole (tool name, arguments); an approval event
+  holds only its call and command. Replay starts at the checkpoint, so approval events the
+  snapshot already reflects are skipped, or an earlier approval and its decision would leave
+  the partial copy.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from duragent.core.events import Event, EventType, call_from_record
 from duragent.core.messages import Message, Role
-from duragent.core.snapshot import SessionSnapshot, SessionStatus
+from duragent.core.snapshot import BufferedMessage, SessionSnapshot, SessionStatus
 
 __all__ = [
     "CHECKPOINT_THRESHOLD",
@@ -58,6 +66,8 @@ class SessionState:
         self.gateway = snapshot.gateway
         self.gateway_chat_id = snapshot.gateway_chat_id
         self.pending_approval: dict[str, Any] | None = snapshot.pending_approval
+        self._snapshot_seq = snapshot.last_event_seq
+        """Events up to here are in the snapshot (replay re-applies those after checkpoint)."""
         self.message_limit = snapshot.actor_message_limit
         self.rollover = snapshot.compaction
         self.checkpointed: list[Message] = list(snapshot.conversation)
@@ -66,12 +76,17 @@ class SessionState:
         self.last_seq = snapshot.last_event_seq
         self.last_final_reply_seq = snapshot.last_final_reply_seq
         self.last_delivered_seq = snapshot.last_delivered_seq
+        self.last_user_seq = snapshot.last_user_seq
+        self.last_settled_seq = snapshot.last_settled_seq
+        self.last_answered_seq = snapshot.last_answered_seq
         seqs = snapshot.recent_platform_seqs
         if len(seqs) != len(snapshot.recent_platform_ids):
             seqs = [0] * len(snapshot.recent_platform_ids)  # older snapshot: seq unknown
         self.platform_ids: OrderedDict[str, int] = OrderedDict(
             zip(snapshot.recent_platform_ids, seqs, strict=True)
         )
+        self.silent_cap = max(1, snapshot.silent_buffer_cap)
+        self.silent: deque[BufferedMessage] = deque(snapshot.silent_buffer, self.silent_cap)
         self._outstanding: dict[str, None] = {}
         self._result_ids: set[str] = set()
         for m in self.checkpointed:
@@ -97,8 +112,31 @@ class SessionState:
         return self.platform_ids.get(platform_id)
 
     def is_answered(self, user_seq: int) -> bool:
-        """Whether a final reply was recorded after the user message ``user_seq``."""
-        return self.last_final_reply_seq > user_seq
+        """Whether the turn for the user message ``user_seq`` ended (a reply, an approval).
+
+        A final reply was recorded after it, or an approval it asked for is waiting for a
+        person. A redelivered copy of such a message must not run its turn again (asking again would
+        cancel the approval the person is about to press); a failed turn is not "answered":
+        the copy retries it.
+        """
+        waiting = self.pending_approval is not None and self.last_settled_seq > user_seq
+        return self.last_final_reply_seq > user_seq or waiting
+
+    def buffered_platform_id(self, platform_id: str) -> bool:
+        """Whether the context buffer holds the message with ``platform_id`` (a redelivery)."""
+        return any(m.platform_message_id == platform_id for m in self.silent)
+
+    def recent_silent(self, max_messages: int, max_age: timedelta, now: datetime) -> list[str]:
+        """The newest ≤ ``max_messages`` buffered texts at most ``max_age`` old, oldest first."""
+        cutoff = now - max_age
+        taken: list[str] = []
+        for entry in reversed(self.silent):
+            if len(taken) >= max_messages:
+                break
+            if _parse_time(entry.timestamp) >= cutoff:
+                taken.append(entry.content)
+        taken.reverse()
+        return taken
 
     def to_snapshot(self, now: str) -> SessionSnapshot:
         """The snapshot of the current state (checkpointed messages only)."""
@@ -122,6 +160,11 @@ class SessionState:
             recent_platform_seqs=list(self.platform_ids.values()),
             last_final_reply_seq=self.last_final_reply_seq,
             last_delivered_seq=self.last_delivered_seq,
+            last_user_seq=self.last_user_seq,
+            last_settled_seq=self.last_settled_seq,
+            last_answered_seq=self.last_answered_seq,
+            silent_buffer_cap=self.silent_cap,
+            silent_buffer=list(self.silent),
         )
 
     # --- the one way state changes --------------------------------------------------------
@@ -135,6 +178,7 @@ class SessionState:
             pid = data.get("platform_message_id")
             if pid:
                 self._remember_platform_id(str(pid), event.seq)
+            self.last_user_seq = max(self.last_user_seq, event.seq)
             self._after_turn_message(event.seq)
         elif kind in (EventType.ASSISTANT_RESPONSE, EventType.ASSISTANT_MESSAGE):
             self._apply_assistant(event)
@@ -152,17 +196,30 @@ class SessionState:
             self.status = _status(data.get("to"), self.status)
         elif kind == EventType.SESSION_END:
             self.status = SessionStatus.COMPLETED
+        elif kind == EventType.ERROR:
+            self.last_settled_seq = max(self.last_settled_seq, event.seq)  # a failed turn
+            self.last_answered_seq = max(self.last_answered_seq, event.seq)
         elif kind == EventType.APPROVAL_REQUIRED:
-            if self.pending_approval is None or self.pending_approval.get("call_id") != data.get(
+            self.last_settled_seq = max(self.last_settled_seq, event.seq)
+            self.last_answered_seq = max(self.last_answered_seq, event.seq)
+            if event.seq <= self._snapshot_seq:
+                pass  # the snapshot's approval is this one's outcome, tool name and all
+            elif self.pending_approval is None or self.pending_approval.get("call_id") != data.get(
                 "call_id"
             ):
                 self.pending_approval = {
                     "call_id": data.get("call_id"),
                     "command": data.get("command"),
                 }
+                if data.get("requester_id") is not None:
+                    self.pending_approval["requester_id"] = data.get("requester_id")
+        elif kind == EventType.SILENT_MESSAGE:
+            self._buffer(event)
         elif kind == EventType.APPROVAL_DECISION:
-            if self.pending_approval and self.pending_approval.get("call_id") == data.get(
-                "call_id"
+            if (
+                event.seq > self._snapshot_seq
+                and self.pending_approval
+                and self.pending_approval.get("call_id") == data.get("call_id")
             ):
                 self.pending_approval = None
         elif kind == EventType.DELIVERY:
@@ -178,6 +235,19 @@ class SessionState:
 
     # --- helpers ----------------------------------------------------------------------------
 
+    def _buffer(self, event: Event) -> None:
+        if self.silent and event.seq <= self.silent[-1].seq:
+            return  # replayed over a snapshot that holds it already
+        pid = event.data.get("platform_message_id")
+        self.silent.append(  # the deque's maxlen drops the oldest
+            BufferedMessage(
+                seq=event.seq,
+                timestamp=event.timestamp,
+                content=str(event.data.get("content", "")),
+                platform_message_id=None if pid is None else str(pid),
+            )
+        )
+
     def _apply_assistant(self, event: Event) -> None:
         data = event.data
         calls = tuple(call_from_record(c) for c in (data.get("tool_calls") or []))
@@ -185,6 +255,10 @@ class SessionState:
         self._append(Message.assistant(content if (content or not calls) else None, calls))
         if not calls:
             self.last_final_reply_seq = max(self.last_final_reply_seq, event.seq)
+            self.last_settled_seq = max(self.last_settled_seq, event.seq)
+            answers = data.get("answers_seq")
+            through = int(answers) if isinstance(answers, int) else event.seq
+            self.last_answered_seq = max(self.last_answered_seq, through)
         self._after_turn_message(event.seq)
 
     def _apply_legacy_tool_call(self, data: Mapping[str, Any]) -> None:
@@ -248,6 +322,14 @@ def _index_of_call(messages: list[Message], call_id: str) -> int | None:
         if m.role is Role.ASSISTANT and any(c.id == call_id for c in m.tool_calls):
             return i
     return None
+
+
+def _parse_time(stamp: str) -> datetime:
+    """An event's RFC 3339 time; an unreadable one counts as very old (never injected)."""
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return datetime.min.replace(tzinfo=UTC)
 
 
 def _status(value: object, default: SessionStatus) -> SessionStatus:

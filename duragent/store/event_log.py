@@ -22,6 +22,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from duragent.core.events import Event
 from duragent.store.atomic import atomic_write
@@ -204,6 +205,22 @@ class EventLog:
             last = e.seq
         return events, report
 
+    def last_seq(self) -> int | None:
+        """The seq of the last complete line, read from the file's end (0: no events).
+
+        A cheap probe for a reader that is not the owner (a chat's recovery asking whether
+        anything was written after the snapshot): it reads back only as far as the last
+        line starts. None when that line has no readable seq or the file cannot be read; the
+        caller then loads the session instead.
+        """
+        try:
+            with open(self.path, "rb") as file:
+                return _last_line_seq(file)
+        except FileNotFoundError:
+            return 0
+        except OSError:
+            return None
+
     def roll_over(self, up_to_seq: int, *, archive: bool) -> int:
         """Move events with ``seq <= up_to_seq`` out of the live log; return how many.
 
@@ -307,6 +324,28 @@ class EventLog:
                 out.append(event)
         out.sort(key=lambda e: e.seq)
         return out
+
+
+_TAIL_BLOCK = 64 * 1024
+
+
+def _last_line_seq(file: BinaryIO) -> int | None:
+    """The seq of the last newline-terminated, non-blank line of ``file`` (0: none)."""
+    pos = file.seek(0, os.SEEK_END)
+    tail = b""
+    while True:
+        end = tail.rfind(b"\n")  # a torn last line (no newline yet) is not a record
+        lines = tail[:end].split(b"\n") if end >= 0 else []
+        complete = lines[1:] if pos > 0 else lines  # the first piece may be cut
+        for line in reversed(complete):
+            if line.strip():
+                return _line_seq(line)
+        if pos == 0:
+            return 0
+        step = min(_TAIL_BLOCK, pos)
+        pos -= step
+        file.seek(pos)
+        tail = file.read(step) + tail
 
 
 def _ends_with_newline(path: Path, size: int) -> bool:

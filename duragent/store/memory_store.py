@@ -66,6 +66,9 @@ class _MemoryLog:
     def read_archive(self) -> list[Event]:
         return sorted(self._session.archive, key=_seq)
 
+    def last_seq(self) -> int | None:
+        return max((e.seq for e in self._session.events or []), default=0)
+
     def roll_over(self, up_to_seq: int, *, archive: bool) -> int:
         live = self._session.events or []
         old = [e for e in live if e.seq <= up_to_seq]

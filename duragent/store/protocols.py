@@ -64,6 +64,10 @@ class SessionLog(Protocol):
         """Every archived event, in order, de-duplicated."""
         ...
 
+    def last_seq(self) -> int | None:
+        """The newest event's seq, read cheaply by a non-owner (0: none; None: cannot tell)."""
+        ...
+
     def roll_over(self, up_to_seq: int, *, archive: bool) -> int:
         """Move events ``<= up_to_seq`` out of the live log (into the archive when ``archive``).
 

@@ -1,4 +1,4 @@
-"""Test infrastructure shipped with duragent: a scripted fake LLM server on real sockets.
+"""Test infrastructure shipped with duragent: fake LLM and Telegram servers on real sockets.
 
 Like httpx's ``MockTransport``, this lives in the package (not under ``tests/``) so the test
 suite, benchmarks and crash tests in other processes can all drive the real providers against
@@ -22,6 +22,11 @@ the same fake, over real HTTP, without network access or API keys::
   the body in the called API's error format.
 - ``RecordedRequest``: what the client sent (method, path, headers, parsed JSON body).
 - A ``responder`` function computes answers from requests once the queued script runs out.
+
+``FakeTelegram`` is a fake Telegram Bot API for python-telegram-bot's ``base_url`` (long
+polling, sends and edits with Telegram's validation, button presses), scripted with
+``FaultRule`` (429 + retry_after, parse errors, 5xx, delays, dropped connections); see
+``duragent.testing.fake_telegram``.
 """
 
 from __future__ import annotations
@@ -41,13 +46,23 @@ from duragent.testing.script import (
     item_to_json,
     load_script,
 )
+from duragent.testing.telegram_faults import FaultRule
 
 if TYPE_CHECKING:
     from duragent.testing.fake_llm_server import EXHAUSTED_STATUS, ScriptedLLMServer
+    from duragent.testing.fake_telegram import FakeTelegram
+
+_LAZY = {
+    "EXHAUSTED_STATUS": "duragent.testing.fake_llm_server",
+    "ScriptedLLMServer": "duragent.testing.fake_llm_server",
+    "FakeTelegram": "duragent.testing.fake_telegram",
+}
 
 __all__ = [
     "EXHAUSTED_STATUS",
+    "FakeTelegram",
     "Fault",
+    "FaultRule",
     "RecordedRequest",
     "Reply",
     "Responder",
@@ -62,11 +77,12 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """Import the server module on first use.
+    """Import the server modules on first use.
 
-    Importing it here eagerly would make ``python -m duragent.testing.fake_llm_server`` run a
-    module that is already in ``sys.modules`` (runpy warns, and fails under ``-W error``).
+    Importing them here eagerly would make ``python -m duragent.testing.fake_llm_server`` (or
+    ``fake_telegram``) run a module that is already in ``sys.modules`` (runpy warns, and fails
+    under ``-W error``).
     """
-    if name in ("EXHAUSTED_STATUS", "ScriptedLLMServer"):
-        return getattr(importlib.import_module("duragent.testing.fake_llm_server"), name)
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -176,10 +176,10 @@ class LLMEndpoint:
                 return
             if i and not await self._pause(reply.chunk_delay, gone):
                 return
-            if not i % 64:
-                # A send to a client that left may not suspend: without this an endless
-                # stream would spin forever and never see ``gone``.
-                await asyncio.sleep(0)
+            # A send to a client that left may not suspend: without a loop turn per event an
+            # endless stream would spin forever and never see ``gone``, and each write past
+            # the fifth to the lost connection would be logged by asyncio.
+            await asyncio.sleep(0)
             await send({"type": "http.response.body", "body": event, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 

@@ -36,7 +36,6 @@ import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Generator, Iterable
-from types import TracebackType
 from typing import Any
 
 import uvicorn
@@ -47,6 +46,8 @@ from starlette.routing import Route
 from starlette.types import Scope
 
 from duragent.testing._app import LLMEndpoint
+from duragent.testing._lifecycle import ServerLifecycle
+from duragent.testing._sockets import listen
 from duragent.testing.script import (
     Fault,
     RecordedRequest,
@@ -62,25 +63,6 @@ log = logging.getLogger(__name__)
 
 EXHAUSTED_STATUS = 418
 """Status answered when the script has nothing left: unusual, so it stands out in a failure."""
-
-
-def _listen(host: str, port: int) -> socket.socket:
-    """A listening TCP socket whose accepted connections get ``TCP_NODELAY``.
-
-    asyncio only sets ``TCP_NODELAY`` on sockets whose ``proto`` is ``IPPROTO_TCP``;
-    ``socket.create_server`` leaves ``proto`` at 0, so every keep-alive request would then pay
-    a 40 ms Nagle/delayed-ACK stall. Passing the protocol explicitly avoids that.
-    """
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(128)
-    except OSError:
-        sock.close()
-        raise
-    return sock
 
 
 class _EmbeddedUvicorn(uvicorn.Server):
@@ -124,7 +106,7 @@ class _EmbeddedUvicorn(uvicorn.Server):
             await server.wait_closed()
 
 
-class ScriptedLLMServer:
+class ScriptedLLMServer(ServerLifecycle):
     """An in-process HTTP server answering LLM API calls from a script (see module docstring).
 
     Args:
@@ -138,6 +120,8 @@ class ScriptedLLMServer:
             and thousands of parsed bodies kept alive make this server's garbage collector,
             not the client, the cost that grows with the chat.
     """
+
+    name = "fake LLM server"
 
     def __init__(
         self,
@@ -285,7 +269,7 @@ class ScriptedLLMServer:
         """Bind the socket and serve in a task of the running loop; returns once accepting."""
         if self._task is not None:
             raise RuntimeError("the fake LLM server is already running")
-        sock = _listen(self.host, self.port)
+        sock = listen(self.host, self.port)
         self.port = sock.getsockname()[1]
         self._closing = asyncio.Event()
         config = uvicorn.Config(
@@ -332,69 +316,6 @@ class ScriptedLLMServer:
         assert self._task is not None
         await self._task
         await self.stop()
-
-    async def __aenter__(self) -> ScriptedLLMServer:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()
-
-    # -- lifecycle in a background thread -------------------------------------------------
-
-    def start_in_thread(self, timeout: float = 10.0) -> ScriptedLLMServer:
-        """Serve on a new event loop in a daemon thread; returns once accepting."""
-        if self._thread is not None:
-            raise RuntimeError("the fake LLM server thread is already running")
-        ready = threading.Event()
-        failure: list[BaseException] = []
-
-        async def run() -> None:
-            try:
-                await self.start()
-            except BaseException as exc:
-                failure.append(exc)
-                raise
-            finally:
-                ready.set()
-            await self.serve_until_stopped()
-
-        def target() -> None:
-            with contextlib.suppress(BaseException):
-                asyncio.run(run())
-
-        self._thread = threading.Thread(target=target, name="fake-llm-server", daemon=True)
-        self._thread.start()
-        if not ready.wait(timeout) or failure:
-            self._thread = None
-            raise RuntimeError(f"fake LLM server did not start: {failure[:1]}")
-        return self
-
-    def stop_thread(self, timeout: float = 10.0) -> None:
-        """Stop a server started with ``start_in_thread`` and wait for its thread."""
-        thread, loop = self._thread, self._loop
-        if thread is None or loop is None:
-            return
-        with contextlib.suppress(RuntimeError):  # the loop already ended
-            loop.call_soon_threadsafe(self.request_stop)
-        thread.join(timeout)
-        self._thread = None
-
-    def __enter__(self) -> ScriptedLLMServer:
-        return self.start_in_thread()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop_thread()
 
 
 if __name__ == "__main__":

@@ -28,12 +28,13 @@ from duragent.turns.errors import ApprovalError, ApprovalMismatchError, NoPendin
 from duragent.turns.loop import CLIENT_LEFT
 from duragent.turns.providers import ProviderPool
 from duragent.turns.result import AwaitingApproval, Complete, Duplicate, Failed, TurnResult
-from duragent.turns.runner import TurnRunner
+from duragent.turns.runner import Accepted, TurnRunner
 from duragent.turns.sink import TurnSink
 
 __all__ = [
     "CLIENT_LEFT",
     "DECISIONS",
+    "Accepted",
     "ApprovalDecision",
     "ApprovalError",
     "ApprovalMismatchError",

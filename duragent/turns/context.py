@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from duragent.agents import Agent
@@ -36,12 +37,25 @@ HISTORY_CACHES = 64
 
 
 class _ActorRecorder:
-    """The loop's Recorder over the session's handle."""
+    """The loop's Recorder over the session's handle.
 
-    __slots__ = ("_session",)
+    ``requester_id``: who sent the message that started the turn; a pending approval is
+    recorded with it, so a chat lets only that person decide, after a restart too.
+    ``answers_seq``: the newest message the turn answers, written on its final reply when
+    messages after it wait for turns of their own (a ``sequential`` chat queue).
+    """
 
-    def __init__(self, session: SessionHandle) -> None:
+    __slots__ = ("_answers_seq", "_requester_id", "_session")
+
+    def __init__(
+        self,
+        session: SessionHandle,
+        requester_id: str | None = None,
+        answers_seq: int | None = None,
+    ) -> None:
         self._session = session
+        self._requester_id = requester_id
+        self._answers_seq = answers_seq
 
     async def assistant(
         self,
@@ -58,6 +72,7 @@ class _ActorRecorder:
             message_id=message_id,
             budget=budget,
             durable=True,  # a response with calls too: no tool may run before it is on disk
+            answers_seq=None if tool_calls else self._answers_seq,
         )
 
     async def tool_result(self, call_id: str, success: bool, content: str) -> None:
@@ -67,6 +82,8 @@ class _ActorRecorder:
         await self._session.add_tools_skipped(call_ids, reason)
 
     async def pending_approval(self, approval: PendingApproval) -> None:
+        if approval.requester_id is None and self._requester_id is not None:
+            approval = replace(approval, requester_id=self._requester_id)
         await self._session.set_pending_approval(approval)
         await self._session.set_status(SessionStatus.PAUSED)
 
@@ -105,12 +122,23 @@ class ContextFactory:
         return cache
 
     async def build(
-        self, session_id: str, agent: Agent, steering: list[str], sink: TurnSink | None
+        self,
+        session_id: str,
+        agent: Agent,
+        steering: list[str],
+        sink: TurnSink | None,
+        *,
+        extra_blocks: Sequence[str] = (),
+        requester_id: str | None = None,
+        answers_seq: int | None = None,
     ) -> LoopContext:
         """The loop's context for one turn of ``agent`` in ``session_id``.
 
         ``steering`` is the turn's inbox of messages that arrived while it runs; the loop
-        drains it at each tool boundary.
+        drains it at each tool boundary. ``extra_blocks`` end the system prompt for this turn
+        only (a group's recent chatter): part of the prompt, they count against the budget
+        like the rest of it and are never written to the history. ``requester_id`` goes
+        with an approval the turn asks for.
         """
         spec = agent.spec
         budget = budget_settings(agent)
@@ -133,7 +161,7 @@ class ContextFactory:
             policy=load_policy(self._policy_file, agent.directory),
             counter=counter_for_model(agent.model.name),
             budget=budget,
-            system_prompt=build_system_prompt(agent),
+            system_prompt=build_system_prompt(agent, extra_blocks=extra_blocks),
             max_iterations=spec.session.max_tool_iterations,
             max_calls_per_response=spec.session.max_tool_calls_per_response,
             max_calls_per_turn=spec.session.max_tool_calls_per_turn,
@@ -151,7 +179,7 @@ class ContextFactory:
                 sessions=self._sessions,
                 env=self._env,
             ),
-            recorder=_ActorRecorder(self._registry.handle(session_id)),
+            recorder=_ActorRecorder(self._registry.handle(session_id), requester_id, answers_seq),
             temperature=agent.model.temperature,
             price=_pricer(agent),
             sink=sink,

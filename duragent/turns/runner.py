@@ -10,6 +10,10 @@ persisted at once, handed to the running loop (which reads it at its next tool b
 its caller receives the running turn's result. A message that arrives while a tool call waits
 for approval cancels that approval (the call is recorded as skipped and the decision as
 ``deny``) and starts a normal turn, so nothing is left dangling.
+
+A chat queue splits a turn in two: ``accept`` records the message at once (and steers it
+into a running loop, if asked), so the platform's update is confirmed without waiting for a
+model; ``answer`` later runs the turn for what was recorded, recording nothing again.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from duragent.agents import Agent, AgentCatalog
 from duragent.context.budget import BudgetSettings, ContextOverflowError
 from duragent.core.approval import DECISIONS, ApprovalDecision, PendingApproval
 from duragent.core.messages import Message, Role
-from duragent.core.snapshot import SessionStatus
+from duragent.core.snapshot import DEFAULT_SILENT_BUFFER_CAP, SessionStatus
 from duragent.errors import DuragentError, LLMError, StorageError
 from duragent.session import (
     NewSession,
@@ -42,6 +46,7 @@ from duragent.turns.endings import close_cut_short_turn, record_failed_turn
 from duragent.turns.errors import ApprovalError, ApprovalMismatchError, NoPendingApprovalError
 from duragent.turns.loop import LoopContext, resume_approved, run_loop
 from duragent.turns.providers import ProviderPool
+from duragent.turns.recorded import Accepted, Incoming, Recorded, trailing_user_text
 from duragent.turns.result import (
     AwaitingApproval,
     Complete,
@@ -53,7 +58,7 @@ from duragent.turns.result import (
 )
 from duragent.turns.sink import TurnSink
 
-__all__ = ["DECISIONS", "TurnResult", "TurnRunner"]
+__all__ = ["DECISIONS", "Accepted", "TurnResult", "TurnRunner"]
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +109,7 @@ class TurnRunner:
 
     def _new_session(self, agent: Agent, gateway: str | None, chat_id: str | None) -> NewSession:
         window = agent.model.max_input_tokens or BudgetSettings.for_model(agent.model.name).window
+        access = agent.spec.access
         return NewSession(
             agent=agent.name,
             on_disconnect=agent.spec.session.on_disconnect,
@@ -111,6 +117,9 @@ class TurnRunner:
             gateway_chat_id=chat_id,
             message_limit=actor_message_limit(window),
             rollover=agent.spec.session.compaction,
+            silent_cap=(
+                access.groups.context_buffer.max_messages if access else DEFAULT_SILENT_BUFFER_CAP
+            ),
         )
 
     async def start_session(
@@ -143,15 +152,84 @@ class TurnRunner:
         sender_name: str | None = None,
         platform_message_id: str | None = None,
         sink: TurnSink | None = None,
+        context_blocks: Sequence[str] = (),
     ) -> TurnResult:
-        """Run one turn for an inbound message (the only entry point front ends use)."""
+        """Run one turn for an inbound message (the only entry point front ends use).
+
+        ``context_blocks`` end the system prompt of the turn this message starts (a group's
+        recent chatter), counted against the budget, never stored; a message that joins a
+        running turn brings none (that turn's prompt is built). ``sender_id`` is the turn's
+        requester: an approval it asks for records it.
+        """
         with self._hold(session_id) as active:
             return await self._run(
                 self.registry.handle(session_id),
                 active,
                 sink,
-                _Inbound(content, sender_id, sender_name, platform_message_id),
+                Incoming(content, sender_id, sender_name, platform_message_id, context_blocks),
             )
+
+    async def accept(
+        self,
+        session_id: str,
+        content: str,
+        *,
+        sender_id: str | None = None,
+        sender_name: str | None = None,
+        platform_message_id: str | None = None,
+        steer: bool = True,
+    ) -> Accepted:
+        """Record an inbound message now; its turn runs later (``answer``), or not at all.
+
+        For a chat queue, which must confirm a platform's update without waiting for a model.
+        With ``steer``, a message arriving while a loop runs is handed to that loop (as
+        ``run`` does), and ``steered`` says so. A redelivered platform id is not recorded
+        again (``duplicate``; ``answered`` when a reply followed it).
+        """
+        recorded = await Incoming(content, sender_id, sender_name, platform_message_id).record(
+            self.registry.handle(session_id)
+        )
+        if recorded.duplicate:
+            return Accepted(recorded.seq, duplicate=True, answered=recorded.answered)
+        active = self._active.get(session_id)
+        running = active.running if active is not None else None
+        if steer and active is not None and running is not None and not running.done():
+            active.steering.append(content)
+            return Accepted(recorded.seq, steered=True)
+        return Accepted(recorded.seq)
+
+    async def answer(
+        self,
+        session_id: str,
+        seq: int,
+        content: str,
+        *,
+        sink: TurnSink | None = None,
+        context_blocks: Sequence[str] = (),
+        sender_id: str | None = None,
+        only_through: bool = False,
+    ) -> TurnResult:
+        """Run a turn for messages ``accept`` recorded, up to ``seq``; nothing is recorded.
+
+        ``only_through``: later messages wait for turns of their own (a ``sequential`` chat
+        queue), so the reply records that it answers up to ``seq`` only, and a recovery
+        after a crash still finds them waiting.
+
+        ``content`` is what the turn answers (the messages' text, joined by newlines). Unless
+        the conversation already ends with exactly those messages (replies or later messages
+        were recorded after them: they waited while another turn ran), the model is shown
+        ``content`` again at the end, so the request ends with the words this turn answers
+        (not on disk: the messages are there already, in arrival order). A loop running for
+        the session is waited for first; this turn never joins it.
+        """
+        with self._hold(session_id) as active:
+            while (running := active.running) is not None and not running.done():
+                await asyncio.wait([running])  # its outcome is its caller's; never cancels it
+            session = self.registry.handle(session_id)
+            recorded = Recorded(
+                seq, content, context_blocks, sender_id, seq if only_through else None
+            )
+            return await self._run(session, active, sink, recorded)
 
     @contextlib.contextmanager
     def _hold(self, session_id: str) -> Iterator[_Active]:
@@ -172,11 +250,16 @@ class TurnRunner:
                 del self._active[session_id]
 
     async def _run(
-        self, session: SessionHandle, active: _Active, sink: TurnSink | None, inbound: _Inbound
+        self,
+        session: SessionHandle,
+        active: _Active,
+        sink: TurnSink | None,
+        inbound: Incoming | Recorded,
     ) -> TurnResult:
         session_id = session.session_id
         running = active.running
         if running is not None and not running.done():
+            assert isinstance(inbound, Incoming), "answer waits for the running loop first"
             return await self._steer(session, active, running, inbound)
         future: asyncio.Future[TurnResult] = asyncio.get_running_loop().create_future()
         active.running = future  # claimed before any await: later messages steer this turn
@@ -187,7 +270,7 @@ class TurnRunner:
                 if recorded.duplicate and recorded.answered:
                     result: TurnResult = Duplicate(session_id=session_id)
                 else:
-                    result = await self._turn(session, recorded, active, sink)
+                    result = await self._turn(session, recorded, active, sink, inbound)
         except BaseException as exc:
             future.set_exception(exc)
             future.exception()  # the waiters re-raise it; never "exception never retrieved"
@@ -204,7 +287,7 @@ class TurnRunner:
         session: SessionHandle,
         active: _Active,
         running: asyncio.Future[TurnResult],
-        inbound: _Inbound,
+        inbound: Incoming,
     ) -> TurnResult:
         """A loop runs: record the message, hand it to that loop, share its result."""
         recorded = await inbound.record(session)
@@ -223,6 +306,7 @@ class TurnRunner:
         recorded: UserMessageResult,
         active: _Active,
         sink: TurnSink | None,
+        inbound: Incoming | Recorded,
     ) -> TurnResult:
         messages = recorded.messages
         if recorded.pending_approval:
@@ -230,7 +314,23 @@ class TurnRunner:
             messages = None  # the cancellation added results to the window
         if messages is None:
             messages = await session.messages()
-        return await self._drive(session, recorded.agent, messages, [], 0, active, sink)
+        turn: list[Message] = []
+        restate = inbound.content if isinstance(inbound, Recorded) else None
+        tail = trailing_user_text(messages)  # may start with unanswered passive messages
+        if restate and not (tail == restate or tail.endswith(f"\n{restate}")):
+            turn.append(Message.user(restate))  # shown, not recorded (see ``answer``)
+        return await self._drive(
+            session,
+            recorded.agent,
+            messages,
+            turn,
+            0,
+            active,
+            sink,
+            extra_blocks=inbound.context_blocks,
+            requester_id=inbound.sender_id,
+            answers_seq=inbound.answers_seq if isinstance(inbound, Recorded) else None,
+        )
 
     async def approve(
         self,
@@ -282,7 +382,9 @@ class TurnRunner:
             agent = self._agents().get(info.agent)
             # Before resolving: if the model cannot be reached (no key, say) the approval
             # stays pending and can be given again once that is fixed.
-            ctx = await self._contexts.build(session_id, agent, active.steering, sink)
+            ctx = await self._contexts.build(
+                session_id, agent, active.steering, sink, requester_id=pending.requester_id
+            )
             if decision is ApprovalDecision.ALLOW_ALWAYS:
                 # Before resolving too: a pattern that cannot be saved (and read back) leaves
                 # the file as it was and the approval pending, for allow_once or deny.
@@ -327,11 +429,21 @@ class TurnRunner:
         active: _Active,
         sink: TurnSink | None,
         ctx: LoopContext | None = None,
+        *,
+        extra_blocks: Sequence[str] = (),
+        requester_id: str | None = None,
+        answers_seq: int | None = None,
     ) -> Resumed:
         try:
             if ctx is None:
                 ctx = await self._contexts.build(
-                    session.session_id, self._agents().get(agent_name), active.steering, sink
+                    session.session_id,
+                    self._agents().get(agent_name),
+                    active.steering,
+                    sink,
+                    extra_blocks=extra_blocks,
+                    requester_id=requester_id,
+                    answers_seq=answers_seq,
                 )
             outcome = await run_loop(ctx, history, turn, done)
         except (LLMError, ContextOverflowError, DuragentError) as exc:
@@ -357,27 +469,6 @@ class TurnRunner:
         )
         await session.record_decision(pending.call_id, ApprovalDecision.DENY)
         await session.set_status(SessionStatus.ACTIVE)
-
-
-@dataclass(frozen=True, slots=True)
-class _Inbound:
-    """The message a turn records (the fields ``add_user_message`` takes)."""
-
-    content: str
-    sender_id: str | None
-    sender_name: str | None
-    platform_message_id: str | None
-
-    async def record(
-        self, session: SessionHandle, *, with_context: bool = False
-    ) -> UserMessageResult:
-        return await session.add_user_message(
-            self.content,
-            sender_id=self.sender_id,
-            sender_name=self.sender_name,
-            platform_message_id=self.platform_message_id,
-            with_context=with_context,
-        )
 
 
 def _split_at_last_user(messages: list[Message]) -> tuple[list[Message], list[Message]]:

@@ -100,6 +100,13 @@ async def test_session_commands_list_show_and_delete(tmp_path: Path) -> None:
             )
             assert "user> remember this" in shown
             assert "assistant> noted" in shown
+            assert "at most" not in err
+            code, shown, err = await run_cli(
+                "session", "show", sid, "-n", "50000", "-c", config, stdin="", cwd=tmp_path
+            )
+            assert code == 0, err
+            assert "the server shows at most 10000 messages" in err
+            assert "user> remember this" in shown
             code, listed, err = await run_cli(
                 "attach", "--list", "-c", config, stdin="", cwd=tmp_path
             )

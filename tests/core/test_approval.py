@@ -24,3 +24,11 @@ def test_an_approval_rebuilt_from_events_alone_knows_only_its_call_and_command()
 def test_the_decisions_are_the_wire_names_in_their_documented_order() -> None:
     assert DECISIONS == ("allow_once", "allow_always", "deny")
     assert ApprovalDecision("deny") is ApprovalDecision.DENY
+
+
+def test_the_requester_round_trips_and_is_left_out_when_unknown() -> None:
+    asked = PendingApproval(call_id="c1", command="ls", requester_id="u42")
+    anyone = PendingApproval(call_id="c2", command="ls")
+    assert PendingApproval.from_dict(asked.to_dict()) == asked
+    assert "requester_id" not in anyone.to_dict()  # written exactly as before
+    assert PendingApproval.from_dict(anyone.to_dict()).requester_id is None

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from duragent.core.events import EventType
 from duragent.frontkit import ChatRef, Delivery, MemoryOutbound, OutboundPort
-from duragent.testing import Reply, ToolCallReply
+from duragent.testing import Fault, Reply, ToolCallReply
 from duragent.turns import Complete, Duplicate, Failed
 from duragent.turns.result import copy_result
 from tests.turns.test_approval import ASK
@@ -77,7 +77,9 @@ async def test_a_steered_result_and_a_duplicate_send_nothing(tmp_path: Path) -> 
     assert EventType.DELIVERY not in [e.type for e in events]
 
 
-async def test_an_approval_asks_for_a_decision_and_records_no_delivery(tmp_path: Path) -> None:
+async def test_an_approval_asks_for_a_decision_and_records_the_request_as_delivered(
+    tmp_path: Path,
+) -> None:
     outbound = MemoryOutbound()
     echo = FnTool("echo", lambda a: "ran")
     call = ToolCallReply(name="echo", arguments={"x": "risky"}, id="c1")
@@ -87,21 +89,27 @@ async def test_an_approval_asks_for_a_decision_and_records_no_delivery(tmp_path:
         result = await h.runner.run(sid, "do it")
         await Delivery(h.registry, outbound).deliver(CHAT, result)
         info = await h.registry.info(sid)
+        events = await h.registry.handle(sid).events()
     assert [(a.kind, a.text, a.call_id) for a in outbound.actions] == [
         ("approval", "echo:risky", "c1"),
     ]
-    assert info.last_delivered_seq == 0
+    asked = [e.seq for e in events if e.type == EventType.APPROVAL_REQUIRED]
+    assert info.last_delivered_seq == asked[-1]  # a recovery does not ask again
 
 
-async def test_a_failed_turn_tells_the_chat_and_records_no_delivery(tmp_path: Path) -> None:
+async def test_a_failed_turn_tells_the_chat_and_records_its_end_as_delivered(
+    tmp_path: Path,
+) -> None:
     outbound = MemoryOutbound()
     async with harness(tmp_path) as h:
+        h.server.enqueue(Fault.unauthorized())
         sid = await h.runner.start_session("bot")
-        failed = Failed(session_id=sid, content="Sorry, I could not answer.", error="x")
+        failed = await h.runner.run(sid, "hi")
+        assert isinstance(failed, Failed)
         await Delivery(h.registry, outbound).deliver(CHAT, failed)
         info = await h.registry.info(sid)
-    assert outbound.texts() == ["Sorry, I could not answer."]
-    assert info.last_delivered_seq == 0
+    assert outbound.texts() == [failed.content]
+    assert info.last_delivered_seq == info.last_settled_seq > 0
 
 
 def test_the_memory_port_is_an_outbound_port() -> None:

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from duragent.core.events import Event
+from duragent.core.events import Event, EventType
 from duragent.core.messages import Role, ToolCall
 from duragent.core.snapshot import SessionSnapshot, SessionStatus
 from duragent.session.state import (
@@ -157,3 +157,29 @@ def test_unknown_events_change_nothing_but_the_seq() -> None:
     assert state.messages() == []
     assert state.last_seq == 1
     assert state.updated_at == "t2"
+
+
+def test_a_replay_over_a_snapshot_keeps_its_pending_approval_whole() -> None:
+    """Replay starts at the checkpoint, so it re-applies approvals the snapshot already holds.
+
+    An earlier approval and its decision in that range must not replace the snapshot's
+    pending approval with the event's partial copy (no tool name: "Tool 'None' is no longer
+    available" when it is approved after a restart).
+    """
+    state = fresh()
+    feed = Feed(state)
+    events = [
+        feed(Event.make, kind=EventType.APPROVAL_REQUIRED, call_id="c1", command="ls"),
+        feed(Event.make, kind=EventType.APPROVAL_DECISION, call_id="c1", decision="allow_once"),
+        feed(Event.make, kind=EventType.APPROVAL_REQUIRED, call_id="c2", command="date"),
+    ]
+    whole = {"call_id": "c2", "tool_name": "bash", "arguments": {"command": "date"}}
+    state.pending_approval = {**whole, "command": "date", "tool_type": "bash"}
+    snap = state.to_snapshot("now")
+    snap.checkpoint_seq = 0  # nothing checkpointed: every event is replayed
+
+    again = SessionState(snap)
+    for event in events:
+        again.apply(event)
+
+    assert again.pending_approval == state.pending_approval

@@ -171,3 +171,20 @@ def test_a_missing_log_is_reported_as_missing(tmp_path: Path) -> None:
     events, report = EventLog(tmp_path).read()
     assert events == []
     assert report.missing
+
+
+def test_the_last_seq_is_read_from_the_end_past_a_torn_line_and_a_long_one(
+    tmp_path: Path,
+) -> None:
+    log = EventLog(tmp_path)
+    log.append([user(1), user(2, "x" * 300_000)])  # longer than one block read from the end
+    assert log.last_seq() == 2
+    with log.path.open("ab") as fh:
+        fh.write(b'{"seq": 3, "type": "user_mess')  # a crash mid-write
+    assert EventLog(tmp_path).last_seq() == 2  # a torn line is not a record
+
+
+def test_the_last_seq_of_a_missing_log_is_zero_and_of_garbage_unknown(tmp_path: Path) -> None:
+    assert EventLog(tmp_path).last_seq() == 0
+    (tmp_path / "events.jsonl").write_bytes(b"not an event\n")
+    assert EventLog(tmp_path).last_seq() is None

@@ -134,6 +134,16 @@ def test_a_second_reader_sees_what_the_owner_appended(store: SessionStorage) -> 
     assert seqs(store.event_log(sid).read()[0]) == [1]
 
 
+def test_a_second_reader_reads_the_last_seq_cheaply(store: SessionStorage) -> None:
+    sid = created(store)
+    assert store.event_log(sid).last_seq() == 0  # nothing written yet
+    owner = store.event_log(sid)
+    owner.append([user(1), user(2), user(3)])
+    assert store.event_log(sid).last_seq() == 3
+    owner.roll_over(3, archive=True)
+    assert store.event_log(sid).last_seq() == 0  # all rolled out: the snapshot holds them
+
+
 @pytest.mark.parametrize("archive", [True, False])
 def test_a_rollover_moves_old_events_out_of_the_live_log(
     store: SessionStorage, archive: bool

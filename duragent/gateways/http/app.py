@@ -32,6 +32,7 @@ from duragent.gateways.http.problem import ProblemError, problem
 from duragent.gateways.http.security import check_access
 from duragent.gateways.http.services import HttpServices
 from duragent.gateways.http.sessions import SessionRoutes
+from duragent.gateways.http.webhooks import webhook_routes
 from duragent.session import SessionNotFoundError, SessionQuarantinedError
 from duragent.store import is_disk_full
 
@@ -122,6 +123,9 @@ def build_app(services: HttpServices) -> Starlette:
         # Not ready while the session store cannot write (see store/health.py): the last
         # write failed and a probe write still fails. Healthy: no disk access at all.
         extra: dict[str, object] = {"workspace_hash": services.workspace_hash, "pid": os.getpid()}
+        gateways = dict(services.gateway_states())
+        if gateways:  # a chat platform being down does not stop the HTTP API being ready
+            extra["gateways"] = gateways
         store_health = services.turns.registry.store.health
         failure = store_health.failure and await asyncio.to_thread(store_health.check)
         if failure:
@@ -132,9 +136,7 @@ def build_app(services: HttpServices) -> Starlette:
         if reason is not None:  # workspace_hash: the launcher still knows us
             return problem(503, reason, instance="/readyz", extra=extra)
         # the pid lets a client check that this is the server named in the workspace's lock
-        return JSONResponse(
-            {"status": "ok", "workspace_hash": services.workspace_hash, "pid": os.getpid()}
-        )
+        return JSONResponse({"status": "ok", **extra})
 
     async def version(_: Request) -> Response:
         return JSONResponse(
@@ -168,11 +170,22 @@ def build_app(services: HttpServices) -> Starlette:
     async def shutdown(_: Request) -> Response:
         if not services.request_shutdown():
             raise ProblemError(409, "Shutdown already in progress")
-        return PlainTextResponse("Shutdown initiated")
+        # JSON like every other answer; ``message`` is the reference's plain-text answer.
+        return JSONResponse({"status": "shutting_down", "message": "Shutdown initiated"})
 
     async def reload_agents(_: Request) -> Response:
         catalog = services.reload_agents()
-        return PlainTextResponse(f"Reloaded {len(catalog.agents)} agents")
+        names = catalog.names()
+        # ``message`` is the reference's plain-text answer; ``broken``: folders not loaded.
+        broken = [{"path": str(path), "error": str(err)} for path, err in catalog.broken.items()]
+        return JSONResponse(
+            {
+                "reloaded": len(names),
+                "agents": names,
+                "broken": broken,
+                "message": f"Reloaded {len(names)} agents",
+            }
+        )
 
     async def on_problem(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, ProblemError)
@@ -247,11 +260,13 @@ def build_app(services: HttpServices) -> Starlette:
         _route("/api/admin/v1/shutdown", POST=admin(shutdown)),
         _route("/api/admin/v1/reload-agents", POST=admin(reload_agents)),
     ]
+    webhooks = services.webhooks()
+    routes += webhook_routes(webhooks)
     app = Starlette(
         routes=routes,
         middleware=[  # outermost first; an unclaimed exception reaches CrashGuard
             Middleware(CrashGuard),
-            Middleware(BrowserGuard, server=services.config.server),
+            Middleware(BrowserGuard, server=services.config.server, public=frozenset(webhooks)),
             Middleware(ConcurrencyLimit, limit=health.slots, health=health),
         ],
         exception_handlers={

@@ -77,12 +77,20 @@ def _origin_allowed(origin: str, host: str | None, allowed: tuple[str, ...]) -> 
 
 
 def request_problem(
-    method: str, path: str, headers: Headers, server: ServerConfig
+    method: str,
+    path: str,
+    headers: Headers,
+    server: ServerConfig,
+    public: frozenset[str] = frozenset(),
 ) -> tuple[int, str] | None:
-    """``(status, detail)`` when the request must be refused, else None."""
+    """``(status, detail)`` when the request must be refused, else None.
+
+    ``public``: more paths exempt from the Host check (a chat platform's webhook, which
+    authenticates with its own secret).
+    """
     token = server.admin_token if path.startswith("/api/admin/") else server.api_token
     host = headers.get("host")
-    checked = not token and path not in PUBLIC_PATHS
+    checked = not token and path not in PUBLIC_PATHS and path not in public
     if checked and host is not None and not _host_allowed(host, server.allowed_hosts):
         return 403, (
             f"Host {host!r} is not a loopback name; without a token this server answers only "
@@ -113,15 +121,18 @@ def has_body(headers: Headers) -> bool:
 class BrowserGuard:
     """ASGI middleware applying :func:`request_problem` to every HTTP request."""
 
-    def __init__(self, app: ASGIApp, server: ServerConfig) -> None:
+    def __init__(
+        self, app: ASGIApp, server: ServerConfig, public: frozenset[str] = frozenset()
+    ) -> None:
         self.app = app
         self.server = server
+        self.public = public
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Answer a refused request with problem+json; pass the others on."""
         if scope["type"] == "http":
             refused = request_problem(
-                scope["method"], scope["path"], Headers(scope=scope), self.server
+                scope["method"], scope["path"], Headers(scope=scope), self.server, self.public
             )
             if refused is not None:
                 status, detail = refused

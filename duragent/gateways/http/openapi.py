@@ -19,11 +19,14 @@ from duragent.gateways.http.openapi_schemas import (
     component_schemas,
     json_body,
     json_response,
+    limit_parameter,
+    limited_response,
     plain,
     problem,
     ref,
     stream_event,
 )
+from duragent.gateways.http.paging import MAX_MESSAGES_LIMIT, MAX_SESSIONS_LIMIT
 
 __all__ = ["openapi_document"]
 
@@ -48,9 +51,7 @@ def _document(version: str) -> dict[str, Any]:
                 "get": {
                     "summary": "Liveness",
                     "security": [],
-                    "responses": {
-                        "200": {"description": "ok", "content": {"text/plain": {"schema": text}}}
-                    },
+                    "responses": {"200": plain("ok (text, as probes expect)")},
                 }
             },
             "/readyz": {
@@ -118,15 +119,11 @@ def _document(version: str) -> dict[str, Any]:
                 },
                 "get": {
                     "summary": "List sessions, newest first",
-                    "parameters": [
-                        {
-                            "name": "limit",
-                            "in": "query",
-                            "schema": {"type": "integer", "minimum": 1, "maximum": 1000},
-                        }
-                    ],
+                    "parameters": [limit_parameter(100, MAX_SESSIONS_LIMIT)],
                     "responses": {
-                        "200": json_response({"type": "object", "required": ["sessions"]}),
+                        "200": limited_response(
+                            {"type": "object", "required": ["sessions"]}, MAX_SESSIONS_LIMIT
+                        ),
                         **COMMON,
                     },
                 },
@@ -160,22 +157,19 @@ def _document(version: str) -> dict[str, Any]:
                     "summary": "The last N messages",
                     "parameters": [
                         SESSION_ID,
-                        {
-                            "name": "limit",
-                            "in": "query",
-                            "schema": {"type": "integer", "minimum": 1, "maximum": 10000},
-                        },
+                        limit_parameter(100, MAX_MESSAGES_LIMIT),
                         {"name": "include_tools", "in": "query", "schema": {"type": "boolean"}},
                     ],
                     "responses": {
-                        "200": json_response(
+                        "200": limited_response(
                             {
                                 "type": "object",
                                 "required": ["messages"],
                                 "properties": {
                                     "messages": {"type": "array", "items": ref("Message")}
                                 },
-                            }
+                            },
+                            MAX_MESSAGES_LIMIT,
                         ),
                         "404": problem("No such session"),
                         "409": problem("Quarantined"),
@@ -248,7 +242,17 @@ def _document(version: str) -> dict[str, Any]:
                 "post": {
                     "summary": "Stop the server",
                     "responses": {
-                        "200": plain("Shutdown initiated"),
+                        "200": json_response(
+                            {
+                                "type": "object",
+                                "required": ["status", "message"],
+                                "properties": {
+                                    "status": {"const": "shutting_down"},
+                                    "message": {"const": "Shutdown initiated"},
+                                },
+                            },
+                            "Stopping: sessions are saved, then the process exits",
+                        ),
                         "409": problem("Already shutting down"),
                         "403": problem("Admin access denied, or Host/Origin not allowed"),
                     },
@@ -258,7 +262,26 @@ def _document(version: str) -> dict[str, Any]:
                 "post": {
                     "summary": "Re-read agents",
                     "responses": {
-                        "200": plain("Reloaded"),
+                        "200": json_response(
+                            {
+                                "type": "object",
+                                "required": ["reloaded", "agents", "broken", "message"],
+                                "properties": {
+                                    "reloaded": {"type": "integer", "minimum": 0},
+                                    "agents": {"type": "array", "items": text},
+                                    "broken": {
+                                        "type": "array",
+                                        "items": {
+                                            "type": "object",
+                                            "required": ["path", "error"],
+                                            "properties": {"path": text, "error": text},
+                                        },
+                                    },
+                                    "message": {"description": "Reloaded N agents", **text},
+                                },
+                            },
+                            "The agents now served, and the folders that failed to load",
+                        ),
                         "403": problem("Admin access denied, or Host/Origin not allowed"),
                     },
                 }

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from duragent.gateways.http.paging import LIMIT_CLAMPED_FIELD, LIMIT_CLAMPED_HEADER
+from duragent.gateways.http.problem import PROBLEM_TYPES
+
 __all__ = [
     "AUTH",
     "COMMON",
@@ -17,6 +20,8 @@ __all__ = [
     "component_schemas",
     "json_body",
     "json_response",
+    "limit_parameter",
+    "limited_response",
     "plain",
     "problem",
     "ref",
@@ -37,6 +42,42 @@ def problem(description: str) -> dict[str, Any]:
 def json_response(schema: dict[str, Any], description: str = "OK") -> dict[str, Any]:
     """A JSON response with ``schema``."""
     return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def limit_parameter(default: int, maximum: int) -> dict[str, Any]:
+    """``?limit=N`` of a list endpoint (see ``paging``: clamped above ``maximum``)."""
+    return {
+        "name": "limit",
+        "in": "query",
+        "description": f"How many (default {default}). Above {maximum} the server answers "
+        f"{maximum} and says so in {LIMIT_CLAMPED_HEADER} and {LIMIT_CLAMPED_FIELD}; 0, "
+        "negative or not an integer: 400.",
+        "schema": {"type": "integer", "minimum": 1},
+    }
+
+
+def limited_response(schema: dict[str, Any], maximum: int) -> dict[str, Any]:
+    """The 200 of a list endpoint: ``schema`` plus the clamp header and field."""
+    response = json_response(
+        {
+            **schema,
+            "properties": {
+                **schema.get("properties", {}),
+                LIMIT_CLAMPED_FIELD: {
+                    "const": maximum,
+                    "description": "Present only when the limit asked for was clamped",
+                },
+            },
+        }
+    )
+    response["headers"] = {
+        LIMIT_CLAMPED_HEADER: {
+            "description": f"Present only when the limit asked for was above {maximum}: "
+            "the limit applied",
+            "schema": {"type": "integer", "const": maximum},
+        }
+    }
+    return response
 
 
 def ref(name: str) -> dict[str, Any]:
@@ -154,9 +195,16 @@ def component_schemas() -> dict[str, Any]:
             "type": "object",
             "required": ["type", "title", "status"],
             "properties": {
-                "type": text,
+                "type": {
+                    "enum": [kind.urn for kind in PROBLEM_TYPES.values()],
+                    "description": "One type per status:\n"
+                    + "\n".join(
+                        f"- {status} `{kind.urn}` ({kind.title}): {kind.meaning}"
+                        for status, kind in PROBLEM_TYPES.items()
+                    ),
+                },
                 "title": text,
-                "status": {"type": "integer"},
+                "status": {"enum": list(PROBLEM_TYPES)},
                 "detail": text,
                 "instance": text,
             },

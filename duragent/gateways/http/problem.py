@@ -1,47 +1,107 @@
-"""RFC 7807 ``application/problem+json`` error responses, with the reference's type URNs."""
+"""RFC 7807 ``application/problem+json`` error responses, one registered type per status.
+
+Every status the server answers with an error has an entry in :data:`PROBLEM_TYPES` (type
+URN, title, what it means); the OpenAPI document lists them. :func:`problem` and
+:class:`ProblemError` refuse a status that has none, so a handler that starts answering a
+new status fails where it is written (and in the tests that walk the handlers), instead of
+going out mislabelled as an internal error, as three 502 answers once did.
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from starlette.responses import JSONResponse
 
-__all__ = ["PROBLEM_CONTENT_TYPE", "ProblemError", "problem"]
+__all__ = [
+    "PROBLEM_CONTENT_TYPE",
+    "PROBLEM_TYPES",
+    "ProblemError",
+    "ProblemType",
+    "UnregisteredProblemError",
+    "problem",
+    "problem_type",
+]
 
 PROBLEM_CONTENT_TYPE = "application/problem+json"
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
-_TYPES = {
-    400: "bad-request",
-    401: "unauthorized",
-    403: "forbidden",
-    404: "not-found",
-    405: "method-not-allowed",
-    408: "request-timeout",
-    409: "conflict",
-    413: "payload-too-large",
-    415: "unsupported-media-type",
-    429: "too-many-requests",
-    503: "service-unavailable",
-    507: "insufficient-storage",
+
+@dataclass(frozen=True, slots=True)
+class ProblemType:
+    """One kind of error: ``urn:duragent:problem:<name>``, its title and what it means."""
+
+    name: str
+    title: str
+    meaning: str
+
+    @property
+    def urn(self) -> str:
+        """The ``type`` member of the problem body."""
+        return f"urn:duragent:problem:{self.name}"
+
+
+PROBLEM_TYPES: Mapping[int, ProblemType] = {
+    400: ProblemType("bad-request", "Bad Request", "The request is malformed; detail says how."),
+    401: ProblemType("unauthorized", "Unauthorized", "Missing or wrong bearer token."),
+    403: ProblemType(
+        "forbidden", "Forbidden", "Refused: admin access, or a Host/Origin not allowed."
+    ),
+    404: ProblemType("not-found", "Not Found", "No such route, agent, session or approval."),
+    405: ProblemType(
+        "method-not-allowed", "Method Not Allowed", "The path exists; Allow lists its methods."
+    ),
+    408: ProblemType(
+        "request-timeout",
+        "Request Timeout",
+        "The request did not arrive in time, or the turn outlived request_timeout_seconds "
+        "(it continues in the background).",
+    ),
+    409: ProblemType(
+        "conflict",
+        "Conflict",
+        "The session is quarantined, another approval is pending, or a shutdown is under way.",
+    ),
+    413: ProblemType("payload-too-large", "Payload Too Large", "The body exceeds 2 MiB."),
+    415: ProblemType(
+        "unsupported-media-type", "Unsupported Media Type", "Bodies must be application/json."
+    ),
+    429: ProblemType("too-many-requests", "Too Many Requests", "Slow down and retry."),
+    500: ProblemType(
+        "internal-error", "Internal Server Error", "A bug: the details are logged on the server."
+    ),
+    502: ProblemType(
+        "bad-gateway",
+        "Bad Gateway",
+        "The model provider failed or could not be reached; detail has its error. Nothing "
+        "accepted was lost (a pending approval stays pending).",
+    ),
+    503: ProblemType(
+        "service-unavailable",
+        "Service Unavailable",
+        "Not ready, shutting down, or the disk refused a write (retry after Retry-After).",
+    ),
+    507: ProblemType(
+        "insufficient-storage", "Insufficient Storage", "The disk is full; nothing was recorded."
+    ),
 }
-_TITLES = {
-    400: "Bad Request",
-    401: "Unauthorized",
-    403: "Forbidden",
-    404: "Not Found",
-    405: "Method Not Allowed",
-    408: "Request Timeout",
-    409: "Conflict",
-    413: "Payload Too Large",
-    415: "Unsupported Media Type",
-    429: "Too Many Requests",
-    500: "Internal Server Error",
-    503: "Service Unavailable",
-    507: "Insufficient Storage",
-}
+
+
+class UnregisteredProblemError(ValueError):
+    """A handler tried to answer a status that has no :data:`PROBLEM_TYPES` entry."""
+
+
+def problem_type(status: int) -> ProblemType:
+    """The registered type of ``status``; :class:`UnregisteredProblemError` if there is none."""
+    try:
+        return PROBLEM_TYPES[status]
+    except KeyError:
+        raise UnregisteredProblemError(
+            f"HTTP {status} has no problem type: add it to PROBLEM_TYPES in {__name__}"
+        ) from None
 
 
 def problem(
@@ -52,11 +112,8 @@ def problem(
     extra: Mapping[str, object] | None = None,
 ) -> JSONResponse:
     """A problem+json response for ``status`` (``extra``: RFC 7807 extension members)."""
-    body: dict[str, object] = {
-        "type": f"urn:duragent:problem:{_TYPES.get(status, 'internal-error')}",
-        "title": _TITLES.get(status, "Error"),
-        "status": status,
-    }
+    kind = problem_type(status)
+    body: dict[str, object] = {"type": kind.urn, "title": kind.title, "status": status}
     if detail is not None:
         # A lone surrogate (from a JSON escape) cannot be encoded: the error itself would fail.
         body["detail"] = _SURROGATE.sub("\ufffd", detail)
@@ -71,6 +128,7 @@ class ProblemError(Exception):
     """Raised inside a handler to answer with a problem+json response."""
 
     def __init__(self, status: int, detail: str) -> None:
+        problem_type(status)  # refused here, at the raise, not later in the error handler
         self.status = status
         self.detail = detail
         super().__init__(detail)

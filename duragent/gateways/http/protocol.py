@@ -157,6 +157,14 @@ class TimedH11Protocol(H11Protocol):
             return
         super().shutdown()
 
+    def send_400_response(self, msg: str) -> None:
+        """A request h11 cannot parse: a problem+json 400 like every other error, then close.
+
+        uvicorn's own answer is plain text; nothing of the request reached the app.
+        """
+        self.transport.write(_problem_response(400, f"malformed HTTP request: {msg}"))
+        self.transport.close()
+
     def _track_progress(self) -> None:
         state = self.conn.their_state
         if state is h11.IDLE:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Protocol
 
 from duragent.agents import AgentCatalog
 from duragent.config import WorkspaceConfig
 from duragent.core.tasks import BackgroundTasks
+from duragent.frontkit import WebhookReceiver
 from duragent.turns import TurnRunner
 
 __all__ = ["HttpServices"]
@@ -40,6 +42,14 @@ class HttpServices(Protocol):
 
     def starting(self) -> str | None:
         """Why a first message would still wait for start-up work, or None when it would not."""
+        ...
+
+    def webhooks(self) -> Mapping[str, WebhookReceiver]:
+        """Paths a chat gateway receives updates on (Telegram's webhook mode), by path."""
+        ...
+
+    def gateway_states(self) -> Mapping[str, str]:
+        """Each chat gateway's state for ``/readyz`` (``running``, ``failed: …``), by name."""
         ...
 
     def request_shutdown(self) -> bool:

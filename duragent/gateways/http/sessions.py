@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from starlette.requests import Request
@@ -10,6 +9,13 @@ from starlette.responses import JSONResponse, Response
 
 from duragent.errors import AgentNotFoundError, LLMError
 from duragent.frontkit import await_turn
+from duragent.gateways.http.paging import (
+    MAX_MESSAGES_LIMIT,
+    MAX_SESSIONS_LIMIT,
+    limited,
+    quoted,
+    read_limit,
+)
 from duragent.gateways.http.problem import ProblemError
 from duragent.gateways.http.security import read_json
 from duragent.gateways.http.services import HttpServices
@@ -29,7 +35,6 @@ from duragent.turns import (
 __all__ = ["SessionRoutes"]
 
 _MAX_SESSION_ID_BYTES = 255  # NAME_MAX: a session id is a folder name
-_INTEGER = re.compile(r"[+-]?[0-9]+")
 _BOOLEANS = {"true": True, "false": False}
 
 
@@ -50,26 +55,6 @@ def _session_id(request: Request) -> str:
     if len(session_id.encode("utf-8", "surrogatepass")) > _MAX_SESSION_ID_BYTES:
         raise ProblemError(404, "session not found")
     return session_id
-
-
-def _shown(raw: str) -> str:
-    """A query value quoted for an error detail, cut short (it may be kilobytes long)."""
-    return repr(raw if len(raw) <= 40 else raw[:40] + "…")
-
-
-def _limit(request: Request, default: int, maximum: int) -> int:
-    raw = request.query_params.get("limit")
-    if raw is None:
-        return default
-    # int() would also take " 5", "1_0" and non-ASCII digits; the document says integer.
-    if not _INTEGER.fullmatch(raw):
-        raise ProblemError(400, f"limit must be an integer, got {_shown(raw)}")
-    # Thousands of digits would make int() refuse (sys.int_info.default_max_str_digits); any
-    # number with more than 9 significant digits is out of range anyway.
-    value = int(raw) if len(raw.lstrip("+-").lstrip("0")) <= 9 else 0
-    if not 1 <= value <= maximum:
-        raise ProblemError(400, f"limit must be between 1 and {maximum}, got {_shown(raw)}")
-    return value
 
 
 def _reply(result: TurnResult) -> Response:
@@ -140,9 +125,9 @@ class SessionRoutes:
 
     async def list(self, request: Request) -> Response:
         """GET /api/v1/sessions?limit=N (newest first)."""
-        limit = _limit(request, 100, 1000)
-        sessions = await self.s.turns.registry.list_sessions(limit=limit)
-        return JSONResponse({"sessions": sessions})
+        limit = read_limit(request, default=100, maximum=MAX_SESSIONS_LIMIT)
+        sessions = await self.s.turns.registry.list_sessions(limit=limit.value)
+        return limited({"sessions": sessions}, limit)
 
     async def get(self, request: Request) -> Response:
         """GET /api/v1/sessions/{id}."""
@@ -161,15 +146,15 @@ class SessionRoutes:
         """GET /api/v1/sessions/{id}/messages?limit=N&include_tools=true: the LAST N."""
         session_id = _session_id(request)
         await self._known(session_id)
-        limit = _limit(request, 100, 10_000)
+        limit = read_limit(request, default=100, maximum=MAX_MESSAGES_LIMIT)
         raw_tools = request.query_params.get("include_tools", "false")
         include_tools = _BOOLEANS.get(raw_tools.lower())
         if include_tools is None:
-            raise ProblemError(400, f"include_tools must be true or false, got {_shown(raw_tools)}")
+            raise ProblemError(400, f"include_tools must be true or false, got {quoted(raw_tools)}")
         session = self.s.turns.registry.handle(session_id)
         events = await session.events(include_archive=True)
         messages = events_to_messages(events, include_tools=include_tools)
-        return JSONResponse({"messages": messages[-limit:]})
+        return limited({"messages": messages[-limit.value :]}, limit)
 
     async def send(self, request: Request) -> Response:
         """POST /api/v1/sessions/{id}/messages {content}: a full turn, tools included."""

@@ -95,6 +95,12 @@ def _done(result: TurnResult) -> list[ServerSentEvent]:
     return [ServerSentEvent(data=json.dumps(payload), event="done")]
 
 
+_AFTER_DISCONNECT = {
+    "pause": "the turn stops, its partial reply is kept and the session is paused",
+    "continue": "the turn continues in the background",
+}
+
+
 def stream_turn(
     turns: TurnRunner,
     tasks: BackgroundTasks,
@@ -132,9 +138,19 @@ def stream_turn(
                 if item is None:
                     finished = True
                     return
+                # One loop turn per event: a burst of queued events is otherwise written
+                # without one, so a client that left is noticed only after the burst, and
+                # asyncio logs every write past the fifth to the lost connection (84 lines
+                # for one disconnect). Given the turn, uvicorn sees the loss at once.
+                await asyncio.sleep(0)
                 yield item
         finally:
             if not finished:
+                log.info(
+                    "stream %s: the client disconnected before the turn ended; %s",
+                    session_id,
+                    _AFTER_DISCONNECT.get(on_disconnect, on_disconnect),
+                )
                 # The generator is being cancelled (anyio cancels every await in its scope),
                 # so the clean-up runs as a task of its own.
                 tasks.spawn(

@@ -89,6 +89,9 @@ async def test_a_failing_model_is_a_502_that_says_why(tmp_path: Path) -> None:
         s.server.enqueue(Fault.unauthorized())
         reply = await s.client.post(f"/api/v1/sessions/{sid}/messages", json={"content": "hi"})
     assert reply.status_code == 502
+    assert reply.headers["content-type"] == PROBLEM
+    assert reply.json()["type"] == "urn:duragent:problem:bad-gateway"
+    assert reply.json()["title"] == "Bad Gateway"
     assert "401" in reply.json()["detail"]
 
 
@@ -112,12 +115,24 @@ async def test_the_openapi_document_describes_every_route(tmp_path: Path) -> Non
     }
 
 
-async def test_admin_reload_and_shutdown(tmp_path: Path) -> None:
+async def test_admin_reload_and_shutdown_answer_json_keeping_the_reference_text(
+    tmp_path: Path,
+) -> None:
     async with served(tmp_path) as s:
+        broken = s.root / ".duragent" / "agents" / "broken"
+        broken.mkdir()
+        (broken / "agent.yaml").write_text("kind: Agent\n")
         reload = await s.client.post("/api/admin/v1/reload-agents")
         assert reload.status_code == 200
-        assert reload.text == "Reloaded 1 agents"
+        assert reload.headers["content-type"] == "application/json"
+        body = reload.json()
+        assert body["reloaded"] == 1
+        assert body["agents"] == ["bot"]
+        assert body["message"] == "Reloaded 1 agents"
+        assert [b["path"].endswith("broken") for b in body["broken"]] == [True]
+        assert body["broken"][0]["error"]
         first = await s.client.post("/api/admin/v1/shutdown")
-        assert first.text == "Shutdown initiated"
+        assert first.headers["content-type"] == "application/json"
+        assert first.json() == {"status": "shutting_down", "message": "Shutdown initiated"}
         second = await s.client.post("/api/admin/v1/shutdown")
         assert second.status_code == 409

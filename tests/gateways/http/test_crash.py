@@ -14,6 +14,7 @@ from duragent.agents import AgentCatalog
 from duragent.config import load_workspace
 from duragent.config.workspace import WorkspaceConfig
 from duragent.core.tasks import BackgroundTasks
+from duragent.frontkit import WebhookReceiver
 from duragent.gateways.http import HttpServer, build_app
 from duragent.turns import TurnRunner
 
@@ -42,6 +43,12 @@ class BrokenServices:
 
     def starting(self) -> str | None:
         return None
+
+    def gateway_states(self) -> dict[str, str]:
+        return {}
+
+    def webhooks(self) -> dict[str, WebhookReceiver]:
+        return {}
 
     def request_shutdown(self) -> bool:
         return True

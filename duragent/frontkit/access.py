@@ -1,0 +1,144 @@
+"""Who may talk to an agent in a chat, and how it treats each group member (``spec.access``).
+
+Pure functions over the agent's ``AccessSpec`` and a message, so every platform decides the
+same way and tests are tables:
+
+- the **chat gate**: direct messages by ``dm.policy`` (``open`` / ``disabled`` /
+  ``allowlist`` of sender ids); groups and channels by ``groups.policy`` with an allowlist of
+  ``"<gateway>:<chat_id>"``; a chat type the kit does not know is let through (as the
+  reference, for forward compatibility); no access block at all is open;
+- the **sender disposition** in a group: an exact ``sender_overrides`` entry, else the longest
+  matching wildcard entry, else ``sender_default`` — ``allow`` (answer when triggered),
+  ``passive`` (recorded as history, never answered), ``silent`` (context buffer only),
+  ``block`` (dropped);
+- **activation**: ``mention`` (a group message triggers a turn only when it mentions the bot
+  or replies to it) or ``always``.
+
+Patterns are exact strings or end with ``*`` (a prefix match; ``*`` alone matches all).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from duragent.agents.spec import AccessSpec, ContextBufferSpec, GroupAccess, SenderDisposition
+
+__all__ = [
+    "GROUP_CHAT_TYPES",
+    "Admission",
+    "admit",
+    "chat_allowed",
+    "matches_pattern",
+    "mention_context",
+    "sender_disposition",
+]
+
+GROUP_CHAT_TYPES = frozenset({"group", "supergroup", "channel"})
+_DM_CHAT_TYPES = frozenset({"dm", "private"})
+
+
+def matches_pattern(pattern: str, value: str) -> bool:
+    """``pattern`` equals ``value``, or ends with ``*`` and the rest is a prefix of it."""
+    if pattern.endswith("*"):
+        return value.startswith(pattern[:-1])
+    return pattern == value
+
+
+def chat_allowed(
+    access: AccessSpec | None, *, gateway: str, chat_type: str, chat_id: str, sender_id: str
+) -> bool:
+    """Whether the chat gate lets the message in (module docstring)."""
+    if access is None:
+        return True
+    kind = chat_type.lower()
+    if kind in _DM_CHAT_TYPES:
+        dm = access.dm
+        if dm.policy == "allowlist":
+            return any(matches_pattern(p, sender_id) for p in dm.allowlist)
+        return dm.policy == "open"
+    if kind in GROUP_CHAT_TYPES:
+        groups = access.groups
+        if groups.policy == "allowlist":
+            key = f"{gateway}:{chat_id}"
+            return any(matches_pattern(p, key) for p in groups.allowlist)
+        return groups.policy == "open"
+    return True
+
+
+def sender_disposition(groups: GroupAccess, sender_id: str) -> SenderDisposition:
+    """Exact override → longest matching wildcard override → ``sender_default``."""
+    overrides = groups.sender_overrides
+    exact = overrides.get(sender_id)
+    if exact is not None:
+        return exact
+    wildcards = [
+        (len(pattern), disposition)
+        for pattern, disposition in overrides.items()
+        if pattern.endswith("*") and matches_pattern(pattern, sender_id)
+    ]
+    return max(wildcards, key=lambda w: w[0])[1] if wildcards else groups.sender_default
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """What the access rules make of one message.
+
+    ``action``: ``drop`` (the gate refused it, or a blocked sender), ``buffer`` (silent:
+    context buffer only), ``record`` (passive: kept as history, no reply) or ``answer``.
+    ``reason`` says why, for the one log line a dropped message gets.
+    """
+
+    action: Literal["drop", "buffer", "record", "answer"]
+    reason: str
+    disposition: SenderDisposition = "allow"
+    """The sender's disposition (``allow`` outside groups): only ``allow`` runs commands."""
+    buffer: ContextBufferSpec | None = None
+    """For a triggered group message under ``activation: mention`` in ``silent`` mode: the
+    buffer to inject as context into the turn."""
+
+
+def admit(
+    access: AccessSpec | None,
+    *,
+    gateway: str,
+    chat_type: str,
+    chat_id: str,
+    sender_id: str,
+    triggered: bool,
+) -> Admission:
+    """The gate, then (in groups) the sender's disposition and mention gating.
+
+    ``triggered``: the message mentions the bot or replies to it.
+    """
+    if not chat_allowed(
+        access, gateway=gateway, chat_type=chat_type, chat_id=chat_id, sender_id=sender_id
+    ):
+        return Admission("drop", f"refused by spec.access for {chat_type} chats")
+    if access is None or chat_type.lower() not in GROUP_CHAT_TYPES:
+        return Admission("answer", "allowed")
+    groups = access.groups
+    disposition = sender_disposition(groups, sender_id)
+    if disposition == "block":
+        return Admission("drop", "sender blocked in this group", disposition)
+    if disposition == "silent":
+        return Admission("buffer", "silent sender", disposition)
+    if disposition == "passive":
+        return Admission("record", "passive sender", disposition)
+    if groups.activation == "mention":
+        if not triggered:
+            if groups.context_buffer.mode == "silent":
+                return Admission("buffer", "not mentioned")
+            return Admission("record", "not mentioned")
+        return Admission("answer", "mentioned", buffer=mention_context(groups))
+    return Admission("answer", "allowed")
+
+
+def mention_context(groups: GroupAccess) -> ContextBufferSpec | None:
+    """The buffer a group turn shows the model: the silent chatter since it was mentioned.
+
+    Only an agent that answers mentions keeps chatter silently (``activation: mention``,
+    ``context_buffer.mode: silent``); in passive mode the chatter is history already.
+    """
+    silent = groups.activation == "mention" and groups.context_buffer.mode == "silent"
+    return groups.context_buffer if silent else None

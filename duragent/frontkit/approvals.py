@@ -1,0 +1,217 @@
+"""Approvals in a chat: the buttons' payloads, and what a press on one does.
+
+The kit asks through ``OutboundPort.ask_approval``; the platform adapter draws the buttons
+from ``approval_buttons(call_id)`` (labels and payloads), so every platform writes the same
+payloads and ``ApprovalButtons.press`` reads them back. A payload is the reference's
+``approve:<allow_once|allow_always|deny>`` followed by ``:<tag>``, a short digest of the call
+id (8 hex digits, so any call id fits Telegram's 64-byte limit): a button left over from an
+earlier approval of the same chat is refused instead of deciding the call waiting now. The
+plain reference form (no tag) is read too.
+
+A press: find the chat's session whose pending approval it answers (every agent's session in
+that chat, from the chat index: a chat served by two agents is not ambiguous) → only the
+person whose message started the turn may decide (``PendingApproval.requester_id``, durable,
+so the check holds after a restart; an approval without one, from HTTP or an older file, may
+be decided by anyone in the chat) → a toast, the approval message edited to show the decision,
+and the decision applied through ``ChatTurns.decide`` in the background (running the tool and
+the rest of the turn can take minutes; the platform wants its press answered at once).
+A second press while a decision is being applied (a double tap) is told "No pending
+approval". Nothing is lost if the process dies before the decision is recorded: the approval
+is still pending and its buttons still work.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass
+
+from duragent.frontkit.chat import ChatTurns
+from duragent.frontkit.inbound import ButtonPress
+from duragent.frontkit.outbound import SentMessage
+from duragent.session import PendingApproval
+from duragent.turns import DECISIONS, ApprovalDecision
+
+__all__ = [
+    "BUTTON_LABELS",
+    "NOT_REQUESTER",
+    "NO_PENDING",
+    "NO_SESSION",
+    "ApprovalButtons",
+    "Button",
+    "approval_buttons",
+    "approval_prompt",
+    "call_tag",
+    "command_preview",
+    "decided_text",
+    "parse_button",
+    "toast_text",
+]
+
+log = logging.getLogger(__name__)
+
+PREFIX = "approve"
+BUTTON_LABELS: dict[ApprovalDecision, str] = {
+    ApprovalDecision.ALLOW_ONCE: "Allow Once",
+    ApprovalDecision.ALLOW_ALWAYS: "Allow Always",
+    ApprovalDecision.DENY: "Deny",
+}
+NOT_REQUESTER = "Only the original requester can approve this command"
+NO_PENDING = "No pending approval"
+NO_SESSION = "No active session"
+INVALID_DECISION = "Invalid decision"
+PREVIEW_BYTES = 40
+
+
+@dataclass(frozen=True, slots=True)
+class Button:
+    """One inline button: what it says and the payload a press hands back."""
+
+    label: str
+    data: str
+
+
+def call_tag(call_id: str) -> str:
+    """The short digest of ``call_id`` a button carries (8 hex digits)."""
+    return hashlib.sha256(call_id.encode()).hexdigest()[:8]
+
+
+def approval_buttons(call_id: str) -> tuple[Button, ...]:
+    """Allow Once | Allow Always | Deny, in that order, for the call ``call_id``."""
+    tag = call_tag(call_id)
+    return tuple(Button(label, f"{PREFIX}:{d.value}:{tag}") for d, label in BUTTON_LABELS.items())
+
+
+def approval_prompt(command: str) -> str:
+    """The text of an approval message (the reference's): the command in a fenced block."""
+    return f"Command requires approval:\n```\n{command}\n```"
+
+
+def parse_button(data: str) -> tuple[str, str | None] | None:
+    """``(decision, tag or None)`` from a payload; None when it is not an approval button.
+
+    The decision is returned as written (checked by the caller: an unknown one gets the
+    reference's "Invalid decision" toast).
+    """
+    parts = data.split(":")
+    if len(parts) < 2 or parts[0] != PREFIX:
+        return None
+    return parts[1], (parts[2] if len(parts) > 2 and parts[2] else None)
+
+
+def command_preview(command: str, limit: int = PREVIEW_BYTES) -> str:
+    """The command's first line, cut at ``limit`` bytes on a character boundary + ``...``."""
+    lines = command.splitlines()
+    first = lines[0] if lines else command
+    raw = first.encode()
+    if len(raw) <= limit:
+        return first
+    return raw[:limit].decode(errors="ignore") + "..."
+
+
+def toast_text(decision: ApprovalDecision, command: str) -> str:
+    """What the presser sees at once: ``✓ Running: …``, ``✓ Always allowed: …``, ``✗ Denied: …``."""
+    preview = command_preview(command)
+    if decision is ApprovalDecision.ALLOW_ONCE:
+        return f"✓ Running: {preview}"
+    if decision is ApprovalDecision.ALLOW_ALWAYS:
+        return f"✓ Always allowed: {preview}"
+    return f"✗ Denied: {preview}"
+
+
+def decided_text(decision: ApprovalDecision, command: str, decider: str) -> str:
+    """The approval message once decided (its buttons gone): the command and the decision."""
+    verdict = {
+        ApprovalDecision.ALLOW_ONCE: "Allowed once",
+        ApprovalDecision.ALLOW_ALWAYS: "Always allowed",
+        ApprovalDecision.DENY: "Denied",
+    }[decision]
+    return f"Command:\n```\n{command}\n```\n{verdict} by {decider}"
+
+
+class ApprovalButtons:
+    """Answers presses on approval buttons (see module docstring)."""
+
+    def __init__(self, chat: ChatTurns) -> None:
+        self._chat = chat
+        self._deciding: set[str] = set()
+        """Sessions whose decision is being applied: a second press (a double tap, another
+        button) is told nothing waits, instead of toasting a decision that will be refused."""
+
+    async def press(self, press: ButtonPress) -> None:
+        """Handle ``press``: a toast always answers it; a valid one decides in the background."""
+        outbound = self._chat.outbound
+        parsed = parse_button(press.data)
+        if parsed is None:
+            log.debug("button %r in %s is not an approval; ignored", press.data, press.chat.target)
+            await outbound.answer_button(press.callback_id)
+            return
+        wire, tag = parsed
+        if wire not in DECISIONS:
+            await outbound.answer_button(press.callback_id, INVALID_DECISION)
+            return
+        decision = ApprovalDecision(wire)
+        found = await self._waiting(press, tag)
+        if isinstance(found, str):
+            await outbound.answer_button(press.callback_id, found)
+            return
+        session_id, pending = found
+        if session_id in self._deciding:
+            await outbound.answer_button(press.callback_id, NO_PENDING)
+            return
+        if pending.requester_id is not None and pending.requester_id != press.sender.id:
+            log.info(
+                "approval in %s: %s is not the requester (%s); refused",
+                press.chat.target,
+                press.sender.id,
+                pending.requester_id,
+            )
+            await outbound.answer_button(press.callback_id, NOT_REQUESTER)
+            return
+        self._deciding.add(session_id)  # before any await: a concurrent press sees it
+        try:
+            await outbound.answer_button(press.callback_id, toast_text(decision, pending.command))
+        except Exception as exc:  # a courtesy: the person pressed, the decision stands
+            log.info("could not answer the button press in %s: %s", press.chat.target, exc)
+        except BaseException:
+            self._deciding.discard(session_id)
+            raise
+        try:
+            await outbound.edit(
+                SentMessage(press.chat, press.message_id),
+                decided_text(decision, pending.command, press.sender.label),
+            )
+        except Exception as exc:  # a courtesy: the decision stands without it
+            log.info("could not edit the approval message in %s: %s", press.chat.target, exc)
+        self._chat.tasks.spawn(
+            self._decide(press, session_id, pending.call_id, decision),
+            name=f"approval-{press.chat.target}",
+        )
+
+    async def _decide(
+        self, press: ButtonPress, session_id: str, call_id: str, decision: ApprovalDecision
+    ) -> None:
+        try:
+            await self._chat.decide(press.chat, session_id, call_id, decision)
+        finally:
+            self._deciding.discard(session_id)
+
+    async def _waiting(
+        self, press: ButtonPress, tag: str | None
+    ) -> tuple[str, PendingApproval] | str:
+        """The session and approval ``press`` answers, or the toast saying why there is none."""
+        registry = self._chat.turns.registry
+        sessions = registry.sessions_of_chat(press.gateway, press.chat_id)
+        if not sessions:
+            return NO_SESSION
+        for _agent, session_id in sessions:
+            try:
+                pending = (await registry.info(session_id)).pending_approval
+            except Exception as exc:  # an unusable session cannot be waiting for this press
+                log.info(
+                    "approval in %s: session %s unusable: %s", press.chat.target, session_id, exc
+                )
+                continue
+            if pending is not None and (tag is None or call_tag(pending.call_id) == tag):
+                return session_id, pending
+        return NO_PENDING

@@ -1,0 +1,85 @@
+"""Chat slash commands: ``/reset`` and ``/status``, with the reference's reply texts.
+
+Recognised when the whole trimmed text is ``/reset`` or ``/status``, optionally addressed to
+this bot (``/reset@my_bot``, the form Telegram uses in groups; the bot's name compared
+case-insensitively). A command addressed to another bot, any other command, or a command with
+arguments is an ordinary message and goes to the model, as in the reference.
+
+The reference checks commands before routing and access, so any member of a group could reset
+the group's session (⚠). Here the gateway runs them after the access gate, and only for a
+sender whose group disposition is ``allow`` (see ``ChatFront``).
+
+``/reset`` completes the chat's session (status ``completed``, dropped from the chat index,
+files kept): the chat's next message starts a new session.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from duragent.session import SessionRegistry
+
+__all__ = [
+    "NO_SESSION",
+    "NO_SESSION_TO_RESET",
+    "RESET_DONE",
+    "STATUS_FAILED",
+    "Command",
+    "parse_command",
+    "run_command",
+]
+
+Command = Literal["reset", "status"]
+
+RESET_DONE = "Session reset. Send a message to start a new conversation."
+NO_SESSION_TO_RESET = "No active session to reset."
+NO_SESSION = "No active session."
+STATUS_FAILED = "Failed to get session status."
+
+_COMMANDS: tuple[Command, ...] = ("reset", "status")
+
+
+def parse_command(text: str | None, bot_username: str | None) -> Command | None:
+    """The command ``text`` is, or None when it is a message for the model."""
+    if not text:
+        return None
+    stripped = text.strip()
+    if not stripped.startswith("/"):
+        return None
+    name, at, target = stripped[1:].partition("@")
+    if at and (not bot_username or target.lower() != bot_username.lstrip("@").lower()):
+        return None
+    for command in _COMMANDS:
+        if name == command:
+            return command
+    return None
+
+
+async def run_command(
+    command: Command, registry: SessionRegistry, key: tuple[str, str, str]
+) -> str:
+    """Run ``command`` for the chat ``key`` = (gateway, chat_id, agent); the reply text."""
+    if command == "reset":
+        ended = await registry.end_chat(key)
+        return RESET_DONE if ended is not None else NO_SESSION_TO_RESET
+    session_id = await registry.chat_session(key)
+    if session_id is None:
+        return NO_SESSION
+    try:
+        info = await registry.info(session_id)
+    except Exception:  # the reference's sentence for any failure to read it
+        return STATUS_FAILED
+    return (
+        f"Session: {info.session_id}\nAgent: {info.agent}\n"
+        f"Status: {info.status.value.capitalize()}\nCreated: {_minute(info.created_at)}"
+    )
+
+
+def _minute(stamp: str) -> str:
+    """An RFC 3339 time as ``YYYY-MM-DD HH:MM UTC`` (as written, if it cannot be read)."""
+    try:
+        moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return stamp
+    return moment.strftime("%Y-%m-%d %H:%M UTC")

@@ -1,0 +1,82 @@
+"""What a chat platform hands the kit: a message or a button press, already translated.
+
+A chat gateway (Telegram, Discord, an external plugin) turns its SDK's update into one of
+these and nothing else: routing, access, mention gating, queueing, slash commands and
+approvals are decided on these values by the kit, once for every platform. The fields are the
+reference's gateway protocol (``message_received`` / ``callback_query``), flattened to what
+the decisions read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from duragent.frontkit.outbound import ChatRef
+
+__all__ = ["ButtonPress", "ChatType", "InboundMessage", "Sender"]
+
+ChatType = Literal["dm", "group", "channel"]
+"""Telegram's ``private`` is ``dm`` and its ``supergroup`` is ``group``, as in the reference."""
+
+
+@dataclass(frozen=True, slots=True)
+class Sender:
+    """Who wrote a message or pressed a button."""
+
+    id: str
+    username: str | None = None
+    display_name: str | None = None
+
+    @property
+    def label(self) -> str:
+        """How a group message names its sender to the model: display name, username, id."""
+        return self.display_name or self.username or self.id
+
+
+@dataclass(frozen=True, slots=True)
+class InboundMessage:
+    """One message from a chat."""
+
+    gateway: str
+    """The gateway's configured name (``telegram``, ``discord``, an external plugin's name)."""
+    chat_id: str
+    chat_type: ChatType
+    message_id: str
+    """The platform's id: a redelivered update is recognised by it, and replies answer it."""
+    sender: Sender
+    text: str | None
+    """The text, or a media message's caption; ``None`` when there is neither."""
+    content_kind: str = "text"
+    """``text`` or what else arrived (``photo``, ``sticker``, ``voice``…), for a polite reply."""
+    thread_id: str | None = None
+    mentions_bot: bool = False
+    reply_to_bot: bool = False
+    reply_to_message_id: str | None = None
+    edited: bool = False
+    """An edit of a message sent earlier (``message_id`` is the edited message's)."""
+
+    @property
+    def chat(self) -> ChatRef:
+        """The chat the message came from."""
+        return ChatRef(self.gateway, self.chat_id)
+
+
+@dataclass(frozen=True, slots=True)
+class ButtonPress:
+    """A press on an inline button the kit sent (an approval's Allow once / always / Deny)."""
+
+    gateway: str
+    chat_id: str
+    callback_id: str
+    """The platform's id for the press: the toast answers it."""
+    sender: Sender
+    message_id: str
+    """The message carrying the buttons (edited once the decision is taken)."""
+    data: str
+    """The button's payload, as the kit wrote it (``approve:allow_once``…)."""
+
+    @property
+    def chat(self) -> ChatRef:
+        """The chat the press came from."""
+        return ChatRef(self.gateway, self.chat_id)

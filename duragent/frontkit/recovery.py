@@ -1,0 +1,218 @@
+"""What a crash left unfinished in a gateway's chats, finished once at start.
+
+Two gaps a process can die in, and what closes each (the gateway awaits ``recover_chats``
+before it takes new updates, so recovered turns come first in each chat's line):
+
+- **A reply written but not delivered** (killed between the reply's fsync and the platform
+  accepting it, or between that and the ``delivery`` record). Every final reply after
+  ``last_delivered_seq`` is sent through ``Delivery``, in order, as a reply to the user
+  message before it, and recorded. At least once, at most once more per crash: a crash after
+  the platform accepted the message and before the record is indistinguishable from one
+  before (no platform lets a send and a local fsync be one step). Running recovery twice
+  sends nothing the second time.
+- **An approval asked but never shown** (killed between the ``approval_required`` event and
+  the prompt reaching the chat): asked again, with its buttons (``Delivery.ask`` records it
+  once sent). A failure notice is not re-sent.
+- **A message recorded but never answered** (killed between accepting the message and its
+  reply, or the turn was cut short at shutdown). A user message after the last reply,
+  failure or approval request (``ChatProgress.awaits_answer``) gets its turn through the
+  chat queue (``SessionQueues.resume``), which delivers the reply. A pending approval asked
+  after the message is not "unanswered": it waits for a button. A turn that failed (its
+  ``error`` event) was answered with the failure and is not run again.
+
+Cheap for thousands of chats: the gateway's sessions come from the chat index (no reads),
+and each one's standing from its snapshot header and the last line of its event log
+(``SessionRegistry.progress``); only sessions with something to do, or whose log went on
+after their snapshot, are loaded. A session of a chat that was reset (``/reset`` maps the
+chat to a new session) is not looked at.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from duragent.agents.spec import ContextBufferSpec, QueueSpec
+from duragent.core.events import Event, EventType
+from duragent.frontkit.delivery import Delivery
+from duragent.frontkit.outbound import ChatRef
+from duragent.frontkit.queue import SessionQueues
+from duragent.session import ChatProgress, SessionRegistry
+from duragent.turns import Complete
+
+__all__ = ["ChatSettings", "RecoveryReport", "default_settings", "recover_chats"]
+
+log = logging.getLogger(__name__)
+
+CONCURRENCY = 8
+"""Sessions examined at once (header reads go to threads; loads to actor threads)."""
+
+
+@dataclass(slots=True)
+class RecoveryReport:
+    """What a recovery found and did."""
+
+    checked: int = 0
+    delivered: int = 0
+    """Sessions whose undelivered replies were sent."""
+    resumed: int = 0
+    """Sessions whose unanswered messages were handed to the chat queue."""
+    failed: int = 0
+    """Sessions that could not be examined or finished (logged; tried again next start)."""
+
+
+ChatSettings = Callable[[str, str], tuple[QueueSpec, ContextBufferSpec | None]]
+"""``(agent, chat_id)`` → the chat's queue rules and, for a group whose agent answers
+mentions, the context buffer its turns show (what ``ChatFront`` would have passed)."""
+
+
+def default_settings(_agent: str, _chat_id: str) -> tuple[QueueSpec, ContextBufferSpec | None]:
+    """A DM's defaults: batch queue, no group context."""
+    return QueueSpec(), None
+
+
+async def recover_chats(
+    gateway: str,
+    registry: SessionRegistry,
+    delivery: Delivery,
+    queues: SessionQueues,
+    *,
+    settings: ChatSettings = default_settings,
+    concurrency: int = CONCURRENCY,
+) -> RecoveryReport:
+    """Finish what a crash left: deliver, ask again, answer (see module docstring)."""
+    report = RecoveryReport()
+    limit = asyncio.Semaphore(concurrency)
+
+    async def one(chat_id: str, session_id: str) -> None:
+        async with limit:
+            try:
+                await _recover(
+                    ChatRef(gateway, chat_id),
+                    session_id,
+                    _Parts(registry, delivery, queues, settings),
+                    report,
+                )
+            except Exception as exc:  # one broken session must not stop the others
+                report.failed += 1
+                log.error("%s: recovering session %s failed: %s", gateway, session_id, exc)
+
+    chats = registry.chat_sessions(gateway)
+    report.checked = len(chats)
+    await asyncio.gather(*(one(chat_id, sid) for chat_id, sid in chats))
+    if report.delivered or report.resumed or report.failed:
+        log.info(
+            "%s: recovery: %d session(s) checked, %d with replies delivered, %d resumed, %d failed",
+            gateway,
+            report.checked,
+            report.delivered,
+            report.resumed,
+            report.failed,
+        )
+    return report
+
+
+@dataclass(frozen=True, slots=True)
+class _Parts:
+    registry: SessionRegistry
+    delivery: Delivery
+    queues: SessionQueues
+    settings: ChatSettings
+
+
+async def _recover(chat: ChatRef, session_id: str, parts: _Parts, report: RecoveryReport) -> None:
+    progress = await parts.registry.progress(session_id)
+    if not (progress.undelivered or progress.awaits_answer or progress.settled_unsent):
+        return
+    since = min(progress.last_delivered_seq, progress.last_answered_seq)
+    session = parts.registry.handle(session_id)
+    events = await session.events(after_seq=since)
+    if progress.undelivered and await _deliver(chat, progress, events, parts.delivery):
+        report.delivered += 1
+    if progress.settled_unsent and not progress.awaits_answer:
+        await _ask_again(chat, progress, events, parts)
+    if progress.awaits_answer and _resume(chat, progress, events, parts):
+        report.resumed += 1
+
+
+async def _ask_again(
+    chat: ChatRef, progress: ChatProgress, events: list[Event], parts: _Parts
+) -> None:
+    """The turn's end the chat may not have seen: an approval is asked again, a failure not."""
+    settled = next((e for e in events if e.seq == progress.last_settled_seq), None)
+    session = parts.registry.handle(progress.session_id)
+    pending = (await session.info()).pending_approval
+    if (
+        settled is not None
+        and settled.type == EventType.APPROVAL_REQUIRED
+        and pending is not None
+        and settled.data.get("call_id") == pending.call_id
+    ):
+        await parts.delivery.ask(chat, progress.session_id, pending.call_id, pending.command)
+        return
+    # a failure (or a request no longer pending): its text is not re-sent; mark it seen so the
+    # session is not examined again at every start
+    await session.record_delivery(progress.last_settled_seq, chat.target)
+
+
+async def _deliver(
+    chat: ChatRef, progress: ChatProgress, events: list[Event], delivery: Delivery
+) -> bool:
+    """Send the final replies after ``last_delivered_seq``, in order, recorded as one."""
+    replies: list[Event] = []
+    reply_to: str | None = None
+    for event in events:
+        if event.seq <= progress.last_delivered_seq:
+            continue
+        if event.type == EventType.USER_MESSAGE and not replies:
+            reply_to = event.data.get("platform_message_id") or reply_to
+        elif _is_final_reply(event):
+            replies.append(event)
+    if not replies:
+        return False
+    texts = [str(e.data.get("content") or "") for e in replies]
+    result = Complete(
+        session_id=progress.session_id,
+        content=texts[-1],
+        earlier=tuple(texts[:-1]),
+        reply_seq=replies[-1].seq,
+        message_id=replies[-1].data.get("message_id"),
+    )
+    await delivery.deliver(chat, result, reply_to=reply_to)
+    return True
+
+
+def _resume(chat: ChatRef, progress: ChatProgress, events: list[Event], parts: _Parts) -> bool:
+    """Hand the messages after the last settled event to the chat queue, by its rules.
+
+    As ``ChatFront`` would have: the chat's queue mode (``sequential``: one turn per
+    message; otherwise one turn for them all) and, in a group whose agent answers mentions,
+    the context buffer's block.
+    """
+    waiting = [
+        e for e in events if e.type == EventType.USER_MESSAGE and e.seq > progress.last_answered_seq
+    ]
+    if not waiting:
+        return False
+    queue, buffer = parts.settings(progress.agent, chat.chat_id)
+    batches = [[e] for e in waiting] if queue.mode == "sequential" else [waiting]
+    for batch in batches:
+        first = batch[0].data
+        parts.queues.resume(
+            progress.session_id,
+            chat,
+            batch[-1].seq,
+            "\n".join(str(e.data.get("content") or "") for e in batch),
+            first.get("platform_message_id"),
+            queue=queue,
+            sender_id=first.get("sender_id"),
+            context_buffer=buffer,
+        )
+    return True
+
+
+def _is_final_reply(event: Event) -> bool:
+    kinds = (EventType.ASSISTANT_RESPONSE, EventType.ASSISTANT_MESSAGE)
+    return event.type in kinds and not event.data.get("tool_calls")

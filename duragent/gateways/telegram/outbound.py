@@ -1,0 +1,183 @@
+"""``TelegramOutbound``: the kit's ``OutboundPort`` over python-telegram-bot's ``Bot``.
+
+What Telegram needs that the kit does not know about:
+
+- **Formatting.** Replies are Markdown; Telegram takes a subset of HTML. Each reply is rendered
+  and split into chunks of at most 4,096 visible characters, never inside a tag or a code
+  block (``render``). When Telegram still refuses a chunk's HTML ("can't parse entities"),
+  that chunk is sent again as plain text, so a reply is never lost to a formatting slip.
+- **Replies in groups.** In a group the first chunk answers the message that triggered it
+  (``reply_parameters``, allowed to go out even if that message was deleted); in a DM the
+  conversation is the thread, so no quote. Telegram ids tell the two apart: a user's chat id
+  is positive, a group's or channel's negative.
+- **Flood control** is the bot's rate limiter (``AIORateLimiter``, configured by the service):
+  it paces sends within Telegram's limits and, on a 429, waits the ``retry_after`` Telegram
+  names before trying again. Network failures and Telegram's 5xx answers are retried here a
+  few times with a growing pause; a send that timed out may have arrived, so a retry can repeat
+  one chunk — the kit's delivery guarantee is "at least once per crash" for the same reason.
+- **Approvals** are one message with the kit's three inline buttons (``approval_buttons``:
+  labels and payloads the kit reads back when one is pressed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, Message, ReplyParameters
+from telegram.constants import ChatAction, ParseMode
+from telegram.error import BadRequest, NetworkError
+
+from duragent.frontkit import ChatRef, SentMessage, approval_buttons
+from duragent.gateways.telegram.render import (
+    render_approval_prompt,
+    render_chunks,
+    render_text_chunks,
+)
+
+__all__ = ["TelegramOutbound"]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+MAX_TYPING_IN_FLIGHT = 16
+""""typing…" requests at once; beyond that a chat's indicator is skipped (renewed 4 s later)."""
+
+RETRY_PAUSES = (0.5, 1.0, 2.0)
+"""Pauses before each retry of a send that failed on the network or with a 5xx."""
+
+
+def _is_group(chat: ChatRef) -> bool:
+    return chat.chat_id.startswith("-")
+
+
+def _entities_refused(exc: BadRequest) -> bool:
+    return "can't parse entities" in exc.message.lower() or "can't find end" in exc.message.lower()
+
+
+class TelegramOutbound:
+    """Sends to Telegram chats through ``bot`` (see module docstring)."""
+
+    def __init__(
+        self,
+        bot: Bot,
+        *,
+        typing_bot: Bot | None = None,
+        retry_pauses: tuple[float, ...] = RETRY_PAUSES,
+    ) -> None:
+        """``typing_bot``: a bot without the rate limiter, for "typing…" (not a message)."""
+        self._bot = bot
+        self._typing_bot = typing_bot or bot
+        self._typing_in_flight = 0
+        self._pauses = retry_pauses
+
+    async def send_text(
+        self, chat: ChatRef, text: str, *, reply_to: str | None = None
+    ) -> SentMessage:
+        """Send ``text`` as one or more messages; the last one sent."""
+        quote = reply_to if reply_to and _is_group(chat) else None
+        last: Message | None = None
+        # Markdown that shows nothing ("[](url)", "#", an empty code block) is shown as written:
+        # the model said something, and Telegram refuses an empty message.
+        for chunk in render_chunks(text) or render_text_chunks(text):
+            last = await self._send_chunk(chat, chunk.html, chunk.plain, quote)
+            quote = None  # only the first chunk quotes
+        if last is None:  # nothing visible to send: the kit skips blank replies before this
+            raise ValueError("send_text was given a reply with nothing to show")
+        return SentMessage(chat, str(last.message_id))
+
+    async def _send_chunk(
+        self,
+        chat: ChatRef,
+        html: str,
+        plain: str,
+        quote: str | None,
+        markup: InlineKeyboardMarkup | None = None,
+    ) -> Message:
+        reply = ReplyParameters(int(quote), allow_sending_without_reply=True) if quote else None
+        try:
+            return await self._retrying(
+                lambda: self._bot.send_message(
+                    chat.chat_id,
+                    html,
+                    parse_mode=ParseMode.HTML,
+                    reply_parameters=reply,
+                    reply_markup=markup,
+                )
+            )
+        except BadRequest as exc:
+            if not _entities_refused(exc):
+                raise
+            log.info(
+                "telegram refused the formatting of a reply in %s; sent as plain text", chat.target
+            )
+            return await self._retrying(
+                lambda: self._bot.send_message(
+                    chat.chat_id, plain, reply_parameters=reply, reply_markup=markup
+                )
+            )
+
+    async def send_typing(self, chat: ChatRef) -> None:
+        """Show "typing…" (Telegram shows it for about five seconds)."""
+        if self._typing_in_flight >= MAX_TYPING_IN_FLIGHT:
+            return  # a courtesy: under a burst, replies matter more than "typing…"
+        self._typing_in_flight += 1
+        try:
+            await self._typing_bot.send_chat_action(chat.chat_id, ChatAction.TYPING)
+        finally:
+            self._typing_in_flight -= 1
+
+    async def ask_approval(
+        self, chat: ChatRef, *, session_id: str, call_id: str, command: str
+    ) -> SentMessage:
+        """The approval prompt with its three buttons."""
+        buttons = approval_buttons(call_id)
+        keyboard = InlineKeyboardMarkup(
+            [[InlineKeyboardButton(b.label, callback_data=b.data) for b in buttons]]
+        )
+        prompt = render_approval_prompt(command)
+        sent = await self._send_chunk(chat, prompt.html, prompt.plain, None, keyboard)
+        return SentMessage(chat, str(sent.message_id))
+
+    async def edit(self, message: SentMessage, text: str) -> None:
+        """Replace a message's text (and remove its buttons)."""
+        chunks = render_chunks(text)
+        if not chunks:
+            return
+        chunk = chunks[0]
+        try:
+            await self._retrying(
+                lambda: self._bot.edit_message_text(
+                    chunk.html,
+                    chat_id=message.chat.chat_id,
+                    message_id=int(message.message_id),
+                    parse_mode=ParseMode.HTML,
+                )
+            )
+        except BadRequest as exc:
+            if "not modified" in exc.message.lower():
+                return
+            if not _entities_refused(exc):
+                raise
+            await self._bot.edit_message_text(
+                chunk.plain, chat_id=message.chat.chat_id, message_id=int(message.message_id)
+            )
+
+    async def answer_button(self, callback_id: str, text: str | None = None) -> None:
+        """Answer a button press (a toast with ``text``, if given)."""
+        await self._retrying(lambda: self._bot.answer_callback_query(callback_id, text=text))
+
+    async def _retrying(self, call: Callable[[], Awaitable[T]]) -> T:
+        """``call()``, retried after network failures and 5xx answers (never a 4xx)."""
+        for pause in self._pauses:
+            try:
+                return await call()
+            except BadRequest:
+                raise
+            except NetworkError as exc:
+                log.info("telegram call failed (%s); retrying in %.1fs", exc.message, pause)
+                await asyncio.sleep(pause)
+        return await call()

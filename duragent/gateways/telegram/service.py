@@ -1,0 +1,230 @@
+"""``TelegramGateway``: the Telegram front end as one service of ``duragent serve``.
+
+Start: build python-telegram-bot's ``Application`` (its HTTP client, and its
+``AIORateLimiter`` for Telegram's flood limits and ``retry_after``, with a bucket per private
+chat added: ``limits``), ask ``getMe`` who the bot
+is (a rejected token is a clear error naming ``gateways.telegram.bot_token``; the runtime lists
+this service as optional, so HTTP keeps serving), then receive updates by long polling
+(``polling``) or by webhook (``webhook``). Every update becomes the kit's value (``updates``)
+and goes to the chat front (``handler.message`` / ``handler.press``), which routes, checks
+access, records and queues it; replies come back through ``TelegramOutbound``.
+
+The bot token is registered with the log redactor before the first request: httpx logs every
+request URL, and Telegram's URLs contain the token.
+
+``state`` says what ``/readyz`` reports: ``starting``, ``running``, ``reconnecting: …``,
+``failed: …`` or ``stopped``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import Protocol
+
+from telegram import Bot, Update
+from telegram.error import InvalidToken, NetworkError, TelegramError
+from telegram.ext import Application, ApplicationBuilder
+from telegram.request import HTTPXRequest
+
+from duragent.config.workspace import TELEGRAM_TOKEN_HELP as TOKEN_HELP
+from duragent.config.workspace import TelegramConfig
+from duragent.core.redact import redact_secrets
+from duragent.core.tasks import BackgroundTasks
+from duragent.errors import ConfigError, DuragentError
+from duragent.frontkit import ButtonPress, InboundMessage, OutboundPort, WebhookReceiver
+from duragent.gateways.telegram.limits import ChatRateLimiter
+from duragent.gateways.telegram.outbound import MAX_TYPING_IN_FLIGHT, TelegramOutbound
+from duragent.gateways.telegram.polling import FatalPollingError, poll_updates
+from duragent.gateways.telegram.updates import ALLOWED_UPDATES, BotIdentity, translate
+from duragent.gateways.telegram.webhook import TelegramWebhook, webhook_path, webhook_secret
+
+__all__ = ["ChatHandler", "TelegramGateway", "bot_api_base"]
+
+log = logging.getLogger(__name__)
+
+
+class ChatHandler(Protocol):
+    """The chat front the gateway hands translated updates to."""
+
+    async def message(self, msg: InboundMessage) -> None:
+        """Route, check and record ``msg``; return once it is on disk or dropped."""
+        ...
+
+    async def press(self, press: ButtonPress) -> None:
+        """Act on a button press."""
+        ...
+
+    async def recover(self) -> None:
+        """Finish what a crash left unfinished (run before the first update is taken)."""
+        ...
+
+
+def bot_api_base(base_url: str | None) -> tuple[str, str]:
+    """PTB's ``base_url`` and ``base_file_url`` for a Bot API server address.
+
+    ``http://localhost:8081`` → ``http://localhost:8081/bot`` (PTB appends the token and the
+    method, as Telegram's ``/bot<token>/<method>``); a value already ending in ``/bot`` is
+    used as it is.
+    """
+    root = (base_url or "https://api.telegram.org").rstrip("/")
+    root = root.removesuffix("/bot")
+    return f"{root}/bot", f"{root}/file/bot"
+
+
+class TelegramGateway:
+    """The Telegram front end (see module docstring)."""
+
+    name = "telegram"
+
+    def __init__(
+        self,
+        config: TelegramConfig,
+        handler_for: Callable[[OutboundPort, str], ChatHandler],
+        tasks: BackgroundTasks,
+    ) -> None:
+        """``handler_for(outbound, bot_username)`` builds the chat front once the bot is known."""
+        self._config = config
+        self._handler_for = handler_for
+        self._tasks = tasks
+        self._app: Application | None = None  # type: ignore[type-arg]
+        self._poller: asyncio.Task[None] | None = None
+        self._handler: ChatHandler | None = None
+        self._identity: BotIdentity | None = None
+        self._typing_bot: Bot | None = None
+        self.state = "stopped"
+        self.outbound: TelegramOutbound | None = None
+        self.webhook: tuple[str, WebhookReceiver] | None = None
+        """Webhook mode: the path the HTTP server must serve and what handles its requests."""
+
+    @property
+    def bot_username(self) -> str | None:
+        """The bot's @username once started."""
+        return self._identity.username if self._identity else None
+
+    def _set_state(self, state: str) -> None:
+        self.state = state
+
+    async def start(self) -> None:
+        """Connect, learn who the bot is, start receiving updates (``state`` says how it went)."""
+        self.state = "starting"
+        try:
+            await self._start()
+        except BaseException as exc:
+            if self.state in ("starting", "running"):
+                self.state = f"failed: {exc}"
+            await self.stop(keep_state=True)
+            raise
+
+    async def _start(self) -> None:
+        token = self._config.bot_token
+        problem = self._config.token_problem()
+        if problem or token is None:
+            self.state = f"failed: {problem}"
+            raise ConfigError(problem or TOKEN_HELP)
+        redact_secrets(token)
+        logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request otherwise
+        base, files = bot_api_base(self._config.base_url)
+        app = (
+            ApplicationBuilder()
+            .token(token)
+            .base_url(base)
+            .base_file_url(files)
+            .rate_limiter(
+                ChatRateLimiter(
+                    overall_per_second=self._config.max_messages_per_second,
+                    group_per_minute=self._config.max_messages_per_minute_per_group,
+                    chat_per_second=self._config.max_messages_per_second_per_chat,
+                )
+            )
+            .get_updates_read_timeout(self._config.poll_timeout_seconds + 10.0)
+            .updater(None)
+            .build()
+        )
+        self._app = app  # shut down by ``stop`` even if ``initialize`` fails half-way
+        try:
+            await app.initialize()  # getMe
+        except InvalidToken as exc:
+            self.state = "failed: Telegram rejected the bot token"
+            raise ConfigError(
+                f"gateways.telegram: Telegram rejected the bot token ({TOKEN_HELP})"
+            ) from exc
+        except (NetworkError, TelegramError) as exc:
+            self.state = f"failed: cannot reach the Bot API at {base.removesuffix('/bot')}"
+            raise DuragentError(
+                f"gateways.telegram: cannot reach the Telegram Bot API at "
+                f"{base.removesuffix('/bot')} ({exc.message}); check the network or "
+                "gateways.telegram.base_url"
+            ) from exc
+        me = app.bot.bot
+        self._identity = BotIdentity(user_id=me.id, username=me.username or "")
+        typing_bot = Bot(  # "typing…" is not a message: no rate limiter, a pool of its own
+            token,
+            base_url=base,
+            base_file_url=files,
+            request=HTTPXRequest(connection_pool_size=MAX_TYPING_IN_FLIGHT),
+        )
+        await typing_bot.initialize()
+        self._typing_bot = typing_bot
+        self.outbound = TelegramOutbound(app.bot, typing_bot=typing_bot)
+        self._handler = self._handler_for(self.outbound, self._identity.username)
+        await self._handler.recover()  # recovered turns come first in each chat's line
+        if self._config.webhook_url:
+            await self._set_webhook(app.bot, token, self._config.webhook_url)
+        else:
+            await app.bot.delete_webhook()  # getUpdates is refused while a webhook is set
+            self._poller = asyncio.create_task(self._poll(app.bot), name="telegram-polling")
+            log.info("telegram: serving @%s by long polling", self._identity.username)
+            self.state = "running"
+
+    async def _set_webhook(self, bot: Bot, token: str, url: str) -> None:
+        secret = webhook_secret(self._config.webhook_secret, token)
+        redact_secrets(secret)
+        self.webhook = (webhook_path(url), TelegramWebhook(bot, secret, self._handle))
+        await bot.set_webhook(
+            url, secret_token=secret, allowed_updates=list(ALLOWED_UPDATES), max_connections=1
+        )
+        log.info("telegram: serving @%s by webhook at %s", self.bot_username, url)
+        self.state = "running"
+
+    async def _poll(self, bot: Bot) -> None:
+        try:
+            await poll_updates(
+                bot,
+                self._handle,
+                poll_seconds=self._config.poll_timeout_seconds,
+                on_state=self._set_state,
+            )
+        except FatalPollingError as exc:
+            self.state = f"failed: {exc}"
+            log.error("telegram: %s; the gateway stopped (%s)", exc, TOKEN_HELP)
+
+    async def _handle(self, update: Update) -> None:
+        assert self._identity is not None
+        assert self._handler is not None
+        value = translate(update, self._identity)
+        if isinstance(value, InboundMessage):
+            await self._handler.message(value)
+        elif isinstance(value, ButtonPress):
+            await self._handler.press(value)
+
+    async def stop(self, *, keep_state: bool = False) -> None:
+        """Stop receiving updates and close the HTTP client."""
+        poller, self._poller = self._poller, None
+        if poller is not None:
+            poller.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await poller
+        app, self._app = self._app, None
+        if app is not None:
+            await app.shutdown()
+            # After a failed ``initialize`` (rejected token) the app never counts as started
+            # and its ``shutdown`` does nothing, but the bot's HTTP client is open: close it.
+            await app.bot.shutdown()
+        typing_bot, self._typing_bot = self._typing_bot, None
+        if typing_bot is not None:
+            await typing_bot.shutdown()
+        if not keep_state:
+            self.state = "stopped"

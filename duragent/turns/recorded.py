@@ -1,0 +1,84 @@
+"""What a turn starts from: a new message (``Incoming``) or messages on disk (``Recorded``).
+
+A chat queue records each message the moment it arrives (``TurnRunner.accept``, answering
+with ``Accepted``) and runs the turn later (``TurnRunner.answer``), which starts from
+``Recorded``: the same preparation as a turn for a new message, without recording one. Kept
+apart from ``runner`` so the runner stays about turns and their concurrency.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from duragent.core.messages import Message, Role
+from duragent.session import SessionHandle, UserMessageResult
+
+__all__ = ["Accepted", "Incoming", "Recorded", "trailing_user_text"]
+
+
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    """A message ``TurnRunner.accept`` recorded (or recognised), and what it still needs."""
+
+    seq: int
+    """The user message's seq (the first copy's, for a redelivered platform id)."""
+    duplicate: bool = False
+    """Its platform id was recorded before (a redelivered update)."""
+    answered: bool = False
+    """A duplicate already answered: nothing more to do for it."""
+    steered: bool = False
+    """Handed to the loop running for the session, which answers it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Incoming:
+    """A new message a turn records first (the fields ``add_user_message`` takes)."""
+
+    content: str
+    sender_id: str | None
+    sender_name: str | None
+    platform_message_id: str | None
+    context_blocks: Sequence[str] = ()
+
+    async def record(
+        self, session: SessionHandle, *, with_context: bool = False
+    ) -> UserMessageResult:
+        """Record the message (de-duplicated by platform id) and prepare its turn."""
+        return await session.add_user_message(
+            self.content,
+            sender_id=self.sender_id,
+            sender_name=self.sender_name,
+            platform_message_id=self.platform_message_id,
+            with_context=with_context,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """Messages ``accept`` recorded up to ``seq``, whose turn ``answer`` runs."""
+
+    seq: int
+    content: str
+    context_blocks: Sequence[str] = ()
+    """System blocks for this turn only (a group's context buffer)."""
+    sender_id: str | None = None
+    """Who the turn answers: the requester of an approval it asks for."""
+    answers_seq: int | None = None
+    """Set when later messages wait for turns of their own: the reply answers up to here."""
+
+    async def record(
+        self, session: SessionHandle, *, with_context: bool = False
+    ) -> UserMessageResult:
+        """Prepare the turn (nothing is recorded; ``with_context`` is always given)."""
+        return await session.turn_context(self.seq)
+
+
+def trailing_user_text(messages: list[Message]) -> str:
+    """The user messages that end the window, joined by newlines ("" after a reply)."""
+    tail: list[str] = []
+    for message in reversed(messages):
+        if message.role is not Role.USER:
+            break
+        tail.append(message.text)
+    return "\n".join(reversed(tail))

@@ -1,0 +1,139 @@
+"""What the chat contract suites share: the driver Protocol, the setup, message makers.
+
+``contract_chat`` (replies, routing, access, mention gating, buffer, commands) and
+``contract_approvals`` (buttons, requester, restart) are written against ``ChatDriver``; a
+module running them provides the ``open_chat`` fixture (``OpenChat``) for its adapter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from duragent.frontkit import ButtonPress, ChatRef, ChatType, InboundMessage, Sender
+from duragent.session import SessionRegistry
+from duragent.testing import ScriptedLLMServer
+from duragent.tools.base import Tool
+
+GATEWAY = "telegram"
+DM = ChatRef(GATEWAY, "1001")
+GROUP = ChatRef(GATEWAY, "-100200")
+ANN = Sender("1001", "ann", "Ann")
+BOB = Sender("1002", "bob", None)
+EVE = Sender("1003", None, None)
+
+ASK = """\
+apiVersion: duragent/v1alpha1
+kind: Policy
+mode: ask
+"""
+
+
+@dataclass
+class ChatSetup:
+    """The workspace a test runs against: agents, their ``spec.access``, routes, tools."""
+
+    access: dict[str, Any] | None = None
+    routes: list[dict[str, Any]] = field(default_factory=list)
+    agents: tuple[str, ...] = ("bot",)
+    policy: str | None = None
+    tools: list[Tool] = field(default_factory=list)
+
+
+class ChatDriver(Protocol):
+    """A chat adapter under test, seen from the platform's side."""
+
+    llm: ScriptedLLMServer
+    registry: SessionRegistry
+    bot_username: str
+
+    async def message(self, msg: InboundMessage) -> None:
+        """Hand ``msg`` to the adapter; returns once the adapter accepted it."""
+        ...
+
+    async def press(self, press: ButtonPress) -> None:
+        """Press a button."""
+        ...
+
+    async def settle(self) -> None:
+        """Wait until every turn started so far has finished and been delivered."""
+        ...
+
+    async def restart(self) -> None:
+        """Stop the serving side and start it again on the same files."""
+        ...
+
+    def texts(self, chat: ChatRef) -> list[str]:
+        """The texts the bot sent to ``chat`` (approval prompts excluded), in order."""
+        ...
+
+    def toasts(self) -> list[str]:
+        """The toasts answering button presses, in order."""
+        ...
+
+    def edits(self, chat: ChatRef) -> list[str]:
+        """The texts messages in ``chat`` were edited to, in order."""
+        ...
+
+    def approval(self, chat: ChatRef) -> tuple[str, str, tuple[str, ...]]:
+        """The latest approval asked in ``chat``: (its message id, command, button payloads)."""
+        ...
+
+    def replies_to(self, chat: ChatRef) -> list[str | None]:
+        """For each text sent to ``chat``, the message it replied to."""
+        ...
+
+
+OpenChat = Callable[[ChatSetup], AbstractAsyncContextManager[ChatDriver]]
+
+_ids = iter(range(1, 1_000_000))
+
+
+def said(
+    chat: ChatRef,
+    text: str | None,
+    sender: Sender = ANN,
+    *,
+    mention: bool = False,
+    reply_to_bot: bool = False,
+    kind: str = "text",
+    message_id: str | None = None,
+) -> InboundMessage:
+    chat_type: ChatType = "dm" if chat == DM else "group"
+    return InboundMessage(
+        gateway=chat.gateway,
+        chat_id=chat.chat_id,
+        chat_type=chat_type,
+        message_id=message_id or f"p{next(_ids)}",
+        sender=sender,
+        text=text,
+        content_kind=kind,
+        mentions_bot=mention,
+        reply_to_bot=reply_to_bot,
+    )
+
+
+def pressed(chat: ChatRef, data: str, message_id: str, sender: Sender = ANN) -> ButtonPress:
+    return ButtonPress(
+        gateway=chat.gateway,
+        chat_id=chat.chat_id,
+        callback_id=f"cb{next(_ids)}",
+        sender=sender,
+        message_id=message_id,
+        data=data,
+    )
+
+
+def last_prompt(driver: ChatDriver) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = driver.llm.requests[-1].json["messages"]
+    return messages
+
+
+async def session_events(driver: ChatDriver, chat: ChatRef, agent: str = "bot") -> list[str]:
+    """The event types of the chat's current session ([] when it has none)."""
+    sid = await driver.registry.chat_session((chat.gateway, chat.chat_id, agent))
+    if sid is None:
+        return []
+    return [e.type for e in await driver.registry.handle(sid).events()]

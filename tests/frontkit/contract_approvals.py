@@ -1,0 +1,150 @@
+"""The chat contract for approvals: buttons, the requester's decision, stale presses, restart.
+
+Run by every module that runs ``contract_chat`` (same ``open_chat`` fixture).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from duragent.testing import Reply, ToolCallReply
+from tests.frontkit.chat_contract_kit import (
+    ANN,
+    ASK,
+    BOB,
+    DM,
+    GROUP,
+    ChatSetup,
+    OpenChat,
+    pressed,
+    said,
+)
+from tests.turns.turn_fixtures import FnTool
+
+# --- approvals ------------------------------------------------------------------------------
+
+
+def risky_call(call_id: str = "call_1", x: str = "risky") -> Reply:
+    return Reply(tool_calls=[ToolCallReply(name="echo", arguments={"x": x}, id=call_id)])
+
+
+def echo_setup() -> tuple[ChatSetup, FnTool]:
+    echo = FnTool("echo", lambda a: "echoed")
+    setup = ChatSetup(access={"groups": {"activation": "always"}}, policy=ASK, tools=[echo])
+    return setup, echo
+
+
+@pytest.mark.parametrize(
+    ("button", "toast", "runs"),
+    [
+        (0, "✓ Running: echo:risky", True),
+        (1, "✓ Always allowed: echo:risky", True),
+        (2, "✗ Denied: echo:risky", False),
+    ],
+)
+async def test_the_requester_decides_with_buttons(
+    open_chat: OpenChat, button: int, toast: str, runs: bool
+) -> None:
+    setup, echo = echo_setup()
+    async with open_chat(setup) as chat:
+        chat.llm.enqueue(risky_call(), Reply(text="all done"))
+        await chat.message(said(GROUP, "please run it", ANN))
+        await chat.settle()
+        message_id, command, buttons = chat.approval(GROUP)
+        assert command == "echo:risky"
+        assert [b.split(":")[:2] for b in buttons] == [
+            ["approve", "allow_once"],
+            ["approve", "allow_always"],
+            ["approve", "deny"],
+        ]
+        await chat.press(pressed(GROUP, buttons[button], message_id, ANN))
+        await chat.settle()
+        assert chat.toasts() == [toast]
+        assert len(chat.edits(GROUP)) == 1
+        assert (echo.calls != []) is runs
+        assert chat.texts(GROUP) == ["all done"]
+
+
+async def test_only_the_requester_may_decide(open_chat: OpenChat) -> None:
+    setup, echo = echo_setup()
+    async with open_chat(setup) as chat:
+        chat.llm.enqueue(risky_call(), Reply(text="ran it"))
+        await chat.message(said(GROUP, "please run it", ANN))
+        await chat.settle()
+        message_id, _, buttons = chat.approval(GROUP)
+        await chat.press(pressed(GROUP, buttons[0], message_id, BOB))
+        await chat.settle()
+        assert chat.toasts() == ["Only the original requester can approve this command"]
+        assert echo.calls == []
+        await chat.press(pressed(GROUP, buttons[0], message_id, ANN))
+        await chat.settle()
+        assert echo.calls == [{"x": "risky"}]
+
+
+async def test_an_approval_survives_a_restart_and_its_buttons_still_work(
+    open_chat: OpenChat,
+) -> None:
+    setup, echo = echo_setup()
+    async with open_chat(setup) as chat:
+        chat.llm.enqueue(risky_call(), Reply(text="done after restart"))
+        await chat.message(said(GROUP, "please run it", ANN))
+        await chat.settle()
+        message_id, _, buttons = chat.approval(GROUP)
+        await chat.restart()
+        await chat.press(pressed(GROUP, buttons[0], message_id, BOB))  # still the requester's
+        await chat.press(pressed(GROUP, buttons[0], message_id, ANN))
+        await chat.settle()
+        assert chat.toasts() == [
+            "Only the original requester can approve this command",
+            "✓ Running: echo:risky",
+        ]
+        assert echo.calls == [{"x": "risky"}]
+        assert chat.texts(GROUP) == ["done after restart"]
+
+
+async def test_stale_and_repeated_presses_find_no_pending_approval(open_chat: OpenChat) -> None:
+    setup, echo = echo_setup()
+    async with open_chat(setup) as chat:
+        chat.llm.enqueue(risky_call("call_1", "one"))
+        await chat.message(said(GROUP, "run one", ANN))
+        await chat.settle()
+        first_id, _, first_buttons = chat.approval(GROUP)
+        chat.llm.enqueue(risky_call("call_2", "two"))
+        await chat.message(said(GROUP, "no, run two", ANN))  # cancels the first approval
+        await chat.settle()
+        await chat.press(pressed(GROUP, first_buttons[0], first_id, ANN))
+        await chat.settle()
+        assert chat.toasts() == ["No pending approval"]
+        assert echo.calls == []
+        second_id, command, buttons = chat.approval(GROUP)
+        assert command == "echo:two"
+        chat.llm.enqueue(Reply(text="not run, then"))
+        await chat.press(pressed(GROUP, buttons[2], second_id, ANN))
+        await chat.settle()
+        await chat.press(pressed(GROUP, buttons[0], second_id, ANN))
+        await chat.settle()
+        assert chat.toasts()[1:] == ["✗ Denied: echo:two", "No pending approval"]
+        assert echo.calls == []
+        assert chat.texts(GROUP) == ["not run, then"]
+
+
+async def test_a_press_in_a_chat_without_a_session_says_so(open_chat: OpenChat) -> None:
+    async with open_chat(ChatSetup()) as chat:
+        await chat.press(pressed(DM, "approve:allow_once", "m9"))
+        await chat.press(pressed(DM, "approve:maybe", "m9"))
+        assert chat.toasts() == ["No active session", "Invalid decision"]
+
+
+async def test_a_double_tap_decides_once(open_chat: OpenChat) -> None:
+    setup, echo = echo_setup()
+    async with open_chat(setup) as chat:
+        chat.llm.enqueue(risky_call(), Reply(text="ran once"))
+        await chat.message(said(GROUP, "please run it", ANN))
+        await chat.settle()
+        message_id, _, buttons = chat.approval(GROUP)
+        await chat.press(pressed(GROUP, buttons[0], message_id, ANN))
+        await chat.press(pressed(GROUP, buttons[2], message_id, ANN))
+        await chat.settle()
+        assert chat.toasts() == ["✓ Running: echo:risky", "No pending approval"]
+        assert echo.calls == [{"x": "risky"}]
+        assert chat.texts(GROUP) == ["ran once"]

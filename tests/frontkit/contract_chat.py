@@ -1,0 +1,372 @@
+"""The chat contract: what every chat adapter must do, written once and run per adapter.
+
+This module: replies, routing, access, dispositions, mention gating, the context buffer and
+slash commands; ``contract_approvals`` holds the approval buttons.
+
+Each test takes ``open_chat``, a fixture the *including* module provides: a callable that
+opens a ``ChatDriver`` (``chat_contract_kit``) for a ``ChatSetup``. ``test_chat_contract.py``
+runs the suites with the "memory adapter" (``ChatFront`` + ``MemoryOutbound``); a platform
+adapter's test module star-imports ``contract_chat`` and ``contract_approvals`` and provides
+``open_chat`` over its platform (Telegram through the fake Bot API server, later Discord), and
+the same tables run unchanged.
+
+The tables are the reference's rules (digest §1.5, §1.9, §5.1, §5.2) with its defects fixed:
+the context buffer survives a restart, commands come after access control, approvals in a
+chat are the requester's, and a button still works after a restart.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from duragent.frontkit import ChatRef, Sender
+from duragent.testing import Reply
+from tests.frontkit.chat_contract_kit import (
+    ANN,
+    BOB,
+    DM,
+    EVE,
+    GATEWAY,
+    GROUP,
+    ChatSetup,
+    OpenChat,
+    last_prompt,
+    said,
+    session_events,
+)
+
+# --- replies --------------------------------------------------------------------------------
+
+
+async def test_a_direct_message_is_answered_once(open_chat: OpenChat) -> None:
+    async with open_chat(ChatSetup()) as chat:
+        chat.llm.enqueue(Reply(text="Hello Ann."))
+        msg = said(DM, "hi")
+        await chat.message(msg)
+        await chat.message(msg)  # the platform redelivers it
+        await chat.settle()
+        assert chat.texts(DM) == ["Hello Ann."]
+        assert chat.replies_to(DM) == [msg.message_id]
+        assert last_prompt(chat)[-1] == {"role": "user", "content": "hi"}
+
+
+async def test_a_group_message_reaches_the_model_labelled_with_its_sender(
+    open_chat: OpenChat,
+) -> None:
+    async with open_chat(ChatSetup(access={"groups": {"activation": "always"}})) as chat:
+        chat.llm.enqueue(Reply(text="a"), Reply(text="b"), Reply(text="c"))
+        for sender in (ANN, BOB, EVE):
+            await chat.message(said(GROUP, "hello", sender))
+            await chat.settle()
+        users = [m["content"] for m in last_prompt(chat) if m["role"] == "user"]
+        assert users == ["Ann: hello", "bob: hello", "1003: hello"]
+
+
+@pytest.mark.parametrize(
+    ("kind", "caption", "expected"),
+    [
+        ("photo", "look at this", "caption answered"),
+        ("sticker", None, "polite"),
+        ("photo", "   ", "polite"),
+    ],
+)
+async def test_non_text_messages_are_answered_politely_and_captions_count_as_text(
+    open_chat: OpenChat, kind: str, caption: str | None, expected: str
+) -> None:
+    async with open_chat(ChatSetup()) as chat:
+        chat.llm.enqueue(Reply(text="caption answered"))
+        await chat.message(said(DM, caption, kind=kind))
+        await chat.settle()
+        texts = chat.texts(DM)
+        assert len(texts) == 1
+        if expected == "polite":
+            assert "only read text" in texts[0]
+            assert chat.llm.requests == []
+        else:
+            assert texts == ["caption answered"]
+
+
+async def test_non_text_in_a_group_is_answered_only_when_it_addresses_the_bot(
+    open_chat: OpenChat,
+) -> None:
+    async with open_chat(ChatSetup(access={"groups": {"activation": "always"}})) as chat:
+        await chat.message(said(GROUP, None, kind="sticker"))
+        await chat.message(said(GROUP, None, kind="photo", mention=True))
+        await chat.settle()
+        assert len(chat.texts(GROUP)) == 1
+        assert "only read text" in chat.texts(GROUP)[0]
+        assert await session_events(chat, GROUP) == ["session_start"]
+
+
+# --- routing --------------------------------------------------------------------------------
+
+TWO_AGENTS = ("bot", "helper")
+
+
+@pytest.mark.parametrize(
+    ("routes", "agents", "chat_ref", "sender", "agent"),
+    [
+        ([], ("bot",), DM, ANN, "bot"),  # one agent, no routes: it answers everything
+        ([], TWO_AGENTS, DM, ANN, None),  # several and no routes: nobody is picked
+        ([{"match": {"chat_type": "GROUP"}, "agent": "helper"}], TWO_AGENTS, GROUP, ANN, "helper"),
+        ([{"match": {"chat_type": "group"}, "agent": "helper"}], TWO_AGENTS, DM, ANN, None),
+        (
+            [
+                {"match": {"sender_id": BOB.id}, "agent": "helper"},
+                {"match": {"gateway": "TELEGRAM"}, "agent": "bot"},
+            ],
+            TWO_AGENTS,
+            DM,
+            BOB,
+            "helper",
+        ),
+        (
+            [{"match": {}, "agent": "ghost"}, {"match": {"chat_id": DM.chat_id}, "agent": "bot"}],
+            TWO_AGENTS,
+            DM,
+            ANN,
+            "bot",
+        ),
+        ([{"match": {"gateway": "discord"}, "agent": "bot"}], TWO_AGENTS, DM, ANN, None),
+    ],
+)
+async def test_routes_pick_the_agent_and_an_unrouted_message_is_dropped(
+    open_chat: OpenChat,
+    routes: list[dict[str, Any]],
+    agents: tuple[str, ...],
+    chat_ref: ChatRef,
+    sender: Sender,
+    agent: str | None,
+) -> None:
+    setup = ChatSetup(routes=routes, agents=agents, access={"groups": {"activation": "always"}})
+    async with open_chat(setup) as chat:
+        chat.llm.enqueue(Reply(text="routed"))
+        await chat.message(said(chat_ref, "hi", sender))
+        await chat.settle()
+        served = [a for a, _ in chat.registry.sessions_of_chat(chat_ref.gateway, chat_ref.chat_id)]
+        if agent is None:
+            assert chat.texts(chat_ref) == []
+            assert served == []
+        else:
+            assert chat.texts(chat_ref) == ["routed"]
+            assert served == [agent]
+
+
+# --- access, dispositions, mention gating ---------------------------------------------------
+
+OPEN_GROUP = {"groups": {"policy": "open"}}
+
+
+@pytest.mark.parametrize(
+    ("access", "chat_ref", "sender", "mention", "outcome"),
+    [
+        (None, DM, ANN, False, "answered"),
+        (None, GROUP, ANN, False, "answered"),  # no access block: open, no mention gating
+        ({"dm": {"policy": "disabled"}}, DM, ANN, False, "dropped"),
+        ({"dm": {"policy": "allowlist", "allowlist": ["1001"]}}, DM, ANN, False, "answered"),
+        ({"dm": {"policy": "allowlist", "allowlist": ["1001"]}}, DM, BOB, False, "dropped"),
+        ({"dm": {"policy": "allowlist", "allowlist": ["100*"]}}, DM, BOB, False, "answered"),
+        ({"groups": {"policy": "disabled"}}, GROUP, ANN, True, "dropped"),
+        (
+            {"groups": {"policy": "allowlist", "allowlist": ["telegram:-100200"]}},
+            GROUP,
+            ANN,
+            True,
+            "answered",
+        ),
+        (
+            {"groups": {"policy": "allowlist", "allowlist": ["discord:*"]}},
+            GROUP,
+            ANN,
+            True,
+            "dropped",
+        ),
+        (
+            {"groups": {"policy": "allowlist", "allowlist": ["telegram:*"]}},
+            GROUP,
+            ANN,
+            True,
+            "answered",
+        ),
+        (OPEN_GROUP, GROUP, ANN, True, "answered"),
+        (OPEN_GROUP, GROUP, ANN, False, "buffered"),  # mention gating, silent buffer
+        (
+            {"groups": {"context_buffer": {"mode": "passive"}}},
+            GROUP,
+            ANN,
+            False,
+            "recorded",
+        ),
+        ({"groups": {"activation": "always"}}, GROUP, ANN, False, "answered"),
+        ({"groups": {"sender_overrides": {"1001": "block"}}}, GROUP, ANN, True, "dropped"),
+        ({"groups": {"sender_overrides": {"1001": "silent"}}}, GROUP, ANN, True, "buffered"),
+        ({"groups": {"sender_overrides": {"1001": "passive"}}}, GROUP, ANN, True, "recorded"),
+        (
+            {"groups": {"sender_overrides": {"10*": "block", "100*": "allow"}}},
+            GROUP,
+            ANN,
+            True,
+            "answered",  # the longest wildcard wins
+        ),
+        (
+            {"groups": {"sender_overrides": {"1001": "allow", "100*": "block"}}},
+            GROUP,
+            ANN,
+            True,
+            "answered",  # an exact entry beats any wildcard
+        ),
+        ({"groups": {"sender_default": "block"}}, GROUP, ANN, True, "dropped"),
+        ({"groups": {"sender_default": "block"}}, DM, ANN, False, "answered"),  # groups only
+    ],
+)
+async def test_access_dispositions_and_mention_gating(
+    open_chat: OpenChat,
+    access: dict[str, Any] | None,
+    chat_ref: ChatRef,
+    sender: Sender,
+    mention: bool,
+    outcome: str,
+) -> None:
+    async with open_chat(ChatSetup(access=access)) as chat:
+        chat.llm.enqueue(Reply(text="answer"))
+        await chat.message(said(chat_ref, "hello there", sender, mention=mention))
+        await chat.settle()
+        events = await session_events(chat, chat_ref)
+        assert chat.texts(chat_ref) == (["answer"] if outcome == "answered" else [])
+        expected = {
+            "answered": ("user_message", "assistant_response"),
+            "buffered": ("silent_message",),
+            "recorded": ("user_message",),
+            "dropped": (),
+        }[outcome]
+        assert tuple(t for t in events if t not in ("session_start", "delivery")) == expected
+
+
+async def test_a_reply_to_the_bot_triggers_like_a_mention(open_chat: OpenChat) -> None:
+    async with open_chat(ChatSetup(access=OPEN_GROUP)) as chat:
+        chat.llm.enqueue(Reply(text="yes?"))
+        await chat.message(said(GROUP, "and you?", reply_to_bot=True))
+        await chat.settle()
+        assert chat.texts(GROUP) == ["yes?"]
+
+
+async def test_chatter_before_a_mention_is_given_to_that_turn_and_kept_out_of_history(
+    open_chat: OpenChat,
+) -> None:
+    async with open_chat(ChatSetup(access=OPEN_GROUP)) as chat:
+        chat.llm.enqueue(Reply(text="The build broke at 9."), Reply(text="ok"))
+        await chat.message(said(GROUP, "the build is red", ANN))
+        await chat.message(said(GROUP, "since 9", BOB))
+        await chat.message(said(GROUP, "what happened?", EVE, mention=True))
+        await chat.settle()
+        prompt = last_prompt(chat)
+        assert prompt[0]["role"] == "system"
+        assert prompt[0]["content"].endswith(
+            "Recent group conversation before you were mentioned:\n\n"
+            "Ann: the build is red\nbob: since 9\n"
+        )
+        assert [m["content"] for m in prompt if m["role"] == "user"] == ["1003: what happened?"]
+        await chat.message(said(GROUP, "thanks", EVE, mention=True))
+        await chat.settle()
+        history = [m["content"] for m in last_prompt(chat)[1:]]
+        assert all("the build is red" not in str(c) for c in history)
+        assert chat.texts(GROUP) == ["The build broke at 9.", "ok"]
+
+
+async def test_the_context_buffer_survives_a_restart(open_chat: OpenChat) -> None:
+    async with open_chat(ChatSetup(access=OPEN_GROUP)) as chat:
+        chat.llm.enqueue(Reply(text="noted"))
+        await chat.message(said(GROUP, "deploy at 5", ANN))
+        await chat.restart()
+        await chat.message(said(GROUP, "when is the deploy?", BOB, mention=True))
+        await chat.settle()
+        assert "Ann: deploy at 5\n" in last_prompt(chat)[0]["content"]
+
+
+async def test_a_passive_member_is_heard_in_later_turns_but_never_answered(
+    open_chat: OpenChat,
+) -> None:
+    access = {"groups": {"sender_overrides": {ANN.id: "passive"}}}
+    async with open_chat(ChatSetup(access=access)) as chat:
+        chat.llm.enqueue(Reply(text="Ann said hi."))
+        await chat.message(said(GROUP, "hi all", ANN, mention=True))
+        await chat.message(said(GROUP, "what did Ann say?", BOB, mention=True))
+        await chat.settle()
+        users = [m["content"] for m in last_prompt(chat) if m["role"] == "user"]
+        assert users == ["Ann: hi all", "bob: what did Ann say?"]
+        assert chat.texts(GROUP) == ["Ann said hi."]
+
+
+# --- slash commands -------------------------------------------------------------------------
+
+STATUS = re.compile(
+    r"Session: \S+\nAgent: bot\nStatus: Active\nCreated: \d{4}-\d\d-\d\d \d\d:\d\d UTC"
+)
+
+
+async def test_status_and_reset_answer_with_the_reference_texts(open_chat: OpenChat) -> None:
+    async with open_chat(ChatSetup()) as chat:
+        chat.llm.enqueue(Reply(text="first"), Reply(text="second"))
+        await chat.message(said(DM, "/status"))
+        await chat.message(said(DM, "/reset"))
+        await chat.message(said(DM, "hello"))
+        await chat.settle()
+        before = await chat.registry.chat_session((GATEWAY, DM.chat_id, "bot"))
+        await chat.message(said(DM, " /status "))
+        await chat.message(said(DM, "/reset"))
+        await chat.message(said(DM, "hello again"))
+        await chat.settle()
+        after = await chat.registry.chat_session((GATEWAY, DM.chat_id, "bot"))
+        texts = chat.texts(DM)
+    assert texts[:3] == ["No active session.", "No active session to reset.", "first"]
+    assert STATUS.fullmatch(texts[3]), texts[3]
+    assert texts[3].startswith(f"Session: {before}\n")
+    assert texts[4:] == ["Session reset. Send a message to start a new conversation.", "second"]
+    assert after is not None
+    assert after != before
+    assert chat.llm.requests[-1].json["messages"][-1]["content"] == "hello again"
+    assert len([m for m in chat.llm.requests[-1].json["messages"] if m["role"] == "user"]) == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "is_command"),
+    [
+        ("/status@duragent_bot", True),
+        ("/status@DURAGENT_BOT", True),
+        ("/status@other_bot", False),
+        ("/status now", False),
+        ("/help", False),
+        ("status", False),
+    ],
+)
+async def test_commands_addressed_elsewhere_and_unknown_ones_go_to_the_model(
+    open_chat: OpenChat, text: str, is_command: bool
+) -> None:
+    async with open_chat(ChatSetup()) as chat:
+        chat.llm.enqueue(Reply(text="from the model"))
+        await chat.message(said(DM, text))
+        await chat.settle()
+        expected = "No active session." if is_command else "from the model"
+        assert chat.texts(DM) == [expected]
+
+
+@pytest.mark.parametrize(
+    ("access", "sender", "runs"),
+    [
+        ({"groups": {"sender_overrides": {"1002": "silent"}}}, BOB, False),
+        ({"groups": {"sender_overrides": {"1002": "passive"}}}, BOB, False),
+        ({"groups": {"sender_overrides": {"1002": "block"}}}, BOB, False),
+        ({"groups": {"policy": "disabled"}}, ANN, False),
+        (OPEN_GROUP, BOB, True),
+    ],
+)
+async def test_commands_are_checked_after_access_control(
+    open_chat: OpenChat, access: dict[str, Any], sender: Sender, runs: bool
+) -> None:
+    async with open_chat(ChatSetup(access=access)) as chat:
+        await chat.message(said(GROUP, "/reset@duragent_bot", sender, mention=True))
+        await chat.settle()
+        assert chat.texts(GROUP) == (["No active session to reset."] if runs else [])

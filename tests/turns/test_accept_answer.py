@@ -1,0 +1,117 @@
+"""``TurnRunner.accept`` records a message at once; ``answer`` runs its turn later."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from duragent.core.events import EventType
+from duragent.testing import Reply, ToolCallReply
+from duragent.turns import AwaitingApproval, Complete
+from tests.polling import eventually
+from tests.turns.test_approval import ASK
+from tests.turns.turn_fixtures import FnTool, harness
+
+
+async def test_accept_records_the_message_and_answer_runs_its_turn_without_recording_it_again(
+    tmp_path: Path,
+) -> None:
+    async with harness(tmp_path) as h:
+        h.server.enqueue(Reply(text="hello back"))
+        sid = await h.runner.start_session("bot")
+        accepted = await h.runner.accept(sid, "hello", platform_message_id="p1")
+        assert not h.server.requests  # no model yet
+        result = await h.runner.answer(sid, accepted.seq, "hello")
+        events = await h.registry.handle(sid).events()
+        info = await h.registry.info(sid)
+    assert isinstance(result, Complete)
+    assert result.content == "hello back"
+    assert [e.type for e in events].count(EventType.USER_MESSAGE) == 1
+    assert h.server.last_request.json["messages"][-1] == {"role": "user", "content": "hello"}
+    assert not info.awaits_answer
+
+
+async def test_a_redelivered_answered_message_is_recognised(tmp_path: Path) -> None:
+    async with harness(tmp_path) as h:
+        h.server.enqueue(Reply(text="hi"))
+        sid = await h.runner.start_session("bot")
+        await h.runner.run(sid, "hello", platform_message_id="p1")
+        again = await h.runner.accept(sid, "hello", platform_message_id="p1")
+    assert again.duplicate
+    assert again.answered
+
+
+async def test_a_message_accepted_while_a_loop_runs_is_steered_into_it(tmp_path: Path) -> None:
+    gate, started = asyncio.Event(), asyncio.Event()
+
+    async def hold(args: Any) -> str:
+        started.set()
+        await gate.wait()
+        return "held"
+
+    async with harness(tmp_path, tools=[FnTool("hold", hold)]) as h:
+        h.server.enqueue(
+            Reply(tool_calls=[ToolCallReply(name="hold", id="h1")]), Reply(text="both")
+        )
+        sid = await h.runner.start_session("bot")
+        first = await h.runner.accept(sid, "start")
+        turn = asyncio.create_task(h.runner.answer(sid, first.seq, "start"))
+        assert await eventually(started.is_set)
+        steered = await h.runner.accept(sid, "and this")
+        kept_back = await h.runner.accept(sid, "not this one", steer=False)
+        gate.set()
+        result = await turn
+    assert steered.steered
+    assert not kept_back.steered
+    assert isinstance(result, Complete)
+    seen = [m["content"] for m in h.server.last_request.json["messages"] if m["role"] == "user"]
+    assert seen == ["start", "and this"]
+
+
+async def test_answer_shows_the_model_its_message_again_after_later_replies(
+    tmp_path: Path,
+) -> None:
+    async with harness(tmp_path) as h:
+        h.server.enqueue(Reply(text="first reply"), Reply(text="second reply"))
+        sid = await h.runner.start_session("bot")
+        waiting = await h.runner.accept(sid, "waited")  # arrived while the other turn ran
+        await h.runner.run(sid, "other")
+        result = await h.runner.answer(sid, waiting.seq, "waited")
+        on_disk = await h.registry.handle(sid).events()
+    assert isinstance(result, Complete)
+    assert h.server.last_request.json["messages"][-1] == {"role": "user", "content": "waited"}
+    users = [e.data["content"] for e in on_disk if e.type == EventType.USER_MESSAGE]
+    assert users == ["waited", "other"]  # shown again, never recorded again
+
+
+async def test_answer_cancels_an_approval_asked_before_the_message(tmp_path: Path) -> None:
+    echo = FnTool("echo", lambda a: "ran")
+    async with harness(tmp_path, tools=[echo], policy=ASK) as h:
+        h.server.enqueue(
+            Reply(tool_calls=[ToolCallReply(name="echo", arguments={"x": "r"}, id="c1")]),
+            Reply(text="never mind then"),
+        )
+        sid = await h.runner.start_session("bot")
+        paused = await h.runner.run(sid, "run it")
+        assert isinstance(paused, AwaitingApproval)
+        later = await h.runner.accept(sid, "actually, don't")
+        assert (await h.registry.info(sid)).awaits_answer
+        result = await h.runner.answer(sid, later.seq, "actually, don't")
+        info = await h.registry.info(sid)
+    assert isinstance(result, Complete)
+    assert info.pending_approval is None
+    assert not echo.calls
+
+
+async def test_answer_does_not_repeat_a_message_that_ends_the_window_after_unanswered_ones(
+    tmp_path: Path,
+) -> None:
+    async with harness(tmp_path) as h:
+        h.server.enqueue(Reply(text="Ann said hi."))
+        sid = await h.runner.start_session("bot")
+        await h.runner.accept(sid, "Ann: hi all")  # a passive member: recorded, not answered
+        asked = await h.runner.accept(sid, "Bob: what did Ann say?")
+        await h.runner.answer(sid, asked.seq, "Bob: what did Ann say?")
+    users = [m["content"] for m in h.server.last_request.json["messages"] if m["role"] == "user"]
+    assert users == ["Ann: hi all", "Bob: what did Ann say?"]
