@@ -285,6 +285,7 @@ async def run_chats(
     fake: FakeProcess, chats_count: int, per_chat: int, rate: float, seconds: float, base: int
 ) -> None:
     root = Path(tempfile.mkdtemp(prefix="bench-telegram-"))
+    keep = False
     try:
         (root / "duragent.yaml").write_text(CONFIG.format(token=TOKEN, base_url=fake.url))
         agent = root / ".duragent" / "agents" / "bot"
@@ -342,6 +343,10 @@ async def run_chats(
                 lat = open_phase.latencies
                 p99 = pct(lat, 0.99)
                 lost = len(open_phase.pushed)
+                if lost:  # name them, and keep the workspace to read their sessions
+                    keep = True
+                    some = sorted(open_phase.pushed)[:10]
+                    print(f"{label}: unanswered (chat, n): {some}; workspace {root}", flush=True)
                 shared = open_phase.answered - open_phase.replies
                 row(
                     f"{label}: open loop {rate:.0f}/s, latency p50 / p99",
@@ -367,7 +372,8 @@ async def run_chats(
             await driver.client.aclose()
             serve.stop()
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        if not keep:
+            shutil.rmtree(root, ignore_errors=True)
 
 
 def print_table() -> None:

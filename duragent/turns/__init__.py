@@ -7,7 +7,8 @@
 ```
 
 - ``runner``: when a turn runs (one loop per session, steering, approvals, cut-short turns);
-  ``inbox``: the running loop's messages and which it read (``Steered`` tickets).
+  ``inbox``: the running loop's messages and which it read (``Steered`` tickets);
+  ``driving``: a turn's loop run to its end, and the rest of a turn after an approval.
 - ``loop``: the agentic loop, including resuming a call a person decided on;
   ``call_limits``: calls per response and per turn.
 - ``context``: what a turn runs with (provider, tools, policy, budget, prompt, recorder);

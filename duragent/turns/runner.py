@@ -28,11 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from duragent.agents import Agent, AgentCatalog
-from duragent.context.budget import BudgetSettings, ContextOverflowError
-from duragent.core.approval import DECISIONS, ApprovalDecision, PendingApproval
-from duragent.core.messages import Message, Role
+from duragent.context.budget import BudgetSettings
+from duragent.core.approval import DECISIONS, ApprovalDecision
+from duragent.core.messages import Message
 from duragent.core.snapshot import DEFAULT_SILENT_BUFFER_CAP, SessionStatus
-from duragent.errors import DuragentError, LLMError, StorageError
+from duragent.errors import StorageError
 from duragent.session import (
     NewSession,
     SessionHandle,
@@ -41,31 +41,23 @@ from duragent.session import (
     actor_message_limit,
 )
 from duragent.tools.base import SessionReader, Tool
-from duragent.tools.policy_files import PolicyError, save_allow_always
 from duragent.turns.context import ContextFactory
-from duragent.turns.endings import close_cut_short_turn, record_failed_turn
-from duragent.turns.errors import ApprovalError, ApprovalMismatchError, NoPendingApprovalError
+from duragent.turns.driving import Resumed, TurnDriver, cancel_approval
+from duragent.turns.errors import ApprovalError
 from duragent.turns.inbox import Inbox
-from duragent.turns.loop import LoopContext, resume_approved, run_loop
 from duragent.turns.providers import ProviderPool
 from duragent.turns.recorded import Accepted, Incoming, Recorded, trailing_user_text
 from duragent.turns.result import (
     AwaitingApproval,
-    Complete,
     Duplicate,
-    Failed,
     TurnResult,
     copy_result,
-    outcome_result,
 )
 from duragent.turns.sink import TurnSink
 
 __all__ = ["DECISIONS", "Accepted", "TurnResult", "TurnRunner"]
 
 log = logging.getLogger(__name__)
-
-Resumed = Complete | AwaitingApproval | Failed
-"""What a loop that ran returns (``approve`` never answers ``Duplicate``)."""
 
 
 @dataclass(slots=True)
@@ -95,7 +87,7 @@ class TurnRunner:
     ) -> None:
         self.registry = registry
         self._agents = agents
-        self._contexts = ContextFactory(
+        contexts = ContextFactory(
             registry,
             providers=providers,
             workspace_dir=workspace_dir,
@@ -105,6 +97,7 @@ class TurnRunner:
             extra_tools=extra_tools,
             env=os.environ if env is None else env,
         )
+        self._driver = TurnDriver(contexts, agents)
         self._active: dict[str, _Active] = {}
 
     # --- sessions ---------------------------------------------------------------------------
@@ -341,7 +334,7 @@ class TurnRunner:
     ) -> TurnResult:
         messages = recorded.messages
         if recorded.pending_approval:
-            await self._cancel_approval(session, recorded.pending_approval)
+            await cancel_approval(session, recorded.pending_approval)
             messages = None  # the cancellation added results to the window
         if messages is None:
             messages = await session.messages()
@@ -350,13 +343,13 @@ class TurnRunner:
         tail = trailing_user_text(messages)  # may start with unanswered passive messages
         if restate and not (tail == restate or tail.endswith(f"\n{restate}")):
             turn.append(Message.user(restate))  # shown, not recorded (see ``answer``)
-        return await self._drive(
+        return await self._driver.drive(
             session,
             recorded.agent,
             messages,
             turn,
             0,
-            active,
+            active.inbox,
             sink,
             extra_blocks=inbound.context_blocks,
             requester_id=inbound.sender_id,
@@ -382,62 +375,18 @@ class TurnRunner:
         with self._hold(session_id) as active:
             active.decision_seq = None
             try:
-                return await self._approve(
-                    self.registry.handle(session_id),
-                    call_id,
-                    ApprovalDecision(decision),
-                    active,
-                    sink,
-                )
+                async with active.lock:
+                    return await self._driver.approve(
+                        self.registry.handle(session_id),
+                        call_id,
+                        ApprovalDecision(decision),
+                        sink,
+                        on_recorded=lambda seq: setattr(active, "decision_seq", seq),
+                    )
             except StorageError as exc:  # the decision on disk must not be sent again
                 if active.decision_seq is None:
                     raise
                 raise exc.after_recording(active.decision_seq) from exc
-
-    async def _approve(
-        self,
-        session: SessionHandle,
-        call_id: str,
-        decision: ApprovalDecision,
-        active: _Active,
-        sink: TurnSink | None,
-    ) -> Resumed:
-        session_id = session.session_id
-        async with active.lock:
-            info = await session.info()
-            pending = info.pending_approval
-            if not pending:
-                raise NoPendingApprovalError()
-            if pending.call_id != call_id:
-                raise ApprovalMismatchError(pending.call_id, call_id)
-            agent = self._agents().get(info.agent)
-            # Before resolving: if the model cannot be reached (no key, say) the approval
-            # stays pending and can be given again once that is fixed.
-            # not a loop messages are steered into (``running`` is not claimed): an inbox of
-            # its own that nobody puts into
-            ctx = await self._contexts.build(
-                session_id, agent, Inbox(), sink, requester_id=pending.requester_id
-            )
-            if decision is ApprovalDecision.ALLOW_ALWAYS:
-                # Before resolving too: a pattern that cannot be saved (and read back) leaves
-                # the file as it was and the approval pending, for allow_once or deny.
-                try:
-                    pattern = await asyncio.to_thread(
-                        save_allow_always, agent.directory, pending.tool_type, pending.command
-                    )
-                except PolicyError as exc:
-                    raise ApprovalError(str(exc)) from exc
-                log.info("session %s: saved allow-always pattern %r", session_id, pattern)
-            active.decision_seq = await session.record_decision(call_id, decision)
-            try:
-                await resume_approved(ctx, pending, decision)
-            except BaseException as exc:  # cancelled while the approved call ran
-                await self._cut_short(session, exc)
-                raise
-            await session.set_status(SessionStatus.ACTIVE)
-            history, turn = _split_at_last_user(await session.messages())
-            done = sum(1 for m in turn if m.role is Role.ASSISTANT and m.tool_calls)
-            return await self._drive(session, info.agent, history, turn, done, active, sink, ctx)
 
     async def interrupted(self, session_id: str, partial: str) -> None:
         """A streaming client left (on_disconnect: pause): keep what was said, pause."""
@@ -449,63 +398,3 @@ class TurnRunner:
     async def set_status(self, session_id: str, status: SessionStatus) -> None:
         """Record a status change (durable + snapshot)."""
         await self.registry.handle(session_id).set_status(status)
-
-    # --- internals ------------------------------------------------------------------------
-
-    async def _drive(
-        self,
-        session: SessionHandle,
-        agent_name: str,
-        history: list[Message],
-        turn: list[Message],
-        done: int,
-        active: _Active,
-        sink: TurnSink | None,
-        ctx: LoopContext | None = None,
-        *,
-        extra_blocks: Sequence[str] = (),
-        requester_id: str | None = None,
-        answers_seq: int | None = None,
-    ) -> Resumed:
-        try:
-            if ctx is None:
-                ctx = await self._contexts.build(
-                    session.session_id,
-                    self._agents().get(agent_name),
-                    active.inbox,
-                    sink,
-                    extra_blocks=extra_blocks,
-                    requester_id=requester_id,
-                    answers_seq=answers_seq,
-                )
-            outcome = await run_loop(ctx, history, turn, done)
-        except (LLMError, ContextOverflowError, DuragentError) as exc:
-            try:
-                await self._cut_short(session, exc)
-                return await record_failed_turn(session, exc)
-            except BaseException as again:
-                await self._cut_short(session, again)
-                raise
-        except BaseException as exc:
-            await self._cut_short(session, exc)  # cancelled or a bug: keep the results
-            raise
-        # Both ways the loop ends (a final reply, a pending approval) are durable records,
-        # which write any queued tool results first: nothing is left to flush.
-        return outcome_result(session.session_id, outcome)
-
-    async def _cut_short(self, session: SessionHandle, exc: BaseException) -> None:
-        await close_cut_short_turn(session, exc)
-
-    async def _cancel_approval(self, session: SessionHandle, pending: PendingApproval) -> None:
-        await session.add_tools_skipped(
-            [pending.call_id], "approval cancelled: a new message arrived first"
-        )
-        await session.record_decision(pending.call_id, ApprovalDecision.DENY)
-        await session.set_status(SessionStatus.ACTIVE)
-
-
-def _split_at_last_user(messages: list[Message]) -> tuple[list[Message], list[Message]]:
-    for i in range(len(messages) - 1, -1, -1):
-        if messages[i].role is Role.USER:
-            return messages[: i + 1], messages[i + 1 :]
-    return [], list(messages)

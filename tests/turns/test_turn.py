@@ -348,16 +348,8 @@ async def test_two_hundred_kb_outputs_thirty_times_in_an_8k_window_never_overflo
         tools=[huge],
         responder=responder,
         max_tool_iterations=40,
+        max_input_tokens=8192,
     ) as h:
-        (h.agent.directory / "agent.yaml").write_text(
-            (h.agent.directory / "agent.yaml")
-            .read_text()
-            .replace("max_input_tokens: 32000", "max_input_tokens: 8192")
-        )
-        from duragent.agents import load_catalog
-
-        h.catalog = load_catalog(h.root / ".duragent" / "agents")
-        h.runner._agents = lambda: h.catalog
         sid = await h.runner.start_session("bot")
         result = await h.runner.run(sid, "dump 30 times")
     assert isinstance(result, Complete)
@@ -423,19 +415,8 @@ async def test_usage_is_summed_and_recorded_per_call(tmp_path: Path) -> None:
 async def test_the_cost_of_each_call_is_recorded_when_the_model_has_pricing(
     tmp_path: Path,
 ) -> None:
-    from duragent.agents import load_catalog
-
-    async with harness(tmp_path) as h:
-        agent_file = h.agent.directory / "agent.yaml"
-        agent_file.write_text(
-            agent_file.read_text().replace(
-                "    max_output_tokens: 1000\n",
-                "    max_output_tokens: 1000\n    pricing:\n"
-                "      input_per_million: 2.5\n      output_per_million: 10\n",
-            )
-        )
-        catalog = load_catalog(h.root / ".duragent" / "agents")
-        h.runner._agents = lambda: catalog
+    pricing = "    pricing:\n      input_per_million: 2.5\n      output_per_million: 10\n"
+    async with harness(tmp_path, model_extra=pricing) as h:
         h.server.enqueue(Reply(text="priced", prompt_tokens=1000, completion_tokens=100))
         sid = await h.runner.start_session("bot")
         result = await h.runner.run(sid, "how much?")

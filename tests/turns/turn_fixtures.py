@@ -21,7 +21,11 @@ from duragent.turns import TurnRunner
 from duragent.turns.providers import ProviderPool
 
 
-def agent_yaml(base_url: str, **session: Any) -> str:
+def agent_yaml(
+    base_url: str, *, max_input_tokens: int = 32000, model_extra: str = "", **session: Any
+) -> str:
+    """The test agent ``bot``: ``model_extra`` is more of its ``spec.model`` (YAML at its
+    indentation), ``session`` its ``spec.session`` fields."""
     lines = "\n".join(f"    {k}: {v}" for k, v in session.items())
     return (
         textwrap.dedent(
@@ -35,11 +39,12 @@ def agent_yaml(base_url: str, **session: Any) -> str:
             provider: fake
             name: gpt-4o
             base_url: {base_url}
-            max_input_tokens: 32000
+            max_input_tokens: {max_input_tokens}
             max_output_tokens: 1000
-          session:
         """
         )
+        + model_extra
+        + "  session:\n"
         + (lines or "    on_disconnect: pause")
         + "\n"
     )
@@ -94,12 +99,21 @@ async def harness(
     policy: str | None = None,
     retry: RetryPolicy | None = None,
     responder: Any = None,
+    max_input_tokens: int = 32000,
+    model_extra: str = "",
     **session: Any,
 ) -> AsyncIterator[Harness]:
     async with ScriptedLLMServer(responder=responder) as server:
         agent_dir = tmp_path / ".duragent" / "agents" / "bot"
         agent_dir.mkdir(parents=True, exist_ok=True)
-        (agent_dir / "agent.yaml").write_text(agent_yaml(server.openai_base_url, **session))
+        (agent_dir / "agent.yaml").write_text(
+            agent_yaml(
+                server.openai_base_url,
+                max_input_tokens=max_input_tokens,
+                model_extra=model_extra,
+                **session,
+            )
+        )
         if policy is not None:
             (agent_dir / "policy.yaml").write_text(textwrap.dedent(policy))
         catalog = load_catalog(tmp_path / ".duragent" / "agents")
