@@ -56,19 +56,11 @@ TTL_SWEEP_SECONDS = 3600.0
 def unserved_front_ends(config: WorkspaceConfig) -> list[str]:
     """A sentence for each front end ``duragent.yaml`` configures that this version lacks.
 
-    ``gateways.telegram``, ``gateways.discord`` and ``gateways.external`` are parsed (the
-    reference's files must load) but no service serves them yet: ``serve`` and ``doctor``
-    say so rather than ignore the block in silence. Remove a name here when its entry joins
-    :attr:`Runtime.SERVICES`.
+    ``gateways.external`` is parsed (the reference's files must load) but no service serves
+    it yet: ``serve`` and ``doctor`` say so rather than ignore the block in silence. Remove
+    it here when its entry joins :attr:`Runtime.SERVICES`.
     """
     found = []
-    for name, gateway in (("discord", config.gateways.discord),):
-        if gateway is not None and gateway.enabled:
-            found.append(
-                f"gateways.{name} is configured, but this version of duragent has no "
-                f"{name.capitalize()} front end yet: it is not served (set enabled: false to "
-                "silence this)"
-            )
     for i, external in enumerate(config.gateways.external):
         found.append(
             f"gateways.external[{i}] ({external.name}) is configured, but this version of "
@@ -316,6 +308,7 @@ class Runtime:
         # optional, so one platform being down never takes the others down. HTTP is what
         # `serve` is asked to serve: essential, so a busy port still fails the command.
         Entry("telegram", lambda rt: rt._telegram_service(), essential=False),
+        Entry("discord", lambda rt: rt._discord_service(), essential=False),
         Entry("http", lambda rt: Hooks(rt._start_http, rt._stop_http)),
     )
     """Every service of the server, in start order (stop order is the reverse)."""
@@ -333,6 +326,29 @@ class Runtime:
                 "pip install 'duragent[telegram]'"
             ) from exc
         gateway = build_telegram_gateway(
+            config,
+            self._turns,
+            self._tasks,
+            catalog=lambda: self._catalog,
+            routes=self._config.routes,
+            request_timeout=self._config.server.request_timeout_seconds,
+        )
+        self._gateways[gateway.name] = gateway
+        return gateway
+
+    def _discord_service(self) -> Service | None:
+        """``gateways.discord`` (enabled): the Discord front end (its SDK imported only now)."""
+        config = self._config.gateways.discord
+        if config is None or not config.enabled:
+            return None
+        try:
+            from duragent.gateways.discord import build_discord_gateway
+        except ImportError as exc:
+            raise ConfigError(
+                "gateways.discord is enabled but discord.py is not installed: "
+                "pip install 'duragent[discord]'"
+            ) from exc
+        gateway = build_discord_gateway(
             config,
             self._turns,
             self._tasks,

@@ -194,7 +194,7 @@ def render_json(findings: list[Finding]) -> str:
 
 
 def _gateway_findings(config: WorkspaceConfig) -> list[Finding]:
-    """Which chat gateways ``serve`` starts, and why one would fail before it asks Telegram."""
+    """Which chat gateways ``serve`` starts, and why one would fail before it asks its platform."""
     found: list[Finding] = []
     telegram = config.gateways.telegram
     if telegram is not None and telegram.enabled:
@@ -208,15 +208,15 @@ def _gateway_findings(config: WorkspaceConfig) -> list[Finding]:
     elif telegram is not None:
         found.append(Finding(Level.OK, "gateway telegram", "disabled (enabled: false)"))
     discord = config.gateways.discord
-    if discord is not None and discord.enabled and not discord.bot_token:
-        found.append(
-            Finding(
-                Level.ERROR,
-                "gateway discord",
-                "enabled but bot_token is empty",
-                "set gateways.discord.bot_token (e.g. ${DISCORD_BOT_TOKEN})",
-            )
-        )
+    if discord is not None and discord.enabled:
+        problem = discord.token_problem()
+        if problem:
+            found.append(Finding(Level.ERROR, "gateway discord", problem))
+        else:
+            where = discord.base_url or "discord.com"
+            found.append(Finding(Level.OK, "gateway discord", f"enabled ({where})"))
+    elif discord is not None:
+        found.append(Finding(Level.OK, "gateway discord", "disabled (enabled: false)"))
     if telegram is None and discord is None and not config.gateways.external:
         found.append(Finding(Level.OK, "gateways", "none configured (HTTP API only)"))
     return found

@@ -24,8 +24,10 @@ from duragent.errors import ConfigError
 
 __all__ = [
     "CONFIG_FILENAME",
+    "DISCORD_TOKEN_HELP",
     "TELEGRAM_TOKEN_HELP",
     "CompactionMode",
+    "DiscordConfig",
     "GatewayConfig",
     "RouteConfig",
     "ServerConfig",
@@ -184,6 +186,46 @@ class TelegramConfig(GatewayConfig):
         return None
 
 
+DISCORD_TOKEN_HELP = (
+    "set gateways.discord.bot_token (e.g. ${DISCORD_BOT_TOKEN}) to the token of the bot on "
+    "the Discord Developer Portal (Applications → your app → Bot → Reset Token)"
+)
+_DISCORD_TOKEN_PART = re.compile(r"[A-Za-z0-9_-]+")
+
+
+class DiscordConfig(GatewayConfig):
+    """``gateways.discord``: the reference's fields plus ``base_url`` (README, "Discord")."""
+
+    base_url: str | None = None
+    """A Discord-compatible API server instead of discord.com (a test double, a proxy):
+    REST at ``<base_url>/api/v10``, the gateway websocket at ``<base_url>/gateway``."""
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        return value
+
+    def token_problem(self) -> str | None:
+        """Why ``bot_token`` cannot be a Discord bot token, or None (checked without a call).
+
+        A bot token is three dot-separated parts of letters, digits, ``-`` and ``_`` (the
+        bot's id, a timestamp, a signature); anything else is a paste error or an unexpanded
+        variable, said before Discord is asked.
+        """
+        token = self.bot_token
+        if not token:
+            return f"gateways.discord.bot_token is empty: {DISCORD_TOKEN_HELP}"
+        parts = token.removeprefix("Bot ").split(".")
+        if len(parts) != 3 or not all(_DISCORD_TOKEN_PART.fullmatch(p) for p in parts):
+            return (
+                "gateways.discord.bot_token does not look like a bot token (expected three "
+                f"parts separated by dots, e.g. MTA4...xyz.GAbc12.abc...): {DISCORD_TOKEN_HELP}"
+            )
+        return None
+
+
 class ExternalGatewayConfig(_Section):
     """``gateways.external[]``: a gateway plugin run as a child process."""
 
@@ -198,7 +240,7 @@ class GatewaysConfig(_Section):
     """``gateways:``."""
 
     telegram: TelegramConfig | None = None
-    discord: GatewayConfig | None = None
+    discord: DiscordConfig | None = None
     external: list[ExternalGatewayConfig] = []
 
 

@@ -26,7 +26,8 @@ the same fake, over real HTTP, without network access or API keys::
 ``FakeTelegram`` is a fake Telegram Bot API for python-telegram-bot's ``base_url`` (long
 polling, sends and edits with Telegram's validation, button presses), scripted with
 ``FaultRule`` (429 + retry_after, parse errors, 5xx, delays, dropped connections); see
-``duragent.testing.fake_telegram``.
+``duragent.testing.fake_telegram``. ``FakeDiscord`` is a fake Discord (gateway websocket and
+REST) for discord.py; see ``duragent.testing.fake_discord``.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from duragent.testing.script import (
 from duragent.testing.telegram_faults import FaultRule
 
 if TYPE_CHECKING:
+    from duragent.testing.fake_discord import FakeDiscord
     from duragent.testing.fake_llm_server import EXHAUSTED_STATUS, ScriptedLLMServer
     from duragent.testing.fake_telegram import FakeTelegram
 
@@ -56,10 +58,12 @@ _LAZY = {
     "EXHAUSTED_STATUS": "duragent.testing.fake_llm_server",
     "ScriptedLLMServer": "duragent.testing.fake_llm_server",
     "FakeTelegram": "duragent.testing.fake_telegram",
+    "FakeDiscord": "duragent.testing.fake_discord",
 }
 
 __all__ = [
     "EXHAUSTED_STATUS",
+    "FakeDiscord",
     "FakeTelegram",
     "Fault",
     "FaultRule",

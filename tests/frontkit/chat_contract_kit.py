@@ -3,13 +3,21 @@
 ``contract_chat`` (replies, routing, access, mention gating, buffer, commands) and
 ``contract_approvals`` (buttons, requester, restart) are written against ``ChatDriver``; a
 module running them provides the ``open_chat`` fixture (``OpenChat``) for its adapter.
+
+The tables name the gateway the chats are on (``GATEWAY``, in ``DM`` and ``GROUP``) and one
+they are not on (``OTHER_GATEWAY``). They default to Telegram (star-import the suites); a
+platform whose gateway or chat ids differ takes the same tables with its own names from
+``contract_tests(Platform(...))``.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from duragent.frontkit import ButtonPress, ChatRef, ChatType, InboundMessage, Sender
@@ -18,6 +26,8 @@ from duragent.testing import ScriptedLLMServer
 from duragent.tools.base import Tool
 
 GATEWAY = "telegram"
+OTHER_GATEWAY = "discord"
+"""A gateway the chats are not on: routes and allowlists naming it must not match."""
 DM = ChatRef(GATEWAY, "1001")
 GROUP = ChatRef(GATEWAY, "-100200")
 ANN = Sender("1001", "ann", "Ann")
@@ -101,7 +111,7 @@ def said(
     kind: str = "text",
     message_id: str | None = None,
 ) -> InboundMessage:
-    chat_type: ChatType = "dm" if chat == DM else "group"
+    chat_type: ChatType = "dm" if chat.chat_id == DM.chat_id else "group"
     return InboundMessage(
         gateway=chat.gateway,
         chat_id=chat.chat_id,
@@ -137,3 +147,41 @@ async def session_events(driver: ChatDriver, chat: ChatRef, agent: str = "bot") 
     if sid is None:
         return []
     return [e.type for e in await driver.registry.handle(sid).events()]
+
+
+@dataclass(frozen=True, slots=True)
+class Platform:
+    """The names the tables use, for a platform whose gateway or group id is not Telegram's."""
+
+    gateway: str
+    other_gateway: str
+    group_id: str
+
+
+def contract_tests(platform: Platform) -> dict[str, Any]:
+    """The tests of ``contract_chat`` and ``contract_approvals`` with ``platform``'s names.
+
+    Each suite module is executed afresh (its parametrize tables are built at import) while
+    this module's ``GATEWAY``, ``OTHER_GATEWAY``, ``DM`` and ``GROUP`` are the platform's; the
+    including test module puts the returned tests in its globals.
+    """
+    kit = sys.modules[__name__]
+    names = ("GATEWAY", "OTHER_GATEWAY", "DM", "GROUP")
+    saved = {name: getattr(kit, name) for name in names}
+    kit.GATEWAY = platform.gateway
+    kit.OTHER_GATEWAY = platform.other_gateway
+    kit.DM = ChatRef(platform.gateway, DM.chat_id)
+    kit.GROUP = ChatRef(platform.gateway, platform.group_id)
+    tests: dict[str, Any] = {}
+    try:
+        for suite in ("contract_chat", "contract_approvals"):
+            path = Path(__file__).with_name(f"{suite}.py")
+            spec = importlib.util.spec_from_file_location(f"{__package__}.{suite}", path)
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            tests.update({k: v for k, v in vars(module).items() if k.startswith("test_")})
+    finally:
+        for name, value in saved.items():
+            setattr(kit, name, value)
+    return tests

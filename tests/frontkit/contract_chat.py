@@ -31,6 +31,7 @@ from tests.frontkit.chat_contract_kit import (
     EVE,
     GATEWAY,
     GROUP,
+    OTHER_GATEWAY,
     ChatSetup,
     OpenChat,
     last_prompt,
@@ -116,7 +117,7 @@ TWO_AGENTS = ("bot", "helper")
         (
             [
                 {"match": {"sender_id": BOB.id}, "agent": "helper"},
-                {"match": {"gateway": "TELEGRAM"}, "agent": "bot"},
+                {"match": {"gateway": GATEWAY.upper()}, "agent": "bot"},
             ],
             TWO_AGENTS,
             DM,
@@ -130,7 +131,7 @@ TWO_AGENTS = ("bot", "helper")
             ANN,
             "bot",
         ),
-        ([{"match": {"gateway": "discord"}, "agent": "bot"}], TWO_AGENTS, DM, ANN, None),
+        ([{"match": {"gateway": OTHER_GATEWAY}, "agent": "bot"}], TWO_AGENTS, DM, ANN, None),
     ],
 )
 async def test_routes_pick_the_agent_and_an_unrouted_message_is_dropped(
@@ -171,21 +172,21 @@ OPEN_GROUP = {"groups": {"policy": "open"}}
         ({"dm": {"policy": "allowlist", "allowlist": ["100*"]}}, DM, BOB, False, "answered"),
         ({"groups": {"policy": "disabled"}}, GROUP, ANN, True, "dropped"),
         (
-            {"groups": {"policy": "allowlist", "allowlist": ["telegram:-100200"]}},
+            {"groups": {"policy": "allowlist", "allowlist": [f"{GATEWAY}:{GROUP.chat_id}"]}},
             GROUP,
             ANN,
             True,
             "answered",
         ),
         (
-            {"groups": {"policy": "allowlist", "allowlist": ["discord:*"]}},
+            {"groups": {"policy": "allowlist", "allowlist": [f"{OTHER_GATEWAY}:*"]}},
             GROUP,
             ANN,
             True,
             "dropped",
         ),
         (
-            {"groups": {"policy": "allowlist", "allowlist": ["telegram:*"]}},
+            {"groups": {"policy": "allowlist", "allowlist": [f"{GATEWAY}:*"]}},
             GROUP,
             ANN,
             True,

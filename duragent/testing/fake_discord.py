@@ -1,0 +1,386 @@
+"""A fake Discord (gateway websocket + REST subset) over real sockets, for discord.py.
+
+The Discord gateway's tests run the real ``discord.Client`` against this server instead of
+discord.com (``gateways.discord.base_url``): login, the websocket handshake, event parsing,
+the view store's button routing, REST sends, discord.py's rate-limit handling; no network, no
+real bot::
+
+    async with FakeDiscord(token=TOKEN) as dc:
+        dc.add_channel(200)                              # a guild text channel
+        ...                                              # start the gateway at dc.url
+        await dc.push_message(200, "hi", ANN)            # what a user does
+        assert dc.sent(200)[-1]["content"] == "Hello!"   # what the bot did
+
+Gateway (``/gateway``, JSON text frames): HELLO; IDENTIFY → READY then one GUILD_CREATE (a
+wrong token is closed with 4004; asking for the Message Content intent when the application
+is not granted it, ``message_content_allowed=False``, with 4014, as Discord does); heartbeat →
+ACK; RESUME → INVALID_SESSION (discord.py identifies again); dispatches MESSAGE_CREATE,
+INTERACTION_CREATE, CHANNEL_CREATE / THREAD_CREATE.
+
+REST (``/api/v10``, ``Authorization: Bot <token>``, 401 otherwise): ``GET /users/@me``,
+``GET /oauth2/applications/@me``, ``GET /gateway`` and ``/gateway/bot``, ``GET
+/channels/{id}``, ``POST /channels/{id}/messages``, ``PATCH /channels/{id}/messages/{id}``,
+``POST /channels/{id}/typing``, ``POST /interactions/{id}/{token}/callback`` (a second answer
+to one interaction is refused with 40060). Anything else is a 404, recorded. ``rate_limit``
+scripts 429 answers with ``retry_after``, which discord.py must wait out itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import WSMsgType, web
+
+from duragent.testing._aiohttp_server import EmbeddedAiohttpServer
+from duragent.testing.discord_objects import (
+    DM_CHANNEL,
+    GUILD_TEXT,
+    PUBLIC_THREAD,
+    Person,
+    application_object,
+    channel_object,
+    guild_object,
+    interaction_object,
+    message_object,
+    snowflakes,
+    user_object,
+)
+
+__all__ = ["DEFAULT_DISCORD_TOKEN", "DiscordCall", "FakeDiscord", "Person"]
+
+DEFAULT_DISCORD_TOKEN = "MTAwMDAwMDAwMDAwMDAwMDAw.GfAkEd.fake-discord-token-for-tests-only_0"
+DEFAULT_GUILD = 900
+MESSAGE_CONTENT = 1 << 15
+HEARTBEAT_MS = 41_250
+
+
+@dataclass(frozen=True, slots=True)
+class DiscordCall:
+    """One REST request the bot made, and the answer it got."""
+
+    method: str
+    path: str
+    """Under ``/api/v10`` (``/channels/200/messages``)."""
+    body: dict[str, Any]
+    status: int
+    answer: Any
+
+
+class FakeDiscord(EmbeddedAiohttpServer):
+    """An in-process fake of Discord for discord.py (see the module docstring)."""
+
+    name = "fake Discord"
+
+    def __init__(
+        self,
+        token: str = DEFAULT_DISCORD_TOKEN,
+        *,
+        bot_username: str = "duragent_bot",
+        bot_id: int = 4242,
+        message_content_allowed: bool = True,
+        guild_id: int = DEFAULT_GUILD,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        super().__init__(host, port)
+        self.token = token
+        self.bot = Person(bot_id, bot_username, global_name="Duragent", bot=True)
+        self.owner = Person(1, "owner")
+        self.guild_id = guild_id
+        self.message_content_allowed = message_content_allowed
+        self._ids = snowflakes()
+        self._channels: dict[int, dict[str, Any]] = {}
+        self._messages: dict[int, dict[str, Any]] = {}
+        self._first_components: dict[int, list[dict[str, Any]]] = {}
+        self._interactions: dict[int, dict[str, Any]] = {}
+        self._answered: set[int] = set()
+        self._sessions: set[web.WebSocketResponse] = set()
+        self._seq = 0
+        self._calls: list[DiscordCall] = []
+        self._limits: dict[str, list[float]] = {}
+        self.identified: list[dict[str, Any]] = []
+        """Every IDENTIFY's payload (token, intents…), in order."""
+
+    # -- the server ---------------------------------------------------------------------------
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_get("/gateway", self._gateway)
+        app.router.add_route("*", "/api/v10/{tail:.*}", self._rest)
+        app.on_shutdown.append(self._close_sessions)
+        return app
+
+    async def _close_sessions(self, _app: web.Application) -> None:
+        for ws in list(self._sessions):
+            with contextlib.suppress(Exception):
+                await ws.close(code=1001)
+
+    @property
+    def connected(self) -> int:
+        """Websocket sessions that identified and are open."""
+        return sum(1 for ws in self._sessions if not ws.closed)
+
+    # -- what users and admins do -------------------------------------------------------------
+
+    async def add_channel(self, channel_id: int, *, thread_of: int | None = None) -> None:
+        """A guild text channel (or a thread of one) the bot can see."""
+        kind = PUBLIC_THREAD if thread_of is not None else GUILD_TEXT
+        channel = channel_object(channel_id, kind, guild_id=self.guild_id, parent_id=thread_of)
+        self._channels[channel_id] = channel
+        await self._dispatch("THREAD_CREATE" if thread_of else "CHANNEL_CREATE", channel)
+
+    async def push_message(
+        self,
+        channel_id: int,
+        content: str,
+        author: Person,
+        *,
+        mentions: Sequence[Person] = (),
+        reply_to: int | None = None,
+        attachments: Sequence[dict[str, Any]] = (),
+        stickers: Sequence[dict[str, Any]] = (),
+        message_id: int | None = None,
+    ) -> dict[str, Any]:
+        """A user writes (a DM when the channel is not a guild's); the MESSAGE_CREATE sent.
+
+        ``message_id`` of a message pushed before sends the same event again (a redelivery).
+        """
+        if message_id is not None and message_id in self._messages:
+            message = self._messages[message_id]
+        else:
+            channel = self._channels.setdefault(channel_id, channel_object(channel_id, DM_CHANNEL))
+            guild = self.guild_id if channel["type"] != DM_CHANNEL else None
+            reference = self._messages.get(reply_to) if reply_to is not None else None
+            if reply_to is not None and reference is None:
+                raise ValueError(f"no message {reply_to} to reply to")
+            message = message_object(
+                message_id or next(self._ids),
+                channel_id,
+                author,
+                content,
+                guild_id=guild,
+                mentions=mentions,
+                reference=reference,
+                attachments=attachments,
+                stickers=stickers,
+            )
+            self._messages[int(message["id"])] = message
+        await self._dispatch("MESSAGE_CREATE", message)
+        return message
+
+    async def press(
+        self, message_id: int, custom_id: str, presser: Person, *, as_first_sent: bool = False
+    ) -> dict[str, Any]:
+        """A user presses a button of a message; the INTERACTION_CREATE sent.
+
+        ``as_first_sent``: the message as the bot first sent it, buttons included, though it
+        was edited since (a second tap on a screen not yet refreshed).
+        """
+        message = dict(self._messages[message_id])
+        if as_first_sent:
+            message["components"] = self._first_components.get(message_id, [])
+        interaction_id = next(self._ids)
+        interaction = interaction_object(
+            interaction_id, f"token-{interaction_id}", self.bot.id, presser, message, custom_id
+        )
+        self._interactions[interaction_id] = interaction
+        await self._dispatch("INTERACTION_CREATE", interaction)
+        return interaction
+
+    def plant_message(self, channel_id: int, content: str, custom_ids: Sequence[str]) -> int:
+        """A message of the bot's (with buttons, if any), as sent in an earlier life; its id."""
+        buttons = [{"type": 2, "style": 1, "label": c, "custom_id": c} for c in custom_ids]
+        components = [{"type": 1, "components": buttons}] if buttons else []
+        self._channels.setdefault(channel_id, channel_object(channel_id, DM_CHANNEL))
+        guild = self.guild_id if self._channels[channel_id]["type"] != DM_CHANNEL else None
+        message = message_object(
+            next(self._ids), channel_id, self.bot, content, guild_id=guild, components=components
+        )
+        self._messages[int(message["id"])] = message
+        self._first_components[int(message["id"])] = components
+        return int(message["id"])
+
+    async def disconnect(self, code: int = 4000) -> None:
+        """Drop every websocket (discord.py reconnects)."""
+        for ws in list(self._sessions):
+            await ws.close(code=code)
+
+    def rate_limit(self, method: str, path: str, *retry_after: float) -> None:
+        """The next requests to ``method path`` are answered 429 with these ``retry_after``."""
+        self._limits.setdefault(f"{method} {path}", []).extend(retry_after)
+
+    # -- what the bot did ---------------------------------------------------------------------
+
+    def calls(self, method: str | None = None, path: str | None = None) -> list[DiscordCall]:
+        """REST requests, in order (filtered by method and exact path)."""
+        return [
+            c
+            for c in self._calls
+            if (method is None or c.method == method) and (path is None or c.path == path)
+        ]
+
+    def sent(self, channel_id: int) -> list[dict[str, Any]]:
+        """Messages the bot created in a channel, as first sent (answers of the accepted)."""
+        path = f"/channels/{channel_id}/messages"
+        return [c.answer for c in self.calls("POST", path) if c.status == 200]
+
+    def message(self, message_id: int) -> dict[str, Any] | None:
+        """A message as it is now (edits applied)."""
+        return self._messages.get(message_id)
+
+    def edits(self, channel_id: int) -> list[dict[str, Any]]:
+        """The bot's edits in a channel (request bodies), in order."""
+        prefix = f"/channels/{channel_id}/messages/"
+        return [c.body for c in self.calls("PATCH") if c.path.startswith(prefix) and c.status == 200]
+
+    def interaction_answers(self) -> list[dict[str, Any]]:
+        """Accepted answers to presses (callback bodies: ``type`` 4 with text, 6 silent)."""
+        return [
+            c.body
+            for c in self.calls("POST")
+            if c.path.startswith("/interactions/") and c.status == 200
+        ]
+
+    # -- gateway ------------------------------------------------------------------------------
+
+    async def _dispatch(self, event: str, data: dict[str, Any]) -> None:
+        for ws in list(self._sessions):
+            self._seq += 1
+            with contextlib.suppress(ConnectionError, RuntimeError):
+                await ws.send_str(json.dumps({"op": 0, "t": event, "s": self._seq, "d": data}))
+
+    async def _gateway(self, request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse(autoping=True)
+        await ws.prepare(request)
+        await ws.send_json({"op": 10, "d": {"heartbeat_interval": HEARTBEAT_MS}, "s": None})
+        try:
+            async for frame in ws:
+                if frame.type != WSMsgType.TEXT:
+                    continue
+                payload = json.loads(frame.data)
+                op = payload.get("op")
+                if op == 1:
+                    await ws.send_json({"op": 11, "d": None})
+                elif op == 2:
+                    await self._identify(ws, payload["d"])
+                elif op == 6:
+                    await ws.send_json({"op": 9, "d": False})  # not resumable: identify again
+        finally:
+            self._sessions.discard(ws)
+        return ws
+
+    async def _identify(self, ws: web.WebSocketResponse, identify: dict[str, Any]) -> None:
+        self.identified.append(identify)
+        if identify.get("token") != self.token:
+            await ws.close(code=4004, message=b"Authentication failed.")
+            return
+        if int(identify.get("intents", 0)) & MESSAGE_CONTENT and not self.message_content_allowed:
+            await ws.close(code=4014, message=b"Disallowed intent(s).")
+            return
+        self._sessions.add(ws)
+        self._seq += 1
+        ready = {
+            "v": 10,
+            "user": user_object(self.bot),
+            "guilds": [{"id": str(self.guild_id), "unavailable": True}],
+            "session_id": f"session-{self._seq}",
+            "resume_gateway_url": f"ws://{self.host}:{self.port}/gateway",
+            "application": {"id": str(self.bot.id), "flags": 0},
+        }
+        await ws.send_json({"op": 0, "t": "READY", "s": self._seq, "d": ready})
+        channels = [c for c in self._channels.values() if c["type"] != DM_CHANNEL]
+        self._seq += 1
+        guild = guild_object(self.guild_id, channels, self.bot)
+        await ws.send_json({"op": 0, "t": "GUILD_CREATE", "s": self._seq, "d": guild})
+
+    # -- REST ---------------------------------------------------------------------------------
+
+    async def _rest(self, request: web.Request) -> web.Response:
+        path = "/" + request.match_info["tail"]
+        body: dict[str, Any] = {}
+        if request.can_read_body:
+            with contextlib.suppress(ValueError):
+                body = await request.json()
+        status, answer = self._answer(request, path, body)
+        self._calls.append(DiscordCall(request.method, path, body, status, answer))
+        if request.method == "POST" and status == 200 and path.endswith("/messages"):
+            await self._dispatch("MESSAGE_CREATE", answer)
+        if status == 204:
+            return web.Response(status=204)
+        headers = {"Content-Type": "application/json"}  # discord.py compares it exactly
+        if status == 429:
+            headers["Via"] = "1.1 google"  # discord.py: a rate limit, not a Cloudflare ban
+        return web.Response(body=json.dumps(answer).encode(), status=status, headers=headers)
+
+    def _answer(self, request: web.Request, path: str, body: dict[str, Any]) -> tuple[int, Any]:
+        key = f"{request.method} {path}"
+        if self._limits.get(key):
+            retry = self._limits[key].pop(0)
+            return 429, {"message": "You are being rate limited.", "retry_after": retry, "global": False}
+        parts = path.strip("/").split("/")
+        if parts[0] == "interactions" and len(parts) == 4:
+            return self._interaction_callback(int(parts[1]), body)
+        if request.headers.get("Authorization") != f"Bot {self.token}":
+            return 401, {"message": "401: Unauthorized", "code": 0}
+        if key == "GET /users/@me":
+            return 200, user_object(self.bot)
+        if key == "GET /oauth2/applications/@me":
+            return 200, application_object(self.bot, self.owner)
+        if key in ("GET /gateway", "GET /gateway/bot"):
+            url = f"ws://{self.host}:{self.port}/gateway"
+            limit = {"total": 1000, "remaining": 999, "reset_after": 0, "max_concurrency": 1}
+            return 200, {"url": url, "shards": 1, "session_start_limit": limit}
+        if parts[0] == "channels" and len(parts) >= 2 and parts[1].isdigit():
+            return self._channel_call(request.method, int(parts[1]), parts[2:], body)
+        return 404, {"message": "404: Not Found", "code": 0}
+
+    def _channel_call(
+        self, method: str, channel_id: int, rest: list[str], body: dict[str, Any]
+    ) -> tuple[int, Any]:
+        channel = self._channels.setdefault(channel_id, channel_object(channel_id, DM_CHANNEL))
+        guild = self.guild_id if channel["type"] != DM_CHANNEL else None
+        if method == "GET" and not rest:
+            return 200, channel
+        if method == "POST" and rest == ["typing"]:
+            return 204, None
+        if method == "POST" and rest == ["messages"]:
+            content = str(body.get("content") or "")
+            if not content.strip() or len(content) > 2000:
+                return 400, {"message": "Invalid Form Body", "code": 50035}
+            ref = body.get("message_reference") or {}
+            reference = self._messages.get(int(ref.get("message_id", 0) or 0))
+            components = list(body.get("components") or [])
+            message = message_object(
+                next(self._ids), channel_id, self.bot, content, guild_id=guild,
+                reference=reference, components=components,
+            )  # fmt: skip
+            if ref and reference is None:  # replying to a deleted message: still sent
+                message["message_reference"] = {"message_id": str(ref["message_id"])}
+            self._messages[int(message["id"])] = message
+            self._first_components[int(message["id"])] = components
+            return 200, message
+        if method == "PATCH" and len(rest) == 2 and rest[0] == "messages" and rest[1].isdigit():
+            message = self._messages.get(int(rest[1]))
+            if message is None or message["channel_id"] != str(channel_id):
+                return 404, {"message": "Unknown Message", "code": 10008}
+            if "content" in body:
+                message["content"] = body["content"]
+            if "components" in body:
+                message["components"] = body["components"] or []
+            return 200, message
+        return 404, {"message": "404: Not Found", "code": 0}
+
+    def _interaction_callback(self, interaction_id: int, body: dict[str, Any]) -> tuple[int, Any]:
+        if interaction_id not in self._interactions:
+            return 404, {"message": "Unknown interaction", "code": 10062}
+        if interaction_id in self._answered:
+            return 400, {"message": "Interaction has already been acknowledged.", "code": 40060}
+        self._answered.add(interaction_id)
+        ephemeral = bool((body.get("data") or {}).get("flags", 0) & 64)
+        answer = {"interaction": {"id": str(interaction_id), "type": 3}}
+        answer["interaction"]["response_message_ephemeral"] = ephemeral
+        return 200, answer
