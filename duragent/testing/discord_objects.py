@@ -218,8 +218,9 @@ def interaction_object(
     presser: Person,
     message: dict[str, Any],
     custom_id: str,
+    channel: dict[str, Any],
 ) -> dict[str, Any]:
-    """``INTERACTION_CREATE`` for a press on one of ``message``'s buttons."""
+    """``INTERACTION_CREATE`` for a press on one of ``message``'s buttons in ``channel``."""
     interaction: dict[str, Any] = {
         "id": str(interaction_id),
         "type": MESSAGE_COMPONENT,
@@ -227,6 +228,7 @@ def interaction_object(
         "version": 1,
         "application_id": str(application_id),
         "channel_id": message["channel_id"],
+        "channel": channel,
         "data": {"custom_id": custom_id, "component_type": BUTTON},
         "message": message,
         "locale": "en-US",

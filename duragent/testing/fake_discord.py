@@ -28,6 +28,7 @@ scripts 429 answers with ``retry_after``, which discord.py must wait out itself.
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -68,6 +69,7 @@ class DiscordCall:
     body: dict[str, Any]
     status: int
     answer: Any
+    """As answered then (a message edited later is not changed here)."""
 
 
 class FakeDiscord(EmbeddedAiohttpServer):
@@ -185,7 +187,13 @@ class FakeDiscord(EmbeddedAiohttpServer):
             message["components"] = self._first_components.get(message_id, [])
         interaction_id = next(self._ids)
         interaction = interaction_object(
-            interaction_id, f"token-{interaction_id}", self.bot.id, presser, message, custom_id
+            interaction_id,
+            f"token-{interaction_id}",
+            self.bot.id,
+            presser,
+            message,
+            custom_id,
+            self._channels[int(message["channel_id"])],
         )
         self._interactions[interaction_id] = interaction
         await self._dispatch("INTERACTION_CREATE", interaction)
@@ -306,7 +314,7 @@ class FakeDiscord(EmbeddedAiohttpServer):
             with contextlib.suppress(ValueError):
                 body = await request.json()
         status, answer = self._answer(request, path, body)
-        self._calls.append(DiscordCall(request.method, path, body, status, answer))
+        self._calls.append(DiscordCall(request.method, path, body, status, copy.deepcopy(answer)))
         if request.method == "POST" and status == 200 and path.endswith("/messages"):
             await self._dispatch("MESSAGE_CREATE", answer)
         if status == 204:

@@ -87,11 +87,11 @@ def translate(message: discord.Message, bot: BotIdentity) -> InboundMessage | No
 def press_of(interaction: discord.Interaction, custom_id: str) -> ButtonPress | None:
     """A press on one of the bot's buttons as the kit's value (``None`` without a message)."""
     message = interaction.message
-    if message is None or interaction.channel_id is None:
+    if message is None:
         return None
     return ButtonPress(
         gateway=GATEWAY,
-        chat_id=str(interaction.channel_id),
+        chat_id=str(interaction.channel_id or message.channel.id),
         callback_id=str(interaction.id),
         sender=sender_of(interaction.user),
         message_id=str(message.id),
