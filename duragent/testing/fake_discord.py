@@ -110,6 +110,7 @@ class FakeDiscord(EmbeddedAiohttpServer):
     # -- the server ---------------------------------------------------------------------------
 
     def app(self) -> web.Application:
+        """The gateway websocket and the REST routes."""
         app = web.Application()
         app.router.add_get("/gateway", self._gateway)
         app.router.add_route("*", "/api/v10/{tail:.*}", self._rest)
@@ -243,7 +244,9 @@ class FakeDiscord(EmbeddedAiohttpServer):
     def edits(self, channel_id: int) -> list[dict[str, Any]]:
         """The bot's edits in a channel (request bodies), in order."""
         prefix = f"/channels/{channel_id}/messages/"
-        return [c.body for c in self.calls("PATCH") if c.path.startswith(prefix) and c.status == 200]
+        return [
+            c.body for c in self.calls("PATCH") if c.path.startswith(prefix) and c.status == 200
+        ]
 
     def interaction_answers(self) -> list[dict[str, Any]]:
         """Accepted answers to presses (callback bodies: ``type`` 4 with text, 6 silent)."""
@@ -328,7 +331,11 @@ class FakeDiscord(EmbeddedAiohttpServer):
         key = f"{request.method} {path}"
         if self._limits.get(key):
             retry = self._limits[key].pop(0)
-            return 429, {"message": "You are being rate limited.", "retry_after": retry, "global": False}
+            return 429, {
+                "message": "You are being rate limited.",
+                "retry_after": retry,
+                "global": False,
+            }
         parts = path.strip("/").split("/")
         if parts[0] == "interactions" and len(parts) == 4:
             return self._interaction_callback(int(parts[1]), body)
@@ -363,23 +370,28 @@ class FakeDiscord(EmbeddedAiohttpServer):
             reference = self._messages.get(int(ref.get("message_id", 0) or 0))
             components = list(body.get("components") or [])
             message = message_object(
-                next(self._ids), channel_id, self.bot, content, guild_id=guild,
-                reference=reference, components=components,
-            )  # fmt: skip
+                next(self._ids),
+                channel_id,
+                self.bot,
+                content,
+                guild_id=guild,
+                reference=reference,
+                components=components,
+            )
             if ref and reference is None:  # replying to a deleted message: still sent
                 message["message_reference"] = {"message_id": str(ref["message_id"])}
             self._messages[int(message["id"])] = message
             self._first_components[int(message["id"])] = components
             return 200, message
         if method == "PATCH" and len(rest) == 2 and rest[0] == "messages" and rest[1].isdigit():
-            message = self._messages.get(int(rest[1]))
-            if message is None or message["channel_id"] != str(channel_id):
+            edited = self._messages.get(int(rest[1]))
+            if edited is None or edited["channel_id"] != str(channel_id):
                 return 404, {"message": "Unknown Message", "code": 10008}
             if "content" in body:
-                message["content"] = body["content"]
+                edited["content"] = body["content"]
             if "components" in body:
-                message["components"] = body["components"] or []
-            return 200, message
+                edited["components"] = body["components"] or []
+            return 200, edited
         return 404, {"message": "404: Not Found", "code": 0}
 
     def _interaction_callback(self, interaction_id: int, body: dict[str, Any]) -> tuple[int, Any]:

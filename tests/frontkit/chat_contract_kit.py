@@ -177,7 +177,8 @@ def contract_tests(platform: Platform) -> dict[str, Any]:
         for suite in ("contract_chat", "contract_approvals"):
             path = Path(__file__).with_name(f"{suite}.py")
             spec = importlib.util.spec_from_file_location(f"{__package__}.{suite}", path)
-            assert spec is not None and spec.loader is not None
+            assert spec is not None
+            assert spec.loader is not None
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
             tests.update({k: v for k, v in vars(module).items() if k.startswith("test_")})

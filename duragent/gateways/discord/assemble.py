@@ -63,7 +63,9 @@ class DiscordChats:
     async def recover(self) -> None:
         """Deliver, ask again and answer what a crash left (``recover_chats``)."""
         registry = self.chat.turns.registry
-        await recover_chats(GATEWAY, registry, self.chat.delivery, self.queues, settings=self._rules)
+        await recover_chats(
+            GATEWAY, registry, self.chat.delivery, self.queues, settings=self._rules
+        )
 
     def _rules(self, agent_name: str, chat_id: str) -> tuple[QueueSpec, ContextBufferSpec | None]:
         """The queue and group context a chat's messages would have had through ``ChatFront``."""

@@ -56,7 +56,7 @@ class ApprovalButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=TE
 
     async def callback(self, interaction: discord.Interaction[Any]) -> None:
         """Hand the press to the kit through the client."""
-        receiver: PressReceiver = interaction.client  # type: ignore[assignment]
+        receiver: PressReceiver = interaction.client
         await receiver.take_press(interaction, self.custom_id)
 
 
@@ -65,6 +65,8 @@ def approval_view(buttons: Sequence[Button]) -> discord.ui.View:
     view = discord.ui.View(timeout=None)
     for button, style in zip(buttons, _STYLES, strict=False):
         view.add_item(
-            ApprovalButton(discord.ui.Button(label=button.label, style=style, custom_id=button.data))
+            ApprovalButton(
+                discord.ui.Button(label=button.label, style=style, custom_id=button.data)
+            )
         )
     return view

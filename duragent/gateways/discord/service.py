@@ -180,7 +180,9 @@ class DiscordGateway:
             await client.login(token)  # GET /users/@me, then the application
         except discord.LoginFailure as exc:
             self.state = "failed: Discord rejected the bot token"
-            raise ConfigError(f"gateways.discord: Discord rejected the bot token ({TOKEN_HELP})") from exc
+            raise ConfigError(
+                f"gateways.discord: Discord rejected the bot token ({TOKEN_HELP})"
+            ) from exc
         except (discord.HTTPException, aiohttp.ClientError, OSError) as exc:
             self.state = f"failed: cannot reach Discord at {where}"
             raise DuragentError(
@@ -221,7 +223,9 @@ class DiscordGateway:
                 self.state = f"failed: Discord closed the connection ({exc.code})"
                 raise
             self.state = "failed: Discord rejected the bot token"
-            raise ConfigError(f"gateways.discord: Discord rejected the bot token ({TOKEN_HELP})") from exc
+            raise ConfigError(
+                f"gateways.discord: Discord rejected the bot token ({TOKEN_HELP})"
+            ) from exc
 
     def _connection_ended(self, task: asyncio.Task[None]) -> None:
         """After start: a connection that ends for good is logged and shown in ``state``."""

@@ -61,8 +61,7 @@ def _blocks(text: str) -> list[_Block]:
             (
                 j
                 for j in range(i + 1, len(lines))
-                if lines[j].strip().startswith(fence)
-                and set(lines[j].strip()) == {fence[0]}
+                if lines[j].strip().startswith(fence) and set(lines[j].strip()) == {fence[0]}
             ),
             None,
         )
@@ -102,7 +101,7 @@ def _cut_prose(text: str, limit: int) -> list[str]:
         pieces.append(text[:cut].rstrip())
         text = text[cut:].lstrip()
     pieces.append(text)
-    return [p for p in pieces if p.strip()]
+    return [piece.strip("\n") + "\n" for piece in pieces if piece.strip()]  # each ends its line
 
 
 def _cut_code(block: _Block, limit: int) -> list[str]:
@@ -132,7 +131,7 @@ def _cut_code(block: _Block, limit: int) -> list[str]:
             current = joined
     if current or not pieces:
         pieces.append(current)
-    return [f"{opener}\n{piece}\n{closer}" for piece in pieces]
+    return [f"{opener}\n{piece}\n{closer}\n" for piece in pieces]  # the fence ends its line
 
 
 def split_message(text: str, limit: int = DISCORD_TEXT_LIMIT) -> list[str]:

@@ -143,9 +143,7 @@ class DiscordChat:
             for row in now.get("components", [])
             for b in row.get("components", [])
         )
-        await self.dc.press(
-            message_id, press.data, person(press.sender), as_first_sent=not shown
-        )
+        await self.dc.press(message_id, press.data, person(press.sender), as_first_sent=not shown)
         await self._taken()
 
     async def _taken(self) -> None:
@@ -171,7 +169,9 @@ class DiscordChat:
         return [str(m["content"]) for m in self._sent(chat) if not m["components"]]
 
     def toasts(self) -> list[str]:
-        return [str((a.get("data") or {}).get("content", "")) for a in self.dc.interaction_answers()]
+        return [
+            str((a.get("data") or {}).get("content", "")) for a in self.dc.interaction_answers()
+        ]
 
     def edits(self, chat: ChatRef) -> list[str]:
         return [str(e.get("content", "")) for e in self.dc.edits(int(chat.chat_id))]
