@@ -129,6 +129,12 @@ class DiscordChat:
             self._kit_ids[int(sent["id"])] = msg.message_id
         await self._taken()
 
+    async def push(self, channel_id: int, content: str, author: Person, **fields: Any) -> Any:
+        """A user writes on Discord (``FakeDiscord.push_message``); returns once it is taken."""
+        sent = await self.dc.push_message(channel_id, content, author, **fields)
+        await self._taken()
+        return sent
+
     async def press(self, press: ButtonPress) -> None:
         channel = int(press.chat_id)
         found = self.dc.message(int(press.message_id)) if press.message_id.isdigit() else None
