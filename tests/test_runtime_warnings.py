@@ -55,28 +55,42 @@ def test_an_agent_with_its_key_loads_without_a_warning(
 
 
 DISCORD = "gateways:\n  discord:\n    bot_token: abc\n  telegram:\n    enabled: false\n"
+DISCORD_TOKEN = "MTI0MjQyNDI0MjQyNDI0MjQy.GAbc12.abcdefghijklmnopqrstuvwxyz0123456789AB"
 
 
-async def test_serve_warns_that_a_configured_discord_block_is_not_served(
+async def test_serve_fails_only_the_discord_gateway_when_its_token_is_malformed(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     runtime = Runtime(
         load_workspace(workspace(tmp_path, DISCORD)), port=0, env={"OPENAI_API_KEY": "k"}
     )
-    with caplog.at_level(logging.WARNING, logger="duragent.runtime"):
+    with caplog.at_level(logging.WARNING):
         await runtime.start()
+        states = runtime.gateway_states()
+        port = runtime.http_port
         await runtime.aclose()
-    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert any("gateways.discord is configured" in w for w in warnings), warnings
-    assert not any("gateways.telegram" in w for w in warnings), warnings
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert any("gateways.discord.bot_token does not look like" in m for m in errors), errors
+    assert states["discord"].startswith("failed: gateways.discord.bot_token"), states
+    assert port is not None  # HTTP served all the same
+    assert not any("is not served" in r.getMessage() for r in caplog.records)
 
 
-def test_doctor_warns_that_a_configured_discord_block_is_not_served(tmp_path: Path) -> None:
+def test_doctor_says_a_discord_token_of_the_wrong_shape_is_an_error(tmp_path: Path) -> None:
     config = workspace(tmp_path, DISCORD)
     result = CliRunner().invoke(app, ["doctor", "-c", str(config)], env={"OPENAI_API_KEY": "k"})
-    assert result.exit_code == 0, result.output
-    assert "! [gateways] gateways.discord is configured" in result.output
+    assert result.exit_code == 1, result.output
+    assert "[gateway discord] gateways.discord.bot_token does not look like" in result.output
     assert "disabled (enabled: false)" in result.output
+
+
+def test_doctor_says_which_discord_gateway_serve_will_start(tmp_path: Path) -> None:
+    text = f"gateways:\n  discord:\n    bot_token: '{DISCORD_TOKEN}'\n"
+    config = workspace(tmp_path, text)
+    result = CliRunner().invoke(app, ["doctor", "-c", str(config)], env={"OPENAI_API_KEY": "k"})
+    assert result.exit_code == 0, result.output
+    assert "[gateway discord] enabled (discord.com)" in result.output
+    assert DISCORD_TOKEN not in result.output
 
 
 def test_doctor_says_a_telegram_token_of_the_wrong_shape_is_an_error(tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ from duragent.frontkit import ChatRef, SentMessage, approval_buttons, approval_p
 from duragent.gateways.discord.buttons import approval_view
 from duragent.gateways.discord.split import DISCORD_TEXT_LIMIT, split_message, text_units
 
-__all__ = ["DiscordOutbound"]
+__all__ = ["DiscordOutbound", "approval_text"]
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +75,9 @@ class DiscordOutbound:
     ) -> SentMessage:
         """The approval prompt with its three buttons (one message: the buttons go with it)."""
         sent = await self._channel(chat).send(
-            _prompt(command), view=approval_view(approval_buttons(call_id)), allowed_mentions=QUIET
+            approval_text(command),
+            view=approval_view(approval_buttons(call_id)),
+            allowed_mentions=QUIET,
         )
         return SentMessage(chat, str(sent.id))
 
@@ -117,7 +119,7 @@ def _reference(chat: ChatRef, reply_to: str | None) -> discord.MessageReference 
     )
 
 
-def _prompt(command: str, limit: int = DISCORD_TEXT_LIMIT) -> str:
+def approval_text(command: str, limit: int = DISCORD_TEXT_LIMIT) -> str:
     """The kit's prompt (the command in a code block), the command cut to fit one message."""
     prompt = approval_prompt(command)
     if text_units(prompt) <= limit:

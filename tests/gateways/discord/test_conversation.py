@@ -49,9 +49,7 @@ async def test_a_mention_in_the_text_triggers_and_reads_as_names(tmp_path: Path)
         chat.llm.enqueue(Reply(text="Sure."))
         bot = chat.dc.bot
         await chat.push(GROUP, "lunch, <@1002>?", ANN, mentions=[BOB])  # not the bot
-        await chat.push(
-            GROUP, f"<@{bot.id}> ask <@1002> and <@{bot.id}>", ANN, mentions=[bot, BOB]
-        )
+        await chat.push(GROUP, f"<@{bot.id}> ask <@1002> and <@{bot.id}>", ANN, mentions=[bot, BOB])
         await chat.settle()
         prompt = chat.llm.requests[-1].json
         assert [m["content"] for m in chat.dc.sent(GROUP)] == ["Sure."]

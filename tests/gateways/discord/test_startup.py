@@ -59,9 +59,9 @@ async def test_a_missing_message_content_intent_names_the_portal_switch(
         assert await eventually(rig.is_ready), "the HTTP API never became ready"
         assert len(rig.dc.identified) == 1
         assert rig.dc.connected == 0
-    assert any(
-        "gateways.discord" in m and "Message Content Intent" in m for m in errors(caplog)
-    ), errors(caplog)
+    assert any("gateways.discord" in m and "Message Content Intent" in m for m in errors(caplog)), (
+        errors(caplog)
+    )
     assert_never_logged(caplog, TOKEN)
 
 
