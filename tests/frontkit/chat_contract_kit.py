@@ -166,12 +166,15 @@ def contract_tests(platform: Platform) -> dict[str, Any]:
     including test module puts the returned tests in its globals.
     """
     kit = sys.modules[__name__]
-    names = ("GATEWAY", "OTHER_GATEWAY", "DM", "GROUP")
+    names: dict[str, object] = {
+        "GATEWAY": platform.gateway,
+        "OTHER_GATEWAY": platform.other_gateway,
+        "DM": ChatRef(platform.gateway, DM.chat_id),
+        "GROUP": ChatRef(platform.gateway, platform.group_id),
+    }
     saved = {name: getattr(kit, name) for name in names}
-    kit.GATEWAY = platform.gateway
-    kit.OTHER_GATEWAY = platform.other_gateway
-    kit.DM = ChatRef(platform.gateway, DM.chat_id)
-    kit.GROUP = ChatRef(platform.gateway, platform.group_id)
+    for name, value in names.items():
+        setattr(kit, name, value)
     tests: dict[str, Any] = {}
     try:
         for suite in ("contract_chat", "contract_approvals"):
