@@ -14,8 +14,8 @@ real bot::
 Gateway (``/gateway``, JSON text frames): HELLO; IDENTIFY → READY then one GUILD_CREATE (a
 wrong token is closed with 4004; asking for the Message Content intent when the application
 is not granted it, ``message_content_allowed=False``, with 4014, as Discord does); heartbeat →
-ACK; RESUME → INVALID_SESSION (discord.py identifies again); dispatches MESSAGE_CREATE,
-INTERACTION_CREATE, CHANNEL_CREATE / THREAD_CREATE.
+ACK; RESUME of a session it started → RESUMED (nothing replayed), of another → INVALID_SESSION;
+dispatches MESSAGE_CREATE, INTERACTION_CREATE, CHANNEL_CREATE / THREAD_CREATE.
 
 REST (``/api/v10``, ``Authorization: Bot <token>``, 401 otherwise): ``GET /users/@me``,
 ``GET /oauth2/applications/@me``, ``GET /gateway`` and ``/gateway/bot``, ``GET
@@ -104,8 +104,11 @@ class FakeDiscord(EmbeddedAiohttpServer):
         self._seq = 0
         self._calls: list[DiscordCall] = []
         self._limits: dict[str, list[float]] = {}
+        self._session_ids: set[str] = set()
         self.identified: list[dict[str, Any]] = []
         """Every IDENTIFY's payload (token, intents…), in order."""
+        self.resumed = 0
+        """Sessions resumed after a dropped connection."""
 
     # -- the server ---------------------------------------------------------------------------
 
@@ -279,10 +282,20 @@ class FakeDiscord(EmbeddedAiohttpServer):
                 elif op == 2:
                     await self._identify(ws, payload["d"])
                 elif op == 6:
-                    await ws.send_json({"op": 9, "d": False})  # not resumable: identify again
+                    await self._resume(ws, payload["d"])
         finally:
             self._sessions.discard(ws)
         return ws
+
+    async def _resume(self, ws: web.WebSocketResponse, resume: dict[str, Any]) -> None:
+        """A session this server started resumes (nothing is replayed); any other must identify."""
+        if resume.get("token") != self.token or resume.get("session_id") not in self._session_ids:
+            await ws.send_json({"op": 9, "d": False})
+            return
+        self.resumed += 1
+        self._sessions.add(ws)
+        self._seq += 1
+        await ws.send_json({"op": 0, "t": "RESUMED", "s": self._seq, "d": {}})
 
     async def _identify(self, ws: web.WebSocketResponse, identify: dict[str, Any]) -> None:
         self.identified.append(identify)
@@ -294,6 +307,7 @@ class FakeDiscord(EmbeddedAiohttpServer):
             return
         self._sessions.add(ws)
         self._seq += 1
+        self._session_ids.add(f"session-{self._seq}")
         ready = {
             "v": 10,
             "user": user_object(self.bot),
