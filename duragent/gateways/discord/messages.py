@@ -47,13 +47,11 @@ def sender_of(user: discord.abc.User) -> Sender:
     return Sender(id=str(user.id), username=user.name or None, display_name=display or None)
 
 
-def chat_type_of(channel: object) -> ChatType:
-    """``dm`` for a direct message channel, ``group`` for anything in a guild."""
-    if isinstance(channel, discord.DMChannel):
-        return "dm"
-    if isinstance(channel, discord.PartialMessageable):
-        return "dm" if channel.type == discord.ChannelType.private else "group"
-    return "group"
+def chat_type_of(message: discord.Message) -> ChatType:
+    """``dm`` for a direct message, ``group`` for anything in a guild (cached or not)."""
+    if message.guild is not None or getattr(message.channel, "guild_id", None) is not None:
+        return "group"
+    return "dm"
 
 
 def translate(message: discord.Message, bot: BotIdentity) -> InboundMessage | None:
@@ -61,7 +59,6 @@ def translate(message: discord.Message, bot: BotIdentity) -> InboundMessage | No
     if message.author.bot or message.type not in _CONVERSATION:
         return None
     channel = message.channel
-    chat_type: ChatType = "dm" if message.guild is None else chat_type_of(channel)
     mentions = any(user.id == bot.user_id for user in message.mentions)
     reference = message.reference
     resolved = reference.resolved if reference is not None else None
@@ -70,7 +67,7 @@ def translate(message: discord.Message, bot: BotIdentity) -> InboundMessage | No
     return InboundMessage(
         gateway=GATEWAY,
         chat_id=str(channel.id),
-        chat_type=chat_type,
+        chat_type=chat_type_of(message),
         message_id=str(message.id),
         sender=sender_of(message.author),
         text=text if text else None,

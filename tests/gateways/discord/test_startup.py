@@ -7,7 +7,9 @@ Telegram) keep serving and ``/readyz`` shows ``failed: …``. The token never re
 
 from __future__ import annotations
 
+import gc
 import logging
+import warnings
 from pathlib import Path
 
 import pytest
@@ -87,3 +89,18 @@ async def test_a_served_bot_is_running_and_answers_a_direct_message(tmp_path: Pa
         assert await eventually(lambda: len(rig.dc.sent(1001)) == 1)
         assert rig.dc.sent(1001)[0]["content"] == "Hello from serve."
         assert rig.runtime.registry.sessions_of_chat("discord", "1001") != []
+
+
+@pytest.mark.parametrize("refusal", ["token", "intent"])
+async def test_a_refused_start_leaves_no_connection_open(tmp_path: Path, refusal: str) -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        async with discord_rig(
+            tmp_path,
+            fake_token=OTHER_TOKEN if refusal == "token" else None,
+            message_content_allowed=refusal == "token",
+        ) as rig:
+            assert (await rig.state()).startswith("failed: ")
+        del rig
+        gc.collect()
+    assert [str(w.message) for w in caught if w.category is ResourceWarning] == []
