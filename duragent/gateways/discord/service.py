@@ -294,19 +294,18 @@ class DiscordGateway:
 
     async def stop(self, *, keep_state: bool = False) -> None:
         """Close the connection and the HTTP client."""
-        for task in (self._serving, self._connection):
-            if task is not None and task is not asyncio.current_task():
-                task.remove_done_callback(self._connection_ended)
+        if self._connection is not None:
+            self._connection.remove_done_callback(self._connection_ended)  # not a failure
         client, self._client = self._client, None
         if client is not None:
             await client.close()  # ends ``connect``
-        for task in (self._serving, self._connection):
-            if task is not None and not task.done():
-                task.cancel()
-            if task is not None:
-                with contextlib.suppress(Exception, asyncio.CancelledError):
-                    await task
-        self._serving = self._connection = None
+        tasks, self._serving, self._connection = (self._serving, self._connection), None, None
+        for task in tasks:
+            if task is None:
+                continue
+            task.cancel()
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await task
         restore, self._restore_api = self._restore_api, None
         if restore is not None:
             restore()

@@ -7,9 +7,12 @@ own messages. Users act through the fake's websocket; the tests read what Discor
 
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from duragent.testing import Reply
 from duragent.testing.discord_objects import Person
@@ -144,3 +147,14 @@ async def test_messages_of_one_chat_are_recorded_in_the_order_they_were_written(
         events = await chat.registry.handle(sid).events()
     texts = [e.data["content"] for e in events if e.type == "user_message"]
     assert [t.split(": ", 1)[1] for t in texts] == [f"note {i}" for i in range(20)]
+
+
+async def test_a_token_revoked_while_connected_fails_the_gateway_with_a_clear_state(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with discord_chat(tmp_path, ChatSetup()) as chat:
+        await chat.dc.disconnect(code=4004)  # Discord: "Authentication failed"
+        assert await eventually(lambda: chat.gateway.state.startswith("failed: "))
+        assert chat.gateway.state == "failed: Discord rejected the bot token"
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert any("gateways.discord.bot_token" in m for m in errors), errors
