@@ -217,7 +217,12 @@ class DiscordConfig(GatewayConfig):
         token = self.bot_token
         if not token:
             return f"gateways.discord.bot_token is empty: {DISCORD_TOKEN_HELP}"
-        parts = token.removeprefix("Bot ").split(".")
+        if token.lower().startswith("bot "):
+            return (
+                "gateways.discord.bot_token starts with 'Bot ': give the token alone (duragent "
+                f"adds the prefix): {DISCORD_TOKEN_HELP}"
+            )
+        parts = token.split(".")
         if len(parts) != 3 or not all(_DISCORD_TOKEN_PART.fullmatch(p) for p in parts):
             return (
                 "gateways.discord.bot_token does not look like a bot token (expected three "
