@@ -11,11 +11,11 @@ real bot::
         await dc.push_message(200, "hi", ANN)            # what a user does
         assert dc.sent(200)[-1]["content"] == "Hello!"   # what the bot did
 
-Gateway (``/gateway``, JSON text frames): HELLO; IDENTIFY → READY then one GUILD_CREATE (a
-wrong token is closed with 4004; asking for the Message Content intent when the application
-is not granted it, ``message_content_allowed=False``, with 4014, as Discord does); heartbeat →
-ACK; RESUME of a session it started → RESUMED (nothing replayed), of another → INVALID_SESSION;
-dispatches MESSAGE_CREATE, INTERACTION_CREATE, CHANNEL_CREATE / THREAD_CREATE.
+Gateway (``/gateway``, JSON text frames; ``discord_gateway``): HELLO; IDENTIFY → READY and
+one GUILD_CREATE, or closed with 4004 for a wrong token and 4014 when the Message Content
+intent is asked for and the application is not granted it (``message_content_allowed=False``),
+as Discord does; heartbeats; RESUME; MESSAGE_CREATE (users', and the bot's own as Discord
+echoes them), INTERACTION_CREATE, CHANNEL_CREATE / THREAD_CREATE.
 
 REST (``/api/v10``, ``Authorization: Bot <token>``, 401 otherwise): ``GET /users/@me``,
 ``GET /oauth2/applications/@me``, ``GET /gateway`` and ``/gateway/bot``, ``GET
@@ -34,9 +34,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aiohttp import WSMsgType, web
+from aiohttp import web
 
 from duragent.testing._aiohttp_server import EmbeddedAiohttpServer
+from duragent.testing.discord_gateway import GatewaySessions
 from duragent.testing.discord_objects import (
     DM_CHANNEL,
     GUILD_TEXT,
@@ -56,7 +57,6 @@ __all__ = ["DEFAULT_DISCORD_TOKEN", "DiscordCall", "FakeDiscord", "Person"]
 DEFAULT_DISCORD_TOKEN = "MTAwMDAwMDAwMDAwMDAwMDAw.GfAkEd.fake-discord-token-for-tests-only_0"
 DEFAULT_GUILD = 900
 MESSAGE_CONTENT = 1 << 15
-HEARTBEAT_MS = 41_250
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,35 +100,23 @@ class FakeDiscord(EmbeddedAiohttpServer):
         self._first_components: dict[int, list[dict[str, Any]]] = {}
         self._interactions: dict[int, dict[str, Any]] = {}
         self._answered: set[int] = set()
-        self._sessions: set[web.WebSocketResponse] = set()
-        self._seq = 0
         self._calls: list[DiscordCall] = []
         self._limits: dict[str, list[float]] = {}
-        self._session_ids: set[str] = set()
-        self.identified: list[dict[str, Any]] = []
-        """Every IDENTIFY's payload (token, intents…), in order."""
-        self.resumed = 0
-        """Sessions resumed after a dropped connection."""
+        self.gateway = GatewaySessions(lambda: self.token, self._refusal, self._greeting)
+        """The websocket side: ``identified``, ``resumed``, ``connected``."""
 
     # -- the server ---------------------------------------------------------------------------
 
     def app(self) -> web.Application:
         """The gateway websocket and the REST routes."""
         app = web.Application()
-        app.router.add_get("/gateway", self._gateway)
+        app.router.add_get("/gateway", self.gateway.serve)
         app.router.add_route("*", "/api/v10/{tail:.*}", self._rest)
         app.on_shutdown.append(self._close_sessions)
         return app
 
     async def _close_sessions(self, _app: web.Application) -> None:
-        for ws in list(self._sessions):
-            with contextlib.suppress(Exception):
-                await ws.close(code=1001)
-
-    @property
-    def connected(self) -> int:
-        """Websocket sessions that identified and are open."""
-        return sum(1 for ws in self._sessions if not ws.closed)
+        await self.gateway.close_all()
 
     # -- what users and admins do -------------------------------------------------------------
 
@@ -137,7 +125,7 @@ class FakeDiscord(EmbeddedAiohttpServer):
         kind = PUBLIC_THREAD if thread_of is not None else GUILD_TEXT
         channel = channel_object(channel_id, kind, guild_id=self.guild_id, parent_id=thread_of)
         self._channels[channel_id] = channel
-        await self._dispatch("THREAD_CREATE" if thread_of else "CHANNEL_CREATE", channel)
+        await self.gateway.dispatch("THREAD_CREATE" if thread_of else "CHANNEL_CREATE", channel)
 
     async def push_message(
         self,
@@ -175,7 +163,7 @@ class FakeDiscord(EmbeddedAiohttpServer):
                 stickers=stickers,
             )
             self._messages[int(message["id"])] = message
-        await self._dispatch("MESSAGE_CREATE", message)
+        await self.gateway.dispatch("MESSAGE_CREATE", message)
         return message
 
     async def press(
@@ -200,7 +188,7 @@ class FakeDiscord(EmbeddedAiohttpServer):
             self._channels[int(message["channel_id"])],
         )
         self._interactions[interaction_id] = interaction
-        await self._dispatch("INTERACTION_CREATE", interaction)
+        await self.gateway.dispatch("INTERACTION_CREATE", interaction)
         return interaction
 
     def plant_message(self, channel_id: int, content: str, custom_ids: Sequence[str]) -> int:
@@ -218,8 +206,7 @@ class FakeDiscord(EmbeddedAiohttpServer):
 
     async def disconnect(self, code: int = 4000) -> None:
         """Drop every websocket (discord.py reconnects)."""
-        for ws in list(self._sessions):
-            await ws.close(code=code)
+        await self.gateway.close_all(code)
 
     def rate_limit(self, method: str, path: str, *retry_after: float) -> None:
         """The next requests to ``method path`` are answered 429 with these ``retry_after``."""
@@ -261,66 +248,24 @@ class FakeDiscord(EmbeddedAiohttpServer):
 
     # -- gateway ------------------------------------------------------------------------------
 
-    async def _dispatch(self, event: str, data: dict[str, Any]) -> None:
-        for ws in list(self._sessions):
-            self._seq += 1
-            with contextlib.suppress(ConnectionError, RuntimeError):
-                await ws.send_str(json.dumps({"op": 0, "t": event, "s": self._seq, "d": data}))
-
-    async def _gateway(self, request: web.Request) -> web.WebSocketResponse:
-        ws = web.WebSocketResponse(autoping=True)
-        await ws.prepare(request)
-        await ws.send_json({"op": 10, "d": {"heartbeat_interval": HEARTBEAT_MS}, "s": None})
-        try:
-            async for frame in ws:
-                if frame.type != WSMsgType.TEXT:
-                    continue
-                payload = json.loads(frame.data)
-                op = payload.get("op")
-                if op == 1:
-                    await ws.send_json({"op": 11, "d": None})
-                elif op == 2:
-                    await self._identify(ws, payload["d"])
-                elif op == 6:
-                    await self._resume(ws, payload["d"])
-        finally:
-            self._sessions.discard(ws)
-        return ws
-
-    async def _resume(self, ws: web.WebSocketResponse, resume: dict[str, Any]) -> None:
-        """A session this server started resumes (nothing is replayed); any other must identify."""
-        if resume.get("token") != self.token or resume.get("session_id") not in self._session_ids:
-            await ws.send_json({"op": 9, "d": False})
-            return
-        self.resumed += 1
-        self._sessions.add(ws)
-        self._seq += 1
-        await ws.send_json({"op": 0, "t": "RESUMED", "s": self._seq, "d": {}})
-
-    async def _identify(self, ws: web.WebSocketResponse, identify: dict[str, Any]) -> None:
-        self.identified.append(identify)
+    def _refusal(self, identify: dict[str, Any]) -> tuple[int, str] | None:
         if identify.get("token") != self.token:
-            await ws.close(code=4004, message=b"Authentication failed.")
-            return
+            return 4004, "Authentication failed."
         if int(identify.get("intents", 0)) & MESSAGE_CONTENT and not self.message_content_allowed:
-            await ws.close(code=4014, message=b"Disallowed intent(s).")
-            return
-        self._sessions.add(ws)
-        self._seq += 1
-        self._session_ids.add(f"session-{self._seq}")
+            return 4014, "Disallowed intent(s)."
+        return None
+
+    def _greeting(self, session_id: str) -> tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]:
         ready = {
             "v": 10,
             "user": user_object(self.bot),
             "guilds": [{"id": str(self.guild_id), "unavailable": True}],
-            "session_id": f"session-{self._seq}",
+            "session_id": session_id,
             "resume_gateway_url": f"ws://{self.host}:{self.port}/gateway",
             "application": {"id": str(self.bot.id), "flags": 0},
         }
-        await ws.send_json({"op": 0, "t": "READY", "s": self._seq, "d": ready})
         channels = [c for c in self._channels.values() if c["type"] != DM_CHANNEL]
-        self._seq += 1
-        guild = guild_object(self.guild_id, channels, self.bot)
-        await ws.send_json({"op": 0, "t": "GUILD_CREATE", "s": self._seq, "d": guild})
+        return ready, [("GUILD_CREATE", guild_object(self.guild_id, channels, self.bot))]
 
     # -- REST ---------------------------------------------------------------------------------
 
@@ -333,7 +278,7 @@ class FakeDiscord(EmbeddedAiohttpServer):
         status, answer = self._answer(request, path, body)
         self._calls.append(DiscordCall(request.method, path, body, status, copy.deepcopy(answer)))
         if request.method == "POST" and status == 200 and path.endswith("/messages"):
-            await self._dispatch("MESSAGE_CREATE", answer)
+            await self.gateway.dispatch("MESSAGE_CREATE", answer)
         if status == 204:
             return web.Response(status=204)
         headers = {"Content-Type": "application/json"}  # discord.py compares it exactly

@@ -126,7 +126,9 @@ async def test_a_rate_limited_send_is_waited_out_by_discord_py_and_sent_once(
 async def test_after_a_dropped_connection_the_bot_resumes_and_answers(tmp_path: Path) -> None:
     async with discord_chat(tmp_path, ChatSetup()) as chat:
         await chat.dc.disconnect()
-        assert await eventually(lambda: chat.dc.resumed == 1 and chat.dc.connected == 1)
+        assert await eventually(
+            lambda: chat.dc.gateway.resumed == 1 and chat.dc.gateway.connected == 1
+        )
         assert await eventually(lambda: chat.gateway.state == "running")
         chat.llm.enqueue(Reply(text="Back."))
         await chat.push(DM, "still there?", ANN)

@@ -36,7 +36,7 @@ async def test_a_rejected_token_fails_the_gateway_but_not_the_server(
         assert await eventually(rig.is_ready), "the HTTP API never became ready"
         assert (await rig.http.get("/livez")).status_code == 200
         assert [c.status for c in rig.dc.calls("GET", "/users/@me")] == [401]
-        assert rig.dc.identified == []
+        assert rig.dc.gateway.identified == []
     assert any("gateways.discord" in m and "bot_token" in m for m in errors(caplog))
     assert_never_logged(caplog, TOKEN)
     assert_never_logged(caplog, OTHER_TOKEN)
@@ -59,8 +59,8 @@ async def test_a_missing_message_content_intent_names_the_portal_switch(
     async with discord_rig(tmp_path, message_content_allowed=False) as rig:
         assert await rig.state() == "failed: Discord refused the Message Content intent"
         assert await eventually(rig.is_ready), "the HTTP API never became ready"
-        assert len(rig.dc.identified) == 1
-        assert rig.dc.connected == 0
+        assert len(rig.dc.gateway.identified) == 1
+        assert rig.dc.gateway.connected == 0
     assert any("gateways.discord" in m and "Message Content Intent" in m for m in errors(caplog)), (
         errors(caplog)
     )
