@@ -22,7 +22,8 @@ REST (``/api/v10``, ``Authorization: Bot <token>``, 401 otherwise): ``GET /users
 /channels/{id}``, ``POST /channels/{id}/messages``, ``PATCH /channels/{id}/messages/{id}``,
 ``POST /channels/{id}/typing``, ``POST /interactions/{id}/{token}/callback`` (a second answer
 to one interaction is refused with 40060). Anything else is a 404, recorded. ``rate_limit``
-scripts 429 answers with ``retry_after``, which discord.py must wait out itself.
+scripts 429 answers with ``retry_after``, which discord.py must wait out itself; ``refuse``
+scripts 403 Missing Access (a channel the bot lost access to).
 """
 
 from __future__ import annotations
@@ -102,6 +103,7 @@ class FakeDiscord(EmbeddedAiohttpServer):
         self._answered: set[int] = set()
         self._calls: list[DiscordCall] = []
         self._limits: dict[str, list[float]] = {}
+        self._refusals: dict[str, int] = {}
         self.gateway = GatewaySessions(lambda: self.token, self._refusal, self._greeting)
         """The websocket side: ``identified``, ``resumed``, ``connected``."""
 
@@ -208,6 +210,11 @@ class FakeDiscord(EmbeddedAiohttpServer):
         """Drop every websocket (discord.py reconnects)."""
         await self.gateway.close_all(code)
 
+    def refuse(self, method: str, path: str, times: int = 1) -> None:
+        """The next ``times`` requests to ``method path`` get 403 Missing Access."""
+        key = f"{method} {path}"
+        self._refusals[key] = self._refusals.get(key, 0) + times
+
     def rate_limit(self, method: str, path: str, *retry_after: float) -> None:
         """The next requests to ``method path`` are answered 429 with these ``retry_after``."""
         self._limits.setdefault(f"{method} {path}", []).extend(retry_after)
@@ -288,6 +295,9 @@ class FakeDiscord(EmbeddedAiohttpServer):
 
     def _answer(self, request: web.Request, path: str, body: dict[str, Any]) -> tuple[int, Any]:
         key = f"{request.method} {path}"
+        if self._refusals.get(key):
+            self._refusals[key] -= 1
+            return 403, {"message": "Missing Access", "code": 50001}
         if self._limits.get(key):
             retry = self._limits[key].pop(0)
             return 429, {

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from duragent.frontkit.queue import TURN_FAILED
 from duragent.testing import Reply
 from duragent.testing.discord_objects import Person
 from tests.frontkit.chat_contract_kit import ChatSetup
@@ -160,3 +161,19 @@ async def test_a_token_revoked_while_connected_fails_the_gateway_with_a_clear_st
         assert chat.gateway.state == "failed: Discord rejected the bot token"
     errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert any("gateways.discord.bot_token" in m for m in errors), errors
+
+
+async def test_a_reply_discord_refused_is_delivered_once_at_the_next_start(tmp_path: Path) -> None:
+    async with discord_chat(tmp_path, ChatSetup()) as chat:
+        chat.dc.refuse("POST", f"/channels/{DM}/messages")  # the reply; the notice goes out
+        chat.llm.enqueue(Reply(text="Written, not yet delivered."))
+        await chat.push(DM, "hello", ANN)
+        await chat.settle()
+        assert [m["content"] for m in chat.dc.sent(DM)] == [TURN_FAILED]
+        await chat.restart()  # recovery, once READY: the written reply is delivered
+        await chat.settle()
+        await chat.restart()  # and only once
+        await chat.settle()
+        sent = [m["content"] for m in chat.dc.sent(DM)]
+    assert sent == [TURN_FAILED, "Written, not yet delivered."]
+    assert len(chat.llm.requests) == 1
