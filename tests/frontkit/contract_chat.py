@@ -6,9 +6,9 @@ slash commands; ``contract_approvals`` holds the approval buttons.
 Each test takes ``open_chat``, a fixture the *including* module provides: a callable that
 opens a ``ChatDriver`` (``chat_contract_kit``) for a ``ChatSetup``. ``test_chat_contract.py``
 runs the suites with the "memory adapter" (``ChatFront`` + ``MemoryOutbound``); a platform
-adapter's test module star-imports ``contract_chat`` and ``contract_approvals`` and provides
-``open_chat`` over its platform (Telegram through the fake Bot API server, later Discord), and
-the same tables run unchanged.
+adapter's test module star-imports ``contract_chat`` and ``contract_approvals`` (or takes them
+with its own gateway name and ids from ``chat_contract_kit.contract_tests``, as Discord does)
+and provides ``open_chat`` over its platform, and the same tables run unchanged.
 
 The tables are the reference's rules (digest §1.5, §1.9, §5.1, §5.2) with its defects fixed:
 the context buffer survives a restart, commands come after access control, approvals in a

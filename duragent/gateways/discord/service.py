@@ -267,6 +267,8 @@ class DiscordGateway:
             return
         async with self._lanes.turn(value.chat_id):
             await self._open.wait()
+            if self._client is None:
+                return  # stopped before it could be taken
             try:
                 await self._handler.message(value)
             except Exception:
@@ -286,6 +288,8 @@ class DiscordGateway:
             return
         self.outbound.hold(interaction)
         await self._open.wait()
+        if self._client is None:
+            return  # stopped before it could be taken
         try:
             await self._handler.press(press)
         finally:
@@ -297,6 +301,7 @@ class DiscordGateway:
         if self._connection is not None:
             self._connection.remove_done_callback(self._connection_ended)  # not a failure
         client, self._client = self._client, None
+        self._open.set()  # events waiting for recovery see the gateway stopped, and return
         if client is not None:
             await client.close()  # ends ``connect``
         tasks, self._serving, self._connection = (self._serving, self._connection), None, None
