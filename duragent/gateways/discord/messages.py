@@ -9,8 +9,8 @@ where it has them:
 - the bot is addressed when it is among the message's ``mentions`` (a ``<@id>`` in the text,
   or the ping of a reply) or when the message replies to one of the bot's messages;
 - the bot's own mention at the start of the text is dropped (``@bot /status`` is the command
-  ``/status``, ``@bot hello`` reaches the model as ``hello``), and other user mentions read
-  as ``@name``, so the model sees names rather than ``<@1234>``;
+  ``/status``, ``@bot hello`` reaches the model as ``hello``; a bare ``@bot`` as the bot's
+  name), and other user mentions read as ``@name``, so the model sees names, not ``<@1234>``;
 - an attachment's kind is read from its content type; its message text counts as a caption;
 - messages by bots (this one included) and system messages (joins, pins, thread starts) are
   not for the kit.
@@ -101,6 +101,8 @@ def _readable(message: discord.Message, bot: BotIdentity) -> str:
     text = message.content
     while (lead := _USER_MENTION.match(text.lstrip())) and int(lead[1]) == bot.user_id:
         text = text.lstrip()[lead.end() :]
+    if not text.strip() and message.content.strip() and not _media(message):
+        return f"@{bot.username}"  # a bare "@bot" is a greeting, as on Telegram
     names = {user.id: sender_of(user).label for user in message.mentions}
     names[bot.user_id] = bot.username
 
@@ -115,7 +117,11 @@ def _kind(message: discord.Message) -> str:
     """``text``, or what else the message carries (``photo``, ``sticker``…)."""
     if message.stickers:
         return "sticker"
-    for attachment in message.attachments:
-        kind = (attachment.content_type or "").split("/", 1)[0]
+    if message.attachments:
+        kind = (message.attachments[0].content_type or "").split("/", 1)[0]
         return {"image": "photo", "video": "video", "audio": "audio"}.get(kind, "document")
     return "text" if message.content else "other"
+
+
+def _media(message: discord.Message) -> bool:
+    return bool(message.stickers or message.attachments)

@@ -61,6 +61,15 @@ async def test_a_mention_in_the_text_triggers_and_reads_as_names(tmp_path: Path)
     assert "Ann: lunch, @Bobby?" in prompt["messages"][0]["content"]  # the silent buffer
 
 
+async def test_a_bare_mention_reaches_the_model_as_the_bots_name(tmp_path: Path) -> None:
+    async with discord_chat(tmp_path, ChatSetup(access=OPEN_GROUP)) as chat:
+        chat.llm.enqueue(Reply(text="Hi!"))
+        await chat.push(GROUP, f"<@{chat.dc.bot.id}>", ANN, mentions=[chat.dc.bot])
+        await chat.settle()
+        assert [m["content"] for m in chat.dc.sent(GROUP)] == ["Hi!"]
+    assert users(chat.llm.requests[-1].json) == ["Ann: @duragent_bot"]
+
+
 async def test_a_reply_to_the_bot_triggers_without_a_mention(tmp_path: Path) -> None:
     async with discord_chat(tmp_path, ChatSetup(access=OPEN_GROUP)) as chat:
         chat.llm.enqueue(Reply(text="First."), Reply(text="Second."))
