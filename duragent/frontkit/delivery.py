@@ -27,6 +27,12 @@ Approvals and failures are recorded too, by the seq of the event that ended the 
 approval the chat never received is asked again (one decision is accepted); a failure is not
 re-sent (the person can simply write again).
 
+What was delivered is read from the session once per process (``SessionInfo``) and then
+kept here, per session, as the newest seq this ``Delivery`` recorded (a bounded LRU): the
+check before a send then costs no call to the session's actor. Every ``delivery`` record a
+gateway makes goes through its ``Delivery`` (``mark_seen`` for what recovery settles), so the
+kept value is never behind the disk.
+
 HTTP does not use ``Delivery``: its reply is the response to the request that asked (every
 request, a steered one included, must be answered), and there is no chat to re-send to
 after a restart — the client reads ``GET …/messages``. So HTTP sessions record no
@@ -36,6 +42,7 @@ after a restart — the client reads ``GET …/messages``. So HTTP sessions reco
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 
 from duragent.frontkit.outbound import ChatRef, OutboundPort, SentMessage
 from duragent.session import SessionRegistry
@@ -45,6 +52,9 @@ __all__ = ["Delivery"]
 
 log = logging.getLogger(__name__)
 
+KEPT_SESSIONS = 10_000
+"""Sessions whose delivered seq is kept in memory (the least recently used go first)."""
+
 
 class Delivery:
     """Sends turn results to chats through an ``OutboundPort``, each reply once."""
@@ -53,6 +63,7 @@ class Delivery:
         self._registry = registry
         self._outbound = outbound
         self._sending: set[tuple[str, int]] = set()  # (session, reply_seq) being sent now
+        self._delivered: OrderedDict[str, int] = OrderedDict()  # session → last delivered seq
 
     async def deliver(
         self, chat: ChatRef, result: TurnResult, *, reply_to: str | None = None
@@ -88,12 +99,11 @@ class Delivery:
             return None
         self._sending.add(key)  # before any await: a second caller sees it at once
         try:
-            session = self._registry.handle(session_id)
-            if reply_seq <= (await session.info()).last_delivered_seq:
+            if reply_seq <= await self._last_delivered(session_id):
                 log.info("session %s: reply %d was delivered already", session_id, reply_seq)
                 return None
             sent = await self._texts(chat, texts, reply_to)
-            await session.record_delivery(reply_seq, chat.target)
+            await self._record(chat, session_id, reply_seq)
             return sent
         finally:
             self._sending.discard(key)
@@ -127,7 +137,31 @@ class Delivery:
         ):
             return
         if info.last_settled_seq > info.last_delivered_seq:
-            await session.record_delivery(info.last_settled_seq, chat.target)
+            await self._record(chat, session_id, info.last_settled_seq)
+
+    async def mark_seen(self, chat: ChatRef, session_id: str, seq: int) -> None:
+        """Record ``seq`` (a turn's end the chat need not get again) as delivered."""
+        await self._record(chat, session_id, seq)
+
+    async def _last_delivered(self, session_id: str) -> int:
+        kept = self._delivered.get(session_id)
+        if kept is not None:
+            self._delivered.move_to_end(session_id)
+            return kept
+        seq = (await self._registry.handle(session_id).info()).last_delivered_seq
+        return self._keep(session_id, seq)
+
+    async def _record(self, chat: ChatRef, session_id: str, seq: int) -> None:
+        await self._registry.handle(session_id).record_delivery(seq, chat.target)
+        self._keep(session_id, seq)
+
+    def _keep(self, session_id: str, seq: int) -> int:
+        """Remember ``seq`` as delivered for the session (a high-water mark); returns it."""
+        kept = max(seq, self._delivered.pop(session_id, seq))
+        self._delivered[session_id] = kept
+        if len(self._delivered) > KEPT_SESSIONS:
+            self._delivered.popitem(last=False)
+        return kept
 
     async def _texts(
         self, chat: ChatRef, texts: tuple[str, ...], reply_to: str | None

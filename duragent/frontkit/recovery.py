@@ -154,7 +154,7 @@ async def _ask_again(
         return
     # a failure (or a request no longer pending): its text is not re-sent; mark it seen so the
     # session is not examined again at every start
-    await session.record_delivery(progress.last_settled_seq, chat.target)
+    await parts.delivery.mark_seen(chat, progress.session_id, progress.last_settled_seq)
 
 
 async def _deliver(

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from duragent.errors import LLMError, LLMRateLimitError, LLMServerError, LLMTimeoutError
 from duragent.llm.base import LLMProvider
+from duragent.llm.read_clock import ReadClock
 from duragent.llm.types import ChatRequest, ChatResponse, StreamEvent, StreamProgress
 
 __all__ = ["ResilientProvider", "RetryPolicy"]
@@ -122,32 +123,31 @@ class ResilientProvider:
 
         Only failures before the first event are retried.
 
-        Each read runs under ``asyncio.timeout_at`` (a timer handle), not ``wait_for``, which
-        would start a task for every token.
+        Both limits are kept by one ``ReadClock`` per attempt, not a timer per read (the
+        reads of a reply are its tokens).
         """
         loop = asyncio.get_running_loop()
-        idle = self.idle_seconds
         attempt = 0
         while True:
             attempt += 1
             started = False
-            deadline = loop.time() + self.timeout_seconds
+            clock = ReadClock(loop.time() + self.timeout_seconds, self.idle_seconds)
             events = self.inner.stream(request)
             try:
                 while True:
-                    until = deadline if idle is None else min(deadline, loop.time() + idle)
-                    timer = asyncio.timeout_at(until)
+                    clock.start_read()
                     try:
-                        async with timer:
-                            event = await anext(events)
+                        event = await anext(events)
                     except StopAsyncIteration:
                         return
-                    except TimeoutError:
-                        if not timer.expired():
-                            raise  # the provider's own, not our clock's
-                        if until < deadline:
+                    except asyncio.CancelledError as cancelled:
+                        if not clock.timed_out(cancelled):
+                            raise
+                        if clock.expired == "idle":
                             raise self._idle_error() from None
                         raise self._timeout_error() from None
+                    finally:
+                        clock.end_read()
                     if isinstance(event, StreamProgress):
                         continue  # alive, nothing to show
                     started = True
@@ -157,6 +157,7 @@ class ResilientProvider:
                     raise
                 await self._backoff(attempt, error)
             finally:
+                clock.close()
                 aclose = getattr(events, "aclose", None)
                 if aclose is not None:
                     await aclose()
