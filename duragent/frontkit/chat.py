@@ -169,19 +169,28 @@ class ChatTurns:
 
     @contextlib.asynccontextmanager
     async def _typing(self, chat: ChatRef) -> AsyncIterator[None]:
-        """Keep "typing…" shown for the block (a task of the block's own, ended with it)."""
-        task = asyncio.create_task(self._keep_typing(chat), name=f"typing-{chat.target}")
+        """Keep "typing…" shown for the block (a task of the block's own, ended with it).
+
+        Ended by a flag as well as a cancellation: a port whose send swallows the
+        cancellation (``asyncio.wait_for`` on Python 3.11 can, when the cancel lands as the
+        send completes) must not keep typing, or keep the turn waiting, for ever.
+        """
+        stop = asyncio.Event()
+        task = asyncio.create_task(self._keep_typing(chat, stop), name=f"typing-{chat.target}")
         try:
             yield
         finally:
+            stop.set()
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    async def _keep_typing(self, chat: ChatRef) -> None:
-        while True:
+    async def _keep_typing(self, chat: ChatRef, stop: asyncio.Event) -> None:
+        while not stop.is_set():
             try:
                 await self._outbound.send_typing(chat)
             except Exception as exc:  # a courtesy: the turn goes on without it
                 log.debug("typing indicator for %s failed: %s", chat.target, exc)
-            await asyncio.sleep(self._typing_every)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self._typing_every):
+                    await stop.wait()

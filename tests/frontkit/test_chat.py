@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -117,6 +118,32 @@ async def test_a_refused_typing_indicator_does_not_end_the_turn(tmp_path: Path) 
         h.server.enqueue(Reply(text="still answered"))
         await chat.receive(message("hello"))
     assert outbound.texts() == ["still answered"]
+
+
+class CancelSwallowingOutbound(MemoryOutbound):
+    """A port whose "typing…" send swallows a cancellation (as ``asyncio.wait_for`` can on
+    Python 3.11 when the cancel lands as the awaited send completes)."""
+
+    async def send_typing(self, chat: ChatRef) -> None:
+        await super().send_typing(chat)
+        with contextlib.suppress(asyncio.CancelledError):  # swallowed
+            await asyncio.sleep(0.05)
+
+
+async def test_a_port_that_swallows_the_typing_cancellation_does_not_hold_the_turn(
+    tmp_path: Path,
+) -> None:
+    outbound = CancelSwallowingOutbound()
+    async with chat_kit(tmp_path, outbound) as (h, chat, _):
+        h.server.enqueue(Reply(text="answered", delay=0.1))
+        turn = asyncio.create_task(chat.receive(message("hello")))
+        await asyncio.wait({turn}, timeout=5)  # a bound for a hang, not a timing
+        assert turn.done(), "the turn waits on a typing loop that never ends"
+        typed = len(outbound.of_kind("typing"))
+        await asyncio.sleep(0.2)
+        assert len(outbound.of_kind("typing")) == typed  # and typing stopped with the turn
+    assert turn.result() is not None
+    assert outbound.texts() == ["answered"]
 
 
 async def test_a_submitted_message_runs_under_the_task_owner(tmp_path: Path) -> None:
