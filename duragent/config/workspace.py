@@ -222,6 +222,9 @@ class ExternalGatewayConfig(_Section):
     env: dict[str, Annotated[str, BeforeValidator(_env_value)]] = {}
     restart: RestartPolicy = "on_failure"
     """When the child exits: ``always`` restart, ``on_failure`` (non-zero exit), ``never``."""
+    bot_username: str | None = None
+    """Ours: the bot's name on the platform, so ``/reset@<name>`` is a command there (a
+    gateway may also say it as ``bot_username`` in its ``ready`` event)."""
 
     @field_validator("name")
     @classmethod

@@ -13,7 +13,8 @@ the test (``GatewayControl`` in ``gateway_control``, listening on the socket):
   the text as it is (``raw_hex`` for bytes that are not UTF-8), ``{"refuse": {"code", "message"}}``
   answers the next command with ``command_error``, ``{"exit": n}`` exits with ``n``;
 - end of file on stdin (duragent died) ends it with 0, the contract every gateway keeps,
-  unless ``--ignore-stdin-eof`` (to prove the parent-death signal alone is enough).
+  unless ``--ignore-stdin-eof`` (to prove the parent-death signal alone is enough);
+  ``--ignore-shutdown`` ignores both (a gateway that must be killed).
 
 Modes, for the supervision tests: ``relay`` (the above), ``crash`` (hello, ``ready`` if
 ``--ready``, then exit ``--exit-code`` at once), ``flood`` (``--count`` events as fast as the
@@ -71,14 +72,15 @@ class _Child:
 
     def ready(self) -> None:
         capabilities = [c for c in self.args.capabilities.split(",") if c]
-        self.emit(
-            {
-                "type": "ready",
-                "gateway": "fake",
-                "version": self.args.version,
-                "capabilities": capabilities,
-            }
-        )
+        ready = {
+            "type": "ready",
+            "gateway": "fake",
+            "version": self.args.version,
+            "capabilities": capabilities,
+        }
+        if self.args.bot_username:
+            ready["bot_username"] = self.args.bot_username
+        self.emit(ready)
 
     def run(self) -> None:
         self.tell({"hello": os.getpid(), "mode": self.args.mode})
@@ -131,14 +133,14 @@ class _Child:
                 continue
             self.tell({"command": command})
             self.answer(command)
-        if self.args.ignore_stdin_eof:
+        if self.args.ignore_stdin_eof or self.args.ignore_shutdown:
             while True:
                 time.sleep(3600)
         self.exit(0)
 
     def answer(self, command: dict[str, Any]) -> None:
         kind = command.get("type")
-        if kind == "shutdown":
+        if kind == "shutdown" and not self.args.ignore_shutdown:
             self.emit({"type": "shutdown", "reason": "asked to"})
             self.exit(0)
         request_id = command.get("request_id")
@@ -213,10 +215,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-ready", action="store_true")
     parser.add_argument("--no-ack", action="store_true")
     parser.add_argument("--ignore-stdin-eof", action="store_true")
+    parser.add_argument("--ignore-shutdown", action="store_true", help="and stdin's end")
     parser.add_argument("--count", type=int, default=1000)
     parser.add_argument("--chats", type=int, default=10)
     parser.add_argument("--noise", action="store_true")
     parser.add_argument("--version", default="v1alpha1")
+    parser.add_argument("--bot-username", default=None)
     parser.add_argument(
         "--capabilities", default="media,edit,delete,typing,reply,inline_keyboard"
     )

@@ -64,6 +64,10 @@ class ExternalChats:
         """Deliver, ask again and answer what a crash left (``recover_chats``)."""
         await recover_chats(self.gateway, self.chat.turns.registry, self.chat.delivery, self.queues)
 
+    def bot_named(self, username: str) -> None:
+        """``/reset@<username>`` is a command for this bot."""
+        self.front.bot_username = username
+
 
 def build_external_gateway(
     config: ExternalGatewayConfig,
@@ -84,7 +88,7 @@ def build_external_gateway(
         chat = ChatTurns(turns, outbound, tasks)
         queues = SessionQueues(turns, chat, outbound, tasks, turn_timeout=request_timeout)
         log.info("gateway %s: %s", config.name, router.startup_note())
-        front = ChatFront(chat, router, catalog, queues)
+        front = ChatFront(chat, router, catalog, queues, bot_username=config.bot_username)
         return ExternalChats(config.name, front, queues, chat)
 
     return ExternalGateway(config, index, config_dir, chats, tasks, timings=timings)

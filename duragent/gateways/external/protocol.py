@@ -281,6 +281,9 @@ class Ready(_Event):
     gateway: str
     version: str
     capabilities: tuple[str, ...] = ()
+    bot_username: str | None = None
+    """Ours, optional: the bot's name on the platform (``/reset@<name>``); the reference
+    ignores the field, so a gateway can send it to both."""
 
 
 class MessageReceived(_Event):

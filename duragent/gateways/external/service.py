@@ -75,6 +75,10 @@ class ChatHandler(Protocol):
         """Finish what a crash left unfinished (run before the first message is taken)."""
         ...
 
+    def bot_named(self, username: str) -> None:
+        """The bot's name on the platform is known (``/reset@<name>`` is then a command)."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class Timings:
@@ -122,6 +126,8 @@ class ExternalGateway:
         self.outbound: ExternalOutbound | None = None
         self.ready: protocol.Ready | None = None
         """The child's last ``ready`` (its name for itself, version, capabilities)."""
+        self.handled = 0
+        """Messages and presses the chat front has taken (recorded, dropped or acted on)."""
 
     async def start(self) -> None:
         """Resolve the command and start the child (``state`` reports what follows)."""
@@ -228,6 +234,9 @@ class ExternalGateway:
         )
         self.state = "running"
         self._running.set()
+        username = self._config.bot_username or event.bot_username
+        if self._handler is not None and username:
+            self._handler.bot_named(username)
         if self._handler is not None and not self._recovered.is_set():
             self._tasks.spawn(self._recover(self._handler), name=f"gateway-{self.name}-recovery")
 
@@ -281,6 +290,7 @@ class ExternalGateway:
         except Exception:
             log.exception("gateway %s: handling an event of chat %s failed", self.name, chat_id)
         finally:
+            self.handled += 1
             self._slots.release()
             if self._tails.get(chat_id) is asyncio.current_task():
                 del self._tails[chat_id]
