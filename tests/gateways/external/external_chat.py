@@ -31,7 +31,7 @@ from duragent.gateways.external import ExternalGateway, Timings, build_external_
 from duragent.llm import RetryPolicy
 from duragent.session import RegistrySettings, SessionRegistry
 from duragent.store import SessionStore
-from duragent.testing import ScriptedLLMServer
+from duragent.testing import Responder, ScriptedLLMServer
 from duragent.testing.gateway_control import FakeChild, GatewayControl
 from duragent.tools.base import Tool
 from duragent.turns import TurnRunner
@@ -229,11 +229,12 @@ async def external_chat(
     setup: ChatSetup,
     *options: str,
     timings: Timings = FAST,
+    responder: Responder | None = None,
 ) -> AsyncIterator[ExternalChat]:
     """The driver over a fake gateway child (``options``: the fake's), named as the contract's
     chats are, telling its bot name in ``ready`` as a gateway may."""
     options = ("--bot-username", BOT_USERNAME, *options)
-    async with ScriptedLLMServer() as llm, GatewayControl() as control:
+    async with ScriptedLLMServer(responder=responder) as llm, GatewayControl() as control:
         driver = ExternalChat(root, llm, control, setup, *options, timings=timings)
         await driver.start()
         try:
