@@ -101,7 +101,9 @@ class _Child:
     def flood(self) -> None:
         for i in range(self.args.count):
             if self.args.noise:
-                self.emit({"type": "pong", "request_id": f"n{i}", "uptime_seconds": 1, "connected": True})
+                self.emit(
+                    {"type": "pong", "request_id": f"n{i}", "uptime_seconds": 1, "connected": True}
+                )
                 continue
             chat = str(5000 + i % self.args.chats)
             self.emit(message(chat, f"flood {i}", message_id=f"f{i}", sender_id=chat))
@@ -153,7 +155,12 @@ class _Child:
         if kind == "ping":
             uptime = int(time.monotonic() - self.started)
             self.emit(
-                {"type": "pong", "request_id": request_id, "uptime_seconds": uptime, "connected": True}
+                {
+                    "type": "pong",
+                    "request_id": request_id,
+                    "uptime_seconds": uptime,
+                    "connected": True,
+                }
             )
             return
         ok: dict[str, Any] = {"type": "command_ok", "request_id": request_id}
@@ -221,9 +228,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--noise", action="store_true")
     parser.add_argument("--version", default="v1alpha1")
     parser.add_argument("--bot-username", default=None)
-    parser.add_argument(
-        "--capabilities", default="media,edit,delete,typing,reply,inline_keyboard"
-    )
+    parser.add_argument("--capabilities", default="media,edit,delete,typing,reply,inline_keyboard")
     _Child(parser.parse_args(argv)).run()
 
 

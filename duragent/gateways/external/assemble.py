@@ -35,7 +35,7 @@ from duragent.frontkit import (
     SessionQueues,
     recover_chats,
 )
-from duragent.gateways.external.service import ExternalGateway, Timings
+from duragent.gateways.external.service import DEFAULT_TIMINGS, ExternalGateway, Timings
 from duragent.turns import TurnRunner
 
 __all__ = ["ExternalChats", "ExternalGateways", "build_external_gateway"]
@@ -79,7 +79,7 @@ def build_external_gateway(
     catalog: Callable[[], AgentCatalog],
     routes: Sequence[RouteConfig],
     request_timeout: float | None = None,
-    timings: Timings = Timings(),
+    timings: Timings = DEFAULT_TIMINGS,
 ) -> ExternalGateway:
     """The service for ``gateways.external[index]``; its chat front is built when it starts."""
     router = Router(routes, catalog)

@@ -112,7 +112,7 @@ def resolve_command(
 
 @functools.cache
 def _prctl() -> Callable[..., int]:
-    """libc's ``prctl``, looked up once (and before any fork, never in the child)."""
+    """Libc's ``prctl``, looked up once (and before any fork, never in the child)."""
     libc_name = ctypes.util.find_library("c") or "libc.so.6"
     prctl: Callable[..., int] = ctypes.CDLL(libc_name, use_errno=True).prctl
     return prctl

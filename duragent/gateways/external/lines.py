@@ -1,9 +1,9 @@
-"""Reading a child's stdout as lines of at most 1 MiB, whatever it writes.
+r"""Reading a child's stdout as lines of at most 1 MiB, whatever it writes.
 
 A gateway is a program someone else wrote: it may print a megabyte without a newline, stray
 binary, Windows line endings. ``LineReader`` never holds more than one line's cap (plus one
 read) in memory: a line longer than ``max_bytes`` is drained up to its newline and reported
-as ``Oversized`` (the caller logs and skips it); ``\\r`` before the newline is dropped;
+as ``Oversized`` (the caller logs and skips it); ``\r`` before the newline is dropped;
 bytes that are not UTF-8 are replaced, so the line still reaches the JSON check that rejects
 it in words. A last line without a newline at end of stream is still a line.
 """

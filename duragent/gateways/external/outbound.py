@@ -73,8 +73,10 @@ class ExternalOutbound:
         ack_timeout: float = ACK_TIMEOUT,
         wait_for_gateway: float = WAIT_FOR_GATEWAY,
     ) -> None:
-        """``send`` writes a command (awaitable); ``running`` is set while a ready child runs;
-        ``gone`` once no child will run again."""
+        """A port over ``send``, which writes a command (and may be awaited).
+
+        ``running`` is set while a ready child runs; ``gone`` once no child will run again.
+        """
         self._name = name
         self._send = send
         self._running = running
@@ -144,7 +146,9 @@ class ExternalOutbound:
             return
         request_id = self._request_id()
         chat_id = message.chat.chat_id
-        await self._confirmed(EditMessage(request_id, chat_id, message.message_id, text), request_id)
+        await self._confirmed(
+            EditMessage(request_id, chat_id, message.message_id, text), request_id
+        )
 
     async def answer_button(self, callback_id: str, text: str | None = None) -> None:
         """Answer a button press (a toast with ``text``, if given)."""
@@ -204,7 +208,9 @@ class ExternalOutbound:
             running = asyncio.ensure_future(self._running.wait())
             gone = asyncio.ensure_future(self._gone.wait())
             try:
-                await asyncio.wait((running, gone), timeout=self._wait, return_when="FIRST_COMPLETED")
+                await asyncio.wait(
+                    (running, gone), timeout=self._wait, return_when="FIRST_COMPLETED"
+                )
             finally:
                 running.cancel()
                 gone.cancel()

@@ -212,7 +212,7 @@ Command = (
 
 
 def to_line(command: Command) -> bytes:
-    """``command`` as one line of the protocol (compact JSON, UTF-8, ``\\n``-terminated)."""
+    """``command`` as one line of the protocol (compact JSON, UTF-8, newline-terminated)."""
     text = json.dumps(command.wire(), ensure_ascii=False, separators=(",", ":"))
     return text.encode() + b"\n"
 
@@ -250,7 +250,7 @@ class Content(_Event):
         return None
 
     def kind(self) -> str:
-        """What arrived, for the kit: ``text``, a media type (``image``…), ``location``…"""
+        """What arrived, for the kit: ``text``, a media type (``image``…), ``location``, etc."""
         if self.type == "media":
             return self.media_type or "media"
         if self.type in ("text", "location", "contact"):
@@ -362,7 +362,7 @@ class AuthRequired(_Event):
     method: dict[str, Any] = Field(default_factory=dict)
 
     def describe(self) -> str:
-        """What the operator must do, for the log."""
+        """What the operator must do (for the log and ``/readyz``)."""
         kind = str(self.method.get("method", "unknown"))
         expires = self.method.get("expires_in")
         within = f" within {expires} s" if expires is not None else ""

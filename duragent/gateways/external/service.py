@@ -53,7 +53,7 @@ from duragent.gateways.external.supervisor import (
 )
 from duragent.gateways.external.translate import message_of, press_of
 
-__all__ = ["ChatHandler", "ExternalGateway", "Timings"]
+__all__ = ["DEFAULT_TIMINGS", "ChatHandler", "ExternalGateway", "Timings"]
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +92,9 @@ class Timings:
     wait_for_gateway: float = WAIT_FOR_GATEWAY
 
 
+DEFAULT_TIMINGS = Timings()
+
+
 class ExternalGateway:
     """One external gateway (see module docstring)."""
 
@@ -105,7 +108,7 @@ class ExternalGateway:
         handler_for: Callable[[OutboundPort], ChatHandler],
         tasks: BackgroundTasks,
         *,
-        timings: Timings = Timings(),
+        timings: Timings = DEFAULT_TIMINGS,
         max_in_flight: int = MAX_IN_FLIGHT,
     ) -> None:
         """``handler_for(outbound)`` builds the chat front (once, at start)."""
@@ -253,8 +256,7 @@ class ExternalGateway:
             log.warning("gateway %s reports %s: %s", self.name, event.code, event.message)
             return
         log.error(
-            "gateway %s reports a fatal error, %s: %s; it is stopped (fix it and restart "
-            "duragent)",
+            "gateway %s reports a fatal error, %s: %s; it is stopped (fix it and restart duragent)",
             self.name,
             event.code,
             event.message,

@@ -18,7 +18,7 @@ from __future__ import annotations
 from duragent.frontkit import ButtonPress, ChatType, InboundMessage, Sender
 from duragent.gateways.external import protocol
 
-__all__ = ["press_of", "message_of"]
+__all__ = ["message_of", "press_of"]
 
 _CHAT_TYPES: dict[str, ChatType] = {"dm": "dm", "group": "group", "channel": "channel"}
 

@@ -214,7 +214,8 @@ class ExternalChat:
         assert asked, "no approval was asked"
         n, command = asked[-1]
         text = str(command["content"])
-        assert text.startswith(PROMPT_HEAD) and text.endswith(PROMPT_TAIL), text
+        assert text.startswith(PROMPT_HEAD), text
+        assert text.endswith(PROMPT_TAIL), text
         rows = command["inline_keyboard"]["rows"]
         data = tuple(b["callback_data"] for row in rows for b in row)
         return f"g{n}", text[len(PROMPT_HEAD) : -len(PROMPT_TAIL)], data

@@ -1,4 +1,4 @@
-"""The chat contract suites (``contract_chat``, ``contract_approvals``) run through an external gateway.
+"""The chat contract suites (``contract_chat``, ``contract_approvals``) through an external gateway.
 
 The same tables as the memory adapter and Telegram, driven through a real child process
 speaking the plugin protocol (``external_chat``): nothing of routing, access, queueing,

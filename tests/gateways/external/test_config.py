@@ -1,4 +1,4 @@
-"""``gateways.external[]`` in duragent.yaml: the reference's fields, checked where a mistake hurts."""
+"""``gateways.external[]`` in duragent.yaml: the reference's fields, checked where mistakes hurt."""
 
 from __future__ import annotations
 

@@ -17,14 +17,14 @@ from duragent.frontkit.queue import TURN_FAILED
 from duragent.testing import Reply
 from duragent.testing.gateway_control import message
 from tests.frontkit.chat_contract_kit import DM, GATEWAY, ChatSetup, said
-from tests.gateways.external.external_chat import FAST, external_chat
+from tests.gateways.external.external_chat import FAST, ExternalChat, external_chat
 from tests.polling import eventually
 
 
-async def delivered_seq(chat_driver: object, chat: ChatRef) -> int:
-    registry = chat_driver.registry  # type: ignore[attr-defined]
-    sid = await registry.chat_session((GATEWAY, chat.chat_id, "bot"))
-    return int((await registry.handle(sid).info()).last_delivered_seq)
+async def delivered_seq(driver: ExternalChat, chat: ChatRef) -> int:
+    sid = await driver.registry.chat_session((GATEWAY, chat.chat_id, "bot"))
+    assert sid is not None
+    return (await driver.registry.handle(sid).info()).last_delivered_seq
 
 
 async def test_a_reply_goes_out_as_send_message_answering_the_message(tmp_path: Path) -> None:
@@ -37,9 +37,11 @@ async def test_a_reply_goes_out_as_send_message_answering_the_message(tmp_path: 
     assert sent["chat_id"] == DM.chat_id
     assert sent["content"] == "Hello **Ann**."  # Markdown: the gateway formats for its platform
     assert sent["reply_to"] == msg.message_id
-    assert isinstance(sent["request_id"], str) and sent["request_id"]
+    assert isinstance(sent["request_id"], str)
+    assert sent["request_id"]
     typing = chat.child.of_type("send_typing")
-    assert typing and typing[0] == {"type": "send_typing", "chat_id": DM.chat_id, "duration": 5}
+    assert typing
+    assert typing[0] == {"type": "send_typing", "chat_id": DM.chat_id, "duration": 5}
 
 
 async def test_a_refused_reply_stays_undelivered_and_is_sent_again_after_a_restart(
@@ -58,7 +60,9 @@ async def test_a_refused_reply_stays_undelivered_and_is_sent_again_after_a_resta
         await chat.settle()
         assert chat.texts(DM) == ["the answer", TURN_FAILED, "the answer"]
         assert await delivered_seq(chat, DM) > 0
-    assert any("refused send_message: rate_limited: slow down" in r.getMessage() for r in caplog.records)
+    assert any(
+        "refused send_message: rate_limited: slow down" in r.getMessage() for r in caplog.records
+    )
 
 
 async def test_a_gateway_that_never_confirms_still_gets_every_reply(
@@ -73,7 +77,9 @@ async def test_a_gateway_that_never_confirms_still_gets_every_reply(
         await chat.settle()
         assert chat.texts(DM) == ["one", "two"]
         assert await delivered_seq(chat, DM) > 0
-    warned = [r.getMessage() for r in caplog.records if "does not answer commands" in r.getMessage()]
+    warned = [
+        r.getMessage() for r in caplog.records if "does not answer commands" in r.getMessage()
+    ]
     assert len(warned) == 1, warned
 
 
@@ -126,7 +132,9 @@ async def test_a_gateway_that_needs_a_login_says_what_to_do_until_it_is_done(
         assert chat.gateway.state == "waiting for login: enter the pair code ABCD-1234 within 60 s"
         await chat.child.emit({"type": "auth_success"})
         assert await eventually(lambda: chat.gateway.state == "running")
-    assert any("ABCD-1234" in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
+    assert any(
+        "ABCD-1234" in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING
+    )
 
 
 async def test_an_unknown_event_type_is_ignored(tmp_path: Path) -> None:
@@ -151,6 +159,7 @@ async def test_a_flood_of_messages_is_recorded_and_every_chat_answered(tmp_path:
             ref = ChatRef(GATEWAY, str(5000 + n))
             assert chat.texts(ref), f"chat {ref.chat_id} was never answered"
             sid = await chat.registry.chat_session((GATEWAY, ref.chat_id, "bot"))
+            assert sid is not None
             events = await chat.registry.handle(sid).events()
             recorded += sum(1 for e in events if e.type == "user_message")
         assert recorded == count

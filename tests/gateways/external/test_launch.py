@@ -1,4 +1,4 @@
-"""Which program a gateway runs: absolute, relative to duragent.yaml, or on PATH; else a clear error."""
+"""Which program a gateway runs: absolute, next to duragent.yaml, or on PATH; else a clear error."""
 
 from __future__ import annotations
 
@@ -46,14 +46,16 @@ def test_a_missing_program_is_an_error_naming_the_field_and_the_gateway(tmp_path
     error = caught.value
     assert error.field == "gateways.external[2].command"
     assert "gateway 'slack'" in str(error)
-    assert "on PATH" in str(error) and error.fix
+    assert "on PATH" in str(error)
+    assert error.fix
 
 
 def test_a_program_that_is_not_executable_is_an_error_saying_how_to_fix_it(tmp_path: Path) -> None:
     program(tmp_path / "gw.py", executable=False)
     with pytest.raises(ConfigError, match="is not executable") as caught:
         resolve("./gw.py", tmp_path)
-    assert caught.value.fix is not None and "chmod +x" in caught.value.fix
+    assert caught.value.fix is not None
+    assert "chmod +x" in caught.value.fix
 
 
 def test_the_environment_is_duragents_plus_the_gateways_own(tmp_path: Path) -> None:

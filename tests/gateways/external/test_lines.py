@@ -1,4 +1,4 @@
-"""Reading a child's stdout as bounded lines: oversized skipped, ``\\r`` dropped, bad UTF-8 replaced."""
+"""A child's stdout as bounded lines: oversized skipped, ``\\r`` dropped, bad UTF-8 replaced."""
 
 from __future__ import annotations
 

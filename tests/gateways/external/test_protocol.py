@@ -11,7 +11,8 @@ from duragent.gateways.external import protocol as p
 
 def wire(command: p.Command) -> dict[str, object]:
     line = p.to_line(command)
-    assert line.endswith(b"\n") and line.count(b"\n") == 1
+    assert line.endswith(b"\n")
+    assert line.count(b"\n") == 1
     decoded: dict[str, object] = json.loads(line)
     return decoded
 
@@ -141,11 +142,17 @@ def test_content_gives_its_text_and_kind(
             p.CallbackQuery,
         ),
         ('{"type":"command_ok","request_id":"r"}', p.CommandOk),
-        ('{"type":"command_error","request_id":"r","code":"rate_limited","message":"m"}', p.CommandError),
+        (
+            '{"type":"command_error","request_id":"r","code":"rate_limited","message":"m"}',
+            p.CommandError,
+        ),
         ('{"type":"pong","request_id":"r","uptime_seconds":3,"connected":true}', p.Pong),
         ('{"type":"error","code":"platform_error","message":"m"}', p.ErrorEvent),
         ('{"type":"shutdown","reason":"bye"}', p.ShutdownEvent),
-        ('{"type":"auth_required","method":{"method":"qr_code","qr_data":"d","expires_in":30}}', p.AuthRequired),
+        (
+            '{"type":"auth_required","method":{"method":"qr_code","qr_data":"d","expires_in":30}}',
+            p.AuthRequired,
+        ),
         ('{"type":"auth_success"}', p.AuthSuccess),
         ('{"type":"new_future_event","data":"something"}', p.Unknown),
     ],
@@ -158,7 +165,8 @@ def test_every_event_type_is_read_and_an_unknown_one_is_kept_as_unknown(
 
 def test_an_error_is_not_fatal_unless_it_says_so() -> None:
     event = p.parse_event('{"type":"error","code":"c","message":"m"}')
-    assert isinstance(event, p.ErrorEvent) and event.fatal is False
+    assert isinstance(event, p.ErrorEvent)
+    assert event.fatal is False
 
 
 @pytest.mark.parametrize(
@@ -172,7 +180,9 @@ def test_an_error_is_not_fatal_unless_it_says_so() -> None:
         ('{"type":"command_ok","request_id":7}', "request_id"),
     ],
 )
-def test_a_line_that_is_not_an_event_is_a_protocol_error_saying_why(line: str, problem: str) -> None:
+def test_a_line_that_is_not_an_event_is_a_protocol_error_saying_why(
+    line: str, problem: str
+) -> None:
     with pytest.raises(p.ProtocolError, match=problem.replace("[", r"\[")):
         p.parse_event(line)
 
@@ -180,12 +190,23 @@ def test_a_line_that_is_not_an_event_is_a_protocol_error_saying_why(line: str, p
 @pytest.mark.parametrize(
     ("method", "said"),
     [
-        ({"method": "pair_code", "code": "12-34", "expires_in": 60}, "enter the pair code 12-34 within 60 s"),
-        ({"method": "qr_code", "qr_data": "xyz", "expires_in": 30}, "scan the QR code within 30 s (data: xyz)"),
-        ({"method": "qr_code", "qr_data": "xyz", "qr_ascii": "##", "expires_in": 30}, "scan the QR code within 30 s:\n##"),
+        (
+            {"method": "pair_code", "code": "12-34", "expires_in": 60},
+            "enter the pair code 12-34 within 60 s",
+        ),
+        (
+            {"method": "qr_code", "qr_data": "xyz", "expires_in": 30},
+            "scan the QR code within 30 s (data: xyz)",
+        ),
+        (
+            {"method": "qr_code", "qr_data": "xyz", "qr_ascii": "##", "expires_in": 30},
+            "scan the QR code within 30 s:\n##",
+        ),
     ],
 )
-def test_a_login_request_says_what_the_operator_must_do(method: dict[str, object], said: str) -> None:
+def test_a_login_request_says_what_the_operator_must_do(
+    method: dict[str, object], said: str
+) -> None:
     event = p.parse_event(json.dumps({"type": "auth_required", "method": method}))
     assert isinstance(event, p.AuthRequired)
     assert event.describe() == said

@@ -70,7 +70,8 @@ async def test_each_external_gateway_serves_and_a_missing_program_fails_only_its
             assert gateways["broken"].startswith("failed: gateways.external[0].command: ")
             await child.emit(message("42", "hello", message_id="m1", sender_id="42"))
             sent = await child.command("send_message")
-            assert sent["chat_id"] == "42" and sent["reply_to"] == "m1"
+            assert sent["chat_id"] == "42"
+            assert sent["reply_to"] == "m1"
         finally:
             await runtime.aclose()
         assert child.of_type("shutdown") == [{"type": "shutdown"}]

@@ -1,4 +1,4 @@
-"""``message_received`` / ``callback_query`` as the kit's values, named by the configured gateway."""
+"""``message_received`` / ``callback_query`` as the kit's values, named by the configured name."""
 
 from __future__ import annotations
 
@@ -23,17 +23,36 @@ def test_a_message_is_named_by_the_configured_gateway_not_its_channel() -> None:
     )
     assert isinstance(event, protocol.MessageReceived)
     msg = message_of("slack", event)
-    assert (msg.gateway, msg.chat_id, msg.chat_type, msg.message_id) == ("slack", "100", "group", "5")
+    assert (msg.gateway, msg.chat_id, msg.chat_type, msg.message_id) == (
+        "slack",
+        "100",
+        "group",
+        "5",
+    )
     assert (msg.sender.id, msg.sender.username, msg.sender.label) == ("42", "ann", "Ann")
-    assert (msg.text, msg.content_kind, msg.mentions_bot, msg.reply_to_bot) == ("hi", "text", True, False)
+    assert (msg.text, msg.content_kind, msg.mentions_bot, msg.reply_to_bot) == (
+        "hi",
+        "text",
+        True,
+        False,
+    )
     assert msg.reply_to_message_id == "4"
 
 
 @pytest.mark.parametrize(
     ("chat_type", "kit"),
-    [("dm", "dm"), ("DM", "dm"), ("group", "group"), ("channel", "channel"), ("supergroup", "group"), ("", "group")],
+    [
+        ("dm", "dm"),
+        ("DM", "dm"),
+        ("group", "group"),
+        ("channel", "channel"),
+        ("supergroup", "group"),
+        ("", "group"),
+    ],
 )
-def test_the_chat_type_is_read_without_case_and_an_unknown_one_is_a_group(chat_type: str, kit: str) -> None:
+def test_the_chat_type_is_read_without_case_and_an_unknown_one_is_a_group(
+    chat_type: str, kit: str
+) -> None:
     event = parsed(message("1", "x", message_id="1", sender_id="1", chat_type=chat_type))
     assert isinstance(event, protocol.MessageReceived)
     assert message_of("g", event).chat_type == kit
