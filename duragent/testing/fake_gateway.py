@@ -11,7 +11,8 @@ the test (``GatewayControl`` in ``gateway_control``, listening on the socket):
   ``shutdown`` is answered with a ``shutdown`` event and exit 0;
 - what the test sends is done: ``{"emit": {…}}`` writes the event, ``{"raw": "…"}`` writes
   the text as it is (``raw_hex`` for bytes that are not UTF-8), ``{"refuse": {"code", "message"}}``
-  answers the next command with ``command_error``, ``{"exit": n}`` exits with ``n``;
+  answers the next command with ``command_error``, ``{"hold": true}`` stops answering
+  commands (a platform that hangs), ``{"exit": n}`` exits with ``n``;
 - end of file on stdin (duragent died) ends it with 0, the contract every gateway keeps,
   unless ``--ignore-stdin-eof`` (to prove the parent-death signal alone is enough);
   ``--ignore-shutdown`` ignores both (a gateway that must be killed).
@@ -47,6 +48,7 @@ class _Child:
         self.control.connect(args.control)
         self.sent = 0
         self.refusal: dict[str, Any] | None = None
+        self.holding = False
         self.started = time.monotonic()
 
     # --- writing ------------------------------------------------------------------------
@@ -146,7 +148,7 @@ class _Child:
             self.emit({"type": "shutdown", "reason": "asked to"})
             self.exit(0)
         request_id = command.get("request_id")
-        if request_id is None or self.args.no_ack:
+        if request_id is None or self.args.no_ack or self.holding:
             return
         if self.refusal is not None:
             refusal, self.refusal = self.refusal, None
@@ -179,6 +181,8 @@ class _Child:
                     self.write(str(order["raw"]).encode())
                 elif "raw_hex" in order:
                     self.write(bytes.fromhex(order["raw_hex"]))
+                elif "hold" in order:
+                    self.holding = bool(order["hold"])
                 elif "refuse" in order:
                     self.refusal = dict(order["refuse"])
                 elif "exit" in order:

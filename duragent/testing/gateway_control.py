@@ -10,9 +10,10 @@
         sent = await child.command("send_message")   # what duragent wrote to the child
 
 Each child that starts connects and is a ``FakeChild`` (``children``, in start order): its
-pid, the commands duragent wrote to it, and ``emit`` / ``raw`` / ``refuse`` / ``exit`` to act
-as the platform. ``closed`` is set when the child's connection ends (it exited or was killed).
-The socket lives in a short temporary directory (unix socket paths are limited to ~100 bytes).
+pid, the commands duragent wrote to it, and ``emit`` / ``raw`` / ``refuse`` / ``hold`` /
+``exit`` to act as the platform. ``closed`` is set when the child's connection ends (it
+exited or was killed). The socket lives in a short temporary directory (unix socket paths
+are limited to about 100 bytes).
 """
 
 from __future__ import annotations
@@ -64,6 +65,10 @@ class FakeChild:
     async def refuse(self, code: str, message: str) -> None:
         """Make the child answer the next command with ``command_error``."""
         await self._order({"refuse": {"code": code, "message": message}})
+
+    async def hold(self) -> None:
+        """Make the child stop answering commands (they are still passed to the test)."""
+        await self._order({"hold": True})
 
     async def exit(self, code: int) -> None:
         """Make the child exit with ``code``."""

@@ -14,7 +14,10 @@ taken to be such a gateway (one warning) and later commands count as done once w
 
 **While the child restarts**, a command waits up to ``wait_for_gateway`` seconds for it to be
 running again (a reply written during a crash still arrives); past that, or once the
-gateway has given up, ``GatewayDownError``.
+gateway has given up, ``GatewayDownError``. A command whose child died before taking it or
+before answering is sent once more to the next child (it may have reached the platform: at
+least once, as everywhere in the kit). An answer that does not come within ``ack_timeout``
+from a gateway that does confirm is ``GatewayCommandError`` with code ``timeout``.
 
 **Capabilities.** A gateway that listed capabilities in ``ready`` and left out ``typing`` gets
 no ``send_typing`` (a courtesy), and one without ``edit`` no ``edit_message`` (the approval's
@@ -53,7 +56,10 @@ WAIT_FOR_GATEWAY = 30.0
 
 
 class GatewayCommandError(DuragentError):
-    """The gateway answered a command with ``command_error`` (``code``: the protocol's)."""
+    """The gateway refused a command (``command_error``) or did not answer it in time.
+
+    ``code`` is the protocol's (``rate_limited``, ``chat_not_found``…) or ``timeout``.
+    """
 
     def __init__(self, gateway: str, command: str, code: str, message: str) -> None:
         self.code = code
@@ -169,7 +175,20 @@ class ExternalOutbound:
             await result
 
     async def _confirmed(self, command: Command, request_id: str) -> CommandOk | None:
-        """Write ``command`` once the gateway runs; its ``command_ok`` (None: not confirmed)."""
+        """Write ``command`` once the gateway runs; its ``command_ok`` (None: not confirmed).
+
+        A child that died before taking the line, or before answering it, gets the command
+        again from its successor, once: at least once, as the kit promises across crashes.
+        """
+        try:
+            return await self._confirmed_once(command, request_id)
+        except GatewayDownError:
+            if self._gone.is_set():
+                raise
+            log.info("gateway %s: sending %s again after a restart", self._name, request_id)
+        return await self._confirmed_once(command, request_id)
+
+    async def _confirmed_once(self, command: Command, request_id: str) -> CommandOk | None:
         await self._until_running()
         if self.confirms is False:
             await self._write(command)
@@ -177,6 +196,7 @@ class ExternalOutbound:
         waiter: asyncio.Future[CommandOk | CommandError]
         waiter = asyncio.get_running_loop().create_future()
         self._waiting[request_id] = waiter
+        kind = str(command.wire()["type"])
         try:
             await self._write(command)
             answer = await asyncio.wait_for(asyncio.shield(waiter), self._ack_timeout)
@@ -190,14 +210,12 @@ class ExternalOutbound:
                     self._ack_timeout,
                 )
                 return None
-            raise GatewayDownError(
-                f"gateway '{self._name}' did not confirm {command.wire()['type']} "
-                f"within {self._ack_timeout:g}s"
+            raise GatewayCommandError(
+                self._name, kind, "timeout", f"no answer within {self._ack_timeout:g}s"
             ) from None
         finally:
             self._waiting.pop(request_id, None)
         if isinstance(answer, CommandError):
-            kind = str(command.wire()["type"])
             raise GatewayCommandError(self._name, kind, answer.code, answer.message)
         return answer
 

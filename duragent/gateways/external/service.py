@@ -122,6 +122,7 @@ class ExternalGateway:
         self._timings = timings
         self._running = asyncio.Event()
         self._recovered = asyncio.Event()
+        self._recovery_started = False
         self._slots = asyncio.Semaphore(max_in_flight)
         self._tails: dict[str, asyncio.Task[None]] = {}
         self._handler: ChatHandler | None = None
@@ -187,9 +188,11 @@ class ExternalGateway:
     async def _event(self, event: protocol.Event) -> None:
         match event:
             case protocol.MessageReceived():
+                self._connected_without_ready()
                 msg = message_of(self.name, event)
                 await self._dispatch(msg.chat_id, lambda: self._message(msg))
             case protocol.CallbackQuery():
+                self._connected_without_ready()
                 press = press_of(self.name, event)
                 await self._dispatch(press.chat_id, lambda: self._press(press))
             case protocol.CommandOk() | protocol.CommandError():
@@ -215,6 +218,16 @@ class ExternalGateway:
             case _:
                 log.debug("gateway %s: %s event ignored", self.name, event.type)
 
+    def _connected_without_ready(self) -> None:
+        """A chat event before any ``ready``: the child is connected.
+
+        The reference never required ``ready``; replies may go out and recovery may start.
+        """
+        if self._running.is_set():
+            return
+        log.warning("gateway %s sent a chat event before 'ready'; taking it as ready", self.name)
+        self._connected()
+
     def _on_ready(self, event: protocol.Ready) -> None:
         self.ready = event
         if protocol.major_version(event.version) != protocol.major_version(
@@ -235,12 +248,17 @@ class ExternalGateway:
             event.version,
             ", ".join(event.capabilities) or "none listed",
         )
-        self.state = "running"
-        self._running.set()
         username = self._config.bot_username or event.bot_username
         if self._handler is not None and username:
             self._handler.bot_named(username)
-        if self._handler is not None and not self._recovered.is_set():
+        self._connected()
+
+    def _connected(self) -> None:
+        """A child is connected: commands may go out; the first time, recovery starts."""
+        self.state = "running"
+        self._running.set()
+        if self._handler is not None and not self._recovery_started:
+            self._recovery_started = True
             self._tasks.spawn(self._recover(self._handler), name=f"gateway-{self.name}-recovery")
 
     async def _recover(self, handler: ChatHandler) -> None:

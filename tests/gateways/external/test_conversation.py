@@ -99,6 +99,36 @@ async def test_a_reply_written_while_the_gateway_restarts_reaches_the_new_child(
     assert chat.texts(DM) == ["worth the wait"]
 
 
+async def test_a_reply_the_child_died_holding_is_sent_again_to_the_next_child(
+    tmp_path: Path,
+) -> None:
+    async with external_chat(tmp_path, ChatSetup()) as chat:
+        first = chat.child
+        await first.hold()
+        chat.llm.enqueue(Reply(text="once more"))
+        await chat.message(said(DM, "question"))
+        held = await first.command("send_message")
+        await first.exit(1)  # it took the line and died without answering
+        second = await chat.control.child(1)
+        again = await second.command("send_message")
+        await chat.settle()
+        assert again == held  # the same command, the same request id
+        assert await delivered_seq(chat, DM) > 0
+
+
+async def test_a_gateway_that_never_says_ready_is_taken_as_ready_by_its_first_message(
+    tmp_path: Path,
+) -> None:
+    async with external_chat(tmp_path, ChatSetup(), "--no-ready") as chat:
+        assert chat.gateway.state == "starting"
+        chat.llm.enqueue(Reply(text="hello anyway"))
+        await chat.message(said(DM, "hi"))
+        sent = await chat.child.command("send_message")
+        await chat.settle()
+        assert sent["content"] == "hello anyway"
+        assert chat.gateway.state == "running"
+
+
 @pytest.mark.parametrize(("capabilities", "typing"), [("typing", True), ("media,edit", False)])
 async def test_typing_is_sent_only_to_a_gateway_that_can_show_it(
     tmp_path: Path, capabilities: str, typing: bool
