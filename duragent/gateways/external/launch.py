@@ -50,6 +50,8 @@ class Launch:
     name: str
     argv: tuple[str, ...]
     env: Mapping[str, str]
+    field: str = "gateways.external"
+    """Where it is configured (``gateways.external[2]``), for messages that need a fix."""
 
     async def spawn(self) -> asyncio.subprocess.Process:
         """Start the child (raises ``OSError`` when it cannot be started)."""
@@ -75,7 +77,8 @@ class Launch:
         """The launch for ``gateways.external[index]`` (``ConfigError`` if it cannot run)."""
         base = dict(os.environ if environ is None else environ)
         program = resolve_command(config.command, config_dir, index, config.name, base)
-        return cls(config.name, (program, *config.args), {**base, **config.env})
+        argv = (program, *config.args)
+        return cls(config.name, argv, {**base, **config.env}, f"gateways.external[{index}]")
 
 
 def resolve_command(

@@ -31,7 +31,7 @@ import asyncio
 import itertools
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from duragent.errors import DuragentError
 from duragent.frontkit import ChatRef, SentMessage, approval_buttons, approval_prompt
@@ -72,14 +72,14 @@ class ExternalOutbound:
     def __init__(
         self,
         name: str,
-        send: Callable[[Command], object],
+        send: Callable[[Command], Awaitable[None]],
         running: asyncio.Event,
         gone: asyncio.Event,
         *,
         ack_timeout: float = ACK_TIMEOUT,
         wait_for_gateway: float = WAIT_FOR_GATEWAY,
     ) -> None:
-        """A port over ``send``, which writes a command (and may be awaited).
+        """A port over ``send``, which writes one command to the running child.
 
         ``running`` is set while a ready child runs; ``gone`` once no child will run again.
         """
@@ -170,9 +170,7 @@ class ExternalOutbound:
         return self.capabilities is None or capability in self.capabilities
 
     async def _write(self, command: Command) -> None:
-        result = self._send(command)
-        if asyncio.isfuture(result) or asyncio.iscoroutine(result):
-            await result
+        await self._send(command)
 
     async def _confirmed(self, command: Command, request_id: str) -> CommandOk | None:
         """Write ``command`` once the gateway runs; its ``command_ok`` (None: not confirmed).

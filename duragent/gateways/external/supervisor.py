@@ -163,7 +163,7 @@ class Supervisor:
                     process = await self._launch.spawn()
                 except OSError as exc:
                     why = f"cannot start {self._launch.argv[0]}: {exc}"
-                    log.error("gateway %s: %s", self.name, why)
+                    log.error("gateway %s: %s (%s.command)", self.name, why, self._launch.field)
                     clean = False
                 else:
                     self.starts += 1
@@ -179,10 +179,12 @@ class Supervisor:
                     self._on_state(f"failed: {why}; gave up after {attempts} attempts in a row")
                     log.error(
                         "gateway %s: %s; gave up after %d attempts in a row (it is not "
-                        "restarted until duragent restarts)",
+                        "restarted until duragent restarts; check %s: command, args, env, "
+                        "and the gateway's own log above)",
                         self.name,
                         why,
                         attempts,
+                        self._launch.field,
                     )
                     return
                 if self._restart == "never" or (self._restart == "on_failure" and clean):

@@ -132,13 +132,15 @@ async def test_the_restart_policy_decides_whether_an_exit_is_restarted(
         assert seen.states[-1] == last
 
 
-async def test_a_program_that_cannot_be_executed_counts_as_an_attempt(tmp_path: Path) -> None:
+async def test_a_program_that_cannot_be_executed_counts_as_an_attempt(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     program = tmp_path / "not-a-program"
     program.write_text("\x7fELF this is not really one\n")
     program.chmod(0o755)
     seen = Recorder()
     supervisor = Supervisor(
-        Launch("broken", (str(program),), dict(os.environ)),
+        Launch("broken", (str(program),), dict(os.environ), "gateways.external[1]"),
         seen.sink,
         on_state=seen.states.append,
         initial_backoff=TICK,
@@ -149,6 +151,9 @@ async def test_a_program_that_cannot_be_executed_counts_as_an_attempt(tmp_path: 
     assert supervisor.starts == 0
     assert seen.states[-1].startswith(f"failed: cannot start {program}: ")
     assert seen.states[-1].endswith("gave up after 3 attempts in a row")
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert any("(gateways.external[1].command)" in e for e in errors), errors
+    assert "check gateways.external[1]: command, args, env" in errors[-1]
 
 
 async def test_bad_lines_are_logged_and_skipped_and_the_good_ones_still_arrive(
