@@ -9,7 +9,8 @@ the test (``GatewayControl`` in ``gateway_control``, listening on the socket):
   and, unless ``--no-ack``, answered at once as a platform would: ``command_ok`` (with a
   ``message_id`` ``g1``, ``g2``… for ``send_message`` / ``send_media``), ``pong`` for ``ping``;
   ``shutdown`` is answered with a ``shutdown`` event and exit 0;
-- what the test sends is done: ``{"emit": {…}}`` writes the event, ``{"raw": "…"}`` writes
+- what the test sends is done: ``{"emit": {…}}`` writes the event (and reports
+  ``{"emitted": <message_id>}`` once it is in the pipe), ``{"raw": "…"}`` writes
   the text as it is (``raw_hex`` for bytes that are not UTF-8), ``{"refuse": {"code", "message"}}``
   answers the next command with ``command_error``, ``{"hold": true}`` stops answering
   commands (a platform that hangs), ``{"exit": n}`` exits with ``n``;
@@ -176,7 +177,9 @@ class _Child:
             for raw in lines:
                 order = json.loads(raw)
                 if "emit" in order:
-                    self.emit(order["emit"])
+                    event = order["emit"]
+                    self.emit(event)
+                    self.tell({"emitted": event.get("message_id")})
                 elif "raw" in order:
                     self.write(str(order["raw"]).encode())
                 elif "raw_hex" in order:

@@ -43,6 +43,9 @@ class FakeChild:
         self.pid = pid
         self.mode = mode
         self.commands: list[dict[str, Any]] = []
+        self.emitted: set[str] = set()
+        """Message ids of events the child wrote to its stdout (they reach duragent even if
+        the child dies next: the pipe keeps them)."""
         self.closed = asyncio.Event()
         self._writer = writer
         self._changed = asyncio.Event()
@@ -159,6 +162,8 @@ class GatewayControl:
                     self._arrived.set()
                 elif "command" in report and child is not None:
                     child._received(report["command"])
+                elif "emitted" in report and child is not None:
+                    child.emitted.add(str(report["emitted"]))
         except (ConnectionError, asyncio.CancelledError):
             pass
         finally:

@@ -28,6 +28,7 @@ text stays; the decision is in the toast). Typing is never confirmed (it has no
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 import os
@@ -96,6 +97,8 @@ class ExternalOutbound:
         """Whether the gateway answers commands: unknown (None) until it does or does not."""
         self.capabilities: frozenset[str] | None = None
         """What the gateway's ``ready`` listed; None when it listed nothing (assume all)."""
+        self._child_ended = asyncio.Event()
+        """Set (and replaced) each time a child ends: a retry waits for the next child."""
 
     # --- answers from the gateway (called by the service for each event) ---------------------
 
@@ -110,6 +113,8 @@ class ExternalOutbound:
 
     def disconnected(self) -> None:
         """The child ended: commands waiting for an answer will not get one."""
+        ended, self._child_ended = self._child_ended, asyncio.Event()
+        ended.set()
         waiting, self._waiting = self._waiting, {}
         for waiter in waiting.values():
             if not waiter.done():
@@ -178,12 +183,17 @@ class ExternalOutbound:
         A child that died before taking the line, or before answering it, gets the command
         again from its successor, once: at least once, as the kit promises across crashes.
         """
+        ended = self._child_ended
         try:
             return await self._confirmed_once(command, request_id)
         except GatewayDownError:
             if self._gone.is_set():
                 raise
-            log.info("gateway %s: sending %s again after a restart", self._name, request_id)
+        # the write failed or the child died unanswering: wait until the supervisor has seen
+        # that child end (it may still look running for a moment), then try its successor
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(ended.wait(), self._wait)
+        log.info("gateway %s: sending %s again after a restart", self._name, request_id)
         return await self._confirmed_once(command, request_id)
 
     async def _confirmed_once(self, command: Command, request_id: str) -> CommandOk | None:
