@@ -32,8 +32,9 @@ DECISIONS: tuple[str, ...] = tuple(d.value for d in ApprovalDecision)
 class PendingApproval:
     """The call a session waits on.
 
-    Rebuilt from the event log alone (no snapshot), only ``call_id`` and ``command`` are
-    known; the rest keeps its defaults, and resuming such a call says the tool is gone.
+    The ``approval_required`` event holds all of it, so a crash before the snapshot that
+    would also hold it loses nothing; an event written before it did (``call_id`` and
+    ``command`` only) gets the tool's name and arguments from the call in the history.
     """
 
     call_id: str

@@ -55,7 +55,7 @@ from duragent.agents.spec import ContextBufferSpec, QueueSpec
 from duragent.core.tasks import BackgroundTasks
 from duragent.frontkit.chat import ChatTurns, Inbound
 from duragent.frontkit.outbound import ChatRef, OutboundPort
-from duragent.turns import TurnRunner
+from duragent.turns import Steered, TurnRunner
 
 __all__ = ["TURN_FAILED", "Dispatcher", "SessionQueues"]
 
@@ -90,6 +90,8 @@ class _Entry:
     """The first message's sender: the requester of an approval the turn asks for."""
     context_buffer: ContextBufferSpec | None = None
     """Set when a message of the entry triggered a group turn: its context block is shown."""
+    tickets: list[Steered] = field(default_factory=list)
+    """Steered into a running loop: whether that loop read each message."""
 
     @classmethod
     def of(
@@ -105,6 +107,7 @@ class _Entry:
 
     def absorb(self, later: _Entry) -> None:
         self.texts.extend(later.texts)
+        self.tickets.extend(later.tickets)
         self.seq = max(self.seq, later.seq)
         self.context_buffer = self.context_buffer or later.context_buffer
 
@@ -123,6 +126,7 @@ def _merged(entries: Iterable[_Entry]) -> _Entry | None:
         head.reply_to,
         head.sender_id,
         head.context_buffer,
+        list(head.tickets),
     )
     for entry in ordered[1:]:
         merged.absorb(entry)
@@ -256,7 +260,8 @@ class SessionQueues:
             inbound.sender_id,
             inbound.context_buffer,
         )
-        if accepted.steered:
+        if accepted.steered is not None:
+            entry.tickets.append(accepted.steered)
             line.steered.append(entry)
             return
         sender = inbound.sender_id or ""
@@ -385,7 +390,13 @@ class SessionQueues:
             log.warning("could not tell %s its turn failed: %s", entry.chat.target, exc)
 
     async def _requeue_unanswered(self, session_id: str, line: _Line) -> None:
-        """Messages handed to a loop that ended before reading them get a turn of their own."""
+        """Messages handed to a loop that ended without reading them get a turn of their own.
+
+        The loop's tickets say which it read. One it did not read waits for its turn, unless
+        the loop paused on an approval asked after it arrived: the model sees it when that
+        turn goes on (a message recorded after the request is a new message, which cancels
+        the approval, as any would).
+        """
         if not line.steered:
             return
         steered, line.steered = line.steered, []
@@ -394,7 +405,12 @@ class SessionQueues:
         except Exception as exc:
             log.error("session %s: could not check what the turn answered: %s", session_id, exc)
             return
-        left = _merged(e for e in steered if e.seq > info.last_settled_seq)
+        paused = info.pending_approval is not None
+        left = _merged(
+            e
+            for e in steered
+            if e.seq > info.last_settled_seq or (not paused and not all(t.read for t in e.tickets))
+        )
         if left is not None:
             line.waiting.appendleft(left)
 

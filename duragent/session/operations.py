@@ -231,12 +231,10 @@ class SessionOps:
 
     def op_set_pending_approval(self, approval: PendingApproval) -> int:
         """A tool call waits for approval: record it and snapshot (survives restarts)."""
+        # the whole approval, not just what a client shows: a crash between this event and
+        # the snapshot must leave a call that still runs once approved
         event = Event.make(
-            self._journal.next_seq(),
-            EventType.APPROVAL_REQUIRED,
-            call_id=approval.call_id,
-            command=approval.command,
-            requester_id=approval.requester_id,  # kept if a crash comes before the snapshot
+            self._journal.next_seq(), EventType.APPROVAL_REQUIRED, **approval.to_dict()
         )
         seq = self._journal.record(event, durable=True)
         self.state.pending_approval = approval.to_dict()

@@ -22,13 +22,14 @@ through the same ``apply``, so a recovered session is exactly the live one.
 
 from __future__ import annotations
 
+import contextlib
 from collections import OrderedDict, deque
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from duragent.core.events import Event, EventType, call_from_record
-from duragent.core.messages import Message, Role
+from duragent.core.messages import Message, Role, ToolCall
 from duragent.core.snapshot import BufferedMessage, SessionSnapshot, SessionStatus
 
 __all__ = [
@@ -207,12 +208,7 @@ class SessionState:
             elif self.pending_approval is None or self.pending_approval.get("call_id") != data.get(
                 "call_id"
             ):
-                self.pending_approval = {
-                    "call_id": data.get("call_id"),
-                    "command": data.get("command"),
-                }
-                if data.get("requester_id") is not None:
-                    self.pending_approval["requester_id"] = data.get("requester_id")
+                self.pending_approval = self._approval_from(data)
         elif kind == EventType.SILENT_MESSAGE:
             self._buffer(event)
         elif kind == EventType.APPROVAL_DECISION:
@@ -234,6 +230,30 @@ class SessionState:
             self.updated_at = event.timestamp
 
     # --- helpers ----------------------------------------------------------------------------
+
+    def _approval_from(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        """The pending approval an ``approval_required`` event (replayed) describes.
+
+        The event holds the whole approval; one written before it did (``call_id`` and
+        ``command`` only) takes the tool's name and arguments from the call it asks about,
+        which is in the history already (the assistant message that made it).
+        """
+        approval = {k: v for k, v in data.items() if v is not None}
+        if approval.get("tool_name") is None:
+            call = self._call_in_history(str(data.get("call_id", "")))
+            if call is not None:
+                approval["tool_name"] = call.name
+                # unparsable arguments stay out: running the call reports them, as before
+                with contextlib.suppress(ValueError):
+                    approval.setdefault("arguments", call.parsed_arguments())
+        return approval
+
+    def _call_in_history(self, call_id: str) -> ToolCall | None:
+        for message in reversed([*self.checkpointed, *self.pending]):
+            for call in message.tool_calls:
+                if call.id == call_id:
+                    return call
+        return None
 
     def _buffer(self, event: Event) -> None:
         if self.silent and event.seq <= self.silent[-1].seq:

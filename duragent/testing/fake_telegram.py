@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import sys
 import threading
 import time
@@ -68,6 +69,8 @@ from duragent.testing.telegram_updates import (
 )
 
 __all__ = ["DEFAULT_TOKEN", "FakeTelegram"]
+
+log = logging.getLogger(__name__)
 
 DEFAULT_TOKEN = "123456:TEST-fake-telegram-token"
 MAX_POLL_TIMEOUT = 50.0
@@ -310,7 +313,11 @@ class FakeTelegram(EmbeddedAiohttpServer):
         method = request.match_info["method"]
         if request.match_info["token"] != self.token:
             return self._answer(method, {}, arrived, *error(401, "Unauthorized"))
-        params = await read_params(request)
+        try:
+            params = await read_params(request)
+        except ConnectionResetError:  # the client died mid-request (a crash test's SIGKILL)
+            log.debug("%s: the client went away before its request was read", method)
+            return web.Response(status=499)
         if isinstance(params, tuple):
             return self._answer(method, {}, arrived, *params)
         chat_id = chat_id_of(params)

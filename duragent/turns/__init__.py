@@ -6,7 +6,8 @@
                                           └──── SessionHandle (duragent.session) ◀── Recorder
 ```
 
-- ``runner``: when a turn runs (one loop per session, steering, approvals, cut-short turns).
+- ``runner``: when a turn runs (one loop per session, steering, approvals, cut-short turns);
+  ``inbox``: the running loop's messages and which it read (``Steered`` tickets).
 - ``loop``: the agentic loop, including resuming a call a person decided on;
   ``call_limits``: calls per response and per turn.
 - ``context``: what a turn runs with (provider, tools, policy, budget, prompt, recorder);
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 from duragent.core.approval import DECISIONS, ApprovalDecision
 from duragent.turns.errors import ApprovalError, ApprovalMismatchError, NoPendingApprovalError
+from duragent.turns.inbox import Steered
 from duragent.turns.loop import CLIENT_LEFT
 from duragent.turns.providers import ProviderPool
 from duragent.turns.result import AwaitingApproval, Complete, Duplicate, Failed, TurnResult
@@ -44,6 +46,7 @@ __all__ = [
     "Failed",
     "NoPendingApprovalError",
     "ProviderPool",
+    "Steered",
     "TurnResult",
     "TurnRunner",
     "TurnSink",

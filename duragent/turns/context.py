@@ -25,6 +25,7 @@ from duragent.tools.base import SessionReader, Tool, ToolContext
 from duragent.tools.policy_files import load_policy
 from duragent.tools.registry import build_tools
 from duragent.turns.agent_budget import budget_settings
+from duragent.turns.inbox import Inbox
 from duragent.turns.loop import LoopContext
 from duragent.turns.providers import ProviderPool
 from duragent.turns.sink import TurnSink
@@ -125,7 +126,7 @@ class ContextFactory:
         self,
         session_id: str,
         agent: Agent,
-        steering: list[str],
+        inbox: Inbox,
         sink: TurnSink | None,
         *,
         extra_blocks: Sequence[str] = (),
@@ -134,11 +135,11 @@ class ContextFactory:
     ) -> LoopContext:
         """The loop's context for one turn of ``agent`` in ``session_id``.
 
-        ``steering`` is the turn's inbox of messages that arrived while it runs; the loop
-        drains it at each tool boundary. ``extra_blocks`` end the system prompt for this turn
-        only (a group's recent chatter): part of the prompt, they count against the budget
-        like the rest of it and are never written to the history. ``requester_id`` goes
-        with an approval the turn asks for.
+        ``inbox`` holds the messages that arrive while the loop runs; the loop takes them at
+        each boundary (``Inbox.take`` marks them read). ``extra_blocks`` end the system
+        prompt for this turn only (a group's recent chatter): part of the prompt, they count
+        against the budget like the rest of it and are never written to the history.
+        ``requester_id`` goes with an approval the turn asks for.
         """
         spec = agent.spec
         budget = budget_settings(agent)
@@ -149,11 +150,6 @@ class ContextFactory:
             world_memory_dir=self._world_memory_dir,
             extra=extra,
         )
-
-        def drain() -> list[str]:
-            taken = list(steering)
-            steering.clear()
-            return taken
 
         return LoopContext(
             provider=await self._providers.for_agent(agent),
@@ -183,7 +179,7 @@ class ContextFactory:
             temperature=agent.model.temperature,
             price=_pricer(agent),
             sink=sink,
-            steering=drain,
+            steering=inbox.take,
             history_cache=self._history_cache(session_id),
         )
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from duragent.core.messages import Message, Role
 from duragent.session import SessionHandle, UserMessageResult
+from duragent.turns.inbox import Steered
 
 __all__ = ["Accepted", "Incoming", "Recorded", "trailing_user_text"]
 
@@ -27,8 +28,10 @@ class Accepted:
     """Its platform id was recorded before (a redelivered update)."""
     answered: bool = False
     """A duplicate already answered: nothing more to do for it."""
-    steered: bool = False
-    """Handed to the loop running for the session, which answers it."""
+    steered: Steered | None = None
+    """Handed to the loop running for the session: its ticket says, once that loop ended,
+    whether the loop read it (then its reply answers it) or not (it needs a turn of its
+    own)."""
 
 
 @dataclass(frozen=True, slots=True)

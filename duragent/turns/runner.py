@@ -7,7 +7,8 @@ nothing else orchestrates a turn.
 
 Concurrency per session: one loop at a time. A message that arrives while a loop runs is
 persisted at once, handed to the running loop (which reads it at its next tool boundary), and
-its caller receives the running turn's result. A message that arrives while a tool call waits
+its caller receives the running turn's result, if that loop read it; a message the loop ended
+without reading (``inbox``) gets a turn of its own. A message that arrives while a tool call waits
 for approval cancels that approval (the call is recorded as skipped and the decision as
 ``deny``) and starts a normal turn, so nothing is left dangling.
 
@@ -44,6 +45,7 @@ from duragent.tools.policy_files import PolicyError, save_allow_always
 from duragent.turns.context import ContextFactory
 from duragent.turns.endings import close_cut_short_turn, record_failed_turn
 from duragent.turns.errors import ApprovalError, ApprovalMismatchError, NoPendingApprovalError
+from duragent.turns.inbox import Inbox
 from duragent.turns.loop import LoopContext, resume_approved, run_loop
 from duragent.turns.providers import ProviderPool
 from duragent.turns.recorded import Accepted, Incoming, Recorded, trailing_user_text
@@ -69,7 +71,7 @@ Resumed = Complete | AwaitingApproval | Failed
 @dataclass(slots=True)
 class _Active:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    steering: list[str] = field(default_factory=list)
+    inbox: Inbox = field(default_factory=Inbox)  # the running loop's; a new one per loop
     running: asyncio.Future[TurnResult] | None = None
     decision_seq: int | None = None  # the approval ``_approve`` recorded, for its caller
     users: int = 0  # calls holding this entry (``TurnRunner._hold``)
@@ -183,8 +185,10 @@ class TurnRunner:
 
         For a chat queue, which must confirm a platform's update without waiting for a model.
         With ``steer``, a message arriving while a loop runs is handed to that loop (as
-        ``run`` does), and ``steered`` says so. A redelivered platform id is not recorded
-        again (``duplicate``; ``answered`` when a reply followed it).
+        ``run`` does); ``steered`` is its ticket, which says once the loop has ended whether
+        it read the message (if not, the message needs a turn of its own). A redelivered
+        platform id is not recorded again (``duplicate``; ``answered`` when a reply followed
+        it).
         """
         recorded = await Incoming(content, sender_id, sender_name, platform_message_id).record(
             self.registry.handle(session_id)
@@ -194,8 +198,7 @@ class TurnRunner:
         active = self._active.get(session_id)
         running = active.running if active is not None else None
         if steer and active is not None and running is not None and not running.done():
-            active.steering.append(content)
-            return Accepted(recorded.seq, steered=True)
+            return Accepted(recorded.seq, steered=active.inbox.put(content))
         return Accepted(recorded.seq)
 
     async def answer(
@@ -260,9 +263,10 @@ class TurnRunner:
         running = active.running
         if running is not None and not running.done():
             assert isinstance(inbound, Incoming), "answer waits for the running loop first"
-            return await self._steer(session, active, running, inbound)
+            return await self._steer(session, active, running, inbound, sink)
         future: asyncio.Future[TurnResult] = asyncio.get_running_loop().create_future()
         active.running = future  # claimed before any await: later messages steer this turn
+        inbox = active.inbox = Inbox()
         recorded: UserMessageResult | None = None  # the message, once on disk
         try:
             async with active.lock:
@@ -278,7 +282,7 @@ class TurnRunner:
                 raise exc.after_recording(recorded.seq) from exc  # a retry would record it twice
             raise
         finally:
-            active.steering.clear()
+            inbox.close()  # with the future, in one step: nothing is handed over unread after
         future.set_result(result)
         return result
 
@@ -288,17 +292,44 @@ class TurnRunner:
         active: _Active,
         running: asyncio.Future[TurnResult],
         inbound: Incoming,
+        sink: TurnSink | None,
     ) -> TurnResult:
-        """A loop runs: record the message, hand it to that loop, share its result."""
+        """A loop runs: record the message, hand it to that loop, share its result.
+
+        If that loop ends without reading the message (it ended while the message was being
+        recorded, stopped at ``max_tool_iterations``…), the message gets a turn of its own: a
+        reply that was written without it does not answer it. A loop that paused on an
+        approval keeps it (the model sees it when the turn goes on).
+        """
         recorded = await inbound.record(session)
         if recorded.duplicate and recorded.answered:
             return Duplicate(session_id=session.session_id)
-        if not recorded.duplicate:
-            active.steering.append(inbound.content)
+        ticket = None
+        if not recorded.duplicate:  # (a redelivered copy shares the turn its first copy has)
+            running = active.running or running  # it may have ended while this was recorded
+            ticket = active.inbox.put(inbound.content) if not running.done() else None
+            if ticket is None:
+                return await self._own_turn(session, recorded.seq, inbound, sink)
         try:
-            return copy_result(await asyncio.shield(running), steered=True)
+            result = await asyncio.shield(running)
         except StorageError as exc:  # this caller's message is on disk too
             raise exc.after_recording(recorded.seq) from exc
+        if ticket is not None and not ticket.read and not isinstance(result, AwaitingApproval):
+            return await self._own_turn(session, recorded.seq, inbound, sink)
+        return copy_result(result, steered=True)
+
+    async def _own_turn(
+        self, session: SessionHandle, seq: int, inbound: Incoming, sink: TurnSink | None
+    ) -> TurnResult:
+        """A recorded message no loop read: its turn, once the running one (if any) ended."""
+        return await self.answer(
+            session.session_id,
+            seq,
+            inbound.content,
+            sink=sink,
+            context_blocks=inbound.context_blocks,
+            sender_id=inbound.sender_id,
+        )
 
     async def _turn(
         self,
@@ -382,8 +413,10 @@ class TurnRunner:
             agent = self._agents().get(info.agent)
             # Before resolving: if the model cannot be reached (no key, say) the approval
             # stays pending and can be given again once that is fixed.
+            # not a loop messages are steered into (``running`` is not claimed): an inbox of
+            # its own that nobody puts into
             ctx = await self._contexts.build(
-                session_id, agent, active.steering, sink, requester_id=pending.requester_id
+                session_id, agent, Inbox(), sink, requester_id=pending.requester_id
             )
             if decision is ApprovalDecision.ALLOW_ALWAYS:
                 # Before resolving too: a pattern that cannot be saved (and read back) leaves
@@ -439,7 +472,7 @@ class TurnRunner:
                 ctx = await self._contexts.build(
                     session.session_id,
                     self._agents().get(agent_name),
-                    active.steering,
+                    active.inbox,
                     sink,
                     extra_blocks=extra_blocks,
                     requester_id=requester_id,

@@ -79,7 +79,7 @@ def draining(sid: str) -> bool:
 
 @asynccontextmanager
 async def queue_kit(
-    tmp_path: Path, *, turn_timeout: float | None = None, responder: Any = echo
+    tmp_path: Path, *, turn_timeout: float | None = None, responder: Any = echo, **session: Any
 ) -> AsyncIterator[Kit]:
     gate, started = asyncio.Event(), asyncio.Event()
 
@@ -90,7 +90,8 @@ async def queue_kit(
 
     outbound = MemoryOutbound()
     tasks = BackgroundTasks(grace_seconds=2)
-    async with harness(tmp_path, tools=[FnTool("hold", hold)], responder=responder) as h:
+    tools = [FnTool("hold", hold)]
+    async with harness(tmp_path, tools=tools, responder=responder, **session) as h:
         chat = ChatTurns(h.runner, outbound, tasks, typing_every=0.05)
         queues = SessionQueues(h.runner, chat, outbound, tasks, turn_timeout=turn_timeout)
         try:
@@ -319,6 +320,27 @@ async def test_messages_handed_to_a_turn_that_timed_out_get_a_turn_of_their_own(
         await kit.offer("while stuck", "p2", spec())  # steered into the loop that never ends
         assert await eventually(lambda: len(kit.replies()) == 2)
     assert kit.replies() == [("p1", TURN_FAILED), ("p2", "re: while stuck")]
+
+
+async def test_a_message_the_loop_stopped_without_reading_gets_a_turn_of_its_own(
+    tmp_path: Path,
+) -> None:
+    """The loop stops at ``max_tool_iterations`` right after the tool the message arrived in.
+
+    Its note ends the turn, later than the message on disk, but the model never saw the
+    message: it must get a reply of its own (it used to count as answered by the note).
+    """
+    async with queue_kit(tmp_path, max_tool_iterations=1) as kit:
+        kit.start_held_turn()
+        await kit.offer("start", "p1", spec())
+        assert await eventually(kit.started.is_set)
+        await kit.offer("while the tool runs", "p2", spec())  # steered, never read
+        kit.gate.set()
+        assert await eventually(lambda: len(kit.replies()) == 2)
+        assert await eventually(lambda: len(kit.queues) == 0)
+    (first_to, note), second = kit.replies()
+    assert (first_to, "stopped after 1 tool steps" in note) == ("p1", True)
+    assert second == ("p2", "re: while the tool runs")
 
 
 async def test_a_redelivered_message_that_was_answered_is_not_answered_again(

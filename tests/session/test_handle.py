@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 import yaml
 
-from duragent.core.events import EventType
+from duragent.core.events import Event, EventType
 from duragent.core.messages import ToolCall
-from duragent.core.snapshot import SessionStatus
+from duragent.core.snapshot import SessionSnapshot, SessionStatus
 from duragent.session import (
     ApprovalDecision,
     NewSession,
@@ -21,6 +21,7 @@ from duragent.session import (
     SessionHandle,
     SessionRegistry,
 )
+from duragent.session.state import SessionState
 from duragent.store import SessionStore
 
 APPROVAL = PendingApproval(
@@ -98,3 +99,28 @@ async def test_events_and_messages_read_what_was_recorded(session: SessionHandle
     events = await session.events(after_seq=recorded.seq - 1)
     assert [e.type for e in events] == [EventType.USER_MESSAGE, EventType.ASSISTANT_RESPONSE]
     assert [m.text for m in await session.messages()] == ["hello", "hi there"]
+
+
+async def test_an_approval_rebuilt_from_the_log_alone_still_names_its_tool(
+    session: SessionHandle, tmp_path: Path
+) -> None:
+    """A crash between the ``approval_required`` fsync and the snapshot leaves only the log.
+
+    The approval rebuilt from it must still run once approved (it used to come back without
+    a tool name: "Tool 'None' is no longer available").
+    """
+    await paused_on_approval(session)
+    lines = (tmp_path / session.session_id / "events.jsonl").read_text().splitlines()
+    state = SessionState(SessionSnapshot(session_id="s", agent="a", created_at="t", updated_at="t"))
+    for line in lines:
+        state.apply(Event.from_json(line))
+    assert PendingApproval.from_dict(state.pending_approval or {}) == APPROVAL
+
+
+def test_an_approval_event_written_before_it_held_the_tool_takes_it_from_the_call() -> None:
+    state = SessionState(SessionSnapshot(session_id="s", agent="a", created_at="t", updated_at="t"))
+    call = ToolCall(id="c1", name="bash", arguments='{"command": "rm -rf build"}')
+    state.apply(Event.assistant_response(1, agent="a", content="", tool_calls=(call,)))
+    old_form = {"call_id": "c1", "command": "rm -rf build"}
+    state.apply(Event.make(2, EventType.APPROVAL_REQUIRED, **old_form))
+    assert PendingApproval.from_dict(state.pending_approval or {}) == APPROVAL

@@ -62,8 +62,9 @@ async def test_a_message_accepted_while_a_loop_runs_is_steered_into_it(tmp_path:
         kept_back = await h.runner.accept(sid, "not this one", steer=False)
         gate.set()
         result = await turn
-    assert steered.steered
-    assert not kept_back.steered
+    assert steered.steered is not None
+    assert steered.steered.read
+    assert kept_back.steered is None
     assert isinstance(result, Complete)
     seen = [m["content"] for m in h.server.last_request.json["messages"] if m["role"] == "user"]
     assert seen == ["start", "and this"]
@@ -115,3 +116,28 @@ async def test_answer_does_not_repeat_a_message_that_ends_the_window_after_unans
         await h.runner.answer(sid, asked.seq, "Bob: what did Ann say?")
     users = [m["content"] for m in h.server.last_request.json["messages"] if m["role"] == "user"]
     assert users == ["Ann: hi all", "Bob: what did Ann say?"]
+
+
+async def test_a_steered_message_the_loop_ended_without_reading_says_so(tmp_path: Path) -> None:
+    gate, started = asyncio.Event(), asyncio.Event()
+
+    async def hold(args: Any) -> str:
+        started.set()
+        await gate.wait()
+        return "held"
+
+    async with harness(tmp_path, tools=[FnTool("hold", hold)], max_tool_iterations=1) as h:
+        h.server.enqueue(Reply(tool_calls=[ToolCallReply(name="hold", id="h1")]))
+        sid = await h.runner.start_session("bot")
+        first = await h.runner.accept(sid, "start")
+        turn = asyncio.create_task(h.runner.answer(sid, first.seq, "start"))
+        assert await eventually(started.is_set)
+        late = await h.runner.accept(sid, "too late")  # after the loop's last look
+        gate.set()
+        result = await turn
+        after = await h.runner.accept(sid, "after the turn")
+    assert isinstance(result, Complete)
+    assert "stopped after 1 tool steps" in result.content
+    assert late.steered is not None
+    assert not late.steered.read
+    assert after.steered is None  # no loop runs: nothing to hand it to

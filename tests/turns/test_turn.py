@@ -291,7 +291,7 @@ async def test_a_message_sent_mid_loop_steers_it_at_the_next_tool_boundary(
         await started.wait()
         second = asyncio.create_task(h.runner.run(sid, "actually, stop"))
         # recorded and handed to the running loop, however long that takes on a busy machine
-        assert await eventually(lambda: "actually, stop" in h.runner._active[sid].steering)
+        assert await eventually(lambda: "actually, stop" in h.runner._active[sid].inbox.pending())
         gate.set()
         one, two = await asyncio.gather(first, second)
         events = await events_of(h, sid)
@@ -454,7 +454,7 @@ async def test_a_message_that_arrives_while_the_answer_is_written_is_answered_to
         first = asyncio.create_task(h.runner.run(sid, "question A"))
         assert await eventually(lambda: len(h.server.requests) == 1)
         second = asyncio.create_task(h.runner.run(sid, "and B"))
-        assert await eventually(lambda: "and B" in h.runner._active[sid].steering)
+        assert await eventually(lambda: "and B" in h.runner._active[sid].inbox.pending())
         one, two = await asyncio.gather(first, second)
         events = await events_of(h, sid)
     assert isinstance(one, Complete)

@@ -27,7 +27,6 @@ from typing import Protocol
 from telegram import Bot, Update
 from telegram.error import InvalidToken, NetworkError, TelegramError
 from telegram.ext import Application, ApplicationBuilder
-from telegram.request import HTTPXRequest
 
 from duragent.config.workspace import TELEGRAM_TOKEN_HELP as TOKEN_HELP
 from duragent.config.workspace import TelegramConfig
@@ -35,6 +34,7 @@ from duragent.core.redact import redact_secrets
 from duragent.core.tasks import BackgroundTasks
 from duragent.errors import ConfigError, DuragentError
 from duragent.frontkit import ButtonPress, InboundMessage, OutboundPort, WebhookReceiver
+from duragent.gateways.telegram.aiohttp_request import AiohttpRequest
 from duragent.gateways.telegram.limits import ChatRateLimiter
 from duragent.gateways.telegram.outbound import MAX_TYPING_IN_FLIGHT, TelegramOutbound
 from duragent.gateways.telegram.polling import FatalPollingError, poll_updates
@@ -125,7 +125,6 @@ class TelegramGateway:
             self.state = f"failed: {problem}"
             raise ConfigError(problem or TOKEN_HELP)
         redact_secrets(token)
-        logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request otherwise
         base, files = bot_api_base(self._config.base_url)
         app = (
             ApplicationBuilder()
@@ -139,7 +138,10 @@ class TelegramGateway:
                     chat_per_second=self._config.max_messages_per_second_per_chat,
                 )
             )
-            .get_updates_read_timeout(self._config.poll_timeout_seconds + 10.0)
+            .request(AiohttpRequest())
+            .get_updates_request(
+                AiohttpRequest(connections=1, read_timeout=self._config.poll_timeout_seconds + 10.0)
+            )
             .updater(None)
             .build()
         )
@@ -164,7 +166,7 @@ class TelegramGateway:
             token,
             base_url=base,
             base_file_url=files,
-            request=HTTPXRequest(connection_pool_size=MAX_TYPING_IN_FLIGHT),
+            request=AiohttpRequest(connections=MAX_TYPING_IN_FLIGHT),
         )
         await typing_bot.initialize()
         self._typing_bot = typing_bot

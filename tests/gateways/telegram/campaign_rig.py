@@ -169,11 +169,15 @@ class ServeProcess:
         self._proc = None
 
     def lifetime_of(self, at: float) -> int:
-        """Which start (0-based) was running at monotonic time ``at`` (-1: none)."""
-        for i, (start, end) in enumerate(self.lifetimes):
-            if start <= at <= end:
-                return i
-        return -1
+        """Which start (0-based) sent a call the fake stamped at monotonic time ``at``.
+
+        The last one started by then (-1: none). A call stamped after a process was killed
+        and before the next start came from the killed one: its bytes were in the fake's
+        socket when the kill landed, and the fake (on the campaign's loop) read them later
+        (``kill_and_restart`` gives it that moment before the next start).
+        """
+        started = [i for i, (start, _end) in enumerate(self.lifetimes) if start <= at]
+        return started[-1] if started else -1
 
     async def wait_ready(self, within: float = 60.0) -> None:
         """Until ``/readyz`` answers 200 and the Telegram gateway reports itself running."""

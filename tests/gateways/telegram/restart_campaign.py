@@ -55,6 +55,8 @@ GROUP_WINDOW = 3
 """Mentions a group may have waiting for replies at once."""
 TOOL_EVERY = 5
 """Every fifth DM message is a tool call that asks for approval."""
+DRAIN_SECONDS = 0.3
+"""After a kill, before the next start: the fake reads what the killed process had sent."""
 CHATTER = 2
 """Lines of chatter before each group mention."""
 _WRITER = 700
@@ -297,6 +299,9 @@ class _Campaign:
         await asyncio.sleep(self.rng.uniform(0, 0.15))
         self.serve.kill()
         self.kill_times.append(time.monotonic())
+        # what the killed process sent is in the fake's sockets: let the fake (this loop) stamp
+        # it before the next start, so each call is traced to the process that sent it
+        await asyncio.sleep(DRAIN_SECONDS)
         held, self.held = self.held, []
         for m in held:  # pressed while no process runs: the press waits at Telegram
             self.press(m)

@@ -189,5 +189,5 @@ def assert_never_logged(caplog: pytest.LogCaptureFixture, secret: str = TOKEN) -
 
 
 def log_everything(caplog: pytest.LogCaptureFixture) -> None:
-    """Capture every record, down to DEBUG (httpx included)."""
+    """Capture every record, down to DEBUG (the Bot API transport included)."""
     caplog.set_level(logging.DEBUG)

@@ -6,7 +6,6 @@ pushing updates, the tests read what Telegram was asked to show and what the mod
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,6 @@ async def test_a_direct_message_gets_one_reply_with_typing_and_few_calls(
 ) -> None:
     log_everything(caplog)
     async with telegram_rig(tmp_path) as rig:
-        caplog.set_level(logging.DEBUG, logger="httpx")  # the gateway quiets it: undo that
         rig.llm.enqueue(Reply(text="Hello Ann."))
         rig.tg.push_message(42, "hello", first_name="Ann")
         assert await rig.replies(42) == ["Hello Ann."]
