@@ -110,6 +110,8 @@ class GatewayControl:
         self._dir = Path(tempfile.mkdtemp(prefix="fgw"))
         self.path = self._dir / "control.sock"
         self.children: list[FakeChild] = []
+        self.on_command: Callable[[FakeChild, dict[str, Any]], None] | None = None
+        """Called with each command as it arrives (a benchmark's clock), if set."""
         self._server: asyncio.Server | None = None
         self._arrived = asyncio.Event()
         self._handlers: set[asyncio.Task[None]] = set()
@@ -162,6 +164,8 @@ class GatewayControl:
                     self._arrived.set()
                 elif "command" in report and child is not None:
                     child._received(report["command"])
+                    if self.on_command is not None:
+                        self.on_command(child, report["command"])
                 elif "emitted" in report and child is not None:
                     child.emitted.add(str(report["emitted"]))
         except (ConnectionError, asyncio.CancelledError):

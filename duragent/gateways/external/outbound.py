@@ -192,7 +192,8 @@ class ExternalOutbound:
         # the write failed or the child died unanswering: wait until the supervisor has seen
         # that child end (it may still look running for a moment), then try its successor
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(ended.wait(), self._wait)
+            async with asyncio.timeout(self._wait):
+                await ended.wait()
         log.info("gateway %s: sending %s again after a restart", self._name, request_id)
         return await self._confirmed_once(command, request_id)
 
@@ -207,7 +208,8 @@ class ExternalOutbound:
         kind = str(command.wire()["type"])
         try:
             await self._write(command)
-            answer = await asyncio.wait_for(asyncio.shield(waiter), self._ack_timeout)
+            async with asyncio.timeout(self._ack_timeout):
+                answer = await waiter
         except TimeoutError:
             if self.confirms is None:  # never answered anything: a fire-and-forget gateway
                 self.confirms = False

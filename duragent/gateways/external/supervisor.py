@@ -24,7 +24,10 @@ restart in milliseconds):
 
 Writing (``send``): one line per command, waiting at most ``write_timeout`` seconds for the
 pipe (a child that stopped reading its stdin fills it); while no child runs, ``send`` raises
-``GatewayDownError`` at once.
+``GatewayDownError`` at once. Every wait here and in the outbound port uses
+``asyncio.timeout``, never ``asyncio.wait_for``: on Python 3.11, ``wait_for`` swallows a
+cancellation that lands as the awaited future completes, and the kit cancels "typing…" tasks
+mid-send all the time (a swallowed cancel left a typing loop, and its turn, running forever).
 """
 
 from __future__ import annotations
@@ -123,7 +126,8 @@ class Supervisor:
             raise GatewayDownError(f"gateway '{self.name}' is not running")
         try:
             stdin.write(to_line(command))
-            await asyncio.wait_for(stdin.drain(), self._write_timeout)
+            async with asyncio.timeout(self._write_timeout):
+                await stdin.drain()
         except TimeoutError:
             raise GatewayDownError(
                 f"gateway '{self.name}' did not read its stdin for {self._write_timeout:g}s"
@@ -140,7 +144,8 @@ class Supervisor:
                 stdin = process.stdin
                 if stdin is not None and not stdin.is_closing():
                     stdin.write(to_line(Shutdown()))
-                    await asyncio.wait_for(stdin.drain(), self._grace)
+                    async with asyncio.timeout(self._grace):
+                        await stdin.drain()
                     stdin.close()
             await self._reap(process)
         task, self._task = self._task, None
@@ -242,7 +247,8 @@ class Supervisor:
     async def _reap(self, process: asyncio.subprocess.Process) -> int | None:
         """Wait ``grace`` seconds for the child to exit, then kill it; its exit code."""
         with contextlib.suppress(TimeoutError):
-            return await asyncio.wait_for(process.wait(), self._grace)
+            async with asyncio.timeout(self._grace):
+                return await process.wait()
         with contextlib.suppress(ProcessLookupError):
             process.kill()
         return await process.wait()

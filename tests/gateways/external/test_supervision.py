@@ -8,6 +8,7 @@ in order, ``shutdown`` on stop, and no child left behind when duragent dies.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
@@ -27,6 +28,7 @@ from duragent.gateways.external.protocol import (
     Ping,
     Pong,
     Ready,
+    SendTyping,
     Unknown,
 )
 from duragent.gateways.external.supervisor import GatewayDownError, Supervisor
@@ -218,6 +220,21 @@ async def test_a_slow_sink_holds_the_child_back_instead_of_queueing_in_memory() 
         release.set()
         assert await eventually(lambda: len(taken) == 4)
         await supervisor.stop()
+
+
+async def test_a_send_cancelled_at_any_moment_ends_cancelled() -> None:
+    """The kit cancels "typing…" mid-send all the time; a swallowed cancel hung a turn."""
+    async with supervised() as (supervisor, control, _seen):
+        child = await control.child()
+        assert await eventually(lambda: supervisor.pid is not None)
+        for steps in range(12):
+            task = asyncio.create_task(supervisor.send(SendTyping("1")))
+            for _ in range(steps):
+                await asyncio.sleep(0)
+            requested = task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            assert not requested or task.cancelled(), f"cancel swallowed after {steps} steps"
 
 
 async def test_stop_sends_shutdown_and_the_child_exits_on_its_own() -> None:
