@@ -77,6 +77,8 @@ class Bench:
         self.phase = Phase()
         self.waiting: dict[str, list[str]] = {}  # chat → its messages not yet answered
         self.answered: dict[str, asyncio.Event] = {}
+        self.drained = asyncio.Event()
+        """Set when no message waits for its reply (the open loop's end)."""
         control.on_command = self._command
 
     def _command(self, _child: FakeChild, command: dict[str, Any]) -> None:
@@ -96,6 +98,8 @@ class Bench:
         event = self.answered.get(chat)
         if event is not None:
             event.set()
+        if not pending and not any(self.waiting.values()):
+            self.drained.set()
 
     async def send(self, chat: str, n: int) -> None:
         message_id = f"{chat}-{n}"
@@ -126,9 +130,10 @@ class Bench:
             if delay > 0:
                 await asyncio.sleep(delay)
             await self.send(chats[i % len(chats)], start + i // len(chats))
-        deadline = time.monotonic() + 60
-        while any(self.waiting.values()) and time.monotonic() < deadline:
-            await asyncio.sleep(0.01)
+        self.drained.clear()
+        if any(self.waiting.values()):
+            async with asyncio.timeout(60):
+                await self.drained.wait()
         return self.phase
 
 

@@ -225,7 +225,7 @@ async def test_a_slow_sink_holds_the_child_back_instead_of_queueing_in_memory() 
 async def test_a_send_cancelled_at_any_moment_ends_cancelled() -> None:
     """The kit cancels "typing…" mid-send all the time; a swallowed cancel hung a turn."""
     async with supervised() as (supervisor, control, _seen):
-        child = await control.child()
+        await control.child()
         assert await eventually(lambda: supervisor.pid is not None)
         for steps in range(12):
             task = asyncio.create_task(supervisor.send(SendTyping("1")))
