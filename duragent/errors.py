@@ -16,6 +16,10 @@ the rest are defined here. Base classes from Python follow a name in parentheses
     ├── StorageError (OSError)      the disk refused a read or write (full, permission, I/O):
     │                               the data already on disk is intact, retry after the fix
     ├── WorkspaceBusyError          another process serves this workspace [store.serve_lock]
+    ├── GatewayDownError            an external gateway's child is not running or not reading
+    │                               [gateways.external.supervisor]
+    ├── GatewayCommandError         an external gateway answered ``command_error``
+    │                               [gateways.external.outbound]
     ├── ServiceStartError           an essential service did not start [core.lifecycle]
     ├── ServiceStopError            services that failed to stop (the rest still stopped)
     │                               [core.lifecycle]
@@ -44,7 +48,8 @@ there and turned into an answer): ``ProblemError`` (an HTTP handler's problem+js
 and ``ForbiddenAddress`` (the web tool's refusals), ``WireShapeError`` (a streamed chunk of
 the wrong shape; the providers turn it into ``LLMResponseError``), ``UnregisteredProblemError``
 (a handler answering a status with no problem type: a bug, raised where it is made),
-``FatalPollingError`` (Telegram refusing the bot; the gateway's state says so) and
+``FatalPollingError`` (Telegram refusing the bot; the gateway's state says so),
+``ProtocolError`` (a line from an external gateway that is not an event: logged, skipped) and
 ``EntityParseError`` (the fake Telegram's HTML check). ``tests/test_errors.py``
 checks that every exception class of the package is drawn here, under its real parent.
 """

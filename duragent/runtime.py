@@ -46,27 +46,11 @@ from duragent.turns import TurnRunner
 from duragent.turns.agent_budget import budget_check
 from duragent.turns.providers import ProviderPool
 
-__all__ = ["Runtime", "unserved_front_ends"]
+__all__ = ["Runtime"]
 
 log = logging.getLogger(__name__)
 
 TTL_SWEEP_SECONDS = 3600.0
-
-
-def unserved_front_ends(config: WorkspaceConfig) -> list[str]:
-    """A sentence for each front end ``duragent.yaml`` configures that this version lacks.
-
-    ``gateways.external`` is parsed (the reference's files must load) but no service serves
-    it yet: ``serve`` and ``doctor`` say so rather than ignore the block in silence. Remove
-    it here when its entry joins :attr:`Runtime.SERVICES`.
-    """
-    found = []
-    for i, external in enumerate(config.gateways.external):
-        found.append(
-            f"gateways.external[{i}] ({external.name}) is configured, but this version of "
-            "duragent does not run external gateways yet: it is not started"
-        )
-    return found
 
 
 class Runtime:
@@ -267,8 +251,6 @@ class Runtime:
     async def _load_agents(self) -> None:
         for warning in self.workspace.warnings:
             log.warning("%s", warning)
-        for sentence in unserved_front_ends(self._config):
-            log.warning("%s", sentence)
         self.reload_agents()
 
     async def _start_http(self) -> None:
@@ -309,6 +291,7 @@ class Runtime:
         # `serve` is asked to serve: essential, so a busy port still fails the command.
         Entry("telegram", lambda rt: rt._telegram_service(), essential=False),
         Entry("discord", lambda rt: rt._discord_service(), essential=False),
+        Entry("external-gateways", lambda rt: rt._external_service(), essential=False),
         Entry("http", lambda rt: Hooks(rt._start_http, rt._stop_http)),
     )
     """Every service of the server, in start order (stop order is the reverse)."""
@@ -358,6 +341,30 @@ class Runtime:
         )
         self._gateways[gateway.name] = gateway
         return gateway
+
+    def _external_service(self) -> Service | None:
+        """``gateways.external[]``: every external gateway, one child process each."""
+        configs = self._config.gateways.external
+        if not configs:
+            return None
+        from duragent.gateways.external import ExternalGateways, build_external_gateway
+
+        gateways = [
+            build_external_gateway(
+                config,
+                index,
+                self.workspace.paths.root,
+                self._turns,
+                self._tasks,
+                catalog=lambda: self._catalog,
+                routes=self._config.routes,
+                request_timeout=self._config.server.request_timeout_seconds,
+            )
+            for index, config in enumerate(configs)
+        ]
+        for gateway in gateways:
+            self._gateways[gateway.name] = gateway
+        return ExternalGateways(gateways)
 
     def gateway_states(self) -> dict[str, str]:
         """Each chat gateway's state (``/readyz``)."""

@@ -52,10 +52,18 @@ def test_the_runtime_lists_its_services_in_start_order() -> None:
         "provider-warmup",
         "ephemeral",
         "telegram",
+        "discord",
+        "external-gateways",
         "http",
     ]
     optional = [e.name for e in Runtime.SERVICES if not e.essential]
-    assert optional == ["ttl-sweep", "provider-warmup", "telegram"]
+    assert optional == [
+        "ttl-sweep",
+        "provider-warmup",
+        "telegram",
+        "discord",
+        "external-gateways",
+    ]
 
 
 async def test_a_busy_port_names_the_http_service_and_releases_the_workspace(

@@ -17,8 +17,8 @@ from duragent.agents import load_catalog
 from duragent.config import WorkspaceConfig, load_workspace
 from duragent.context.offline_encodings import OFFLINE_ENCODINGS, get_offline_encoding
 from duragent.errors import ConfigError, ConfigErrors, DuragentError
+from duragent.gateways.external.launch import Launch
 from duragent.llm import credential_problem
-from duragent.runtime import unserved_front_ends
 from duragent.turns.agent_budget import agent_budget, budget_check
 
 __all__ = ["Finding", "Level", "render_json", "render_text", "run_checks"]
@@ -118,12 +118,7 @@ def run_checks(config_file: Path) -> list[Finding]:
 
     config = ws.config
     found.extend(_gateway_findings(config))
-    found.extend(
-        Finding(
-            Level.WARNING, "gateways", sentence, "use the HTTP API for now, or remove the block"
-        )
-        for sentence in unserved_front_ends(config)
-    )
+    found.extend(_external_findings(config, paths.root))
     for i, route in enumerate(config.routes):
         if route.agent not in catalog.agents:
             found.append(
@@ -191,6 +186,26 @@ def render_json(findings: list[Finding]) -> str:
         ],
         indent=2,
     )
+
+
+def _external_findings(config: WorkspaceConfig, root: Path) -> list[Finding]:
+    """Each external gateway: the program ``serve`` would start, or why it cannot."""
+    found: list[Finding] = []
+    for index, gateway in enumerate(config.gateways.external):
+        check = f"gateway {gateway.name}"
+        try:
+            launch = Launch.of(gateway, index, root)
+        except ConfigError as exc:
+            found.append(Finding(Level.ERROR, check, exc.reason, exc.fix))
+            continue
+        found.append(
+            Finding(
+                Level.OK,
+                check,
+                f"external: {' '.join(launch.argv)} (restart: {gateway.restart})",
+            )
+        )
+    return found
 
 
 def _gateway_findings(config: WorkspaceConfig) -> list[Finding]:

@@ -14,7 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 
 from duragent.config.envvars import expand_env
 from duragent.config.hosts import check_host_name, check_origin
@@ -28,7 +35,9 @@ __all__ = [
     "TELEGRAM_TOKEN_HELP",
     "CompactionMode",
     "DiscordConfig",
+    "ExternalGatewayConfig",
     "GatewayConfig",
+    "RestartPolicy",
     "RouteConfig",
     "ServerConfig",
     "TelegramConfig",
@@ -231,14 +240,48 @@ class DiscordConfig(GatewayConfig):
         return None
 
 
+_GATEWAY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+RestartPolicy = Literal["always", "on_failure", "never"]
+
+
+def _env_value(value: object) -> object:
+    """A number or a boolean in ``env`` is the text YAML read it from (``PORT: 8080``)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    return value
+
+
 class ExternalGatewayConfig(_Section):
-    """``gateways.external[]``: a gateway plugin run as a child process."""
+    """``gateways.external[]``: a gateway plugin run as a child process (JSON lines on stdio).
+
+    ``command`` is resolved when the gateway starts (``gateways.external.launch``): an
+    absolute path as it is, a path with a ``/`` against the config file's directory, a bare
+    name in that directory if a file of that name is there, else on ``PATH``. ``env`` is added
+    to duragent's own environment (``${VAR}`` expanded like the rest of the file).
+    """
 
     name: str
-    command: str
+    """The gateway's name: routes match it (``match.gateway``) and sessions are keyed by it."""
+    command: str = Field(min_length=1)
     args: list[str] = []
-    env: dict[str, str] = {}
-    restart: Literal["always", "on_failure", "never"] = "on_failure"
+    env: dict[str, Annotated[str, BeforeValidator(_env_value)]] = {}
+    restart: RestartPolicy = "on_failure"
+    """When the child exits: ``always`` restart, ``on_failure`` (non-zero exit), ``never``."""
+    bot_username: str | None = None
+    """Ours: the bot's name on the platform, so ``/reset@<name>`` is a command there (a
+    gateway may also say it as ``bot_username`` in its ``ready`` event)."""
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, value: str) -> str:
+        if not _GATEWAY_NAME.fullmatch(value):
+            raise ValueError(
+                "must be 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit "
+                "(routes and session keys use it)"
+            )
+        return value
 
 
 class GatewaysConfig(_Section):
@@ -247,6 +290,22 @@ class GatewaysConfig(_Section):
     telegram: TelegramConfig | None = None
     discord: DiscordConfig | None = None
     external: list[ExternalGatewayConfig] = []
+
+    @model_validator(mode="after")
+    def _names_are_unique(self) -> GatewaysConfig:
+        taken = {
+            name
+            for name, builtin in (("telegram", self.telegram), ("discord", self.discord))
+            if builtin is not None and builtin.enabled
+        }
+        for i, gateway in enumerate(self.external):
+            if gateway.name in taken:
+                raise ValueError(
+                    f"external[{i}].name {gateway.name!r} is already the name of another "
+                    "gateway: give each gateway its own name"
+                )
+            taken.add(gateway.name)
+        return self
 
 
 class RouteMatch(_Section):

@@ -1,0 +1,243 @@
+"""A fake gateway plugin: a real child process speaking protocol ``v1alpha1``, steered by a test.
+
+Run as ``python -m duragent.testing.fake_gateway --control <unix socket> [--mode …]``, as
+``gateways.external[].command`` would run a real gateway. It is a relay between duragent and
+the test (``GatewayControl`` in ``gateway_control``, listening on the socket):
+
+- first it connects to the control socket and says ``{"hello": <pid>, "mode": …}``;
+- every command duragent writes on its stdin is passed to the test as ``{"command": {…}}``
+  and, unless ``--no-ack``, answered at once as a platform would: ``command_ok`` (with a
+  ``message_id`` ``g1``, ``g2``… for ``send_message`` / ``send_media``), ``pong`` for ``ping``;
+  ``shutdown`` is answered with a ``shutdown`` event and exit 0;
+- what the test sends is done: ``{"emit": {…}}`` writes the event (and reports
+  ``{"emitted": <message_id>}`` once it is in the pipe), ``{"raw": "…"}`` writes
+  the text as it is (``raw_hex`` for bytes that are not UTF-8), ``{"refuse": {"code", "message"}}``
+  answers the next command with ``command_error``, ``{"hold": true}`` stops answering
+  commands (a platform that hangs), ``{"exit": n}`` exits with ``n``;
+- end of file on stdin (duragent died) ends it with 0, the contract every gateway keeps,
+  unless ``--ignore-stdin-eof`` (to prove the parent-death signal alone is enough);
+  ``--ignore-shutdown`` ignores both (a gateway that must be killed).
+
+Modes, for the supervision tests: ``relay`` (the above), ``crash`` (hello, ``ready`` if
+``--ready``, then exit ``--exit-code`` at once), ``flood`` (``--count`` events as fast as the
+pipe takes them: ``message_received`` spread over ``--chats`` chats, or ``pong`` noise with
+``--noise``, then relay) and ``garbage`` (every kind of bad line, then one good message with
+the text ``after the garbage``, then relay). Standard library only, so it starts in tens of
+milliseconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import sys
+import threading
+import time
+from typing import Any, BinaryIO
+
+__all__ = ["main"]
+
+
+class _Child:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.out: BinaryIO = sys.stdout.buffer
+        self.lock = threading.Lock()
+        self.control = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.control.connect(args.control)
+        self.sent = 0
+        self.refusal: dict[str, Any] | None = None
+        self.holding = False
+        self.started = time.monotonic()
+
+    # --- writing ------------------------------------------------------------------------
+
+    def write(self, data: bytes) -> None:
+        with self.lock:
+            self.out.write(data)
+            self.out.flush()
+
+    def emit(self, event: dict[str, Any]) -> None:
+        self.write(json.dumps(event).encode() + b"\n")
+
+    def tell(self, message: dict[str, Any]) -> None:
+        with self.lock:
+            self.control.sendall(json.dumps(message).encode() + b"\n")
+
+    def exit(self, code: int) -> None:
+        with self.lock:
+            self.out.flush()
+        os._exit(code)
+
+    # --- the modes ----------------------------------------------------------------------
+
+    def ready(self) -> None:
+        capabilities = [c for c in self.args.capabilities.split(",") if c]
+        ready = {
+            "type": "ready",
+            "gateway": "fake",
+            "version": self.args.version,
+            "capabilities": capabilities,
+        }
+        if self.args.bot_username:
+            ready["bot_username"] = self.args.bot_username
+        self.emit(ready)
+
+    def run(self) -> None:
+        self.tell({"hello": os.getpid(), "mode": self.args.mode})
+        mode = self.args.mode
+        if mode == "crash":
+            if self.args.ready:
+                self.ready()
+            self.exit(self.args.exit_code)
+        if not self.args.no_ready:
+            self.ready()
+        if mode == "flood":
+            self.flood()
+        elif mode == "garbage":
+            self.garbage()
+        threading.Thread(target=self.from_control, daemon=True).start()
+        self.from_stdin()
+
+    def flood(self) -> None:
+        for i in range(self.args.count):
+            if self.args.noise:
+                self.emit(
+                    {"type": "pong", "request_id": f"n{i}", "uptime_seconds": 1, "connected": True}
+                )
+                continue
+            chat = str(5000 + i % self.args.chats)
+            self.emit(message(chat, f"flood {i}", message_id=f"f{i}", sender_id=chat))
+
+    def garbage(self) -> None:
+        bad: list[bytes] = [
+            b"this is not json",
+            b"[1, 2, 3]",
+            b'{"no_type": true}',
+            b'{"type": "message_received", "chat_id": "1"}',
+            b'{"type": "a_future_event", "data": 1}',
+            b"x" * (1024 * 1024 + 10),
+            b"\xff\xfe not utf-8 \xc3",
+            b"",
+            b"   ",
+        ]
+        for line in bad:
+            self.write(line + b"\n")
+        good = message("7001", "after the garbage", message_id="g-after", sender_id="7001")
+        self.write(json.dumps(good).encode() + b"\r\n")
+
+    # --- the relay ----------------------------------------------------------------------
+
+    def from_stdin(self) -> None:
+        for raw in sys.stdin.buffer:
+            try:
+                command = json.loads(raw)
+            except ValueError:
+                continue
+            self.tell({"command": command})
+            self.answer(command)
+        if self.args.ignore_stdin_eof or self.args.ignore_shutdown:
+            while True:
+                time.sleep(3600)
+        self.exit(0)
+
+    def answer(self, command: dict[str, Any]) -> None:
+        kind = command.get("type")
+        if kind == "shutdown" and not self.args.ignore_shutdown:
+            self.emit({"type": "shutdown", "reason": "asked to"})
+            self.exit(0)
+        request_id = command.get("request_id")
+        if request_id is None or self.args.no_ack or self.holding:
+            return
+        if self.refusal is not None:
+            refusal, self.refusal = self.refusal, None
+            self.emit({"type": "command_error", "request_id": request_id, **refusal})
+            return
+        if kind == "ping":
+            uptime = int(time.monotonic() - self.started)
+            self.emit(
+                {
+                    "type": "pong",
+                    "request_id": request_id,
+                    "uptime_seconds": uptime,
+                    "connected": True,
+                }
+            )
+            return
+        ok: dict[str, Any] = {"type": "command_ok", "request_id": request_id}
+        if kind in ("send_message", "send_media"):
+            self.sent += 1
+            ok["message_id"] = f"g{self.sent}"
+        self.emit(ok)
+
+    def from_control(self) -> None:
+        with self.control.makefile("rb") as lines:
+            for raw in lines:
+                order = json.loads(raw)
+                if "emit" in order:
+                    event = order["emit"]
+                    self.emit(event)
+                    self.tell({"emitted": event.get("message_id")})
+                elif "raw" in order:
+                    self.write(str(order["raw"]).encode())
+                elif "raw_hex" in order:
+                    self.write(bytes.fromhex(order["raw_hex"]))
+                elif "hold" in order:
+                    self.holding = bool(order["hold"])
+                elif "refuse" in order:
+                    self.refusal = dict(order["refuse"])
+                elif "exit" in order:
+                    self.exit(int(order["exit"]))
+        self.exit(3)  # the test went away: do not outlive it
+
+
+def message(
+    chat_id: str,
+    text: str,
+    *,
+    message_id: str,
+    sender_id: str,
+    chat_type: str = "dm",
+    **extra: Any,
+) -> dict[str, Any]:
+    """A ``message_received`` event with text content, as a gateway writes it."""
+    return {
+        "type": "message_received",
+        "message_id": message_id,
+        "chat_id": chat_id,
+        "sender": {"id": sender_id},
+        "content": {"type": "text", "text": text},
+        "routing": {
+            "channel": "fake",
+            "chat_type": chat_type,
+            "chat_id": chat_id,
+            "sender_id": sender_id,
+        },
+        **extra,
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Parse the options and run the fake (see module docstring)."""
+    parser = argparse.ArgumentParser(prog="fake_gateway")
+    parser.add_argument("--control", required=True)
+    parser.add_argument("--mode", choices=("relay", "crash", "flood", "garbage"), default="relay")
+    parser.add_argument("--exit-code", type=int, default=1)
+    parser.add_argument("--ready", action="store_true", help="crash mode: say ready first")
+    parser.add_argument("--no-ready", action="store_true")
+    parser.add_argument("--no-ack", action="store_true")
+    parser.add_argument("--ignore-stdin-eof", action="store_true")
+    parser.add_argument("--ignore-shutdown", action="store_true", help="and stdin's end")
+    parser.add_argument("--count", type=int, default=1000)
+    parser.add_argument("--chats", type=int, default=10)
+    parser.add_argument("--noise", action="store_true")
+    parser.add_argument("--version", default="v1alpha1")
+    parser.add_argument("--bot-username", default=None)
+    parser.add_argument("--capabilities", default="media,edit,delete,typing,reply,inline_keyboard")
+    _Child(parser.parse_args(argv)).run()
+
+
+if __name__ == "__main__":
+    main()

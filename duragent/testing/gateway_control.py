@@ -1,0 +1,176 @@
+"""The test's side of the fake gateway: a unix socket every child of ``fake_gateway`` reports to.
+
+::
+
+    async with GatewayControl() as control:
+        config = ExternalGatewayConfig(name="fake", **control.command(mode="relay"))
+        ...  # start the gateway under test
+        child = await control.child()            # the first child that said hello
+        await child.emit(message("42", "hi", message_id="1", sender_id="42"))
+        sent = await child.command("send_message")   # what duragent wrote to the child
+
+Each child that starts connects and is a ``FakeChild`` (``children``, in start order): its
+pid, the commands duragent wrote to it, and ``emit`` / ``raw`` / ``refuse`` / ``hold`` /
+``exit`` to act as the platform. ``closed`` is set when the child's connection ends (it
+exited or was killed). The socket lives in a short temporary directory (unix socket paths
+are limited to about 100 bytes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from duragent.testing.fake_gateway import message
+
+__all__ = ["FakeChild", "GatewayControl", "message"]
+
+WAIT_SECONDS = 15.0
+
+
+class FakeChild:
+    """One started fake gateway process, as the test sees it."""
+
+    def __init__(self, pid: int, mode: str, writer: asyncio.StreamWriter) -> None:
+        self.pid = pid
+        self.mode = mode
+        self.commands: list[dict[str, Any]] = []
+        self.emitted: set[str] = set()
+        """Message ids of events the child wrote to its stdout (they reach duragent even if
+        the child dies next: the pipe keeps them)."""
+        self.closed = asyncio.Event()
+        self._writer = writer
+        self._changed = asyncio.Event()
+
+    async def _order(self, order: dict[str, Any]) -> None:
+        self._writer.write(json.dumps(order).encode() + b"\n")
+        await self._writer.drain()
+
+    async def emit(self, event: dict[str, Any]) -> None:
+        """Make the child write ``event`` on its stdout."""
+        await self._order({"emit": event})
+
+    async def raw(self, data: str | bytes) -> None:
+        """Make the child write ``data`` as it is (no newline added)."""
+        if isinstance(data, bytes):
+            await self._order({"raw_hex": data.hex()})
+        else:
+            await self._order({"raw": data})
+
+    async def refuse(self, code: str, message: str) -> None:
+        """Make the child answer the next command with ``command_error``."""
+        await self._order({"refuse": {"code": code, "message": message}})
+
+    async def hold(self) -> None:
+        """Make the child stop answering commands (they are still passed to the test)."""
+        await self._order({"hold": True})
+
+    async def exit(self, code: int) -> None:
+        """Make the child exit with ``code``."""
+        with contextlib.suppress(ConnectionError):
+            await self._order({"exit": code})
+
+    def of_type(self, kind: str) -> list[dict[str, Any]]:
+        """The commands of one type duragent wrote to this child, in order."""
+        return [c for c in self.commands if c.get("type") == kind]
+
+    async def command(
+        self,
+        kind: str,
+        where: Callable[[dict[str, Any]], bool] = lambda _c: True,
+        *,
+        within: float = WAIT_SECONDS,
+    ) -> dict[str, Any]:
+        """The first command of type ``kind`` matching ``where`` (waiting for it)."""
+        async with asyncio.timeout(within):
+            while True:
+                for found in self.of_type(kind):
+                    if where(found):
+                        return found
+                self._changed.clear()
+                await self._changed.wait()
+
+    def _received(self, command: dict[str, Any]) -> None:
+        self.commands.append(command)
+        self._changed.set()
+
+
+class GatewayControl:
+    """Listens for fake gateway children (see module docstring)."""
+
+    def __init__(self) -> None:
+        self._dir = Path(tempfile.mkdtemp(prefix="fgw"))
+        self.path = self._dir / "control.sock"
+        self.children: list[FakeChild] = []
+        self.on_command: Callable[[FakeChild, dict[str, Any]], None] | None = None
+        """Called with each command as it arrives (a benchmark's clock), if set."""
+        self._server: asyncio.Server | None = None
+        self._arrived = asyncio.Event()
+        self._handlers: set[asyncio.Task[None]] = set()
+
+    def command(self, *options: str, mode: str = "relay") -> dict[str, Any]:
+        """``command`` and ``args`` for ``ExternalGatewayConfig`` running the fake."""
+        args = ["-m", "duragent.testing.fake_gateway", "--control", str(self.path)]
+        return {"command": sys.executable, "args": [*args, "--mode", mode, *options]}
+
+    async def __aenter__(self) -> GatewayControl:
+        self._server = await asyncio.start_unix_server(
+            self._accept, path=str(self.path), limit=16 * 1024 * 1024
+        )
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._server is not None:
+            self._server.close()
+        for child in self.children:
+            with contextlib.suppress(Exception):
+                child._writer.close()
+        for task in list(self._handlers):
+            task.cancel()
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    async def child(self, index: int = 0, *, within: float = WAIT_SECONDS) -> FakeChild:
+        """The ``index``-th child to start (waiting for it to say hello)."""
+        async with asyncio.timeout(within):
+            while len(self.children) <= index:
+                self._arrived.clear()
+                await self._arrived.wait()
+        return self.children[index]
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._handlers.add(task)
+        child: FakeChild | None = None
+        try:
+            async for raw in reader:
+                report = json.loads(raw)
+                if "hello" in report:
+                    child = FakeChild(int(report["hello"]), str(report["mode"]), writer)
+                    self.children.append(child)
+                    self._arrived.set()
+                elif "command" in report and child is not None:
+                    child._received(report["command"])
+                    if self.on_command is not None:
+                        self.on_command(child, report["command"])
+                elif "emitted" in report and child is not None:
+                    child.emitted.add(str(report["emitted"]))
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        finally:
+            if child is not None:
+                child.closed.set()
+            self._handlers.discard(task)
