@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 import sys
 import tempfile
 import time
@@ -55,6 +56,10 @@ spec:
     provider: offline
     name: duragent-offline
 """
+
+
+QUOTED = re.compile(r"message (\d+)")
+"""The offline model's quote of the message it answers (the bench sends ``message <n>``)."""
 
 
 def pct(values: list[float], q: float) -> float:
@@ -94,9 +99,13 @@ class Bench:
         phase.last = now
         chat = str(command["chat_id"])
         pending = self.waiting.get(chat, [])
-        reply_to = command.get("reply_to")
-        if reply_to in pending:  # it and every earlier message of the chat are answered
-            done = pending[: pending.index(reply_to) + 1]
+        # The offline model quotes the newest message its turn read ("message <n>"): that one
+        # and every earlier message of the chat are answered. (``reply_to`` names the first
+        # message of a turn; a turn for several messages, the DM queue's batch, covers more.)
+        quoted = QUOTED.search(str(command.get("content", "")))
+        newest = f"{chat}-{quoted[1]}" if quoted else command.get("reply_to")
+        if newest in pending:
+            done = pending[: pending.index(newest) + 1]
             del pending[: len(done)]
             phase.latencies.extend(now - phase.sent[m] for m in done)
         event = self.answered.get(chat)

@@ -199,10 +199,12 @@ class Driver:
                 self.phase.methods[call["method"]] += 1
                 if call["method"] != "sendMessage" or call["status"] != 200:
                     continue
-                found = TOKEN_RE.search(str(call["params"].get("text", "")))
-                if found is None:
+                # the offline model quotes the message its turn answers; a turn for several
+                # (the DM batch queue) quotes them joined: the newest quoted is the key
+                found = TOKEN_RE.findall(str(call["params"].get("text", "")))
+                if not found:
                     continue
-                key = (int(found[1]), int(found[2]))
+                key = max((int(c), int(n)) for c, n in found)
                 if key not in self.phase.pushed:
                     continue
                 # A reply quotes the newest message it answers; messages of the chat that
