@@ -92,6 +92,10 @@ class SessionRegistry:
         )
         self._starting: dict[str, asyncio.Future[Live]] = {}
         self._chat_locks: KeyedLocks[ChatKey] = KeyedLocks()
+        self._usable: set[str] = set()
+        """Chat sessions this process saw usable (loaded, not completed): while their actor
+        is live ``for_chat`` asks them nothing. A ``set_status``, a not-found or quarantined
+        answer, or a delete drops one."""
         self._reaper: asyncio.Task[None] | None = None
         self._on_change = on_change
         self._closed = False
@@ -159,16 +163,21 @@ class SessionRegistry:
         """The chat's current session id, creating exactly one if it has none."""
         async with self._chat_locks.hold(key):
             existing = self.store.chats.get(key)
+            if existing in self._usable and existing in self._live:  # loaded: cannot be
+                return existing  # quarantined now, and completing it went through ``call``
             if existing is not None:
                 try:
                     info = await self.call(existing, "info")
                     if info.status is not SessionStatus.COMPLETED:
+                        self._usable.add(existing)
                         return existing
                 except (SessionNotFoundError, SessionQuarantinedError) as exc:
                     log.warning(
                         "chat %s: session %s unusable (%s); starting a new one", key, existing, exc
                     )
-            return await self.create(new)
+            created = await self.create(new)
+            self._usable.add(created)
+            return created
 
     def chat_sessions(self, gateway: str) -> list[tuple[str, str]]:
         """``(chat_id, session_id)`` of every chat of ``gateway`` (the chat index; no reads)."""
@@ -245,9 +254,15 @@ class SessionRegistry:
         Out of descriptors, idle actors make room and a retry-safe op is tried again.
         """
         retries = PRESSURE_RETRIES if op in RETRY_SAFE_OPS else 0
-        return await self._evictor.making_room(
-            session_id, retries, lambda: self._call(session_id, op, **kwargs)
-        )
+        if op == "set_status":  # it may be completing the session
+            self._usable.discard(session_id)
+        try:
+            return await self._evictor.making_room(
+                session_id, retries, lambda: self._call(session_id, op, **kwargs)
+            )
+        except (SessionNotFoundError, SessionQuarantinedError):
+            self._usable.discard(session_id)
+            raise
 
     async def _call(self, session_id: str, op: str, **kwargs: Any) -> Any:
         for attempt in (1, 2):
@@ -281,6 +296,7 @@ class SessionRegistry:
 
     async def delete(self, session_id: str) -> None:
         """Stop the session and delete its folder."""
+        self._usable.discard(session_id)
         if not self.store.exists(session_id) and session_id not in self._live:
             raise self._missing(session_id)
         await self._stop(session_id)
