@@ -192,7 +192,9 @@ class _Reader:
             return parse_time(value)
         except ValueError as exc:
             self.fail(
-                name, f"is not an RFC 3339 timestamp ({exc})", value,
+                name,
+                f"is not an RFC 3339 timestamp ({exc})",
+                value,
                 fix="write it like 2026-12-01T09:00:00Z or 2026-12-01T09:00:00+01:00",
             )
             raise  # unreachable
@@ -201,7 +203,9 @@ class _Reader:
         body = self.mapping(data, name)
         if len(body) != 1 or next(iter(body)) not in tags:
             self.fail(
-                name, f"must have exactly one of {', '.join(tags)}", sorted(map(str, body)),
+                name,
+                f"must have exactly one of {', '.join(tags)}",
+                sorted(map(str, body)),
                 fix=f"write e.g. {name}: {{{tags[0]}: …}}",
             )
         key = str(next(iter(body)))

@@ -104,14 +104,14 @@ class Scheduler:
         runs: RunLogStorage,
         payloads: PayloadRunner,
         clock: Clock,
-        settings: SchedulerSettings = SchedulerSettings(),
+        settings: SchedulerSettings | None = None,
         *,
         rng: random.Random | None = None,
     ) -> None:
         self._runs = runs
         self._payloads = payloads
         self._clock = clock
-        self.settings = settings
+        self.settings = settings = settings or SchedulerSettings()
         self._rng = rng or random.Random()
         self._slots: dict[str, _Slot] = {}
         self._limit = asyncio.Semaphore(settings.max_concurrent_runs)
@@ -163,18 +163,16 @@ class Scheduler:
 
     def _next_after_cursor(self, slot: _Slot) -> datetime | None:
         s = slot.schedule
-        if slot.state.cursor is None:  # never ran: due times from its creation on
-            after = s.created_at - timedelta(microseconds=1)
-        else:
-            after = slot.state.cursor
+        after = slot.state.cursor or s.created_at  # never ran: due times after its creation
         return next_due(s.timing, after, s.created_at)
 
     def _interrupted(self, slot: _Slot, run: Dangling) -> None:
         """A run the log shows started and never ended (module docstring)."""
         retry = slot.schedule.retry
         if not run.recorded and retry is not None and run.attempt <= retry.max_retries:
-            self._append(slot, {"status": "retry", "due": to_ms(run.due), "attempt": run.attempt,
-                                "error": "interrupted: the server stopped during the run"})  # fmt: skip
+            error = "interrupted: the server stopped during the run"
+            entry = {"status": "retry", "due": to_ms(run.due), "attempt": run.attempt}
+            self._append(slot, entry | {"error": error})
             slot.resume = run
             return
         self._append(

@@ -13,6 +13,7 @@ from duragent.scheduler.service import Record, RunReport, Scheduler, SchedulerSe
 from duragent.store.schedule_files import RunLogFiles
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
+DAILY_AT_NINE = Cron("0 9 * * *")
 
 
 @dataclass
@@ -34,7 +35,7 @@ class RecordingPayloads:
 
 
 def schedule(
-    sched_id: str, timing: Timing = Cron("0 9 * * *"), *, created: datetime = START, **kw: object
+    sched_id: str, timing: Timing = DAILY_AT_NINE, *, created: datetime = START, **kw: object
 ) -> Schedule:
     return Schedule(
         id=sched_id,
@@ -50,7 +51,7 @@ def make_scheduler(
     tmp_path: Path,
     clock: ManualClock,
     payloads: RecordingPayloads,
-    settings: SchedulerSettings = SchedulerSettings(),
+    settings: SchedulerSettings | None = None,
     *,
     sync: bool = False,
 ) -> Scheduler:
