@@ -24,6 +24,7 @@ import asyncio
 from collections.abc import Callable
 from datetime import datetime
 
+from duragent.errors import AgentNotFoundError
 from duragent.frontkit import ChatRef, Delivery, OutboundPort
 from duragent.scheduler.model import MessagePayload, Schedule
 from duragent.scheduler.runs import to_ms
@@ -62,6 +63,12 @@ class ChatPayloads:
 
     async def run(self, schedule: Schedule, due: datetime, record: Record) -> RunReport:
         """Run ``schedule``'s payload for ``due`` (module docstring)."""
+        try:
+            return await self._run(schedule, due, record)
+        except AgentNotFoundError:
+            return RunReport(error=f"agent '{schedule.agent}' is not loaded: nothing ran")
+
+    async def _run(self, schedule: Schedule, due: datetime, record: Record) -> RunReport:
         dest = schedule.destination
         delivery = None
         if dest is not None:

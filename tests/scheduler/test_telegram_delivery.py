@@ -32,7 +32,9 @@ def soon(rig: Rig) -> At:
 async def chat_messages(rig: Rig) -> list[tuple[str, str]]:
     turns = rig.runtime.turns
     session = await turns.session_for_chat("telegram", str(ANN), "bot")
-    return [(m.role.value, m.content or "") for m in await turns.registry.handle(session).messages()]
+    return [
+        (m.role.value, m.content or "") for m in await turns.registry.handle(session).messages()
+    ]
 
 
 async def test_a_message_reaches_the_chat_and_its_session_once(tmp_path: Path) -> None:
@@ -47,7 +49,7 @@ async def test_a_message_reaches_the_chat_and_its_session_once(tmp_path: Path) -
         assert schedules(rig).state(sched.id).last_status == "ok"
         assert len(rig.llm.requests) == 0  # a message needs no model
         saved = (tmp_path / ".duragent" / "schedules" / f"{sched.id}.yaml").read_text()
-        assert "status: \"completed\"" in saved
+        assert 'status: "completed"' in saved
 
 
 async def test_a_task_runs_a_turn_in_the_chat_session_and_its_reply_is_delivered(
@@ -73,7 +75,9 @@ async def test_an_approval_a_scheduled_task_asks_for_is_completed_by_a_press_aft
 ) -> None:
     async with telegram_rig(tmp_path, tools=BASH_TOOL, policy=ASK_POLICY) as rig:
         rig.llm.enqueue(
-            Reply(tool_calls=[ToolCallReply(name="bash", arguments={"command": "echo ok"}, id="c1")]),
+            Reply(
+                tool_calls=[ToolCallReply(name="bash", arguments={"command": "echo ok"}, id="c1")]
+            ),
             Reply(text="The report script printed ok."),
         )
         schedules(rig).create(
