@@ -36,7 +36,13 @@ from duragent.errors import ConfigError
 from duragent.frontkit import ChatGateway, OutboundPort, WebhookReceiver
 from duragent.gateways.http import HttpServer, build_app
 from duragent.llm import credential_problem
-from duragent.scheduler import Destination, SchedulerSettings, Schedules, ScheduleTool
+from duragent.scheduler import (
+    Destination,
+    ScheduleDesk,
+    SchedulerSettings,
+    Schedules,
+    ScheduleTool,
+)
 from duragent.session import RegistrySettings, SessionRegistry
 from duragent.session.descriptors import budget, connection_cap
 from duragent.session.gate import MAX_ACTIVE_ASKS, tune_interpreter
@@ -143,6 +149,11 @@ class Runtime:
     def schedules(self) -> Schedules | None:
         """The scheduler front end (None when ``scheduler.enabled`` is false)."""
         return self._schedules
+
+    @property
+    def schedule_desk(self) -> ScheduleDesk | None:
+        """The scheduler's JSON operations, for HTTP."""
+        return ScheduleDesk(self._schedules) if self._schedules is not None else None
 
     @property
     def http_port(self) -> int | None:

@@ -10,7 +10,7 @@ goes through the kit's ``OutboundPort`` and ``Delivery`` (``duragent.frontkit``)
   ``clock``: the wall clock or a test's;
 - ``chat``: a payload run through ``TurnRunner`` and delivered by ``Delivery``;
   ``front``: ``Schedules``, the service and its operations (tool, HTTP, CLI);
-  ``tool``: the ``schedule`` tool.
+  ``tool``: the ``schedule`` tool; ``desk``: schedules as JSON (HTTP, CLI).
 
 See specs/202611240545.scheduler.md.
 """
@@ -18,6 +18,7 @@ See specs/202611240545.scheduler.md.
 from __future__ import annotations
 
 from duragent.scheduler.clock import Clock, ManualClock, SystemClock
+from duragent.scheduler.desk import ScheduleDesk
 from duragent.scheduler.front import (
     ScheduleNotFoundError,
     ScheduleRefusedError,
@@ -52,6 +53,7 @@ __all__ = [
     "RunReport",
     "RunState",
     "Schedule",
+    "ScheduleDesk",
     "ScheduleNotFoundError",
     "ScheduleRefusedError",
     "ScheduleTool",
