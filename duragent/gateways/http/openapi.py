@@ -305,7 +305,12 @@ def schedule_paths() -> dict[str, Any]:
             "get": {
                 "summary": "List schedules",
                 "parameters": [
-                    {"name": "agent", "in": "query", "required": False, "schema": NON_BLANK}
+                    {
+                        "name": "agent",
+                        "in": "query",
+                        "required": False,
+                        "schema": {"type": "string"},
+                    }
                 ],
                 "responses": {
                     "200": json_response({"type": "object", "required": ["schedules"]}),
@@ -315,19 +320,7 @@ def schedule_paths() -> dict[str, Any]:
             },
             "post": {
                 "summary": "Create a schedule (the file format less id, created_at, status)",
-                "requestBody": json_body(
-                    {
-                        "type": "object",
-                        "required": ["agent", "schedule", "payload"],
-                        "properties": {
-                            "agent": NON_BLANK,
-                            "schedule": {"type": "object"},
-                            "payload": {"type": "object"},
-                            "destination": {"type": "object"},
-                            "retry": {"type": "object"},
-                        },
-                    }
-                ),
+                "requestBody": json_body(schedule_body()),
                 "responses": {
                     "201": json_response(schedule, "Created"),
                     "409": problem("Refused: 'at' in the past or no such agent"),
@@ -375,5 +368,63 @@ def schedule_paths() -> dict[str, Any]:
                     **AUTH,
                 },
             }
+        },
+    }
+
+
+def schedule_body() -> dict[str, Any]:
+    """A new schedule: the file format less ``id``, ``created_at`` and ``status``.
+
+    Cron expressions and time zones are checked by the scheduler (a 400 names the field):
+    JSON Schema cannot describe which strings are valid ones.
+    """
+    text = {"type": "string"}
+    time = {"type": "string", "format": "date-time"}
+
+    def one(key: str, body: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "object", "required": [key], "properties": {key: body},
+                "additionalProperties": False}  # fmt: skip
+
+    def fields(required: list[str], **props: Any) -> dict[str, Any]:
+        return {"type": "object", "required": required, "properties": props}
+
+    count = {"type": "integer", "minimum": 0, "maximum": 1_000_000_000}
+    return {
+        "type": "object",
+        "required": ["agent", "schedule", "payload"],
+        "additionalProperties": False,
+        "properties": {
+            "agent": NON_BLANK,
+            "schedule": {
+                "oneOf": [
+                    one("at", fields(["at"], at=time)),
+                    one(
+                        "every",
+                        fields(
+                            ["every_seconds"],
+                            every_seconds={
+                                "type": "integer",
+                                "minimum": 1,
+                                "maximum": 1_000_000_000,
+                            },
+                            anchor=time,
+                        ),
+                    ),  # fmt: skip
+                    one("cron", fields(["expr"], expr=NON_BLANK, tz=text)),
+                ]
+            },
+            "payload": {
+                "oneOf": [
+                    one("message", fields(["message"], message=NON_BLANK)),
+                    one("task", fields(["task"], task=NON_BLANK)),
+                ]
+            },
+            "destination": fields(["gateway", "chat_id"], gateway=NON_BLANK, chat_id=NON_BLANK),
+            "retry": fields(
+                [],
+                max_retries={"type": "integer", "minimum": 0, "maximum": 100},
+                initial_delay_ms=count,
+                max_delay_ms=count,
+            ),  # fmt: skip
         },
     }
