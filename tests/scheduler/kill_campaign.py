@@ -173,7 +173,7 @@ async def run_kill_campaign(
         session_ids = {e["session_id"] for r in runs.values() for e in r if "session_id" in e}
         recorded = sum(1 for r in runs.values() for e in r if e["status"] == "recorded")
         deadline = time.monotonic() + 20
-        while len(tg.sent_messages(CHAT)) < recorded and time.monotonic() < deadline:
+        while len(tg.sent_messages(CHAT)) < recorded and time.monotonic() < deadline:  # noqa: ASYNC110
             await asyncio.sleep(0.1)
         serve.stop()
         sent = Counter(tg.sent_messages(CHAT))

@@ -389,6 +389,8 @@ def schedule_body() -> dict[str, Any]:
         return {"type": "object", "required": required, "properties": props}
 
     count = {"type": "integer", "minimum": 0, "maximum": 1_000_000_000}
+    seconds = {"type": "integer", "minimum": 1, "maximum": 1_000_000_000}
+    retries = {"type": "integer", "minimum": 0, "maximum": 100}
     return {
         "type": "object",
         "required": ["agent", "schedule", "payload"],
@@ -398,18 +400,7 @@ def schedule_body() -> dict[str, Any]:
             "schedule": {
                 "oneOf": [
                     one("at", fields(["at"], at=time)),
-                    one(
-                        "every",
-                        fields(
-                            ["every_seconds"],
-                            every_seconds={
-                                "type": "integer",
-                                "minimum": 1,
-                                "maximum": 1_000_000_000,
-                            },
-                            anchor=time,
-                        ),
-                    ),  # fmt: skip
+                    one("every", fields(["every_seconds"], every_seconds=seconds, anchor=time)),
                     one("cron", fields(["expr"], expr=NON_BLANK, tz=text)),
                 ]
             },
@@ -420,11 +411,6 @@ def schedule_body() -> dict[str, Any]:
                 ]
             },
             "destination": fields(["gateway", "chat_id"], gateway=NON_BLANK, chat_id=NON_BLANK),
-            "retry": fields(
-                [],
-                max_retries={"type": "integer", "minimum": 0, "maximum": 100},
-                initial_delay_ms=count,
-                max_delay_ms=count,
-            ),  # fmt: skip
+            "retry": fields([], max_retries=retries, initial_delay_ms=count, max_delay_ms=count),
         },
     }
