@@ -80,8 +80,13 @@ def test_an_unreadable_schedule_file_is_reported_skipped_and_kept(
     folder = tmp_path / ".duragent" / "schedules"
     folder.mkdir(parents=True)
     (folder / "sched_broken.yaml").write_text("id: sched_broken\nschedule: [\n")
-    good = {"id": "sched_good", "agent": "reporter", "schedule": {"every": {"every_seconds": 60}},
-            "payload": {"message": {"message": "hi"}}, "created_at": "2026-01-01T00:00:00Z"}  # fmt: skip
+    good = {
+        "id": "sched_good",
+        "agent": "reporter",
+        "schedule": {"every": {"every_seconds": 60}},
+        "payload": {"message": {"message": "hi"}},
+        "created_at": "2026-01-01T00:00:00Z",
+    }
     (folder / "sched_good.yaml").write_text(json.dumps(good))
     (folder / "sched_mismatch.yaml").write_text(json.dumps({**good, "id": "sched_other"}))
     schedules = make(tmp_path)
@@ -127,7 +132,7 @@ async def test_a_declared_schedule_cannot_be_cancelled_through_the_api(
     schedules = make(tmp_path)
     await schedules.start()
     try:
-        with pytest.raises(ScheduleRefusedError, match="remove it from spec.schedules"):
+        with pytest.raises(ScheduleRefusedError, match=r"remove it from spec\.schedules"):
             schedules.cancel(declared_id("reporter", "daily-report"))
     finally:
         await schedules.stop()

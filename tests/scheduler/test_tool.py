@@ -93,7 +93,7 @@ async def test_created_schedules_are_listed_for_their_agent_only_and_cancelled(
     _, listed = await call(tool, tmp_path, action="list")
     assert listed.startswith("Active schedules:\n")
     rows = json.loads(listed.split("\n", 1)[1])
-    assert [r["timing"] for r in rows][0] == "cron: 0 9 * * 1-5 (Europe/Berlin)"
+    assert rows[0]["timing"] == "cron: 0 9 * * 1-5 (Europe/Berlin)"
     assert {r["payload_type"] for r in rows} == {"task", "message"}
     others = await tool.run({"action": "list"}, ctx(tmp_path, agent="other"))
     assert others.content == "No active schedules."
