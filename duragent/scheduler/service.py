@@ -215,10 +215,12 @@ class Scheduler:
         s = slot.schedule
         assert slot.next is not None
         first, latest, count = slot.next, slot.next, 1
+        after: datetime | None
         if isinstance(s.timing, Every):  # straight to the newest passed due time
             step = timedelta(seconds=s.timing.every_seconds)
             extra = (now - first) // step
             latest, count = first + extra * step, 1 + extra
+            after = latest + step
         else:
             while (after := next_due(s.timing, latest, s.created_at)) is not None and after <= now:
                 latest, count = after, count + 1
@@ -228,7 +230,7 @@ class Scheduler:
             else self.settings.recurring_grace_seconds
         )
         run = (now - latest).total_seconds() <= grace
-        slot.next = next_due(s.timing, latest, s.created_at)
+        slot.next = after
         missed = count - 1 if run else count
         if missed:
             last_missed = self._before(slot, latest, first, missed) if run else latest

@@ -14,11 +14,13 @@ Cron expressions:
 - DST, as cron users expect: a wall time in the hour repeated when clocks go back runs once
   (its first pass; an hourly job runs once per wall-clock hour), and a wall time the clocks
   skip when they go forward runs one hour later in wall time (``30 2 * * *`` at 03:30 on
-  that day, APScheduler's own rule): never twice, never silently not at all.
+  that day): never twice, never silently not at all. ``_next_cron`` says why the trigger
+  walks wall-clock time rather than the zone.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -63,10 +65,15 @@ def _days(field: str, names: tuple[str, ...]) -> str:
     return ",".join(dict.fromkeys(parts))
 
 
-def cron_trigger(expr: str, tz: str | None) -> CronTrigger:
-    """The trigger for ``expr`` in zone ``tz``; ValueError / ZoneInfoNotFoundError if wrong."""
+@functools.lru_cache(maxsize=4096)
+def cron_trigger(expr: str) -> CronTrigger:
+    """The trigger for ``expr`` over wall-clock time (see ``next_due``); ValueError if wrong.
+
+    Cached: building one compiles every field (most of the cost of a due-time computation),
+    and a trigger is immutable once built.
+    """
     fields = expr.split()
-    timezone = zone(tz)
+    timezone = UTC
     if len(fields) == 5:
         minute, hour, day, month, dow = fields
         return CronTrigger(
@@ -91,7 +98,7 @@ def check_timing(timing: Timing) -> tuple[str, str, str] | None:
         except (ZoneInfoNotFoundError, ValueError):
             return ("tz", "is not a known IANA time zone", "e.g. Europe/Berlin, America/New_York")
         try:
-            trigger = cron_trigger(timing.expr, timing.tz)
+            trigger = cron_trigger(timing.expr)
         except ValueError as exc:
             return ("expr", f"is not a valid cron expression: {exc}", _CRON_FIX)
         if trigger.get_next_fire_time(None, datetime.now(UTC)) is None:
@@ -99,11 +106,6 @@ def check_timing(timing: Timing) -> tuple[str, str, str] | None:
     if isinstance(timing, Every) and timing.every_seconds < 1:
         return ("every_seconds", "must be ≥ 1", "give an interval of at least one second")
     return None
-
-
-def _repeated_wall_time(trigger: CronTrigger, when: datetime) -> bool:
-    """Whether ``when`` is the second pass of a wall time the clocks went back over."""
-    return when.astimezone(trigger.timezone).fold == 1
 
 
 def next_due(timing: Timing, after: datetime, created_at: datetime) -> datetime | None:
@@ -122,21 +124,29 @@ def next_due(timing: Timing, after: datetime, created_at: datetime) -> datetime 
             steps = (after - start) // timedelta(seconds=seconds) + 1
             return start + steps * timedelta(seconds=seconds)
         case Cron(expr=expr, tz=tz):
-            trigger = cron_trigger(expr, tz)
-            when = after
-            while True:
-                probe = when + timedelta(microseconds=1)
-                found: datetime | None = trigger.get_next_fire_time(probe, probe)
-                if found is None:
-                    return None
-                found = found.astimezone(UTC)
-                if found <= after:  # never go backwards (defensive: DST arithmetic)
-                    when = after + timedelta(seconds=1)
-                    continue
-                if _repeated_wall_time(trigger, found):
-                    when = found
-                    continue
-                return found
+            return _next_cron(expr, zone(tz), after)
+
+
+def _next_cron(expr: str, timezone: ZoneInfo, after: datetime) -> datetime | None:
+    """The next instant after ``after`` whose wall time in ``timezone`` matches ``expr``.
+
+    The trigger walks wall-clock time (as if it were UTC, which has no DST), and each wall
+    time found is placed in the zone with ``fold=0``: a repeated wall time is its first pass
+    (the next search starts from the wall time already passed, so never a second run), a
+    skipped one lands an hour later. Done so rather than with a zone-aware trigger because
+    APScheduler 3.11 skips a day when its search starts just after midnight on a
+    spring-forward day (``0 0 * * *`` in New York went from 8 March 2026 to 10 March).
+    """
+    trigger = cron_trigger(expr)
+    wall = after.astimezone(timezone).replace(tzinfo=UTC)
+    while True:
+        found: datetime | None = trigger.get_next_fire_time(None, wall + timedelta(microseconds=1))
+        if found is None:
+            return None
+        instant = found.replace(tzinfo=timezone, fold=0).astimezone(UTC)
+        if instant > after:
+            return instant
+        wall = found
 
 
 def describe_timing(timing: Timing) -> str:

@@ -225,7 +225,7 @@ async def test_a_simulated_year_of_daily_jobs_in_two_zones_runs_each_due_time_ex
     from zoneinfo import ZoneInfo
 
     zones = ("America/New_York", "Europe/Berlin")
-    times = ("30 1", "30 2", "0 9")  # in and beside the DST-changing hours
+    times = ("0 0", "30 1", "30 2", "0 9")  # midnight, in and beside the DST-changing hours
     clock, payloads = ManualClock(START), RecordingPayloads()
     scheduler = make_scheduler(tmp_path, clock, payloads)
     for zone in zones:

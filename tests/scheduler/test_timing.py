@@ -105,3 +105,10 @@ def test_timings_are_described_as_the_schedule_tool_lists_them() -> None:
     assert describe_timing(Every(7200)) == "every 2 hours"
     assert describe_timing(Every(90)) == "every 90 seconds"
     assert describe_timing(Cron("0 9 * * *", "Europe/Berlin")) == "cron: 0 9 * * * (Europe/Berlin)"
+
+
+def test_a_midnight_job_runs_on_the_day_after_the_spring_change_too() -> None:
+    """APScheduler 3.11's zone-aware search skipped 9 March 2026 here (see ``_next_cron``)."""
+    midnight = Cron("0 0 * * *", "America/New_York")
+    got = dues(midnight, datetime(2026, 3, 7, 12, tzinfo=UTC), 3)
+    assert local(got) == ["03-08 00:00-0500", "03-09 00:00-0400", "03-10 00:00-0400"]
