@@ -83,7 +83,9 @@ async def fire(root: Path, count: int, spread: float) -> dict[str, float]:
             break
         await asyncio.sleep(0.2)
     await runtime.aclose()
-    lags, ends, outcomes = [], [], Counter()
+    lags: list[float] = []
+    ends: list[float] = []
+    outcomes: Counter[str] = Counter()
     for s in made:
         for line in schedules.runs.recent(s.id, 100):
             if line["status"] == "running":

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from duragent.scheduler.clock import ManualClock
-from duragent.scheduler.model import At, Cron, Every, Retry
+from duragent.scheduler.model import At, Cron, Every, Retry, Schedule
 from duragent.scheduler.service import SchedulerSettings, backoff_seconds
 from duragent.store.schedule_files import RunLogFiles
 from tests.scheduler.rig import START, RecordingPayloads, make_scheduler, run_until, schedule
@@ -78,7 +78,7 @@ async def test_a_recurring_due_time_older_than_its_grace_is_recorded_missed_not_
 async def test_a_one_shot_missed_while_down_runs_once_on_start(tmp_path: Path) -> None:
     clock, payloads = ManualClock(START + timedelta(hours=5)), RecordingPayloads()
     scheduler = make_scheduler(tmp_path, clock, payloads)
-    completed = []
+    completed: list[Schedule] = []
     scheduler.on_status = completed.append
     scheduler.put(schedule("remind", At(START + timedelta(hours=1))))
     scheduler.tick()
@@ -193,7 +193,7 @@ async def test_at_most_the_configured_number_of_runs_are_in_progress_at_once(
         running = 0
         peak = 0
 
-        async def run(self, schedule, due, record):  # type: ignore[no-untyped-def]
+        async def run(self, schedule, due, record):
             Slow.running += 1
             Slow.peak = max(Slow.peak, Slow.running)
             await asyncio.sleep(0.001)
