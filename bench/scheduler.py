@@ -68,21 +68,24 @@ async def fire(root: Path, count: int, spread: float) -> dict[str, float]:
     (agent / "agent.yaml").write_text(AGENT)
     runtime = Runtime(load_workspace(root), port=0)
     await runtime.start()
-    schedules = runtime.schedules
-    assert schedules is not None
-    start = datetime.now(UTC) + timedelta(seconds=3)
-    made = []
-    for i in range(count):
-        due = start + timedelta(seconds=spread * i / count)
-        made.append(
-            schedules.create(agent="worker", timing=At(due), payload=TaskPayload(f"job {i}"))
-        )
-    deadline = time.monotonic() + spread + 600
-    while time.monotonic() < deadline:
-        if all(schedules.get(s.id).status == "completed" for s in made):
-            break
-        await asyncio.sleep(0.2)
-    await runtime.aclose()
+    try:
+        schedules = runtime.schedules
+        assert schedules is not None
+        # far enough ahead that creating them all (an fsync'd file each) ends before the first
+        # is due, even on a busy machine: a one-shot in the past is refused
+        start = datetime.now(UTC) + timedelta(seconds=3 + count * 0.01)
+        made = []
+        for i in range(count):
+            due = start + timedelta(seconds=spread * i / count)
+            job = TaskPayload(f"job {i}")
+            made.append(schedules.create(agent="worker", timing=At(due), payload=job))
+        deadline = time.monotonic() + spread + 600
+        while time.monotonic() < deadline:
+            if all(schedules.get(s.id).status == "completed" for s in made):
+                break
+            await asyncio.sleep(0.2)
+    finally:
+        await runtime.aclose()
     lags: list[float] = []
     ends: list[float] = []
     outcomes: Counter[str] = Counter()
