@@ -225,8 +225,14 @@ class Schedules:
         return cancelled
 
     def run_now(self, schedule_id: str) -> bool:
-        """Start a run now (outside its timing); False if one is in progress."""
-        self.get(schedule_id)
+        """Start a run now (outside its timing); False if one is in progress.
+
+        Only an active schedule runs (a cancelled or completed one is refused). A one-shot
+        run now is done: it completes and does not run again at its time.
+        """
+        schedule = self.get(schedule_id)
+        if schedule.status != "active":
+            raise ScheduleRefusedError(f"schedule '{schedule_id}' is {schedule.status}")
         return self.scheduler.run_now(schedule_id)
 
     def _write(self, schedule: Schedule) -> None:

@@ -148,3 +148,14 @@ async def test_a_declared_schedule_first_seen_runs_only_due_times_after_that(
     await schedules.stop()
     state = schedules.state(declared_id("reporter", "daily-report"))
     assert state.next_run_at == datetime(2026, 11, 25, 8, tzinfo=UTC)  # Wednesday 09:00 CET
+
+
+async def test_only_an_active_schedule_can_be_run_now(
+    tmp_path: Path, write_agent: Callable[..., Path]
+) -> None:
+    write_agent("reporter")
+    schedules = make(tmp_path)
+    made = schedules.create(agent="reporter", timing=Cron("0 9 * * *"), payload=MessagePayload("x"))
+    schedules.cancel(made.id)
+    with pytest.raises(ScheduleRefusedError, match="is cancelled"):
+        schedules.run_now(made.id)
