@@ -387,6 +387,7 @@ class Runtime:
         for gateway in gateways:
             self._gateways[gateway.name] = gateway
         return ExternalGateways(gateways)
+
     def _scheduler_service(self) -> Service | None:
         """``scheduler`` (enabled by default): schedule files, declared schedules, the loop."""
         config = self._config.scheduler
