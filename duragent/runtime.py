@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import ClassVar
 
 from duragent import __version__
-from duragent.agents import AgentCatalog, load_catalog
+from duragent.agents import Agent, AgentCatalog, load_catalog
 from duragent.config import LoadedWorkspace, WorkspaceConfig
 from duragent.core.lifecycle import (
     Entry,
@@ -33,15 +33,23 @@ from duragent.core.lifecycle import (
 )
 from duragent.core.tasks import BackgroundTasks
 from duragent.errors import ConfigError
-from duragent.frontkit import ChatGateway, WebhookReceiver
+from duragent.frontkit import ChatGateway, OutboundPort, WebhookReceiver
 from duragent.gateways.http import HttpServer, build_app
 from duragent.llm import credential_problem
+from duragent.scheduler import (
+    Destination,
+    ScheduleDesk,
+    SchedulerSettings,
+    Schedules,
+    ScheduleTool,
+)
 from duragent.session import RegistrySettings, SessionRegistry
 from duragent.session.descriptors import budget, connection_cap
 from duragent.session.gate import MAX_ACTIVE_ASKS, tune_interpreter
 from duragent.session.reader import RegistrySessionReader
 from duragent.store import SessionStore
 from duragent.store.serve_lock import ServeLock
+from duragent.tools.base import Tool
 from duragent.turns import TurnRunner
 from duragent.turns.agent_budget import budget_check
 from duragent.turns.providers import ProviderPool
@@ -87,6 +95,7 @@ class Runtime:
         self._tasks = BackgroundTasks()
         self._lock: ServeLock | None = None
         self._connection_cap: int | None = None
+        self._schedules: Schedules | None = None
         self.registry = SessionRegistry(
             SessionStore(paths.sessions),
             registry_settings
@@ -110,6 +119,7 @@ class Runtime:
             world_memory_dir=paths.world_memory,
             policy_file=paths.policy,
             sessions=RegistrySessionReader(self.registry),
+            extra_tools=self._extra_tools,
             env=env,
         )
 
@@ -134,6 +144,16 @@ class Runtime:
     def tasks(self) -> BackgroundTasks:
         """The one owner of background tasks, injected into every front end."""
         return self._tasks
+
+    @property
+    def schedules(self) -> Schedules | None:
+        """The scheduler front end (None when ``scheduler.enabled`` is false)."""
+        return self._schedules
+
+    @property
+    def schedule_desk(self) -> ScheduleDesk | None:
+        """The scheduler's JSON operations, for HTTP."""
+        return ScheduleDesk(self._schedules) if self._schedules is not None else None
 
     @property
     def http_port(self) -> int | None:
@@ -292,6 +312,8 @@ class Runtime:
         Entry("telegram", lambda rt: rt._telegram_service(), essential=False),
         Entry("discord", lambda rt: rt._discord_service(), essential=False),
         Entry("external-gateways", lambda rt: rt._external_service(), essential=False),
+        # After the chat gateways: a due run delivers through their outbound ports.
+        Entry("scheduler", lambda rt: rt._scheduler_service(), essential=False),
         Entry("http", lambda rt: Hooks(rt._start_http, rt._stop_http)),
     )
     """Every service of the server, in start order (stop order is the reverse)."""
@@ -365,6 +387,46 @@ class Runtime:
         for gateway in gateways:
             self._gateways[gateway.name] = gateway
         return ExternalGateways(gateways)
+
+    def _scheduler_service(self) -> Service | None:
+        """``scheduler`` (enabled by default): schedule files, declared schedules, the loop."""
+        config = self._config.scheduler
+        if not config.enabled:
+            return None
+        self._schedules = Schedules(
+            self.workspace.paths.schedules,
+            agents=lambda: self._catalog,
+            settings=SchedulerSettings(
+                max_concurrent_runs=config.max_concurrent_runs,
+                one_shot_grace_seconds=config.one_shot_grace_seconds,
+                recurring_grace_seconds=config.recurring_grace_seconds,
+            ),
+            turns=self._turns,
+            outbound=self.outbound_port,
+        )
+        return self._schedules
+
+    def outbound_port(self, gateway: str) -> OutboundPort | None:
+        """What sends into chats of ``gateway`` (None: not configured or not started)."""
+        served = self._gateways.get(gateway)
+        return served.outbound if served is not None else None
+
+    def _extra_tools(self, agent: Agent, session_id: str) -> list[Tool]:
+        """``schedule`` for agents that list it, except in a scheduled task's own turn."""
+        schedules = self._schedules
+        if schedules is None or not any(
+            t.type == "builtin" and t.name == "schedule" for t in agent.spec.tools
+        ):
+            return []
+        if schedules.chat is not None and session_id in schedules.chat.task_sessions:
+            return []
+        return [ScheduleTool(schedules, self._chat_of)]
+
+    async def _chat_of(self, session_id: str) -> Destination | None:
+        info = await self.registry.handle(session_id).info()
+        if info.gateway and info.gateway_chat_id:
+            return Destination(info.gateway, info.gateway_chat_id)
+        return None
 
     def gateway_states(self) -> dict[str, str]:
         """Each chat gateway's state (``/readyz``)."""

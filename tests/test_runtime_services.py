@@ -54,6 +54,7 @@ def test_the_runtime_lists_its_services_in_start_order() -> None:
         "telegram",
         "discord",
         "external-gateways",
+        "scheduler",
         "http",
     ]
     optional = [e.name for e in Runtime.SERVICES if not e.essential]
@@ -63,6 +64,7 @@ def test_the_runtime_lists_its_services_in_start_order() -> None:
         "telegram",
         "discord",
         "external-gateways",
+        "scheduler",
     ]
 
 

@@ -31,6 +31,7 @@ __all__ = [
     "Metadata",
     "ModelSpec",
     "PricingSpec",
+    "ScheduleSpec",
     "SessionSpec",
     "ToolSpec",
 ]
@@ -278,6 +279,33 @@ class Metadata(_Spec):
     labels: dict[str, str] = {}
 
 
+class ScheduleSpec(_Spec):
+    """``spec.schedules[]``: a schedule the agent declares (no ``schedule`` tool call needed).
+
+    The same fields as a schedule file (``.duragent/schedules/<id>.yaml``) less ``id``,
+    ``agent``, ``created_at`` and ``status``: ``name`` makes its id (``decl_<agent>_<name>``,
+    stable across restarts so its run log carries over). ``schedule``, ``payload``,
+    ``destination`` and ``retry`` are checked by the scheduler when it loads the agent.
+    """
+
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[a-z0-9][a-z0-9_-]*$")
+    schedule: dict[str, dict[str, str | int]] = Field(
+        description="Exactly one of at: {at: RFC 3339}, every: {every_seconds, anchor?}, "
+        "cron: {expr: '0 9 * * MON-FRI', tz?: IANA zone}."
+    )
+    payload: dict[str, dict[str, str]] = Field(
+        description="Exactly one of message: {message: text} or task: {task: instruction}."
+    )
+    destination: dict[str, str | int] | None = Field(
+        default=None,
+        description="{gateway, chat_id}: the chat that receives the result; without it a "
+        "task runs in a session of its own.",
+    )
+    retry: dict[str, int] | None = Field(
+        default=None, description="{max_retries (3), initial_delay_ms (1000), max_delay_ms}"
+    )
+
+
 class AgentSpec(_Spec):
     """``spec``: everything that shapes the agent's behaviour."""
 
@@ -296,6 +324,7 @@ class AgentSpec(_Spec):
     access: AccessSpec | None = None
     memory: MemorySpec | None = None
     hooks: HooksSpec = HooksSpec()
+    schedules: list[ScheduleSpec] = []
 
 
 class AgentManifest(_Spec):

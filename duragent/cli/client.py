@@ -117,6 +117,25 @@ class ApiClient:
         result: dict[str, Any] = self._json("GET", f"/api/v1/sessions/{session_id}")
         return result
 
+    def schedules(self) -> list[dict[str, Any]]:
+        """Every schedule with its run state, by id."""
+        result: list[dict[str, Any]] = self._json("GET", "/api/v1/schedules")["schedules"]
+        return result
+
+    def schedule(self, schedule_id: str) -> dict[str, Any]:
+        """One schedule, its run state and its recent runs."""
+        result: dict[str, Any] = self._json("GET", f"/api/v1/schedules/{schedule_id}")
+        return result
+
+    def cancel_schedule(self, schedule_id: str) -> dict[str, Any]:
+        """Cancel a schedule."""
+        result: dict[str, Any] = self._json("DELETE", f"/api/v1/schedules/{schedule_id}")
+        return result
+
+    def run_schedule(self, schedule_id: str) -> None:
+        """Start a run of the schedule now."""
+        self._json("POST", f"/api/v1/schedules/{schedule_id}/run")
+
     def delete_session(self, session_id: str) -> None:
         """Delete a session."""
         self._json("DELETE", f"/api/v1/sessions/{session_id}")

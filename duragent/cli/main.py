@@ -22,7 +22,7 @@ import typer
 from duragent import __version__
 from duragent.agents import load_catalog
 from duragent.cli import doctor as doctor_mod
-from duragent.cli import remote
+from duragent.cli import remote, schedules
 from duragent.cli.errors import fail as _fail
 from duragent.cli.errors import handles_errors, is_quiet, set_verbosity
 from duragent.cli.options import (
@@ -301,6 +301,7 @@ def doctor(
 
 
 remote.register(app)
+schedules.register(app)
 
 
 def main() -> None:

@@ -28,7 +28,7 @@ from duragent.cli.options import DEFAULT_CONFIG, ConfigOpt, PortOpt, ServerOpt, 
 from duragent.config import load_workspace
 from duragent.store import SessionStore
 
-__all__ = ["register"]
+__all__ = ["client_for", "register"]
 
 
 def _announce(message: str) -> None:
@@ -37,7 +37,8 @@ def _announce(message: str) -> None:
         typer.echo(message, err=True)
 
 
-def _client(config: Path, server: str | None, port: int | None = None) -> ApiClient:
+def client_for(config: Path, server: str | None, port: int | None = None) -> ApiClient:
+    """A client of the workspace's server (``server`` if named; started if none runs)."""
     problem = missing_config(config)
     if problem and server is None:
         raise ValueError(problem)
@@ -70,7 +71,7 @@ def register(app: typer.Typer) -> None:
         --port is where that server listens when one has to be started; a server already
         running for this workspace is used wherever it listens.
         """
-        client = _client(config, server, port)
+        client = client_for(config, server, port)
         try:
             session_id = client.create_session(agent)["session_id"]
             ChatSession(client, agent, session_id, read=line_reader()).run()
@@ -87,7 +88,7 @@ def register(app: typer.Typer) -> None:
         port: PortOpt = None,
     ) -> None:
         """Continue a session: show its last messages, then chat."""
-        client = _client(config, server, port)
+        client = client_for(config, server, port)
         try:
             if list_ or session_id is None:
                 _print_sessions(client, active_only=True)
@@ -109,7 +110,7 @@ def register(app: typer.Typer) -> None:
         ] = False,
     ) -> None:
         """List sessions, newest first (ids are never shortened)."""
-        client = _client(config, server)
+        client = client_for(config, server)
         try:
             if as_json:
                 typer.echo(json.dumps({"sessions": client.sessions()}, indent=2))
@@ -130,7 +131,7 @@ def register(app: typer.Typer) -> None:
         server: ServerOpt = None,
     ) -> None:
         """Show a session and its last messages."""
-        client = _client(config, server)
+        client = client_for(config, server)
         console = Console(highlight=False)
         try:
             info = client.session(session_id)
@@ -167,7 +168,7 @@ def register(app: typer.Typer) -> None:
         session_id: str, config: ConfigOpt = DEFAULT_CONFIG, server: ServerOpt = None
     ) -> None:
         """Delete a session and its files."""
-        client = _client(config, server)
+        client = client_for(config, server)
         try:
             client.delete_session(session_id)
             typer.echo(f"deleted {session_id}")

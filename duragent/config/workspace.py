@@ -39,6 +39,7 @@ __all__ = [
     "GatewayConfig",
     "RestartPolicy",
     "RouteConfig",
+    "SchedulerConfig",
     "ServerConfig",
     "TelegramConfig",
     "WorkspaceConfig",
@@ -127,6 +128,20 @@ class SessionsConfig(_Section):
     adapts between 8 and 32 so that few run Python at once while the rest wait on the disk:
     a slow disk (fsync ≥ 1 ms) writes more in parallel, a fast one keeps the event loop
     quick. A number fixes it. See specs/…durable-sessions.md."""
+
+
+class SchedulerConfig(_Section):
+    """``scheduler:``: the scheduled jobs front end (see specs/…scheduler.md)."""
+
+    enabled: bool = True
+    max_concurrent_runs: int = Field(default=5, ge=1, le=1000)
+    """At most this many scheduled runs at once; due runs beyond wait their turn."""
+    one_shot_grace_seconds: float = Field(default=86400, ge=0)
+    """A one-shot (``at``) missed while the server was down still runs on start if it is at
+    most this late; older ones are recorded as missed."""
+    recurring_grace_seconds: float = Field(default=60, ge=0)
+    """A recurring due time is run late by at most this much (a restart, a busy server);
+    later, it is recorded as missed and the schedule waits for its next due time."""
 
 
 class _PathSection(_Section):
@@ -342,6 +357,7 @@ class WorkspaceConfig(_Section):
     gateways: GatewaysConfig = GatewaysConfig()
     routes: list[RouteConfig] = []
     sandbox: SandboxConfig = SandboxConfig()
+    scheduler: SchedulerConfig = SchedulerConfig()
 
 
 @dataclass(frozen=True, slots=True)

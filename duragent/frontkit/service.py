@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Protocol
 
 from duragent.core.lifecycle import Service
+from duragent.frontkit.outbound import OutboundPort
 
 __all__ = ["ChatGateway", "WebhookReceiver"]
 
@@ -26,3 +27,8 @@ class ChatGateway(Service, Protocol):
     """For ``/readyz``: ``starting``, ``running``, ``reconnecting: …``, ``failed: …``…"""
     webhook: tuple[str, WebhookReceiver] | None
     """Webhook mode: the path HTTP serves for it, and what answers its requests."""
+
+    @property
+    def outbound(self) -> OutboundPort | None:
+        """What sends into its chats once started (None before): the scheduler delivers with it."""
+        ...

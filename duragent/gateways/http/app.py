@@ -29,6 +29,7 @@ from duragent.gateways.http.health import ServerHealth
 from duragent.gateways.http.limits import ConcurrencyLimit
 from duragent.gateways.http.openapi import openapi_document
 from duragent.gateways.http.problem import ProblemError, problem
+from duragent.gateways.http.schedules import ScheduleRoutes
 from duragent.gateways.http.security import check_access
 from duragent.gateways.http.services import HttpServices
 from duragent.gateways.http.sessions import SessionRoutes
@@ -100,6 +101,7 @@ def _route(path: str, **handlers: Handler) -> Route:
 def build_app(services: HttpServices) -> Starlette:
     """The ASGI app serving ``services``."""
     routes_impl = SessionRoutes(services)
+    schedules = ScheduleRoutes(lambda: services.schedule_desk)
     health = ServerHealth(services.config.server.max_connections)
 
     def api(handler: Handler) -> Handler:
@@ -257,6 +259,13 @@ def build_app(services: HttpServices) -> Starlette:
         ),
         _route(f"{v1}/sessions/{{session_id}}/stream", POST=api(routes_impl.stream)),
         _route(f"{v1}/sessions/{{session_id}}/approve", POST=api(routes_impl.approve)),
+        _route(f"{v1}/schedules", GET=api(schedules.list), POST=api(schedules.create)),
+        _route(
+            f"{v1}/schedules/{{schedule_id}}",
+            GET=api(schedules.get),
+            DELETE=api(schedules.cancel),
+        ),
+        _route(f"{v1}/schedules/{{schedule_id}}/run", POST=api(schedules.run)),
         _route("/api/admin/v1/shutdown", POST=admin(shutdown)),
         _route("/api/admin/v1/reload-agents", POST=admin(reload_agents)),
     ]

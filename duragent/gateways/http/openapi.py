@@ -238,6 +238,7 @@ def _document(version: str) -> dict[str, Any]:
                     },
                 }
             },
+            **schedule_paths(),
             "/api/admin/v1/shutdown": {
                 "post": {
                     "summary": "Stop the server",
@@ -286,5 +287,130 @@ def _document(version: str) -> dict[str, Any]:
                     },
                 }
             },
+        },
+    }
+
+
+def schedule_paths() -> dict[str, Any]:
+    """``/api/v1/schedules`` (``schedules.py``)."""
+    schedule = {
+        "type": "object",
+        "required": ["id", "agent", "schedule", "payload", "status"],
+        "description": "The schedule file's fields, its run state and declared_in",
+    }
+    sched_id = {"name": "schedule_id", "in": "path", "required": True, "schema": NON_BLANK}
+    off = problem("The scheduler is disabled")
+    return {
+        "/api/v1/schedules": {
+            "get": {
+                "summary": "List schedules",
+                "parameters": [
+                    {
+                        "name": "agent",
+                        "in": "query",
+                        "required": False,
+                        "schema": {"type": "string"},
+                    }
+                ],
+                "responses": {
+                    "200": json_response({"type": "object", "required": ["schedules"]}),
+                    "503": off,
+                    **AUTH,
+                },
+            },
+            "post": {
+                "summary": "Create a schedule (the file format less id, created_at, status)",
+                "requestBody": json_body(schedule_body()),
+                "responses": {
+                    "201": json_response(schedule, "Created"),
+                    "409": problem("Refused: 'at' in the past or no such agent"),
+                    "413": problem("Body too large"),
+                    **COMMON,
+                    "503": off,
+                },
+            },
+        },
+        "/api/v1/schedules/{schedule_id}": {
+            "get": {
+                "summary": "A schedule with its run state and recent runs",
+                "parameters": [sched_id],
+                "responses": {
+                    "200": json_response(schedule),
+                    "404": problem("No such schedule"),
+                    "503": off,
+                    **AUTH,
+                },
+            },
+            "delete": {
+                "summary": "Cancel a schedule (its file and run log are kept)",
+                "parameters": [sched_id],
+                "responses": {
+                    "200": json_response(schedule),
+                    "404": problem("No such schedule"),
+                    "409": problem("Declared in an agent's YAML: remove it there"),
+                    **AUTH,
+                    **STORAGE,
+                    "503": off,
+                },
+            },
+        },
+        "/api/v1/schedules/{schedule_id}/run": {
+            "post": {
+                "summary": "Run a schedule now",
+                "parameters": [sched_id],
+                "responses": {
+                    "202": json_response(
+                        {"type": "object", "required": ["schedule_id", "started"]}, "Started"
+                    ),
+                    "404": problem("No such schedule"),
+                    "409": problem("A run is in progress"),
+                    "503": off,
+                    **AUTH,
+                },
+            }
+        },
+    }
+
+
+def schedule_body() -> dict[str, Any]:
+    """A new schedule: the file format less ``id``, ``created_at`` and ``status``.
+
+    Cron expressions and time zones are checked by the scheduler (a 400 names the field):
+    JSON Schema cannot describe which strings are valid ones.
+    """
+    text = {"type": "string"}
+    time = {"type": "string", "format": "date-time"}
+
+    def one(key: str, body: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "object", "required": [key], "properties": {key: body},
+                "additionalProperties": False}  # fmt: skip
+
+    def fields(required: list[str], **props: Any) -> dict[str, Any]:
+        return {"type": "object", "required": required, "properties": props}
+
+    count = {"type": "integer", "minimum": 0, "maximum": 1_000_000_000}
+    seconds = {"type": "integer", "minimum": 1, "maximum": 1_000_000_000}
+    retries = {"type": "integer", "minimum": 0, "maximum": 100}
+    return {
+        "type": "object",
+        "required": ["agent", "schedule", "payload"],
+        "additionalProperties": False,
+        "properties": {
+            "agent": NON_BLANK,
+            "schedule": {
+                "oneOf": [
+                    one("at", fields(["at"], at=time)),
+                    one("every", fields(["every_seconds"], every_seconds=seconds, anchor=time)),
+                    one("cron", fields(["expr"], expr=NON_BLANK, tz=text)),
+                ]
+            },
+            "payload": {
+                "oneOf": [
+                    one("message", fields(["message"], message=NON_BLANK)),
+                    one("task", fields(["task"], task=NON_BLANK)),
+                ]
+            },
+            "destination": fields(["gateway", "chat_id"], gateway=NON_BLANK, chat_id=NON_BLANK),
+            "retry": fields([], max_retries=retries, initial_delay_ms=count, max_delay_ms=count),
         },
     }

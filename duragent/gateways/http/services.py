@@ -9,6 +9,7 @@ from duragent.agents import AgentCatalog
 from duragent.config import WorkspaceConfig
 from duragent.core.tasks import BackgroundTasks
 from duragent.frontkit import WebhookReceiver
+from duragent.gateways.http.schedules import ScheduleDesk
 from duragent.turns import TurnRunner
 
 __all__ = ["HttpServices"]
@@ -38,6 +39,11 @@ class HttpServices(Protocol):
     @property
     def tasks(self) -> BackgroundTasks:
         """The owner of tasks that outlive a request (a turn after a 408, a stream's clean-up)."""
+        ...
+
+    @property
+    def schedule_desk(self) -> ScheduleDesk | None:
+        """The scheduler's JSON operations (None when the scheduler is disabled)."""
         ...
 
     def starting(self) -> str | None:

@@ -41,6 +41,10 @@ class BrokenServices:
     def turns(self) -> TurnRunner:
         raise NotImplementedError
 
+    @property
+    def schedule_desk(self) -> None:
+        return None
+
     def starting(self) -> str | None:
         return None
 

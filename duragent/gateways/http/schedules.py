@@ -1,0 +1,102 @@
+"""``/api/v1/schedules``: list, read with run history, create, cancel, run now.
+
+The scheduler is another front end, so HTTP reaches it only through the ``ScheduleDesk``
+port the runtime hands over (``HttpServices.schedule_desk``; None when ``scheduler.enabled``
+is false: 503). Same access rules and problem+json as every other route; the desk's errors
+map to statuses: not found 404, a bad field 400 (the message names it), refused 409.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from duragent.errors import ConfigError, DuragentError, NotFoundError, StorageError
+from duragent.gateways.http.problem import ProblemError
+from duragent.gateways.http.security import read_json
+
+__all__ = ["ScheduleDesk", "ScheduleRoutes"]
+
+
+class ScheduleDesk(Protocol):
+    """What HTTP asks of the scheduler (``duragent.scheduler.desk`` implements it)."""
+
+    def list(self, agent: str | None = None) -> list[dict[str, Any]]:
+        """Every schedule (one agent's when given)."""
+        ...
+
+    def get(self, schedule_id: str, runs: int = 50) -> dict[str, Any]:
+        """One schedule with its recent runs."""
+        ...
+
+    def create(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """A new schedule from a file-format body."""
+        ...
+
+    def cancel(self, schedule_id: str) -> dict[str, Any]:
+        """Cancel it."""
+        ...
+
+    def run_now(self, schedule_id: str) -> bool:
+        """Start a run now; False when one is running."""
+        ...
+
+
+class ScheduleRoutes:
+    """The handlers (see module docstring)."""
+
+    def __init__(self, desk: Callable[[], ScheduleDesk | None]) -> None:
+        self._desk = desk
+
+    def _open(self) -> ScheduleDesk:
+        desk = self._desk()
+        if desk is None:
+            raise ProblemError(503, "the scheduler is disabled (scheduler.enabled: false)")
+        return desk
+
+    def _call(self, action: Callable[[], Any]) -> Any:
+        try:
+            return action()
+        except NotFoundError as exc:
+            raise ProblemError(404, str(exc)) from None
+        except ConfigError as exc:
+            raise ProblemError(400, str(exc)) from None
+        except StorageError:
+            raise  # the app's own answer (503 / 507)
+        except DuragentError as exc:
+            raise ProblemError(409, str(exc)) from None
+
+    async def list(self, request: Request) -> Response:
+        """GET /api/v1/schedules[?agent=name]."""
+        desk = self._open()
+        agent = request.query_params.get("agent") or None
+        return JSONResponse({"schedules": self._call(lambda: desk.list(agent))})
+
+    async def create(self, request: Request) -> Response:
+        """POST /api/v1/schedules {agent, schedule, payload, destination?, retry?} → 201."""
+        desk = self._open()
+        body = await read_json(request)
+        return JSONResponse(self._call(lambda: desk.create(body)), status_code=201)
+
+    async def get(self, request: Request) -> Response:
+        """GET /api/v1/schedules/{id}: the schedule, its state and its recent runs."""
+        desk = self._open()
+        sched_id = request.path_params["schedule_id"]
+        return JSONResponse(self._call(lambda: desk.get(sched_id)))
+
+    async def cancel(self, request: Request) -> Response:
+        """DELETE /api/v1/schedules/{id}: cancelled (its file and run log are kept)."""
+        desk = self._open()
+        sched_id = request.path_params["schedule_id"]
+        return JSONResponse(self._call(lambda: desk.cancel(sched_id)))
+
+    async def run(self, request: Request) -> Response:
+        """POST /api/v1/schedules/{id}/run → 202 (409 while a run is in progress)."""
+        desk = self._open()
+        sched_id = request.path_params["schedule_id"]
+        if not self._call(lambda: desk.run_now(sched_id)):
+            raise ProblemError(409, f"schedule '{sched_id}' is running now")
+        return JSONResponse({"schedule_id": sched_id, "started": True}, status_code=202)

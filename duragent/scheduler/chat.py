@@ -1,0 +1,144 @@
+"""Running a payload: a message or a task, in the destination chat's session, delivered once.
+
+- ``message``: the text is recorded in the chat's session as the agent's message (so the
+  conversation knows what was said; it answers nothing the person wrote, ``answers_seq``
+  stays where it was) and then delivered through the kit's ``Delivery`` to the gateway's
+  ``OutboundPort``. Recording first means a crash between the two leaves a reply the
+  gateway's own recovery (``frontkit.recover_chats``) delivers at its start, once.
+- ``task``: one turn through the turn runner, exactly as a chat message: ``accept`` records
+  the reference's ``[Scheduled Task]`` prompt with the platform id ``<schedule>@<due ms>``
+  (so a retry never records it twice), ``answer`` runs the loop, and ``Delivery`` sends the
+  reply — or, when a tool call needs approval, asks with buttons (``Delivery.ask``). That
+  pending approval is the chat session's own, persisted: a button press after a restart
+  completes it through the gateway's approval handling like any other.
+- no destination: the payload runs in a new session of the agent (its id is in the run log),
+  which HTTP reads and streams like any other session; nothing is sent anywhere.
+
+A destination whose gateway is not running fails the attempt before anything is recorded,
+so a retry is safe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from datetime import datetime
+
+from duragent.errors import AgentNotFoundError
+from duragent.frontkit import ChatRef, Delivery, OutboundPort
+from duragent.scheduler.model import MessagePayload, Schedule
+from duragent.scheduler.runs import to_ms
+from duragent.scheduler.service import Record, RunReport
+from duragent.turns import AwaitingApproval, Complete, Failed, TurnRunner
+
+__all__ = ["TASK_PROMPT", "ChatPayloads"]
+
+TASK_PROMPT = (
+    "[Scheduled Task]\n\n{task}\n\n(This is an automated task. Send the result to this chat.)"
+)
+"""The reference's wording of a scheduled task's user message."""
+
+_IDLE_POLL_SECONDS = 0.2
+
+
+class ChatPayloads:
+    """The scheduler's ``PayloadRunner`` in the server (see module docstring)."""
+
+    def __init__(self, turns: TurnRunner, outbound: Callable[[str], OutboundPort | None]) -> None:
+        self._turns = turns
+        self._outbound = outbound
+        self._deliveries: dict[str, tuple[OutboundPort, Delivery]] = {}
+        self.task_sessions: set[str] = set()
+        """Sessions running a scheduled task now: they are offered no ``schedule`` tool."""
+
+    def _delivery(self, gateway: str) -> Delivery | None:
+        port = self._outbound(gateway)
+        if port is None:
+            return None
+        known = self._deliveries.get(gateway)
+        if known is None or known[0] is not port:  # a restarted gateway has a new port
+            known = (port, Delivery(self._turns.registry, port))
+            self._deliveries[gateway] = known
+        return known[1]
+
+    async def run(self, schedule: Schedule, due: datetime, record: Record) -> RunReport:
+        """Run ``schedule``'s payload for ``due`` (module docstring)."""
+        try:
+            return await self._run(schedule, due, record)
+        except AgentNotFoundError:
+            return RunReport(error=f"agent '{schedule.agent}' is not loaded: nothing ran")
+
+    async def _run(self, schedule: Schedule, due: datetime, record: Record) -> RunReport:
+        dest = schedule.destination
+        delivery = None
+        if dest is not None:
+            delivery = self._delivery(dest.gateway)
+            if delivery is None:
+                return RunReport(error=f"gateway '{dest.gateway}' is not running: nothing sent")
+            session_id = await self._turns.session_for_chat(
+                dest.gateway, dest.chat_id, schedule.agent
+            )
+        else:
+            session_id = await self._turns.start_session(schedule.agent)
+        chat = ChatRef(dest.gateway, dest.chat_id) if dest is not None else None
+        if isinstance(schedule.payload, MessagePayload):
+            return await self._message(schedule.payload.message, session_id, chat, delivery, record)
+        return await self._task(
+            TASK_PROMPT.format(task=schedule.payload.task),
+            f"{schedule.id}@{to_ms(due)}",
+            session_id,
+            chat,
+            delivery,
+            record,
+        )
+
+    async def _message(
+        self,
+        text: str,
+        session_id: str,
+        chat: ChatRef | None,
+        delivery: Delivery | None,
+        record: Record,
+    ) -> RunReport:
+        # Never between a turn's tool call and its result. The runner offers no "idle" event
+        # (a turn ends rarely while a message is due), so poll.
+        while self._turns.is_running(session_id):  # noqa: ASYNC110
+            await asyncio.sleep(_IDLE_POLL_SECONDS)
+        session = self._turns.registry.handle(session_id)
+        answered = (await session.info()).last_answered_seq
+        seq = await session.add_assistant_response(text, answers_seq=answered)
+        await record(session_id, seq)
+        if chat is not None and delivery is not None:
+            await delivery.deliver(
+                chat, Complete(session_id=session_id, content=text, reply_seq=seq)
+            )
+        return RunReport(session_id=session_id)
+
+    async def _task(
+        self,
+        prompt: str,
+        platform_id: str,
+        session_id: str,
+        chat: ChatRef | None,
+        delivery: Delivery | None,
+        record: Record,
+    ) -> RunReport:
+        accepted = await self._turns.accept(
+            session_id, prompt, platform_message_id=platform_id, steer=False
+        )
+        await record(session_id, accepted.seq)
+        if accepted.duplicate:  # recorded by an earlier attempt: the chat's recovery owns it
+            return RunReport(session_id=session_id)
+        self.task_sessions.add(session_id)
+        try:
+            result = await self._turns.answer(session_id, accepted.seq, prompt)
+        finally:
+            self.task_sessions.discard(session_id)
+        if chat is not None and delivery is not None:
+            await delivery.deliver(chat, result)
+        match result:
+            case Failed(content=text):
+                return RunReport(error=text, session_id=session_id)
+            case AwaitingApproval(command=command):
+                del command  # asked in the chat; the run itself is done
+        return RunReport(session_id=session_id)

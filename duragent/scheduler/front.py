@@ -1,0 +1,246 @@
+"""``Schedules``: the scheduler as a service of ``duragent serve``, and the operations on it.
+
+It owns the schedule files (``.duragent/schedules``), the agents' declared schedules
+(``spec.schedules[]``), the loop (``service.Scheduler``) and the payload runner
+(``chat.ChatPayloads``). The ``schedule`` tool, HTTP ``/api/v1/schedules`` and the CLI all go
+through its few operations (``create``, ``cancel``, ``listing``, ``run_now``…), which check
+what a caller may do (an agent only touches its own schedules) and write files before the
+loop sees the change.
+
+Loading never deletes or rewrites a file it cannot read: the problem (file, field, fix) is
+logged and kept in ``problems`` (``doctor`` and HTTP show it), and the file stays as it is.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import yaml
+
+from duragent.agents import AgentCatalog
+from duragent.core.ids import new_ulid
+from duragent.errors import ConfigError, DuragentError, NotFoundError
+from duragent.frontkit import OutboundPort
+from duragent.scheduler.chat import ChatPayloads
+from duragent.scheduler.clock import Clock, SystemClock
+from duragent.scheduler.model import (
+    At,
+    Destination,
+    Payload,
+    Retry,
+    Schedule,
+    Timing,
+    parse_schedule,
+    schedule_document,
+)
+from duragent.scheduler.runs import RunState
+from duragent.scheduler.service import PayloadRunner, Scheduler, SchedulerSettings
+from duragent.store.schedule_files import RunLogFiles, ScheduleFiles
+from duragent.turns import TurnRunner
+
+__all__ = ["ScheduleNotFoundError", "ScheduleRefusedError", "Schedules", "declared_id"]
+
+DECLARED_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+"""A declared schedule's ``created_at``: it has none, so ``every_seconds`` without an anchor
+counts from the epoch (``3600`` is on the hour, across restarts); which due times are its
+own to run comes from its run log (``registered`` when first seen)."""
+
+log = logging.getLogger(__name__)
+
+
+class ScheduleNotFoundError(NotFoundError):
+    """No such schedule (or, for an agent, none of its own by that id)."""
+
+    def __init__(self, schedule_id: str) -> None:
+        super().__init__(f"schedule '{schedule_id}' not found")
+
+
+class ScheduleRefusedError(DuragentError):
+    """A request the scheduler will not do (past ``at``, a declared schedule to cancel…)."""
+
+
+def declared_id(agent: str, name: str) -> str:
+    """The id of a schedule ``agent`` declares as ``name`` (stable: its run log carries over)."""
+    return f"decl_{agent}_{name}"
+
+
+class Schedules:
+    """The scheduler front end (see module docstring)."""
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        agents: Callable[[], AgentCatalog],
+        settings: SchedulerSettings | None = None,
+        payloads: PayloadRunner | None = None,
+        turns: TurnRunner | None = None,
+        outbound: Callable[[str], OutboundPort | None] = lambda name: None,
+        clock: Clock | None = None,
+    ) -> None:
+        self.files = ScheduleFiles(directory)
+        self.runs = RunLogFiles(directory / "runs")
+        self._agents = agents
+        self.clock = clock or SystemClock()
+        self.chat: ChatPayloads | None = None
+        if payloads is None:
+            if turns is None:
+                raise ValueError("Schedules needs payloads or turns")
+            self.chat = payloads = ChatPayloads(turns, outbound)
+        self.scheduler = Scheduler(self.runs, payloads, self.clock, settings)
+        self.scheduler.on_status = self._write
+        self.problems: list[ConfigError] = []
+
+    # --- service ------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Load every schedule (files and declared) and start the loop."""
+        await self.scheduler.start(self.load())
+
+    async def stop(self) -> None:
+        """Stop the loop; runs in progress are recorded as interrupted."""
+        await self.scheduler.stop()
+
+    def load(self) -> list[Schedule]:
+        """Every readable schedule; problems logged and kept in ``problems``."""
+        self.problems = []
+        found: list[Schedule] = []
+        for sched_id in self.files.ids():
+            path = self.files.path(sched_id)
+            try:
+                schedule = parse_schedule(self.files.get(sched_id), file=path)
+            except yaml.YAMLError as exc:
+                self._problem(ConfigError(f"YAML syntax error: {exc}", file=path))
+                continue
+            except ConfigError as exc:
+                self._problem(exc)
+                continue
+            if schedule.id != sched_id:
+                self._problem(ConfigError(
+                    "does not match the file name", file=path, field="id", value=schedule.id,
+                    fix=f"set id: {sched_id} or rename the file",
+                ))  # fmt: skip
+                continue
+            found.append(schedule)
+        return found + self.declared()
+
+    def _problem(self, error: ConfigError) -> None:
+        log.error("schedule skipped (the file is kept as it is): %s", error)
+        self.problems.append(error)
+
+    def declared(self) -> list[Schedule]:
+        """The schedules agents declare in ``spec.schedules[]``."""
+        found = []
+        for agent in self._agents().agents.values():
+            for i, spec in enumerate(agent.spec.schedules):
+                doc = spec.model_dump(exclude_none=True) | {
+                    "id": declared_id(agent.name, spec.name),
+                    "agent": agent.name,
+                    "created_at": DECLARED_EPOCH,
+                }
+                doc.pop("name")
+                file = agent.directory / "agent.yaml"
+                try:
+                    schedule = parse_schedule(doc, file=file, prefix=f"spec.schedules[{i}].")
+                except ConfigError as exc:
+                    self._problem(exc)
+                    continue
+                found.append(_declared(schedule, file))
+        return found
+
+    # --- operations ---------------------------------------------------------------------------
+
+    def create(
+        self,
+        *,
+        agent: str,
+        timing: Timing,
+        payload: Payload,
+        destination: Destination | None = None,
+        created_by_session: str | None = None,
+        retry: Retry | None = None,
+    ) -> Schedule:
+        """Write a new schedule (``sched_<ULID>``) and hand it to the loop."""
+        now = self.clock.now()
+        if isinstance(timing, At) and timing.at <= now:
+            raise ScheduleRefusedError(
+                f"'at' must be in the future (it is {timing.at.isoformat()}, now is "
+                f"{now.isoformat()})"
+            )
+        if agent not in self._agents().agents:
+            raise ScheduleRefusedError(f"no agent named '{agent}'")
+        schedule = Schedule(
+            id=f"sched_{new_ulid(int(now.timestamp() * 1000))}",
+            agent=agent,
+            timing=timing,
+            payload=payload,
+            created_at=now,
+            destination=destination,
+            created_by_session=created_by_session,
+            retry=retry,
+        )
+        self._write(schedule)
+        self.scheduler.put(schedule)
+        return schedule
+
+    def get(self, schedule_id: str, *, agent: str | None = None) -> Schedule:
+        """The schedule (only ``agent``'s own when given)."""
+        schedule = self.scheduler.get(schedule_id)
+        if schedule is None or (agent is not None and schedule.agent != agent):
+            raise ScheduleNotFoundError(schedule_id)
+        return schedule
+
+    def listing(self, *, agent: str | None = None, active_only: bool = False) -> list[Schedule]:
+        """Schedules, by id (``agent``'s only; active ones only)."""
+        return [
+            s
+            for s in self.scheduler.schedules()
+            if (agent is None or s.agent == agent) and (not active_only or s.status == "active")
+        ]
+
+    def state(self, schedule_id: str) -> RunState:
+        """Its durable run state."""
+        self.get(schedule_id)
+        return self.scheduler.state(schedule_id)
+
+    def history(self, schedule_id: str, limit: int = 50) -> list[dict[str, object]]:
+        """Its last run-log lines, oldest first."""
+        self.get(schedule_id)
+        return self.scheduler.history(schedule_id, limit)
+
+    def cancel(self, schedule_id: str, *, agent: str | None = None) -> Schedule:
+        """Mark it cancelled (file first); a run in progress finishes."""
+        schedule = self.get(schedule_id, agent=agent)
+        if schedule.declared_in is not None:
+            raise ScheduleRefusedError(
+                f"schedule '{schedule_id}' is declared in {schedule.declared_in}: remove it "
+                "from spec.schedules there to stop it"
+            )
+        cancelled = schedule.with_status("cancelled")
+        self._write(cancelled)
+        self.scheduler.put(cancelled)
+        return cancelled
+
+    def run_now(self, schedule_id: str) -> bool:
+        """Start a run now (outside its timing); False if one is in progress.
+
+        Only an active schedule runs (a cancelled or completed one is refused). A one-shot
+        run now is done: it completes and does not run again at its time.
+        """
+        schedule = self.get(schedule_id)
+        if schedule.status != "active":
+            raise ScheduleRefusedError(f"schedule '{schedule_id}' is {schedule.status}")
+        return self.scheduler.run_now(schedule_id)
+
+    def _write(self, schedule: Schedule) -> None:
+        if schedule.declared_in is None:
+            self.files.put(schedule.id, schedule_document(schedule))
+
+
+def _declared(schedule: Schedule, file: Path) -> Schedule:
+    from dataclasses import replace
+
+    return replace(schedule, declared_in=file)

@@ -1,0 +1,384 @@
+"""The scheduler: one durable loop that starts each due time of each schedule at most once.
+
+The loop keeps, per schedule, its *cursor* (the newest due time already handled, from the
+run log) and the next due time after it (``timing.next_due``). It sleeps until the earliest
+one (``Clock.wait_until``; woken early when schedules change or a run ends), then for each
+schedule that is due:
+
+- **coalesces**: of the due times that passed, only the newest may run; the older ones are
+  recorded as one ``missed`` line (never a burst of catch-up runs);
+- **grace**: a due time later than its grace (``one_shot_grace_seconds`` for ``at``,
+  ``recurring_grace_seconds`` otherwise) is recorded as ``missed`` instead of run — a
+  one-shot missed while the server was down runs once on start if younger than its grace;
+- **starts** it: the cursor moves in memory at once, and the run's ``running`` line is on
+  disk (fsync'd) before the payload does anything, so after a crash that due time is never
+  started again. At most ``max_concurrent_runs`` run at once (the rest wait their turn).
+
+A run ends in exactly one outcome line (``runs``). A failed attempt is retried with capped,
+jittered exponential backoff when the schedule has a ``retry`` block; a recurring schedule
+keeps its next due time whatever the outcome. At start, a run the log shows as started and
+not ended was interrupted: it is recorded so, and — if it had not yet written into a session
+and its retry policy allows — run again for the same due time. (Once it has written, the
+chat's own recovery answers or delivers what it wrote; running it again would say it twice.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Protocol
+
+from duragent.errors import ConfigError
+from duragent.scheduler.clock import Clock
+from duragent.scheduler.model import At, Every, Schedule
+from duragent.scheduler.runs import Dangling, RunState, to_ms
+from duragent.scheduler.timing import next_due
+from duragent.store.protocols import RunLogStorage
+
+__all__ = [
+    "PayloadRunner",
+    "RunReport",
+    "Scheduler",
+    "SchedulerSettings",
+    "backoff_seconds",
+]
+
+log = logging.getLogger(__name__)
+
+Record = Callable[[str, int], Awaitable[None]]
+"""``record(session_id, seq)``: the run wrote ``seq`` into the session (durably logged)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunReport:
+    """How one attempt went: ``error`` is None on success."""
+
+    error: str | None = None
+    session_id: str | None = None
+
+
+class PayloadRunner(Protocol):
+    """Runs a schedule's payload for one due time (``chat.ChatPayloads`` in the server)."""
+
+    async def run(self, schedule: Schedule, due: datetime, record: Record) -> RunReport:
+        """Deliver the message or run the task; expected failures are a report, not raised."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerSettings:
+    """``duragent.yaml`` ``scheduler:`` (see config)."""
+
+    max_concurrent_runs: int = 5
+    one_shot_grace_seconds: float = 86400.0
+    recurring_grace_seconds: float = 60.0
+
+
+def backoff_seconds(attempt: int, initial_ms: int, max_ms: int, rng: random.Random) -> float:
+    """Delay before retry ``attempt`` (1 = first retry): doubling, capped, ±20 % jitter."""
+    delay: float = min(initial_ms * 2 ** min(attempt - 1, 10), max_ms)
+    return delay * rng.uniform(0.8, 1.2) / 1000
+
+
+@dataclass(slots=True)
+class _Slot:
+    """One schedule as the loop tracks it."""
+
+    schedule: Schedule
+    state: RunState
+    next: datetime | None = None
+    task: asyncio.Task[None] | None = None
+    resume: Dangling | None = None  # an interrupted run to attempt again
+    seen: set[int] = field(default_factory=set)  # due times started in this process (ms)
+
+
+class Scheduler:
+    """The loop and the operations on schedules (see module docstring)."""
+
+    def __init__(
+        self,
+        runs: RunLogStorage,
+        payloads: PayloadRunner,
+        clock: Clock,
+        settings: SchedulerSettings | None = None,
+        *,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._runs = runs
+        self._payloads = payloads
+        self._clock = clock
+        self.settings = settings = settings or SchedulerSettings()
+        self._rng = rng or random.Random()
+        self._slots: dict[str, _Slot] = {}
+        self._limit = asyncio.Semaphore(settings.max_concurrent_runs)
+        self._changed = asyncio.Event()
+        self._loop: asyncio.Task[None] | None = None
+        self.on_status: Callable[[Schedule], None] = lambda schedule: None
+        """Called when the scheduler itself changes a status (a one-shot completed)."""
+
+    # --- schedules ----------------------------------------------------------------------------
+
+    def schedules(self) -> list[Schedule]:
+        """Every schedule known, by id."""
+        return [self._slots[k].schedule for k in sorted(self._slots)]
+
+    def get(self, schedule_id: str) -> Schedule | None:
+        """The schedule, or None."""
+        slot = self._slots.get(schedule_id)
+        return slot.schedule if slot else None
+
+    def state(self, schedule_id: str) -> RunState:
+        """The schedule's durable run state (``next_run_at`` as the loop sees it now)."""
+        slot = self._slots[schedule_id]
+        slot.state.next_run_at = slot.next if slot.schedule.status == "active" else None
+        return slot.state
+
+    def history(self, schedule_id: str, limit: int = 50) -> list[dict[str, object]]:
+        """The last ``limit`` run-log lines, oldest first."""
+        return list(self._runs.recent(schedule_id, limit))
+
+    def put(self, schedule: Schedule) -> None:
+        """Add or replace a schedule (its run log is read for its cursor and state)."""
+        slot = self._slots.get(schedule.id)
+        if slot is None:
+            state = RunState.fold(self._runs.recent(schedule.id, 1_000_000))
+            slot = _Slot(schedule, state)
+            self._slots[schedule.id] = slot
+            if state.dangling is not None:
+                self._interrupted(slot, state.dangling)
+            if schedule.declared_in is not None and state.cursor is None:
+                self._append(slot, {"status": "registered", "cursor": to_ms(self._clock.now())})
+        slot.schedule = schedule
+        slot.next = self._next_after_cursor(slot) if schedule.status == "active" else None
+        self._changed.set()
+
+    def remove(self, schedule_id: str) -> None:
+        """Forget a schedule (a declared one no longer declared); a running run finishes."""
+        self._slots.pop(schedule_id, None)
+        self._changed.set()
+
+    def _next_after_cursor(self, slot: _Slot) -> datetime | None:
+        s = slot.schedule
+        after = slot.state.cursor or s.created_at  # never ran: due times after its creation
+        return next_due(s.timing, after, s.created_at)
+
+    def _interrupted(self, slot: _Slot, run: Dangling) -> None:
+        """A run the log shows started and never ended (module docstring)."""
+        retry = slot.schedule.retry
+        if not run.recorded and retry is not None and run.attempt <= retry.max_retries:
+            error = "interrupted: the server stopped during the run"
+            entry = {"status": "retry", "due": to_ms(run.due), "attempt": run.attempt}
+            self._append(slot, entry | {"error": error})
+            slot.resume = run
+            return
+        self._append(
+            slot,
+            {
+                "status": "interrupted",
+                "due": to_ms(run.due),
+                "error": "the server stopped during the run"
+                + (" (the chat's recovery completes what it wrote)" if run.recorded else ""),
+            },
+        )
+
+    # --- the loop ----------------------------------------------------------------------------
+
+    def next_wake(self) -> datetime | None:
+        """The earliest due time of an idle active schedule (None: nothing to wait for)."""
+        times = [
+            slot.next
+            for slot in self._slots.values()
+            if slot.next is not None and slot.task is None and slot.schedule.status == "active"
+        ]
+        return min(times, default=None)
+
+    def tick(self) -> int:
+        """Start every run that is due now; how many were started."""
+        now = self._clock.now()
+        started = 0
+        for slot in list(self._slots.values()):
+            if slot.task is not None or slot.schedule.status != "active":
+                continue
+            if slot.resume is not None:
+                run, slot.resume = slot.resume, None
+                self._start(slot, run.due, run.attempt + 1)
+                started += 1
+            elif slot.next is not None and slot.next <= now:
+                started += self._due(slot, now)
+        return started
+
+    def _due(self, slot: _Slot, now: datetime) -> int:
+        s = slot.schedule
+        assert slot.next is not None
+        first, latest, count = slot.next, slot.next, 1
+        after: datetime | None
+        if isinstance(s.timing, Every):  # straight to the newest passed due time
+            step = timedelta(seconds=s.timing.every_seconds)
+            extra = (now - first) // step
+            latest, count = first + extra * step, 1 + extra
+            after = latest + step
+        else:
+            while (after := next_due(s.timing, latest, s.created_at)) is not None and after <= now:
+                latest, count = after, count + 1
+        grace = (
+            self.settings.one_shot_grace_seconds
+            if isinstance(s.timing, At)
+            else self.settings.recurring_grace_seconds
+        )
+        run = (now - latest).total_seconds() <= grace
+        slot.next = after
+        missed = count - 1 if run else count
+        if missed:
+            last_missed = self._before(slot, latest, first, missed) if run else latest
+            self._append(
+                slot,
+                {"status": "missed", "due": to_ms(last_missed), "first_due": to_ms(first),
+                 "count": missed, "next_run_at": _ms(slot.next),
+                 "error": "not run: the server was down or busy at that time"},
+            )  # fmt: skip
+        if run:
+            self._start(slot, latest, 1)
+            return 1
+        if isinstance(s.timing, At):
+            self._complete(slot)
+        return 0
+
+    def _before(self, slot: _Slot, latest: datetime, first: datetime, missed: int) -> datetime:
+        """The due time just before ``latest`` (the newest of the ``missed`` ones)."""
+        s = slot.schedule
+        if isinstance(s.timing, Every):
+            return latest - timedelta(seconds=s.timing.every_seconds)
+        when = first
+        for _ in range(missed - 1):
+            after = next_due(s.timing, when, s.created_at)
+            assert after is not None
+            when = after
+        return when
+
+    def _start(self, slot: _Slot, due: datetime, attempt: int) -> None:
+        key = to_ms(due)
+        if key in slot.seen and attempt == 1:  # defensive: never twice in one process
+            log.error("schedule %s: due time %s was started already", slot.schedule.id, due)
+            return
+        slot.seen.add(key)
+        slot.state.cursor = max(slot.state.cursor or due, due)
+        slot.task = asyncio.create_task(self._run(slot, due, attempt))
+
+    async def _run(self, slot: _Slot, due: datetime, attempt: int) -> None:
+        s = slot.schedule
+        try:
+            async with self._limit:
+                await self._attempts(slot, due, attempt)
+        except asyncio.CancelledError:
+            self._append(slot, {"status": "interrupted", "due": to_ms(due),
+                                "error": "the server stopped during the run"})  # fmt: skip
+            raise
+        except Exception:
+            log.exception("schedule %s: run for %s failed", s.id, due)
+        finally:
+            slot.task = None
+            self._changed.set()
+
+    async def _attempts(self, slot: _Slot, due: datetime, attempt: int) -> None:
+        s = slot.schedule
+        started = self._clock.now()
+        total = 1 + (s.retry.max_retries if s.retry else 0)
+        due_ms = to_ms(due)
+
+        async def record(session_id: str, seq: int) -> None:
+            self._append(slot, {"status": "recorded", "due": due_ms, "session_id": session_id,
+                                "seq": seq})  # fmt: skip
+
+        while True:
+            if self.get(s.id) is None or slot.schedule.status != "active":
+                self._append(slot, {"status": "error", "due": due_ms, "error": "cancelled"})
+                return
+            self._append(slot, {"status": "running", "due": due_ms, "attempt": attempt})
+            try:
+                report = await self._payloads.run(slot.schedule, due, record)
+            except Exception as exc:  # a payload runner's bug must not stop the schedule
+                log.exception("schedule %s: payload failed", s.id)
+                report = RunReport(error=f"{type(exc).__name__}: {exc}")
+            if report.error is None or attempt >= total:
+                break
+            self._append(slot, {"status": "retry", "due": due_ms, "attempt": attempt,
+                                "error": report.error})  # fmt: skip
+            assert s.retry is not None
+            await self._clock.sleep(
+                backoff_seconds(attempt, s.retry.initial_delay_ms, s.retry.max_delay_ms, self._rng)
+            )
+            attempt += 1
+        error = report.error
+        if error is not None and attempt > 1:
+            error += f" (after {attempt} attempts)"
+        duration = int((self._clock.now() - started).total_seconds() * 1000)
+        entry: dict[str, object] = {
+            "status": "ok" if error is None else "error",
+            "due": due_ms,
+            "duration_ms": duration,
+            "next_run_at": _ms(slot.next),
+        }
+        if error is not None:
+            entry["error"] = error
+        if report.session_id is not None:
+            entry["session_id"] = report.session_id
+        self._append(slot, entry)
+        if isinstance(s.timing, At):
+            self._complete(slot)
+
+    def _complete(self, slot: _Slot) -> None:
+        slot.schedule = slot.schedule.with_status("completed")
+        slot.next = None
+        try:
+            self.on_status(slot.schedule)
+        except (OSError, ConfigError):
+            log.exception("schedule %s: could not record it completed", slot.schedule.id)
+
+    def _append(self, slot: _Slot, entry: dict[str, object]) -> None:
+        line = {"ts": to_ms(self._clock.now())} | {k: v for k, v in entry.items() if v is not None}
+        self._runs.append(slot.schedule.id, line)
+        slot.state.apply(line)
+
+    async def run_forever(self) -> None:
+        """The loop: start what is due, sleep until the next due time or a change."""
+        while True:
+            self._changed.clear()
+            self.tick()
+            await self._clock.wait_until(self.next_wake(), self._changed)
+
+    def run_now(self, schedule_id: str) -> bool:
+        """Start a run for the schedule now, outside its timing; False if one is running."""
+        slot = self._slots[schedule_id]
+        if slot.task is not None:
+            return False
+        self._start(slot, self._clock.now(), 1)
+        return True
+
+    async def drain(self) -> None:
+        """Wait until no run is in progress (tests, shutdown)."""
+        while tasks := [s.task for s in self._slots.values() if s.task is not None]:
+            await asyncio.wait(tasks)
+
+    async def start(self, schedules: Sequence[Schedule]) -> None:
+        """Take ``schedules`` and start the loop (as a task)."""
+        for schedule in schedules:
+            self.put(schedule)
+        self._loop = asyncio.create_task(self.run_forever(), name="scheduler")
+
+    async def stop(self) -> None:
+        """Stop the loop; runs in progress are cancelled and recorded as interrupted."""
+        tasks = [s.task for s in self._slots.values() if s.task is not None]
+        if self._loop is not None:
+            tasks.append(self._loop)
+            self._loop = None
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _ms(when: datetime | None) -> int | None:
+    return None if when is None else to_ms(when)

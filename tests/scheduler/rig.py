@@ -1,0 +1,72 @@
+"""Shared pieces of the scheduler's tests: payloads that record what ran, schedules to build."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from duragent.scheduler.clock import ManualClock
+from duragent.scheduler.model import Cron, MessagePayload, Schedule, Timing
+from duragent.scheduler.service import Record, RunReport, Scheduler, SchedulerSettings
+from duragent.store.schedule_files import RunLogFiles
+
+START = datetime(2026, 1, 1, tzinfo=UTC)
+DAILY_AT_NINE = Cron("0 9 * * *")
+
+
+@dataclass
+class RecordingPayloads:
+    """A payload runner that remembers every (schedule, due) it ran; fails while told to."""
+
+    runs: list[tuple[str, datetime]] = field(default_factory=list)
+    failures_left: int = 0
+
+    async def run(self, schedule: Schedule, due: datetime, record: Record) -> RunReport:
+        self.runs.append((schedule.id, due))
+        if self.failures_left:
+            self.failures_left -= 1
+            return RunReport(error="the chat was unreachable")
+        return RunReport()
+
+    def doubles(self) -> list[tuple[str, datetime]]:
+        return [run for run, n in Counter(self.runs).items() if n > 1]
+
+
+def schedule(
+    sched_id: str, timing: Timing = DAILY_AT_NINE, *, created: datetime = START, **kw: object
+) -> Schedule:
+    return Schedule(
+        id=sched_id,
+        agent="helper",
+        timing=timing,
+        payload=MessagePayload("stand-up in 5 minutes"),
+        created_at=created,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def make_scheduler(
+    tmp_path: Path,
+    clock: ManualClock,
+    payloads: RecordingPayloads,
+    settings: SchedulerSettings | None = None,
+    *,
+    sync: bool = False,
+) -> Scheduler:
+    return Scheduler(RunLogFiles(tmp_path / "runs", sync=sync), payloads, clock, settings)
+
+
+async def run_until(scheduler: Scheduler, clock: ManualClock, end: datetime) -> None:
+    """Step the clock from due time to due time (as the loop would sleep) up to ``end``."""
+    while True:
+        scheduler.tick()
+        await scheduler.drain()
+        wake = scheduler.next_wake()
+        if wake is None or wake > end:
+            clock.set(end)
+            scheduler.tick()
+            await scheduler.drain()
+            return
+        clock.set(wake)
