@@ -29,9 +29,10 @@ re-sent (the person can simply write again).
 
 What was delivered is read from the session once per process (``SessionInfo``) and then
 kept here, per session, as the newest seq this ``Delivery`` recorded (a bounded LRU): the
-check before a send then costs no call to the session's actor. Every ``delivery`` record a
-gateway makes goes through its ``Delivery`` (``mark_seen`` for what recovery settles), so the
-kept value is never behind the disk.
+check before a send then costs no call to the session's actor. The kept value can be behind
+the disk only by records another ``Delivery`` made (the scheduler's, for the same chat), and
+those are records of other replies: each reply is handed to one ``Delivery``, whose own
+records and ``_sending`` set stop it sending that reply twice, and a restart reads the disk.
 
 HTTP does not use ``Delivery``: its reply is the response to the request that asked (every
 request, a steered one included, must be answered), and there is no chat to re-send to
