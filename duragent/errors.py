@@ -11,7 +11,8 @@ the rest are defined here. Base classes from Python follow a name in parentheses
     │   └── PolicyError             a policy file is wrong [tools.policy_files]
     ├── NotFoundError (LookupError)
     │   ├── AgentNotFoundError
-    │   └── SessionNotFoundError    no session with this id on disk [session.registry]
+    │   ├── SessionNotFoundError    no session with this id on disk [session.registry]
+    │   └── ScheduleNotFoundError   no such schedule (of this agent) [scheduler.front]
     ├── TokenizerError              an encoding could not be loaded offline
     ├── StorageError (OSError)      the disk refused a read or write (full, permission, I/O):
     │                               the data already on disk is intact, retry after the fix
@@ -20,6 +21,8 @@ the rest are defined here. Base classes from Python follow a name in parentheses
     │                               [gateways.external.supervisor]
     ├── GatewayCommandError         an external gateway answered ``command_error``
     │                               [gateways.external.outbound]
+    ├── ScheduleRefusedError        a schedule request the scheduler will not do
+    │                               (a past ``at``, cancelling a declared one) [scheduler.front]
     ├── ServiceStartError           an essential service did not start [core.lifecycle]
     ├── ServiceStopError            services that failed to stop (the rest still stopped)
     │                               [core.lifecycle]

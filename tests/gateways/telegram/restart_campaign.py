@@ -218,10 +218,13 @@ class _Campaign:
         self.stall_seconds = stall_seconds
         total = sum(len(c.messages) for c in plan)
         self.total = total
-        points = sorted(rng.sample(range(max(1, total // 20), max(2, total * 9 // 10)), kills))
+        # kills land while at least a quarter of the messages are still to come: the chats are
+        # held back (``push_more``) so no burst after a restart can finish the campaign first
+        points = sorted(rng.sample(range(max(1, total // 20), max(2, total * 3 // 4)), kills))
         self.kill_points = points
         self.kills_done = 0
         self.kill_times: list[float] = []
+        self.pushed = 0
         self.answered = 0
         self.seen_calls = 0
         self.sent: list[Sent] = []
@@ -285,15 +288,24 @@ class _Campaign:
 
     def push_more(self) -> None:
         bot = self.tg.bot_username
+        if self.kills_done < len(self.kill_points):  # not past the next kill's point + a round
+            limit = self.kill_points[self.kills_done] + len(self.plan)
+        else:
+            limit = self.total
         for chat in self.plan:
             window = GROUP_WINDOW if chat.group else 1
-            while chat.next < len(chat.messages) and chat.outstanding() < window:
+            while (
+                chat.next < len(chat.messages)
+                and chat.outstanding() < window
+                and self.pushed < limit
+            ):
                 m = chat.messages[chat.next]
                 for n, line in enumerate(m.chatter):
                     self.tg.push_message(chat.chat_id, f"just chatting {line}", user_id=500 + n)
                 m.pushed_at = time.monotonic()
                 self.tg.push_message(chat.chat_id, m.text(bot), user_id=_WRITER)
                 chat.next += 1
+                self.pushed += 1
 
     async def kill_and_restart(self) -> None:
         await asyncio.sleep(self.rng.uniform(0, 0.15))
