@@ -153,6 +153,9 @@ class SessionSnapshot:
     """The newest user message a turn's end answered: ``last_settled_seq``, except that a
     reply of a ``sequential`` chat queue answers only up to its own message (its event's
     ``answers_seq``). A user message after it has not been answered yet."""
+    last_decided_seq: int = 0
+    """The newest decision on an approval. Later than ``last_settled_seq``, the turn it let
+    go on has not ended yet (a crash stopped it): a chat's recovery finishes it."""
     silent_buffer_cap: int = DEFAULT_SILENT_BUFFER_CAP
     """The context buffer's bound (the agent's ``context_buffer.max_messages`` at creation)."""
     silent_buffer: list[BufferedMessage] = field(default_factory=list)
@@ -199,6 +202,7 @@ class SessionSnapshot:
             "last_user_seq": self.last_user_seq,
             "last_settled_seq": self.last_settled_seq,
             "last_answered_seq": self.last_answered_seq,
+            "last_decided_seq": self.last_decided_seq,
             "recent_platform_ids": list(self.recent_platform_ids),
             "recent_platform_seqs": list(self.recent_platform_seqs),
             "silent_buffer": [m.to_dict() for m in self.silent_buffer],
@@ -250,6 +254,7 @@ class SessionSnapshot:
             last_answered_seq=int(
                 data.get("last_answered_seq") or data.get("last_settled_seq") or 0
             ),
+            last_decided_seq=int(data.get("last_decided_seq") or 0),
             silent_buffer_cap=int(config.get("silent_buffer_cap") or DEFAULT_SILENT_BUFFER_CAP),
             silent_buffer=[BufferedMessage.from_dict(m) for m in buffered],
         )

@@ -13,6 +13,10 @@ before it takes new updates, so recovered turns come first in each chat's line):
 - **An approval asked but never shown** (killed between the ``approval_required`` event and
   the prompt reaching the chat): asked again, with its buttons (``Delivery.ask`` records it
   once sent). A failure notice is not re-sent.
+- **A turn an approval let go on, never finished** (killed after the decision, while the
+  approved call or the model's next step ran): the approved call was recorded as
+  interrupted when the session loaded, and the turn is run on from there through the chat
+  queue (``ChatProgress.turn_unfinished``), as an answer to the message that started it.
 - **A message recorded but never answered** (killed between accepting the message and its
   reply, or the turn was cut short at shutdown). A user message after the last reply,
   failure or approval request (``ChatProgress.awaits_answer``) gets its turn through the
@@ -124,7 +128,12 @@ class _Parts:
 
 async def _recover(chat: ChatRef, session_id: str, parts: _Parts, report: RecoveryReport) -> None:
     progress = await parts.registry.progress(session_id)
-    if not (progress.undelivered or progress.awaits_answer or progress.settled_unsent):
+    if not (
+        progress.undelivered
+        or progress.awaits_answer
+        or progress.settled_unsent
+        or progress.turn_unfinished
+    ):
         return
     since = min(progress.last_delivered_seq, progress.last_answered_seq)
     session = parts.registry.handle(session_id)
@@ -133,7 +142,11 @@ async def _recover(chat: ChatRef, session_id: str, parts: _Parts, report: Recove
         report.delivered += 1
     if progress.settled_unsent and not progress.awaits_answer:
         await _ask_again(chat, progress, events, parts)
-    if progress.awaits_answer and _resume(chat, progress, events, parts):
+    if progress.awaits_answer:  # its turn runs from the end of the window: all of it
+        resumed = _resume(chat, progress, events, parts)
+    else:
+        resumed = progress.turn_unfinished and await _go_on(chat, progress, parts)
+    if resumed:
         report.resumed += 1
 
 
@@ -210,6 +223,31 @@ def _resume(chat: ChatRef, progress: ChatProgress, events: list[Event], parts: _
             sender_id=first.get("sender_id"),
             context_buffer=buffer,
         )
+    return True
+
+
+async def _go_on(chat: ChatRef, progress: ChatProgress, parts: _Parts) -> bool:
+    """Finish the turn a decided approval let go on, as an answer to its user message."""
+    session = parts.registry.handle(progress.session_id)
+    asked = [
+        e
+        for e in await session.events(after_seq=progress.last_user_seq - 1)
+        if e.type == EventType.USER_MESSAGE and e.seq == progress.last_user_seq
+    ]
+    if not asked:
+        return False
+    message = asked[0].data
+    queue, buffer = parts.settings(progress.agent, chat.chat_id)
+    parts.queues.resume(
+        progress.session_id,
+        chat,
+        progress.last_user_seq,
+        str(message.get("content") or ""),
+        message.get("platform_message_id"),
+        queue=queue,
+        sender_id=message.get("sender_id"),
+        context_buffer=buffer,
+    )
     return True
 
 

@@ -49,6 +49,8 @@ class SessionInfo:
     """The newest final reply, recorded failure or approval request (0: none)."""
     last_answered_seq: int = 0
     """The newest user message a turn's end answered (see ``SessionSnapshot``)."""
+    last_decided_seq: int = 0
+    """The newest decision on an approval (see ``SessionSnapshot``)."""
 
     @property
     def awaits_answer(self) -> bool:
@@ -105,6 +107,7 @@ class SessionOps:
             last_user_seq=s.last_user_seq,
             last_settled_seq=s.last_settled_seq,
             last_answered_seq=s.last_answered_seq,
+            last_decided_seq=s.last_decided_seq,
         )
 
     def op_messages(self) -> list[Message]:

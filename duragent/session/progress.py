@@ -34,6 +34,7 @@ class ChatProgress:
     last_user_seq: int
     last_settled_seq: int
     last_answered_seq: int
+    last_decided_seq: int = 0
 
     @property
     def undelivered(self) -> bool:
@@ -50,6 +51,14 @@ class ChatProgress:
         """A user message came after the last reply, failure or approval request."""
         return self.last_user_seq > self.last_answered_seq
 
+    @property
+    def turn_unfinished(self) -> bool:
+        """An approval was decided and the turn it let go on never ended.
+
+        No reply, failure or new request came after the decision: a crash stopped it.
+        """
+        return self.last_decided_seq > self.last_settled_seq
+
     @classmethod
     def of(cls, info: SessionInfo) -> ChatProgress:
         """From a live actor's summary."""
@@ -63,6 +72,7 @@ class ChatProgress:
             last_user_seq=info.last_user_seq,
             last_settled_seq=info.last_settled_seq,
             last_answered_seq=info.last_answered_seq,
+            last_decided_seq=info.last_decided_seq,
         )
 
 
@@ -87,4 +97,5 @@ def progress_from_header(
         last_answered_seq=int(
             header.get("last_answered_seq") or header.get("last_settled_seq") or 0
         ),
+        last_decided_seq=int(header.get("last_decided_seq") or 0),
     )

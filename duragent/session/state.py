@@ -80,6 +80,7 @@ class SessionState:
         self.last_user_seq = snapshot.last_user_seq
         self.last_settled_seq = snapshot.last_settled_seq
         self.last_answered_seq = snapshot.last_answered_seq
+        self.last_decided_seq = snapshot.last_decided_seq
         seqs = snapshot.recent_platform_seqs
         if len(seqs) != len(snapshot.recent_platform_ids):
             seqs = [0] * len(snapshot.recent_platform_ids)  # older snapshot: seq unknown
@@ -164,6 +165,7 @@ class SessionState:
             last_user_seq=self.last_user_seq,
             last_settled_seq=self.last_settled_seq,
             last_answered_seq=self.last_answered_seq,
+            last_decided_seq=self.last_decided_seq,
             silent_buffer_cap=self.silent_cap,
             silent_buffer=list(self.silent),
         )
@@ -212,6 +214,7 @@ class SessionState:
         elif kind == EventType.SILENT_MESSAGE:
             self._buffer(event)
         elif kind == EventType.APPROVAL_DECISION:
+            self.last_decided_seq = max(self.last_decided_seq, event.seq)
             if (
                 event.seq > self._snapshot_seq
                 and self.pending_approval

@@ -14,7 +14,7 @@ from duragent.frontkit import ChatRef, ChatTurns, Inbound, MemoryOutbound
 from duragent.frontkit.queue import SessionQueues
 from duragent.frontkit.recovery import recover_chats
 from duragent.testing import Fault, Reply, ToolCallReply
-from duragent.turns import AwaitingApproval, Complete
+from duragent.turns import ApprovalDecision, AwaitingApproval, Complete
 from tests.frontkit.test_queue import echo
 from tests.polling import eventually
 from tests.turns.test_approval import ASK
@@ -215,3 +215,33 @@ async def test_a_redelivered_message_whose_turn_asks_for_approval_does_not_ask_a
         again = await kit.h.runner.accept(sid, "run echo", platform_message_id="p1")
     assert again.duplicate
     assert again.answered  # its turn ended in the approval: nothing to run again
+
+
+async def test_a_turn_killed_after_its_approval_was_decided_is_finished_once(
+    tmp_path: Path,
+) -> None:
+    """The press was recorded; the process died before the approved call's turn ended.
+
+    The call is recorded as interrupted when the session loads (it never runs twice), and
+    the turn goes on from there: the model answers the message that started it.
+    """
+    tool = FnTool("echo", lambda args: "ok")
+    async with recovery_kit(tmp_path, tools=[tool], policy=ASK) as kit:
+        kit.h.server.enqueue(
+            Reply(tool_calls=[ToolCallReply(name="echo", arguments={"x": "hi"}, id="c1")])
+        )
+        sid = await kit.session()
+        result = await kit.h.runner.run(sid, "run echo", platform_message_id="p1")
+        assert isinstance(result, AwaitingApproval)
+        await kit.chat.delivery.deliver(CHAT, result)  # the prompt reached the chat
+        session = kit.h.registry.handle(sid)
+        await session.record_decision("c1", ApprovalDecision.ALLOW_ONCE)  # then SIGKILL
+        await kit.h.registry.stop(sid)
+        assert await kit.recover() == (0, 1)
+        assert await eventually(lambda: len(kit.outbound.of_kind("text")) == 1)
+        assert await eventually(lambda: len(kit.queues) == 0)
+        assert await kit.recover() == (0, 0)
+        messages = await session.messages()
+    assert kit.replies() == [("p1", "re: run echo")]
+    assert tool.calls == []  # interrupted, not run again
+    assert [m.role.value for m in messages][-3:] == ["assistant", "tool", "assistant"]
