@@ -14,7 +14,10 @@ Every message carries a token (``#q<chat>n<k>#``), so a reply names what it answ
   ``!call bash`` line: the agent asks first (a prompt with buttons), the campaign presses
   "Allow Once", and the answer is the reply carrying the command's output (``42-<token>``).
   While kills remain, a prompt is pressed only after the next kill, so each press crosses a
-  restart: **approvals intact** counts those whose tool still ran.
+  restart: **approvals intact** counts those whose turn still answered. A kill while an
+  approved call runs cuts it: it is recorded as interrupted (never run twice), the turn goes
+  on after the restart, and its reply, which says so, is that message's answer
+  (``tools_interrupted``).
 - **Groups** (``sequential`` queue, no debounce: one reply per mention) send up to
   ``GROUP_WINDOW`` mentions ahead, each after a few lines of chatter that do not mention the
   bot. The group model lists the chatter tokens it finds in its request; **buffers intact**
@@ -61,6 +64,8 @@ CHATTER = 2
 """Lines of chatter before each group mention."""
 _WRITER = 700
 """The user who writes every answerable message (and so may approve its tool call)."""
+INTERRUPTED = "tool execution interrupted by server restart"
+"""What a reply says of an approved call a kill cut (it is never run twice)."""
 _ANSWER = re.compile(r"#q\d+n\d+#")
 _CHATTER = re.compile(r"#k\d+n\d+#")
 
@@ -81,6 +86,8 @@ class Message:
     pressed_at: float | None = None
     held_over_kill: bool = False
     prompts: int = 0
+    interrupted: bool = False
+    """Its approved call was cut by a kill: the reply says so instead of giving its output."""
 
     @property
     def answer_mark(self) -> str:
@@ -133,6 +140,8 @@ class CampaignResult:
     sent_twice_real: int
     approvals_held: int
     approvals_intact: int
+    """Approvals pressed after a kill whose turn then answered (the call's output, or that a
+    later kill cut the call)."""
     approvals_reasked: int
     """Tool calls whose approval prompt was sent again with new buttons (after a restart)."""
     buffer_checks: int
@@ -153,6 +162,9 @@ class CampaignResult:
             and self.buffers_intact == self.buffer_checks
         )
 
+    tools_interrupted: int = 0
+    """Approved calls a kill cut while they ran: recorded as interrupted, never run twice,
+    and the reply says so."""
     sent_twice_after_kill_answers: int = 0
     """Duplicated answers that are all crash re-sends (allowed by the kit's documented limit)."""
 
@@ -272,8 +284,10 @@ class _Campaign:
                         self.press(m)
                 continue
             for m in waiting.values():
-                if m.answer_mark in text:
+                cut = m.tool and m.pressed_at is not None and INTERRUPTED in text
+                if m.answer_mark in text or cut:
                     m.answered_at = call.time
+                    m.interrupted = cut and m.answer_mark not in text
                     self.answered += 1
 
     def press(self, m: Message) -> None:
@@ -365,8 +379,18 @@ def _verdict(c: _Campaign, wall: float) -> CampaignResult:
     for chat in c.plan:
         sends = [s for s in sends_by_chat[chat.chat_id] if not s.prompt]
         firsts: list[int] = []
-        for m in chat.messages:
+        for i, m in enumerate(chat.messages):
             copies = [s for s in sends if m.answer_mark in s.text]
+            if not copies and m.interrupted:  # the reply that said its call was cut
+                after = chat.messages[i + 1].pushed_at if i + 1 < len(chat.messages) else None
+                copies = [
+                    s
+                    for s in sends
+                    if INTERRUPTED in s.text
+                    and m.pressed_at is not None
+                    and s.at >= m.pressed_at
+                    and (after is None or s.at < after)
+                ]
             if not copies:
                 missing += 1
                 problems.append(f"chat {chat.chat_id}: no answer to {m.token}")
@@ -439,6 +463,7 @@ def _verdict(c: _Campaign, wall: float) -> CampaignResult:
         problems=problems,
     )
     result.sent_twice_after_kill_answers = dup_after_kill
+    result.tools_interrupted = sum(1 for chat in c.plan for m in chat.messages if m.interrupted)
     return result
 
 
@@ -510,7 +535,8 @@ def result_rows(r: CampaignResult) -> list[tuple[str, str]]:
         ("order violations", f"{r.order_violations}"),
         ("replies sent twice: resent after a kill", f"{r.sent_twice_after_kill}"),
         ("replies sent twice: real duplicates", f"{r.sent_twice_real}"),
-        ("approvals pressed after a kill / tool ran", f"{r.approvals_held} / {r.approvals_intact}"),
+        ("approvals pressed after a kill / answered", f"{r.approvals_held} / {r.approvals_intact}"),
+        ("approved calls cut by a kill (the reply says so)", f"{r.tools_interrupted}"),
         ("approvals asked again after a restart", f"{r.approvals_reasked}"),
         ("group buffers checked / intact", f"{r.buffer_checks} / {r.buffers_intact}"),
         ("  intact across a kill", f"{r.buffers_across_kill}"),
