@@ -73,13 +73,18 @@ def control_routes(fake: FakeDiscord) -> list[web.RouteDef]:
         return web.json_response({"id": sent["id"], "reached": reached})
 
     async def calls(request: web.Request) -> web.StreamResponse:
-        """``?since=<index>&method=<POST…>``: REST calls the bot made, oldest first."""
+        """``?since=<index>&method=<POST…>&answers=1``: REST calls the bot made, oldest first.
+
+        Without ``answers=1`` each call comes without Discord's answer (a whole message object
+        per send): a benchmark polling every few milliseconds reads only what it needs.
+        """
         try:
             since = int(request.query.get("since", "0"))
         except ValueError:
             return _problem("'since' must be a call index (an integer)")
+        answers = request.query.get("answers") == "1"
         found = fake.calls(request.query.get("method"), since=since)
-        return web.json_response([c.to_json() for c in found])
+        return web.json_response([c.to_json(answer=answers) for c in found])
 
     return [
         web.get("/_fake/info", info),

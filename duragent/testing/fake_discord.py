@@ -84,17 +84,19 @@ class DiscordCall:
     time: float = 0.0
     """``time.monotonic()`` when the request arrived."""
 
-    def to_json(self) -> dict[str, Any]:
-        """The call as JSON (``GET /_fake/calls``)."""
-        return {
+    def to_json(self, *, answer: bool = True) -> dict[str, Any]:
+        """The call as JSON (``GET /_fake/calls``), with Discord's answer or without."""
+        found = {
             "index": self.index,
             "time": self.time,
             "method": self.method,
             "path": self.path,
             "body": self.body,
             "status": self.status,
-            "answer": self.answer,
         }
+        if answer:
+            found["answer"] = self.answer
+        return found
 
 
 class FakeDiscord(EmbeddedAiohttpServer):

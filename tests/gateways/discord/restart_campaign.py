@@ -117,6 +117,10 @@ class _Campaign:
         self.offline_waiting: set[str] = set()
         """Tokens written while no bot was connected: their chat waits for the next start."""
         self.press_lifetime: dict[str, int] = {}
+        self.down = False
+        """Between a kill and the next process serving."""
+        self.after_restart: list[Message] = []
+        """Presses due while no bot was connected: made once the next process serves."""
         self.presses_repeated = 0
 
     # -- what the bot sent --------------------------------------------------------------------
@@ -169,6 +173,10 @@ class _Campaign:
     # -- what users do ------------------------------------------------------------------------
 
     def press_soon(self, m: Message) -> None:
+        """Press now if a bot is there to get it, else once the next process serves."""
+        if self.down or self.connected_lifetime() < 0:
+            self.after_restart.append(m)
+            return
         asyncio.get_running_loop().create_task(self.press(m))
 
     async def press(self, m: Message) -> None:
@@ -220,14 +228,16 @@ class _Campaign:
     async def kill_and_restart(self) -> None:
         await asyncio.sleep(self.rng.uniform(0, 0.15))
         killed = len(self.serve.lifetimes) - 1
+        self.down = True
         self.serve.kill()
         self.kill_times.append(time.monotonic())
         await asyncio.sleep(DRAIN_SECONDS)  # the fake stamps what the killed process sent
         self.serve.start()
         await self.serve.wait_ready()
         self.settle_after(killed)
-        held, self.held = self.held, []
-        for m in held:  # the button the killed process sent, pressed now
+        due, self.held, self.after_restart = [*self.held, *self.after_restart], [], []
+        self.down = False
+        for m in due:  # buttons the killed process sent, pressed now
             self.press_soon(m)
 
     def settle_after(self, killed: int) -> None:
@@ -239,12 +249,13 @@ class _Campaign:
                 if m.answered_at is not None or m.undelivered is not None:
                     continue
                 delivery = self.deliveries.get(m.token)
-                if delivery and delivery.lifetime == killed:
-                    if delivery.discord_id not in recorded:
-                        m.undelivered = IN_FLIGHT
-                    elif m.pressed_at is not None and self.press_lifetime.get(m.token) == killed:
-                        self.presses_repeated += 1  # the press died with the process
-                        self.press_soon(m)
+                lost = delivery is not None and delivery.discord_id not in recorded
+                if lost and delivery is not None and delivery.lifetime == killed:
+                    m.undelivered = IN_FLIGHT
+                    continue
+                if m.pressed_at is not None and self.press_lifetime.get(m.token) == killed:
+                    self.presses_repeated += 1  # the press died with the process
+                    self.after_restart.append(m)
 
     def done(self) -> bool:
         return all(
@@ -278,7 +289,7 @@ class _Campaign:
             await asyncio.sleep(0.01)
         if self.restarting is not None:
             await self.restarting
-        for m in self.held:  # kills ran out before these were pressed
+        for m in [*self.held, *self.after_restart]:  # kills ran out before these were pressed
             await self.press(m)
         await asyncio.sleep(1.0)  # late copies of replies would show up here
         self.read_sends()
