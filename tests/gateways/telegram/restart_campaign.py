@@ -1,6 +1,8 @@
 r"""The Telegram restart campaign: chats keep talking while ``duragent serve`` is SIGKILLed.
 
-Shared by ``test_restart_campaign.py`` (short) and ``bench/telegram_restarts.py`` (long). The
+Shared by ``test_restart_campaign.py`` (short) and ``bench/telegram_restarts.py`` (long); the
+plan, the group model and the verdict defined below are in ``tests/gateways/campaign_verdict.py``
+(the Discord campaign uses them too). The
 fake Telegram and the group agent's model run in this process; ``duragent serve`` runs in a
 child (``campaign_rig``) that is killed at random moments and started again at once, while the
 chats go on writing (their updates wait at the fake, as they would at Telegram).
