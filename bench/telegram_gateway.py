@@ -106,9 +106,11 @@ def pct(values: list[float], q: float) -> float:
 class FakeProcess:
     """The fake Telegram in its own process (``--keep-calls`` bounds its memory)."""
 
-    def __init__(self) -> None:
+    def __init__(self, module: str = "duragent.testing.fake_telegram", token: str = TOKEN) -> None:
         self.proc: subprocess.Popen[str] | None = None
         self.url = ""
+        self.module = module
+        self.token = token
 
     def start(self) -> None:
         env = os.environ.copy()
@@ -117,11 +119,11 @@ class FakeProcess:
             [
                 sys.executable,
                 "-m",
-                "duragent.testing.fake_telegram",
+                self.module,
                 "--port",
                 "0",
                 "--token",
-                TOKEN,
+                self.token,
                 "--keep-calls",
                 "20000",
             ],
@@ -134,7 +136,7 @@ class FakeProcess:
         line = self.proc.stdout.readline()
         self.url = line.strip().removeprefix("listening on ")
         if not self.url.startswith("http"):
-            raise RuntimeError(f"fake Telegram did not start: {line!r}")
+            raise RuntimeError(f"{self.module} did not start: {line!r}")
 
     def stop(self) -> None:
         if self.proc is not None:
@@ -183,9 +185,23 @@ class Driver:
         self.phase.pushed[(chat, n)] = at
         if not self.phase.first_push:
             self.phase.first_push = at
-        body = {"chat_id": chat, "text": f"benchmark message #c{chat}n{n}#"}
+        body = self.message_body(chat, f"benchmark message #c{chat}n{n}#")
         answer = await self.client.post("/_fake/message", json=body)
         answer.raise_for_status()
+
+    def message_body(self, chat: int, text: str) -> dict[str, Any]:
+        """The ``/_fake/message`` body for a user writing ``text`` in ``chat``."""
+        return {"chat_id": chat, "text": text}
+
+    def method_of(self, call: dict[str, Any]) -> str:
+        """The name a call is counted under."""
+        return str(call["method"])
+
+    def reply_text(self, call: dict[str, Any]) -> str | None:
+        """The text of a reply the call delivered, or None (not a sent message)."""
+        if call["method"] != "sendMessage" or call["status"] != 200:
+            return None
+        return str(call["params"].get("text", ""))
 
     async def follow(self, stop: asyncio.Event) -> None:
         """Read new calls every few ms until ``stop``; replies set their chat's event."""
@@ -196,12 +212,13 @@ class Driver:
             if calls:
                 self.since = calls[-1]["index"] + 1
             for call in calls:
-                self.phase.methods[call["method"]] += 1
-                if call["method"] != "sendMessage" or call["status"] != 200:
+                self.phase.methods[self.method_of(call)] += 1
+                text = self.reply_text(call)
+                if text is None:
                     continue
                 # the offline model quotes the message its turn answers; a turn for several
                 # (the DM batch queue) quotes them joined: the newest quoted is the key
-                found = TOKEN_RE.findall(str(call["params"].get("text", "")))
+                found = TOKEN_RE.findall(text)
                 if not found:
                     continue
                 key = max((int(c), int(n)) for c, n in found)

@@ -24,6 +24,12 @@ REST (``/api/v10``, ``Authorization: Bot <token>``, 401 otherwise): ``GET /users
 to one interaction is refused with 40060). Anything else is a 404, recorded. ``rate_limit``
 scripts 429 answers with ``retry_after``, which discord.py must wait out itself; ``refuse``
 scripts 403 Missing Access (a channel the bot lost access to).
+
+Each call is stamped with an index and ``time.monotonic()`` (the same clock in every process
+of one machine), so a benchmark or a restart campaign can read calls incrementally
+(``calls(since=...)``) and trace a reply to the process that sent it. Run in a process of its
+own (``python -m duragent.testing.fake_discord``), the fake is driven over HTTP through the
+``/_fake`` endpoints (``_discord_control``).
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
+import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -71,6 +79,24 @@ class DiscordCall:
     status: int
     answer: Any
     """As answered then (a message edited later is not changed here)."""
+    index: int = 0
+    """Its place among every call this fake received (0 first; kept when old calls are not)."""
+    time: float = 0.0
+    """``time.monotonic()`` when the request arrived."""
+
+    def to_json(self, *, answer: bool = True) -> dict[str, Any]:
+        """The call as JSON (``GET /_fake/calls``), with Discord's answer or without."""
+        found = {
+            "index": self.index,
+            "time": self.time,
+            "method": self.method,
+            "path": self.path,
+            "body": self.body,
+            "status": self.status,
+        }
+        if answer:
+            found["answer"] = self.answer
+        return found
 
 
 class FakeDiscord(EmbeddedAiohttpServer):
@@ -88,7 +114,13 @@ class FakeDiscord(EmbeddedAiohttpServer):
         guild_id: int = DEFAULT_GUILD,
         host: str = "127.0.0.1",
         port: int = 0,
+        keep_calls: int | None = None,
     ) -> None:
+        """A fake Discord serving one bot (``token``).
+
+        ``keep_calls``: how many of the latest calls ``calls()`` keeps (None: all); a
+        benchmark's fake in a process of its own bounds its memory with it.
+        """
         super().__init__(host, port)
         self.token = token
         self.bot = Person(bot_id, bot_username, global_name="Duragent", bot=True)
@@ -102,6 +134,8 @@ class FakeDiscord(EmbeddedAiohttpServer):
         self._interactions: dict[int, dict[str, Any]] = {}
         self._answered: set[int] = set()
         self._calls: list[DiscordCall] = []
+        self._call_count = 0
+        self._keep_calls = keep_calls
         self._limits: dict[str, list[float]] = {}
         self._refusals: dict[str, int] = {}
         self.gateway = GatewaySessions(lambda: self.token, self._refusal, self._greeting)
@@ -110,10 +144,13 @@ class FakeDiscord(EmbeddedAiohttpServer):
     # -- the server ---------------------------------------------------------------------------
 
     def app(self) -> web.Application:
-        """The gateway websocket and the REST routes."""
+        """The gateway websocket, the REST routes and the ``/_fake`` control endpoints."""
+        from duragent.testing._discord_control import control_routes
+
         app = web.Application()
         app.router.add_get("/gateway", self.gateway.serve)
         app.router.add_route("*", "/api/v10/{tail:.*}", self._rest)
+        app.router.add_routes(control_routes(self))
         app.on_shutdown.append(self._close_sessions)
         return app
 
@@ -221,11 +258,16 @@ class FakeDiscord(EmbeddedAiohttpServer):
 
     # -- what the bot did ---------------------------------------------------------------------
 
-    def calls(self, method: str | None = None, path: str | None = None) -> list[DiscordCall]:
-        """REST requests, in order (filtered by method and exact path)."""
+    def calls(
+        self, method: str | None = None, path: str | None = None, *, since: int = 0
+    ) -> list[DiscordCall]:
+        """REST requests, in order (filtered by method, exact path, and index ``since`` on)."""
+        start = 0
+        if since and self._calls:  # indexes are consecutive: skip straight to ``since``
+            start = max(0, min(len(self._calls), since - self._calls[0].index))
         return [
             c
-            for c in self._calls
+            for c in self._calls[start:]
             if (method is None or c.method == method) and (path is None or c.path == path)
         ]
 
@@ -277,13 +319,18 @@ class FakeDiscord(EmbeddedAiohttpServer):
     # -- REST ---------------------------------------------------------------------------------
 
     async def _rest(self, request: web.Request) -> web.Response:
+        arrived = time.monotonic()
         path = "/" + request.match_info["tail"]
         body: dict[str, Any] = {}
         if request.can_read_body:
             with contextlib.suppress(ValueError):
                 body = await request.json()
         status, answer = self._answer(request, path, body)
-        self._calls.append(DiscordCall(request.method, path, body, status, copy.deepcopy(answer)))
+        self._record(
+            DiscordCall(
+                request.method, path, body, status, copy.deepcopy(answer), self._call_count, arrived
+            )
+        )
         if request.method == "POST" and status == 200 and path.endswith("/messages"):
             await self.gateway.dispatch("MESSAGE_CREATE", answer)
         if status == 204:
@@ -292,6 +339,13 @@ class FakeDiscord(EmbeddedAiohttpServer):
         if status == 429:
             headers["Via"] = "1.1 google"  # discord.py: a rate limit, not a Cloudflare ban
         return web.Response(body=json.dumps(answer).encode(), status=status, headers=headers)
+
+    def _record(self, call: DiscordCall) -> None:
+        self._call_count += 1
+        self._calls.append(call)
+        keep = self._keep_calls
+        if keep is not None and len(self._calls) > 2 * keep:  # trimmed in batches: cheap
+            del self._calls[:-keep]
 
     def _answer(self, request: web.Request, path: str, body: dict[str, Any]) -> tuple[int, Any]:
         key = f"{request.method} {path}"
@@ -373,3 +427,9 @@ class FakeDiscord(EmbeddedAiohttpServer):
         answer = {"interaction": {"id": str(interaction_id), "type": 3}}
         answer["interaction"]["response_message_ephemeral"] = ephemeral
         return 200, answer
+
+
+if __name__ == "__main__":
+    from duragent.testing._discord_cli import main
+
+    sys.exit(main())

@@ -1,0 +1,93 @@
+"""The fake Discord's ``/_fake`` control endpoints: what users do, and what the bot did, over HTTP.
+
+A benchmark runs the fake in a process of its own (so it does not take the serving process's
+CPU, nor the load generator's), and a person reproducing a test has only curl; both drive the
+fake through these endpoints, thin JSON wrappers of ``FakeDiscord`` methods. A mistake in a
+request is answered 400 ``{"error": ...}`` naming the field and what it takes.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from duragent.testing.discord_objects import Person
+
+if TYPE_CHECKING:
+    from duragent.testing.fake_discord import FakeDiscord
+
+__all__ = ["control_routes"]
+
+
+def _problem(message: str) -> web.Response:
+    return web.json_response({"error": message}, status=400)
+
+
+async def _object(request: web.Request) -> dict[str, Any]:
+    raw = await request.read()
+    body = json.loads(raw) if raw.strip() else {}
+    if not isinstance(body, dict):
+        raise ValueError("the body must be a JSON object")
+    return body
+
+
+def _int(body: dict[str, Any], key: str, default: int | None = None) -> int:
+    value = body.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{key!r} must be an integer (a Discord id), got {value!r}")
+    return value
+
+
+def control_routes(fake: FakeDiscord) -> list[web.RouteDef]:
+    """The routes of the control API of ``fake``."""
+
+    async def info(_request: web.Request) -> web.StreamResponse:
+        return web.json_response(
+            {
+                "url": fake.url,
+                "bot": {"id": fake.bot.id, "username": fake.bot.username},
+                "connected": fake.gateway.connected,
+                "identified": len(fake.gateway.identified),
+            }
+        )
+
+    async def message(request: web.Request) -> web.StreamResponse:
+        """A user writes: the message's id, and how many bot connections it reached.
+
+        Body: ``{"channel_id", "content", "author_id"?, "author_name"?, "mention_bot"?}``.
+        """
+        try:
+            body = await _object(request)
+            channel = _int(body, "channel_id")
+            author = Person(_int(body, "author_id", 7), str(body.get("author_name", "user")))
+            content = body.get("content")
+            if not isinstance(content, str):
+                raise ValueError(f"'content' must be a string, got {content!r}")
+        except ValueError as exc:
+            return _problem(str(exc))
+        mentions = [fake.bot] if body.get("mention_bot") else []
+        reached = fake.gateway.connected
+        sent = await fake.push_message(channel, content, author, mentions=mentions)
+        return web.json_response({"id": sent["id"], "reached": reached})
+
+    async def calls(request: web.Request) -> web.StreamResponse:
+        """``?since=<index>&method=<POST…>&answers=1``: REST calls the bot made, oldest first.
+
+        Without ``answers=1`` each call comes without Discord's answer (a whole message object
+        per send): a benchmark polling every few milliseconds reads only what it needs.
+        """
+        try:
+            since = int(request.query.get("since", "0"))
+        except ValueError:
+            return _problem("'since' must be a call index (an integer)")
+        answers = request.query.get("answers") == "1"
+        found = fake.calls(request.query.get("method"), since=since)
+        return web.json_response([c.to_json(answer=answers) for c in found])
+
+    return [
+        web.get("/_fake/info", info),
+        web.post("/_fake/message", message),
+        web.get("/_fake/calls", calls),
+    ]
