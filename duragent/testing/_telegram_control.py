@@ -92,6 +92,8 @@ def control_routes(fake: FakeTelegram) -> list[web.RouteDef]:
         except ValueError:
             return _problem("since must be a call index (an integer)")
         found = fake.calls(query.get("method"), since=since, chat_id=query.get("chat_id"))
+        if query.get("answers") == "0":  # a load generator's poll: the calls without answers
+            return _json([{**c.to_json(), "answer": None} for c in found])
         return _json([c.to_json() for c in found])
 
     async def sent(request: web.Request) -> web.StreamResponse:

@@ -36,7 +36,8 @@ Three ways to run it:
   Control endpoints (JSON in and out, outside ``/bot``): ``GET /_fake/info``;
   ``POST /_fake/message``, ``/_fake/edited_message``, ``/_fake/callback_query`` (keyword
   arguments of the ``push_*`` methods) and ``/_fake/update`` (``{"kind", "payload"}``);
-  ``GET /_fake/updates`` (unconfirmed); ``GET /_fake/calls?method=&since=&chat_id=``;
+  ``GET /_fake/updates`` (unconfirmed); ``GET /_fake/calls?method=&since=&chat_id=&answers=0``
+  (``answers=0``: the calls without the Bot API's answers, for a load generator's polls);
   ``GET /_fake/sent?chat_id=``; ``GET /_fake/send_times?chat_id=``;
   ``GET /_fake/early_retries``; ``GET|POST|DELETE /_fake/faults``.
 """
