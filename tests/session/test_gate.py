@@ -1,13 +1,17 @@
-"""The registry admits a bounded number of asks to actor threads, on the event loop."""
+"""The registry admits a bounded number of asks to actor threads, on the event loop; the
+interpreter is tuned for many session threads while serving."""
 
 from __future__ import annotations
 
 import asyncio
+import gc
+import sys
 from pathlib import Path
 
 import pytest
 
 from duragent.session import NewSession, RegistrySettings, SessionRegistry, SessionTimeoutError
+from duragent.session.gate import GC_THRESHOLDS, SWITCH_INTERVAL_SECONDS, tune_interpreter
 from duragent.store import SessionStore
 from tests.session.slow_ops import SlowFsyncOps
 
@@ -89,3 +93,15 @@ async def test_the_adaptive_limit_lets_a_slow_disk_write_in_parallel(tmp_path: P
         await reg.aclose()
     assert limit > 8
     assert ops.peak_in_fsync > 8
+
+
+def test_serving_collects_garbage_less_often_and_undo_puts_everything_back() -> None:
+    before = (gc.get_threshold(), sys.getswitchinterval(), gc.get_freeze_count())
+    undo = tune_interpreter(pin_threads=False)
+    try:
+        assert gc.get_threshold() == GC_THRESHOLDS
+        assert sys.getswitchinterval() == SWITCH_INTERVAL_SECONDS
+        assert gc.get_freeze_count() > 0  # what start-up made is left out of the walks
+    finally:
+        undo()
+    assert (gc.get_threshold(), sys.getswitchinterval(), gc.get_freeze_count()) == before
