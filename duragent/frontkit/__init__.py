@@ -40,6 +40,7 @@ from __future__ import annotations
 from duragent.frontkit.access import Admission, admit, mention_context
 from duragent.frontkit.approvals import ApprovalButtons, Button, approval_buttons, approval_prompt
 from duragent.frontkit.chat import ChatTurns, Inbound
+from duragent.frontkit.chats import ChatHandler, GatewayChats, gateway_chats
 from duragent.frontkit.delivery import Delivery
 from duragent.frontkit.gateway import ChatFront, Dispatcher
 from duragent.frontkit.inbound import ButtonPress, ChatType, InboundMessage, Sender
@@ -58,11 +59,13 @@ __all__ = [
     "ButtonPress",
     "ChatFront",
     "ChatGateway",
+    "ChatHandler",
     "ChatRef",
     "ChatTurns",
     "ChatType",
     "Delivery",
     "Dispatcher",
+    "GatewayChats",
     "Inbound",
     "InboundMessage",
     "MemoryOutbound",
@@ -79,6 +82,7 @@ __all__ = [
     "approval_buttons",
     "approval_prompt",
     "await_turn",
+    "gateway_chats",
     "mention_context",
     "recover_chats",
 ]

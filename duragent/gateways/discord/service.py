@@ -26,7 +26,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 import aiohttp
 import discord
@@ -36,7 +36,11 @@ from duragent.config.workspace import DiscordConfig
 from duragent.core.redact import redact_secrets
 from duragent.core.tasks import BackgroundTasks
 from duragent.errors import ConfigError, DuragentError
-from duragent.frontkit import ButtonPress, InboundMessage, OutboundPort, WebhookReceiver
+from duragent.frontkit import (
+    ChatHandler,
+    OutboundPort,
+    WebhookReceiver,
+)
 from duragent.gateways.discord.buttons import ApprovalButton
 from duragent.gateways.discord.endpoints import DISCORD_API, use_api
 from duragent.gateways.discord.lanes import ChatLanes
@@ -56,22 +60,6 @@ INTENT_HELP = (
     "turn on 'Message Content Intent' in the Discord Developer Portal (Applications → your "
     "app → Bot → Privileged Gateway Intents); without it the bot cannot read messages"
 )
-
-
-class ChatHandler(Protocol):
-    """The chat front the gateway hands translated events to."""
-
-    async def message(self, msg: InboundMessage) -> None:
-        """Route, check and record ``msg``; return once it is on disk or dropped."""
-        ...
-
-    async def press(self, press: ButtonPress) -> None:
-        """Act on a button press."""
-        ...
-
-    async def recover(self) -> None:
-        """Finish what a crash left unfinished (run before the first message is taken)."""
-        ...
 
 
 HandlerFor = Callable[[OutboundPort, str, Callable[[str], bool]], ChatHandler]

@@ -19,54 +19,18 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from duragent.agents import AgentCatalog
 from duragent.config.workspace import ExternalGatewayConfig, RouteConfig
 from duragent.core.tasks import BackgroundTasks
-from duragent.frontkit import (
-    ButtonPress,
-    ChatFront,
-    ChatTurns,
-    InboundMessage,
-    OutboundPort,
-    Router,
-    SessionQueues,
-    recover_chats,
-)
+from duragent.frontkit import GatewayChats, OutboundPort, Router, gateway_chats
 from duragent.gateways.external.service import DEFAULT_TIMINGS, ExternalGateway, Timings
 from duragent.turns import TurnRunner
 
-__all__ = ["ExternalChats", "ExternalGateways", "build_external_gateway"]
+__all__ = ["ExternalGateways", "build_external_gateway"]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class ExternalChats:
-    """The chat front of one external gateway, and its recovery at start."""
-
-    gateway: str
-    front: ChatFront
-    queues: SessionQueues
-    chat: ChatTurns
-
-    async def message(self, msg: InboundMessage) -> None:
-        """Route, check and record ``msg`` (``ChatFront.message``)."""
-        await self.front.message(msg)
-
-    async def press(self, press: ButtonPress) -> None:
-        """Act on a button press (``ChatFront.press``)."""
-        await self.front.press(press)
-
-    async def recover(self) -> None:
-        """Deliver, ask again and answer what a crash left (``recover_chats``)."""
-        await recover_chats(self.gateway, self.chat.turns.registry, self.chat.delivery, self.queues)
-
-    def bot_named(self, username: str) -> None:
-        """``/reset@<username>`` is a command for this bot."""
-        self.front.bot_username = username
 
 
 def build_external_gateway(
@@ -84,12 +48,17 @@ def build_external_gateway(
     """The service for ``gateways.external[index]``; its chat front is built when it starts."""
     router = Router(routes, catalog)
 
-    def chats(outbound: OutboundPort) -> ExternalChats:
-        chat = ChatTurns(turns, outbound, tasks)
-        queues = SessionQueues(turns, chat, outbound, tasks, turn_timeout=request_timeout)
-        log.info("gateway %s: %s", config.name, router.startup_note())
-        front = ChatFront(chat, router, catalog, queues, bot_username=config.bot_username)
-        return ExternalChats(config.name, front, queues, chat)
+    def chats(outbound: OutboundPort) -> GatewayChats:
+        return gateway_chats(
+            config.name,
+            outbound,
+            turns,
+            tasks,
+            router=router,
+            catalog=catalog,
+            bot_username=config.bot_username,
+            request_timeout=request_timeout,
+        )
 
     return ExternalGateway(config, index, config_dir, chats, tasks, timings=timings)
 

@@ -41,6 +41,7 @@ from typing import Protocol
 from duragent.config.workspace import ExternalGatewayConfig
 from duragent.core.tasks import BackgroundTasks
 from duragent.frontkit import ButtonPress, InboundMessage, OutboundPort, WebhookReceiver
+from duragent.frontkit import ChatHandler as KitChatHandler
 from duragent.gateways.external import protocol
 from duragent.gateways.external.launch import Launch
 from duragent.gateways.external.outbound import ACK_TIMEOUT, WAIT_FOR_GATEWAY, ExternalOutbound
@@ -60,20 +61,8 @@ log = logging.getLogger(__name__)
 MAX_IN_FLIGHT = 256
 
 
-class ChatHandler(Protocol):
-    """The chat front the gateway hands translated events to."""
-
-    async def message(self, msg: InboundMessage) -> None:
-        """Route, check and record ``msg``; return once it is on disk or dropped."""
-        ...
-
-    async def press(self, press: ButtonPress) -> None:
-        """Act on a button press."""
-        ...
-
-    async def recover(self) -> None:
-        """Finish what a crash left unfinished (run before the first message is taken)."""
-        ...
+class ChatHandler(KitChatHandler, Protocol):
+    """The kit's chat front, told the bot's name once the gateway says it (``ready``)."""
 
     def bot_named(self, username: str) -> None:
         """The bot's name on the platform is known (``/reset@<name>`` is then a command)."""

@@ -22,7 +22,6 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
-from typing import Protocol
 
 from telegram import Bot, Update
 from telegram.error import InvalidToken, NetworkError, TelegramError
@@ -33,7 +32,13 @@ from duragent.config.workspace import TelegramConfig
 from duragent.core.redact import redact_secrets
 from duragent.core.tasks import BackgroundTasks
 from duragent.errors import ConfigError, DuragentError
-from duragent.frontkit import ButtonPress, InboundMessage, OutboundPort, WebhookReceiver
+from duragent.frontkit import (
+    ButtonPress,
+    ChatHandler,
+    InboundMessage,
+    OutboundPort,
+    WebhookReceiver,
+)
 from duragent.gateways.telegram.aiohttp_request import AiohttpRequest
 from duragent.gateways.telegram.limits import ChatRateLimiter
 from duragent.gateways.telegram.outbound import MAX_TYPING_IN_FLIGHT, TelegramOutbound
@@ -44,22 +49,6 @@ from duragent.gateways.telegram.webhook import TelegramWebhook, webhook_path, we
 __all__ = ["ChatHandler", "TelegramGateway", "bot_api_base"]
 
 log = logging.getLogger(__name__)
-
-
-class ChatHandler(Protocol):
-    """The chat front the gateway hands translated updates to."""
-
-    async def message(self, msg: InboundMessage) -> None:
-        """Route, check and record ``msg``; return once it is on disk or dropped."""
-        ...
-
-    async def press(self, press: ButtonPress) -> None:
-        """Act on a button press."""
-        ...
-
-    async def recover(self) -> None:
-        """Finish what a crash left unfinished (run before the first update is taken)."""
-        ...
 
 
 def bot_api_base(base_url: str | None) -> tuple[str, str]:
