@@ -15,8 +15,10 @@ before it takes new updates, so recovered turns come first in each chat's line):
   once sent). A failure notice is not re-sent.
 - **A turn an approval let go on, never finished** (killed after the decision, while the
   approved call or the model's next step ran): the approved call was recorded as
-  interrupted when the session loaded, and the turn is run on from there through the chat
-  queue (``ChatProgress.turn_unfinished``), as an answer to the message that started it.
+  interrupted when the session loaded (it never runs twice), and the message that started
+  the turn gets a turn again through the chat queue (``ChatProgress.turn_unfinished``),
+  shown to the model again after the interrupted call, as any message a crash left
+  unanswered: the model may call the tool again, which asks for approval again.
 - **A message recorded but never answered** (killed between accepting the message and its
   reply, or the turn was cut short at shutdown). A user message after the last reply,
   failure or approval request (``ChatProgress.awaits_answer``) gets its turn through the

@@ -30,7 +30,7 @@ from pathlib import Path
 from duragent.agents import Agent, AgentCatalog
 from duragent.context.budget import BudgetSettings
 from duragent.core.approval import DECISIONS, ApprovalDecision
-from duragent.core.messages import Message, Role
+from duragent.core.messages import Message
 from duragent.core.snapshot import DEFAULT_SILENT_BUFFER_CAP, SessionStatus
 from duragent.errors import StorageError
 from duragent.session import (
@@ -341,8 +341,7 @@ class TurnRunner:
         turn: list[Message] = []
         restate = inbound.content if isinstance(inbound, Recorded) else None
         tail = trailing_user_text(messages)  # may start with unanswered passive messages
-        unfinished = bool(messages) and messages[-1].role is Role.TOOL  # a crash stopped it
-        if restate and not unfinished and not (tail == restate or tail.endswith(f"\n{restate}")):
+        if restate and not (tail == restate or tail.endswith(f"\n{restate}")):
             turn.append(Message.user(restate))  # shown, not recorded (see ``answer``)
         return await self._driver.drive(
             session,
