@@ -60,6 +60,10 @@ log = logging.getLogger(__name__)
 
 TTL_SWEEP_SECONDS = 3600.0
 
+GatewayBuilder = Callable[..., ChatGateway]
+"""A chat platform's ``build_<name>_gateway(config, turns, tasks, *, catalog, routes,
+request_timeout)`` (imported only when the platform is configured)."""
+
 
 class Runtime:
     """Everything ``duragent serve`` runs, for one workspace."""
@@ -320,40 +324,39 @@ class Runtime:
 
     def _telegram_service(self) -> Service | None:
         """``gateways.telegram`` (enabled): the Telegram front end (its SDK imported only now)."""
-        config = self._config.gateways.telegram
-        if config is None or not config.enabled:
-            return None
-        try:
+
+        def builder() -> GatewayBuilder:
             from duragent.gateways.telegram import build_telegram_gateway
-        except ImportError as exc:
-            raise ConfigError(
-                "gateways.telegram is enabled but python-telegram-bot is not installed: "
-                "pip install 'duragent[telegram]'"
-            ) from exc
-        gateway = build_telegram_gateway(
-            config,
-            self._turns,
-            self._tasks,
-            catalog=lambda: self._catalog,
-            routes=self._config.routes,
-            request_timeout=self._config.server.request_timeout_seconds,
-        )
-        self._gateways[gateway.name] = gateway
-        return gateway
+
+            return build_telegram_gateway
+
+        return self._chat_platform("telegram", "python-telegram-bot", builder)
 
     def _discord_service(self) -> Service | None:
         """``gateways.discord`` (enabled): the Discord front end (its SDK imported only now)."""
-        config = self._config.gateways.discord
+
+        def builder() -> GatewayBuilder:
+            from duragent.gateways.discord import build_discord_gateway
+
+            return build_discord_gateway
+
+        return self._chat_platform("discord", "discord.py", builder)
+
+    def _chat_platform(
+        self, name: str, sdk: str, builder: Callable[[], GatewayBuilder]
+    ) -> Service | None:
+        """The ``gateways.<name>`` front end when enabled; ``builder`` imports its SDK."""
+        config = getattr(self._config.gateways, name)
         if config is None or not config.enabled:
             return None
         try:
-            from duragent.gateways.discord import build_discord_gateway
+            build = builder()
         except ImportError as exc:
             raise ConfigError(
-                "gateways.discord is enabled but discord.py is not installed: "
-                "pip install 'duragent[discord]'"
+                f"gateways.{name} is enabled but {sdk} is not installed: "
+                f"pip install 'duragent[{name}]'"
             ) from exc
-        gateway = build_discord_gateway(
+        gateway = build(
             config,
             self._turns,
             self._tasks,

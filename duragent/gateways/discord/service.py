@@ -47,7 +47,7 @@ from duragent.gateways.discord.lanes import ChatLanes
 from duragent.gateways.discord.messages import BotIdentity, press_of, translate
 from duragent.gateways.discord.outbound import DiscordOutbound
 
-__all__ = ["INTENT_HELP", "ChatHandler", "DiscordGateway", "intents"]
+__all__ = ["INTENT_HELP", "DiscordGateway", "intents"]
 
 log = logging.getLogger(__name__)
 

@@ -46,7 +46,7 @@ from duragent.gateways.telegram.polling import FatalPollingError, poll_updates
 from duragent.gateways.telegram.updates import ALLOWED_UPDATES, BotIdentity, translate
 from duragent.gateways.telegram.webhook import TelegramWebhook, webhook_path, webhook_secret
 
-__all__ = ["ChatHandler", "TelegramGateway", "bot_api_base"]
+__all__ = ["TelegramGateway", "bot_api_base"]
 
 log = logging.getLogger(__name__)
 

@@ -18,6 +18,7 @@ import re
 from pathlib import Path
 
 from tests.gateways.discord.rig import TOKEN
+from tests.gateways.telegram.campaign_rig import write_campaign_agents
 
 __all__ = ["TOKEN", "recorded_message_ids", "write_campaign_workspace"]
 
@@ -35,43 +36,6 @@ routes:
     agent: group
 """
 
-_DM_AGENT = """\
-apiVersion: duragent/v1alpha1
-kind: Agent
-metadata:
-  name: dm
-spec:
-  model:
-    provider: offline
-    name: duragent-offline
-  tools:
-    - type: builtin
-      name: bash
-"""
-
-_GROUP_AGENT = """\
-apiVersion: duragent/v1alpha1
-kind: Agent
-metadata:
-  name: group
-spec:
-  model:
-    provider: fake
-    name: gpt-4o
-    base_url: {llm_url}
-    max_input_tokens: 64000
-    max_output_tokens: 500
-  access:
-    groups:
-      activation: mention
-      queue:
-        mode: sequential
-        max_pending: 50
-        debounce:
-          enabled: false
-"""
-
-_ASK = "apiVersion: duragent/v1alpha1\nkind: Policy\nmode: ask\n"
 _RECORDED = re.compile(r'"platform_message_id":\s*"(\d+)"')
 
 
@@ -79,13 +43,7 @@ def write_campaign_workspace(root: Path, *, discord_url: str, llm_url: str) -> P
     """Write the campaign's workspace under ``root``; returns its ``duragent.yaml``."""
     config = root / "duragent.yaml"
     config.write_text(_CONFIG.format(token=TOKEN, base_url=discord_url))
-    dm = root / ".duragent" / "agents" / "dm"
-    dm.mkdir(parents=True, exist_ok=True)
-    (dm / "agent.yaml").write_text(_DM_AGENT)
-    (dm / "policy.yaml").write_text(_ASK)
-    group = root / ".duragent" / "agents" / "group"
-    group.mkdir(parents=True, exist_ok=True)
-    (group / "agent.yaml").write_text(_GROUP_AGENT.format(llm_url=llm_url))
+    write_campaign_agents(root, llm_url)
     return config
 
 

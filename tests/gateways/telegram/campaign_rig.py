@@ -18,7 +18,7 @@ from pathlib import Path
 
 from tests.gateways.serve_process import ServeProcess
 
-__all__ = ["TOKEN", "ServeProcess", "write_campaign_workspace"]
+__all__ = ["TOKEN", "ServeProcess", "write_campaign_agents", "write_campaign_workspace"]
 
 TOKEN = "123456:" + "C" * 35
 """A token that looks real (the config checks its shape); the fake accepts only this one."""
@@ -84,6 +84,12 @@ def write_campaign_workspace(root: Path, *, telegram_url: str, llm_url: str) -> 
     """Write the campaign's workspace under ``root``; returns its ``duragent.yaml``."""
     config = root / "duragent.yaml"
     config.write_text(_CONFIG.format(token=TOKEN, base_url=telegram_url))
+    write_campaign_agents(root, llm_url)
+    return config
+
+
+def write_campaign_agents(root: Path, llm_url: str) -> None:
+    """The campaign's two agents (``dm``, ``group``), the same on every platform."""
     dm = root / ".duragent" / "agents" / "dm"
     dm.mkdir(parents=True, exist_ok=True)
     (dm / "agent.yaml").write_text(_DM_AGENT)
@@ -91,4 +97,3 @@ def write_campaign_workspace(root: Path, *, telegram_url: str, llm_url: str) -> 
     group = root / ".duragent" / "agents" / "group"
     group.mkdir(parents=True, exist_ok=True)
     (group / "agent.yaml").write_text(_GROUP_AGENT.format(llm_url=llm_url))
-    return config
