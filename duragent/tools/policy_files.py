@@ -40,6 +40,7 @@ __all__ = [
     "POLICY_FILE",
     "PolicyError",
     "load_policy",
+    "read_policy_file",
     "save_allow_always",
 ]
 
@@ -137,6 +138,40 @@ def _merge_tiers(paths: tuple[Path, ...]) -> Policy:
     )
 
 
+_KNOWN_FIELDS: dict[tuple[str, ...], tuple[str, ...]] = {
+    (): ("apiVersion", "kind", "mode", "deny", "allow", "notify"),
+    ("notify",): ("enabled", "patterns", "deliveries"),
+}
+
+
+def read_policy_file(path: Path) -> tuple[Policy, list[PolicyError]]:
+    """One tier on its own (``doctor``): its policy, and a warning for each unknown field.
+
+    Unknown fields are not errors at run time (the reference ignores them, and a policy
+    error stops every turn of the agent); ``doctor`` names them so a typo is not silent.
+
+    Raises:
+        PolicyError: the file is malformed, as ``load_policy`` would say.
+    """
+    doc = _read(path)[1]
+    mode, deny, allow = _parse_tier(doc)
+    notify = _notify(doc)
+    policy = Policy(mode=mode or "dangerous", allow=tuple(allow), deny=tuple(deny), notify=notify)
+    warnings: list[PolicyError] = []
+    data = doc.data if isinstance(doc.data, dict) else {}
+    for at, known in _KNOWN_FIELDS.items():
+        section = data.get(at[0]) if at else data
+        if not isinstance(section, dict):
+            continue
+        for key in section:
+            if key not in known:
+                reason = "unknown field (ignored)"
+                warnings.append(
+                    _invalid(doc, [*at, str(key)], reason, None, allowed=", ".join(known))
+                )
+    return policy, warnings
+
+
 _DELIVERY_FIX = "write each delivery as '- type: log' or '- type: webhook' with 'url: https://…'"
 
 
@@ -181,9 +216,7 @@ def _invalid(
         f"[{k}]" if isinstance(k, int) else f".{k}" if i else k for i, k in enumerate(key)
     )
     line = doc.line_of(key)
-    return PolicyError(
-        reason, file=doc.file, line=line, field=field or None, value=value, **extra
-    )
+    return PolicyError(reason, file=doc.file, line=line, field=field or None, value=value, **extra)
 
 
 def _parse_tier(doc: LocatedYaml) -> tuple[Mode | None, list[str], list[str]]:
@@ -198,7 +231,15 @@ def _parse_tier(doc: LocatedYaml) -> tuple[Mode | None, list[str], list[str]]:
             raise _invalid(doc, [key], "invalid value", data[key], allowed=expected)
     mode = data.get("mode")
     if mode is not None and mode not in _MODES:
-        raise _invalid(doc, ["mode"], "invalid value", mode, allowed=", ".join(_MODES))
+        raise _invalid(
+            doc,
+            ["mode"],
+            "invalid value",
+            mode,
+            allowed=", ".join(_MODES),
+            fix="ask (approve what is not allowed) or restrict (refuse it); dangerous runs "
+            "everything not denied",
+        )
     if data.get("notify") is not None and not isinstance(data["notify"], dict):
         raise _invalid(doc, ["notify"], "must be a mapping of keys to values", data["notify"])
     return mode, _patterns(doc, data, "deny"), _patterns(doc, data, "allow")
