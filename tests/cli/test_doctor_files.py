@@ -65,7 +65,7 @@ def test_valid_policy_files_are_listed_and_a_typo_is_a_warning(tmp_path: Path) -
     )
     code, lines = doctor(config)
     assert code == 0, lines
-    ok = line_with(lines, "[policy]")
+    ok = line_with(lines, "[policy]")  # listed because it turns notifications on
     assert ok == f"✓ [policy] {tmp_path / '.duragent' / 'policy.yaml'}: mode ask, 1 allow, " + (
         "0 deny, notify on (log)"
     )
