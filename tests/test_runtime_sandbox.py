@@ -1,4 +1,4 @@
-"""``serve`` with a sandbox: tools of a real turn run confined; a sandbox that cannot run refuses."""
+"""``serve`` with a sandbox: a real turn's tools run confined; one that cannot run refuses."""
 
 from __future__ import annotations
 

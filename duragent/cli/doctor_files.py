@@ -77,7 +77,6 @@ def _timing(schedule: Schedule) -> str:
             return f"every {seconds} s"
         case Cron(expr=expr, tz=tz):
             return f"cron '{expr}'" + (f" ({tz})" if tz else "")
-    return "?"
 
 
 def schedule_findings(paths: WorkspacePaths, catalog: AgentCatalog) -> list[Finding]:
@@ -86,18 +85,17 @@ def schedule_findings(paths: WorkspacePaths, catalog: AgentCatalog) -> list[Find
     if not directory.is_dir():
         return []
     files = ScheduleFiles(directory)
-    found: list[Finding] = []
     ids = set(files.ids())
-    for path in sorted(directory.glob("*.yaml")):
-        if path.stem not in ids:
-            found.append(
-                Finding(
-                    Level.WARNING,
-                    "schedules",
-                    f"{path}: ignored: the file name is not a schedule id",
-                    "name it <id>.yaml with letters, digits, '_', '.' or '-' (not starting '.')",
-                )
-            )
+    found: list[Finding] = [
+        Finding(
+            Level.WARNING,
+            "schedules",
+            f"{path}: ignored: the file name is not a schedule id",
+            "name it <id>.yaml with letters, digits, '_', '.' or '-' (not starting '.')",
+        )
+        for path in sorted(directory.glob("*.yaml"))
+        if path.stem not in ids
+    ]
     for sched_id in sorted(ids):
         path = files.path(sched_id)
         try:

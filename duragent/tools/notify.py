@@ -124,9 +124,7 @@ class Notifier:
             log.warning("webhook notification to %s failed: %s", shown, reason)
             return
         if not response.is_success:
-            log.warning(
-                "webhook notification to %s failed: HTTP %d", shown, response.status_code
-            )
+            log.warning("webhook notification to %s failed: HTTP %d", shown, response.status_code)
 
 
 NOTIFIER = Notifier()

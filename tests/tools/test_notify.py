@@ -139,7 +139,12 @@ async def test_without_deliveries_a_notification_goes_to_the_log(
     notifier = Notifier()
     with caplog.at_level(logging.INFO, logger="duragent.tools.notify"):
         notifier.after_call(
-            Policy(notify=Notify(enabled=True)), "bash", "ls", session_id="s1", agent="a", success=True
+            Policy(notify=Notify(enabled=True)),
+            "bash",
+            "ls",
+            session_id="s1",
+            agent="a",
+            success=True,
         )
         notifier.after_call(Policy(), "bash", "pwd", session_id="s1", agent="a", success=True)
         await notifier.drain()

@@ -8,8 +8,6 @@ import textwrap
 from dataclasses import replace
 from pathlib import Path
 
-import pytest
-
 from duragent.config.workspace import load_workspace
 from duragent.tools.base import ToolContext
 from duragent.tools.bash import BashTool
@@ -102,7 +100,7 @@ async def test_a_token_in_the_servers_environment_never_reaches_a_sandboxed_comm
 ) -> None:
     ctx = workspace(tmp_path, "mode: bubblewrap\nenv: [GIT_AUTHOR_NAME, GIT_*]\n")
     ctx = ctx_with_env(ctx, GIT_AUTHOR_NAME="Ada", GIT_ASKPASS_TOKEN=SECRET)
-    ok, text = await bash(ctx, f"env; cat {tmp_path / '.env'} {tmp_path / 'duragent.yaml'}")
+    _, text = await bash(ctx, f"env; cat {tmp_path / '.env'} {tmp_path / 'duragent.yaml'}")
     assert SECRET not in text
     assert "GIT_AUTHOR_NAME=Ada" in text
     assert "LANG=C.UTF-8" in text
