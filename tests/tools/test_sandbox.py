@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import textwrap
@@ -198,3 +199,31 @@ def test_only_the_base_variables_and_configured_names_pass_and_globs_never_pass_
         "MY_TOKEN": "named in full",
         "APP_MODE": "dev",
     }
+
+
+def running(marker: str) -> list[str]:
+    """Command lines of live processes that mention ``marker``."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            text = cmdline.read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if marker in text:
+            found.append(text)
+    return found
+
+
+async def test_a_process_that_left_the_group_still_ends_with_the_sandboxed_call(
+    tmp_path: Path, bwrap: str
+) -> None:
+    ctx = workspace(tmp_path)
+    ok, text = await bash(ctx, "setsid sleep 4242.5 & echo started")
+    assert (ok, text) == (True, "started\n")
+    # Unconfined, `setsid` escapes the process group; in the sandbox its pid namespace ends
+    # with the call, and everything in it.
+    for _ in range(100):
+        if not running("sleep 4242.5"):
+            break
+        await asyncio.sleep(0.02)
+    assert running("sleep 4242.5") == []
