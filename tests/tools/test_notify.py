@@ -80,6 +80,26 @@ async def test_a_command_that_ran_is_posted_to_the_webhook(tmp_path: Path) -> No
     assert hook.paths == ["/hooks/T1?token=s3cr3t-value"]
 
 
+async def test_a_call_is_notified_once_a_person_approved_it_not_while_it_waits(
+    tmp_path: Path,
+) -> None:
+    hook = Hook()
+    with serving(hook.app()) as port:
+        text = "mode: ask\nallow: ['bash:echo *']\n" + textwrap.dedent(
+            policy_text(f"http://127.0.0.1:{port}/h")
+        )
+        async with harness(tmp_path, tools=[BashTool()], policy=text) as h:
+            h.server.enqueue(bash_call("date +%Y"))
+            sid = await h.runner.start_session("bot")
+            await h.runner.run(sid, "go")  # pauses for approval: nothing ran yet
+            await NOTIFIER.drain()
+            assert hook.bodies == []
+            h.server.enqueue(Reply(text="done"))
+            await h.runner.approve(sid, "c1", "allow_once")
+            await NOTIFIER.drain()
+    assert [(b["command"], b["success"]) for b in hook.bodies] == [("date +%Y", True)]
+
+
 async def test_only_calls_matching_the_patterns_are_notified_segments_included(
     tmp_path: Path,
 ) -> None:
