@@ -220,6 +220,8 @@ class Runtime:
             await asyncio.sleep(TTL_SWEEP_SECONDS)
             try:
                 await self.registry.expire(self._ttl_hours)
+                sessions = self.workspace.paths.sessions
+                await asyncio.to_thread(sandboxes.prune_scratch, self._sandbox, sessions)
             except Exception:
                 log.exception("TTL sweep failed")
 

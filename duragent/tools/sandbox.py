@@ -35,6 +35,7 @@ starts (``probe``) and refuses to start when bwrap is missing or cannot create i
 from __future__ import annotations
 
 import fnmatch
+import logging
 import os
 import re
 import shutil
@@ -60,7 +61,10 @@ __all__ = [
     "for_workspace",
     "looks_secret",
     "probe",
+    "prune_scratch",
 ]
+
+log = logging.getLogger(__name__)
 
 SandboxMode = Literal["trust", "bubblewrap", "docker"]
 
@@ -329,3 +333,24 @@ def check(sandbox: Sandbox, config_file: Path) -> None:
     raise ConfigError(
         f"{problem}; tools will not run unconfined", file=config_file, field="sandbox.mode", fix=fix
     )
+
+
+def prune_scratch(sandbox: Sandbox, sessions_dir: Path) -> list[str]:
+    """Remove the scratch folders of sessions that no longer exist; their ids.
+
+    A scratch folder lives as long as its session (an ended session may be resumed); once the
+    session's folder is deleted, nothing can use it again. Run by the server's hourly sweep.
+    """
+    root = sandbox.scratch_root
+    if root is None or not root.is_dir():
+        return []
+    removed = []
+    for folder in sorted(root.iterdir()):
+        if folder.is_dir() and not (sessions_dir / folder.name).exists():
+            try:
+                shutil.rmtree(folder)
+            except OSError as exc:
+                log.warning("cannot remove the scratch folder %s: %s", folder, exc)
+                continue
+            removed.append(folder.name)
+    return removed

@@ -13,7 +13,7 @@ from duragent.config.workspace import load_workspace
 from duragent.tools.base import ToolContext
 from duragent.tools.bash import BashTool
 from duragent.tools.cli_tool import CliTool
-from duragent.tools.sandbox import Sandbox, for_workspace
+from duragent.tools.sandbox import Sandbox, for_workspace, prune_scratch
 from tests.tools.sandbox_support import bwrap
 
 __all__ = ["bwrap"]
@@ -227,3 +227,16 @@ async def test_a_process_that_left_the_group_still_ends_with_the_sandboxed_call(
             break
         await asyncio.sleep(0.02)
     assert running("sleep 4242.5") == []
+
+
+def test_the_sweep_removes_only_scratch_folders_of_deleted_sessions(tmp_path: Path) -> None:
+    sandbox = Sandbox(mode="bubblewrap", scratch_root=tmp_path / "scratch")
+    sessions = tmp_path / "sessions"
+    (sessions / "s_live").mkdir(parents=True)
+    for session in ("s_live", "s_gone"):
+        (tmp_path / "scratch" / session).mkdir(parents=True)
+        (tmp_path / "scratch" / session / "notes.txt").write_text("x")
+    assert prune_scratch(sandbox, sessions) == ["s_gone"]
+    assert (tmp_path / "scratch" / "s_live" / "notes.txt").exists()
+    assert not (tmp_path / "scratch" / "s_gone").exists()
+    assert prune_scratch(Sandbox(), sessions) == []  # trust: no scratch folders
