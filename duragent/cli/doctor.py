@@ -6,14 +6,14 @@ Each finding is an error (the workspace will not work as configured; exit code 1
 
 from __future__ import annotations
 
-import enum
 import ipaddress
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from duragent.agents import load_catalog
+from duragent.cli.doctor_files import policy_findings, sandbox_findings, schedule_findings
+from duragent.cli.findings import Finding, Level
 from duragent.config import WorkspaceConfig, load_workspace
 from duragent.context.offline_encodings import OFFLINE_ENCODINGS, get_offline_encoding
 from duragent.errors import ConfigError, ConfigErrors, DuragentError
@@ -22,24 +22,6 @@ from duragent.llm import credential_problem
 from duragent.turns.agent_budget import agent_budget, budget_check
 
 __all__ = ["Finding", "Level", "render_json", "render_text", "run_checks"]
-
-
-class Level(enum.StrEnum):
-    """How bad a finding is."""
-
-    OK = "ok"
-    WARNING = "warning"
-    ERROR = "error"
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """One result of a check."""
-
-    level: Level
-    check: str
-    message: str
-    fix: str | None = None
 
 
 def _config_findings(check: str, exc: ConfigError, level: Level = Level.ERROR) -> list[Finding]:
@@ -117,8 +99,11 @@ def run_checks(config_file: Path) -> list[Finding]:
             )
 
     config = ws.config
+    found.extend(policy_findings(paths))
+    found.extend(schedule_findings(paths, catalog))
+    found.extend(sandbox_findings(config.sandbox, paths))
     found.extend(_gateway_findings(config))
-    found.extend(_external_findings(config, paths.root))
+    found.extend(_external_findings(config, paths.config_file))
     for i, route in enumerate(config.routes):
         if route.agent not in catalog.agents:
             found.append(
@@ -188,15 +173,16 @@ def render_json(findings: list[Finding]) -> str:
     )
 
 
-def _external_findings(config: WorkspaceConfig, root: Path) -> list[Finding]:
+def _external_findings(config: WorkspaceConfig, config_file: Path) -> list[Finding]:
     """Each external gateway: the program ``serve`` would start, or why it cannot."""
     found: list[Finding] = []
     for index, gateway in enumerate(config.gateways.external):
         check = f"gateway {gateway.name}"
         try:
-            launch = Launch.of(gateway, index, root)
+            launch = Launch.of(gateway, index, config_file.parent)
         except ConfigError as exc:
-            found.append(Finding(Level.ERROR, check, exc.reason, exc.fix))
+            where = f"{config_file}: {exc.field}: " if exc.field else f"{config_file}: "
+            found.append(Finding(Level.ERROR, check, where + exc.reason, exc.fix))
             continue
         found.append(
             Finding(

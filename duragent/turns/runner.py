@@ -41,6 +41,7 @@ from duragent.session import (
     actor_message_limit,
 )
 from duragent.tools.base import SessionReader, Tool
+from duragent.tools.sandbox import TRUST, Sandbox
 from duragent.turns.context import ContextFactory
 from duragent.turns.driving import Resumed, TurnDriver, cancel_approval
 from duragent.turns.errors import ApprovalError
@@ -91,6 +92,7 @@ class TurnRunner:
         sessions: SessionReader | None = None,
         extra_tools: Callable[[Agent, str], Sequence[Tool]] | None = None,
         env: Mapping[str, str] | None = None,
+        sandbox: Sandbox = TRUST,
     ) -> None:
         self.registry = registry
         self._agents = agents
@@ -103,6 +105,7 @@ class TurnRunner:
             sessions=sessions,
             extra_tools=extra_tools,
             env=os.environ if env is None else env,
+            sandbox=sandbox,
         )
         self._driver = TurnDriver(contexts, agents)
         self._active: dict[str, _Active] = {}
