@@ -3,7 +3,8 @@
 Streams the reply as it is written, shows tool calls and results, asks for approvals
 (``[y]`` once, ``[a]`` always, ``[n]`` deny; any other answer asks again, so a stray line
 such as ``/status`` never decides a tool call), and understands ``/reset`` (end the session,
-as the reference's chat gateways do, and start a new one), ``/status``, ``/help`` and ``/exit`` (also ``/quit``, Ctrl-D; Ctrl-C at the prompt
+as the reference's chat gateways do, and start a new one), ``/status``, ``/help`` and
+``/exit`` (also ``/quit``, Ctrl-D; Ctrl-C at the prompt
 exits with status 130, during a reply it stops waiting for it). Works on a terminal (with
 line editing and history, and a "thinking" line while the model is called) and with piped
 input.

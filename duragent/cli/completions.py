@@ -15,7 +15,11 @@ import enum
 from typing import Annotated
 
 import typer
-from typer.completion import completion_init, get_completion_script
+
+# Typer's own completion machinery; its modules are underscored but are what its public
+# ``--show-completion`` runs. tests/cli/test_completions.py fails loudly if they move.
+from typer._completion_classes import completion_init
+from typer._completion_shared import get_completion_script
 
 __all__ = ["COMPLETE_VAR", "Shell", "register", "script"]
 
