@@ -24,7 +24,7 @@ import typer
 
 from duragent.cli.client import ApiClient, ApiError
 from duragent.cli.errors import fail, handles_errors
-from duragent.cli.launcher import running_server
+from duragent.cli.launcher import LaunchError, running_server
 from duragent.cli.options import (
     DEFAULT_CONFIG,
     ConfigOpt,
@@ -119,7 +119,15 @@ def _admin_client(ws: LoadedWorkspace, url: str) -> ApiClient:
 
 def _status(ws: LoadedWorkspace, port: int | None) -> None:
     holder = _holder(ws)
-    url = running_server(ws, wait=2.0) if holder is not None else None
+    try:
+        url = running_server(ws, wait=1.0) if holder is not None else None
+    except LaunchError:  # it holds the lock but does not answer (yet)
+        assert holder is not None
+        where = f" at {holder.address}" if holder.address else ""
+        typer.echo(
+            f"Server of {ws.paths.root} is starting or not answering (PID {holder.pid}{where})"
+        )
+        return
     if holder is None or url is None:
         typer.echo(f"No server running for {ws.paths.root}")
         note = _port_note(ws, port)

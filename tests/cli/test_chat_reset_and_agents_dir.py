@@ -48,6 +48,11 @@ async def test_reset_ends_the_old_session_and_starts_a_new_one(tmp_path: Path) -
                 )
                 assert refused.status_code == 404
             assert "bot> second answer" in out
+            code, _, err = await run_cli(
+                "attach", old, "-c", str(tmp_path / "duragent.yaml"), stdin="", cwd=tmp_path
+            )
+            assert code == 1
+            assert f"session {old} has ended (completed)" in err
         finally:
             await _shutdown(port)
 

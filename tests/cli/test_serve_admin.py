@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from duragent.cli.main import app
 from duragent.cli.serve_cmd import uptime
 from duragent.config import load_workspace
-from duragent.store.serve_lock import lock_files, read_holder
+from duragent.store.serve_lock import ServeLock, lock_files, read_holder
 from tests.cli.test_serve import free_port
 
 AGENT = """\
@@ -168,3 +168,17 @@ def test_uptime_reads_like_a_duration() -> None:
     assert uptime("2026-11-24T11:58:55.000Z", now) == "1m 5s"
     assert uptime("2026-11-22T10:00:00Z", now) == "2d 2h 0s"
     assert uptime("garbage", now) is None
+
+
+def test_status_of_a_server_that_holds_the_lock_but_does_not_answer(tmp_path: Path) -> None:
+    write_workspace(tmp_path, free_port(), "assistant")
+    ws = load_workspace(tmp_path)
+    lock = ServeLock.acquire(ws.paths.workspace, ws.paths.sessions)  # bound nowhere yet
+    try:
+        result = cli("serve", "status", cwd=tmp_path)
+    finally:
+        lock.release()
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == (
+        f"Server of {tmp_path} is starting or not answering (PID {os.getpid()})"
+    )
