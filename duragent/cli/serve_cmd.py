@@ -215,6 +215,7 @@ def register(app: typer.Typer) -> None:
     serve_app = typer.Typer(
         rich_markup_mode=None,
         invoke_without_command=True,
+        subcommand_metavar="[status|stop|reload-agents]",
     )
     app.add_typer(serve_app, name="serve")
 
