@@ -117,6 +117,15 @@ def _admin_client(ws: LoadedWorkspace, url: str) -> ApiClient:
     return ApiClient(url, token=ws.config.server.admin_token, timeout=30)
 
 
+def _refused(ws: LoadedWorkspace, exc: ApiError) -> typer.Exit:
+    """A 403 from an admin route, with what to fix (the token this shell resolves)."""
+    return fail(
+        f"the server refused the admin request ({exc}); server.admin_token in "
+        f"{ws.paths.config_file} must resolve here to the server's token (a ${{VAR}} in it "
+        "must be set in this shell too)"
+    )
+
+
 def _status(ws: LoadedWorkspace, port: int | None) -> None:
     holder = _holder(ws)
     try:
@@ -155,7 +164,7 @@ def _status(ws: LoadedWorkspace, port: int | None) -> None:
             typer.echo(f"  Agents: (not listed: {exc})")
         gateways = body.get("gateways")
         if isinstance(gateways, dict) and gateways:
-            listed = ", ".join(f"{name} {state}" for name, state in gateways.items())
+            listed = ", ".join(f"{name} {gw_state}" for name, gw_state in gateways.items())
             typer.echo(f"  Gateways: {listed}")
         version = client.version()
         typer.echo(f"  Version: {version.get('version')} ({version.get('variant')})")
@@ -182,6 +191,8 @@ def _stop(ws: LoadedWorkspace) -> None:
     try:
         client.shutdown()
     except ApiError as exc:
+        if exc.status == 403:
+            raise _refused(ws, exc) from None
         if exc.status != 409:  # 409: a shutdown is already under way; wait for it too
             raise
     finally:
@@ -190,7 +201,7 @@ def _stop(ws: LoadedWorkspace) -> None:
     if not _released(ws, time.monotonic() + STOP_WAIT_SECONDS):
         raise fail(
             f"the server (PID {holder.pid}) is still stopping after {STOP_WAIT_SECONDS:g} s; "
-            "see its log, or send it SIGTERM again"
+            f"see its log, or send it SIGTERM (kill {holder.pid})"
         )
     typer.echo("Server stopped")
 
@@ -202,6 +213,10 @@ def _reload(ws: LoadedWorkspace) -> None:
     client = _admin_client(ws, url)
     try:
         result = client.reload_agents()
+    except ApiError as exc:
+        if exc.status == 403:
+            raise _refused(ws, exc) from None
+        raise
     finally:
         client.close()
     typer.echo(str(result.get("message") or f"Reloaded {result.get('reloaded')} agents"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -76,19 +77,19 @@ def wait_held(root: Path, proc: subprocess.Popen[str]) -> None:
     pytest.fail("the server did not start")
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
+@contextlib.contextmanager
+def serving(root: Path, env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[str]]:
     """``duragent serve`` on a port other than the configured one (found by the lock)."""
-    write_workspace(tmp_path, free_port(), "assistant")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "duragent", "serve", "-c", str(tmp_path), "-p", str(free_port())],
-        cwd=tmp_path,
+        [sys.executable, "-m", "duragent", "serve", "-c", str(root), "-p", str(free_port())],
+        cwd=root,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        env={**os.environ, **(env or {})},
     )
     try:
-        wait_held(tmp_path, proc)
+        wait_held(root, proc)
         yield proc
     finally:
         if proc.poll() is None:
@@ -96,6 +97,13 @@ def served(tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
             proc.wait()
         if proc.stdout is not None:
             proc.stdout.close()
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
+    write_workspace(tmp_path, free_port(), "assistant")
+    with serving(tmp_path) as proc:
+        yield proc
 
 
 def test_status_without_a_server_says_so(tmp_path: Path) -> None:
@@ -133,9 +141,14 @@ def test_reload_agents_loads_a_new_agent_into_the_running_server(
     tmp_path: Path, served: subprocess.Popen[str]
 ) -> None:
     add_agent(tmp_path, "helper")
+    broken = tmp_path / ".duragent" / "agents" / "broken"
+    broken.mkdir()
+    (broken / "agent.yaml").write_text("apiVersion: duragent/v1alpha1\nkind: Agent\n")
     result = cli("serve", "reload-agents", "-c", str(tmp_path), cwd=tmp_path.parent)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines()[0] == "Reloaded 2 agents"
+    lines = result.stdout.splitlines()
+    assert lines[0] == "Reloaded 2 agents"
+    assert lines[1].startswith(f"  not loaded: {broken}: ")
     status = cli("serve", "status", cwd=tmp_path)
     assert "  Agents: assistant, helper" in status.stdout.splitlines()
 
@@ -152,6 +165,18 @@ def test_stop_shuts_the_server_down_gracefully_and_waits_for_it(
     assert "stopped" in out
     assert "Traceback" not in out
     assert cli("serve", "status", cwd=tmp_path).stdout.startswith("No server running")
+
+
+def test_stop_without_the_servers_admin_token_says_what_to_fix(tmp_path: Path) -> None:
+    write_workspace(tmp_path, free_port(), "assistant")
+    config = tmp_path / "duragent.yaml"
+    config.write_text(config.read_text() + "  admin_token: ${TEST_ADMIN_TOKEN:-unset}\n")
+    with serving(tmp_path, env={"TEST_ADMIN_TOKEN": "the-servers-token"}) as proc:
+        result = cli("serve", "stop", cwd=tmp_path)  # this process resolves "unset"
+        assert result.returncode == 1
+        assert "the server refused the admin request (403" in result.stderr
+        assert "must resolve here to the server's token" in result.stderr
+        assert proc.poll() is None  # still serving
 
 
 def test_options_of_a_new_server_are_refused_with_a_subcommand(tmp_path: Path) -> None:
