@@ -9,7 +9,7 @@ errors.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -256,7 +256,11 @@ class AfterToolHook(_Spec):
 
     match: str
     message: str
-    unless: dict[str, str] = {}
+    unless: dict[str, Any] = Field(
+        default={},
+        description="Any argument with a key here and an equal value (any YAML value: true, 3, "
+        "\"x\") suppresses the message.",
+    )
 
 
 class HooksSpec(_Spec):
