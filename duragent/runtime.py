@@ -369,7 +369,10 @@ class Runtime:
 
     def _external_service(self) -> Service | None:
         """``gateways.external[]``: every external gateway, one child process each."""
-        configs = self._config.gateways.external
+        shadowed = self._config.gateways.shadowed()  # reported by load_workspace
+        configs = [
+            (i, c) for i, c in enumerate(self._config.gateways.external) if i not in shadowed
+        ]
         if not configs:
             return None
         from duragent.gateways.external import ExternalGateways, build_external_gateway
@@ -385,7 +388,7 @@ class Runtime:
                 routes=self._config.routes,
                 request_timeout=self._config.server.request_timeout_seconds,
             )
-            for index, config in enumerate(configs)
+            for index, config in configs
         ]
         for gateway in gateways:
             self._gateways[gateway.name] = gateway
