@@ -50,6 +50,7 @@ from duragent.session.reader import RegistrySessionReader
 from duragent.store import SessionStore
 from duragent.store.serve_lock import ServeLock
 from duragent.tools.base import Tool
+from duragent.tools.policy_check import agent_policy_files, check_policy_file
 from duragent.turns import TurnRunner
 from duragent.turns.agent_budget import budget_check
 from duragent.turns.providers import ProviderPool
@@ -180,6 +181,7 @@ class Runtime:
         )
         for path, error in self._catalog.broken.items():
             log.error("agent %s not loaded: %s", path.name, error)
+        self._report_files()
         for agent in self._catalog.agents.values():
             problem = credential_problem(agent.model.provider, agent.model.base_url, self._env)
             if problem:  # as doctor says it; otherwise the first turn is the first to know
@@ -196,6 +198,20 @@ class Runtime:
                     agent.directory / "agent.yaml",
                 )
         return self._catalog
+
+    def _report_files(self) -> None:
+        """Say what ``doctor`` says of the agents' files: warnings, and broken policy files."""
+        policies = [self.workspace.paths.policy]
+        for agent in self._catalog.agents.values():
+            for warning in agent.warnings:
+                log.warning("agent '%s': %s", agent.name, warning)
+            policies.extend(agent_policy_files(agent.directory))
+        for file in policies:
+            errors, warnings = check_policy_file(file)
+            for error in errors:
+                log.error("policy file: %s (turns of its agents fail until it is fixed)", error)
+            for warning in warnings:
+                log.warning("policy file: %s", warning)
 
     def request_shutdown(self) -> bool:
         """Ask ``run_until_stopped`` to stop gracefully; False if already stopping."""

@@ -18,6 +18,7 @@ from duragent.agents.exposure import exposure_warnings
 from duragent.agents.skills import Skill, load_skills
 from duragent.agents.spec import KNOWN_PROVIDERS, AgentManifest, AgentSpec, ModelSpec
 from duragent.config.envvars import expand_env
+from duragent.config.fields import unsupported_warnings
 from duragent.config.validation import unknown_key_warnings, validate_document
 from duragent.config.yamlio import LocatedYaml, load_yaml_text, read_text
 from duragent.errors import ConfigError, ConfigErrors
@@ -206,6 +207,7 @@ def load_agent(
     if errors:
         raise ConfigErrors(errors)
     warnings = unknown_key_warnings(manifest, doc) + _tool_warnings(spec, doc)
+    warnings += unsupported_warnings("agent", doc)
     warnings += exposure_warnings(agent_dir, manifest, written, doc)
     if manifest.metadata.name != agent_dir.name:
         warnings.append(

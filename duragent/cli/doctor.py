@@ -19,6 +19,7 @@ from duragent.context.offline_encodings import OFFLINE_ENCODINGS, get_offline_en
 from duragent.errors import ConfigError, ConfigErrors, DuragentError
 from duragent.gateways.external.launch import Launch
 from duragent.llm import credential_problem
+from duragent.tools.policy_check import agent_policy_files, check_policy_file
 from duragent.turns.agent_budget import agent_budget, budget_check
 
 __all__ = ["Finding", "Level", "render_json", "render_text", "run_checks"]
@@ -116,6 +117,9 @@ def run_checks(config_file: Path) -> list[Finding]:
                 )
             )
 
+    found.extend(
+        _policy_findings(paths.policy, [catalog.agents[n].directory for n in catalog.names()])
+    )
     config = ws.config
     found.extend(_gateway_findings(config))
     found.extend(_external_findings(config, paths.root))
@@ -186,6 +190,18 @@ def render_json(findings: list[Finding]) -> str:
         ],
         indent=2,
     )
+
+
+def _policy_findings(workspace_policy: Path, agent_dirs: list[Path]) -> list[Finding]:
+    """Every policy file: what would fail each turn of its agents, and fields not acted on."""
+    found: list[Finding] = []
+    files = [workspace_policy] + [f for d in agent_dirs for f in agent_policy_files(d)]
+    for file in files:
+        errors, warnings = check_policy_file(file)
+        check = f"policy {file.parent.name}" if file != workspace_policy else "policy"
+        found.extend(Finding(Level.ERROR, check, e.render()) for e in errors)
+        found.extend(Finding(Level.WARNING, check, w.render()) for w in warnings)
+    return found
 
 
 def _external_findings(config: WorkspaceConfig, root: Path) -> list[Finding]:

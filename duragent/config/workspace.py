@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from duragent.config.envvars import expand_env
+from duragent.config.fields import unsupported_warnings
 from duragent.config.hosts import check_host_name, check_origin
 from duragent.config.validation import (
     empty_means_default,
@@ -454,8 +455,10 @@ def load_workspace(config_file: Path | str = CONFIG_FILENAME) -> LoadedWorkspace
         text = expand_env(read_text(path), file=path)
         doc = load_yaml_text(text, file=path)
         config = validate_document(WorkspaceConfig, doc, what="duragent.yaml")
-        warnings = tuple(unknown_key_warnings(config, doc)) + tuple(
-            _shadowed_warnings(config, doc)
+        warnings = (
+            *unknown_key_warnings(config, doc),
+            *unsupported_warnings("workspace", doc),
+            *_shadowed_warnings(config, doc),
         )
     else:
         config = WorkspaceConfig()
