@@ -266,7 +266,7 @@ class AfterToolHook(_Spec):
     unless: dict[str, Any] = Field(
         default={},
         description="Any argument with a key here and an equal value (any YAML value: true, 3, "
-        "\"x\") suppresses the message.",
+        '"x") suppresses the message.',
     )
 
 

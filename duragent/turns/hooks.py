@@ -140,7 +140,9 @@ def _arguments(call: ToolCall) -> dict[str, Any]:
 _ABSENT = object()
 
 
-def _depends_on(hook: BeforeToolHook, args: Mapping[str, Any], seen: Sequence[Message]) -> str | None:
+def _depends_on(
+    hook: BeforeToolHook, args: Mapping[str, Any], seen: Sequence[Message]
+) -> str | None:
     if hook.prior is None:
         return None
     wanted = args.get(hook.match_arg, _ABSENT) if hook.match_arg else _ABSENT

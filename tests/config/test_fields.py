@@ -78,7 +78,8 @@ def key_of(path: str) -> str:
 def function_source(use: Use) -> str:
     """The source of the function ``use.function`` (``Class.method`` too) in ``use.module``."""
     spec = importlib.util.find_spec(use.module)
-    assert spec is not None and spec.origin, f"module {use.module} does not exist"
+    assert spec is not None, f"module {use.module} does not exist"
+    assert spec.origin, f"module {use.module} has no source file"
     source = Path(spec.origin).read_text(encoding="utf-8")
     scope: ast.AST = ast.parse(source)
     *classes, name = use.function.split(".")
@@ -114,7 +115,7 @@ def test_every_listed_field_exists_in_the_format(fmt: Format) -> None:
 
 
 def consumers() -> list[tuple[str, str, Use]]:
-    out = []
+    out: list[tuple[str, str, Use]] = []
     for fmt, table in FIELDS.items():
         for path, fate in table.items():
             use = fate.also if isinstance(fate, Warn) else fate
@@ -220,7 +221,9 @@ def test_a_warned_field_is_reported_with_file_field_and_fix(
     shaped = re.compile(re.escape(path).replace(r"\[\]", r"\[\d+\]") + "$")
     hits = [w for w in warnings if w.field and shaped.match(w.field)]
     assert hits, [str(w) for w in warnings]
-    assert hits[0].file == file and hits[0].line is not None and hits[0].fix
+    assert hits[0].file == file
+    assert hits[0].line is not None
+    assert hits[0].fix
 
 
 def test_a_value_that_is_acted_on_is_not_warned_about(tmp_path: Path) -> None:

@@ -64,7 +64,8 @@ def test_the_configuration_guide_example_loads_with_empty_sections_as_defaults(
     assert ws.config.gateways.shadowed() == [0]
     (warning,) = ws.warnings
     assert warning.field == "gateways.external[0].name"
-    assert "is not started" in warning.reason and warning.fix
+    assert "is not started" in warning.reason
+    assert warning.fix
 
 
 def test_the_reference_workspace_template_with_every_option_on_loads(tmp_path: Path) -> None:
@@ -96,7 +97,8 @@ def test_an_agent_section_left_empty_means_its_defaults_but_memory_stays_off(
         "  hooks:\n  session:\n  tools:\n  memory:\n"
     )
     spec = load_agent(folder).spec
-    assert spec.hooks.after_tool == [] and spec.tools == []
+    assert spec.hooks.after_tool == []
+    assert spec.tools == []
     assert spec.session.max_tool_iterations == 10
     assert spec.memory is None  # `memory:` alone is still "no memory", as in the reference
 
@@ -104,5 +106,5 @@ def test_an_agent_section_left_empty_means_its_defaults_but_memory_stays_off(
 def test_an_empty_scalar_is_still_an_error(tmp_path: Path) -> None:
     config = tmp_path / "duragent.yaml"
     config.write_text("server:\n  port:\n")
-    with pytest.raises(ConfigError, match="server.port"):
+    with pytest.raises(ConfigError, match=r"server\.port"):
         load_workspace(config)

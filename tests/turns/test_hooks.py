@@ -257,7 +257,9 @@ async def test_a_glob_hook_guards_every_action_of_a_tool(tmp_path: Path) -> None
               prior: "login"
         """
     )
-    async with harness(tmp_path, tools=[proc, FnTool("login", lambda a: "in")], model_extra=extra) as h:
+    async with harness(
+        tmp_path, tools=[proc, FnTool("login", lambda a: "in")], model_extra=extra
+    ) as h:
         h.server.enqueue(
             Reply(tool_calls=[call("proc", "c1", action="list")]),
             Reply(tool_calls=[call("proc", "c2")]),  # no action: "proc" is not "proc:*"
