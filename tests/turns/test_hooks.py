@@ -394,3 +394,47 @@ async def test_steering_survives_a_crash_and_is_in_the_replayed_history(tmp_path
     assert tail[2] == (Role.USER, None, f"[steering] {CAPTURE_STEER}")
     assert window[-2].tool_calls[0].id == "c2"
     assert tail[4] == (Role.TOOL, "c2", INTERRUPTED_RESULT)  # recovery closed the cut call
+
+
+@pytest.mark.parametrize(
+    ("guard", "field", "words"),
+    [
+        ("{match: t, type: depends_on}", "spec.hooks.before_tool[0]", "never refuses"),
+        ("{match: t, type: skip_duplicate}", "spec.hooks.before_tool[0]", "never refuses"),
+        (
+            "{match: t, type: skip_duplicate, match_args: [a], prior: p}",
+            "spec.hooks.before_tool[0].prior",
+            "has no effect on a skip_duplicate guard",
+        ),
+        (
+            "{match: t, type: depends_on, prior: p, match_args: [a]}",
+            "spec.hooks.before_tool[0].match_args",
+            "has no effect on a depends_on guard",
+        ),
+    ],
+)
+def test_a_guard_that_cannot_act_is_reported_when_the_agent_loads(
+    tmp_path: Path, guard: str, field: str, words: str
+) -> None:
+    from duragent.agents.loader import load_agent
+
+    folder = tmp_path / "bot"
+    folder.mkdir()
+    (folder / "agent.yaml").write_text(
+        "apiVersion: duragent/v1alpha1\nkind: Agent\nmetadata:\n  name: bot\nspec:\n"
+        "  model:\n    provider: offline\n    name: echo\n"
+        f"  hooks:\n    before_tool:\n      - {guard}\n"
+    )
+    (warning,) = load_agent(folder).warnings
+    assert warning.field == field
+    assert words in warning.reason
+
+
+def test_the_history_api_shows_steering_with_tool_traffic_only() -> None:
+    from duragent.core.events import Event
+    from duragent.session.history import events_to_messages
+
+    events = [Event.user_message(1, content="go"), Event.steering(2, content="look")]
+    assert [m["role"] for m in events_to_messages(events, include_tools=False)] == ["user"]
+    shown = events_to_messages(events, include_tools=True)[-1]
+    assert (shown["role"], shown["content"], shown["seq"]) == ("steering", "look", 2)
