@@ -303,7 +303,8 @@ async def run_loop(
                 await _add_steering(ctx, turn, steer)
                 turn.extend(Message.user(text) for text in steered)
                 break
-            result = await execute(ctx, call, recent, cache.seen(turn))
+            seen = cache.seen(turn) if ctx.hooks.before_tool else ()
+            result = await execute(ctx, call, recent, seen)
             if isinstance(result, PendingApproval):
                 rest = [c.id for c in calls[index + 1 :]]
                 if rest:
