@@ -27,14 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from tests.gateways.campaign_verdict import table  # noqa: E402
 from tests.gateways.telegram.restart_campaign import result_rows, run_campaign  # noqa: E402
-
-
-def table(rows: list[tuple[str, str]]) -> str:
-    width = max(len(k) for k, _ in rows)
-    value_width = max(len(v) for _, v in rows)
-    rule = f"+-{'-' * width}-+-{'-' * value_width}-+"
-    return "\n".join([rule, *(f"| {k:<{width}} | {v:>{value_width}} |" for k, v in rows), rule])
 
 
 def main() -> int:

@@ -49,6 +49,7 @@ from duragent.session.gate import MAX_ACTIVE_ASKS, tune_interpreter
 from duragent.session.reader import RegistrySessionReader
 from duragent.store import SessionStore
 from duragent.store.serve_lock import ServeLock
+from duragent.tools import sandbox as sandboxes
 from duragent.tools.base import Tool
 from duragent.tools.policy_check import agent_policy_files, check_policy_file
 from duragent.turns import TurnRunner
@@ -113,6 +114,7 @@ class Runtime:
                 else config.sessions.active_actors,
             ),
         )
+        self._sandbox = sandboxes.for_workspace(config.sandbox, paths)
         self.providers = ProviderPool(
             env=env, idle_timeout_seconds=config.server.idle_timeout_seconds
         )
@@ -126,6 +128,7 @@ class Runtime:
             sessions=RegistrySessionReader(self.registry),
             extra_tools=self._extra_tools,
             env=env,
+            sandbox=self._sandbox,
         )
 
     # --- HttpServices ---------------------------------------------------------------------
@@ -233,6 +236,8 @@ class Runtime:
             await asyncio.sleep(TTL_SWEEP_SECONDS)
             try:
                 await self.registry.expire(self._ttl_hours)
+                sessions = self.workspace.paths.sessions
+                await asyncio.to_thread(sandboxes.prune_scratch, self._sandbox, sessions)
             except Exception:
                 log.exception("TTL sweep failed")
 
@@ -288,6 +293,21 @@ class Runtime:
             self._untune()
             self._untune = None
 
+    async def _check_sandbox(self) -> None:
+        """``sandbox.mode`` other than trust: refuse to serve unless it confines commands here.
+
+        Fail closed: a workspace configured for a sandbox never runs its tools unconfined.
+        The trial command runs off the event loop (it starts bwrap).
+        """
+        if self._sandbox.confines:
+            config_file = self.workspace.paths.config_file
+            await asyncio.to_thread(sandboxes.check, self._sandbox, config_file)
+            log.info(
+                "tools run in a %s sandbox (network %s)",
+                self._sandbox.mode,
+                "on" if self._sandbox.network else "off",
+            )
+
     async def _load_agents(self) -> None:
         for warning in self.workspace.warnings:
             log.warning("%s", warning)
@@ -313,6 +333,7 @@ class Runtime:
     SERVICES: ClassVar[tuple[Entry[Runtime], ...]] = (
         Entry("workspace-lock", lambda rt: Hooks(rt._lock_workspace, rt._unlock_workspace)),
         Entry("interpreter", lambda rt: Hooks(rt._tune, rt._untune_interpreter)),
+        Entry("sandbox", lambda rt: Hooks(rt._check_sandbox)),
         Entry("agents", lambda rt: Hooks(rt._load_agents)),
         Entry("providers", lambda rt: Hooks(stop=rt.providers.aclose)),
         Entry("sessions", lambda rt: Hooks(rt.registry.open, rt.registry.aclose)),

@@ -44,6 +44,7 @@ def test_the_runtime_lists_its_services_in_start_order() -> None:
     assert [e.name for e in Runtime.SERVICES] == [
         "workspace-lock",
         "interpreter",
+        "sandbox",
         "agents",
         "providers",
         "sessions",

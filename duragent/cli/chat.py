@@ -2,8 +2,9 @@
 
 Streams the reply as it is written, shows tool calls and results, asks for approvals
 (``[y]`` once, ``[a]`` always, ``[n]`` deny; any other answer asks again, so a stray line
-such as ``/status`` never decides a tool call), and understands ``/reset`` (start a new
-session), ``/status``, ``/help`` and ``/exit`` (also ``/quit``, Ctrl-D; Ctrl-C at the prompt
+such as ``/status`` never decides a tool call), and understands ``/reset`` (end the session,
+as the reference's chat gateways do, and start a new one), ``/status``, ``/help`` and
+``/exit`` (also ``/quit``, Ctrl-D; Ctrl-C at the prompt
 exits with status 130, during a reply it stops waiting for it). Works on a terminal (with
 line editing and history, and a "thinking" line while the model is called) and with piped
 input.
@@ -23,7 +24,7 @@ from duragent.cli.client import ApiClient, ApiError, SseEvent
 
 __all__ = ["HELP", "ChatSession", "line_reader"]
 
-HELP = "commands: /reset (new session), /status, /help, /exit"
+HELP = "commands: /reset (end this session, start a new one), /status, /help, /exit"
 _DECISIONS = {"y": "allow_once", "a": "allow_always", "n": "deny"}
 
 
@@ -87,10 +88,21 @@ class ChatSession:
             elif text == "/status":
                 self._status()
             elif text == "/reset":
-                self.session_id = self.client.create_session(self.agent)["session_id"]
-                self.console.print(f"[dim]new session {self.session_id}[/dim]")
+                self.reset()
             else:
                 self.send(text)
+
+    def reset(self) -> None:
+        """End the current session (completed: kept on disk, no more turns), start another."""
+        old = self.session_id
+        try:
+            self.client.end_session(old)
+            ended = f"ended session {old}; "
+        except ApiError as exc:  # still start afresh: that is what was asked
+            self.console.print(f"[red]could not end session {old}: {escape(str(exc))}[/red]")
+            ended = ""
+        self.session_id = self.client.create_session(self.agent)["session_id"]
+        self.console.print(f"[dim]{ended}new session {self.session_id}[/dim]")
 
     def _status(self) -> None:
         info = self.client.session(self.session_id)
@@ -190,6 +202,9 @@ class ChatSession:
                 pending = (str(data.get("call_id")), str(data.get("command")))
             elif name == "error":
                 self.console.print(f"\n[red]error: {escape(str(data.get('message')))}[/red]")
+            elif name == "cancelled":  # the server stopped the turn (e.g. it is shutting down)
+                self.console.print("\n[yellow][cancelled][/yellow]")
+                started = False
             elif name == "done" and started:
                 self.console.print()
         return pending

@@ -102,6 +102,31 @@ class ApiClient:
         result: dict[str, Any] = self._json("GET", "/readyz")
         return result
 
+    def version(self) -> dict[str, Any]:
+        """The server's ``/version`` document."""
+        result: dict[str, Any] = self._json("GET", "/version")
+        return result
+
+    def agents(self) -> list[dict[str, Any]]:
+        """The agents the server has loaded."""
+        result: list[dict[str, Any]] = self._json("GET", "/api/v1/agents")["agents"]
+        return result
+
+    def shutdown(self) -> dict[str, Any]:
+        """Ask the server to stop gracefully (admin route: needs the admin token, if any)."""
+        result: dict[str, Any] = self._json("POST", "/api/admin/v1/shutdown")
+        return result
+
+    def reload_agents(self) -> dict[str, Any]:
+        """Make the server re-read its agents folder (admin route)."""
+        result: dict[str, Any] = self._json("POST", "/api/admin/v1/reload-agents")
+        return result
+
+    def end_session(self, session_id: str) -> dict[str, Any]:
+        """End a session: completed, its files kept, no further turns."""
+        result: dict[str, Any] = self._json("POST", f"/api/v1/sessions/{session_id}/end")
+        return result
+
     def create_session(self, agent: str) -> dict[str, Any]:
         """A new session for ``agent``."""
         result: dict[str, Any] = self._json("POST", "/api/v1/sessions", json={"agent": agent})

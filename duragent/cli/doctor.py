@@ -6,41 +6,22 @@ Each finding is an error (the workspace will not work as configured; exit code 1
 
 from __future__ import annotations
 
-import enum
 import ipaddress
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from duragent.agents import load_catalog
+from duragent.cli.doctor_files import policy_findings, sandbox_findings, schedule_findings
+from duragent.cli.findings import Finding, Level
 from duragent.config import WorkspaceConfig, load_workspace
 from duragent.context.offline_encodings import OFFLINE_ENCODINGS, get_offline_encoding
 from duragent.errors import ConfigError, ConfigErrors, DuragentError
 from duragent.gateways.external.launch import Launch
 from duragent.llm import credential_problem
-from duragent.tools.policy_check import agent_policy_files, check_policy_file
 from duragent.turns.agent_budget import agent_budget, budget_check
 
 __all__ = ["Finding", "Level", "render_json", "render_text", "run_checks"]
-
-
-class Level(enum.StrEnum):
-    """How bad a finding is."""
-
-    OK = "ok"
-    WARNING = "warning"
-    ERROR = "error"
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """One result of a check."""
-
-    level: Level
-    check: str
-    message: str
-    fix: str | None = None
 
 
 def _config_findings(check: str, exc: ConfigError, level: Level = Level.ERROR) -> list[Finding]:
@@ -117,12 +98,12 @@ def run_checks(config_file: Path) -> list[Finding]:
                 )
             )
 
-    found.extend(
-        _policy_findings(paths.policy, [catalog.agents[n].directory for n in catalog.names()])
-    )
     config = ws.config
+    found.extend(policy_findings(paths))
+    found.extend(schedule_findings(paths, catalog))
+    found.extend(sandbox_findings(config.sandbox, paths))
     found.extend(_gateway_findings(config))
-    found.extend(_external_findings(config, paths.root))
+    found.extend(_external_findings(config, paths.config_file))
     for i, route in enumerate(config.routes):
         if route.agent not in catalog.agents:
             found.append(
@@ -192,19 +173,7 @@ def render_json(findings: list[Finding]) -> str:
     )
 
 
-def _policy_findings(workspace_policy: Path, agent_dirs: list[Path]) -> list[Finding]:
-    """Every policy file: what would fail each turn of its agents, and fields not acted on."""
-    found: list[Finding] = []
-    files = [workspace_policy] + [f for d in agent_dirs for f in agent_policy_files(d)]
-    for file in files:
-        errors, warnings = check_policy_file(file)
-        check = f"policy {file.parent.name}" if file != workspace_policy else "policy"
-        found.extend(Finding(Level.ERROR, check, e.render()) for e in errors)
-        found.extend(Finding(Level.WARNING, check, w.render()) for w in warnings)
-    return found
-
-
-def _external_findings(config: WorkspaceConfig, root: Path) -> list[Finding]:
+def _external_findings(config: WorkspaceConfig, config_file: Path) -> list[Finding]:
     """Each external gateway: the program ``serve`` would start, or why it cannot."""
     found: list[Finding] = []
     shadowed = config.gateways.shadowed()  # not started (a config warning says so)
@@ -213,9 +182,10 @@ def _external_findings(config: WorkspaceConfig, root: Path) -> list[Finding]:
             continue
         check = f"gateway {gateway.name}"
         try:
-            launch = Launch.of(gateway, index, root)
+            launch = Launch.of(gateway, index, config_file.parent)
         except ConfigError as exc:
-            found.append(Finding(Level.ERROR, check, exc.reason, exc.fix))
+            where = f"{config_file}: {exc.field}: " if exc.field else f"{config_file}: "
+            found.append(Finding(Level.ERROR, check, where + exc.reason, exc.fix))
             continue
         found.append(
             Finding(

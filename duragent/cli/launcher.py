@@ -94,11 +94,13 @@ def ensure_server(
     port: int | None = None,
     *,
     announce: Callable[[str], None] | None = None,
+    agents_dir: str | None = None,
 ) -> str:
     """The base URL of the server for ``ws``, starting one if none holds its lock.
 
     ``announce`` is told, when a server is started, where it listens, where it logs and
     when it stops by itself: a process the user did not start should not be a surprise.
+    ``agents_dir`` is passed to a server started here (``serve --agents-dir``).
     """
     url = running_server(ws, wait=START_TIMEOUT_SECONDS)
     if url is not None:
@@ -129,6 +131,7 @@ def ensure_server(
                 str(chosen),
                 "--ephemeral",
                 str(EPHEMERAL_SECONDS),
+                *(["--agents-dir", agents_dir] if agents_dir else []),
             ],
             stdout=log_file,
             stderr=subprocess.STDOUT,

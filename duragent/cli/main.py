@@ -7,7 +7,6 @@ flags follow the reference CLI; ``-v``/``-q`` may come before or after the subco
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import enum
 import logging
@@ -21,17 +20,16 @@ import typer
 
 from duragent import __version__
 from duragent.agents import load_catalog
+from duragent.cli import completions, login, remote, schedules, serve_cmd, upgrade
 from duragent.cli import doctor as doctor_mod
-from duragent.cli import remote, schedules
+from duragent.cli.completions import COMPLETE_VAR
 from duragent.cli.errors import fail as _fail
 from duragent.cli.errors import handles_errors, is_quiet, set_verbosity
 from duragent.cli.options import (
     DEFAULT_CONFIG,
     ConfigOpt,
     GlobalFlagsGroup,
-    HostOpt,
     ModelOpt,
-    PortOpt,
     ProviderOpt,
     missing_config,
 )
@@ -39,7 +37,6 @@ from duragent.cli.scaffold import DEFAULT_MODELS, check_agent, scaffold_agent, s
 from duragent.config import CONFIG_FILENAME, load_workspace
 from duragent.core.logrepeat import collapse_repeats
 from duragent.llm.factory import PROVIDERS
-from duragent.runtime import Runtime
 from duragent.turns.agent_budget import budget_check
 
 __all__ = ["app", "main"]
@@ -55,6 +52,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # plain click help: no "<bool>" beside every flag
+    context_settings={"help_option_names": ["-h", "--help"]},  # inherited by every command
 )
 agent_app = typer.Typer(help="List and create agents.", no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(agent_app, name="agent")
@@ -178,32 +176,6 @@ def _credential_hint(provider: str) -> None:
         )
 
 
-@app.command()
-@handles_errors
-def serve(
-    config: ConfigOpt = DEFAULT_CONFIG,
-    host: HostOpt = None,
-    port: PortOpt = None,
-    agents_dir: AgentsDirOpt = None,
-    ephemeral: Annotated[
-        int | None,
-        typer.Option(
-            "--ephemeral", min=1, help="Exit after this many seconds without live sessions."
-        ),
-    ] = None,
-) -> None:
-    """Run the agents: HTTP API and every configured front end, until SIGINT/SIGTERM."""
-    _require_config(config)
-    ws = load_workspace(config)
-    if not ws.exists and not ws.paths.workspace.is_dir():
-        raise _fail(
-            f"no workspace at {ws.paths.root} (no {CONFIG_FILENAME}, no .duragent/); "
-            "run `duragent init` or pass -c"
-        )
-    runtime = Runtime(ws, host=host, port=port, agents_dir=agents_dir, ephemeral=ephemeral)
-    asyncio.run(runtime.run_until_stopped())
-
-
 @agent_app.command("list")
 @handles_errors
 def agent_list(
@@ -300,10 +272,14 @@ def doctor(
         raise typer.Exit(1)
 
 
+serve_cmd.register(app)
 remote.register(app)
 schedules.register(app)
+completions.register(app)
+login.register(app)
+upgrade.register(app)
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point (also ``python -m duragent``: same name, same completion)."""
+    app(prog_name="duragent", complete_var=COMPLETE_VAR)

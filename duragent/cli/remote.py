@@ -23,7 +23,7 @@ from duragent.cli.chat import ChatSession, line_reader
 from duragent.cli.client import ApiClient
 from duragent.cli.errors import fail as _fail
 from duragent.cli.errors import handles_errors, is_quiet
-from duragent.cli.launcher import ensure_server
+from duragent.cli.launcher import START_TIMEOUT_SECONDS, ensure_server, running_server
 from duragent.cli.options import DEFAULT_CONFIG, ConfigOpt, PortOpt, ServerOpt, missing_config
 from duragent.config import load_workspace
 from duragent.store import SessionStore
@@ -37,8 +37,25 @@ def _announce(message: str) -> None:
         typer.echo(message, err=True)
 
 
-def client_for(config: Path, server: str | None, port: int | None = None) -> ApiClient:
-    """A client of the workspace's server (``server`` if named; started if none runs)."""
+AgentsDirOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--agents-dir",
+        help="Agents folder (relative to the workspace root) for a server started by this "
+        "command; a running server keeps its own.",
+    ),
+]
+
+
+def client_for(
+    config: Path, server: str | None, port: int | None = None, agents_dir: str | None = None
+) -> ApiClient:
+    """A client of the workspace's server (``server`` if named; started if none runs).
+
+    ``agents_dir`` goes to a server started here, as in the reference; a server already
+    running keeps the agents it was started with, and the user is told so rather than
+    having the flag ignored without a word.
+    """
     problem = missing_config(config)
     if problem and server is None:
         raise ValueError(problem)
@@ -46,7 +63,15 @@ def client_for(config: Path, server: str | None, port: int | None = None) -> Api
     if server is None:
         if not ws.exists and not ws.paths.workspace.is_dir():
             raise ValueError(f"no workspace at {ws.paths.root}; run `duragent init` or pass -c")
-        server = ensure_server(ws, port, announce=_announce)
+        if agents_dir and running_server(ws, wait=START_TIMEOUT_SECONDS) is not None:
+            _announce(
+                f"note: --agents-dir {agents_dir} applies only to a server started by this "
+                "command; the running server of this workspace keeps its agents folder "
+                "(stop it with `duragent serve stop` to use this one)"
+            )
+        server = ensure_server(ws, port, announce=_announce, agents_dir=agents_dir)
+    elif agents_dir:
+        _announce(f"note: --agents-dir {agents_dir} has no effect with --server {server}")
     token = ws.config.server.api_token
     return ApiClient(server, token=token)
 
@@ -63,6 +88,7 @@ def register(app: typer.Typer) -> None:
     def chat(
         agent: Annotated[str, typer.Option("-a", "--agent", help="Agent to talk to.")],
         config: ConfigOpt = DEFAULT_CONFIG,
+        agents_dir: AgentsDirOpt = None,
         server: ServerOpt = None,
         port: PortOpt = None,
     ) -> None:
@@ -71,7 +97,7 @@ def register(app: typer.Typer) -> None:
         --port is where that server listens when one has to be started; a server already
         running for this workspace is used wherever it listens.
         """
-        client = client_for(config, server, port)
+        client = client_for(config, server, port, agents_dir)
         try:
             session_id = client.create_session(agent)["session_id"]
             ChatSession(client, agent, session_id, read=line_reader()).run()
@@ -84,16 +110,23 @@ def register(app: typer.Typer) -> None:
         session_id: Annotated[str | None, typer.Argument(help="Session to continue.")] = None,
         list_: Annotated[bool, typer.Option("-l", "--list", help="List sessions.")] = False,
         config: ConfigOpt = DEFAULT_CONFIG,
+        agents_dir: AgentsDirOpt = None,
         server: ServerOpt = None,
         port: PortOpt = None,
     ) -> None:
         """Continue a session: show its last messages, then chat."""
-        client = client_for(config, server, port)
+        client = client_for(config, server, port, agents_dir)
         try:
             if list_ or session_id is None:
                 _print_sessions(client, active_only=True)
                 return
             info = client.session(session_id)
+            if info.get("status") == "completed":
+                raise _fail(
+                    f"session {session_id} has ended (completed); its messages stay readable "
+                    f"with `duragent session show {session_id}`; start a new one with "
+                    f"`duragent chat -a {info.get('agent')}`"
+                )
             chat_session = ChatSession(client, str(info["agent"]), session_id, read=line_reader())
             chat_session.show_history()
             chat_session.run()
@@ -104,13 +137,14 @@ def register(app: typer.Typer) -> None:
     @handles_errors
     def session_list(
         config: ConfigOpt = DEFAULT_CONFIG,
+        agents_dir: AgentsDirOpt = None,
         server: ServerOpt = None,
         as_json: Annotated[
             bool, typer.Option("--json", help='Print the API\'s JSON ({"sessions": [...]}).')
         ] = False,
     ) -> None:
         """List sessions, newest first (ids are never shortened)."""
-        client = client_for(config, server)
+        client = client_for(config, server, agents_dir=agents_dir)
         try:
             if as_json:
                 typer.echo(json.dumps({"sessions": client.sessions()}, indent=2))
@@ -128,10 +162,11 @@ def register(app: typer.Typer) -> None:
         ] = 20,
         tools: Annotated[bool, typer.Option("--tools", help="Include tool calls.")] = False,
         config: ConfigOpt = DEFAULT_CONFIG,
+        agents_dir: AgentsDirOpt = None,
         server: ServerOpt = None,
     ) -> None:
         """Show a session and its last messages."""
-        client = client_for(config, server)
+        client = client_for(config, server, agents_dir=agents_dir)
         console = Console(highlight=False)
         try:
             info = client.session(session_id)
@@ -165,10 +200,13 @@ def register(app: typer.Typer) -> None:
     @session_app.command("delete")
     @handles_errors
     def session_delete(
-        session_id: str, config: ConfigOpt = DEFAULT_CONFIG, server: ServerOpt = None
+        session_id: str,
+        config: ConfigOpt = DEFAULT_CONFIG,
+        agents_dir: AgentsDirOpt = None,
+        server: ServerOpt = None,
     ) -> None:
         """Delete a session and its files."""
-        client = client_for(config, server)
+        client = client_for(config, server, agents_dir=agents_dir)
         try:
             client.delete_session(session_id)
             typer.echo(f"deleted {session_id}")

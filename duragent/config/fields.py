@@ -97,6 +97,7 @@ _SCHEDULES = "duragent.scheduler.model"
 _TELEGRAM = "duragent.gateways.telegram.service"
 _HTTP = "duragent.gateways.http.server"
 _ROUTES = "duragent.frontkit.routing"
+_SANDBOX = "duragent.tools.sandbox"
 
 FIELDS: dict[Format, dict[str, Fate]] = {
     "agent": {
@@ -241,6 +242,9 @@ FIELDS: dict[Format, dict[str, Fate]] = {
         "scheduler.max_concurrent_runs": Use("duragent.runtime", "_scheduler_service"),
         "scheduler.one_shot_grace_seconds": Use("duragent.runtime", "_scheduler_service"),
         "scheduler.recurring_grace_seconds": Use("duragent.runtime", "_scheduler_service"),
+        "sandbox.mode": Use(_SANDBOX, "for_workspace"),
+        "sandbox.network": Use(_SANDBOX, "for_workspace"),
+        "sandbox.env": Use(_SANDBOX, "for_workspace"),
     },
     "policy": {
         "apiVersion": Use("duragent.tools.policy_files", "_parse_tier"),
@@ -248,33 +252,18 @@ FIELDS: dict[Format, dict[str, Fate]] = {
         "mode": Use("duragent.tools.policy_files", "_parse_tier"),
         "allow": Use("duragent.tools.policy_files", "_parse_tier"),
         "deny": Use("duragent.tools.policy_files", "_parse_tier"),
+        "notify.enabled": Use("duragent.tools.notify", "after_call"),
+        "notify.patterns": Use("duragent.tools.policy", "should_notify"),
+        "notify.deliveries[].type": Use("duragent.tools.notify", "_one"),
+        "notify.deliveries[].url": Use("duragent.tools.notify", "_one"),
     },
 }
 
-_NOTIFIER = "duragent.tools.notify"
 _NOT_YET = "this duragent does not act on it yet"
-_NOTIFY = Warn(
-    f"{_NOT_YET}: no command notification is sent (remove 'notify', or watch the server log)"
-)
-
 # --- PLANNED: one line per field another line of work (issue 19) is implementing. ------------
 # TODO(merge, issue 19): when a branch below lands, its module exists and
 # tests/config/test_fields.py fails naming the line: move it to FIELDS as its ``then``.
 PLANNED: dict[Format, dict[str, Planned]] = {
-    "workspace": {
-        # TODO(sandbox helper, item 4): bubblewrap/docker in duragent/tools/sandbox.py
-        "sandbox.mode": Planned(
-            "sandbox",
-            "duragent.tools.sandbox",
-            Warn(
-                f"{_NOT_YET}: tools run unsandboxed, as with 'trust' (set sandbox.mode: trust, "
-                "or run duragent itself in a container)",
-                when=lambda value: value != "trust",
-                also=Checked("trust: tools run as the server's user, the default"),
-            ),
-            then=Use("duragent.tools.sandbox", "for_workspace"),
-        ),
-    },
     "agent": {
         # TODO(background_process helper, item 3): duragent/tools/processes, tools/reload.py
         "spec.tools[].name": Planned(
@@ -288,15 +277,6 @@ PLANNED: dict[Format, dict[str, Planned]] = {
             ),
             then=Use("duragent.tools.registry", "build_tools"),
         ),
-    },
-    "policy": {
-        # TODO(policy notify helper, item 5): duragent/tools/notify.py
-        "notify.enabled": Planned("notify", _NOTIFIER, _NOTIFY, Use(_NOTIFIER, "after_call")),
-        "notify.patterns": Planned(
-            "notify", _NOTIFIER, _NOTIFY, Use("duragent.tools.policy", "should_notify")
-        ),
-        "notify.deliveries[].type": Planned("notify", _NOTIFIER, _NOTIFY, Use(_NOTIFIER, "_one")),
-        "notify.deliveries[].url": Planned("notify", _NOTIFIER, _NOTIFY, Use(_NOTIFIER, "_one")),
     },
 }
 

@@ -44,6 +44,7 @@ __all__ = [
     "GatewayConfig",
     "RestartPolicy",
     "RouteConfig",
+    "SandboxConfig",
     "SchedulerConfig",
     "ServerConfig",
     "TelegramConfig",
@@ -365,10 +366,35 @@ class RouteConfig(_Section):
     agent: str
 
 
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\*?")
+
+
 class SandboxConfig(_Section):
-    """``sandbox:``: only ``trust`` runs tools today; others fall back with a warning."""
+    """``sandbox:``: where tool processes run (``duragent.tools.sandbox``, docs/sandbox).
+
+    ``trust`` (the default, as in the reference) runs them as the server's own processes.
+    ``bubblewrap`` runs each in ``bwrap``: the system read-only, the agent's folder and a
+    per-session scratch folder writable, the rest of the workspace invisible. ``docker`` is
+    refused when ``serve`` starts (the reference only warned and ran tools unsandboxed).
+    """
 
     mode: Literal["trust", "bubblewrap", "docker"] = "trust"
+    network: bool = False
+    """Ours: whether sandboxed processes may use the network (off: a private, empty one)."""
+    env: tuple[str, ...] = ()
+    """Ours: more environment variables passed into the sandbox (``NAME``, or ``PREFIX_*``;
+    a ``*`` never passes a name that looks like a secret, e.g. ``*_TOKEN``)."""
+
+    @field_validator("env")
+    @classmethod
+    def _check_env(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            if not _ENV_NAME.fullmatch(name):
+                raise ValueError(
+                    f"{name!r} is not a variable name (letters, digits and _, optionally "
+                    "ending in * to pass every variable starting with what comes before)"
+                )
+        return value
 
 
 class WorkspaceConfig(_Section):

@@ -10,7 +10,7 @@ Known types (reference §2.5, plus ours marked *):
 
 | type | payload |
 |---|---|
-| session_start | agent, on_disconnect, gateway?, gateway_chat_id? |
+| session_start | agent, on_disconnect, gateway?, gateway_chat_id?, gateway_chat_type? |
 | user_message | content, sender_id?, sender_name?, platform_message_id* |
 | assistant_response | agent, content, tool_calls? [{call_id, tool_name, arguments}], usage?, |
 |   | message_id*, budget* |
@@ -153,6 +153,7 @@ class Event:
         on_disconnect: str,
         gateway: str | None = None,
         gateway_chat_id: str | None = None,
+        gateway_chat_type: str | None = None,
     ) -> Event:
         """The first event of every session."""
         return cls.make(
@@ -162,6 +163,7 @@ class Event:
             on_disconnect=on_disconnect,
             gateway=gateway,
             gateway_chat_id=gateway_chat_id,
+            gateway_chat_type=gateway_chat_type,
         )
 
     @classmethod

@@ -135,6 +135,9 @@ class SessionSnapshot:
     on_disconnect: str = "pause"
     gateway: str | None = None
     gateway_chat_id: str | None = None
+    gateway_chat_type: str | None = None
+    """The chat's type as its platform said (``dm``, ``group``…): recovery treats a group's
+    messages by the group's rules even where a chat id does not tell."""
     pending_approval: dict[str, Any] | None = None
     actor_message_limit: int = 1000
     compaction: str | None = None
@@ -183,7 +186,13 @@ class SessionSnapshot:
             "actor_message_limit": self.actor_message_limit,
             "silent_buffer_cap": self.silent_buffer_cap,
         }
-        for key in ("gateway", "gateway_chat_id", "pending_approval", "compaction"):
+        for key in (
+            "gateway",
+            "gateway_chat_id",
+            "gateway_chat_type",
+            "pending_approval",
+            "compaction",
+        ):
             value = getattr(self, key)
             if value is not None:
                 config[key] = value
@@ -242,6 +251,7 @@ class SessionSnapshot:
             on_disconnect=str(config.get("on_disconnect") or "pause"),
             gateway=config.get("gateway"),
             gateway_chat_id=config.get("gateway_chat_id"),
+            gateway_chat_type=config.get("gateway_chat_type"),
             pending_approval=config.get("pending_approval"),
             actor_message_limit=int(config.get("actor_message_limit") or 1000),
             compaction=config.get("compaction"),

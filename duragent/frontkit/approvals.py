@@ -12,16 +12,21 @@ A press: find the chat's session whose pending approval it answers (every agent'
 that chat, from the chat index: a chat served by two agents is not ambiguous) → only the
 person whose message started the turn may decide (``PendingApproval.requester_id``, durable,
 so the check holds after a restart; an approval without one, from HTTP or an older file, may
-be decided by anyone in the chat) → a toast, the approval message edited to show the decision,
-and the decision applied through ``ChatTurns.decide`` in the background (running the tool and
-the rest of the turn can take minutes; the platform wants its press answered at once).
-A second press while a decision is being applied (a double tap) is told "No pending
-approval". Nothing is lost if the process dies before the decision is recorded: the approval
-is still pending and its buttons still work.
+be decided by anyone in the chat) → the decision applied through ``ChatTurns.decide`` in the
+background (running the tool and the rest of the turn can take minutes) → once the decision
+is **on disk** (milliseconds), the toast and the approval message edited to show it. Not
+before: a toast saying "Running" and buttons taken away, then a crash before the record,
+would leave the person believing the call runs while the restarted process still waits for
+a button that is gone (the restart campaigns found exactly that). A decision that could not
+be recorded is toasted as such and the buttons stay. A second press while a decision is
+being applied (a double tap) is told "No pending approval". Nothing is lost if the process
+dies before the decision is recorded: the approval is still pending, nothing said otherwise,
+and its buttons still work.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 from dataclasses import dataclass
@@ -34,6 +39,7 @@ from duragent.turns import DECISIONS, ApprovalDecision
 
 __all__ = [
     "BUTTON_LABELS",
+    "NOT_RECORDED",
     "NOT_REQUESTER",
     "NO_PENDING",
     "NO_SESSION",
@@ -58,6 +64,7 @@ BUTTON_LABELS: dict[ApprovalDecision, str] = {
 }
 NOT_REQUESTER = "Only the original requester can approve this command"
 NO_PENDING = "No pending approval"
+NOT_RECORDED = "Not recorded: nothing was decided. Please press again."
 NO_SESSION = "No active session"
 INVALID_DECISION = "Invalid decision"
 PREVIEW_BYTES = 40
@@ -169,13 +176,24 @@ class ApprovalButtons:
             await outbound.answer_button(press.callback_id, NOT_REQUESTER)
             return
         self._deciding.add(session_id)  # before any await: a concurrent press sees it
+        recorded = asyncio.Event()
         try:
-            await outbound.answer_button(press.callback_id, toast_text(decision, pending.command))
-        except Exception as exc:  # a courtesy: the person pressed, the decision stands
-            log.info("could not answer the button press in %s: %s", press.chat.target, exc)
+            deciding = self._chat.tasks.spawn(
+                self._decide(press, session_id, pending.call_id, decision, recorded),
+                name=f"approval-{press.chat.target}",
+            )
         except BaseException:
             self._deciding.discard(session_id)
             raise
+        waiting = asyncio.ensure_future(recorded.wait())
+        try:
+            await asyncio.wait([deciding, waiting], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiting.cancel()
+        if not recorded.is_set():  # refused or failed before the record: the buttons stay
+            await self._toast(press, NOT_RECORDED)
+            return
+        await self._toast(press, toast_text(decision, pending.command))
         try:
             await outbound.edit(
                 SentMessage(press.chat, press.message_id),
@@ -183,16 +201,25 @@ class ApprovalButtons:
             )
         except Exception as exc:  # a courtesy: the decision stands without it
             log.info("could not edit the approval message in %s: %s", press.chat.target, exc)
-        self._chat.tasks.spawn(
-            self._decide(press, session_id, pending.call_id, decision),
-            name=f"approval-{press.chat.target}",
-        )
+
+    async def _toast(self, press: ButtonPress, text: str) -> None:
+        try:
+            await self._chat.outbound.answer_button(press.callback_id, text)
+        except Exception as exc:  # a courtesy: the person pressed, the decision stands
+            log.info("could not answer the button press in %s: %s", press.chat.target, exc)
 
     async def _decide(
-        self, press: ButtonPress, session_id: str, call_id: str, decision: ApprovalDecision
+        self,
+        press: ButtonPress,
+        session_id: str,
+        call_id: str,
+        decision: ApprovalDecision,
+        recorded: asyncio.Event,
     ) -> None:
         try:
-            await self._chat.decide(press.chat, session_id, call_id, decision)
+            await self._chat.decide(
+                press.chat, session_id, call_id, decision, on_recorded=lambda _seq: recorded.set()
+            )
         finally:
             self._deciding.discard(session_id)
 

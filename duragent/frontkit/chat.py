@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from duragent.agents.spec import ContextBufferSpec
@@ -155,12 +155,23 @@ class ChatTurns:
         return (block,) if block else ()
 
     async def decide(
-        self, chat: ChatRef, session_id: str, call_id: str, decision: ApprovalDecision
+        self,
+        chat: ChatRef,
+        session_id: str,
+        call_id: str,
+        decision: ApprovalDecision,
+        *,
+        on_recorded: Callable[[int], None] | None = None,
     ) -> SentMessage | None:
-        """Apply a person's decision and deliver the rest of the turn it resumed."""
+        """Apply a person's decision and deliver the rest of the turn it resumed.
+
+        ``on_recorded`` gets the decision's seq once it is on disk (before the call runs).
+        """
         try:
             async with self._typing(chat):
-                result = await self._turns.approve(session_id, call_id, decision)
+                result = await self._turns.approve(
+                    session_id, call_id, decision, on_recorded=on_recorded
+                )
         except NoPendingApprovalError:
             return await self._outbound.send_text(chat, NOTHING_PENDING)
         except ApprovalMismatchError:

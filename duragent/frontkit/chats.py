@@ -23,7 +23,7 @@ from duragent.agents import AgentCatalog
 from duragent.agents.spec import ContextBufferSpec, QueueSpec
 from duragent.core.tasks import BackgroundTasks
 from duragent.errors import NotFoundError
-from duragent.frontkit.access import mention_context
+from duragent.frontkit.access import GROUP_CHAT_TYPES, mention_context
 from duragent.frontkit.chat import TYPING_EVERY_SECONDS, ChatTurns
 from duragent.frontkit.gateway import ChatFront
 from duragent.frontkit.inbound import ButtonPress, InboundMessage
@@ -91,13 +91,23 @@ class GatewayChats:
         """The bot's name on the platform is known (``/reset@<name>`` is then a command)."""
         self.front.bot_username = username
 
-    def _rules(self, agent_name: str, chat_id: str) -> tuple[QueueSpec, ContextBufferSpec | None]:
-        """The queue and group context a chat's messages would have had through ``ChatFront``."""
+    def _rules(
+        self, agent_name: str, chat_id: str, chat_type: str | None
+    ) -> tuple[QueueSpec, ContextBufferSpec | None]:
+        """The queue and group context a chat's messages would have had through ``ChatFront``.
+
+        A group is what the platform said when the session began (``chat_type``); for a
+        session older than that record, what the chat id tells, where it tells anything.
+        """
         try:
             access = self.catalog().get(agent_name).spec.access
         except NotFoundError:
             return QueueSpec(), None
-        if access is None or self.is_group is None or not self.is_group(chat_id):
+        if chat_type is not None:
+            group = chat_type in GROUP_CHAT_TYPES
+        else:
+            group = self.is_group is not None and self.is_group(chat_id)
+        if access is None or not group:
             return QueueSpec(), None
         return access.groups.queue, mention_context(access.groups)
 

@@ -110,7 +110,9 @@ class ChatFront:
             reply = await run_command(command, turns.registry, key)
             await self._chat.outbound.send_text(msg.chat, reply, reply_to=msg.message_id)
             return
-        session_id = await turns.session_for_chat(msg.gateway, msg.chat_id, agent_name)
+        session_id = await turns.session_for_chat(
+            msg.gateway, msg.chat_id, agent_name, msg.chat_type
+        )
         label = msg.sender.label
         text = msg.text if msg.text and msg.text.strip() else None
         labelled = f"{label}: {text}" if is_group and text is not None else text

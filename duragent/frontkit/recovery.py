@@ -69,12 +69,15 @@ class RecoveryReport:
     """Sessions that could not be examined or finished (logged; tried again next start)."""
 
 
-ChatSettings = Callable[[str, str], tuple[QueueSpec, ContextBufferSpec | None]]
-"""``(agent, chat_id)`` → the chat's queue rules and, for a group whose agent answers
-mentions, the context buffer its turns show (what ``ChatFront`` would have passed)."""
+ChatSettings = Callable[[str, str, str | None], tuple[QueueSpec, ContextBufferSpec | None]]
+"""``(agent, chat_id, chat_type)`` → the chat's queue rules and, for a group whose agent
+answers mentions, the context buffer its turns show (what ``ChatFront`` would have passed).
+``chat_type`` is what the platform said when the session began (None: not recorded)."""
 
 
-def default_settings(_agent: str, _chat_id: str) -> tuple[QueueSpec, ContextBufferSpec | None]:
+def default_settings(
+    _agent: str, _chat_id: str, _chat_type: str | None
+) -> tuple[QueueSpec, ContextBufferSpec | None]:
     """A DM's defaults: batch queue, no group context."""
     return QueueSpec(), None
 
@@ -211,7 +214,7 @@ def _resume(chat: ChatRef, progress: ChatProgress, events: list[Event], parts: _
     ]
     if not waiting:
         return False
-    queue, buffer = parts.settings(progress.agent, chat.chat_id)
+    queue, buffer = parts.settings(progress.agent, chat.chat_id, progress.chat_type)
     batches = [[e] for e in waiting] if queue.mode == "sequential" else [waiting]
     for batch in batches:
         first = batch[0].data
@@ -239,7 +242,7 @@ async def _go_on(chat: ChatRef, progress: ChatProgress, parts: _Parts) -> bool:
     if not asked:
         return False
     message = asked[0].data
-    queue, buffer = parts.settings(progress.agent, chat.chat_id)
+    queue, buffer = parts.settings(progress.agent, chat.chat_id, progress.chat_type)
     parts.queues.resume(
         progress.session_id,
         chat,

@@ -60,6 +60,7 @@ class NewSession:
     on_disconnect: str = "pause"
     gateway: str | None = None
     gateway_chat_id: str | None = None
+    gateway_chat_type: str | None = None
     message_limit: int = 1000
     rollover: str | None = None
     """``archive | discard | disabled`` (the agent's ``compaction`` field); None: the default."""
@@ -144,6 +145,7 @@ class Journal:
             on_disconnect=new.on_disconnect,
             gateway=new.gateway,
             gateway_chat_id=new.gateway_chat_id,
+            gateway_chat_type=new.gateway_chat_type,
             actor_message_limit=new.message_limit,
             compaction=new.rollover,
             silent_buffer_cap=new.silent_cap,
@@ -156,6 +158,7 @@ class Journal:
                 on_disconnect=new.on_disconnect,
                 gateway=new.gateway,
                 gateway_chat_id=new.gateway_chat_id,
+                gateway_chat_type=new.gateway_chat_type,
             ),
             durable=True,
         )

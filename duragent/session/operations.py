@@ -41,6 +41,8 @@ class SessionInfo:
     pending_approval: PendingApproval | None
     last_delivered_seq: int = 0
     """The newest reply a chat front end recorded as handed to its chat (0: none)."""
+    gateway_chat_type: str | None = None
+    """The chat's type as its platform said when the session began (None: not known)."""
     last_reply_seq: int = 0
     """The newest final reply (an assistant message without tool calls; 0: none)."""
     last_user_seq: int = 0
@@ -99,6 +101,7 @@ class SessionOps:
             on_disconnect=s.on_disconnect,
             gateway=s.gateway,
             gateway_chat_id=s.gateway_chat_id,
+            gateway_chat_type=s.gateway_chat_type,
             message_count=s.message_count(),
             last_seq=s.last_seq,
             pending_approval=_pending(s.pending_approval),

@@ -35,6 +35,8 @@ class ChatProgress:
     last_settled_seq: int
     last_answered_seq: int
     last_decided_seq: int = 0
+    chat_type: str | None = None
+    """As the platform said when the session began (None: an older session, or not known)."""
 
     @property
     def undelivered(self) -> bool:
@@ -73,6 +75,7 @@ class ChatProgress:
             last_settled_seq=info.last_settled_seq,
             last_answered_seq=info.last_answered_seq,
             last_decided_seq=info.last_decided_seq,
+            chat_type=info.gateway_chat_type,
         )
 
 
@@ -98,4 +101,5 @@ def progress_from_header(
             header.get("last_answered_seq") or header.get("last_settled_seq") or 0
         ),
         last_decided_seq=int(header.get("last_decided_seq") or 0),
+        chat_type=config.get("gateway_chat_type"),
     )

@@ -66,6 +66,7 @@ class SessionState:
         self.on_disconnect = snapshot.on_disconnect
         self.gateway = snapshot.gateway
         self.gateway_chat_id = snapshot.gateway_chat_id
+        self.gateway_chat_type = snapshot.gateway_chat_type
         self.pending_approval: dict[str, Any] | None = snapshot.pending_approval
         self._snapshot_seq = snapshot.last_event_seq
         """Events up to here are in the snapshot (replay re-applies those after checkpoint)."""
@@ -155,6 +156,7 @@ class SessionState:
             on_disconnect=self.on_disconnect,
             gateway=self.gateway,
             gateway_chat_id=self.gateway_chat_id,
+            gateway_chat_type=self.gateway_chat_type,
             pending_approval=self.pending_approval,
             actor_message_limit=self.message_limit,
             compaction=self.rollover,
@@ -230,6 +232,7 @@ class SessionState:
             self.on_disconnect = str(data.get("on_disconnect") or self.on_disconnect)
             self.gateway = data.get("gateway", self.gateway)
             self.gateway_chat_id = data.get("gateway_chat_id", self.gateway_chat_id)
+            self.gateway_chat_type = data.get("gateway_chat_type", self.gateway_chat_type)
         self.last_seq = max(self.last_seq, event.seq)
         if event.timestamp:
             self.updated_at = event.timestamp

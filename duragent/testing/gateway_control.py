@@ -24,6 +24,7 @@ import json
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
@@ -42,7 +43,11 @@ class FakeChild:
     def __init__(self, pid: int, mode: str, writer: asyncio.StreamWriter) -> None:
         self.pid = pid
         self.mode = mode
+        self.started = time.monotonic()
+        """When it said hello (``time.monotonic()``)."""
         self.commands: list[dict[str, Any]] = []
+        self.arrived: list[float] = []
+        """When each of ``commands`` reached the test (``time.monotonic()``)."""
         self.emitted: set[str] = set()
         """Message ids of events the child wrote to its stdout (they reach duragent even if
         the child dies next: the pipe keeps them)."""
@@ -100,6 +105,7 @@ class FakeChild:
 
     def _received(self, command: dict[str, Any]) -> None:
         self.commands.append(command)
+        self.arrived.append(time.monotonic())
         self._changed.set()
 
 

@@ -38,6 +38,7 @@ from typing import Any
 from duragent.cpu import widened
 from duragent.tools._reaper import register_group, release_group
 from duragent.tools.base import ToolOutcome
+from duragent.tools.sandbox import Confinement
 
 __all__ = [
     "OUTPUT_CAP",
@@ -123,17 +124,26 @@ async def run_process(
     time_limit: float,
     env: Mapping[str, str] | None = None,
     cap: int = OUTPUT_CAP,
+    confine: Confinement | None = None,
 ) -> ProcessResult:
     """Run ``argv`` in ``cwd``; kill its process group after ``time_limit`` seconds.
 
     A time limit rather than ``asyncio.timeout`` around the call: on expiry the group must be
-    killed and the partial output still returned, not just the wait cancelled.
+    killed and the partial output still returned, not just the wait cancelled. ``confine``
+    (the tool context's sandbox for this call) turns the command into a sandboxed one; it is
+    applied here, the one place commands start, after the program is found.
 
     Raises:
-        OSError: the program could not be started (missing, not executable, bad ``cwd``).
+        OSError: the program could not be started (missing, not executable, bad ``cwd``), or
+            the sandbox cannot run it (it is then not started at all).
     """
     loop = asyncio.get_running_loop()
     program = _resolve(argv[0], cwd, env)
+    if confine is not None:
+        full, confined_env = confine.apply(
+            [program, *argv[1:]], cwd=cwd, env=os.environ if env is None else env
+        )
+        program, argv, env = full[0], full, confined_env
     with widened():  # the program gets every CPU even when the server's threads are pinned
         transport, protocol = await loop.subprocess_exec(
             lambda: _Protocol(_CHUNK, loop),

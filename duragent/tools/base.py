@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from duragent.core.messages import ToolDefinition
+from duragent.tools.sandbox import TRUST, Sandbox
 
 __all__ = [
     "PolicyType",
@@ -71,6 +72,8 @@ class ToolContext:
     world_memory_dir: Path
     sessions: SessionReader | None = None
     env: Mapping[str, str] = field(default_factory=dict)
+    sandbox: Sandbox = TRUST
+    """Where processes the tool starts run (``tools.sandbox``; ``serve`` has probed it)."""
 
 
 class Tool(Protocol):

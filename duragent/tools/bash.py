@@ -73,6 +73,7 @@ class BashTool:
                 time_limit=self.timeout,
                 env=child_env(ctx.env),
                 cap=self.output_cap,
+                confine=ctx.sandbox.confine(ctx.agent_dir, ctx.session_id),
             )
         except OSError as exc:
             return ToolOutcome(False, f"Could not start bash in {ctx.agent_dir}: {exc}")

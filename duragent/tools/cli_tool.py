@@ -136,6 +136,7 @@ class CliTool:
                 time_limit=self.timeout,
                 env=child_env(ctx.env),
                 cap=self.output_cap,
+                confine=ctx.sandbox.confine(ctx.agent_dir, ctx.session_id, self.script),
             )
         except OSError as exc:
             return ToolOutcome(False, f"{self.name}: could not start {self.script}: {exc}")

@@ -52,7 +52,9 @@ from duragent.tools.shell_segments import Segment, SplitResult, split_command
 __all__ = [
     "POLICY_TYPES",
     "Decision",
+    "Delivery",
     "Mode",
+    "Notify",
     "Policy",
     "PolicyDecision",
     "escape_glob",
@@ -112,12 +114,45 @@ def escape_glob(text: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class Delivery:
+    """Where a notification goes: ``log`` (the server's log) or ``webhook`` (POST to ``url``)."""
+
+    type: Literal["log", "webhook"]
+    url: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Notify:
+    """``notify:`` of the policy files: tell someone after a command ran (``tools.notify``).
+
+    ``patterns`` select the calls (all of them when empty) and match exactly as deny patterns
+    do, segments of a bash command included: a notification is an audit trail, so a command
+    that hides ``rm`` behind ``ls;`` is still reported.
+    """
+
+    enabled: bool = False
+    patterns: tuple[str, ...] = ()
+    deliveries: tuple[Delivery, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Policy:
     """A mode and the merged allow and deny patterns; ``decide`` is pure and thread-safe."""
 
     mode: Mode = "dangerous"
     allow: tuple[str, ...] = ()
     deny: tuple[str, ...] = ()
+    notify: Notify = Notify()
+
+    def should_notify(self, policy_type: str, invocation: str) -> bool:
+        """Whether a call that ran is to be notified (``notify.enabled`` and a pattern matched)."""
+        notify = self.notify
+        if not notify.enabled:
+            return False
+        if not notify.patterns:
+            return True
+        matched = Policy(deny=notify.patterns).decide(policy_type, invocation)
+        return matched.decision is Decision.DENY
 
     def __post_init__(self) -> None:
         if self.mode not in _MODES:

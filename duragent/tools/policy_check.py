@@ -1,11 +1,11 @@
-"""Policy files as ``serve`` and ``doctor`` check them: their format, its schema, the warnings.
+"""Policy files as ``serve`` checks them at start, and the format's typed model (its schema).
 
 The turn path reads policies through ``policy_files.load_policy`` (merged, cached, errors
-raised on the turn). This module describes one file as a person wrote it instead: the typed
-model of the format (its JSON Schema is walked by ``tests/config/test_fields.py`` like the
-agent's and the workspace's, so no policy field is silently ignored), and ``check_policy_file``,
-which returns a file's errors and its warnings (unknown keys, fields not acted on) so the
-server's start and ``duragent doctor`` say them before a turn trips on them.
+raised on the turn); ``doctor`` reads each file with ``read_policy_file``. ``check_policy_file``
+is the same reading for the server's start, so a broken file or a misspelt key is said before
+a turn trips on it. ``PolicyDocument`` describes the format for the JSON Schema that
+``tests/config/test_fields.py`` walks (as it walks the agent's and the workspace's), so no
+policy field is silently ignored; a test keeps it equal to the fields ``policy_files`` knows.
 """
 
 from __future__ import annotations
@@ -13,12 +13,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from duragent.config.fields import unsupported_warnings
-from duragent.config.validation import unknown_key_warnings
-from duragent.errors import ConfigError, ConfigErrors
-from duragent.tools.policy_files import LOCAL_POLICY_FILE, POLICY_FILE, _parse_tier, _read
+from duragent.errors import ConfigError
+from duragent.tools.policy_files import (
+    LOCAL_POLICY_FILE,
+    POLICY_FILE,
+    PolicyError,
+    read_policy_file,
+)
 
 __all__ = [
     "DeliverySpec",
@@ -75,24 +78,16 @@ def agent_policy_files(agent_dir: Path) -> tuple[Path, Path]:
 
 
 def check_policy_file(path: Path) -> tuple[list[ConfigError], list[ConfigError]]:
-    """(errors, warnings) of the policy file at ``path``; a missing file has neither.
+    """(errors, warnings) of the policy file at ``path``, as ``doctor`` sees them.
 
     Errors are what every turn of an agent using the file would fail with; warnings are keys
-    nothing reads (a typo such as ``mdoe``) and fields accepted but not acted on.
+    nothing reads (a typo such as ``mdoe``) and fields accepted but not acted on. A missing
+    file has neither.
     """
-    if not path.exists():
+    if not path.is_file():
         return [], []
     try:
-        _, doc = _read(path)
-        _parse_tier(doc)
-    except ConfigError as exc:
-        return (exc.errors if isinstance(exc, ConfigErrors) else [exc]), []
-    warnings = unsupported_warnings("policy", doc)
-    if isinstance(doc.data, dict):
-        try:
-            model = PolicyDocument.model_validate(doc.data)
-        except ValidationError:
-            pass  # details the turn path does not check (a delivery's type): no key warnings
-        else:
-            warnings = unknown_key_warnings(model, doc) + warnings
+        _, warnings = read_policy_file(path)
+    except PolicyError as exc:
+        return [exc], []
     return [], warnings

@@ -20,11 +20,20 @@ from ruamel.yaml.error import YAMLError
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 from ruamel.yaml.util import load_yaml_guess_indent
 
+from duragent.config.fields import unsupported_warnings
 from duragent.config.yamlio import LocatedYaml, load_yaml_text, read_text
 from duragent.errors import ConfigError
 from duragent.store.atomic import atomic_write
 from duragent.store.fileops import OS_FILE_OPS, FileOps
-from duragent.tools.policy import _MODES, POLICY_TYPES, Mode, Policy, escape_glob
+from duragent.tools.policy import (
+    _MODES,
+    POLICY_TYPES,
+    Delivery,
+    Mode,
+    Notify,
+    Policy,
+    escape_glob,
+)
 
 __all__ = [
     "API_VERSION",
@@ -32,6 +41,7 @@ __all__ = [
     "POLICY_FILE",
     "PolicyError",
     "load_policy",
+    "read_policy_file",
     "save_allow_always",
 ]
 
@@ -98,25 +108,118 @@ def load_policy(workspace_policy_file: Path, agent_dir: Path) -> Policy:
 
 
 def _merge_tiers(paths: tuple[Path, ...]) -> Policy:
+    """Mode: the most specific tier that sets it; lists: unions (as the reference merges).
+
+    ``notify.enabled`` is on when any tier turns it on (the reference's merge): a workspace
+    that audits commands cannot be silenced by one agent's file.
+    """
     mode: Mode = "dangerous"
     allow: dict[str, None] = {}
     deny: dict[str, None] = {}
+    enabled = False
+    patterns: dict[str, None] = {}
+    deliveries: dict[Delivery, None] = {}
     for path in paths:
         if not path.exists():
             continue
-        tier_mode, tier_deny, tier_allow = _parse_tier(_read(path)[1])
+        doc = _read(path)[1]
+        tier_mode, tier_deny, tier_allow = _parse_tier(doc)
         mode = tier_mode or mode
         deny.update(dict.fromkeys(tier_deny))
         allow.update(dict.fromkeys(tier_allow))
-    return Policy(mode=mode, allow=tuple(allow), deny=tuple(deny))
+        notify = _notify(doc)
+        enabled = enabled or notify.enabled
+        patterns.update(dict.fromkeys(notify.patterns))
+        deliveries.update(dict.fromkeys(notify.deliveries))
+    return Policy(
+        mode=mode,
+        allow=tuple(allow),
+        deny=tuple(deny),
+        notify=Notify(enabled, tuple(patterns), tuple(deliveries)),
+    )
+
+
+_KNOWN_FIELDS: dict[tuple[str, ...], tuple[str, ...]] = {
+    (): ("apiVersion", "kind", "mode", "deny", "allow", "notify"),
+    ("notify",): ("enabled", "patterns", "deliveries"),
+}
+
+
+def read_policy_file(path: Path) -> tuple[Policy, list[ConfigError]]:
+    """One tier on its own (``doctor``): its policy, and its warnings.
+
+    A warning for each unknown field, and for each field not acted on (``config.fields``).
+
+    Unknown fields are not errors at run time (the reference ignores them, and a policy
+    error stops every turn of the agent); ``doctor`` names them so a typo is not silent.
+
+    Raises:
+        PolicyError: the file is malformed, as ``load_policy`` would say.
+    """
+    doc = _read(path)[1]
+    mode, deny, allow = _parse_tier(doc)
+    notify = _notify(doc)
+    policy = Policy(mode=mode or "dangerous", allow=tuple(allow), deny=tuple(deny), notify=notify)
+    warnings: list[ConfigError] = []
+    data = doc.data if isinstance(doc.data, dict) else {}
+    for at, known in _KNOWN_FIELDS.items():
+        section = data.get(at[0]) if at else data
+        if not isinstance(section, dict):
+            continue
+        for key in section:
+            if key not in known:
+                reason = "unknown field (ignored)"
+                warnings.append(
+                    _invalid(doc, [*at, str(key)], reason, None, allowed=", ".join(known))
+                )
+    return policy, warnings + unsupported_warnings("policy", doc)
+
+
+_DELIVERY_FIX = "write each delivery as '- type: log' or '- type: webhook' with 'url: https://…'"
+
+
+def _notify(doc: LocatedYaml) -> Notify:
+    """The tier's ``notify:`` (``_parse_tier`` has checked it is a mapping or absent)."""
+    data = doc.data if isinstance(doc.data, dict) else {}
+    notify = data.get("notify")
+    if notify is None:
+        return Notify()
+    enabled = notify.get("enabled", False)
+    if not isinstance(enabled, bool):
+        raise _invalid(doc, ["notify", "enabled"], "must be true or false", enabled)
+    patterns = _patterns(doc, notify, "patterns", at=["notify"])
+    raw = notify.get("deliveries")
+    if raw is None:
+        raw = []
+    if not isinstance(raw, list):
+        raise _invalid(doc, ["notify", "deliveries"], "must be a list", raw, fix=_DELIVERY_FIX)
+    deliveries = []
+    for i, item in enumerate(raw):
+        at: list[str | int] = ["notify", "deliveries", i]
+        kind = item.get("type") if isinstance(item, dict) else None
+        if kind == "log":
+            deliveries.append(Delivery("log"))
+        elif kind == "webhook":
+            url = item.get("url")
+            if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+                raise _invalid(
+                    doc, [*at, "url"], "must be an http:// or https:// URL", url, fix=_DELIVERY_FIX
+                )
+            deliveries.append(Delivery("webhook", url))
+        else:
+            shown = kind if isinstance(item, dict) else item
+            raise _invalid(doc, [*at, "type"], "invalid value", shown, allowed="log, webhook")
+    return Notify(enabled, tuple(patterns), tuple(deliveries))
 
 
 def _invalid(
     doc: LocatedYaml, key: list[str | int], reason: str, value: object, **extra: str
 ) -> PolicyError:
-    field = "".join(f"[{k}]" if isinstance(k, int) else str(k) for k in key) or None
+    field = "".join(
+        f"[{k}]" if isinstance(k, int) else f".{k}" if i else k for i, k in enumerate(key)
+    )
     line = doc.line_of(key)
-    return PolicyError(reason, file=doc.file, line=line, field=field, value=value, **extra)
+    return PolicyError(reason, file=doc.file, line=line, field=field or None, value=value, **extra)
 
 
 def _parse_tier(doc: LocatedYaml) -> tuple[Mode | None, list[str], list[str]]:
@@ -131,24 +234,35 @@ def _parse_tier(doc: LocatedYaml) -> tuple[Mode | None, list[str], list[str]]:
             raise _invalid(doc, [key], "invalid value", data[key], allowed=expected)
     mode = data.get("mode")
     if mode is not None and mode not in _MODES:
-        raise _invalid(doc, ["mode"], "invalid value", mode, allowed=", ".join(_MODES))
+        raise _invalid(
+            doc,
+            ["mode"],
+            "invalid value",
+            mode,
+            allowed=", ".join(_MODES),
+            fix="ask (approve what is not allowed) or restrict (refuse it); dangerous runs "
+            "everything not denied",
+        )
     if data.get("notify") is not None and not isinstance(data["notify"], dict):
         raise _invalid(doc, ["notify"], "must be a mapping of keys to values", data["notify"])
     return mode, _patterns(doc, data, "deny"), _patterns(doc, data, "allow")
 
 
-def _patterns(doc: LocatedYaml, data: dict[str, Any], key: str) -> list[str]:
+def _patterns(
+    doc: LocatedYaml, data: dict[str, Any], key: str, *, at: list[str | int] | None = None
+) -> list[str]:
     value = data.get(key)
     if value is None:
         return []
+    where: list[str | int] = [*(at or []), key]
     fix = f"write one quoted pattern per line under '{key}:', e.g.  - \"bash:ls *\""
     if not isinstance(value, list):
         shown = type(value).__name__ if isinstance(value, dict) else value
-        raise _invalid(doc, [key], "must be a list of patterns", shown, fix=fix)
+        raise _invalid(doc, where, "must be a list of patterns", shown, fix=fix)
     for index, item in enumerate(value):
         if not isinstance(item, str) or not item:
             reason = "a pattern must be a non-empty string"
-            raise _invalid(doc, [key, index], reason, item, fix=fix)
+            raise _invalid(doc, [*where, index], reason, item, fix=fix)
     return list(value)
 
 

@@ -19,6 +19,7 @@ from duragent.core.approval import ApprovalDecision, PendingApproval
 from duragent.core.messages import Message, ToolCall
 from duragent.llm import REJECTED_KEY
 from duragent.tools.base import Tool, ToolContext, ToolOutcome
+from duragent.tools.notify import NOTIFIER
 from duragent.tools.policy import Decision
 from duragent.tools.registry import lookup
 from duragent.turns.hooks import before_tool
@@ -79,7 +80,23 @@ async def decided(
     tool = lookup(ctx.tools, approval.tool_name or "")
     if tool is None:
         return ToolOutcome(False, f"Tool '{approval.tool_name}' is no longer available.")
-    return await run_tool(tool, dict(approval.arguments), ctx.tool_context)
+    return await _run_and_notify(ctx, tool, dict(approval.arguments), approval.command)
+
+
+async def _run_and_notify(
+    ctx: LoopContext, tool: Tool, args: Mapping[str, Any], command: str
+) -> ToolOutcome:
+    """Run a call that may run; then the policy's notifications, which never delay the turn."""
+    outcome = await run_tool(tool, args, ctx.tool_context)
+    NOTIFIER.after_call(
+        ctx.policy,
+        tool.policy_type,
+        command,
+        session_id=ctx.tool_context.session_id,
+        agent=ctx.tool_context.agent_name,
+        success=outcome.success,
+    )
+    return outcome
 
 
 def _signature(call: ToolCall) -> tuple[str, str]:
@@ -145,4 +162,4 @@ async def execute(
             command=command,
             tool_type=tool.policy_type,
         )
-    return await run_tool(tool, args, ctx.tool_context)
+    return await _run_and_notify(ctx, tool, args, command)

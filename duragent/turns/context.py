@@ -24,6 +24,7 @@ from duragent.session import SessionHandle, SessionRegistry
 from duragent.tools.base import SessionReader, Tool, ToolContext
 from duragent.tools.policy_files import load_policy
 from duragent.tools.registry import build_tools
+from duragent.tools.sandbox import TRUST, Sandbox
 from duragent.turns.agent_budget import budget_settings
 from duragent.turns.hooks import effective_hooks
 from duragent.turns.inbox import Inbox
@@ -107,8 +108,10 @@ class ContextFactory:
         sessions: SessionReader | None,
         extra_tools: Callable[[Agent, str], Sequence[Tool]] | None,
         env: Mapping[str, str],
+        sandbox: Sandbox = TRUST,
     ) -> None:
         self._registry = registry
+        self._sandbox = sandbox
         self._providers = providers
         self._workspace_dir = workspace_dir
         self._world_memory_dir = world_memory_dir
@@ -178,6 +181,7 @@ class ContextFactory:
                 world_memory_dir=self._world_memory_dir,
                 sessions=self._sessions,
                 env=self._env,
+                sandbox=self._sandbox,
             ),
             recorder=_ActorRecorder(self._registry.handle(session_id), requester_id, answers_seq),
             temperature=agent.model.temperature,

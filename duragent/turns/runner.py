@@ -41,6 +41,7 @@ from duragent.session import (
     actor_message_limit,
 )
 from duragent.tools.base import SessionReader, Tool
+from duragent.tools.sandbox import TRUST, Sandbox
 from duragent.turns.context import ContextFactory
 from duragent.turns.driving import Resumed, TurnDriver, cancel_approval
 from duragent.turns.errors import ApprovalError
@@ -69,6 +70,13 @@ class _Active:
     users: int = 0  # calls holding this entry (``TurnRunner._hold``)
 
 
+def _recorded(active: _Active, seq: int, tell: Callable[[int], None] | None) -> None:
+    """The decision is on disk: note it for ``approve``'s error path, tell the caller."""
+    active.decision_seq = seq
+    if tell is not None:
+        tell(seq)
+
+
 class TurnRunner:
     """Runs turns for every front end (see module docstring)."""
 
@@ -84,6 +92,7 @@ class TurnRunner:
         sessions: SessionReader | None = None,
         extra_tools: Callable[[Agent, str], Sequence[Tool]] | None = None,
         env: Mapping[str, str] | None = None,
+        sandbox: Sandbox = TRUST,
     ) -> None:
         self.registry = registry
         self._agents = agents
@@ -96,13 +105,20 @@ class TurnRunner:
             sessions=sessions,
             extra_tools=extra_tools,
             env=os.environ if env is None else env,
+            sandbox=sandbox,
         )
         self._driver = TurnDriver(contexts, agents)
         self._active: dict[str, _Active] = {}
 
     # --- sessions ---------------------------------------------------------------------------
 
-    def _new_session(self, agent: Agent, gateway: str | None, chat_id: str | None) -> NewSession:
+    def _new_session(
+        self,
+        agent: Agent,
+        gateway: str | None,
+        chat_id: str | None,
+        chat_type: str | None = None,
+    ) -> NewSession:
         window = agent.model.max_input_tokens or BudgetSettings.for_model(agent.model.name).window
         access = agent.spec.access
         return NewSession(
@@ -110,6 +126,7 @@ class TurnRunner:
             on_disconnect=agent.spec.session.on_disconnect,
             gateway=gateway,
             gateway_chat_id=chat_id,
+            gateway_chat_type=chat_type,
             message_limit=actor_message_limit(window),
             rollover=agent.spec.session.compaction,
             silent_cap=(
@@ -124,11 +141,16 @@ class TurnRunner:
         agent = self._agents().get(agent_name)
         return await self.registry.create(self._new_session(agent, gateway, chat_id))
 
-    async def session_for_chat(self, gateway: str, chat_id: str, agent_name: str) -> str:
-        """The chat's session, created on first use (exactly one under concurrency)."""
+    async def session_for_chat(
+        self, gateway: str, chat_id: str, agent_name: str, chat_type: str | None = None
+    ) -> str:
+        """The chat's session, created on first use (exactly one under concurrency).
+
+        ``chat_type`` (``dm``, ``group``…) is kept with a new session, for recovery.
+        """
         agent = self._agents().get(agent_name)
         return await self.registry.for_chat(
-            (gateway, chat_id, agent_name), self._new_session(agent, gateway, chat_id)
+            (gateway, chat_id, agent_name), self._new_session(agent, gateway, chat_id, chat_type)
         )
 
     def is_running(self, session_id: str) -> bool:
@@ -363,8 +385,11 @@ class TurnRunner:
         decision: ApprovalDecision | str,
         *,
         sink: TurnSink | None = None,
+        on_recorded: Callable[[int], None] | None = None,
     ) -> Resumed:
         """Resolve the pending approval and continue the turn it paused.
+
+        ``on_recorded`` gets the decision's seq once it is on disk (before the call runs).
 
         ``decision`` is an ``ApprovalDecision`` or its wire name (anything else raises
         ``ApprovalError``). Nothing pending raises ``NoPendingApprovalError``; a pending call
@@ -381,7 +406,7 @@ class TurnRunner:
                         call_id,
                         ApprovalDecision(decision),
                         sink,
-                        on_recorded=lambda seq: setattr(active, "decision_seq", seq),
+                        on_recorded=lambda seq: _recorded(active, seq, on_recorded),
                     )
             except StorageError as exc:  # the decision on disk must not be sent again
                 if active.decision_seq is None:

@@ -160,4 +160,7 @@ def test_unknown_key_warnings_list_known_keys_of_the_section() -> None:
 
     [warning] = unknown_key_warnings(config, doc)
 
-    assert str(warning) == "w.yaml:3: sandbox.level: unknown field (ignored) (allowed: mode)"
+    assert (
+        str(warning)
+        == "w.yaml:3: sandbox.level: unknown field (ignored) (allowed: env, mode, network)"
+    )

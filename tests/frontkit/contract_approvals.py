@@ -5,8 +5,12 @@ Run by every module that runs ``contract_chat`` (same ``open_chat`` fixture).
 
 from __future__ import annotations
 
+from typing import cast
+
 import pytest
 
+from duragent.frontkit.approvals import NOT_RECORDED
+from duragent.store import SessionStore
 from duragent.testing import Reply, ToolCallReply
 from tests.frontkit.chat_contract_kit import (
     ANN,
@@ -63,6 +67,33 @@ async def test_the_requester_decides_with_buttons(
         assert len(chat.edits(GROUP)) == 1
         assert (echo.calls != []) is runs
         assert chat.texts(GROUP) == ["all done"]
+
+
+async def test_a_decision_is_shown_only_once_recorded_and_an_unrecorded_one_keeps_its_buttons(
+    open_chat: OpenChat,
+) -> None:
+    setup, echo = echo_setup()
+    async with open_chat(setup) as chat:
+        chat.llm.enqueue(risky_call(), Reply(text="ran it"))
+        await chat.message(said(GROUP, "please run it", ANN))
+        await chat.settle()
+        message_id, _, buttons = chat.approval(GROUP)
+        agent_dir = cast(SessionStore, chat.registry.store).root.parent / "agents" / "bot"
+        local_policy = agent_dir / "policy.local.yaml"
+        local_policy.mkdir()  # "Allow Always" cannot save its rule
+        await chat.press(pressed(GROUP, buttons[1], message_id, ANN))
+        await chat.settle()
+        local_policy.rmdir()
+        # not "✓ Always allowed" and buttons taken away while nothing was decided
+        assert chat.toasts() == [NOT_RECORDED]
+        assert chat.edits(GROUP) == []
+        assert echo.calls == []
+        await chat.press(pressed(GROUP, buttons[0], message_id, ANN))  # still pending
+        await chat.settle()
+        assert chat.toasts()[-1] == "✓ Running: echo:risky"
+        assert len(chat.edits(GROUP)) == 1
+        assert echo.calls != []
+        assert chat.texts(GROUP)[-1] == "ran it"
 
 
 async def test_only_the_requester_may_decide(open_chat: OpenChat) -> None:

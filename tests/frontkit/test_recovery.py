@@ -8,6 +8,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 from duragent.agents.spec import QueueSpec
 from duragent.core.tasks import BackgroundTasks
 from duragent.frontkit import ChatRef, ChatTurns, Inbound, MemoryOutbound
@@ -172,11 +174,34 @@ async def test_a_sequential_chats_unanswered_messages_get_a_turn_each(tmp_path: 
             kit.h.registry,
             kit.chat.delivery,
             kit.queues,
-            settings=lambda _agent, _chat: (QueueSpec(mode="sequential"), None),
+            settings=lambda _agent, _chat, _type: (QueueSpec(mode="sequential"), None),
         )
         assert report.resumed == 1
         await eventually(lambda: len(kit.replies()) == 2)
     assert kit.replies() == [("p1", "re: one"), ("p2", "re: two")]
+
+
+@pytest.mark.parametrize("live", [True, False], ids=["loaded", "from-snapshot"])
+async def test_recovery_knows_a_chat_is_a_group_from_what_its_platform_said(
+    tmp_path: Path, live: bool
+) -> None:
+    """A chat id need not tell a group (an external gateway's are opaque): the session does."""
+    asked: list[str | None] = []
+
+    def settings(_agent: str, _chat: str, chat_type: str | None) -> tuple[QueueSpec, None]:
+        asked.append(chat_type)
+        return QueueSpec(mode="sequential"), None
+
+    async with recovery_kit(tmp_path) as kit:
+        sid = await kit.h.runner.session_for_chat("telegram", CHAT.chat_id, "bot", "group")
+        await kit.h.runner.accept(sid, "one", platform_message_id="p1")
+        if not live:
+            await kit.h.registry.stop(sid)  # killed before it was answered
+        await recover_chats(
+            "telegram", kit.h.registry, kit.chat.delivery, kit.queues, settings=settings
+        )
+        await eventually(lambda: len(kit.replies()) == 1)
+    assert asked == ["group"]
 
 
 async def test_a_sequential_message_recorded_before_an_earlier_reply_is_still_answered(
@@ -193,7 +218,7 @@ async def test_a_sequential_message_recorded_before_an_earlier_reply_is_still_an
             kit.h.registry,
             kit.chat.delivery,
             kit.queues,
-            settings=lambda _agent, _chat: (QueueSpec(mode="sequential"), None),
+            settings=lambda _agent, _chat, _type: (QueueSpec(mode="sequential"), None),
         )
         assert report.resumed == 1
         await eventually(lambda: any(text == "re: two" for _, text in kit.replies()))

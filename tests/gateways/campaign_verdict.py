@@ -44,6 +44,7 @@ __all__ = [
     "group_model",
     "plan",
     "result_rows",
+    "table",
     "verdict",
 ]
 
@@ -385,3 +386,11 @@ def result_rows(r: CampaignResult) -> list[tuple[str, str]]:
         ]
         rows.insert(-1, ("  not checked (chatter not delivered)", f"{r.buffers_unchecked}"))
     return rows
+
+
+def table(rows: list[tuple[str, str]]) -> str:
+    """``rows`` as a plain-text table (the campaign benchmarks print it)."""
+    width = max(len(k) for k, _ in rows)
+    value_width = max(len(v) for _, v in rows)
+    rule = f"+-{'-' * width}-+-{'-' * value_width}-+"
+    return "\n".join([rule, *(f"| {k:<{width}} | {v:>{value_width}} |" for k, v in rows), rule])

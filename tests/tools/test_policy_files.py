@@ -13,7 +13,7 @@ import pytest
 
 from duragent.cli.templates import AGENT_POLICY, WORKSPACE_POLICY
 from duragent.errors import ConfigError, StorageError
-from duragent.tools.policy import Decision, Policy
+from duragent.tools.policy import Decision, Delivery, Notify, Policy
 from duragent.tools.policy_files import PolicyError, load_policy, save_allow_always
 from tests.store.failing_ops import FailingFileOps
 
@@ -124,7 +124,7 @@ def test_empty_parts_are_fine(workspace_file: Path, agent_dir: Path, text: str) 
     assert load_policy(workspace_file, agent_dir) == Policy()
 
 
-def test_notify_is_parsed_and_ignored(workspace_file: Path, agent_dir: Path) -> None:
+def test_notify_is_parsed_into_the_policy(workspace_file: Path, agent_dir: Path) -> None:
     write(
         agent_dir / "policy.yaml",
         """\
@@ -138,7 +138,14 @@ def test_notify_is_parsed_and_ignored(workspace_file: Path, agent_dir: Path) -> 
               url: https://example.invalid/hook
         """,
     )
-    assert load_policy(workspace_file, agent_dir) == Policy(mode="ask")
+    assert load_policy(workspace_file, agent_dir) == Policy(
+        mode="ask",
+        notify=Notify(
+            enabled=True,
+            patterns=("bash:git push*",),
+            deliveries=(Delivery("log"), Delivery("webhook", "https://example.invalid/hook")),
+        ),
+    )
 
 
 def test_the_scaffolded_files_load_and_behave(workspace_file: Path, agent_dir: Path) -> None:

@@ -12,6 +12,9 @@ Leniencies on reading, each harmless to a gateway that follows the protocol: a
 ``message_received`` whose ``content`` has a ``type`` we do not know is kept (as ``unknown``
 content, answered politely) instead of being thrown away whole; ``routing`` extras that are
 not strings are turned into text.
+
+One addition, opt-in: ``ack_message`` (``AckMessage``) for a gateway that lists the ``ack``
+capability, so it can deliver at least once across a crash of duragent.
 """
 
 from __future__ import annotations
@@ -23,8 +26,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 __all__ = [
+    "ACK_CAPABILITY",
     "CAPABILITIES",
     "PROTOCOL_VERSION",
+    "AckMessage",
     "AnswerCallbackQuery",
     "AuthRequired",
     "AuthSuccess",
@@ -53,8 +58,9 @@ __all__ = [
 ]
 
 PROTOCOL_VERSION = "v1alpha1"
-CAPABILITIES = ("media", "edit", "delete", "typing", "reply", "inline_keyboard")
-"""What a gateway may say it can do in ``ready.capabilities``."""
+CAPABILITIES = ("media", "edit", "delete", "typing", "reply", "inline_keyboard", "ack")
+"""What a gateway may say it can do in ``ready.capabilities`` (the reference's six, and
+``ack``, ours: see ``AckMessage``)."""
 
 
 class ProtocolError(ValueError):
@@ -199,6 +205,30 @@ class Shutdown:
         return {"type": "shutdown"}
 
 
+@dataclass(frozen=True, slots=True)
+class AckMessage:
+    """Message ``message_id`` of ``chat_id`` is durably taken: the gateway may let it go.
+
+    Ours, not the reference's: sent only to a gateway whose ``ready`` lists the ``ack``
+    capability, so a gateway written for the reference never sees it. Such a gateway can
+    confirm a message to its platform (or drop its own copy) only once duragent holds it,
+    and send again, after a restart, what was never acknowledged: nothing in the pipe is
+    lost when duragent is killed (a message sent twice is answered once: duragent keeps
+    the platform's message ids). No answer is expected.
+    """
+
+    message_id: str
+    chat_id: str
+
+    def wire(self) -> dict[str, Any]:
+        """The command as its JSON object."""
+        return {"type": "ack_message", "message_id": self.message_id, "chat_id": self.chat_id}
+
+
+ACK_CAPABILITY = "ack"
+"""The ``ready`` capability that asks for ``ack_message`` after each message is taken."""
+
+
 Command = (
     SendMessage
     | SendMedia
@@ -208,6 +238,7 @@ Command = (
     | Ping
     | AnswerCallbackQuery
     | Shutdown
+    | AckMessage
 )
 
 

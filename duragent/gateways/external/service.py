@@ -16,7 +16,8 @@ Events, in the order the child wrote them:
   front, one at a time **per chat** (in order) and concurrently across chats, at most
   ``max_in_flight`` at once: beyond that the reader waits, and so does the child's next
   write (back-pressure instead of memory). The chat front returns once a message is durable;
-  the reply comes later through ``ExternalOutbound``.
+  the reply comes later through ``ExternalOutbound``. A gateway that listed the ``ack``
+  capability is then sent ``ack_message`` (see ``protocol.AckMessage``).
 - ``command_ok`` / ``command_error``: the answer to a command, to whoever waits for it (an
   error nobody waits for is logged).
 - ``error``: logged; ``fatal: true`` means the gateway cannot go on: it is stopped, not
@@ -50,6 +51,7 @@ from duragent.gateways.external.supervisor import (
     INITIAL_BACKOFF,
     MAX_ATTEMPTS,
     MAX_BACKOFF,
+    GatewayDownError,
     Supervisor,
 )
 from duragent.gateways.external.translate import message_of, press_of
@@ -307,6 +309,24 @@ class ExternalGateway:
     async def _message(self, msg: InboundMessage) -> None:
         assert self._handler is not None
         await self._handler.message(msg)
+        await self._acknowledge(msg)
+
+    async def _acknowledge(self, msg: InboundMessage) -> None:
+        """Tell a gateway that asked for it (``ack``) that ``msg`` is taken for good.
+
+        Only after the chat front returned: the message is recorded (or was decided on:
+        dropped by an access rule, a duplicate). A failed handling sends nothing, so the
+        gateway sends the message again after the restart that follows. Best effort: when
+        the child is gone, the next one is sent the message again and it is answered once.
+        """
+        ready = self.ready
+        supervisor = self.supervisor
+        if ready is None or supervisor is None or protocol.ACK_CAPABILITY not in ready.capabilities:
+            return
+        try:
+            await supervisor.send(protocol.AckMessage(msg.message_id, msg.chat_id))
+        except GatewayDownError:
+            log.debug("gateway %s: no child to acknowledge %s to", self.name, msg.message_id)
 
     async def _press(self, press: ButtonPress) -> None:
         assert self._handler is not None

@@ -33,6 +33,7 @@ from duragent.gateways.http.schedules import ScheduleRoutes
 from duragent.gateways.http.security import check_access
 from duragent.gateways.http.services import HttpServices
 from duragent.gateways.http.sessions import SessionRoutes
+from duragent.gateways.http.stream import OpenStreams
 from duragent.gateways.http.webhooks import webhook_routes
 from duragent.session import SessionNotFoundError, SessionQuarantinedError
 from duragent.store import is_disk_full
@@ -100,7 +101,8 @@ def _route(path: str, **handlers: Handler) -> Route:
 
 def build_app(services: HttpServices) -> Starlette:
     """The ASGI app serving ``services``."""
-    routes_impl = SessionRoutes(services)
+    streams = OpenStreams()  # told by HttpServer.stop that the server stops (stream.py)
+    routes_impl = SessionRoutes(services, streams)
     schedules = ScheduleRoutes(lambda: services.schedule_desk)
     health = ServerHealth(services.config.server.max_connections)
 
@@ -259,6 +261,7 @@ def build_app(services: HttpServices) -> Starlette:
         ),
         _route(f"{v1}/sessions/{{session_id}}/stream", POST=api(routes_impl.stream)),
         _route(f"{v1}/sessions/{{session_id}}/approve", POST=api(routes_impl.approve)),
+        _route(f"{v1}/sessions/{{session_id}}/end", POST=api(routes_impl.end)),
         _route(f"{v1}/schedules", GET=api(schedules.list), POST=api(schedules.create)),
         _route(
             f"{v1}/schedules/{{schedule_id}}",
@@ -288,4 +291,5 @@ def build_app(services: HttpServices) -> Starlette:
     )
     app.state.server_config = services.config.server  # read by HttpServer (server.py)
     app.state.health = health
+    app.state.open_streams = streams
     return app

@@ -183,7 +183,7 @@ def _document(version: str) -> dict[str, Any]:
                     "responses": {
                         "200": json_response(ref("Reply")),
                         "202": json_response(ref("Pending"), "A tool call waits for approval"),
-                        "404": problem("No such session"),
+                        "404": problem("No such session, or it has ended"),
                         "408": problem("Turn still running"),
                         "409": problem("Quarantined"),
                         "413": problem("Body too large"),
@@ -200,10 +200,10 @@ def _document(version: str) -> dict[str, Any]:
                     "responses": {
                         "200": {
                             "description": "start, token, tool_call, tool_result, "
-                            "approval_required, done, error events",
+                            "approval_required, done, error, cancelled events",
                             "content": {"text/event-stream": {"schema": stream_event()}},
                         },
-                        "404": problem("No such session"),
+                        "404": problem("No such session, or it has ended"),
                         "409": problem("Quarantined"),
                         "413": problem("Body too large"),
                         **COMMON,
@@ -228,13 +228,26 @@ def _document(version: str) -> dict[str, Any]:
                     "responses": {
                         "200": json_response(ref("Reply")),
                         "202": json_response(ref("Pending"), "Another call waits for approval"),
-                        "404": problem("No session or no pending approval"),
+                        "404": problem("No session, it has ended, or no pending approval"),
                         "409": problem(
                             "The pending approval is for another call_id, or quarantined"
                         ),
                         "413": problem("Body too large"),
                         "502": problem("The model failed"),
                         **COMMON,
+                    },
+                }
+            },
+            "/api/v1/sessions/{session_id}/end": {
+                "post": {
+                    "summary": "End a session: completed, files kept, no more turns",
+                    "parameters": [SESSION_ID],
+                    "responses": {
+                        "200": json_response(ref("Session")),
+                        "404": problem("No such session"),
+                        "409": problem("Session quarantined"),
+                        **AUTH,
+                        **STORAGE,
                     },
                 }
             },

@@ -183,6 +183,7 @@ def stream_event() -> dict[str, Any]:
                 ),
             ),
             _event("error", _object(["message"], message=text)),
+            _event("cancelled", {"type": "object"}),
         ]
     }
 

@@ -28,6 +28,7 @@ from duragent.config.workspace import ServerConfig
 from duragent.gateways.http.health import ServerHealth
 from duragent.gateways.http.listener import Acceptor
 from duragent.gateways.http.protocol import TimedH11Protocol, timed_protocol
+from duragent.gateways.http.stream import OpenStreams
 
 __all__ = ["HttpServer"]
 
@@ -86,6 +87,7 @@ class HttpServer:
         state = getattr(app, "state", None)
         settings: ServerConfig = getattr(state, "server_config", None) or ServerConfig()
         self.health: ServerHealth | None = getattr(state, "health", None)
+        self._streams: OpenStreams | None = getattr(state, "open_streams", None)
         config = uvicorn.Config(
             app,
             host=host,
@@ -138,6 +140,8 @@ class HttpServer:
         """Stop accepting, finish in-flight requests (10 s grace), close."""
         if self._task is None:
             return
+        if self._streams is not None:  # a turn still streaming ends with ``cancelled``
+            self._streams.server_stopping()
         self._server.should_exit = True
         try:
             with contextlib.suppress(asyncio.CancelledError):

@@ -1,4 +1,11 @@
-"""Session routes: create, list, get, delete, messages (sync turn), stream, history, approve."""
+"""Session routes: create, list, get, delete, end, messages (sync turn), stream, history, approve.
+
+An ended session (status ``completed``: ``POST …/end``, a chat's ``/reset``, TTL expiry)
+takes no more turns: messages, stream and approve answer 404, as the reference's code does
+(it drops an ended session from its registry; its documentation's 410 ``session_ended`` is
+not what it answers). Its summary and history stay readable here, where the reference
+forgets them.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +14,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from duragent.core.snapshot import SessionStatus
 from duragent.errors import AgentNotFoundError, LLMError
 from duragent.frontkit import await_turn
 from duragent.gateways.http.paging import (
@@ -19,7 +27,7 @@ from duragent.gateways.http.paging import (
 from duragent.gateways.http.problem import ProblemError
 from duragent.gateways.http.security import read_json
 from duragent.gateways.http.services import HttpServices
-from duragent.gateways.http.stream import stream_turn
+from duragent.gateways.http.stream import OpenStreams, stream_turn
 from duragent.session import SessionNotFoundError, events_to_messages
 from duragent.turns import (
     DECISIONS,
@@ -92,8 +100,9 @@ def _resumed(result: Complete | AwaitingApproval | Failed) -> Response:
 class SessionRoutes:
     """Handlers bound to the services they call."""
 
-    def __init__(self, services: HttpServices) -> None:
+    def __init__(self, services: HttpServices, streams: OpenStreams | None = None) -> None:
         self.s = services
+        self.streams = streams if streams is not None else OpenStreams()
 
     async def _known(self, session_id: str) -> dict[str, Any]:
         try:
@@ -110,6 +119,17 @@ class SessionRoutes:
             "on_disconnect": info.on_disconnect,
             "pending_approval": info.pending_approval is not None,
         }
+
+    async def _open(self, session_id: str) -> dict[str, Any]:
+        """The session's summary; 404 when it does not exist or has ended."""
+        info = await self._known(session_id)
+        if info["status"] == SessionStatus.COMPLETED.value:
+            raise ProblemError(
+                404,
+                f"session {session_id} has ended (status completed): it takes no more "
+                "messages; create a new session",
+            )
+        return info
 
     async def create(self, request: Request) -> Response:
         """POST /api/v1/sessions {agent} → 201."""
@@ -142,6 +162,15 @@ class SessionRoutes:
             raise ProblemError(404, "session not found") from None
         return Response(status_code=204)
 
+    async def end(self, request: Request) -> Response:
+        """POST /api/v1/sessions/{id}/end: completed, files kept (again: the same answer)."""
+        session_id = _session_id(request)
+        info = await self._known(session_id)
+        if info["status"] != SessionStatus.COMPLETED.value:
+            await self.s.turns.registry.complete(session_id)
+            info = await self._known(session_id)
+        return JSONResponse(info)
+
     async def history(self, request: Request) -> Response:
         """GET /api/v1/sessions/{id}/messages?limit=N&include_tools=true: the LAST N."""
         session_id = _session_id(request)
@@ -161,7 +190,7 @@ class SessionRoutes:
         session_id = _session_id(request)
         body = await read_json(request)
         content = _text_field(body, "content")
-        await self._known(session_id)
+        await self._open(session_id)
         try:
             result = await await_turn(
                 self.s.tasks,
@@ -182,7 +211,7 @@ class SessionRoutes:
         session_id = _session_id(request)
         body = await read_json(request)
         content = _text_field(body, "content")
-        info = await self._known(session_id)
+        info = await self._open(session_id)
         server = self.s.config.server
         return stream_turn(
             self.s.turns,
@@ -191,6 +220,7 @@ class SessionRoutes:
             content,
             on_disconnect=str(info["on_disconnect"]),
             keep_alive=server.keep_alive_interval_seconds,
+            streams=self.streams,
         )
 
     async def approve(self, request: Request) -> Response:
@@ -206,7 +236,7 @@ class SessionRoutes:
         if "command" in body and not isinstance(body["command"], str):
             # Informational only (allow_always saves the pending command, never this one).
             raise ProblemError(400, "field 'command' must be a string")
-        await self._known(session_id)
+        await self._open(session_id)
         try:
             result = await self.s.turns.approve(session_id, call_id, decision)
         except NoPendingApprovalError as exc:

@@ -2,9 +2,16 @@
 
 Events: ``start`` {} → ``token`` {content} … ``tool_call`` {call_id, name, arguments} →
 ``tool_result`` {call_id, success, content} → … → ``done`` {message_id, status, usage} or
-``approval_required`` {call_id, command} then ``done``, or ``error`` {message}. Keep-alive
-comments every ``keep_alive_interval_seconds``. Tools run here exactly as in the synchronous
-endpoint (the reference's stream never ran them).
+``approval_required`` {call_id, command} then ``done``, or ``error`` {message}, or
+``cancelled`` {} (as the reference's code names it) when the server stopped the turn.
+Keep-alive comments every ``keep_alive_interval_seconds``. Tools run here exactly as in the
+synchronous endpoint (the reference's stream never ran them).
+
+When the server stops, an open stream gets ``STOP_GRACE_SECONDS`` to finish its turn (within
+uvicorn's own 10 s grace); a turn still running then is cancelled ("the server is stopping"),
+its partial reply persisted and the session paused, as for a client that left with ``pause``,
+and the stream ends with ``cancelled``: a clean end of the response instead of a connection
+cut mid-body when the grace runs out.
 
 If the client disconnects: with ``on_disconnect: pause`` the turn is cancelled (a tool call
 it cut short gets the result "cancelled: the client disconnected" before the turn ends), the
@@ -37,16 +44,27 @@ from duragent.turns import (
     TurnRunner,
 )
 
-__all__ = ["QueueSink", "stream_turn"]
+__all__ = ["STOP_GRACE_SECONDS", "OpenStreams", "QueueSink", "stream_turn"]
 
 log = logging.getLogger(__name__)
+
+STOP_GRACE_SECONDS = 5.0
+SERVER_STOPPING = "the server is stopping"
+"""Why a streaming turn was cancelled when the server stopped (the cancel message)."""
+
+
+class _Stopping:
+    """The marker a stopping server puts in each open stream's queue."""
+
+
+_STOPPING = _Stopping()
 
 
 class QueueSink:
     """A TurnSink that turns progress into SSE events on a queue."""
 
     def __init__(self) -> None:
-        self.queue: asyncio.Queue[ServerSentEvent | None] = asyncio.Queue()
+        self.queue: asyncio.Queue[ServerSentEvent | _Stopping | None] = asyncio.Queue()
         self.partial: list[str] = []
 
     def _put(self, event: str, data: dict[str, Any]) -> None:
@@ -95,6 +113,30 @@ def _done(result: TurnResult) -> list[ServerSentEvent]:
     return [ServerSentEvent(data=json.dumps(payload), event="done")]
 
 
+class OpenStreams:
+    """The streams being written, told when the server stops (no cost per event)."""
+
+    def __init__(self) -> None:
+        self._sinks: set[QueueSink] = set()
+        self.stopping = False
+
+    def add(self, sink: QueueSink) -> None:
+        """Track ``sink`` (told at once if the server is already stopping)."""
+        self._sinks.add(sink)
+        if self.stopping:
+            sink.queue.put_nowait(_STOPPING)
+
+    def discard(self, sink: QueueSink) -> None:
+        """Stop tracking ``sink``."""
+        self._sinks.discard(sink)
+
+    def server_stopping(self) -> None:
+        """Tell every open stream that the server is stopping."""
+        self.stopping = True
+        for sink in self._sinks:
+            sink.queue.put_nowait(_STOPPING)
+
+
 _AFTER_DISCONNECT = {
     "pause": "the turn stops, its partial reply is kept and the session is paused",
     "continue": "the turn continues in the background",
@@ -109,9 +151,11 @@ def stream_turn(
     *,
     on_disconnect: str,
     keep_alive: float,
+    streams: OpenStreams | None = None,
 ) -> EventSourceResponse:
     """The SSE response running one turn (its task, and any clean-up, owned by ``tasks``)."""
     sink = QueueSink()
+    open_streams = streams if streams is not None else OpenStreams()
 
     async def run() -> None:
         try:
@@ -131,13 +175,29 @@ def stream_turn(
     async def events() -> AsyncIterator[ServerSentEvent]:
         task = tasks.spawn(run(), name=f"stream-{session_id}")
         finished = False
+        deadline: float | None = None
+        open_streams.add(sink)
         try:
             yield ServerSentEvent(data="{}", event="start")
             while True:
-                item = await sink.queue.get()
+                if deadline is None:
+                    item = await sink.queue.get()
+                else:
+                    try:
+                        remaining = deadline - asyncio.get_running_loop().time()
+                        item = await asyncio.wait_for(sink.queue.get(), max(0.0, remaining))
+                    except TimeoutError:
+                        await _server_stopped(turns, session_id, task, sink)
+                        finished = True
+                        yield ServerSentEvent(data="{}", event="cancelled")
+                        return
                 if item is None:
                     finished = True
                     return
+                if isinstance(item, _Stopping):
+                    if deadline is None:
+                        deadline = asyncio.get_running_loop().time() + STOP_GRACE_SECONDS
+                    continue
                 # One loop turn per event: a burst of queued events is otherwise written
                 # without one, so a client that left is noticed only after the burst, and
                 # asyncio logs every write past the fifth to the lost connection (84 lines
@@ -145,6 +205,7 @@ def stream_turn(
                 await asyncio.sleep(0)
                 yield item
         finally:
+            open_streams.discard(sink)
             if not finished:
                 log.info(
                     "stream %s: the client disconnected before the turn ended; %s",
@@ -159,6 +220,21 @@ def stream_turn(
                 )
 
     return EventSourceResponse(events(), ping=int(max(1, keep_alive)), send_timeout=30)
+
+
+async def _server_stopped(
+    turns: TurnRunner, session_id: str, task: asyncio.Task[None], sink: QueueSink
+) -> None:
+    """The server stops and the turn is still running: cancel it, keep its partial reply."""
+    log.info(
+        "stream %s: the server is stopping and the turn has not ended; it is cancelled, its "
+        "partial reply kept and the session paused",
+        session_id,
+    )
+    task.cancel(SERVER_STOPPING)  # recorded as the result of a call it cut short
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    await turns.interrupted(session_id, "".join(sink.partial))
 
 
 async def _client_left(

@@ -141,6 +141,29 @@ async def test_typing_is_sent_only_to_a_gateway_that_can_show_it(
         assert bool(chat.child.of_type("send_typing")) is typing
 
 
+@pytest.mark.parametrize(("capabilities", "acked"), [("typing,ack", True), ("typing", False)])
+async def test_a_gateway_that_asks_for_acks_is_told_each_message_once_it_is_recorded(
+    tmp_path: Path, capabilities: str, acked: bool
+) -> None:
+    async with external_chat(tmp_path, ChatSetup(), "--capabilities", capabilities) as chat:
+        chat.llm.enqueue(Reply(text="ok"))
+        msg = said(DM, "hi")
+        await chat.message(msg)
+        await chat.child.command("send_message")
+        await chat.settle()
+        acks = chat.child.of_type("ack_message")
+        if not acked:  # a gateway written for the reference never sees the command
+            assert acks == []
+            return
+        assert acks == [
+            {"type": "ack_message", "message_id": msg.message_id, "chat_id": DM.chat_id}
+        ]
+        sid = await chat.registry.chat_session((GATEWAY, DM.chat_id, "bot"))
+        assert sid is not None
+        messages = await chat.registry.handle(sid).messages()
+        assert any(m.content == "hi" for m in messages)  # recorded before it was acknowledged
+
+
 async def test_a_fatal_error_stops_the_gateway_and_says_why(tmp_path: Path) -> None:
     async with external_chat(tmp_path, ChatSetup()) as chat:
         await chat.child.emit(

@@ -27,6 +27,7 @@ def test_doctor_says_a_missing_gateway_program_is_an_error(tmp_path: Path) -> No
     config = workspace(tmp_path, text)
     result = CliRunner().invoke(app, ["doctor", "-c", str(config)], env={"OPENAI_API_KEY": "k"})
     assert result.exit_code == 1, result.output
-    assert "[gateway slack] gateway 'slack': the command './nowhere/slack' was not found" in (
-        result.output
+    assert (
+        "gateways.external[0].command: gateway 'slack': the command './nowhere/slack' was not found"
+        in (result.output)
     )

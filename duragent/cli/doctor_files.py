@@ -1,0 +1,144 @@
+"""``doctor``'s checks of the files ``serve`` reads later: policies, schedules, the sandbox.
+
+Each is read with the parser the server itself uses (``tools.policy_files``,
+``scheduler.model``, ``tools.sandbox``), so doctor and the server never disagree about what is
+valid. A problem names its file, line when known, field and fix; doctor never writes anything.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from duragent.agents import AgentCatalog
+from duragent.cli.findings import Finding, Level
+from duragent.config.workspace import SandboxConfig, WorkspacePaths
+from duragent.errors import ConfigError
+from duragent.scheduler.model import At, Cron, Every, Schedule, parse_schedule
+from duragent.store.schedule_files import ScheduleFiles
+from duragent.tools import sandbox as sandboxes
+from duragent.tools.policy import Policy
+from duragent.tools.policy_files import (
+    LOCAL_POLICY_FILE,
+    POLICY_FILE,
+    PolicyError,
+    read_policy_file,
+)
+
+__all__ = ["policy_findings", "sandbox_findings", "schedule_findings"]
+
+
+def _policy_files(paths: WorkspacePaths) -> list[Path]:
+    """The workspace tier, then each agent folder's two tiers (only files that exist)."""
+    files = [paths.policy]
+    try:
+        agents = sorted(p for p in paths.agents.iterdir() if p.is_dir())
+    except OSError:
+        agents = []
+    for agent in agents:
+        files += [agent / POLICY_FILE, agent / LOCAL_POLICY_FILE]
+    return [f for f in files if f.is_file()]
+
+
+def _describe(policy: Policy) -> str:
+    text = f"mode {policy.mode}, {len(policy.allow)} allow, {len(policy.deny)} deny"
+    notify = policy.notify
+    if notify.enabled or notify.deliveries or notify.patterns:
+        where = ", ".join(d.type for d in notify.deliveries) or "log"
+        text += f", notify {'on' if notify.enabled else 'off'} ({where})"
+    return text
+
+
+def policy_findings(paths: WorkspacePaths) -> list[Finding]:
+    """Every policy file: malformed ones are errors (their agent's turns fail), typos warnings.
+
+    A valid file is listed only when it turns notifications on, so the report stays about
+    what needs attention (and the README's sample of it short).
+    """
+    found: list[Finding] = []
+    for file in _policy_files(paths):
+        try:
+            policy, warnings = read_policy_file(file)
+        except PolicyError as exc:
+            found.append(Finding(Level.ERROR, "policy", exc.render()))
+            continue
+        if policy.notify.enabled:  # said once, as the reference never did anything with it
+            found.append(Finding(Level.OK, "policy", f"{file}: {_describe(policy)}"))
+        found.extend(Finding(Level.WARNING, "policy", w.render()) for w in warnings)
+    return found
+
+
+def _timing(schedule: Schedule) -> str:
+    match schedule.timing:
+        case At(at=at):
+            return f"at {at.isoformat()}"
+        case Every(every_seconds=seconds):
+            return f"every {seconds} s"
+        case Cron(expr=expr, tz=tz):
+            return f"cron '{expr}'" + (f" ({tz})" if tz else "")
+
+
+def schedule_findings(paths: WorkspacePaths, catalog: AgentCatalog) -> list[Finding]:
+    """Every ``schedules/*.yaml``: what the scheduler would skip, and why (it logs the same)."""
+    directory = paths.schedules
+    if not directory.is_dir():
+        return []
+    files = ScheduleFiles(directory)
+    ids = set(files.ids())
+    found: list[Finding] = [
+        Finding(
+            Level.WARNING,
+            "schedules",
+            f"{path}: ignored: the file name is not a schedule id",
+            "name it <id>.yaml with letters, digits, '_', '.' or '-' (not starting '.')",
+        )
+        for path in sorted(directory.glob("*.yaml"))
+        if path.stem not in ids
+    ]
+    for sched_id in sorted(ids):
+        path = files.path(sched_id)
+        try:
+            schedule = parse_schedule(files.get(sched_id), file=path)
+        except yaml.YAMLError as exc:
+            error = ConfigError(f"YAML syntax error: {exc}", file=path)
+            found.append(Finding(Level.ERROR, "schedules", error.render(), "fix the YAML"))
+            continue
+        except ConfigError as exc:
+            found.append(Finding(Level.ERROR, "schedules", exc.render()))
+            continue
+        if schedule.id != sched_id:
+            problem = ConfigError(
+                "does not match the file name",
+                file=path,
+                field="id",
+                value=schedule.id,
+                fix=f"set id: {sched_id} or rename the file",
+            )
+            found.append(Finding(Level.ERROR, "schedules", problem.render()))
+            continue
+        if schedule.agent not in catalog.agents and schedule.status == "active":
+            problem = ConfigError(
+                f"names agent '{schedule.agent}', which is not loaded: its runs will fail",
+                file=path,
+                field="agent",
+                fix=f"use one of: {', '.join(catalog.names()) or '(no agents)'}",
+            )
+            found.append(Finding(Level.ERROR, "schedules", problem.render()))
+            continue
+        summary = f"{path}: {schedule.status}, agent {schedule.agent}, {_timing(schedule)}"
+        found.append(Finding(Level.OK, "schedules", summary))
+    return found
+
+
+def sandbox_findings(config: SandboxConfig, paths: WorkspacePaths) -> list[Finding]:
+    """The sandbox ``serve`` would use, tried for real with the options a tool call uses."""
+    sandbox = sandboxes.for_workspace(config, paths)
+    if not sandbox.confines:
+        return []  # trust, the default: nothing to check
+    try:
+        sandboxes.check(sandbox, paths.config_file)
+    except ConfigError as exc:
+        return [Finding(Level.ERROR, "sandbox", exc.render())]
+    network = "on" if sandbox.network else "off"
+    return [Finding(Level.OK, "sandbox", f"{sandbox.mode} works here (network {network})")]
