@@ -51,6 +51,7 @@ from duragent.store import SessionStore
 from duragent.store.serve_lock import ServeLock
 from duragent.tools import sandbox as sandboxes
 from duragent.tools.base import Tool
+from duragent.tools.policy_check import agent_policy_files, check_policy_file
 from duragent.turns import TurnRunner
 from duragent.turns.agent_budget import budget_check
 from duragent.turns.providers import ProviderPool
@@ -183,6 +184,7 @@ class Runtime:
         )
         for path, error in self._catalog.broken.items():
             log.error("agent %s not loaded: %s", path.name, error)
+        self._report_files()
         for agent in self._catalog.agents.values():
             problem = credential_problem(agent.model.provider, agent.model.base_url, self._env)
             if problem:  # as doctor says it; otherwise the first turn is the first to know
@@ -199,6 +201,20 @@ class Runtime:
                     agent.directory / "agent.yaml",
                 )
         return self._catalog
+
+    def _report_files(self) -> None:
+        """Say what ``doctor`` says of the agents' files: warnings, and broken policy files."""
+        policies = [self.workspace.paths.policy]
+        for agent in self._catalog.agents.values():
+            for warning in agent.warnings:
+                log.warning("agent '%s': %s", agent.name, warning)
+            policies.extend(agent_policy_files(agent.directory))
+        for file in policies:
+            errors, warnings = check_policy_file(file)
+            for error in errors:
+                log.error("policy file: %s (turns of its agents fail until it is fixed)", error)
+            for warning in warnings:
+                log.warning("policy file: %s", warning)
 
     def request_shutdown(self) -> bool:
         """Ask ``run_until_stopped`` to stop gracefully; False if already stopping."""
@@ -390,7 +406,10 @@ class Runtime:
 
     def _external_service(self) -> Service | None:
         """``gateways.external[]``: every external gateway, one child process each."""
-        configs = self._config.gateways.external
+        shadowed = self._config.gateways.shadowed()  # reported by load_workspace
+        configs = [
+            (i, c) for i, c in enumerate(self._config.gateways.external) if i not in shadowed
+        ]
         if not configs:
             return None
         from duragent.gateways.external import ExternalGateways, build_external_gateway
@@ -406,7 +425,7 @@ class Runtime:
                 routes=self._config.routes,
                 request_timeout=self._config.server.request_timeout_seconds,
             )
-            for index, config in enumerate(configs)
+            for index, config in configs
         ]
         for gateway in gateways:
             self._gateways[gateway.name] = gateway

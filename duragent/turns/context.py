@@ -26,6 +26,7 @@ from duragent.tools.policy_files import load_policy
 from duragent.tools.registry import build_tools
 from duragent.tools.sandbox import TRUST, Sandbox
 from duragent.turns.agent_budget import budget_settings
+from duragent.turns.hooks import effective_hooks
 from duragent.turns.inbox import Inbox
 from duragent.turns.loop import LoopContext
 from duragent.turns.providers import ProviderPool
@@ -82,6 +83,9 @@ class _ActorRecorder:
 
     async def skipped(self, call_ids: list[str], reason: str) -> None:
         await self._session.add_tools_skipped(call_ids, reason)
+
+    async def steering(self, content: str) -> None:
+        await self._session.add_steering(content)
 
     async def pending_approval(self, approval: PendingApproval) -> None:
         if approval.requester_id is None and self._requester_id is not None:
@@ -185,6 +189,7 @@ class ContextFactory:
             sink=sink,
             steering=inbox.take,
             history_cache=self._history_cache(session_id),
+            hooks=effective_hooks(spec),
         )
 
 
