@@ -1,0 +1,173 @@
+"""Starting and watching one job: a plain process group, or a tmux session.
+
+A plain job (``backend: local``) starts through ``_process.launch``, the one function every
+tool process starts through (so a sandbox wrapping it wraps jobs too): ``bash -c <command>``
+in its own process group, registered with the reaper, stdout and stderr appended to the
+job's log file, stdin a pipe the ``write`` action writes to. When the command exits, what
+is left of its group is killed (a job is never a leftover nothing tracks) and the group is
+released from the reaper. Past its ``timeout_seconds`` the group gets SIGTERM, then SIGKILL
+after ``KILL_GRACE_SECONDS``. If the server dies, the reaper kills the group: a plain job
+does not outlive its server (the reference's jobs got SIGTERM through ``PDEATHSIG``).
+
+A tmux job's command runs in the tmux server, not in ours, so it survives a restart; it is
+watched by polling ``tmux has-session`` every ``poll`` seconds and its exit status read
+from the log's ``EXIT_CODE:`` marker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from duragent.tools._process import Launched, child_env, kill_group, launch
+from duragent.tools._reaper import release_group
+from duragent.tools.processes.meta import ProcessStatus
+from duragent.tools.processes.tmux import Tmux, parse_exit_code
+
+__all__ = [
+    "KILL_GRACE_SECONDS",
+    "LocalJob",
+    "read_tail",
+    "start_local",
+    "watch_tmux",
+]
+
+KILL_GRACE_SECONDS = 5.0
+
+
+@dataclass(slots=True)
+class LocalJob:
+    """A running plain job: its launch, and whether it was asked to stop."""
+
+    launched: Launched
+    killed: bool = False
+
+    @property
+    def pgid(self) -> int:
+        """The job's process group (its leader is ``bash``)."""
+        return self.launched.pgid
+
+    @property
+    def stdin(self) -> asyncio.WriteTransport | None:
+        """The command's stdin (None once closed)."""
+        stdin = self.launched.stdin
+        return None if stdin is None or stdin.is_closing() else stdin
+
+    def kill(self) -> None:
+        """Stop the job now (SIGKILL to its group); ``run`` then reports ``killed``."""
+        self.killed = True
+        kill_group(self.pgid)
+
+    async def run(self, timeout: float) -> ProcessStatus:
+        """Wait for the command to end (or time out), clean its group up, say how it ended."""
+        exited = self.launched.protocol.exited
+        status: ProcessStatus | None = None
+        try:
+            try:
+                await asyncio.wait_for(asyncio.shield(exited.wait()), timeout)
+            except TimeoutError:
+                kill_group(self.pgid, signal.SIGTERM)
+                try:
+                    await asyncio.wait_for(asyncio.shield(exited.wait()), KILL_GRACE_SECONDS)
+                except TimeoutError:
+                    kill_group(self.pgid)
+                    await exited.wait()
+                status = ProcessStatus("timed_out")
+        finally:  # cancelled too (the server stopping): nothing of the job survives
+            kill_group(self.pgid)
+            release_group(self.pgid)
+            self.launched.transport.close()
+        if status is not None:
+            return status
+        if self.killed:
+            return ProcessStatus("killed")
+        code = self.launched.transport.get_returncode()
+        code = -1 if code is None else code
+        return ProcessStatus("completed" if code == 0 else "failed", code)
+
+
+async def start_local(
+    command: str, *, cwd: Path, log_path: Path, env: Mapping[str, str]
+) -> LocalJob:
+    """Start ``bash -c <command>`` with its output appended to ``log_path``.
+
+    Raises:
+        OSError: the log could not be created or bash could not be started.
+    """
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    try:
+        launched = await launch(
+            ["bash", "-c", command],
+            cwd=cwd,
+            env=child_env(env),
+            stdout=fd,
+            stderr=fd,
+            keep_stdin=True,
+        )
+    finally:
+        os.close(fd)  # the child holds its own copy
+    return LocalJob(launched)
+
+
+async def watch_tmux(
+    tmux: Tmux,
+    session: str,
+    log_path: Path,
+    *,
+    timeout: float,
+    poll: float,
+    killed: asyncio.Event,
+) -> ProcessStatus:
+    """Wait for a tmux job to end (or time out, or be killed); say how it ended."""
+
+    async def gone() -> None:
+        while await tmux.has_session(session):
+            await asyncio.sleep(poll)
+
+    waiter = asyncio.ensure_future(gone())
+    stopper = asyncio.ensure_future(killed.wait())
+    try:
+        done, _ = await asyncio.wait(
+            {waiter, stopper}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+        )
+    finally:
+        for task in (waiter, stopper):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    if waiter not in done:
+        await tmux.kill_session(session)
+        return ProcessStatus("killed" if killed.is_set() else "timed_out")
+    return tmux_outcome(log_path)
+
+
+def tmux_outcome(log_path: Path) -> ProcessStatus:
+    """How a tmux job that has ended went, from its log's marker (none: assume success)."""
+    try:
+        tail, _ = read_tail(log_path, 4096)
+    except OSError:
+        tail = ""
+    code = parse_exit_code(tail)
+    if code is None or code == 0:
+        return ProcessStatus("completed", 0)
+    return ProcessStatus("failed", code)
+
+
+def read_tail(path: Path, max_bytes: int) -> tuple[str, bool]:
+    """The last ``max_bytes`` of a log, starting at a whole line; and whether it was cut."""
+    with path.open("rb") as file:
+        size = file.seek(0, os.SEEK_END)
+        start = max(0, size - max_bytes)
+        file.seek(start)
+        data = file.read()
+    text = data.decode("utf-8", errors="replace").replace("\r\n", "\n")  # a tmux screen's
+    if start > 0:
+        newline = text.find("\n")
+        if newline >= 0:
+            text = text[newline + 1 :]
+    return text, start > 0
