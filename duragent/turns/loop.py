@@ -126,6 +126,8 @@ class LoopContext:
     """Calls of one turn beyond this are skipped with a result saying so."""
     limits: OutputLimits = field(default_factory=OutputLimits)
     """What one model response may be (enforced by the provider while reading it)."""
+    rebuild_tools: Callable[[], Mapping[str, Tool]] | None = None
+    """The turn's tools built again (after ``reload_tools``: new scripts on disk)."""
 
 
 @dataclass(slots=True)
@@ -153,6 +155,10 @@ class _TurnMemo:
     def __init__(self) -> None:
         self.units = TurnCache()
         self._tools: tuple[list[ToolDefinition], int] | None = None
+
+    def forget_tools(self) -> None:
+        """The tools changed (``reload_tools``): compute the definitions again."""
+        self._tools = None
 
     def tools(self, ctx: LoopContext) -> tuple[list[ToolDefinition], int]:
         """The tool definitions offered this turn and what they cost (computed once)."""
@@ -282,6 +288,9 @@ async def run_loop(
                 outcome.command = result.command
                 return outcome
             await store_result(ctx, turn, call.id, result)
+            if result.reload_tools and ctx.rebuild_tools is not None:
+                ctx.tools = ctx.rebuild_tools()  # the next model call offers what it found
+                cache.forget_tools()
         if outcome.iterations >= ctx.max_iterations:
             note = (
                 f"I stopped after {outcome.iterations} tool steps without finishing "
