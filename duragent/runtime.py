@@ -332,7 +332,11 @@ class Runtime:
         # After the gateways and the scheduler: a job that ended while the server was down is
         # reported at start (a turn in its session, delivered to its chat) and its linked
         # schedules cancelled. Stopped before them.
-        Entry("processes", lambda rt: Hooks(rt.processes.start, rt.processes.stop)),
+        Entry(
+            "processes",
+            lambda rt: Hooks(rt.processes.start, rt.processes.stop),
+            essential=False,
+        ),
         Entry("http", lambda rt: Hooks(rt._start_http, rt._stop_http)),
     )
     """Every service of the server, in start order (stop order is the reverse)."""

@@ -55,6 +55,7 @@ def test_the_runtime_lists_its_services_in_start_order() -> None:
         "discord",
         "external-gateways",
         "scheduler",
+        "processes",
         "http",
     ]
     optional = [e.name for e in Runtime.SERVICES if not e.essential]
@@ -65,6 +66,7 @@ def test_the_runtime_lists_its_services_in_start_order() -> None:
         "discord",
         "external-gateways",
         "scheduler",
+        "processes",
     ]
 
 

@@ -46,6 +46,7 @@ class LocalJob:
 
     launched: Launched
     killed: bool = False
+    closed: bool = False
 
     @property
     def pgid(self) -> int:
@@ -63,7 +64,19 @@ class LocalJob:
         self.killed = True
         kill_group(self.pgid)
 
-    async def run(self, timeout: float) -> ProcessStatus:
+    async def close(self) -> None:
+        """Kill what is left of the group, reap it, release it from the reaper (idempotent)."""
+        if self.closed:
+            return
+        self.closed = True
+        kill_group(self.pgid)
+        with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+            # reaped before the transport closes (else a running Popen is left behind)
+            await asyncio.wait_for(self.launched.protocol.exited.wait(), KILL_GRACE_SECONDS)
+        release_group(self.pgid)
+        self.launched.transport.close()
+
+    async def run(self, timeout: float, grace: float = KILL_GRACE_SECONDS) -> ProcessStatus:
         """Wait for the command to end (or time out), clean its group up, say how it ended."""
         exited = self.launched.protocol.exited
         status: ProcessStatus | None = None
@@ -73,15 +86,13 @@ class LocalJob:
             except TimeoutError:
                 kill_group(self.pgid, signal.SIGTERM)
                 try:
-                    await asyncio.wait_for(asyncio.shield(exited.wait()), KILL_GRACE_SECONDS)
+                    await asyncio.wait_for(asyncio.shield(exited.wait()), grace)
                 except TimeoutError:
                     kill_group(self.pgid)
                     await exited.wait()
                 status = ProcessStatus("timed_out")
         finally:  # cancelled too (the server stopping): nothing of the job survives
-            kill_group(self.pgid)
-            release_group(self.pgid)
-            self.launched.transport.close()
+            await self.close()
         if status is not None:
             return status
         if self.killed:

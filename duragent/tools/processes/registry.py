@@ -38,6 +38,7 @@ from typing import Any, Protocol
 from duragent.core.ids import new_ulid
 from duragent.tools._process import kill_group
 from duragent.tools.processes.jobs import (
+    KILL_GRACE_SECONDS,
     LocalJob,
     read_tail,
     start_local,
@@ -155,6 +156,7 @@ class ProcessRegistry:
         poll_seconds: float = 2.0,
         cleanup_after: float = CLEANUP_AFTER_SECONDS,
         cleanup_every: float = 300.0,
+        kill_grace: float = KILL_GRACE_SECONDS,
     ) -> None:
         self.directory = directory
         self.events = events
@@ -162,6 +164,7 @@ class ProcessRegistry:
         self.poll_seconds = poll_seconds
         self.cleanup_after = cleanup_after
         self.cleanup_every = cleanup_every
+        self.kill_grace = kill_grace
         self._entries: dict[str, _Entry] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._recent: dict[tuple[str, str], float] = {}
@@ -191,6 +194,9 @@ class ProcessRegistry:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        for entry in self._entries.values():  # a monitor cancelled before it first ran
+            if entry.local is not None:
+                await entry.local.close()
 
     async def _recover(self, meta: ProcessMeta) -> None:
         if not meta.status.terminal:
@@ -274,7 +280,7 @@ class ProcessRegistry:
         timeout = float(meta.timeout_seconds) - (now() - meta.spawned_at).total_seconds()
         timeout = max(timeout, 0.0) if meta.timeout_seconds > 0 else float("inf")
         if entry.local is not None:
-            status = await entry.local.run(timeout)
+            status = await entry.local.run(timeout, self.kill_grace)
         else:
             assert meta.tmux_session is not None
             status = await watch_tmux(
