@@ -43,9 +43,7 @@ _IDLE_POLL_SECONDS = 0.1
 class SessionNotices:
     """Runs a turn for a notice in its session (see module docstring)."""
 
-    def __init__(
-        self, turns: TurnRunner, outbound: Callable[[str], OutboundPort | None]
-    ) -> None:
+    def __init__(self, turns: TurnRunner, outbound: Callable[[str], OutboundPort | None]) -> None:
         self._turns = turns
         self._outbound = outbound
         self._deliveries: dict[str, tuple[OutboundPort, Delivery]] = {}

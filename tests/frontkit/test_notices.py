@@ -64,13 +64,16 @@ async def test_a_finished_job_makes_its_idle_chat_session_answer_and_the_reply_r
         )
         sid = await h.runner.session_for_chat("fake", "c1", "bot")
         first = await h.runner.run(sid, "build it")
-        assert isinstance(first, Complete) and first.content == "Started the build."
+        assert isinstance(first, Complete)
+        assert first.content == "Started the build."
         gate.touch()
         assert await eventually(lambda: port.texts() == ["The build finished: built ok."])
         texts = await user_texts(h, sid)
-        prompt = h.server.requests[-1].body["messages"][-1]["content"]  # type: ignore[index]
-    assert texts[0] == "build it" and texts[1].startswith(COMPLETED)
-    assert "Label: build" in texts[1] and "built ok" in texts[1]
+        prompt = h.server.requests[-1].body["messages"][-1]["content"]
+    assert texts[0] == "build it"
+    assert texts[1].startswith(COMPLETED)
+    assert "Label: build" in texts[1]
+    assert "built ok" in texts[1]
     assert port.actions[-1].chat == ChatRef("fake", "c1")
     assert prompt.startswith(COMPLETED)  # the model answered the notice itself
 
@@ -79,8 +82,11 @@ async def test_a_job_ending_during_a_turn_is_steered_into_it_and_runs_no_turn_of
     tmp_path: Path,
 ) -> None:
     seen: list[str] = []
+    gate = tmp_path / "go"
 
     async def until_told(_: Any) -> str:
+        gate.touch()  # the job ends only now, while this call runs
+
         async def recorded() -> bool:
             texts = await user_texts(h, sid)
             return any(t.startswith(COMPLETED) for t in texts)
@@ -92,18 +98,17 @@ async def test_a_job_ending_during_a_turn_is_steered_into_it_and_runs_no_turn_of
     waiter = FnTool("wait_for_job", until_told)
     async with rig(tmp_path, waiter) as (h, port):
         h.server.enqueue(
-            spawn("echo quick"),
+            spawn(f"until [ -e {gate} ]; do sleep 0.02; done; echo quick"),
             Reply(tool_calls=[ToolCallReply(name="wait_for_job", arguments={}, id="c2")]),
             Reply(text="Both done."),
         )
         sid = await h.runner.start_session("bot")
         result = await h.runner.run(sid, "go")
-        assert await eventually(
-            lambda: all(m.notified for m in _metas(tmp_path)), within=5
-        )
+        assert await eventually(lambda: all(m.notified for m in _metas(tmp_path)), within=5)
         texts = await user_texts(h, sid)
-        last_request = h.server.requests[-1].body["messages"]  # type: ignore[index]
-    assert isinstance(result, Complete) and result.content == "Both done."
+        last_request = h.server.requests[-1].body["messages"]
+    assert isinstance(result, Complete)
+    assert result.content == "Both done."
     assert seen == ["told"]
     assert len(h.server.requests) == 3  # no extra turn for the notice
     assert sum(t.startswith(COMPLETED) for t in texts) == 1
@@ -126,9 +131,11 @@ async def test_a_notice_reported_twice_is_recorded_and_answered_once(tmp_path: P
         first = await notices.notify(sid, f"{COMPLETED}\n\nHandle: x", notice_id="process:x:ended")
         again = await notices.notify(sid, f"{COMPLETED}\n\nHandle: x", notice_id="process:x:ended")
         texts = await user_texts(h, sid)
-    assert isinstance(first, Complete) and first.content == "Noted."
+    assert isinstance(first, Complete)
+    assert first.content == "Noted."
     assert again is None
-    assert len(texts) == 1 and len(h.server.requests) == 1
+    assert len(texts) == 1
+    assert len(h.server.requests) == 1
 
 
 async def test_a_job_whose_session_is_gone_counts_as_reported(tmp_path: Path) -> None:
@@ -144,4 +151,5 @@ async def test_a_job_whose_session_is_gone_counts_as_reported(tmp_path: Path) ->
         )
         reported = await eventually(lambda: registry.get(meta.handle).notified, within=5)  # type: ignore[union-attr]
         await registry.stop()
-    assert reported and h.server.requests == []
+    assert reported
+    assert h.server.requests == []

@@ -75,7 +75,10 @@ async def test_cancel_linked_cancels_only_that_agents_schedules_for_that_job(
     assert schedules.cancel_linked("01job", agent="helper") == [linked]
     status = {s.id: s.status for s in schedules.listing()}
     assert status == {
-        linked: "cancelled", unlinked: "active", other_job: "active", other_agent: "active"
+        linked: "cancelled",
+        unlinked: "active",
+        other_job: "active",
+        other_agent: "active",
     }
 
 
@@ -101,9 +104,11 @@ async def test_a_job_that_ends_cancels_its_linked_schedule_before_its_session_is
     await registry.start()
     meta: ProcessMeta = await registry.spawn(
         SpawnRequest(
-            command="until [ -e go ]; do sleep 0.02; done", cwd=tmp_path, session_id="chat",
+            command="until [ -e go ]; do sleep 0.02; done",
+            cwd=tmp_path,
+            session_id="chat",
             agent="helper",
-        )  # fmt: skip
+        )
     )
     sched_id = await create(schedules, "helper", meta.handle)
     (tmp_path / "go").touch()

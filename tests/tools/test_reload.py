@@ -31,7 +31,8 @@ async def test_reload_reports_the_tools_of_both_folders(tmp_path: Path) -> None:
     )  # fmt: skip
     outcome = await ReloadToolsTool().run({}, ctx)
     doc = json.loads(outcome.content)
-    assert outcome.success and outcome.reload_tools
+    assert outcome.success
+    assert outcome.reload_tools
     assert [t["name"] for t in doc["discovered_tools"]] == ["hello", "shared"]
     assert doc["discovered_tools"][0]["description"].startswith("Says hi.")
     assert doc["count"] == 2
@@ -56,10 +57,10 @@ async def test_a_tool_written_mid_turn_is_offered_after_reload_and_runs(tmp_path
         sid = await h.runner.start_session("bot")
         result = await h.runner.run(sid, "make a tool and use it")
         offered = [
-            [t["function"]["name"] for t in r.body.get("tools", [])]  # type: ignore[union-attr]
-            for r in h.server.requests
+            [t["function"]["name"] for t in r.body.get("tools", [])] for r in h.server.requests
         ]
         results = [m.text for m in await h.registry.handle(sid).messages() if m.tool_call_id]
     assert isinstance(result, Complete)
-    assert "greet" not in offered[1] and "greet" in offered[2]
+    assert "greet" not in offered[1]
+    assert "greet" in offered[2]
     assert results[2].strip() == "hello-from-new-tool"

@@ -42,7 +42,9 @@ async def test_a_spawn_whose_command_bash_policy_denies_never_runs(tmp_path: Pat
         results = [m.text for m in await h.registry.handle(sid).messages() if m.tool_call_id]
     await registry.stop()
     assert isinstance(result, Complete)
-    assert results == [f"Command 'rm -f {precious}' was denied by policy. This command is not allowed."]
+    assert results == [
+        f"Command 'rm -f {precious}' was denied by policy. This command is not allowed."
+    ]
     assert precious.read_text() == "keep"
     assert not (tmp_path / "processes").exists() or not list((tmp_path / "processes").iterdir())
 
@@ -71,4 +73,5 @@ async def test_other_actions_are_checked_as_the_builtin_only(tmp_path: Path) -> 
         sid = await h.runner.start_session("bot")
         result = await h.runner.run(sid, "list")
     await registry.stop()
-    assert isinstance(result, Complete) and result.content == "none"
+    assert isinstance(result, Complete)
+    assert result.content == "none"

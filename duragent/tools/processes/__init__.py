@@ -1,20 +1,16 @@
 """Background jobs: the ``background_process`` tool and the registry that runs its jobs.
 
 ``meta`` (the on-disk record), ``tmux`` (interactive jobs), ``jobs`` (starting and watching
-one job), ``registry`` (every job of the workspace, reports, restart), ``tool`` (the model's
-actions). See ``specs/202611240815.background-processes.md``.
+one job), ``reports`` (what a session is told, and when), ``registry`` (every job of
+the workspace, restart), ``tool`` (the model's actions).
+See ``specs/202611240815.background-processes.md``.
 """
 
 from __future__ import annotations
 
 from duragent.tools.processes.meta import ProcessMeta, ProcessStatus
-from duragent.tools.processes.registry import (
-    ProcessError,
-    ProcessEvents,
-    ProcessRegistry,
-    SpawnRequest,
-    completion_message,
-)
+from duragent.tools.processes.registry import ProcessError, ProcessRegistry, SpawnRequest
+from duragent.tools.processes.reports import ProcessEvents, completion_message
 from duragent.tools.processes.tmux import Tmux
 from duragent.tools.processes.tool import BackgroundProcessTool
 

@@ -21,7 +21,7 @@ import contextlib
 import os
 import signal
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from duragent.tools._process import Launched, child_env, kill_group, launch
@@ -32,12 +32,36 @@ from duragent.tools.processes.tmux import Tmux, parse_exit_code
 __all__ = [
     "KILL_GRACE_SECONDS",
     "LocalJob",
+    "ProcessError",
+    "SpawnRequest",
+    "read_lines",
     "read_tail",
     "start_local",
     "watch_tmux",
 ]
 
 KILL_GRACE_SECONDS = 5.0
+STDIN_TIMEOUT_SECONDS = 10.0
+
+
+class ProcessError(Exception):
+    """An action the registry refused; the message is the reference's text."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SpawnRequest:
+    """What ``spawn`` starts, and for whom."""
+
+    command: str
+    cwd: Path
+    session_id: str
+    agent: str
+    env: Mapping[str, str] = field(default_factory=dict)
+    label: str | None = None
+    interactive: bool = False
+    timeout_seconds: int = 1800
+    gateway: str | None = None
+    chat_id: str | None = None
 
 
 @dataclass(slots=True)
@@ -64,6 +88,20 @@ class LocalJob:
         self.killed = True
         kill_group(self.pgid)
 
+    async def write(self, data: bytes) -> bool:
+        """Write to the command's stdin; False if it did not drain within the time limit."""
+        stdin = self.stdin
+        if stdin is None:
+            return False
+        stdin.write(data)
+        # The pipe buffers: wait (bounded) until it drained, so a stuck reader is reported.
+        deadline = asyncio.get_running_loop().time() + STDIN_TIMEOUT_SECONDS
+        while stdin.get_write_buffer_size() and not stdin.is_closing():
+            if asyncio.get_running_loop().time() > deadline:
+                return False
+            await asyncio.sleep(0.01)
+        return True
+
     async def close(self) -> None:
         """Kill what is left of the group, reap it, release it from the reaper (idempotent)."""
         if self.closed:
@@ -76,13 +114,13 @@ class LocalJob:
         release_group(self.pgid)
         self.launched.transport.close()
 
-    async def run(self, timeout: float, grace: float = KILL_GRACE_SECONDS) -> ProcessStatus:
+    async def run(self, time_limit: float, grace: float = KILL_GRACE_SECONDS) -> ProcessStatus:
         """Wait for the command to end (or time out), clean its group up, say how it ended."""
         exited = self.launched.protocol.exited
         status: ProcessStatus | None = None
         try:
             try:
-                await asyncio.wait_for(asyncio.shield(exited.wait()), timeout)
+                await asyncio.wait_for(asyncio.shield(exited.wait()), time_limit)
             except TimeoutError:
                 kill_group(self.pgid, signal.SIGTERM)
                 try:
@@ -130,21 +168,21 @@ async def watch_tmux(
     session: str,
     log_path: Path,
     *,
-    timeout: float,
+    time_limit: float,
     poll: float,
     killed: asyncio.Event,
 ) -> ProcessStatus:
     """Wait for a tmux job to end (or time out, or be killed); say how it ended."""
 
     async def gone() -> None:
-        while await tmux.has_session(session):
+        while await tmux.has_session(session):  # noqa: ASYNC110 (tmux has no exit event)
             await asyncio.sleep(poll)
 
     waiter = asyncio.ensure_future(gone())
     stopper = asyncio.ensure_future(killed.wait())
     try:
         done, _ = await asyncio.wait(
-            {waiter, stopper}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            {waiter, stopper}, timeout=time_limit, return_when=asyncio.FIRST_COMPLETED
         )
     finally:
         for task in (waiter, stopper):
@@ -182,3 +220,16 @@ def read_tail(path: Path, max_bytes: int) -> tuple[str, bool]:
         if newline >= 0:
             text = text[newline + 1 :]
     return text, start > 0
+
+
+def read_lines(path: Path, offset: int, limit: int) -> str:
+    """Lines ``offset`` … ``offset + limit - 1`` of a log (0-based), joined by newlines."""
+    lines: list[str] = []
+    with path.open("r", encoding="utf-8", errors="replace") as file:
+        for index, line in enumerate(file):
+            if index < offset:
+                continue
+            if len(lines) >= limit:
+                break
+            lines.append(line.rstrip("\r\n"))
+    return "\n".join(lines)

@@ -60,7 +60,7 @@ class ProcessStatus:
         return self.state in TERMINAL_STATES
 
     def __str__(self) -> str:
-        """As the reference prints it: ``completed (exit 0)``, ``timed out``…"""
+        """As the reference prints it: ``completed (exit 0)``, ``timed out``, ``lost``."""
         if self.state in ("completed", "failed"):
             return f"{self.state} (exit {self.exit_code})"
         return self.state.replace("_", " ")

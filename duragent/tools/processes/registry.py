@@ -27,20 +27,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
-from collections.abc import Coroutine, Mapping
+from collections.abc import Coroutine
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from duragent.core.ids import new_ulid
 from duragent.tools._process import kill_group
 from duragent.tools.processes.jobs import (
     KILL_GRACE_SECONDS,
     LocalJob,
-    read_tail,
+    ProcessError,
+    SpawnRequest,
+    read_lines,
     start_local,
     tmux_outcome,
     watch_tmux,
@@ -53,6 +54,13 @@ from duragent.tools.processes.meta import (
     now,
     pid_start_time,
     write_meta,
+)
+from duragent.tools.processes.reports import (
+    Dedupe,
+    ProcessEvents,
+    completion_message,
+    halted_message,
+    watch_silence,
 )
 from duragent.tools.processes.tmux import Tmux
 
@@ -68,42 +76,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 CLEANUP_AFTER_SECONDS = 30 * 60.0
-COMPLETION_TAIL_BYTES = 2000
-WAIT_TAIL_BYTES = 8 * 1024
-STDIN_TIMEOUT_SECONDS = 10.0
-DEDUPE_SECONDS = 2.0
-
-
-class ProcessError(Exception):
-    """An action the registry refused; the message is the reference's text."""
-
-
-class ProcessEvents(Protocol):
-    """Port: hand a job's news to the session that spawned it (implemented by the runtime)."""
-
-    async def process_ended(self, meta: ProcessMeta, message: str) -> None:
-        """The job ended: add ``message`` to ``meta.session_id`` and have the agent answer."""
-        ...
-
-    async def screen_halted(self, meta: ProcessMeta, message: str) -> None:
-        """A watched job's output fell silent: the same, for the watch's message."""
-        ...
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SpawnRequest:
-    """What ``spawn`` starts, and for whom."""
-
-    command: str
-    cwd: Path
-    session_id: str
-    agent: str
-    env: Mapping[str, str] = field(default_factory=dict)
-    label: str | None = None
-    interactive: bool = False
-    timeout_seconds: int = 1800
-    gateway: str | None = None
-    chat_id: str | None = None
 
 
 @dataclass(slots=True)
@@ -114,34 +86,6 @@ class _Entry:
     done: asyncio.Future[ProcessMeta] | None = None
     watcher: asyncio.Task[None] | None = None
     waited: bool = False  # a ``wait: true`` caller took the outcome as its tool result
-
-
-def completion_message(meta: ProcessMeta) -> str:
-    """The reference's ``[Background Process Completed]`` message, with the log's tail."""
-    try:
-        tail, cut = read_tail(meta.log_path, COMPLETION_TAIL_BYTES)
-        output = f"...\n{tail}" if cut else tail
-    except OSError:
-        output = "(log unavailable)"
-    ended = meta.completed_at or now()
-    duration = max(0, int((ended - meta.spawned_at).total_seconds()))
-    label = f"\nLabel: {meta.label}" if meta.label else ""
-    note = ""
-    if meta.status.state == "lost":
-        note = "\n(The server stopped while this process ran; the process was stopped too.)"
-    return (
-        f"[Background Process Completed]\n\nHandle: {meta.handle}{label}\n"
-        f"Command: {meta.command}\nStatus: {meta.status}{note}\nDuration: {duration}s\n\n"
-        f"Output (last {COMPLETION_TAIL_BYTES} bytes):\n{output}"
-    )
-
-
-def halted_message(handle: str) -> str:
-    """The reference's message when a watched job's output stops."""
-    return (
-        f"[Process {handle} screen halted]\n\nThe interactive process screen has stopped "
-        "changing. Use background_process capture to check if it needs input."
-    )
 
 
 class ProcessRegistry:
@@ -167,8 +111,7 @@ class ProcessRegistry:
         self.kill_grace = kill_grace
         self._entries: dict[str, _Entry] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._recent: dict[tuple[str, str], float] = {}
-        self._halts = 0
+        self._dedupe = Dedupe()
 
     # --- service ---------------------------------------------------------------------------
 
@@ -217,10 +160,10 @@ class ProcessRegistry:
     @staticmethod
     def _kill_leftover(meta: ProcessMeta) -> None:
         """A plain job's group if it still runs (the reaper could not start): never untracked."""
-        if meta.pid is not None and meta.pid_start is not None:
-            if pid_start_time(meta.pid) == meta.pid_start:
-                log.warning("background process %s outlived its server: killed", meta.handle)
-                kill_group(meta.pid)
+        started = meta.pid_start
+        if meta.pid is not None and started is not None and pid_start_time(meta.pid) == started:
+            log.warning("background process %s outlived its server: killed", meta.handle)
+            kill_group(meta.pid)
 
     # --- spawning ----------------------------------------------------------------------------
 
@@ -287,7 +230,7 @@ class ProcessRegistry:
                 self.tmux,
                 meta.tmux_session,
                 meta.log_path,
-                timeout=timeout,
+                time_limit=timeout,
                 poll=self.poll_seconds,
                 killed=entry.killed,
             )
@@ -325,7 +268,7 @@ class ProcessRegistry:
         entry = self._entries.get(handle)
         if entry is None or entry.meta.notified or self.events is None:
             return
-        if not self._fresh("ended", handle):
+        if not self._dedupe.fresh("ended", handle):
             return
         try:
             await self.events.process_ended(entry.meta, completion_message(entry.meta))
@@ -334,19 +277,9 @@ class ProcessRegistry:
             return
         self._set(replace(self._entries[handle].meta, notified=True))
 
-    def _fresh(self, kind: str, handle: str) -> bool:
-        """False for a second callback of the same kind within ``DEDUPE_SECONDS``."""
-        clock = asyncio.get_running_loop().time()
-        last = self._recent.get((kind, handle))
-        if last is not None and clock - last < DEDUPE_SECONDS:
-            return False
-        self._recent = {k: t for k, t in self._recent.items() if clock - t < DEDUPE_SECONDS}
-        self._recent[(kind, handle)] = clock
-        return True
-
     async def _halted(self, handle: str) -> None:
         entry = self._entries.get(handle)
-        if entry is None or self.events is None or not self._fresh("halted", handle):
+        if entry is None or self.events is None or not self._dedupe.fresh("halted", handle):
             return
         try:
             await self.events.screen_halted(entry.meta, halted_message(handle))
@@ -383,19 +316,10 @@ class ProcessRegistry:
 
     def read_log(self, handle: str, session_id: str, offset: int, limit: int) -> str:
         """Lines ``offset`` … ``offset + limit - 1`` of the job's log (0-based)."""
-        entry = self.owned(handle, session_id)
-        lines: list[str] = []
         try:
-            with entry.meta.log_path.open("r", encoding="utf-8", errors="replace") as file:
-                for index, line in enumerate(file):
-                    if index < offset:
-                        continue
-                    if len(lines) >= limit:
-                        break
-                    lines.append(line.rstrip("\r\n"))
+            return read_lines(self.owned(handle, session_id).meta.log_path, offset, limit)
         except OSError as exc:
             raise ProcessError(f"io error: {exc}") from exc
-        return "\n".join(lines)
 
     async def kill(self, handle: str, session_id: str) -> None:
         """Stop a job (recorded as ``killed`` at once; its session is told as for any end)."""
@@ -416,16 +340,10 @@ class ProcessRegistry:
                 entry.meta.tmux_session, text.rstrip("\n"), enter=text.endswith("\n")
             )
             return
-        stdin = entry.local.stdin if entry.local is not None else None
-        if stdin is None:
+        if entry.local is None or entry.local.stdin is None:
             raise ProcessError("process does not have stdin")
-        stdin.write(text.encode("utf-8"))
-        # The pipe buffers; wait (bounded) until it drained so a stuck reader is reported.
-        deadline = asyncio.get_running_loop().time() + STDIN_TIMEOUT_SECONDS
-        while stdin.get_write_buffer_size() and not stdin.is_closing():
-            if asyncio.get_running_loop().time() > deadline:
-                raise ProcessError("stdin write timed out")
-            await asyncio.sleep(0.01)
+        if not await entry.local.write(text.encode("utf-8")):
+            raise ProcessError("stdin write timed out")
 
     def tmux_session(self, handle: str, session_id: str, *, running: bool) -> str:
         """The job's tmux session (ProcessError for a plain job or without tmux)."""
@@ -442,7 +360,15 @@ class ProcessRegistry:
         entry = self._entries[handle]
         if entry.watcher is not None:
             entry.watcher.cancel()
-        entry.watcher = self._spawn_task(self._watcher(entry, silence))
+        entry.watcher = self._spawn_task(
+            watch_silence(
+                entry.meta.log_path,
+                silence,
+                self.poll_seconds,
+                lambda: not entry.meta.status.terminal,
+                lambda: self._halted(handle),
+            )
+        )
 
     def unwatch(self, handle: str, session_id: str) -> None:
         """Stop the job's watcher (if any)."""
@@ -450,22 +376,6 @@ class ProcessRegistry:
         if entry.watcher is not None:
             entry.watcher.cancel()
             entry.watcher = None
-
-    async def _watcher(self, entry: _Entry, silence: float) -> None:
-        """Poll the log's size; silent for ``silence`` s → report once until output resumes."""
-        loop = asyncio.get_running_loop()
-        size, quiet_since, fired = -1, loop.time(), False
-        while not entry.meta.status.terminal:
-            await asyncio.sleep(min(self.poll_seconds, max(silence / 4, 0.05)))
-            try:
-                current = entry.meta.log_path.stat().st_size
-            except OSError:
-                continue
-            if current != size:
-                size, quiet_since, fired = current, loop.time(), False
-            elif not fired and loop.time() - quiet_since >= silence:
-                fired = True
-                await self._halted(entry.meta.handle)
 
     # --- housekeeping ------------------------------------------------------------------------
 
@@ -509,12 +419,7 @@ class ProcessRegistry:
         task.add_done_callback(_log_failure)
         return task
 
-    def status_document(self, handle: str, session_id: str) -> str:
-        """``status``: the job's meta as pretty JSON."""
-        return json.dumps(self.owned(handle, session_id).meta.document(), indent=2)
-
 
 def _log_failure(task: asyncio.Task[Any]) -> None:
     if not task.cancelled() and task.exception() is not None:
         log.error("background process task failed", exc_info=task.exception())
-

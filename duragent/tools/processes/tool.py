@@ -17,9 +17,10 @@ spawning ``rm``.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from duragent.core.messages import ToolDefinition
@@ -27,12 +28,7 @@ from duragent.tools._args import builtin_invocation, int_arg
 from duragent.tools.base import PolicyType, ToolContext, ToolOutcome
 from duragent.tools.processes.jobs import read_tail
 from duragent.tools.processes.meta import ProcessMeta
-from duragent.tools.processes.registry import (
-    WAIT_TAIL_BYTES,
-    ProcessError,
-    ProcessRegistry,
-    SpawnRequest,
-)
+from duragent.tools.processes.registry import ProcessError, ProcessRegistry, SpawnRequest
 from duragent.tools.processes.tmux import TmuxError
 
 __all__ = ["ACTIONS", "BackgroundProcessTool"]
@@ -43,6 +39,7 @@ ACTIONS = (
 DEFAULT_TIMEOUT_SECONDS = 1800
 DEFAULT_LOG_LIMIT = 100
 DEFAULT_SILENCE_SECONDS = 5
+WAIT_TAIL_BYTES = 8 * 1024
 ALIASES = {"workdir": "cwd", "press_enter": "enter", "input": "text", "interval_seconds":
            "silence_timeout"}  # fmt: skip
 """The reference's code names and the names its book uses for the same arguments."""
@@ -187,7 +184,8 @@ class BackgroundProcessTool:
     ) -> ToolOutcome:
         registry = self._registry
         if action == "status":
-            return ToolOutcome(True, registry.status_document(handle, session))
+            meta = registry.owned(handle, session).meta
+            return ToolOutcome(True, json.dumps(meta.document(), indent=2))
         if action == "log":
             offset = int_arg(args, "offset", default=0, low=0, high=2**31)
             limit = int_arg(args, "limit", default=DEFAULT_LOG_LIMIT, low=0, high=2**31)
@@ -234,14 +232,12 @@ class BackgroundProcessTool:
     async def _spawn(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome:
         command = args.get("command")
         if not isinstance(command, str) or not command.strip():
-            return ToolOutcome(
-                False, "Invalid arguments: 'command' is required for spawn action"
-            )
+            return ToolOutcome(False, "Invalid arguments: 'command' is required for spawn action")
         workdir = _arg(args, "workdir")
         cwd = ctx.agent_dir
         if isinstance(workdir, str) and workdir.strip():
-            cwd = (ctx.agent_dir / Path(workdir.strip()).expanduser()).resolve()
-        if not cwd.is_dir():
+            cwd = ctx.agent_dir / os.path.expanduser(workdir.strip())  # noqa: ASYNC240 (no I/O)
+        if not await asyncio.to_thread(os.path.isdir, cwd):
             return ToolOutcome(False, f"Failed to spawn process: no such directory: {cwd}")
         label = args.get("label")
         chat = await self._chat_of(ctx.session_id) if self._chat_of is not None else None

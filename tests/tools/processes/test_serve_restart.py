@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
+import shutil
 import tempfile
 import time
 from collections.abc import AsyncIterator
@@ -26,6 +25,7 @@ import pytest
 from duragent.testing import Reply, ScriptedLLMServer, ToolCallReply
 from duragent.tools.processes.meta import pid_start_time
 from tests.gateways.serve_process import ServeProcess
+from tests.polling import eventually
 from tests.tools.processes.helpers import needs_tmux
 from tests.turns.turn_fixtures import agent_yaml
 
@@ -34,9 +34,7 @@ TOOLS = "  tools:\n    - {type: builtin, name: background_process}\n"
 
 def spawn_calls(*spawns: dict[str, Any]) -> Reply:
     calls = [
-        ToolCallReply(
-            name="background_process", arguments={"action": "spawn", **args}, id=f"c{i}"
-        )
+        ToolCallReply(name="background_process", arguments={"action": "spawn", **args}, id=f"c{i}")
         for i, args in enumerate(spawns)
     ]
     return Reply(tool_calls=calls)
@@ -79,13 +77,12 @@ async def history(client: httpx.AsyncClient, serve: ServeProcess, sid: str) -> l
 async def until_replied(
     client: httpx.AsyncClient, serve: ServeProcess, sid: str, text: str, within: float = 20.0
 ) -> list[dict[str, Any]]:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
+    async def replied() -> bool:
         messages = await history(client, serve, sid)
-        if any(m["role"] == "assistant" and m["content"] == text for m in messages):
-            return messages
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"no reply {text!r} in {await history(client, serve, sid)}")
+        return any(m["role"] == "assistant" and m["content"] == text for m in messages)
+
+    assert await eventually(replied, within=within), await history(client, serve, sid)
+    return await history(client, serve, sid)
 
 
 def jobs(tmp_path: Path) -> dict[str, dict[str, Any]]:
@@ -111,10 +108,8 @@ async def test_a_plain_job_dies_with_a_killed_server_and_its_session_hears_it_af
         job = jobs(tmp_path)["long"]
         assert job["status"] == {"state": "running"}
         serve.kill()
-        deadline = time.monotonic() + 5
-        while pid_start_time(job["pid"]) is not None and time.monotonic() < deadline:
-            await asyncio.sleep(0.02)
-        assert pid_start_time(job["pid"]) is None  # the reaper killed it with the server
+        # the reaper killed it with the server
+        assert await eventually(lambda: pid_start_time(job["pid"]) is None, within=5)
         llm.enqueue(Reply(text="The long job was interrupted by a restart."))
         serve.start()
         await ready(serve)
@@ -124,8 +119,10 @@ async def test_a_plain_job_dies_with_a_killed_server_and_its_session_hears_it_af
         job = jobs(tmp_path)["long"]
     notices = [m["content"] for m in messages if m["role"] == "user"]
     assert notices[-1].startswith("[Background Process Completed]")
-    assert "Label: long" in notices[-1] and "Status: lost" in notices[-1]
-    assert job["status"] == {"state": "lost"} and job["notified"] is True
+    assert "Label: long" in notices[-1]
+    assert "Status: lost" in notices[-1]
+    assert job["status"] == {"state": "lost"}
+    assert job["notified"] is True
 
 
 @pytest.mark.slow
@@ -150,8 +147,8 @@ async def test_an_interactive_job_outlives_a_killed_server_and_is_reattached(
             await client.post(f"{serve.url}/api/v1/sessions/{sid}/messages", json={"content": "go"})
             session_name = jobs(tmp_path)["tui"]["tmux_session"]
             serve.kill()
-            alive = subprocess.run(["tmux", "has-session", "-t", session_name], check=False)
-            assert alive.returncode == 0  # the job outlived its server
+            alive = await asyncio.create_subprocess_exec("tmux", "has-session", "-t", session_name)
+            assert await alive.wait() == 0  # the job outlived its server
             llm.enqueue(Reply(text="The interactive job finished."))
             serve.start()
             await ready(serve)
@@ -160,7 +157,12 @@ async def test_an_interactive_job_outlives_a_killed_server_and_is_reattached(
             gate.touch()
             messages = await until_replied(client, serve, sid, "The interactive job finished.")
         notice = [m["content"] for m in messages if m["role"] == "user"][-1]
-        assert "Label: tui" in notice and "Status: completed (exit 0)" in notice
+        assert "Label: tui" in notice
+        assert "Status: completed (exit 0)" in notice
         assert "finished" in notice
     finally:
-        subprocess.run(["tmux", "kill-server"], check=False, capture_output=True, env=os.environ)
+        killer = await asyncio.create_subprocess_exec(
+            "tmux", "kill-server", stderr=asyncio.subprocess.DEVNULL
+        )
+        await killer.wait()
+        shutil.rmtree(tmux_dir, ignore_errors=True)

@@ -6,12 +6,13 @@ import asyncio
 import json
 from pathlib import Path
 
-from tests.tools.processes.helpers import needs_tmux, rig, tmux_server
+from tests.polling import eventually
+from tests.tools.processes.helpers import Rig, needs_tmux, rig, tmux_server
 
 pytestmark = needs_tmux
 
 
-async def _screen_shows(r, handle: str, text: str, within: float = 5.0) -> str:  # type: ignore[no-untyped-def]
+async def _screen_shows(r: Rig, handle: str, text: str, within: float = 5.0) -> str:
     async with asyncio.timeout(within):
         while True:
             screen = (await r.call(action="capture", handle=handle)).content
@@ -32,7 +33,8 @@ async def test_an_interactive_job_shows_its_screen_and_takes_keys_and_text(
             )
             doc = json.loads(outcome.content)
             handle = doc["handle"]
-            assert doc["tmux_session"] == f"duragent-{handle}" and "pid" not in doc
+            assert doc["tmux_session"] == f"duragent-{handle}"
+            assert "pid" not in doc
             await _screen_shows(r, handle, "ready")
             keys = await r.call(action="send_keys", handle=handle, keys="h i")
             assert keys.content == f"Sent keys to {handle}"
@@ -41,7 +43,8 @@ async def test_an_interactive_job_shows_its_screen_and_takes_keys_and_text(
             message = await r.told.wait_ended()
             listing = await r.call(action="list")
     assert "Status: completed (exit 0)" in message
-    assert "ready\n" in message and "second:two words" in message
+    assert "ready\n" in message
+    assert "second:two words" in message
     assert f"[interactive: duragent-{handle}]" in listing.content
 
 
@@ -60,9 +63,7 @@ async def test_watch_reports_once_when_the_output_falls_silent(tmp_path: Path) -
             outcome = await r.call(action="watch", handle=handle, interval_seconds=1)
             assert outcome.content == f"Screen watcher started for {handle} (silence timeout: 1s)"
             r.registry.watch(handle, "s1", 0.3)  # the same watcher, quicker, replacing it
-            async with asyncio.timeout(5):
-                while not r.told.halted:
-                    await asyncio.sleep(0.05)
+            assert await eventually(lambda: bool(r.told.halted), within=5)
             await asyncio.sleep(0.8)  # still silent: no second report until output resumes
             stopped = await r.call(action="unwatch", handle=handle)
             await r.call(action="kill", handle=handle)
@@ -93,7 +94,9 @@ async def test_a_restart_reattaches_a_running_interactive_job_and_reads_one_that
         assert meta["status"] == {"state": "running"}
         async with rig(tmp_path, tmux) as second:
             message = await second.told.wait_ended()
-            assert f"Handle: {ended}" in message and "Status: failed (exit 4)" in message
+            assert f"Handle: {ended}" in message
+            assert "Status: failed (exit 4)" in message
             await second.call(action="write", handle=running, input="back\\n")
             message = await second.told.wait_ended(2)
-    assert f"Handle: {running}" in message and "got:back" in message
+    assert f"Handle: {running}" in message
+    assert "got:back" in message

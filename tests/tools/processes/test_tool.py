@@ -9,6 +9,7 @@ import signal
 from pathlib import Path
 
 from duragent.tools.processes.meta import pid_start_time
+from tests.polling import eventually
 from tests.tools.processes.helpers import rig
 
 
@@ -19,7 +20,8 @@ async def test_a_finished_job_is_reported_to_its_session_with_status_and_output(
         handle = await r.spawn("echo building; echo failed >&2; exit 3", label="build")
         message = await r.told.wait_ended()
         meta = r.told.ended[0][0]
-    assert meta.session_id == "s1" and meta.handle == handle
+    assert meta.session_id == "s1"
+    assert meta.handle == handle
     assert message.startswith("[Background Process Completed]\n\nHandle: " + handle)
     assert "\nLabel: build\nCommand: echo building; echo failed >&2; exit 3\n" in message
     assert "Status: failed (exit 3)" in message
@@ -30,10 +32,12 @@ async def test_spawn_answers_the_reference_json_and_writes_meta_and_log(tmp_path
     async with rig(tmp_path) as r:
         outcome = await r.call(action="spawn", command="sleep 5")
         doc = json.loads(outcome.content)
-        assert doc["status"] == "running" and isinstance(doc["pid"], int)
+        assert doc["status"] == "running"
+        assert isinstance(doc["pid"], int)
         meta = json.loads((r.directory / f"{doc['handle']}.meta.json").read_text())
         assert meta["status"] == {"state": "running"}
-        assert meta["backend"] == "local" and meta["timeout_seconds"] == 1800
+        assert meta["backend"] == "local"
+        assert meta["timeout_seconds"] == 1800
         assert meta["log_path"] == str(r.directory.resolve() / f"{doc['handle']}.log")
         assert not [p for p in r.directory.iterdir() if p.name.endswith(".tmp")]
         await r.call(action="kill", handle=doc["handle"])
@@ -48,23 +52,25 @@ async def test_log_pages_by_offset_and_limit(tmp_path: Path) -> None:
         past = await r.call(action="log", handle=handle, offset=400)
     assert first.content.splitlines() == [str(n) for n in range(1, 101)]  # limit 100
     assert page.content == "11\n12\n13"
-    assert past.success and past.content == "(no output yet)"
+    assert past.success
+    assert past.content == "(no output yet)"
 
 
 async def test_kill_stops_the_whole_process_group_and_is_reported(tmp_path: Path) -> None:
     async with rig(tmp_path) as r:
         marker = tmp_path / "child.pid"
         handle = await r.spawn(f"sleep 30 & echo $! > {marker}; wait")
-        while not marker.exists() or not marker.read_text().strip():
-            await asyncio.sleep(0.02)
+        assert await eventually(lambda: marker.exists() and bool(marker.read_text().strip()))
         child = int(marker.read_text())
         outcome = await r.call(action="kill", handle=handle)
         message = await r.told.wait_ended()
         again = await r.call(action="kill", handle=handle)
-    assert outcome.success and outcome.content == f"Killed process {handle}"
+    assert outcome.success
+    assert outcome.content == f"Killed process {handle}"
     assert "Status: killed" in message
     assert pid_start_time(child) is None or _is_zombie(child)  # the background child died too
-    assert not again.success and again.content == "process is not running"
+    assert not again.success
+    assert again.content == "process is not running"
 
 
 def _is_zombie(pid: int) -> bool:
@@ -78,11 +84,14 @@ async def test_a_job_past_its_timeout_gets_sigterm_then_sigkill_and_is_reported_
     tmp_path: Path,
 ) -> None:
     async with rig(tmp_path, kill_grace=0.2) as r:
-        polite = await r.spawn("trap 'echo terminated; exit 0' TERM; sleep 30 & wait", timeout_seconds=1)
+        polite = await r.spawn(
+            "trap 'echo terminated; exit 0' TERM; sleep 30 & wait", timeout_seconds=1
+        )
         stubborn = await r.spawn("trap '' TERM; sleep 30", timeout_seconds=1)
         await r.told.wait_ended(2, within=5)
     told = {meta.handle: message for meta, message in r.told.ended}
-    assert "Status: timed out" in told[polite] and "terminated" in told[polite]
+    assert "Status: timed out" in told[polite]
+    assert "terminated" in told[polite]
     assert "Status: timed out" in told[stubborn]
 
 
@@ -104,7 +113,9 @@ async def test_wait_returns_the_outcome_as_the_tool_result_and_reports_nothing(
         assert r.told.ended == []
     doc = json.loads(outcome.content)
     assert not outcome.success
-    assert doc["status"] == "failed" and doc["exit_code"] == 2 and doc["output"] == "done\n"
+    assert doc["status"] == "failed"
+    assert doc["exit_code"] == 2
+    assert doc["output"] == "done\n"
 
 
 async def test_another_session_can_neither_read_nor_kill_a_job(tmp_path: Path) -> None:
@@ -154,9 +165,7 @@ async def test_ended_jobs_are_forgotten_after_the_cleanup_age_once_reported(
     async with rig(tmp_path, cleanup_after=0.0) as r:
         handle = await r.spawn("true")
         await r.told.wait_ended()
-        await asyncio.sleep(0.05)
-        while r.registry.get(handle).notified is False:  # type: ignore[union-attr]
-            await asyncio.sleep(0.01)
+        assert await eventually(lambda: getattr(r.registry.get(handle), "notified", False))
         assert r.registry.cleanup() == [handle]
         assert list(r.directory.iterdir()) == []
         assert (await r.call(action="status", handle=handle)).content == (
@@ -175,7 +184,8 @@ async def test_a_stopping_server_kills_plain_jobs_and_the_next_start_reports_the
     assert pid_start_time(pid) is None or _is_zombie(pid)
     async with rig(tmp_path) as again:
         message = await again.told.wait_ended()
-    assert f"Handle: {handle}" in message and "Status: lost" in message
+    assert f"Handle: {handle}" in message
+    assert "Status: lost" in message
     assert "The server stopped while this process ran" in message
 
 
