@@ -11,11 +11,22 @@ import yaml
 
 from duragent.agents import load_catalog
 from duragent.frontkit import ProcessNotices, SessionNotices
-from duragent.scheduler import Destination, ManualClock, Schedules, ScheduleTool
+from duragent.scheduler import (
+    Destination,
+    Every,
+    ManualClock,
+    Schedule,
+    Schedules,
+    ScheduleTool,
+    TaskPayload,
+)
+from duragent.scheduler.chat import ChatPayloads
+from duragent.testing import Reply
 from duragent.tools.base import ToolContext
 from duragent.tools.processes import ProcessMeta, ProcessRegistry, SpawnRequest
 from tests.polling import eventually
 from tests.scheduler.rig import START, RecordingPayloads
+from tests.turns.turn_fixtures import harness
 
 
 @pytest.fixture
@@ -115,3 +126,25 @@ async def test_a_job_that_ends_cancels_its_linked_schedule_before_its_session_is
     assert await eventually(lambda: order == ["cancelled", "told"], within=5)
     await registry.stop()
     assert schedules.get(sched_id).status == "cancelled"
+
+
+async def test_a_linked_tasks_prompt_names_its_job(tmp_path: Path) -> None:
+    async with harness(tmp_path) as h:
+        h.server.enqueue(Reply(text="checked"))
+        linked = Schedule(
+            id="sched_watch",
+            agent="bot",
+            timing=Every(30),
+            payload=TaskPayload("Check the job"),
+            created_at=START,
+            process_handle="01job",
+        )
+
+        async def record(session_id: str, seq: int) -> None:
+            pass
+
+        report = await ChatPayloads(h.runner, lambda gateway: None).run(linked, START, record)
+        prompt = h.server.requests[0].body["messages"][-1]["content"]
+    assert report.error is None
+    assert prompt.endswith("(This is an automated task. Send the result to this chat.)"
+                           "\n\nLinked process handle: 01job")  # fmt: skip
