@@ -12,8 +12,10 @@ answer it, through the one turn runner, exactly as a chat message would be:
   delivered through the session's front end: for a chat session, its gateway's
   ``OutboundPort`` through ``Delivery`` (each reply once, an approval asked with buttons);
   for an HTTP or CLI session the reply is in the session's history and event stream;
-- a session waiting on an approval is left as it is: the notice waits in the history and
-  the model reads it when the turn goes on (a notice must not cancel a person's decision).
+- a session waiting on an approval is left as it is: the notice is recorded only once the
+  decision is made (recorded before, it would sit between the paused call and its result,
+  or cancel the person's decision as a new message does). A job's ``notified`` stays false
+  meanwhile, so a restart reports it again.
 
 After a restart, a notice found recorded and not answered is answered here only for a
 session without a chat: a chat's own recovery (``recover_chats``, run when its gateway
@@ -38,6 +40,7 @@ __all__ = ["ProcessNotices", "SessionNotices"]
 log = logging.getLogger(__name__)
 
 _IDLE_POLL_SECONDS = 0.1
+_APPROVAL_POLL_SECONDS = 1.0
 
 
 class SessionNotices:
@@ -46,6 +49,7 @@ class SessionNotices:
     def __init__(self, turns: TurnRunner, outbound: Callable[[str], OutboundPort | None]) -> None:
         self._turns = turns
         self._outbound = outbound
+        self.approval_poll = _APPROVAL_POLL_SECONDS
         self._deliveries: dict[str, tuple[OutboundPort, Delivery]] = {}
 
     def _delivery(self, gateway: str) -> Delivery | None:
@@ -67,6 +71,11 @@ class SessionNotices:
         """
         session = self._turns.registry.handle(session_id)
         info = await session.info()
+        while info.pending_approval is not None:
+            # Recorded now, the notice would sit between the paused call and its result, or
+            # cancel a person's pending decision: it waits until the decision is made.
+            await asyncio.sleep(self.approval_poll)
+            info = await session.info()
         chat = None
         if info.gateway and info.gateway_chat_id:
             chat = ChatRef(info.gateway, info.gateway_chat_id)
@@ -77,8 +86,8 @@ class SessionNotices:
             session_id, accepted.steered
         ):
             return None
-        if (await session.info()).pending_approval is not None:
-            log.info("session %s: notice %s waits for the pending approval", session_id, notice_id)
+        if (await session.info()).pending_approval is not None:  # a turn paused just now
+            log.info("session %s: notice %s is left for the paused turn", session_id, notice_id)
             return None
         result = await self._turns.answer(session_id, accepted.seq, text)
         if chat is not None:

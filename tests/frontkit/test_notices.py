@@ -6,6 +6,7 @@ the chat is the kit's in-memory ``OutboundPort``.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -22,7 +23,7 @@ from duragent.tools.processes import (
     Tmux,
 )
 from duragent.tools.processes.meta import load_all
-from duragent.turns import Complete
+from duragent.turns import AwaitingApproval, Complete
 from tests.polling import eventually
 from tests.turns.turn_fixtures import FnTool, Harness, harness
 
@@ -153,3 +154,37 @@ async def test_a_job_whose_session_is_gone_counts_as_reported(tmp_path: Path) ->
         await registry.stop()
     assert reported
     assert h.server.requests == []
+
+
+ASK = """\
+apiVersion: duragent/v1alpha1
+kind: Policy
+mode: ask
+"""
+
+
+async def test_a_notice_waits_for_a_pending_approval_and_is_answered_after_it(
+    tmp_path: Path,
+) -> None:
+    echo = FnTool("echo", lambda args: "echoed")
+    async with harness(tmp_path, tools=[echo], policy=ASK) as h:
+        h.server.enqueue(Reply(tool_calls=[ToolCallReply(name="echo", arguments={}, id="c1")]))
+        sid = await h.runner.start_session("bot")
+        paused = await h.runner.run(sid, "echo please")
+        assert isinstance(paused, AwaitingApproval)
+        notices = SessionNotices(h.runner, lambda gateway: None)
+        notices.approval_poll = 0.02
+        told = asyncio.create_task(
+            notices.notify(sid, f"{COMPLETED}\n\nHandle: y", notice_id="process:y:ended")
+        )
+        await asyncio.sleep(0.2)
+        assert not told.done()
+        assert not any(t.startswith(COMPLETED) for t in await user_texts(h, sid))
+        h.server.enqueue(Reply(text="Echo done."), Reply(text="And the job ended."))
+        await h.runner.approve(sid, "c1", "allow_once")
+        result = await asyncio.wait_for(told, 5)
+        texts = await user_texts(h, sid)
+    assert isinstance(result, Complete)
+    assert result.content == "And the job ended."
+    assert echo.calls == [{}]
+    assert texts == ["echo please", f"{COMPLETED}\n\nHandle: y"]

@@ -112,6 +112,7 @@ class ProcessRegistry:
         self._entries: dict[str, _Entry] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._dedupe = Dedupe()
+        self._reporting: set[str] = set()
 
     # --- service ---------------------------------------------------------------------------
 
@@ -172,7 +173,10 @@ class ProcessRegistry:
 
         Raises ProcessError ("spawn failed: …") when it cannot start.
         """
-        self.directory.mkdir(parents=True, exist_ok=True)
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ProcessError(f"spawn failed: cannot create {self.directory}: {exc}") from exc
         handle = new_ulid().lower()
         tmux = request.interactive and self.tmux.available
         meta = ProcessMeta(
@@ -190,7 +194,10 @@ class ProcessRegistry:
             gateway=request.gateway,
             chat_id=request.chat_id,
         )
-        self._set(meta)
+        try:  # on disk before it runs: a job nothing records is never started
+            write_meta(self.directory, meta)
+        except OSError as exc:
+            raise ProcessError(f"spawn failed: cannot record the job: {exc}") from exc
         entry = self._entries[handle] = _Entry(meta)
         try:
             if meta.tmux_session is not None:
@@ -265,16 +272,21 @@ class ProcessRegistry:
     # --- reports -----------------------------------------------------------------------------
 
     async def _report(self, handle: str) -> None:
+        """Tell the job's session it ended; ``notified`` once told (else retried later)."""
         entry = self._entries.get(handle)
         if entry is None or entry.meta.notified or self.events is None:
             return
-        if not self._dedupe.fresh("ended", handle):
+        if handle in self._reporting or not self._dedupe.fresh("ended", handle):
             return
+        self._reporting.add(handle)
         try:
             await self.events.process_ended(entry.meta, completion_message(entry.meta))
         except Exception:
-            log.exception("background process %s: its session was not told", handle)
+            log.exception("background process %s: its session was not told (retried)", handle)
+            self._dedupe.forget("ended", handle)
             return
+        finally:
+            self._reporting.discard(handle)
         self._set(replace(self._entries[handle].meta, notified=True))
 
     async def _halted(self, handle: str) -> None:
@@ -408,8 +420,12 @@ class ProcessRegistry:
         return gone
 
     async def _cleanup_loop(self) -> None:
+        """Every ``cleanup_every``: forget old jobs, report again those not yet reported."""
         while True:
             self.cleanup()
+            for handle, entry in list(self._entries.items()):
+                if entry.meta.status.terminal and not entry.meta.notified and not entry.waited:
+                    self._spawn_task(self._report(handle))
             await asyncio.sleep(self.cleanup_every)
 
     def _spawn_task(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:

@@ -92,6 +92,10 @@ class Dedupe:
         self._recent[(kind, handle)] = clock
         return True
 
+    def forget(self, kind: str, handle: str) -> None:
+        """The report failed: a retry is not a duplicate."""
+        self._recent.pop((kind, handle), None)
+
 
 async def watch_silence(
     log_path: Path,

@@ -8,7 +8,9 @@ import os
 import signal
 from pathlib import Path
 
-from duragent.tools.processes.meta import pid_start_time
+import pytest
+
+from duragent.tools.processes.meta import ProcessMeta, pid_start_time
 from tests.polling import eventually
 from tests.tools.processes.helpers import rig
 
@@ -219,3 +221,41 @@ async def test_a_leftover_job_a_dead_server_left_running_is_killed_at_start(
             os.kill(proc.pid, signal.SIGKILL)
     assert code == -signal.SIGKILL
     assert "Status: lost" in message
+
+
+async def test_a_report_that_failed_is_tried_again_until_the_session_is_told(
+    tmp_path: Path,
+) -> None:
+    async with rig(tmp_path, cleanup_every=0.05) as r:
+        failures = [RuntimeError("storage full")]
+        told = r.told.process_ended
+
+        async def flaky(meta: ProcessMeta, message: str) -> None:
+            if failures:
+                raise failures.pop()
+            await told(meta, message)
+
+        r.told.process_ended = flaky  # type: ignore[method-assign]
+        handle = await r.spawn("echo once")
+        message = await r.told.wait_ended(within=5)
+        assert await eventually(lambda: getattr(r.registry.get(handle), "notified", False))
+    assert failures == []
+    assert f"Handle: {handle}" in message
+    assert len(r.told.ended) == 1
+
+
+async def test_a_wait_cut_short_leaves_the_job_to_be_reported_when_it_ends(
+    tmp_path: Path,
+) -> None:
+    async with rig(tmp_path) as r:
+        gate = tmp_path / "go"
+        task = asyncio.create_task(
+            r.call(action="spawn", command=f"until [ -e {gate} ]; do sleep 0.02; done", wait=True)
+        )
+        assert await eventually(lambda: bool(r.registry.listing("s1")))
+        task.cancel()  # the tool call's own time limit
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        gate.touch()
+        message = await r.told.wait_ended()
+    assert "Status: completed (exit 0)" in message
