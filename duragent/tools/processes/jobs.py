@@ -114,7 +114,9 @@ class LocalJob:
         release_group(self.pgid)
         self.launched.transport.close()
 
-    async def run(self, time_limit: float, grace: float = KILL_GRACE_SECONDS) -> ProcessStatus:
+    async def run(
+        self, time_limit: float | None, grace: float = KILL_GRACE_SECONDS
+    ) -> ProcessStatus:
         """Wait for the command to end (or time out), clean its group up, say how it ended."""
         exited = self.launched.protocol.exited
         status: ProcessStatus | None = None
@@ -168,7 +170,7 @@ async def watch_tmux(
     session: str,
     log_path: Path,
     *,
-    time_limit: float,
+    time_limit: float | None,
     poll: float,
     killed: asyncio.Event,
 ) -> ProcessStatus:

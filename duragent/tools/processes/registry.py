@@ -227,8 +227,8 @@ class ProcessRegistry:
 
     async def _watch(self, entry: _Entry) -> None:
         meta = entry.meta
-        timeout = float(meta.timeout_seconds) - (now() - meta.spawned_at).total_seconds()
-        timeout = max(timeout, 0.0) if meta.timeout_seconds > 0 else float("inf")
+        left = float(meta.timeout_seconds) - (now() - meta.spawned_at).total_seconds()
+        timeout = max(left, 0.0) if meta.timeout_seconds > 0 else None  # None: no limit
         if entry.local is not None:
             status = await entry.local.run(timeout, self.kill_grace)
         else:
