@@ -33,7 +33,13 @@ from duragent.core.lifecycle import (
 )
 from duragent.core.tasks import BackgroundTasks
 from duragent.errors import ConfigError
-from duragent.frontkit import ChatGateway, OutboundPort, WebhookReceiver
+from duragent.frontkit import (
+    ChatGateway,
+    OutboundPort,
+    ProcessNotices,
+    SessionNotices,
+    WebhookReceiver,
+)
 from duragent.gateways.http import HttpServer, build_app
 from duragent.llm import credential_problem
 from duragent.scheduler import (
@@ -52,6 +58,7 @@ from duragent.store.serve_lock import ServeLock
 from duragent.tools import sandbox as sandboxes
 from duragent.tools.base import Tool
 from duragent.tools.policy_check import agent_policy_files, check_policy_file
+from duragent.tools.processes import BackgroundProcessTool, ProcessRegistry
 from duragent.turns import TurnRunner
 from duragent.turns.agent_budget import budget_check
 from duragent.turns.providers import ProviderPool
@@ -129,6 +136,10 @@ class Runtime:
             extra_tools=self._extra_tools,
             env=env,
             sandbox=self._sandbox,
+        )
+        self.processes = ProcessRegistry(
+            paths.workspace / "processes",
+            events=ProcessNotices(SessionNotices(self._turns, self.outbound_port), self._unlink),
         )
 
     # --- HttpServices ---------------------------------------------------------------------
@@ -355,6 +366,14 @@ class Runtime:
         Entry("external-gateways", lambda rt: rt._external_service(), essential=False),
         # After the chat gateways: a due run delivers through their outbound ports.
         Entry("scheduler", lambda rt: rt._scheduler_service(), essential=False),
+        # After the gateways and the scheduler: a job that ended while the server was down is
+        # reported at start (a turn in its session, delivered to its chat) and its linked
+        # schedules cancelled. Stopped before them.
+        Entry(
+            "processes",
+            lambda rt: Hooks(rt.processes.start, rt.processes.stop),
+            essential=False,
+        ),
         Entry("http", lambda rt: Hooks(rt._start_http, rt._stop_http)),
     )
     """Every service of the server, in start order (stop order is the reverse)."""
@@ -455,15 +474,30 @@ class Runtime:
         return served.outbound if served is not None else None
 
     def _extra_tools(self, agent: Agent, session_id: str) -> list[Tool]:
-        """``schedule`` for agents that list it, except in a scheduled task's own turn."""
+        """``background_process`` and ``schedule`` for agents that list them.
+
+        ``schedule`` is not offered in a scheduled task's own turn.
+        """
+        listed = {t.name for t in agent.spec.tools if t.type == "builtin"}
+        tools: list[Tool] = []
+        if "background_process" in listed:
+            tools.append(BackgroundProcessTool(self.processes, self._chat_pair))
         schedules = self._schedules
-        if schedules is None or not any(
-            t.type == "builtin" and t.name == "schedule" for t in agent.spec.tools
-        ):
-            return []
+        if schedules is None or "schedule" not in listed:
+            return tools
         if schedules.chat is not None and session_id in schedules.chat.task_sessions:
+            return tools
+        return [*tools, ScheduleTool(schedules, self._chat_of)]
+
+    async def _chat_pair(self, session_id: str) -> tuple[str, str] | None:
+        chat = await self._chat_of(session_id)
+        return (chat.gateway, chat.chat_id) if chat is not None else None
+
+    def _unlink(self, process_handle: str, agent: str) -> list[str]:
+        """Cancel the schedules linked to a background job that ended (scheduler running)."""
+        if self._schedules is None:
             return []
-        return [ScheduleTool(schedules, self._chat_of)]
+        return self._schedules.cancel_linked(process_handle, agent=agent)
 
     async def _chat_of(self, session_id: str) -> Destination | None:
         info = await self.registry.handle(session_id).info()

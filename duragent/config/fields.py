@@ -260,25 +260,10 @@ FIELDS: dict[Format, dict[str, Fate]] = {
 }
 
 _NOT_YET = "this duragent does not act on it yet"
-# --- PLANNED: one line per field another line of work (issue 19) is implementing. ------------
-# TODO(merge, issue 19): when a branch below lands, its module exists and
-# tests/config/test_fields.py fails naming the line: move it to FIELDS as its ``then``.
-PLANNED: dict[Format, dict[str, Planned]] = {
-    "agent": {
-        # TODO(background_process helper, item 3): duragent/tools/processes, tools/reload.py
-        "spec.tools[].name": Planned(
-            "background_process and reload_tools",
-            "duragent.tools.processes",
-            Warn(
-                f"{_NOT_YET}: the model is told the tool is unknown when it calls it (remove "
-                "the entry)",
-                when=lambda value: value in ("background_process", "reload_tools"),
-                also=Use("duragent.tools.registry", "build_tools"),
-            ),
-            then=Use("duragent.tools.registry", "build_tools"),
-        ),
-    },
-}
+# --- PLANNED: one line per field another line of work is implementing (none today). -------
+# When such a branch lands, its module exists and tests/config/test_fields.py fails naming
+# the line: move it to FIELDS as its ``then``.
+PLANNED: dict[Format, dict[str, Planned]] = {}
 
 
 def registry(fmt: Format) -> dict[str, Fate]:

@@ -18,7 +18,7 @@ from duragent.context.truncation import truncate_tool_result
 from duragent.core.approval import ApprovalDecision, PendingApproval
 from duragent.core.messages import Message, ToolCall
 from duragent.llm import REJECTED_KEY
-from duragent.tools.base import Tool, ToolContext, ToolOutcome
+from duragent.tools.base import RunsCommands, Tool, ToolContext, ToolOutcome
 from duragent.tools.notify import NOTIFIER
 from duragent.tools.policy import Decision
 from duragent.tools.registry import lookup
@@ -148,18 +148,25 @@ async def execute(
     if guard is not None:
         return ToolOutcome(False, guard)
     command = tool.invocation(args)
-    # Off the event loop: analysing a long shell command takes a while (tree-sitter + splitter).
-    verdict = await asyncio.to_thread(ctx.policy.decide, tool.policy_type, command)
-    if verdict.decision is Decision.DENY:
-        return ToolOutcome(
-            False, f"Command '{command}' was denied by policy. This command is not allowed."
-        )
-    if verdict.decision is Decision.ASK:
+    checks: list[tuple[str, str]] = [(tool.policy_type, command)]
+    if isinstance(tool, RunsCommands):  # a command it runs is checked as bash would be
+        checks += [("bash", shell) for shell in tool.commands(args)]
+    asked: tuple[str, str] | None = None
+    for policy_type, checked in checks:
+        # Off the event loop: analysing a long shell command takes a while (tree-sitter…).
+        verdict = await asyncio.to_thread(ctx.policy.decide, policy_type, checked)
+        if verdict.decision is Decision.DENY:
+            return ToolOutcome(
+                False, f"Command '{checked}' was denied by policy. This command is not allowed."
+            )
+        if verdict.decision is Decision.ASK and (asked is None or policy_type == "bash"):
+            asked = (policy_type, checked)
+    if asked is not None:
         return PendingApproval(
             call_id=call.id,
             tool_name=tool.name,
             arguments=args,
-            command=command,
-            tool_type=tool.policy_type,
+            command=asked[1],
+            tool_type=asked[0],
         )
     return await _run_and_notify(ctx, tool, args, command)

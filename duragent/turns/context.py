@@ -151,16 +151,19 @@ class ContextFactory:
         spec = agent.spec
         budget = budget_settings(agent)
         extra = self._extra_tools(agent, session_id) if self._extra_tools else ()
-        tools = build_tools(
-            agent,
-            workspace_dir=self._workspace_dir,
-            world_memory_dir=self._world_memory_dir,
-            extra=extra,
-        )
+
+        def tools() -> dict[str, Tool]:
+            return build_tools(
+                agent,
+                workspace_dir=self._workspace_dir,
+                world_memory_dir=self._world_memory_dir,
+                extra=extra,
+            )
 
         return LoopContext(
             provider=await self._providers.for_agent(agent),
-            tools=tools,
+            tools=tools(),
+            rebuild_tools=tools,
             policy=load_policy(self._policy_file, agent.directory),
             counter=counter_for_model(agent.model.name),
             budget=budget,

@@ -146,6 +146,8 @@ class LoopContext:
     """What one model response may be (enforced by the provider while reading it)."""
     hooks: HooksSpec = field(default_factory=HooksSpec)
     """The agent's tool hooks with its builtins' defaults (``turns.hooks.effective_hooks``)."""
+    rebuild_tools: Callable[[], Mapping[str, Tool]] | None = None
+    """The turn's tools built again (after ``reload_tools``: new scripts on disk)."""
 
 
 @dataclass(slots=True)
@@ -184,6 +186,10 @@ class _TurnMemo:
     def seen(self, turn: list[Message]) -> list[Message]:
         """The conversation as the model last saw it, plus what this turn added since."""
         return [*self._sent, *turn[self._sent_turn_length :]]
+
+    def forget_tools(self) -> None:
+        """The tools changed (``reload_tools``): compute the definitions again."""
+        self._tools = None
 
     def tools(self, ctx: LoopContext) -> tuple[list[ToolDefinition], int]:
         """The tool definitions offered this turn and what they cost (computed once)."""
@@ -320,6 +326,9 @@ async def run_loop(
             await store_result(ctx, turn, call.id, result)
             if note := after_tool(ctx.hooks, call, result.success):
                 steer.append(note)
+            if result.reload_tools and ctx.rebuild_tools is not None:
+                ctx.tools = ctx.rebuild_tools()  # the next model call offers what it found
+                cache.forget_tools()
         await _add_steering(ctx, turn, steer)
         if outcome.iterations >= ctx.max_iterations:
             note = (
