@@ -71,8 +71,8 @@ def current_version(db: Database) -> int:
     """The newest version applied to ``db``'s schema (0: none, or no schema yet)."""
     with db.transaction("reading the schema version") as conn:
         row = conn.execute(
-            "SELECT to_regclass(format('%I.schema_version', %s::text)) IS NOT NULL",
-            (db.schema,),
+            "SELECT to_regclass(%s) IS NOT NULL",
+            (f"{db.schema}.schema_version",),  # a plain identifier: checked by Database
         ).fetchone()
         if not row or not row[0]:
             return 0
@@ -89,6 +89,7 @@ def migrate(db: Database) -> list[Migration]:
     known = migrations[-1].version
     applied: list[Migration] = []
     with db.transaction("preparing the schema") as conn:
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
         conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(db.schema)))
     for migration in migrations:
         with db.transaction(f"applying schema migration {migration.version}") as conn:

@@ -1,0 +1,65 @@
+"""Numbered migrations: applied once, recorded, and a newer schema is refused by name."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from tests.store import postgres_db
+from duragent.store.postgres import SchemaTooNewError, current_version, migrate
+from duragent.store.postgres.schema import known_migrations
+
+
+def test_migrations_are_applied_once_and_recorded() -> None:
+    with postgres_db.fresh_schema() as schema, postgres_db.database(schema) as db:
+        db.open()
+        assert current_version(db) == 0
+        applied = migrate(db)
+        assert [m.version for m in applied] == [m.version for m in known_migrations()]
+        assert current_version(db) == known_migrations()[-1].version
+        assert migrate(db) == []  # a second start applies nothing
+
+
+def test_nodes_starting_at_once_apply_each_migration_once() -> None:
+    with postgres_db.fresh_schema() as schema:
+        results: list[int] = []
+        errors: list[BaseException] = []
+
+        def start() -> None:
+            try:
+                with postgres_db.database(schema) as db:
+                    db.open()
+                    results.append(len(migrate(db)))
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=start) for _ in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+        assert sorted(results) == [0, 0, len(known_migrations())]
+
+
+def test_a_schema_newer_than_the_code_is_refused_naming_both_versions() -> None:
+    with postgres_db.fresh_schema() as schema, postgres_db.database(schema) as db:
+        db.open()
+        migrate(db)
+        known = known_migrations()[-1].version
+        with db.transaction("test") as conn:
+            conn.execute(
+                "INSERT INTO schema_version (version, name) VALUES (%s, 'from_the_future')",
+                (known + 5,),
+            )
+        with pytest.raises(SchemaTooNewError, match=rf"version {known + 5}.*up to {known}"):
+            migrate(db)
+
+
+def test_a_schema_name_that_is_not_plain_is_refused() -> None:
+    from duragent.errors import ConfigError
+    from duragent.store.postgres import Database
+
+    with pytest.raises(ConfigError, match="store.schema"):
+        Database(postgres_db.DSN, schema="x; DROP TABLE y")

@@ -1,0 +1,60 @@
+"""What the Postgres backend adds to the contract: refused duplicates, clear outages, no leaks."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.store import postgres_db
+from duragent.core.events import Event
+from duragent.errors import StorageError
+from duragent.store.postgres import Database, PostgresSessionStore, describe_dsn, dsn_password
+
+
+@pytest.fixture
+def store() -> Iterator[PostgresSessionStore]:
+    with postgres_db.fresh_schema() as schema, postgres_db.database(schema) as db:
+        made = PostgresSessionStore(db, node_id="n1")
+        made.open()
+        yield made
+
+
+def test_a_duplicate_seq_is_refused_by_the_database(store: PostgresSessionStore) -> None:
+    store.create("s1")
+    log = store.event_log("s1")
+    log.append([Event.user_message(1, content="a")])
+    with pytest.raises(ValueError, match=r"already has an event with one of the seqs \[2, 1\]"):
+        log.append([Event.user_message(2, content="b"), Event.user_message(1, content="c")])
+    events, _ = log.read()
+    assert [(e.seq, e.data["content"]) for e in events] == [(1, "a")]  # all or nothing
+
+
+def test_text_postgres_cannot_hold_as_jsonb_round_trips(store: PostgresSessionStore) -> None:
+    store.create("s1")
+    text = "nul \x00, emoji 🧪, rtl עברית, \\u0000 literally"
+    store.event_log("s1").append([Event.user_message(1, content=text)])
+    assert store.event_log("s1").read()[0][0].data["content"] == text
+
+
+def test_an_unreachable_database_is_a_storage_error_without_the_password() -> None:
+    dsn = "postgresql://duragent:s3cret-pass@127.0.0.1:1/nowhere"
+    db = Database(dsn, connect_timeout=0.3)
+    with pytest.raises(StorageError) as caught:
+        PostgresSessionStore(db, node_id="n1").open()
+    told = str(caught.value)
+    assert "connecting to the database" in told
+    assert "127.0.0.1:1/nowhere" in told
+    assert "s3cret-pass" not in told
+
+
+def test_a_dsn_is_described_without_its_password() -> None:
+    dsn = "postgresql://app:hunter2-long@db.example:6543/prod"
+    assert describe_dsn(dsn) == "postgresql://app@db.example:6543/prod"
+    assert dsn_password(dsn) == "hunter2-long"
+    assert "pw-1234567" not in describe_dsn("host=h dbname=d user=u password=pw-1234567")
+
+
+def test_health_recovers_once_the_database_answers_again(store: PostgresSessionStore) -> None:
+    store.health.failed(OSError(111, "connection refused"))
+    assert store.health.check(min_interval=0) is None
