@@ -53,7 +53,7 @@ from duragent.session import RegistrySettings, SessionRegistry
 from duragent.session.descriptors import budget, connection_cap
 from duragent.session.gate import MAX_ACTIVE_ASKS, tune_interpreter
 from duragent.session.reader import RegistrySessionReader
-from duragent.store import SessionStore
+from duragent.store.backends import session_storage
 from duragent.store.serve_lock import ServeLock
 from duragent.tools import sandbox as sandboxes
 from duragent.tools.base import Tool
@@ -110,7 +110,7 @@ class Runtime:
         self._connection_cap: int | None = None
         self._schedules: Schedules | None = None
         self.registry = SessionRegistry(
-            SessionStore(paths.sessions),
+            session_storage(config.store, paths.sessions),
             registry_settings
             or RegistrySettings(
                 default_rollover=config.sessions.compaction,

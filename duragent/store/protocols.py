@@ -174,6 +174,10 @@ class SessionStorage(Protocol):
         """Prepare the storage and load the chat map."""
         ...
 
+    def close(self) -> None:
+        """Release what the storage holds (connections, leases); the registry closes it last."""
+        ...
+
     def create(self, session_id: str) -> Path:
         """Durably make room for a new session (``FileExistsError`` when the id is taken).
 

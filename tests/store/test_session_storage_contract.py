@@ -33,8 +33,8 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SessionSto
         made.open()
         yield made
         return
-    from tests.store import postgres_db  # skips without the driver or a server
     from duragent.store.postgres import PostgresSessionStore
+    from tests.store import postgres_db  # skips without the driver or a server
 
     with postgres_db.fresh_schema() as schema, postgres_db.database(schema) as db:
         pg = PostgresSessionStore(db, node_id="test-node")

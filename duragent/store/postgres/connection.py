@@ -22,6 +22,7 @@ from contextlib import contextmanager
 import psycopg
 import psycopg_pool
 from psycopg import conninfo
+from psycopg.rows import TupleRow
 
 from duragent.errors import ConfigError, StorageError
 
@@ -116,7 +117,7 @@ class Database:
         self._pool.close()
 
     @contextmanager
-    def transaction(self, operation: str) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
+    def transaction(self, operation: str) -> Iterator[psycopg.Connection[TupleRow]]:
         """A connection inside one transaction: committed on success, rolled back on error.
 
         Connection-level failures (the database down, a dropped connection, the pool empty

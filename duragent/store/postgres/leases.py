@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import psycopg
+from psycopg.rows import TupleRow
 
 from duragent.errors import DuragentError, StorageError
 
@@ -62,7 +63,7 @@ class Lease:
     epoch: int
 
 
-Conn = psycopg.Connection[tuple[object, ...]]
+Conn = psycopg.Connection[TupleRow]
 
 
 def claim(conn: Conn, session_id: str, node: str, seconds: float) -> Lease:
@@ -92,7 +93,7 @@ def claim(conn: Conn, session_id: str, node: str, seconds: float) -> Lease:
         ).fetchone()
         owner, expires = held if held else ("?", "?")
         raise LeaseHeldError(session_id, str(owner), expires)
-    return Lease(session_id, int(row[0]), int(row[1]))  # type: ignore[call-overload]
+    return Lease(session_id, int(row[0]), int(row[1]))
 
 
 def fence(conn: Conn, lease: Lease, seconds: float, *, log_written: bool = False) -> None:
@@ -115,7 +116,7 @@ def fence(conn: Conn, lease: Lease, seconds: float, *, log_written: bool = False
         raise FencedWriteError(
             lease.session_id,
             lease.epoch,
-            int(now[0]) if live and now else None,  # type: ignore[call-overload]
+            int(now[0]) if live and now else None,
             str(now[1]) if live and now and now[1] else None,
         )
 

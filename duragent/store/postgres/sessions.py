@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from psycopg.rows import TupleRow
 
 from duragent.core.events import Event, now_rfc3339
 from duragent.core.nesting import loads_bounded
@@ -101,7 +102,7 @@ class PostgresSessionStore:
         return got
 
     def fenced(
-        self, conn: psycopg.Connection[tuple[object, ...]], session_id: str, *, log: bool = False
+        self, conn: psycopg.Connection[TupleRow], session_id: str, *, log: bool = False
     ) -> Lease:
         """Check and renew this node's lease inside ``conn``'s transaction (the fence)."""
         held = self.lease(session_id)
@@ -181,7 +182,7 @@ class PostgresSessionStore:
         key_query = _NEWEST_QUARANTINED if quarantined else _LIVE
         with self.db.transaction(f"reading the header of session {session_id}") as conn:
             row = conn.execute(
-                f"SELECT header::text FROM snapshots WHERE session_key = ({key_query})",  # noqa: S608
+                f"SELECT header::text FROM snapshots WHERE session_key = ({key_query})",
                 (session_id,),
             ).fetchone()
         if row is None:
@@ -231,7 +232,7 @@ class PostgresSessionStore:
         with self.db.transaction(f"reading why session {session_id} is quarantined") as conn:
             row = conn.execute(
                 "SELECT quarantine_reason FROM sessions WHERE session_key = "
-                f"({_NEWEST_QUARANTINED})",  # noqa: S608
+                f"({_NEWEST_QUARANTINED})",
                 (session_id,),
             ).fetchone()
         if row is None:
@@ -244,7 +245,7 @@ class PostgresSessionStore:
             with self.db.transaction(f"restoring session {session_id}") as conn:
                 row = conn.execute(
                     "UPDATE sessions SET quarantined_at = NULL, epoch = epoch + 1 "
-                    f"WHERE session_key = ({_NEWEST_QUARANTINED}) RETURNING 1",  # noqa: S608
+                    f"WHERE session_key = ({_NEWEST_QUARANTINED}) RETURNING 1",
                     (session_id,),
                 ).fetchone()
         except psycopg.errors.UniqueViolation:
@@ -287,7 +288,10 @@ class PostgresLog:
                 with conn.cursor() as cur:
                     cur.executemany(
                         "INSERT INTO events (session_key, seq, event) VALUES (%s, %s, %s)",
-                        [(lease.session_key, e.seq, line) for e, line in zip(events, lines)],
+                        [
+                            (lease.session_key, e.seq, line)
+                            for e, line in zip(events, lines, strict=True)
+                        ],
                     )
         except psycopg.errors.UniqueViolation:
             raise EventSeqConflictError(
@@ -308,8 +312,7 @@ class PostgresLog:
             if row is None or not row[1]:
                 return None
             rows = conn.execute(
-                f"SELECT event::text FROM events WHERE session_key = %s AND {where} "  # noqa: S608
-                "ORDER BY seq",
+                f"SELECT event::text FROM events WHERE session_key = %s AND {where} ORDER BY seq",
                 (row[0], *params),
             ).fetchall()
         return [str(r[0]) for r in rows]
@@ -332,13 +335,13 @@ class PostgresLog:
         try:
             with self._db.transaction(f"reading the last seq of {self.session_id}") as conn:
                 row = conn.execute(
-                    f"SELECT coalesce(max(seq), 0) FROM events WHERE session_key = ({_LIVE}) "  # noqa: S608
+                    f"SELECT coalesce(max(seq), 0) FROM events WHERE session_key = ({_LIVE}) "
                     "AND NOT archived",
                     (self.session_id,),
                 ).fetchone()
         except StorageError:
             return None
-        return int(row[0]) if row else 0  # type: ignore[call-overload]
+        return int(row[0]) if row else 0
 
     def roll_over(self, up_to_seq: int, *, archive: bool) -> int:
         """Mark (archive) or delete (discard) live events ``<= up_to_seq``, fenced."""
@@ -346,7 +349,7 @@ class PostgresLog:
             lease = self._store.fenced(conn, self.session_id)
             verb = "UPDATE events SET archived = true" if archive else "DELETE FROM events"
             cur = conn.execute(
-                f"{verb} WHERE session_key = %s AND NOT archived AND seq <= %s",  # noqa: S608
+                f"{verb} WHERE session_key = %s AND NOT archived AND seq <= %s",
                 (lease.session_key, up_to_seq),
             )
             return max(cur.rowcount, 0)
@@ -401,7 +404,7 @@ class PostgresSnapshots:
         """The snapshot, None without one, ``SnapshotCorruptError`` when it is not one."""
         with self._db.transaction(f"reading the snapshot of {self.session_id}") as conn:
             row = conn.execute(
-                f"SELECT body::text FROM snapshots WHERE session_key = ({_LIVE})",  # noqa: S608
+                f"SELECT body::text FROM snapshots WHERE session_key = ({_LIVE})",
                 (self.session_id,),
             ).fetchone()
         if row is None:
@@ -416,7 +419,7 @@ class PostgresSnapshots:
         """Whether the live session has a snapshot."""
         with self._db.transaction(f"checking the snapshot of {self.session_id}") as conn:
             row = conn.execute(
-                f"SELECT 1 FROM snapshots WHERE session_key = ({_LIVE})",  # noqa: S608
+                f"SELECT 1 FROM snapshots WHERE session_key = ({_LIVE})",
                 (self.session_id,),
             ).fetchone()
         return row is not None

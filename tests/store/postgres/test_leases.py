@@ -6,16 +6,16 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.store import postgres_db
 from duragent.core.events import Event
 from duragent.core.messages import Message
 from duragent.core.snapshot import SessionSnapshot
+from duragent.errors import StorageError
 from duragent.store.postgres import (
     FencedWriteError,
     LeaseHeldError,
     PostgresSessionStore,
 )
-from duragent.errors import StorageError
+from tests.store import postgres_db
 
 
 @pytest.fixture

@@ -6,9 +6,9 @@ import threading
 
 import pytest
 
-from tests.store import postgres_db
 from duragent.store.postgres import SchemaTooNewError, current_version, migrate
 from duragent.store.postgres.schema import known_migrations
+from tests.store import postgres_db
 
 
 def test_migrations_are_applied_once_and_recorded() -> None:
@@ -31,7 +31,7 @@ def test_nodes_starting_at_once_apply_each_migration_once() -> None:
                 with postgres_db.database(schema) as db:
                     db.open()
                     results.append(len(migrate(db)))
-            except BaseException as exc:  # noqa: BLE001 - reported below
+            except BaseException as exc:
                 errors.append(exc)
 
         threads = [threading.Thread(target=start) for _ in range(3)]
@@ -61,5 +61,5 @@ def test_a_schema_name_that_is_not_plain_is_refused() -> None:
     from duragent.errors import ConfigError
     from duragent.store.postgres import Database
 
-    with pytest.raises(ConfigError, match="store.schema"):
+    with pytest.raises(ConfigError, match=r"store\.schema"):
         Database(postgres_db.DSN, schema="x; DROP TABLE y")

@@ -6,10 +6,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.store import postgres_db
 from duragent.core.events import Event
 from duragent.errors import StorageError
 from duragent.store.postgres import Database, PostgresSessionStore, describe_dsn, dsn_password
+from tests.store import postgres_db
 
 
 @pytest.fixture
