@@ -37,7 +37,8 @@ class StoreConfig(BaseModel):
     db_schema: str = Field(default="public", alias="schema")
     """The schema holding duragent's tables (created by the first migration)."""
     node_id: str | None = None
-    """This process's name in session leases (default: host name, pid and a random tag)."""
+    """This node's name in session leases (default: the host name; set it when several nodes
+    run on one machine)."""
     lease_seconds: float = Field(default=30, gt=0, le=3600)
     """How long a session lease lasts without a write (issue 24: fenced leases)."""
     pool_size: int = Field(default=8, ge=1, le=200)

@@ -7,8 +7,6 @@ redactor before anything can log it, and messages describe the database without 
 
 from __future__ import annotations
 
-import os
-import secrets
 import socket
 from pathlib import Path
 
@@ -22,8 +20,14 @@ __all__ = ["default_node_id", "session_storage"]
 
 
 def default_node_id() -> str:
-    """This process's name in session leases: host, pid and a random tag (unique per start)."""
-    return f"{socket.gethostname()}/{os.getpid()}/{secrets.token_hex(3)}"
+    """This machine's name in session leases: the host name.
+
+    Stable across restarts on purpose: a server that crashed while holding leases takes its
+    sessions straight back when it starts again, instead of waiting for them to expire (the
+    serve lock already keeps a second server off the same workspace on this machine). Several
+    nodes on one machine must each set ``store.node_id``.
+    """
+    return socket.gethostname() or "duragent"
 
 
 def session_storage(config: StoreConfig, sessions_dir: Path) -> SessionStorage:

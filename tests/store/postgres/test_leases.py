@@ -138,3 +138,19 @@ def test_a_failed_first_write_leaves_no_phantom_epoch(node_a: PostgresSessionSto
         log.append([user(1)])  # refused by the primary key
     log.append([user(2)])  # the same lease still writes
     assert [e.seq for e in log.read()[0]] == [1, 2]
+
+
+def test_a_node_restarted_after_a_crash_takes_its_sessions_straight_back(
+    schema: str, node_a: PostgresSessionStore
+) -> None:
+    node_a.create("s1")
+    crashed = node_a.event_log("s1")
+    crashed.append([user(1)])  # and never released: the process died
+    with postgres_db.database(schema) as db:
+        restarted = PostgresSessionStore(db, node_id="node-a")
+        restarted.open()
+        restarted.event_log("s1").append([user(2)])  # no wait for the lease to expire
+        assert restarted.lease("s1").epoch == 2
+        with pytest.raises(FencedWriteError):
+            crashed.append([user(3)])  # the old incarnation, were it alive, is fenced
+        restarted.close()
