@@ -40,7 +40,9 @@ def test_postgres_without_a_dsn_is_refused_with_the_fix(tmp_path: Path) -> None:
 
 
 def test_an_unknown_backend_is_refused_naming_the_allowed_ones(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"store\.backend.*got 'sqlite'; allowed: file or postgres"):
+    with pytest.raises(
+        ConfigError, match=r"store\.backend.*got 'sqlite'; allowed: file or postgres"
+    ):
         load(tmp_path, "store:\n  backend: sqlite\n")
 
 

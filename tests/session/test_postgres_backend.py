@@ -6,12 +6,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.store import postgres_db
 from duragent.core.events import Event
 from duragent.core.messages import Role
 from duragent.errors import StorageError
 from duragent.session import NewSession, RegistrySettings, SessionRegistry
 from duragent.store.postgres import PostgresSessionStore
+from tests.store import postgres_db
 
 
 @pytest.fixture

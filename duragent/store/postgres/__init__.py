@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from duragent.store.postgres.connection import Database, describe_dsn, dsn_password
 from duragent.store.postgres.leases import FencedWriteError, Lease, LeaseHeldError
+from duragent.store.postgres.schedules import PostgresRunLog, PostgresSchedules
 from duragent.store.postgres.schema import SchemaTooNewError, current_version, migrate
 from duragent.store.postgres.sessions import EventSeqConflictError, PostgresSessionStore
 
@@ -25,6 +26,8 @@ __all__ = [
     "FencedWriteError",
     "Lease",
     "LeaseHeldError",
+    "PostgresRunLog",
+    "PostgresSchedules",
     "PostgresSessionStore",
     "SchemaTooNewError",
     "current_version",

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tests.store import postgres_db
 from duragent.cli.main import app
 from duragent.core.events import Event
 from duragent.core.messages import Message
@@ -16,6 +15,7 @@ from duragent.core.snapshot import SessionSnapshot
 from duragent.store import SessionStore
 from duragent.store.copy import copy_sessions, history_differences
 from duragent.store.postgres import PostgresSessionStore
+from tests.store import postgres_db
 
 
 def snapshot(sid: str, last: int) -> SessionSnapshot:

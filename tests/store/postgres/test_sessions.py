@@ -58,3 +58,17 @@ def test_a_dsn_is_described_without_its_password() -> None:
 def test_health_recovers_once_the_database_answers_again(store: PostgresSessionStore) -> None:
     store.health.failed(OSError(111, "connection refused"))
     assert store.health.check(min_interval=0) is None
+
+
+def test_a_run_log_keeps_only_the_newest_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    from duragent.store.postgres import PostgresRunLog, migrate
+    from duragent.store.postgres import schedules as module
+
+    monkeypatch.setattr(module, "PRUNE_KEEP", 3)
+    with postgres_db.fresh_schema() as schema, postgres_db.database(schema) as db:
+        db.open()
+        migrate(db)
+        runs = PostgresRunLog(db)
+        for i in range(5):
+            runs.append("daily", {"n": i})
+        assert [r["n"] for r in runs.recent("daily", 10)] == [2, 3, 4]
