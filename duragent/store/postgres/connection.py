@@ -90,12 +90,17 @@ class Database:
         self.schema = check_schema_name(schema)
         self.where = describe_dsn(dsn)
         """The DSN without its password: for every message."""
+        self.failure: StorageError | None = None
+        """The last connection-level failure, until a transaction succeeds (``/readyz``)."""
+        self._dsn = dsn
+        self._kwargs: dict[str, object] = {
+            "options": f"-c search_path={self.schema}",
+            "application_name": f"duragent:{self.schema}",  # pg_stat_activity tells who
+            "connect_timeout": max(1, round(connect_timeout)),
+        }
         self._pool = psycopg_pool.ConnectionPool(
             dsn,
-            kwargs={
-                "options": f"-c search_path={self.schema}",
-                "connect_timeout": max(1, round(connect_timeout)),
-            },
+            kwargs=self._kwargs,
             min_size=min_size,
             max_size=max_size,
             timeout=connect_timeout,
@@ -107,10 +112,14 @@ class Database:
     def open(self) -> None:
         """Open the pool and wait for its first connection (``StorageError`` when refused)."""
         try:
+            # One direct attempt first: a refused or misconfigured connection fails at once
+            # with the server's own words, instead of after the pool's retries time out.
+            psycopg.connect(self._dsn, **self._kwargs).close()  # type: ignore[arg-type]
             self._pool.open(wait=True, timeout=self._pool.timeout)
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
             self._pool.close()
-            raise self.error("connecting to the database", exc) from None
+            self.failure = self.error("connecting to the database", exc)
+            raise self.failure from None
 
     def close(self) -> None:
         """Close every connection."""
@@ -128,7 +137,9 @@ class Database:
             with self._pool.connection() as conn, conn.transaction():
                 yield conn
         except (psycopg.OperationalError, psycopg.InterfaceError, psycopg_pool.PoolTimeout) as exc:
-            raise self.error(operation, exc) from exc
+            self.failure = self.error(operation, exc)
+            raise self.failure from exc
+        self.failure = None
 
     def error(self, operation: str, exc: BaseException) -> StorageError:
         """``exc`` as a ``StorageError`` naming ``operation`` and the database (no password)."""

@@ -1,4 +1,4 @@
-"""``ScheduleStorage`` and ``RunLogStorage`` in PostgreSQL (tables ``schedules``, ``schedule_runs``).
+"""``ScheduleStorage`` and ``RunLogStorage`` in PostgreSQL (``schedules``, ``schedule_runs``).
 
 Same shapes as ``schedule_files``: a schedule is a mapping (the scheduler validates it), a
 run log keeps the newest ``PRUNE_KEEP`` runs per schedule. Ids are checked as the file

@@ -502,8 +502,8 @@ class PostgresHealth:
 
     @property
     def failure(self) -> OSError | None:
-        """The error of the last write, when it failed."""
-        return self._failure
+        """The error of the last write, or of any query that could not reach the database."""
+        return self._failure or self._db.failure
 
     def succeeded(self) -> None:
         """A write went through."""
@@ -515,8 +515,8 @@ class PostgresHealth:
 
     def check(self, *, min_interval: float = 1.0) -> OSError | None:
         """The current failure, after a ``SELECT 1`` (at most every ``min_interval``)."""
-        if self._failure is None or time.monotonic() - self._probed < min_interval:
-            return self._failure
+        if self.failure is None or time.monotonic() - self._probed < min_interval:
+            return self.failure
         self._probed = time.monotonic()
         try:
             with self._db.transaction("checking the database") as conn:

@@ -72,3 +72,33 @@ def test_a_run_log_keeps_only_the_newest_runs(monkeypatch: pytest.MonkeyPatch) -
         for i in range(5):
             runs.append("daily", {"n": i})
         assert [r["n"] for r in runs.recent("daily", 10)] == [2, 3, 4]
+
+
+def test_connections_the_server_dropped_are_replaced_without_losing_a_write(
+    store: PostgresSessionStore,
+) -> None:
+    store.create("s1")
+    store.event_log("s1").append([Event.user_message(1, content="before")])
+    with postgres_db.psycopg.connect(postgres_db.DSN, autocommit=True) as admin:
+        killed = admin.execute(  # what a database restart does to every open connection
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE application_name = %s",
+            (f"duragent:{store.db.schema}",),
+        ).fetchone()
+    assert killed is not None
+    assert killed[0] >= 1
+    store.event_log("s1").append([Event.user_message(2, content="after")])
+    assert [e.seq for e in store.event_log("s1").read()[0]] == [1, 2]
+    assert store.health.check(min_interval=0) is None
+
+
+def test_a_database_that_cannot_be_reached_shows_in_health_until_it_answers() -> None:
+    db = Database("postgresql://u:pw-not-shown-1@127.0.0.1:1/x", connect_timeout=0.3)
+    store = PostgresSessionStore(db, node_id="n1")
+    with pytest.raises(StorageError):
+        store.open()
+    assert store.health.failure is not None
+    failure = store.health.check(min_interval=0)
+    assert failure is not None
+    assert "127.0.0.1:1/x" in str(failure)
+    assert "pw-not-shown-1" not in str(failure)
