@@ -1,5 +1,7 @@
-"""``duragent doctor``'s store check: with ``store.backend: postgres``, can the DSN be reached,
-and is the schema at the version this duragent knows?
+"""``duragent doctor``'s store check: is the PostgreSQL store reachable and at a known version?
+
+With ``store.backend: postgres``: can the DSN be reached, and is the schema at the version
+this duragent knows?
 
 Never raises and never prints the password (``describe_dsn``). Clock skew between nodes is
 checked with issue 24's leases (item 2/4), not yet here.
