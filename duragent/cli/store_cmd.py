@@ -4,8 +4,8 @@
 start; the command lets an operator do it ahead of a deploy and see the version).
 ``copy --from file --to postgres`` moves every session of the workspace into the database
 (or back with ``--from postgres --to file``) and compares every session's history after.
-Both read ``store:`` from ``duragent.yaml``; ``--dsn`` overrides its DSN. Stop the server
-before copying: the copy reads a store nobody writes.
+Both read ``store:`` from ``duragent.yaml``; ``--dsn`` overrides its DSN. ``copy`` takes
+the workspace's serve lock, so it refuses to run while a server serves the workspace.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from duragent.config.store import StoreConfig
 from duragent.store.backends import session_storage
 from duragent.store.copy import copy_sessions
 from duragent.store.protocols import SessionStorage
+from duragent.store.serve_lock import ServeLock
 
 __all__ = ["register"]
 
@@ -99,13 +100,19 @@ def register(app: typer.Typer) -> None:
         """Copy every session (events, archive, snapshot, chats), then compare each history."""
         if source is target:
             raise fail("--from and --to name the same store")
-        src = _open(config, source, dsn)
-        dst = _open(config, target, dsn)
+        paths = load_workspace(config).paths
+        # The server's lock: a server serving this workspace would write while we copy.
+        lock = ServeLock.acquire(paths.workspace, paths.sessions)
         try:
-            report = copy_sessions(src, dst)
+            src = _open(config, source, dsn)
+            dst = _open(config, target, dsn)
+            try:
+                report = copy_sessions(src, dst)
+            finally:
+                src.close()
+                dst.close()
         finally:
-            src.close()
-            dst.close()
+            lock.release()
         typer.echo(
             f"copied {len(report.copied)} sessions, {len(report.already_there)} already there, "
             f"{report.chats} chats; every history compared"

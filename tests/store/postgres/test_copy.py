@@ -111,3 +111,21 @@ def test_the_cli_migrates_and_copies_a_workspace(tmp_path: Path) -> None:
         assert "quarantined sessions not copied (restore them first): 01SBAD" in copied.output
         again = runner.invoke(app, ["store", "migrate", "-c", str(config)], env=env)
         assert "applied: none (up to date)" in again.output
+
+
+def test_the_cli_refuses_to_copy_while_a_server_holds_the_workspace(tmp_path: Path) -> None:
+    from duragent.store.serve_lock import ServeLock
+
+    workspace = tmp_path / ".duragent"
+    file_workspace(workspace / "sessions")
+    config = tmp_path / "duragent.yaml"
+    config.write_text(f"store:\n  dsn: {postgres_db.DSN!r}\n")
+    lock = ServeLock.acquire(workspace, workspace / "sessions")
+    try:
+        result = CliRunner().invoke(
+            app, ["store", "copy", "--from", "file", "--to", "postgres", "-c", str(config)]
+        )
+    finally:
+        lock.release()
+    assert result.exit_code == 1
+    assert "is already served by PID" in result.output
