@@ -131,7 +131,7 @@ def build_app(services: HttpServices) -> Starlette:
         if gateways:  # a chat platform being down does not stop the HTTP API being ready
             extra["gateways"] = gateways
         store_health = services.turns.registry.store.health
-        failure = store_health.failure and await asyncio.to_thread(store_health.check)
+        failure = await asyncio.to_thread(store_health.check)  # files: no I/O unless failed
         if failure:
             extra["storage"] = {"writable": False, "error": str(failure)}
             reason: str | None = f"the session store cannot write: {failure}"

@@ -88,6 +88,7 @@ class Database:
         connect_timeout: float = 10.0,
     ) -> None:
         self.schema = check_schema_name(schema)
+        self.connect_timeout = connect_timeout
         self.where = describe_dsn(dsn)
         """The DSN without its password: for every message."""
         self.failure: StorageError | None = None
@@ -138,6 +139,19 @@ class Database:
                 yield conn
         except (psycopg.OperationalError, psycopg.InterfaceError, psycopg_pool.PoolTimeout) as exc:
             self.failure = self.error(operation, exc)
+            raise self.failure from exc
+        self.failure = None
+
+    def ping(self, timeout: float = 1.0) -> None:
+        """``SELECT 1``, waiting at most ``timeout`` for a connection; ``StorageError`` if not.
+
+        Health probes must be quick: ``/readyz`` answers while the database is away.
+        """
+        try:
+            with self._pool.connection(timeout=timeout) as conn:
+                conn.execute("SELECT 1")
+        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+            self.failure = self.error("checking the database", exc)
             raise self.failure from exc
         self.failure = None
 

@@ -514,13 +514,16 @@ class PostgresHealth:
         self._failure = exc
 
     def check(self, *, min_interval: float = 1.0) -> OSError | None:
-        """The current failure, after a ``SELECT 1`` (at most every ``min_interval``)."""
-        if self.failure is None or time.monotonic() - self._probed < min_interval:
+        """The current failure, after a ``SELECT 1`` (at most every ``min_interval``).
+
+        Unlike a disk, a database can go away while nothing is written, so this probes even
+        without a recorded failure (``/readyz`` then reports the database either way).
+        """
+        if time.monotonic() - self._probed < min_interval:
             return self.failure
         self._probed = time.monotonic()
         try:
-            with self._db.transaction("checking the database") as conn:
-                conn.execute("SELECT 1")
+            self._db.ping(timeout=min(1.0, self._db.connect_timeout))
         except StorageError as exc:
             self._failure = exc
         else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -102,3 +103,32 @@ def test_a_database_that_cannot_be_reached_shows_in_health_until_it_answers() ->
     assert failure is not None
     assert "127.0.0.1:1/x" in str(failure)
     assert "pw-not-shown-1" not in str(failure)
+
+
+def test_losing_the_database_fails_writes_clearly_and_they_work_again_when_it_returns() -> None:
+    outage = postgres_db.Outage()
+    with postgres_db.fresh_schema() as schema:
+        db = Database(outage.dsn, schema=schema, max_size=2, connect_timeout=0.3)
+        store = PostgresSessionStore(db, node_id="n1")
+        try:
+            store.open()
+            store.create("s1")
+            log = store.event_log("s1")
+            log.append([Event.user_message(1, content="before")])
+            assert store.health.check(min_interval=0) is None
+
+            outage.down()
+            with pytest.raises(StorageError, match="appending to session s1"):
+                log.append([Event.user_message(2, content="during")])
+            assert store.health.check(min_interval=0) is not None  # /readyz: not ready
+
+            outage.up()
+            deadline = time.monotonic() + 5  # the pool reconnects with a backoff of ~1 s
+            while store.health.check(min_interval=0) is not None:  # recovers by itself
+                assert time.monotonic() < deadline, "the store did not recover in 5 s"
+                time.sleep(0.05)
+            log.append([Event.user_message(2, content="after")])
+            assert [e.data["content"] for e in log.read()[0]] == ["before", "after"]
+        finally:
+            store.close()
+            outage.down()
