@@ -129,3 +129,17 @@ def test_the_cli_refuses_to_copy_while_a_server_holds_the_workspace(tmp_path: Pa
         lock.release()
     assert result.exit_code == 1
     assert "is already served by PID" in result.output
+
+
+def test_a_workspace_copied_there_and_back_is_the_same(
+    tmp_path: Path, target: PostgresSessionStore
+) -> None:
+    source = file_workspace(tmp_path / "sessions")
+    assert copy_sessions(source, target).ok
+    back = SessionStore(tmp_path / "back")
+    back.open()
+    report = copy_sessions(target, back)
+    assert report.ok, report
+    assert back.list_ids() == source.list_ids()
+    for sid in source.list_ids():
+        assert history_differences(source, back, sid) == []
