@@ -6,9 +6,7 @@ that follow from a database: a second event with the same seq is refused by the 
 (``EventSeqConflictError``) instead of de-duplicated on read; every write is fenced by the
 session's lease epoch (``leases``); the database being unreachable is a ``StorageError``.
 
-The chat map is read from a local copy loaded at ``open`` and written through (the registry
-reads it on the event loop, where a query would block); with several nodes (item 2) it
-becomes read-through.
+The chat map (``chats``) and the health (``health``) are their own modules.
 """
 
 from __future__ import annotations
@@ -16,7 +14,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +25,10 @@ from duragent.core.events import Event, now_rfc3339
 from duragent.core.nesting import loads_bounded
 from duragent.core.snapshot import SessionSnapshot
 from duragent.errors import DuragentError, StorageError
-from duragent.store.chat_index import ChatKey
 from duragent.store.event_log import ReadReport
+from duragent.store.postgres.chats import PostgresChats
 from duragent.store.postgres.connection import Database
+from duragent.store.postgres.health import PostgresHealth
 from duragent.store.postgres.leases import Lease, claim, fence, release
 from duragent.store.postgres.schema import migrate
 from duragent.store.snapshot_file import SnapshotCorruptError
@@ -423,109 +422,3 @@ class PostgresSnapshots:
                 (self.session_id,),
             ).fetchone()
         return row is not None
-
-
-class PostgresChats:
-    """``ChatMap``: the ``chats`` table, with a local copy for reads (see module docstring)."""
-
-    def __init__(self, db: Database) -> None:
-        self._db = db
-        self._lock = threading.Lock()
-        self._map: dict[ChatKey, str] = {}
-
-    def load(self) -> None:
-        """Read every mapping."""
-        with self._db.transaction("loading the chat map") as conn:
-            rows = conn.execute("SELECT gateway, chat_id, agent, session_id FROM chats").fetchall()
-        with self._lock:
-            self._map = {(str(g), str(c), str(a)): str(s) for g, c, a, s in rows}
-
-    def get(self, key: ChatKey) -> str | None:
-        """The session serving ``key``."""
-        with self._lock:
-            return self._map.get(key)
-
-    def items(self) -> list[tuple[ChatKey, str]]:
-        """A copy of every mapping."""
-        with self._lock:
-            return list(self._map.items())
-
-    def set(self, key: ChatKey, session_id: str | None) -> None:
-        """Write the mapping to the database, then to the local copy."""
-        with self._db.transaction("writing the chat map") as conn:
-            if session_id:
-                conn.execute(
-                    "INSERT INTO chats (gateway, chat_id, agent, session_id) "
-                    "VALUES (%s, %s, %s, %s) ON CONFLICT (gateway, chat_id, agent) "
-                    "DO UPDATE SET session_id = excluded.session_id",
-                    (*key, session_id),
-                )
-            else:
-                conn.execute(
-                    "DELETE FROM chats WHERE gateway = %s AND chat_id = %s AND agent = %s", key
-                )
-        with self._lock:
-            if session_id:
-                self._map[key] = session_id
-            else:
-                self._map.pop(key, None)
-
-    def remove_session(self, session_id: str) -> None:
-        """Unmap every chat served by ``session_id``."""
-        with self._db.transaction("writing the chat map") as conn:
-            conn.execute("DELETE FROM chats WHERE session_id = %s", (session_id,))
-        with self._lock:
-            self._map = {k: v for k, v in self._map.items() if v != session_id}
-
-    def rebuild(self, entries: Iterable[tuple[ChatKey, str]]) -> None:
-        """Replace the whole mapping in one transaction."""
-        fresh = dict(entries)
-        with self._db.transaction("rebuilding the chat map") as conn:
-            conn.execute("DELETE FROM chats")
-            with conn.cursor() as cur:
-                cur.executemany(
-                    "INSERT INTO chats (gateway, chat_id, agent, session_id) "
-                    "VALUES (%s, %s, %s, %s)",
-                    [(*k, v) for k, v in fresh.items()],
-                )
-        with self._lock:
-            self._map = fresh
-
-
-class PostgresHealth:
-    """``WriteHealth``: the last write's outcome; ``check`` asks the database again."""
-
-    def __init__(self, db: Database) -> None:
-        self._db = db
-        self._failure: OSError | None = None
-        self._probed = 0.0
-
-    @property
-    def failure(self) -> OSError | None:
-        """The error of the last write, or of any query that could not reach the database."""
-        return self._failure or self._db.failure
-
-    def succeeded(self) -> None:
-        """A write went through."""
-        self._failure = None
-
-    def failed(self, exc: OSError) -> None:
-        """A write failed with ``exc``."""
-        self._failure = exc
-
-    def check(self, *, min_interval: float = 1.0) -> OSError | None:
-        """The current failure, after a ``SELECT 1`` (at most every ``min_interval``).
-
-        Unlike a disk, a database can go away while nothing is written, so this probes even
-        without a recorded failure (``/readyz`` then reports the database either way).
-        """
-        if time.monotonic() - self._probed < min_interval:
-            return self.failure
-        self._probed = time.monotonic()
-        try:
-            self._db.ping(timeout=min(1.0, self._db.connect_timeout))
-        except StorageError as exc:
-            self._failure = exc
-        else:
-            self._failure = None
-        return self._failure
