@@ -21,6 +21,7 @@ import typer
 from duragent import __version__
 from duragent.agents import load_catalog
 from duragent.cli import completions, login, remote, schedules, serve_cmd, upgrade
+from duragent.cli.logformat import remember_handlers
 from duragent.cli import doctor as doctor_mod
 from duragent.cli.completions import COMPLETE_VAR
 from duragent.cli.errors import fail as _fail
@@ -106,7 +107,9 @@ def _setup_logging(verbose: int, quiet: bool) -> None:
     )
     # A flood of one error stays a few lines; only on the handler made here (a host that
     # configured logging itself, e.g. a test runner, keeps its handlers as they are).
-    collapse_repeats(h for h in root.handlers if h not in before)
+    own = [h for h in root.handlers if h not in before]
+    collapse_repeats(own)
+    remember_handlers(own)  # switched by ``serve --log-format json`` (logformat.py)
     if verbose < 2:
         for noisy in ("httpx", "httpcore", "openai", "anthropic", "uvicorn.error"):
             logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
