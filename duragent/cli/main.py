@@ -21,11 +21,11 @@ import typer
 from duragent import __version__
 from duragent.agents import load_catalog
 from duragent.cli import completions, login, remote, schedules, serve_cmd, upgrade
-from duragent.cli.logformat import remember_handlers
 from duragent.cli import doctor as doctor_mod
 from duragent.cli.completions import COMPLETE_VAR
 from duragent.cli.errors import fail as _fail
 from duragent.cli.errors import handles_errors, is_quiet, set_verbosity
+from duragent.cli.logformat import remember_handlers
 from duragent.cli.options import (
     DEFAULT_CONFIG,
     ConfigOpt,

@@ -176,9 +176,12 @@ def parse_chat_request(body: Mapping[str, Any], header_key: str | None) -> ChatR
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise _bad("messages must be a non-empty list", "messages")
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+            raise _bad(f"messages[{i}] must be an object with a string 'role'", "messages")
     last = messages[-1]
     where = f"messages[{len(messages) - 1}]"
-    if not isinstance(last, dict) or last.get("role") != "user":
+    if last["role"] != "user":
         raise _bad(
             f"the last message ({where}) must have role 'user': it is the new input (earlier "
             "messages are the client's copy; the server keeps the conversation)",
@@ -199,11 +202,12 @@ def parse_chat_request(body: Mapping[str, Any], header_key: str | None) -> ChatR
         if not isinstance(raw, bool):
             raise _bad("stream_options.include_usage must be true or false", "stream_options")
         include_usage = raw
-    key = (
-        _key(body.get("session_id"), "session_id")
-        or _key(header_key, SESSION_HEADER)
-        or _key(body.get("user"), "user")
+    keys = (  # all checked, even those a first one overrides
+        _key(body.get("session_id"), "session_id"),
+        _key(header_key, SESSION_HEADER),
+        _key(body.get("user"), "user"),
     )
+    key = next((k for k in keys if k is not None), None)
     return ChatRequest(model, content, key, bool(stream), include_usage)
 
 

@@ -124,11 +124,11 @@ def _done(result: TurnResult) -> list[ServerSentEvent]:
 
 
 class StreamWire:
-    """How a streamed turn is written: duragent's named events (this class), or another
-    protocol's (``openai_stream.ChunkWire``) on the same lifecycle.
+    """How a streamed turn is written: duragent's named events, or OpenAI's chunks.
 
-    The lifecycle (the turn's task, a client that leaves, a server that stops) is the hard
-    part and exists once, in :func:`stream_turn`; a wire only says what goes on the wire.
+    ``openai_stream.ChunkWire`` is the other one. The lifecycle (the turn's task, a client
+    that leaves, a server that stops) is the hard part and exists once, in
+    :func:`stream_turn`; a wire only says what goes on the wire.
     """
 
     def sink(self) -> QueueSink:

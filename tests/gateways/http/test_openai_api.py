@@ -39,11 +39,13 @@ async def test_a_plain_completion_answers_with_the_agents_reply(tmp_path: Path) 
             assert done.choices[0].message.role == "assistant"
             assert done.choices[0].finish_reason == "stop"
             assert done.model == "bot"
-            assert done.usage is not None and done.usage.prompt_tokens == 12
+            assert done.usage is not None
+            assert done.usage.prompt_tokens == 12
             assert done.usage.completion_tokens == 3
             extra = done.model_extra or {}
             turn = raw.headers["x-duragent-turn"]
-            assert extra["duragent"]["turn_id"] == turn and turn.startswith("turn_")
+            assert extra["duragent"]["turn_id"] == turn
+            assert turn.startswith("turn_")
             assert done.id == "chatcmpl-" + turn.removeprefix("turn_")
             session_id = raw.headers["x-duragent-session"]
             assert extra["duragent"]["session_id"] == session_id
@@ -66,9 +68,11 @@ async def test_a_streamed_completion_arrives_as_chunks_with_usage(tmp_path: Path
             assert text == "Streamed"
             assert chunks[0].choices[0].delta.role == "assistant"
             finishes = [c.choices[0].finish_reason for c in chunks if c.choices]
-            assert finishes[-1] == "stop" and set(finishes[:-1]) == {None}
+            assert finishes[-1] == "stop"
+            assert set(finishes[:-1]) == {None}
             assert len({c.id for c in chunks}) == 1
-            assert chunks[-1].choices == [] and chunks[-1].usage is not None
+            assert chunks[-1].choices == []
+            assert chunks[-1].usage is not None
             assert chunks[-1].usage.total_tokens == 9
 
 
@@ -98,28 +102,28 @@ async def test_one_session_id_continues_one_conversation_across_a_restart(
 
 
 async def test_the_header_and_the_user_field_choose_the_session_too(tmp_path: Path) -> None:
-    async with served(tmp_path) as s:
-        async with sdk(s.runtime.http_port) as client:
-            ids = []
-            for how in ("header", "user", "header", "user", "none"):
-                s.server.enqueue(Reply(text="ok"))
-                kwargs: dict[str, object] = {}
-                if how == "header":
-                    kwargs["extra_headers"] = {"X-Duragent-Session": "conv-h"}
-                elif how == "user":
-                    kwargs["user"] = "conv-u"
-                raw = await client.chat.completions.with_raw_response.create(
-                    model="bot", messages=[{"role": "user", "content": how}], **kwargs
-                )
-                ids.append(raw.headers["x-duragent-session"])
-            assert ids[0] == ids[2] and ids[1] == ids[3]
-            assert len({ids[0], ids[1], ids[4]}) == 3
-            # The session id the server answered with continues that session directly.
-            s.server.enqueue(Reply(text="again"))
+    async with served(tmp_path) as s, sdk(s.runtime.http_port) as client:
+        ids = []
+        for how in ("header", "user", "header", "user", "none"):
+            s.server.enqueue(Reply(text="ok"))
+            kwargs: dict[str, object] = {}
+            if how == "header":
+                kwargs["extra_headers"] = {"X-Duragent-Session": "conv-h"}
+            elif how == "user":
+                kwargs["user"] = "conv-u"
             raw = await client.chat.completions.with_raw_response.create(
-                model="bot", messages=[{"role": "user", "content": "more"}], user=ids[4]
+                model="bot", messages=[{"role": "user", "content": how}], **kwargs
             )
-            assert raw.headers["x-duragent-session"] == ids[4]
+            ids.append(raw.headers["x-duragent-session"])
+        assert ids[0] == ids[2]
+        assert ids[1] == ids[3]
+        assert len({ids[0], ids[1], ids[4]}) == 3
+        # The session id the server answered with continues that session directly.
+        s.server.enqueue(Reply(text="again"))
+        raw = await client.chat.completions.with_raw_response.create(
+            model="bot", messages=[{"role": "user", "content": "more"}], user=ids[4]
+        )
+        assert raw.headers["x-duragent-session"] == ids[4]
 
 
 async def test_earlier_messages_of_the_request_are_not_what_the_agent_remembers(
@@ -143,24 +147,23 @@ async def test_earlier_messages_of_the_request_are_not_what_the_agent_remembers(
 
 
 async def test_models_lists_the_agents_and_an_unknown_model_is_a_404(tmp_path: Path) -> None:
-    async with served(tmp_path) as s:
-        async with sdk(s.runtime.http_port) as client:
-            models = await client.models.list()
-            assert [m.id for m in models.data] == ["bot"]
-            assert (await client.models.retrieve("bot")).id == "bot"
-            with pytest.raises(openai.NotFoundError) as caught:
-                await client.chat.completions.create(
-                    model="ghost", messages=[{"role": "user", "content": "hi"}]
-                )
-            assert caught.value.code == "model_not_found"
-            assert caught.value.body == {
-                "message": caught.value.body["message"],  # type: ignore[index]
-                "type": "invalid_request_error",
-                "param": "model",
-                "code": "model_not_found",
-            }
-            with pytest.raises(openai.NotFoundError):
-                await client.models.retrieve("ghost")
+    async with served(tmp_path) as s, sdk(s.runtime.http_port) as client:
+        models = await client.models.list()
+        assert [m.id for m in models.data] == ["bot"]
+        assert (await client.models.retrieve("bot")).id == "bot"
+        with pytest.raises(openai.NotFoundError) as caught:
+            await client.chat.completions.create(
+                model="ghost", messages=[{"role": "user", "content": "hi"}]
+            )
+        assert caught.value.code == "model_not_found"
+        assert caught.value.body == {
+            "message": caught.value.body["message"],  # type: ignore[index]
+            "type": "invalid_request_error",
+            "param": "model",
+            "code": "model_not_found",
+        }
+        with pytest.raises(openai.NotFoundError):
+            await client.models.retrieve("ghost")
 
 
 async def test_a_wrong_token_is_a_401_in_openais_shape(tmp_path: Path) -> None:
@@ -180,25 +183,24 @@ async def test_a_wrong_token_is_a_401_in_openais_shape(tmp_path: Path) -> None:
 
 
 async def test_a_bad_request_is_a_400_naming_the_field(tmp_path: Path) -> None:
-    async with served(tmp_path) as s:
-        async with sdk(s.runtime.http_port) as client:
-            bad = [
-                {"messages": [{"role": "assistant", "content": "x"}]},
-                {"messages": []},
-                {"messages": [{"role": "user", "content": [{"type": "image_url"}]}]},
-                {"messages": [{"role": "user", "content": "x"}], "extra_body": {"session_id": 5}},
-            ]
-            for case in bad:
-                with pytest.raises(openai.BadRequestError) as caught:
-                    await client.chat.completions.create(model="bot", **case)  # type: ignore[call-overload]
-                assert caught.value.param in ("messages", "messages[0].content", "session_id")
-            raw = await s.client.post(
-                "/v1/chat/completions",
-                content=b"{nope",
-                headers={"content-type": "application/json"},
-            )
-            assert raw.status_code == 400
-            assert set(raw.json()["error"]) == {"message", "type", "param", "code"}
+    async with served(tmp_path) as s, sdk(s.runtime.http_port) as client:
+        bad = [
+            {"messages": [{"role": "assistant", "content": "x"}]},
+            {"messages": []},
+            {"messages": [{"role": "user", "content": [{"type": "image_url"}]}]},
+            {"messages": [{"role": "user", "content": "x"}], "extra_body": {"session_id": 5}},
+        ]
+        for case in bad:
+            with pytest.raises(openai.BadRequestError) as caught:
+                await client.chat.completions.create(model="bot", **case)  # type: ignore[call-overload]
+            assert caught.value.param in ("messages", "messages[0].content", "session_id")
+        raw = await s.client.post(
+            "/v1/chat/completions",
+            content=b"{nope",
+            headers={"content-type": "application/json"},
+        )
+        assert raw.status_code == 400
+        assert set(raw.json()["error"]) == {"message", "type", "param", "code"}
 
 
 async def test_an_approval_needed_is_a_reply_saying_what_waits_and_how_to_approve(
@@ -212,7 +214,9 @@ async def test_an_approval_needed_is_a_reply_saying_what_waits_and_how_to_approv
                 model="bot", messages=[{"role": "user", "content": "run it"}]
             )
             text = done.choices[0].message.content or ""
-            assert "echo hi" in text and "c7" in text and "/approve" in text
+            assert "echo hi" in text
+            assert "c7" in text
+            assert "/approve" in text
             assert done.choices[0].finish_reason == "stop"
             ext = (done.model_extra or {})["duragent"]
             assert ext["status"] == "awaiting_approval"
