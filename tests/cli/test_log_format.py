@@ -102,4 +102,5 @@ def test_an_unknown_format_is_refused_naming_the_choices() -> None:
 
     result = CliRunner().invoke(app, ["serve", "--log-format", "xml"])
     assert result.exit_code == 2
-    assert "xml" in result.output and "json" in result.output
+    assert "xml" in result.output
+    assert "json" in result.output

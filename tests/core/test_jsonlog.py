@@ -48,7 +48,8 @@ def test_a_record_is_one_line_carrying_what_its_scope_bound(logged: Any) -> None
     logger.info("outside")
     inside, outside = lines(stream)
     assert inside["message"] == "two\nlines here"
-    assert inside["level"] == "WARNING" and inside["logger"] == "test.jsonlog"
+    assert inside["level"] == "WARNING"
+    assert inside["logger"] == "test.jsonlog"
     assert inside["timestamp"].endswith("Z")
     assert (inside["session_id"], inside["agent"], inside["front_end"], inside["turn_id"]) == (
         "session_1",
@@ -70,7 +71,8 @@ def test_secrets_are_replaced_in_json_messages_and_tracebacks(logged: Any) -> No
     assert SECRET not in text
     message, failure = lines(stream)
     assert message["message"] == f"token is {REDACTED}"
-    assert REDACTED in failure["exception"] and "ValueError" in failure["exception"]
+    assert REDACTED in failure["exception"]
+    assert "ValueError" in failure["exception"]
 
 
 def test_a_flood_is_still_bounded_in_json(logged: Any) -> None:
@@ -95,7 +97,8 @@ def test_a_turn_scope_keeps_a_front_ends_turn_id_or_mints_one() -> None:
         assert current()["session_id"] == "session_x"
         assert current()["front_end"] == "http"
     with turn_scope("session_y") as minted:
-        assert minted.startswith("turn_") and minted != "turn_given"
+        assert minted.startswith("turn_")
+        assert minted != "turn_given"
     assert dict(current()) == {}
 
 

@@ -21,7 +21,8 @@ async def test_the_stream_names_its_turn_in_the_header_and_the_start_event(
         url = f"/api/v1/sessions/{sid}/stream"
         async with s.client.stream("POST", url, json={"content": "hi"}) as response:
             header = response.headers["x-duragent-turn"]
-            first = [line async for line in response.aiter_lines() if line.startswith("data:")][0]
+            data = [line async for line in response.aiter_lines() if line.startswith("data:")]
+        first = data[0]
         assert header.startswith("turn_")
         assert json.loads(first.split(":", 1)[1]) == {"turn_id": header}
 
