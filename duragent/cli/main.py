@@ -111,7 +111,9 @@ def _setup_logging(verbose: int, quiet: bool) -> None:
     collapse_repeats(own)
     remember_handlers(own)  # switched by ``serve --log-format json`` (logformat.py)
     if verbose < 2:
-        for noisy in ("httpx", "httpcore", "openai", "anthropic", "uvicorn.error"):
+        # httpx2/httpcore2: the HTTP client of the openai SDK 3.x (one INFO line per call).
+        noisy_loggers = ("httpx", "httpx2", "httpcore", "httpcore2", "openai", "anthropic")
+        for noisy in (*noisy_loggers, "uvicorn.error"):
             logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
 
 
