@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Mapping
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from types import MappingProxyType
 
 from duragent.core.ids import new_ulid
 
-__all__ = ["FIELDS", "current", "log_context", "new_turn_id", "turn_scope"]
+__all__ = ["FIELDS", "attach", "current", "detach", "log_context", "new_turn_id", "turn_scope"]
 
 FIELDS = ("session_id", "agent", "front_end", "turn_id")
 """The fields a log line may carry, in the order the JSON format writes them."""
@@ -69,3 +69,17 @@ def turn_scope(session_id: str) -> Iterator[str]:
     turn_id = _CONTEXT.get().get("turn_id") or new_turn_id()
     with log_context(session_id=session_id, turn_id=turn_id):
         yield turn_id
+
+
+def attach(fields: Mapping[str, str]) -> Token[Mapping[str, str]]:
+    """Bind ``fields`` (a ``current()`` taken elsewhere) in this thread until ``detach``.
+
+    For a thread that serves requests from many contexts (a session actor): each request
+    carries the fields of the task that sent it, so the actor's lines name that turn too.
+    """
+    return _CONTEXT.set(fields)
+
+
+def detach(token: Token[Mapping[str, str]]) -> None:
+    """Undo the ``attach`` that returned ``token``."""
+    _CONTEXT.reset(token)
