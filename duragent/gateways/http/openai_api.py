@@ -21,7 +21,7 @@ shared code (auth, body size, quarantine, storage) into it for every ``/v1/`` pa
 
 from __future__ import annotations
 
-import logging
+import re
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -47,10 +47,13 @@ from duragent.turns import Failed
 
 __all__ = ["FRONT_END", "OpenAIRoutes"]
 
-log = logging.getLogger(__name__)
-
 FRONT_END = "openai"
-"""The gateway name of sessions this API keys, and the ``front_end`` of its log lines."""
+"""The gateway name of sessions this API keys, and the ``front_end`` of its log lines (no
+external gateway may take it: ``config.workspace``)."""
+
+_SESSION_ID = re.compile(r"session_[0-9A-HJKMNP-TV-Z]{26}")
+"""What ``core.ids.new_session_id`` makes: only such a key is looked up as a session (any
+other string, ``../x`` or 800 bytes long, is a client's name and never reaches a path)."""
 
 
 class OpenAIRoutes:
@@ -95,7 +98,7 @@ class OpenAIRoutes:
         """The session ``chat`` continues or starts (see the module docstring)."""
         registry = self.s.turns.registry
         key = chat.key
-        if key is not None and key.startswith("session_"):
+        if key is not None and _SESSION_ID.fullmatch(key):
             try:
                 info = await registry.info(key)
             except SessionNotFoundError:

@@ -60,6 +60,11 @@ def test_two_gateways_may_not_share_a_name(tmp_path: Path, gateways: str) -> Non
         load(tmp_path, f"gateways:\n{gateways}")
 
 
+def test_openai_is_the_name_of_the_openai_compatible_api(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="OpenAI-compatible API"):
+        load(tmp_path, "gateways:\n  external:\n    - {name: openai, command: a}\n")
+
+
 def test_a_disabled_builtin_leaves_its_name_free(tmp_path: Path) -> None:
     config = load(
         tmp_path,

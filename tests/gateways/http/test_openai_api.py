@@ -278,3 +278,32 @@ async def test_refusals_of_shared_code_are_in_openais_shape_too(tmp_path: Path) 
         # The rest of the API keeps problem+json.
         other = await s.client.get("/api/v1/agents/ghost")
         assert other.headers["content-type"] == "application/problem+json"
+
+
+async def test_any_other_key_is_only_a_name_and_an_ended_session_is_refused(
+    tmp_path: Path,
+) -> None:
+    async with served(tmp_path) as s, sdk(s.runtime.http_port) as client:
+        ids = []
+        for key in ("../../etc/passwd", "session_" + "Z" * 26, "é" * 200):
+            s.server.enqueue(Reply(text="ok"))
+            raw = await client.chat.completions.with_raw_response.create(
+                model="bot", messages=[{"role": "user", "content": "hi"}], user=key
+            )
+            ids.append(raw.headers["x-duragent-session"])
+        assert len(set(ids)) == 3
+        assert all(i.startswith("session_") and i != "session_" + "Z" * 26 for i in ids)
+        await s.client.post(f"/api/v1/sessions/{ids[0]}/end")
+        with pytest.raises(openai.NotFoundError) as caught:
+            await client.chat.completions.create(
+                model="bot",
+                messages=[{"role": "user", "content": "again"}],
+                extra_body={"session_id": ids[0]},
+            )
+        assert caught.value.code == "session_ended"
+        # The client's own name gets a fresh session once its session has ended.
+        s.server.enqueue(Reply(text="fresh"))
+        raw = await client.chat.completions.with_raw_response.create(
+            model="bot", messages=[{"role": "user", "content": "hi"}], user="../../etc/passwd"
+        )
+        assert raw.headers["x-duragent-session"] not in ids
