@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import openai
 import pytest
@@ -17,7 +18,8 @@ BASH_TOOL = "  tools:\n    - type: builtin\n      name: bash\n"
 ASK = "apiVersion: duragent/v1alpha1\nkind: Policy\nmode: ask\n"
 
 
-def sdk(port: int, key: str = "unused") -> AsyncOpenAI:
+def sdk(port: int | None, key: str = "unused") -> AsyncOpenAI:
+    assert port is not None
     return AsyncOpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key=key, max_retries=0)
 
 
@@ -106,7 +108,7 @@ async def test_the_header_and_the_user_field_choose_the_session_too(tmp_path: Pa
         ids = []
         for how in ("header", "user", "header", "user", "none"):
             s.server.enqueue(Reply(text="ok"))
-            kwargs: dict[str, object] = {}
+            kwargs: dict[str, Any] = {}
             if how == "header":
                 kwargs["extra_headers"] = {"X-Duragent-Session": "conv-h"}
             elif how == "user":
@@ -184,7 +186,7 @@ async def test_a_wrong_token_is_a_401_in_openais_shape(tmp_path: Path) -> None:
 
 async def test_a_bad_request_is_a_400_naming_the_field(tmp_path: Path) -> None:
     async with served(tmp_path) as s, sdk(s.runtime.http_port) as client:
-        bad = [
+        bad: list[dict[str, Any]] = [
             {"messages": [{"role": "assistant", "content": "x"}]},
             {"messages": []},
             {"messages": [{"role": "user", "content": [{"type": "image_url"}]}]},
@@ -192,7 +194,7 @@ async def test_a_bad_request_is_a_400_naming_the_field(tmp_path: Path) -> None:
         ]
         for case in bad:
             with pytest.raises(openai.BadRequestError) as caught:
-                await client.chat.completions.create(model="bot", **case)  # type: ignore[call-overload]
+                await client.chat.completions.create(model="bot", **case)
             assert caught.value.param in ("messages", "messages[0].content", "session_id")
         raw = await s.client.post(
             "/v1/chat/completions",
