@@ -43,3 +43,6 @@ def use_log_format(chosen: LogFormat) -> None:
             handler.setFormatter(JsonFormatter())
         else:
             handler.setFormatter(_text.get(id(handler)))
+    # A Python warning is printed to stderr as two bare lines, which would break the "one
+    # object per line" promise: in JSON mode it goes through logging (``py.warnings``).
+    logging.captureWarnings(chosen is LogFormat.JSON)

@@ -104,3 +104,38 @@ def test_an_unknown_format_is_refused_naming_the_choices() -> None:
     assert result.exit_code == 2
     assert "xml" in result.output
     assert "json" in result.output
+
+
+def test_json_mode_switches_only_the_clis_handlers_and_takes_python_warnings_in() -> None:
+    import io
+    import logging
+    import warnings
+
+    from duragent.cli import logformat
+    from duragent.cli.logformat import LogFormat, remember_handlers, use_log_format
+
+    ours, theirs = io.StringIO(), io.StringIO()
+    cli_handler, host_handler = logging.StreamHandler(ours), logging.StreamHandler(theirs)
+    host_handler.setFormatter(logging.Formatter("host: %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(cli_handler)
+    root.addHandler(host_handler)
+    remember_handlers([cli_handler])
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")
+            use_log_format(LogFormat.JSON)
+            logging.getLogger("duragent.test").warning("hello")
+            warnings.warn("an old API", DeprecationWarning, stacklevel=1)
+            use_log_format(LogFormat.TEXT)
+            logging.getLogger("duragent.test").warning("back to text")
+    finally:
+        root.removeHandler(cli_handler)
+        root.removeHandler(host_handler)
+        logformat._own.remove(cli_handler)  # the module keeps the CLI's handlers for life
+    first, second, third = ours.getvalue().splitlines()
+    assert json.loads(first)["message"] == "hello"
+    assert json.loads(second)["logger"] == "py.warnings"
+    assert "an old API" in json.loads(second)["message"]
+    assert third == "back to text"
+    assert theirs.getvalue().startswith("host: hello")
