@@ -309,3 +309,18 @@ async def test_any_other_key_is_only_a_name_and_an_ended_session_is_refused(
             model="bot", messages=[{"role": "user", "content": "hi"}], user="../../etc/passwd"
         )
         assert raw.headers["x-duragent-session"] not in ids
+
+
+async def test_a_streamed_turn_that_fails_raises_in_the_sdk(tmp_path: Path) -> None:
+    async with served(tmp_path) as s, sdk(s.runtime.http_port) as client:
+        s.server.enqueue(Fault.unauthorized())
+        stream = await client.chat.completions.create(
+            model="bot", messages=[{"role": "user", "content": "hi"}], stream=True
+        )
+        with pytest.raises(openai.APIError) as caught:
+            async for _ in stream:
+                pass
+        body = caught.value.body
+        assert isinstance(body, dict)
+        assert body["code"] == "turn_failed"
+        assert body["turn_id"].startswith("turn_")
