@@ -27,6 +27,8 @@ from duragent.gateways.http.browser import BrowserGuard
 from duragent.gateways.http.crash import CrashGuard
 from duragent.gateways.http.health import ServerHealth
 from duragent.gateways.http.limits import ConcurrencyLimit
+from duragent.gateways.http.openai_api import OpenAIRoutes
+from duragent.gateways.http.openai_errors import OpenAIErrors
 from duragent.gateways.http.openapi import openapi_document
 from duragent.gateways.http.problem import ProblemError, problem
 from duragent.gateways.http.schedules import ScheduleRoutes
@@ -103,6 +105,7 @@ def build_app(services: HttpServices) -> Starlette:
     """The ASGI app serving ``services``."""
     streams = OpenStreams()  # told by HttpServer.stop that the server stops (stream.py)
     routes_impl = SessionRoutes(services, streams)
+    openai = OpenAIRoutes(services, streams)
     schedules = ScheduleRoutes(lambda: services.schedule_desk)
     health = ServerHealth(services.config.server.max_connections)
 
@@ -193,7 +196,9 @@ def build_app(services: HttpServices) -> Starlette:
 
     async def on_problem(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, ProblemError)
-        return problem(exc.status, exc.detail, instance=request.url.path)
+        response = problem(exc.status, exc.detail, instance=request.url.path)
+        response.headers.update(exc.headers)
+        return response
 
     async def on_http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
@@ -269,6 +274,9 @@ def build_app(services: HttpServices) -> Starlette:
             DELETE=api(schedules.cancel),
         ),
         _route(f"{v1}/schedules/{{schedule_id}}/run", POST=api(schedules.run)),
+        _route("/v1/models", GET=api(openai.models)),
+        _route("/v1/models/{model}", GET=api(openai.model)),
+        _route("/v1/chat/completions", POST=api(openai.chat)),
         _route("/api/admin/v1/shutdown", POST=admin(shutdown)),
         _route("/api/admin/v1/reload-agents", POST=admin(reload_agents)),
     ]
@@ -277,6 +285,7 @@ def build_app(services: HttpServices) -> Starlette:
     app = Starlette(
         routes=routes,
         middleware=[  # outermost first; an unclaimed exception reaches CrashGuard
+            Middleware(OpenAIErrors),  # problem+json → OpenAI's shape under /v1/
             Middleware(CrashGuard),
             Middleware(BrowserGuard, server=services.config.server, public=frozenset(webhooks)),
             Middleware(ConcurrencyLimit, limit=health.slots, health=health),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from duragent.gateways.http.openapi_openai import openai_paths
 from duragent.gateways.http.openapi_schemas import (
     AUTH,
     COMMON,
@@ -252,6 +253,7 @@ def _document(version: str) -> dict[str, Any]:
                 }
             },
             **schedule_paths(),
+            **openai_paths(),
             "/api/admin/v1/shutdown": {
                 "post": {
                     "summary": "Stop the server",

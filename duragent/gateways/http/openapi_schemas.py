@@ -153,7 +153,7 @@ def stream_event() -> dict[str, Any]:
     )
     return {
         "oneOf": [
-            _event("start", {"type": "object"}),
+            _event("start", _object(["turn_id"], turn_id=text)),
             _event("token", _object(["content"], content=text)),
             _event(
                 "tool_call",
