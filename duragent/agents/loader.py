@@ -34,6 +34,7 @@ KNOWN_BUILTIN_TOOLS = (
     "memory",
     "reload_tools",
     "background_process",
+    "tool_output",
 )
 
 

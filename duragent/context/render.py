@@ -4,6 +4,8 @@
 runner. It returns the messages to send and a ``BudgetReport``. Order of measures, least
 destructive first:
 
+0. Prune (when the settings say so): old tool outputs in the history become markers
+   (``pruning``; a pure function of the history, so cached and uncached renders agree).
 1. Normalise: each assistant tool call is followed by exactly its results (a missing result
    is repaired with a synthetic error result; orphan and duplicate results are dropped).
 2. Pin the latest user message (always kept).
@@ -31,6 +33,7 @@ from typing import Protocol
 from duragent.context.budget import BudgetReport, BudgetSettings, ContextOverflowError
 from duragent.context.history_index import HistoryCache, HistoryFit
 from duragent.context.notices import Cut, compose, read_cut, removed_notice
+from duragent.context.pruning import prune_history
 from duragent.context.tokens import REQUEST_OVERHEAD_TOKENS, TokenCounter
 from duragent.context.truncation import fit_prefix, fit_suffix
 from duragent.context.units import (
@@ -113,6 +116,8 @@ def fit_request(
     """
     report = BudgetReport(window=settings.window, limit=settings.limit)
     limit = settings.limit
+    if settings.prune is not None:  # old tool outputs → markers (``pruning``), request only
+        history, report.results_pruned = prune_history(history, settings.prune, counter)
     system_msg = _system_message(system) if system.strip() else None
     if tools_tokens is None:
         tools_tokens = counter.count_tools(tools)
@@ -329,7 +334,7 @@ def _recut(text: str, target: int, counter: TokenCounter) -> str:
     """``text`` cut to about ``target`` tokens, its single indicator naming the original size."""
     cut = read_cut(text) or Cut(text, "", counter.count_text(text), "head")
     head, tail, original, strategy = cut.head, cut.tail, cut.original, cut.strategy
-    probe = compose(strategy, "", "", original, original)  # the indicator and its separators
+    probe = compose(strategy, "", "", original, original, cut.saved)  # the indicator and its separators
     room = target - counter.count_text(probe) - 2
     if room <= 0:
         return removed_notice(original)
@@ -342,4 +347,4 @@ def _recut(text: str, target: int, counter: TokenCounter) -> str:
         new_head = fit_prefix(head, room // 2, counter)
         new_tail = fit_suffix(tail, room - room // 2, counter)
     kept = counter.count_text(new_head) + counter.count_text(new_tail)
-    return compose(strategy, new_head, new_tail, kept, original)
+    return compose(strategy, new_head, new_tail, kept, original, cut.saved)

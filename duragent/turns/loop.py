@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from duragent.context.budget import BudgetReport, BudgetSettings
 from duragent.context.render import HistoryCache, TurnCache, fit_request
+from duragent.context.tiers import compact_tools
 from duragent.context.tokens import TokenCounter
 from duragent.core.approval import ApprovalDecision, PendingApproval
 from duragent.core.ids import new_message_id
@@ -158,6 +159,8 @@ class _TurnMemo:
         """The tool definitions offered this turn and what they cost (computed once)."""
         if self._tools is None:
             definitions = [t.definition() for t in ctx.tools.values()]
+            if not ctx.budget.full_prompt:  # a small window's tier (``context.tiers``)
+                definitions = compact_tools(definitions)
             self._tools = (definitions, ctx.counter.count_tools(definitions))
         return self._tools
 
@@ -202,15 +205,7 @@ async def _call_model(
             # Our count disagreed with the provider's: fit again into a smaller window.
             smaller = max(budget.output_reserve + 256, int(budget.window * 0.75))
             log.warning("provider reported context overflow; refitting to %d tokens", smaller)
-            budget = BudgetSettings(
-                window=smaller,
-                output_reserve=budget.output_reserve,
-                max_history_tokens=budget.max_history_tokens,
-                keep_first=budget.keep_first,
-                keep_last=budget.keep_last,
-                max_tool_result_tokens=budget.max_tool_result_tokens,
-                truncation=budget.truncation,
-            )
+            budget = replace(budget, window=smaller)  # every other setting kept
     raise AssertionError("unreachable")  # pragma: no cover
 
 
