@@ -11,7 +11,15 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
 from duragent.core.net_rules import parse_allow_rule
 
@@ -97,17 +105,30 @@ class ModelSpec(_Spec):
         return value.strip()
 
 
+def _tier_default(schema: dict[str, object]) -> WithJsonSchema:
+    """The JSON Schema of a field whose default comes from the window tier.
+
+    The model holds None for "not set"; editors see only the values a user may write (the
+    plain integer or boolean schema), so a wrong value gets the precise message.
+    """
+    return WithJsonSchema(schema)
+
+
+TierInt = Annotated[int | None, _tier_default({"type": "integer", "exclusiveMinimum": 0})]
+TierBool = Annotated[bool | None, _tier_default({"type": "boolean"})]
+
+
 class PruneSpec(_Spec):
     """``spec.session.context.prune``: old tool outputs replaced by a marker in requests."""
 
     enabled: bool = True
-    protect_tokens: int | None = Field(
+    protect_tokens: Annotated[int | None, _tier_default({"type": "integer", "minimum": 0})] = Field(
         default=None,
         ge=0,
         description="The newest tool outputs (in tokens) never pruned; default: the window "
         "tier's share of the history budget, at most 40000.",
     )
-    minimum_tokens: int | None = Field(
+    minimum_tokens: TierInt = Field(
         default=None,
         gt=0,
         description="Prune only when it saves at least this many tokens (and in steps of it); "
@@ -146,7 +167,7 @@ class ContextSpec(_Spec):
     """
 
     max_history_tokens: int = Field(default=20_000, ge=0, description="0 = no cap.")
-    max_tool_result_tokens: int | None = Field(
+    max_tool_result_tokens: TierInt = Field(
         default=None,
         gt=0,
         description="Layer 3a cap per tool result; default: the window tier's share of the "
@@ -157,7 +178,7 @@ class ContextSpec(_Spec):
     tool_result_keep_last: int = Field(default=5, ge=0)
     prune: PruneSpec = PruneSpec()
     saved_outputs: SavedOutputsSpec = SavedOutputsSpec()
-    full_prompt: bool | None = Field(
+    full_prompt: TierBool = Field(
         default=None,
         description="Send the full built-in prompt and tool descriptions; default: yes from "
         "an 8K window up, a compact form below.",
