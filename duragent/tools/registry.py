@@ -4,8 +4,8 @@ Order of precedence, first of a name wins: the ``spec.tools`` entries in their o
 and declared CLI tools), then ``memory`` when ``spec.memory`` is set, then scripts discovered
 in ``<agent_dir>/tools/`` and then ``<workspace>/tools/``. Tools the runtime injects
 (``extra``) come last and replace a tool of the same name, because the runtime wires them
-to services the YAML cannot describe. An agent with any tool also gets ``tool_output``
-(reads outputs Layer 3a cut) unless ``spec.session.context.saved_outputs.enabled`` is false.
+to services the YAML cannot describe. ``tool_output`` (reads outputs Layer 3a cut and saved)
+may be listed; the turn loop also offers it on its own once a session has a saved output.
 
 Builtins that need runtime services this module does not have (``schedule``,
 ``reload_tools``, ``background_process``) are left to the runtime to inject; unknown builtin
@@ -106,9 +106,6 @@ def build_tools(
             add(CliTool(found.name, found.script, tool_description(found.name, None, found.readme)))
     for tool in extra:
         tools[tool.name] = tool
-    if tools and agent.spec.session.context.saved_outputs.enabled and "tool_output" not in tools:
-        # any tool's result may be cut and saved: the agent must be able to read it back
-        tools["tool_output"] = ToolOutputTool()
     return tools
 
 

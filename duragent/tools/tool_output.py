@@ -23,8 +23,9 @@ from typing import Any
 from duragent.core.messages import ToolDefinition
 from duragent.tools.base import PolicyType, ToolContext, ToolOutcome
 
-__all__ = ["MAX_CHARS", "MAX_LINES", "ToolOutputTool"]
+__all__ = ["MAX_CHARS", "MAX_LINES", "TOOL_OUTPUT", "ToolOutputTool"]
 
+TOOL_OUTPUT = "tool_output"
 MAX_LINES = 400
 MAX_CHARS = 24_000
 MAX_LINE_CHARS = 2_000
@@ -45,28 +46,26 @@ def _int(args: Mapping[str, Any], key: str, default: int) -> int:
 class ToolOutputTool:
     """The ``tool_output`` builtin (module docstring)."""
 
-    name = "tool_output"
+    name = TOOL_OUTPUT
     policy_type: PolicyType = "builtin"
 
     def definition(self) -> ToolDefinition:
         return ToolDefinition(
             name=self.name,
             description=(
-                "Read a tool output that was cut to fit the context window (its notice says "
-                "'full output saved as out_…'). mode head/tail: the first/last `lines` lines; "
-                "range: lines `start` to `end` (1-based, inclusive); grep: the lines containing "
-                "`pattern` (plain text), numbered."
+                "Read a cut tool output saved as out_…: mode head/tail (lines), range "
+                "(start-end, 1-based) or grep (lines containing pattern)."
             ),
             parameters={
                 "type": "object",
                 "properties": {
-                    "id": {"type": "string", "description": "The saved output's id (out_…)."},
-                    "mode": {"type": "string", "enum": list(MODES), "description": "head"},
-                    "lines": {"type": "integer", "description": "head/tail: how many lines."},
-                    "start": {"type": "integer", "description": "range: first line."},
-                    "end": {"type": "integer", "description": "range: last line."},
-                    "pattern": {"type": "string", "description": "grep: text to find."},
-                    "ignore_case": {"type": "boolean", "description": "grep: ignore case."},
+                    "id": {"type": "string"},
+                    "mode": {"type": "string", "enum": list(MODES)},
+                    "lines": {"type": "integer"},
+                    "start": {"type": "integer"},
+                    "end": {"type": "integer"},
+                    "pattern": {"type": "string"},
+                    "ignore_case": {"type": "boolean"},
                 },
                 "required": ["id"],
             },

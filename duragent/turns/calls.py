@@ -23,6 +23,7 @@ from duragent.tools.base import Tool, ToolContext, ToolOutcome
 from duragent.tools.notify import NOTIFIER
 from duragent.tools.policy import Decision
 from duragent.tools.registry import lookup
+from duragent.tools.tool_output import TOOL_OUTPUT, ToolOutputTool
 
 if TYPE_CHECKING:
     from duragent.turns.loop import LoopContext
@@ -85,6 +86,8 @@ async def _capped(ctx: LoopContext, content: str) -> Truncated:
         return truncate_tool_result(
             content, budget.max_tool_result_tokens, budget.truncation, ctx.counter
         )
+    if TOOL_OUTPUT not in ctx.tools:  # from now on the model can read what was cut
+        ctx.tools = {**ctx.tools, TOOL_OUTPUT: ToolOutputTool()}
     return capped
 
 

@@ -7,6 +7,7 @@ recorder writes the loop's events through the session actor (durable or batched,
 
 from __future__ import annotations
 
+import asyncio
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -26,6 +27,7 @@ from duragent.tools.base import SessionReader, Tool, ToolContext
 from duragent.tools.policy_files import load_policy
 from duragent.tools.registry import build_tools
 from duragent.tools.sandbox import TRUST, Sandbox
+from duragent.tools.tool_output import TOOL_OUTPUT, ToolOutputTool
 from duragent.turns.agent_budget import budget_settings
 from duragent.turns.inbox import Inbox
 from duragent.turns.loop import LoopContext
@@ -167,6 +169,11 @@ class ContextFactory:
             extra=extra,
         )
 
+        outputs = self._saved_outputs(session_id, agent)
+        if outputs is not None and TOOL_OUTPUT not in tools:
+            # offered once the session has something to read (``calls`` offers it mid-turn)
+            if await asyncio.to_thread(outputs.ids):
+                tools[TOOL_OUTPUT] = ToolOutputTool()
         return LoopContext(
             provider=await self._providers.for_agent(agent),
             tools=tools,
@@ -193,7 +200,7 @@ class ContextFactory:
                 sessions=self._sessions,
                 env=self._env,
                 sandbox=self._sandbox,
-                outputs=self._saved_outputs(session_id, agent),
+                outputs=outputs,
             ),
             recorder=_ActorRecorder(self._registry.handle(session_id), requester_id, answers_seq),
             temperature=agent.model.temperature,
