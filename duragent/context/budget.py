@@ -75,6 +75,19 @@ class BudgetSettings:
         """The most a request may cost."""
         return max(0, self.window - self.output_reserve - self.safety)
 
+    def describe_tier(self) -> str:
+        """One line for ``doctor``: the tier and the defaults it gave (or the user set)."""
+        prune = (
+            f"prune outputs beyond {self.prune.protect} (steps of {self.prune.minimum})"
+            if self.prune is not None
+            else "pruning off"
+        )
+        prompt = "full prompt" if self.full_prompt else "compact prompt"
+        return (
+            f"tier {self.tier.label}: tool results ≤ {self.max_tool_result_tokens}, {prune}, "
+            f"{prompt}"
+        )
+
     @classmethod
     def for_model(
         cls,
