@@ -1,27 +1,33 @@
 """Pruning old tool outputs at render time (seed 000, tier 2): markers instead of stale output.
 
 A tool output the model read twenty turns ago rarely matters word for word any more, yet it
-costs as much as it did then, and Layer 2 fills the history budget newest first, so every old
-output pushes out conversation (what the user asked, what the agent decided). Pruning replaces
-old outputs with a one-line marker *in the request only*: ``events.jsonl`` and the session's
-window keep every output, so turning pruning off (or a larger window) brings them back.
+costs as much as it did then, in every request. Pruning replaces old outputs with a one-line
+marker *in the request only*: ``events.jsonl`` and the session's window keep every output, so
+turning pruning off (or a larger window) brings them back.
 
-The rule is a pure function of the history, the policy and the counter, so a render with the
-session's ``HistoryCache`` and one without give the same request (the cache's oracle tests):
+It runs on the history Layer 2 chose to send (``render.fit_request``, step 6), so the request
+carries the same conversation for fewer tokens, and the session's ``HistoryCache`` is never
+involved. The rule is a pure function of those messages, the policy and the counter, so a render
+with the cache and one without give the same request:
 
-- Candidates: every tool result in the history (the current turn is never pruned: Layer 3b
-  handles it), except results of ``protected_tools`` (found by the call that made them).
+- Candidates: every tool result in the chosen history (the current turn is never pruned:
+  Layer 3b handles it), except results of ``protected_tools`` (found by the call that made
+  them).
 - Let ``T`` be their total cost and ``P_i`` the running total, oldest first. With
   ``M = minimum × ⌊(T − protect) / minimum⌋`` (0 while ``T − protect < minimum``), the
   candidates with ``P_i ≤ M`` are pruned, provided that saves at least ``minimum`` tokens
   (the markers' cost deducted) — otherwise none is.
 
 So the newest ``protect`` tokens of outputs are never pruned (``T − M ≥ protect``), and the
-pruned set grows in steps of ``minimum`` tokens of output: the seed prunes in batches of at
-least 20K (it stores what it pruned); anchoring the steps at the start of the window gives
-the same batches without stored state. Between steps the request's older part is unchanged,
-so the session's ``HistoryCache`` keeps its units (a step, or the Layer 1 window sliding past
-a step, re-splits the history once). A result already smaller than its marker is left alone.
+pruned set grows in steps of ``minimum`` tokens of output, as the seed's batches of at least
+20K do (the seed stores what it pruned; anchoring the steps at the start of what is sent gives
+batches without stored state). A result already smaller than its marker is left alone.
+
+Why prune what is sent instead of pruning first and letting Layer 2 fill the room it frees:
+the second sends *more* old conversation for the same tokens (the benchmark measured +2.5 %
+to +5 % tokens per session), while seed 000's point, and a small local model's need (seed
+003: quality drops as the window fills), is fewer tokens. Remembering what left the window is
+the summaries tier's job.
 
 The marker keeps the call visible (the model still sees what it asked) and says how large
 the output was; when the output had been cut by Layer 3a and saved in full, the marker keeps
@@ -31,14 +37,13 @@ the saved id so the model can read it back with the ``tool_output`` tool.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from duragent.context.notices import read_cut
 from duragent.context.tokens import TokenCounter
 from duragent.core.messages import Message, Role
 
-__all__ = ["PrunePolicy", "pruned_notice", "prune_history"]
+__all__ = ["PrunePolicy", "Pruned", "prune_history", "pruned_notice"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,8 +63,7 @@ def pruned_notice(tokens: int, saved: str | None = None) -> str:
     return text
 
 
-# One marker per original message (and counter), so an unchanged prune gives the very same
-# message objects from request to request and the history cache carries over.
+# One marker per original message (and counter): counted once, reused by every request.
 _markers: weakref.WeakKeyDictionary[Message, tuple[str, Message]] = weakref.WeakKeyDictionary()
 
 
@@ -75,12 +79,21 @@ def _marker(message: Message, counter: TokenCounter, tokens: int) -> Message:
     return marker
 
 
-def prune_history(
-    history: Sequence[Message], policy: PrunePolicy, counter: TokenCounter
-) -> tuple[Sequence[Message], int]:
-    """``history`` with its old tool outputs replaced by markers, and how many were.
+@dataclass(frozen=True, slots=True)
+class Pruned:
+    """What pruning did to a list of messages."""
 
-    Returns ``history`` itself (the same object) when nothing is pruned.
+    messages: list[Message]
+    count: int  # results replaced by a marker
+    saved: int  # tokens saved (the markers' cost deducted)
+
+
+def prune_history(
+    history: list[Message], policy: PrunePolicy, counter: TokenCounter
+) -> Pruned:
+    """``history`` with its old tool outputs replaced by markers (module docstring).
+
+    Returns ``history`` itself (the same list) when nothing is pruned.
     """
     protected = policy.protected_tools
     names: dict[str, str] = {}
@@ -94,15 +107,15 @@ def prune_history(
         elif protected and role is Role.ASSISTANT and message.tool_calls:
             for call in message.tool_calls:
                 names[call.id] = call.name
+    unchanged = Pruned(history, 0, 0)
     if not candidates:
-        return history, 0
+        return unchanged
     count = counter.count_message
     sizes = [count(history[i]) for i in candidates]
-    total = sum(sizes)
     minimum = max(1, policy.minimum)
-    steps = (total - policy.protect) // minimum
+    steps = (sum(sizes) - policy.protect) // minimum
     if steps <= 0:
-        return history, 0
+        return unchanged
     bound = steps * minimum
     chosen: list[tuple[int, Message]] = []
     saved = 0
@@ -117,8 +130,8 @@ def prune_history(
             chosen.append((i, marker))
             saved += gain
     if saved < policy.minimum or not chosen:
-        return history, 0
+        return unchanged
     out = list(history)
     for i, marker in chosen:
         out[i] = marker
-    return out, len(chosen)
+    return Pruned(out, len(chosen), saved)

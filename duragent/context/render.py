@@ -4,8 +4,6 @@
 runner. It returns the messages to send and a ``BudgetReport``. Order of measures, least
 destructive first:
 
-0. Prune (when the settings say so): old tool outputs in the history become markers
-   (``pruning``; a pure function of the history, so cached and uncached renders agree).
 1. Normalise: each assistant tool call is followed by exactly its results (a missing result
    is repaired with a synthetic error result; orphan and duplicate results are dropped).
 2. Pin the latest user message (always kept).
@@ -20,6 +18,10 @@ destructive first:
    omitted]`` system message when anything was left out. History is fitted *after* 3c so a
    dropped group's room goes to history (seed 002: 3c always preserves history); the walk is
    greedy, so nothing is omitted while the free room is at least the next omitted unit's cost.
+6. Pruning (when the settings say so): in the history chosen, tool outputs older than a
+   protected recent span become one-line markers (``pruning``), so the same conversation
+   costs fewer tokens. It runs on what Layer 2 chose, a pure function of those messages, so
+   the session's history cache is untouched and cached and uncached renders agree.
 """
 
 from __future__ import annotations
@@ -116,8 +118,6 @@ def fit_request(
     """
     report = BudgetReport(window=settings.window, limit=settings.limit)
     limit = settings.limit
-    if settings.prune is not None:  # old tool outputs → markers (``pruning``), request only
-        history, report.results_pruned = prune_history(history, settings.prune, counter)
     system_msg = _system_message(system) if system.strip() else None
     if tools_tokens is None:
         tools_tokens = counter.count_tools(tools)
@@ -184,6 +184,10 @@ def fit_request(
     chosen = hist.fill(budget, notice_cost)
     report.calls_repaired += chosen.repaired
     report.orphans_dropped += chosen.orphans
+    if settings.prune is not None:  # old outputs of what is sent → markers (``pruning``)
+        pruned = prune_history(chosen.messages, settings.prune, counter)
+        chosen.messages, report.results_pruned = pruned.messages, pruned.count
+        chosen.tokens -= pruned.saved
     omitted = hist_total - chosen.source
     needed = fixed + (notice_cost if omitted else 0) + chosen.tokens + pinned_cost + turn_cost
 

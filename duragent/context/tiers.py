@@ -10,12 +10,15 @@ model-name table):
 ==========  ============  ===========  =============  ==============  =========  ===========
 tier        window        tool result  prune protect  prune minimum   summaries  full prompt
 ==========  ============  ===========  =============  ==============  =========  ===========
-``2K``      < 4,000       25 % limit   40 % history   10 % history    70 %       no
-``4K``      4,000–7,999   30 % limit   40 % history   15 % history    75 %       no
-``8K``      8,000–31,999  35 % limit   50 % history   20 % history    80 %       yes
-``32K``     ≥ 32,000      35 % limit   50 % history   25 % history    85 %       yes
+``2K``      < 4,000       25 % limit   20 % history   10 % history    70 %       no
+``4K``      4,000–7,999   30 % limit   20 % history   10 % history    75 %       no
+``8K``      8,000–31,999  35 % limit   30 % history   10 % history    80 %       yes
+``32K``     ≥ 32,000      35 % limit   40 % history   10 % history    85 %       yes
 ==========  ============  ===========  =============  ==============  =========  ===========
 
+Pruning works on the history a request carries (``context.pruning``), so its span must be a
+small enough share of that history to ever leave something to prune: in a 4K window the
+history holds two or three capped outputs, and protecting 20 % of it keeps the newest one.
 Every share is capped by the seeds' absolute values (tool results 8,000 tokens, prune protect
 40,000, prune minimum 20,000), so a large window with a large history budget gets exactly the
 seeds' numbers, and the 32K tier keeps the 8,000-token tool-result cap agents had before.
@@ -87,10 +90,10 @@ class Tier:
 
 
 TIERS: tuple[Tier, ...] = (
-    Tier("2K", "2–4K", 0, 0.25, 0.40, 0.10, 0.70, 256, False),
-    Tier("4K", "4–8K", 4_000, 0.30, 0.40, 0.15, 0.75, 512, False),
-    Tier("8K", "8–32K", 8_000, 0.35, 0.50, 0.20, 0.80, 1_024, True),
-    Tier("32K", "32K+", 32_000, 0.35, 0.50, 0.25, 0.85, 2_048, True),
+    Tier("2K", "2–4K", 0, 0.25, 0.20, 0.10, 0.70, 256, False),
+    Tier("4K", "4–8K", 4_000, 0.30, 0.20, 0.10, 0.75, 512, False),
+    Tier("8K", "8–32K", 8_000, 0.35, 0.30, 0.10, 0.80, 1_024, True),
+    Tier("32K", "32K+", 32_000, 0.35, 0.40, 0.10, 0.85, 2_048, True),
 )
 
 

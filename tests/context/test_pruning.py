@@ -62,7 +62,8 @@ def test_outputs_beyond_the_protected_span_become_markers_and_the_history_is_unt
     before = list(history)
     policy = PrunePolicy(protect=3_000, minimum=2_000)
 
-    out, count = prune_history(history, policy, COUNTER)
+    pruned = prune_history(history, policy, COUNTER)
+    out, count = pruned.messages, pruned.count
 
     assert history == before  # the session's messages (and events.jsonl) keep everything
     ids = pruned_ids(history, list(out))
@@ -78,22 +79,23 @@ def test_outputs_beyond_the_protected_span_become_markers_and_the_history_is_unt
 def test_nothing_is_pruned_when_it_would_save_less_than_the_minimum() -> None:
     history = session([OUTPUT] * 4)
 
-    out, count = prune_history(history, PrunePolicy(protect=3_000, minimum=5_000), COUNTER)
+    pruned = prune_history(history, PrunePolicy(protect=3_000, minimum=5_000), COUNTER)
 
-    assert out is history
-    assert count == 0
+    assert pruned.messages is history
+    assert (pruned.count, pruned.saved) == (0, 0)
 
 
 def test_outputs_of_protected_tools_are_never_pruned() -> None:
     history = session([OUTPUT] * 10, tool="memory")
 
-    out, count = prune_history(
-        history, PrunePolicy(protect=1_000, minimum=500, protected_tools=frozenset({"memory"})),
+    pruned = prune_history(
+        history,
+        PrunePolicy(protect=1_000, minimum=500, protected_tools=frozenset({"memory"})),
         COUNTER,
     )
 
-    assert out is history
-    assert count == 0
+    assert pruned.messages is history
+    assert pruned.count == 0
 
 
 def test_pruning_advances_in_steps_of_the_minimum_not_at_every_new_output() -> None:
@@ -101,8 +103,7 @@ def test_pruning_advances_in_steps_of_the_minimum_not_at_every_new_output() -> N
     seen: list[int] = []
     for n in range(4, 20):
         history = session([OUTPUT] * n)
-        _, count = prune_history(history, policy, COUNTER)
-        seen.append(count)
+        seen.append(prune_history(history, policy, COUNTER).count)
     changes = sum(1 for a, b in zip(seen, seen[1:], strict=False) if a != b)
     assert seen[-1] > 0
     assert changes <= len(seen) // 2  # ~3 outputs per step of 3,000 tokens
@@ -114,21 +115,23 @@ def test_a_pruned_output_that_was_saved_in_full_keeps_its_saved_id() -> None:
     cut = compose("head", "x " * 200, "", 200, 9_000, saved)
     history = session([cut] + [OUTPUT] * 6)
 
-    out, _ = prune_history(history, PrunePolicy(protect=2_000, minimum=500), COUNTER)
+    out = prune_history(history, PrunePolicy(protect=2_000, minimum=500), COUNTER).messages
 
     marker = out[2]
     assert marker.text == pruned_notice(9_000, saved)
     assert saved in marker.text and "tool_output" in marker.text
 
 
-def test_the_same_prune_gives_the_same_message_objects_so_the_history_cache_carries_over() -> None:
+def test_markers_are_made_once_per_output_and_the_saving_is_exact() -> None:
     history = session([OUTPUT] * 10)
     policy = PrunePolicy(protect=3_000, minimum=2_000)
 
-    first, _ = prune_history(history, policy, COUNTER)
-    second, _ = prune_history(list(history), policy, COUNTER)
+    first = prune_history(history, policy, COUNTER)
+    second = prune_history(list(history), policy, COUNTER)
 
-    assert all(a is b for a, b in zip(first, second, strict=True))
+    assert all(a is b for a, b in zip(first.messages, second.messages, strict=True))
+    saved = COUNTER.count_messages(history) - COUNTER.count_messages(first.messages)
+    assert first.saved == saved >= policy.minimum
 
 
 def test_a_pruned_request_reports_the_results_it_pruned() -> None:
@@ -142,6 +145,12 @@ def test_a_pruned_request_reports_the_results_it_pruned() -> None:
     assert report.results_pruned == sum(1 for m in out if m.text.startswith("[old tool output"))
     assert report.results_pruned > 0
     assert report.to_dict()["results_pruned"] == report.results_pruned
+    assert report.request_tokens == COUNTER.count_messages(out)
+    unpruned = fit_request(
+        system="s", history=history, counter=COUNTER, settings=replace(budget, prune=None)
+    )[1]
+    assert report.history_sent == unpruned.history_sent  # the same conversation…
+    assert report.request_tokens < unpruned.request_tokens  # …for fewer tokens
 
 
 policies = st.builds(

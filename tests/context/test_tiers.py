@@ -36,7 +36,7 @@ def test_every_tier_leaves_a_tool_result_well_inside_one_request() -> None:
         assert budget.prune.protect + budget.prune.minimum <= budget.limit
     # from 32K up an agent keeps the cap it always had, and large budgets get the seed's numbers
     assert BudgetSettings.for_model("gpt-4o").max_tool_result_tokens == 8_000
-    big = BudgetSettings.for_model("gpt-4o", max_history_tokens=0, prune=True)
+    big = BudgetSettings.for_model("gpt-5", max_history_tokens=0, prune=True)  # 400K
     assert big.prune is not None
     assert (big.prune.protect, big.prune.minimum) == (40_000, 20_000)
 
@@ -118,6 +118,6 @@ def test_doctor_shows_each_agents_tier(tmp_path: Path) -> None:
     assert code == 0, out
     line = next(x for x in out.splitlines() if x.startswith("✓ [agent small] tier"))
     assert line == (
-        "✓ [agent small] tier 4–8K: tool results ≤ 798, prune outputs beyond 1065 "
-        "(steps of 399), compact prompt"
+        "✓ [agent small] tier 4–8K: tool results ≤ 798, prune outputs beyond 532 "
+        "(steps of 266), compact prompt"
     )
