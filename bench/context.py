@@ -477,17 +477,15 @@ def bench_variants(counter: TokenCounter, turns: int) -> list[str]:
                 "total vs layers 1–3",
                 [f"{100 * (sum(r.tokens) / base_total - 1):+.1f} %" for _, r, _ in results],
             ),
-            ("overflows / errors", [
-                f"{r.overflows(s.limit)} / {st['errors']}" for s, r, st in results
-            ]),
+            (
+                "overflows / errors",
+                [f"{r.overflows(s.limit)} / {st['errors']}" for s, r, st in results],
+            ),
             ("results pruned (sum over calls)", [f"{st['pruned']:,}" for _, _, st in results]),
             ("calls with history omitted", [f"{st['omitted_calls']:,}" for _, _, st in results]),
             (
                 "fit_request mean per call",
-                [
-                    f"{st['fit_ns'] / 1e6 / max(1, len(r.tokens)):.3f} ms"
-                    for _, r, st in results
-                ],
+                [f"{st['fit_ns'] / 1e6 / max(1, len(r.tokens)):.3f} ms" for _, r, st in results],
             ),
         ]
         tier = results[0][0]

@@ -25,7 +25,9 @@ PREAMBLE = (
     "and try a different approach instead of repeating the same call."
 )
 
-COMPACT_PREAMBLE = "Use tools only when needed, never claim a call you did not make, and stay on task."
+COMPACT_PREAMBLE = (
+    "Use tools only when needed, never claim a call you did not make, and stay on task."
+)
 """The preamble in windows under 8K (``context.tiers``): the same rules in a third of the tokens."""
 
 _TEMPLATE = re.compile(r"\{\{\s*([a-zA-Z_.]+)\s*\}\}")

@@ -219,7 +219,6 @@ class BudgetSplit:
             fix=fix,
         )
 
-
     def _reserve_too_large(self, file: Path, *, reserve_configured: bool) -> ConfigError:
         """The reply reserve alone takes the whole window: no request can ever be sent."""
         tier = tier_for(self.window)

@@ -88,9 +88,7 @@ class Pruned:
     saved: int  # tokens saved (the markers' cost deducted)
 
 
-def prune_history(
-    history: list[Message], policy: PrunePolicy, counter: TokenCounter
-) -> Pruned:
+def prune_history(history: list[Message], policy: PrunePolicy, counter: TokenCounter) -> Pruned:
     """``history`` with its old tool outputs replaced by markers (module docstring).
 
     Returns ``history`` itself (the same list) when nothing is pruned.

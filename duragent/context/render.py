@@ -338,7 +338,8 @@ def _recut(text: str, target: int, counter: TokenCounter) -> str:
     """``text`` cut to about ``target`` tokens, its single indicator naming the original size."""
     cut = read_cut(text) or Cut(text, "", counter.count_text(text), "head")
     head, tail, original, strategy = cut.head, cut.tail, cut.original, cut.strategy
-    probe = compose(strategy, "", "", original, original, cut.saved)  # the indicator and its separators
+    # the indicator and its separators
+    probe = compose(strategy, "", "", original, original, cut.saved)
     room = target - counter.count_text(probe) - 2
     if room <= 0:
         return removed_notice(original)

@@ -138,9 +138,12 @@ def _compact_schema(schema: Any) -> Any:
 
 
 def compact_tools(definitions: Sequence[ToolDefinition]) -> list[ToolDefinition]:
-    """Tool definitions for a small window: the first sentence of each description, and
-    parameter schemas without their descriptions (the model still sees every name, type and
-    required field, so every call it could make before it can still make)."""
+    """Tool definitions for a small window: short descriptions, bare parameter schemas.
+
+    The first sentence of each description is kept and the parameters lose their
+    descriptions; the model still sees every name, type and required field, so every call it
+    could make before it can still make.
+    """
     return [
         replace(
             d,

@@ -20,7 +20,7 @@ from duragent.core.events import Event, now_rfc3339
 from duragent.core.snapshot import SessionSnapshot
 from duragent.store.chat_index import ChatKey
 from duragent.store.event_log import EVENTS_FILENAME, ReadReport
-from duragent.store.saved_outputs import MemorySavedOutputs, SavedOutputLimits
+from duragent.store.saved_outputs import DEFAULT_LIMITS, MemorySavedOutputs, SavedOutputLimits
 from duragent.store.snapshot_file import STATE_FILENAME
 
 __all__ = ["MemorySessionStore"]
@@ -230,7 +230,7 @@ class MemorySessionStore:
         return {k: v for k, v in session.snapshot.items() if k != "conversation"}
 
     def saved_outputs(
-        self, session_id: str, limits: SavedOutputLimits = SavedOutputLimits()
+        self, session_id: str, limits: SavedOutputLimits = DEFAULT_LIMITS
     ) -> MemorySavedOutputs:
         """The saved full tool outputs of ``session_id``."""
         return MemorySavedOutputs(self._session(session_id).outputs, limits)

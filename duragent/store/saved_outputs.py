@@ -35,6 +35,7 @@ from duragent.store.atomic import atomic_write
 from duragent.store.fileops import OS_FILE_OPS, FileOps
 
 __all__ = [
+    "DEFAULT_LIMITS",
     "OUTPUTS_DIRNAME",
     "MemorySavedOutputs",
     "SavedOutputFiles",
@@ -59,6 +60,9 @@ class SavedOutputLimits:
     max_output_bytes: int = 8 << 20
     max_session_bytes: int = 64 << 20
     retention_days: int = 7  # 0: kept until the session is deleted
+
+
+DEFAULT_LIMITS = SavedOutputLimits()
 
 
 class SavedOutputNotFoundError(LookupError):
@@ -105,7 +109,7 @@ class SavedOutputFiles:
     def __init__(
         self,
         session_dir: Path,
-        limits: SavedOutputLimits = SavedOutputLimits(),
+        limits: SavedOutputLimits = DEFAULT_LIMITS,
         ops: FileOps = OS_FILE_OPS,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -158,9 +162,7 @@ class SavedOutputFiles:
             with contextlib.suppress(OSError):
                 sizes[output_id] = (self.folder / f"{output_id}.txt").stat().st_size
         days = self.limits.retention_days
-        doomed = [
-            i for i in ids if i != keep and days and now_ms - _millis(i) > days * _DAY_MS
-        ]
+        doomed = [i for i in ids if i != keep and days and now_ms - _millis(i) > days * _DAY_MS]
         total = sum(sizes.get(i, 0) for i in ids if i not in doomed)
         for output_id in ids:
             if total <= self.limits.max_session_bytes:
@@ -185,7 +187,7 @@ class MemorySavedOutputs:
     def __init__(
         self,
         store: dict[str, str],
-        limits: SavedOutputLimits = SavedOutputLimits(),
+        limits: SavedOutputLimits = DEFAULT_LIMITS,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._store = store

@@ -25,7 +25,7 @@ from duragent.store.chat_index import ChatIndex
 from duragent.store.event_log import EVENTS_FILENAME, EventLog
 from duragent.store.fileops import OS_FILE_OPS, FileOps
 from duragent.store.health import StoreHealth
-from duragent.store.saved_outputs import SavedOutputFiles, SavedOutputLimits
+from duragent.store.saved_outputs import DEFAULT_LIMITS, SavedOutputFiles, SavedOutputLimits
 from duragent.store.snapshot_file import (
     LEGACY_STATE_FILENAME,
     STATE_FILENAME,
@@ -112,7 +112,7 @@ class SessionStore:
         return read_header(folder, self.ops)
 
     def saved_outputs(
-        self, session_id: str, limits: SavedOutputLimits = SavedOutputLimits()
+        self, session_id: str, limits: SavedOutputLimits = DEFAULT_LIMITS
     ) -> SavedOutputFiles:
         """The saved full tool outputs of ``session_id`` (``saved_outputs``)."""
         return SavedOutputFiles(self.directory(session_id), limits, self.ops)

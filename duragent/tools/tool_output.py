@@ -50,6 +50,7 @@ class ToolOutputTool:
     policy_type: PolicyType = "builtin"
 
     def definition(self) -> ToolDefinition:
+        """Short on purpose: it is offered in every turn once a session saved an output."""
         return ToolDefinition(
             name=self.name,
             description=(
@@ -72,10 +73,12 @@ class ToolOutputTool:
         )
 
     def invocation(self, args: Mapping[str, Any]) -> str:
+        """``tool_output:<mode>`` for policy patterns."""
         mode = args.get("mode") or "head"
         return f"{self.name}:{mode if mode in MODES else 'head'}"
 
     async def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome:
+        """Read the session's saved output as asked; every problem is a correctable error."""
         if ctx.outputs is None:
             return ToolOutcome(False, "Saved outputs are turned off for this agent.")
         output_id = args.get("id")
@@ -105,7 +108,9 @@ def _answer(text: str, output_id: str, args: Mapping[str, Any]) -> str:
         end = min(total, _int(args, "end", start + DEFAULT_LINES - 1))
     else:
         count = max(1, min(MAX_LINES, _int(args, "lines", DEFAULT_LINES)))
-        start, end = (1, min(total, count)) if mode == "head" else (max(1, total - count + 1), total)
+        start, end = (
+            (1, min(total, count)) if mode == "head" else (max(1, total - count + 1), total)
+        )
     if total == 0:
         return f"{output_id} is empty."
     if start > total:
@@ -121,9 +126,7 @@ def _cut_line(line: str) -> str:
     return line[:MAX_LINE_CHARS] + f" …[{len(line) - MAX_LINE_CHARS} more characters]"
 
 
-def _numbered(
-    lines: list[str], start: int, end: int, total: int, output_id: str, mode: str
-) -> str:
+def _numbered(lines: list[str], start: int, end: int, total: int, output_id: str, mode: str) -> str:
     end = min(end, start + MAX_LINES - 1)
     body: list[str] = []
     used = 0

@@ -170,9 +170,10 @@ class ContextFactory:
         )
 
         outputs = self._saved_outputs(session_id, agent)
+        # offered once the session has something to read (``calls`` offers it mid-turn)
         if outputs is not None and TOOL_OUTPUT not in tools:
-            # offered once the session has something to read (``calls`` offers it mid-turn)
-            if await asyncio.to_thread(outputs.ids):
+            saved = await asyncio.to_thread(outputs.ids)
+            if saved:
                 tools[TOOL_OUTPUT] = ToolOutputTool()
         return LoopContext(
             provider=await self._providers.for_agent(agent),

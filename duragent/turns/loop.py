@@ -156,8 +156,11 @@ class _TurnMemo:
         self._tools: tuple[list[ToolDefinition], int] | None = None
 
     def tools(self, ctx: LoopContext) -> tuple[list[ToolDefinition], int]:
-        """The tool definitions offered this turn and what they cost (computed once, again
-        if a tool was added mid-turn: ``tool_output`` once an output was saved)."""
+        """The tool definitions offered this turn and what they cost.
+
+        Computed once, and again if a tool was added mid-turn (``tool_output``, once an
+        output was saved).
+        """
         if self._tools is None or len(self._tools[0]) != len(ctx.tools):
             definitions = [t.definition() for t in ctx.tools.values()]
             if not ctx.budget.full_prompt:  # a small window's tier (``context.tiers``)

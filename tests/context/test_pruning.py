@@ -9,6 +9,7 @@ with the session's history cache equals one without, over sliding histories.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 
 from hypothesis import HealthCheck, given, settings
@@ -104,7 +105,7 @@ def test_pruning_advances_in_steps_of_the_minimum_not_at_every_new_output() -> N
     for n in range(4, 20):
         history = session([OUTPUT] * n)
         seen.append(prune_history(history, policy, COUNTER).count)
-    changes = sum(1 for a, b in zip(seen, seen[1:], strict=False) if a != b)
+    changes = sum(1 for a, b in itertools.pairwise(seen) if a != b)
     assert seen[-1] > 0
     assert changes <= len(seen) // 2  # ~3 outputs per step of 3,000 tokens
     assert seen == sorted(seen)
@@ -119,7 +120,8 @@ def test_a_pruned_output_that_was_saved_in_full_keeps_its_saved_id() -> None:
 
     marker = out[2]
     assert marker.text == pruned_notice(9_000, saved)
-    assert saved in marker.text and "tool_output" in marker.text
+    assert saved in marker.text
+    assert "tool_output" in marker.text
 
 
 def test_markers_are_made_once_per_output_and_the_saving_is_exact() -> None:
@@ -190,8 +192,9 @@ def test_with_pruning_every_request_fits_and_keeps_pairs_and_the_latest_message(
     except ContextOverflowError:
         # pruning only ever makes history cheaper: it never causes an overflow
         try:
-            fit_request(system="be brief", history=history, turn=turn, counter=counter,
-                        settings=budget)
+            fit_request(
+                system="be brief", history=history, turn=turn, counter=counter, settings=budget
+            )
         except ContextOverflowError:
             return
         raise

@@ -21,8 +21,17 @@ from tests.cli.test_commands import run
 
 @pytest.mark.parametrize(
     ("window", "tier"),
-    [(1_024, "2–4K"), (2_048, "2–4K"), (3_999, "2–4K"), (4_096, "4–8K"), (8_000, "8–32K"),
-     (16_384, "8–32K"), (31_999, "8–32K"), (32_000, "32K+"), (200_000, "32K+")],
+    [
+        (1_024, "2–4K"),
+        (2_048, "2–4K"),
+        (3_999, "2–4K"),
+        (4_096, "4–8K"),
+        (8_000, "8–32K"),
+        (16_384, "8–32K"),
+        (31_999, "8–32K"),
+        (32_000, "32K+"),
+        (200_000, "32K+"),
+    ],
 )
 def test_the_window_picks_the_tier(window: int, tier: str) -> None:
     assert tier_for(window).label == tier
@@ -50,7 +59,8 @@ def test_small_tiers_send_a_compact_prompt_and_large_ones_the_full_one() -> None
 def test_summary_defaults_grow_with_the_window_for_the_summaries_tier() -> None:
     thresholds = [t.summary_threshold for t in TIERS]
     lengths = [t.summary_tokens for t in TIERS]
-    assert thresholds == sorted(thresholds) and all(0.5 < x < 1 for x in thresholds)
+    assert thresholds == sorted(thresholds)
+    assert all(0.5 < x < 1 for x in thresholds)
     assert lengths == sorted(lengths)
 
 
@@ -73,8 +83,10 @@ def test_compact_tool_definitions_keep_every_name_type_and_required_field() -> N
     assert small.description == "Write a note."
     assert small.parameters == {
         "type": "object",
-        "properties": {"description": {"type": "string"}, "tags": {"type": "array",
-                                                                    "items": {"type": "string"}}},
+        "properties": {
+            "description": {"type": "string"},
+            "tags": {"type": "array", "items": {"type": "string"}},
+        },
         "required": ["description"],
     }
     assert counter.count_tools([small]) < counter.count_tools([tool])

@@ -105,9 +105,12 @@ async def test_an_unknown_or_foreign_id_and_bad_arguments_are_correctable_errors
     missing = await read(ctx, id="out_01JABCDEFGHJKMNPQRSTVWXYZ0")
     traversal = await read(ctx, id="../../s2/outputs/x")
     bad_mode = await read(ctx, id="out_01JABCDEFGHJKMNPQRSTVWXYZ0", mode="cat")
-    assert not missing.success and "no saved output" in missing.content
-    assert not traversal.success and "no saved output" in traversal.content
-    assert not bad_mode.success and "mode must be one of" in bad_mode.content
+    assert not missing.success
+    assert "no saved output" in missing.content
+    assert not traversal.success
+    assert "no saved output" in traversal.content
+    assert not bad_mode.success
+    assert "mode must be one of" in bad_mode.content
 
 
 async def test_without_saved_outputs_the_tool_says_so(tmp_path: Path) -> None:

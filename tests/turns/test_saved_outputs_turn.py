@@ -57,8 +57,7 @@ async def test_a_cut_output_is_saved_named_and_read_back_by_grep(tmp_path: Path)
     saved = tmp_path / ".duragent" / "sessions" / sid / "outputs" / f"{output_id}.txt"
     assert saved.read_text(encoding="utf-8") == BIG
     events = [
-        json.loads(line)
-        for line in (saved.parent.parent / "events.jsonl").read_text().splitlines()
+        json.loads(line) for line in (saved.parent.parent / "events.jsonl").read_text().splitlines()
     ]
     stored = [e["result"]["content"] for e in events if e["type"] == "tool_result"]
     assert stored[0] == cut  # the session records the cut result, naming the saved copy

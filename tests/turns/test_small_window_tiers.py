@@ -38,8 +38,9 @@ AGENT = textwrap.dedent(
 async def test_a_4096_token_agent_answers_every_turn_of_a_tool_heavy_chat(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(turn_fixtures, "agent_yaml", lambda base_url, **_: AGENT.format(
-        base_url=base_url))
+    monkeypatch.setattr(
+        turn_fixtures, "agent_yaml", lambda base_url, **_: AGENT.format(base_url=base_url)
+    )
     logs = FnTool("logs", lambda a: f"log line for {a.get('x')}\n" * 400)
     async with harness(tmp_path, tools=[logs]) as h:
         sid = await h.runner.start_session("bot")
@@ -54,7 +55,8 @@ async def test_a_4096_token_agent_answers_every_turn_of_a_tool_heavy_chat(
         requests = [r.json for r in h.server.requests]
 
     system = requests[-1]["messages"][0]["content"]
-    assert system.startswith(COMPACT_PREAMBLE) and PREAMBLE not in system
+    assert system.startswith(COMPACT_PREAMBLE)
+    assert PREAMBLE not in system
     log = tmp_path / ".duragent" / "sessions" / sid / "events.jsonl"
     events = [json.loads(line) for line in log.read_text().splitlines()]
     budgets = [e["budget"] for e in events if e["type"] == "assistant_response"]
