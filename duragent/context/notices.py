@@ -20,7 +20,16 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["SAVED_ID", "Cut", "Strategy", "compose", "indicator", "read_cut", "removed_notice"]
+__all__ = [
+    "SAVED_ID",
+    "Cut",
+    "Strategy",
+    "compose",
+    "indicator",
+    "read_cut",
+    "removed_notice",
+    "saved_suffix",
+]
 
 Strategy = Literal["head", "tail", "both"]
 
@@ -50,9 +59,7 @@ def indicator(strategy: Strategy, kept: int, original: int, saved: str | None = 
     ``saved``: the id under which the full output was kept (``store.saved_outputs``); the
     indicator then tells the model how to read what was cut.
     """
-    where = f"({strategy})"
-    if saved is not None:
-        where += f"; full output saved as {saved}, read it with tool_output"
+    where = f"({strategy}){saved_suffix(saved)}"
     return f"[truncated: kept {_WHERE[strategy]} ~{kept} of ~{original} tokens {where}]"
 
 
@@ -68,9 +75,17 @@ def compose(
     return f"{head}\n\n{note}\n\n{tail}"
 
 
-def removed_notice(original: int) -> str:
+def saved_suffix(saved: str | None) -> str:
+    """What every cut notice adds when the full output was saved: where to read it."""
+    return "" if saved is None else f"; full output saved as {saved}, read it with tool_output"
+
+
+def removed_notice(original: int, saved: str | None = None) -> str:
     """What a result reads when nothing of it could be kept."""
-    return f"[result removed to fit the context window: kept ~0 of ~{original} tokens]"
+    return (
+        f"[result removed to fit the context window: kept ~0 of ~{original} tokens"
+        f"{saved_suffix(saved)}]"
+    )
 
 
 def read_cut(text: str) -> Cut | None:

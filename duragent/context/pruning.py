@@ -39,7 +39,7 @@ from __future__ import annotations
 import weakref
 from dataclasses import dataclass, field
 
-from duragent.context.notices import read_cut
+from duragent.context.notices import read_cut, saved_suffix
 from duragent.context.tokens import TokenCounter
 from duragent.core.messages import Message, Role
 
@@ -57,10 +57,7 @@ class PrunePolicy:
 
 def pruned_notice(tokens: int, saved: str | None = None) -> str:
     """What a pruned tool result reads."""
-    text = f"[old tool output pruned from the context: ~{tokens} tokens]"
-    if saved is not None:
-        text = text[:-1] + f"; full output saved as {saved}, read it with tool_output]"
-    return text
+    return f"[old tool output pruned from the context: ~{tokens} tokens{saved_suffix(saved)}]"
 
 
 # One marker per original message (and counter): counted once, reused by every request.

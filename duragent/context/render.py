@@ -34,7 +34,7 @@ from typing import Protocol
 
 from duragent.context.budget import BudgetReport, BudgetSettings, ContextOverflowError
 from duragent.context.history_index import HistoryCache, HistoryFit
-from duragent.context.notices import Cut, compose, read_cut, removed_notice
+from duragent.context.notices import Cut, compose, read_cut, removed_notice, saved_suffix
 from duragent.context.pruning import prune_history
 from duragent.context.tokens import REQUEST_OVERHEAD_TOKENS, TokenCounter
 from duragent.context.truncation import fit_prefix, fit_suffix
@@ -64,9 +64,9 @@ def truncation_notice(omitted: int) -> str:
     return f"[conversation truncated — {omitted} older messages omitted]"
 
 
-def masked_notice(tokens: int) -> str:
-    """What a masked tool result reads."""
-    return f"[result masked — ~{tokens} tokens removed]"
+def masked_notice(tokens: int, saved: str | None = None) -> str:
+    """What a masked tool result reads (naming the saved full output, if there is one)."""
+    return f"[result masked — ~{tokens} tokens removed{saved_suffix(saved)}]"
 
 
 @functools.lru_cache(maxsize=256)
@@ -93,7 +93,8 @@ def _mask(message: Message, counter: TokenCounter) -> Message:
     if cached is None:
         cut = read_cut(message.text)  # a 3a-cut result: say its size before any cut
         removed = cut.original if cut is not None else counter.count_message(message)
-        cached = Message.tool(message.tool_call_id or "", masked_notice(removed))
+        saved = cut.saved if cut is not None else None
+        cached = Message.tool(message.tool_call_id or "", masked_notice(removed, saved))
         _masked[message] = cached
     return cached
 
@@ -342,7 +343,7 @@ def _recut(text: str, target: int, counter: TokenCounter) -> str:
     probe = compose(strategy, "", "", original, original, cut.saved)
     room = target - counter.count_text(probe) - 2
     if room <= 0:
-        return removed_notice(original)
+        return removed_notice(original, cut.saved)
     new_head = new_tail = ""
     if strategy == "head":
         new_head = fit_prefix(head, room, counter)

@@ -34,6 +34,9 @@ class ToolOutcome:
 
     success: bool
     content: str
+    save_if_cut: bool = True
+    """Whether the loop keeps the whole output on disk when Layer 3a cuts it (``tool_output``
+    says no: its answer is a piece of an output that is already saved)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -92,9 +92,10 @@ class ToolOutputTool:
         except LookupError as exc:
             return ToolOutcome(False, str(exc))
         try:
-            return ToolOutcome(True, await asyncio.to_thread(_answer, text, output_id, args))
+            answer = await asyncio.to_thread(_answer, text, output_id, args)
         except ValueError as exc:
             return ToolOutcome(False, f"Invalid arguments for tool_output: {exc}.")
+        return ToolOutcome(True, answer, save_if_cut=False)  # the source is saved already
 
 
 def _answer(text: str, output_id: str, args: Mapping[str, Any]) -> str:

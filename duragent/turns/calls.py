@@ -64,15 +64,16 @@ async def store_result(
     its notice can name it and ``tool_output`` can read what was cut; if the save fails the
     result is still recorded, cut, without the reference.
     """
-    capped = await _capped(ctx, result.content)
+    capped = await _capped(ctx, result.content, save=result.save_if_cut)
     await ctx.recorder.tool_result(call_id, result.success, capped.text)
     turn.append(Message.tool(call_id, capped.text))
     if ctx.sink is not None:
         await ctx.sink.tool_result(call_id, result.success, capped.text)
 
 
-async def _capped(ctx: LoopContext, content: str) -> Truncated:
-    budget, outputs = ctx.budget, ctx.tool_context.outputs
+async def _capped(ctx: LoopContext, content: str, *, save: bool) -> Truncated:
+    budget = ctx.budget
+    outputs = ctx.tool_context.outputs if save else None
     saved = outputs.new_id() if outputs is not None else None
     capped = truncate_tool_result(
         content, budget.max_tool_result_tokens, budget.truncation, ctx.counter, saved

@@ -84,3 +84,27 @@ async def test_another_session_cannot_read_the_output(tmp_path: Path) -> None:
 
     assert "build step" not in answer
     assert answer.startswith(f"no saved output '{output_id}' in this session")
+
+
+async def test_a_cut_answer_of_tool_output_is_not_saved_again(tmp_path: Path) -> None:
+    build = FnTool("build", lambda a: BIG)
+
+    def model(request: RecordedRequest) -> Reply:
+        found = SAVED.search(last_tool_text(request))
+        if found:  # read far more than one result may hold
+            args = {"id": found[1], "mode": "head", "lines": 400}
+            return Reply(tool_calls=[ToolCallReply(name="tool_output", arguments=args)])
+        return Reply(text="read it")
+
+    # a 4096 window: one result holds ~800 tokens, far less than 400 lines
+    async with harness(tmp_path, tools=[build], responder=model, max_input_tokens=4096) as h:
+        h.server.enqueue(Reply(tool_calls=[ToolCallReply(name="build", arguments={"x": "all"})]))
+        sid = await h.runner.start_session("bot")
+        result = await h.runner.run(sid, "show me the log")
+        answer = last_tool_text(h.server.requests[-1])
+
+    assert isinstance(result, Complete)
+    assert "[truncated: kept first" in answer  # the answer itself was cut to the cap…
+    assert "full output saved as" not in answer  # …but not saved: its source already is
+    outputs = tmp_path / ".duragent" / "sessions" / sid / "outputs"
+    assert len(list(outputs.iterdir())) == 1
