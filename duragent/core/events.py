@@ -26,6 +26,8 @@ Known types (reference §2.5, plus ours marked *):
 | error | code, message |
 | session_end | reason |
 | delivery* | reply_seq, target — a reply was handed to its chat (sent once, even across restarts) |
+| steering* | content — an ``after_tool`` hook's text; the model reads it as the user message |
+|   | ``[steering] <content>`` after the tool results of the response that triggered it |
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ class EventType(enum.StrEnum):
     SILENT_MESSAGE = "silent_message"
     ERROR = "error"
     DELIVERY = "delivery"
+    STEERING = "steering"
 
 
 _second_prefix: tuple[int, str] = (-1, "")
@@ -258,6 +261,11 @@ class Event:
             sender_name=sender_name,
             platform_message_id=platform_message_id,
         )
+
+    @classmethod
+    def steering(cls, seq: int, *, content: str) -> Event:
+        """Steering text an ``after_tool`` hook added after a tool call succeeded."""
+        return cls.make(seq, EventType.STEERING, content=content)
 
     @classmethod
     def delivery(cls, seq: int, *, reply_seq: int, target: str) -> Event:

@@ -7,7 +7,6 @@ recorder writes the loop's events through the session actor (durable or batched,
 
 from __future__ import annotations
 
-import asyncio
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -29,6 +28,7 @@ from duragent.tools.registry import build_tools
 from duragent.tools.sandbox import TRUST, Sandbox
 from duragent.tools.tool_output import TOOL_OUTPUT, ToolOutputTool
 from duragent.turns.agent_budget import budget_settings
+from duragent.turns.hooks import effective_hooks
 from duragent.turns.inbox import Inbox
 from duragent.turns.loop import LoopContext
 from duragent.turns.providers import ProviderPool
@@ -85,6 +85,9 @@ class _ActorRecorder:
 
     async def skipped(self, call_ids: list[str], reason: str) -> None:
         await self._session.add_tools_skipped(call_ids, reason)
+
+    async def steering(self, content: str) -> None:
+        await self._session.add_steering(content)
 
     async def pending_approval(self, approval: PendingApproval) -> None:
         if approval.requester_id is None and self._requester_id is not None:
@@ -162,22 +165,25 @@ class ContextFactory:
         spec = agent.spec
         budget = budget_settings(agent)
         extra = self._extra_tools(agent, session_id) if self._extra_tools else ()
-        tools = build_tools(
-            agent,
-            workspace_dir=self._workspace_dir,
-            world_memory_dir=self._world_memory_dir,
-            extra=extra,
-        )
 
         outputs = self._saved_outputs(session_id, agent)
-        # offered once the session has something to read (``calls`` offers it mid-turn)
-        if outputs is not None and TOOL_OUTPUT not in tools:
-            saved = await asyncio.to_thread(outputs.ids)
-            if saved:
-                tools[TOOL_OUTPUT] = ToolOutputTool()
+
+        def tools() -> dict[str, Tool]:
+            built = build_tools(
+                agent,
+                workspace_dir=self._workspace_dir,
+                world_memory_dir=self._world_memory_dir,
+                extra=extra,
+            )
+            # offered once the session has something to read (``calls`` offers it mid-turn)
+            if outputs is not None and TOOL_OUTPUT not in built and outputs.ids():
+                built[TOOL_OUTPUT] = ToolOutputTool()
+            return built
+
         return LoopContext(
             provider=await self._providers.for_agent(agent),
-            tools=tools,
+            tools=tools(),
+            rebuild_tools=tools,
             policy=load_policy(self._policy_file, agent.directory),
             counter=counter_for_model(agent.model.name),
             budget=budget,
@@ -209,6 +215,7 @@ class ContextFactory:
             sink=sink,
             steering=inbox.take,
             history_cache=self._history_cache(session_id),
+            hooks=effective_hooks(spec),
         )
 
 

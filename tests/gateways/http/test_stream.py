@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import jsonschema
+import jsonschema  # type: ignore[import-untyped]
 
 from duragent.config import load_workspace
 from duragent.gateways.http.openapi_schemas import stream_event
