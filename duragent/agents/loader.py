@@ -35,6 +35,7 @@ KNOWN_BUILTIN_TOOLS = (
     "memory",
     "reload_tools",
     "background_process",
+    "tool_output",
 )
 
 

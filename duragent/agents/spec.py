@@ -11,7 +11,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
 from duragent.config.validation import empty_means_default
 from duragent.core.net_rules import parse_allow_rule
@@ -32,6 +40,8 @@ __all__ = [
     "Metadata",
     "ModelSpec",
     "PricingSpec",
+    "PruneSpec",
+    "SavedOutputsSpec",
     "ScheduleSpec",
     "SessionSpec",
     "ToolSpec",
@@ -102,14 +112,84 @@ class ModelSpec(_Spec):
         return value.strip()
 
 
+def _tier_default(schema: dict[str, object]) -> WithJsonSchema:
+    """The JSON Schema of a field whose default comes from the window tier.
+
+    The model holds None for "not set"; editors see only the values a user may write (the
+    plain integer or boolean schema), so a wrong value gets the precise message.
+    """
+    return WithJsonSchema(schema)
+
+
+TierInt = Annotated[int | None, _tier_default({"type": "integer", "exclusiveMinimum": 0})]
+TierBool = Annotated[bool | None, _tier_default({"type": "boolean"})]
+
+
+class PruneSpec(_Spec):
+    """``spec.session.context.prune``: old tool outputs replaced by a marker in requests."""
+
+    enabled: bool = True
+    protect_tokens: Annotated[int | None, _tier_default({"type": "integer", "minimum": 0})] = Field(
+        default=None,
+        ge=0,
+        description="The newest tool outputs (in tokens) never pruned; default: the window "
+        "tier's share of the history budget, at most 40000.",
+    )
+    minimum_tokens: TierInt = Field(
+        default=None,
+        gt=0,
+        description="Prune only when it saves at least this many tokens (and in steps of it); "
+        "default: the window tier's share of the history budget, at most 20000.",
+    )
+    protected_tools: list[str] = Field(
+        default=["memory"], description="Tools whose outputs are never pruned."
+    )
+
+
+class SavedOutputsSpec(_Spec):
+    """``spec.session.context.saved_outputs``: full copies of tool outputs Layer 3a cut."""
+
+    enabled: bool = Field(
+        default=True,
+        description="Save cut outputs under the session folder and offer the tool_output tool "
+        "(to agents that have tools).",
+    )
+    max_output_bytes: int = Field(
+        default=8 << 20, ge=1024, description="A larger output is saved up to this size."
+    )
+    max_session_bytes: int = Field(
+        default=64 << 20,
+        ge=1024,
+        description="Saved outputs of one session beyond this are removed, oldest first.",
+    )
+    retention_days: int = Field(
+        default=7, ge=0, description="Saved outputs older than this are removed; 0 = keep."
+    )
+
+
 class ContextSpec(_Spec):
-    """``spec.session.context``: how history and tool results are fitted to the window."""
+    """``spec.session.context``: how history and tool results are fitted to the window.
+
+    Unset values come from the window's tier (``context.tiers``: 2–4K, 4–8K, 8–32K, 32K+).
+    """
 
     max_history_tokens: int = Field(default=20_000, ge=0, description="0 = no cap.")
-    max_tool_result_tokens: int = Field(default=8_000, gt=0)
+    max_tool_result_tokens: TierInt = Field(
+        default=None,
+        gt=0,
+        description="Layer 3a cap per tool result; default: the window tier's share of the "
+        "request limit, at most 8000.",
+    )
     tool_result_truncation: Literal["head", "tail", "both"] = "head"
     tool_result_keep_first: int = Field(default=2, ge=0)
     tool_result_keep_last: int = Field(default=5, ge=0)
+    prune: PruneSpec = PruneSpec()
+    saved_outputs: SavedOutputsSpec = SavedOutputsSpec()
+    full_prompt: TierBool = Field(
+        default=None,
+        description="Send the full built-in prompt and tool descriptions; default: yes from "
+        "an 8K window up, a compact form below.",
+    )
 
 
 class SessionSpec(_Spec):

@@ -21,10 +21,12 @@ from duragent.core.messages import ToolCall, Usage
 from duragent.core.snapshot import SessionStatus
 from duragent.llm import OutputLimits
 from duragent.session import SessionHandle, SessionRegistry
+from duragent.store import SavedOutputLimits, SavedOutputStorage
 from duragent.tools.base import SessionReader, Tool, ToolContext
 from duragent.tools.policy_files import load_policy
 from duragent.tools.registry import build_tools
 from duragent.tools.sandbox import TRUST, Sandbox
+from duragent.tools.tool_output import TOOL_OUTPUT, ToolOutputTool
 from duragent.turns.agent_budget import budget_settings
 from duragent.turns.hooks import effective_hooks
 from duragent.turns.inbox import Inbox
@@ -129,6 +131,18 @@ class ContextFactory:
             self._histories.popitem(last=False)
         return cache
 
+    def _saved_outputs(self, session_id: str, agent: Agent) -> SavedOutputStorage | None:
+        """The session's saved full outputs, or None when the agent turned saving off."""
+        spec = agent.spec.session.context.saved_outputs
+        if not spec.enabled:
+            return None
+        limits = SavedOutputLimits(
+            max_output_bytes=spec.max_output_bytes,
+            max_session_bytes=spec.max_session_bytes,
+            retention_days=spec.retention_days,
+        )
+        return self._registry.store.saved_outputs(session_id, limits)
+
     async def build(
         self,
         session_id: str,
@@ -152,13 +166,19 @@ class ContextFactory:
         budget = budget_settings(agent)
         extra = self._extra_tools(agent, session_id) if self._extra_tools else ()
 
+        outputs = self._saved_outputs(session_id, agent)
+
         def tools() -> dict[str, Tool]:
-            return build_tools(
+            built = build_tools(
                 agent,
                 workspace_dir=self._workspace_dir,
                 world_memory_dir=self._world_memory_dir,
                 extra=extra,
             )
+            # offered once the session has something to read (``calls`` offers it mid-turn)
+            if outputs is not None and TOOL_OUTPUT not in built and outputs.ids():
+                built[TOOL_OUTPUT] = ToolOutputTool()
+            return built
 
         return LoopContext(
             provider=await self._providers.for_agent(agent),
@@ -167,7 +187,9 @@ class ContextFactory:
             policy=load_policy(self._policy_file, agent.directory),
             counter=counter_for_model(agent.model.name),
             budget=budget,
-            system_prompt=build_system_prompt(agent, extra_blocks=extra_blocks),
+            system_prompt=build_system_prompt(
+                agent, extra_blocks=extra_blocks, compact=not budget.full_prompt
+            ),
             max_iterations=spec.session.max_tool_iterations,
             max_calls_per_response=spec.session.max_tool_calls_per_response,
             max_calls_per_turn=spec.session.max_tool_calls_per_turn,
@@ -185,6 +207,7 @@ class ContextFactory:
                 sessions=self._sessions,
                 env=self._env,
                 sandbox=self._sandbox,
+                outputs=outputs,
             ),
             recorder=_ActorRecorder(self._registry.handle(session_id), requester_id, answers_seq),
             temperature=agent.model.temperature,

@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from duragent.agents.spec import HooksSpec
 from duragent.context.budget import BudgetReport, BudgetSettings
 from duragent.context.render import HistoryCache, TurnCache, fit_request
+from duragent.context.tiers import compact_tools
 from duragent.context.tokens import TokenCounter
 from duragent.core.approval import ApprovalDecision, PendingApproval
 from duragent.core.ids import new_message_id
@@ -192,9 +193,15 @@ class _TurnMemo:
         self._tools = None
 
     def tools(self, ctx: LoopContext) -> tuple[list[ToolDefinition], int]:
-        """The tool definitions offered this turn and what they cost (computed once)."""
-        if self._tools is None:
+        """The tool definitions offered this turn and what they cost.
+
+        Computed once, and again if a tool was added mid-turn (``tool_output``, once an
+        output was saved).
+        """
+        if self._tools is None or len(self._tools[0]) != len(ctx.tools):
             definitions = [t.definition() for t in ctx.tools.values()]
+            if not ctx.budget.full_prompt:  # a small window's tier (``context.tiers``)
+                definitions = compact_tools(definitions)
             self._tools = (definitions, ctx.counter.count_tools(definitions))
         return self._tools
 
@@ -240,15 +247,7 @@ async def _call_model(
             # Our count disagreed with the provider's: fit again into a smaller window.
             smaller = max(budget.output_reserve + 256, int(budget.window * 0.75))
             log.warning("provider reported context overflow; refitting to %d tokens", smaller)
-            budget = BudgetSettings(
-                window=smaller,
-                output_reserve=budget.output_reserve,
-                max_history_tokens=budget.max_history_tokens,
-                keep_first=budget.keep_first,
-                keep_last=budget.keep_last,
-                max_tool_result_tokens=budget.max_tool_result_tokens,
-                truncation=budget.truncation,
-            )
+            budget = replace(budget, window=smaller)  # every other setting kept
     raise AssertionError("unreachable")  # pragma: no cover
 
 
