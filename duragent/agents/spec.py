@@ -33,6 +33,7 @@ __all__ = [
     "PricingSpec",
     "ScheduleSpec",
     "SessionSpec",
+    "SummariesSpec",
     "ToolSpec",
 ]
 
@@ -95,6 +96,52 @@ class ModelSpec(_Spec):
         return value.strip()
 
 
+class SummariesSpec(_Spec):
+    """``spec.session.context.summaries``: the summaries tier (not ``spec.session.compaction``).
+
+    When the history would pass ``threshold`` of its budget, its oldest part is summarised by
+    an LLM into a block sent after the system prompt; the session's task and pinned sections
+    are never summarised. ``compaction`` is something else: how the event log is archived.
+    Unset numbers take the default of the agent's window tier.
+    """
+
+    enabled: bool | None = Field(
+        default=None,
+        description="Summarise old history instead of only dropping it (default: off for now; "
+        "the session's task is pinned only when on).",
+    )
+    model: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Model that writes summaries (same provider and base_url as spec.model); "
+        "default: the agent's own model.",
+    )
+    threshold: float | None = Field(
+        default=None,
+        gt=0,
+        le=1,
+        description="Summarise when history passes this share of its budget (default 0.8).",
+    )
+    keep_recent: float | None = Field(
+        default=None,
+        gt=0,
+        lt=1,
+        description="Share of the history budget kept verbatim after a summary (default 0.4).",
+    )
+    max_summary_tokens: int | None = Field(
+        default=None, ge=64, description="Longest summary (default: a tenth of the window, ≤ 2000)."
+    )
+    pinned_share: float | None = Field(
+        default=None,
+        gt=0,
+        lt=1,
+        description="Most of the history budget pins may take (default 0.25).",
+    )
+    pin_task: bool = Field(
+        default=True, description="Pin the session's first user message as its task."
+    )
+
+
 class ContextSpec(_Spec):
     """``spec.session.context``: how history and tool results are fitted to the window."""
 
@@ -103,6 +150,7 @@ class ContextSpec(_Spec):
     tool_result_truncation: Literal["head", "tail", "both"] = "head"
     tool_result_keep_first: int = Field(default=2, ge=0)
     tool_result_keep_last: int = Field(default=5, ge=0)
+    summaries: SummariesSpec = SummariesSpec()
 
 
 class SessionSpec(_Spec):

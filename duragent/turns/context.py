@@ -21,6 +21,7 @@ from duragent.core.messages import ToolCall, Usage
 from duragent.core.snapshot import SessionStatus
 from duragent.llm import OutputLimits
 from duragent.session import SessionHandle, SessionRegistry
+from duragent.session.memory_ops import MemoryView
 from duragent.tools.base import SessionReader, Tool, ToolContext
 from duragent.tools.policy_files import load_policy
 from duragent.tools.registry import build_tools
@@ -30,6 +31,7 @@ from duragent.turns.inbox import Inbox
 from duragent.turns.loop import LoopContext
 from duragent.turns.providers import ProviderPool
 from duragent.turns.sink import TurnSink
+from duragent.turns.summaries import SummaryTier, agent_summary_settings
 
 __all__ = ["HISTORY_CACHES", "ContextFactory"]
 
@@ -135,6 +137,7 @@ class ContextFactory:
         extra_blocks: Sequence[str] = (),
         requester_id: str | None = None,
         answers_seq: int | None = None,
+        memory: MemoryView | None = None,
     ) -> LoopContext:
         """The loop's context for one turn of ``agent`` in ``session_id``.
 
@@ -142,7 +145,8 @@ class ContextFactory:
         each boundary (``Inbox.take`` marks them read). ``extra_blocks`` end the system
         prompt for this turn only (a group's recent chatter): part of the prompt, they count
         against the budget like the rest of it and are never written to the history.
-        ``requester_id`` goes with an approval the turn asks for.
+        ``requester_id`` goes with an approval the turn asks for. ``memory``: the session's
+        summary and pins when the caller has them already (else one more read).
         """
         spec = agent.spec
         budget = budget_settings(agent)
@@ -154,11 +158,30 @@ class ContextFactory:
             extra=extra,
         )
 
+        provider = await self._providers.for_agent(agent)
+        counter = counter_for_model(agent.model.name)
+        price = _pricer(agent)
+        handle = self._registry.handle(session_id)
+        summaries = agent_summary_settings(agent, budget.window)
+        tier = SummaryTier(
+            session=handle,
+            settings=summaries,
+            budget=budget,
+            counter=counter,
+            memory=memory if memory is not None else await handle.memory(),
+            summariser=(
+                await self._providers.for_agent(agent, summaries.model)
+                if summaries.model
+                else provider
+            ),
+            summariser_model=summaries.model or agent.model.name,
+            price=price,
+        )
         return LoopContext(
-            provider=await self._providers.for_agent(agent),
+            provider=provider,
             tools=tools,
             policy=load_policy(self._policy_file, agent.directory),
-            counter=counter_for_model(agent.model.name),
+            counter=counter,
             budget=budget,
             system_prompt=build_system_prompt(agent, extra_blocks=extra_blocks),
             max_iterations=spec.session.max_tool_iterations,
@@ -179,12 +202,13 @@ class ContextFactory:
                 env=self._env,
                 sandbox=self._sandbox,
             ),
-            recorder=_ActorRecorder(self._registry.handle(session_id), requester_id, answers_seq),
+            recorder=_ActorRecorder(handle, requester_id, answers_seq),
             temperature=agent.model.temperature,
-            price=_pricer(agent),
+            price=price,
             sink=sink,
             steering=inbox.take,
             history_cache=self._history_cache(session_id),
+            summaries=tier,
         )
 
 

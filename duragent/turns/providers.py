@@ -46,11 +46,14 @@ class ProviderPool:
         """Whether providers are still being built ahead of the first message (``warm``)."""
         return self._warming > 0
 
-    async def for_agent(self, agent: Agent) -> LLMProvider:
-        """The provider answering for ``agent`` (raises LLMError when it cannot be built)."""
+    async def for_agent(self, agent: Agent, model_name: str | None = None) -> LLMProvider:
+        """The provider answering for ``agent`` (raises LLMError when it cannot be built).
+
+        ``model_name``: another model of the same provider and base URL (the summariser's).
+        """
         model = agent.model
         timeout = agent.spec.session.llm_timeout_seconds
-        key = (model.provider, model.name, model.base_url, timeout)
+        key = (model.provider, model_name or model.name, model.base_url, timeout)
         provider = self._providers.get(key)
         if provider is not None:
             return provider
@@ -66,7 +69,7 @@ class ProviderPool:
             provider = await asyncio.to_thread(
                 build_provider,
                 provider=agent.model.provider,
-                model=agent.model.name,
+                model=key[1],
                 base_url=agent.model.base_url,
                 timeout_seconds=agent.spec.session.llm_timeout_seconds,
                 idle_timeout_seconds=self._idle_timeout,

@@ -247,9 +247,12 @@ def component_schemas() -> dict[str, Any]:
             "type": "object",
             "required": ["role"],
             "properties": {
-                "role": {"enum": ["user", "assistant", "tool"]},
+                "role": {"enum": ["user", "assistant", "tool", "summary"]},
                 "content": text,
                 "seq": {"type": "integer"},
+                "round": {"type": "integer"},
+                "through_seq": {"type": "integer"},
+                "messages": {"type": "integer"},
                 "timestamp": text,
                 "message_id": text,
                 "call_id": text,
