@@ -133,7 +133,7 @@ def plan_summary(
     Only messages before the latest user message are candidates, cut at a unit boundary (a
     call and its results stay together); the newest of them worth ``keep_recent × budget``
     stay verbatim. ``force`` (the provider said "too long") plans even under the threshold
-    and keeps half as much. None also when there is nothing old enough to summarise.
+    and keeps at most ``keep_recent`` of the history as it is. None also when there is nothing old enough to summarise.
     """
     last_user = next(
         (i for i in range(len(history) - 1, -1, -1) if history[i].role is Role.USER), None
@@ -145,7 +145,9 @@ def plan_summary(
     total = sum(costs) + sum(counter.count_message(m) for m in tail)
     if not force and total <= settings.threshold * budget:
         return None
-    keep_room = settings.keep_recent * budget * (0.5 if force else 1.0)
+    keep_room = settings.keep_recent * budget
+    if force:  # the provider counts more than we do: keep a share of what there is
+        keep_room = min(keep_room, settings.keep_recent * total)
     kept = 0
     cut = len(units)
     while cut > 0 and kept + costs[cut - 1] <= keep_room:

@@ -135,7 +135,7 @@ class Event:
     # --- constructors for every type we write -----------------------------------------
 
     @classmethod
-    def make(cls, seq: int, kind: EventType, **data: Any) -> Event:
+    def make(cls, seq: int, kind: EventType, /, **data: Any) -> Event:
         """An event of ``kind`` now; ``None`` values are omitted from the payload.
 
         Lone surrogates (possible in JSON input, impossible in UTF-8 files) become U+FFFD
