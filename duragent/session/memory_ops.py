@@ -12,7 +12,7 @@ import uuid
 from dataclasses import dataclass
 
 from duragent.core.events import Event
-from duragent.core.messages import Message, Usage
+from duragent.core.messages import Message, Role, Usage
 from duragent.session.journal import Journal
 from duragent.session.memory import Pin, SummaryRecord
 
@@ -63,7 +63,8 @@ class MemoryOps:
         ``last`` is found by identity in the current window (messages may have left it or
         arrived meanwhile); None when it is no longer there — then the window moved on
         without it and the summary is not recorded (the caller's view was stale). A prefix
-        holding a call still waiting for its result or an approval is refused (None) too.
+        holding a call still waiting for its result or an approval, or ending inside a call's
+        results, is refused (None) too.
         """
         state = self._journal.state
         window = state.messages()
@@ -76,6 +77,8 @@ class MemoryOps:
             waiting.add(str(approval))
         if any(c.id in waiting for m in window[:count] for c in m.tool_calls):
             return None
+        if count < len(window) and window[count].role is Role.TOOL:
+            return None  # inside a call's results: a call never leaves without them
         round_ = (state.memory.summary.round if state.memory.summary else 0) + 1
         through = state.through_seq(count)
         event = Event.summary(
