@@ -133,7 +133,8 @@ def plan_summary(
     Only messages before the latest user message are candidates, cut at a unit boundary (a
     call and its results stay together); the newest of them worth ``keep_recent × budget``
     stay verbatim. ``force`` (the provider said "too long") plans even under the threshold
-    and keeps at most ``keep_recent`` of the history as it is. None also when there is nothing old enough to summarise.
+    and keeps at most ``keep_recent`` of the history as it is. None also when there is
+    nothing old enough to summarise.
     """
     last_user = next(
         (i for i in range(len(history) - 1, -1, -1) if history[i].role is Role.USER), None

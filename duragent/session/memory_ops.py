@@ -46,7 +46,9 @@ class MemoryOps:
     def op_memory(self) -> MemoryView:
         """The current summary, pins and task."""
         memory = self._journal.state.memory
-        return MemoryView(summary=memory.summary, pins=tuple(memory.pins.values()), task=memory.task)
+        return MemoryView(
+            summary=memory.summary, pins=tuple(memory.pins.values()), task=memory.task
+        )
 
     def op_record_summary(
         self,

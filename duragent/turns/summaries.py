@@ -149,8 +149,11 @@ class SummaryTier:
                 input_room=self._input_room(),
             )
         except LLMError as exc:
-            log.warning("session %s: summariser failed (%s); extractive summary",
-                        self._session.session_id, exc)
+            log.warning(
+                "session %s: summariser failed (%s); extractive summary",
+                self._session.session_id,
+                exc,
+            )
             text = ""
         if not text.strip():
             text = extractive_summary(previous, part, self._counter, max_tokens)
@@ -179,6 +182,8 @@ class SummaryTier:
     def _input_room(self) -> int:
         """What a summariser request may cost: the agent's limit, or the summariser model's."""
         if self.settings.model is None:
-            return self._budget.limit + self._budget.output_reserve - self.settings.max_summary_tokens
+            return (
+                self._budget.limit + self._budget.output_reserve - self.settings.max_summary_tokens
+            )
         window = context_window(self.settings.model, None)
         return max(512, int(window * 0.9) - self.settings.max_summary_tokens)

@@ -57,7 +57,11 @@ def _line(message: Message) -> str:
     calls = "; ".join(f"{c.name}({c.arguments}) [{c.id}]" for c in message.tool_calls)
     text = message.text
     if calls:
-        return f"ASSISTANT: {text}\nASSISTANT CALLED: {calls}" if text else f"ASSISTANT CALLED: {calls}"
+        return (
+            f"ASSISTANT: {text}\nASSISTANT CALLED: {calls}"
+            if text
+            else f"ASSISTANT CALLED: {calls}"
+        )
     return f"ASSISTANT: {text}"
 
 

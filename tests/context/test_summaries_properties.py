@@ -71,7 +71,8 @@ def test_every_request_with_a_reference_block_fits_pairs_and_keeps_block_and_lat
             pinned_budget=max(64, history_budget(budget, fixed) // 4),
         )
     except PinnedTooLargeError as exc:
-        assert "pinned_share" in str(exc)  # the error names the field to change
+        message = str(exc)  # the error names the field to change
+        assert "pinned_share" in message
         return
     try:
         out, report = fit_request(
@@ -84,7 +85,8 @@ def test_every_request_with_a_reference_block_fits_pairs_and_keeps_block_and_lat
     check_rules(out)
     assert out[0].text == system
     if block:
-        assert out[1].role is Role.SYSTEM and out[1].text == block
+        assert out[1].role is Role.SYSTEM
+        assert out[1].text == block
         if summary is not None and summary.strip():
             assert summary.strip() in block
         for _kind, text in pinned:

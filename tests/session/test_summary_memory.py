@@ -69,10 +69,14 @@ async def test_a_recovered_session_holds_exactly_the_live_summary_window_and_pin
     before_summary = tmp_path / "before.yaml"
     shutil.copy(tmp_path / sid / "state.yaml", before_summary)
     recorded = await handle.record_summary(
-        "## Goal\n- count", last=last_of_prefix(window, rng), tokens_before=100,
-        tokens_after=20, model="m",
+        "## Goal\n- count",
+        last=last_of_prefix(window, rng),
+        tokens_before=100,
+        tokens_after=20,
+        model="m",
     )
-    assert recorded is not None and recorded.round == 1
+    assert recorded is not None
+    assert recorded.round == 1
     assert await handle.unpin(gone)
     await converse(handle, rng, rng.randint(1, 4))
     live = await view(handle)
@@ -121,7 +125,8 @@ async def test_a_summary_takes_the_window_up_to_its_last_message_but_never_split
     after = await handle.messages()
     await registry.aclose()
     assert inside is None  # the first result: the second would be cut from its call
-    assert recorded is not None and recorded.messages == 5
+    assert recorded is not None
+    assert recorded.messages == 5
     assert after == window[5:]
 
 
@@ -144,5 +149,7 @@ async def test_a_stale_or_unfinished_prefix_is_refused_and_changes_nothing(
     after = await handle.messages()
     memory = await handle.memory()
     await registry.aclose()
-    assert waiting is None and stale is None
-    assert after == window and memory.summary is None
+    assert waiting is None
+    assert stale is None
+    assert after == window
+    assert memory.summary is None

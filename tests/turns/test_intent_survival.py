@@ -16,6 +16,7 @@ import pytest
 
 from duragent.core.events import EventType
 from duragent.turns import Complete
+from duragent.turns.agent_budget import budget_settings
 from tests.turns.summary_fixtures import contents, is_summary_request, responder, tool_every
 from tests.turns.turn_fixtures import FnTool, harness
 
@@ -40,9 +41,7 @@ async def survive(tmp_path: Path, window: int, turns: int) -> dict[str, Any]:
             results.append(await h.runner.run(sid, text))
         events = await h.registry.handle(sid).events(include_archive=True)
         requests = list(h.server.requests)
-        limit = h.agent and __import__(
-            "duragent.turns.agent_budget", fromlist=["budget_settings"]
-        ).budget_settings(h.agent).limit
+        limit = budget_settings(h.agent).limit
     return {"results": results, "events": events, "requests": requests, "limit": limit}
 
 
@@ -69,7 +68,8 @@ def check(run: dict[str, Any]) -> None:
     # the task and the secret are in every request the agent's model read
     for request in agent:
         text = contents(request)
-        assert "zebra-42" in text and "catalogue the birds" in text
+        assert "zebra-42" in text
+        assert "catalogue the birds" in text
     # every request fitted (the budget report of each call)
     budgets = [e.data["budget"] for e in run["events"] if e.type == EventType.ASSISTANT_RESPONSE]
     assert all(b["request_tokens"] <= run["limit"] for b in budgets)

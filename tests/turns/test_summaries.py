@@ -46,7 +46,8 @@ async def test_a_history_past_the_threshold_is_summarised_and_the_summary_follow
     assert written[0]["summary"] in contents(summariser_calls[1])
     last = agent_requests(requests)[-1].json["messages"]
     assert last[0]["role"] == "system"
-    assert last[1]["role"] == "system" and written[-1]["summary"] in last[1]["content"]
+    assert last[1]["role"] == "system"
+    assert written[-1]["summary"] in last[1]["content"]
     assert "latest message wins" in last[1]["content"]
     # the task is pinned: in every request, summarised or not
     assert all("zebra-42" in contents(r) for r in agent_requests(requests))
@@ -83,7 +84,8 @@ async def test_a_failing_summariser_falls_back_to_an_extractive_summary_and_the_
         results = [await h.runner.run(sid, f"message {i}: {FILLER}") for i in range(8)]
         written = await summaries_of(h, sid)
     assert all(isinstance(r, Complete) for r in results)
-    assert written and all(s["extractive"] and s["model"] == "extractive" for s in written)
+    assert written
+    assert all(s["extractive"] and s["model"] == "extractive" for s in written)
     assert "message 0" in written[0]["summary"]
 
 
@@ -108,7 +110,8 @@ async def test_a_context_overflow_from_the_provider_is_summarised_and_retried_on
         result = await h.runner.run(sid, "and now?")
         written = await summaries_of(h, sid)
         kinds = ["summary" if is_summary_request(r) else "agent" for r in h.server.requests]
-    assert isinstance(result, Complete) and result.content == "answered after the summary"
+    assert isinstance(result, Complete)
+    assert result.content == "answered after the summary"
     assert kinds == ["agent", "summary", "agent"]
     assert len(written) == 1
 

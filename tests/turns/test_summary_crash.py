@@ -25,7 +25,7 @@ from duragent.session import RegistrySettings, SessionRegistry
 from duragent.store import SessionStore
 from duragent.testing import RecordedRequest, Reply, ScriptedLLMServer, ScriptItem
 from tests.turns.summary_crash_worker import FILLER, SEED_TURNS, WORKER_PATH
-from tests.turns.summary_fixtures import contents, faithful_summary, is_summary_request
+from tests.turns.summary_fixtures import faithful_summary, is_summary_request
 
 SEEDED = [t for i in range(SEED_TURNS) for t in (f"seed {i}: {FILLER}", f"seed answer {i}")]
 
@@ -47,7 +47,8 @@ def run_until(
         sid = line.split()[1]
         deadline = time.monotonic() + 20
         while not ready(list(server.requests)):
-            assert proc.poll() is None and time.monotonic() < deadline, "worker never got there"
+            assert proc.poll() is None, "the worker died"
+            assert time.monotonic() < deadline, "the worker never got there"
             time.sleep(0.01)
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
@@ -70,7 +71,9 @@ def logged(session_dir: Path) -> list[Event]:
 
 
 async def recovered(tmp_path: Path, sid: str) -> tuple[list[str], Any]:
-    registry = SessionRegistry(SessionStore(tmp_path / ".duragent" / "sessions"), RegistrySettings())
+    registry = SessionRegistry(
+        SessionStore(tmp_path / ".duragent" / "sessions"), RegistrySettings()
+    )
     await registry.open()
     try:
         handle = registry.handle(sid)
@@ -105,16 +108,15 @@ async def test_a_kill_after_the_summary_leaves_the_new_state_and_recovery_never_
         return held(request)  # the agent's call after the summary: killed while it waits
 
     with ScriptedLLMServer(responder=respond) as server:
-        sid = run_until(
-            tmp_path, server, lambda rs: any(not is_summary_request(r) for r in rs)
-        )
+        sid = run_until(tmp_path, server, lambda rs: any(not is_summary_request(r) for r in rs))
         before = len(server.requests)
     session_dir = tmp_path / ".duragent" / "sessions" / sid
     summaries = [e for e in logged(session_dir) if e.type == EventType.SUMMARY]
     assert len(summaries) == 1
     count = summaries[0].data["messages"]
     texts, memory = await recovered(tmp_path, sid)
-    assert memory.summary is not None and memory.summary.text == summaries[0].data["summary"]
+    assert memory.summary is not None
+    assert memory.summary.text == summaries[0].data["summary"]
     assert texts == [*SEEDED[count:], "go on"]
     state = yaml.safe_load((session_dir / "state.yaml").read_text())
     assert state["summary"]["summary"] == summaries[0].data["summary"]
@@ -142,7 +144,7 @@ async def test_a_kill_at_a_random_moment_leaves_the_old_state_or_the_new_one(
     def ready(requests: list[RecordedRequest]) -> bool:
         if requests and not kill_at:
             kill_at.append(time.monotonic() + rng.uniform(0, 0.5))
-        return bool(kill_at) and time.monotonic() >= kill_at[0] or time.monotonic() > wait_until
+        return (bool(kill_at) and time.monotonic() >= kill_at[0]) or time.monotonic() > wait_until
 
     with ScriptedLLMServer(responder=respond) as server:
         sid = run_until(tmp_path, server, ready)
@@ -154,5 +156,6 @@ async def test_a_kill_at_a_random_moment_leaves_the_old_state_or_the_new_one(
         assert texts[: len(SEEDED) + 1] == [*SEEDED, "go on"]
     else:
         count = sum(s.data["messages"] for s in summaries)
-        assert memory.summary is not None and memory.summary.text == summaries[-1].data["summary"]
+        assert memory.summary is not None
+        assert memory.summary.text == summaries[-1].data["summary"]
         assert texts[: len(SEEDED) + 1 - count] == [*SEEDED[count:], "go on"]
