@@ -27,6 +27,7 @@ from duragent.gateways.http.openapi_schemas import (
     stream_event,
 )
 from duragent.gateways.http.paging import MAX_MESSAGES_LIMIT, MAX_SESSIONS_LIMIT
+from duragent.gateways.http.pins import pin_paths
 
 __all__ = ["openapi_document"]
 
@@ -252,6 +253,7 @@ def _document(version: str) -> dict[str, Any]:
                 }
             },
             **schedule_paths(),
+            **pin_paths(),
             "/api/admin/v1/shutdown": {
                 "post": {
                     "summary": "Stop the server",
