@@ -27,6 +27,7 @@ from duragent.tools.policy_files import load_policy
 from duragent.tools.registry import build_tools
 from duragent.tools.sandbox import TRUST, Sandbox
 from duragent.turns.agent_budget import budget_settings
+from duragent.turns.decision_tool import DecisionTool
 from duragent.turns.inbox import Inbox
 from duragent.turns.loop import LoopContext
 from duragent.turns.providers import ProviderPool
@@ -150,14 +151,6 @@ class ContextFactory:
         """
         spec = agent.spec
         budget = budget_settings(agent)
-        extra = self._extra_tools(agent, session_id) if self._extra_tools else ()
-        tools = build_tools(
-            agent,
-            workspace_dir=self._workspace_dir,
-            world_memory_dir=self._world_memory_dir,
-            extra=extra,
-        )
-
         provider = await self._providers.for_agent(agent)
         counter = counter_for_model(agent.model.name)
         price = _pricer(agent)
@@ -176,6 +169,15 @@ class ContextFactory:
             ),
             summariser_model=summaries.model or agent.model.name,
             price=price,
+        )
+        extra = self._extra_tools(agent, session_id) if self._extra_tools else ()
+        if summaries.enabled:  # the agent pins its decisions (summaries tier)
+            extra = (*extra, DecisionTool(handle, tier))
+        tools = build_tools(
+            agent,
+            workspace_dir=self._workspace_dir,
+            world_memory_dir=self._world_memory_dir,
+            extra=extra,
         )
         return LoopContext(
             provider=provider,

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 
 from duragent.agents import Agent
 from duragent.context.budget import BudgetSettings
@@ -34,6 +35,7 @@ from duragent.core.messages import Message, Usage
 from duragent.errors import LLMError
 from duragent.llm import LLMProvider
 from duragent.session import SessionHandle
+from duragent.session.memory import Pin
 from duragent.session.memory_ops import MemoryView
 from duragent.turns.summariser import extractive_summary, write_summary
 
@@ -84,6 +86,7 @@ class SummaryTier:
         self._model = summariser_model
         self._price = price
         self._block: tuple[int, str] | None = None
+        self._fixed = 0
         self.written = 0
         """Summaries this turn wrote (tests and the benchmark read it)."""
 
@@ -93,7 +96,12 @@ class SummaryTier:
         """The reference block, given what the system prompt and tools cost (``fixed``)."""
         if self._block is not None and self._block[0] == fixed:
             return self._block[1]
-        memory = self._memory
+        self._fixed = fixed
+        text = self._render(self._memory, fixed)
+        self._block = (fixed, text)
+        return text
+
+    def _render(self, memory: MemoryView, fixed: int) -> str:
         summary = memory.summary
         text = reference_block(
             summary=summary.text if summary else None,
@@ -105,8 +113,19 @@ class SummaryTier:
                 64, int(self.settings.pinned_share * history_budget(self._budget, fixed))
             ),
         )
-        self._block = (fixed, text)
         return text
+
+    def check_pin(self, text: str) -> None:
+        """Raise ``PinnedTooLargeError`` when pinning ``text`` would pass the pins' share."""
+        memory = self._memory
+        extra = Pin(pin_id="new", kind="decision", text=text, source="agent")
+        self._render(replace(memory, pins=(*memory.pins, extra)), self._fixed)
+
+    def pinned(self, kind: str, text: str, pin_id: str) -> None:
+        """A pin was recorded during the turn: the next request carries it."""
+        pin = Pin(pin_id=pin_id, kind=kind, text=text, source="agent")
+        self._memory = replace(self._memory, pins=(*self._memory.pins, pin))
+        self._block = None
 
     # --- when to summarise ---------------------------------------------------------------------
 

@@ -132,3 +132,28 @@ async def test_pins_are_in_every_request_and_pins_too_large_fail_the_turn_clearl
         result = await h.runner.run(sid, "and now?")
     assert isinstance(result, Failed)
     assert "pinned_share" in result.error
+
+
+async def test_the_agent_pins_a_decision_with_a_tool_and_it_is_in_every_later_request(
+    tmp_path: Path,
+) -> None:
+    from duragent.testing import ToolCallReply
+
+    def agent(request: RecordedRequest) -> ScriptItem:
+        last = request.json["messages"][-1]
+        if last["content"] == "decide":
+            call = ToolCallReply(name="record_decision", arguments={"decision": "Use SI units."})
+            return Reply(tool_calls=[call])
+        return Reply(text="ok")
+
+    async with harness(tmp_path, responder=responder(agent=agent), context=ON) as h:
+        sid = await h.runner.start_session("bot")
+        await h.runner.run(sid, "decide")
+        after_call = h.server.requests[-1]
+        await h.runner.run(sid, "later")
+        memory = await h.registry.handle(sid).memory()
+    assert [(p.kind, p.text, p.source) for p in memory.pins] == [
+        ("decision", "Use SI units.", "agent")
+    ]
+    assert "decision: Use SI units." in after_call.json["messages"][1]["content"]
+    assert "decision: Use SI units." in h.server.requests[-1].json["messages"][1]["content"]
