@@ -140,6 +140,10 @@ def plan_summary(
         (i for i in range(len(history) - 1, -1, -1) if history[i].role is Role.USER), None
     )
     candidates = history[:last_user] if last_user is not None else history
+    if not force:  # the common case, cheaply: counts are cached per message
+        rough = sum(counter.count_message(m) for m in history)
+        if rough <= settings.threshold * budget * 0.9:
+            return None
     units = split(candidates)
     costs = [sum(counter.count_message(m) for m in u.messages) for u in units]
     tail = history[len(candidates) :]
