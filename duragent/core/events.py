@@ -135,7 +135,7 @@ class Event:
     # --- constructors for every type we write -----------------------------------------
 
     @classmethod
-    def make(cls, seq: int, kind: EventType, /, **data: Any) -> Event:
+    def make(cls, seq: int, kind: EventType, **data: Any) -> Event:
         """An event of ``kind`` now; ``None`` values are omitted from the payload.
 
         Lone surrogates (possible in JSON input, impossible in UTF-8 files) become U+FFFD
@@ -308,7 +308,14 @@ class Event:
     @classmethod
     def pin(cls, seq: int, *, pin_id: str, kind: str, text: str, source: str) -> Event:
         """A section present in every request and never summarised."""
-        return cls.make(seq, EventType.PIN, pin_id=pin_id, kind=kind, text=text, source=source)
+        payload = {"pin_id": pin_id, "kind": kind, "text": text, "source": source}
+        # not ``make``: its own parameter is called ``kind``
+        return cls(
+            seq=seq,
+            timestamp=now_rfc3339(),
+            type=EventType.PIN.value,
+            data={k: _clean(v) for k, v in payload.items()},
+        )
 
     @classmethod
     def unpin(cls, seq: int, *, pin_id: str) -> Event:

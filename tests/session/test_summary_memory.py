@@ -153,3 +153,28 @@ async def test_a_stale_or_unfinished_prefix_is_refused_and_changes_nothing(
     assert stale is None
     assert after == window
     assert memory.summary is None
+
+
+def test_the_history_api_shows_a_marker_where_a_summary_replaced_messages() -> None:
+    from duragent.core.events import Event
+    from duragent.session import events_to_messages
+
+    events = [
+        Event.user_message(1, content="hi"),
+        Event.assistant_response(2, agent="a", content="hello"),
+        Event.summary(
+            3,
+            round=1,
+            summary="## Goal\n- greet",
+            through_seq=2,
+            messages=2,
+            tokens_before=50,
+            tokens_after=10,
+            model="m",
+        ),
+        Event.user_message(4, content="again"),
+    ]
+    shown = events_to_messages(events, include_tools=False)
+    assert [m["role"] for m in shown] == ["user", "assistant", "summary", "user"]
+    assert shown[2]["content"] == "## Goal\n- greet"
+    assert (shown[2]["round"], shown[2]["through_seq"], shown[2]["messages"]) == (1, 2, 2)
