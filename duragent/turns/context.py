@@ -169,6 +169,7 @@ class ContextFactory:
             ),
             summariser_model=summaries.model or agent.model.name,
             price=price,
+            sink=sink,
         )
         extra = self._extra_tools(agent, session_id) if self._extra_tools else ()
         if summaries.enabled:  # the agent pins its decisions (summaries tier)

@@ -37,6 +37,7 @@ from duragent.llm import LLMProvider
 from duragent.session import SessionHandle
 from duragent.session.memory import Pin
 from duragent.session.memory_ops import MemoryView
+from duragent.turns.sink import TurnSink
 from duragent.turns.summariser import extractive_summary, write_summary
 
 __all__ = ["ROUNDS_PER_TURN", "SummaryTier", "agent_summary_settings"]
@@ -76,6 +77,7 @@ class SummaryTier:
         summariser: LLMProvider,
         summariser_model: str,
         price: Callable[[Usage], Usage] = lambda usage: usage,
+        sink: TurnSink | None = None,
     ) -> None:
         self._session = session
         self.settings = settings
@@ -85,6 +87,7 @@ class SummaryTier:
         self._summariser = summariser
         self._model = summariser_model
         self._price = price
+        self._sink = sink
         self._block: tuple[int, str] | None = None
         self._fixed = 0
         self.written = 0
@@ -193,6 +196,8 @@ class SummaryTier:
         if recorded is None:
             return False  # the window moved on meanwhile: nothing changed, nothing lost
         del history[: plan.count]
+        if self._sink is not None:
+            await self._sink.summary(recorded.round, recorded.through_seq, recorded.messages)
         self._memory = await self._session.memory()
         self._block = None
         self.written += 1

@@ -157,3 +157,31 @@ async def test_the_agent_pins_a_decision_with_a_tool_and_it_is_in_every_later_re
     ]
     assert "decision: Use SI units." in after_call.json["messages"][1]["content"]
     assert "decision: Use SI units." in h.server.requests[-1].json["messages"][1]["content"]
+
+
+async def test_a_streaming_client_gets_a_summary_event_when_one_is_written(
+    tmp_path: Path,
+) -> None:
+    import json
+
+    from duragent.gateways.http.stream import QueueSink
+
+    async with harness(tmp_path, responder=responder(), context=ON) as h:
+        sid = await h.runner.start_session("bot")
+        sinks = []
+        for i in range(8):
+            sink = QueueSink()
+            sinks.append(sink)
+            await h.runner.run(sid, f"message {i}: {FILLER}", sink=sink)
+        written = await summaries_of(h, sid)
+    events = []
+    for sink in sinks:
+        while not sink.queue.empty():
+            item = sink.queue.get_nowait()
+            if item is not None and getattr(item, "event", None) == "summary":
+                events.append(json.loads(item.data))
+    assert events == [
+        {"round": s["round"], "through_seq": s["through_seq"], "messages": s["messages"]}
+        for s in written
+    ]
+    assert events

@@ -201,7 +201,7 @@ def _document(version: str) -> dict[str, Any]:
                     "responses": {
                         "200": {
                             "description": "start, token, tool_call, tool_result, "
-                            "approval_required, done, error, cancelled events",
+                            "approval_required, summary, done, error, cancelled events",
                             "content": {"text/event-stream": {"schema": stream_event()}},
                         },
                         "404": problem("No such session, or it has ended"),

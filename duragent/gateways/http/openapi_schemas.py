@@ -184,6 +184,15 @@ def stream_event() -> dict[str, Any]:
             ),
             _event("error", _object(["message"], message=text)),
             _event("cancelled", {"type": "object"}),
+            _event(
+                "summary",
+                _object(
+                    ["round", "through_seq", "messages"],
+                    round={"type": "integer"},
+                    through_seq={"type": "integer"},
+                    messages={"type": "integer"},
+                ),
+            ),
         ]
     }
 
