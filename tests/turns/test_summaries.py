@@ -185,3 +185,35 @@ async def test_a_streaming_client_gets_a_summary_event_when_one_is_written(
         for s in written
     ]
     assert events
+
+
+async def test_an_overflow_with_the_summariser_down_still_answers_after_an_extractive_summary(
+    tmp_path: Path,
+) -> None:
+    overflowed: list[int] = []
+
+    def agent(request: RecordedRequest) -> ScriptItem:
+        if not overflowed:
+            overflowed.append(1)
+            return Fault.context_length_exceeded()
+        return Reply(text="answered")
+
+    def summariser(_request: RecordedRequest) -> ScriptItem:
+        return Fault.context_length_exceeded()  # the summariser overflows too
+
+    context = "{summaries: {enabled: true, threshold: 1.0}}"
+    script = responder(agent=agent, summariser=summariser)
+    async with harness(tmp_path, responder=script, context=context) as h:
+        sid = await h.runner.start_session("bot")
+        handle = h.registry.handle(sid)
+        for i in range(6):
+            await handle.add_user_message(f"old {i}: {FILLER}")
+            await handle.add_assistant_response(f"old answer {i}")
+        result = await h.runner.run(sid, "and now?")
+        written = await summaries_of(h, sid)
+        last = h.server.requests[-1].json["messages"]
+    assert isinstance(result, Complete)
+    assert result.content == "answered"
+    assert len(written) == 1
+    assert written[0]["extractive"] is True
+    assert "Extractive summary" in last[1]["content"]
