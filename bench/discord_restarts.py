@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.gateways.campaign_verdict import table  # noqa: E402
+from tests.gateways.campaign_verdict import print_report  # noqa: E402
 from tests.gateways.discord.restart_campaign import result_rows, run_campaign  # noqa: E402
 
 
@@ -58,13 +58,7 @@ def main() -> int:
     )
     rows = result_rows(result)
     rows.insert(-1, ("approvals pressed again (press died with a process)", f"{repressed}"))
-    print(table(rows))
-    for problem in result.problems[:50]:
-        print(f"  - {problem}")
-    if len(result.problems) > 50:
-        print(f"  ... and {len(result.problems) - 50} more")
-    print("PASS" if result.ok else "FAIL")
-    return 0 if result.ok else 1
+    return 0 if print_report(rows, result.problems, result.ok) else 1
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.gateways.campaign_verdict import table  # noqa: E402
+from tests.gateways.campaign_verdict import print_report  # noqa: E402
 from tests.gateways.external.restart_campaign import result_rows, run_campaign  # noqa: E402
 
 
@@ -54,13 +54,7 @@ def run_mode(args: argparse.Namespace, ack: bool) -> bool:
     rows.insert(-1, ("approvals pressed again (press died with a process)", f"{repressed}"))
     ok = result.ok and (not ack or result.lost_in_flight == 0)
     print(f"\nmode: {'ack' if ack else 'reference (no ack)'}")
-    print(table(rows))
-    for problem in result.problems[:50]:
-        print(f"  - {problem}")
-    if len(result.problems) > 50:
-        print(f"  ... and {len(result.problems) - 50} more")
-    print("PASS" if ok else "FAIL")
-    return ok
+    return print_report(rows, result.problems, ok)
 
 
 def main() -> int:

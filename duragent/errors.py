@@ -52,8 +52,9 @@ and ``ForbiddenAddress`` (the web tool's refusals), ``WireShapeError`` (a stream
 the wrong shape; the providers turn it into ``LLMResponseError``), ``UnregisteredProblemError``
 (a handler answering a status with no problem type: a bug, raised where it is made),
 ``FatalPollingError`` (Telegram refusing the bot; the gateway's state says so),
-``ProtocolError`` (a line from an external gateway that is not an event: logged, skipped) and
-``EntityParseError`` (the fake Telegram's HTML check). ``tests/test_errors.py``
+``ProtocolError`` (a line from an external gateway that is not an event: logged, skipped),
+``ProcessError`` and ``TmuxError`` (a background-process action refused, a tmux command that
+failed: the tool's result says so) and ``EntityParseError`` (the fake Telegram's HTML check). ``tests/test_errors.py``
 checks that every exception class of the package is drawn here, under its real parent.
 """
 

@@ -33,7 +33,13 @@ from duragent.core.lifecycle import (
 )
 from duragent.core.tasks import BackgroundTasks
 from duragent.errors import ConfigError
-from duragent.frontkit import ChatGateway, OutboundPort, WebhookReceiver
+from duragent.frontkit import (
+    ChatGateway,
+    OutboundPort,
+    ProcessNotices,
+    SessionNotices,
+    WebhookReceiver,
+)
 from duragent.gateways.http import HttpServer, build_app
 from duragent.llm import credential_problem
 from duragent.scheduler import (
@@ -51,6 +57,8 @@ from duragent.store import SessionStore
 from duragent.store.serve_lock import ServeLock
 from duragent.tools import sandbox as sandboxes
 from duragent.tools.base import Tool
+from duragent.tools.policy_check import agent_policy_files, check_policy_file
+from duragent.tools.processes import BackgroundProcessTool, ProcessRegistry
 from duragent.turns import TurnRunner
 from duragent.turns.agent_budget import budget_check
 from duragent.turns.providers import ProviderPool
@@ -129,6 +137,10 @@ class Runtime:
             env=env,
             sandbox=self._sandbox,
         )
+        self.processes = ProcessRegistry(
+            paths.workspace / "processes",
+            events=ProcessNotices(SessionNotices(self._turns, self.outbound_port), self._unlink),
+        )
 
     # --- HttpServices ---------------------------------------------------------------------
 
@@ -183,6 +195,7 @@ class Runtime:
         )
         for path, error in self._catalog.broken.items():
             log.error("agent %s not loaded: %s", path.name, error)
+        self._report_files()
         for agent in self._catalog.agents.values():
             problem = credential_problem(agent.model.provider, agent.model.base_url, self._env)
             if problem:  # as doctor says it; otherwise the first turn is the first to know
@@ -199,6 +212,20 @@ class Runtime:
                     agent.directory / "agent.yaml",
                 )
         return self._catalog
+
+    def _report_files(self) -> None:
+        """Say what ``doctor`` says of the agents' files: warnings, and broken policy files."""
+        policies = [self.workspace.paths.policy]
+        for agent in self._catalog.agents.values():
+            for warning in agent.warnings:
+                log.warning("agent '%s': %s", agent.name, warning)
+            policies.extend(agent_policy_files(agent.directory))
+        for file in policies:
+            errors, warnings = check_policy_file(file)
+            for error in errors:
+                log.error("policy file: %s (turns of its agents fail until it is fixed)", error)
+            for warning in warnings:
+                log.warning("policy file: %s", warning)
 
     def request_shutdown(self) -> bool:
         """Ask ``run_until_stopped`` to stop gracefully; False if already stopping."""
@@ -339,6 +366,14 @@ class Runtime:
         Entry("external-gateways", lambda rt: rt._external_service(), essential=False),
         # After the chat gateways: a due run delivers through their outbound ports.
         Entry("scheduler", lambda rt: rt._scheduler_service(), essential=False),
+        # After the gateways and the scheduler: a job that ended while the server was down is
+        # reported at start (a turn in its session, delivered to its chat) and its linked
+        # schedules cancelled. Stopped before them.
+        Entry(
+            "processes",
+            lambda rt: Hooks(rt.processes.start, rt.processes.stop),
+            essential=False,
+        ),
         Entry("http", lambda rt: Hooks(rt._start_http, rt._stop_http)),
     )
     """Every service of the server, in start order (stop order is the reverse)."""
@@ -390,7 +425,10 @@ class Runtime:
 
     def _external_service(self) -> Service | None:
         """``gateways.external[]``: every external gateway, one child process each."""
-        configs = self._config.gateways.external
+        shadowed = self._config.gateways.shadowed()  # reported by load_workspace
+        configs = [
+            (i, c) for i, c in enumerate(self._config.gateways.external) if i not in shadowed
+        ]
         if not configs:
             return None
         from duragent.gateways.external import ExternalGateways, build_external_gateway
@@ -406,7 +444,7 @@ class Runtime:
                 routes=self._config.routes,
                 request_timeout=self._config.server.request_timeout_seconds,
             )
-            for index, config in enumerate(configs)
+            for index, config in configs
         ]
         for gateway in gateways:
             self._gateways[gateway.name] = gateway
@@ -436,15 +474,30 @@ class Runtime:
         return served.outbound if served is not None else None
 
     def _extra_tools(self, agent: Agent, session_id: str) -> list[Tool]:
-        """``schedule`` for agents that list it, except in a scheduled task's own turn."""
+        """``background_process`` and ``schedule`` for agents that list them.
+
+        ``schedule`` is not offered in a scheduled task's own turn.
+        """
+        listed = {t.name for t in agent.spec.tools if t.type == "builtin"}
+        tools: list[Tool] = []
+        if "background_process" in listed:
+            tools.append(BackgroundProcessTool(self.processes, self._chat_pair))
         schedules = self._schedules
-        if schedules is None or not any(
-            t.type == "builtin" and t.name == "schedule" for t in agent.spec.tools
-        ):
-            return []
+        if schedules is None or "schedule" not in listed:
+            return tools
         if schedules.chat is not None and session_id in schedules.chat.task_sessions:
+            return tools
+        return [*tools, ScheduleTool(schedules, self._chat_of)]
+
+    async def _chat_pair(self, session_id: str) -> tuple[str, str] | None:
+        chat = await self._chat_of(session_id)
+        return (chat.gateway, chat.chat_id) if chat is not None else None
+
+    def _unlink(self, process_handle: str, agent: str) -> list[str]:
+        """Cancel the schedules linked to a background job that ended (scheduler running)."""
+        if self._schedules is None:
             return []
-        return [ScheduleTool(schedules, self._chat_of)]
+        return self._schedules.cancel_linked(process_handle, agent=agent)
 
     async def _chat_of(self, session_id: str) -> Destination | None:
         info = await self.registry.handle(session_id).info()

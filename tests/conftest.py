@@ -36,3 +36,13 @@ def write_agent(tmp_path: Path) -> Callable[..., Path]:
         return folder
 
     return write
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``slow`` tests run only when asked for (``-m slow``), as the marker says."""
+    if "slow" in (config.option.markexpr or ""):
+        return
+    skip = pytest.mark.skip(reason="slow: run with -m slow")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)

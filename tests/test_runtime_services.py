@@ -56,6 +56,7 @@ def test_the_runtime_lists_its_services_in_start_order() -> None:
         "discord",
         "external-gateways",
         "scheduler",
+        "processes",
         "http",
     ]
     optional = [e.name for e in Runtime.SERVICES if not e.essential]
@@ -66,6 +67,7 @@ def test_the_runtime_lists_its_services_in_start_order() -> None:
         "discord",
         "external-gateways",
         "scheduler",
+        "processes",
     ]
 
 

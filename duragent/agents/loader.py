@@ -18,6 +18,7 @@ from duragent.agents.exposure import exposure_warnings
 from duragent.agents.skills import Skill, load_skills
 from duragent.agents.spec import KNOWN_PROVIDERS, AgentManifest, AgentSpec, ModelSpec
 from duragent.config.envvars import expand_env
+from duragent.config.fields import unsupported_warnings
 from duragent.config.validation import unknown_key_warnings, validate_document
 from duragent.config.yamlio import LocatedYaml, load_yaml_text, read_text
 from duragent.errors import ConfigError, ConfigErrors
@@ -159,6 +160,45 @@ def _tool_warnings(spec: AgentSpec, doc: LocatedYaml) -> list[ConfigError]:
     return found
 
 
+_GUARD_FIELDS = {"depends_on": ("prior", "match_arg"), "skip_duplicate": ("match_args",)}
+
+
+def _hook_warnings(spec: AgentSpec, doc: LocatedYaml) -> list[ConfigError]:
+    """Guards that can never refuse, and guard fields their type does not read."""
+    found = []
+    for i, hook in enumerate(spec.hooks.before_tool):
+        at = ("spec", "hooks", "before_tool", i)
+        needed = "prior" if hook.type == "depends_on" else "match_args"
+        if not getattr(hook, needed):
+            found.append(
+                ConfigError(
+                    f"a {hook.type} guard without '{needed}' never refuses a call",
+                    file=doc.file,
+                    line=doc.line_of(at),
+                    field=f"spec.hooks.before_tool[{i}]",
+                    fix=f"add '{needed}: …' (see the README's Hooks section) or remove the guard",
+                )
+            )
+        unread = {
+            name: other
+            for other, names in _GUARD_FIELDS.items()
+            if other != hook.type
+            for name in names
+            if getattr(hook, name)
+        }
+        found.extend(
+            ConfigError(
+                f"'{name}' has no effect on a {hook.type} guard (only {other} reads it)",
+                file=doc.file,
+                line=doc.line_of((*at, name)),
+                field=f"spec.hooks.before_tool[{i}].{name}",
+                fix=f"remove it, or make the guard type: {other}",
+            )
+            for name, other in unread.items()
+        )
+    return found
+
+
 def load_agent(
     agent_dir: Path,
     *,
@@ -206,6 +246,7 @@ def load_agent(
     if errors:
         raise ConfigErrors(errors)
     warnings = unknown_key_warnings(manifest, doc) + _tool_warnings(spec, doc)
+    warnings += unsupported_warnings("agent", doc) + _hook_warnings(spec, doc)
     warnings += exposure_warnings(agent_dir, manifest, written, doc)
     if manifest.metadata.name != agent_dir.name:
         warnings.append(

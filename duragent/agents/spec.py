@@ -9,10 +9,11 @@ errors.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from duragent.config.validation import empty_means_default
 from duragent.core.net_rules import parse_allow_rule
 
 __all__ = [
@@ -44,6 +45,12 @@ KNOWN_PROVIDERS = ("anthropic", "openai", "openrouter", "ollama", "offline")
 
 class _Spec(BaseModel):
     model_config = ConfigDict(extra="allow", populate_by_name=True, frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _empty_is_default(cls, data: object) -> object:
+        """A section left empty (``hooks:`` with only comments under it) means its defaults."""
+        return empty_means_default(cls, data)
 
 
 class PricingSpec(_Spec):
@@ -304,7 +311,11 @@ class AfterToolHook(_Spec):
 
     match: str
     message: str
-    unless: dict[str, str] = {}
+    unless: dict[str, Any] = Field(
+        default={},
+        description="Any argument with a key here and an equal value (any YAML value: true, 3, "
+        '"x") suppresses the message.',
+    )
 
 
 class HooksSpec(_Spec):

@@ -176,7 +176,10 @@ def render_json(findings: list[Finding]) -> str:
 def _external_findings(config: WorkspaceConfig, config_file: Path) -> list[Finding]:
     """Each external gateway: the program ``serve`` would start, or why it cannot."""
     found: list[Finding] = []
+    shadowed = config.gateways.shadowed()  # not started (a config warning says so)
     for index, gateway in enumerate(config.gateways.external):
+        if index in shadowed:
+            continue
         check = f"gateway {gateway.name}"
         try:
             launch = Launch.of(gateway, index, config_file.parent)

@@ -19,11 +19,39 @@ from pydantic_core import ErrorDetails
 from duragent.config.yamlio import LocatedYaml
 from duragent.errors import ConfigError, ConfigErrors
 
-__all__ = ["unknown_key_warnings", "validate_document"]
+__all__ = ["empty_means_default", "unknown_key_warnings", "validate_document"]
 
 M = TypeVar("M", bound=BaseModel)
 
 _MISSING = object()
+
+
+def empty_means_default(model: type[BaseModel], data: Any) -> Any:
+    """``data`` without the keys written with no value whose field has a non-empty default.
+
+    A section left with only commented-out lines (``world_memory:`` then ``# path: …``) is
+    YAML ``null``; the reference's own configuration guide writes such sections, and a person
+    means "the defaults". Only sections and lists (fields defaulting to a model, a list or a
+    mapping) are affected: a field whose default is ``None`` keeps ``null`` (``memory:`` off),
+    and an empty scalar (``port:``) is still an error, since no one leaves a number blank on
+    purpose. Used as a ``model_validator(mode="before")`` by the config models.
+    """
+    if not isinstance(data, dict) or None not in data.values():
+        return data
+    fields = model.model_fields
+    by_key = {(info.alias or name): info for name, info in fields.items()}
+    by_key.update(fields)
+    kept = {}
+    for key, value in data.items():
+        info = by_key.get(key) if isinstance(key, str) else None
+        if value is None and info is not None and _container_default(info.default):
+            continue
+        kept[key] = value
+    return kept
+
+
+def _container_default(default: Any) -> bool:
+    return isinstance(default, BaseModel | list | dict | tuple)
 
 
 def validate_document(model: type[M], doc: LocatedYaml, *, what: str) -> M:

@@ -24,9 +24,14 @@ from pydantic import (
 )
 
 from duragent.config.envvars import expand_env
+from duragent.config.fields import unsupported_warnings
 from duragent.config.hosts import check_host_name, check_origin
-from duragent.config.validation import unknown_key_warnings, validate_document
-from duragent.config.yamlio import load_yaml_text, read_text
+from duragent.config.validation import (
+    empty_means_default,
+    unknown_key_warnings,
+    validate_document,
+)
+from duragent.config.yamlio import LocatedYaml, load_yaml_text, read_text
 from duragent.errors import ConfigError
 
 __all__ = [
@@ -71,6 +76,11 @@ def _auto_or_count(value: object) -> object:
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="allow", populate_by_name=True, frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _empty_is_default(cls, data: object) -> object:
+        return empty_means_default(cls, data)
 
 
 class ServerConfig(_Section):
@@ -309,11 +319,7 @@ class GatewaysConfig(_Section):
 
     @model_validator(mode="after")
     def _names_are_unique(self) -> GatewaysConfig:
-        taken = {
-            name
-            for name, builtin in (("telegram", self.telegram), ("discord", self.discord))
-            if builtin is not None and builtin.enabled
-        }
+        taken: set[str] = set()
         for i, gateway in enumerate(self.external):
             if gateway.name in taken:
                 raise ValueError(
@@ -322,6 +328,26 @@ class GatewaysConfig(_Section):
                 )
             taken.add(gateway.name)
         return self
+
+    def builtin_names(self) -> set[str]:
+        """The enabled built-in gateways."""
+        return {
+            name
+            for name, builtin in (("telegram", self.telegram), ("discord", self.discord))
+            if builtin is not None and builtin.enabled
+        }
+
+    def shadowed(self) -> list[int]:
+        """Indexes of external gateways named like an enabled built-in one: not started.
+
+        The reference's configuration guide itself writes ``gateways.discord`` and an external
+        gateway named ``discord`` side by side (an external plugin stands in for a built-in
+        its binary was compiled without). Such a file loads; the built-in is served and the
+        external one is reported (``shadowed_warnings``) and not started, as two gateways of
+        one name would share sessions and routes.
+        """
+        builtins = self.builtin_names()
+        return [i for i, g in enumerate(self.external) if g.name in builtins]
 
 
 class RouteMatch(_Section):
@@ -418,6 +444,25 @@ class LoadedWorkspace:
     exists: bool
 
 
+def _shadowed_warnings(config: WorkspaceConfig, doc: LocatedYaml) -> list[ConfigError]:
+    found = []
+    for i in config.gateways.shadowed():
+        name = config.gateways.external[i].name
+        found.append(
+            ConfigError(
+                f"external gateway {name!r} is not started: the built-in gateways.{name} has "
+                "the same name and is served instead",
+                file=doc.file,
+                line=doc.line_of(("gateways", "external", i, "name")),
+                field=f"gateways.external[{i}].name",
+                value=name,
+                fix=f"rename it (and the routes' match.gateway that mean it), or set "
+                f"gateways.{name}.enabled: false to serve it instead of the built-in",
+            )
+        )
+    return found
+
+
 def _resolve(base: Path, value: str | None, default: Path) -> Path:
     if not value:
         return default
@@ -436,7 +481,11 @@ def load_workspace(config_file: Path | str = CONFIG_FILENAME) -> LoadedWorkspace
         text = expand_env(read_text(path), file=path)
         doc = load_yaml_text(text, file=path)
         config = validate_document(WorkspaceConfig, doc, what="duragent.yaml")
-        warnings = tuple(unknown_key_warnings(config, doc))
+        warnings = (
+            *unknown_key_warnings(config, doc),
+            *unsupported_warnings("workspace", doc),
+            *_shadowed_warnings(config, doc),
+        )
     else:
         config = WorkspaceConfig()
         warnings = ()

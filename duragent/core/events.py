@@ -30,6 +30,8 @@ Known types (reference §2.5, plus ours marked *):
 |   | usage?, extractive — the oldest ``messages`` of the window were replaced by ``summary`` |
 | pin* | pin_id, kind (task / decision / note), text, source — a never-summarised section |
 | unpin* | pin_id |
+| steering* | content — an ``after_tool`` hook's text; the model reads it as the user message |
+|   | ``[steering] <content>`` after the tool results of the response that triggered it |
 """
 
 from __future__ import annotations
@@ -73,6 +75,7 @@ class EventType(enum.StrEnum):
     SUMMARY = "summary"
     PIN = "pin"
     UNPIN = "unpin"
+    STEERING = "steering"
 
 
 _second_prefix: tuple[int, str] = (-1, "")
@@ -265,6 +268,11 @@ class Event:
             sender_name=sender_name,
             platform_message_id=platform_message_id,
         )
+
+    @classmethod
+    def steering(cls, seq: int, *, content: str) -> Event:
+        """Steering text an ``after_tool`` hook added after a tool call succeeded."""
+        return cls.make(seq, EventType.STEERING, content=content)
 
     @classmethod
     def delivery(cls, seq: int, *, reply_seq: int, target: str) -> Event:

@@ -13,7 +13,20 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Message", "Role", "ToolCall", "ToolDefinition", "Usage"]
+__all__ = [
+    "STEERING_PREFIX",
+    "Message",
+    "Role",
+    "ToolCall",
+    "ToolDefinition",
+    "Usage",
+    "is_steering",
+    "steering_message",
+]
+
+STEERING_PREFIX = "[steering] "
+"""How a hook's steering text reaches the model: a user message with this prefix (the
+reference's wording), so providers need no role of their own for it."""
 
 
 class Role(enum.StrEnum):
@@ -86,6 +99,16 @@ class Message:
     def text(self) -> str:
         """The content, or an empty string when there is none."""
         return self.content or ""
+
+
+def steering_message(content: str) -> Message:
+    """The message the model reads for an ``after_tool`` hook's steering ``content``."""
+    return Message.user(STEERING_PREFIX + content)
+
+
+def is_steering(message: Message) -> bool:
+    """Whether ``message`` is hook steering (part of a tool exchange, not a person's turn)."""
+    return message.role is Role.USER and message.text.startswith(STEERING_PREFIX)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

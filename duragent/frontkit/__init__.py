@@ -17,6 +17,9 @@
   ``BackgroundTasks`` if the waiter gives up (HTTP's 408, a cancelled request).
 - ``queue``: ``SessionQueues``, a chat's messages recorded at once and answered one turn at
   a time (batch / sequential / drop, overflow, per-sender debounce).
+- ``notices``: ``SessionNotices``, news no person typed (a background job ended) added to
+  its session and answered there, the reply delivered as a chat's; ``ProcessNotices``, the
+  background jobs' port onto it.
 - ``recovery``: ``recover_chats``, at a gateway's start: replies written and not delivered
   are sent once, messages accepted and not answered are answered.
 - ``inbound``: ``InboundMessage``, ``Sender``, ``ButtonPress`` (what a platform hands over);
@@ -45,6 +48,7 @@ from duragent.frontkit.delivery import Delivery
 from duragent.frontkit.gateway import ChatFront, Dispatcher
 from duragent.frontkit.inbound import ButtonPress, ChatType, InboundMessage, Sender
 from duragent.frontkit.memory import MemoryOutbound, Sent
+from duragent.frontkit.notices import ProcessNotices, SessionNotices
 from duragent.frontkit.outbound import ChatRef, OutboundPort, SentMessage
 from duragent.frontkit.queue import SessionQueues
 from duragent.frontkit.recovery import RecoveryReport, recover_chats
@@ -70,12 +74,14 @@ __all__ = [
     "InboundMessage",
     "MemoryOutbound",
     "OutboundPort",
+    "ProcessNotices",
     "RecoveryReport",
     "RouteQuery",
     "Router",
     "Sender",
     "Sent",
     "SentMessage",
+    "SessionNotices",
     "SessionQueues",
     "WebhookReceiver",
     "admit",

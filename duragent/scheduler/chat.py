@@ -83,8 +83,11 @@ class ChatPayloads:
         chat = ChatRef(dest.gateway, dest.chat_id) if dest is not None else None
         if isinstance(schedule.payload, MessagePayload):
             return await self._message(schedule.payload.message, session_id, chat, delivery, record)
+        prompt = TASK_PROMPT.format(task=schedule.payload.task)
+        if schedule.process_handle:  # as the reference: the task knows which job it watches
+            prompt += f"\n\nLinked process handle: {schedule.process_handle}"
         return await self._task(
-            TASK_PROMPT.format(task=schedule.payload.task),
+            prompt,
             f"{schedule.id}@{to_ms(due)}",
             session_id,
             chat,

@@ -162,6 +162,7 @@ class Schedules:
         destination: Destination | None = None,
         created_by_session: str | None = None,
         retry: Retry | None = None,
+        process_handle: str | None = None,
     ) -> Schedule:
         """Write a new schedule (``sched_<ULID>``) and hand it to the loop."""
         now = self.clock.now()
@@ -181,6 +182,7 @@ class Schedules:
             destination=destination,
             created_by_session=created_by_session,
             retry=retry,
+            process_handle=process_handle,
         )
         self._write(schedule)
         self.scheduler.put(schedule)
@@ -222,6 +224,20 @@ class Schedules:
         cancelled = schedule.with_status("cancelled")
         self._write(cancelled)
         self.scheduler.put(cancelled)
+        return cancelled
+
+    def cancel_linked(self, process_handle: str, *, agent: str) -> list[str]:
+        """Cancel ``agent``'s active schedules linked to a background job that ended.
+
+        The reference's ``cancel_by_process_handle``: a schedule created with
+        ``process_handle`` watches that job, and stops with it. The ids cancelled.
+        """
+        cancelled = []
+        for schedule in self.listing(agent=agent, active_only=True):
+            if schedule.process_handle == process_handle and schedule.declared_in is None:
+                self.cancel(schedule.id, agent=agent)
+                cancelled.append(schedule.id)
+                log.info("schedule %s cancelled: process %s ended", schedule.id, process_handle)
         return cancelled
 
     def run_now(self, schedule_id: str) -> bool:

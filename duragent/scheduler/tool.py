@@ -81,6 +81,13 @@ class ScheduleTool:
                     "max_retries": {"type": "integer", "minimum": 0},
                     "initial_delay_ms": {"type": "integer", "minimum": 0},
                     "max_delay_ms": {"type": "integer", "minimum": 0},
+                    "process_handle": {
+                        "type": "string",
+                        "description": (
+                            "(create) Link to a background process handle. The schedule is "
+                            "auto-cancelled when the process exits."
+                        ),
+                    },
                 },
                 "required": ["action"],
             },
@@ -141,6 +148,7 @@ class ScheduleTool:
             destination=chat,
             created_by_session=ctx.session_id,
             retry=retry,
+            process_handle=_process_handle(args),
         )
         kind = "recurring" if schedule.recurring else "one-shot"
         return ToolOutcome(True, f"Created {kind} schedule: {schedule.id}")
@@ -182,6 +190,11 @@ def _timing(kind: str, args: Mapping[str, Any], now: Any) -> Timing | str:
         field, reason, fix = problem
         return str(ConfigError(reason, field=field, value=getattr(timing, field), fix=fix))
     return timing
+
+
+def _process_handle(args: Mapping[str, Any]) -> str | None:
+    value = args.get("process_handle")
+    return value.strip() if isinstance(value, str) and value.strip() else None
 
 
 def _error(text: str) -> ToolOutcome:

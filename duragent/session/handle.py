@@ -132,6 +132,11 @@ class SessionHandle:
         )
         return seq
 
+    async def add_steering(self, content: str) -> int:
+        """Record an ``after_tool`` hook's steering text (batched, like tool results)."""
+        seq: int = await self._registry.call(self.session_id, "add_steering", content=content)
+        return seq
+
     async def close_open_calls(self, content: str) -> int:
         """Give every call a cut-short turn left open the result ``content``, written."""
         closed: int = await self._registry.call(

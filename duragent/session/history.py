@@ -17,7 +17,7 @@ __all__ = ["events_to_messages"]
 
 
 def events_to_messages(events: Sequence[Event], *, include_tools: bool) -> list[dict[str, Any]]:
-    """User and assistant messages (and tool traffic when asked) in event order."""
+    """User and assistant messages (and tool traffic and hook steering when asked), in order."""
     out: list[dict[str, Any]] = []
     for e in events:
         d = e.data
@@ -75,6 +75,16 @@ def events_to_messages(events: Sequence[Event], *, include_tools: bool) -> list[
                     "call_id": d.get("call_id"),
                     "success": bool(result.get("success", False)),
                     "content": result.get("content", ""),
+                    "seq": e.seq,
+                    "timestamp": e.timestamp,
+                }
+            )
+        elif include_tools and e.type == EventType.STEERING:
+            # the reference's ``steering`` role: a hook's text the model read after a tool
+            out.append(
+                {
+                    "role": "steering",
+                    "content": d.get("content", ""),
                     "seq": e.seq,
                     "timestamp": e.timestamp,
                 }

@@ -216,6 +216,11 @@ class SessionOps(MemoryOps):
         event = Event.tool_result(seq, call_id=call_id, success=success, content=content)
         return self._journal.record(event, durable=False)
 
+    def op_add_steering(self, content: str) -> int:
+        """Record an ``after_tool`` hook's steering text (batched, like the result before it)."""
+        event = Event.steering(self._journal.next_seq(), content=content)
+        return self._journal.record(event, durable=False)
+
     def op_close_open_calls(self, content: str) -> int:
         """Give the calls a cut-short turn left open the result ``content``; write the queue."""
         closed = self._journal.close_open_calls(content)

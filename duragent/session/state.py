@@ -34,7 +34,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from duragent.core.events import Event, EventType, call_from_record
-from duragent.core.messages import Message, Role, ToolCall
+from duragent.core.messages import Message, Role, ToolCall, steering_message
 from duragent.core.snapshot import BufferedMessage, SessionSnapshot, SessionStatus
 from duragent.session.memory import ContextMemory
 
@@ -216,6 +216,8 @@ class SessionState:
             reason = str(data.get("reason", "skipped"))
             for call_id in data.get("call_ids") or []:
                 self._add_result(str(call_id), f"Skipped: {reason}")
+        elif kind == EventType.STEERING:
+            self._append(steering_message(str(data.get("content", ""))))
         elif kind == EventType.STATUS_CHANGE:
             self.status = _status(data.get("to"), self.status)
         elif kind == EventType.SESSION_END:

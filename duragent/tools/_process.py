@@ -43,9 +43,12 @@ from duragent.tools.sandbox import Confinement
 __all__ = [
     "OUTPUT_CAP",
     "TRUNCATION_MARKER",
+    "Launched",
     "ProcessResult",
     "child_env",
     "format_result",
+    "kill_group",
+    "launch",
     "run_process",
 ]
 
@@ -95,10 +98,11 @@ def child_env(extra: Mapping[str, str]) -> dict[str, str]:
     return {**os.environ, **extra}
 
 
-def _kill_group(pgid: int) -> None:
+def kill_group(pgid: int, sig: signal.Signals = signal.SIGKILL) -> None:
+    """Send ``sig`` to process group ``pgid`` (harmless once the group is gone)."""
     # The group id is the leader's pid. Once the group is empty the call fails harmlessly.
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
+        os.killpg(pgid, sig)
 
 
 class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
@@ -137,32 +141,8 @@ async def run_process(
         OSError: the program could not be started (missing, not executable, bad ``cwd``), or
             the sandbox cannot run it (it is then not started at all).
     """
-    loop = asyncio.get_running_loop()
-    program = _resolve(argv[0], cwd, env)
-    if confine is not None:
-        full, confined_env = confine.apply(
-            [program, *argv[1:]], cwd=cwd, env=os.environ if env is None else env
-        )
-        program, argv, env = full[0], full, confined_env
-    with widened():  # the program gets every CPU even when the server's threads are pinned
-        transport, protocol = await loop.subprocess_exec(
-            lambda: _Protocol(_CHUNK, loop),
-            *_GATE,
-            program,
-            *argv[1:],
-            cwd=cwd,
-            env=dict(env) if env is not None else None,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-        )
-    pgid = transport.get_pid()  # a new session: the leader's pid is the group id
-    register_group(pgid)
-    gate = transport.get_pipe_transport(0)
-    assert isinstance(gate, asyncio.WriteTransport)
-    gate.write(b"go\n")  # the program may run now
-    gate.close()
+    started = await launch(argv, cwd=cwd, env=env, confine=confine)
+    transport, protocol, pgid = started.transport, started.protocol, started.pgid
     capture = _Capture(cap)
     out, err = bytearray(), bytearray()
     readers = asyncio.gather(
@@ -174,7 +154,7 @@ async def run_process(
             await asyncio.wait_for(protocol.exited.wait(), time_limit)
         except TimeoutError:
             timed_out = True
-        _kill_group(pgid)
+        kill_group(pgid)
         await protocol.exited.wait()
         _, pending = await asyncio.wait({readers}, timeout=_PIPE_GRACE_SECONDS)
         if pending:  # something outside the group holds a pipe open: stop listening
@@ -182,7 +162,7 @@ async def run_process(
             await readers
     except BaseException:
         # Cancelled by the caller: nothing of the command may survive.
-        _kill_group(pgid)
+        kill_group(pgid)
         readers.cancel()
         readers.add_done_callback(_retrieve)
         raise
@@ -201,8 +181,74 @@ async def run_process(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Launched:
+    """A started tool process: its transport, its protocol and its process group."""
+
+    transport: asyncio.SubprocessTransport
+    protocol: _Protocol
+    pgid: int
+    stdin: asyncio.WriteTransport | None
+    """The program's stdin when ``keep_stdin`` was asked for (else it reads /dev/null)."""
+
+
+async def launch(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
+    stdout: int = asyncio.subprocess.PIPE,
+    stderr: int = asyncio.subprocess.PIPE,
+    keep_stdin: bool = False,
+    confine: Confinement | None = None,
+) -> Launched:
+    """Start ``argv`` in a new process group behind the gate, registered with the reaper.
+
+    The one place a tool process is started (``bash``, CLI tools, ``background_process``):
+    whatever must wrap every tool process (a sandbox) wraps ``argv`` here. ``stdout`` and
+    ``stderr`` are ``PIPE`` or an open file descriptor (a background job's log file). With
+    ``keep_stdin`` the program keeps the gate's pipe as its stdin (what follows the gate's
+    line), so a caller can write to it; otherwise it reads ``/dev/null``. ``confine`` (the
+    call's sandbox) turns the command into a sandboxed one, after the program is found.
+
+    Raises:
+        OSError: the program could not be started (missing, not executable, bad ``cwd``), or
+            the sandbox cannot run it (it is then not started at all).
+    """
+    loop = asyncio.get_running_loop()
+    program = _resolve(argv[0], cwd, env)
+    if confine is not None:
+        full, confined_env = confine.apply(
+            [program, *argv[1:]], cwd=cwd, env=os.environ if env is None else env
+        )
+        program, argv, env = full[0], full, confined_env
+    with widened():  # the program gets every CPU even when the server's threads are pinned
+        transport, protocol = await loop.subprocess_exec(
+            lambda: _Protocol(_CHUNK, loop),
+            *(_GATE_KEEP_STDIN if keep_stdin else _GATE),
+            program,
+            *argv[1:],
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
+        )
+    pgid = transport.get_pid()  # a new session: the leader's pid is the group id
+    register_group(pgid)
+    gate = transport.get_pipe_transport(0)
+    assert isinstance(gate, asyncio.WriteTransport)
+    gate.write(b"go\n")  # the program may run now
+    if not keep_stdin:
+        gate.close()
+    return Launched(transport, protocol, pgid, gate if keep_stdin else None)
+
+
 _GATE = ("/bin/sh", "-c", 'read _ || exit 125; exec "$@" </dev/null', "duragent-tool")
 """Waits for the server's line on stdin, then becomes the program (see module docstring)."""
+_GATE_KEEP_STDIN = ("/bin/sh", "-c", 'read _ || exit 125; exec "$@"', "duragent-tool")
+"""The same, the program keeping the pipe as its stdin (``sh``'s ``read`` takes one line)."""
 
 
 def _resolve(program: str, cwd: Path, env: Mapping[str, str] | None) -> str:

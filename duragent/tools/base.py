@@ -7,16 +7,17 @@ runtime implements (e.g. reading sibling sessions, creating schedules).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from duragent.core.messages import ToolDefinition
 from duragent.tools.sandbox import TRUST, Sandbox
 
 __all__ = [
     "PolicyType",
+    "RunsCommands",
     "SessionReader",
     "SessionSummary",
     "Tool",
@@ -33,6 +34,8 @@ class ToolOutcome:
 
     success: bool
     content: str
+    reload_tools: bool = False
+    """The loop rebuilds its tools before its next model call (``reload_tools``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -95,4 +98,17 @@ class Tool(Protocol):
 
     async def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome:
         """Do the work. Expected failures are an unsuccessful outcome, not an exception."""
+        ...
+
+
+@runtime_checkable
+class RunsCommands(Protocol):
+    """A tool some of whose calls run shell commands (``background_process`` spawn).
+
+    Policy checks each command as a ``bash`` command, besides the call's own invocation, so
+    what ``bash:…`` patterns deny cannot be run through another tool.
+    """
+
+    def commands(self, args: Mapping[str, Any]) -> Sequence[str]:
+        """The shell commands this call would run (empty for most calls)."""
         ...

@@ -20,6 +20,7 @@ from ruamel.yaml.error import YAMLError
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 from ruamel.yaml.util import load_yaml_guess_indent
 
+from duragent.config.fields import unsupported_warnings
 from duragent.config.yamlio import LocatedYaml, load_yaml_text, read_text
 from duragent.errors import ConfigError
 from duragent.store.atomic import atomic_write
@@ -144,8 +145,10 @@ _KNOWN_FIELDS: dict[tuple[str, ...], tuple[str, ...]] = {
 }
 
 
-def read_policy_file(path: Path) -> tuple[Policy, list[PolicyError]]:
-    """One tier on its own (``doctor``): its policy, and a warning for each unknown field.
+def read_policy_file(path: Path) -> tuple[Policy, list[ConfigError]]:
+    """One tier on its own (``doctor``): its policy, and its warnings.
+
+    A warning for each unknown field, and for each field not acted on (``config.fields``).
 
     Unknown fields are not errors at run time (the reference ignores them, and a policy
     error stops every turn of the agent); ``doctor`` names them so a typo is not silent.
@@ -157,7 +160,7 @@ def read_policy_file(path: Path) -> tuple[Policy, list[PolicyError]]:
     mode, deny, allow = _parse_tier(doc)
     notify = _notify(doc)
     policy = Policy(mode=mode or "dangerous", allow=tuple(allow), deny=tuple(deny), notify=notify)
-    warnings: list[PolicyError] = []
+    warnings: list[ConfigError] = []
     data = doc.data if isinstance(doc.data, dict) else {}
     for at, known in _KNOWN_FIELDS.items():
         section = data.get(at[0]) if at else data
@@ -169,7 +172,7 @@ def read_policy_file(path: Path) -> tuple[Policy, list[PolicyError]]:
                 warnings.append(
                     _invalid(doc, [*at, str(key)], reason, None, allowed=", ".join(known))
                 )
-    return policy, warnings
+    return policy, warnings + unsupported_warnings("policy", doc)
 
 
 _DELIVERY_FIX = "write each delivery as '- type: log' or '- type: webhook' with 'url: https://…'"

@@ -7,8 +7,8 @@ in ``<agent_dir>/tools/`` and then ``<workspace>/tools/``. Tools the runtime inj
 to services the YAML cannot describe.
 
 Builtins that need runtime services this module does not have (``schedule``,
-``reload_tools``, ``background_process``) are left to the runtime to inject; unknown builtin
-names are skipped (the loader has already warned about them).
+``background_process``) are left to the runtime to inject; unknown builtin names are skipped
+(the loader has already warned about them).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from duragent.tools.base import Tool
 from duragent.tools.bash import BashTool
 from duragent.tools.cli_tool import CliTool, discover_tools, tool_description
 from duragent.tools.memory import MemoryTool
+from duragent.tools.reload import ReloadToolsTool
 from duragent.tools.session_tool import SessionTool
 from duragent.tools.web import WebTool
 
@@ -35,10 +36,11 @@ BUILTIN_FACTORIES: Mapping[str, Callable[[], Tool]] = {
     "web": WebTool,
     "session": SessionTool,
     "memory": MemoryTool,
+    "reload_tools": ReloadToolsTool,
 }
 """Builtins this module builds itself, by the name used in ``agent.yaml``."""
 
-RUNTIME_BUILTINS = frozenset({"schedule", "reload_tools", "background_process"})
+RUNTIME_BUILTINS = frozenset({"schedule", "background_process"})
 """Builtins that need runtime services; the runtime passes them in ``extra``."""
 
 

@@ -11,17 +11,18 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from duragent.context.truncation import truncate_tool_result
 from duragent.core.approval import ApprovalDecision, PendingApproval
 from duragent.core.messages import Message, ToolCall
 from duragent.llm import REJECTED_KEY
-from duragent.tools.base import Tool, ToolContext, ToolOutcome
+from duragent.tools.base import RunsCommands, Tool, ToolContext, ToolOutcome
 from duragent.tools.notify import NOTIFIER
 from duragent.tools.policy import Decision
 from duragent.tools.registry import lookup
+from duragent.turns.hooks import before_tool
 
 if TYPE_CHECKING:
     from duragent.turns.loop import LoopContext
@@ -107,11 +108,16 @@ def _signature(call: ToolCall) -> tuple[str, str]:
 
 
 async def execute(
-    ctx: LoopContext, call: ToolCall, recent: list[tuple[str, str]]
+    ctx: LoopContext,
+    call: ToolCall,
+    recent: list[tuple[str, str]],
+    seen: Sequence[Message] = (),
 ) -> ToolOutcome | PendingApproval:
     """Run ``call`` if it may run; the approval it needs when policy says to ask first.
 
-    ``recent`` holds the turn's last calls, for the repeated-call guard.
+    ``recent`` holds the turn's last calls, for the repeated-call guard; ``seen`` the
+    conversation as the model sees it, for the ``before_tool`` hooks (their refusal comes
+    before policy: a call a guard refuses never asks a person).
     """
     signature = _signature(call)
     recent.append(signature)
@@ -138,19 +144,29 @@ async def execute(
     refused = args.get(REJECTED_KEY)
     if isinstance(refused, str) and len(args) == 1:
         return ToolOutcome(False, refused)  # refused where it entered (``llm.limits``)
+    guard = before_tool(ctx.hooks, call.name, args, seen)
+    if guard is not None:
+        return ToolOutcome(False, guard)
     command = tool.invocation(args)
-    # Off the event loop: analysing a long shell command takes a while (tree-sitter + splitter).
-    verdict = await asyncio.to_thread(ctx.policy.decide, tool.policy_type, command)
-    if verdict.decision is Decision.DENY:
-        return ToolOutcome(
-            False, f"Command '{command}' was denied by policy. This command is not allowed."
-        )
-    if verdict.decision is Decision.ASK:
+    checks: list[tuple[str, str]] = [(tool.policy_type, command)]
+    if isinstance(tool, RunsCommands):  # a command it runs is checked as bash would be
+        checks += [("bash", shell) for shell in tool.commands(args)]
+    asked: tuple[str, str] | None = None
+    for policy_type, checked in checks:
+        # Off the event loop: analysing a long shell command takes a while (tree-sitter…).
+        verdict = await asyncio.to_thread(ctx.policy.decide, policy_type, checked)
+        if verdict.decision is Decision.DENY:
+            return ToolOutcome(
+                False, f"Command '{checked}' was denied by policy. This command is not allowed."
+            )
+        if verdict.decision is Decision.ASK and (asked is None or policy_type == "bash"):
+            asked = (policy_type, checked)
+    if asked is not None:
         return PendingApproval(
             call_id=call.id,
             tool_name=tool.name,
             arguments=args,
-            command=command,
-            tool_type=tool.policy_type,
+            command=asked[1],
+            tool_type=asked[0],
         )
     return await _run_and_notify(ctx, tool, args, command)

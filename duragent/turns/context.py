@@ -28,6 +28,7 @@ from duragent.tools.registry import build_tools
 from duragent.tools.sandbox import TRUST, Sandbox
 from duragent.turns.agent_budget import budget_settings
 from duragent.turns.decision_tool import DecisionTool
+from duragent.turns.hooks import effective_hooks
 from duragent.turns.inbox import Inbox
 from duragent.turns.loop import LoopContext
 from duragent.turns.providers import ProviderPool
@@ -85,6 +86,9 @@ class _ActorRecorder:
 
     async def skipped(self, call_ids: list[str], reason: str) -> None:
         await self._session.add_tools_skipped(call_ids, reason)
+
+    async def steering(self, content: str) -> None:
+        await self._session.add_steering(content)
 
     async def pending_approval(self, approval: PendingApproval) -> None:
         if approval.requester_id is None and self._requester_id is not None:
@@ -174,15 +178,19 @@ class ContextFactory:
         extra = self._extra_tools(agent, session_id) if self._extra_tools else ()
         if summaries.enabled:  # the agent pins its decisions (summaries tier)
             extra = (*extra, DecisionTool(handle, tier))
-        tools = build_tools(
-            agent,
-            workspace_dir=self._workspace_dir,
-            world_memory_dir=self._world_memory_dir,
-            extra=extra,
-        )
+
+        def tools() -> dict[str, Tool]:
+            return build_tools(
+                agent,
+                workspace_dir=self._workspace_dir,
+                world_memory_dir=self._world_memory_dir,
+                extra=extra,
+            )
+
         return LoopContext(
             provider=provider,
-            tools=tools,
+            tools=tools(),
+            rebuild_tools=tools,
             policy=load_policy(self._policy_file, agent.directory),
             counter=counter,
             budget=budget,
@@ -212,6 +220,7 @@ class ContextFactory:
             steering=inbox.take,
             history_cache=self._history_cache(session_id),
             summaries=tier,
+            hooks=effective_hooks(spec),
         )
 
 

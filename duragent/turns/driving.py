@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from duragent.agents import AgentCatalog
 from duragent.context.budget import ContextOverflowError
 from duragent.core.approval import ApprovalDecision, PendingApproval
-from duragent.core.messages import Message, Role
+from duragent.core.messages import Message, Role, is_steering
 from duragent.core.snapshot import SessionStatus
 from duragent.errors import DuragentError, LLMError
 from duragent.session import SessionHandle
@@ -153,6 +153,6 @@ async def cancel_approval(session: SessionHandle, pending: PendingApproval) -> N
 
 def _split_at_last_user(messages: list[Message]) -> tuple[list[Message], list[Message]]:
     for i in range(len(messages) - 1, -1, -1):
-        if messages[i].role is Role.USER:
+        if messages[i].role is Role.USER and not is_steering(messages[i]):
             return messages[: i + 1], messages[i + 1 :]
     return [], list(messages)

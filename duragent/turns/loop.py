@@ -12,6 +12,11 @@ result the model can read and correct; malformed arguments and unknown tools too
 call repeated three times in a row is stopped with a note to the model (one call's path is
 ``calls``).
 
+Hooks (``turns.hooks``): a ``before_tool`` guard's refusal is the call's result (the tool never
+runs); ``after_tool`` steering texts of a response are recorded (``steering`` events) and added
+as user messages after *all* of that response's tool results, so a call is always followed by
+its results as providers require (the reference adds each one right after its own result).
+
 A loop paused for approval resumes here too: ``resume_approved`` runs (or refuses) the call a
 person decided on through the same ``calls`` path, then the runner calls ``run_loop`` again.
 """
@@ -23,12 +28,20 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from duragent.agents.spec import HooksSpec
 from duragent.context.budget import BudgetReport, BudgetSettings
 from duragent.context.render import HistoryCache, TurnCache, fit_request
 from duragent.context.tokens import TokenCounter
 from duragent.core.approval import ApprovalDecision, PendingApproval
 from duragent.core.ids import new_message_id
-from duragent.core.messages import Message, Role, ToolCall, ToolDefinition, Usage
+from duragent.core.messages import (
+    Message,
+    Role,
+    ToolCall,
+    ToolDefinition,
+    Usage,
+    steering_message,
+)
 from duragent.errors import ContextLengthExceededError
 from duragent.llm import (
     ChatRequest,
@@ -41,6 +54,7 @@ from duragent.tools.base import Tool, ToolContext
 from duragent.tools.policy import Policy
 from duragent.turns.call_limits import within_limits
 from duragent.turns.calls import decided, execute, store_result
+from duragent.turns.hooks import after_tool
 from duragent.turns.sink import TurnSink
 from duragent.turns.summaries import SummaryTier
 
@@ -96,6 +110,10 @@ class Recorder(Protocol):
         """Record calls that were not run (batched)."""
         ...
 
+    async def steering(self, content: str) -> None:
+        """Record an ``after_tool`` hook's steering text (batched)."""
+        ...
+
     async def pending_approval(self, approval: PendingApproval) -> None:
         """Durably record that ``approval`` waits for a decision (and pause the session)."""
         ...
@@ -129,6 +147,10 @@ class LoopContext:
     """What one model response may be (enforced by the provider while reading it)."""
     summaries: SummaryTier | None = None
     """The summaries tier: the reference block, summaries before the turn and on overflow."""
+    hooks: HooksSpec = field(default_factory=HooksSpec)
+    """The agent's tool hooks with its builtins' defaults (``turns.hooks.effective_hooks``)."""
+    rebuild_tools: Callable[[], Mapping[str, Tool]] | None = None
+    """The turn's tools built again (after ``reload_tools``: new scripts on disk)."""
 
 
 @dataclass(slots=True)
@@ -156,6 +178,21 @@ class _TurnMemo:
     def __init__(self) -> None:
         self.units = TurnCache()
         self._tools: tuple[list[ToolDefinition], int] | None = None
+        self._sent: list[Message] = []
+        self._sent_turn_length = 0
+
+    def sent(self, messages: list[Message], turn: list[Message]) -> None:
+        """Remember what the model was just sent (hooks judge by what the model sees)."""
+        self._sent = [m for m in messages if m.role is not Role.SYSTEM]
+        self._sent_turn_length = len(turn)
+
+    def seen(self, turn: list[Message]) -> list[Message]:
+        """The conversation as the model last saw it, plus what this turn added since."""
+        return [*self._sent, *turn[self._sent_turn_length :]]
+
+    def forget_tools(self) -> None:
+        """The tools changed (``reload_tools``): compute the definitions again."""
+        self._tools = None
 
     def tools(self, ctx: LoopContext) -> tuple[list[ToolDefinition], int]:
         """The tool definitions offered this turn and what they cost (computed once)."""
@@ -201,6 +238,7 @@ async def _call_model(
         )
         try:
             response = None
+            cache.sent(messages, turn)
             async for event in ctx.provider.stream(request):
                 if isinstance(event, TextDelta):
                     if ctx.sink is not None:
@@ -242,6 +280,7 @@ async def run_loop(
     cache = _TurnMemo()
     if ctx.summaries is not None:
         await ctx.summaries.before_turn(history, cache.fixed(ctx))
+    steer: list[str] = []  # this response's after_tool texts, added after all its results
     while True:
         turn.extend(Message.user(text) for text in ctx.steering())
         response, report = await _call_model(ctx, history, turn, cache)
@@ -286,13 +325,16 @@ async def run_loop(
                 rest = [c.id for c in calls[index:]]
                 await ctx.recorder.skipped(rest, "new user message received")
                 turn.extend(Message.tool(cid, "Skipped: new user message received") for cid in rest)
+                await _add_steering(ctx, turn, steer)
                 turn.extend(Message.user(text) for text in steered)
                 break
-            result = await execute(ctx, call, recent)
+            seen = cache.seen(turn) if ctx.hooks.before_tool else ()
+            result = await execute(ctx, call, recent, seen)
             if isinstance(result, PendingApproval):
                 rest = [c.id for c in calls[index + 1 :]]
                 if rest:
                     await ctx.recorder.skipped(rest, "approval required")
+                await _add_steering(ctx, turn, steer)
                 await ctx.recorder.pending_approval(result)
                 if ctx.sink is not None:
                     await ctx.sink.approval_required(call.id, result.command)
@@ -301,6 +343,12 @@ async def run_loop(
                 outcome.command = result.command
                 return outcome
             await store_result(ctx, turn, call.id, result)
+            if note := after_tool(ctx.hooks, call, result.success):
+                steer.append(note)
+            if result.reload_tools and ctx.rebuild_tools is not None:
+                ctx.tools = ctx.rebuild_tools()  # the next model call offers what it found
+                cache.forget_tools()
+        await _add_steering(ctx, turn, steer)
         if outcome.iterations >= ctx.max_iterations:
             note = (
                 f"I stopped after {outcome.iterations} tool steps without finishing "
@@ -314,6 +362,14 @@ async def run_loop(
             if ctx.sink is not None:
                 await ctx.sink.token(note)
             return outcome
+
+
+async def _add_steering(ctx: LoopContext, turn: list[Message], steer: list[str]) -> None:
+    """Record and show the model the response's steering texts (emptying ``steer``)."""
+    for content in steer:
+        await ctx.recorder.steering(content)
+        turn.append(steering_message(content))
+    steer.clear()
 
 
 async def resume_approved(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from duragent.core.messages import Message, Role
+from duragent.core.messages import Message, Role, is_steering
 from duragent.session import SessionHandle, UserMessageResult
 from duragent.turns.inbox import Steered
 
@@ -81,7 +81,7 @@ def trailing_user_text(messages: list[Message]) -> str:
     """The user messages that end the window, joined by newlines ("" after a reply)."""
     tail: list[str] = []
     for message in reversed(messages):
-        if message.role is not Role.USER:
-            break
+        if message.role is not Role.USER or is_steering(message):
+            break  # (hook steering belongs to the tool exchange before it)
         tail.append(message.text)
     return "\n".join(reversed(tail))

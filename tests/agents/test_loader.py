@@ -243,7 +243,9 @@ def test_every_known_builtin_tool_loads_without_warnings(write_agent: WriteAgent
     agent = load_agent(write_agent("a", HEADER.format(name="a") + "  tools:\n" + tools))
 
     assert [t.name for t in agent.spec.tools] == list(KNOWN_BUILTIN_TOOLS)
-    assert agent.warnings == ()
+    # Only the builtins not served yet are said to have no effect (config/fields.py PLANNED).
+    not_yet = {"background_process", "reload_tools"}
+    assert all(w.value in not_yet for w in agent.warnings), agent.warnings
 
 
 def test_unknown_builtin_tool_is_a_warning_with_its_line(write_agent: WriteAgent) -> None:

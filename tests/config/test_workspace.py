@@ -227,7 +227,8 @@ def test_every_section_is_parsed(tmp_path: Path) -> None:
     loaded = load_workspace(config)
     ws = loaded.config
 
-    assert loaded.warnings == ()
+    # (docker is said not to be acted on, until the sandbox is: config/fields.py PLANNED)
+    assert all(w.field == "sandbox.mode" for w in loaded.warnings), loaded.warnings
     assert (ws.server.host, ws.server.port, ws.server.request_timeout_seconds) == (
         "0.0.0.0",
         9999,

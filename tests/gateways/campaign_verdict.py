@@ -43,6 +43,7 @@ __all__ = [
     "answer_tokens",
     "group_model",
     "plan",
+    "print_report",
     "result_rows",
     "table",
     "verdict",
@@ -394,3 +395,14 @@ def table(rows: list[tuple[str, str]]) -> str:
     value_width = max(len(v) for _, v in rows)
     rule = f"+-{'-' * width}-+-{'-' * value_width}-+"
     return "\n".join([rule, *(f"| {k:<{width}} | {v:>{value_width}} |" for k, v in rows), rule])
+
+
+def print_report(rows: list[tuple[str, str]], problems: list[str], ok: bool) -> bool:
+    """Print the table, the first 50 problems and PASS or FAIL; returns ``ok``."""
+    print(table(rows))
+    for problem in problems[:50]:
+        print(f"  - {problem}")
+    if len(problems) > 50:
+        print(f"  ... and {len(problems) - 50} more")
+    print("PASS" if ok else "FAIL")
+    return ok

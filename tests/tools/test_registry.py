@@ -69,7 +69,8 @@ def test_builtins_are_built_in_the_order_the_yaml_lists_them(
     tools = build_tools(
         load_agent(folder), workspace_dir=folder.parents[1], world_memory_dir=folder / "w"
     )
-    assert list(tools) == ["web", "bash", "session"]
+    # schedule and background_process need runtime services: the runtime adds them
+    assert list(tools) == ["web", "bash", "session", "reload_tools"]
     assert isinstance(tools["web"], WebTool)
     assert isinstance(tools["bash"], BashTool)
     assert isinstance(tools["session"], SessionTool)

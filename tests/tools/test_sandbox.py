@@ -13,7 +13,9 @@ from duragent.config.workspace import load_workspace
 from duragent.tools.base import ToolContext
 from duragent.tools.bash import BashTool
 from duragent.tools.cli_tool import CliTool
+from duragent.tools.processes import BackgroundProcessTool, ProcessRegistry
 from duragent.tools.sandbox import Sandbox, for_workspace, prune_scratch
+from tests.tools.processes.helpers import Told
 from tests.tools.sandbox_support import bwrap
 
 __all__ = ["bwrap"]
@@ -240,3 +242,29 @@ def test_the_sweep_removes_only_scratch_folders_of_deleted_sessions(tmp_path: Pa
     assert (tmp_path / "scratch" / "s_live" / "notes.txt").exists()
     assert not (tmp_path / "scratch" / "s_gone").exists()
     assert prune_scratch(Sandbox(), sessions) == []  # trust: no scratch folders
+
+
+async def test_a_background_job_runs_confined_like_a_bash_call(tmp_path: Path, bwrap: str) -> None:
+    ctx = workspace(tmp_path)
+    other = tmp_path / ".duragent" / "sessions" / "s_other" / "events.jsonl"
+    told = Told()
+    registry = ProcessRegistry(ctx.workspace_dir / "processes", events=told, poll_seconds=0.05)
+    await registry.start()
+    try:
+        tool = BackgroundProcessTool(registry)
+        command = f'cat {other}; echo "token=$GITHUB_TOKEN"; echo job > made.txt; echo done'
+        spawned = await tool.run({"action": "spawn", "command": command}, ctx)
+        assert spawned.success, spawned.content
+        message = await told.wait_ended()
+        interactive = await tool.run(
+            {"action": "spawn", "command": "top", "interactive": True}, ctx
+        )
+    finally:
+        await registry.stop()
+    assert "private" not in message
+    assert SECRET not in message
+    assert "token=\n" in message
+    assert "done" in message
+    assert (ctx.agent_dir / "made.txt").read_text() == "job\n"  # its own folder: writable
+    assert not interactive.success  # tmux would run it outside the sandbox: refused
+    assert "sandbox" in interactive.content

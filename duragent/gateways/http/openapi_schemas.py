@@ -176,7 +176,7 @@ def stream_event() -> dict[str, Any]:
                 _object(
                     ["message_id", "status", "usage"],
                     message_id={"type": ["string", "null"]},
-                    status={"enum": ["complete", "awaiting_approval", "duplicate"]},
+                    status={"enum": ["complete", "awaiting_approval", "duplicate", "error"]},
                     usage=usage,
                     call_id=text,
                     command=text,

@@ -45,6 +45,7 @@ from typing import Any
 
 from duragent.testing import FakeDiscord, ScriptedLLMServer
 from duragent.testing.discord_objects import Person
+from tests.gateways.campaign_loop import CampaignLoop
 from tests.gateways.campaign_verdict import (
     GROUP_WINDOW,
     IN_FLIGHT,
@@ -85,7 +86,7 @@ class Delivery:
     """The serving process connected when it was dispatched (-1: none)."""
 
 
-class _Campaign:
+class _Campaign(CampaignLoop):
     def __init__(
         self,
         dc: FakeDiscord,
@@ -96,23 +97,19 @@ class _Campaign:
         rng: random.Random,
         stall_seconds: float,
     ) -> None:
+        total = sum(len(c.messages) for c in chats)
+        lo, hi = max(1, total // 20), max(2, total * 9 // 10)
+        super().__init__(sorted(rng.sample(range(lo, hi), kills)), stall_seconds)
         self.dc = dc
         self.serve = serve
         self.root = root
         self.plan = chats
         self.by_id = {c.chat_id: c for c in chats}
         self.rng = rng
-        self.stall_seconds = stall_seconds
-        self.total = sum(len(c.messages) for c in chats)
-        lo, hi = max(1, self.total // 20), max(2, self.total * 9 // 10)
-        self.kill_points = sorted(rng.sample(range(lo, hi), kills))
-        self.kills_done = 0
+        self.total = total
         self.kill_times: list[float] = []
-        self.answered = 0
         self.seen_calls = 0
         self.sent: list[Sent] = []
-        self.held: list[Message] = []
-        self.restarting: asyncio.Task[None] | None = None
         self.deliveries: dict[str, Delivery] = {}
         """Per token (answerable messages and chatter lines)."""
         self.offline_waiting: set[str] = set()
@@ -267,35 +264,9 @@ class _Campaign:
             for m in c.messages
         ) and all(c.next == len(c.messages) for c in self.plan)
 
-    async def run(self) -> None:
-        last_progress, last_answered = time.monotonic(), -1
-        while not self.done():
-            self.read_sends()
-            await self.write_more()
-            if self.restarting is not None and self.restarting.done():
-                self.restarting.result()
-                self.restarting = None
-            if (
-                self.restarting is None
-                and self.kills_done < len(self.kill_points)
-                and self.answered >= self.kill_points[self.kills_done]
-            ):
-                self.kills_done += 1
-                self.restarting = asyncio.create_task(self.kill_and_restart())
-            if self.answered != last_answered:
-                last_progress, last_answered = time.monotonic(), self.answered
-            elif self.restarting is None and self.held and time.monotonic() - last_progress > 1:
-                self.kills_done += 1  # only held approvals wait: kill now rather than never
-                self.restarting = asyncio.create_task(self.kill_and_restart())
-            elif self.restarting is None and time.monotonic() - last_progress > self.stall_seconds:
-                break  # the verdict names what never came
-            await asyncio.sleep(0.01)
-        if self.restarting is not None:
-            await self.restarting
+    async def press_leftovers(self) -> None:
         for m in [*self.held, *self.after_restart]:  # kills ran out before these were pressed
             await self.press(m)
-        await asyncio.sleep(1.0)  # late copies of replies would show up here
-        self.read_sends()
 
     def mark_chatter(self) -> None:
         """Mentions some of whose chatter never reached a process that recorded it."""

@@ -48,16 +48,26 @@ def test_a_bad_entry_is_an_error_naming_its_field(
     assert words in str(caught.value)
 
 
-@pytest.mark.parametrize(
-    "gateways",
-    [
-        "  external:\n    - {name: chat, command: a}\n    - {name: chat, command: b}\n",
-        "  telegram:\n    bot_token: t\n  external:\n    - {name: telegram, command: a}\n",
-    ],
-)
-def test_two_gateways_may_not_share_a_name(tmp_path: Path, gateways: str) -> None:
+def test_two_external_gateways_may_not_share_a_name(tmp_path: Path) -> None:
+    gateways = "  external:\n    - {name: chat, command: a}\n    - {name: chat, command: b}\n"
     with pytest.raises(ConfigError, match="is already the name of another gateway"):
         load(tmp_path, f"gateways:\n{gateways}")
+
+
+def test_an_external_gateway_named_like_an_enabled_builtin_is_reported_and_not_started(
+    tmp_path: Path,
+) -> None:
+    """The reference's configuration guide writes this very shape (issue 19): it loads."""
+    (tmp_path / "duragent.yaml").write_text(
+        "gateways:\n  telegram:\n    bot_token: t\n  external:\n"
+        "    - {name: telegram, command: a}\n    - {name: other, command: b}\n"
+    )
+    ws = load_workspace(tmp_path / "duragent.yaml")
+    assert ws.config.gateways.shadowed() == [0]
+    (warning,) = ws.warnings
+    assert warning.field == "gateways.external[0].name"
+    assert "not started" in warning.reason
+    assert "gateways.telegram.enabled: false" in (warning.fix or "")
 
 
 def test_a_disabled_builtin_leaves_its_name_free(tmp_path: Path) -> None:

@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import jsonschema  # type: ignore[import-untyped]
 
 from duragent.config import load_workspace
+from duragent.gateways.http.openapi_schemas import stream_event
 from duragent.runtime import Runtime
 from duragent.testing import Reply, ToolCallReply
 from duragent.turns.loop import CLIENT_LEFT_RESULT
@@ -183,6 +185,9 @@ async def test_a_model_that_goes_silent_ends_the_stream_with_an_idle_timeout_err
     assert "Stream idle timeout" in events[-2][2]["message"]
     assert "server.idle_timeout_seconds" in events[-2][2]["message"]
     assert events[-1][2]["status"] == "error"
+    for _, name, data in events:  # what /openapi.json promises a client, a failed turn included
+        match = [e for e in stream_event()["oneOf"] if e["properties"]["event"]["const"] == name]
+        jsonschema.validate(data, match[0]["properties"]["data"]["contentSchema"])
 
 
 async def test_a_disconnect_during_a_tool_records_its_result_before_the_next_turn_and_restart(

@@ -47,6 +47,7 @@ import time
 from pathlib import Path
 
 from duragent.testing import FakeTelegram, ScriptedLLMServer
+from tests.gateways.campaign_loop import CampaignLoop
 from tests.gateways.campaign_verdict import (
     GROUP_WINDOW,
     INTERRUPTED,
@@ -70,7 +71,7 @@ _WRITER = 700
 """The user who writes every answerable message (and so may approve its tool call)."""
 
 
-class _Campaign:
+class _Campaign(CampaignLoop):
     def __init__(
         self,
         tg: FakeTelegram,
@@ -80,26 +81,21 @@ class _Campaign:
         rng: random.Random,
         stall_seconds: float,
     ) -> None:
+        total = sum(len(c.messages) for c in plan)
+        # kills land while at least a quarter of the messages are still to come: the chats are
+        # held back (``write_more``) so no burst after a restart can finish the campaign first
+        points = sorted(rng.sample(range(max(1, total // 20), max(2, total * 3 // 4)), kills))
+        super().__init__(points, stall_seconds)
         self.tg = tg
         self.serve = serve
         self.plan = plan
         self.by_id = {c.chat_id: c for c in plan}
         self.rng = rng
-        self.stall_seconds = stall_seconds
-        total = sum(len(c.messages) for c in plan)
         self.total = total
-        # kills land while at least a quarter of the messages are still to come: the chats are
-        # held back (``push_more``) so no burst after a restart can finish the campaign first
-        points = sorted(rng.sample(range(max(1, total // 20), max(2, total * 3 // 4)), kills))
-        self.kill_points = points
-        self.kills_done = 0
         self.kill_times: list[float] = []
         self.pushed = 0
-        self.answered = 0
         self.seen_calls = 0
         self.sent: list[Sent] = []
-        self.held: list[Message] = []
-        self.restarting: asyncio.Task[None] | None = None
 
     def pending_by_token(self, chat: Chat) -> dict[str, Message]:
         return {m.token: m for m in chat.messages[: chat.next] if m.answered_at is None}
@@ -158,7 +154,7 @@ class _Campaign:
     def plan_chat(self, m: Message) -> Chat:
         return next(c for c in self.plan if c.index == m.chat)
 
-    def push_more(self) -> None:
+    async def write_more(self) -> None:
         bot = self.tg.bot_username
         if self.kills_done < len(self.kill_points):  # not past the next kill's point + a round
             limit = self.kill_points[self.kills_done] + len(self.plan)
@@ -195,35 +191,9 @@ class _Campaign:
     def done(self) -> bool:
         return all(m.answered_at is not None for c in self.plan for m in c.messages)
 
-    async def run(self) -> None:
-        last_progress, last_answered = time.monotonic(), -1
-        while not self.done():
-            self.read_sends()
-            self.push_more()
-            if self.restarting is not None and self.restarting.done():
-                self.restarting.result()
-                self.restarting = None
-            if (
-                self.restarting is None
-                and self.kills_done < len(self.kill_points)
-                and self.answered >= self.kill_points[self.kills_done]
-            ):
-                self.kills_done += 1
-                self.restarting = asyncio.create_task(self.kill_and_restart())
-            if self.answered != last_answered:
-                last_progress, last_answered = time.monotonic(), self.answered
-            elif self.restarting is None and self.held and time.monotonic() - last_progress > 1:
-                self.kills_done += 1  # only held approvals wait: kill now rather than never
-                self.restarting = asyncio.create_task(self.kill_and_restart())
-            elif self.restarting is None and time.monotonic() - last_progress > self.stall_seconds:
-                break  # the verdict names what never came
-            await asyncio.sleep(0.01)
-        if self.restarting is not None:
-            await self.restarting
+    async def press_leftovers(self) -> None:
         for m in self.held:  # kills ran out before these were pressed
             self.press(m)
-        await asyncio.sleep(1.0)  # late copies of replies would show up here
-        self.read_sends()
 
 
 def _dump(path: Path, tg: FakeTelegram) -> None:

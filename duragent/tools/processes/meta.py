@@ -1,0 +1,217 @@
+"""What a background job is on disk: ``<workspace>/.duragent/processes/<handle>.meta.json``.
+
+The fields and their JSON shapes are the reference's (``handle``, ``command``, ``label``,
+``workdir``, ``pid``, ``session_id``, ``agent``, ``tmux_session``, ``backend``, ``status`` as
+``{"state": "completed", "exit_code": 0}``, ``log_path``, ``spawned_at``, ``completed_at``,
+``timeout_seconds``, ``gateway``, ``chat_id``), so a workspace moved over keeps its jobs
+readable. Two fields are ours: ``notified`` (the job's outcome has been handed to its
+session: until then a restart reports it again, so an outcome is never lost) and
+``pid_start`` (the kernel's start time of ``pid``, so a restart never signals a process
+that merely reuses the number).
+
+Every write replaces the file atomically (``store.atomic``): a crash leaves the old state
+or the new one, never half of each.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from duragent.store.atomic import atomic_write
+
+__all__ = [
+    "TERMINAL_STATES",
+    "ProcessMeta",
+    "ProcessStatus",
+    "load_all",
+    "meta_path",
+    "now",
+    "pid_start_time",
+    "write_meta",
+]
+
+log = logging.getLogger(__name__)
+
+State = Literal["running", "completed", "failed", "lost", "timed_out", "killed"]
+TERMINAL_STATES = frozenset({"completed", "failed", "lost", "timed_out", "killed"})
+Backend = Literal["local", "tmux"]
+
+
+def now() -> datetime:
+    """The current time (UTC, aware)."""
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessStatus:
+    """A job's state; ``exit_code`` for ``completed`` and ``failed`` only."""
+
+    state: State = "running"
+    exit_code: int | None = None
+
+    @property
+    def terminal(self) -> bool:
+        """Whether the job has ended (any state but ``running``)."""
+        return self.state in TERMINAL_STATES
+
+    def __str__(self) -> str:
+        """As the reference prints it: ``completed (exit 0)``, ``timed out``, ``lost``."""
+        if self.state in ("completed", "failed"):
+            return f"{self.state} (exit {self.exit_code})"
+        return self.state.replace("_", " ")
+
+    def document(self) -> dict[str, Any]:
+        """The reference's JSON: ``{"state": …}`` plus ``exit_code`` when it has one."""
+        doc: dict[str, Any] = {"state": self.state}
+        if self.state in ("completed", "failed"):
+            doc["exit_code"] = self.exit_code
+        return doc
+
+
+def _time(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat().replace("+00:00", "Z")
+
+
+def _parse_time(value: object) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProcessMeta:
+    """One job's metadata (see module docstring)."""
+
+    handle: str
+    command: str
+    session_id: str
+    agent: str
+    log_path: Path
+    spawned_at: datetime
+    timeout_seconds: int
+    label: str | None = None
+    workdir: str | None = None
+    pid: int | None = None
+    pid_start: int | None = None
+    tmux_session: str | None = None
+    backend: Backend = "local"
+    status: ProcessStatus = field(default_factory=ProcessStatus)
+    completed_at: datetime | None = None
+    gateway: str | None = None
+    chat_id: str | None = None
+    notified: bool = False
+
+    def ended(self, status: ProcessStatus) -> ProcessMeta:
+        """This job, ended now with ``status``."""
+        return replace(self, status=status, completed_at=now())
+
+    def document(self) -> dict[str, Any]:
+        """The JSON written to ``<handle>.meta.json`` (and shown by ``status``)."""
+        doc = asdict(self)
+        doc["log_path"] = str(self.log_path)
+        doc["status"] = self.status.document()
+        doc["spawned_at"] = _time(self.spawned_at)
+        doc["completed_at"] = _time(self.completed_at)
+        return doc
+
+    @classmethod
+    def parse(cls, doc: object, *, file: Path) -> ProcessMeta:
+        """Read a ``.meta.json`` document; ``ValueError`` naming the file and field if unusable."""
+        if not isinstance(doc, dict):
+            raise ValueError(f"{file}: not a JSON object")
+        for key in ("handle", "command", "session_id", "agent", "log_path"):
+            if not isinstance(doc.get(key), str) or not doc[key]:
+                raise ValueError(f"{file}: field '{key}' is missing or not a string")
+        status_doc = doc.get("status")
+        state = status_doc.get("state") if isinstance(status_doc, dict) else status_doc
+        if state not in ("running", *TERMINAL_STATES):
+            raise ValueError(f"{file}: field 'status.state' is {state!r}")
+        code = status_doc.get("exit_code") if isinstance(status_doc, dict) else None
+        spawned = _parse_time(doc.get("spawned_at"))
+        if spawned is None:
+            raise ValueError(f"{file}: field 'spawned_at' is not an RFC 3339 time")
+
+        def opt_str(key: str) -> str | None:
+            value = doc.get(key)
+            return value if isinstance(value, str) else None
+
+        def opt_int(key: str) -> int | None:
+            value = doc.get(key)
+            return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+        tmux = opt_str("tmux_session")
+        return cls(
+            handle=doc["handle"],
+            command=doc["command"],
+            session_id=doc["session_id"],
+            agent=doc["agent"],
+            log_path=Path(doc["log_path"]),
+            spawned_at=spawned,
+            timeout_seconds=opt_int("timeout_seconds") or 0,
+            label=opt_str("label"),
+            workdir=opt_str("workdir"),
+            pid=opt_int("pid"),
+            pid_start=opt_int("pid_start"),
+            tmux_session=tmux,
+            # The reference's older files lack ``backend``: a tmux session means tmux.
+            backend="tmux" if doc.get("backend") == "tmux" or tmux else "local",
+            status=ProcessStatus(state, code if isinstance(code, int) else None),
+            completed_at=_parse_time(doc.get("completed_at")),
+            gateway=opt_str("gateway"),
+            chat_id=opt_str("chat_id"),
+            # A file the reference wrote has no ``notified``: its callback was its own
+            # business, so a terminal job from it is not reported again.
+            notified=bool(doc.get("notified", state in TERMINAL_STATES)),
+        )
+
+
+def meta_path(directory: Path, handle: str) -> Path:
+    """``<directory>/<handle>.meta.json``."""
+    return directory / f"{handle}.meta.json"
+
+
+def write_meta(directory: Path, meta: ProcessMeta) -> None:
+    """Replace the job's metadata file atomically."""
+    data = json.dumps(meta.document(), indent=2).encode("utf-8")
+    atomic_write(meta_path(directory, meta.handle), data)
+
+
+def load_all(directory: Path) -> list[ProcessMeta]:
+    """Every readable ``*.meta.json`` in ``directory``; unreadable ones are logged and kept."""
+    found: list[ProcessMeta] = []
+    try:
+        paths = sorted(directory.glob("*.meta.json"))
+    except OSError:
+        return found
+    for path in paths:
+        try:
+            found.append(ProcessMeta.parse(json.loads(path.read_text("utf-8")), file=path))
+        except (OSError, ValueError) as exc:  # JSONDecodeError is a ValueError
+            log.error("background process file skipped (left as it is): %s", exc)
+    return found
+
+
+def pid_start_time(pid: int) -> int | None:
+    """The start time of ``pid`` in clock ticks since boot (``/proc/<pid>/stat`` field 22).
+
+    None when the process does not exist (or ``/proc`` is unavailable).
+    """
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text("ascii", errors="replace")
+    except OSError:
+        return None
+    # The command name (field 2) is in parentheses and may contain spaces: split after it.
+    fields = stat[stat.rfind(")") + 2 :].split()
+    try:
+        return int(fields[19])
+    except (IndexError, ValueError):
+        return None
