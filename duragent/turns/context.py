@@ -167,7 +167,7 @@ class ContextFactory:
             counter=counter,
             memory=memory if memory is not None else await handle.memory(),
             summariser=(
-                await self._providers.for_agent(agent, summaries.model)
+                await self._providers.for_model(agent, summaries.model)
                 if summaries.model
                 else provider
             ),

@@ -46,14 +46,18 @@ class ProviderPool:
         """Whether providers are still being built ahead of the first message (``warm``)."""
         return self._warming > 0
 
-    async def for_agent(self, agent: Agent, model_name: str | None = None) -> LLMProvider:
-        """The provider answering for ``agent`` (raises LLMError when it cannot be built).
+    async def for_agent(self, agent: Agent) -> LLMProvider:
+        """The provider answering for ``agent`` (raises LLMError when it cannot be built)."""
+        return await self.for_model(agent, agent.model.name)
 
-        ``model_name``: another model of the same provider and base URL (the summariser's).
+    async def for_model(self, agent: Agent, model_name: str) -> LLMProvider:
+        """A provider for ``model_name`` with ``agent``'s provider, base URL and timeout.
+
+        The summaries tier's summariser when ``summaries.model`` names a cheaper model.
         """
         model = agent.model
         timeout = agent.spec.session.llm_timeout_seconds
-        key = (model.provider, model_name or model.name, model.base_url, timeout)
+        key = (model.provider, model_name, model.base_url, timeout)
         provider = self._providers.get(key)
         if provider is not None:
             return provider

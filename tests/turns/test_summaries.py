@@ -164,6 +164,8 @@ async def test_a_streaming_client_gets_a_summary_event_when_one_is_written(
 ) -> None:
     import json
 
+    from sse_starlette import ServerSentEvent
+
     from duragent.gateways.http.stream import QueueSink
 
     async with harness(tmp_path, responder=responder(), context=ON) as h:
@@ -178,8 +180,8 @@ async def test_a_streaming_client_gets_a_summary_event_when_one_is_written(
     for sink in sinks:
         while not sink.queue.empty():
             item = sink.queue.get_nowait()
-            if item is not None and getattr(item, "event", None) == "summary":
-                events.append(json.loads(item.data))
+            if isinstance(item, ServerSentEvent) and item.event == "summary":
+                events.append(json.loads(str(item.data)))
     assert events == [
         {"round": s["round"], "through_seq": s["through_seq"], "messages": s["messages"]}
         for s in written
