@@ -44,7 +44,7 @@ from duragent.frontkit.access import Admission, admit, mention_context
 from duragent.frontkit.approvals import ApprovalButtons, Button, approval_buttons, approval_prompt
 from duragent.frontkit.chat import ChatTurns, Inbound
 from duragent.frontkit.chats import ChatHandler, GatewayChats, gateway_chats
-from duragent.frontkit.delivery import Delivery
+from duragent.frontkit.delivery import Deliveries, Delivery
 from duragent.frontkit.gateway import ChatFront, Dispatcher
 from duragent.frontkit.inbound import ButtonPress, ChatType, InboundMessage, Sender
 from duragent.frontkit.memory import MemoryOutbound, Sent
@@ -67,6 +67,7 @@ __all__ = [
     "ChatRef",
     "ChatTurns",
     "ChatType",
+    "Deliveries",
     "Delivery",
     "Dispatcher",
     "GatewayChats",

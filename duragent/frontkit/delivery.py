@@ -44,12 +44,13 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
+from collections.abc import Callable
 
 from duragent.frontkit.outbound import ChatRef, OutboundPort, SentMessage
 from duragent.session import SessionRegistry
 from duragent.turns import AwaitingApproval, Complete, Duplicate, Failed, TurnResult
 
-__all__ = ["Delivery"]
+__all__ = ["Deliveries", "Delivery"]
 
 log = logging.getLogger(__name__)
 
@@ -173,3 +174,29 @@ class Delivery:
             if text.strip():
                 sent = await self._outbound.send_text(chat, text, reply_to=reply_to)
         return sent
+
+
+class Deliveries:
+    """A ``Delivery`` per chat gateway, for work that is not a gateway's own.
+
+    Scheduled runs and background-job notices find it by the gateway's name; it is made
+    again when the gateway's outbound port changed (a restarted gateway has a new one).
+    """
+
+    def __init__(
+        self, registry: SessionRegistry, outbound: Callable[[str], OutboundPort | None]
+    ) -> None:
+        self._registry = registry
+        self._outbound = outbound
+        self._known: dict[str, tuple[OutboundPort, Delivery]] = {}
+
+    def get(self, gateway: str) -> Delivery | None:
+        """The gateway's ``Delivery``; None when the gateway is not configured or started."""
+        port = self._outbound(gateway)
+        if port is None:
+            return None
+        known = self._known.get(gateway)
+        if known is None or known[0] is not port:
+            known = (port, Delivery(self._registry, port))
+            self._known[gateway] = known
+        return known[1]

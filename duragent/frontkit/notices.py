@@ -30,7 +30,7 @@ from collections.abc import Callable
 
 from duragent.core.ids import new_ulid
 from duragent.errors import AgentNotFoundError, NotFoundError
-from duragent.frontkit.delivery import Delivery
+from duragent.frontkit.delivery import Deliveries
 from duragent.frontkit.outbound import ChatRef, OutboundPort
 from duragent.tools.processes import ProcessMeta
 from duragent.turns import Steered, TurnResult, TurnRunner
@@ -48,19 +48,8 @@ class SessionNotices:
 
     def __init__(self, turns: TurnRunner, outbound: Callable[[str], OutboundPort | None]) -> None:
         self._turns = turns
-        self._outbound = outbound
         self.approval_poll = _APPROVAL_POLL_SECONDS
-        self._deliveries: dict[str, tuple[OutboundPort, Delivery]] = {}
-
-    def _delivery(self, gateway: str) -> Delivery | None:
-        port = self._outbound(gateway)
-        if port is None:
-            return None
-        known = self._deliveries.get(gateway)
-        if known is None or known[0] is not port:  # a restarted gateway has a new port
-            known = (port, Delivery(self._turns.registry, port))
-            self._deliveries[gateway] = known
-        return known[1]
+        self._deliveries = Deliveries(turns.registry, outbound)
 
     async def notify(self, session_id: str, text: str, *, notice_id: str) -> TurnResult | None:
         """Add ``text`` to the session and have it answered; the result of a turn it ran.
@@ -91,7 +80,7 @@ class SessionNotices:
             return None
         result = await self._turns.answer(session_id, accepted.seq, text)
         if chat is not None:
-            delivery = self._delivery(chat.gateway)
+            delivery = self._deliveries.get(chat.gateway)
             if delivery is None:
                 log.warning(
                     "session %s: gateway '%s' is not running: the reply to notice %s is in "

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from duragent.errors import AgentNotFoundError
-from duragent.frontkit import ChatRef, Delivery, OutboundPort
+from duragent.frontkit import ChatRef, Deliveries, Delivery, OutboundPort
 from duragent.scheduler.model import MessagePayload, Schedule
 from duragent.scheduler.runs import to_ms
 from duragent.scheduler.service import Record, RunReport
@@ -46,20 +46,9 @@ class ChatPayloads:
 
     def __init__(self, turns: TurnRunner, outbound: Callable[[str], OutboundPort | None]) -> None:
         self._turns = turns
-        self._outbound = outbound
-        self._deliveries: dict[str, tuple[OutboundPort, Delivery]] = {}
+        self._deliveries = Deliveries(turns.registry, outbound)
         self.task_sessions: set[str] = set()
         """Sessions running a scheduled task now: they are offered no ``schedule`` tool."""
-
-    def _delivery(self, gateway: str) -> Delivery | None:
-        port = self._outbound(gateway)
-        if port is None:
-            return None
-        known = self._deliveries.get(gateway)
-        if known is None or known[0] is not port:  # a restarted gateway has a new port
-            known = (port, Delivery(self._turns.registry, port))
-            self._deliveries[gateway] = known
-        return known[1]
 
     async def run(self, schedule: Schedule, due: datetime, record: Record) -> RunReport:
         """Run ``schedule``'s payload for ``due`` (module docstring)."""
@@ -72,7 +61,7 @@ class ChatPayloads:
         dest = schedule.destination
         delivery = None
         if dest is not None:
-            delivery = self._delivery(dest.gateway)
+            delivery = self._deliveries.get(dest.gateway)
             if delivery is None:
                 return RunReport(error=f"gateway '{dest.gateway}' is not running: nothing sent")
             session_id = await self._turns.session_for_chat(
