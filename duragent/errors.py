@@ -35,6 +35,7 @@ the rest are defined here. Base classes from Python follow a name in parentheses
     │   ├── NoPendingApprovalError  the session waits for no decision [turns.errors]
     │   └── ApprovalMismatchError   it waits for a decision on another call [turns.errors]
     ├── ContextOverflowError        even the minimum request exceeds the window [context.budget]
+    ├── PinnedTooLargeError         pinned sections exceed their share [context.summaries]
     └── LLMError                    a provider call failed
         ├── LLMTimeoutError         the per-call timeout expired (retryable)
         ├── LLMConnectionError      no connection / reset (retryable)

@@ -44,6 +44,7 @@ __all__ = [
     "SavedOutputsSpec",
     "ScheduleSpec",
     "SessionSpec",
+    "SummariesSpec",
     "ToolSpec",
 ]
 
@@ -167,6 +168,52 @@ class SavedOutputsSpec(_Spec):
     )
 
 
+class SummariesSpec(_Spec):
+    """``spec.session.context.summaries``: the summaries tier (not ``spec.session.compaction``).
+
+    When the history would pass ``threshold`` of its budget, its oldest part is summarised by
+    an LLM into a block sent after the system prompt; the session's task and pinned sections
+    are never summarised. ``compaction`` is something else: how the event log is archived.
+    Unset numbers take the default of the agent's window tier.
+    """
+
+    enabled: bool | None = Field(
+        default=None,
+        description="Summarise old history instead of only dropping it (default: off for now; "
+        "the session's task is pinned only when on).",
+    )
+    model: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Model that writes summaries (same provider and base_url as spec.model); "
+        "default: the agent's own model.",
+    )
+    threshold: float | None = Field(
+        default=None,
+        gt=0,
+        le=1,
+        description="Summarise when history passes this share of its budget (default 0.8).",
+    )
+    keep_recent: float | None = Field(
+        default=None,
+        gt=0,
+        lt=1,
+        description="Share of the history budget kept verbatim after a summary (default 0.4).",
+    )
+    max_summary_tokens: int | None = Field(
+        default=None, ge=64, description="Longest summary (default: a tenth of the window, ≤ 2000)."
+    )
+    pinned_share: float | None = Field(
+        default=None,
+        gt=0,
+        lt=1,
+        description="Most of the history budget pins may take (default 0.25).",
+    )
+    pin_task: bool = Field(
+        default=True, description="Pin the session's first user message as its task."
+    )
+
+
 class ContextSpec(_Spec):
     """``spec.session.context``: how history and tool results are fitted to the window.
 
@@ -190,6 +237,7 @@ class ContextSpec(_Spec):
         description="Send the full built-in prompt and tool descriptions; default: yes from "
         "an 8K window up, a compact form below.",
     )
+    summaries: SummariesSpec = SummariesSpec()
 
 
 class SessionSpec(_Spec):

@@ -13,6 +13,10 @@ destructive first:
    truncation notice, drop its oldest whole iteration groups (call + results), never the
    latest group and never a user message. Still over: shrink the latest group's results.
    Still over: ``ContextOverflowError`` — never an overflowing request.
+Before all of them, the summaries tier's *reference block* (pinned sections and the current
+summary, ``context.summaries``) follows the system prompt and is counted in the fixed part,
+like the prompt: no layer ever drops it.
+
 5. Layer 2: history newest → oldest into what the turn left, within ``max_history_tokens``;
    never start on an orphaned result; a ``[conversation truncated — N older messages
    omitted]`` system message when anything was left out. History is fitted *after* 3c so a
@@ -110,12 +114,14 @@ def fit_request(
     turn_cache: TurnCache | None = None,
     history_cache: HistoryCache | None = None,
     tools_tokens: int | None = None,
+    reference: str = "",
 ) -> tuple[list[Message], BudgetReport]:
     """The messages to send for this call, fitted to ``settings.limit`` (module docstring).
 
     Pass the same ``turn_cache`` for every call of one turn and the session's
     ``history_cache`` for every call (the loop does) to keep the cost of a call proportional
     to what changed, and ``tools_tokens`` when the tool definitions' cost is already known.
+    ``reference`` is the summaries tier's block (sent right after the system prompt).
     """
     report = BudgetReport(window=settings.window, limit=settings.limit)
     limit = settings.limit
@@ -125,6 +131,9 @@ def fit_request(
     fixed = REQUEST_OVERHEAD_TOKENS + tools_tokens
     if system_msg is not None:
         fixed += counter.count_message(system_msg)
+    reference_msg = _system_message(reference) if reference.strip() else None
+    if reference_msg is not None:
+        fixed += counter.count_message(reference_msg)
 
     # --- this turn: normalise, then 3b masking ------------------------------------------
     if turn_cache is not None:
@@ -196,6 +205,8 @@ def fit_request(
     out: list[Message] = []
     if system_msg is not None:
         out.append(system_msg)
+    if reference_msg is not None:
+        out.append(reference_msg)
     if omitted:
         out.append(Message.system(truncation_notice(omitted)))
     out.extend(chosen.messages)

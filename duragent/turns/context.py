@@ -21,6 +21,7 @@ from duragent.core.messages import ToolCall, Usage
 from duragent.core.snapshot import SessionStatus
 from duragent.llm import OutputLimits
 from duragent.session import SessionHandle, SessionRegistry
+from duragent.session.memory_ops import MemoryView
 from duragent.store import SavedOutputLimits, SavedOutputStorage
 from duragent.tools.base import SessionReader, Tool, ToolContext
 from duragent.tools.policy_files import load_policy
@@ -28,11 +29,13 @@ from duragent.tools.registry import build_tools
 from duragent.tools.sandbox import TRUST, Sandbox
 from duragent.tools.tool_output import TOOL_OUTPUT, ToolOutputTool
 from duragent.turns.agent_budget import budget_settings
+from duragent.turns.decision_tool import DecisionTool
 from duragent.turns.hooks import effective_hooks
 from duragent.turns.inbox import Inbox
 from duragent.turns.loop import LoopContext
 from duragent.turns.providers import ProviderPool
 from duragent.turns.sink import TurnSink
+from duragent.turns.summaries import SummaryTier, agent_summary_settings
 
 __all__ = ["HISTORY_CACHES", "ContextFactory"]
 
@@ -153,6 +156,7 @@ class ContextFactory:
         extra_blocks: Sequence[str] = (),
         requester_id: str | None = None,
         answers_seq: int | None = None,
+        memory: MemoryView | None = None,
     ) -> LoopContext:
         """The loop's context for one turn of ``agent`` in ``session_id``.
 
@@ -160,11 +164,34 @@ class ContextFactory:
         each boundary (``Inbox.take`` marks them read). ``extra_blocks`` end the system
         prompt for this turn only (a group's recent chatter): part of the prompt, they count
         against the budget like the rest of it and are never written to the history.
-        ``requester_id`` goes with an approval the turn asks for.
+        ``requester_id`` goes with an approval the turn asks for. ``memory``: the session's
+        summary and pins when the caller has them already (else one more read).
         """
         spec = agent.spec
         budget = budget_settings(agent)
+        provider = await self._providers.for_agent(agent)
+        counter = counter_for_model(agent.model.name)
+        price = _pricer(agent)
+        handle = self._registry.handle(session_id)
+        summaries = agent_summary_settings(agent, budget.window)
+        tier = SummaryTier(
+            session=handle,
+            settings=summaries,
+            budget=budget,
+            counter=counter,
+            memory=memory if memory is not None else await handle.memory(),
+            summariser=(
+                await self._providers.for_model(agent, summaries.model)
+                if summaries.model
+                else provider
+            ),
+            summariser_model=summaries.model or agent.model.name,
+            price=price,
+            sink=sink,
+        )
         extra = self._extra_tools(agent, session_id) if self._extra_tools else ()
+        if summaries.enabled:  # the agent pins its decisions (summaries tier)
+            extra = (*extra, DecisionTool(handle, tier))
 
         outputs = self._saved_outputs(session_id, agent)
 
@@ -181,11 +208,11 @@ class ContextFactory:
             return built
 
         return LoopContext(
-            provider=await self._providers.for_agent(agent),
+            provider=provider,
             tools=tools(),
             rebuild_tools=tools,
             policy=load_policy(self._policy_file, agent.directory),
-            counter=counter_for_model(agent.model.name),
+            counter=counter,
             budget=budget,
             system_prompt=build_system_prompt(
                 agent, extra_blocks=extra_blocks, compact=not budget.full_prompt
@@ -209,12 +236,13 @@ class ContextFactory:
                 sandbox=self._sandbox,
                 outputs=outputs,
             ),
-            recorder=_ActorRecorder(self._registry.handle(session_id), requester_id, answers_seq),
+            recorder=_ActorRecorder(handle, requester_id, answers_seq),
             temperature=agent.model.temperature,
-            price=_pricer(agent),
+            price=price,
             sink=sink,
             steering=inbox.take,
             history_cache=self._history_cache(session_id),
+            summaries=tier,
             hooks=effective_hooks(spec),
         )
 

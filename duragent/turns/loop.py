@@ -57,6 +57,7 @@ from duragent.turns.call_limits import within_limits
 from duragent.turns.calls import decided, execute, store_result
 from duragent.turns.hooks import after_tool
 from duragent.turns.sink import TurnSink
+from duragent.turns.summaries import SummaryTier
 
 __all__ = [
     "CLIENT_LEFT",
@@ -145,6 +146,8 @@ class LoopContext:
     """Calls of one turn beyond this are skipped with a result saying so."""
     limits: OutputLimits = field(default_factory=OutputLimits)
     """What one model response may be (enforced by the provider while reading it)."""
+    summaries: SummaryTier | None = None
+    """The summaries tier: the reference block, summaries before the turn and on overflow."""
     hooks: HooksSpec = field(default_factory=HooksSpec)
     """The agent's tool hooks with its builtins' defaults (``turns.hooks.effective_hooks``)."""
     rebuild_tools: Callable[[], Mapping[str, Tool]] | None = None
@@ -205,6 +208,12 @@ class _TurnMemo:
             self._tools = (definitions, ctx.counter.count_tools(definitions))
         return self._tools
 
+    def fixed(self, ctx: LoopContext) -> int:
+        """What the system prompt and the tool definitions cost (the tier's ``fixed``)."""
+        prompt = ctx.system_prompt
+        cost = ctx.counter.count_message(Message.system(prompt)) if prompt.strip() else 0
+        return cost + self.tools(ctx)[1]
+
 
 async def _call_model(
     ctx: LoopContext, history: list[Message], turn: list[Message], cache: _TurnMemo
@@ -212,7 +221,9 @@ async def _call_model(
     """Fit and send one request, tightening the budget if the provider says it overflowed."""
     budget = ctx.budget
     tools, tools_tokens = cache.tools(ctx)
+    summarised = False
     for attempt in range(CONTEXT_RETRIES + 1):
+        tier = ctx.summaries
         messages, report = fit_request(
             system=ctx.system_prompt,
             history=history,
@@ -223,6 +234,7 @@ async def _call_model(
             turn_cache=cache.units,
             history_cache=ctx.history_cache,
             tools_tokens=tools_tokens,
+            reference=tier.block(cache.fixed(ctx)) if tier is not None else "",
         )
         request = ChatRequest(
             messages=messages,
@@ -244,6 +256,11 @@ async def _call_model(
         except ContextLengthExceededError:
             if attempt == CONTEXT_RETRIES:
                 raise
+            if tier is not None and not summarised:
+                summarised = True  # overflow → summarise → retry, once (summaries spec)
+                if await tier.on_overflow(history, cache.fixed(ctx)):
+                    log.warning("provider reported context overflow; summarised and retrying")
+                    continue
             # Our count disagreed with the provider's: fit again into a smaller window.
             smaller = max(budget.output_reserve + 256, int(budget.window * 0.75))
             log.warning("provider reported context overflow; refitting to %d tokens", smaller)
@@ -260,6 +277,8 @@ async def run_loop(
     outcome = LoopOutcome(status="complete", iterations=iterations_done, calls=made)
     recent: list[tuple[str, str]] = []
     cache = _TurnMemo()
+    if ctx.summaries is not None:
+        await ctx.summaries.before_turn(history, cache.fixed(ctx))
     steer: list[str] = []  # this response's after_tool texts, added after all its results
     while True:
         turn.extend(Message.user(text) for text in ctx.steering())

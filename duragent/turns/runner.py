@@ -377,6 +377,7 @@ class TurnRunner:
             extra_blocks=inbound.context_blocks,
             requester_id=inbound.sender_id,
             answers_seq=inbound.answers_seq if isinstance(inbound, Recorded) else None,
+            memory=recorded.memory,
         )
 
     async def approve(

@@ -176,8 +176,8 @@ def test_no_request_overflows_or_breaks_provider_rules(
         for call in last_group[0].tool_calls if last_group else ():
             result = results.get(call.id)
             full = counter.count_message(result) if result is not None else 0
-            notice = counter.count_message(Message.tool(call.id, removed_notice(full)))
-            floor += min(full, notice) if result is not None else notice
+            least = counter.count_message(Message.tool(call.id, removed_notice(full)))
+            floor += min(full, least) if result is not None else least
         legitimate = floor > budget.limit
         assert legitimate, "ContextOverflowError although a valid request was possible"
         return

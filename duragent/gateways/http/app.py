@@ -30,6 +30,7 @@ from duragent.gateways.http.limits import ConcurrencyLimit
 from duragent.gateways.http.openai_api import OpenAIRoutes
 from duragent.gateways.http.openai_errors import OpenAIErrors
 from duragent.gateways.http.openapi import openapi_document
+from duragent.gateways.http.pins import PinRoutes
 from duragent.gateways.http.problem import ProblemError, problem
 from duragent.gateways.http.schedules import ScheduleRoutes
 from duragent.gateways.http.security import check_access
@@ -107,6 +108,7 @@ def build_app(services: HttpServices) -> Starlette:
     routes_impl = SessionRoutes(services, streams)
     openai = OpenAIRoutes(services, streams)
     schedules = ScheduleRoutes(lambda: services.schedule_desk)
+    pins = PinRoutes(services)
     health = ServerHealth(services.config.server.max_connections)
 
     def api(handler: Handler) -> Handler:
@@ -267,6 +269,8 @@ def build_app(services: HttpServices) -> Starlette:
         _route(f"{v1}/sessions/{{session_id}}/stream", POST=api(routes_impl.stream)),
         _route(f"{v1}/sessions/{{session_id}}/approve", POST=api(routes_impl.approve)),
         _route(f"{v1}/sessions/{{session_id}}/end", POST=api(routes_impl.end)),
+        _route(f"{v1}/sessions/{{session_id}}/pins", GET=api(pins.list), POST=api(pins.create)),
+        _route(f"{v1}/sessions/{{session_id}}/pins/{{pin_id}}", DELETE=api(pins.delete)),
         _route(f"{v1}/schedules", GET=api(schedules.list), POST=api(schedules.create)),
         _route(
             f"{v1}/schedules/{{schedule_id}}",

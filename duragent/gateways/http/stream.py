@@ -98,6 +98,10 @@ class QueueSink:
         """Forward an approval request."""
         self._put("approval_required", {"call_id": call_id, "command": command})
 
+    async def summary(self, round_: int, through_seq: int, messages: int) -> None:
+        """Forward the marker of a summary written during this turn."""
+        self._put("summary", {"round": round_, "through_seq": through_seq, "messages": messages})
+
 
 def _failed(message: str, message_id: str | None = None) -> list[ServerSentEvent]:
     """A failed turn ends as ``error`` then ``done``: a client waiting for ``done`` never hangs."""
