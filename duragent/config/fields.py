@@ -108,7 +108,7 @@ FIELDS: dict[Format, dict[str, Fate]] = {
         "metadata.version": Use("duragent.gateways.http.app", "agent_detail"),
         "metadata.labels": Use("duragent.gateways.http.app", "agent_detail"),
         "spec.model.provider": Use("duragent.turns.providers", "_build"),
-        "spec.model.name": Use("duragent.turns.providers", "_build"),
+        "spec.model.name": Use("duragent.turns.providers", "for_agent"),
         "spec.model.base_url": Use("duragent.llm.factory", "build_provider"),
         "spec.model.temperature": Use("duragent.turns.context", "build"),
         "spec.model.max_input_tokens": Use("duragent.turns.agent_budget", "budget_settings"),
@@ -145,6 +145,43 @@ FIELDS: dict[Format, dict[str, Fate]] = {
         "spec.session.context.tool_result_keep_last": Use(
             "duragent.turns.agent_budget", "budget_settings"
         ),
+        "spec.session.context.full_prompt": Use("duragent.turns.agent_budget", "budget_settings"),
+        "spec.session.context.prune.enabled": Use("duragent.turns.agent_budget", "budget_settings"),
+        "spec.session.context.prune.protect_tokens": Use(
+            "duragent.turns.agent_budget", "budget_settings"
+        ),
+        "spec.session.context.prune.minimum_tokens": Use(
+            "duragent.turns.agent_budget", "budget_settings"
+        ),
+        "spec.session.context.prune.protected_tools": Use(
+            "duragent.turns.agent_budget", "budget_settings"
+        ),
+        "spec.session.context.saved_outputs.enabled": Use(
+            "duragent.turns.context", "_saved_outputs"
+        ),
+        "spec.session.context.saved_outputs.max_output_bytes": Use(
+            "duragent.turns.context", "_saved_outputs"
+        ),
+        "spec.session.context.saved_outputs.max_session_bytes": Use(
+            "duragent.turns.context", "_saved_outputs"
+        ),
+        "spec.session.context.saved_outputs.retention_days": Use(
+            "duragent.turns.context", "_saved_outputs"
+        ),
+        **{
+            f"spec.session.context.summaries.{name}": Use(
+                "duragent.turns.summaries", "agent_summary_settings"
+            )
+            for name in (
+                "enabled",
+                "model",
+                "threshold",
+                "keep_recent",
+                "max_summary_tokens",
+                "pinned_share",
+                "pin_task",
+            )
+        },
         "spec.tools[].type": Checked("selects the kind of tool entry (builtin or cli)"),
         "spec.tools[].name": Use("duragent.tools.registry", "build_tools"),
         "spec.tools[].allow_private": Use("duragent.tools.registry", "_web_tool"),
