@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from duragent.context.budget import BudgetSettings
+from duragent.context.tiers import tier_for
 from duragent.context.tokens import REQUEST_OVERHEAD_TOKENS, TokenCounter
 from duragent.context.truncation import fit_prefix
 from duragent.context.units import split
@@ -81,21 +82,23 @@ def summary_settings(
 ) -> SummarySettings:
     """The tier's settings for a ``window``-token model: configured values, else defaults.
 
-    The one place the defaults live (a window tier may scale them): threshold 0.8 of the
-    history budget (0.7 below 8K, where a turn grows the history faster relative to it);
-    keep the newest 0.4 verbatim; a summary of at most a tenth of the window (64–2,000
-    tokens); pins take at most a quarter of the history budget. Off unless enabled: a
-    summary is an extra model call, and scripted or metered deployments should opt in.
+    Defaults come from the window's tier (``context.tiers``: one table holds every per-window
+    default): the threshold (0.70 of the history budget at 2–4K up to 0.85 from 32K, where a
+    turn grows the history slower relative to it) and the summary's length (256–2,048
+    tokens, never above a tenth of the window, at least 64); keep the newest 0.4 verbatim;
+    pins take at most a quarter of the history budget. Off unless enabled: a summary is an
+    extra model call, and scripted or metered deployments should opt in.
     """
+    tier = tier_for(window)
     return SummarySettings(
-        enabled=bool(enabled),
+        enabled=True if enabled is None else enabled,
         model=model,
-        threshold=threshold if threshold is not None else (0.7 if window < 8192 else 0.8),
+        threshold=threshold if threshold is not None else tier.summary_threshold,
         keep_recent=keep_recent if keep_recent is not None else 0.4,
         max_summary_tokens=(
             max_summary_tokens
             if max_summary_tokens is not None
-            else max(64, min(2000, window // 10))
+            else max(64, min(tier.summary_tokens, window // 10))
         ),
         pinned_share=pinned_share if pinned_share is not None else 0.25,
         pin_task=pin_task,

@@ -43,7 +43,7 @@ BUILTIN_FACTORIES: Mapping[str, Callable[[], Tool]] = {
 }
 """Builtins this module builds itself, by the name used in ``agent.yaml``."""
 
-RUNTIME_BUILTINS = frozenset({"schedule", "background_process"})
+RUNTIME_BUILTINS = frozenset({"schedule", "background_process", "record_decision"})
 """Builtins that need runtime services; the runtime passes them in ``extra``."""
 
 

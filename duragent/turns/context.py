@@ -190,7 +190,8 @@ class ContextFactory:
             sink=sink,
         )
         extra = self._extra_tools(agent, session_id) if self._extra_tools else ()
-        if summaries.enabled:  # the agent pins its decisions (summaries tier)
+        listed = {t.name for t in spec.tools if t.type == "builtin"}
+        if summaries.enabled and "record_decision" in listed:  # it pins its own decisions
             extra = (*extra, DecisionTool(handle, tier))
 
         outputs = self._saved_outputs(session_id, agent)

@@ -34,6 +34,7 @@ from duragent.context.window import context_window
 from duragent.core.messages import Message, Usage
 from duragent.errors import LLMError
 from duragent.llm import LLMProvider
+from duragent.llm.offline import OfflineProvider
 from duragent.session import SessionHandle
 from duragent.session.memory import Pin
 from duragent.session.memory_ops import MemoryView
@@ -161,22 +162,24 @@ class SummaryTier:
         max_tokens = self.settings.max_summary_tokens
         usage: Usage | None = None
         extractive = False
-        try:
-            text, usage = await write_summary(
-                self._summariser,
-                previous=previous,
-                messages=part,
-                counter=self._counter,
-                max_tokens=max_tokens,
-                input_room=self._input_room(),
-            )
-        except LLMError as exc:
-            log.warning(
-                "session %s: summariser failed (%s); extractive summary",
-                self._session.session_id,
-                exc,
-            )
-            text = ""
+        text = ""
+        # The offline model would answer fixed text, not a summary of the history it replaced.
+        if not isinstance(self._summariser, OfflineProvider):
+            try:
+                text, usage = await write_summary(
+                    self._summariser,
+                    previous=previous,
+                    messages=part,
+                    counter=self._counter,
+                    max_tokens=max_tokens,
+                    input_room=self._input_room(),
+                )
+            except LLMError as exc:
+                log.warning(
+                    "session %s: summariser failed (%s); extractive summary",
+                    self._session.session_id,
+                    exc,
+                )
         if not text.strip():
             text = extractive_summary(previous, part, self._counter, max_tokens)
             extractive = True

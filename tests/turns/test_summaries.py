@@ -146,7 +146,9 @@ async def test_the_agent_pins_a_decision_with_a_tool_and_it_is_in_every_later_re
             return Reply(tool_calls=[call])
         return Reply(text="ok")
 
-    async with harness(tmp_path, responder=responder(agent=agent), context=ON) as h:
+    async with harness(
+        tmp_path, responder=responder(agent=agent), builtins=["record_decision"], context=ON
+    ) as h:
         sid = await h.runner.start_session("bot")
         await h.runner.run(sid, "decide")
         after_call = h.server.requests[-1]
