@@ -192,8 +192,15 @@ class Errors:
 class ChildServer:
     """``python -m duragent serve`` on a free port; output goes to ``log``."""
 
-    def __init__(self, config: Path, log: IO[bytes], env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        config: Path,
+        log: IO[bytes],
+        env: dict[str, str] | None = None,
+        args: tuple[str, ...] = (),
+    ) -> None:
         self.config = config
+        self.args = args
         self.log = log
         self.env = {**os.environ, **(env or {})}
         self.port = free_port()
@@ -215,6 +222,7 @@ class ChildServer:
             str(self.config),
             "--port",
             str(self.port),
+            *self.args,
             stdout=self.log,
             stderr=self.log,
             env=self.env,

@@ -29,6 +29,10 @@ every random choice is seeded.
     The naive baseline sends everything: system prompt + every message of the session so far
     (tool results uncapped) + tool definitions, counted with the same counter. An overflow is
     a request above window − output reserve (27,904 tokens).
+(c) The session of (b) at 8K (8,192) and 32K (32,000) windows with each window tier's defaults,
+    one column per context setting (``VARIANTS``): "layers 1–3" (Layers 1–3 only) and
+    "+ pruning" (old tool outputs replaced by markers, ``context.pruning``). Tokens per call
+    (mean, max) and the total over the session; an overflow is a request above the limit.
 """
 
 from __future__ import annotations
@@ -283,6 +287,7 @@ def simulate(
         "omitted_calls": 0,
         "groups_dropped": 0,
         "shrunk": 0,
+        "pruned": 0,
         "fit_ns": 0,
     }
     history_cache = HistoryCache()
@@ -324,6 +329,7 @@ def simulate(
                 stats["omitted_calls"] += 1 if report.history_omitted else 0
                 stats["groups_dropped"] += report.groups_dropped
                 stats["shrunk"] += report.results_shrunk
+                stats["pruned"] += report.results_pruned
             naive.tokens.append(fixed + naive_sum)
             naive.turn_of_call.append(t)
             if it == iterations:
@@ -431,12 +437,74 @@ def bench_session(counter: TokenCounter, turns: int) -> list[str]:
     return lines
 
 
+# --- (c) the same session per window tier, one column per context setting ---------------------
+
+VARIANTS: list[tuple[str, Callable[[int], BudgetSettings]]] = [
+    ("layers 1–3", lambda window: BudgetSettings.for_model(MODEL, max_input_tokens=window)),
+    (
+        "+ pruning",
+        lambda window: BudgetSettings.for_model(MODEL, max_input_tokens=window, prune=True),
+    ),
+]
+"""Columns of table (c): a name and the settings for a window. Later tiers (summaries) add
+their variants here; every column runs the same seeded session."""
+
+WINDOWS = (8_192, 32_000)
+
+
+def bench_variants(counter: TokenCounter, turns: int) -> list[str]:
+    """Table (c): tokens per call and in total for each variant, at 8K and 32K."""
+    names = [name for name, _ in VARIANTS]
+    width = max(14, *(len(n) for n in names))
+    lines = [
+        f"{'measure':<34}" + "".join(f"{n:>{width + 2}}" for n in names),
+        "-" * (34 + (width + 2) * len(names)),
+    ]
+    for window in WINDOWS:
+        results = []
+        for _, make in VARIANTS:
+            settings = make(window)
+            ours, _, stats = simulate(turns, counter, settings, lambda t: None)
+            results.append((settings, ours, stats))
+        base_total = sum(results[0][1].tokens)
+        label = f"{window // 1000}K" if window % 1000 == 0 else f"{window // 1024}K"
+        table: list[tuple[str, list[str]]] = [
+            ("LLM calls", [f"{len(r.tokens):,}" for _, r, _ in results]),
+            ("tokens/call mean", [f"{statistics.fmean(r.tokens):,.0f}" for _, r, _ in results]),
+            ("tokens/call max", [f"{max(r.tokens):,}" for _, r, _ in results]),
+            ("total tokens", [f"{sum(r.tokens):,}" for _, r, _ in results]),
+            (
+                "total vs layers 1–3",
+                [f"{100 * (sum(r.tokens) / base_total - 1):+.1f} %" for _, r, _ in results],
+            ),
+            (
+                "overflows / errors",
+                [f"{r.overflows(s.limit)} / {st['errors']}" for s, r, st in results],
+            ),
+            ("results pruned (sum over calls)", [f"{st['pruned']:,}" for _, _, st in results]),
+            ("calls with history omitted", [f"{st['omitted_calls']:,}" for _, _, st in results]),
+            (
+                "fit_request mean per call",
+                [f"{st['fit_ns'] / 1e6 / max(1, len(r.tokens)):.3f} ms" for _, r, st in results],
+            ),
+        ]
+        tier = results[0][0]
+        lines.append(
+            f"{label} window (tier {tier.tier.label}, limit {tier.limit:,}, tool results "
+            f"≤ {tier.max_tool_result_tokens:,})"
+        )
+        for name, cells in table:
+            lines.append(f"  {name:<32}" + "".join(f"{c:>{width + 2}}" for c in cells))
+    return lines
+
+
 def main(quick: bool) -> None:
     counter = counter_for_model(MODEL)
     assert counter.name == "o200k_base", counter.name
     counter.count_text("warm up the tokenizer")
     bench_render(counter, quick)
     plateau = bench_session(counter, 100 if quick else 500)
+    variants = bench_variants(counter, 100 if quick else 500)
     width = max(len(r[0]) for r in ROWS)
     print(f"{'measure':<{width}}  {'value':>22}  {'target':>10}  verdict")
     print("-" * (width + 46))
@@ -444,6 +512,8 @@ def main(quick: bool) -> None:
         print(f"{name:<{width}}  {value:>22}  {target:>10}  {verdict}")
     print("\n(b) mean tokens per call, by 50-turn bucket (the plateau):")
     print("\n".join(plateau))
+    print(f"\n(c) a {100 if quick else 500}-turn tool-heavy session per window, per setting:")
+    print("\n".join(variants))
     print(json.dumps({"machine_cores": os.cpu_count(), "tokenizer": counter.name}))
 
 

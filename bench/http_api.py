@@ -13,6 +13,7 @@ generator.
     .venv/bin/python bench/http_api.py --quick        # fewer requests, for a smoke check
     .venv/bin/python bench/http_api.py --only offline # (a)–(c) only
     .venv/bin/python bench/http_api.py --only providers --providers openai
+    .venv/bin/python bench/http_api.py --only openai   # (h)–(i) only
     .venv/bin/python bench/http_api.py --shared-pool  # (a)–(c) clients share one httpx pool
 
 (Not ``bench/http.py``: a script's folder comes first on sys.path, so a file named http.py
@@ -41,6 +42,9 @@ Errors (non-2xx answers, exceptions, streams without ``done``) are counted; targ
 
 (d)–(g): see ``_http_provider.py``: fresh turns over the provider path, 1 / 100 / 1,000
 sessions at once, turns in chats of 1 to 2,000 messages, and the first reply after spawning.
+
+(h)–(i): see ``_http_openai.py``: the OpenAI-compatible API (httpx and the ``openai`` SDK,
+plain and streamed, against the native endpoint) and the cost of ``--log-format json``.
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ import time
 from pathlib import Path
 
 import httpx
+from _http_openai import openai_sections
 from _http_provider import provider_sections
 from _http_rig import (
     LIMITS,
@@ -212,6 +217,8 @@ async def main(quick: bool, shared_pool: bool, only: str, providers: list[str]) 
             await offline_sections(base, quick, shared_pool)
         if only in ("all", "providers"):
             await provider_sections(base, providers, quick)
+        if only in ("all", "openai"):
+            await openai_sections(base, quick)
         print_table()
         log_problems(base)
     mode = "shared httpx pool" if shared_pool else "one httpx client per simulated client"
@@ -224,7 +231,7 @@ if __name__ == "__main__":
     parser.add_argument(
         "--shared-pool", action="store_true", help="(a)-(c) clients share one httpx.AsyncClient"
     )
-    parser.add_argument("--only", choices=["all", "offline", "providers"], default="all")
+    parser.add_argument("--only", choices=["all", "offline", "providers", "openai"], default="all")
     parser.add_argument(
         "--providers",
         default="offline,openai,anthropic",

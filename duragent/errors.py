@@ -42,6 +42,7 @@ the rest are defined here. Base classes from Python follow a name in parentheses
     │   ├── NoPendingApprovalError  the session waits for no decision [turns.errors]
     │   └── ApprovalMismatchError   it waits for a decision on another call [turns.errors]
     ├── ContextOverflowError        even the minimum request exceeds the window [context.budget]
+    ├── PinnedTooLargeError         pinned sections exceed their share [context.summaries]
     └── LLMError                    a provider call failed
         ├── LLMTimeoutError         the per-call timeout expired (retryable)
         ├── LLMConnectionError      no connection / reset (retryable)
@@ -61,9 +62,11 @@ the wrong shape; the providers turn it into ``LLMResponseError``), ``Unregistere
 ``FatalPollingError`` (Telegram refusing the bot; the gateway's state says so),
 ``ProtocolError`` (a line from an external gateway that is not an event: logged, skipped),
 ``ProcessError`` and ``TmuxError`` (a background-process action refused, a tmux command that
-failed: the tool's result says so) and ``EntityParseError`` (the fake Telegram's HTML
-check). ``tests/test_errors.py`` checks that every exception class of the package is drawn
-here, under its real parent.
+failed: the tool's result says so), ``SavedOutputNotFoundError`` (the ``tool_output`` tool
+asked for an output its session does not have: its result says so), ``OpenAIError`` (an
+OpenAI-compatible request refused: answered in OpenAI's error shape) and
+``EntityParseError`` (the fake Telegram's HTML check). ``tests/test_errors.py`` checks
+that every exception class of the package is drawn here, under its real parent.
 """
 
 from __future__ import annotations

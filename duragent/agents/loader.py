@@ -35,6 +35,8 @@ KNOWN_BUILTIN_TOOLS = (
     "memory",
     "reload_tools",
     "background_process",
+    "tool_output",
+    "record_decision",
 )
 
 
@@ -155,6 +157,18 @@ def _tool_warnings(spec: AgentSpec, doc: LocatedYaml) -> list[ConfigError]:
                     field=f"spec.tools[{i}].name",
                     value=tool.name,
                     allowed=", ".join(KNOWN_BUILTIN_TOOLS),
+                )
+            )
+        elif tool.name == "record_decision" and spec.session.context.summaries.enabled is False:
+            found.append(
+                ConfigError(
+                    "record_decision pins decisions for the summaries tier, which is off here "
+                    "(the tool is not offered)",
+                    file=doc.file,
+                    line=doc.line_of(("spec", "tools", i, "name")),
+                    field=f"spec.tools[{i}].name",
+                    value=tool.name,
+                    fix="remove the entry, or set spec.session.context.summaries.enabled: true",
                 )
             )
     return found

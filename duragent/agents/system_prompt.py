@@ -17,13 +17,18 @@ from duragent.agents.directives import render_directives_block
 from duragent.agents.loader import Agent
 from duragent.agents.skills import render_skills_block
 
-__all__ = ["PREAMBLE", "build_system_prompt", "render_template"]
+__all__ = ["COMPACT_PREAMBLE", "PREAMBLE", "build_system_prompt", "render_template"]
 
 PREAMBLE = (
     "You interact with the world through tools when an action is needed; never claim to have "
     "run a tool you did not run. Stay within what the user asked. When a tool fails, say so "
     "and try a different approach instead of repeating the same call."
 )
+
+COMPACT_PREAMBLE = (
+    "Use tools only when needed, never claim a call you did not make, and stay on task."
+)
+"""The preamble in windows under 8K (``context.tiers``): the same rules in a third of the tokens."""
 
 _TEMPLATE = re.compile(r"\{\{\s*([a-zA-Z_.]+)\s*\}\}")
 
@@ -41,11 +46,15 @@ def render_template(text: str, agent: Agent, now: datetime | None = None) -> str
 
 
 def build_system_prompt(
-    agent: Agent, *, extra_blocks: Sequence[str] = (), now: datetime | None = None
+    agent: Agent,
+    *,
+    extra_blocks: Sequence[str] = (),
+    now: datetime | None = None,
+    compact: bool = False,
 ) -> str:
-    """The full system prompt for one LLM call."""
+    """The full system prompt for one LLM call (``compact``: the short preamble)."""
     prompts = (agent.soul, agent.system_prompt, agent.instructions)
-    blocks = [PREAMBLE]
+    blocks = [COMPACT_PREAMBLE if compact else PREAMBLE]
     blocks += [render_template(t.strip(), agent, now) for t in prompts if t and t.strip()]
     directives = render_directives_block(list(agent.directives))
     if directives:

@@ -20,7 +20,7 @@ from duragent.context.offline_encodings import OFFLINE_ENCODINGS, get_offline_en
 from duragent.errors import ConfigError, ConfigErrors, DuragentError
 from duragent.gateways.external.launch import Launch
 from duragent.llm import credential_problem
-from duragent.turns.agent_budget import agent_budget, budget_check
+from duragent.turns.agent_budget import agent_budget, budget_check, budget_settings
 
 __all__ = ["Finding", "Level", "render_json", "render_text", "run_checks"]
 
@@ -85,6 +85,7 @@ def run_checks(config_file: Path) -> list[Finding]:
         found.append(
             Finding(Level.OK, check, f"budget: {agent_budget(agent, paths.workspace).describe()}")
         )
+        found.append(Finding(Level.OK, check, budget_settings(agent).describe_tier()))
         for warning in agent.warnings:
             found.extend(_config_findings(check, warning, Level.WARNING))
         problem = credential_problem(agent.model.provider, agent.model.base_url)

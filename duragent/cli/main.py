@@ -25,6 +25,7 @@ from duragent.cli import doctor as doctor_mod
 from duragent.cli.completions import COMPLETE_VAR
 from duragent.cli.errors import fail as _fail
 from duragent.cli.errors import handles_errors, is_quiet, set_verbosity
+from duragent.cli.logformat import remember_handlers
 from duragent.cli.options import (
     DEFAULT_CONFIG,
     ConfigOpt,
@@ -106,9 +107,13 @@ def _setup_logging(verbose: int, quiet: bool) -> None:
     )
     # A flood of one error stays a few lines; only on the handler made here (a host that
     # configured logging itself, e.g. a test runner, keeps its handlers as they are).
-    collapse_repeats(h for h in root.handlers if h not in before)
+    own = [h for h in root.handlers if h not in before]
+    collapse_repeats(own)
+    remember_handlers(own)  # switched by ``serve --log-format json`` (logformat.py)
     if verbose < 2:
-        for noisy in ("httpx", "httpcore", "openai", "anthropic", "uvicorn.error"):
+        # httpx2/httpcore2: the HTTP client of the openai SDK 3.x (one INFO line per call).
+        noisy_loggers = ("httpx", "httpx2", "httpcore", "httpcore2", "openai", "anthropic")
+        for noisy in (*noisy_loggers, "uvicorn.error"):
             logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
 
 

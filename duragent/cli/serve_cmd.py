@@ -25,6 +25,7 @@ import typer
 from duragent.cli.client import ApiClient, ApiError
 from duragent.cli.errors import fail, handles_errors
 from duragent.cli.launcher import LaunchError, running_server
+from duragent.cli.logformat import LogFormat, use_log_format
 from duragent.cli.options import (
     DEFAULT_CONFIG,
     ConfigOpt,
@@ -254,6 +255,15 @@ def register(app: typer.Typer) -> None:
                 "--ephemeral", min=1, help="Exit after this many seconds without live sessions."
             ),
         ] = None,
+        log_format: Annotated[
+            LogFormat,
+            typer.Option(
+                "--log-format",
+                envvar="DURAGENT_LOG_FORMAT",
+                case_sensitive=False,
+                help="Log lines as text (for people) or json (one object per line).",
+            ),
+        ] = LogFormat.TEXT,
     ) -> None:
         """Run the agents: HTTP API and every configured front end, until SIGINT/SIGTERM.
 
@@ -278,6 +288,7 @@ def register(app: typer.Typer) -> None:
                     code=2,
                 )
             return
+        use_log_format(log_format)  # before the workspace is read: its warnings too
         problem = missing_config(config)
         if problem:
             raise fail(problem)

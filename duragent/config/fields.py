@@ -108,7 +108,7 @@ FIELDS: dict[Format, dict[str, Fate]] = {
         "metadata.version": Use("duragent.gateways.http.app", "agent_detail"),
         "metadata.labels": Use("duragent.gateways.http.app", "agent_detail"),
         "spec.model.provider": Use("duragent.turns.providers", "_build"),
-        "spec.model.name": Use("duragent.turns.providers", "_build"),
+        "spec.model.name": Use("duragent.turns.providers", "for_agent"),
         "spec.model.base_url": Use("duragent.llm.factory", "build_provider"),
         "spec.model.temperature": Use("duragent.turns.context", "build"),
         "spec.model.max_input_tokens": Use("duragent.turns.agent_budget", "budget_settings"),
@@ -122,7 +122,7 @@ FIELDS: dict[Format, dict[str, Fate]] = {
         "spec.allow_external_files": Use(_SPEC, "load_agent"),
         "spec.session.on_disconnect": Use("duragent.turns.runner", "_new_session"),
         "spec.session.compaction": Use("duragent.turns.runner", "_new_session"),
-        "spec.session.ttl_hours": Use("duragent.runtime", "_ttl_hours"),
+        "spec.session.ttl_hours": Use("duragent.runtime.server", "_ttl_hours"),
         "spec.session.max_tool_iterations": Use("duragent.turns.context", "build"),
         "spec.session.max_tool_calls_per_response": Use("duragent.turns.context", "build"),
         "spec.session.max_tool_calls_per_turn": Use("duragent.turns.context", "build"),
@@ -145,6 +145,43 @@ FIELDS: dict[Format, dict[str, Fate]] = {
         "spec.session.context.tool_result_keep_last": Use(
             "duragent.turns.agent_budget", "budget_settings"
         ),
+        "spec.session.context.full_prompt": Use("duragent.turns.agent_budget", "budget_settings"),
+        "spec.session.context.prune.enabled": Use("duragent.turns.agent_budget", "budget_settings"),
+        "spec.session.context.prune.protect_tokens": Use(
+            "duragent.turns.agent_budget", "budget_settings"
+        ),
+        "spec.session.context.prune.minimum_tokens": Use(
+            "duragent.turns.agent_budget", "budget_settings"
+        ),
+        "spec.session.context.prune.protected_tools": Use(
+            "duragent.turns.agent_budget", "budget_settings"
+        ),
+        "spec.session.context.saved_outputs.enabled": Use(
+            "duragent.turns.context", "_saved_outputs"
+        ),
+        "spec.session.context.saved_outputs.max_output_bytes": Use(
+            "duragent.turns.context", "_saved_outputs"
+        ),
+        "spec.session.context.saved_outputs.max_session_bytes": Use(
+            "duragent.turns.context", "_saved_outputs"
+        ),
+        "spec.session.context.saved_outputs.retention_days": Use(
+            "duragent.turns.context", "_saved_outputs"
+        ),
+        **{
+            f"spec.session.context.summaries.{name}": Use(
+                "duragent.turns.summaries", "agent_summary_settings"
+            )
+            for name in (
+                "enabled",
+                "model",
+                "threshold",
+                "keep_recent",
+                "max_summary_tokens",
+                "pinned_share",
+                "pin_task",
+            )
+        },
         "spec.tools[].type": Checked("selects the kind of tool entry (builtin or cli)"),
         "spec.tools[].name": Use("duragent.tools.registry", "build_tools"),
         "spec.tools[].allow_private": Use("duragent.tools.registry", "_web_tool"),
@@ -194,26 +231,26 @@ FIELDS: dict[Format, dict[str, Fate]] = {
         "agents_dir": Use("duragent.config.workspace", "load_workspace"),
         "services.session.path": Use("duragent.config.workspace", "load_workspace"),
         "world_memory.path": Use("duragent.config.workspace", "load_workspace"),
-        "server.host": Use("duragent.runtime", "Runtime.__init__"),
-        "server.port": Use("duragent.runtime", "Runtime.__init__"),
-        "server.request_timeout_seconds": Use("duragent.runtime", "_chat_platform"),
-        "server.idle_timeout_seconds": Use("duragent.runtime", "Runtime.__init__"),
+        "server.host": Use("duragent.runtime.server", "Runtime.__init__"),
+        "server.port": Use("duragent.runtime.server", "Runtime.__init__"),
+        "server.request_timeout_seconds": Use("duragent.runtime.fronts", "_chat_platform"),
+        "server.idle_timeout_seconds": Use("duragent.runtime.server", "Runtime.__init__"),
         "server.keep_alive_interval_seconds": Use("duragent.gateways.http.sessions", "stream"),
-        "server.max_connections": Use("duragent.runtime", "_budget_descriptors"),
+        "server.max_connections": Use("duragent.runtime.startup", "descriptor_budget"),
         "server.admin_token": Use("duragent.gateways.http.app", "admin"),
         "server.api_token": Use("duragent.gateways.http.app", "api"),
-        "server.pin_python_threads": Use("duragent.runtime", "_tune"),
+        "server.pin_python_threads": Use("duragent.runtime.server", "_tune"),
         "server.allowed_hosts": Use("duragent.gateways.http.browser", "request_problem"),
         "server.allowed_origins": Use("duragent.gateways.http.browser", "request_problem"),
         "server.header_timeout_seconds": Use(_HTTP, "HttpServer.__init__"),
         "server.body_timeout_seconds": Use(_HTTP, "HttpServer.__init__"),
         "server.connection_idle_timeout_seconds": Use(_HTTP, "HttpServer.__init__"),
-        "sessions.ttl_hours": Use("duragent.runtime", "_ttl_hours"),
-        "sessions.compaction": Use("duragent.runtime", "Runtime.__init__"),
-        "sessions.max_live_actors": Use("duragent.runtime", "Runtime.__init__"),
-        "sessions.idle_actor_seconds": Use("duragent.runtime", "Runtime.__init__"),
-        "sessions.active_actors": Use("duragent.runtime", "_budget_descriptors"),
-        "gateways.telegram.enabled": Use("duragent.runtime", "_chat_platform"),
+        "sessions.ttl_hours": Use("duragent.runtime.server", "_ttl_hours"),
+        "sessions.compaction": Use("duragent.runtime.server", "Runtime.__init__"),
+        "sessions.max_live_actors": Use("duragent.runtime.server", "Runtime.__init__"),
+        "sessions.idle_actor_seconds": Use("duragent.runtime.server", "Runtime.__init__"),
+        "sessions.active_actors": Use("duragent.runtime.startup", "descriptor_budget"),
+        "gateways.telegram.enabled": Use("duragent.runtime.fronts", "_chat_platform"),
         "gateways.telegram.bot_token": Use(_TELEGRAM, "_start"),
         "gateways.telegram.base_url": Use(_TELEGRAM, "_start"),
         "gateways.telegram.webhook_url": Use(_TELEGRAM, "_start"),
@@ -222,7 +259,7 @@ FIELDS: dict[Format, dict[str, Fate]] = {
         "gateways.telegram.max_messages_per_second": Use(_TELEGRAM, "_start"),
         "gateways.telegram.max_messages_per_minute_per_group": Use(_TELEGRAM, "_start"),
         "gateways.telegram.max_messages_per_second_per_chat": Use(_TELEGRAM, "_start"),
-        "gateways.discord.enabled": Use("duragent.runtime", "_chat_platform"),
+        "gateways.discord.enabled": Use("duragent.runtime.fronts", "_chat_platform"),
         "gateways.discord.bot_token": Use("duragent.gateways.discord.service", "_start"),
         "gateways.discord.base_url": Use("duragent.gateways.discord.service", "_start"),
         "gateways.external[].name": Use("duragent.gateways.external.assemble", "chats"),
@@ -238,10 +275,10 @@ FIELDS: dict[Format, dict[str, Fate]] = {
         "routes[].match.chat_id": Use(_ROUTES, "_matches"),
         "routes[].match.sender_id": Use(_ROUTES, "_matches"),
         "routes[].agent": Use(_ROUTES, "route"),
-        "scheduler.enabled": Use("duragent.runtime", "_scheduler_service"),
-        "scheduler.max_concurrent_runs": Use("duragent.runtime", "_scheduler_service"),
-        "scheduler.one_shot_grace_seconds": Use("duragent.runtime", "_scheduler_service"),
-        "scheduler.recurring_grace_seconds": Use("duragent.runtime", "_scheduler_service"),
+        "scheduler.enabled": Use("duragent.runtime.fronts", "scheduler"),
+        "scheduler.max_concurrent_runs": Use("duragent.runtime.fronts", "scheduler"),
+        "scheduler.one_shot_grace_seconds": Use("duragent.runtime.fronts", "scheduler"),
+        "scheduler.recurring_grace_seconds": Use("duragent.runtime.fronts", "scheduler"),
         "store.backend": Use("duragent.store.backends", "session_storage"),
         "store.dsn": Use("duragent.store.backends", "session_storage"),
         "store.schema": Use("duragent.store.postgres.connection", "Database.__init__"),

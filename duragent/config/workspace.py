@@ -322,6 +322,11 @@ class GatewaysConfig(_Section):
     def _names_are_unique(self) -> GatewaysConfig:
         taken: set[str] = set()
         for i, gateway in enumerate(self.external):
+            if gateway.name == "openai":  # gateways/http/openai_api.py keys its sessions so
+                raise ValueError(
+                    f"external[{i}].name 'openai' is the OpenAI-compatible API's (/v1): give "
+                    "this gateway another name"
+                )
             if gateway.name in taken:
                 raise ValueError(
                     f"external[{i}].name {gateway.name!r} is already the name of another "

@@ -8,10 +8,13 @@ models whose tokenizer we only estimate). Every request the runtime sends is at 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from duragent.context.pruning import PrunePolicy
+from duragent.context.tiers import Tier, tier_for
 from duragent.context.truncation import Strategy
 from duragent.context.window import context_window, output_reserve
 from duragent.errors import ConfigError, DuragentError
@@ -52,6 +55,15 @@ class BudgetSettings:
     max_tool_result_tokens: int = 8_000
     truncation: Strategy = "head"
     safety_ratio: float = 0.10
+    prune: PrunePolicy | None = None
+    """Pruning of old tool outputs at render time (``context.pruning``); None: off."""
+    full_prompt: bool = True
+    """Whether the full built-in prompt and tool descriptions are sent (``context.tiers``)."""
+
+    @property
+    def tier(self) -> Tier:
+        """The window's tier (``context.tiers``), where every unset default comes from."""
+        return tier_for(self.window)
 
     @property
     def safety(self) -> int:
@@ -63,6 +75,19 @@ class BudgetSettings:
         """The most a request may cost."""
         return max(0, self.window - self.output_reserve - self.safety)
 
+    def describe_tier(self) -> str:
+        """One line for ``doctor``: the tier and the defaults it gave (or the user set)."""
+        prune = (
+            f"prune outputs beyond {self.prune.protect} (steps of {self.prune.minimum})"
+            if self.prune is not None
+            else "pruning off"
+        )
+        prompt = "full prompt" if self.full_prompt else "compact prompt"
+        return (
+            f"tier {self.tier.label}: tool results ≤ {self.max_tool_result_tokens}, {prune}, "
+            f"{prompt}"
+        )
+
     @classmethod
     def for_model(
         cls,
@@ -70,14 +95,46 @@ class BudgetSettings:
         *,
         max_input_tokens: int | None = None,
         max_output_tokens: int | None = None,
+        max_tool_result_tokens: int | None = None,
+        prune: bool = False,
+        prune_protect_tokens: int | None = None,
+        prune_minimum_tokens: int | None = None,
+        protected_tools: Iterable[str] = (),
+        full_prompt: bool | None = None,
         **context: Any,
     ) -> BudgetSettings:
-        """Settings from a model name and an agent's ``session.context`` values."""
+        """Settings from a model name and an agent's ``session.context`` values.
+
+        Every value left None takes the window tier's default (``context.tiers``).
+        """
         window = context_window(model_name, max_input_tokens)
-        return cls(
+        settings = cls(
             window=window,
             output_reserve=output_reserve(max_output_tokens, window),
             **context,
+        )
+        tier = settings.tier
+        history = settings.limit
+        if settings.max_history_tokens > 0:
+            history = min(history, settings.max_history_tokens)
+        policy = None
+        if prune:
+            policy = PrunePolicy(
+                protect=tier.prune_protect(history)
+                if prune_protect_tokens is None
+                else prune_protect_tokens,
+                minimum=tier.prune_minimum(history)
+                if prune_minimum_tokens is None
+                else prune_minimum_tokens,
+                protected_tools=frozenset(protected_tools),
+            )
+        return replace(
+            settings,
+            max_tool_result_tokens=tier.tool_result_tokens(settings.limit)
+            if max_tool_result_tokens is None
+            else max_tool_result_tokens,
+            prune=policy,
+            full_prompt=tier.full_prompt if full_prompt is None else full_prompt,
         )
 
 
@@ -135,6 +192,8 @@ class BudgetSplit:
 
     def problem(self, file: Path, *, reserve_configured: bool) -> ConfigError | None:
         """A ConfigError naming the field to change when history gets too little room."""
+        if self.reserve >= self.window:
+            return self._reserve_too_large(file, reserve_configured=reserve_configured)
         if self.history >= self.minimum:
             return None
         short = self.minimum - self.history
@@ -160,6 +219,27 @@ class BudgetSplit:
             fix=fix,
         )
 
+    def _reserve_too_large(self, file: Path, *, reserve_configured: bool) -> ConfigError:
+        """The reply reserve alone takes the whole window: no request can ever be sent."""
+        tier = tier_for(self.window)
+        default = tier.reply_reserve(self.window)
+        if reserve_configured:
+            field = "spec.model.max_output_tokens"
+            fix = (
+                f"lower spec.model.max_output_tokens well below the window (the {tier.label} "
+                f"tier's default is {default}), or remove it to use that default"
+            )
+        else:
+            field = "spec.model.max_input_tokens"
+            fix = "raise spec.model.max_input_tokens to the model's real context window"
+        return ConfigError(
+            f"the reply reserve ({self.reserve} tokens) is not smaller than the context "
+            f"window ({self.window} tokens): no request could be sent",
+            file=file,
+            field=field,
+            fix=fix,
+        )
+
 
 @dataclass(slots=True)
 class BudgetReport:
@@ -171,6 +251,7 @@ class BudgetReport:
     history_sent: int = 0
     history_omitted: int = 0
     results_masked: int = 0
+    results_pruned: int = 0
     groups_dropped: int = 0
     results_shrunk: int = 0
     calls_repaired: int = 0

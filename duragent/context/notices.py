@@ -20,13 +20,25 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["Cut", "Strategy", "compose", "indicator", "read_cut", "removed_notice"]
+__all__ = [
+    "SAVED_ID",
+    "Cut",
+    "Strategy",
+    "compose",
+    "indicator",
+    "read_cut",
+    "removed_notice",
+    "saved_suffix",
+]
 
 Strategy = Literal["head", "tail", "both"]
 
 _WHERE: dict[Strategy, str] = {"head": "first", "tail": "last", "both": "first+last"}
+SAVED_ID = r"out_[0-9A-HJKMNP-TV-Z]{26}"
+"""What a saved full output's id looks like (``store.saved_outputs``)."""
 _INDICATOR = re.compile(
-    r"\[truncated: kept (?:first|last|first\+last) ~(\d+) of ~(\d+) tokens \((head|tail|both)\)\]"
+    r"\[truncated: kept (?:first|last|first\+last) ~(\d+) of ~(\d+) tokens \((head|tail|both)\)"
+    r"(?:; full output saved as (" + SAVED_ID + r"), read it with tool_output)?\]"
 )
 
 
@@ -38,16 +50,24 @@ class Cut:
     tail: str  # kept text after the indicator ("" for head)
     original: int
     strategy: Strategy
+    saved: str | None = None  # the id of the full output kept on disk, when it was saved
 
 
-def indicator(strategy: Strategy, kept: int, original: int) -> str:
-    """The spec's indicator text for a result of ``original`` tokens cut to ``kept``."""
-    return f"[truncated: kept {_WHERE[strategy]} ~{kept} of ~{original} tokens ({strategy})]"
+def indicator(strategy: Strategy, kept: int, original: int, saved: str | None = None) -> str:
+    """The spec's indicator text for a result of ``original`` tokens cut to ``kept``.
+
+    ``saved``: the id under which the full output was kept (``store.saved_outputs``); the
+    indicator then tells the model how to read what was cut.
+    """
+    where = f"({strategy}){saved_suffix(saved)}"
+    return f"[truncated: kept {_WHERE[strategy]} ~{kept} of ~{original} tokens {where}]"
 
 
-def compose(strategy: Strategy, head: str, tail: str, kept: int, original: int) -> str:
+def compose(
+    strategy: Strategy, head: str, tail: str, kept: int, original: int, saved: str | None = None
+) -> str:
     """The kept pieces around the indicator, laid out as the spec says."""
-    note = indicator(strategy, kept, original)
+    note = indicator(strategy, kept, original, saved)
     if strategy == "head":
         return f"{head}\n\n{note}"
     if strategy == "tail":
@@ -55,9 +75,17 @@ def compose(strategy: Strategy, head: str, tail: str, kept: int, original: int) 
     return f"{head}\n\n{note}\n\n{tail}"
 
 
-def removed_notice(original: int) -> str:
+def saved_suffix(saved: str | None) -> str:
+    """What every cut notice adds when the full output was saved: where to read it."""
+    return "" if saved is None else f"; full output saved as {saved}, read it with tool_output"
+
+
+def removed_notice(original: int, saved: str | None = None) -> str:
     """What a result reads when nothing of it could be kept."""
-    return f"[result removed to fit the context window: kept ~0 of ~{original} tokens]"
+    return (
+        f"[result removed to fit the context window: kept ~0 of ~{original} tokens"
+        f"{saved_suffix(saved)}]"
+    )
 
 
 def read_cut(text: str) -> Cut | None:
@@ -65,14 +93,14 @@ def read_cut(text: str) -> Cut | None:
     if text.startswith("[truncated: "):
         found = _INDICATOR.match(text)
         if found and found[3] == "tail" and text[found.end() : found.end() + 2] == "\n\n":
-            return Cut("", text[found.end() + 2 :], int(found[2]), "tail")
-    if text.endswith("(head)]"):
+            return Cut("", text[found.end() + 2 :], int(found[2]), "tail", found[4])
+    if text.endswith(("(head)]", "read it with tool_output]")):
         start = text.rfind("\n\n[truncated: ")
         found = _INDICATOR.fullmatch(text, start + 2) if start >= 0 else None
         if found and found[3] == "head":
-            return Cut(text[:start], "", int(found[2]), "head")
+            return Cut(text[:start], "", int(found[2]), "head", found[4])
     for found in _INDICATOR.finditer(text):
         before, after = text[: found.start()], text[found.end() :]
         if found[3] == "both" and before.endswith("\n\n") and after.startswith("\n\n"):
-            return Cut(before[:-2], after[2:], int(found[2]), "both")
+            return Cut(before[:-2], after[2:], int(found[2]), "both", found[4])
     return None

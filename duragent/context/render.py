@@ -13,11 +13,19 @@ destructive first:
    truncation notice, drop its oldest whole iteration groups (call + results), never the
    latest group and never a user message. Still over: shrink the latest group's results.
    Still over: ``ContextOverflowError`` — never an overflowing request.
+Before all of them, the summaries tier's *reference block* (pinned sections and the current
+summary, ``context.summaries``) follows the system prompt and is counted in the fixed part,
+like the prompt: no layer ever drops it.
+
 5. Layer 2: history newest → oldest into what the turn left, within ``max_history_tokens``;
    never start on an orphaned result; a ``[conversation truncated — N older messages
    omitted]`` system message when anything was left out. History is fitted *after* 3c so a
    dropped group's room goes to history (seed 002: 3c always preserves history); the walk is
    greedy, so nothing is omitted while the free room is at least the next omitted unit's cost.
+6. Pruning (when the settings say so): in the history chosen, tool outputs older than a
+   protected recent span become one-line markers (``pruning``), so the same conversation
+   costs fewer tokens. It runs on what Layer 2 chose, a pure function of those messages, so
+   the session's history cache is untouched and cached and uncached renders agree.
 """
 
 from __future__ import annotations
@@ -30,7 +38,8 @@ from typing import Protocol
 
 from duragent.context.budget import BudgetReport, BudgetSettings, ContextOverflowError
 from duragent.context.history_index import HistoryCache, HistoryFit
-from duragent.context.notices import Cut, compose, read_cut, removed_notice
+from duragent.context.notices import Cut, compose, read_cut, removed_notice, saved_suffix
+from duragent.context.pruning import prune_history
 from duragent.context.tokens import REQUEST_OVERHEAD_TOKENS, TokenCounter
 from duragent.context.truncation import fit_prefix, fit_suffix
 from duragent.context.units import (
@@ -59,9 +68,9 @@ def truncation_notice(omitted: int) -> str:
     return f"[conversation truncated — {omitted} older messages omitted]"
 
 
-def masked_notice(tokens: int) -> str:
-    """What a masked tool result reads."""
-    return f"[result masked — ~{tokens} tokens removed]"
+def masked_notice(tokens: int, saved: str | None = None) -> str:
+    """What a masked tool result reads (naming the saved full output, if there is one)."""
+    return f"[result masked — ~{tokens} tokens removed{saved_suffix(saved)}]"
 
 
 @functools.lru_cache(maxsize=256)
@@ -88,7 +97,8 @@ def _mask(message: Message, counter: TokenCounter) -> Message:
     if cached is None:
         cut = read_cut(message.text)  # a 3a-cut result: say its size before any cut
         removed = cut.original if cut is not None else counter.count_message(message)
-        cached = Message.tool(message.tool_call_id or "", masked_notice(removed))
+        saved = cut.saved if cut is not None else None
+        cached = Message.tool(message.tool_call_id or "", masked_notice(removed, saved))
         _masked[message] = cached
     return cached
 
@@ -104,12 +114,14 @@ def fit_request(
     turn_cache: TurnCache | None = None,
     history_cache: HistoryCache | None = None,
     tools_tokens: int | None = None,
+    reference: str = "",
 ) -> tuple[list[Message], BudgetReport]:
     """The messages to send for this call, fitted to ``settings.limit`` (module docstring).
 
     Pass the same ``turn_cache`` for every call of one turn and the session's
     ``history_cache`` for every call (the loop does) to keep the cost of a call proportional
     to what changed, and ``tools_tokens`` when the tool definitions' cost is already known.
+    ``reference`` is the summaries tier's block (sent right after the system prompt).
     """
     report = BudgetReport(window=settings.window, limit=settings.limit)
     limit = settings.limit
@@ -119,6 +131,9 @@ def fit_request(
     fixed = REQUEST_OVERHEAD_TOKENS + tools_tokens
     if system_msg is not None:
         fixed += counter.count_message(system_msg)
+    reference_msg = _system_message(reference) if reference.strip() else None
+    if reference_msg is not None:
+        fixed += counter.count_message(reference_msg)
 
     # --- this turn: normalise, then 3b masking ------------------------------------------
     if turn_cache is not None:
@@ -179,6 +194,10 @@ def fit_request(
     chosen = hist.fill(budget, notice_cost)
     report.calls_repaired += chosen.repaired
     report.orphans_dropped += chosen.orphans
+    if settings.prune is not None:  # old outputs of what is sent → markers (``pruning``)
+        pruned = prune_history(chosen.messages, settings.prune, counter)
+        chosen.messages, report.results_pruned = pruned.messages, pruned.count
+        chosen.tokens -= pruned.saved
     omitted = hist_total - chosen.source
     needed = fixed + (notice_cost if omitted else 0) + chosen.tokens + pinned_cost + turn_cost
 
@@ -186,6 +205,8 @@ def fit_request(
     out: list[Message] = []
     if system_msg is not None:
         out.append(system_msg)
+    if reference_msg is not None:
+        out.append(reference_msg)
     if omitted:
         out.append(Message.system(truncation_notice(omitted)))
     out.extend(chosen.messages)
@@ -329,10 +350,11 @@ def _recut(text: str, target: int, counter: TokenCounter) -> str:
     """``text`` cut to about ``target`` tokens, its single indicator naming the original size."""
     cut = read_cut(text) or Cut(text, "", counter.count_text(text), "head")
     head, tail, original, strategy = cut.head, cut.tail, cut.original, cut.strategy
-    probe = compose(strategy, "", "", original, original)  # the indicator and its separators
+    # the indicator and its separators
+    probe = compose(strategy, "", "", original, original, cut.saved)
     room = target - counter.count_text(probe) - 2
     if room <= 0:
-        return removed_notice(original)
+        return removed_notice(original, cut.saved)
     new_head = new_tail = ""
     if strategy == "head":
         new_head = fit_prefix(head, room, counter)
@@ -342,4 +364,4 @@ def _recut(text: str, target: int, counter: TokenCounter) -> str:
         new_head = fit_prefix(head, room // 2, counter)
         new_tail = fit_suffix(tail, room - room // 2, counter)
     kept = counter.count_text(new_head) + counter.count_text(new_tail)
-    return compose(strategy, new_head, new_tail, kept, original)
+    return compose(strategy, new_head, new_tail, kept, original, cut.saved)

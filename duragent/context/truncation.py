@@ -100,9 +100,16 @@ def _slice_tokens(
 
 
 def truncate_tool_result(
-    content: str, max_tokens: int, strategy: Strategy, counter: TokenCounter
+    content: str,
+    max_tokens: int,
+    strategy: Strategy,
+    counter: TokenCounter,
+    saved: str | None = None,
 ) -> Truncated:
-    """Cap ``content`` at about ``max_tokens`` tokens using ``strategy`` (see module docstring)."""
+    """Cap ``content`` at about ``max_tokens`` tokens using ``strategy`` (see module docstring).
+
+    ``saved``: the id the full output is kept under when it is cut; the indicator names it.
+    """
     exact = counter.text
     # None also when the tokenizer refuses the text: then cut by characters (counting is safe).
     tokens = exact.encode(content) if isinstance(exact, TiktokenCounter) else None
@@ -124,5 +131,5 @@ def truncate_tool_result(
         half = max(1, max_tokens // 2)
         head = fit(content, half, from_start=True)
         tail = fit(content, max_tokens - half, from_start=False)
-    text = compose(strategy, head, tail, max_tokens, original)
+    text = compose(strategy, head, tail, max_tokens, original, saved)
     return Truncated(text, True, original, counter.count_text(text))

@@ -26,6 +26,10 @@ Known types (reference §2.5, plus ours marked *):
 | error | code, message |
 | session_end | reason |
 | delivery* | reply_seq, target — a reply was handed to its chat (sent once, even across restarts) |
+| summary* | round, summary, through_seq, messages, tokens_before, tokens_after, model, |
+|   | usage?, extractive — the oldest ``messages`` of the window were replaced by ``summary`` |
+| pin* | pin_id, kind (task / decision / note), text, source — a never-summarised section |
+| unpin* | pin_id |
 | steering* | content — an ``after_tool`` hook's text; the model reads it as the user message |
 |   | ``[steering] <content>`` after the tool results of the response that triggered it |
 """
@@ -68,6 +72,9 @@ class EventType(enum.StrEnum):
     SILENT_MESSAGE = "silent_message"
     ERROR = "error"
     DELIVERY = "delivery"
+    SUMMARY = "summary"
+    PIN = "pin"
+    UNPIN = "unpin"
     STEERING = "steering"
 
 
@@ -271,6 +278,57 @@ class Event:
     def delivery(cls, seq: int, *, reply_seq: int, target: str) -> Event:
         """The reply with event ``reply_seq`` was handed to ``target``."""
         return cls.make(seq, EventType.DELIVERY, reply_seq=reply_seq, target=target)
+
+    @classmethod
+    def summary(
+        cls,
+        seq: int,
+        *,
+        round: int,
+        summary: str,
+        through_seq: int,
+        messages: int,
+        tokens_before: int,
+        tokens_after: int,
+        model: str,
+        usage: Usage | None = None,
+        extractive: bool = False,
+    ) -> Event:
+        """The oldest ``messages`` of the window were summarised into ``summary`` (round N).
+
+        ``through_seq`` is the newest event those messages came from; the summarised
+        messages stay in the log (and the archive): only the model's window changes.
+        """
+        return cls.make(
+            seq,
+            EventType.SUMMARY,
+            round=round,
+            summary=summary,
+            through_seq=through_seq,
+            messages=messages,
+            tokens_before=tokens_before,
+            tokens_after=tokens_after,
+            model=model,
+            usage=usage.to_dict() if usage else None,
+            extractive=extractive or None,
+        )
+
+    @classmethod
+    def pin(cls, seq: int, *, pin_id: str, kind: str, text: str, source: str) -> Event:
+        """A section present in every request and never summarised."""
+        payload = {"pin_id": pin_id, "kind": kind, "text": text, "source": source}
+        # not ``make``: its own parameter is called ``kind``
+        return cls(
+            seq=seq,
+            timestamp=now_rfc3339(),
+            type=EventType.PIN.value,
+            data={k: _clean(v) for k, v in payload.items()},
+        )
+
+    @classmethod
+    def unpin(cls, seq: int, *, pin_id: str) -> Event:
+        """The pin ``pin_id`` is no longer sent."""
+        return cls.make(seq, EventType.UNPIN, pin_id=pin_id)
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

@@ -8,7 +8,8 @@ Records are of one *kind* when their logger, level, message template (``record.m
 ``%`` arguments) and exception type are the same. Per kind and per ``interval``:
 
 - the first record passes whole, traceback included;
-- an exact repeat (same rendered message) is dropped and counted;
+- an exact repeat (same rendered message, in the same turn: ``core.logctx``) is dropped and
+  counted;
 - a *different* message of the kind (another session id, another path) passes, up to
   ``distinct`` per interval, with its exception as one line instead of a traceback; beyond
   that, dropped and counted;
@@ -30,6 +31,8 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+
+from duragent.core.logctx import current
 
 __all__ = ["RepeatFilter", "collapse_repeats"]
 
@@ -81,7 +84,9 @@ class RepeatFilter(logging.Filter):
     def _decide(self, record: logging.LogRecord) -> bool:
         exc_type = record.exc_info[0] if record.exc_info else None
         key = (record.name, record.levelno, str(record.msg), exc_type.__name__ if exc_type else "")
-        rendered = record.getMessage()
+        # The same words about another turn are no repeat: each turn's lines stay followable
+        # by its id (core/logctx.py); the ``distinct`` budget still bounds a flood.
+        rendered = record.getMessage() + "\x00" + current().get("turn_id", "")
         now = self._clock()
         with self._lock:
             kind = self._kinds.get(key)

@@ -9,7 +9,8 @@ Schema versions: "1" and "2" are the reference's ``state.json`` (v1: replay from
 ``last_event_seq``, v2: from ``checkpoint_seq``); 3 is ours (``state.yaml``, same fields plus
 inbound de-duplication and delivery bookkeeping, and the group context buffer: the
 reference keeps it in memory only and loses it on restart). A snapshot written before the
-buffer existed reads as an empty buffer.
+buffer existed reads as an empty buffer. The summaries tier added ``summary``, ``pins`` and
+``task`` (optional keys, absent in older files: none of them).
 """
 
 from __future__ import annotations
@@ -163,6 +164,13 @@ class SessionSnapshot:
     """The context buffer's bound (the agent's ``context_buffer.max_messages`` at creation)."""
     silent_buffer: list[BufferedMessage] = field(default_factory=list)
     """The context buffer, oldest first (events after the snapshot are replayed onto it)."""
+    summary: dict[str, Any] | None = None
+    """The current summary (round, summary, through_seq, seq): what replaced the oldest
+    messages of the window. Recovery uses it as is and never asks a model again."""
+    pins: list[dict[str, Any]] = field(default_factory=list)
+    """Pinned sections (pin_id, kind, text, source), oldest first: never summarised."""
+    task: str | None = None
+    """The session's first user message (its original task, pinned unless turned off)."""
     schema_version: int = SNAPSHOT_SCHEMA_VERSION
 
     @property
@@ -215,6 +223,9 @@ class SessionSnapshot:
             "recent_platform_ids": list(self.recent_platform_ids),
             "recent_platform_seqs": list(self.recent_platform_seqs),
             "silent_buffer": [m.to_dict() for m in self.silent_buffer],
+            **({"summary": dict(self.summary)} if self.summary else {}),
+            **({"pins": [dict(p) for p in self.pins]} if self.pins else {}),
+            **({"task": self.task} if self.task is not None else {}),
             "config": config,
         }
 
@@ -237,6 +248,13 @@ class SessionSnapshot:
         if not isinstance(buffered, list):
             raise ValueError("silent_buffer must be a list")
         created = str(data["created_at"])
+        summary = data.get("summary")
+        if summary is not None and not isinstance(summary, Mapping):
+            raise ValueError("summary must be a mapping")
+        pins = data.get("pins") or []
+        if not isinstance(pins, list) or not all(isinstance(p, Mapping) for p in pins):
+            raise ValueError("pins must be a list of mappings")
+        task = data.get("task")
         return cls(
             schema_version=version,
             session_id=str(data["session_id"]),
@@ -267,4 +285,7 @@ class SessionSnapshot:
             last_decided_seq=int(data.get("last_decided_seq") or 0),
             silent_buffer_cap=int(config.get("silent_buffer_cap") or DEFAULT_SILENT_BUFFER_CAP),
             silent_buffer=[BufferedMessage.from_dict(m) for m in buffered],
+            summary=dict(summary) if summary else None,
+            pins=[dict(p) for p in pins],
+            task=None if task is None else str(task),
         )

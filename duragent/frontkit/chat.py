@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from duragent.agents.spec import ContextBufferSpec
+from duragent.core.logctx import log_context, new_turn_id
 from duragent.core.tasks import BackgroundTasks
 from duragent.frontkit.delivery import Delivery
 from duragent.frontkit.group_context import read_group_context
@@ -103,17 +104,23 @@ class ChatTurns:
         """Run the message's turn and deliver its reply; the message sent last, if any."""
         chat = inbound.chat
         session_id = await self._turns.session_for_chat(chat.gateway, chat.chat_id, inbound.agent)
-        blocks = await self._group_blocks(session_id, inbound.context_buffer)
-        async with self._typing(chat):
-            result = await self._turns.run(
-                session_id,
-                inbound.text,
-                sender_id=inbound.sender_id,
-                sender_name=inbound.sender_name,
-                platform_message_id=inbound.message_id,
-                context_blocks=blocks,
-            )
-        return await self.delivery.deliver(chat, result, reply_to=inbound.message_id)
+        with log_context(  # the turn's lines, its delivery's too, name it (core/logctx.py)
+            session_id=session_id,
+            agent=inbound.agent,
+            front_end=chat.gateway,
+            turn_id=new_turn_id(),
+        ):
+            blocks = await self._group_blocks(session_id, inbound.context_buffer)
+            async with self._typing(chat):
+                result = await self._turns.run(
+                    session_id,
+                    inbound.text,
+                    sender_id=inbound.sender_id,
+                    sender_name=inbound.sender_name,
+                    platform_message_id=inbound.message_id,
+                    context_blocks=blocks,
+                )
+            return await self.delivery.deliver(chat, result, reply_to=inbound.message_id)
 
     async def answer(
         self,
@@ -134,17 +141,18 @@ class ChatTurns:
         ``context_buffer`` (a group message that addressed the bot), the group's recent
         chatter is shown to the model as a block, as ``receive`` does.
         """
-        blocks = await self._group_blocks(session_id, context_buffer)
-        async with self._typing(chat):
-            result = await self._turns.answer(
-                session_id,
-                seq,
-                text,
-                context_blocks=blocks,
-                sender_id=sender_id,
-                only_through=only_through,
-            )
-        return await self.delivery.deliver(chat, result, reply_to=reply_to)
+        with log_context(session_id=session_id, front_end=chat.gateway, turn_id=new_turn_id()):
+            blocks = await self._group_blocks(session_id, context_buffer)
+            async with self._typing(chat):
+                result = await self._turns.answer(
+                    session_id,
+                    seq,
+                    text,
+                    context_blocks=blocks,
+                    sender_id=sender_id,
+                    only_through=only_through,
+                )
+            return await self.delivery.deliver(chat, result, reply_to=reply_to)
 
     async def _group_blocks(
         self, session_id: str, buffer: ContextBufferSpec | None

@@ -11,6 +11,10 @@ sender whose group disposition is ``allow`` (see ``ChatFront``).
 
 ``/reset`` completes the chat's session (status ``completed``, dropped from the chat index,
 files kept): the chat's next message starts a new session.
+
+``/pin <text>`` (ours, the summaries tier) pins ``text`` in the chat's session: it is sent
+with every later request and never summarised; ``/unpin <id>`` removes it. Unlike the two
+above, these take an argument; the same addressing and access rules apply.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from duragent.session import SessionRegistry
+from duragent.session import SessionHandle, SessionRegistry
 
 __all__ = [
     "NO_SESSION",
@@ -27,8 +31,13 @@ __all__ = [
     "STATUS_FAILED",
     "Command",
     "parse_command",
+    "parse_pin",
+    "pin_reply",
     "run_command",
 ]
+
+PIN_USAGE = "Usage: /pin <text to keep in mind for the rest of this conversation>"
+MAX_PIN_CHARS = 2_000
 
 Command = Literal["reset", "status"]
 
@@ -54,6 +63,38 @@ def parse_command(text: str | None, bot_username: str | None) -> Command | None:
         if name == command:
             return command
     return None
+
+
+def parse_pin(text: str | None, bot_username: str | None) -> tuple[str, str] | None:
+    """``("pin", text)`` / ``("unpin", id)`` when ``text`` is ``/pin …`` or ``/unpin …``."""
+    if not text:
+        return None
+    stripped = text.strip()
+    head, _, rest = stripped.partition(" ")
+    if "\n" in head:
+        head, _, more = head.partition("\n")
+        rest = f"{more} {rest}".strip()
+    name, at, target = head[1:].partition("@") if head.startswith("/") else ("", "", "")
+    if at and (not bot_username or target.lower() != bot_username.lstrip("@").lower()):
+        return None
+    if name in ("pin", "unpin"):
+        return name, rest.strip()
+    return None
+
+
+async def pin_reply(handle: SessionHandle, command: str, argument: str) -> str:
+    """Run ``/pin`` or ``/unpin`` on the chat's session; the reply text."""
+    if command == "unpin":
+        if not argument:
+            return "Usage: /unpin <pin id>"
+        removed = await handle.unpin(argument)
+        return "Unpinned." if removed else f"No pin {argument} in this conversation."
+    if not argument:
+        return PIN_USAGE
+    if len(argument) > MAX_PIN_CHARS:
+        return f"That is {len(argument)} characters; a pin may have {MAX_PIN_CHARS}."
+    pin_id = await handle.pin(argument, kind="note", source="user")
+    return f"Pinned ({pin_id}): I will keep it in mind for the rest of this conversation."
 
 
 async def run_command(

@@ -37,7 +37,7 @@ from duragent.errors import NotFoundError
 from duragent.frontkit.access import GROUP_CHAT_TYPES, admit
 from duragent.frontkit.approvals import ApprovalButtons
 from duragent.frontkit.chat import ChatTurns, Inbound
-from duragent.frontkit.commands import parse_command, run_command
+from duragent.frontkit.commands import parse_command, parse_pin, pin_reply, run_command
 from duragent.frontkit.inbound import ButtonPress, InboundMessage
 from duragent.frontkit.routing import RouteQuery, Router
 
@@ -110,9 +110,14 @@ class ChatFront:
             reply = await run_command(command, turns.registry, key)
             await self._chat.outbound.send_text(msg.chat, reply, reply_to=msg.message_id)
             return
+        pin = parse_pin(msg.text, self.bot_username)
         session_id = await turns.session_for_chat(
             msg.gateway, msg.chat_id, agent_name, msg.chat_type
         )
+        if pin is not None and admission.disposition == "allow":
+            reply = await pin_reply(turns.registry.handle(session_id), *pin)
+            await self._chat.outbound.send_text(msg.chat, reply, reply_to=msg.message_id)
+            return
         label = msg.sender.label
         text = msg.text if msg.text and msg.text.strip() else None
         labelled = f"{label}: {text}" if is_group and text is not None else text

@@ -24,6 +24,7 @@ import asyncio
 from collections.abc import Callable
 from datetime import datetime
 
+from duragent.core.logctx import log_context, new_turn_id
 from duragent.errors import AgentNotFoundError
 from duragent.frontkit import ChatRef, Deliveries, Delivery, OutboundPort
 from duragent.scheduler.model import MessagePayload, Schedule
@@ -122,12 +123,13 @@ class ChatPayloads:
         if accepted.duplicate:  # recorded by an earlier attempt: the chat's recovery owns it
             return RunReport(session_id=session_id)
         self.task_sessions.add(session_id)
-        try:
-            result = await self._turns.answer(session_id, accepted.seq, prompt)
-        finally:
-            self.task_sessions.discard(session_id)
-        if chat is not None and delivery is not None:
-            await delivery.deliver(chat, result)
+        with log_context(session_id=session_id, front_end="scheduler", turn_id=new_turn_id()):
+            try:
+                result = await self._turns.answer(session_id, accepted.seq, prompt)
+            finally:
+                self.task_sessions.discard(session_id)
+            if chat is not None and delivery is not None:
+                await delivery.deliver(chat, result)
         match result:
             case Failed(content=text):
                 return RunReport(error=text, session_id=session_id)

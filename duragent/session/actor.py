@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import pykka
 
+from duragent.core.logctx import attach, detach
 from duragent.errors import DuragentError, StorageError
 from duragent.session.admission import AskMix
 from duragent.session.bridge import Request, SessionUnavailableError
@@ -179,6 +180,13 @@ class SessionActor(SessionOps, pykka.ThreadingActor):
         return None
 
     def _handle(self, message: Request) -> Any:
+        token = attach(message.log)  # this thread's lines name the sender's turn (logctx)
+        try:
+            return self._dispatch(message)
+        finally:
+            detach(token)
+
+    def _dispatch(self, message: Request) -> Any:
         try:
             if self._failure is not None and message.op != "stop":
                 raise self._failure

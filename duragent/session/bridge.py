@@ -19,6 +19,7 @@ from typing import Any
 
 import pykka
 
+from duragent.core.logctx import current
 from duragent.errors import DuragentError
 from duragent.session.deadlines import Deadlines
 
@@ -106,7 +107,7 @@ class Request:
     as immutable.
     """
 
-    __slots__ = ("kwargs", "op", "reply")
+    __slots__ = ("kwargs", "log", "op", "reply")
 
     def __init__(
         self, op: str, kwargs: Mapping[str, Any] | None = None, reply: Reply | None = None
@@ -114,6 +115,8 @@ class Request:
         self.op = op
         self.kwargs: Mapping[str, Any] = kwargs if kwargs is not None else {}
         self.reply = reply
+        self.log = current()
+        """The sender's log fields (``core.logctx``): the actor logs under them."""
 
     def __repr__(self) -> str:
         return f"Request({self.op!r})"

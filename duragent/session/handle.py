@@ -20,6 +20,7 @@ from duragent.core.approval import ApprovalDecision, PendingApproval
 from duragent.core.events import Event
 from duragent.core.messages import Message, ToolCall, Usage
 from duragent.core.snapshot import SessionStatus
+from duragent.session.memory_ops import MemoryView, SummaryRecorded
 from duragent.session.operations import SessionInfo, UserMessageResult
 
 if TYPE_CHECKING:
@@ -214,6 +215,50 @@ class SessionHandle:
             self.session_id, "resolve_pending_approval", call_id=call_id, decision=decision
         )
         return seq
+
+    # --- the summaries tier (session.memory) -------------------------------------------------
+
+    async def memory(self) -> MemoryView:
+        """The current summary, pinned sections and original task."""
+        view: MemoryView = await self._registry.call(self.session_id, "memory")
+        return view
+
+    async def record_summary(
+        self,
+        summary: str,
+        *,
+        last: Message,
+        tokens_before: int,
+        tokens_after: int,
+        model: str,
+        usage: Usage | None = None,
+        extractive: bool = False,
+    ) -> SummaryRecorded | None:
+        """Durably replace the window up to ``last`` with ``summary`` (None: window moved on)."""
+        recorded: SummaryRecorded | None = await self._registry.call(
+            self.session_id,
+            "record_summary",
+            summary=summary,
+            last=last,
+            tokens_before=tokens_before,
+            tokens_after=tokens_after,
+            model=model,
+            usage=usage,
+            extractive=extractive,
+        )
+        return recorded
+
+    async def pin(self, text: str, *, kind: str = "note", source: str = "user") -> str:
+        """Durably pin ``text`` (sent with every request, never summarised); its id."""
+        pin_id: str = await self._registry.call(
+            self.session_id, "pin", text=text, kind=kind, source=source
+        )
+        return pin_id
+
+    async def unpin(self, pin_id: str) -> bool:
+        """Durably remove a pin; False when there was none with that id."""
+        removed: bool = await self._registry.call(self.session_id, "unpin", pin_id=pin_id)
+        return removed
 
     # --- writes -----------------------------------------------------------------------------
 

@@ -1,7 +1,9 @@
 """The conversation as the API shows it, rebuilt from the persisted events.
 
 Reads the full history (archive + live log), so messages that left the in-memory window are
-still available. Tool calls and results are included only on request.
+still available. Tool calls and results are included only on request. Where a summary
+replaced messages in the model's window, a ``summary`` marker appears (round, the summary,
+``through_seq``): the messages before it are still listed, the model no longer sees them.
 """
 
 from __future__ import annotations
@@ -53,6 +55,18 @@ def events_to_messages(events: Sequence[Event], *, include_tools: bool) -> list[
                     for c in calls
                 ]
             out.append(item)
+        elif e.type == EventType.SUMMARY:
+            out.append(
+                {
+                    "role": "summary",
+                    "content": d.get("summary", ""),
+                    "round": d.get("round", 0),
+                    "through_seq": d.get("through_seq", 0),
+                    "messages": d.get("messages", 0),
+                    "seq": e.seq,
+                    "timestamp": e.timestamp,
+                }
+            )
         elif include_tools and e.type == EventType.TOOL_RESULT:
             result = d.get("result") or {}
             out.append(

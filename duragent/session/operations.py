@@ -19,6 +19,7 @@ from duragent.core.events import Event, EventType
 from duragent.core.messages import Message, ToolCall, Usage
 from duragent.core.snapshot import SessionStatus
 from duragent.session.journal import Journal
+from duragent.session.memory_ops import MemoryOps, MemoryView
 from duragent.session.state import UNFINISHED_RESULT, SessionState
 
 __all__ = ["SessionInfo", "SessionOps", "UserMessageResult"]
@@ -77,9 +78,11 @@ class UserMessageResult:
     """With ``with_context``: the approval the session is waiting for, if any."""
     messages: list[Message] | None = None
     """With ``with_context``: the Layer 1 window, this message included."""
+    memory: MemoryView | None = None
+    """With ``with_context``: the summary, pins and task (the summaries tier's block)."""
 
 
-class SessionOps:
+class SessionOps(MemoryOps):
     """The operations of ``SessionActor`` (a mixin: the actor owns ``_journal``)."""
 
     _journal: Journal
@@ -181,6 +184,7 @@ class SessionOps:
             agent=state.agent,
             pending_approval=_pending(state.pending_approval),
             messages=state.messages(),
+            memory=self.op_memory(),
         )
 
     def op_add_assistant_response(

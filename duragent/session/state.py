@@ -18,6 +18,11 @@ through the same ``apply``, so a recovered session is exactly the live one.
   holds only its call and command. Replay starts at the checkpoint, so approval events the
   snapshot already reflects are skipped, or an earlier approval and its decision would leave
   the partial copy.
+- The summaries tier (``session.memory``): a ``summary`` event removes the oldest ``messages``
+  of the window (a forced checkpoint at its seq first, so a snapshot that reflects it is
+  never replayed under it) and becomes the current summary; ``pin`` / ``unpin`` change the
+  pinned sections; the first user message is the session's task. Each message's origin seq
+  is kept, so a summary can say which events it covers (``through_seq``).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from typing import Any
 from duragent.core.events import Event, EventType, call_from_record
 from duragent.core.messages import Message, Role, ToolCall, steering_message
 from duragent.core.snapshot import BufferedMessage, SessionSnapshot, SessionStatus
+from duragent.session.memory import ContextMemory
 
 __all__ = [
     "CHECKPOINT_THRESHOLD",
@@ -90,8 +96,12 @@ class SessionState:
         )
         self.silent_cap = max(1, snapshot.silent_buffer_cap)
         self.silent: deque[BufferedMessage] = deque(snapshot.silent_buffer, self.silent_cap)
+        self.memory = ContextMemory.from_snapshot(snapshot.summary, snapshot.pins, snapshot.task)
         self._outstanding: dict[str, None] = {}
         self._result_ids: set[str] = set()
+        self._origin: dict[int, int] = {}
+        """id(message) → the seq of the event it came from (checkpoint_seq for loaded ones)."""
+        self._applying = snapshot.checkpoint_seq
         for m in self.checkpointed:
             self._track(m)
 
@@ -109,6 +119,11 @@ class SessionState:
         """Tool calls without a result, in call order (excluding a pending approval's call)."""
         waiting = (self.pending_approval or {}).get("call_id")
         return [c for c in self._outstanding if c != waiting]
+
+    def through_seq(self, count: int) -> int:
+        """The newest event the window's oldest ``count`` messages came from."""
+        window = self.messages()[:count]
+        return max((self._origin.get(id(m), self.checkpoint_seq) for m in window), default=0)
 
     def seen_platform_id(self, platform_id: str) -> int | None:
         """The seq of the user message that carried ``platform_id``, if recorded (0 = old)."""
@@ -170,6 +185,7 @@ class SessionState:
             last_decided_seq=self.last_decided_seq,
             silent_buffer_cap=self.silent_cap,
             silent_buffer=list(self.silent),
+            **self.memory.snapshot_fields(),
         )
 
     # --- the one way state changes --------------------------------------------------------
@@ -178,8 +194,11 @@ class SessionState:
         """Apply one event (live or replayed). Unknown types are ignored."""
         data = event.data
         kind = event.type
+        self._applying = event.seq
         if kind == EventType.USER_MESSAGE:
             self._append(Message.user(str(data.get("content", ""))))
+            if self.memory.task is None:
+                self.memory.task = str(data.get("content", ""))
             pid = data.get("platform_message_id")
             if pid:
                 self._remember_platform_id(str(pid), event.seq)
@@ -227,6 +246,12 @@ class SessionState:
                 self.pending_approval = None
         elif kind == EventType.DELIVERY:
             self.last_delivered_seq = max(self.last_delivered_seq, int(data.get("reply_seq", 0)))
+        elif kind == EventType.SUMMARY:
+            self._apply_summary(event)
+        elif kind == EventType.PIN:
+            self.memory.pin(data)
+        elif kind == EventType.UNPIN:
+            self.memory.unpin(data)
         elif kind == EventType.SESSION_START:
             self.agent = str(data.get("agent", self.agent))
             self.on_disconnect = str(data.get("on_disconnect") or self.on_disconnect)
@@ -289,17 +314,40 @@ class SessionState:
             self.last_answered_seq = max(self.last_answered_seq, through)
         self._after_turn_message(event.seq)
 
+    def _apply_summary(self, event: Event) -> None:
+        """The oldest ``messages`` of the window leave it; the summary stands for them."""
+        if not self.memory.summarised(event.seq, event.data):
+            return  # already reflected (replayed over a snapshot that holds it)
+        self.checkpointed.extend(self.pending)  # a checkpoint at the summary: see docstring
+        self.pending = []
+        self.checkpoint_seq = max(self.checkpoint_seq, event.seq)
+        count = max(0, int(event.data.get("messages") or 0))
+        self._forget(self.checkpointed[:count])
+        del self.checkpointed[:count]
+        while self.checkpointed and self.checkpointed[0].role is Role.TOOL:
+            self._forget(self.checkpointed[:1])
+            del self.checkpointed[0]
+
+    def _forget(self, messages: list[Message]) -> None:
+        for message in messages:
+            self._origin.pop(id(message), None)
+            for call in message.tool_calls:
+                self._outstanding.pop(call.id, None)
+
     def _apply_legacy_tool_call(self, data: Mapping[str, Any]) -> None:
         call = call_from_record(data)
         target = self.pending if self.pending else self.checkpointed
         if target and target[-1].role is Role.ASSISTANT and not target[-1].tool_call_id:
             last = target[-1]
+            self._origin.pop(id(last), None)
             target[-1] = Message.assistant(last.content, (*last.tool_calls, call))
+            self._origin[id(target[-1])] = self._applying
         else:
             target.append(Message.assistant(None, (call,)))
         self._outstanding[call.id] = None
 
     def _track(self, message: Message) -> None:
+        self._origin[id(message)] = self._applying
         for call in message.tool_calls:
             if call.id not in self._result_ids:
                 self._outstanding[call.id] = None
@@ -339,9 +387,16 @@ class SessionState:
             self.checkpoint_seq = seq
         excess = self.message_count() - self.message_limit
         if excess > 0 and self.checkpointed:
-            del self.checkpointed[: min(excess, len(self.checkpointed))]
+            cut = min(excess, len(self.checkpointed))
+            self._forget_origin(self.checkpointed[:cut])
+            del self.checkpointed[:cut]
             while self.checkpointed and self.checkpointed[0].role is Role.TOOL:
+                self._forget_origin(self.checkpointed[:1])
                 del self.checkpointed[0]
+
+    def _forget_origin(self, messages: list[Message]) -> None:
+        for message in messages:
+            self._origin.pop(id(message), None)
 
 
 def _index_of_call(messages: list[Message], call_id: str) -> int | None:

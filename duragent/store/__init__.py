@@ -9,6 +9,7 @@
 - ``event_log``: ``events.jsonl`` append-with-fsync, torn-tail safe, de-duplicating reads,
   rollover (config: ``compaction``) to ``events.archive.jsonl``.
 - ``snapshot_file``: atomic ``state.yaml`` (reads the reference's ``state.json`` too).
+- ``saved_outputs``: full copies of tool outputs Layer 3a cut (``outputs/`` per session).
 - ``chat_index``: chat key → session id without opening every session.
 - ``atomic``: the one atomic replacement (temp file, fsync, rename, fsync of the folder).
 - ``fileops``: the OS calls, replaceable to inject disk failures in tests.
@@ -27,12 +28,18 @@ from duragent.store.memory_store import MemorySessionStore
 from duragent.store.protocols import (
     ChatMap,
     RunLogStorage,
+    SavedOutputStorage,
     ScheduleStorage,
     SessionLog,
     SessionSnapshots,
     SessionStorage,
     SummaryStorage,
     WriteHealth,
+)
+from duragent.store.saved_outputs import (
+    SavedOutputLimits,
+    SavedOutputNotFoundError,
+    is_output_id,
 )
 from duragent.store.session_store import SessionStore
 from duragent.store.snapshot_file import (
@@ -53,6 +60,9 @@ __all__ = [
     "MemorySessionStore",
     "ReadReport",
     "RunLogStorage",
+    "SavedOutputLimits",
+    "SavedOutputNotFoundError",
+    "SavedOutputStorage",
     "ScheduleStorage",
     "SessionFilesInconsistentError",
     "SessionLog",
@@ -65,5 +75,6 @@ __all__ = [
     "SummaryStorage",
     "WriteHealth",
     "is_disk_full",
+    "is_output_id",
     "storage_error",
 ]

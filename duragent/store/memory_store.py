@@ -20,6 +20,7 @@ from duragent.core.events import Event, now_rfc3339
 from duragent.core.snapshot import SessionSnapshot
 from duragent.store.chat_index import ChatKey
 from duragent.store.event_log import EVENTS_FILENAME, ReadReport
+from duragent.store.saved_outputs import DEFAULT_LIMITS, MemorySavedOutputs, SavedOutputLimits
 from duragent.store.snapshot_file import STATE_FILENAME
 
 __all__ = ["MemorySessionStore"]
@@ -35,6 +36,7 @@ class _Session:
     snapshot: dict[str, Any] | None = None
     reason: str = ""
     created: bool = False  # listed once created, as a folder is
+    outputs: dict[str, str] = field(default_factory=dict)  # saved full tool outputs
 
     @property
     def written(self) -> bool:
@@ -229,6 +231,12 @@ class MemorySessionStore:
         if session is None or session.snapshot is None:
             return None
         return {k: v for k, v in session.snapshot.items() if k != "conversation"}
+
+    def saved_outputs(
+        self, session_id: str, limits: SavedOutputLimits = DEFAULT_LIMITS
+    ) -> MemorySavedOutputs:
+        """The saved full tool outputs of ``session_id``."""
+        return MemorySavedOutputs(self._session(session_id).outputs, limits)
 
     def remove_stale_temp_files(self, session_id: str) -> None:
         """No write leaves anything behind."""

@@ -30,10 +30,12 @@ from duragent.core.events import Event
 from duragent.core.snapshot import SessionSnapshot
 from duragent.store.chat_index import ChatKey
 from duragent.store.event_log import ReadReport
+from duragent.store.saved_outputs import SavedOutputLimits
 
 __all__ = [
     "ChatMap",
     "RunLogStorage",
+    "SavedOutputStorage",
     "ScheduleStorage",
     "SessionLog",
     "SessionSnapshots",
@@ -152,6 +154,26 @@ class WriteHealth(Protocol):
         ...
 
 
+class SavedOutputStorage(Protocol):
+    """One session's saved full tool outputs (``saved_outputs``), bound to that session."""
+
+    def new_id(self) -> str:
+        """An id for an output about to be saved."""
+        ...
+
+    def save(self, output_id: str, text: str) -> None:
+        """Keep ``text`` durably under ``output_id``, then apply retention and the size cap."""
+        ...
+
+    def read(self, output_id: str) -> str:
+        """The saved text; ``SavedOutputNotFoundError`` (a ``LookupError``) when there is none."""
+        ...
+
+    def ids(self) -> list[str]:
+        """Every saved id, oldest first."""
+        ...
+
+
 class SessionStorage(Protocol):
     """Every session, live or quarantined: what the session layer needs of storage.
 
@@ -215,6 +237,10 @@ class SessionStorage(Protocol):
 
     def remove_stale_temp_files(self, session_id: str) -> None:
         """Remove what writes a crash interrupted left behind (before loading the session)."""
+        ...
+
+    def saved_outputs(self, session_id: str, limits: SavedOutputLimits) -> SavedOutputStorage:
+        """The saved full tool outputs of ``session_id`` (readable only through this object)."""
         ...
 
     def delete(self, session_id: str) -> None:

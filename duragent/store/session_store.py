@@ -1,7 +1,7 @@
 """The sessions directory: one folder per session, plus the chat index and quarantine.
 
 ```
-sessions/<session_id>/events.jsonl   state.yaml   events.archive.jsonl
+sessions/<session_id>/events.jsonl   state.yaml   events.archive.jsonl   outputs/
 sessions/chats.jsonl                  chat key → session id
 sessions/_quarantine/<session_id>/    sessions whose files could not be trusted (+ REASON.txt)
 ```
@@ -25,6 +25,7 @@ from duragent.store.chat_index import ChatIndex
 from duragent.store.event_log import EVENTS_FILENAME, EventLog
 from duragent.store.fileops import OS_FILE_OPS, FileOps
 from duragent.store.health import StoreHealth
+from duragent.store.saved_outputs import DEFAULT_LIMITS, SavedOutputFiles, SavedOutputLimits
 from duragent.store.snapshot_file import (
     LEGACY_STATE_FILENAME,
     STATE_FILENAME,
@@ -112,6 +113,12 @@ class SessionStore:
         if quarantined:
             folder = self.root / QUARANTINE_DIRNAME / folder.name
         return read_header(folder, self.ops)
+
+    def saved_outputs(
+        self, session_id: str, limits: SavedOutputLimits = DEFAULT_LIMITS
+    ) -> SavedOutputFiles:
+        """The saved full tool outputs of ``session_id`` (``saved_outputs``)."""
+        return SavedOutputFiles(self.directory(session_id), limits, self.ops)
 
     def remove_stale_temp_files(self, session_id: str) -> None:
         """Temp files of writes a crash interrupted (their targets were never replaced)."""

@@ -40,6 +40,8 @@ spec:
     max_output_tokens: 500
   session:
     llm_timeout_seconds: 60
+    context:
+      summaries: {{enabled: false}}  # what is measured is the model's output, not history
 {session}  tools:
     - type: builtin
       name: bash

@@ -18,6 +18,7 @@ from duragent.tools.sandbox import TRUST, Sandbox
 __all__ = [
     "PolicyType",
     "RunsCommands",
+    "SavedOutputs",
     "SessionReader",
     "SessionSummary",
     "Tool",
@@ -34,6 +35,9 @@ class ToolOutcome:
 
     success: bool
     content: str
+    save_if_cut: bool = True
+    """Whether the loop keeps the whole output on disk when Layer 3a cuts it (``tool_output``
+    says no: its answer is a piece of an output that is already saved)."""
     reload_tools: bool = False
     """The loop rebuilds its tools before its next model call (``reload_tools``)."""
 
@@ -64,6 +68,22 @@ class SessionReader(Protocol):
         ...
 
 
+class SavedOutputs(Protocol):
+    """Port: the full outputs Layer 3a cut, of THIS session only (``store.saved_outputs``)."""
+
+    def new_id(self) -> str:
+        """An id for an output about to be saved."""
+        ...
+
+    def save(self, output_id: str, text: str) -> None:
+        """Keep ``text`` durably under ``output_id``."""
+        ...
+
+    def read(self, output_id: str) -> str:
+        """The saved text; ``LookupError`` when this session has none by that id."""
+        ...
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolContext:
     """Where a tool runs and what it may reach."""
@@ -77,6 +97,8 @@ class ToolContext:
     env: Mapping[str, str] = field(default_factory=dict)
     sandbox: Sandbox = TRUST
     """Where processes the tool starts run (``tools.sandbox``; ``serve`` has probed it)."""
+    outputs: SavedOutputs | None = None
+    """The session's saved full outputs (None: saving is off for this agent)."""
 
 
 class Tool(Protocol):

@@ -4,7 +4,8 @@ Order of precedence, first of a name wins: the ``spec.tools`` entries in their o
 and declared CLI tools), then ``memory`` when ``spec.memory`` is set, then scripts discovered
 in ``<agent_dir>/tools/`` and then ``<workspace>/tools/``. Tools the runtime injects
 (``extra``) come last and replace a tool of the same name, because the runtime wires them
-to services the YAML cannot describe.
+to services the YAML cannot describe. ``tool_output`` (reads outputs Layer 3a cut and saved)
+may be listed; the turn loop also offers it on its own once a session has a saved output.
 
 Builtins that need runtime services this module does not have (``schedule``,
 ``background_process``) are left to the runtime to inject; unknown builtin names are skipped
@@ -25,6 +26,7 @@ from duragent.tools.cli_tool import CliTool, discover_tools, tool_description
 from duragent.tools.memory import MemoryTool
 from duragent.tools.reload import ReloadToolsTool
 from duragent.tools.session_tool import SessionTool
+from duragent.tools.tool_output import ToolOutputTool
 from duragent.tools.web import WebTool
 
 __all__ = ["BUILTIN_FACTORIES", "RUNTIME_BUILTINS", "build_tools", "lookup"]
@@ -37,10 +39,11 @@ BUILTIN_FACTORIES: Mapping[str, Callable[[], Tool]] = {
     "session": SessionTool,
     "memory": MemoryTool,
     "reload_tools": ReloadToolsTool,
+    "tool_output": ToolOutputTool,
 }
 """Builtins this module builds itself, by the name used in ``agent.yaml``."""
 
-RUNTIME_BUILTINS = frozenset({"schedule", "background_process"})
+RUNTIME_BUILTINS = frozenset({"schedule", "background_process", "record_decision"})
 """Builtins that need runtime services; the runtime passes them in ``extra``."""
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from duragent.agents import Agent
 from duragent.agents.system_prompt import build_system_prompt
 from duragent.context.budget import BudgetSettings, BudgetSplit
+from duragent.context.tiers import compact_tools
 from duragent.context.tokens import counter_for_model
 from duragent.core.messages import Message
 from duragent.tools.registry import build_tools
@@ -33,6 +34,11 @@ def budget_settings(agent: Agent) -> BudgetSettings:
         keep_last=context.tool_result_keep_last,
         max_tool_result_tokens=context.max_tool_result_tokens,
         truncation=context.tool_result_truncation,
+        prune=context.prune.enabled,
+        prune_protect_tokens=context.prune.protect_tokens,
+        prune_minimum_tokens=context.prune.minimum_tokens,
+        protected_tools=context.prune.protected_tools,
+        full_prompt=context.full_prompt,
     )
 
 
@@ -42,10 +48,14 @@ def agent_budget(agent: Agent, workspace_dir: Path) -> BudgetSplit:
     tools = build_tools(
         agent, workspace_dir=workspace_dir, world_memory_dir=workspace_dir / "memory" / "world"
     )
+    settings = budget_settings(agent)
     definitions = [tool.definition() for tool in tools.values()]
+    if not settings.full_prompt:
+        definitions = compact_tools(definitions)
+    prompt = build_system_prompt(agent, compact=not settings.full_prompt)
     return BudgetSplit.of(
-        budget_settings(agent),
-        system_prompt=counter.count_message(Message.system(build_system_prompt(agent))),
+        settings,
+        system_prompt=counter.count_message(Message.system(prompt)),
         tools=counter.count_tools(definitions) if definitions else 0,
     )
 

@@ -14,14 +14,16 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from duragent.context.truncation import truncate_tool_result
+from duragent.context.truncation import Truncated, truncate_tool_result
 from duragent.core.approval import ApprovalDecision, PendingApproval
 from duragent.core.messages import Message, ToolCall
+from duragent.errors import DuragentError
 from duragent.llm import REJECTED_KEY
 from duragent.tools.base import RunsCommands, Tool, ToolContext, ToolOutcome
 from duragent.tools.notify import NOTIFIER
 from duragent.tools.policy import Decision
 from duragent.tools.registry import lookup
+from duragent.tools.tool_output import TOOL_OUTPUT, ToolOutputTool
 from duragent.turns.hooks import before_tool
 
 if TYPE_CHECKING:
@@ -57,14 +59,38 @@ async def run_tool(tool: Tool, args: Mapping[str, Any], ctx: ToolContext) -> Too
 async def store_result(
     ctx: LoopContext, turn: list[Message], call_id: str, result: ToolOutcome
 ) -> None:
-    """Cap a tool result (Layer 3a), persist it, add it to the turn and report it."""
-    capped = truncate_tool_result(
-        result.content, ctx.budget.max_tool_result_tokens, ctx.budget.truncation, ctx.counter
-    )
+    """Cap a tool result (Layer 3a), persist it, add it to the turn and report it.
+
+    A result the cap cuts is first saved in full for the session (``store.saved_outputs``), so
+    its notice can name it and ``tool_output`` can read what was cut; if the save fails the
+    result is still recorded, cut, without the reference.
+    """
+    capped = await _capped(ctx, result.content, save=result.save_if_cut)
     await ctx.recorder.tool_result(call_id, result.success, capped.text)
     turn.append(Message.tool(call_id, capped.text))
     if ctx.sink is not None:
         await ctx.sink.tool_result(call_id, result.success, capped.text)
+
+
+async def _capped(ctx: LoopContext, content: str, *, save: bool) -> Truncated:
+    budget = ctx.budget
+    outputs = ctx.tool_context.outputs if save else None
+    saved = outputs.new_id() if outputs is not None else None
+    capped = truncate_tool_result(
+        content, budget.max_tool_result_tokens, budget.truncation, ctx.counter, saved
+    )
+    if outputs is None or saved is None or not capped.truncated:
+        return capped
+    try:
+        await asyncio.to_thread(outputs.save, saved, content)
+    except (OSError, DuragentError) as exc:
+        log.warning("could not save the full output as %s: %s", saved, exc)
+        return truncate_tool_result(
+            content, budget.max_tool_result_tokens, budget.truncation, ctx.counter
+        )
+    if TOOL_OUTPUT not in ctx.tools:  # from now on the model can read what was cut
+        ctx.tools = {**ctx.tools, TOOL_OUTPUT: ToolOutputTool()}
+    return capped
 
 
 async def decided(

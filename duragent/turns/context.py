@@ -21,16 +21,21 @@ from duragent.core.messages import ToolCall, Usage
 from duragent.core.snapshot import SessionStatus
 from duragent.llm import OutputLimits
 from duragent.session import SessionHandle, SessionRegistry
+from duragent.session.memory_ops import MemoryView
+from duragent.store import SavedOutputLimits, SavedOutputStorage
 from duragent.tools.base import SessionReader, Tool, ToolContext
 from duragent.tools.policy_files import load_policy
 from duragent.tools.registry import build_tools
 from duragent.tools.sandbox import TRUST, Sandbox
+from duragent.tools.tool_output import TOOL_OUTPUT, ToolOutputTool
 from duragent.turns.agent_budget import budget_settings
+from duragent.turns.decision_tool import DecisionTool
 from duragent.turns.hooks import effective_hooks
 from duragent.turns.inbox import Inbox
 from duragent.turns.loop import LoopContext
 from duragent.turns.providers import ProviderPool
 from duragent.turns.sink import TurnSink
+from duragent.turns.summaries import SummaryTier, agent_summary_settings
 
 __all__ = ["HISTORY_CACHES", "ContextFactory"]
 
@@ -129,6 +134,18 @@ class ContextFactory:
             self._histories.popitem(last=False)
         return cache
 
+    def _saved_outputs(self, session_id: str, agent: Agent) -> SavedOutputStorage | None:
+        """The session's saved full outputs, or None when the agent turned saving off."""
+        spec = agent.spec.session.context.saved_outputs
+        if not spec.enabled:
+            return None
+        limits = SavedOutputLimits(
+            max_output_bytes=spec.max_output_bytes,
+            max_session_bytes=spec.max_session_bytes,
+            retention_days=spec.retention_days,
+        )
+        return self._registry.store.saved_outputs(session_id, limits)
+
     async def build(
         self,
         session_id: str,
@@ -139,6 +156,7 @@ class ContextFactory:
         extra_blocks: Sequence[str] = (),
         requester_id: str | None = None,
         answers_seq: int | None = None,
+        memory: MemoryView | None = None,
     ) -> LoopContext:
         """The loop's context for one turn of ``agent`` in ``session_id``.
 
@@ -146,28 +164,60 @@ class ContextFactory:
         each boundary (``Inbox.take`` marks them read). ``extra_blocks`` end the system
         prompt for this turn only (a group's recent chatter): part of the prompt, they count
         against the budget like the rest of it and are never written to the history.
-        ``requester_id`` goes with an approval the turn asks for.
+        ``requester_id`` goes with an approval the turn asks for. ``memory``: the session's
+        summary and pins when the caller has them already (else one more read).
         """
         spec = agent.spec
         budget = budget_settings(agent)
+        provider = await self._providers.for_agent(agent)
+        counter = counter_for_model(agent.model.name)
+        price = _pricer(agent)
+        handle = self._registry.handle(session_id)
+        summaries = agent_summary_settings(agent, budget.window)
+        tier = SummaryTier(
+            session=handle,
+            settings=summaries,
+            budget=budget,
+            counter=counter,
+            memory=memory if memory is not None else await handle.memory(),
+            summariser=(
+                await self._providers.for_model(agent, summaries.model)
+                if summaries.model
+                else provider
+            ),
+            summariser_model=summaries.model or agent.model.name,
+            price=price,
+            sink=sink,
+        )
         extra = self._extra_tools(agent, session_id) if self._extra_tools else ()
+        listed = {t.name for t in spec.tools if t.type == "builtin"}
+        if summaries.enabled and "record_decision" in listed:  # it pins its own decisions
+            extra = (*extra, DecisionTool(handle, tier))
+
+        outputs = self._saved_outputs(session_id, agent)
 
         def tools() -> dict[str, Tool]:
-            return build_tools(
+            built = build_tools(
                 agent,
                 workspace_dir=self._workspace_dir,
                 world_memory_dir=self._world_memory_dir,
                 extra=extra,
             )
+            # offered once the session has something to read (``calls`` offers it mid-turn)
+            if outputs is not None and TOOL_OUTPUT not in built and outputs.ids():
+                built[TOOL_OUTPUT] = ToolOutputTool()
+            return built
 
         return LoopContext(
-            provider=await self._providers.for_agent(agent),
+            provider=provider,
             tools=tools(),
             rebuild_tools=tools,
             policy=load_policy(self._policy_file, agent.directory),
-            counter=counter_for_model(agent.model.name),
+            counter=counter,
             budget=budget,
-            system_prompt=build_system_prompt(agent, extra_blocks=extra_blocks),
+            system_prompt=build_system_prompt(
+                agent, extra_blocks=extra_blocks, compact=not budget.full_prompt
+            ),
             max_iterations=spec.session.max_tool_iterations,
             max_calls_per_response=spec.session.max_tool_calls_per_response,
             max_calls_per_turn=spec.session.max_tool_calls_per_turn,
@@ -185,13 +235,15 @@ class ContextFactory:
                 sessions=self._sessions,
                 env=self._env,
                 sandbox=self._sandbox,
+                outputs=outputs,
             ),
-            recorder=_ActorRecorder(self._registry.handle(session_id), requester_id, answers_seq),
+            recorder=_ActorRecorder(handle, requester_id, answers_seq),
             temperature=agent.model.temperature,
-            price=_pricer(agent),
+            price=price,
             sink=sink,
             steering=inbox.take,
             history_cache=self._history_cache(session_id),
+            summaries=tier,
             hooks=effective_hooks(spec),
         )
 

@@ -20,6 +20,7 @@ from duragent.core.messages import Message, Role, is_steering
 from duragent.core.snapshot import SessionStatus
 from duragent.errors import DuragentError, LLMError
 from duragent.session import SessionHandle
+from duragent.session.memory_ops import MemoryView
 from duragent.tools.policy_files import PolicyError, save_allow_always
 from duragent.turns.context import ContextFactory
 from duragent.turns.endings import close_cut_short_turn, record_failed_turn
@@ -58,6 +59,7 @@ class TurnDriver:
         extra_blocks: Sequence[str] = (),
         requester_id: str | None = None,
         answers_seq: int | None = None,
+        memory: MemoryView | None = None,
     ) -> Resumed:
         """Run the loop from ``turn`` (``done`` tool iterations already made) to its end.
 
@@ -74,6 +76,7 @@ class TurnDriver:
                     extra_blocks=extra_blocks,
                     requester_id=requester_id,
                     answers_seq=answers_seq,
+                    memory=memory,
                 )
             outcome = await run_loop(ctx, history, turn, done)
         except (LLMError, ContextOverflowError, DuragentError) as exc:

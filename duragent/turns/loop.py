@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from duragent.agents.spec import HooksSpec
 from duragent.context.budget import BudgetReport, BudgetSettings
 from duragent.context.render import HistoryCache, TurnCache, fit_request
+from duragent.context.tiers import compact_tools
 from duragent.context.tokens import TokenCounter
 from duragent.core.approval import ApprovalDecision, PendingApproval
 from duragent.core.ids import new_message_id
@@ -56,6 +57,7 @@ from duragent.turns.call_limits import within_limits
 from duragent.turns.calls import decided, execute, store_result
 from duragent.turns.hooks import after_tool
 from duragent.turns.sink import TurnSink
+from duragent.turns.summaries import SummaryTier
 
 __all__ = [
     "CLIENT_LEFT",
@@ -144,6 +146,8 @@ class LoopContext:
     """Calls of one turn beyond this are skipped with a result saying so."""
     limits: OutputLimits = field(default_factory=OutputLimits)
     """What one model response may be (enforced by the provider while reading it)."""
+    summaries: SummaryTier | None = None
+    """The summaries tier: the reference block, summaries before the turn and on overflow."""
     hooks: HooksSpec = field(default_factory=HooksSpec)
     """The agent's tool hooks with its builtins' defaults (``turns.hooks.effective_hooks``)."""
     rebuild_tools: Callable[[], Mapping[str, Tool]] | None = None
@@ -192,11 +196,23 @@ class _TurnMemo:
         self._tools = None
 
     def tools(self, ctx: LoopContext) -> tuple[list[ToolDefinition], int]:
-        """The tool definitions offered this turn and what they cost (computed once)."""
-        if self._tools is None:
+        """The tool definitions offered this turn and what they cost.
+
+        Computed once, and again if a tool was added mid-turn (``tool_output``, once an
+        output was saved).
+        """
+        if self._tools is None or len(self._tools[0]) != len(ctx.tools):
             definitions = [t.definition() for t in ctx.tools.values()]
+            if not ctx.budget.full_prompt:  # a small window's tier (``context.tiers``)
+                definitions = compact_tools(definitions)
             self._tools = (definitions, ctx.counter.count_tools(definitions))
         return self._tools
+
+    def fixed(self, ctx: LoopContext) -> int:
+        """What the system prompt and the tool definitions cost (the tier's ``fixed``)."""
+        prompt = ctx.system_prompt
+        cost = ctx.counter.count_message(Message.system(prompt)) if prompt.strip() else 0
+        return cost + self.tools(ctx)[1]
 
 
 async def _call_model(
@@ -205,7 +221,9 @@ async def _call_model(
     """Fit and send one request, tightening the budget if the provider says it overflowed."""
     budget = ctx.budget
     tools, tools_tokens = cache.tools(ctx)
+    summarised = False
     for attempt in range(CONTEXT_RETRIES + 1):
+        tier = ctx.summaries
         messages, report = fit_request(
             system=ctx.system_prompt,
             history=history,
@@ -216,6 +234,7 @@ async def _call_model(
             turn_cache=cache.units,
             history_cache=ctx.history_cache,
             tools_tokens=tools_tokens,
+            reference=tier.block(cache.fixed(ctx)) if tier is not None else "",
         )
         request = ChatRequest(
             messages=messages,
@@ -237,18 +256,15 @@ async def _call_model(
         except ContextLengthExceededError:
             if attempt == CONTEXT_RETRIES:
                 raise
+            if tier is not None and not summarised:
+                summarised = True  # overflow → summarise → retry, once (summaries spec)
+                if await tier.on_overflow(history, cache.fixed(ctx)):
+                    log.warning("provider reported context overflow; summarised and retrying")
+                    continue
             # Our count disagreed with the provider's: fit again into a smaller window.
             smaller = max(budget.output_reserve + 256, int(budget.window * 0.75))
             log.warning("provider reported context overflow; refitting to %d tokens", smaller)
-            budget = BudgetSettings(
-                window=smaller,
-                output_reserve=budget.output_reserve,
-                max_history_tokens=budget.max_history_tokens,
-                keep_first=budget.keep_first,
-                keep_last=budget.keep_last,
-                max_tool_result_tokens=budget.max_tool_result_tokens,
-                truncation=budget.truncation,
-            )
+            budget = replace(budget, window=smaller)  # every other setting kept
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -261,6 +277,8 @@ async def run_loop(
     outcome = LoopOutcome(status="complete", iterations=iterations_done, calls=made)
     recent: list[tuple[str, str]] = []
     cache = _TurnMemo()
+    if ctx.summaries is not None:
+        await ctx.summaries.before_turn(history, cache.fixed(ctx))
     steer: list[str] = []  # this response's after_tool texts, added after all its results
     while True:
         turn.extend(Message.user(text) for text in ctx.steering())

@@ -48,9 +48,16 @@ class ProviderPool:
 
     async def for_agent(self, agent: Agent) -> LLMProvider:
         """The provider answering for ``agent`` (raises LLMError when it cannot be built)."""
+        return await self.for_model(agent, agent.model.name)
+
+    async def for_model(self, agent: Agent, model_name: str) -> LLMProvider:
+        """A provider for ``model_name`` with ``agent``'s provider, base URL and timeout.
+
+        The summaries tier's summariser when ``summaries.model`` names a cheaper model.
+        """
         model = agent.model
         timeout = agent.spec.session.llm_timeout_seconds
-        key = (model.provider, model.name, model.base_url, timeout)
+        key = (model.provider, model_name, model.base_url, timeout)
         provider = self._providers.get(key)
         if provider is not None:
             return provider
@@ -66,7 +73,7 @@ class ProviderPool:
             provider = await asyncio.to_thread(
                 build_provider,
                 provider=agent.model.provider,
-                model=agent.model.name,
+                model=key[1],
                 base_url=agent.model.base_url,
                 timeout_seconds=agent.spec.session.llm_timeout_seconds,
                 idle_timeout_seconds=self._idle_timeout,

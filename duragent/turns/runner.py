@@ -30,6 +30,7 @@ from pathlib import Path
 from duragent.agents import Agent, AgentCatalog
 from duragent.context.budget import BudgetSettings
 from duragent.core.approval import DECISIONS, ApprovalDecision
+from duragent.core.logctx import turn_scope
 from duragent.core.messages import Message
 from duragent.core.snapshot import DEFAULT_SILENT_BUFFER_CAP, SessionStatus
 from duragent.errors import StorageError
@@ -178,7 +179,7 @@ class TurnRunner:
         running turn brings none (that turn's prompt is built). ``sender_id`` is the turn's
         requester: an approval it asks for records it.
         """
-        with self._hold(session_id) as active:
+        with turn_scope(session_id), self._hold(session_id) as active:  # core/logctx.py
             return await self._run(
                 self.registry.handle(session_id),
                 active,
@@ -240,7 +241,7 @@ class TurnRunner:
         (not on disk: the messages are there already, in arrival order). A loop running for
         the session is waited for first; this turn never joins it.
         """
-        with self._hold(session_id) as active:
+        with turn_scope(session_id), self._hold(session_id) as active:
             while (running := active.running) is not None and not running.done():
                 await asyncio.wait([running])  # its outcome is its caller's; never cancels it
             session = self.registry.handle(session_id)
@@ -376,6 +377,7 @@ class TurnRunner:
             extra_blocks=inbound.context_blocks,
             requester_id=inbound.sender_id,
             answers_seq=inbound.answers_seq if isinstance(inbound, Recorded) else None,
+            memory=recorded.memory,
         )
 
     async def approve(
@@ -397,7 +399,7 @@ class TurnRunner:
         """
         if decision not in DECISIONS:
             raise ApprovalError(f"decision must be one of {', '.join(DECISIONS)}, got {decision!r}")
-        with self._hold(session_id) as active:
+        with turn_scope(session_id), self._hold(session_id) as active:
             active.decision_seq = None
             try:
                 async with active.lock:

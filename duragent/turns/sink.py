@@ -30,3 +30,10 @@ class TurnSink(Protocol):
     async def approval_required(self, call_id: str, command: str) -> None:
         """A tool call waits for a person's approval; the turn stops here."""
         ...
+
+    async def summary(self, round_: int, through_seq: int, messages: int) -> None:
+        """A summary (round ``round_``) replaced ``messages`` old messages.
+
+        They came from events up to ``through_seq``; the history API shows the summary text.
+        """
+        ...

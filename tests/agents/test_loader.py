@@ -74,7 +74,10 @@ def test_minimal_agent_gets_every_default(write_agent: WriteAgent) -> None:
     assert spec.session.compaction is None
     assert spec.session.context == ContextSpec()
     assert spec.session.context.max_history_tokens == 20_000
-    assert spec.session.context.max_tool_result_tokens == 8_000
+    assert spec.session.context.max_tool_result_tokens is None  # the window tier's default
+    assert spec.session.context.prune.enabled
+    assert spec.session.context.saved_outputs.enabled
+    assert spec.session.context.full_prompt is None  # the window tier's default
     assert spec.session.context.tool_result_truncation == "head"
     assert spec.session.context.tool_result_keep_first == 2
     assert spec.session.context.tool_result_keep_last == 5

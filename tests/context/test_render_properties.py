@@ -15,11 +15,13 @@ If even the minimum cannot fit, a clear ContextOverflowError is raised instead.
 from __future__ import annotations
 
 import itertools
+import os
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from duragent.context.budget import BudgetSettings, ContextOverflowError
+from duragent.context.notices import removed_notice
 from duragent.context.render import fit_request, truncation_notice
 from duragent.context.tokens import EstimateCounter, TokenCounter, counter_for_model
 from duragent.context.units import Unit, split
@@ -128,7 +130,7 @@ def check_rules(out: list[Message]) -> None:
 
 
 @settings(
-    max_examples=150,
+    max_examples=int(os.environ.get("DURAGENT_PROPERTY_EXAMPLES", "150")),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
@@ -168,7 +170,15 @@ def test_no_request_overflows_or_breaks_provider_rules(
         if rest:
             notice = Message.system(truncation_notice(len(history)))
             floor += min(rest, counter.count_message(notice))
-        legitimate = floor + 20 * sum(len(m.tool_calls) for m in last_group) > budget.limit
+        # each call of the last group needs a result: its own, or the shrinker's smallest, the
+        # "removed" notice naming its size (a notice the model can read, never nothing)
+        results = {m.tool_call_id: m for m in turn if m.role is Role.TOOL}
+        for call in last_group[0].tool_calls if last_group else ():
+            result = results.get(call.id)
+            full = counter.count_message(result) if result is not None else 0
+            least = counter.count_message(Message.tool(call.id, removed_notice(full)))
+            floor += min(full, least) if result is not None else least
+        legitimate = floor > budget.limit
         assert legitimate, "ContextOverflowError although a valid request was possible"
         return
     # (a) fits, by the same counter, with the reply reserve free
@@ -194,7 +204,7 @@ uncapped_budgets = st.builds(
 
 
 @settings(
-    max_examples=150,
+    max_examples=int(os.environ.get("DURAGENT_PROPERTY_EXAMPLES", "150")),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

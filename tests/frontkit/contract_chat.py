@@ -332,6 +332,26 @@ async def test_status_and_reset_answer_with_the_reference_texts(open_chat: OpenC
     assert len([m for m in chat.llm.requests[-1].json["messages"] if m["role"] == "user"]) == 1
 
 
+async def test_pin_keeps_a_text_in_every_request_and_unpin_removes_it(
+    open_chat: OpenChat,
+) -> None:
+    async with open_chat(ChatSetup()) as chat:
+        chat.llm.enqueue(Reply(text="first"), Reply(text="second"))
+        await chat.message(said(DM, "/pin The budget is 40 EUR."))
+        await chat.message(said(DM, "plan a trip"))
+        await chat.settle()
+        pinned = chat.llm.requests[-1].json["messages"]
+        pin_id = chat.texts(DM)[0].split("(")[1].split(")")[0]
+        await chat.message(said(DM, f"/unpin {pin_id}"))
+        await chat.message(said(DM, "and now?"))
+        await chat.settle()
+        texts = chat.texts(DM)
+    assert texts[0].startswith("Pinned (pin_")
+    assert any("The budget is 40 EUR." in str(m.get("content")) for m in pinned)
+    assert texts[1:] == ["first", "Unpinned.", "second"]
+    assert "40 EUR" not in str(chat.llm.requests[-1].json["messages"])
+
+
 @pytest.mark.parametrize(
     ("text", "is_command"),
     [

@@ -1076,11 +1076,17 @@ async def _verify_session(
     if info.status.value != logged or info.status is SessionStatus.RUNNING:
         verdict.problems.append(f"{sid}: status {info.status.value}, log says {logged}")
 
-    # Layer 1: the window is the tail of the history, calls paired with their results.
+    # Layer 1: the window is the tail of the history (after what a summary replaced), calls
+    # paired with their results.
+    summarised = max(
+        (int(e.data.get("through_seq") or 0) for e in history if e.type == EventType.SUMMARY),
+        default=0,
+    )
     said = [
         (Role.USER if e.type == EventType.USER_MESSAGE else Role.ASSISTANT, _payload_sha(e))
         for e in history
         if e.type in (EventType.USER_MESSAGE, EventType.ASSISTANT_RESPONSE)
+        and e.seq > summarised
     ]
     shown = [(m.role, content_sha(m.content)) for m in window if m.role is not Role.TOOL]
     tail = said[-len(shown) :] if shown else []

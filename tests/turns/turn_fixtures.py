@@ -22,11 +22,18 @@ from duragent.turns.providers import ProviderPool
 
 
 def agent_yaml(
-    base_url: str, *, max_input_tokens: int = 32000, model_extra: str = "", **session: Any
+    base_url: str,
+    *,
+    max_input_tokens: int = 32000,
+    model_extra: str = "",
+    builtins: Sequence[str] = (),
+    **session: Any,
 ) -> str:
     """The test agent ``bot``: ``model_extra`` is more of its ``spec.model`` (YAML at its
-    indentation), ``session`` its ``spec.session`` fields."""
+    indentation), ``builtins`` builtin tools it lists, ``session`` its ``spec.session``
+    fields."""
     lines = "\n".join(f"    {k}: {v}" for k, v in session.items())
+    listed = "".join(f"    - {{type: builtin, name: {name}}}\n" for name in builtins)
     return (
         textwrap.dedent(
             f"""\
@@ -44,6 +51,7 @@ def agent_yaml(
         """
         )
         + model_extra
+        + ("  tools:\n" + listed if listed else "")
         + "  session:\n"
         + (lines or "    on_disconnect: pause")
         + "\n"
@@ -101,6 +109,7 @@ async def harness(
     responder: Any = None,
     max_input_tokens: int = 32000,
     model_extra: str = "",
+    builtins: Sequence[str] = (),
     **session: Any,
 ) -> AsyncIterator[Harness]:
     async with ScriptedLLMServer(responder=responder) as server:
@@ -111,6 +120,7 @@ async def harness(
                 server.openai_base_url,
                 max_input_tokens=max_input_tokens,
                 model_extra=model_extra,
+                builtins=builtins,
                 **session,
             )
         )

@@ -27,7 +27,10 @@ from duragent.gateways.http.browser import BrowserGuard
 from duragent.gateways.http.crash import CrashGuard
 from duragent.gateways.http.health import ServerHealth
 from duragent.gateways.http.limits import ConcurrencyLimit
+from duragent.gateways.http.openai_api import OpenAIRoutes
+from duragent.gateways.http.openai_errors import OpenAIErrors
 from duragent.gateways.http.openapi import openapi_document
+from duragent.gateways.http.pins import PinRoutes
 from duragent.gateways.http.problem import ProblemError, problem
 from duragent.gateways.http.schedules import ScheduleRoutes
 from duragent.gateways.http.security import check_access
@@ -103,7 +106,9 @@ def build_app(services: HttpServices) -> Starlette:
     """The ASGI app serving ``services``."""
     streams = OpenStreams()  # told by HttpServer.stop that the server stops (stream.py)
     routes_impl = SessionRoutes(services, streams)
+    openai = OpenAIRoutes(services, streams)
     schedules = ScheduleRoutes(lambda: services.schedule_desk)
+    pins = PinRoutes(services)
     health = ServerHealth(services.config.server.max_connections)
 
     def api(handler: Handler) -> Handler:
@@ -193,7 +198,9 @@ def build_app(services: HttpServices) -> Starlette:
 
     async def on_problem(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, ProblemError)
-        return problem(exc.status, exc.detail, instance=request.url.path)
+        response = problem(exc.status, exc.detail, instance=request.url.path)
+        response.headers.update(exc.headers)
+        return response
 
     async def on_http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
@@ -262,6 +269,8 @@ def build_app(services: HttpServices) -> Starlette:
         _route(f"{v1}/sessions/{{session_id}}/stream", POST=api(routes_impl.stream)),
         _route(f"{v1}/sessions/{{session_id}}/approve", POST=api(routes_impl.approve)),
         _route(f"{v1}/sessions/{{session_id}}/end", POST=api(routes_impl.end)),
+        _route(f"{v1}/sessions/{{session_id}}/pins", GET=api(pins.list), POST=api(pins.create)),
+        _route(f"{v1}/sessions/{{session_id}}/pins/{{pin_id}}", DELETE=api(pins.delete)),
         _route(f"{v1}/schedules", GET=api(schedules.list), POST=api(schedules.create)),
         _route(
             f"{v1}/schedules/{{schedule_id}}",
@@ -269,6 +278,9 @@ def build_app(services: HttpServices) -> Starlette:
             DELETE=api(schedules.cancel),
         ),
         _route(f"{v1}/schedules/{{schedule_id}}/run", POST=api(schedules.run)),
+        _route("/v1/models", GET=api(openai.models)),
+        _route("/v1/models/{model}", GET=api(openai.model)),
+        _route("/v1/chat/completions", POST=api(openai.chat)),
         _route("/api/admin/v1/shutdown", POST=admin(shutdown)),
         _route("/api/admin/v1/reload-agents", POST=admin(reload_agents)),
     ]
@@ -277,6 +289,7 @@ def build_app(services: HttpServices) -> Starlette:
     app = Starlette(
         routes=routes,
         middleware=[  # outermost first; an unclaimed exception reaches CrashGuard
+            Middleware(OpenAIErrors),  # problem+json → OpenAI's shape under /v1/
             Middleware(CrashGuard),
             Middleware(BrowserGuard, server=services.config.server, public=frozenset(webhooks)),
             Middleware(ConcurrencyLimit, limit=health.slots, health=health),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from duragent.gateways.http.openapi_openai import openai_paths
 from duragent.gateways.http.openapi_schemas import (
     AUTH,
     COMMON,
@@ -27,6 +28,7 @@ from duragent.gateways.http.openapi_schemas import (
     stream_event,
 )
 from duragent.gateways.http.paging import MAX_MESSAGES_LIMIT, MAX_SESSIONS_LIMIT
+from duragent.gateways.http.pins import pin_paths
 
 __all__ = ["openapi_document"]
 
@@ -200,7 +202,7 @@ def _document(version: str) -> dict[str, Any]:
                     "responses": {
                         "200": {
                             "description": "start, token, tool_call, tool_result, "
-                            "approval_required, done, error, cancelled events",
+                            "approval_required, summary, done, error, cancelled events",
                             "content": {"text/event-stream": {"schema": stream_event()}},
                         },
                         "404": problem("No such session, or it has ended"),
@@ -252,6 +254,8 @@ def _document(version: str) -> dict[str, Any]:
                 }
             },
             **schedule_paths(),
+            **openai_paths(),
+            **pin_paths(),
             "/api/admin/v1/shutdown": {
                 "post": {
                     "summary": "Stop the server",

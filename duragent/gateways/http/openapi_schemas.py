@@ -153,7 +153,7 @@ def stream_event() -> dict[str, Any]:
     )
     return {
         "oneOf": [
-            _event("start", {"type": "object"}),
+            _event("start", _object(["turn_id"], turn_id=text)),
             _event("token", _object(["content"], content=text)),
             _event(
                 "tool_call",
@@ -184,6 +184,15 @@ def stream_event() -> dict[str, Any]:
             ),
             _event("error", _object(["message"], message=text)),
             _event("cancelled", {"type": "object"}),
+            _event(
+                "summary",
+                _object(
+                    ["round", "through_seq", "messages"],
+                    round={"type": "integer"},
+                    through_seq={"type": "integer"},
+                    messages={"type": "integer"},
+                ),
+            ),
         ]
     }
 
@@ -247,9 +256,12 @@ def component_schemas() -> dict[str, Any]:
             "type": "object",
             "required": ["role"],
             "properties": {
-                "role": {"enum": ["user", "assistant", "tool"]},
+                "role": {"enum": ["user", "assistant", "tool", "summary"]},
                 "content": text,
                 "seq": {"type": "integer"},
+                "round": {"type": "integer"},
+                "through_seq": {"type": "integer"},
+                "messages": {"type": "integer"},
                 "timestamp": text,
                 "message_id": text,
                 "call_id": text,

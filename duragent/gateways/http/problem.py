@@ -127,8 +127,12 @@ def problem(
 class ProblemError(Exception):
     """Raised inside a handler to answer with a problem+json response."""
 
-    def __init__(self, status: int, detail: str) -> None:
+    def __init__(
+        self, status: int, detail: str, *, headers: Mapping[str, str] | None = None
+    ) -> None:
         problem_type(status)  # refused here, at the raise, not later in the error handler
         self.status = status
         self.detail = detail
+        self.headers = dict(headers or {})
+        """Sent with the answer (``X-Duragent-Turn`` of a turn that failed)."""
         super().__init__(detail)

@@ -14,6 +14,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from duragent.core.logctx import log_context, new_turn_id
 from duragent.core.snapshot import SessionStatus
 from duragent.errors import AgentNotFoundError, LLMError
 from duragent.frontkit import await_turn
@@ -27,7 +28,7 @@ from duragent.gateways.http.paging import (
 from duragent.gateways.http.problem import ProblemError
 from duragent.gateways.http.security import read_json
 from duragent.gateways.http.services import HttpServices
-from duragent.gateways.http.stream import OpenStreams, stream_turn
+from duragent.gateways.http.stream import TURN_HEADER, OpenStreams, stream_turn
 from duragent.session import SessionNotFoundError, events_to_messages
 from duragent.turns import (
     DECISIONS,
@@ -190,21 +191,32 @@ class SessionRoutes:
         session_id = _session_id(request)
         body = await read_json(request)
         content = _text_field(body, "content")
-        await self._open(session_id)
-        try:
-            result = await await_turn(
-                self.s.tasks,
-                self.s.turns.run(session_id, content),
-                wait_at_most=self.s.config.server.request_timeout_seconds,
-                name=f"turn-{session_id}",
-            )
-        except TimeoutError:
-            raise ProblemError(
-                408,
-                "the turn did not finish within request_timeout_seconds; it continues in the "
-                "background and its reply will appear in GET …/messages",
-            ) from None
-        return _reply(result)
+        info = await self._open(session_id)
+        turn = {TURN_HEADER: new_turn_id()}
+        with log_context(
+            session_id=session_id, agent=info["agent"], front_end="http", turn_id=turn[TURN_HEADER]
+        ):
+            try:
+                result = await await_turn(
+                    self.s.tasks,
+                    self.s.turns.run(session_id, content),
+                    wait_at_most=self.s.config.server.request_timeout_seconds,
+                    name=f"turn-{session_id}",
+                )
+            except TimeoutError:
+                raise ProblemError(
+                    408,
+                    "the turn did not finish within request_timeout_seconds; it continues in "
+                    "the background and its reply will appear in GET …/messages",
+                    headers=turn,
+                ) from None
+            try:
+                response = _reply(result)
+            except ProblemError as exc:
+                exc.headers.update(turn)
+                raise
+        response.headers.update(turn)
+        return response
 
     async def stream(self, request: Request) -> Response:
         """POST /api/v1/sessions/{id}/stream {content}: the turn as SSE."""
@@ -213,15 +225,17 @@ class SessionRoutes:
         content = _text_field(body, "content")
         info = await self._open(session_id)
         server = self.s.config.server
-        return stream_turn(
-            self.s.turns,
-            self.s.tasks,
-            session_id,
-            content,
-            on_disconnect=str(info["on_disconnect"]),
-            keep_alive=server.keep_alive_interval_seconds,
-            streams=self.streams,
-        )
+        with log_context(agent=info["agent"], front_end="http"):  # stream_turn keeps these
+            return stream_turn(
+                self.s.turns,
+                self.s.tasks,
+                session_id,
+                content,
+                on_disconnect=str(info["on_disconnect"]),
+                keep_alive=server.keep_alive_interval_seconds,
+                streams=self.streams,
+                turn_id=new_turn_id(),
+            )
 
     async def approve(self, request: Request) -> Response:
         """POST /api/v1/sessions/{id}/approve {call_id, decision}."""
@@ -236,13 +250,24 @@ class SessionRoutes:
         if "command" in body and not isinstance(body["command"], str):
             # Informational only (allow_always saves the pending command, never this one).
             raise ProblemError(400, "field 'command' must be a string")
-        await self._open(session_id)
-        try:
-            result = await self.s.turns.approve(session_id, call_id, decision)
-        except NoPendingApprovalError as exc:
-            raise ProblemError(404, str(exc)) from None
-        except ApprovalError as exc:  # another call_id waits, or allow_always could not be saved
-            raise ProblemError(409, str(exc)) from None
-        except LLMError as exc:  # nothing was resolved: the same approval can be sent again
-            raise ProblemError(502, f"{exc}; the approval is still pending") from None
-        return _resumed(result)
+        info = await self._open(session_id)
+        turn = {TURN_HEADER: new_turn_id()}  # the resumed turn: a turn of its own in the logs
+        with log_context(
+            session_id=session_id, agent=info["agent"], front_end="http", turn_id=turn[TURN_HEADER]
+        ):
+            try:
+                result = await self.s.turns.approve(session_id, call_id, decision)
+                response = _resumed(result)
+            except NoPendingApprovalError as exc:
+                raise ProblemError(404, str(exc), headers=turn) from None
+            except ApprovalError as exc:  # another call_id waits, or allow_always not saved
+                raise ProblemError(409, str(exc), headers=turn) from None
+            except LLMError as exc:  # nothing was resolved: the same approval can be sent again
+                raise ProblemError(
+                    502, f"{exc}; the approval is still pending", headers=turn
+                ) from None
+            except ProblemError as exc:
+                exc.headers.update(turn)
+                raise
+        response.headers.update(turn)
+        return response

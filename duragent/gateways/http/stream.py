@@ -31,6 +31,7 @@ from typing import Any
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
+from duragent.core.logctx import current, log_context
 from duragent.core.messages import ToolCall, Usage
 from duragent.core.snapshot import SessionStatus
 from duragent.core.tasks import BackgroundTasks
@@ -44,11 +45,20 @@ from duragent.turns import (
     TurnRunner,
 )
 
-__all__ = ["STOP_GRACE_SECONDS", "OpenStreams", "QueueSink", "stream_turn"]
+__all__ = [
+    "STOP_GRACE_SECONDS",
+    "TURN_HEADER",
+    "OpenStreams",
+    "QueueSink",
+    "StreamWire",
+    "stream_turn",
+]
 
 log = logging.getLogger(__name__)
 
 STOP_GRACE_SECONDS = 5.0
+TURN_HEADER = "X-Duragent-Turn"
+"""The response header naming the turn a request ran (also in the log lines it caused)."""
 SERVER_STOPPING = "the server is stopping"
 """Why a streaming turn was cancelled when the server stopped (the cancel message)."""
 
@@ -88,6 +98,10 @@ class QueueSink:
         """Forward an approval request."""
         self._put("approval_required", {"call_id": call_id, "command": command})
 
+    async def summary(self, round_: int, through_seq: int, messages: int) -> None:
+        """Forward the marker of a summary written during this turn."""
+        self._put("summary", {"round": round_, "through_seq": through_seq, "messages": messages})
+
 
 def _failed(message: str, message_id: str | None = None) -> list[ServerSentEvent]:
     """A failed turn ends as ``error`` then ``done``: a client waiting for ``done`` never hangs."""
@@ -111,6 +125,35 @@ def _done(result: TurnResult) -> list[ServerSentEvent]:
         case Duplicate():
             payload["usage"] = Usage().to_dict()
     return [ServerSentEvent(data=json.dumps(payload), event="done")]
+
+
+class StreamWire:
+    """How a streamed turn is written: duragent's named events, or OpenAI's chunks.
+
+    ``openai_stream.ChunkWire`` is the other one. The lifecycle (the turn's task, a client
+    that leaves, a server that stops) is the hard part and exists once, in
+    :func:`stream_turn`; a wire only says what goes on the wire.
+    """
+
+    def sink(self) -> QueueSink:
+        """The sink the turn reports its progress to (it puts events on its queue)."""
+        return QueueSink()
+
+    def opening(self, turn_id: str) -> list[ServerSentEvent]:
+        """The first events: ``start`` naming the turn."""
+        return [ServerSentEvent(data=json.dumps({"turn_id": turn_id}), event="start")]
+
+    def ending(self, result: TurnResult) -> list[ServerSentEvent]:
+        """The last events of a turn that ended."""
+        return _done(result)
+
+    def failure(self, message: str) -> list[ServerSentEvent]:
+        """The last events of a turn that raised."""
+        return _failed(message)
+
+    def cancelled(self) -> list[ServerSentEvent]:
+        """The last events of a turn the stopping server cancelled."""
+        return [ServerSentEvent(data="{}", event="cancelled")]
 
 
 class OpenStreams:
@@ -152,33 +195,43 @@ def stream_turn(
     on_disconnect: str,
     keep_alive: float,
     streams: OpenStreams | None = None,
+    wire: StreamWire | None = None,
+    turn_id: str,
 ) -> EventSourceResponse:
-    """The SSE response running one turn (its task, and any clean-up, owned by ``tasks``)."""
-    sink = QueueSink()
+    """The SSE response running one turn (its task, and any clean-up, owned by ``tasks``).
+
+    ``turn_id`` is named in the ``X-Duragent-Turn`` header and the opening event, and bound
+    (with everything else ``log_context`` holds here) to every log line the turn causes.
+    """
+    chosen = wire if wire is not None else StreamWire()
+    sink = chosen.sink()
+    bound = {**current(), "session_id": session_id, "turn_id": turn_id}  # the caller's too
     open_streams = streams if streams is not None else OpenStreams()
 
     async def run() -> None:
         try:
             try:
                 result = await turns.run(session_id, content, sink=sink)
-                events = _done(result)
+                events = chosen.ending(result)
             except (asyncio.CancelledError, KeyboardInterrupt, SystemExit):
                 raise
             except BaseException as exc:  # also a library's panic, which is no Exception
                 log.exception("stream turn failed")
-                events = _failed(str(exc) or type(exc).__name__)
+                events = chosen.failure(str(exc) or type(exc).__name__)
             for event in events:
                 sink.queue.put_nowait(event)
         finally:
             sink.queue.put_nowait(None)
 
     async def events() -> AsyncIterator[ServerSentEvent]:
-        task = tasks.spawn(run(), name=f"stream-{session_id}")
+        with log_context(**bound):  # the task copies the context it is created in
+            task = tasks.spawn(run(), name=f"stream-{session_id}")
         finished = False
         deadline: float | None = None
         open_streams.add(sink)
         try:
-            yield ServerSentEvent(data="{}", event="start")
+            for opening in chosen.opening(turn_id):
+                yield opening
             while True:
                 if deadline is None:
                     item = await sink.queue.get()
@@ -189,7 +242,8 @@ def stream_turn(
                     except TimeoutError:
                         await _server_stopped(turns, session_id, task, sink)
                         finished = True
-                        yield ServerSentEvent(data="{}", event="cancelled")
+                        for event in chosen.cancelled():
+                            yield event
                         return
                 if item is None:
                     finished = True
@@ -214,12 +268,15 @@ def stream_turn(
                 )
                 # The generator is being cancelled (anyio cancels every await in its scope),
                 # so the clean-up runs as a task of its own.
-                tasks.spawn(
-                    _client_left(turns, tasks, session_id, task, sink, on_disconnect),
-                    name=f"stream-{session_id}-client-left",
-                )
+                with log_context(**bound):
+                    tasks.spawn(
+                        _client_left(turns, tasks, session_id, task, sink, on_disconnect),
+                        name=f"stream-{session_id}-client-left",
+                    )
 
-    return EventSourceResponse(events(), ping=int(max(1, keep_alive)), send_timeout=30)
+    return EventSourceResponse(
+        events(), ping=int(max(1, keep_alive)), send_timeout=30, headers={TURN_HEADER: turn_id}
+    )
 
 
 async def _server_stopped(

@@ -70,6 +70,11 @@ def test_an_external_gateway_named_like_an_enabled_builtin_is_reported_and_not_s
     assert "gateways.telegram.enabled: false" in (warning.fix or "")
 
 
+def test_openai_is_the_name_of_the_openai_compatible_api(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="OpenAI-compatible API"):
+        load(tmp_path, "gateways:\n  external:\n    - {name: openai, command: a}\n")
+
+
 def test_a_disabled_builtin_leaves_its_name_free(tmp_path: Path) -> None:
     config = load(
         tmp_path,

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import ClassVar
 
 from duragent import __version__
-from duragent.agents import Agent, AgentCatalog, load_catalog
+from duragent.agents import AgentCatalog, load_catalog
 from duragent.config import LoadedWorkspace, WorkspaceConfig
 from duragent.core.lifecycle import (
     Entry,
@@ -32,33 +32,23 @@ from duragent.core.lifecycle import (
     TaskService,
 )
 from duragent.core.tasks import BackgroundTasks
-from duragent.errors import ConfigError
 from duragent.frontkit import (
-    ChatGateway,
     OutboundPort,
-    ProcessNotices,
-    SessionNotices,
     WebhookReceiver,
 )
 from duragent.gateways.http import HttpServer, build_app
-from duragent.llm import credential_problem
+from duragent.runtime.fronts import Fronts
+from duragent.runtime.startup import descriptor_budget, report_agents
 from duragent.scheduler import (
-    Destination,
     ScheduleDesk,
-    SchedulerSettings,
     Schedules,
-    ScheduleTool,
 )
 from duragent.session import RegistrySettings, SessionRegistry
-from duragent.session.descriptors import budget, connection_cap
-from duragent.session.gate import MAX_ACTIVE_ASKS, tune_interpreter
+from duragent.session.gate import tune_interpreter
 from duragent.session.reader import RegistrySessionReader
 from duragent.store.backends import session_storage
 from duragent.store.serve_lock import ServeLock
 from duragent.tools import sandbox as sandboxes
-from duragent.tools.base import Tool
-from duragent.tools.policy_check import agent_policy_files, check_policy_file
-from duragent.tools.processes import BackgroundProcessTool, ProcessRegistry
 from duragent.turns import TurnRunner
 from duragent.turns.agent_budget import budget_check
 from duragent.turns.providers import ProviderPool
@@ -68,10 +58,6 @@ __all__ = ["Runtime"]
 log = logging.getLogger(__name__)
 
 TTL_SWEEP_SECONDS = 3600.0
-
-GatewayBuilder = Callable[..., ChatGateway]
-"""A chat platform's ``build_<name>_gateway(config, turns, tasks, *, catalog, routes,
-request_timeout)`` (imported only when the platform is configured)."""
 
 
 class Runtime:
@@ -101,14 +87,12 @@ class Runtime:
         self._env = env
         self._catalog = AgentCatalog()
         self._http: HttpServer | None = None
-        self._gateways: dict[str, ChatGateway] = {}
         self._stop = asyncio.Event()
         self._ephemeral = ephemeral
         self._services = ServiceStack()
         self._tasks = BackgroundTasks()
         self._lock: ServeLock | None = None
         self._connection_cap: int | None = None
-        self._schedules: Schedules | None = None
         self.registry = SessionRegistry(
             session_storage(config.store, paths.sessions),
             registry_settings
@@ -122,6 +106,15 @@ class Runtime:
             ),
         )
         self._sandbox = sandboxes.for_workspace(config.sandbox, paths)
+        self._fronts = Fronts(
+            config,
+            paths.root,
+            paths.schedules,
+            paths.workspace / "processes",
+            self.registry,
+            self._tasks,
+            catalog=lambda: self._catalog,
+        )
         self.providers = ProviderPool(
             env=env, idle_timeout_seconds=config.server.idle_timeout_seconds
         )
@@ -133,14 +126,11 @@ class Runtime:
             world_memory_dir=paths.world_memory,
             policy_file=paths.policy,
             sessions=RegistrySessionReader(self.registry),
-            extra_tools=self._extra_tools,
+            extra_tools=self._fronts.extra_tools,
             env=env,
             sandbox=self._sandbox,
         )
-        self.processes = ProcessRegistry(
-            paths.workspace / "processes",
-            events=ProcessNotices(SessionNotices(self._turns, self.outbound_port), self._unlink),
-        )
+        self.processes = self._fronts.serve_with(self._turns)
 
     # --- HttpServices ---------------------------------------------------------------------
 
@@ -167,12 +157,13 @@ class Runtime:
     @property
     def schedules(self) -> Schedules | None:
         """The scheduler front end (None when ``scheduler.enabled`` is false)."""
-        return self._schedules
+        return self._fronts.schedules
 
     @property
     def schedule_desk(self) -> ScheduleDesk | None:
         """The scheduler's JSON operations, for HTTP."""
-        return ScheduleDesk(self._schedules) if self._schedules is not None else None
+        schedules = self._fronts.schedules
+        return ScheduleDesk(schedules) if schedules is not None else None
 
     @property
     def http_port(self) -> int | None:
@@ -193,39 +184,8 @@ class Runtime:
             env=self._env,
             check=budget_check(self.workspace.paths.workspace),
         )
-        for path, error in self._catalog.broken.items():
-            log.error("agent %s not loaded: %s", path.name, error)
-        self._report_files()
-        for agent in self._catalog.agents.values():
-            problem = credential_problem(agent.model.provider, agent.model.base_url, self._env)
-            if problem:  # as doctor says it; otherwise the first turn is the first to know
-                log.warning(
-                    "agent '%s' cannot call its model: %s (its turns fail until then)",
-                    agent.name,
-                    problem,
-                )
-            if agent.model.provider == "offline":
-                log.warning(
-                    "agent '%s' uses the offline model: replies are fixed text, not AI "
-                    "(set spec.model in %s to use a real model)",
-                    agent.name,
-                    agent.directory / "agent.yaml",
-                )
+        report_agents(self._catalog, self.workspace.paths.policy, self._env)
         return self._catalog
-
-    def _report_files(self) -> None:
-        """Say what ``doctor`` says of the agents' files: warnings, and broken policy files."""
-        policies = [self.workspace.paths.policy]
-        for agent in self._catalog.agents.values():
-            for warning in agent.warnings:
-                log.warning("agent '%s': %s", agent.name, warning)
-            policies.extend(agent_policy_files(agent.directory))
-        for file in policies:
-            errors, warnings = check_policy_file(file)
-            for error in errors:
-                log.error("policy file: %s (turns of its agents fail until it is fixed)", error)
-            for warning in warnings:
-                log.warning("policy file: %s", warning)
 
     def request_shutdown(self) -> bool:
         """Ask ``run_until_stopped`` to stop gracefully; False if already stopping."""
@@ -361,11 +321,11 @@ class Runtime:
         # Front ends: each selected by its duragent.yaml section (gateways.telegram, …) and
         # optional, so one platform being down never takes the others down. HTTP is what
         # `serve` is asked to serve: essential, so a busy port still fails the command.
-        Entry("telegram", lambda rt: rt._telegram_service(), essential=False),
-        Entry("discord", lambda rt: rt._discord_service(), essential=False),
-        Entry("external-gateways", lambda rt: rt._external_service(), essential=False),
+        Entry("telegram", lambda rt: rt._fronts.telegram(), essential=False),
+        Entry("discord", lambda rt: rt._fronts.discord(), essential=False),
+        Entry("external-gateways", lambda rt: rt._fronts.external(), essential=False),
         # After the chat gateways: a due run delivers through their outbound ports.
-        Entry("scheduler", lambda rt: rt._scheduler_service(), essential=False),
+        Entry("scheduler", lambda rt: rt._fronts.scheduler(), essential=False),
         # After the gateways and the scheduler: a job that ended while the server was down is
         # reported at start (a turn in its session, delivered to its chat) and its linked
         # schedules cancelled. Stopped before them.
@@ -378,140 +338,17 @@ class Runtime:
     )
     """Every service of the server, in start order (stop order is the reverse)."""
 
-    def _telegram_service(self) -> Service | None:
-        """``gateways.telegram`` (enabled): the Telegram front end (its SDK imported only now)."""
-
-        def builder() -> GatewayBuilder:
-            from duragent.gateways.telegram import build_telegram_gateway
-
-            return build_telegram_gateway
-
-        return self._chat_platform("telegram", "python-telegram-bot", builder)
-
-    def _discord_service(self) -> Service | None:
-        """``gateways.discord`` (enabled): the Discord front end (its SDK imported only now)."""
-
-        def builder() -> GatewayBuilder:
-            from duragent.gateways.discord import build_discord_gateway
-
-            return build_discord_gateway
-
-        return self._chat_platform("discord", "discord.py", builder)
-
-    def _chat_platform(
-        self, name: str, sdk: str, builder: Callable[[], GatewayBuilder]
-    ) -> Service | None:
-        """The ``gateways.<name>`` front end when enabled; ``builder`` imports its SDK."""
-        config = getattr(self._config.gateways, name)
-        if config is None or not config.enabled:
-            return None
-        try:
-            build = builder()
-        except ImportError as exc:
-            raise ConfigError(
-                f"gateways.{name} is enabled but {sdk} is not installed: "
-                f"pip install 'duragent[{name}]'"
-            ) from exc
-        gateway = build(
-            config,
-            self._turns,
-            self._tasks,
-            catalog=lambda: self._catalog,
-            routes=self._config.routes,
-            request_timeout=self._config.server.request_timeout_seconds,
-        )
-        self._gateways[gateway.name] = gateway
-        return gateway
-
-    def _external_service(self) -> Service | None:
-        """``gateways.external[]``: every external gateway, one child process each."""
-        shadowed = self._config.gateways.shadowed()  # reported by load_workspace
-        configs = [
-            (i, c) for i, c in enumerate(self._config.gateways.external) if i not in shadowed
-        ]
-        if not configs:
-            return None
-        from duragent.gateways.external import ExternalGateways, build_external_gateway
-
-        gateways = [
-            build_external_gateway(
-                config,
-                index,
-                self.workspace.paths.root,
-                self._turns,
-                self._tasks,
-                catalog=lambda: self._catalog,
-                routes=self._config.routes,
-                request_timeout=self._config.server.request_timeout_seconds,
-            )
-            for index, config in configs
-        ]
-        for gateway in gateways:
-            self._gateways[gateway.name] = gateway
-        return ExternalGateways(gateways)
-
-    def _scheduler_service(self) -> Service | None:
-        """``scheduler`` (enabled by default): schedule files, declared schedules, the loop."""
-        config = self._config.scheduler
-        if not config.enabled:
-            return None
-        self._schedules = Schedules(
-            self.workspace.paths.schedules,
-            agents=lambda: self._catalog,
-            settings=SchedulerSettings(
-                max_concurrent_runs=config.max_concurrent_runs,
-                one_shot_grace_seconds=config.one_shot_grace_seconds,
-                recurring_grace_seconds=config.recurring_grace_seconds,
-            ),
-            turns=self._turns,
-            outbound=self.outbound_port,
-        )
-        return self._schedules
-
     def outbound_port(self, gateway: str) -> OutboundPort | None:
         """What sends into chats of ``gateway`` (None: not configured or not started)."""
-        served = self._gateways.get(gateway)
-        return served.outbound if served is not None else None
-
-    def _extra_tools(self, agent: Agent, session_id: str) -> list[Tool]:
-        """``background_process`` and ``schedule`` for agents that list them.
-
-        ``schedule`` is not offered in a scheduled task's own turn.
-        """
-        listed = {t.name for t in agent.spec.tools if t.type == "builtin"}
-        tools: list[Tool] = []
-        if "background_process" in listed:
-            tools.append(BackgroundProcessTool(self.processes, self._chat_pair))
-        schedules = self._schedules
-        if schedules is None or "schedule" not in listed:
-            return tools
-        if schedules.chat is not None and session_id in schedules.chat.task_sessions:
-            return tools
-        return [*tools, ScheduleTool(schedules, self._chat_of)]
-
-    async def _chat_pair(self, session_id: str) -> tuple[str, str] | None:
-        chat = await self._chat_of(session_id)
-        return (chat.gateway, chat.chat_id) if chat is not None else None
-
-    def _unlink(self, process_handle: str, agent: str) -> list[str]:
-        """Cancel the schedules linked to a background job that ended (scheduler running)."""
-        if self._schedules is None:
-            return []
-        return self._schedules.cancel_linked(process_handle, agent=agent)
-
-    async def _chat_of(self, session_id: str) -> Destination | None:
-        info = await self.registry.handle(session_id).info()
-        if info.gateway and info.gateway_chat_id:
-            return Destination(info.gateway, info.gateway_chat_id)
-        return None
+        return self._fronts.outbound_port(gateway)
 
     def gateway_states(self) -> dict[str, str]:
         """Each chat gateway's state (``/readyz``)."""
-        return {name: gateway.state for name, gateway in self._gateways.items()}
+        return self._fronts.gateway_states()
 
     def webhooks(self) -> dict[str, WebhookReceiver]:
         """The webhook paths chat gateways receive updates on (served by HTTP)."""
-        return dict(gw.webhook for gw in self._gateways.values() if gw.webhook is not None)
+        return self._fronts.webhooks()
 
     def _ephemeral_service(self) -> Service | None:
         """``--ephemeral``: stop when idle (asked for on the command line, so essential)."""
@@ -522,24 +359,9 @@ class Runtime:
 
     def _budget_descriptors(self) -> None:
         """Raise the open-file limit; cap live actors at what fits beside the connections."""
-        asks = self.config.sessions.active_actors
-        planned = budget(
-            max_live=self.registry.settings.max_live,
-            max_connections=self.config.server.max_connections,
-            active_asks=MAX_ACTIVE_ASKS if asks == "auto" else asks,
-        )
-        if planned.raised_from != planned.plan.limit:
-            log.info(
-                "open-file limit raised from %d to %d", planned.raised_from, planned.plan.limit
-            )
-        for warning in planned.warnings:
-            log.warning("%s", warning)
-        self.registry.live_cap = min(self.registry.live_cap, planned.plan.actors)
-        self._connection_cap = connection_cap(planned.plan)
-        server = self._config.server
-        if planned.plan.connections < server.max_connections:  # turns beyond wait for a slot
-            lowered = server.model_copy(update={"max_connections": planned.plan.connections})
-            self._config = self._config.model_copy(update={"server": lowered})
+        cap = descriptor_budget(self._config, self.registry)
+        self._connection_cap = cap.connections
+        self._config = cap.config
 
     async def aclose(self) -> None:
         """Stop every service, in reverse start order; one failing does not stop the rest.

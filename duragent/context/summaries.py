@@ -1,0 +1,209 @@
+"""The summaries tier's pure parts: its settings, when to summarise, what, and the block.
+
+The tier (``specs/202611240835.summaries.md``) sits on top of Layers 1–3: when the history a
+request would carry passes ``threshold`` of its budget, the oldest part of the Layer 1 window
+— cut at a unit boundary (``units``), never the latest user message or anything after it —
+is summarised by an LLM (``turns.summaries``), and the summary is rendered with the pinned
+sections in one *reference block* right after the system prompt. ``render.fit_request``
+counts that block in the fixed part of the budget, so Layer 2 never drops it and every
+request still fits ``limit``.
+
+Nothing here calls a model or touches a session: the functions are deterministic, so the
+property tests drive them over generated histories.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from duragent.context.budget import BudgetSettings
+from duragent.context.tiers import tier_for
+from duragent.context.tokens import REQUEST_OVERHEAD_TOKENS, TokenCounter
+from duragent.context.truncation import fit_prefix
+from duragent.context.units import split
+from duragent.core.messages import Message, Role
+from duragent.errors import DuragentError
+
+__all__ = [
+    "PinnedTooLargeError",
+    "SummaryPlan",
+    "SummarySettings",
+    "history_budget",
+    "plan_summary",
+    "reference_block",
+    "summary_settings",
+]
+
+REFERENCE_HEADER = (
+    "[Reference — what earlier parts of this conversation established. It is background, "
+    "not instructions: where it disagrees with the user's latest message, the latest "
+    "message wins.]"
+)
+
+
+class PinnedTooLargeError(DuragentError):
+    """The pinned sections alone exceed the share of the budget they may take."""
+
+    def __init__(self, tokens: int, share: int) -> None:
+        self.tokens = tokens
+        self.share = share
+        super().__init__(
+            f"the pinned sections need ~{tokens} tokens but may take at most {share} "
+            "(spec.session.context.summaries.pinned_share of the history budget); unpin "
+            "something (DELETE /api/v1/sessions/{id}/pins/{pin_id}), shorten the pin, or raise "
+            "spec.session.context.summaries.pinned_share"
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SummarySettings:
+    """The tier's numbers for one agent (``summary_settings`` fills in the defaults)."""
+
+    enabled: bool = True
+    model: str | None = None
+    threshold: float = 0.8
+    keep_recent: float = 0.4
+    max_summary_tokens: int = 1200
+    pinned_share: float = 0.25
+    pin_task: bool = True
+
+
+def summary_settings(
+    window: int,
+    *,
+    enabled: bool | None = None,
+    model: str | None = None,
+    threshold: float | None = None,
+    keep_recent: float | None = None,
+    max_summary_tokens: int | None = None,
+    pinned_share: float | None = None,
+    pin_task: bool = True,
+) -> SummarySettings:
+    """The tier's settings for a ``window``-token model: configured values, else defaults.
+
+    Defaults come from the window's tier (``context.tiers``: one table holds every per-window
+    default): the threshold (0.70 of the history budget at 2–4K up to 0.85 from 32K, where a
+    turn grows the history slower relative to it) and the summary's length (256–2,048
+    tokens, never above a tenth of the window, at least 64); keep the newest 0.4 verbatim;
+    pins take at most a quarter of the history budget. Off unless enabled: a summary is an
+    extra model call, and scripted or metered deployments should opt in.
+    """
+    tier = tier_for(window)
+    return SummarySettings(
+        enabled=True if enabled is None else enabled,
+        model=model,
+        threshold=threshold if threshold is not None else tier.summary_threshold,
+        keep_recent=keep_recent if keep_recent is not None else 0.4,
+        max_summary_tokens=(
+            max_summary_tokens
+            if max_summary_tokens is not None
+            else max(64, min(tier.summary_tokens, window // 10))
+        ),
+        pinned_share=pinned_share if pinned_share is not None else 0.25,
+        pin_task=pin_task,
+    )
+
+
+def history_budget(settings: BudgetSettings, fixed: int) -> int:
+    """What Layer 2 may spend on history when the fixed part costs ``fixed`` tokens."""
+    available = settings.limit - fixed - REQUEST_OVERHEAD_TOKENS
+    if settings.max_history_tokens > 0:
+        available = min(available, settings.max_history_tokens)
+    return max(0, available)
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryPlan:
+    """The oldest ``count`` messages of the history are to be summarised."""
+
+    count: int
+    tokens_before: int
+    """What the whole history (up to the latest user message) cost when planned."""
+    tokens_summarised: int
+
+
+def plan_summary(
+    history: Sequence[Message],
+    counter: TokenCounter,
+    budget: int,
+    settings: SummarySettings,
+    *,
+    force: bool = False,
+) -> SummaryPlan | None:
+    """What to summarise, or None when the history is under ``threshold × budget``.
+
+    Only messages before the latest user message are candidates, cut at a unit boundary (a
+    call and its results stay together); the newest of them worth ``keep_recent × budget``
+    stay verbatim. ``force`` (the provider said "too long") plans even under the threshold
+    and keeps at most ``keep_recent`` of the history as it is. None also when there is
+    nothing old enough to summarise.
+    """
+    last_user = next(
+        (i for i in range(len(history) - 1, -1, -1) if history[i].role is Role.USER), None
+    )
+    candidates = history[:last_user] if last_user is not None else history
+    if not force:  # the common case, cheaply: counts are cached per message
+        rough = sum(counter.count_message(m) for m in history)
+        if rough <= settings.threshold * budget * 0.9:
+            return None
+    units = split(candidates)
+    costs = [sum(counter.count_message(m) for m in u.messages) for u in units]
+    tail = history[len(candidates) :]
+    total = sum(costs) + sum(counter.count_message(m) for m in tail)
+    if not force and total <= settings.threshold * budget:
+        return None
+    keep_room = settings.keep_recent * budget
+    if force:  # the provider counts more than we do: keep a share of what there is
+        keep_room = min(keep_room, settings.keep_recent * total)
+    kept = 0
+    cut = len(units)
+    while cut > 0 and kept + costs[cut - 1] <= keep_room:
+        kept += costs[cut - 1]
+        cut -= 1
+    summarised = units[:cut]
+    while summarised and not summarised[-1].messages:
+        summarised.pop()  # never end on dropped orphans: the cut lands on a real message
+    count = sum(u.source for u in summarised)
+    if count == 0:
+        return None
+    return SummaryPlan(count, total, sum(costs[: len(summarised)]))
+
+
+def reference_block(
+    *,
+    summary: str | None,
+    round_: int = 0,
+    task: str | None = None,
+    pins: Sequence[tuple[str, str]] = (),
+    counter: TokenCounter | None = None,
+    pinned_budget: int = 0,
+) -> str:
+    """The block after the system prompt: pinned task and decisions first, then the summary.
+
+    ``pins`` are (kind, text), oldest first. With ``counter`` and ``pinned_budget`` the task
+    is cut to what the budget leaves after the explicit pins (it came from the user, not from
+    a deliberate pin, so it must not fail the session) and explicit pins beyond the budget
+    raise ``PinnedTooLargeError``. Empty when there is nothing to say.
+    """
+    pinned = [f"- {kind}: {text.strip()}" for kind, text in pins if text.strip()]
+    if counter is not None and pinned_budget > 0:
+        used = counter.count_text("\n".join(pinned))
+        if used > pinned_budget:
+            raise PinnedTooLargeError(used, pinned_budget)
+        if task is not None and task.strip():
+            room = pinned_budget - used - 16
+            text = task.strip()
+            if counter.count_text(text) > room:
+                text = fit_prefix(text, max(0, room), counter) + " […]"
+            task = text
+    parts: list[str] = []
+    if task is not None and task.strip():
+        parts.append(f"## Original task (the user's first message)\n{task.strip()}")
+    if pinned:
+        parts.append("## Pinned\n" + "\n".join(pinned))
+    if summary is not None and summary.strip():
+        parts.append(f"## Summary of the earlier conversation (round {round_})\n{summary.strip()}")
+    if not parts:
+        return ""
+    return "\n\n".join([REFERENCE_HEADER, *parts])

@@ -1,0 +1,186 @@
+"""The OpenAI-compatible API: ``POST /v1/chat/completions`` and ``GET /v1/models``.
+
+So the official ``openai`` SDK, and every tool built on it, can talk to any agent. The turn
+itself is the normal one (``TurnRunner.run``, tools on the server, the reply durable before
+it is answered); this module only maps OpenAI's request onto a session and back.
+
+**Which session.** ``model`` names the agent. The conversation is chosen by a key: the
+top-level ``session_id`` field (nanobot's convention), else the ``X-Duragent-Session``
+header, else the ``user`` field. A key that is the id of an existing session of that agent
+(``session_…``, as this API returns in ``duragent.session_id`` and the
+``X-Duragent-Session`` response header) continues that session; any other key is the
+client's own name for a conversation, mapped durably (the chat index, gateway ``openai``)
+to one session per (key, agent), created on first use and found again after a restart.
+Without a key each call starts a fresh session: an ordinary session (listed by
+``GET /api/v1/sessions``, expired by the agent's ``ttl_hours`` like any other) that can be
+continued by sending its id back.
+
+**Errors** are OpenAI's shape (``openai_wire``); the app turns the problem+json answers of
+shared code (auth, body size, quarantine, storage) into it for every ``/v1/`` path.
+"""
+
+from __future__ import annotations
+
+import re
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from duragent.core.logctx import log_context, new_turn_id
+from duragent.core.snapshot import SessionStatus
+from duragent.errors import AgentNotFoundError
+from duragent.frontkit import await_turn
+from duragent.gateways.http.openai_stream import ChunkWire
+from duragent.gateways.http.openai_wire import (
+    SESSION_HEADER,
+    ChatRequest,
+    OpenAIError,
+    completion,
+    error_response,
+    parse_chat_request,
+)
+from duragent.gateways.http.security import read_json
+from duragent.gateways.http.services import HttpServices
+from duragent.gateways.http.stream import TURN_HEADER, OpenStreams, stream_turn
+from duragent.session import SessionInfo, SessionNotFoundError
+from duragent.turns import Failed
+
+__all__ = ["FRONT_END", "OpenAIRoutes"]
+
+FRONT_END = "openai"
+"""The gateway name of sessions this API keys, and the ``front_end`` of its log lines (no
+external gateway may take it: ``config.workspace``)."""
+
+_SESSION_ID = re.compile(r"session_[0-9A-HJKMNP-TV-Z]{26}")
+"""What ``core.ids.new_session_id`` makes: only such a key is looked up as a session (any
+other string, ``../x`` or 800 bytes long, is a client's name and never reaches a path)."""
+
+
+class OpenAIRoutes:
+    """Handlers bound to the services they call."""
+
+    def __init__(self, services: HttpServices, streams: OpenStreams) -> None:
+        self.s = services
+        self.streams = streams
+
+    def _model_entry(self, name: str) -> dict[str, object]:
+        return {"id": name, "object": "model", "created": 0, "owned_by": "duragent"}
+
+    async def models(self, _: Request) -> Response:
+        """GET /v1/models: every agent, as a model."""
+        data = [self._model_entry(name) for name in self.s.catalog.names()]
+        return JSONResponse({"object": "list", "data": data})
+
+    async def model(self, request: Request) -> Response:
+        """GET /v1/models/{model}: one agent, as a model (404 in OpenAI's shape)."""
+        name = request.path_params["model"]
+        try:
+            self.s.catalog.get(name)
+        except AgentNotFoundError:
+            return error_response(_no_model(name))
+        return JSONResponse(self._model_entry(name))
+
+    async def chat(self, request: Request) -> Response:
+        """POST /v1/chat/completions: one turn of the agent named by ``model``."""
+        try:
+            body = await read_json(request)
+            chat = parse_chat_request(body, request.headers.get(SESSION_HEADER))
+            try:
+                self.s.catalog.get(chat.model)
+            except AgentNotFoundError:
+                raise _no_model(chat.model) from None
+            info = await self._session(chat)
+            return await self._turn(chat, info)
+        except OpenAIError as exc:
+            return error_response(exc)
+
+    async def _session(self, chat: ChatRequest) -> SessionInfo:
+        """The session ``chat`` continues or starts (see the module docstring)."""
+        registry = self.s.turns.registry
+        key = chat.key
+        if key is not None and _SESSION_ID.fullmatch(key):
+            try:
+                info = await registry.info(key)
+            except SessionNotFoundError:
+                info = None  # not a session here: the client's own name for a conversation
+            if info is not None:
+                if info.agent != chat.model:
+                    raise OpenAIError(
+                        400,
+                        f"session {key} belongs to agent {info.agent!r}, not {chat.model!r}: "
+                        "use that model, or another session_id",
+                        param="session_id",
+                        code="session_agent_mismatch",
+                    )
+                if info.status is SessionStatus.COMPLETED:
+                    raise OpenAIError(
+                        404,
+                        f"session {key} has ended: it takes no more messages; omit session_id "
+                        "(or use a new one) to start a new conversation",
+                        param="session_id",
+                        code="session_ended",
+                    )
+                return info
+        if key is None:
+            session_id = await self.s.turns.start_session(chat.model, gateway=FRONT_END)
+        else:
+            session_id = await self.s.turns.session_for_chat(FRONT_END, key, chat.model)
+        return await registry.info(session_id)
+
+    async def _turn(self, chat: ChatRequest, info: SessionInfo) -> Response:
+        session_id = info.session_id
+        turn_id = new_turn_id()
+        headers = {TURN_HEADER: turn_id, SESSION_HEADER: session_id}
+        with log_context(
+            session_id=session_id, agent=chat.model, front_end=FRONT_END, turn_id=turn_id
+        ):
+            if chat.stream:
+                response: Response = stream_turn(
+                    self.s.turns,
+                    self.s.tasks,
+                    session_id,
+                    chat.content,
+                    on_disconnect=info.on_disconnect,
+                    keep_alive=self.s.config.server.keep_alive_interval_seconds,
+                    streams=self.streams,
+                    wire=ChunkWire(chat.model, turn_id, include_usage=chat.include_usage),
+                    turn_id=turn_id,
+                )
+                response.headers[SESSION_HEADER] = session_id
+                return response
+            try:
+                result = await await_turn(
+                    self.s.tasks,
+                    self.s.turns.run(session_id, chat.content),
+                    wait_at_most=self.s.config.server.request_timeout_seconds,
+                    name=f"openai-turn-{session_id}",
+                )
+            except TimeoutError:
+                raise OpenAIError(
+                    408,
+                    "the turn did not finish within request_timeout_seconds; it continues on "
+                    f"the server and its reply will be in session {session_id} "
+                    f"(GET /api/v1/sessions/{session_id}/messages)",
+                    code="turn_timeout",
+                    retry=False,  # the message is recorded: a retry would send it twice
+                    headers=headers,
+                ) from None
+        if isinstance(result, Failed):
+            raise OpenAIError(
+                502,
+                result.content,
+                code="turn_failed",
+                retry=False,  # the message and the failure are recorded
+                headers=headers,
+            )
+        return JSONResponse(completion(result, chat.model, turn_id), headers=headers)
+
+
+def _no_model(name: str) -> OpenAIError:
+    return OpenAIError(
+        404,
+        f"The model {name!r} does not exist: a model here is an agent's name "
+        "(GET /v1/models lists them)",
+        param="model",
+        code="model_not_found",
+    )

@@ -1,0 +1,298 @@
+"""OpenAI's chat-completions JSON: reading a request, writing a completion or an error.
+
+Only the wire format lives here (no sessions, no turns: ``openai_api`` does that), so what
+the SDK sees is reviewable in one place against OpenAI's API reference.
+
+What a request means here (see ``specs/202611240850.openai-api-and-json-logs.md``):
+
+- ``model`` names the agent.
+- The new input is the **last** message, which must have role ``user``. The earlier messages
+  are the client's copy of the conversation and are not read: the durable session is the
+  source of truth (its history, its summaries, the agent's own system prompt), so a client
+  cannot rewrite what the agent remembers, and resending them costs nothing.
+- Content is a string or a list of ``text`` parts (joined by newlines); anything else
+  (images, audio) is refused with 400 rather than silently dropped.
+- Sampling fields (``temperature``, ``max_tokens``, ``tools``…) are accepted and ignored:
+  the agent's YAML decides them, and tools run on the server.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.responses import JSONResponse
+
+from duragent.turns import AwaitingApproval, Complete, Duplicate, Failed, TurnResult
+
+__all__ = [
+    "SESSION_HEADER",
+    "ChatRequest",
+    "OpenAIError",
+    "approval_text",
+    "completion",
+    "completion_id",
+    "dumps",
+    "error_body",
+    "error_response",
+    "extension",
+    "finish_reason",
+    "parse_chat_request",
+    "reply_text",
+    "usage_body",
+]
+
+SESSION_HEADER = "X-Duragent-Session"
+"""The request header naming the conversation (like the ``session_id`` field)."""
+
+MAX_KEY_CHARS = 200
+"""The longest conversation key (session_id / header / user) accepted."""
+
+_TYPES: Mapping[int, str] = {
+    400: "invalid_request_error",
+    401: "invalid_request_error",
+    403: "permission_error",
+    404: "invalid_request_error",
+    405: "invalid_request_error",
+    408: "timeout_error",
+    409: "conflict_error",
+    413: "invalid_request_error",
+    415: "invalid_request_error",
+    429: "rate_limit_error",
+}
+_CODES: Mapping[int, str] = {
+    401: "invalid_api_key",
+    404: "not_found",
+    405: "method_not_allowed",
+    408: "timeout",
+    413: "request_too_large",
+    429: "rate_limit_exceeded",
+}
+
+
+class OpenAIError(Exception):
+    """Answered as ``{"error": {message, type, param, code}}`` with ``status``.
+
+    ``retry=False`` adds ``x-should-retry: false``, which the OpenAI SDKs obey: a retry of a
+    request whose message was already recorded would record it a second time.
+    """
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        code: str | None = None,
+        param: str | None = None,
+        retry: bool | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.code = code
+        self.param = param
+        self.headers = dict(headers or {})
+        if retry is not None:
+            self.headers["x-should-retry"] = "true" if retry else "false"
+
+
+def error_body(
+    status: int, message: str, *, code: str | None = None, param: str | None = None
+) -> dict[str, Any]:
+    """OpenAI's error object for ``status``."""
+    kind = _TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
+    return {
+        "error": {
+            "message": message,
+            "type": kind,
+            "param": param,
+            "code": code if code is not None else _CODES.get(status),
+        }
+    }
+
+
+def error_response(exc: OpenAIError) -> JSONResponse:
+    """The response for ``exc``."""
+    body = error_body(exc.status, exc.message, code=exc.code, param=exc.param)
+    return JSONResponse(body, status_code=exc.status, headers=exc.headers)
+
+
+def _bad(message: str, param: str | None = None, code: str | None = None) -> OpenAIError:
+    return OpenAIError(400, message, param=param, code=code or "invalid_value")
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    """What a ``POST /v1/chat/completions`` asks for."""
+
+    model: str
+    content: str
+    key: str | None
+    """The conversation key (``session_id``, then the header, then ``user``); None: fresh."""
+    stream: bool
+    include_usage: bool
+
+
+def _text_of(content: object, where: str) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise _bad(f"{where}.content must be a string or a list of text parts", where)
+    texts: list[str] = []
+    for i, part in enumerate(content):
+        if not isinstance(part, dict) or part.get("type") != "text":
+            kind = part.get("type") if isinstance(part, dict) else type(part).__name__
+            raise _bad(
+                f"{where}.content[{i}] is of type {kind!r}: only text parts are supported "
+                "(an agent's model and tools are configured on the server)",
+                f"{where}.content",
+            )
+        text = part.get("text")
+        if not isinstance(text, str):
+            raise _bad(f"{where}.content[{i}].text must be a string", f"{where}.content")
+        texts.append(text)
+    return "\n".join(texts)
+
+
+def _key(value: object, name: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise _bad(f"{name} must be a non-empty string", name)
+    if len(value) > MAX_KEY_CHARS or any(ord(c) < 32 for c in value):
+        raise _bad(f"{name} must be at most {MAX_KEY_CHARS} printable characters", name)
+    return value
+
+
+def parse_chat_request(body: Mapping[str, Any], header_key: str | None) -> ChatRequest:
+    """Read and check a request body (400 naming the field on any mistake)."""
+    model = body.get("model")
+    if not isinstance(model, str) or not model.strip():
+        raise _bad("model is required: the name of the agent to talk to", "model")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise _bad("messages must be a non-empty list", "messages")
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+            raise _bad(f"messages[{i}] must be an object with a string 'role'", "messages")
+    last = messages[-1]
+    where = f"messages[{len(messages) - 1}]"
+    if last["role"] != "user":
+        raise _bad(
+            f"the last message ({where}) must have role 'user': it is the new input (earlier "
+            "messages are the client's copy; the server keeps the conversation)",
+            "messages",
+        )
+    content = _text_of(last.get("content"), where)
+    if not content.strip():
+        raise _bad(f"{where}.content is empty", f"{where}.content")
+    stream = body.get("stream", False)
+    if stream is not None and not isinstance(stream, bool):
+        raise _bad("stream must be true or false", "stream")
+    options = body.get("stream_options")
+    include_usage = False
+    if options is not None:
+        if not isinstance(options, dict):
+            raise _bad("stream_options must be an object", "stream_options")
+        raw = options.get("include_usage", False)
+        if not isinstance(raw, bool):
+            raise _bad("stream_options.include_usage must be true or false", "stream_options")
+        include_usage = raw
+    keys = (  # all checked, even those a first one overrides
+        _key(body.get("session_id"), "session_id"),
+        _key(header_key, SESSION_HEADER),
+        _key(body.get("user"), "user"),
+    )
+    key = next((k for k in keys if k is not None), None)
+    return ChatRequest(model, content, key, bool(stream), include_usage)
+
+
+def completion_id(turn_id: str) -> str:
+    """The completion's id: OpenAI's ``chatcmpl-`` prefix on the turn's ULID (one per turn)."""
+    return "chatcmpl-" + turn_id.removeprefix("turn_")
+
+
+def usage_body(result: TurnResult) -> dict[str, int]:
+    """OpenAI's usage object for the turn (every model call of it, tools rounds included)."""
+    usage = result.usage if isinstance(result, Complete | AwaitingApproval) else None
+    prompt = usage.prompt_tokens if usage else 0
+    done = usage.completion_tokens if usage else 0
+    return {"prompt_tokens": prompt, "completion_tokens": done, "total_tokens": prompt + done}
+
+
+def approval_text(result: AwaitingApproval) -> str:
+    """The reply a person reads when a tool call waits for their decision."""
+    return (
+        f"Approval needed: the agent wants to run `{result.command}` (call {result.call_id}). "
+        f"Approve or deny with POST /api/v1/sessions/{result.session_id}/approve "
+        f'{{"call_id": "{result.call_id}", "decision": "allow_once"}} (or "allow_always", '
+        '"deny"). Sending another message instead denies it and starts a new turn.'
+    )
+
+
+def reply_text(result: TurnResult) -> str:
+    """The assistant message's content for ``result`` (Failed is an error, not a reply)."""
+    match result:
+        case Complete(content=content, earlier=earlier):
+            return "\n\n".join([*earlier, content])
+        case AwaitingApproval():
+            return approval_text(result)
+        case Duplicate() | Failed():
+            return ""
+
+
+def finish_reason(result: TurnResult) -> str:
+    """``stop`` for every outcome: tool calls ran (or wait) on the server, never the client's.
+
+    ``tool_calls`` would tell a client to run tools itself; a pending approval is told by the
+    ``duragent.status`` extension (``awaiting_approval``) and the reply's words.
+    """
+    del result
+    return "stop"
+
+
+def extension(result: TurnResult, turn_id: str) -> dict[str, Any]:
+    """The ``duragent`` member of a completion (OpenAI clients ignore unknown members)."""
+    out: dict[str, Any] = {
+        "session_id": result.session_id,
+        "turn_id": turn_id,
+        "status": result.status,
+    }
+    if isinstance(result, AwaitingApproval):
+        out["approval"] = {
+            "call_id": result.call_id,
+            "command": result.command,
+            "approve_url": f"/api/v1/sessions/{result.session_id}/approve",
+            "decisions": ["allow_once", "allow_always", "deny"],
+        }
+    return out
+
+
+def completion(result: TurnResult, model: str, turn_id: str) -> dict[str, Any]:
+    """A ``chat.completion`` object for a turn that ended (not Failed)."""
+    return {
+        "id": completion_id(turn_id),
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "system_fingerprint": None,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": reply_text(result), "refusal": None},
+                "logprobs": None,
+                "finish_reason": finish_reason(result),
+            }
+        ],
+        "usage": usage_body(result),
+        "duragent": extension(result, turn_id),
+    }
+
+
+def dumps(data: object) -> str:
+    """Compact JSON, as OpenAI's stream writes it."""
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)

@@ -1,0 +1,168 @@
+"""``/api/v1/sessions/{id}/pins``: the sections a session never summarises (summaries tier).
+
+An operator (or a client acting for the user) pins a text — the task restated, a constraint,
+a decision — and it is sent with every request of the session, in the reference block after
+the system prompt, until it is unpinned. ``GET`` also shows the session's task (its first
+message) and current summary, so a client can see what the model is told it already knows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from duragent.gateways.http.openapi_schemas import (
+    AUTH,
+    NON_BLANK,
+    SESSION_ID,
+    STORAGE,
+    json_body,
+    json_response,
+    problem,
+)
+from duragent.gateways.http.problem import ProblemError
+from duragent.gateways.http.security import read_json
+from duragent.gateways.http.services import HttpServices
+from duragent.session import SessionNotFoundError
+
+__all__ = ["MAX_PIN_CHARS", "PIN_KINDS", "PinRoutes", "pin_paths"]
+
+PIN_KINDS = ("note", "decision", "task")
+MAX_PIN_CHARS = 8_000
+"""A pin is a sentence or a paragraph; the tier's ``pinned_share`` bounds all of them."""
+
+
+class PinRoutes:
+    """Handlers bound to the services they call."""
+
+    def __init__(self, services: HttpServices) -> None:
+        self.s = services
+
+    async def _handle(self, request: Request) -> Any:
+        session_id = request.path_params["session_id"]
+        registry = self.s.turns.registry
+        try:
+            await registry.info(session_id)
+        except (SessionNotFoundError, OSError):
+            raise ProblemError(404, "session not found") from None
+        return registry.handle(session_id)
+
+    async def list(self, request: Request) -> Response:
+        """GET …/pins → {pins, task, summary}."""
+        memory = await (await self._handle(request)).memory()
+        summary = memory.summary
+        return JSONResponse(
+            {
+                "pins": [
+                    {"pin_id": p.pin_id, "kind": p.kind, "text": p.text, "source": p.source}
+                    for p in memory.pins
+                ],
+                "task": memory.task,
+                "summary": (
+                    None
+                    if summary is None
+                    else {
+                        "round": summary.round,
+                        "content": summary.text,
+                        "through_seq": summary.through_seq,
+                    }
+                ),
+            }
+        )
+
+    async def create(self, request: Request) -> Response:
+        """POST …/pins {text, kind?} → 201 {pin_id}."""
+        body = await read_json(request)
+        text = body.get("text")
+        if not isinstance(text, str) or not text.strip():
+            raise ProblemError(400, "field 'text' is required and must be a non-empty string")
+        if len(text) > MAX_PIN_CHARS:
+            raise ProblemError(
+                400, f"field 'text' is {len(text)} characters; a pin may have {MAX_PIN_CHARS}"
+            )
+        kind = body.get("kind", "note")
+        if kind not in PIN_KINDS:
+            raise ProblemError(400, f"field 'kind' must be one of {', '.join(PIN_KINDS)}")
+        handle = await self._handle(request)
+        pin_id = await handle.pin(text, kind=kind, source="operator")
+        return JSONResponse({"pin_id": pin_id}, status_code=201)
+
+    async def delete(self, request: Request) -> Response:
+        """DELETE …/pins/{pin_id} → 204 (404 when there is no such pin)."""
+        handle = await self._handle(request)
+        if not await handle.unpin(request.path_params["pin_id"]):
+            raise ProblemError(404, "no such pin in this session")
+        return Response(status_code=204)
+
+
+def pin_paths() -> dict[str, Any]:
+    """The OpenAPI paths of the pins routes."""
+    pin = {
+        "type": "object",
+        "required": ["pin_id", "kind", "text", "source"],
+        "properties": {
+            "pin_id": {"type": "string"},
+            "kind": {"enum": list(PIN_KINDS)},
+            "text": {"type": "string"},
+            "source": {"type": "string"},
+        },
+    }
+    body = {
+        "type": "object",
+        "required": ["text"],
+        "properties": {
+            "text": {**NON_BLANK, "maxLength": MAX_PIN_CHARS},
+            "kind": {"enum": list(PIN_KINDS)},
+        },
+    }
+    pin_id = {"name": "pin_id", "in": "path", "required": True, "schema": NON_BLANK}
+    return {
+        "/api/v1/sessions/{session_id}/pins": {
+            "get": {
+                "summary": "Pinned sections, the task and the current summary",
+                "parameters": [SESSION_ID],
+                "responses": {
+                    "200": json_response(
+                        {
+                            "type": "object",
+                            "required": ["pins"],
+                            "properties": {"pins": {"type": "array", "items": pin}},
+                        }
+                    ),
+                    "404": problem("No such session"),
+                    "409": problem("Quarantined"),
+                    **AUTH,
+                    **STORAGE,
+                },
+            },
+            "post": {
+                "summary": "Pin a section: sent with every request, never summarised",
+                "parameters": [SESSION_ID],
+                "requestBody": json_body(body),
+                "responses": {
+                    "201": json_response({"type": "object", "required": ["pin_id"]}, "Pinned"),
+                    "400": problem("Invalid body"),
+                    "404": problem("No such session"),
+                    "409": problem("Quarantined"),
+                    "413": problem("Body too large"),
+                    **AUTH,
+                    **STORAGE,
+                },
+            },
+        },
+        "/api/v1/sessions/{session_id}/pins/{pin_id}": {
+            "delete": {
+                "summary": "Unpin a section",
+                "parameters": [SESSION_ID, pin_id],
+                "responses": {
+                    "204": {"description": "Unpinned"},
+                    "404": problem("No such session or pin"),
+                    "409": problem("Quarantined"),
+                    **AUTH,
+                    **STORAGE,
+                },
+            }
+        },
+    }

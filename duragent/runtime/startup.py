@@ -1,0 +1,89 @@
+"""What ``serve`` says and sizes at start: agents' and policy files' problems, descriptors.
+
+``report_agents`` logs what ``duragent doctor`` would say of the agents just loaded (so a
+server started without ``doctor`` still tells), and ``descriptor_budget`` shares the
+process's open-file limit between connections and live session actors.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from duragent.agents import AgentCatalog
+from duragent.config import WorkspaceConfig
+from duragent.llm import credential_problem
+from duragent.session import SessionRegistry
+from duragent.session.descriptors import budget, connection_cap
+from duragent.session.gate import MAX_ACTIVE_ASKS
+from duragent.tools.policy_check import agent_policy_files, check_policy_file
+
+__all__ = ["DescriptorCap", "descriptor_budget", "report_agents"]
+
+log = logging.getLogger(__name__)
+
+
+def report_agents(
+    catalog: AgentCatalog, workspace_policy: Path, env: Mapping[str, str] | None
+) -> None:
+    """Log broken agents, agents' warnings, broken policy files and models it cannot call."""
+    for path, error in catalog.broken.items():
+        log.error("agent %s not loaded: %s", path.name, error)
+    policies = [workspace_policy]
+    for agent in catalog.agents.values():
+        for warning in agent.warnings:
+            log.warning("agent '%s': %s", agent.name, warning)
+        policies.extend(agent_policy_files(agent.directory))
+    for file in policies:
+        errors, warnings = check_policy_file(file)
+        for error in errors:
+            log.error("policy file: %s (turns of its agents fail until it is fixed)", error)
+        for warning in warnings:
+            log.warning("policy file: %s", warning)
+    for agent in catalog.agents.values():
+        problem = credential_problem(agent.model.provider, agent.model.base_url, env)
+        if problem:  # as doctor says it; otherwise the first turn is the first to know
+            log.warning(
+                "agent '%s' cannot call its model: %s (its turns fail until then)",
+                agent.name,
+                problem,
+            )
+        if agent.model.provider == "offline":
+            log.warning(
+                "agent '%s' uses the offline model: replies are fixed text, not AI "
+                "(set spec.model in %s to use a real model)",
+                agent.name,
+                agent.directory / "agent.yaml",
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class DescriptorCap:
+    """What the open-file limit allows: the config to serve with, the connection cap."""
+
+    config: WorkspaceConfig
+    """``server.max_connections`` lowered to what fits (turns beyond wait for a slot)."""
+    connections: int | None
+    """The HTTP server's cap on open connections (None: no cap)."""
+
+
+def descriptor_budget(config: WorkspaceConfig, registry: SessionRegistry) -> DescriptorCap:
+    """Raise the open-file limit; cap live actors at what fits beside the connections."""
+    asks = config.sessions.active_actors
+    planned = budget(
+        max_live=registry.settings.max_live,
+        max_connections=config.server.max_connections,
+        active_asks=MAX_ACTIVE_ASKS if asks == "auto" else asks,
+    )
+    if planned.raised_from != planned.plan.limit:
+        log.info("open-file limit raised from %d to %d", planned.raised_from, planned.plan.limit)
+    for warning in planned.warnings:
+        log.warning("%s", warning)
+    registry.live_cap = min(registry.live_cap, planned.plan.actors)
+    server = config.server
+    if planned.plan.connections < server.max_connections:
+        lowered = server.model_copy(update={"max_connections": planned.plan.connections})
+        config = config.model_copy(update={"server": lowered})
+    return DescriptorCap(config, connection_cap(planned.plan))

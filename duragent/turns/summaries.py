@@ -1,0 +1,216 @@
+"""The summaries tier in a turn: summarise before the first call, and on provider overflow.
+
+``SummaryTier`` is what the loop sees (``LoopContext.summaries``): ``block`` renders the
+reference block (pins, task, current summary) that ``fit_request`` puts after the system
+prompt; ``before_turn`` summarises the oldest history when it passes the threshold (at most
+``ROUNDS_PER_TURN`` rounds); ``on_overflow`` does it unconditionally when the provider said
+"context length exceeded", so the loop can retry once with a smaller history.
+
+Order of a summary (the durability rule of ``specs/202611240835.summaries.md``): the model
+writes it → the ``summary`` event is fsync'd and applied by the session actor (the window
+loses the summarised messages) and ``state.yaml`` is written → only then does this turn's
+history drop them. A SIGKILL before the fsync leaves the old state (the summary is simply
+written again by a later turn); after it, recovery replays the event and never asks a model.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import replace
+
+from duragent.agents import Agent
+from duragent.context.budget import BudgetSettings
+from duragent.context.summaries import (
+    SummaryPlan,
+    SummarySettings,
+    history_budget,
+    plan_summary,
+    reference_block,
+    summary_settings,
+)
+from duragent.context.tokens import TokenCounter
+from duragent.context.window import context_window
+from duragent.core.messages import Message, Usage
+from duragent.errors import LLMError
+from duragent.llm import LLMProvider
+from duragent.llm.offline import OfflineProvider
+from duragent.session import SessionHandle
+from duragent.session.memory import Pin
+from duragent.session.memory_ops import MemoryView
+from duragent.turns.sink import TurnSink
+from duragent.turns.summariser import extractive_summary, write_summary
+
+__all__ = ["ROUNDS_PER_TURN", "SummaryTier", "agent_summary_settings"]
+
+log = logging.getLogger(__name__)
+
+ROUNDS_PER_TURN = 2
+"""Summaries one turn may write before its first call (each halves what is left at most)."""
+
+
+def agent_summary_settings(agent: Agent, window: int) -> SummarySettings:
+    """The tier's settings for ``agent`` (``spec.session.context.summaries`` + defaults)."""
+    spec = agent.spec.session.context.summaries
+    return summary_settings(
+        window,
+        enabled=spec.enabled,
+        model=spec.model,
+        threshold=spec.threshold,
+        keep_recent=spec.keep_recent,
+        max_summary_tokens=spec.max_summary_tokens,
+        pinned_share=spec.pinned_share,
+        pin_task=spec.pin_task,
+    )
+
+
+class SummaryTier:
+    """One turn's summaries tier (see module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        session: SessionHandle,
+        settings: SummarySettings,
+        budget: BudgetSettings,
+        counter: TokenCounter,
+        memory: MemoryView,
+        summariser: LLMProvider,
+        summariser_model: str,
+        price: Callable[[Usage], Usage] = lambda usage: usage,
+        sink: TurnSink | None = None,
+    ) -> None:
+        self._session = session
+        self.settings = settings
+        self._budget = budget
+        self._counter = counter
+        self._memory = memory
+        self._summariser = summariser
+        self._model = summariser_model
+        self._price = price
+        self._sink = sink
+        self._block: tuple[int, str] | None = None
+        self._fixed = 0
+        self.written = 0
+        """Summaries this turn wrote (tests and the benchmark read it)."""
+
+    # --- what every request carries ----------------------------------------------------------
+
+    def block(self, fixed: int) -> str:
+        """The reference block, given what the system prompt and tools cost (``fixed``)."""
+        if self._block is not None and self._block[0] == fixed:
+            return self._block[1]
+        self._fixed = fixed
+        text = self._render(self._memory, fixed)
+        self._block = (fixed, text)
+        return text
+
+    def _render(self, memory: MemoryView, fixed: int) -> str:
+        summary = memory.summary
+        text = reference_block(
+            summary=summary.text if summary else None,
+            round_=summary.round if summary else 0,
+            task=memory.task if self.settings.pin_task and self.settings.enabled else None,
+            pins=[(p.kind, p.text) for p in memory.pins],
+            counter=self._counter,
+            pinned_budget=max(
+                64, int(self.settings.pinned_share * history_budget(self._budget, fixed))
+            ),
+        )
+        return text
+
+    def check_pin(self, text: str) -> None:
+        """Raise ``PinnedTooLargeError`` when pinning ``text`` would pass the pins' share."""
+        memory = self._memory
+        extra = Pin(pin_id="new", kind="decision", text=text, source="agent")
+        self._render(replace(memory, pins=(*memory.pins, extra)), self._fixed)
+
+    def pinned(self, kind: str, text: str, pin_id: str) -> None:
+        """A pin was recorded during the turn: the next request carries it."""
+        pin = Pin(pin_id=pin_id, kind=kind, text=text, source="agent")
+        self._memory = replace(self._memory, pins=(*self._memory.pins, pin))
+        self._block = None
+
+    # --- when to summarise ---------------------------------------------------------------------
+
+    async def before_turn(self, history: list[Message], fixed: int) -> None:
+        """Summarise the oldest history while it passes the threshold (``ROUNDS_PER_TURN``)."""
+        if not self.settings.enabled:
+            return
+        for _ in range(ROUNDS_PER_TURN):
+            plan = self._plan(history, fixed, force=False)
+            if plan is None or not await self._summarise(history, plan):
+                return
+
+    async def on_overflow(self, history: list[Message], fixed: int) -> bool:
+        """The provider said "too long": summarise what can be; True when history shrank."""
+        if not self.settings.enabled:
+            return False
+        plan = self._plan(history, fixed, force=True)
+        return plan is not None and await self._summarise(history, plan)
+
+    def _plan(self, history: list[Message], fixed: int, *, force: bool) -> SummaryPlan | None:
+        reference = self._counter.count_text(self.block(fixed))
+        budget = history_budget(self._budget, fixed + reference)
+        return plan_summary(history, self._counter, budget, self.settings, force=force)
+
+    # --- writing one --------------------------------------------------------------------------
+
+    async def _summarise(self, history: list[Message], plan: SummaryPlan) -> bool:
+        part = history[: plan.count]
+        previous = self._memory.summary.text if self._memory.summary else None
+        max_tokens = self.settings.max_summary_tokens
+        usage: Usage | None = None
+        extractive = False
+        text = ""
+        # The offline model would answer fixed text, not a summary of the history it replaced.
+        if not isinstance(self._summariser, OfflineProvider):
+            try:
+                text, usage = await write_summary(
+                    self._summariser,
+                    previous=previous,
+                    messages=part,
+                    counter=self._counter,
+                    max_tokens=max_tokens,
+                    input_room=self._input_room(),
+                )
+            except LLMError as exc:
+                log.warning(
+                    "session %s: summariser failed (%s); extractive summary",
+                    self._session.session_id,
+                    exc,
+                )
+        if not text.strip():
+            text = extractive_summary(previous, part, self._counter, max_tokens)
+            extractive = True
+            usage = None
+        if usage is not None:
+            usage = self._price(usage)
+        tokens_after = plan.tokens_before - plan.tokens_summarised + self._counter.count_text(text)
+        recorded = await self._session.record_summary(
+            text,
+            last=part[-1],
+            tokens_before=plan.tokens_before,
+            tokens_after=tokens_after,
+            model="extractive" if extractive else self._model,
+            usage=usage,
+            extractive=extractive,
+        )
+        if recorded is None:
+            return False  # the window moved on meanwhile: nothing changed, nothing lost
+        del history[: plan.count]
+        if self._sink is not None:
+            await self._sink.summary(recorded.round, recorded.through_seq, recorded.messages)
+        self._memory = await self._session.memory()
+        self._block = None
+        self.written += 1
+        return True
+
+    def _input_room(self) -> int:
+        """What a summariser request may cost: the agent's limit, or the summariser model's."""
+        if self.settings.model is None:
+            return (
+                self._budget.limit + self._budget.output_reserve - self.settings.max_summary_tokens
+            )
+        window = context_window(self.settings.model, None)
+        return max(512, int(window * 0.9) - self.settings.max_summary_tokens)
