@@ -2,8 +2,9 @@
 
 ``duragent store copy --from file --to postgres`` uses it to move a workspace. For each live
 session: its archived and live events (archived ones archived again in the target), its
-snapshot and the chats it serves. Afterwards every session's whole history (archive + live
-events, as their JSON lines, and the snapshot) is read back from both sides and compared; a
+snapshot, its saved tool outputs (kept as they are: no retention or cap applied) and the
+chats it serves. Afterwards every session's whole history (archive + live events, as their
+JSON lines, the snapshot and the outputs) is read back from both sides and compared; a
 difference is reported by session and never hidden. A session the target already holds with
 the same history is skipped (the copy can be run again after an interruption); one it holds
 with a *different* history is left alone and reported as a conflict. Quarantined sessions are
@@ -18,6 +19,10 @@ from dataclasses import dataclass, field
 
 from duragent.core.events import Event
 from duragent.store.protocols import SessionStorage
+from duragent.store.saved_outputs import SavedOutputLimits
+
+_KEEP_ALL = SavedOutputLimits(max_output_bytes=1 << 62, max_session_bytes=1 << 62, retention_days=0)
+"""Copying keeps every saved output as it is: retention and caps apply at the next real save."""
 
 __all__ = ["CopyReport", "copy_sessions", "history_differences"]
 
@@ -74,6 +79,11 @@ def history_differences(source: SessionStorage, target: SessionStorage, sid: str
     src_snap, dst_snap = source.snapshot(sid).read(), target.snapshot(sid).read()
     if (src_snap and src_snap.to_dict()) != (dst_snap and dst_snap.to_dict()):
         found.append("the snapshots differ")
+    src_out, dst_out = source.saved_outputs(sid, _KEEP_ALL), target.saved_outputs(sid, _KEEP_ALL)
+    if src_out.ids() != dst_out.ids() or any(
+        src_out.read(i) != dst_out.read(i) for i in src_out.ids()
+    ):
+        found.append("the saved tool outputs differ")
     return found
 
 
@@ -105,6 +115,10 @@ def copy_sessions(source: SessionStorage, target: SessionStorage) -> CopyReport:
             snapshot = source.snapshot(sid).read()
             if snapshot is not None:
                 target.snapshot(sid).write(snapshot)
+            outputs = source.saved_outputs(sid, _KEEP_ALL)
+            copies = target.saved_outputs(sid, _KEEP_ALL)
+            for output_id in outputs.ids():
+                copies.save(output_id, outputs.read(output_id))
         finally:
             log.close()
         report.copied.append(sid)

@@ -30,7 +30,9 @@ from duragent.store.postgres.chats import PostgresChats
 from duragent.store.postgres.connection import Database
 from duragent.store.postgres.health import PostgresHealth
 from duragent.store.postgres.leases import Lease, claim, fence, release
+from duragent.store.postgres.outputs import PostgresSavedOutputs
 from duragent.store.postgres.schema import migrate
+from duragent.store.saved_outputs import DEFAULT_LIMITS, SavedOutputLimits
 from duragent.store.snapshot_file import SnapshotCorruptError
 
 __all__ = ["EventSeqConflictError", "PostgresSessionStore"]
@@ -175,6 +177,12 @@ class PostgresSessionStore:
     def snapshot(self, session_id: str) -> PostgresSnapshots:
         """The snapshot of ``session_id``."""
         return PostgresSnapshots(self, self._validate(session_id))
+
+    def saved_outputs(
+        self, session_id: str, limits: SavedOutputLimits = DEFAULT_LIMITS
+    ) -> PostgresSavedOutputs:
+        """The saved full tool outputs of ``session_id``."""
+        return PostgresSavedOutputs(self, self._validate(session_id), limits)
 
     def header(self, session_id: str, *, quarantined: bool = False) -> dict[str, Any] | None:
         """The snapshot's metadata without its conversation, or None without one."""

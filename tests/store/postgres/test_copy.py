@@ -43,6 +43,8 @@ def file_workspace(sessions: Path) -> SessionStore:
             log.roll_over(2 * n, archive=n != 4)  # archive mode, and one discard
         log.close()
         store.snapshot(sid).write(snapshot(sid, 4 * n - 1))
+        outputs = store.saved_outputs(sid)
+        outputs.save(outputs.new_id(), f"full output of {sid}\n" * n)
         store.chats.set(("telegram", str(n), "assistant"), sid)
     store.create("01SEMPTY")  # made room for, nothing written
     store.create("01SBAD")
@@ -102,7 +104,7 @@ def test_the_cli_migrates_and_copies_a_workspace(tmp_path: Path) -> None:
         runner = CliRunner()
         migrated = runner.invoke(app, ["store", "migrate", "-c", str(config)], env=env)
         assert migrated.exit_code == 0, migrated.output
-        assert f"schema {schema}: version 1; applied: 1 initial" in migrated.output
+        assert f"schema {schema}: version 2; applied: 1 initial, 2 saved_outputs" in migrated.output
         copied = runner.invoke(
             app, ["store", "copy", "--from", "file", "--to", "postgres", "-c", str(config)], env=env
         )

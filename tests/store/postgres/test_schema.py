@@ -63,3 +63,20 @@ def test_a_schema_name_that_is_not_plain_is_refused() -> None:
 
     with pytest.raises(ConfigError, match=r"store\.schema"):
         Database(postgres_db.DSN, schema="x; DROP TABLE y")
+
+
+def test_a_database_at_an_older_version_gets_only_the_newer_migrations() -> None:
+    first = known_migrations()[0]
+    with postgres_db.fresh_schema() as schema, postgres_db.database(schema) as db:
+        db.open()
+        with db.transaction("test") as conn:  # what an older duragent left behind
+            conn.execute(f"CREATE SCHEMA {schema}".encode())
+            conn.execute(
+                "CREATE TABLE schema_version (version integer PRIMARY KEY, name text NOT NULL,"
+                " applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            conn.execute(first.sql.encode())
+            conn.execute("INSERT INTO schema_version VALUES (1, %s)", (first.name,))
+        applied = migrate(db)
+        assert [m.version for m in applied] == [m.version for m in known_migrations()[1:]]
+        assert current_version(db) == known_migrations()[-1].version
