@@ -169,3 +169,22 @@ async def test_hostile_text_from_user_model_and_tool_is_shown_literally_and_neve
         assert await page.evaluate("window.__pwned") is None
         assert watched.dialogs == []
         assert watched.errors == []
+
+
+async def test_a_session_page_fits_a_phone_screen_even_with_unbroken_text(
+    tmp_path: Path, watched: Watched
+) -> None:
+    page = watched.page
+    await page.set_viewport_size({"width": 390, "height": 844})
+    async with served(tmp_path, tools=BASH_TOOL) as s:
+        sid = await new_session(s)
+        word = "https://example.com/" + "a" * 400
+        call = ToolCallReply(name="bash", arguments={"command": f"echo {word}"}, id="c1")
+        s.server.enqueue(Reply(tool_calls=[call]), Reply(text=word))
+        await s.client.post(f"/api/v1/sessions/{sid}/messages", json={"content": word})
+        await page.goto(f"{base(s)}/ui/sessions/{sid}")
+        await page.locator("#history .msg.assistant", has_text="https://").last.wait_for()
+        assert await page.evaluate("document.documentElement.scrollWidth") <= 390
+        await page.goto(f"{base(s)}/ui")
+        await page.locator(f'#sessions tr[data-session="{sid}"]').wait_for()
+        assert await page.evaluate("document.documentElement.scrollWidth") <= 390

@@ -74,10 +74,12 @@ function fail(error) {
   view.append(el("p", { class: "error", role: "alert" }, String(error.message || error)));
 }
 
-function clip(text) {
+function clip(text, code) {
   const value = String(text === null || text === undefined ? "" : text);
   const lines = value.split("\n").length;
-  if (value.length <= LONG_CHARS && lines <= LONG_LINES) return el("div", { class: "text" }, value);
+  if (value.length <= LONG_CHARS && lines <= LONG_LINES) {
+    return code ? el("pre", {}, value) : el("div", { class: "text" }, value);
+  }
   const first = value.split("\n")[0].slice(0, 120);
   return el("details", { class: "long" },
     el("summary", {}, first + " … (" + value.length + " characters, " + lines + " lines)"),
@@ -155,7 +157,7 @@ function toolCall(call) {
     : null;
   return el("div", { class: "call" },
     el("div", { class: "who" }, "tool call", el("b", {}, call.name || "?"), el("span", {}, call.call_id || "")),
-    clip(args), approval);
+    clip(args, true), approval);
 }
 
 function messageNode(m) {
@@ -172,7 +174,7 @@ function messageNode(m) {
     head.append(el("span", { class: m.success ? "" : "error" }, m.success ? "ok" : "failed"),
       el("span", {}, m.call_id || ""));
   }
-  const body = m.role === "tool" ? clip(m.content) : el("div", { class: "text" }, m.content);
+  const body = m.role === "tool" ? clip(m.content, true) : el("div", { class: "text" }, m.content);
   const calls = (m.tool_calls || []).map(toolCall);
   return el("div", { class: "msg " + m.role, "data-seq": m.seq }, head,
     m.content || m.role !== "assistant" ? body : null, calls, budgetBlock(m));
@@ -309,7 +311,7 @@ function onEvent(event, data, reply, answer) {
     answer.append(toolCall({ name: data.name, call_id: data.call_id, arguments: data.arguments }));
   } else if (event === "tool_result") {
     answer.append(el("div", { class: "msg tool" }, el("div", { class: "who" }, el("b", {}, "tool"),
-      data.success ? "ok" : "failed"), clip(data.content)));
+      data.success ? "ok" : "failed"), clip(data.content, true)));
   } else if (event === "approval_required") {
     answer.append(el("div", { class: "muted" }, "approval required: " + data.command));
   } else if (event === "error") {
