@@ -168,6 +168,8 @@ class ConsoleRoutes:
                 "gateway_chat_type": info.gateway_chat_type,
                 "message_count": info.message_count,
                 "last_seq": info.last_seq,
+                # a user message no turn has answered yet: a turn is (or should be) under way
+                "awaiting_reply": info.awaits_answer,
             },
             "pending_approval": (
                 None

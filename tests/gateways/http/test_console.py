@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import httpx
@@ -98,3 +99,21 @@ async def test_an_unknown_session_is_a_404_problem(tmp_path: Path) -> None:
         missing = await s.client.get("/ui/api/sessions/session_nope")
     assert missing.status_code == 404
     assert missing.headers["content-type"] == "application/problem+json"
+
+
+async def test_the_view_says_a_reply_is_awaited_while_a_turn_runs(tmp_path: Path) -> None:
+    async with served(tmp_path) as s:
+        sid = (await s.client.post("/api/v1/sessions", json={"agent": "bot"})).json()["session_id"]
+        view = f"/ui/api/sessions/{sid}"
+        assert (await s.client.get(view)).json()["session"]["awaiting_reply"] is False
+        s.server.enqueue(Reply(text="slow", delay=0.5))
+        path = f"/api/v1/sessions/{sid}/messages"
+        turn = asyncio.create_task(s.client.post(path, json={"content": "hi"}))
+        for _ in range(50):
+            during = (await s.client.get(view)).json()["session"]
+            if during["last_seq"] > 1:
+                break
+            await asyncio.sleep(0.01)
+        assert during["awaiting_reply"] is True
+        assert (await turn).status_code == 200
+        assert (await s.client.get(view)).json()["session"]["awaiting_reply"] is False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
 
@@ -64,7 +65,7 @@ async def test_a_message_from_the_chat_box_streams_its_reply_then_shows_its_budg
         await page.click("text=New session")
         await page.wait_for_url(re.compile(r"/ui/sessions/[^/]+$"))
         chunks = ["Streaming ", "works ", "here."]
-        s.server.enqueue(Reply(text="".join(chunks), chunks=chunks, chunk_delay=0.25))
+        s.server.enqueue(Reply(text="".join(chunks), chunks=chunks, chunk_delay=0.15))
         await page.fill("#message", "hello console")
         await page.click("#send")
         # the reply grows in the live bubble before the turn ends
@@ -188,3 +189,20 @@ async def test_a_session_page_fits_a_phone_screen_even_with_unbroken_text(
         await page.goto(f"{base(s)}/ui")
         await page.locator(f'#sessions tr[data-session="{sid}"]').wait_for()
         assert await page.evaluate("document.documentElement.scrollWidth") <= 390
+
+
+async def test_an_open_session_page_follows_a_turn_run_by_another_client(
+    tmp_path: Path, watched: Watched
+) -> None:
+    page = watched.page
+    async with served(tmp_path) as s:
+        sid = await new_session(s)
+        await page.goto(f"{base(s)}/ui/sessions/{sid}")
+        await page.locator("#chat").wait_for()
+        s.server.enqueue(Reply(text="from elsewhere", delay=0.3))
+        path = f"/api/v1/sessions/{sid}/messages"
+        turn = asyncio.create_task(s.client.post(path, json={"content": "other client"}))
+        await page.locator("#history .msg.assistant", has_text="from elsewhere").wait_for()
+        assert await page.locator("#history .msg.user", has_text="other client").count() == 1
+        assert await page.locator("#replying").count() == 0
+        assert (await turn).status_code == 200

@@ -233,7 +233,7 @@ async function session(sessionId) {
   const pinsPath = "/api/v1/sessions/" + encodeURIComponent(sessionId) + "/pins";
   const [data, memory] = await Promise.all([api(path), api(pinsPath).catch(() => null)]);
   const s = data.session;
-  state.lastSeen = s.last_seq + ":" + s.status;
+  state.lastSeen = seenKey(s);
   const view = document.getElementById("view");
   const chat = document.getElementById("chat");
   const keep = chat && chat.querySelector("textarea").value;
@@ -243,22 +243,26 @@ async function session(sessionId) {
     el("div", { class: "card" },
       el("div", { class: "row" }, el("b", {}, s.agent), statusBadge(s.status),
         el("span", { class: "muted" }, (s.gateway || "http") + (s.gateway_chat_id ? " · " + s.gateway_chat_id : "")),
-        el("span", { class: "muted" }, "last activity " + when(s.updated_at)))),
+        el("span", { class: "muted" }, "last activity " + when(s.updated_at)),
+        s.awaiting_reply ? el("span", { class: "status running", id: "replying" }, "replying…") : null)),
     memoryPanel(memory),
     history,
     data.pending_approval ? approvalPanel(sessionId, data.pending_approval) : null,
     el("div", { id: "live" }),
     ended ? el("p", { class: "muted" }, "This session has ended; it takes no more messages.") : chatBox(sessionId));
   if (keep) document.getElementById("message").value = keep;
-  schedule(() => refreshIfChanged(sessionId), s.status === "running" ? 1000 : 3000);
+  schedule(() => refreshIfChanged(sessionId), busy(s) ? 1000 : 2000);
 }
+
+function seenKey(s) { return s.last_seq + ":" + s.status + ":" + s.awaiting_reply; }
+
+function busy(s) { return s.status === "running" || s.awaiting_reply; }
 
 async function refreshIfChanged(sessionId) {
   if (state.streaming) return schedule(() => refreshIfChanged(sessionId), 1000);
   const info = await api("/ui/api/sessions/" + encodeURIComponent(sessionId) + "?limit=1");
-  const now = info.session.last_seq + ":" + info.session.status;
-  if (now !== state.lastSeen) return session(sessionId);
-  schedule(() => refreshIfChanged(sessionId), info.session.status === "running" ? 1000 : 3000);
+  if (seenKey(info.session) !== state.lastSeen) return session(sessionId);
+  schedule(() => refreshIfChanged(sessionId), busy(info.session) ? 1000 : 2000);
 }
 
 // --- streaming a turn (POST …/stream, Server-Sent Events read from the fetch body) -------
