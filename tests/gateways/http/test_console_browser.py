@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from pathlib import Path
 
@@ -32,8 +33,9 @@ async def new_session(s: Served) -> str:
 
 
 async def test_logging_in_with_the_token_shows_the_agents_and_sessions(
-    tmp_path: Path, watched: Watched
+    tmp_path: Path, watched: Watched, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.DEBUG)
     page = watched.page
     async with served(tmp_path, token=TOKEN, server_yaml=f"  api_token: {TOKEN}\n") as s:
         sid = await new_session(s)
@@ -54,6 +56,8 @@ async def test_logging_in_with_the_token_shows_the_agents_and_sessions(
         await page.click("#logout")
         await page.locator("#login").wait_for()
         assert await page.evaluate("sessionStorage.length") == 0
+    assert caplog.text  # the server's log, which never holds the token
+    assert TOKEN not in caplog.text
 
 
 async def test_a_message_from_the_chat_box_streams_its_reply_then_shows_its_budget(
@@ -88,18 +92,22 @@ async def test_a_pending_tool_call_is_approved_from_the_console(
     page = watched.page
     async with served(tmp_path, tools=BASH_TOOL, policy=ASK) as s:
         sid = await new_session(s)
-        call = ToolCallReply(name="bash", arguments={"command": "echo approved-ran"}, id="c1")
+        command = "echo approved-ran; seq 1 30"  # 31 lines: a long result, collapsed
+        call = ToolCallReply(name="bash", arguments={"command": command}, id="c1")
         s.server.enqueue(Reply(tool_calls=[call]))
         waiting = await s.client.post(f"/api/v1/sessions/{sid}/messages", json={"content": "go"})
         assert waiting.status_code == 202
         await page.goto(f"{base(s)}/ui/sessions/{sid}")
         panel = page.locator("#approval")
-        await panel.get_by_text("echo approved-ran").wait_for()
+        await panel.get_by_text(command).wait_for()
         s.server.enqueue(Reply(text="it ran"))
         await panel.get_by_role("button", name="Allow once").click()
         await page.locator("#history .msg.assistant", has_text="it ran").wait_for()
-        tool = page.locator("#history .msg.tool", has_text="approved-ran")
-        assert await tool.count() == 1
+        tool = page.locator("#history .msg.tool details.long")
+        assert "approved-ran … (" in await tool.locator("summary").inner_text()
+        assert not await tool.get_by_text("29\n30").is_visible()
+        await tool.locator("summary").click()
+        assert await tool.get_by_text("29\n30").is_visible()
         assert await page.locator("#approval").count() == 0
         assert "allow_once" in await page.locator("#history .call").inner_text()
 

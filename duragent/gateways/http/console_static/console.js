@@ -70,8 +70,10 @@ function fail(error) {
     showLogin(token() ? "The token was refused." : "");
     return;
   }
-  const view = document.getElementById("view");
-  view.append(el("p", { class: "error", role: "alert" }, String(error.message || error)));
+  const shown = document.getElementById("error");
+  const text = String(error.message || error);
+  if (shown) shown.textContent = text;  // a failing poll says so once, not once a poll
+  else document.getElementById("view").prepend(el("p", { class: "error", role: "alert", id: "error" }, text));
 }
 
 function clip(text, code) {
@@ -102,8 +104,10 @@ async function overview() {
   document.getElementById("where").textContent = "agents and sessions";
   const view = document.getElementById("view");
   const [agents, listing] = await Promise.all([api("/api/v1/agents"), api("/ui/api/sessions")]);
+  const before = document.getElementById("new-agent");
   const pick = el("select", { id: "new-agent", "aria-label": "agent" },
     agents.agents.map((a) => el("option", { value: a.name }, a.name)));
+  if (before && agents.agents.some((a) => a.name === before.value)) pick.value = before.value;
   const start = el("button", { class: "primary", type: "button", onclick: async () => {
     try {
       const made = await api("/api/v1/sessions", { json: { agent: pick.value } });
