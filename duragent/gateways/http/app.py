@@ -24,6 +24,7 @@ from duragent.agents import Agent
 from duragent.agents.exposure import served_value
 from duragent.errors import AgentNotFoundError, StorageError
 from duragent.gateways.http.browser import BrowserGuard
+from duragent.gateways.http.console import console_routes
 from duragent.gateways.http.crash import CrashGuard
 from duragent.gateways.http.health import ServerHealth
 from duragent.gateways.http.limits import ConcurrencyLimit
@@ -286,6 +287,7 @@ def build_app(services: HttpServices) -> Starlette:
     ]
     webhooks = services.webhooks()
     routes += webhook_routes(webhooks)
+    routes += console_routes(services)  # /ui: the web console (console.py)
     app = Starlette(
         routes=routes,
         middleware=[  # outermost first; an unclaimed exception reaches CrashGuard
