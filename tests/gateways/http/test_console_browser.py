@@ -133,10 +133,10 @@ async def test_a_summary_marker_expands_to_the_summary(tmp_path: Path, watched: 
         marker = page.locator("#history .msg.summary details")
         await marker.wait_for()
         assert "Summary round 1" in await marker.locator("summary").inner_text()
-        text = marker.get_by_text("- the user said first")
-        assert not await text.is_visible()
+        summary_line = marker.get_by_text("- the user said first")
+        assert not await summary_line.is_visible()
         await marker.locator("summary").click()
-        assert await text.is_visible()
+        assert await summary_line.is_visible()
 
 
 HOSTILE = [
