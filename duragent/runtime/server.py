@@ -23,6 +23,7 @@ from typing import ClassVar
 from duragent import __version__
 from duragent.agents import AgentCatalog, load_catalog
 from duragent.config import LoadedWorkspace, WorkspaceConfig
+from duragent.core.metrics import Metrics
 from duragent.core.lifecycle import (
     Entry,
     Hooks,
@@ -93,8 +94,13 @@ class Runtime:
         self._tasks = BackgroundTasks()
         self._lock: ServeLock | None = None
         self._connection_cap: int | None = None
+        self.metrics = Metrics() if config.server.metrics else None
+        """This runtime's metrics, in a registry of its own (None: ``server.metrics`` off)."""
+        store = SessionStore(paths.sessions)
+        if self.metrics is not None:
+            store.on_append = self.metrics.event_log_fsync_seconds.observe
         self.registry = SessionRegistry(
-            SessionStore(paths.sessions),
+            store,
             registry_settings
             or RegistrySettings(
                 default_rollover=config.sessions.compaction,
@@ -105,6 +111,8 @@ class Runtime:
                 else config.sessions.active_actors,
             ),
         )
+        if self.metrics is not None:
+            self.registry.instrument(self.metrics)
         self._sandbox = sandboxes.for_workspace(config.sandbox, paths)
         self._fronts = Fronts(
             config,
@@ -129,6 +137,7 @@ class Runtime:
             extra_tools=self._fronts.extra_tools,
             env=env,
             sandbox=self._sandbox,
+            metrics=self.metrics,
         )
         self.processes = self._fronts.serve_with(self._turns)
 
