@@ -94,10 +94,10 @@ __all__ = [
     "WebhookReceiver",
     "admit",
     "approval_buttons",
-    "metered",
     "approval_prompt",
     "await_turn",
     "gateway_chats",
     "mention_context",
+    "metered",
     "recover_chats",
 ]

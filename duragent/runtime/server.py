@@ -23,7 +23,6 @@ from typing import ClassVar
 from duragent import __version__
 from duragent.agents import AgentCatalog, load_catalog
 from duragent.config import LoadedWorkspace, WorkspaceConfig
-from duragent.core.metrics import Metrics
 from duragent.core.lifecycle import (
     Entry,
     Hooks,
@@ -32,6 +31,7 @@ from duragent.core.lifecycle import (
     ServiceStopError,
     TaskService,
 )
+from duragent.core.metrics import Metrics
 from duragent.core.tasks import BackgroundTasks
 from duragent.frontkit import (
     OutboundPort,

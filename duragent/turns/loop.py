@@ -36,7 +36,6 @@ from duragent.context.tiers import compact_tools
 from duragent.context.tokens import TokenCounter
 from duragent.core.approval import ApprovalDecision, PendingApproval
 from duragent.core.ids import new_message_id
-from duragent.core.metrics import CallMeter
 from duragent.core.messages import (
     Message,
     Role,
@@ -45,6 +44,7 @@ from duragent.core.messages import (
     Usage,
     steering_message,
 )
+from duragent.core.metrics import CallMeter
 from duragent.errors import ContextLengthExceededError, LLMError
 from duragent.llm import (
     ChatRequest,

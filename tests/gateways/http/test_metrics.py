@@ -65,7 +65,11 @@ async def test_the_counters_equal_what_the_turns_did(tmp_path: Path) -> None:
         found = samples(r.text)
         events, _ = s.runtime.registry.store.event_log(sid).read()
 
-    assistant = [e.data for e in events if e.type in (EventType.ASSISTANT_MESSAGE, EventType.ASSISTANT_RESPONSE)]
+    assistant = [
+        e.data
+        for e in events
+        if e.type in (EventType.ASSISTANT_MESSAGE, EventType.ASSISTANT_RESPONSE)
+    ]
     budgets = [a["budget"] for a in assistant]
     labels = {"agent": "bot", "model": "gpt-4o"}
     assert value(found, "duragent_turn_duration_seconds_count", front_end="http", agent="bot") == 5
@@ -78,7 +82,9 @@ async def test_the_counters_equal_what_the_turns_did(tmp_path: Path) -> None:
         requests = sum(1 for b in budgets if b.get(field))
         items = sum(b.get(field, 0) for b in budgets)
         assert requests > 0, f"the workload never {action} anything: it tests nothing"
-        assert value(found, "duragent_context_requests_total", agent="bot", action=action) == requests
+        assert (
+            value(found, "duragent_context_requests_total", agent="bot", action=action) == requests
+        )
         assert value(found, "duragent_context_items_total", agent="bot", action=action) == items
     appends = value(found, "duragent_event_log_fsync_duration_seconds_count")
     assert 5 <= appends <= len(events)  # at least one durable append a turn; some hold several
