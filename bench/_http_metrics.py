@@ -157,7 +157,7 @@ def _same_cpu() -> Iterator[None]:
         yield
         return
     wide = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, {min(wide)})
+    os.sched_setaffinity(0, {max(wide)})
     try:
         yield
     finally:
