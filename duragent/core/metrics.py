@@ -23,7 +23,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-__all__ = ["CONTEXT_ACTIONS", "CallMeter", "Metrics", "exposition_content_type"]
+__all__ = ["CONTEXT_ACTIONS", "CallMeter", "Metrics", "error_kind", "exposition_content_type"]
 
 # Seconds: a turn with a remote model takes seconds to minutes.
 _TURN_BUCKETS = (0.005, 0.025, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, float("inf"))
@@ -43,6 +43,15 @@ CONTEXT_ACTIONS: Mapping[str, str] = {
 """The budget report's counters of what fitting a request did, as ``action`` labels."""
 
 _CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def error_kind(exc: BaseException) -> str:
+    """A provider error's kind for a metric label: ``LLMRateLimitError`` → ``rate_limit``.
+
+    A bounded set: the classes of ``duragent.errors``, never the message.
+    """
+    name = type(exc).__name__.removeprefix("LLM").removesuffix("Error") or "llm"
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name).lstrip("_")
 
 
 def exposition_content_type() -> str:
@@ -176,6 +185,12 @@ class Metrics:
             "duragent_provider_errors",
             "Model calls that failed, by error kind.",
             ["agent", "model", "kind"],
+            registry=r,
+        )
+        self.model_retries = Counter(
+            "duragent_model_retries",
+            "Failed model calls the provider tried again (429, 5xx, timeouts), by kind.",
+            ["model", "kind"],
             registry=r,
         )
         self.admission_wait_seconds = Histogram(

@@ -124,7 +124,9 @@ class Runtime:
             catalog=lambda: self._catalog,
         )
         self.providers = ProviderPool(
-            env=env, idle_timeout_seconds=config.server.idle_timeout_seconds
+            env=env,
+            idle_timeout_seconds=config.server.idle_timeout_seconds,
+            metrics=self.metrics,
         )
         self._turns = TurnRunner(
             self.registry,

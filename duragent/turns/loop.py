@@ -44,7 +44,7 @@ from duragent.core.messages import (
     Usage,
     steering_message,
 )
-from duragent.core.metrics import CallMeter
+from duragent.core.metrics import CallMeter, error_kind
 from duragent.errors import ContextLengthExceededError, LLMError
 from duragent.llm import (
     ChatRequest,
@@ -286,14 +286,6 @@ async def _call_model(
             raise
     raise AssertionError("unreachable")  # pragma: no cover
 
-
-def error_kind(exc: LLMError) -> str:
-    """A provider error's kind for a metric label: ``LLMRateLimitError`` → ``rate_limit``.
-
-    A bounded set: the classes of ``duragent.errors``, never the message.
-    """
-    name = type(exc).__name__.removeprefix("LLM").removesuffix("Error") or "llm"
-    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name).lstrip("_")
 
 
 async def run_loop(

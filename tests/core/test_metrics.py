@@ -7,10 +7,9 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from duragent.core.metrics import Metrics
+from duragent.core.metrics import Metrics, error_kind
 from duragent.errors import ContextLengthExceededError, LLMRateLimitError, LLMServerError
 from duragent.frontkit import ChatRef, MemoryOutbound, metered
-from duragent.turns.loop import error_kind
 
 
 def _samples(metrics: Metrics) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
@@ -77,7 +76,7 @@ def test_usage_counts_tokens_by_direction_and_cost_only_when_priced() -> None:
     ],
 )
 def test_a_provider_error_kind_is_its_class_never_its_message(error: Exception, kind: str) -> None:
-    assert error_kind(error) == kind  # type: ignore[arg-type]
+    assert error_kind(error) == kind
 
 
 class _Down(MemoryOutbound):

@@ -103,6 +103,19 @@ async def test_provider_errors_are_counted_by_kind(tmp_path: Path) -> None:
     assert value(found, "duragent_provider_errors_total", **kind) == 1
 
 
+async def test_a_model_call_the_provider_tried_again_counts_a_retry_not_an_error(
+    tmp_path: Path,
+) -> None:
+    async with served(tmp_path) as s:
+        sid = (await s.client.post("/api/v1/sessions", json={"agent": "bot"})).json()["session_id"]
+        s.server.enqueue(Fault.rate_limited(retry_after=0), Reply(text="there you go"))
+        assert (await _send(s, sid, "hi"))["content"] == "there you go"
+        found = samples((await s.client.get("/metrics")).text)
+    retry = {"model": "gpt-4o", "kind": "rate_limit"}
+    assert value(found, "duragent_model_retries_total", **retry) == 1
+    assert not any(name == "duragent_provider_errors_total" for name, _ in found)
+
+
 async def test_metrics_refuse_a_remote_client_without_the_token(tmp_path: Path) -> None:
     tokens = "  api_token: api-secret\n"
     async with served(tmp_path, server_yaml=tokens) as s:
