@@ -26,6 +26,7 @@ from pydantic import (
 from duragent.config.envvars import expand_env
 from duragent.config.fields import unsupported_warnings
 from duragent.config.hosts import check_host_name, check_origin
+from duragent.config.store import StoreConfig
 from duragent.config.validation import (
     empty_means_default,
     unknown_key_warnings,
@@ -418,6 +419,7 @@ class WorkspaceConfig(_Section):
     routes: list[RouteConfig] = []
     sandbox: SandboxConfig = SandboxConfig()
     scheduler: SchedulerConfig = SchedulerConfig()
+    store: StoreConfig = StoreConfig()
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,6 +48,7 @@ from duragent.session import RegistrySettings, SessionRegistry
 from duragent.session.gate import tune_interpreter
 from duragent.session.reader import RegistrySessionReader
 from duragent.store import SessionStore
+from duragent.store.backends import session_storage
 from duragent.store.serve_lock import ServeLock
 from duragent.tools import sandbox as sandboxes
 from duragent.turns import TurnRunner
@@ -96,8 +97,8 @@ class Runtime:
         self._connection_cap: int | None = None
         self.metrics = Metrics() if config.server.metrics else None
         """This runtime's metrics, in a registry of its own (None: ``server.metrics`` off)."""
-        store = SessionStore(paths.sessions)
-        if self.metrics is not None:
+        store = session_storage(config.store, paths.sessions)
+        if self.metrics is not None and isinstance(store, SessionStore):  # files: fsync'd
             store.on_append = self.metrics.event_log_fsync_seconds.observe
         self.registry = SessionRegistry(
             store,

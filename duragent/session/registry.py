@@ -144,6 +144,7 @@ class SessionRegistry:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reaper
         await asyncio.gather(*(self._stop(sid) for sid in list(self._live)), return_exceptions=True)
+        await asyncio.to_thread(self.store.close)  # after every actor's last write
 
     @property
     def live_count(self) -> int:

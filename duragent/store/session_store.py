@@ -59,6 +59,9 @@ class SessionStore:
         self.root.mkdir(parents=True, exist_ok=True)
         self.chats.load()
 
+    def close(self) -> None:
+        """Nothing is held between writes (each log is closed by its owner)."""
+
     def directory(self, session_id: str) -> Path:
         """The folder of ``session_id`` (validated: no path tricks)."""
         if not session_id or "/" in session_id or session_id.startswith((".", "_")):

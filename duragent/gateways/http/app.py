@@ -24,6 +24,7 @@ from duragent.agents import Agent
 from duragent.agents.exposure import served_value
 from duragent.errors import AgentNotFoundError, StorageError
 from duragent.gateways.http.browser import BrowserGuard
+from duragent.gateways.http.console import console_routes
 from duragent.gateways.http.crash import CrashGuard
 from duragent.gateways.http.health import ServerHealth
 from duragent.gateways.http.limits import ConcurrencyLimit
@@ -137,7 +138,7 @@ def build_app(services: HttpServices) -> Starlette:
         if gateways:  # a chat platform being down does not stop the HTTP API being ready
             extra["gateways"] = gateways
         store_health = services.turns.registry.store.health
-        failure = store_health.failure and await asyncio.to_thread(store_health.check)
+        failure = await asyncio.to_thread(store_health.check)  # files: no I/O unless failed
         if failure:
             extra["storage"] = {"writable": False, "error": str(failure)}
             reason: str | None = f"the session store cannot write: {failure}"
@@ -288,6 +289,7 @@ def build_app(services: HttpServices) -> Starlette:
     ]
     webhooks = services.webhooks()
     routes += webhook_routes(webhooks)
+    routes += console_routes(services)  # /ui: the web console (console.py)
     app = Starlette(
         routes=routes,
         middleware=[  # outermost first; an unclaimed exception reaches CrashGuard
