@@ -287,7 +287,6 @@ async def _call_model(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-
 async def run_loop(
     ctx: LoopContext, history: list[Message], turn: list[Message], iterations_done: int = 0
 ) -> LoopOutcome:
