@@ -17,7 +17,6 @@ never a session id, chat id, user or message text (see ``specs/202611240915.metr
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -82,34 +81,38 @@ class _Sampled(Collector):
             yield family
 
 
-@dataclass(slots=True)
 class CallMeter:
-    """One turn's view of the model-call metrics, its labels resolved once.
+    """One turn's view of the model-call metrics, its label children resolved once.
 
     The turn loop times each call and records the budget report and usage through this, so
-    a call costs a few increments and two observations, not a ``labels()`` lookup each.
+    a call costs two observations and a few increments, not a ``labels()`` lookup each.
     """
 
-    metrics: Metrics
-    agent: str
-    model: str
+    __slots__ = ("_call", "_first", "_input", "_output", "agent", "metrics", "model")
+
+    def __init__(self, metrics: Metrics, agent: str, model: str) -> None:
+        self.metrics = metrics
+        self.agent = agent
+        self.model = model
+        self._call = metrics.model_call_seconds.labels(agent, model)
+        self._first = metrics.model_first_token_seconds.labels(agent, model)
+        self._input = metrics.tokens.labels(agent, model, "input")
+        self._output = metrics.tokens.labels(agent, model, "output")
 
     def call(self, seconds: float, first_token: float | None) -> None:
         """A model call finished (``first_token``: seconds to the first text, if any)."""
-        m = self.metrics
-        m.model_call_seconds.labels(self.agent, self.model).observe(seconds)
+        self._call.observe(seconds)
         if first_token is not None:
-            m.model_first_token_seconds.labels(self.agent, self.model).observe(first_token)
+            self._first.observe(first_token)
 
     def usage(self, tokens_in: int, tokens_out: int, cost: float | None) -> None:
         """The call's usage as the provider reported it (cost when the model has pricing)."""
-        m = self.metrics
         if tokens_in:
-            m.tokens.labels(self.agent, self.model, "input").inc(tokens_in)
+            self._input.inc(tokens_in)
         if tokens_out:
-            m.tokens.labels(self.agent, self.model, "output").inc(tokens_out)
+            self._output.inc(tokens_out)
         if cost:
-            m.cost.labels(self.agent, self.model).inc(cost)
+            self.metrics.cost.labels(self.agent, self.model).inc(cost)
 
     def budget(self, report: Mapping[str, int]) -> None:
         """What fitting the request did (the assistant event's ``budget`` record)."""
