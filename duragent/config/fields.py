@@ -240,6 +240,7 @@ FIELDS: dict[Format, dict[str, Fate]] = {
         "server.admin_token": Use("duragent.gateways.http.app", "admin"),
         "server.api_token": Use("duragent.gateways.http.app", "api"),
         "server.pin_python_threads": Use("duragent.runtime.server", "_tune"),
+        "server.metrics": Use("duragent.runtime.server", "Runtime.__init__"),
         "server.allowed_hosts": Use("duragent.gateways.http.browser", "request_problem"),
         "server.allowed_origins": Use("duragent.gateways.http.browser", "request_problem"),
         "server.header_timeout_seconds": Use(_HTTP, "HttpServer.__init__"),

@@ -97,6 +97,9 @@ class ServerConfig(Section):
     max_connections: int = Field(default=1024, gt=0)
     admin_token: str | None = None
     api_token: str | None = None
+    metrics: bool = True
+    """Count turns, model calls, the store, gateways and the scheduler, and serve them at
+    ``/metrics`` (Prometheus text format; see ``core.metrics``). Off: nothing is recorded."""
     pin_python_threads: bool = True
     """Keep the server's Python threads on one CPU (faster hand-overs; see ``duragent.cpu``).
     Programs that tools start still get every CPU."""

@@ -26,6 +26,7 @@ from typing import Any
 import pykka
 
 from duragent.core.ids import new_session_id
+from duragent.core.metrics import Metrics
 from duragent.core.snapshot import SessionStatus
 from duragent.errors import NotFoundError
 from duragent.session.actor import NewSession, SessionActor, SessionInfo, SessionQuarantinedError
@@ -106,6 +107,22 @@ class SessionRegistry:
             self._admission = Admission(DEFAULT_ACTIVE_ASKS, high=MAX_ACTIVE_ASKS, mix=self._mix)
         else:
             self._admission = Admission(asks)
+
+    def instrument(self, metrics: Metrics) -> None:
+        """Count admission waits into ``metrics``; export live actors and asks at scrape time."""
+        admission = self._admission
+        admission.on_wait = metrics.admission_wait_seconds.observe
+        metrics.sample(
+            "duragent_live_actors",
+            "Session actors running (each holds its session in memory).",
+            lambda: [((), float(len(self._live)))],
+        )
+        metrics.sample(
+            "duragent_actor_asks",
+            "Asks to session actors by state: in_flight (holding a permit) or waiting.",
+            lambda: [(("in_flight",), float(admission.in_use)), (("waiting",), admission.waiting)],
+            labels=("state",),
+        )
 
     @property
     def active_limit(self) -> int:

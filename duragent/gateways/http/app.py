@@ -28,6 +28,7 @@ from duragent.gateways.http.console import console_routes
 from duragent.gateways.http.crash import CrashGuard
 from duragent.gateways.http.health import ServerHealth
 from duragent.gateways.http.limits import ConcurrencyLimit
+from duragent.gateways.http.metrics import MetricsRoute
 from duragent.gateways.http.openai_api import OpenAIRoutes
 from duragent.gateways.http.openai_errors import OpenAIErrors
 from duragent.gateways.http.openapi import openapi_document
@@ -254,6 +255,7 @@ def build_app(services: HttpServices) -> Starlette:
         _route("/readyz", GET=readyz),
         _route("/version", GET=version),
         _route("/openapi.json", GET=openapi),
+        _route("/metrics", GET=MetricsRoute(services).get),
         _route(f"{v1}/agents", GET=api(list_agents)),
         _route(f"{v1}/agents/{{name}}", GET=api(get_agent)),
         _route(f"{v1}/sessions", GET=api(routes_impl.list), POST=api(routes_impl.create)),
