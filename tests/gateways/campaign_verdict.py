@@ -42,6 +42,7 @@ __all__ = [
     "Sent",
     "answer_tokens",
     "group_model",
+    "mark_chatter",
     "plan",
     "print_report",
     "result_rows",
@@ -406,3 +407,16 @@ def print_report(rows: list[tuple[str, str]], problems: list[str], ok: bool) -> 
         print(f"  ... and {len(problems) - 50} more")
     print("PASS" if ok else "FAIL")
     return ok
+
+
+def mark_chatter(chats: list[Chat], platform_ids: dict[str, str], recorded: set[str]) -> None:
+    """Mark mentions some of whose chatter never reached a process that recorded it.
+
+    ``platform_ids``: each chatter token's platform message id (absent: never written);
+    ``recorded``: the platform ids the store holds. On a platform that delivers each message
+    once, such a mention's buffer cannot be checked (``buffers_unchecked``).
+    """
+    for chat in chats:
+        for m in chat.messages:
+            ids = [platform_ids[k] for k in m.chatter if k in platform_ids]
+            m.chatter_missed = len(ids) < len(m.chatter) or any(i not in recorded for i in ids)

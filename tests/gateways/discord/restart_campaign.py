@@ -57,6 +57,7 @@ from tests.gateways.campaign_verdict import (
     Sent,
     answer_tokens,
     group_model,
+    mark_chatter,
     plan,
     result_rows,
     verdict,
@@ -268,14 +269,6 @@ class _Campaign(CampaignLoop):
         for m in [*self.held, *self.after_restart]:  # kills ran out before these were pressed
             await self.press(m)
 
-    def mark_chatter(self) -> None:
-        """Mentions some of whose chatter never reached a process that recorded it."""
-        recorded = recorded_message_ids(self.root)
-        for chat in self.plan:
-            for m in chat.messages:
-                ids = [self.deliveries[k].discord_id for k in m.chatter if k in self.deliveries]
-                m.chatter_missed = len(ids) < len(m.chatter) or any(i not in recorded for i in ids)
-
 
 def _dump(path: Path, dc: FakeDiscord) -> None:
     """Every REST call, one JSON object a line (to read a failure)."""
@@ -321,7 +314,8 @@ async def run_campaign(
             finally:
                 serve.stop()
             _dump(root / "calls.jsonl", dc)
-            campaign.mark_chatter()
+            ids = {token: d.discord_id for token, d in campaign.deliveries.items()}
+            mark_chatter(campaign.plan, ids, recorded_message_ids(root))
             wall = time.monotonic() - started
             result = verdict(
                 campaign.plan, campaign.sent, serve, campaign.kill_times, wall, at_most_once=True

@@ -55,6 +55,7 @@ from tests.gateways.campaign_verdict import (
     Sent,
     answer_tokens,
     group_model,
+    mark_chatter,
     plan,
     result_rows,
     verdict,
@@ -350,14 +351,6 @@ class _Campaign(CampaignLoop):
         for m in [*self.held, *self.after_restart]:  # kills ran out before these were pressed
             await self.press(m)
 
-    def mark_chatter(self) -> None:
-        """Mentions some of whose chatter never reached a process that recorded it."""
-        recorded = recorded_message_ids(self.root)
-        for chat in self.plan:
-            for m in chat.messages:
-                ids = [self.deliveries[k].message_id for k in m.chatter if k in self.deliveries]
-                m.chatter_missed = len(ids) < len(m.chatter) or any(i not in recorded for i in ids)
-
 
 def _dump(path: Path, control: GatewayControl) -> None:
     """Every command each gateway child got, one JSON object a line (to read a failure)."""
@@ -403,7 +396,8 @@ async def run_campaign(
             finally:
                 serve.stop()
             _dump(root / "commands.jsonl", control)
-            campaign.mark_chatter()
+            ids = {token: d.message_id for token, d in campaign.deliveries.items()}
+            mark_chatter(campaign.plan, ids, recorded_message_ids(root))
             wall = time.monotonic() - started
             result = verdict(
                 campaign.plan,
