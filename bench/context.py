@@ -29,10 +29,14 @@ every random choice is seeded.
     The naive baseline sends everything: system prompt + every message of the session so far
     (tool results uncapped) + tool definitions, counted with the same counter. An overflow is
     a request above window − output reserve (27,904 tokens).
-(c) The session of (b) at 8K (8,192) and 32K (32,000) windows with each window tier's defaults,
-    one column per context setting (``VARIANTS``): "layers 1–3" (Layers 1–3 only) and
-    "+ pruning" (old tool outputs replaced by markers, ``context.pruning``). Tokens per call
-    (mean, max) and the total over the session; an overflow is a request above the limit.
+(c) A 500-turn tool-heavy session at 8K (8,192) and 32K (32,000) windows with each window
+    tier's defaults, one column per context setting (``context_turns.VARIANTS``): Layers 1–3
+    only, + pruning, + summaries, + both. Unlike (b) this drives the real ``TurnRunner``
+    (sessions, events, the summaries tier's model calls) against the scripted model over
+    HTTP (``bench/context_turns.py``): tokens per call (mean, max) from each response's budget
+    report, total tokens, number and cost of summary calls, overflows (a request above the
+    limit) and failed turns, and the intent-survival checks of issue #20. Target: with both,
+    ≥ 40 % fewer total tokens (summary calls included) than Layers 1–3 only at 32K.
 """
 
 from __future__ import annotations
@@ -48,7 +52,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from corpus import code, english, json_text  # bench/ is on sys.path when a script here is run
+import context_turns  # bench/ is on sys.path when a script here is run
+from corpus import code, english, json_text
 
 from duragent.context.budget import BudgetSettings, ContextOverflowError
 from duragent.context.render import HistoryCache, TurnCache, fit_request
@@ -437,64 +442,41 @@ def bench_session(counter: TokenCounter, turns: int) -> list[str]:
     return lines
 
 
-# --- (c) the same session per window tier, one column per context setting ---------------------
-
-VARIANTS: list[tuple[str, Callable[[int], BudgetSettings]]] = [
-    ("layers 1–3", lambda window: BudgetSettings.for_model(MODEL, max_input_tokens=window)),
-    (
-        "+ pruning",
-        lambda window: BudgetSettings.for_model(MODEL, max_input_tokens=window, prune=True),
-    ),
-]
-"""Columns of table (c): a name and the settings for a window. Later tiers (summaries) add
-their variants here; every column runs the same seeded session."""
+# --- (c) the session per window tier, one column per context setting ---------------------------
 
 WINDOWS = (8_192, 32_000)
 
 
-def bench_variants(counter: TokenCounter, turns: int) -> list[str]:
-    """Table (c): tokens per call and in total for each variant, at 8K and 32K."""
-    names = [name for name, _ in VARIANTS]
-    width = max(14, *(len(n) for n in names))
-    lines = [
-        f"{'measure':<34}" + "".join(f"{n:>{width + 2}}" for n in names),
-        "-" * (34 + (width + 2) * len(names)),
-    ]
-    for window in WINDOWS:
-        results = []
-        for _, make in VARIANTS:
-            settings = make(window)
-            ours, _, stats = simulate(turns, counter, settings, lambda t: None)
-            results.append((settings, ours, stats))
-        base_total = sum(results[0][1].tokens)
-        label = f"{window // 1000}K" if window % 1000 == 0 else f"{window // 1024}K"
-        table: list[tuple[str, list[str]]] = [
-            ("LLM calls", [f"{len(r.tokens):,}" for _, r, _ in results]),
-            ("tokens/call mean", [f"{statistics.fmean(r.tokens):,.0f}" for _, r, _ in results]),
-            ("tokens/call max", [f"{max(r.tokens):,}" for _, r, _ in results]),
-            ("total tokens", [f"{sum(r.tokens):,}" for _, r, _ in results]),
-            (
-                "total vs layers 1–3",
-                [f"{100 * (sum(r.tokens) / base_total - 1):+.1f} %" for _, r, _ in results],
-            ),
-            (
-                "overflows / errors",
-                [f"{r.overflows(s.limit)} / {st['errors']}" for s, r, st in results],
-            ),
-            ("results pruned (sum over calls)", [f"{st['pruned']:,}" for _, _, st in results]),
-            ("calls with history omitted", [f"{st['omitted_calls']:,}" for _, _, st in results]),
-            (
-                "fit_request mean per call",
-                [f"{st['fit_ns'] / 1e6 / max(1, len(r.tokens)):.3f} ms" for _, r, st in results],
-            ),
-        ]
-        tier = results[0][0]
-        lines.append(
-            f"{label} window (tier {tier.tier.label}, limit {tier.limit:,}, tool results "
-            f"≤ {tier.max_tool_result_tokens:,})"
+def bench_variants(turns: int) -> list[str]:
+    """Table (c), through the real turn runner (``bench/context_turns.py``), with verdicts."""
+    lines, figures = context_turns.table(turns, WINDOWS)
+    for window, results in figures.items():
+        for name, result in results.items():
+            script = result.script
+            survived = script.task_missing == script.secret_missing == 0
+            newer = script.newer_missing == 0
+            summarised = "summaries" in name or "both" in name
+            row(
+                f"(c) {int(window):,} {name}: overflows / failed turns",
+                f"{result.overflows} / {result.failed}",
+                "0 / 0",
+                result.overflows == 0 and result.failed == 0,
+            )
+            if summarised:
+                row(
+                    f"(c) {int(window):,} {name}: intent survival (task+secret, newer)",
+                    f"{survived and newer}",
+                    "100 %",
+                    survived and newer and result.summary_rounds_ok,
+                )
+        base, both = results["layers 1–3"], results["+ both"]
+        saved = 1 - (sum(both.tokens) + both.summary_tokens) / sum(base.tokens)
+        row(
+            f"(c) {int(window):,} + both vs layers 1–3, total tokens incl. summaries",
+            f"{-100 * saved:+.1f} %",
+            "<= -40 %" if int(window) == 32_000 else "",
+            saved >= 0.40 if int(window) == 32_000 else None,
         )
-        for name, cells in table:
-            lines.append(f"  {name:<32}" + "".join(f"{c:>{width + 2}}" for c in cells))
     return lines
 
 
@@ -504,7 +486,7 @@ def main(quick: bool) -> None:
     counter.count_text("warm up the tokenizer")
     bench_render(counter, quick)
     plateau = bench_session(counter, 100 if quick else 500)
-    variants = bench_variants(counter, 100 if quick else 500)
+    variants = bench_variants(100 if quick else 500)
     width = max(len(r[0]) for r in ROWS)
     print(f"{'measure':<{width}}  {'value':>22}  {'target':>10}  verdict")
     print("-" * (width + 46))
