@@ -37,11 +37,15 @@ every random choice is seeded.
     report, total tokens, number and cost of summary calls, overflows (a request above the
     limit) and failed turns, and the intent-survival checks of issue #20. Target: with both,
     ≥ 40 % fewer total tokens (summary calls included) than Layers 1–3 only at 32K.
+(d) Opt-in (``DURAGENT_REAL_LLM=1``, ``duragent[local-model]``): 60 growing turns with
+    SmolLM2-135M served by llama.cpp in a 2,048-token window (``testing.growing_session``):
+    0 requests rejected by the server, summaries written by the model, non-empty, reused.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
 import json
 import math
@@ -66,6 +70,8 @@ from duragent.context.tokens import (
 from duragent.context.truncation import truncate_tool_result
 from duragent.core.messages import Message, Role, ToolCall, ToolDefinition
 from duragent.session.state import actor_message_limit
+from duragent.testing.growing_session import GrowingRun, run_growing_session
+from duragent.testing.local_model import LocalModelServer, why_unavailable
 
 ROWS: list[tuple[str, str, str, str]] = []
 
@@ -480,6 +486,55 @@ def bench_variants(turns: int) -> list[str]:
     return lines
 
 
+# --- (d) a real small model: SmolLM2-135M in a 2,048-token window --------------------------
+
+
+def bench_real_model(turns: int) -> None:
+    """60 growing turns through llama.cpp's server (``duragent[local-model]``), opt-in."""
+    reason = (
+        "set DURAGENT_REAL_LLM=1 (minutes)"
+        if os.environ.get("DURAGENT_REAL_LLM") != "1"
+        else why_unavailable()
+    )
+    if reason is not None:
+        row("(d) SmolLM2-135M, 2,048 window", f"skipped: {reason}"[:60])
+        return
+
+    async def go() -> tuple[GrowingRun, int, int]:
+        async with LocalModelServer(n_ctx=2048) as server:
+            run = await run_growing_session(server.base_url, turns=turns, window=2048)
+            return run, server.rejected(), len(server.statuses())
+
+    run, rejected, answered = asyncio.run(go())
+    summaries = run.summaries
+    written = [s for s in summaries if s["summary"].strip() and s["model"] != "extractive"]
+    row("(d) SmolLM2-135M, 2,048 window: turns answered", f"{run.completed} / {turns}")
+    row(
+        "(d) requests rejected by the server / sent",
+        f"{rejected} / {answered}",
+        "0",
+        rejected == 0 and run.completed == turns,
+    )
+    row(
+        "(d) tokens/call mean / max (limit)",
+        f"{statistics.fmean(run.request_tokens):,.0f} / {max(run.request_tokens):,} "
+        f"({run.limit:,})",
+    )
+    row(
+        "(d) summaries written by the model, non-empty / rounds",
+        f"{len(written)} / {len(summaries)}",
+        "all, >= 2",
+        len(summaries) >= 2 and len(written) == len(summaries),
+    )
+    row(
+        "(d) turns per summary (reused)",
+        f"{turns / max(1, len(summaries)):.1f}",
+        ">= 3",
+        len(summaries) >= 1 and turns / len(summaries) >= 3,
+    )
+    row("(d) wall time", f"{run.seconds:.0f} s")
+
+
 def main(quick: bool) -> None:
     counter = counter_for_model(MODEL)
     assert counter.name == "o200k_base", counter.name
@@ -487,6 +542,7 @@ def main(quick: bool) -> None:
     bench_render(counter, quick)
     plateau = bench_session(counter, 100 if quick else 500)
     variants = bench_variants(100 if quick else 500)
+    bench_real_model(60)
     width = max(len(r[0]) for r in ROWS)
     print(f"{'measure':<{width}}  {'value':>22}  {'target':>10}  verdict")
     print("-" * (width + 46))
