@@ -7,9 +7,11 @@ scripted, by a responder that answers the two kinds of request it gets:
 
 - the agent's: a seeded plan per turn (0–6 tool iterations of 1–3 calls, then an answer of
   real prose), identical in every variant, so the columns differ only by context settings;
-- the summariser's (recognised by ``SUMMARY_PROMPT``): a *faithful* summary that keeps every
-  line naming the task, a secret or an instruction (as ``tests/turns/summary_fixtures.py``),
-  so the intent-survival checks test what the tier carries, not what a model guessed.
+- the summariser's (recognised by ``SUMMARY_PROMPT``): a *faithful* summary that keeps what
+  the user gave (task, secret, instructions; as ``tests/turns/summary_fixtures.py`` does)
+  plus a progress line per user message, about half the summary's allowance in size, so the
+  intent-survival checks test what the tier carries, not what a model guessed, and the
+  block costs what a real summary would.
 
 Each reply reports usage counted with the agent's tokenizer, so a summary event's usage is
 the real size of the summariser's call. Tool outputs are slices of real prose, code and JSON
@@ -153,7 +155,8 @@ class Script:
             [Message.system(texts[0]), *(Message.user(t) for t in texts[1:])]
         )
         if texts and texts[0].startswith(SUMMARY_MARK):
-            reply = faithful_summary(texts[-1])
+            allowance = int(request.json.get("max_tokens") or 1024)
+            reply = faithful_summary(texts[-1], allowance, self.counter)
             out = self.counter.count_text(reply)
             self.summary_calls += 1
             self.summary_tokens += prompt + out
@@ -195,15 +198,40 @@ class Script:
             self.newer_missing += bool(block) and REFERENCE_HEADER not in block
 
 
-def faithful_summary(body: str) -> str:
-    """Keep every line naming the task, a secret or an instruction (newest last)."""
-    keep = [
-        line.strip()
-        for line in body.splitlines()
-        if any(w in line.lower() for w in ("secret", "task", "instruction"))
+ESSENTIAL = ("TASK:", "SECRET:", "Instruction:", "New instruction:")
+"""What the user gave that a summary must carry (a summariser keeps facts, not every line of
+code that happens to contain the word "task")."""
+
+
+def faithful_summary(body: str, max_tokens: int, counter: TokenCounter) -> str:
+    """The summariser's answer: the essentials, then progress, within half its allowance.
+
+    Essentials (``ESSENTIAL``) are kept in the order they appear — the previous summary's
+    first, so a newer instruction lands after the one it replaces. Progress is one line per
+    user message (the previous summary's progress lines included), the oldest dropped first
+    to keep the summary at about half of ``max_tokens``: a real model asked for "at most N
+    tokens" writes a sizeable summary, and the benchmark must pay for carrying it.
+    """
+    lines = [line.strip() for line in body.splitlines()]
+    essentials = [
+        line.removeprefix("- ")
+        for line in lines
+        if any(mark in line for mark in ESSENTIAL) and not line.startswith("- asked:")
     ]
-    kept = "\n".join(f"- {line[:200]}" for line in dict.fromkeys(keep))
-    return f"## Goal\n- continue the work\n## Key facts and identifiers\n{kept or '- none'}"
+    progress = [
+        f"- asked: {line.removeprefix('USER: ')[:160]}" if line.startswith("USER: ") else line[:170]
+        for line in lines
+        if line.startswith(("USER: ", "- asked: "))
+    ]
+    head = "## Goal\n- continue the work\n## Key facts and identifiers\n" + "\n".join(
+        f"- {line[:200]}" for line in dict.fromkeys(essentials)
+    )
+    while progress:
+        text = f"{head}\n## Progress\n" + "\n".join(progress)
+        if counter.count_text(text) <= max_tokens // 2:
+            return text
+        del progress[0]
+    return head
 
 
 def agent_yaml(base_url: str, window: int, context: str) -> str:
