@@ -87,7 +87,7 @@ class LocalModelServer:
     window: a request longer than it is rejected, as a real small deployment would.
     """
 
-    def __init__(self, *, n_ctx: int = 2048, threads: int = 2, start_timeout: float = 120) -> None:
+    def __init__(self, *, n_ctx: int = 2048, threads: int = 1, start_timeout: float = 120) -> None:
         self.n_ctx = n_ctx
         self.threads = threads
         self.start_timeout = start_timeout
