@@ -14,6 +14,7 @@ generator.
     .venv/bin/python bench/http_api.py --only offline # (a)–(c) only
     .venv/bin/python bench/http_api.py --only providers --providers openai
     .venv/bin/python bench/http_api.py --only openai   # (h)–(i) only
+    .venv/bin/python bench/http_api.py --only metrics  # (j) only
     .venv/bin/python bench/http_api.py --shared-pool  # (a)–(c) clients share one httpx pool
 
 (Not ``bench/http.py``: a script's folder comes first on sys.path, so a file named http.py
@@ -45,6 +46,9 @@ sessions at once, turns in chats of 1 to 2,000 messages, and the first reply aft
 
 (h)–(i): see ``_http_openai.py``: the OpenAI-compatible API (httpx and the ``openai`` SDK,
 plain and streamed, against the native endpoint) and the cost of ``--log-format json``.
+
+(j): see ``_http_metrics.py``: metrics, JSON logging and both against both off, as ratios of
+turns taken round-robin on four servers in one run (target for both: ≤ 5 %).
 """
 
 from __future__ import annotations
@@ -60,6 +64,7 @@ import time
 from pathlib import Path
 
 import httpx
+from _http_metrics import metrics_cost
 from _http_openai import openai_sections
 from _http_provider import provider_sections
 from _http_rig import (
@@ -219,6 +224,8 @@ async def main(quick: bool, shared_pool: bool, only: str, providers: list[str]) 
             await provider_sections(base, providers, quick)
         if only in ("all", "openai"):
             await openai_sections(base, quick)
+        if only in ("all", "metrics"):
+            await metrics_cost(base, quick)
         print_table()
         log_problems(base)
     mode = "shared httpx pool" if shared_pool else "one httpx client per simulated client"
@@ -231,7 +238,9 @@ if __name__ == "__main__":
     parser.add_argument(
         "--shared-pool", action="store_true", help="(a)-(c) clients share one httpx.AsyncClient"
     )
-    parser.add_argument("--only", choices=["all", "offline", "providers", "openai"], default="all")
+    parser.add_argument(
+        "--only", choices=["all", "offline", "providers", "openai", "metrics"], default="all"
+    )
     parser.add_argument(
         "--providers",
         default="offline,openai,anthropic",

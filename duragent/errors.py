@@ -15,7 +15,14 @@ the rest are defined here. Base classes from Python follow a name in parentheses
     │   └── ScheduleNotFoundError   no such schedule (of this agent) [scheduler.front]
     ├── TokenizerError              an encoding could not be loaded offline
     ├── StorageError (OSError)      the disk refused a read or write (full, permission, I/O):
-    │                               the data already on disk is intact, retry after the fix
+    │   │                           the data already on disk is intact, retry after the fix
+    │   └── FencedWriteError        a write under a stale session-lease epoch
+    │                               [store.postgres.leases]
+    ├── LeaseHeldError              another node's session lease is live [store.postgres.leases]
+    ├── SchemaTooNewError           the database schema is newer than this code
+    │                               [store.postgres.schema]
+    ├── EventSeqConflictError (ValueError)   an append repeated a stored seq
+    │                               [store.postgres.sessions]
     ├── WorkspaceBusyError          another process serves this workspace [store.serve_lock]
     ├── GatewayDownError            an external gateway's child is not running or not reading
     │                               [gateways.external.supervisor]

@@ -28,6 +28,7 @@ OWNERS = {
     "The Discord SDK is imported only by gateways.discord": "duragent.gateways.discord",
     "The OpenAI and Anthropic SDKs are imported only by llm": "duragent.llm",
     "Production code never imports duragent.testing": "duragent.testing",
+    "The PostgreSQL driver is imported only by store.postgres": "duragent.store.postgres",
 }
 
 

@@ -179,8 +179,8 @@ class SummariesSpec(_Spec):
 
     enabled: bool | None = Field(
         default=None,
-        description="Summarise old history instead of only dropping it (default: off for now; "
-        "the session's task is pinned only when on).",
+        description="Summarise old history instead of only dropping it (default: on; "
+        "false turns it off, and the session's task is then not pinned).",
     )
     model: str | None = Field(
         default=None,

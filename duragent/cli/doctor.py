@@ -13,6 +13,7 @@ from pathlib import Path
 
 from duragent.agents import load_catalog
 from duragent.cli.doctor_files import policy_findings, sandbox_findings, schedule_findings
+from duragent.cli.doctor_store import store_findings
 from duragent.cli.findings import Finding, Level
 from duragent.config import WorkspaceConfig, load_workspace
 from duragent.context.offline_encodings import OFFLINE_ENCODINGS, get_offline_encoding
@@ -60,6 +61,7 @@ def run_checks(config_file: Path) -> list[Finding]:
     found.append(Finding(Level.OK, "config", f"{paths.config_file} loaded"))
     for warning in ws.warnings:
         found.extend(_config_findings("config", warning, Level.WARNING))
+    found.extend(store_findings(ws.config.store))
 
     catalog = load_catalog(
         paths.agents,

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 from duragent.config.envvars import expand_env
+from duragent.config.store import StoreConfig
 from duragent.config.workspace import (
     CONFIG_FILENAME,
     LoadedWorkspace,
@@ -20,6 +21,7 @@ from duragent.config.workspace import (
 __all__ = [
     "CONFIG_FILENAME",
     "LoadedWorkspace",
+    "StoreConfig",
     "WorkspaceConfig",
     "WorkspacePaths",
     "expand_env",

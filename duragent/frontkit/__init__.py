@@ -49,7 +49,13 @@ from duragent.frontkit.gateway import ChatFront, Dispatcher
 from duragent.frontkit.inbound import ButtonPress, ChatType, InboundMessage, Sender
 from duragent.frontkit.memory import MemoryOutbound, Sent
 from duragent.frontkit.notices import ProcessNotices, SessionNotices
-from duragent.frontkit.outbound import ChatRef, OutboundPort, SentMessage
+from duragent.frontkit.outbound import (
+    ChatRef,
+    MeteredOutbound,
+    OutboundPort,
+    SentMessage,
+    metered,
+)
 from duragent.frontkit.queue import SessionQueues
 from duragent.frontkit.recovery import RecoveryReport, recover_chats
 from duragent.frontkit.routing import RouteQuery, Router
@@ -74,6 +80,7 @@ __all__ = [
     "Inbound",
     "InboundMessage",
     "MemoryOutbound",
+    "MeteredOutbound",
     "OutboundPort",
     "ProcessNotices",
     "RecoveryReport",
@@ -91,5 +98,6 @@ __all__ = [
     "await_turn",
     "gateway_chats",
     "mention_context",
+    "metered",
     "recover_chats",
 ]

@@ -27,7 +27,7 @@ from duragent.frontkit.access import GROUP_CHAT_TYPES, mention_context
 from duragent.frontkit.chat import TYPING_EVERY_SECONDS, ChatTurns
 from duragent.frontkit.gateway import ChatFront
 from duragent.frontkit.inbound import ButtonPress, InboundMessage
-from duragent.frontkit.outbound import OutboundPort
+from duragent.frontkit.outbound import OutboundPort, metered
 from duragent.frontkit.queue import SessionQueues
 from duragent.frontkit.recovery import recover_chats
 from duragent.frontkit.routing import Router
@@ -130,8 +130,11 @@ def gateway_chats(
     ``request_timeout``: how long a turn may run before the queue gives up on it;
     ``typing_every``: how often "typing…" is renewed (the platform shows it for a while).
     """
+    outbound = metered(outbound, gateway, turns.metrics)
     chat = ChatTurns(turns, outbound, tasks, typing_every=typing_every)
     queues = SessionQueues(turns, chat, outbound, tasks, turn_timeout=request_timeout)
+    if turns.metrics is not None:
+        turns.metrics.chat_queue(gateway, queues.pending)
     log.info("%s: %s", gateway, router.startup_note())
     front = ChatFront(chat, router, catalog, queues, bot_username=bot_username)
     return GatewayChats(gateway, front, queues, chat, catalog, is_group)

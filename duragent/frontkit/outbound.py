@@ -12,7 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = ["ChatRef", "OutboundPort", "SentMessage"]
+from duragent.core.metrics import Metrics
+
+__all__ = ["ChatRef", "MeteredOutbound", "OutboundPort", "SentMessage", "metered"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,3 +68,61 @@ class OutboundPort(Protocol):
     async def answer_button(self, callback_id: str, text: str | None = None) -> None:
         """Acknowledge a button press, with a short toast ``text`` if given."""
         ...
+
+
+class MeteredOutbound:
+    """An ``OutboundPort`` that counts the messages sent through it (``core.metrics``).
+
+    Wrapped once around a gateway's port where the kit and the scheduler get it, so every
+    platform is counted the same way; a send that raises counts as ``failed`` and is raised.
+    """
+
+    def __init__(self, inner: OutboundPort, gateway: str, metrics: Metrics) -> None:
+        self.inner = inner
+        self._ok = metrics.gateway_sends.labels(gateway, "ok")
+        self._failed = metrics.gateway_sends.labels(gateway, "failed")
+
+    async def send_text(
+        self, chat: ChatRef, text: str, *, reply_to: str | None = None
+    ) -> SentMessage:
+        """Send and count (see ``OutboundPort.send_text``)."""
+        try:
+            sent = await self.inner.send_text(chat, text, reply_to=reply_to)
+        except BaseException:
+            self._failed.inc()
+            raise
+        self._ok.inc()
+        return sent
+
+    async def send_typing(self, chat: ChatRef) -> None:
+        """Not counted: a courtesy, not a message."""
+        await self.inner.send_typing(chat)
+
+    async def ask_approval(
+        self, chat: ChatRef, *, session_id: str, call_id: str, command: str
+    ) -> SentMessage:
+        """Send the approval request and count it."""
+        try:
+            sent = await self.inner.ask_approval(
+                chat, session_id=session_id, call_id=call_id, command=command
+            )
+        except BaseException:
+            self._failed.inc()
+            raise
+        self._ok.inc()
+        return sent
+
+    async def edit(self, message: SentMessage, text: str) -> None:
+        """Not counted: no new message."""
+        await self.inner.edit(message, text)
+
+    async def answer_button(self, callback_id: str, text: str | None = None) -> None:
+        """Not counted: no new message."""
+        await self.inner.answer_button(callback_id, text)
+
+
+def metered(port: OutboundPort, gateway: str, metrics: Metrics | None) -> OutboundPort:
+    """``port`` counted into ``metrics`` (as is when metrics are off or it is counted already)."""
+    if metrics is None or isinstance(port, MeteredOutbound):
+        return port
+    return MeteredOutbound(port, gateway, metrics)

@@ -185,6 +185,10 @@ class SessionQueues:
         """Sessions with something running, waiting or buffered (idle ones are forgotten)."""
         return len(self._lines)
 
+    def pending(self) -> int:
+        """Messages waiting for an answer, over every session (``core.metrics`` reads it)."""
+        return sum(line.pending() for line in list(self._lines.values()))
+
     async def offer(self, session_id: str, inbound: Inbound, queue: QueueSpec) -> None:
         """Record ``inbound`` durably (or drop/reject it) and schedule its turn.
 

@@ -76,8 +76,12 @@ class ResilientProvider:
         self.policy = policy or RetryPolicy()
         self._sleep = sleep
         self._rng = rng or random.Random()
+        self.on_retry: Callable[[LLMError], None] | None = None
+        """Told each failure that is retried (``core.metrics``: retries by kind)."""
 
     async def _backoff(self, attempt: int, error: LLMError) -> None:
+        if self.on_retry is not None:
+            self.on_retry(error)
         delay = self.policy.delay(attempt, error, self._rng)
         log.warning(
             "%s call failed (%s: %s); retry %d/%d in %.2fs",

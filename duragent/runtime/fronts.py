@@ -23,6 +23,7 @@ from duragent.frontkit import (
     ProcessNotices,
     SessionNotices,
     WebhookReceiver,
+    metered,
 )
 from duragent.scheduler import Destination, SchedulerSettings, Schedules, ScheduleTool
 from duragent.session import SessionRegistry
@@ -178,7 +179,8 @@ class Fronts:
     def outbound_port(self, gateway: str) -> OutboundPort | None:
         """What sends into chats of ``gateway`` (None: not configured or not started)."""
         served = self._gateways.get(gateway)
-        return served.outbound if served is not None else None
+        port = served.outbound if served is not None else None
+        return metered(port, gateway, self.turns.metrics) if port is not None else None
 
     def gateway_states(self) -> dict[str, str]:
         """Each chat gateway's state (``/readyz``)."""

@@ -31,6 +31,7 @@ from duragent.core.lifecycle import (
     ServiceStopError,
     TaskService,
 )
+from duragent.core.metrics import Metrics
 from duragent.core.tasks import BackgroundTasks
 from duragent.frontkit import (
     OutboundPort,
@@ -47,6 +48,7 @@ from duragent.session import RegistrySettings, SessionRegistry
 from duragent.session.gate import tune_interpreter
 from duragent.session.reader import RegistrySessionReader
 from duragent.store import SessionStore
+from duragent.store.backends import session_storage
 from duragent.store.serve_lock import ServeLock
 from duragent.tools import sandbox as sandboxes
 from duragent.turns import TurnRunner
@@ -93,8 +95,13 @@ class Runtime:
         self._tasks = BackgroundTasks()
         self._lock: ServeLock | None = None
         self._connection_cap: int | None = None
+        self.metrics = Metrics() if config.server.metrics else None
+        """This runtime's metrics, in a registry of its own (None: ``server.metrics`` off)."""
+        store = session_storage(config.store, paths.sessions)
+        if self.metrics is not None and isinstance(store, SessionStore):  # files: fsync'd
+            store.on_append = self.metrics.event_log_fsync_seconds.observe
         self.registry = SessionRegistry(
-            SessionStore(paths.sessions),
+            store,
             registry_settings
             or RegistrySettings(
                 default_rollover=config.sessions.compaction,
@@ -105,6 +112,8 @@ class Runtime:
                 else config.sessions.active_actors,
             ),
         )
+        if self.metrics is not None:
+            self.registry.instrument(self.metrics)
         self._sandbox = sandboxes.for_workspace(config.sandbox, paths)
         self._fronts = Fronts(
             config,
@@ -116,7 +125,9 @@ class Runtime:
             catalog=lambda: self._catalog,
         )
         self.providers = ProviderPool(
-            env=env, idle_timeout_seconds=config.server.idle_timeout_seconds
+            env=env,
+            idle_timeout_seconds=config.server.idle_timeout_seconds,
+            metrics=self.metrics,
         )
         self._turns = TurnRunner(
             self.registry,
@@ -129,6 +140,7 @@ class Runtime:
             extra_tools=self._fronts.extra_tools,
             env=env,
             sandbox=self._sandbox,
+            metrics=self.metrics,
         )
         self.processes = self._fronts.serve_with(self._turns)
 

@@ -92,6 +92,7 @@ class Schedules:
             self.chat = payloads = ChatPayloads(turns, outbound)
         self.scheduler = Scheduler(self.runs, payloads, self.clock, settings)
         self.scheduler.on_status = self._write
+        self.scheduler.metrics = turns.metrics if turns is not None else None
         self.problems: list[ConfigError] = []
 
     # --- service ------------------------------------------------------------------------------

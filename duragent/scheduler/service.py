@@ -27,15 +27,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Protocol
 
+from duragent.core.metrics import Metrics
 from duragent.errors import ConfigError
 from duragent.scheduler.clock import Clock
 from duragent.scheduler.model import At, Every, Schedule
-from duragent.scheduler.runs import Dangling, RunState, to_ms
+from duragent.scheduler.runs import OUTCOMES, Dangling, RunState, from_ms, to_ms
 from duragent.scheduler.timing import next_due
 from duragent.store.protocols import RunLogStorage
 
@@ -119,6 +120,8 @@ class Scheduler:
         self._loop: asyncio.Task[None] | None = None
         self.on_status: Callable[[Schedule], None] = lambda schedule: None
         """Called when the scheduler itself changes a status (a one-shot completed)."""
+        self.metrics: Metrics | None = None
+        """Where runs are counted by status, and how late each started (``core.metrics``)."""
 
     # --- schedules ----------------------------------------------------------------------------
 
@@ -339,9 +342,25 @@ class Scheduler:
             log.exception("schedule %s: could not record it completed", slot.schedule.id)
 
     def _append(self, slot: _Slot, entry: dict[str, object]) -> None:
-        line = {"ts": to_ms(self._clock.now())} | {k: v for k, v in entry.items() if v is not None}
+        now = self._clock.now()
+        line = {"ts": to_ms(now)} | {k: v for k, v in entry.items() if v is not None}
         self._runs.append(slot.schedule.id, line)
         slot.state.apply(line)
+        if self.metrics is not None:
+            self._count(self.metrics, line, now)
+
+    @staticmethod
+    def _count(metrics: Metrics, line: Mapping[str, object], now: datetime) -> None:
+        """A run-log line as metrics: outcomes and retries by status; a first start's lag."""
+        status = line["status"]
+        if status == "running":
+            due = line.get("due")
+            if line.get("attempt") == 1 and isinstance(due, int):
+                lag = (now - from_ms(due)).total_seconds()
+                metrics.scheduler_fire_lag_seconds.observe(max(0.0, lag))
+        elif status in OUTCOMES or status == "retry":
+            count = line.get("count", 1)
+            metrics.scheduler_runs.labels(status).inc(count if isinstance(count, int) else 1)
 
     async def run_forever(self) -> None:
         """The loop: start what is due, sleep until the next due time or a change."""

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections import deque
+from collections.abc import Callable
 
 from duragent.session.bridge import loop_deadlines
 from duragent.session.deadlines import Deadlines
@@ -71,12 +73,19 @@ class Admission:
         self._mix = mix
         self._in_use = 0
         self._waiters: deque[asyncio.Future[None]] = deque()
+        self.on_wait: Callable[[float], None] | None = None
+        """Told how long each ask that had to wait waited (``core.metrics``); not the fast path."""
 
     @property
     def limit(self) -> int:
         """Asks allowed in flight now."""
         mix = self._mix
         return self._low if mix is None else mix.limit(self._low, self._high)
+
+    @property
+    def waiting(self) -> int:
+        """Asks queued for a permit now."""
+        return len(self._waiters)
 
     @property
     def in_use(self) -> int:
@@ -98,8 +107,11 @@ class Admission:
         waiter: asyncio.Future[None] = loop.create_future()
         self._waiters.append(waiter)
         entry = loop_deadlines(loop).watch(waiter, within, _NO_CAPACITY, within, self.limit)
+        began = time.perf_counter()
         try:
             await waiter
+            if self.on_wait is not None:
+                self.on_wait(time.perf_counter() - began)
         except BaseException:
             if waiter.done() and not waiter.cancelled() and waiter.exception() is None:
                 self.leave()  # granted, but the caller is gone: pass it on

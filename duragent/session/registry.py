@@ -26,6 +26,7 @@ from typing import Any
 import pykka
 
 from duragent.core.ids import new_session_id
+from duragent.core.metrics import Metrics
 from duragent.core.snapshot import SessionStatus
 from duragent.errors import NotFoundError
 from duragent.session.actor import NewSession, SessionActor, SessionInfo, SessionQuarantinedError
@@ -107,6 +108,22 @@ class SessionRegistry:
         else:
             self._admission = Admission(asks)
 
+    def instrument(self, metrics: Metrics) -> None:
+        """Count admission waits into ``metrics``; export live actors and asks at scrape time."""
+        admission = self._admission
+        admission.on_wait = metrics.admission_wait_seconds.observe
+        metrics.sample(
+            "duragent_live_actors",
+            "Session actors running (each holds its session in memory).",
+            lambda: [((), float(len(self._live)))],
+        )
+        metrics.sample(
+            "duragent_actor_asks",
+            "Asks to session actors by state: in_flight (holding a permit) or waiting.",
+            lambda: [(("in_flight",), float(admission.in_use)), (("waiting",), admission.waiting)],
+            labels=("state",),
+        )
+
     @property
     def active_limit(self) -> int:
         """Asks allowed in flight to actor threads right now (adaptive unless configured)."""
@@ -127,6 +144,7 @@ class SessionRegistry:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reaper
         await asyncio.gather(*(self._stop(sid) for sid in list(self._live)), return_exceptions=True)
+        await asyncio.to_thread(self.store.close)  # after every actor's last write
 
     @property
     def live_count(self) -> int:

@@ -3,7 +3,9 @@
 - ``protocols``: what the layers above use (``SessionStorage`` and its parts; the shapes of
   schedule, run-log and summary storage to come). The session layer types against these.
 - ``session_store``: the sessions directory as a whole (the file backend);
-  ``memory_store``: the in-memory backend. Both pass one contract suite.
+  ``memory_store``: the in-memory backend; ``postgres``: PostgreSQL (its own package, imported
+  only when selected). All pass one contract suite. ``backends`` picks the one
+  ``duragent.yaml`` selects (``store.backend``); ``copy`` moves sessions between them.
 - ``event_log``: ``events.jsonl`` append-with-fsync, torn-tail safe, de-duplicating reads,
   rollover (config: ``compaction``) to ``events.archive.jsonl``.
 - ``snapshot_file``: atomic ``state.yaml`` (reads the reference's ``state.json`` too).
@@ -13,7 +15,7 @@
 - ``fileops``: the OS calls, replaceable to inject disk failures in tests.
 - ``health``: OS refusals as ``StorageError`` (never corruption) and whether writes work now.
 
-Imports only ``core`` (and ``errors``).
+Imports only ``core``, ``config`` (the ``store:`` section) and ``errors``.
 """
 
 from __future__ import annotations

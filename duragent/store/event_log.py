@@ -19,7 +19,7 @@ import logging
 import os
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -72,8 +72,15 @@ def _line_seq(line: bytes) -> int | None:
 class EventLog:
     """The event log of one session directory. Not thread-safe: one owner (the actor)."""
 
-    def __init__(self, directory: Path, ops: FileOps = OS_FILE_OPS) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        ops: FileOps = OS_FILE_OPS,
+        on_append: Callable[[float], None] | None = None,
+    ) -> None:
         self.path = directory / EVENTS_FILENAME
+        self._on_append = on_append
+        """Told each durable append's seconds (``core.metrics``); called on the owner's thread."""
         self.archive_path = directory / ARCHIVE_FILENAME
         self._ops = ops
         self._tail_clean: bool | None = None  # None = unknown, check before next append
@@ -121,7 +128,10 @@ class EventLog:
         except BaseException:
             self.close()
             raise
-        self.io_seconds += time.perf_counter() - began
+        took = time.perf_counter() - began
+        self.io_seconds += took
+        if self._on_append is not None:
+            self._on_append(took)
         self._size += written
         self._tail_clean = True
         self.appended_bytes += written

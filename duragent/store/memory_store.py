@@ -178,6 +178,9 @@ class MemorySessionStore:
     def open(self) -> None:
         """Nothing to prepare."""
 
+    def close(self) -> None:
+        """Nothing to release."""
+
     def _validate(self, session_id: str) -> str:
         if not session_id or "/" in session_id or session_id.startswith((".", "_")):
             raise ValueError(f"invalid session id {session_id!r}")

@@ -1,13 +1,13 @@
 """What the layers above ask of storage, as ``Protocol``s; the backends are interchangeable.
 
 Sessions, the actor and the registry type against ``SessionStorage`` and its parts, never a
-concrete class or a file name, so a second backend (the in-memory ``MemorySessionStore``, and
-later perhaps SQLite) is a new class, not a change to the session layer. Both backends pass
-one contract suite (``tests/store/test_session_storage_contract.py``).
+concrete class or a file name, so another backend (the in-memory ``MemorySessionStore``,
+``postgres.PostgresSessionStore``) is a new class, not a change to the session layer. All
+backends pass one contract suite (``tests/store/test_session_storage_contract.py``).
 
-Schedules, run logs and summaries do not exist yet; their protocols are here, small, so the
-scheduler and LLM summarisation each start from a shape instead of growing a new concrete
-store. Only the sessions protocol has two backends today.
+Schedules and run logs have a file and a PostgreSQL backend (one contract suite,
+``tests/store/test_schedule_storage_contract.py``); summaries have none yet: their protocol
+is here, small, so LLM summarisation starts from a shape instead of a new concrete store.
 
 Shared rules for every protocol:
 
@@ -194,6 +194,10 @@ class SessionStorage(Protocol):
 
     def open(self) -> None:
         """Prepare the storage and load the chat map."""
+        ...
+
+    def close(self) -> None:
+        """Release what the storage holds (connections, leases); the registry closes it last."""
         ...
 
     def create(self, session_id: str) -> Path:

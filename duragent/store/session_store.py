@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,11 +51,16 @@ class SessionStore:
         self.chats = ChatIndex(root, ops)
         self.health = StoreHealth(root, ops)
         """Whether the last write succeeded (``/readyz`` reports it)."""
+        self.on_append: Callable[[float], None] | None = None
+        """Told each event-log append's seconds (write + fsync), for ``core.metrics``."""
 
     def open(self) -> None:
         """Create the directory if needed and load the chat index."""
         self.root.mkdir(parents=True, exist_ok=True)
         self.chats.load()
+
+    def close(self) -> None:
+        """Nothing is held between writes (each log is closed by its owner)."""
 
     def directory(self, session_id: str) -> Path:
         """The folder of ``session_id`` (validated: no path tricks)."""
@@ -98,7 +104,7 @@ class SessionStore:
 
     def event_log(self, session_id: str) -> EventLog:
         """The event log of ``session_id``."""
-        return EventLog(self.directory(session_id), self.ops)
+        return EventLog(self.directory(session_id), self.ops, self.on_append)
 
     def snapshot(self, session_id: str) -> SnapshotFile:
         """The snapshot file of ``session_id``."""

@@ -18,6 +18,7 @@ from duragent.context.render import HistoryCache
 from duragent.context.tokens import counter_for_model
 from duragent.core.approval import PendingApproval
 from duragent.core.messages import ToolCall, Usage
+from duragent.core.metrics import Metrics
 from duragent.core.snapshot import SessionStatus
 from duragent.llm import OutputLimits
 from duragent.session import SessionHandle, SessionRegistry
@@ -114,8 +115,10 @@ class ContextFactory:
         extra_tools: Callable[[Agent, str], Sequence[Tool]] | None,
         env: Mapping[str, str],
         sandbox: Sandbox = TRUST,
+        metrics: Metrics | None = None,
     ) -> None:
         self._registry = registry
+        self._metrics = metrics
         self._sandbox = sandbox
         self._providers = providers
         self._workspace_dir = workspace_dir
@@ -174,6 +177,8 @@ class ContextFactory:
         price = _pricer(agent)
         handle = self._registry.handle(session_id)
         summaries = agent_summary_settings(agent, budget.window)
+        metrics = self._metrics
+        meter = metrics.meter(agent.name, agent.model.name) if metrics is not None else None
         tier = SummaryTier(
             session=handle,
             settings=summaries,
@@ -188,6 +193,7 @@ class ContextFactory:
             summariser_model=summaries.model or agent.model.name,
             price=price,
             sink=sink,
+            meter=meter,
         )
         extra = self._extra_tools(agent, session_id) if self._extra_tools else ()
         listed = {t.name for t in spec.tools if t.type == "builtin"}
@@ -238,6 +244,7 @@ class ContextFactory:
                 outputs=outputs,
             ),
             recorder=_ActorRecorder(handle, requester_id, answers_seq),
+            meter=meter,
             temperature=agent.model.temperature,
             price=price,
             sink=sink,

@@ -24,6 +24,7 @@ person decided on through the same ``calls`` path, then the runner calls ``run_l
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -43,7 +44,8 @@ from duragent.core.messages import (
     Usage,
     steering_message,
 )
-from duragent.errors import ContextLengthExceededError
+from duragent.core.metrics import CallMeter, error_kind
+from duragent.errors import ContextLengthExceededError, LLMError
 from duragent.llm import (
     ChatRequest,
     LLMProvider,
@@ -152,6 +154,8 @@ class LoopContext:
     """The agent's tool hooks with its builtins' defaults (``turns.hooks.effective_hooks``)."""
     rebuild_tools: Callable[[], Mapping[str, Tool]] | None = None
     """The turn's tools built again (after ``reload_tools``: new scripts on disk)."""
+    meter: CallMeter | None = None
+    """Where model calls are counted (``core.metrics``); None when metrics are off."""
 
 
 @dataclass(slots=True)
@@ -243,19 +247,30 @@ async def _call_model(
             temperature=ctx.temperature,
             limits=ctx.limits,
         )
+        meter = ctx.meter
+        began = time.perf_counter()
+        first: float | None = None
         try:
             response = None
             cache.sent(messages, turn)
             async for event in ctx.provider.stream(request):
                 if isinstance(event, TextDelta):
+                    if first is None:
+                        first = time.perf_counter() - began
                     if ctx.sink is not None:
                         await ctx.sink.token(event.text)
                 elif isinstance(event, ResponseDone):
                     response = event.response
+            if meter is not None:
+                meter.call(time.perf_counter() - began, first)
             return response, report
-        except ContextLengthExceededError:
+        except ContextLengthExceededError as exc:
+            if meter is not None:
+                meter.error(error_kind(exc))
             if attempt == CONTEXT_RETRIES:
                 raise
+            if meter is not None:
+                meter.action("overflow_retries")
             if tier is not None and not summarised:
                 summarised = True  # overflow → summarise → retry, once (summaries spec)
                 if await tier.on_overflow(history, cache.fixed(ctx)):
@@ -265,6 +280,10 @@ async def _call_model(
             smaller = max(budget.output_reserve + 256, int(budget.window * 0.75))
             log.warning("provider reported context overflow; refitting to %d tokens", smaller)
             budget = replace(budget, window=smaller)  # every other setting kept
+        except LLMError as exc:
+            if meter is not None:
+                meter.error(error_kind(exc))
+            raise
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -289,6 +308,10 @@ async def run_loop(
         if usage is not None:
             outcome.usage = outcome.usage + usage
         budget = report.to_dict()
+        if ctx.meter is not None:
+            ctx.meter.budget(budget)
+            if usage is not None:
+                ctx.meter.usage(usage.prompt_tokens, usage.completion_tokens, usage.cost_usd)
         outcome.budgets.append(budget)
         calls = response.tool_calls
         if not calls:

@@ -14,8 +14,9 @@ import logging
 from collections.abc import Iterable, Mapping
 
 from duragent.agents import Agent
+from duragent.core.metrics import Metrics, error_kind
 from duragent.errors import LLMError
-from duragent.llm import LLMProvider, RetryPolicy, build_provider
+from duragent.llm import LLMProvider, ResilientProvider, RetryPolicy, build_provider
 
 __all__ = ["ProviderPool"]
 
@@ -33,7 +34,9 @@ class ProviderPool:
         policy: RetryPolicy | None = None,
         env: Mapping[str, str] | None = None,
         idle_timeout_seconds: float | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
+        self._metrics = metrics
         self._providers: dict[_Key, LLMProvider] = {}
         self._building: dict[_Key, asyncio.Future[LLMProvider]] = {}  # builds under way
         self._policy = policy
@@ -82,6 +85,10 @@ class ProviderPool:
             )
         finally:
             del self._building[key]
+        metrics = self._metrics
+        if metrics is not None and isinstance(provider, ResilientProvider):
+            model = key[1]
+            provider.on_retry = lambda e: metrics.model_retries.labels(model, error_kind(e)).inc()
         self._providers[key] = provider
         return provider
 

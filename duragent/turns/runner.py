@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,8 +31,9 @@ from pathlib import Path
 from duragent.agents import Agent, AgentCatalog
 from duragent.context.budget import BudgetSettings
 from duragent.core.approval import DECISIONS, ApprovalDecision
-from duragent.core.logctx import turn_scope
+from duragent.core.logctx import current, turn_scope
 from duragent.core.messages import Message
+from duragent.core.metrics import Metrics
 from duragent.core.snapshot import DEFAULT_SILENT_BUFFER_CAP, SessionStatus
 from duragent.errors import StorageError
 from duragent.session import (
@@ -94,9 +96,11 @@ class TurnRunner:
         extra_tools: Callable[[Agent, str], Sequence[Tool]] | None = None,
         env: Mapping[str, str] | None = None,
         sandbox: Sandbox = TRUST,
+        metrics: Metrics | None = None,
     ) -> None:
         self.registry = registry
         self._agents = agents
+        self._metrics = metrics
         contexts = ContextFactory(
             registry,
             providers=providers,
@@ -107,6 +111,7 @@ class TurnRunner:
             extra_tools=extra_tools,
             env=os.environ if env is None else env,
             sandbox=sandbox,
+            metrics=metrics,
         )
         self._driver = TurnDriver(contexts, agents)
         self._active: dict[str, _Active] = {}
@@ -153,6 +158,11 @@ class TurnRunner:
         return await self.registry.for_chat(
             (gateway, chat_id, agent_name), self._new_session(agent, gateway, chat_id, chat_type)
         )
+
+    @property
+    def metrics(self) -> Metrics | None:
+        """Where turns and model calls are counted (None: metrics are off)."""
+        return self._metrics
 
     def is_running(self, session_id: str) -> bool:
         """Whether a loop is running for the session."""
@@ -284,6 +294,7 @@ class TurnRunner:
         active.running = future  # claimed before any await: later messages steer this turn
         inbox = active.inbox = Inbox()
         recorded: UserMessageResult | None = None  # the message, once on disk
+        began = time.perf_counter()
         try:
             async with active.lock:
                 recorded = await inbound.record(session, with_context=True)
@@ -299,6 +310,9 @@ class TurnRunner:
             raise
         finally:
             inbox.close()  # with the future, in one step: nothing is handed over unread after
+            if self._metrics is not None and recorded is not None and recorded.agent:
+                front_end = current().get("front_end", "other")  # bound by each front end
+                self._metrics.turn(front_end, recorded.agent, time.perf_counter() - began)
         future.set_result(result)
         return result
 

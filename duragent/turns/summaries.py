@@ -32,6 +32,7 @@ from duragent.context.summaries import (
 from duragent.context.tokens import TokenCounter
 from duragent.context.window import context_window
 from duragent.core.messages import Message, Usage
+from duragent.core.metrics import CallMeter
 from duragent.errors import LLMError
 from duragent.llm import LLMProvider
 from duragent.llm.offline import OfflineProvider
@@ -100,8 +101,10 @@ class SummaryTier:
         summariser_model: str,
         price: Callable[[Usage], Usage] = lambda usage: usage,
         sink: TurnSink | None = None,
+        meter: CallMeter | None = None,
     ) -> None:
         self._session = session
+        self._meter = meter
         self.settings = settings
         self._budget = budget
         self._counter = counter
@@ -225,6 +228,8 @@ class SummaryTier:
         self._memory = await self._session.memory()
         self._block = None
         self.written += 1
+        if self._meter is not None:
+            self._meter.action("summaries")
         return True
 
     def _input_room(self) -> int:

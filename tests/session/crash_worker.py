@@ -1085,8 +1085,7 @@ async def _verify_session(
     said = [
         (Role.USER if e.type == EventType.USER_MESSAGE else Role.ASSISTANT, _payload_sha(e))
         for e in history
-        if e.type in (EventType.USER_MESSAGE, EventType.ASSISTANT_RESPONSE)
-        and e.seq > summarised
+        if e.type in (EventType.USER_MESSAGE, EventType.ASSISTANT_RESPONSE) and e.seq > summarised
     ]
     shown = [(m.role, content_sha(m.content)) for m in window if m.role is not Role.TOOL]
     tail = said[-len(shown) :] if shown else []

@@ -1,13 +1,14 @@
 """The ``SessionStorage`` contract: one suite, run against every backend.
 
 What the session layer relies on, stated once: a backend that passes this can carry the
-registry, the actors and the journal. Each test runs for the file backend (``SessionStore``)
-and the in-memory one (``MemorySessionStore``).
+registry, the actors and the journal. Each test runs for the file backend (``SessionStore``),
+the in-memory one (``MemorySessionStore``) and PostgreSQL (``PostgresSessionStore``, on a
+fresh schema of the test database: ``tests/store/postgres_db.py``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -25,11 +26,20 @@ BACKENDS: dict[str, Backend] = {
 }
 
 
-@pytest.fixture(params=sorted(BACKENDS))
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> SessionStorage:
-    made = BACKENDS[request.param](tmp_path / "sessions")
-    made.open()
-    return made
+@pytest.fixture(params=[*sorted(BACKENDS), "postgres"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SessionStorage]:
+    if request.param != "postgres":
+        made = BACKENDS[request.param](tmp_path / "sessions")
+        made.open()
+        yield made
+        return
+    from duragent.store.postgres import PostgresSessionStore
+    from tests.store import postgres_db  # skips without the driver or a server
+
+    with postgres_db.fresh_schema() as schema, postgres_db.database(schema) as db:
+        pg = PostgresSessionStore(db, node_id="test-node")
+        pg.open()
+        yield pg
 
 
 def user(seq: int, text: str = "hi") -> Event:

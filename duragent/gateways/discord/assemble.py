@@ -62,4 +62,6 @@ def build_discord_gateway(
             is_group=is_group,
         )
 
-    return DiscordGateway(config, chats, tasks, guild_ready_seconds=guild_ready_seconds)
+    return DiscordGateway(
+        config, chats, tasks, guild_ready_seconds=guild_ready_seconds, metrics=turns.metrics
+    )

@@ -33,6 +33,7 @@ import discord
 
 from duragent.config.workspace import DISCORD_TOKEN_HELP as TOKEN_HELP
 from duragent.config.workspace import DiscordConfig
+from duragent.core.metrics import Metrics
 from duragent.core.redact import redact_secrets
 from duragent.core.tasks import BackgroundTasks
 from duragent.errors import ConfigError, DuragentError
@@ -46,6 +47,7 @@ from duragent.gateways.discord.endpoints import DISCORD_API, use_api
 from duragent.gateways.discord.lanes import ChatLanes
 from duragent.gateways.discord.messages import BotIdentity, press_of, translate
 from duragent.gateways.discord.outbound import DiscordOutbound
+from duragent.gateways.discord.rate_limits import RateLimitCounter
 
 __all__ = ["INTENT_HELP", "DiscordGateway", "intents"]
 
@@ -116,8 +118,17 @@ class DiscordGateway:
         tasks: BackgroundTasks,
         *,
         guild_ready_seconds: float = GUILD_READY_SECONDS,
+        metrics: Metrics | None = None,
     ) -> None:
         self._config = config
+        self._rate_limits = (
+            RateLimitCounter(
+                metrics.gateway_rate_limited.labels("discord").inc,
+                metrics.gateway_retries.labels("discord").inc,
+            )
+            if metrics is not None
+            else None
+        )
         self._guild_ready_seconds = guild_ready_seconds
         self._handler_for = handler_for
         self._tasks = tasks
@@ -160,6 +171,8 @@ class DiscordGateway:
             self.state = f"failed: {problem}"
             raise ConfigError(problem or TOKEN_HELP)
         redact_secrets(token)
+        if self._rate_limits is not None:
+            self._rate_limits.attach()
         self._restore_api = use_api(self._config.base_url)
         where = self._config.base_url or DISCORD_API
         self._ready, self._open = asyncio.Event(), asyncio.Event()
@@ -286,6 +299,8 @@ class DiscordGateway:
 
     async def stop(self, *, keep_state: bool = False) -> None:
         """Close the connection and the HTTP client."""
+        if self._rate_limits is not None:
+            self._rate_limits.detach()
         if self._connection is not None:
             self._connection.remove_done_callback(self._connection_ended)  # not a failure
         client, self._client = self._client, None

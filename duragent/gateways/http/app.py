@@ -24,9 +24,11 @@ from duragent.agents import Agent
 from duragent.agents.exposure import served_value
 from duragent.errors import AgentNotFoundError, StorageError
 from duragent.gateways.http.browser import BrowserGuard
+from duragent.gateways.http.console import console_routes
 from duragent.gateways.http.crash import CrashGuard
 from duragent.gateways.http.health import ServerHealth
 from duragent.gateways.http.limits import ConcurrencyLimit
+from duragent.gateways.http.metrics import MetricsRoute
 from duragent.gateways.http.openai_api import OpenAIRoutes
 from duragent.gateways.http.openai_errors import OpenAIErrors
 from duragent.gateways.http.openapi import openapi_document
@@ -136,7 +138,7 @@ def build_app(services: HttpServices) -> Starlette:
         if gateways:  # a chat platform being down does not stop the HTTP API being ready
             extra["gateways"] = gateways
         store_health = services.turns.registry.store.health
-        failure = store_health.failure and await asyncio.to_thread(store_health.check)
+        failure = await asyncio.to_thread(store_health.check)  # files: no I/O unless failed
         if failure:
             extra["storage"] = {"writable": False, "error": str(failure)}
             reason: str | None = f"the session store cannot write: {failure}"
@@ -253,6 +255,7 @@ def build_app(services: HttpServices) -> Starlette:
         _route("/readyz", GET=readyz),
         _route("/version", GET=version),
         _route("/openapi.json", GET=openapi),
+        _route("/metrics", GET=MetricsRoute(services).get),
         _route(f"{v1}/agents", GET=api(list_agents)),
         _route(f"{v1}/agents/{{name}}", GET=api(get_agent)),
         _route(f"{v1}/sessions", GET=api(routes_impl.list), POST=api(routes_impl.create)),
@@ -286,6 +289,7 @@ def build_app(services: HttpServices) -> Starlette:
     ]
     webhooks = services.webhooks()
     routes += webhook_routes(webhooks)
+    routes += console_routes(services)  # /ui: the web console (console.py)
     app = Starlette(
         routes=routes,
         middleware=[  # outermost first; an unclaimed exception reaches CrashGuard

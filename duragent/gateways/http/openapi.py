@@ -256,6 +256,19 @@ def _document(version: str) -> dict[str, Any]:
             **schedule_paths(),
             **openai_paths(),
             **pin_paths(),
+            "/metrics": {
+                "get": {
+                    "summary": "Prometheus metrics (text exposition format)",
+                    "description": "The admin token when one is set, else the API token, else "
+                    "loopback clients only; 404 when server.metrics is false.",
+                    "responses": {
+                        "200": plain("Every metric, in Prometheus' text format"),
+                        "401": problem("Missing or invalid bearer token"),
+                        "403": problem("Admin access denied, or Host/Origin not allowed"),
+                        "404": problem("Metrics are off (server.metrics: false)"),
+                    },
+                }
+            },
             "/api/admin/v1/shutdown": {
                 "post": {
                     "summary": "Stop the server",

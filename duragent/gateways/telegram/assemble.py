@@ -54,4 +54,4 @@ def build_telegram_gateway(
             is_group=is_group_chat,
         )
 
-    return TelegramGateway(config, chats, tasks)
+    return TelegramGateway(config, chats, tasks, metrics=turns.metrics)

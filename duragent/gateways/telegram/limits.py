@@ -22,17 +22,27 @@ import asyncio
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
 from typing import Any
 
 from aiolimiter import AsyncLimiter
+from telegram.error import RetryAfter
 from telegram.ext import AIORateLimiter, BaseRateLimiter
 
-__all__ = ["ChatRateLimiter"]
+__all__ = ["ChatRateLimiter", "RateCounts"]
 
 JSON = bool | dict[str, Any] | list[dict[str, Any]]
 
 MAX_IN_FLIGHT = 64
 """Bot API requests sent at once (the rest wait their turn here, not in httpx's pool)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RateCounts:
+    """Where the limiter counts Telegram's 429 answers and the attempts made after one."""
+
+    rate_limited: Callable[[], None]
+    retried: Callable[[], None]
 
 
 class ChatRateLimiter(BaseRateLimiter[int]):
@@ -47,6 +57,7 @@ class ChatRateLimiter(BaseRateLimiter[int]):
         max_retries: int = 5,
         max_in_flight: int = MAX_IN_FLIGHT,
         clock: Callable[[], float] = time.monotonic,
+        counts: RateCounts | None = None,
     ) -> None:
         self._inner = AIORateLimiter(
             overall_max_rate=overall_per_second,
@@ -57,6 +68,7 @@ class ChatRateLimiter(BaseRateLimiter[int]):
         self._chat_rate = chat_per_second
         self._chats: OrderedDict[int, tuple[AsyncLimiter, float]] = OrderedDict()
         self._clock = clock
+        self._counts = counts
         self._idle_after = max(2.0, 2.0 / chat_per_second)
 
     async def initialize(self) -> None:
@@ -102,6 +114,8 @@ class ChatRateLimiter(BaseRateLimiter[int]):
         if chat > 0 and endpoint != "sendChatAction":
             async with self._bucket(chat):
                 pass
+        if self._counts is not None:
+            callback = _counted(callback, self._counts)
         if endpoint == "getUpdates":  # a long poll must never wait behind sends
             return await self._inner.process_request(
                 callback, args, kwargs, endpoint, data, rate_limit_args
@@ -110,3 +124,23 @@ class ChatRateLimiter(BaseRateLimiter[int]):
             return await self._inner.process_request(
                 callback, args, kwargs, endpoint, data, rate_limit_args
             )
+
+
+def _counted(
+    callback: Callable[..., Coroutine[Any, Any, JSON]], counts: RateCounts
+) -> Callable[..., Coroutine[Any, Any, JSON]]:
+    """``callback`` counting its 429s and every attempt after the first (PTB retries it)."""
+    attempts = 0
+
+    async def attempt(*args: Any, **kwargs: Any) -> JSON:
+        nonlocal attempts
+        attempts += 1
+        if attempts > 1:
+            counts.retried()
+        try:
+            return await callback(*args, **kwargs)
+        except RetryAfter:
+            counts.rate_limited()
+            raise
+
+    return attempt

@@ -29,6 +29,7 @@ from telegram.ext import Application, ApplicationBuilder
 
 from duragent.config.workspace import TELEGRAM_TOKEN_HELP as TOKEN_HELP
 from duragent.config.workspace import TelegramConfig
+from duragent.core.metrics import Metrics
 from duragent.core.redact import redact_secrets
 from duragent.core.tasks import BackgroundTasks
 from duragent.errors import ConfigError, DuragentError
@@ -40,7 +41,7 @@ from duragent.frontkit import (
     WebhookReceiver,
 )
 from duragent.gateways.telegram.aiohttp_request import AiohttpRequest
-from duragent.gateways.telegram.limits import ChatRateLimiter
+from duragent.gateways.telegram.limits import ChatRateLimiter, RateCounts
 from duragent.gateways.telegram.outbound import MAX_TYPING_IN_FLIGHT, TelegramOutbound
 from duragent.gateways.telegram.polling import FatalPollingError, poll_updates
 from duragent.gateways.telegram.updates import ALLOWED_UPDATES, BotIdentity, translate
@@ -73,9 +74,15 @@ class TelegramGateway:
         config: TelegramConfig,
         handler_for: Callable[[OutboundPort, str], ChatHandler],
         tasks: BackgroundTasks,
+        *,
+        metrics: Metrics | None = None,
     ) -> None:
-        """``handler_for(outbound, bot_username)`` builds the chat front once the bot is known."""
+        """``handler_for(outbound, bot_username)`` builds the chat front once the bot is known.
+
+        ``metrics``: where Telegram's 429s and the sends retried after them are counted.
+        """
         self._config = config
+        self._metrics = metrics
         self._handler_for = handler_for
         self._tasks = tasks
         self._app: Application | None = None  # type: ignore[type-arg]
@@ -125,6 +132,7 @@ class TelegramGateway:
                     overall_per_second=self._config.max_messages_per_second,
                     group_per_minute=self._config.max_messages_per_minute_per_group,
                     chat_per_second=self._config.max_messages_per_second_per_chat,
+                    counts=_counts(self._metrics),
                 )
             )
             .request(AiohttpRequest())
@@ -219,3 +227,13 @@ class TelegramGateway:
             await typing_bot.shutdown()
         if not keep_state:
             self.state = "stopped"
+
+
+def _counts(metrics: Metrics | None) -> RateCounts | None:
+    """Telegram's 429s and retries as ``core.metrics`` counters (None: metrics off)."""
+    if metrics is None:
+        return None
+    return RateCounts(
+        rate_limited=metrics.gateway_rate_limited.labels("telegram").inc,
+        retried=metrics.gateway_retries.labels("telegram").inc,
+    )

@@ -31,6 +31,7 @@ from typing import Any
 
 from duragent.agents import load_catalog
 from duragent.config.workspace import DiscordConfig, RouteConfig
+from duragent.core.metrics import Metrics
 from duragent.core.tasks import BackgroundTasks
 from duragent.frontkit import ButtonPress, ChatRef, InboundMessage, Sender
 from duragent.gateways.discord import DiscordGateway, build_discord_gateway
@@ -61,8 +62,14 @@ class DiscordChat:
     bot_username = BOT_USERNAME
 
     def __init__(
-        self, root: Path, llm: ScriptedLLMServer, dc: FakeDiscord, setup: ChatSetup
+        self,
+        root: Path,
+        llm: ScriptedLLMServer,
+        dc: FakeDiscord,
+        setup: ChatSetup,
+        metrics: Metrics | None = None,
     ) -> None:
+        self.metrics = metrics
         self.llm = llm
         self.dc = dc
         self.setup = setup
@@ -98,6 +105,7 @@ class DiscordChat:
             world_memory_dir=self.workspace / "memory" / "world",
             policy_file=self.workspace / "policy.yaml",
             extra_tools=lambda agent, sid: tools,
+            metrics=self.metrics,
         )
         self.tasks = BackgroundTasks(grace_seconds=2)
         self.gateway: DiscordGateway = build_discord_gateway(
@@ -231,10 +239,12 @@ def _attachment(filename: str, content_type: str) -> dict[str, Any]:
 
 
 @asynccontextmanager
-async def discord_chat(root: Path, setup: ChatSetup) -> AsyncIterator[DiscordChat]:
+async def discord_chat(
+    root: Path, setup: ChatSetup, metrics: Metrics | None = None
+) -> AsyncIterator[DiscordChat]:
     async with ScriptedLLMServer() as llm, FakeDiscord(bot_username=BOT_USERNAME) as dc:
         await dc.add_channel(int(GROUP_ID))
-        driver = DiscordChat(root, llm, dc, setup)
+        driver = DiscordChat(root, llm, dc, setup, metrics)
         await driver.start()
         try:
             yield driver

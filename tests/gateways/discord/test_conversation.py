@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from duragent.core.metrics import Metrics
 from duragent.frontkit.queue import TURN_FAILED
 from duragent.testing import Reply
 from duragent.testing.discord_objects import Person
@@ -123,7 +124,8 @@ async def test_the_model_cannot_ping_everyone(tmp_path: Path) -> None:
 async def test_a_rate_limited_send_is_waited_out_by_discord_py_and_sent_once(
     tmp_path: Path,
 ) -> None:
-    async with discord_chat(tmp_path, ChatSetup()) as chat:
+    metrics = Metrics()
+    async with discord_chat(tmp_path, ChatSetup(), metrics) as chat:
         chat.dc.rate_limit("POST", f"/channels/{DM}/messages", 0.2)
         chat.llm.enqueue(Reply(text="Patience."))
         await chat.push(DM, "hi", ANN)
@@ -131,6 +133,10 @@ async def test_a_rate_limited_send_is_waited_out_by_discord_py_and_sent_once(
         statuses = [c.status for c in chat.dc.calls("POST", f"/channels/{DM}/messages")]
         assert statuses == [429, 200]
         assert [m["content"] for m in chat.dc.sent(DM)] == ["Patience."]
+    # discord.py waited it out itself; /metrics still counts it (its log line says so)
+    counted = metrics.registry.get_sample_value
+    assert counted("duragent_gateway_rate_limited_total", {"gateway": "discord"}) == 1
+    assert counted("duragent_gateway_retries_total", {"gateway": "discord"}) == 1
 
 
 async def test_after_a_dropped_connection_the_bot_resumes_and_answers(tmp_path: Path) -> None:

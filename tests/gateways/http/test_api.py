@@ -112,6 +112,7 @@ async def test_the_openapi_document_describes_every_route(tmp_path: Path) -> Non
         "/api/v1/sessions/{session_id}/approve",
         "/api/admin/v1/shutdown",
         "/api/admin/v1/reload-agents",
+        "/metrics",
     }
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 from duragent.gateways.telegram.limits import ChatRateLimiter
 
 
@@ -58,3 +60,33 @@ async def test_chats_idle_long_enough_to_be_full_again_are_forgotten() -> None:
     clock[0] = 60.0
     await _send(limiter, 999)
     assert limiter.tracked_chats == 1
+
+
+@pytest.mark.filterwarnings("ignore:Deprecated since version v22.2:DeprecationWarning")
+async def test_a_429_and_the_retry_after_it_are_counted() -> None:
+    from telegram.error import RetryAfter
+
+    from duragent.gateways.telegram.limits import RateCounts
+
+    counted = {"rate_limited": 0, "retried": 0}
+    limiter = ChatRateLimiter(
+        overall_per_second=100_000,
+        group_per_minute=1_000_000,
+        chat_per_second=1000.0,
+        counts=RateCounts(
+            rate_limited=lambda: counted.__setitem__("rate_limited", counted["rate_limited"] + 1),
+            retried=lambda: counted.__setitem__("retried", counted["retried"] + 1),
+        ),
+    )
+    calls = 0
+
+    async def flaky(*_args: Any, **_kwargs: Any) -> bool:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise RetryAfter(0)  # Telegram's 429: PTB's limiter waits, then tries again
+        return True
+
+    assert await limiter.process_request(flaky, (), {}, "sendMessage", {"chat_id": 7}, None)
+    assert calls == 2
+    assert counted == {"rate_limited": 1, "retried": 1}

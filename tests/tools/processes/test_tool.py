@@ -70,7 +70,9 @@ async def test_kill_stops_the_whole_process_group_and_is_reported(tmp_path: Path
     assert outcome.success
     assert outcome.content == f"Killed process {handle}"
     assert "Status: killed" in message
-    assert pid_start_time(child) is None or _is_zombie(child)  # the background child died too
+    # the background child died too (SIGKILL is delivered at once; the kernel's tear-down of
+    # the process may take a moment on a loaded machine)
+    assert await eventually(lambda: pid_start_time(child) is None or _is_zombie(child))
     assert not again.success
     assert again.content == "process is not running"
 

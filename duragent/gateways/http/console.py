@@ -1,0 +1,199 @@
+"""The web console at ``/ui``: pages that hold no data, and two read routes the pages need.
+
+Why the pages hold no data: with ``server.api_token`` set, the token lives in the tab's
+``sessionStorage`` and the console's script sends it as ``Authorization: Bearer`` on every
+``fetch``, exactly as any API client does. A browser never attaches that header by itself, so
+a page on another site cannot make the console act (no CSRF: nothing the console does is a
+form post or rides on a cookie), and the token is never in a URL, a cookie or a log line. A
+page request (a navigation) carries no token, so it cannot be authenticated; it is therefore
+the same static shell for everyone, and everything a user or a model wrote reaches the
+browser only as JSON, which the script puts into the page with ``textContent`` (never as
+HTML). A strict Content-Security-Policy (scripts only from ``/ui/static``, no inline script,
+no ``eval``) makes an escaping mistake inert rather than exploitable.
+
+In loopback mode (no token) the shell is served to loopback clients only, and the browser
+checks of ``browser.py`` (Host, Origin, JSON bodies) apply to every console request, as to the
+API: ``/ui`` is in the ``api_token`` family.
+
+The two ``/ui/api`` routes are read-only views the public API does not give in one call: the
+sessions with their front end and chat, and one session's whole history with tool traffic,
+summary markers, each model call's budget record and the pending approval's ``call_id``.
+Everything that changes state goes through the public API (create, stream, approve, end).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from importlib import resources
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from duragent.core.events import Event, EventType
+from duragent.errors import StorageError
+from duragent.gateways.http.paging import MAX_MESSAGES_LIMIT, limited, read_limit
+from duragent.gateways.http.problem import ProblemError
+from duragent.gateways.http.security import check_access
+from duragent.gateways.http.services import HttpServices
+from duragent.session import SessionNotFoundError, events_to_messages
+from duragent.store import SnapshotCorruptError
+
+__all__ = ["CONSOLE_HEADERS", "console_routes"]
+
+_STATIC = resources.files("duragent.gateways.http") / "console_static"
+_TYPES = {
+    "console.js": "text/javascript; charset=utf-8",
+    "console.css": "text/css; charset=utf-8",
+}
+CONSOLE_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+        "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+"""Sent with every console page and file (see the module docstring for why)."""
+
+_MAX_CONSOLE_SESSIONS = 500
+
+
+def _static(name: str) -> bytes:
+    return (_STATIC / name).read_bytes()
+
+
+def _with_budget(events: list[Event]) -> list[dict[str, Any]]:
+    """The history with tools, each model answer carrying its budget record and usage.
+
+    The public history (``GET …/messages``) leaves both out; the console shows, for every model
+    call, what fitting the request did (window, limit, request tokens, trimmed, masked, …).
+    """
+    extra: dict[int, dict[str, Any]] = {}
+    approvals: dict[str, dict[str, Any]] = {}
+    for event in events:
+        if event.type == EventType.ASSISTANT_RESPONSE:
+            found = {k: event.data[k] for k in ("budget", "usage") if event.data.get(k)}
+            if found:
+                extra[event.seq] = found
+        elif event.type == EventType.APPROVAL_REQUIRED:
+            call = str(event.data.get("call_id", ""))
+            approvals[call] = {"command": event.data.get("command", ""), "decision": None}
+        elif event.type == EventType.APPROVAL_DECISION:
+            call = str(event.data.get("call_id", ""))
+            if call in approvals:
+                approvals[call]["decision"] = event.data.get("decision")
+    messages = events_to_messages(events, include_tools=True)
+    for item in messages:
+        item.update(extra.get(item["seq"], {}))
+        for call in item.get("tool_calls") or ():
+            approval = approvals.get(str(call.get("call_id")))
+            if approval is not None:
+                call["approval"] = approval
+    return messages
+
+
+class ConsoleRoutes:
+    """The console's pages, files and read routes, bound to the services they read."""
+
+    def __init__(self, services: HttpServices) -> None:
+        self.s = services
+
+    def _token(self) -> str | None:
+        return self.s.config.server.api_token
+
+    async def page(self, request: Request) -> Response:
+        """GET /ui, /ui/sessions/{id}: the shell; the script reads the path and fetches."""
+        if not self._token():  # loopback mode: the same clients as the API
+            check_access(request, None, admin=False)
+        return Response(_static("console.html"), media_type="text/html", headers=CONSOLE_HEADERS)
+
+    async def file(self, request: Request) -> Response:
+        """GET /ui/static/{name}: the script and the style sheet (no data in either)."""
+        name = request.path_params["name"]
+        if name not in _TYPES:
+            raise ProblemError(404, "no such console file")
+        return Response(_static(name), media_type=_TYPES[name], headers=CONSOLE_HEADERS)
+
+    async def sessions(self, request: Request) -> Response:
+        """GET /ui/api/sessions: the listing, with each session's front end and chat."""
+        check_access(request, self._token(), admin=False)
+        limit = read_limit(request, default=100, maximum=_MAX_CONSOLE_SESSIONS)
+        registry = self.s.turns.registry
+        listed = await registry.list_sessions(limit=limit.value)
+
+        def heads() -> list[dict[str, Any]]:
+            out = []
+            for entry in listed:
+                try:
+                    head = registry.store.header(entry["session_id"]) or {}
+                except (StorageError, SnapshotCorruptError):  # the listing says why
+                    head = {}
+                out.append(
+                    entry
+                    | {
+                        "gateway": head.get("gateway"),
+                        "gateway_chat_id": head.get("gateway_chat_id"),
+                        "gateway_chat_type": head.get("gateway_chat_type"),
+                    }
+                )
+            return out
+
+        return limited({"sessions": await asyncio.to_thread(heads)}, limit)
+
+    async def session(self, request: Request) -> Response:
+        """GET /ui/api/sessions/{id}: the session, its pending approval and whole history."""
+        check_access(request, self._token(), admin=False)
+        session_id = request.path_params["session_id"]
+        registry = self.s.turns.registry
+        try:
+            info = await registry.info(session_id)
+        except (SessionNotFoundError, OSError):
+            raise ProblemError(404, "session not found") from None
+        limit = read_limit(request, default=1000, maximum=MAX_MESSAGES_LIMIT)
+        events = await registry.handle(session_id).events(include_archive=True)
+        pending = info.pending_approval
+        body = {
+            "session": {
+                "session_id": info.session_id,
+                "agent": info.agent,
+                "status": info.status.value,
+                "created_at": info.created_at,
+                "updated_at": info.updated_at,
+                "gateway": info.gateway,
+                "gateway_chat_id": info.gateway_chat_id,
+                "gateway_chat_type": info.gateway_chat_type,
+                "message_count": info.message_count,
+                "last_seq": info.last_seq,
+                # a user message no turn has answered yet: a turn is (or should be) under way
+                "awaiting_reply": info.awaits_answer,
+            },
+            "pending_approval": (
+                None
+                if pending is None
+                else {
+                    "call_id": pending.call_id,
+                    "command": pending.command,
+                    "tool_name": pending.tool_name,
+                    "arguments": dict(pending.arguments),
+                }
+            ),
+            "messages": _with_budget(events)[-limit.value :],
+        }
+        return limited(body, limit)
+
+
+def console_routes(services: HttpServices) -> list[Route]:
+    """The routes to add to the app (``/ui`` and below)."""
+    console = ConsoleRoutes(services)
+    return [
+        Route("/ui", console.page, methods=["GET", "HEAD"]),
+        Route("/ui/", console.page, methods=["GET", "HEAD"]),
+        Route("/ui/sessions/{session_id}", console.page, methods=["GET", "HEAD"]),
+        Route("/ui/static/{name}", console.file, methods=["GET", "HEAD"]),
+        Route("/ui/api/sessions", console.sessions, methods=["GET", "HEAD"]),
+        Route("/ui/api/sessions/{session_id}", console.session, methods=["GET", "HEAD"]),
+    ]

@@ -1,0 +1,133 @@
+"""Copy every session of one ``SessionStorage`` into another, then prove nothing was lost.
+
+``duragent store copy --from file --to postgres`` uses it to move a workspace. For each live
+session: its archived and live events (archived ones archived again in the target), its
+snapshot, its saved tool outputs (kept as they are: no retention or cap applied) and the
+chats it serves. Afterwards every session's whole history (archive + live events, as their
+JSON lines, the snapshot and the outputs) is read back from both sides and compared; a
+difference is reported by session and never hidden. A session the target already holds with
+the same history is skipped (the copy can be run again after an interruption); one it holds
+with a *different* history is left alone and reported as a conflict. Quarantined sessions are
+not copied (their files cannot be trusted): they are listed so a person can restore them first.
+
+The source is only read. Run it while no server writes to either store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from duragent.core.events import Event
+from duragent.store.protocols import SessionStorage
+from duragent.store.saved_outputs import SavedOutputLimits
+
+_KEEP_ALL = SavedOutputLimits(max_output_bytes=1 << 62, max_session_bytes=1 << 62, retention_days=0)
+"""Copying keeps every saved output as it is: retention and caps apply at the next real save."""
+
+__all__ = ["CopyReport", "copy_sessions", "history_differences"]
+
+
+@dataclass(slots=True)
+class CopyReport:
+    """What ``copy_sessions`` did, session by session."""
+
+    copied: list[str] = field(default_factory=list)
+    already_there: list[str] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)
+    """Sessions the target holds with another history (left as they were)."""
+    differences: dict[str, list[str]] = field(default_factory=dict)
+    """Sessions whose history read back differently after the copy: never expected."""
+    unclean_source: dict[str, str] = field(default_factory=dict)
+    """Sessions whose source log had skipped lines (copied as read; the reason)."""
+    quarantined: list[str] = field(default_factory=list)
+    chats: int = 0
+
+    @property
+    def ok(self) -> bool:
+        """Every live session is in the target with the same history."""
+        return not (self.conflicts or self.differences)
+
+
+def _history(store: SessionStorage, session_id: str) -> tuple[list[Event], str]:
+    """Archive + live events, one per seq (the live copy wins), and what the read skipped."""
+    log = store.event_log(session_id)
+    live, report = log.read()
+    by_seq = {e.seq: e for e in log.read_archive()}
+    by_seq.update((e.seq, e) for e in live)
+    log.close()
+    return [by_seq[s] for s in sorted(by_seq)], "" if report.clean else repr(report)
+
+
+def history_differences(source: SessionStorage, target: SessionStorage, sid: str) -> list[str]:
+    """How ``sid``'s history differs between the two stores ([] when identical)."""
+    found: list[str] = []
+    src_events, _ = _history(source, sid)
+    dst_events, _ = _history(target, sid)
+    src_lines = [e.to_json() for e in src_events]
+    dst_lines = [e.to_json() for e in dst_events]
+    if src_lines != dst_lines:
+        missing = sorted({e.seq for e in src_events} - {e.seq for e in dst_events})
+        found.append(
+            f"events differ ({len(src_lines)} in the source, {len(dst_lines)} in the target"
+            + (f"; missing seqs {missing[:10]}" if missing else "")
+            + ")"
+        )
+    src_archive = [e.seq for e in source.event_log(sid).read_archive()]
+    dst_archive = [e.seq for e in target.event_log(sid).read_archive()]
+    if sorted(set(src_archive)) != dst_archive:
+        found.append("the archived seqs differ")
+    src_snap, dst_snap = source.snapshot(sid).read(), target.snapshot(sid).read()
+    if (src_snap and src_snap.to_dict()) != (dst_snap and dst_snap.to_dict()):
+        found.append("the snapshots differ")
+    src_out, dst_out = source.saved_outputs(sid, _KEEP_ALL), target.saved_outputs(sid, _KEEP_ALL)
+    if src_out.ids() != dst_out.ids() or any(
+        src_out.read(i) != dst_out.read(i) for i in src_out.ids()
+    ):
+        found.append("the saved tool outputs differ")
+    return found
+
+
+def copy_sessions(source: SessionStorage, target: SessionStorage) -> CopyReport:
+    """Copy every live session and chat of ``source`` into ``target`` (both open)."""
+    report = CopyReport(quarantined=source.quarantined())
+    for sid in source.list_ids():
+        if target.exists(sid) or sid in target.list_ids():
+            if history_differences(source, target, sid):
+                report.conflicts.append(sid)
+            else:
+                report.already_there.append(sid)
+            continue
+        events, note = _history(source, sid)
+        if note:
+            report.unclean_source[sid] = note
+        archived = {e.seq for e in source.event_log(sid).read_archive()}
+        target.create(sid)
+        log = target.event_log(sid)
+        try:
+            if events:
+                log.append(events)
+            # Events archived in the source are archived in the target: the prefix up to the
+            # first live one (rollover only ever archives a prefix).
+            live_seqs = {e.seq for e in source.event_log(sid).read()[0]}
+            prefix = max((s for s in archived if s not in live_seqs), default=0)
+            if prefix:
+                log.roll_over(prefix, archive=True)
+            snapshot = source.snapshot(sid).read()
+            if snapshot is not None:
+                target.snapshot(sid).write(snapshot)
+            outputs = source.saved_outputs(sid, _KEEP_ALL)
+            copies = target.saved_outputs(sid, _KEEP_ALL)
+            for output_id in outputs.ids():
+                copies.save(output_id, outputs.read(output_id))
+        finally:
+            log.close()
+        report.copied.append(sid)
+    for key, sid in source.chats.items():
+        if target.chats.get(key) != sid:
+            target.chats.set(key, sid)
+        report.chats += 1
+    for sid in report.copied:
+        diff = history_differences(source, target, sid)
+        if diff:
+            report.differences[sid] = diff
+    return report

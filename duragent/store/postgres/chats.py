@@ -1,0 +1,83 @@
+"""``ChatMap`` in PostgreSQL: the ``chats`` table, with a local copy for reads.
+
+The registry reads the map on the event loop, where a query would block; so the map is
+loaded at ``open`` and written through (database first: the copy never runs ahead of what is
+stored). With several nodes (issue 24 item 2) it becomes read-through.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+
+from duragent.store.chat_index import ChatKey
+from duragent.store.postgres.connection import Database
+
+__all__ = ["PostgresChats"]
+
+
+class PostgresChats:
+    """``ChatMap``: the ``chats`` table, with a local copy for reads (see module docstring)."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._lock = threading.Lock()
+        self._map: dict[ChatKey, str] = {}
+
+    def load(self) -> None:
+        """Read every mapping."""
+        with self._db.transaction("loading the chat map") as conn:
+            rows = conn.execute("SELECT gateway, chat_id, agent, session_id FROM chats").fetchall()
+        with self._lock:
+            self._map = {(str(g), str(c), str(a)): str(s) for g, c, a, s in rows}
+
+    def get(self, key: ChatKey) -> str | None:
+        """The session serving ``key``."""
+        with self._lock:
+            return self._map.get(key)
+
+    def items(self) -> list[tuple[ChatKey, str]]:
+        """A copy of every mapping."""
+        with self._lock:
+            return list(self._map.items())
+
+    def set(self, key: ChatKey, session_id: str | None) -> None:
+        """Write the mapping to the database, then to the local copy."""
+        with self._db.transaction("writing the chat map") as conn:
+            if session_id:
+                conn.execute(
+                    "INSERT INTO chats (gateway, chat_id, agent, session_id) "
+                    "VALUES (%s, %s, %s, %s) ON CONFLICT (gateway, chat_id, agent) "
+                    "DO UPDATE SET session_id = excluded.session_id",
+                    (*key, session_id),
+                )
+            else:
+                conn.execute(
+                    "DELETE FROM chats WHERE gateway = %s AND chat_id = %s AND agent = %s", key
+                )
+        with self._lock:
+            if session_id:
+                self._map[key] = session_id
+            else:
+                self._map.pop(key, None)
+
+    def remove_session(self, session_id: str) -> None:
+        """Unmap every chat served by ``session_id``."""
+        with self._db.transaction("writing the chat map") as conn:
+            conn.execute("DELETE FROM chats WHERE session_id = %s", (session_id,))
+        with self._lock:
+            self._map = {k: v for k, v in self._map.items() if v != session_id}
+
+    def rebuild(self, entries: Iterable[tuple[ChatKey, str]]) -> None:
+        """Replace the whole mapping in one transaction."""
+        fresh = dict(entries)
+        with self._db.transaction("rebuilding the chat map") as conn:
+            conn.execute("DELETE FROM chats")
+            with conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO chats (gateway, chat_id, agent, session_id) "
+                    "VALUES (%s, %s, %s, %s)",
+                    [(*k, v) for k, v in fresh.items()],
+                )
+        with self._lock:
+            self._map = fresh

@@ -1,0 +1,432 @@
+"""``PostgresSessionStore``: the ``SessionStorage`` protocol over PostgreSQL.
+
+Same promises as the file backend (see ``protocols``): a write returns once committed, a
+failed write leaves nothing behind (one transaction), reads never invent data. Differences
+that follow from a database: a second event with the same seq is refused by the primary key
+(``EventSeqConflictError``) instead of de-duplicated on read; every write is fenced by the
+session's lease epoch (``leases``); the database being unreachable is a ``StorageError``.
+
+The chat map (``chats``) and the health (``health``) are their own modules.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg.rows import TupleRow
+
+from duragent.core.events import Event, now_rfc3339
+from duragent.core.nesting import loads_bounded
+from duragent.core.snapshot import SessionSnapshot
+from duragent.errors import DuragentError, StorageError
+from duragent.store.event_log import ReadReport
+from duragent.store.postgres.chats import PostgresChats
+from duragent.store.postgres.connection import Database
+from duragent.store.postgres.health import PostgresHealth
+from duragent.store.postgres.leases import Lease, claim, fence, release
+from duragent.store.postgres.outputs import PostgresSavedOutputs
+from duragent.store.postgres.schema import migrate
+from duragent.store.saved_outputs import DEFAULT_LIMITS, SavedOutputLimits
+from duragent.store.snapshot_file import SnapshotCorruptError
+
+__all__ = ["EventSeqConflictError", "PostgresSessionStore"]
+
+_LIVE = "SELECT session_key FROM sessions WHERE session_id = %s AND quarantined_at IS NULL"
+_NEWEST_QUARANTINED = (
+    "SELECT session_key FROM sessions WHERE session_id = %s AND quarantined_at IS NOT NULL "
+    "ORDER BY quarantined_at DESC, session_key DESC LIMIT 1"
+)
+
+
+class EventSeqConflictError(DuragentError, ValueError):
+    """An append repeated a seq the session already has (nothing of it was written)."""
+
+
+def _dumps(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+class PostgresSessionStore:
+    """``SessionStorage`` in one schema of a PostgreSQL database (see module docstring)."""
+
+    def __init__(self, db: Database, *, node_id: str, lease_seconds: float = 30.0) -> None:
+        self.db = db
+        self.node_id = node_id
+        self.lease_seconds = lease_seconds
+        self.root = Path(f"<{db.where}/{db.schema}>")
+        """Where the ``path`` attributes point: descriptive only."""
+        self.chats = PostgresChats(db)
+        self.health = PostgresHealth(db)
+        self._opened = False
+        self._lock = threading.Lock()
+        self._leases: dict[str, Lease] = {}
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Connect, apply pending migrations, load the chat map (again, when called again)."""
+        if not self._opened:
+            self.db.open()
+            migrate(self.db)
+            self._opened = True
+        self.chats.load()
+
+    def close(self) -> None:
+        """Give every lease up and close the connections."""
+        for lease in list(self._leases.values()):
+            self.drop_lease(lease)
+        self.db.close()
+        self._opened = False
+
+    # --- leases ----------------------------------------------------------------------------
+
+    def lease(self, session_id: str) -> Lease:
+        """The lease this node holds on ``session_id``, claimed (and committed) on first use.
+
+        The claim is its own transaction, so a write that fails afterwards cannot leave this
+        node holding an epoch the database never committed.
+        """
+        with self._lock:
+            held = self._leases.get(session_id)
+        if held is not None:
+            return held
+        with self.db.transaction(f"claiming session {session_id}") as conn:
+            got = claim(conn, session_id, self.node_id, self.lease_seconds)
+        with self._lock:
+            self._leases[session_id] = got
+        return got
+
+    def fenced(
+        self, conn: psycopg.Connection[TupleRow], session_id: str, *, log: bool = False
+    ) -> Lease:
+        """Check and renew this node's lease inside ``conn``'s transaction (the fence)."""
+        held = self.lease(session_id)
+        fence(conn, held, self.lease_seconds, log_written=log)
+        return held
+
+    def drop_lease(self, lease: Lease) -> None:
+        """Forget ``lease`` here and release it in the database (best effort)."""
+        with self._lock:
+            if self._leases.get(lease.session_id) == lease:
+                del self._leases[lease.session_id]
+        try:
+            with self.db.transaction("releasing a session lease") as conn:
+                release(conn, lease)
+        except StorageError:
+            pass  # it expires by itself
+
+    def _forget_lease(self, session_id: str) -> None:
+        with self._lock:
+            self._leases.pop(session_id, None)
+
+    # --- sessions --------------------------------------------------------------------------
+
+    def _validate(self, session_id: str) -> str:
+        if not session_id or "/" in session_id or session_id.startswith((".", "_")):
+            raise ValueError(f"invalid session id {session_id!r}")
+        return session_id
+
+    def create(self, session_id: str) -> Path:
+        """Insert the session's row (``FileExistsError`` when a live one has the id)."""
+        self._validate(session_id)
+        try:
+            with self.db.transaction(f"creating session {session_id}") as conn:
+                conn.execute("INSERT INTO sessions (session_id) VALUES (%s)", (session_id,))
+        except psycopg.errors.UniqueViolation:
+            raise FileExistsError(f"session {session_id} exists") from None
+        return self.root / session_id
+
+    def discard_new(self, session_id: str) -> None:
+        """Delete the row of a session whose creation failed."""
+        self._forget_lease(session_id)
+        with self.db.transaction(f"discarding new session {session_id}") as conn:
+            conn.execute(
+                "DELETE FROM sessions WHERE session_id = %s AND quarantined_at IS NULL",
+                (session_id,),
+            )
+
+    def exists(self, session_id: str) -> bool:
+        """Whether the live session has an event log or a snapshot."""
+        with self.db.transaction(f"checking session {session_id}") as conn:
+            row = conn.execute(
+                "SELECT s.log_written OR EXISTS (SELECT 1 FROM snapshots n "
+                "WHERE n.session_key = s.session_key) FROM sessions s "
+                "WHERE s.session_id = %s AND s.quarantined_at IS NULL",
+                (session_id,),
+            ).fetchone()
+        return bool(row and row[0])
+
+    def list_ids(self) -> list[str]:
+        """Every live session id, sorted as the file backend sorts (by code point)."""
+        with self.db.transaction("listing sessions") as conn:
+            rows = conn.execute(
+                "SELECT session_id FROM sessions WHERE quarantined_at IS NULL"
+            ).fetchall()
+        return sorted(str(r[0]) for r in rows)
+
+    def event_log(self, session_id: str) -> PostgresLog:
+        """The event log of ``session_id``."""
+        return PostgresLog(self, self._validate(session_id))
+
+    def snapshot(self, session_id: str) -> PostgresSnapshots:
+        """The snapshot of ``session_id``."""
+        return PostgresSnapshots(self, self._validate(session_id))
+
+    def saved_outputs(
+        self, session_id: str, limits: SavedOutputLimits = DEFAULT_LIMITS
+    ) -> PostgresSavedOutputs:
+        """The saved full tool outputs of ``session_id``."""
+        return PostgresSavedOutputs(self, self._validate(session_id), limits)
+
+    def header(self, session_id: str, *, quarantined: bool = False) -> dict[str, Any] | None:
+        """The snapshot's metadata without its conversation, or None without one."""
+        key_query = _NEWEST_QUARANTINED if quarantined else _LIVE
+        with self.db.transaction(f"reading the header of session {session_id}") as conn:
+            row = conn.execute(
+                f"SELECT header::text FROM snapshots WHERE session_key = ({key_query})",
+                (session_id,),
+            ).fetchone()
+        if row is None:
+            return None
+        data = _parse(self.root / session_id / "snapshot", str(row[0]))
+        return data
+
+    def remove_stale_temp_files(self, session_id: str) -> None:
+        """A transaction leaves nothing behind."""
+
+    def delete(self, session_id: str) -> None:
+        """Delete the live session, its events, snapshot and chats (missing is fine)."""
+        self._forget_lease(session_id)
+        self.chats.remove_session(session_id)
+        with self.db.transaction(f"deleting session {session_id}") as conn:
+            conn.execute(
+                "DELETE FROM sessions WHERE session_id = %s AND quarantined_at IS NULL",
+                (session_id,),
+            )
+
+    def quarantine(self, session_id: str, reason: str) -> Path:
+        """Set the session aside with ``reason``; its epoch moves on, fencing any writer."""
+        self._validate(session_id)
+        self._forget_lease(session_id)
+        with self.db.transaction(f"quarantining session {session_id}") as conn:
+            row = conn.execute(
+                "UPDATE sessions SET quarantined_at = clock_timestamp(), quarantine_reason = %s,"
+                " epoch = epoch + 1, owner_node = NULL, lease_expires_at = NULL "
+                "WHERE session_id = %s AND quarantined_at IS NULL RETURNING session_key",
+                (f"{now_rfc3339()} {reason}", session_id),
+            ).fetchone()
+        if row is None:
+            raise FileNotFoundError(f"session {session_id} does not exist")
+        self.chats.remove_session(session_id)
+        return self.root / "_quarantine" / session_id
+
+    def quarantined(self) -> list[str]:
+        """Ids of quarantined sessions (once each)."""
+        with self.db.transaction("listing quarantined sessions") as conn:
+            rows = conn.execute(
+                "SELECT DISTINCT session_id FROM sessions WHERE quarantined_at IS NOT NULL"
+            ).fetchall()
+        return sorted(str(r[0]) for r in rows)
+
+    def quarantine_reason(self, session_id: str) -> str | None:
+        """Why ``session_id`` is quarantined (its newest copy), or None."""
+        with self.db.transaction(f"reading why session {session_id} is quarantined") as conn:
+            row = conn.execute(
+                "SELECT quarantine_reason FROM sessions WHERE session_key = "
+                f"({_NEWEST_QUARANTINED})",
+                (session_id,),
+            ).fetchone()
+        if row is None:
+            return None
+        return str(row[0] or "") or "(no reason recorded)"
+
+    def restore(self, session_id: str) -> Path:
+        """Bring the newest quarantined copy back (refused over a live session)."""
+        try:
+            with self.db.transaction(f"restoring session {session_id}") as conn:
+                row = conn.execute(
+                    "UPDATE sessions SET quarantined_at = NULL, epoch = epoch + 1 "
+                    f"WHERE session_key = ({_NEWEST_QUARANTINED}) RETURNING 1",
+                    (session_id,),
+                ).fetchone()
+        except psycopg.errors.UniqueViolation:
+            raise FileExistsError(f"a live session already has the id {session_id}") from None
+        if row is None:
+            raise FileNotFoundError(f"session {session_id} is not quarantined")
+        return self.root / session_id
+
+
+def _parse(where: Path, text: str) -> dict[str, Any]:
+    try:
+        data = loads_bounded(text)
+    except ValueError as exc:
+        raise SnapshotCorruptError(where, str(exc)) from None
+    if not isinstance(data, dict):
+        raise SnapshotCorruptError(where, "not a mapping")
+    return data
+
+
+class PostgresLog:
+    """``SessionLog`` of one session: rows of ``events`` (one owner writes; anyone reads)."""
+
+    def __init__(self, store: PostgresSessionStore, session_id: str) -> None:
+        self._store = store
+        self._db = store.db
+        self.session_id = session_id
+        self.path = store.root / session_id / "events"
+        self.appended_bytes = 0
+        self.io_seconds = 0.0
+
+    def append(self, events: Sequence[Event]) -> None:
+        """Insert ``events`` in one fenced transaction: all or nothing."""
+        if not events:
+            return
+        lines = [e.to_json() for e in events]
+        began = time.perf_counter()
+        try:
+            with self._db.transaction(f"appending to session {self.session_id}") as conn:
+                lease = self._store.fenced(conn, self.session_id, log=True)
+                with conn.cursor() as cur:
+                    cur.executemany(
+                        "INSERT INTO events (session_key, seq, event) VALUES (%s, %s, %s)",
+                        [
+                            (lease.session_key, e.seq, line)
+                            for e, line in zip(events, lines, strict=True)
+                        ],
+                    )
+        except psycopg.errors.UniqueViolation:
+            raise EventSeqConflictError(
+                f"session {self.session_id} already has an event with one of the seqs "
+                f"{[e.seq for e in events]}: nothing was appended"
+            ) from None
+        self.io_seconds += time.perf_counter() - began
+        self.appended_bytes += sum(len(line) + 1 for line in lines)
+
+    def _select(self, where: str, params: tuple[object, ...]) -> list[str] | None:
+        """Event texts of the live session matching ``where``; None when no log was written."""
+        with self._db.transaction(f"reading session {self.session_id}") as conn:
+            row = conn.execute(
+                "SELECT session_key, log_written FROM sessions "
+                "WHERE session_id = %s AND quarantined_at IS NULL",
+                (self.session_id,),
+            ).fetchone()
+            if row is None or not row[1]:
+                return None
+            rows = conn.execute(
+                f"SELECT event::text FROM events WHERE session_key = %s AND {where} ORDER BY seq",
+                (row[0], *params),
+            ).fetchall()
+        return [str(r[0]) for r in rows]
+
+    def read(self, after_seq: int = 0) -> tuple[list[Event], ReadReport]:
+        """Live events with ``seq > after_seq``, in order (a row that does not parse is counted)."""
+        report = ReadReport()
+        texts = self._select("NOT archived AND seq > %s", (after_seq,))
+        if texts is None:
+            report.missing = True
+            return [], report
+        return _events(texts, report), report
+
+    def read_archive(self) -> list[Event]:
+        """Every archived event, in order."""
+        return _events(self._select("archived", ()) or [], ReadReport())
+
+    def last_seq(self) -> int | None:
+        """The newest live seq (0: none; None: the database cannot be asked now)."""
+        try:
+            with self._db.transaction(f"reading the last seq of {self.session_id}") as conn:
+                row = conn.execute(
+                    f"SELECT coalesce(max(seq), 0) FROM events WHERE session_key = ({_LIVE}) "
+                    "AND NOT archived",
+                    (self.session_id,),
+                ).fetchone()
+        except StorageError:
+            return None
+        return int(row[0]) if row else 0
+
+    def roll_over(self, up_to_seq: int, *, archive: bool) -> int:
+        """Mark (archive) or delete (discard) live events ``<= up_to_seq``, fenced."""
+        with self._db.transaction(f"rolling over session {self.session_id}") as conn:
+            lease = self._store.fenced(conn, self.session_id)
+            verb = "UPDATE events SET archived = true" if archive else "DELETE FROM events"
+            cur = conn.execute(
+                f"{verb} WHERE session_key = %s AND NOT archived AND seq <= %s",
+                (lease.session_key, up_to_seq),
+            )
+            return max(cur.rowcount, 0)
+
+    def close(self) -> None:
+        """Release this node's lease on the session (the actor stopped)."""
+        with self._store._lock:
+            lease = self._store._leases.get(self.session_id)
+        if lease is not None:
+            self._store.drop_lease(lease)
+
+
+def _events(texts: list[str], report: ReadReport) -> list[Event]:
+    events = []
+    for text in texts:
+        try:
+            events.append(Event.from_json(text))
+        except ValueError:
+            report.skipped_malformed += 1
+    return events
+
+
+class PostgresSnapshots:
+    """``SessionSnapshots`` of one session: one row, replaced in a fenced transaction."""
+
+    def __init__(self, store: PostgresSessionStore, session_id: str) -> None:
+        self._store = store
+        self._db = store.db
+        self.session_id = session_id
+        self.path = store.root / session_id / "snapshot"
+        self.last_size = 0
+        self.io_seconds = 0.0
+
+    def write(self, snapshot: SessionSnapshot) -> None:
+        """Replace the snapshot (a reader sees the old row or the new one)."""
+        data = snapshot.to_dict()
+        body = _dumps(data)
+        header = _dumps({k: v for k, v in data.items() if k != "conversation"})
+        began = time.perf_counter()
+        with self._db.transaction(f"writing the snapshot of {self.session_id}") as conn:
+            lease = self._store.fenced(conn, self.session_id)
+            conn.execute(
+                "INSERT INTO snapshots (session_key, header, body) VALUES (%s, %s, %s) "
+                "ON CONFLICT (session_key) DO UPDATE SET header = excluded.header, "
+                "body = excluded.body, written_at = now()",
+                (lease.session_key, header, body),
+            )
+        self.io_seconds += time.perf_counter() - began
+        self.last_size = len(body)
+
+    def read(self) -> SessionSnapshot | None:
+        """The snapshot, None without one, ``SnapshotCorruptError`` when it is not one."""
+        with self._db.transaction(f"reading the snapshot of {self.session_id}") as conn:
+            row = conn.execute(
+                f"SELECT body::text FROM snapshots WHERE session_key = ({_LIVE})",
+                (self.session_id,),
+            ).fetchone()
+        if row is None:
+            return None
+        data = _parse(self.path, str(row[0]))
+        try:
+            return SessionSnapshot.from_dict(data)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise SnapshotCorruptError(self.path, str(exc)) from None
+
+    def exists(self) -> bool:
+        """Whether the live session has a snapshot."""
+        with self._db.transaction(f"checking the snapshot of {self.session_id}") as conn:
+            row = conn.execute(
+                f"SELECT 1 FROM snapshots WHERE session_key = ({_LIVE})",
+                (self.session_id,),
+            ).fetchone()
+        return row is not None

@@ -1,0 +1,119 @@
+"""The console's routes over plain HTTP: what the shell holds, who may read, what views give."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import httpx
+
+from duragent.gateways.http.console import CONSOLE_HEADERS
+from duragent.testing import Reply, ToolCallReply
+from tests.gateways.http.api_fixtures import served
+
+TOKEN = "console-secret-7f3a"
+BASH_TOOL = "  tools:\n    - type: builtin\n      name: bash\n"
+ASK = "apiVersion: duragent/v1alpha1\nkind: Policy\nmode: ask\n"
+
+
+async def test_the_shell_is_the_same_static_page_for_everyone_and_forbids_inline_script(
+    tmp_path: Path,
+) -> None:
+    async with served(tmp_path, token=TOKEN, server_yaml=f"  api_token: {TOKEN}\n") as s:
+        port = s.runtime.http_port
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as anonymous:
+            shell = await anonymous.get("/ui")
+            deep = await anonymous.get("/ui/sessions/whatever")
+            script = await anonymous.get("/ui/static/console.js")
+            missing = await anonymous.get("/ui/static/../app.py")
+            other = await anonymous.get("/ui/static/secrets.txt")
+        assert shell.status_code == deep.status_code == script.status_code == 200
+        assert shell.text == deep.text  # the path is read by the script, never echoed
+        assert TOKEN not in shell.text
+        csp = shell.headers["content-security-policy"]
+        assert "script-src 'self'" in csp
+        assert "unsafe-inline" not in csp
+        for name, value in CONSOLE_HEADERS.items():
+            assert shell.headers[name] == value
+        assert script.headers["content-type"].startswith("text/javascript")
+        assert "innerHTML" not in script.text.replace("never assigns innerHTML", "")
+        assert missing.status_code == other.status_code == 404
+
+
+async def test_the_console_views_need_the_api_token_like_the_api(tmp_path: Path) -> None:
+    async with served(tmp_path, token=TOKEN, server_yaml=f"  api_token: {TOKEN}\n") as s:
+        sid = (await s.client.post("/api/v1/sessions", json={"agent": "bot"})).json()["session_id"]
+        port = s.runtime.http_port
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as anonymous:
+            for path in ("/ui/api/sessions", f"/ui/api/sessions/{sid}"):
+                assert (await anonymous.get(path)).status_code == 401
+                bad = {"authorization": "Bearer nope"}
+                assert (await anonymous.get(path, headers=bad)).status_code == 401
+                assert (await s.client.get(path)).status_code == 200
+
+
+async def test_in_loopback_mode_the_console_refuses_rebinding_and_cross_site_pages(
+    tmp_path: Path,
+) -> None:
+    async with served(tmp_path) as s:
+        rebound = await s.client.get("/ui", headers={"host": "evil.example:8080"})
+        assert rebound.status_code == 403
+        view = await s.client.get("/ui/api/sessions", headers={"origin": "https://evil.example"})
+        assert view.status_code == 403
+        form = await s.client.post(
+            "/api/v1/sessions",
+            content=b"agent=bot",
+            headers={"content-type": "application/x-www-form-urlencoded"},
+        )
+        assert form.status_code == 415
+        assert (await s.client.get("/ui", headers={"host": "localhost:1"})).status_code == 200
+
+
+async def test_the_session_view_has_budgets_tool_traffic_and_the_pending_call(
+    tmp_path: Path,
+) -> None:
+    async with served(tmp_path, tools=BASH_TOOL, policy=ASK) as s:
+        sid = (await s.client.post("/api/v1/sessions", json={"agent": "bot"})).json()["session_id"]
+        s.server.enqueue(Reply(text="hi there"))
+        await s.client.post(f"/api/v1/sessions/{sid}/messages", json={"content": "hello"})
+        call = ToolCallReply(name="bash", arguments={"command": "echo x"}, id="c1")
+        s.server.enqueue(Reply(tool_calls=[call]))
+        await s.client.post(f"/api/v1/sessions/{sid}/messages", json={"content": "run"})
+        view = (await s.client.get(f"/ui/api/sessions/{sid}")).json()
+        listing = (await s.client.get("/ui/api/sessions")).json()["sessions"]
+    assert view["pending_approval"]["call_id"] == "c1"
+    assert view["pending_approval"]["command"] == "echo x"
+    assert view["session"]["gateway"] is None
+    replies = [m for m in view["messages"] if m["role"] == "assistant"]
+    assert replies[0]["content"] == "hi there"
+    budget = replies[0]["budget"]
+    assert budget["window"] == 16000
+    assert 0 < budget["request_tokens"] <= budget["limit"]
+    assert replies[1]["tool_calls"][0]["approval"] == {"command": "echo x", "decision": None}
+    assert [e["session_id"] for e in listing] == [sid]
+    assert set(listing[0]) >= {"status", "updated_at", "gateway", "gateway_chat_id"}
+
+
+async def test_an_unknown_session_is_a_404_problem(tmp_path: Path) -> None:
+    async with served(tmp_path) as s:
+        missing = await s.client.get("/ui/api/sessions/session_nope")
+    assert missing.status_code == 404
+    assert missing.headers["content-type"] == "application/problem+json"
+
+
+async def test_the_view_says_a_reply_is_awaited_while_a_turn_runs(tmp_path: Path) -> None:
+    async with served(tmp_path) as s:
+        sid = (await s.client.post("/api/v1/sessions", json={"agent": "bot"})).json()["session_id"]
+        view = f"/ui/api/sessions/{sid}"
+        assert (await s.client.get(view)).json()["session"]["awaiting_reply"] is False
+        s.server.enqueue(Reply(text="slow", delay=0.5))
+        path = f"/api/v1/sessions/{sid}/messages"
+        turn = asyncio.create_task(s.client.post(path, json={"content": "hi"}))
+        for _ in range(50):
+            during = (await s.client.get(view)).json()["session"]
+            if during["last_seq"] > 1:
+                break
+            await asyncio.sleep(0.01)
+        assert during["awaiting_reply"] is True
+        assert (await turn).status_code == 200
+        assert (await s.client.get(view)).json()["session"]["awaiting_reply"] is False

@@ -1,0 +1,147 @@
+"""A workspace on files moves to PostgreSQL without losing a session, and the proof is checked."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from duragent.cli.main import app
+from duragent.core.events import Event
+from duragent.core.messages import Message
+from duragent.core.snapshot import SessionSnapshot
+from duragent.store import SessionStore
+from duragent.store.copy import copy_sessions, history_differences
+from duragent.store.postgres import PostgresSessionStore
+from tests.store import postgres_db
+
+
+def snapshot(sid: str, last: int) -> SessionSnapshot:
+    return SessionSnapshot(
+        session_id=sid,
+        agent="assistant",
+        created_at="2026-11-24T00:00:00.000Z",
+        updated_at="2026-11-24T00:01:00.000Z",
+        last_event_seq=last,
+        checkpoint_seq=last,
+        conversation=[Message.user(f"hello {sid} ✓"), Message.assistant("hi")],
+    )
+
+
+def file_workspace(sessions: Path) -> SessionStore:
+    """Sessions as a real workspace has them: archived, discarded, fresh, quarantined."""
+    store = SessionStore(sessions)
+    store.open()
+    for n in range(1, 6):
+        sid = f"01S{n}"
+        store.create(sid)
+        log = store.event_log(sid)
+        log.append([Event.user_message(i, content=f"{sid} m{i} 你好") for i in range(1, 4 * n)])
+        if n % 2 == 0:
+            log.roll_over(2 * n, archive=n != 4)  # archive mode, and one discard
+        log.close()
+        store.snapshot(sid).write(snapshot(sid, 4 * n - 1))
+        outputs = store.saved_outputs(sid)
+        outputs.save(outputs.new_id(), f"full output of {sid}\n" * n)
+        store.chats.set(("telegram", str(n), "assistant"), sid)
+    store.create("01SEMPTY")  # made room for, nothing written
+    store.create("01SBAD")
+    store.event_log("01SBAD").append([Event.user_message(1, content="x")])
+    store.quarantine("01SBAD", "a test")
+    return store
+
+
+@pytest.fixture
+def target() -> Iterator[PostgresSessionStore]:
+    with postgres_db.fresh_schema() as schema, postgres_db.database(schema) as db:
+        store = PostgresSessionStore(db, node_id="copier")
+        store.open()
+        yield store
+
+
+def test_every_session_moves_with_its_whole_history(
+    tmp_path: Path, target: PostgresSessionStore
+) -> None:
+    source = file_workspace(tmp_path / "sessions")
+    report = copy_sessions(source, target)
+    assert report.ok, report
+    assert sorted(report.copied) == source.list_ids() == target.list_ids()
+    assert report.quarantined == ["01SBAD"]
+    for sid in source.list_ids():  # compared again here, independently of the report
+        assert history_differences(source, target, sid) == []
+    assert [e.seq for e in target.event_log("01S2").read_archive()] == [1, 2, 3, 4]
+    assert [e.seq for e in target.event_log("01S2").read()[0]] == [5, 6, 7]
+    assert target.event_log("01S4").read_archive() == []  # discarded stays discarded
+    assert dict(target.chats.items()) == dict(source.chats.items())
+
+    again = copy_sessions(source, target)  # an interrupted copy can simply be run again
+    assert again.ok
+    assert sorted(again.already_there) == source.list_ids()
+
+
+def test_a_target_session_with_another_history_is_a_conflict_left_alone(
+    tmp_path: Path, target: PostgresSessionStore
+) -> None:
+    source = file_workspace(tmp_path / "sessions")
+    target.create("01S1")
+    target.event_log("01S1").append([Event.user_message(1, content="something else")])
+    report = copy_sessions(source, target)
+    assert report.conflicts == ["01S1"]
+    assert not report.ok
+    assert target.event_log("01S1").read()[0][0].data["content"] == "something else"
+
+
+def test_the_cli_migrates_and_copies_a_workspace(tmp_path: Path) -> None:
+    with postgres_db.fresh_schema() as schema:
+        file_workspace(tmp_path / ".duragent" / "sessions")
+        config = tmp_path / "duragent.yaml"
+        config.write_text(
+            f"store:\n  backend: postgres\n  dsn: ${{TEST_PG_DSN}}\n  schema: {schema}\n"
+        )
+        env = {"TEST_PG_DSN": postgres_db.DSN}
+        runner = CliRunner()
+        migrated = runner.invoke(app, ["store", "migrate", "-c", str(config)], env=env)
+        assert migrated.exit_code == 0, migrated.output
+        assert f"schema {schema}: version 2; applied: 1 initial, 2 saved_outputs" in migrated.output
+        copied = runner.invoke(
+            app, ["store", "copy", "--from", "file", "--to", "postgres", "-c", str(config)], env=env
+        )
+        assert copied.exit_code == 0, copied.output
+        assert "copied 6 sessions" in copied.output
+        assert "quarantined sessions not copied (restore them first): 01SBAD" in copied.output
+        again = runner.invoke(app, ["store", "migrate", "-c", str(config)], env=env)
+        assert "applied: none (up to date)" in again.output
+
+
+def test_the_cli_refuses_to_copy_while_a_server_holds_the_workspace(tmp_path: Path) -> None:
+    from duragent.store.serve_lock import ServeLock
+
+    workspace = tmp_path / ".duragent"
+    file_workspace(workspace / "sessions")
+    config = tmp_path / "duragent.yaml"
+    config.write_text(f"store:\n  dsn: {postgres_db.DSN!r}\n")
+    lock = ServeLock.acquire(workspace, workspace / "sessions")
+    try:
+        result = CliRunner().invoke(
+            app, ["store", "copy", "--from", "file", "--to", "postgres", "-c", str(config)]
+        )
+    finally:
+        lock.release()
+    assert result.exit_code == 1
+    assert "is already served by PID" in result.output
+
+
+def test_a_workspace_copied_there_and_back_is_the_same(
+    tmp_path: Path, target: PostgresSessionStore
+) -> None:
+    source = file_workspace(tmp_path / "sessions")
+    assert copy_sessions(source, target).ok
+    back = SessionStore(tmp_path / "back")
+    back.open()
+    report = copy_sessions(target, back)
+    assert report.ok, report
+    assert back.list_ids() == source.list_ids()
+    for sid in source.list_ids():
+        assert history_differences(source, back, sid) == []
