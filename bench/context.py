@@ -471,7 +471,7 @@ def bench_variants(turns: int) -> list[str]:
             if summarised:
                 row(
                     f"(c) {int(window):,} {name}: intent survival (task+secret, newer)",
-                    f"{survived and newer}",
+                    context_turns.survival(script),
                     "100 %",
                     survived and newer and result.summary_rounds_ok,
                 )
