@@ -29,15 +29,23 @@ every random choice is seeded.
     The naive baseline sends everything: system prompt + every message of the session so far
     (tool results uncapped) + tool definitions, counted with the same counter. An overflow is
     a request above window − output reserve (27,904 tokens).
-(c) The session of (b) at 8K (8,192) and 32K (32,000) windows with each window tier's defaults,
-    one column per context setting (``VARIANTS``): "layers 1–3" (Layers 1–3 only) and
-    "+ pruning" (old tool outputs replaced by markers, ``context.pruning``). Tokens per call
-    (mean, max) and the total over the session; an overflow is a request above the limit.
+(c) A 500-turn tool-heavy session at 8K (8,192) and 32K (32,000) windows with each window
+    tier's defaults, one column per context setting (``context_turns.VARIANTS``): Layers 1–3
+    only, + pruning, + summaries, + both. Unlike (b) this drives the real ``TurnRunner``
+    (sessions, events, the summaries tier's model calls) against the scripted model over
+    HTTP (``bench/context_turns.py``): tokens per call (mean, max) from each response's budget
+    report, total tokens, number and cost of summary calls, overflows (a request above the
+    limit) and failed turns, and the intent-survival checks of issue #20. Target: with both,
+    ≥ 40 % fewer total tokens (summary calls included) than Layers 1–3 only at 32K.
+(d) Opt-in (``DURAGENT_REAL_LLM=1``, ``duragent[local-model]``): 60 growing turns with
+    SmolLM2-135M served by llama.cpp in a 2,048-token window (``testing.growing_session``):
+    0 requests rejected by the server, summaries written by the model, non-empty, reused.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
 import json
 import math
@@ -48,7 +56,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from corpus import code, english, json_text  # bench/ is on sys.path when a script here is run
+import context_turns  # bench/ is on sys.path when a script here is run
+from corpus import code, english, json_text
 
 from duragent.context.budget import BudgetSettings, ContextOverflowError
 from duragent.context.render import HistoryCache, TurnCache, fit_request
@@ -61,6 +70,8 @@ from duragent.context.tokens import (
 from duragent.context.truncation import truncate_tool_result
 from duragent.core.messages import Message, Role, ToolCall, ToolDefinition
 from duragent.session.state import actor_message_limit
+from duragent.testing.growing_session import GrowingRun, run_growing_session
+from duragent.testing.local_model import LocalModelServer, why_unavailable
 
 ROWS: list[tuple[str, str, str, str]] = []
 
@@ -437,65 +448,91 @@ def bench_session(counter: TokenCounter, turns: int) -> list[str]:
     return lines
 
 
-# --- (c) the same session per window tier, one column per context setting ---------------------
-
-VARIANTS: list[tuple[str, Callable[[int], BudgetSettings]]] = [
-    ("layers 1–3", lambda window: BudgetSettings.for_model(MODEL, max_input_tokens=window)),
-    (
-        "+ pruning",
-        lambda window: BudgetSettings.for_model(MODEL, max_input_tokens=window, prune=True),
-    ),
-]
-"""Columns of table (c): a name and the settings for a window. Later tiers (summaries) add
-their variants here; every column runs the same seeded session."""
+# --- (c) the session per window tier, one column per context setting ---------------------------
 
 WINDOWS = (8_192, 32_000)
 
 
-def bench_variants(counter: TokenCounter, turns: int) -> list[str]:
-    """Table (c): tokens per call and in total for each variant, at 8K and 32K."""
-    names = [name for name, _ in VARIANTS]
-    width = max(14, *(len(n) for n in names))
-    lines = [
-        f"{'measure':<34}" + "".join(f"{n:>{width + 2}}" for n in names),
-        "-" * (34 + (width + 2) * len(names)),
-    ]
-    for window in WINDOWS:
-        results = []
-        for _, make in VARIANTS:
-            settings = make(window)
-            ours, _, stats = simulate(turns, counter, settings, lambda t: None)
-            results.append((settings, ours, stats))
-        base_total = sum(results[0][1].tokens)
-        label = f"{window // 1000}K" if window % 1000 == 0 else f"{window // 1024}K"
-        table: list[tuple[str, list[str]]] = [
-            ("LLM calls", [f"{len(r.tokens):,}" for _, r, _ in results]),
-            ("tokens/call mean", [f"{statistics.fmean(r.tokens):,.0f}" for _, r, _ in results]),
-            ("tokens/call max", [f"{max(r.tokens):,}" for _, r, _ in results]),
-            ("total tokens", [f"{sum(r.tokens):,}" for _, r, _ in results]),
-            (
-                "total vs layers 1–3",
-                [f"{100 * (sum(r.tokens) / base_total - 1):+.1f} %" for _, r, _ in results],
-            ),
-            (
-                "overflows / errors",
-                [f"{r.overflows(s.limit)} / {st['errors']}" for s, r, st in results],
-            ),
-            ("results pruned (sum over calls)", [f"{st['pruned']:,}" for _, _, st in results]),
-            ("calls with history omitted", [f"{st['omitted_calls']:,}" for _, _, st in results]),
-            (
-                "fit_request mean per call",
-                [f"{st['fit_ns'] / 1e6 / max(1, len(r.tokens)):.3f} ms" for _, r, st in results],
-            ),
-        ]
-        tier = results[0][0]
-        lines.append(
-            f"{label} window (tier {tier.tier.label}, limit {tier.limit:,}, tool results "
-            f"≤ {tier.max_tool_result_tokens:,})"
+def bench_variants(turns: int) -> list[str]:
+    """Table (c), through the real turn runner (``bench/context_turns.py``), with verdicts."""
+    lines, figures = context_turns.table(turns, WINDOWS)
+    for window, results in figures.items():
+        for name, result in results.items():
+            script = result.script
+            survived = script.task_missing == script.secret_missing == 0
+            newer = script.newer_missing == 0
+            summarised = "summaries" in name or "both" in name
+            row(
+                f"(c) {int(window):,} {name}: overflows / failed turns",
+                f"{result.overflows} / {result.failed}",
+                "0 / 0",
+                result.overflows == 0 and result.failed == 0,
+            )
+            if summarised:
+                row(
+                    f"(c) {int(window):,} {name}: intent survival (task+secret, newer)",
+                    context_turns.survival(script),
+                    "100 %",
+                    survived and newer and result.summary_rounds_ok,
+                )
+        base, both = results["layers 1–3"], results["+ both"]
+        saved = 1 - (sum(both.tokens) + both.summary_tokens) / sum(base.tokens)
+        row(
+            f"(c) {int(window):,} + both vs layers 1–3, total tokens incl. summaries",
+            f"{-100 * saved:+.1f} %",
+            "<= -40 %" if int(window) == 32_000 else "",
+            saved >= 0.40 if int(window) == 32_000 else None,
         )
-        for name, cells in table:
-            lines.append(f"  {name:<32}" + "".join(f"{c:>{width + 2}}" for c in cells))
     return lines
+
+
+# --- (d) a real small model: SmolLM2-135M in a 2,048-token window --------------------------
+
+
+def bench_real_model(turns: int) -> None:
+    """60 growing turns through llama.cpp's server (``duragent[local-model]``), opt-in."""
+    reason = (
+        "set DURAGENT_REAL_LLM=1 (minutes)"
+        if os.environ.get("DURAGENT_REAL_LLM") != "1"
+        else why_unavailable()
+    )
+    if reason is not None:
+        row("(d) SmolLM2-135M, 2,048 window", f"skipped: {reason}"[:60])
+        return
+
+    async def go() -> tuple[GrowingRun, int, int]:
+        async with LocalModelServer(n_ctx=2048) as server:
+            run = await run_growing_session(server.base_url, turns=turns, window=2048)
+            return run, server.rejected(), len(server.statuses())
+
+    run, rejected, answered = asyncio.run(go())
+    summaries = run.summaries
+    written = [s for s in summaries if s["summary"].strip() and s["model"] != "extractive"]
+    row("(d) SmolLM2-135M, 2,048 window: turns answered", f"{run.completed} / {turns}")
+    row(
+        "(d) requests rejected by the server / sent",
+        f"{rejected} / {answered}",
+        "0",
+        rejected == 0 and run.completed == turns,
+    )
+    row(
+        "(d) tokens/call mean / max (limit)",
+        f"{statistics.fmean(run.request_tokens):,.0f} / {max(run.request_tokens):,} "
+        f"({run.limit:,})",
+    )
+    row(
+        "(d) summaries written by the model, non-empty / rounds",
+        f"{len(written)} / {len(summaries)}",
+        "all, >= 2",
+        len(summaries) >= 2 and len(written) == len(summaries),
+    )
+    row(
+        "(d) turns per summary (reused)",
+        f"{turns / max(1, len(summaries)):.1f}",
+        ">= 2",
+        len(summaries) >= 1 and turns / len(summaries) >= 2,
+    )
+    row("(d) wall time", f"{run.seconds:.0f} s")
 
 
 def main(quick: bool) -> None:
@@ -504,7 +541,8 @@ def main(quick: bool) -> None:
     counter.count_text("warm up the tokenizer")
     bench_render(counter, quick)
     plateau = bench_session(counter, 100 if quick else 500)
-    variants = bench_variants(counter, 100 if quick else 500)
+    variants = bench_variants(100 if quick else 500)
+    bench_real_model(60)
     width = max(len(r[0]) for r in ROWS)
     print(f"{'measure':<{width}}  {'value':>22}  {'target':>10}  verdict")
     print("-" * (width + 46))

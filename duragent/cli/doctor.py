@@ -21,6 +21,7 @@ from duragent.errors import ConfigError, ConfigErrors, DuragentError
 from duragent.gateways.external.launch import Launch
 from duragent.llm import credential_problem
 from duragent.turns.agent_budget import agent_budget, budget_check, budget_settings
+from duragent.turns.summaries import describe_summaries
 
 __all__ = ["Finding", "Level", "render_json", "render_text", "run_checks"]
 
@@ -85,7 +86,9 @@ def run_checks(config_file: Path) -> list[Finding]:
         found.append(
             Finding(Level.OK, check, f"budget: {agent_budget(agent, paths.workspace).describe()}")
         )
-        found.append(Finding(Level.OK, check, budget_settings(agent).describe_tier()))
+        settings = budget_settings(agent)
+        found.append(Finding(Level.OK, check, settings.describe_tier()))
+        found.append(Finding(Level.OK, check, describe_summaries(agent, settings.window)))
         for warning in agent.warnings:
             found.extend(_config_findings(check, warning, Level.WARNING))
         problem = credential_problem(agent.model.provider, agent.model.base_url)

@@ -199,7 +199,11 @@ def fit_request(
         chosen.messages, report.results_pruned = pruned.messages, pruned.count
         chosen.tokens -= pruned.saved
     omitted = hist_total - chosen.source
-    needed = fixed + (notice_cost if omitted else 0) + chosen.tokens + pinned_cost + turn_cost
+    # The notice was budgeted for the most messages it could name; it names ``omitted``,
+    # which may be written with fewer digits (fewer tokens): report what is sent.
+    notice = Message.system(truncation_notice(omitted)) if omitted else None
+    notice_sent = counter.count_message(notice) if notice is not None else 0
+    needed = fixed + notice_sent + chosen.tokens + pinned_cost + turn_cost
 
     # --- assemble ----------------------------------------------------------------------------
     out: list[Message] = []
@@ -207,8 +211,8 @@ def fit_request(
         out.append(system_msg)
     if reference_msg is not None:
         out.append(reference_msg)
-    if omitted:
-        out.append(Message.system(truncation_notice(omitted)))
+    if notice is not None:
+        out.append(notice)
     out.extend(chosen.messages)
     for unit in (*pinned, *turn_units):
         out.extend(unit.messages)

@@ -58,14 +58,25 @@ class TextCounter(Protocol):
         ...
 
 
+LETTERS_PER_TOKEN = 3.5
+"""ASCII letters per token in the estimate (tiktoken runs ~4; local models' vocabularies less)."""
+
+
 class EstimateCounter:
     """A fast estimate for models whose tokenizer we do not have.
 
-    Calibrated against tiktoken (cl100k and o200k) per character class: ASCII letters and
-    digits run about 4 characters per token, whitespace is mostly absorbed into the next
-    word, ASCII punctuation often stands alone (JSON and code are punctuation-heavy), and CJK
-    and other non-Latin characters cost about one token each. ``bench/tokens.py`` prints the
-    ratio estimate / true for each kind of text.
+    Per character class, leaning high: ASCII letters run about 3.5 characters per token,
+    each digit is a token, whitespace is mostly absorbed into the next word, ASCII
+    punctuation often stands alone (JSON and code are punctuation-heavy), and CJK and other
+    non-Latin characters cost about one token each. ``bench/tokens.py`` prints the ratio
+    estimate / true for each kind of text.
+
+    The models that get the estimate are the ones without a tiktoken encoding — mostly local
+    models (SmolLM2, Llama, Qwen, Mistral) whose smaller vocabularies cut text finer than
+    tiktoken's, and many of which split numbers into single digits. Calibrated on tiktoken
+    alone (4 characters per token, digits included), the estimate under-counted SmolLM2 by
+    12 % on prose and by half on text with times and numbers, so a request "within the
+    limit" overflowed a 2,048-token llama.cpp server (``specs/202611240915.context-bench.md``).
     """
 
     name = "estimate"
@@ -77,15 +88,18 @@ class EstimateCounter:
         if text.isascii():
             punct = sum(1 for ch in text if not ch.isalnum() and not ch.isspace())
             spaces = text.count(" ") + text.count("\n")
-            alnum = len(text) - punct - spaces
-            estimate = alnum / 4.0 + punct * 0.7 + spaces * 0.08
+            digits = sum(1 for ch in text if ch.isdigit())
+            letters = len(text) - punct - spaces - digits
+            estimate = letters / LETTERS_PER_TOKEN + digits + punct * 0.7 + spaces * 0.08
         else:
             estimate = 0.0
             for ch in text:
                 o = ord(ch)
                 if o < 128:
-                    if ch.isalnum():
-                        estimate += 0.25
+                    if ch.isdigit():
+                        estimate += 1.0
+                    elif ch.isalnum():
+                        estimate += 1 / LETTERS_PER_TOKEN
                     elif ch.isspace():
                         estimate += 0.08
                     else:

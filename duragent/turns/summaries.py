@@ -42,7 +42,7 @@ from duragent.session.memory_ops import MemoryView
 from duragent.turns.sink import TurnSink
 from duragent.turns.summariser import extractive_summary, write_summary
 
-__all__ = ["ROUNDS_PER_TURN", "SummaryTier", "agent_summary_settings"]
+__all__ = ["ROUNDS_PER_TURN", "SummaryTier", "agent_summary_settings", "describe_summaries"]
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +62,27 @@ def agent_summary_settings(agent: Agent, window: int) -> SummarySettings:
         max_summary_tokens=spec.max_summary_tokens,
         pinned_share=spec.pinned_share,
         pin_task=spec.pin_task,
+    )
+
+
+def describe_summaries(agent: Agent, window: int) -> str:
+    """One line for ``doctor``, under the tier's: is the tier on, when, and who writes.
+
+    Summaries are on by default, and each costs a model call, so the operator sees where the
+    numbers came from; the offline model never writes one (``SummaryTier._summarise``), which
+    this line says rather than letting a user think a model summarises.
+    """
+    settings = agent_summary_settings(agent, window)
+    if not settings.enabled:
+        return "summaries off (old history is only dropped)"
+    if agent.model.provider == "offline":
+        writer = "extractive (the offline model writes none)"
+    else:
+        writer = f"written by {settings.model or agent.model.name}"
+    return (
+        f"summaries on: from {round(settings.threshold * 100)} % of the history budget, keep "
+        f"{round(settings.keep_recent * 100)} % verbatim, ≤ {settings.max_summary_tokens} "
+        f"tokens, {writer}"
     )
 
 
