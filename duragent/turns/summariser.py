@@ -22,7 +22,7 @@ from duragent.context.truncation import fit_prefix, fit_suffix
 from duragent.core.messages import Message, Role, Usage
 from duragent.llm import ChatRequest, LLMProvider
 
-__all__ = ["SUMMARY_PROMPT", "extractive_summary", "transcript", "write_summary"]
+__all__ = ["SUMMARY_PROMPT", "extractive_summary", "fit_summary", "transcript", "write_summary"]
 
 SUMMARY_PROMPT = """\
 You maintain the running summary of a long conversation between a user and an AI agent. \
@@ -110,10 +110,23 @@ async def write_summary(
         temperature=temperature,
     )
     response = await provider.complete(request)
-    text = response.content.strip()
-    if counter.count_text(text) > max_tokens:
-        text = fit_prefix(text, max_tokens, counter) + " […]"
-    return text, response.usage
+    return fit_summary(response.content.strip(), counter, max_tokens), response.usage
+
+
+SUMMARY_CUT = "\n[… part of the summary cut to fit …]\n"
+
+
+def fit_summary(text: str, counter: TokenCounter, max_tokens: int) -> str:
+    """``text`` within ``max_tokens``: its start and its end, the middle cut.
+
+    A summary runs longer than asked when the model's tokenizer and ours disagree. The end
+    must survive a cut: it is the "Key facts and identifiers" section, the exact values the
+    user gave (the prompt asks for it last), and the start holds the goal.
+    """
+    if counter.count_text(text) <= max_tokens:
+        return text
+    half = max(0, (max_tokens - counter.count_text(SUMMARY_CUT)) // 2)
+    return fit_prefix(text, half, counter) + SUMMARY_CUT + fit_suffix(text, half, counter)
 
 
 def extractive_summary(

@@ -221,3 +221,21 @@ async def test_an_overflow_with_the_summariser_down_still_answers_after_an_extra
     assert len(written) == 1
     assert written[0]["extractive"] is True
     assert "Extractive summary" in last[1]["content"]
+
+
+def test_a_summary_longer_than_asked_keeps_its_goal_and_its_key_facts() -> None:
+    from duragent.context.tokens import EstimateCounter, TokenCounter
+    from duragent.turns.summariser import fit_summary
+
+    counter = TokenCounter(EstimateCounter())
+    progress = "\n".join(f"- step {n} done, moving on to the next one" for n in range(400))
+    text = (
+        "## Goal\n- audit the retry logic\n## Progress\n"
+        + progress
+        + "\n## Key facts and identifiers\n- token kestrel-7731"
+    )
+    cut = fit_summary(text, counter, 200)
+    assert counter.count_text(cut) <= 200
+    assert "audit the retry logic" in cut
+    assert "kestrel-7731" in cut  # the exact value the user gave is what must not be lost
+    assert fit_summary("short", counter, 200) == "short"
