@@ -4,12 +4,11 @@ summary records.
 
 The agent and its summariser are the scripted model over real HTTP (``summary_fixtures``:
 the summariser keeps lines naming the task, a secret or an instruction). The short run is in
-the default suite; ``DURAGENT_SLOW=1 pytest -m slow`` runs the long one (300 turns).
+the default suite; ``pytest -m slow`` runs the long one (300 turns).
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +54,6 @@ async def test_the_task_and_secret_are_in_every_request_and_the_newest_instructi
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(os.environ.get("DURAGENT_SLOW") != "1", reason="long: DURAGENT_SLOW=1")
 @pytest.mark.parametrize("window", [8192, 32768])
 async def test_intent_survives_three_hundred_turns(tmp_path: Path, window: int) -> None:
     check(await survive(tmp_path, window, 300))

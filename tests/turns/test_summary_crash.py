@@ -124,7 +124,6 @@ async def test_a_kill_after_the_summary_leaves_the_new_state_and_recovery_never_
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(os.environ.get("DURAGENT_SLOW") != "1", reason="long: DURAGENT_SLOW=1")
 @pytest.mark.parametrize("seed", range(10))
 async def test_a_kill_at_a_random_moment_leaves_the_old_state_or_the_new_one(
     tmp_path: Path, seed: int
