@@ -35,14 +35,18 @@ from duragent.store.atomic import atomic_write
 from duragent.store.fileops import OS_FILE_OPS, FileOps
 
 __all__ = [
+    "DAY_MS",
     "DEFAULT_LIMITS",
     "OUTPUTS_DIRNAME",
     "MemorySavedOutputs",
     "SavedOutputFiles",
     "SavedOutputLimits",
     "SavedOutputNotFoundError",
+    "capped_bytes",
     "is_output_id",
     "new_output_id",
+    "saved_at_millis",
+    "swept",
 ]
 
 log = logging.getLogger(__name__)
@@ -50,7 +54,7 @@ log = logging.getLogger(__name__)
 OUTPUTS_DIRNAME = "outputs"
 _ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 _ID = re.compile(r"out_[0-9A-HJKMNP-TV-Z]{26}")
-_DAY_MS = 86_400_000
+DAY_MS = 86_400_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +90,7 @@ def is_output_id(value: str) -> bool:
     return _ID.fullmatch(value) is not None
 
 
-def _millis(output_id: str) -> int:
+def saved_at_millis(output_id: str) -> int:
     """When the output was saved: the ULID's 48-bit timestamp."""
     value = 0
     for char in output_id[4:14]:
@@ -94,13 +98,32 @@ def _millis(output_id: str) -> int:
     return value
 
 
-def _capped(text: str, limits: SavedOutputLimits) -> bytes:
+def capped_bytes(text: str, limits: SavedOutputLimits) -> bytes:
+    """``text`` as UTF-8, cut at ``max_output_bytes`` on a character boundary, with a note."""
     data = text.encode("utf-8", errors="replace")
     if len(data) <= limits.max_output_bytes:
         return data
     kept = data[: limits.max_output_bytes].decode("utf-8", errors="ignore").encode("utf-8")
     note = f"\n[saved output stops here: first {len(kept)} of {len(data)} bytes]\n"
     return kept + note.encode("utf-8")
+
+
+def swept(sizes: dict[str, int], keep: str, now_ms: int, limits: SavedOutputLimits) -> list[str]:
+    """Which outputs (id → bytes) go after ``keep`` was saved; one policy for every backend.
+
+    The expired first, then the oldest beyond the session's cap; never ``keep``.
+    """
+    ids = sorted(sizes)
+    days = limits.retention_days
+    gone = [i for i in ids if i != keep and days and now_ms - saved_at_millis(i) > days * DAY_MS]
+    total = sum(sizes[i] for i in ids if i not in gone)
+    for output_id in ids:
+        if total <= limits.max_session_bytes:
+            break
+        if output_id != keep and output_id not in gone:
+            gone.append(output_id)
+            total -= sizes[output_id]
+    return gone
 
 
 class SavedOutputFiles:
@@ -133,7 +156,7 @@ class SavedOutputFiles:
         if not self.folder.is_dir():
             self.folder.mkdir(exist_ok=True)
             self._ops.fsync_dir(self.folder.parent)
-        atomic_write(path, _capped(text, self.limits), self._ops)
+        atomic_write(path, capped_bytes(text, self.limits), self._ops)
         self._sweep(keep=output_id)
 
     def read(self, output_id: str) -> str:
@@ -159,18 +182,10 @@ class SavedOutputFiles:
         now_ms = int(self._clock() * 1000)
         sizes: dict[str, int] = {}
         for output_id in ids:
+            sizes[output_id] = 0  # unreadable: still subject to retention
             with contextlib.suppress(OSError):
                 sizes[output_id] = (self.folder / f"{output_id}.txt").stat().st_size
-        days = self.limits.retention_days
-        doomed = [i for i in ids if i != keep and days and now_ms - _millis(i) > days * _DAY_MS]
-        total = sum(sizes.get(i, 0) for i in ids if i not in doomed)
-        for output_id in ids:
-            if total <= self.limits.max_session_bytes:
-                break
-            if output_id != keep and output_id not in doomed:
-                doomed.append(output_id)
-                total -= sizes.get(output_id, 0)
-        for output_id in doomed:
+        for output_id in swept(sizes, keep, now_ms, self.limits):
             try:
                 (self.folder / f"{output_id}.txt").unlink(missing_ok=True)
             except OSError as exc:
@@ -203,20 +218,13 @@ class MemorySavedOutputs:
         """Keep ``text`` under ``output_id``, then apply retention and the size cap."""
         if not is_output_id(output_id):
             raise SavedOutputNotFoundError(output_id)
-        data = _capped(text, self.limits)
+        data = capped_bytes(text, self.limits)
         now_ms = int(self._clock() * 1000)
-        days = self.limits.retention_days
         with self._lock:
             self._store[output_id] = data.decode("utf-8")
-            for old in sorted(self._store):
-                if old != output_id and days and now_ms - _millis(old) > days * _DAY_MS:
-                    del self._store[old]
-            total = sum(len(v.encode("utf-8")) for v in self._store.values())
-            for old in sorted(self._store):
-                if total <= self.limits.max_session_bytes:
-                    break
-                if old != output_id:
-                    total -= len(self._store.pop(old).encode("utf-8"))
+            sizes = {k: len(v.encode("utf-8")) for k, v in self._store.items()}
+            for old in swept(sizes, output_id, now_ms, self.limits):
+                del self._store[old]
 
     def read(self, output_id: str) -> str:
         """The saved text (``SavedOutputNotFoundError`` when there is none by that id)."""

@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING
 from duragent.store.saved_outputs import (
     SavedOutputLimits,
     SavedOutputNotFoundError,
+    capped_bytes,
     is_output_id,
     new_output_id,
+    swept,
 )
 
 if TYPE_CHECKING:
@@ -25,40 +27,8 @@ if TYPE_CHECKING:
 
 __all__ = ["PostgresSavedOutputs"]
 
-_DAY_MS = 86_400_000
-_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
 _LIVE = "SELECT session_key FROM sessions WHERE session_id = %s AND quarantined_at IS NULL"
-
-
-def _millis(output_id: str) -> int:
-    value = 0
-    for char in output_id[4:14]:
-        value = value * 32 + _ALPHABET.index(char)
-    return value
-
-
-def _capped(text: str, limits: SavedOutputLimits) -> bytes:
-    data = text.encode("utf-8", errors="replace")
-    if len(data) <= limits.max_output_bytes:
-        return data
-    kept = data[: limits.max_output_bytes].decode("utf-8", errors="ignore").encode("utf-8")
-    note = f"\n[saved output stops here: first {len(kept)} of {len(data)} bytes]\n"
-    return kept + note.encode("utf-8")
-
-
-def doomed(sizes: dict[str, int], keep: str, now_ms: int, limits: SavedOutputLimits) -> list[str]:
-    """Which outputs retention and the session's cap remove after ``keep`` was saved."""
-    ids = sorted(sizes)
-    days = limits.retention_days
-    gone = [i for i in ids if i != keep and days and now_ms - _millis(i) > days * _DAY_MS]
-    total = sum(sizes[i] for i in ids if i not in gone)
-    for output_id in ids:
-        if total <= limits.max_session_bytes:
-            break
-        if output_id != keep and output_id not in gone:
-            gone.append(output_id)
-            total -= sizes[output_id]
-    return gone
 
 
 class PostgresSavedOutputs:
@@ -85,7 +55,7 @@ class PostgresSavedOutputs:
         """Keep ``text`` under ``output_id``, then apply retention and the size cap."""
         if not is_output_id(output_id):
             raise SavedOutputNotFoundError(output_id)
-        data = _capped(text, self.limits)
+        data = capped_bytes(text, self.limits)
         with self._db.transaction(f"saving an output of {self.session_id}") as conn:
             key = self._store.fenced(conn, self.session_id).session_key
             conn.execute(
@@ -97,7 +67,7 @@ class PostgresSavedOutputs:
                 "SELECT output_id, octet_length(content) FROM saved_outputs WHERE session_key = %s",
                 (key,),
             ).fetchall()
-            gone = doomed(
+            gone = swept(
                 {str(r[0]): int(r[1]) for r in rows},
                 output_id,
                 int(self._clock() * 1000),
