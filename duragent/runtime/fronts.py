@@ -25,7 +25,7 @@ from duragent.frontkit import (
     WebhookReceiver,
     metered,
 )
-from duragent.scheduler import Destination, SchedulerSettings, Schedules, ScheduleTool
+from duragent.scheduler import Clock, Destination, SchedulerSettings, Schedules, ScheduleTool
 from duragent.session import SessionRegistry
 from duragent.tools.base import Tool
 from duragent.tools.processes import BackgroundProcessTool, ProcessRegistry
@@ -50,8 +50,10 @@ class Fronts:
         registry: SessionRegistry,
         tasks: BackgroundTasks,
         catalog: Callable[[], AgentCatalog],
+        clock: Clock | None = None,
     ) -> None:
         self._config = config
+        self._clock = clock
         self._root = root
         self._schedules_dir = schedules_dir
         self._processes_dir = processes_dir
@@ -171,6 +173,7 @@ class Fronts:
             ),
             turns=self.turns,
             outbound=self.outbound_port,
+            clock=self._clock,
         )
         return self.schedules
 
