@@ -27,10 +27,10 @@ import json
 import os
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable
 
 import httpx
 from year_clock import ClockDriver
@@ -39,8 +39,8 @@ from year_model import secret_of
 from duragent.testing import FakeTelegram
 from duragent.testing.telegram_faults import FaultRule
 from tests.gateways.campaign_verdict import GROUP_WINDOW, Chat, Message
-from tests.gateways.telegram.restart_campaign import _Campaign
 from tests.gateways.telegram.campaign_rig import ServeProcess
+from tests.gateways.telegram.restart_campaign import _Campaign
 
 __all__ = ["Probe", "Sample", "YearCampaign", "telegram_faults"]
 
@@ -174,7 +174,8 @@ class YearCampaign(_Campaign):
             text = m.text("@" + self.tg.bot_username)
             if m.ordinal % HUGE_EVERY == 11:
                 self.pastes += 1
-                return f"{text} the whole log: {self._prose(rng, PASTE_CHARS[True], PASTE_CHARS[True])}"
+                size = PASTE_CHARS[True]
+                return f"{text} the whole log: {self._prose(rng, size, size)}"
             return f"{text} {self._prose(rng, 60, 500)}"
         if m.tool:
             kind = m.ordinal // 5 % 3
@@ -264,8 +265,10 @@ def _last_line(path: Path) -> dict[str, Any] | None:
             lines = f.read().splitlines()
     except OSError:
         return None
+    if not lines:
+        return None
     try:
-        value: dict[str, Any] = json.loads(lines[-1]) if lines else None
+        value: dict[str, Any] = json.loads(lines[-1])
     except ValueError:
         return None
     return value
@@ -302,7 +305,9 @@ class Probe:
                 if reading is not None:
                     rss, fds, threads = reading
                     self.samples.append(
-                        Sample(time.monotonic(), self.campaign.clock.ms, rss, fds, threads, self._disk)
+                        Sample(
+                            time.monotonic(), self.campaign.clock.ms, rss, fds, threads, self._disk
+                        )
                     )
                 await self._readyz(client)
 

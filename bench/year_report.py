@@ -32,7 +32,9 @@ def rows(r: YearResult) -> list[tuple[str, str]]:
     for s in r.schedules:
         label = f"schedule {s.name}: due / ran once"
         out.append((label, f"{s.expected} / {s.ran_once}"))
-        out.append(("  missed / started twice / errors", f"{s.missed} / {s.started_twice} / {s.errors}"))
+        out.append(
+            ("  missed / started twice / errors", f"{s.missed} / {s.started_twice} / {s.errors}")
+        )
         if s.dst_days:
             out.append(("  of which on a DST-change day", f"{s.dst_days}"))
         out.append(("  delivered / re-sent after a kill", f"{s.delivered} / {s.resent}"))
@@ -46,13 +48,27 @@ def rows(r: YearResult) -> list[tuple[str, str]]:
         ("edits (no turn) / pastes of 20-80 KB", f"{r.edits} / {r.pastes}"),
         ("pastes too big for any request / told so", f"{r.too_big} / {r.refused}"),
         ("DM replies naming no message", f"{len(r.unattributed)}"),
-        ("/readyz checks between kills / unhealthy", f"{r.readyz_checks} / {len(r.readyz_failures)}"),
-        ("  Telegram gateway states seen", ", ".join(f"{k} {v}" for k, v in sorted(r.gateway_states.items()))),
-        ("ERROR log lines / naming no session", f"{r.error_lines} / {len(r.errors_without_session)}"),
+        (
+            "/readyz checks between kills / unhealthy",
+            f"{r.readyz_checks} / {len(r.readyz_failures)}",
+        ),
+        (
+            "  Telegram gateway states seen",
+            ", ".join(f"{k} {v}" for k, v in sorted(r.gateway_states.items())),
+        ),
+        (
+            "ERROR log lines / naming no session",
+            f"{r.error_lines} / {len(r.errors_without_session)}",
+        ),
         ("peak RSS / open files / threads", f"{peak[0] / MB:.0f} MB / {peak[1]} / {peak[2]}"),
     ]
     if last is not None:
-        out.append(("final RSS / open files / threads", f"{last.rss / MB:.0f} MB / {last.fds} / {last.threads}"))
+        out.append(
+            (
+                "final RSS / open files / threads",
+                f"{last.rss / MB:.0f} MB / {last.fds} / {last.threads}",
+            )
+        )
     out += [
         ("disk: sessions / schedules / total", _disk(r.disk_final)),
         ("messages per second (answerable)", f"{r.campaign.messages / r.wall_seconds:.1f}"),
@@ -127,9 +143,15 @@ def draw(r: YearResult, path: Path) -> None:
     axes[3].set_ylabel("p99 turn (ms)")
     axes[3].set_yscale("log")
     step = max(1, len(r.model_calls) // 20_000)
-    for kind, colour in (("gpt-4o-mini", "tab:blue"), ("gpt-4o", "tab:green"), ("summary", "tab:orange")):
+    for kind, colour in (
+        ("gpt-4o-mini", "tab:blue"),
+        ("gpt-4o", "tab:green"),
+        ("summary", "tab:orange"),
+    ):
         calls = [c for c in r.model_calls[::step] if c[2] == kind]
-        axes[4].scatter([c[0] / DAY_MS for c in calls], [c[1] for c in calls], s=1, c=colour, label=kind)
+        axes[4].scatter(
+            [c[0] / DAY_MS for c in calls], [c[1] for c in calls], s=1, c=colour, label=kind
+        )
     for window in (8192, 32768):
         axes[4].axhline(window, color="red", lw=0.6, ls="--")
     axes[4].set_ylabel("tokens per model call")

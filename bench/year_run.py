@@ -33,7 +33,13 @@ from year_schedule import ScheduleCheck, check_schedule, expected_cron, expected
 from year_workspace import CRON_EXPR, CRON_ZONES, TASK_CHAT, TOKEN, write_workspace
 
 from duragent.testing import FakeTelegram, ScriptedLLMServer
-from tests.gateways.campaign_verdict import INTERRUPTED, CampaignResult, answer_tokens, plan, verdict
+from tests.gateways.campaign_verdict import (
+    INTERRUPTED,
+    CampaignResult,
+    answer_tokens,
+    plan,
+    verdict,
+)
 from tests.gateways.telegram.campaign_rig import ServeProcess
 
 __all__ = ["YearConfig", "YearResult", "run_year"]
@@ -209,7 +215,9 @@ async def _settle(root: Path, until_ms: int) -> None:
         pending = 0
         for name, (dues, _zone) in _expected(root, until_ms, every_ms).items():
             done = {
-                e.get("due") for e in _runs(root, name) if e.get("status") in ("ok", "error", "interrupted", "missed")
+                e.get("due")
+                for e in _runs(root, name)
+                if e.get("status") in ("ok", "error", "interrupted", "missed")
             }
             pending += sum(1 for d in dues if d not in done)
         if pending == 0:
@@ -271,8 +279,12 @@ def _gather(
     problems = list(result.problems)
     for check in checks:
         problems.extend(check.problems)
-    problems.extend(f"probe {t}: the secret was not in the request" for t in asked if not model.probes[t])
-    problems.extend(f"probe {t}: never asked of the model" for t in campaign.probed if t not in model.probes)
+    problems.extend(
+        f"probe {t}: the secret was not in the request" for t in asked if not model.probes[t]
+    )
+    problems.extend(
+        f"probe {t}: never asked of the model" for t in campaign.probed if t not in model.probes
+    )
     problems.extend(probe.readyz_failures[:10])
     problems.extend(f"log: {line[:200]}" for line in silent[:10])
     if model.overflows:

@@ -117,7 +117,9 @@ def check_schedule(
             check.interrupted += status == "interrupted"
         elif status == "missed":
             check.missed += int(e.get("count", 1))
-            check.problems.append(f"{name}: missed {e.get('count', 1)} due time(s) up to {e['due']}")
+            check.problems.append(
+                f"{name}: missed {e.get('count', 1)} due time(s) up to {e['due']}"
+            )
     wanted = set(expected)
     for due in expected:
         seen = outcomes.get(due, [])

@@ -84,7 +84,11 @@ def write_workspace(root: Path, *, telegram_url: str, llm_url: str, every_second
             "access": {
                 "groups": {
                     "activation": "mention",
-                    "queue": {"mode": "sequential", "max_pending": 50, "debounce": {"enabled": False}},
+                    "queue": {
+                        "mode": "sequential",
+                        "max_pending": 50,
+                        "debounce": {"enabled": False},
+                    },
                 }
             },
         },

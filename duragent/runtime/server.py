@@ -78,8 +78,8 @@ class Runtime:
         ephemeral: float | None = None,
         clock: Clock | None = None,
     ) -> None:
-        """``clock``: what the scheduler reads and waits on (default: the wall clock); the
-        simulated-year benchmark passes one it moves."""
+        # ``clock``: what the scheduler reads and waits on (default: the wall clock); the
+        # simulated-year benchmark (bench/year.py) passes one it moves.
         self.workspace = workspace
         self._config = workspace.config
         self.version = __version__
