@@ -74,6 +74,8 @@ class Sample:
     fds: int
     threads: int
     disk: int
+    cpu: float
+    """CPU seconds (user + system) the serving process used since it started."""
 
 
 class YearCampaign(_Campaign):
@@ -287,6 +289,8 @@ class Probe:
     readyz_checks: int = 0
     readyz_failures: list[str] = field(default_factory=list)
     states: dict[str, int] = field(default_factory=dict)
+    cpu_by_pid: dict[int, float] = field(default_factory=dict)
+    """The last CPU reading of each serving process (their sum: the year's serving CPU)."""
     """The Telegram gateway's states seen by ``/readyz`` (``reconnecting`` after a 502)."""
     _disk: int = 0
 
@@ -303,12 +307,11 @@ class Probe:
                 n += 1
                 reading = _proc(pid)
                 if reading is not None:
-                    rss, fds, threads = reading
-                    self.samples.append(
-                        Sample(
-                            time.monotonic(), self.campaign.clock.ms, rss, fds, threads, self._disk
-                        )
-                    )
+                    rss, fds, threads, cpu = reading
+                    now = time.monotonic()
+                    sim = self.campaign.clock.ms
+                    self.samples.append(Sample(now, sim, rss, fds, threads, self._disk, cpu))
+                    self.cpu_by_pid[pid] = cpu
                 await self._readyz(client)
 
     async def _readyz(self, client: httpx.AsyncClient) -> None:
@@ -328,16 +331,18 @@ class Probe:
             self.readyz_failures.append(problem)
 
 
-def _proc(pid: int) -> tuple[int, int, int] | None:
-    """RSS (bytes), open files and threads of ``pid`` (None once it is gone)."""
+def _proc(pid: int) -> tuple[int, int, int, float] | None:
+    """RSS (bytes), open files, threads and CPU seconds of ``pid`` (None once it is gone)."""
     try:
         status = Path(f"/proc/{pid}/status").read_text()
         fds = len(os.listdir(f"/proc/{pid}/fd"))
+        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
         return None
+    cpu = (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")
     fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
     rss = int(fields.get("VmRSS", "0 kB").split()[0]) * 1024
-    return rss, fds, int(fields.get("Threads", "0"))
+    return rss, fds, int(fields.get("Threads", "0")), cpu
 
 
 def disk_bytes(root: Path) -> int:

@@ -71,6 +71,11 @@ def rows(r: YearResult) -> list[tuple[str, str]]:
         )
     out += [
         ("disk: sessions / schedules / total", _disk(r.disk_final)),
+        ("CPU: serving processes / benchmark", f"{r.serve_cpu:.0f} s / {r.driver_cpu:.0f} s"),
+        (
+            "  serving CPU per answerable message",
+            f"{r.serve_cpu / r.campaign.messages * 1000:.0f} ms",
+        ),
         ("messages per second (answerable)", f"{r.campaign.messages / r.wall_seconds:.1f}"),
         ("turn latency p50 / p99", f"{p50 * 1000:.0f} ms / {p99 * 1000:.0f} ms"),
         ("wall time", f"{r.wall_seconds:.1f} s"),

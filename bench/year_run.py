@@ -15,6 +15,7 @@ import contextlib
 import os
 import random
 import re
+import resource
 import shutil
 import statistics
 import sys
@@ -94,6 +95,10 @@ class YearResult:
     model_calls: list[tuple[int, int, str]]
     wall_seconds: float
     sim_days: float
+    serve_cpu: float = 0.0
+    """CPU seconds of every serving process (the last reading of each, 0.5 s apart)."""
+    driver_cpu: float = 0.0
+    """CPU seconds of this process: the fake Telegram, the model server, the campaign."""
     disk_final: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
 
@@ -152,6 +157,7 @@ async def run_year(config: YearConfig) -> YearResult:
             campaign.next_due = _next_due_functions(config.every_seconds * 1000)
             probe = Probe(campaign, serve, root / ".duragent")
             started = time.monotonic()
+            cpu_before = _own_cpu()
             serve.start()
             sampling: asyncio.Task[None] | None = None
             try:
@@ -168,12 +174,21 @@ async def run_year(config: YearConfig) -> YearResult:
                         await sampling
                 serve.stop()
             wall = time.monotonic() - started
+            driver_cpu = _own_cpu() - cpu_before
             fired = sum(rule.fired for rule in tg.faults)
-        return _gather(config, root, campaign, probe, model, serve, clock, fired, wall)
+        result = _gather(config, root, campaign, probe, model, serve, clock, fired, wall)
+        result.serve_cpu = sum(probe.cpu_by_pid.values())
+        result.driver_cpu = driver_cpu
+        return result
     finally:
         clock.close()
         if config.workdir is None:
             shutil.rmtree(root, ignore_errors=True)
+
+
+def _own_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _next_due_functions(every_ms: int) -> dict[str, Callable[[int], int]]:

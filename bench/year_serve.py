@@ -27,7 +27,8 @@ def main() -> None:
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    logging.getLogger("httpx").setLevel(logging.WARNING)
+    for noisy in ("httpx", "httpx2"):  # a line per model call: 100,000s over a year
+        logging.getLogger(noisy).setLevel(logging.WARNING)
     workspace = load_workspace(config.parent)
     runtime = Runtime(workspace, port=port, clock=FileClock(clock_file))
     asyncio.run(runtime.run_until_stopped())
