@@ -7,7 +7,8 @@
   without debounce (one reply per mention, as in the restart campaign);
 - ``ops`` owns the declared schedules: two daily message jobs at 02:30 in New York and in
   Berlin (both spring gaps, Berlin's repeated hour in autumn) and a task every
-  ``every_seconds`` that runs a model turn, each into an ``ops`` chat no one writes in.
+  ``every_seconds`` that runs a model turn, each into an ``ops`` chat no one writes in, each
+  with ``retry`` (``RETRY``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,10 @@ TOKEN = "123456:" + "Y" * 35
 CRON_EXPR = "30 2 * * *"
 CRON_ZONES = {"ny": ("America/New_York", 9001), "berlin": ("Europe/Berlin", 9002)}
 TASK_CHAT = 9003
+RETRY = {"max_retries": 2, "initial_delay_ms": 1000, "max_delay_ms": 5000}
+"""Without ``retry`` a run a kill cuts before it wrote anything is ``interrupted`` and its due
+time never delivered (the scheduler spec's rule); with it, that run is run again (safe:
+nothing was written), as a deployment that must not miss a day configures it."""
 OPS_CHATS = {chat for _zone, chat in CRON_ZONES.values()} | {TASK_CHAT}
 
 
@@ -99,6 +104,7 @@ def write_workspace(root: Path, *, telegram_url: str, llm_url: str, every_second
             "schedule": {"cron": {"expr": CRON_EXPR, "tz": zone}},
             "destination": {"gateway": "telegram", "chat_id": str(chat)},
             "payload": {"message": {"message": f"good morning from {zone}"}},
+            "retry": RETRY,
         }
         for name, (zone, chat) in CRON_ZONES.items()
     ]
@@ -108,6 +114,7 @@ def write_workspace(root: Path, *, telegram_url: str, llm_url: str, every_second
             "schedule": {"every": {"every_seconds": every_seconds}},
             "destination": {"gateway": "telegram", "chat_id": str(TASK_CHAT)},
             "payload": {"task": {"task": "write the digest of the last hours"}},
+            "retry": RETRY,
         }
     )
     ops = _agent("ops", GROUP_MODEL, llm_url, {"schedules": schedules})
