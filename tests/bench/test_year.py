@@ -26,12 +26,6 @@ def bench(name: str) -> Any:
     return importlib.import_module(name)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="sometimes a sequential group turn answers the next mention instead of its own after "
-    "a summary round folded its mention in (specs/202611241415.year-in-an-hour.md, findings); "
-    "remove this mark once fixed",
-)
 async def test_a_simulated_week_loses_nothing_repeats_nothing_and_never_overflows(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
