@@ -104,6 +104,9 @@ class SessionState:
         self._applying = snapshot.checkpoint_seq
         for m in self.checkpointed:
             self._track(m)
+        if len(snapshot.conversation_seqs) == len(self.checkpointed):
+            for m, seq in zip(self.checkpointed, snapshot.conversation_seqs, strict=True):
+                self._origin[id(m)] = seq
 
     # --- queries ------------------------------------------------------------------------
 
@@ -168,6 +171,9 @@ class SessionState:
             last_event_seq=self.last_seq,
             checkpoint_seq=self.checkpoint_seq,
             conversation=list(self.checkpointed),
+            conversation_seqs=[
+                self._origin.get(id(m), self.checkpoint_seq) for m in self.checkpointed
+            ],
             on_disconnect=self.on_disconnect,
             gateway=self.gateway,
             gateway_chat_id=self.gateway_chat_id,
@@ -344,6 +350,7 @@ class SessionState:
             self._origin[id(target[-1])] = self._applying
         else:
             target.append(Message.assistant(None, (call,)))
+            self._origin[id(target[-1])] = self._applying
         self._outstanding[call.id] = None
 
     def _track(self, message: Message) -> None:
