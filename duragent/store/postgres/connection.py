@@ -10,12 +10,21 @@ A database that cannot be reached, or drops a connection, is a condition of the 
 a full disk: it is raised as ``StorageError`` (never as corruption), with the DSN described
 *without* its password. Broken connections are checked on the way out of the pool and
 replaced, so the store recovers by itself when the database comes back.
+
+During an outage two things keep that quick (specs/202611241410.cluster-operations.md):
+once the pool's attempts to connect fail, or a transaction failed for lack of the database,
+a transaction waits at most ``OUTAGE_WAIT`` for a connection (a client gets its 503 in a
+second, not after ``connect_timeout``); and the pool's reconnection attempts give up after
+``RECONNECT_SECONDS`` (psycopg_pool doubles its delay without a cap, so after a long outage
+the next attempt could come minutes after the database is back). The next request or
+``/readyz`` probe then starts a fresh attempt at once.
 """
 
 from __future__ import annotations
 
 import errno
 import re
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -29,6 +38,10 @@ from duragent.errors import ConfigError, StorageError
 __all__ = ["DEFAULT_SCHEMA", "Database", "check_schema_name", "describe_dsn", "dsn_password"]
 
 DEFAULT_SCHEMA = "public"
+OUTAGE_WAIT = 1.0
+"""Seconds a transaction waits for a connection while the database is known to be away."""
+RECONNECT_SECONDS = 3.0
+"""How long the pool retries one connection (delays 1 s, 2 s) before the next demand retries."""
 _SCHEMA = re.compile(r"[a-z_][a-z0-9_]{0,62}\Z")
 
 
@@ -106,6 +119,7 @@ class Database:
             max_size=max_size,
             timeout=connect_timeout,
             check=psycopg_pool.ConnectionPool.check_connection,
+            reconnect_timeout=RECONNECT_SECONDS,
             name=f"duragent:{self.schema}",
             open=False,
         )
@@ -135,12 +149,35 @@ class Database:
         key, a check) stay ``psycopg`` errors for the caller to translate.
         """
         try:
-            with self._pool.connection() as conn, conn.transaction():
-                yield conn
+            conn = self._borrow()
+            try:
+                with conn.transaction():
+                    yield conn
+            finally:
+                self._pool.putconn(conn)
         except (psycopg.OperationalError, psycopg.InterfaceError, psycopg_pool.PoolTimeout) as exc:
             self.failure = self.error(operation, exc)
             raise self.failure from exc
         self.failure = None
+
+    def _borrow(self) -> psycopg.Connection[TupleRow]:
+        """A connection from the pool; ``PoolTimeout`` at once when the database is away.
+
+        A busy pool is waited for up to ``connect_timeout``; but when the pool's own attempts
+        to connect fail meanwhile (its error count grows), or a transaction already failed for
+        lack of the database, the wait ends after ``OUTAGE_WAIT``: a client of a server whose
+        database is down gets its 503 in about a second.
+        """
+        errors = self._pool.get_stats().get("connections_errors", 0)
+        deadline = time.monotonic() + self.connect_timeout
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                return self._pool.getconn(timeout=max(0.01, min(OUTAGE_WAIT, left)))
+            except psycopg_pool.PoolTimeout:
+                refused = self._pool.get_stats().get("connections_errors", 0) > errors
+                if refused or self.failure is not None or left <= OUTAGE_WAIT:
+                    raise
 
     def ping(self, timeout: float = 1.0) -> None:
         """``SELECT 1``, waiting at most ``timeout`` for a connection; ``StorageError`` if not.
