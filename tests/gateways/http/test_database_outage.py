@@ -141,7 +141,9 @@ async def test_a_reply_lost_to_the_outage_keeps_the_recorded_message_and_the_nex
             turn = asyncio.create_task(
                 s.client.post(f"/api/v1/sessions/{sid}/messages", json={"content": "2"})
             )
-            while len(s.server.requests) < 2:  # the message is recorded: the model is asked
+            for _ in range(500):  # the message is recorded once the model is asked
+                if len(s.server.requests) >= 2:
+                    break
                 await asyncio.sleep(0.01)
             outage.down()
             failed = await turn
