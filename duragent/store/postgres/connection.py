@@ -106,6 +106,9 @@ class Database:
         """The DSN without its password: for every message."""
         self.failure: StorageError | None = None
         """The last connection-level failure, until a transaction succeeds (``/readyz``)."""
+        self._lost = False
+        """The last transaction or probe lost its connection or could not connect (not merely
+        waited for a busy pool): the database itself is away."""
         self._dsn = dsn
         self._kwargs: dict[str, object] = {
             "options": f"-c search_path={self.schema}",
@@ -156,17 +159,20 @@ class Database:
             finally:
                 self._pool.putconn(conn)
         except (psycopg.OperationalError, psycopg.InterfaceError, psycopg_pool.PoolTimeout) as exc:
+            self._lost = not isinstance(exc, psycopg_pool.PoolTimeout)
             self.failure = self.error(operation, exc)
             raise self.failure from exc
         self.failure = None
+        self._lost = False
 
     def _borrow(self) -> psycopg.Connection[TupleRow]:
         """A connection from the pool; ``PoolTimeout`` at once when the database is away.
 
         A busy pool is waited for up to ``connect_timeout``; but when the pool's own attempts
-        to connect fail meanwhile (its error count grows), or a transaction already failed for
-        lack of the database, the wait ends after ``OUTAGE_WAIT``: a client of a server whose
-        database is down gets its 503 in about a second.
+        to connect fail meanwhile (its error count grows), or the last transaction lost its
+        connection, the wait ends after ``OUTAGE_WAIT``: a client of a server whose database
+        is down gets its 503 in about a second. A wait that merely timed out (a busy pool, a
+        slow probe) is no evidence that the database is away and never shortens the next.
         """
         errors = self._pool.get_stats().get("connections_errors", 0)
         deadline = time.monotonic() + self.connect_timeout
@@ -176,7 +182,7 @@ class Database:
                 return self._pool.getconn(timeout=max(0.01, min(OUTAGE_WAIT, left)))
             except psycopg_pool.PoolTimeout:
                 refused = self._pool.get_stats().get("connections_errors", 0) > errors
-                if refused or self.failure is not None or left <= OUTAGE_WAIT:
+                if refused or self._lost or left <= OUTAGE_WAIT:
                     raise
 
     def ping(self, timeout: float = 1.0) -> None:

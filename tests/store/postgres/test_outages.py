@@ -5,6 +5,7 @@ A TCP relay (``postgres_db.Outage``) stands between the store and the real datab
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -120,3 +121,27 @@ def test_after_a_long_outage_the_store_answers_soon_after_the_database_returns()
         recovered = wait_until_healthy(store, seconds=20)
         log.append([Event.user_message(2, content="after")])
     assert recovered < 3, f"took {recovered:.1f} s after the database returned"
+
+
+def test_a_busy_pool_is_waited_for_even_after_a_probe_timed_out_on_it() -> None:
+    with postgres_db.fresh_schema() as schema:
+        db = Database(postgres_db.DSN, schema=schema, max_size=1, connect_timeout=10)
+        db.open()
+        try:
+            held = threading.Event()
+
+            def hold() -> None:
+                with db.transaction("holding the only connection") as conn:
+                    held.set()
+                    conn.execute("SELECT pg_sleep(2)")
+
+            holder = threading.Thread(target=hold)
+            holder.start()
+            held.wait()
+            with pytest.raises(StorageError):
+                db.ping(timeout=0.1)  # /readyz's probe gives up on the busy pool
+            with db.transaction("waiting for the connection") as conn:  # waits, then works
+                assert conn.execute("SELECT 1").fetchone() == (1,)
+            holder.join()
+        finally:
+            db.close()
