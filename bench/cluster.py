@@ -15,8 +15,9 @@ get distinct ``store.node_id`` and ports.
   back, on 1 node (file), and 1, 2, 3 nodes (PostgreSQL). Each session is created on, and
   always sent to, one node (session *i* on node *i mod N*): today's code serves a session on
   the node that holds its lease; forwarding a request to the owner node is issue 24 item 2.
-  Reported: turns/s, p50/p99, and CPU per turn of every node and of PostgreSQL (all its
-  processes, from /proc), which is what says what a bigger machine gives.
+  Reported: turns/s, p50/p99, and CPU per turn of every node and of PostgreSQL (the backends
+  serving this run's connections, from /proc), which is what says what a bigger machine
+  gives.
 - **(c) take-over**: two nodes, ``store.lease_seconds`` short; node A answers a turn in some
   sessions, is SIGKILLed, and node B is asked for one of them every 100 ms until it answers.
   Target: lease expiry + 1 s.
@@ -81,23 +82,28 @@ def workspace(root: Path, store: str, schema: str, node: str, lease: float) -> P
     return config
 
 
-def postgres_pids() -> list[int]:
-    """Every PostgreSQL process on this machine (the database's CPU is part of a turn's)."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                if (entry / "comm").read_text().strip() in ("postgres", "postmaster"):
-                    pids.append(int(entry.name))
-    return pids
+def backend_pids(schema: str) -> set[int]:
+    """The PostgreSQL backends serving the nodes of this run (``application_name``).
+
+    Only those: the server is shared with other work on this machine. The WAL writer and
+    checkpointer are not counted (small next to the backends, and shared).
+    """
+    import psycopg
+
+    with psycopg.connect(DSN, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE application_name = %s",
+            (f"duragent:{schema}",),
+        ).fetchall()
+    return {int(r[0]) for r in rows}
 
 
-def total_cpu(pids: list[int]) -> float:
-    total = 0.0
+def cpu_of(pids: set[int]) -> dict[int, float]:
+    found = {}
     for pid in pids:
         with contextlib.suppress(OSError, IndexError, ValueError):
-            total += cpu_seconds(pid)
-    return total
+            found[pid] = cpu_seconds(pid)
+    return found
 
 
 def drop_schema(schema: str) -> None:
@@ -170,9 +176,9 @@ async def drive(made: Cluster, clients: int, turns: int) -> Load:
         latencies: list[float] = []
         done = [0] * n
         pids = [node.pid for node in made.nodes]
-        db = postgres_pids() if made.store == "postgres" else []
+        pg = made.store == "postgres"
+        db0 = cpu_of(backend_pids(made.schema)) if pg else {}
         cpu0 = [cpu_seconds(p) for p in pids]
-        db0 = total_cpu(db)
 
         async def user(i: int, sid: str) -> None:
             for k in range(1, turns + 1):
@@ -185,7 +191,9 @@ async def drive(made: Cluster, clients: int, turns: int) -> Load:
         await asyncio.gather(*(user(i, sid) for i, sid in sessions))
         seconds = time.perf_counter() - began
         cpu = [cpu_seconds(p) - c for p, c in zip(pids, cpu0, strict=True)]
-        return Load(latencies, seconds, done, cpu, total_cpu(db) - db0, errors)
+        db1 = cpu_of(backend_pids(made.schema) | set(db0)) if pg else {}
+        db_cpu = sum(t - db0.get(pid, 0.0) for pid, t in db1.items())  # new ones: from 0
+        return Load(latencies, seconds, done, cpu, db_cpu, errors)
 
 
 def report(label: str, load: Load) -> float:
@@ -197,6 +205,8 @@ def report(label: str, load: Load) -> float:
         c / t if t else 0.0 for c, t in zip(load.cpu_per_node, load.turns_per_node, strict=True)
     ]
     row(f"{label}: CPU per turn per node", " / ".join(f"{c * 1e3:.2f}" for c in per_node) + " ms")
+    busy = " / ".join(f"{c / load.seconds:.2f}" for c in load.cpu_per_node)
+    row(f"{label}: cores used per node", busy)  # one process: the GIL caps it near 1
     db = load.db_cpu / turns if turns else 0.0
     if load.db_cpu:
         row(f"{label}: PostgreSQL CPU per turn", f"{db * 1e3:.2f} ms")
