@@ -105,11 +105,16 @@ def _clock_finding(db: Database, clock: Callable[[], float]) -> Finding:
     reading = read_clock_skew(db, clock=clock)
     direction = "behind" if reading.skew > 0 else "ahead of"
     told = (
-        f"this node's clock is {abs(reading.skew):.3f} s {direction} the database server's "
-        f"(±{reading.uncertainty:.3f} s)"
+        f"this node's clock is {_seconds(abs(reading.skew))} {direction} the database "
+        f"server's (±{_seconds(reading.uncertainty)})"
     )
     if reading.at_least > SKEW_ERROR:
         return Finding(Level.ERROR, "clock", f"{told}: over {SKEW_ERROR:g} s", _WHY_SKEW)
     if reading.at_least > SKEW_WARNING:
         return Finding(Level.WARNING, "clock", f"{told}: over {SKEW_WARNING:g} s", _WHY_SKEW)
     return Finding(Level.OK, "clock", told)
+
+
+def _seconds(value: float) -> str:
+    """``value`` seconds for a person: milliseconds below one second."""
+    return f"{value * 1e3:.1f} ms" if value < 1 else f"{value:.2f} s"
