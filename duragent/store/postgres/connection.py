@@ -159,7 +159,8 @@ class Database:
             finally:
                 self._pool.putconn(conn)
         except (psycopg.OperationalError, psycopg.InterfaceError, psycopg_pool.PoolTimeout) as exc:
-            self._lost = not isinstance(exc, psycopg_pool.PoolTimeout)
+            if not isinstance(exc, psycopg_pool.PoolTimeout):  # a timeout: see _borrow
+                self._lost = True
             self.failure = self.error(operation, exc)
             raise self.failure from exc
         self.failure = None
@@ -181,22 +182,36 @@ class Database:
             try:
                 return self._pool.getconn(timeout=max(0.01, min(OUTAGE_WAIT, left)))
             except psycopg_pool.PoolTimeout:
-                refused = self._pool.get_stats().get("connections_errors", 0) > errors
-                if refused or self._lost or left <= OUTAGE_WAIT:
+                if self._pool.get_stats().get("connections_errors", 0) > errors:
+                    self._lost = True  # the pool's attempts to connect are refused
+                if self._lost or left <= OUTAGE_WAIT:
                     raise
 
     def ping(self, timeout: float = 1.0) -> None:
         """``SELECT 1``, waiting at most ``timeout`` for a connection; ``StorageError`` if not.
 
-        Health probes must be quick: ``/readyz`` answers while the database is away.
+        Health probes must be quick: ``/readyz`` answers while the database is away. A pool
+        whose every connection is busy for ``timeout`` is not a database failure (they are
+        being answered): that is left alone, unless the pool's connection attempts failed
+        meanwhile or the database was already lost.
         """
+        errors = self._pool.get_stats().get("connections_errors", 0)
         try:
             with self._pool.connection(timeout=timeout) as conn:
                 conn.execute("SELECT 1")
-        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+        except psycopg_pool.PoolTimeout as exc:
+            refused = self._pool.get_stats().get("connections_errors", 0) > errors
+            if not (refused or self._lost):
+                return  # busy, not away: the next transaction waits its turn
+            self._lost = True
+            self.failure = self.error("checking the database", exc)
+            raise self.failure from exc
+        except psycopg.Error as exc:
+            self._lost = True
             self.failure = self.error("checking the database", exc)
             raise self.failure from exc
         self.failure = None
+        self._lost = False
 
     def error(self, operation: str, exc: BaseException) -> StorageError:
         """``exc`` as a ``StorageError`` naming ``operation`` and the database (no password)."""
