@@ -109,6 +109,8 @@ class Database:
         self._lost = False
         """The last transaction or probe lost its connection or could not connect (not merely
         waited for a busy pool): the database itself is away."""
+        self._ok_at = 0.0
+        """When a transaction last committed (``time.monotonic``): the database answers."""
         self._dsn = dsn
         self._kwargs: dict[str, object] = {
             "options": f"-c search_path={self.schema}",
@@ -165,6 +167,7 @@ class Database:
             raise self.failure from exc
         self.failure = None
         self._lost = False
+        self._ok_at = time.monotonic()
 
     def _borrow(self) -> psycopg.Connection[TupleRow]:
         """A connection from the pool; ``PoolTimeout`` at once when the database is away.
@@ -175,17 +178,28 @@ class Database:
         is down gets its 503 in about a second. A wait that merely timed out (a busy pool, a
         slow probe) is no evidence that the database is away and never shortens the next.
         """
+        began = time.monotonic()
+        deadline = began + self.connect_timeout
         errors = self._pool.get_stats().get("connections_errors", 0)
-        deadline = time.monotonic() + self.connect_timeout
         while True:
             left = deadline - time.monotonic()
             try:
                 return self._pool.getconn(timeout=max(0.01, min(OUTAGE_WAIT, left)))
             except psycopg_pool.PoolTimeout:
-                if self._pool.get_stats().get("connections_errors", 0) > errors:
-                    self._lost = True  # the pool's attempts to connect are refused
-                if self._lost or left <= OUTAGE_WAIT:
+                if self._away(errors, began) or left <= OUTAGE_WAIT:
                     raise
+
+    def _away(self, errors_before: int, since: float) -> bool:
+        """Whether a wait for a connection that began at ``since`` says the database is away.
+
+        Away: the pool's attempts to connect failed (its error count grew past
+        ``errors_before``) or the last transaction lost its connection, *and* no transaction
+        committed meanwhile. A pool that cannot grow (the server's ``max_connections``) but
+        whose connections keep committing is busy, not away.
+        """
+        if self._pool.get_stats().get("connections_errors", 0) > errors_before:
+            self._lost = True
+        return self._lost and self._ok_at < since
 
     def ping(self, timeout: float = 1.0) -> None:
         """``SELECT 1``, waiting at most ``timeout`` for a connection; ``StorageError`` if not.
@@ -195,15 +209,14 @@ class Database:
         being answered): that is left alone, unless the pool's connection attempts failed
         meanwhile or the database was already lost.
         """
+        began = time.monotonic()
         errors = self._pool.get_stats().get("connections_errors", 0)
         try:
             with self._pool.connection(timeout=timeout) as conn:
                 conn.execute("SELECT 1")
         except psycopg_pool.PoolTimeout as exc:
-            refused = self._pool.get_stats().get("connections_errors", 0) > errors
-            if not (refused or self._lost):
+            if not self._away(errors, began):
                 return  # busy, not away: the next transaction waits its turn
-            self._lost = True
             self.failure = self.error("checking the database", exc)
             raise self.failure from exc
         except psycopg.Error as exc:
@@ -212,6 +225,7 @@ class Database:
             raise self.failure from exc
         self.failure = None
         self._lost = False
+        self._ok_at = time.monotonic()
 
     def error(self, operation: str, exc: BaseException) -> StorageError:
         """``exc`` as a ``StorageError`` naming ``operation`` and the database (no password)."""
