@@ -23,7 +23,12 @@ from __future__ import annotations
 from duragent.store.chat_index import ChatIndex, ChatKey
 from duragent.store.event_log import EventLog, ReadReport
 from duragent.store.fileops import OS_FILE_OPS, FileOps
-from duragent.store.health import StoreHealth, is_disk_full, storage_error
+from duragent.store.health import (
+    StoreHealth,
+    is_database_unreachable,
+    is_disk_full,
+    storage_error,
+)
 from duragent.store.memory_store import MemorySessionStore
 from duragent.store.protocols import (
     ChatMap,
@@ -74,6 +79,7 @@ __all__ = [
     "StoreHealth",
     "SummaryStorage",
     "WriteHealth",
+    "is_database_unreachable",
     "is_disk_full",
     "is_output_id",
     "storage_error",

@@ -41,7 +41,7 @@ from duragent.gateways.http.sessions import SessionRoutes
 from duragent.gateways.http.stream import OpenStreams
 from duragent.gateways.http.webhooks import webhook_routes
 from duragent.session import SessionNotFoundError, SessionQuarantinedError
-from duragent.store import is_disk_full
+from duragent.store import is_database_unreachable, is_disk_full
 
 __all__ = ["HttpServices", "agent_detail", "build_app"]
 
@@ -228,11 +228,16 @@ def build_app(services: HttpServices) -> Starlette:
         # The disk refused a read or write: nothing saved is lost, and an append that failed
         # was rolled back (so not acknowledged). 507 when out of space, else 503 (transient).
         assert isinstance(exc, StorageError)
+        # A database that cannot be reached (PostgreSQL store) comes back by itself: say so.
         full = is_disk_full(exc)
+        away = is_database_unreachable(exc)
         log.error("%s %s: %s", request.method, request.url.path, exc)
         when = "disk space is freed" if full else "the cause is fixed"
+        if away:
+            when = "the database answers again (the server reconnects by itself)"
         code = errno.errorcode.get(exc.errno or 0, str(exc.errno))
         extra: dict[str, object] = {"operation": exc.operation, "errno": code, "file": exc.filename}
+        extra["storage"] = "database" if away else "files"
         if exc.recorded_seq is None:
             detail = (
                 f"{exc}. Nothing already saved was lost, and what could not be written was not "
