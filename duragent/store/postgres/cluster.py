@@ -1,0 +1,166 @@
+"""``Cluster`` over PostgreSQL: what every node sees, so each thing happens once (schema 3).
+
+- ``PostgresInbound`` (``inbound_claims``): the primary key (gateway, chat, platform message
+  id) is the de-duplication. A claim is one ``INSERT … ON CONFLICT DO UPDATE … WHERE`` that
+  succeeds for a new message, for this node's own unsettled claim (its retry), or for a claim
+  whose hold expired unsettled (its node died before recording the message); otherwise the
+  row says ``duplicate`` (settled) or ``busy`` (another node records it right now).
+- ``PostgresLeaders`` (``leader_leases``): one row per singleton loop; taken when free,
+  expired or already ours, in one statement, so two nodes never both hold it. The database's
+  clock decides expiry: the nodes' clocks are never compared.
+- ``PostgresRuns`` (``schedule_fires``): an ``INSERT … ON CONFLICT DO NOTHING`` per
+  (schedule id, due time) before its first attempt: the second claim anywhere is refused.
+
+Old rows are pruned now and then by the claims themselves (inbound after ``KEEP_INBOUND``,
+long after any platform stops redelivering; due times after ``KEEP_FIRES``, long after the
+run log's cursor has passed them).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from duragent.store.cluster import Cluster
+from duragent.store.postgres.connection import Database
+from duragent.store.protocols import ClaimOutcome
+from duragent.store.schedule_files import check_schedule_id
+
+__all__ = [
+    "KEEP_FIRES",
+    "KEEP_INBOUND",
+    "PostgresInbound",
+    "PostgresLeaders",
+    "PostgresRuns",
+    "postgres_cluster",
+]
+
+KEEP_INBOUND = "7 days"
+"""Settled inbound claims are kept this long (Telegram keeps an update for 24 hours)."""
+KEEP_FIRES = "30 days"
+PRUNE_EVERY = 1000
+"""Claims between two prunes (per node)."""
+
+
+def postgres_cluster(db: Database, node_id: str, lease_seconds: float) -> Cluster:
+    """Node ``node_id``'s ``Cluster`` on ``db`` (an inbound claim is held two leases)."""
+    return Cluster(
+        PostgresInbound(db, node_id, hold_seconds=2 * lease_seconds),
+        PostgresLeaders(db, node_id, lease_seconds),
+        PostgresRuns(db, node_id),
+        shared=True,
+    )
+
+
+class PostgresInbound:
+    """``InboundLedger`` in ``inbound_claims`` (see module docstring)."""
+
+    def __init__(self, db: Database, node_id: str, *, hold_seconds: float = 60.0) -> None:
+        self._db = db
+        self._node = node_id
+        self._hold = hold_seconds
+        self._count = itertools.count(1)
+
+    def claim(self, gateway: str, chat_id: str, message_id: str) -> ClaimOutcome:
+        """Claim the message for this node (``first``), or say who has it."""
+        key = (gateway, chat_id, message_id)
+        with self._db.transaction("claiming an inbound message") as conn:
+            row = conn.execute(
+                "INSERT INTO inbound_claims (gateway, chat_id, message_id, node, expires_at) "
+                "VALUES (%s, %s, %s, %s, now() + make_interval(secs => %s)) "
+                "ON CONFLICT (gateway, chat_id, message_id) DO UPDATE SET node = excluded.node, "
+                "expires_at = excluded.expires_at, claimed_at = now() "
+                "WHERE NOT inbound_claims.done AND (inbound_claims.node = excluded.node "
+                "OR inbound_claims.expires_at < now()) RETURNING 1",
+                (*key, self._node, self._hold),
+            ).fetchone()
+            if row is None:
+                held = conn.execute(
+                    "SELECT done FROM inbound_claims "
+                    "WHERE gateway = %s AND chat_id = %s AND message_id = %s",
+                    key,
+                ).fetchone()
+            if next(self._count) % PRUNE_EVERY == 0:
+                conn.execute(
+                    "DELETE FROM inbound_claims WHERE claimed_at < now() - %s::interval",
+                    (KEEP_INBOUND,),
+                )
+        if row is not None:
+            return "first"
+        if held is None:  # released by its node meanwhile: claim it on the next try
+            return "busy"
+        return "duplicate" if held[0] else "busy"
+
+    def settle(self, gateway: str, chat_id: str, message_id: str) -> None:
+        """The message is recorded: every later claim is a duplicate."""
+        with self._db.transaction("settling an inbound message") as conn:
+            conn.execute(
+                "UPDATE inbound_claims SET done = true "
+                "WHERE gateway = %s AND chat_id = %s AND message_id = %s",
+                (gateway, chat_id, message_id),
+            )
+
+    def release(self, gateway: str, chat_id: str, message_id: str) -> None:
+        """This node could not record the message: forget its claim (not a settled one)."""
+        with self._db.transaction("releasing an inbound message") as conn:
+            conn.execute(
+                "DELETE FROM inbound_claims WHERE gateway = %s AND chat_id = %s "
+                "AND message_id = %s AND node = %s AND NOT done",
+                (gateway, chat_id, message_id, self._node),
+            )
+
+
+class PostgresLeaders:
+    """``LeaderLeases`` in ``leader_leases`` (see module docstring)."""
+
+    def __init__(self, db: Database, node_id: str, seconds: float) -> None:
+        self._db = db
+        self.node_id = node_id
+        self.seconds = seconds
+
+    def acquire(self, name: str) -> bool:
+        """Take or renew ``name`` for this node; whether it holds it now."""
+        with self._db.transaction(f"renewing the {name} leader lease") as conn:
+            row = conn.execute(
+                "INSERT INTO leader_leases AS l (name, holder, epoch, expires_at) "
+                "VALUES (%(name)s, %(node)s, 1, now() + make_interval(secs => %(secs)s)) "
+                "ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, "
+                "expires_at = excluded.expires_at, "
+                "epoch = l.epoch + CASE WHEN l.holder = excluded.holder THEN 0 ELSE 1 END "
+                "WHERE l.holder IS NULL OR l.holder = excluded.holder OR l.expires_at < now() "
+                "RETURNING epoch",
+                {"name": name, "node": self.node_id, "secs": self.seconds},
+            ).fetchone()
+        return row is not None
+
+    def release(self, name: str) -> None:
+        """Give ``name`` up if this node holds it."""
+        with self._db.transaction(f"releasing the {name} leader lease") as conn:
+            conn.execute(
+                "UPDATE leader_leases SET holder = NULL, expires_at = NULL "
+                "WHERE name = %s AND holder = %s",
+                (name, self.node_id),
+            )
+
+
+class PostgresRuns:
+    """``RunClaims`` in ``schedule_fires`` (see module docstring)."""
+
+    def __init__(self, db: Database, node_id: str) -> None:
+        self._db = db
+        self._node = node_id
+        self._count = itertools.count(1)
+
+    def claim(self, schedule_id: str, due_ms: int) -> bool:
+        """Whether this node is the first, cluster-wide, to start this due time."""
+        with self._db.transaction(f"claiming a run of {schedule_id}") as conn:
+            row = conn.execute(
+                "INSERT INTO schedule_fires (schedule_id, due_ms, node) VALUES (%s, %s, %s) "
+                "ON CONFLICT (schedule_id, due_ms) DO NOTHING RETURNING 1",
+                (check_schedule_id(schedule_id), due_ms, self._node),
+            ).fetchone()
+            if next(self._count) % PRUNE_EVERY == 0:
+                conn.execute(
+                    "DELETE FROM schedule_fires WHERE claimed_at < now() - %s::interval",
+                    (KEEP_FIRES,),
+                )
+        return row is not None
