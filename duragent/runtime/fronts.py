@@ -27,7 +27,7 @@ from duragent.frontkit import (
 )
 from duragent.scheduler import Destination, SchedulerSettings, Schedules, ScheduleTool
 from duragent.session import SessionRegistry
-from duragent.store.backends import cluster_storage
+from duragent.store.backends import cluster_storage, schedule_storage
 from duragent.tools.base import Tool
 from duragent.tools.processes import BackgroundProcessTool, ProcessRegistry
 from duragent.turns import TurnRunner
@@ -176,6 +176,8 @@ class Fronts:
             ),
             turns=self.turns,
             outbound=self.outbound_port,
+            storage=schedule_storage(self._registry.store),
+            cluster=self.cluster,
         )
         return self.schedules
 

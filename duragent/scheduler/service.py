@@ -12,7 +12,10 @@ schedule that is due:
   one-shot missed while the server was down runs once on start if younger than its grace;
 - **starts** it: the cursor moves in memory at once, and the run's ``running`` line is on
   disk (fsync'd) before the payload does anything, so after a crash that due time is never
-  started again. At most ``max_concurrent_runs`` run at once (the rest wait their turn).
+  started again. With several nodes (``claims``), the due time is first claimed in the
+  database — (schedule id, due time) is a primary key — so it starts once cluster-wide even
+  when two nodes believe they lead the scheduler for a moment (one paused past its lease).
+  At most ``max_concurrent_runs`` run at once (the rest wait their turn).
 
 A run ends in exactly one outcome line (``runs``). A failed attempt is retried with capped,
 jittered exponential backoff when the schedule has a ``retry`` block; a recurring schedule
@@ -38,7 +41,7 @@ from duragent.scheduler.clock import Clock
 from duragent.scheduler.model import At, Every, Schedule
 from duragent.scheduler.runs import OUTCOMES, Dangling, RunState, from_ms, to_ms
 from duragent.scheduler.timing import next_due
-from duragent.store.protocols import RunLogStorage
+from duragent.store.protocols import RunClaims, RunLogStorage
 
 __all__ = [
     "PayloadRunner",
@@ -108,8 +111,18 @@ class Scheduler:
         settings: SchedulerSettings | None = None,
         *,
         rng: random.Random | None = None,
+        claims: RunClaims | None = None,
     ) -> None:
+        """The loop over ``runs``, running payloads with ``payloads``.
+
+        ``claims``: where each due time is claimed before its first attempt, when several
+        nodes share the schedules (None: this process alone decides, by its run log).
+        """
         self._runs = runs
+        self._claims = claims
+        self.passive = False
+        """A node that does not lead the scheduler: it keeps the schedules (listings) and
+        leaves run logs alone (an unfinished run there is the leader's, not interrupted)."""
         self._payloads = payloads
         self._clock = clock
         self.settings = settings = settings or SchedulerSettings()
@@ -151,13 +164,23 @@ class Scheduler:
             state = RunState.fold(self._runs.recent(schedule.id, 1_000_000))
             slot = _Slot(schedule, state)
             self._slots[schedule.id] = slot
-            if state.dangling is not None:
+            if state.dangling is not None and not self.passive:
                 self._interrupted(slot, state.dangling)
-            if schedule.declared_in is not None and state.cursor is None:
+            if schedule.declared_in is not None and state.cursor is None and not self.passive:
                 self._append(slot, {"status": "registered", "cursor": to_ms(self._clock.now())})
         slot.schedule = schedule
         slot.next = self._next_after_cursor(slot) if schedule.status == "active" else None
         self._changed.set()
+
+    def reset(self, schedules: Sequence[Schedule]) -> None:
+        """Forget every schedule and take ``schedules`` again, their run logs read afresh.
+
+        What a node does when it becomes the scheduler's leader: the previous leader's runs
+        (and a run it left unfinished) are then in this node's cursors.
+        """
+        self._slots.clear()
+        for schedule in schedules:
+            self.put(schedule)
 
     def remove(self, schedule_id: str) -> None:
         """Forget a schedule (a declared one no longer declared); a running run finishes."""
@@ -269,6 +292,13 @@ class Scheduler:
             return
         slot.seen.add(key)
         slot.state.cursor = max(slot.state.cursor or due, due)
+        if (
+            attempt == 1
+            and self._claims is not None
+            and not self._claims.claim(slot.schedule.id, key)
+        ):
+            log.info("schedule %s: due time %s was started by another node", slot.schedule.id, due)
+            return
         slot.task = asyncio.create_task(self._run(slot, due, attempt))
 
     async def _run(self, slot: _Slot, due: datetime, attempt: int) -> None:
