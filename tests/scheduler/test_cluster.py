@@ -7,6 +7,7 @@ scheduler, as two ``duragent serve`` processes would have.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 from collections import Counter
 from collections.abc import Coroutine, Iterator
@@ -152,7 +153,8 @@ async def test_when_the_leading_node_dies_another_fires_the_next_due_times_none_
         ran_on_b = b.schedules.scheduler._payloads.runs  # type: ignore[attr-defined]
         dues = sorted(due for _, due in ran_on_a + ran_on_b)
         print(f"due times run on a: {len(ran_on_a)}, on b: {len(ran_on_b)}")
-        assert ran_on_a and ran_on_b
+        assert ran_on_a
+        assert ran_on_b
         assert len(dues) == len(set(dues))  # none twice
-        steps = {(later - earlier).total_seconds() for earlier, later in zip(dues, dues[1:])}
+        steps = {(later - earlier).total_seconds() for earlier, later in itertools.pairwise(dues)}
         assert steps == {float(period)}  # none missed: every due time between first and last

@@ -214,6 +214,7 @@ class TelegramGateway:
         )
 
     async def _poll(self, bot: Bot) -> None:
+        self._set_state("running")  # a standby node that took over says so at once
         try:
             await poll_updates(
                 bot,
