@@ -36,8 +36,9 @@ from duragent.frontkit.gateway import ChatFront
 from duragent.frontkit.inbound import ButtonPress, InboundMessage
 from duragent.frontkit.outbound import OutboundPort, metered
 from duragent.frontkit.queue import SessionQueues
-from duragent.frontkit.recovery import recover_chats
+from duragent.frontkit.recovery import RecoveryReport, recover_chats
 from duragent.frontkit.routing import Router
+from duragent.frontkit.singleton import run_as_leader
 from duragent.store.cluster import Cluster, local_cluster
 from duragent.turns import TurnRunner
 
@@ -71,6 +72,10 @@ class ChatHandler(Protocol):
         """Finish what a crash left unfinished (run before the first update is taken)."""
         ...
 
+    async def close(self) -> None:
+        """Stop what ``recover`` left running (the gateway stops)."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class GatewayChats:
@@ -88,6 +93,7 @@ class GatewayChats:
     """Whether a chat id is a group's (for recovery); None: the platform cannot tell."""
     cluster: Cluster = field(default_factory=local_cluster)
     """Its ``inbound`` ledger takes each platform message once across nodes."""
+    _sweepers: list[asyncio.Task[None]] = field(default_factory=list)
 
     async def message(self, msg: InboundMessage) -> None:
         """Route, check and record ``msg`` (``ChatFront.message``), once across nodes."""
@@ -135,14 +141,61 @@ class GatewayChats:
         return call(*key)
 
     async def recover(self) -> None:
-        """Deliver, ask again and answer what a crash left (``recover_chats``)."""
-        await recover_chats(
+        """Deliver, ask again and answer what a crash left (``recover_chats``).
+
+        With several nodes: at start, only the chats no live node serves (free leases, this
+        node's own, expired ones); then, on the holder of the ``recovery:<gateway>`` leader
+        lease, every lease period, the chats whose node died since (``_sweep_forever``).
+        """
+        orphans = self.cluster.orphans
+        if orphans is None:
+            await self._recover_chats(None)
+            return
+        node = self.cluster.leaders.node_id
+        await self._recover_chats(
+            await asyncio.to_thread(lambda: orphans.chats(self.gateway, owned_by=node))
+        )
+        leading = run_as_leader(
+            self.cluster.leaders, f"recovery:{self.gateway}", self._sweep_forever
+        )
+        self._sweepers.append(asyncio.create_task(leading, name=f"{self.gateway}-recovery"))
+
+    async def _recover_chats(self, chats: list[tuple[str, str]] | None) -> RecoveryReport:
+        return await recover_chats(
             self.gateway,
             self.chat.turns.registry,
             self.chat.delivery,
             self.queues,
             settings=self._rules,
+            chats=chats,
         )
+
+    async def _sweep_forever(self) -> None:
+        """Finish the chats of sessions whose node died (their leases expired), then free them."""
+        orphans = self.cluster.orphans
+        assert orphans is not None
+        while True:
+            await asyncio.sleep(self.cluster.leaders.seconds)
+            try:
+                chats = await asyncio.to_thread(orphans.chats, self.gateway)
+                if chats:
+                    log.info(
+                        "%s: finishing %d chat(s) a stopped node left", self.gateway, len(chats)
+                    )
+                    report = await self._recover_chats(chats)
+                    done = [sid for _, sid in chats if sid not in report.failed_sessions]
+                    await asyncio.to_thread(orphans.adopt, done)  # the failed: next period
+            except OSError as exc:  # StorageError: the database is away; next period
+                log.warning(
+                    "%s: looking for chats a stopped node left failed: %s", self.gateway, exc
+                )
+
+    async def close(self) -> None:
+        """Stop the sweep for chats other nodes left (the gateway stops)."""
+        sweepers, self._sweepers[:] = list(self._sweepers), []
+        for task in sweepers:
+            task.cancel()
+        await asyncio.gather(*sweepers, return_exceptions=True)
 
     def bot_named(self, username: str) -> None:
         """The bot's name on the platform is known (``/reset@<name>`` is then a command)."""

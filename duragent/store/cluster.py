@@ -20,7 +20,13 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from duragent.store.protocols import ClaimOutcome, InboundLedger, LeaderLeases, RunClaims
+from duragent.store.protocols import (
+    ClaimOutcome,
+    InboundLedger,
+    LeaderLeases,
+    OrphanedChats,
+    RunClaims,
+)
 
 __all__ = ["KEPT_CLAIMS", "Cluster", "MemoryCluster", "local_cluster"]
 
@@ -38,6 +44,8 @@ class Cluster:
     shared: bool
     """Whether other nodes may serve the workspace too (a database): loops that must run
     once then wait for their leader lease; with files they start at once, as before."""
+    orphans: OrphanedChats | None = None
+    """Chats of sessions a dead node left (None: one node; its start recovers them all)."""
 
 
 @dataclass(slots=True)

@@ -37,6 +37,7 @@ __all__ = [
     "ClaimOutcome",
     "InboundLedger",
     "LeaderLeases",
+    "OrphanedChats",
     "RunClaims",
     "RunLogStorage",
     "SavedOutputStorage",
@@ -376,4 +377,24 @@ class RunClaims(Protocol):
 
     def claim(self, schedule_id: str, due_ms: int) -> bool:
         """Whether this node may start that due time (False: claimed before, by any node)."""
+        ...
+
+
+class OrphanedChats(Protocol):
+    """Chats whose session no live node serves: what another node must finish for them.
+
+    A node that died left its sessions' leases to expire; an undelivered reply, an approval
+    never shown or a message never answered in them is then finished elsewhere (the
+    gateway's recovery, run by the holder of a leader lease). One node (files) has none.
+    """
+
+    def chats(self, gateway: str, *, owned_by: str | None = None) -> list[tuple[str, str]]:
+        """``(chat_id, session_id)`` of ``gateway``'s chats whose session's lease expired.
+
+        With ``owned_by`` (a node starting): those whose lease is free or is that node's too.
+        """
+        ...
+
+    def adopt(self, session_ids: list[str]) -> None:
+        """Mark the expired leases of ``session_ids`` free: they were examined and finished."""
         ...

@@ -299,6 +299,8 @@ class DiscordGateway:
 
     async def stop(self, *, keep_state: bool = False) -> None:
         """Close the connection and the HTTP client."""
+        if self._handler is not None:
+            await self._handler.close()  # its sweep for chats other nodes left
         if self._rate_limits is not None:
             self._rate_limits.detach()
         if self._connection is not None:

@@ -158,6 +158,8 @@ class ExternalGateway:
 
     async def stop(self) -> None:
         """Stop the child (``shutdown``, then a kill after the grace period)."""
+        if self._handler is not None:
+            await self._handler.close()  # its sweep for chats other nodes left
         supervisor, self.supervisor = self.supervisor, None
         self._running.clear()
         if supervisor is not None:

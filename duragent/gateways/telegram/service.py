@@ -237,6 +237,8 @@ class TelegramGateway:
 
     async def stop(self, *, keep_state: bool = False) -> None:
         """Stop receiving updates and close the HTTP client."""
+        if self._handler is not None:
+            await self._handler.close()  # its sweep for chats other nodes left
         poller, self._poller = self._poller, None
         if poller is not None:
             poller.cancel()

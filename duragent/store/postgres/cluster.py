@@ -8,6 +8,8 @@
 - ``PostgresLeaders`` (``leader_leases``): one row per singleton loop; taken when free,
   expired or already ours, in one statement, so two nodes never both hold it. The database's
   clock decides expiry: the nodes' clocks are never compared.
+- ``PostgresOrphans`` (``chats`` joined with the ``sessions`` leases): the chats whose
+  session's lease expired — its node died — for another node's recovery to finish.
 - ``PostgresRuns`` (``schedule_fires``): an ``INSERT … ON CONFLICT DO NOTHING`` per
   (schedule id, due time) before its first attempt: the second claim anywhere is refused.
 
@@ -30,6 +32,7 @@ __all__ = [
     "KEEP_INBOUND",
     "PostgresInbound",
     "PostgresLeaders",
+    "PostgresOrphans",
     "PostgresRuns",
     "postgres_cluster",
 ]
@@ -48,6 +51,7 @@ def postgres_cluster(db: Database, node_id: str, lease_seconds: float) -> Cluste
         PostgresLeaders(db, node_id, lease_seconds),
         PostgresRuns(db, node_id),
         shared=True,
+        orphans=PostgresOrphans(db),
     )
 
 
@@ -164,3 +168,36 @@ class PostgresRuns:
                     (KEEP_FIRES,),
                 )
         return row is not None
+
+
+class PostgresOrphans:
+    """``OrphanedChats`` from the session leases (see module docstring)."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def chats(self, gateway: str, *, owned_by: str | None = None) -> list[tuple[str, str]]:
+        """Chats of ``gateway`` whose session's lease expired (or is free, or ``owned_by``'s)."""
+        with self._db.transaction(f"finding {gateway} chats no node serves") as conn:
+            rows = conn.execute(
+                "SELECT c.chat_id, c.session_id FROM chats c JOIN sessions s "
+                "ON s.session_id = c.session_id AND s.quarantined_at IS NULL "
+                "WHERE c.gateway = %(gateway)s AND ("
+                "(s.owner_node IS NOT NULL AND s.lease_expires_at < now()) "
+                "OR (%(node)s::text IS NOT NULL "
+                "AND (s.owner_node IS NULL OR s.owner_node = %(node)s)))",
+                {"gateway": gateway, "node": owned_by},
+            ).fetchall()
+        return sorted({(str(chat), str(session)) for chat, session in rows})
+
+    def adopt(self, session_ids: list[str]) -> None:
+        """Free the leases of ``session_ids`` that are still expired (the epoch stays)."""
+        if not session_ids:
+            return
+        with self._db.transaction("freeing the leases of finished sessions") as conn:
+            conn.execute(
+                "UPDATE sessions SET owner_node = NULL, lease_expires_at = NULL "
+                "WHERE session_id = ANY(%s) AND quarantined_at IS NULL "
+                "AND lease_expires_at < now()",
+                (session_ids,),
+            )

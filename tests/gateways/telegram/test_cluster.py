@@ -24,6 +24,7 @@ from duragent.config import load_workspace
 from duragent.gateways.telegram.webhook import SECRET_HEADER
 from duragent.runtime import Runtime
 from duragent.testing import FakeTelegram, ScriptedLLMServer
+from duragent.testing.telegram_faults import FaultRule
 from tests.gateways.serve_process import ServeProcess
 from tests.gateways.telegram.rig import BOT, TOKEN, echo_reply, write_workspace
 from tests.polling import eventually
@@ -34,7 +35,9 @@ HOOK = "https://bot.example.com/tg/hook"
 JSON = {"Content-Type": "application/json"}
 
 
-def write_node(root: Path, schema: str, node: str, telegram: dict[str, Any], llm: str) -> Path:
+def write_node(
+    root: Path, schema: str, node: str, telegram: dict[str, Any], llm: str, dsn: str | None = None
+) -> Path:
     """A workspace for node ``node`` whose sessions live in the shared ``schema``."""
     root.mkdir(parents=True, exist_ok=True)
     write_workspace(root, llm_url=llm, telegram=telegram)
@@ -42,7 +45,7 @@ def write_node(root: Path, schema: str, node: str, telegram: dict[str, Any], llm
     document = json.loads(config.read_text())
     document["store"] = {
         "backend": "postgres",
-        "dsn": postgres_db.DSN,
+        "dsn": dsn or postgres_db.DSN,
         "schema": schema,
         "node_id": node,
         "lease_seconds": 1,
@@ -53,8 +56,9 @@ def write_node(root: Path, schema: str, node: str, telegram: dict[str, Any], llm
 
 @asynccontextmanager
 async def two_nodes(
-    tmp_path: Path, **telegram: Any
+    tmp_path: Path, a_dsn: str | None = None, **telegram: Any
 ) -> AsyncIterator[tuple[FakeTelegram, list[Runtime]]]:
+    """Nodes ``a`` (through ``a_dsn`` when given) and ``b``, started in that order."""
     async with (
         FakeTelegram(token=TOKEN, bot_username=BOT) as tg,
         ScriptedLLMServer(responder=echo_reply) as llm,
@@ -65,7 +69,8 @@ async def two_nodes(
             try:
                 for node in ("a", "b"):
                     root = tmp_path / node
-                    write_node(root, schema, node, section | telegram, llm.openai_base_url)
+                    dsn = a_dsn if node == "a" else None
+                    write_node(root, schema, node, section | telegram, llm.openai_base_url, dsn)
                     runtime = Runtime(load_workspace(root), port=0)
                     runtimes.append(runtime)
                     await runtime.start()
@@ -114,6 +119,27 @@ async def test_a_webhook_update_delivered_to_both_nodes_is_answered_once(tmp_pat
         await asyncio.sleep(0.3)  # a second answer, if there were one, would be sent by now
         assert tg.sent_messages(42) == ["re: hi by webhook"]
         assert tg.sent_messages(43) == ["re: both at once"]
+
+
+@pytest.mark.slow  # ~20 s: the dead node's shutdown waits out its pool's timeouts
+async def test_a_reply_a_dead_node_could_not_deliver_is_delivered_by_another(
+    tmp_path: Path,
+) -> None:
+    relay = postgres_db.Outage()  # a's way to the database: cut, a is as good as dead
+    try:
+        async with two_nodes(tmp_path, a_dsn=relay.dsn, webhook_url=HOOK) as (tg, (a, _b)):
+            secret = tg.calls("setWebhook")[0].params["secret_token"]
+            tg.add_fault(FaultRule.server_failure(chat_id=42))  # Telegram fails a's sends
+            assert await post(a, update_json(10, 42, 1, "are you there?"), secret) == 200
+            assert await eventually(lambda: len(tg.calls("sendMessage")) >= 1)
+            relay.down()  # a dies holding the session's lease, the reply undelivered
+            await a.aclose()  # what it still tries to write is refused: it has no database
+            tg.clear_faults()  # b's sweep failed to send too until now: it tries again
+            assert await eventually(lambda: tg.sent_messages(42) != [], within=20)
+            await asyncio.sleep(1.5)  # another sweep, if it sent it again, would have by now
+            assert tg.sent_messages(42) == ["re: are you there?"]
+    finally:
+        relay.down()
 
 
 def gateway_state(runtime: Runtime) -> str:
