@@ -161,13 +161,16 @@ class Schedules:
         while True:
             await asyncio.sleep(REFRESH_SECONDS)
             try:
-                self.refresh()
+                self.refresh(await asyncio.to_thread(self.load))  # reads off the event loop
             except OSError as exc:  # StorageError: the database is away; try again later
                 log.warning("schedules could not be re-read from %s: %s", self._described, exc)
 
-    def refresh(self) -> None:
-        """Take the schedules created, changed or removed elsewhere (other nodes)."""
-        current = {s.id: s for s in self.load()}
+    def refresh(self, loaded: list[Schedule] | None = None) -> None:
+        """Take the schedules created, changed or removed elsewhere (other nodes).
+
+        ``loaded``: what ``load`` returned just now (read again when not given).
+        """
+        current = {s.id: s for s in (self.load() if loaded is None else loaded)}
         for schedule in current.values():
             known = self.scheduler.get(schedule.id)
             if known is None or schedule_document(known) != schedule_document(schedule):
