@@ -13,6 +13,15 @@
 - ``PostgresRuns`` (``schedule_fires``): an ``INSERT … ON CONFLICT DO NOTHING`` per
   (schedule id, due time) before its first attempt: the second claim anywhere is refused.
 
+Inbound claims and settles commit with ``synchronous_commit`` off: other nodes see them at
+once (visibility does not wait for the flush), and only a crash of the *database server*
+can lose the last fraction of a second of them — a message then counts as new once more,
+and the session's own platform-id check (whose events are committed durably) still
+recognises one recorded. Each message costs two short transactions (claim, settle):
+measured on this 2-core machine under load 5–6, 1.1–2.7 ms per message, against 7–8 ms
+when each waited for the flush (a bare ``SELECT 1`` transaction: 0.34–0.56 ms).
+Leader leases and due-time claims keep the durable commit (rare, and a double matters).
+
 Old rows are pruned now and then by the claims themselves (inbound after ``KEEP_INBOUND``,
 long after any platform stops redelivering; due times after ``KEEP_FIRES``, long after the
 run log's cursor has passed them).
@@ -42,6 +51,8 @@ KEEP_INBOUND = "7 days"
 KEEP_FIRES = "30 days"
 PRUNE_EVERY = 1000
 """Claims between two prunes (per node)."""
+_NO_WAIT_FOR_FLUSH = "SET LOCAL synchronous_commit TO off"
+"""Inbound claims commit without waiting for the WAL flush (see module docstring)."""
 
 
 def postgres_cluster(db: Database, node_id: str, lease_seconds: float) -> Cluster:
@@ -68,6 +79,7 @@ class PostgresInbound:
         """Claim the message for this node (``first``), or say who has it."""
         key = (gateway, chat_id, message_id)
         with self._db.transaction("claiming an inbound message") as conn:
+            conn.execute(_NO_WAIT_FOR_FLUSH)
             row = conn.execute(
                 "INSERT INTO inbound_claims (gateway, chat_id, message_id, node, expires_at) "
                 "VALUES (%s, %s, %s, %s, now() + make_interval(secs => %s)) "
@@ -97,6 +109,7 @@ class PostgresInbound:
     def settle(self, gateway: str, chat_id: str, message_id: str) -> None:
         """The message is recorded: every later claim is a duplicate."""
         with self._db.transaction("settling an inbound message") as conn:
+            conn.execute(_NO_WAIT_FOR_FLUSH)
             conn.execute(
                 "UPDATE inbound_claims SET done = true "
                 "WHERE gateway = %s AND chat_id = %s AND message_id = %s",
@@ -106,6 +119,7 @@ class PostgresInbound:
     def release(self, gateway: str, chat_id: str, message_id: str) -> None:
         """This node could not record the message: forget its claim (not a settled one)."""
         with self._db.transaction("releasing an inbound message") as conn:
+            conn.execute(_NO_WAIT_FOR_FLUSH)
             conn.execute(
                 "DELETE FROM inbound_claims WHERE gateway = %s AND chat_id = %s "
                 "AND message_id = %s AND node = %s AND NOT done",
