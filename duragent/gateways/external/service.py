@@ -41,7 +41,13 @@ from typing import Protocol
 
 from duragent.config.workspace import ExternalGatewayConfig
 from duragent.core.tasks import BackgroundTasks
-from duragent.frontkit import ButtonPress, InboundMessage, OutboundPort, WebhookReceiver
+from duragent.frontkit import (
+    ButtonPress,
+    InboundBusyError,
+    InboundMessage,
+    OutboundPort,
+    WebhookReceiver,
+)
 from duragent.frontkit import ChatHandler as KitChatHandler
 from duragent.gateways.external import protocol
 from duragent.gateways.external.launch import Launch
@@ -300,6 +306,8 @@ class ExternalGateway:
                 await asyncio.wait([previous])
             await self._recovered.wait()
             await work()
+        except InboundBusyError as exc:  # another node records it: unacknowledged, resent
+            log.info("gateway %s: %s", self.name, exc)
         except Exception:
             log.exception("gateway %s: handling an event of chat %s failed", self.name, chat_id)
         finally:
