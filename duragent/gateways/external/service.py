@@ -306,7 +306,7 @@ class ExternalGateway:
                 await asyncio.wait([previous])
             await self._recovered.wait()
             await work()
-        except InboundBusyError as exc:  # another node records it: unacknowledged, resent
+        except InboundBusyError as exc:  # another node records it (and acknowledges it)
             log.info("gateway %s: %s", self.name, exc)
         except Exception:
             log.exception("gateway %s: handling an event of chat %s failed", self.name, chat_id)
