@@ -72,8 +72,10 @@ async def run_as_leader(
                 return
             sleep = asyncio.ensure_future(asyncio.sleep(every))
             waits: set[asyncio.Future[None]] = {sleep} if task is None else {sleep, task}
-            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-            sleep.cancel()
+            try:  # until the next renewal, or the loop ending by itself
+                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                sleep.cancel()
     finally:
         if task is not None:
             await _stop(task)
