@@ -103,13 +103,14 @@ class GatewayChats:
         key = (msg.gateway, msg.chat_id, msg.message_id)
         if await self._once(key, lambda: self.front.message(msg)):
             return
-        log.info("%s message %s was taken in already; not answered again", msg.chat.target, key[2])
+        # debug: with Discord every node receives every message, so this is the common case
+        log.debug("%s message %s was taken in already; not answered again", msg.chat.target, key[2])
 
     async def press(self, press: ButtonPress) -> None:
         """Act on a button press (``ChatFront.press``), once across nodes."""
         key = (press.gateway, press.chat_id, f"press:{press.callback_id}")
         if not await self._once(key, lambda: self.front.press(press)):
-            log.info("%s button press %s was handled already", press.chat.target, key[2])
+            log.debug("%s button press %s was handled already", press.chat.target, key[2])
 
     async def _once(self, key: tuple[str, str, str], handle: Callable[[], Awaitable[None]]) -> bool:
         """Run ``handle`` if this node is first to claim ``key``; False: a duplicate.
