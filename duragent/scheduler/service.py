@@ -28,23 +28,31 @@ chat's own recovery answers or delivers what it wrote; running it again would sa
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Protocol
 
 from duragent.core.metrics import Metrics
 from duragent.errors import ConfigError
 from duragent.scheduler.clock import Clock
 from duragent.scheduler.model import At, Every, Schedule
-from duragent.scheduler.runs import OUTCOMES, Dangling, RunState, from_ms, to_ms
+from duragent.scheduler.payloads import (
+    PayloadRunner,
+    Record,
+    RunReport,
+    SchedulerSettings,
+    backoff_seconds,
+)
+from duragent.scheduler.runs import Dangling, RunState, count_line, to_ms
 from duragent.scheduler.timing import next_due
 from duragent.store.protocols import RunClaims, RunLogStorage
 
-__all__ = [
+__all__ = [  # the payload contract lives in ``payloads``; named here as it always was
     "PayloadRunner",
+    "Record",
     "RunReport",
     "Scheduler",
     "SchedulerSettings",
@@ -52,40 +60,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-Record = Callable[[str, int], Awaitable[None]]
-"""``record(session_id, seq)``: the run wrote ``seq`` into the session (durably logged)."""
-
-
-@dataclass(frozen=True, slots=True)
-class RunReport:
-    """How one attempt went: ``error`` is None on success."""
-
-    error: str | None = None
-    session_id: str | None = None
-
-
-class PayloadRunner(Protocol):
-    """Runs a schedule's payload for one due time (``chat.ChatPayloads`` in the server)."""
-
-    async def run(self, schedule: Schedule, due: datetime, record: Record) -> RunReport:
-        """Deliver the message or run the task; expected failures are a report, not raised."""
-        ...
-
-
-@dataclass(frozen=True, slots=True)
-class SchedulerSettings:
-    """``duragent.yaml`` ``scheduler:`` (see config)."""
-
-    max_concurrent_runs: int = 5
-    one_shot_grace_seconds: float = 86400.0
-    recurring_grace_seconds: float = 60.0
-
-
-def backoff_seconds(attempt: int, initial_ms: int, max_ms: int, rng: random.Random) -> float:
-    """Delay before retry ``attempt`` (1 = first retry): doubling, capped, ±20 % jitter."""
-    delay: float = min(initial_ms * 2 ** min(attempt - 1, 10), max_ms)
-    return delay * rng.uniform(0.8, 1.2) / 1000
 
 
 @dataclass(slots=True)
@@ -323,14 +297,18 @@ class Scheduler:
         due_ms = to_ms(due)
 
         async def record(session_id: str, seq: int) -> None:
-            self._append(slot, {"status": "recorded", "due": due_ms, "session_id": session_id,
-                                "seq": seq})  # fmt: skip
+            await self._append_off_loop(slot, {"status": "recorded", "due": due_ms,
+                                               "session_id": session_id, "seq": seq})  # fmt: skip
 
         while True:
             if self.get(s.id) is None or slot.schedule.status != "active":
-                self._append(slot, {"status": "error", "due": due_ms, "error": "cancelled"})
+                await self._append_off_loop(
+                    slot, {"status": "error", "due": due_ms, "error": "cancelled"}
+                )
                 return
-            self._append(slot, {"status": "running", "due": due_ms, "attempt": attempt})
+            await self._append_off_loop(
+                slot, {"status": "running", "due": due_ms, "attempt": attempt}
+            )
             try:
                 report = await self._payloads.run(slot.schedule, due, record)
             except Exception as exc:  # a payload runner's bug must not stop the schedule
@@ -338,7 +316,7 @@ class Scheduler:
                 report = RunReport(error=f"{type(exc).__name__}: {exc}")
             if report.error is None or attempt >= total:
                 break
-            self._append(slot, {"status": "retry", "due": due_ms, "attempt": attempt,
+            await self._append_off_loop(slot, {"status": "retry", "due": due_ms, "attempt": attempt,
                                 "error": report.error})  # fmt: skip
             assert s.retry is not None
             await self._clock.sleep(
@@ -359,7 +337,7 @@ class Scheduler:
             entry["error"] = error
         if report.session_id is not None:
             entry["session_id"] = report.session_id
-        self._append(slot, entry)
+        await self._append_off_loop(slot, entry)
         if isinstance(s.timing, At):
             self._complete(slot)
 
@@ -375,22 +353,34 @@ class Scheduler:
         now = self._clock.now()
         line = {"ts": to_ms(now)} | {k: v for k, v in entry.items() if v is not None}
         self._runs.append(slot.schedule.id, line)
+        self._applied(slot, line, now)
+
+    async def _append_off_loop(self, slot: _Slot, entry: dict[str, object]) -> None:
+        """``_append`` from a run, off the event loop when the database is shared.
+
+        With ``claims`` (PostgreSQL) the write goes to a thread, so a slow or unreachable
+        database stalls the run, not the event loop; files are written inline as before. A
+        run cancelled meanwhile waits for its line to land before it goes on to record the
+        interruption, so the lines stay in order.
+        """
+        if self._claims is None:
+            self._append(slot, entry)
+            return
+        now = self._clock.now()
+        line = {"ts": to_ms(now)} | {k: v for k, v in entry.items() if v is not None}
+        write = asyncio.ensure_future(asyncio.to_thread(self._runs.append, slot.schedule.id, line))
+        try:
+            await asyncio.shield(write)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await write
+            raise
+        self._applied(slot, line, now)
+
+    def _applied(self, slot: _Slot, line: dict[str, object], now: datetime) -> None:
         slot.state.apply(line)
         if self.metrics is not None:
-            self._count(self.metrics, line, now)
-
-    @staticmethod
-    def _count(metrics: Metrics, line: Mapping[str, object], now: datetime) -> None:
-        """A run-log line as metrics: outcomes and retries by status; a first start's lag."""
-        status = line["status"]
-        if status == "running":
-            due = line.get("due")
-            if line.get("attempt") == 1 and isinstance(due, int):
-                lag = (now - from_ms(due)).total_seconds()
-                metrics.scheduler_fire_lag_seconds.observe(max(0.0, lag))
-        elif status in OUTCOMES or status == "retry":
-            count = line.get("count", 1)
-            metrics.scheduler_runs.labels(status).inc(count if isinstance(count, int) else 1)
+            count_line(self.metrics, line, now)
 
     async def run_forever(self) -> None:
         """The loop: start what is due, sleep until the next due time or a change."""
