@@ -25,6 +25,7 @@ from duragent.store.event_log import EventLog, ReadReport
 from duragent.store.fileops import OS_FILE_OPS, FileOps
 from duragent.store.health import StoreHealth, is_disk_full, storage_error
 from duragent.store.memory_store import MemorySessionStore
+from duragent.store.ownership import FencedWriteError, LeaseHeldError, NodeDirectory, NodeRecord
 from duragent.store.protocols import (
     ChatMap,
     RunLogStorage,
@@ -33,6 +34,7 @@ from duragent.store.protocols import (
     SessionLog,
     SessionSnapshots,
     SessionStorage,
+    SharedStorage,
     SummaryStorage,
     WriteHealth,
 )
@@ -56,8 +58,12 @@ __all__ = [
     "ChatKey",
     "ChatMap",
     "EventLog",
+    "FencedWriteError",
     "FileOps",
+    "LeaseHeldError",
     "MemorySessionStore",
+    "NodeDirectory",
+    "NodeRecord",
     "ReadReport",
     "RunLogStorage",
     "SavedOutputLimits",
@@ -69,6 +75,7 @@ __all__ = [
     "SessionSnapshots",
     "SessionStorage",
     "SessionStore",
+    "SharedStorage",
     "SnapshotCorruptError",
     "SnapshotFile",
     "StoreHealth",

@@ -24,12 +24,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from duragent.core.events import Event
 from duragent.core.snapshot import SessionSnapshot
 from duragent.store.chat_index import ChatKey
 from duragent.store.event_log import ReadReport
+from duragent.store.ownership import NodeDirectory
 from duragent.store.saved_outputs import SavedOutputLimits
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "SessionLog",
     "SessionSnapshots",
     "SessionStorage",
+    "SharedStorage",
     "SummaryStorage",
     "WriteHealth",
 ]
@@ -320,4 +322,44 @@ class SummaryStorage(Protocol):
 
     def add(self, session_id: str, summary: dict[str, Any]) -> None:
         """Durably store a new summary (it must start after the latest one ends)."""
+        ...
+
+
+@runtime_checkable
+class SharedStorage(Protocol):
+    """A ``SessionStorage`` several nodes share (PostgreSQL): session leases and fresh reads.
+
+    The file and memory backends are not shared (one process owns a workspace: the serve
+    lock), so they do not implement this; the session layer checks ``isinstance``. See
+    ``store.ownership`` for the errors and ``store/postgres/leases.py`` for the fence.
+    """
+
+    @property
+    def node_id(self) -> str:
+        """This node's name in leases."""
+        ...
+
+    @property
+    def nodes(self) -> NodeDirectory:
+        """The deployment's nodes: where each answers, whether it is alive."""
+        ...
+
+    @property
+    def lease_seconds(self) -> float:
+        """How long a lease lasts without renewal."""
+        ...
+
+    def own(self, session_id: str) -> None:
+        """Claim the session for this node before loading it (a new epoch fences the old one).
+
+        ``LeaseHeldError`` when another node's lease is live.
+        """
+        ...
+
+    def renew_leases(self) -> list[str]:
+        """Renew every lease this node holds, in one round trip; the sessions it lost."""
+        ...
+
+    def fetch_chat(self, key: ChatKey) -> str | None:
+        """The chat's session as stored now (another node may have mapped it); may block."""
         ...

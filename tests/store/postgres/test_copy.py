@@ -104,7 +104,10 @@ def test_the_cli_migrates_and_copies_a_workspace(tmp_path: Path) -> None:
         runner = CliRunner()
         migrated = runner.invoke(app, ["store", "migrate", "-c", str(config)], env=env)
         assert migrated.exit_code == 0, migrated.output
-        assert f"schema {schema}: version 2; applied: 1 initial, 2 saved_outputs" in migrated.output
+        assert (
+            f"schema {schema}: version 3; applied: 1 initial, 2 saved_outputs, 3 nodes"
+            in migrated.output
+        )
         copied = runner.invoke(
             app, ["store", "copy", "--from", "file", "--to", "postgres", "-c", str(config)], env=env
         )
