@@ -43,6 +43,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from duragent.gateways.http.problem import ProblemError
+from duragent.gateways.http.security import MAX_BODY_BYTES
 from duragent.store import FencedWriteError, LeaseHeldError, NodeDirectory, NodeRecord
 
 __all__ = ["FORWARDED_AT", "FORWARDED_BY", "SIGNATURE", "SessionForwarding", "sign"]
@@ -79,6 +80,19 @@ def _target(request: Request) -> str:
     return request.url.path + (f"?{query}" if query else "")
 
 
+async def _keep_body(request: Request) -> None:
+    """Read the body into the request (at most ``MAX_BODY_BYTES``: 413 beyond)."""
+    if hasattr(request, "_body"):
+        return
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise ProblemError(413, f"request body exceeds {MAX_BODY_BYTES} bytes")
+        chunks.append(chunk)
+    request._body = b"".join(chunks)
+
+
 class SessionForwarding:
     """Serves session routes on whichever node owns the session (see module docstring)."""
 
@@ -110,6 +124,7 @@ class SessionForwarding:
             return False
         at = request.headers.get(FORWARDED_AT, "")
         given = request.headers.get(SIGNATURE, "")
+        await _keep_body(request)
         body = await request.body()
         expected = sign(await self._secret(), request.method, _target(request), at, by, body)
         if not hmac.compare_digest(given, expected):
@@ -125,6 +140,7 @@ class SessionForwarding:
     async def serve(self, request: Request, handler: Handler, *, hop: bool) -> Response:
         """``handler(request)`` here, at the owner, or here after taking the session over."""
         deadline = time.monotonic() + self._lease + 2.0
+        await _keep_body(request)  # read once: the handler reads it, and a retry or hop again
         for _ in range(MAX_ATTEMPTS):
             try:
                 return await handler(request)

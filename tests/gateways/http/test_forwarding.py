@@ -1,0 +1,102 @@
+"""Several nodes on one database: a session's requests are served by the node that owns it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import httpx
+import pytest
+
+from duragent.config import load_workspace
+from duragent.gateways.http.forwarding import FORWARDED_AT, FORWARDED_BY, SIGNATURE
+from duragent.runtime import Runtime
+from tests.store import postgres_db
+
+
+def node_workspace(root: Path, schema: str, node: str) -> Path:
+    agent = root / ".duragent" / "agents" / "alpha"
+    agent.mkdir(parents=True)
+    (agent / "agent.yaml").write_text(
+        "apiVersion: duragent/v1alpha1\nkind: Agent\nmetadata:\n  name: alpha\n"
+        "spec:\n  model:\n    provider: offline\n    name: duragent-offline\n"
+    )
+    (root / "duragent.yaml").write_text(
+        f"store:\n  backend: postgres\n  dsn: '{postgres_db.DSN}'\n  schema: {schema}\n"
+        f"  node_id: {node}\n"
+    )
+    return root
+
+
+@pytest.fixture
+async def two_nodes(tmp_path: Path) -> AsyncIterator[tuple[Runtime, Runtime]]:
+    with postgres_db.fresh_schema() as schema:
+        nodes = [
+            Runtime(load_workspace(node_workspace(tmp_path / n, schema, n)), port=0)
+            for n in ("n1", "n2")
+        ]
+        for node in nodes:
+            await node.start()
+        try:
+            yield nodes[0], nodes[1]
+        finally:
+            for node in nodes:
+                await node.aclose()
+
+
+def url(node: Runtime) -> str:
+    return f"http://127.0.0.1:{node.http_port}"
+
+
+async def test_a_message_sent_to_another_node_is_answered_by_the_owner(
+    two_nodes: tuple[Runtime, Runtime],
+) -> None:
+    owner, other = two_nodes
+    async with httpx.AsyncClient(timeout=30) as client:
+        made = await client.post(f"{url(owner)}/api/v1/sessions", json={"agent": "alpha"})
+        sid = made.json()["session_id"]
+        sent = [
+            await client.post(
+                f"{url(node)}/api/v1/sessions/{sid}/messages", json={"content": f"m{i}"}
+            )
+            for i, node in enumerate([owner, other, other, owner])
+        ]
+        history = await client.get(f"{url(other)}/api/v1/sessions/{sid}/messages")
+        streamed = await client.post(
+            f"{url(other)}/api/v1/sessions/{sid}/stream", json={"content": "s"}
+        )
+    assert [r.status_code for r in sent] == [200, 200, 200, 200], [r.text for r in sent]
+    assert other.forwarding is not None and other.forwarding.forwarded >= 3
+    assert not other.registry.is_live(sid)  # served by the owner, never loaded here
+    users = [m["content"] for m in history.json()["messages"] if m["role"] == "user"]
+    assert users == ["m0", "m1", "m2", "m3"]
+    assert streamed.status_code == 200
+    assert "event: done" in streamed.text
+
+
+async def test_a_forged_forwarding_header_is_refused(two_nodes: tuple[Runtime, Runtime]) -> None:
+    owner, _ = two_nodes
+    async with httpx.AsyncClient(timeout=30) as client:
+        made = await client.post(f"{url(owner)}/api/v1/sessions", json={"agent": "alpha"})
+        sid = made.json()["session_id"]
+        forged = await client.get(
+            f"{url(owner)}/api/v1/sessions/{sid}",
+            headers={FORWARDED_BY: "n2", FORWARDED_AT: "0", SIGNATURE: "00"},
+        )
+    assert forged.status_code == 403
+
+
+async def test_a_session_whose_owner_stopped_is_taken_over(
+    two_nodes: tuple[Runtime, Runtime], write_agent: Callable[..., Path]
+) -> None:
+    owner, other = two_nodes
+    async with httpx.AsyncClient(timeout=30) as client:
+        made = await client.post(f"{url(owner)}/api/v1/sessions", json={"agent": "alpha"})
+        sid = made.json()["session_id"]
+        await client.post(f"{url(owner)}/api/v1/sessions/{sid}/messages", json={"content": "a"})
+        await owner.registry.stop(sid)  # the owner let it go (idle, evicted)
+        sent = await client.post(
+            f"{url(other)}/api/v1/sessions/{sid}/messages", json={"content": "b"}
+        )
+    assert sent.status_code == 200
+    assert other.registry.is_live(sid)
