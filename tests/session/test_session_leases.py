@@ -86,7 +86,8 @@ async def test_a_stopped_actor_gives_its_lease_up_and_is_not_renewed(schema: str
             now = leases(db)
         finally:
             await reg.aclose()
-    assert now[stopped][0] is None and now[stopped][2] is None
+    assert now[stopped][0] is None
+    assert now[stopped][2] is None
     assert now[kept][0] == "n1"
 
 
