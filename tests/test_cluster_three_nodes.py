@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import httpx
+
 from tests.gateways.serve_process import free_port
 from tests.store import postgres_db
 
