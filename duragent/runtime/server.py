@@ -307,6 +307,8 @@ class Runtime:
         store = self.registry.store
         if isinstance(store, SharedStorage):  # before the app is built: it routes through it
             self._forwarding = SessionForwarding(store.nodes, store.lease_seconds)
+            if self.metrics is not None:
+                self._forwarding.instrument(self.metrics)
         http = HttpServer(
             build_app(self),
             host=self._host,

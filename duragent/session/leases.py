@@ -40,6 +40,8 @@ class LeaseKeeper:
         """Round trips made (one per period, however many sessions are held)."""
         self.lost = 0
         """Sessions whose lease was found lost (their actors were stopped)."""
+        self.fenced = 0
+        """Writes of this node's actors the fence refused (counted by the registry)."""
 
     async def renew_once(self) -> list[str]:
         """One renewal round trip (in a thread); stops the actors of the sessions lost."""

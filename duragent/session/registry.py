@@ -138,6 +138,19 @@ class SessionRegistry:
             lambda: [(("in_flight",), float(admission.in_use)), (("waiting",), admission.waiting)],
             labels=("state",),
         )
+        keeper = self.leases
+        if keeper is not None:
+            metrics.sample(
+                "duragent_session_lease_events",
+                "Since start: lease renewal round trips, leases found lost, writes refused by "
+                "the lease fence (a shared store only).",
+                lambda: [
+                    (("renewal",), float(keeper.renewals)),
+                    (("lost",), float(keeper.lost)),
+                    (("fenced_write",), float(keeper.fenced)),
+                ],
+                labels=("event",),
+            )
 
     @property
     def active_limit(self) -> int:
@@ -316,7 +329,10 @@ class SessionRegistry:
             live.busy += 1
             try:
                 return await self._ask(live.ref, op, **kwargs)
-            except FencedWriteError:  # another node owns the session: never write here again
+            except FencedWriteError as exc:  # another node owns it: never write here again
+                log.warning("session %s: write refused by the lease fence: %s", session_id, exc)
+                if self.leases is not None:
+                    self.leases.fenced += 1
                 await self._drop(session_id)
                 raise
             except SessionUnavailableError:
@@ -345,6 +361,8 @@ class SessionRegistry:
         exists = await asyncio.to_thread(self.store.exists, session_id)
         if not exists and session_id not in self._live:
             raise await asyncio.to_thread(self._missing, session_id)
+        if isinstance(self.store, SharedStorage) and session_id not in self._live:
+            await asyncio.to_thread(self.store.own, session_id)  # LeaseHeldError: forwarded
         await self._stop(session_id)
         await asyncio.to_thread(self.store.delete, session_id)
 

@@ -35,6 +35,7 @@ import hashlib
 import hmac
 import logging
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 
 import httpx
@@ -42,11 +43,19 @@ from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from duragent.core.metrics import Metrics
 from duragent.gateways.http.problem import ProblemError
 from duragent.gateways.http.security import MAX_BODY_BYTES
 from duragent.store import FencedWriteError, LeaseHeldError, NodeDirectory, NodeRecord
 
-__all__ = ["FORWARDED_AT", "FORWARDED_BY", "SIGNATURE", "SessionForwarding", "sign"]
+__all__ = [
+    "FORWARDED_AT",
+    "FORWARDED_BY",
+    "IDEMPOTENCY_KEY",
+    "SIGNATURE",
+    "SessionForwarding",
+    "sign",
+]
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +65,9 @@ FORWARDED_BY = "x-duragent-forwarded-by"
 FORWARDED_AT = "x-duragent-forwarded-at"
 SIGNATURE = "x-duragent-signature"
 MOVED = "x-duragent-moved"
+REQUEST_KEY = "x-duragent-request-key"
+IDEMPOTENCY_KEY = "idempotency-key"
+"""A client's key for a message (``sessions.message_key``): the same key, recorded once."""
 _PASSED_ON = ("authorization", "content-type", "accept", "user-agent", "last-event-id")
 _DROPPED_BACK = {
     "content-length",
@@ -68,10 +80,12 @@ _DROPPED_BACK = {
 MAX_ATTEMPTS = 6
 
 
-def sign(key: bytes, method: str, target: str, at: str, node: str, body: bytes) -> str:
+def sign(
+    key: bytes, method: str, target: str, at: str, node: str, body: bytes, request_key: str = ""
+) -> str:
     """The signature of one forwarded request (hex HMAC-SHA256)."""
     digest = hashlib.sha256(body).hexdigest()
-    text = f"{method}\n{target}\n{at}\n{node}\n{digest}".encode()
+    text = f"{method}\n{target}\n{at}\n{node}\n{request_key}\n{digest}".encode()
     return hmac.new(key, text, hashlib.sha256).hexdigest()
 
 
@@ -108,6 +122,20 @@ class SessionForwarding:
         self.fenced_retries = 0
         """Requests served again because a write of theirs was refused by the lease fence."""
 
+    def instrument(self, metrics: Metrics) -> None:
+        """Export the counters at scrape time (``duragent_session_forwarding``)."""
+        metrics.sample(
+            "duragent_session_forwarding",
+            "Since start: session requests forwarded to their owner, sessions taken over from "
+            "a gone owner, requests served again after a fenced write.",
+            lambda: [
+                (("forwarded",), float(self.forwarded)),
+                (("taken_over",), float(self.taken_over)),
+                (("fenced_retry",), float(self.fenced_retries)),
+            ],
+            labels=("outcome",),
+        )
+
     async def aclose(self) -> None:
         """Close the connections to other nodes."""
         await self._client.aclose()
@@ -126,7 +154,10 @@ class SessionForwarding:
         given = request.headers.get(SIGNATURE, "")
         await _keep_body(request)
         body = await request.body()
-        expected = sign(await self._secret(), request.method, _target(request), at, by, body)
+        request_key = request.headers.get(REQUEST_KEY, "")
+        expected = sign(
+            await self._secret(), request.method, _target(request), at, by, body, request_key
+        )
         if not hmac.compare_digest(given, expected):
             raise ProblemError(403, "invalid node-to-node signature")
         try:
@@ -141,6 +172,10 @@ class SessionForwarding:
         """``handler(request)`` here, at the owner, or here after taking the session over."""
         deadline = time.monotonic() + self._lease + 2.0
         await _keep_body(request)  # read once: the handler reads it, and a retry or hop again
+        # One key for every place this request is served (here, the owner, here again after
+        # the owner went away): its message is recorded once (``sessions.message_key``).
+        given = request.headers.get(REQUEST_KEY) if hop else request.headers.get(IDEMPOTENCY_KEY)
+        request.state.message_key = given or uuid.uuid4().hex
         for _ in range(MAX_ATTEMPTS):
             try:
                 return await handler(request)
@@ -178,10 +213,12 @@ class SessionForwarding:
         at = f"{time.time():.3f}"
         target = _target(request)
         headers = {k: v for k in _PASSED_ON if (v := request.headers.get(k)) is not None}
+        request_key: str = request.state.message_key
         headers[FORWARDED_BY] = self._nodes.node_id
         headers[FORWARDED_AT] = at
+        headers[REQUEST_KEY] = request_key
         headers[SIGNATURE] = sign(
-            await self._secret(), request.method, target, at, self._nodes.node_id, body
+            await self._secret(), request.method, target, at, self._nodes.node_id, body, request_key
         )
         outgoing = self._client.build_request(
             request.method, node.base_url.rstrip("/") + target, headers=headers, content=body
