@@ -52,6 +52,7 @@ __all__ = [
     "FORWARDED_AT",
     "FORWARDED_BY",
     "IDEMPOTENCY_KEY",
+    "MOVED",
     "SIGNATURE",
     "SessionForwarding",
     "sign",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -9,7 +10,13 @@ import httpx
 import pytest
 
 from duragent.config import load_workspace
-from duragent.gateways.http.forwarding import FORWARDED_AT, FORWARDED_BY, SIGNATURE
+from duragent.gateways.http.forwarding import (
+    FORWARDED_AT,
+    FORWARDED_BY,
+    MOVED,
+    SIGNATURE,
+    sign,
+)
 from duragent.runtime import Runtime
 from tests.store import postgres_db
 
@@ -101,3 +108,62 @@ async def test_a_session_whose_owner_stopped_is_taken_over(
         )
     assert sent.status_code == 200
     assert other.registry.is_live(sid)
+
+
+async def test_a_message_recorded_by_an_owner_that_went_away_is_answered_once_elsewhere(
+    two_nodes: tuple[Runtime, Runtime],
+) -> None:
+    first, second = two_nodes
+    async with httpx.AsyncClient(timeout=30) as client:
+        made = await client.post(f"{url(first)}/api/v1/sessions", json={"agent": "alpha"})
+        sid = made.json()["session_id"]
+        # the first owner recorded the message, then went away before its turn ran
+        await first.registry.handle(sid).add_user_message("hello", platform_message_id="http:k9")
+        await first.registry.stop(sid)
+        sent = await client.post(
+            f"{url(second)}/api/v1/sessions/{sid}/messages",
+            json={"content": "hello"},
+            headers={"Idempotency-Key": "k9"},
+        )
+        history = await client.get(f"{url(second)}/api/v1/sessions/{sid}/messages")
+    assert sent.status_code == 200
+    assert sent.json()["role"] == "assistant"
+    roles = [(m["role"], m["content"]) for m in history.json()["messages"]]
+    assert [r for r, _ in roles] == ["user", "assistant"]
+    assert roles[0] == ("user", "hello")
+
+
+async def test_a_hop_is_never_forwarded_again_and_an_old_one_is_not_served(
+    two_nodes: tuple[Runtime, Runtime],
+) -> None:
+    owner, other = two_nodes
+    assert other.forwarding is not None
+    key = await other.forwarding._secret()  # what a node signs with
+
+    def hop(at: float, body: bytes, target: str) -> dict[str, str]:
+        stamp = f"{at:.3f}"
+        return {
+            FORWARDED_BY: "n1",
+            FORWARDED_AT: stamp,
+            "content-type": "application/json",
+            SIGNATURE: sign(key, "POST", target, stamp, "n1", body),
+        }
+
+    async with httpx.AsyncClient(timeout=30) as client:
+        made = await client.post(f"{url(owner)}/api/v1/sessions", json={"agent": "alpha"})
+        sid = made.json()["session_id"]
+        target = f"/api/v1/sessions/{sid}/messages"
+        body = b'{"content": "x"}'
+        # a hop to the wrong node: it does not own the session and must not forward again
+        moved = await client.post(
+            f"{url(other)}{target}", content=body, headers=hop(time.time(), body, target)
+        )
+        # a hop that waited longer than a lease (its sender served it itself meanwhile)
+        late = await client.post(
+            f"{url(owner)}{target}", content=body, headers=hop(time.time() - 3600, body, target)
+        )
+        history = await client.get(f"{url(owner)}{target}")
+    assert moved.status_code == 503
+    assert moved.headers[MOVED] == "n1"
+    assert late.status_code == 503
+    assert history.json()["messages"] == []
