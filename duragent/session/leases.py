@@ -63,7 +63,9 @@ class LeaseKeeper:
             await asyncio.sleep(self.interval)
             try:
                 await self.renew_once()
-            except StorageError as exc:
+            except StorageError as exc:  # the database away: the leases expire meanwhile
                 log.warning(
-                    "renewing session leases failed (retried in %.1f s): %s", self.interval, exc
+                    "renewing session leases failed (again in %.1f s): %s", self.interval, exc
                 )
+            except Exception:  # never let the keeper die: every lease would expire
+                log.exception("renewing session leases failed (again in %.1f s)", self.interval)

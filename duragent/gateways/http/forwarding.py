@@ -11,9 +11,11 @@ front); ``SessionForwarding.serve`` runs the route's handler and:
   stale while the forwarded request waits: a paused process) is not waited on: this node
   sleeps until the owner's lease expires, then serves the request itself (its actor claims
   the session, replays it from the database and continues).
-- ``FencedWriteError`` before anything of the request was recorded (this node lost the
-  session while paused; the registry already dropped the actor): served again from the
-  top, which finds the new owner (forward) or takes the session back.
+- ``FencedWriteError`` (this node lost the session while paused; the registry already
+  dropped the actor), before or after the request's message was recorded: served again from
+  the top, which finds the new owner (forward) or takes the session back. The request's
+  message key (``sessions.message_key``) makes the message recorded once wherever it is
+  served, and a recorded one without an answer gets its turn there.
 
 Forwarding, not redirect: clients (and the reference's CLI) do not follow redirects on POST,
 and the owner's address may be internal. The hop is signed: ``HMAC-SHA256`` over the method,
@@ -44,6 +46,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from duragent.core.metrics import Metrics
+from duragent.errors import StorageError
 from duragent.gateways.http.problem import ProblemError
 from duragent.gateways.http.security import MAX_BODY_BYTES
 from duragent.store import FencedWriteError, LeaseHeldError, NodeDirectory, NodeRecord
@@ -185,6 +188,13 @@ class SessionForwarding:
                 log.warning(
                     "%s: %s; serving it again where the session lives", request.url.path, exc
                 )
+            except StorageError as exc:
+                if not isinstance(exc.__cause__, FencedWriteError):
+                    raise
+                # Fenced after its message was recorded: served again under the same message
+                # key, the owner finds the message and runs its turn (recorded once).
+                self.fenced_retries += 1
+                log.warning("%s: %s; its turn runs where the session lives", request.url.path, exc)
             except LeaseHeldError as exc:
                 if hop:  # one hop only: the sender looks the owner up again
                     moved = {"Retry-After": "1", MOVED: exc.owner}
