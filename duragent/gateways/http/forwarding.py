@@ -82,6 +82,9 @@ _DROPPED_BACK = {
     "date",
 }
 MAX_ATTEMPTS = 6
+"""Times a request is served again after fenced writes before giving up (503)."""
+POLL_SECONDS = 0.5
+"""While a gone owner's lease runs out, the session is claimed again this often."""
 
 
 def sign(
@@ -180,10 +183,13 @@ class SessionForwarding:
         # the owner went away): its message is recorded once (``sessions.message_key``).
         given = request.headers.get(REQUEST_KEY) if hop else request.headers.get(IDEMPOTENCY_KEY)
         request.state.message_key = given or uuid.uuid4().hex
-        for _ in range(MAX_ATTEMPTS):
+        fenced = 0
+        waited = False
+        while fenced < MAX_ATTEMPTS:
             try:
-                return await handler(request)
+                answer = await handler(request)
             except FencedWriteError as exc:  # nothing of this request was recorded
+                fenced += 1
                 self.fenced_retries += 1
                 log.warning(
                     "%s: %s; serving it again where the session lives", request.url.path, exc
@@ -193,24 +199,34 @@ class SessionForwarding:
                     raise
                 # Fenced after its message was recorded: served again under the same message
                 # key, the owner finds the message and runs its turn (recorded once).
+                fenced += 1
                 self.fenced_retries += 1
                 log.warning("%s: %s; its turn runs where the session lives", request.url.path, exc)
             except LeaseHeldError as exc:
                 if hop:  # one hop only: the sender looks the owner up again
                     moved = {"Retry-After": "1", MOVED: exc.owner}
                     raise ProblemError(503, f"{exc}; the session moved", headers=moved) from None
-                answer = await self._to_owner(request, exc)
-                if answer is not None:
-                    return answer
-                wait = min(exc.expires_in + 0.05, max(0.0, deadline - time.monotonic()))
+                forwarded = await self._to_owner(request, exc)
+                if forwarded is not None:
+                    return forwarded
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                # The owner is gone (or stopping: it released its leases a moment after it
+                # left the nodes table): claim again at its expiry, or sooner, every ½ s.
+                wait = min(exc.expires_in + 0.05, POLL_SECONDS, left)
                 log.info(
-                    "session %s: owner %s is gone; taking over in %.1f s",
+                    "session %s: owner %s is gone; claiming in %.2f s",
                     exc.session_id,
                     exc.owner,
                     wait,
                 )
                 await asyncio.sleep(wait)
-                self.taken_over += 1
+                waited = True
+            else:
+                if waited:
+                    self.taken_over += 1
+                return answer
         raise ProblemError(
             503, "the session's owner changed repeatedly; retry", headers={"Retry-After": "1"}
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -18,6 +19,7 @@ from duragent.gateways.http.forwarding import (
     sign,
 )
 from duragent.runtime import Runtime
+from duragent.store import SharedStorage
 from tests.store import postgres_db
 
 
@@ -167,3 +169,24 @@ async def test_a_hop_is_never_forwarded_again_and_an_old_one_is_not_served(
     assert moved.headers[MOVED] == "n1"
     assert late.status_code == 503
     assert history.json()["messages"] == []
+
+
+async def test_a_stopping_owner_s_sessions_are_taken_as_soon_as_it_lets_them_go(
+    two_nodes: tuple[Runtime, Runtime],
+) -> None:
+    owner, other = two_nodes
+    async with httpx.AsyncClient(timeout=10) as client:  # far less than the 30 s lease
+        made = await client.post(f"{url(owner)}/api/v1/sessions", json={"agent": "alpha"})
+        sid = made.json()["session_id"]
+        store = owner.registry.store
+        assert isinstance(store, SharedStorage)
+        store.nodes.leave()  # a clean stop: first out of the nodes table, then its leases
+        sending = asyncio.ensure_future(
+            client.post(f"{url(other)}/api/v1/sessions/{sid}/messages", json={"content": "x"})
+        )
+        await asyncio.sleep(0.3)
+        await owner.registry.stop(sid)
+        sent = await sending
+    assert sent.status_code == 200
+    assert other.forwarding is not None
+    assert other.forwarding.taken_over == 1
