@@ -21,6 +21,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
+from duragent.core.metrics import Metrics
 from duragent.errors import StorageError
 from duragent.store import SharedStorage
 
@@ -42,6 +43,20 @@ class LeaseKeeper:
         """Sessions whose lease was found lost (their actors were stopped)."""
         self.fenced = 0
         """Writes of this node's actors the fence refused (counted by the registry)."""
+
+    def instrument(self, metrics: Metrics) -> None:
+        """Export the counters at scrape time (``duragent_session_lease_events``)."""
+        metrics.sample(
+            "duragent_session_lease_events",
+            "Since start: lease renewal round trips, leases found lost, writes refused by the "
+            "lease fence (a shared store only).",
+            lambda: [
+                (("renewal",), float(self.renewals)),
+                (("lost",), float(self.lost)),
+                (("fenced_write",), float(self.fenced)),
+            ],
+            labels=("event",),
+        )
 
     async def renew_once(self) -> list[str]:
         """One renewal round trip (in a thread); stops the actors of the sessions lost."""

@@ -110,7 +110,9 @@ class SessionRegistry:
         is live ``for_chat`` asks them nothing. A ``set_status``, a not-found or quarantined
         answer, or a delete drops one."""
         self._reaper: asyncio.Task[None] | None = None
-        self.leases = LeaseKeeper(store, self._drop) if isinstance(store, SharedStorage) else None
+        self.leases = (
+            LeaseKeeper(store, self._evictor.drop) if isinstance(store, SharedStorage) else None
+        )
         """Renews this node's session leases (a shared store only)."""
         self._lease_task: asyncio.Task[None] | None = None
         self._on_change = on_change
@@ -138,19 +140,8 @@ class SessionRegistry:
             lambda: [(("in_flight",), float(admission.in_use)), (("waiting",), admission.waiting)],
             labels=("state",),
         )
-        keeper = self.leases
-        if keeper is not None:
-            metrics.sample(
-                "duragent_session_lease_events",
-                "Since start: lease renewal round trips, leases found lost, writes refused by "
-                "the lease fence (a shared store only).",
-                lambda: [
-                    (("renewal",), float(keeper.renewals)),
-                    (("lost",), float(keeper.lost)),
-                    (("fenced_write",), float(keeper.fenced)),
-                ],
-                labels=("event",),
-            )
+        if self.leases is not None:
+            self.leases.instrument(metrics)
 
     @property
     def active_limit(self) -> int:
@@ -333,7 +324,7 @@ class SessionRegistry:
                 log.warning("session %s: write refused by the lease fence: %s", session_id, exc)
                 if self.leases is not None:
                     self.leases.fenced += 1
-                await self._drop(session_id)
+                await self._evictor.drop(session_id)
                 raise
             except SessionUnavailableError:
                 if self._live.get(session_id) is live:
@@ -458,22 +449,6 @@ class SessionRegistry:
             raise
         finally:
             del self._starting[session_id]
-
-    async def _drop(self, session_id: str) -> None:
-        """Stop an actor that lost its session to another node (its writes are fenced).
-
-        It stays registered until its stop is answered (as an eviction does), so a request
-        arriving meanwhile queues behind the stop, and a new actor here claims a new epoch
-        only after the old one's last (refused) write.
-        """
-        live = self._live.get(session_id)
-        if live is None or live.leaving:
-            return
-        live.leaving = True
-        with contextlib.suppress(SessionUnavailableError):
-            await self._ask(live.ref, "stop")
-        if self._live.get(session_id) is live:
-            del self._live[session_id]
 
     async def _stop(self, session_id: str) -> None:
         live = self._live.pop(session_id, None)
