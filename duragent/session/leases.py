@@ -41,8 +41,6 @@ class LeaseKeeper:
         """Round trips made (one per period, however many sessions are held)."""
         self.lost = 0
         """Sessions whose lease was found lost (their actors were stopped)."""
-        self.fenced = 0
-        """Writes of this node's actors the fence refused (counted by the registry)."""
 
     def instrument(self, metrics: Metrics) -> None:
         """Export the counters at scrape time (``duragent_session_lease_events``)."""
@@ -53,7 +51,7 @@ class LeaseKeeper:
             lambda: [
                 (("renewal",), float(self.renewals)),
                 (("lost",), float(self.lost)),
-                (("fenced_write",), float(self.fenced)),
+                (("fenced_write",), float(self._store.fenced_writes)),
             ],
             labels=("event",),
         )

@@ -322,8 +322,6 @@ class SessionRegistry:
                 return await self._ask(live.ref, op, **kwargs)
             except FencedWriteError as exc:  # another node owns it: never write here again
                 log.warning("session %s: write refused by the lease fence: %s", session_id, exc)
-                if self.leases is not None:
-                    self.leases.fenced += 1
                 await self._evictor.drop(session_id)
                 raise
             except SessionUnavailableError:

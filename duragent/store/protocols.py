@@ -349,6 +349,11 @@ class SharedStorage(Protocol):
         """How long a lease lasts without renewal."""
         ...
 
+    @property
+    def fenced_writes(self) -> int:
+        """Writes of this node the epoch fence refused since start."""
+        ...
+
     def own(self, session_id: str) -> None:
         """Claim the session for this node before loading it (a new epoch fences the old one).
 

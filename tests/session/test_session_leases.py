@@ -95,7 +95,8 @@ async def test_a_fenced_write_drops_the_actor_and_the_next_request_meets_the_own
     schema: str,
 ) -> None:
     with postgres_db.database(schema) as db, postgres_db.database(schema) as other_db:
-        reg = SessionRegistry(PostgresSessionStore(db, node_id="n1"), RegistrySettings())
+        mine = PostgresSessionStore(db, node_id="n1")
+        reg = SessionRegistry(mine, RegistrySettings())
         other = SessionRegistry(PostgresSessionStore(other_db, node_id="n2"), RegistrySettings())
         await reg.open()
         await other.open()
@@ -107,6 +108,7 @@ async def test_a_fenced_write_drops_the_actor_and_the_next_request_meets_the_own
             with pytest.raises(FencedWriteError):
                 await reg.handle(sid).add_user_message(content="stale")
             dropped = not reg.is_live(sid)
+            refused = mine.fenced_writes
             with pytest.raises(LeaseHeldError, match="owned by node n2"):
                 await reg.handle(sid).add_user_message(content="again")
             events = await other.handle(sid).events()
@@ -114,6 +116,7 @@ async def test_a_fenced_write_drops_the_actor_and_the_next_request_meets_the_own
             await reg.aclose()
             await other.aclose()
     assert dropped
+    assert refused >= 1  # counted (/metrics: duragent_session_lease_events)
     contents = [e.data.get("content") for e in events if e.data.get("content")]
     assert contents == ["before the pause", "on n2"]
     assert [e.seq for e in events] == list(range(1, len(events) + 1))

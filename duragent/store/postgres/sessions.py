@@ -30,7 +30,14 @@ from duragent.store.event_log import ReadReport
 from duragent.store.postgres.chats import PostgresChats
 from duragent.store.postgres.connection import Database
 from duragent.store.postgres.health import PostgresHealth
-from duragent.store.postgres.leases import Lease, claim, fence, release, renew
+from duragent.store.postgres.leases import (
+    FencedWriteError,
+    Lease,
+    claim,
+    fence,
+    release,
+    renew,
+)
 from duragent.store.postgres.nodes import PostgresNodes
 from duragent.store.postgres.outputs import PostgresSavedOutputs
 from duragent.store.postgres.schema import migrate
@@ -70,6 +77,8 @@ class PostgresSessionStore:
         self._opened = False
         self._lock = threading.Lock()
         self._leases: dict[str, Lease] = {}
+        self.fenced_writes = 0
+        """Writes refused by the fence since start (``/metrics``)."""
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -142,7 +151,12 @@ class PostgresSessionStore:
     ) -> Lease:
         """Check and renew this node's lease inside ``conn``'s transaction (the fence)."""
         held = self.lease(session_id)
-        fence(conn, held, self.lease_seconds, log_written=log)
+        try:
+            fence(conn, held, self.lease_seconds, log_written=log)
+        except FencedWriteError:
+            with self._lock:
+                self.fenced_writes += 1
+            raise
         return held
 
     def drop_lease(self, lease: Lease) -> None:
