@@ -72,7 +72,14 @@ MOVED = "x-duragent-moved"
 REQUEST_KEY = "x-duragent-request-key"
 IDEMPOTENCY_KEY = "idempotency-key"
 """A client's key for a message (``sessions.message_key``): the same key, recorded once."""
-_PASSED_ON = ("authorization", "content-type", "accept", "user-agent", "last-event-id")
+_PASSED_ON = (
+    "authorization",
+    "content-type",
+    "accept",
+    "accept-encoding",
+    "user-agent",
+    "last-event-id",
+)
 _DROPPED_BACK = {
     "content-length",
     "transfer-encoding",
@@ -240,6 +247,7 @@ class SessionForwarding:
         at = f"{time.time():.3f}"
         target = _target(request)
         headers = {k: v for k in _PASSED_ON if (v := request.headers.get(k)) is not None}
+        headers.setdefault("accept-encoding", "identity")  # the bytes go back as they come
         request_key: str = request.state.message_key
         headers[FORWARDED_BY] = self._nodes.node_id
         headers[FORWARDED_AT] = at
