@@ -30,6 +30,7 @@ from duragent.store.health import (
     storage_error,
 )
 from duragent.store.memory_store import MemorySessionStore
+from duragent.store.ownership import FencedWriteError, LeaseHeldError, NodeDirectory, NodeRecord
 from duragent.store.protocols import (
     ChatMap,
     RunLogStorage,
@@ -38,6 +39,7 @@ from duragent.store.protocols import (
     SessionLog,
     SessionSnapshots,
     SessionStorage,
+    SharedStorage,
     SummaryStorage,
     WriteHealth,
 )
@@ -61,8 +63,12 @@ __all__ = [
     "ChatKey",
     "ChatMap",
     "EventLog",
+    "FencedWriteError",
     "FileOps",
+    "LeaseHeldError",
     "MemorySessionStore",
+    "NodeDirectory",
+    "NodeRecord",
     "ReadReport",
     "RunLogStorage",
     "SavedOutputLimits",
@@ -74,6 +80,7 @@ __all__ = [
     "SessionSnapshots",
     "SessionStorage",
     "SessionStore",
+    "SharedStorage",
     "SnapshotCorruptError",
     "SnapshotFile",
     "StoreHealth",

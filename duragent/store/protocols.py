@@ -24,12 +24,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from duragent.core.events import Event
 from duragent.core.snapshot import SessionSnapshot
 from duragent.store.chat_index import ChatKey
 from duragent.store.event_log import ReadReport
+from duragent.store.ownership import NodeDirectory
 from duragent.store.saved_outputs import SavedOutputLimits
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "SessionLog",
     "SessionSnapshots",
     "SessionStorage",
+    "SharedStorage",
     "SummaryStorage",
     "WriteHealth",
 ]
@@ -397,4 +399,48 @@ class OrphanedChats(Protocol):
 
     def adopt(self, session_ids: list[str]) -> None:
         """Mark the expired leases of ``session_ids`` free: they were examined and finished."""
+
+
+@runtime_checkable
+class SharedStorage(Protocol):
+    """A ``SessionStorage`` several nodes share (PostgreSQL): session leases and fresh reads.
+
+    The file and memory backends are not shared (one process owns a workspace: the serve
+    lock), so they do not implement this; the session layer checks ``isinstance``. See
+    ``store.ownership`` for the errors and ``store/postgres/leases.py`` for the fence.
+    """
+
+    @property
+    def node_id(self) -> str:
+        """This node's name in leases."""
+        ...
+
+    @property
+    def nodes(self) -> NodeDirectory:
+        """The deployment's nodes: where each answers, whether it is alive."""
+        ...
+
+    @property
+    def lease_seconds(self) -> float:
+        """How long a lease lasts without renewal."""
+        ...
+
+    @property
+    def fenced_writes(self) -> int:
+        """Writes of this node the epoch fence refused since start."""
+        ...
+
+    def own(self, session_id: str) -> None:
+        """Claim the session for this node before loading it (a new epoch fences the old one).
+
+        ``LeaseHeldError`` when another node's lease is live.
+        """
+        ...
+
+    def renew_leases(self) -> list[str]:
+        """Renew every lease this node holds, in one round trip; the sessions it lost."""
+        ...
+
+    def fetch_chat(self, key: ChatKey) -> str | None:
+        """The chat's session as stored now (another node may have mapped it); may block."""
         ...

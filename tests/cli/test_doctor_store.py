@@ -30,7 +30,7 @@ def test_a_migrated_schema_is_reported_ok_and_an_unmigrated_one_says_how_to_migr
             migrate(db)
         [ok, _] = store_findings(config)
         assert ok.level is Level.OK
-        assert f"schema {schema} reachable, schema version 3" in ok.message
+        assert f"schema {schema} reachable, schema version 4" in ok.message
 
 
 def test_an_unreachable_dsn_is_an_error_without_the_password() -> None:

@@ -120,6 +120,23 @@ def build_app(services: HttpServices) -> Starlette:
 
         return guarded
 
+    forwarding = services.forwarding
+
+    def session_api(handler: Handler) -> Handler:
+        """``api`` for one session's routes: served where the session lives (forwarding.py)."""
+        if forwarding is None:
+            return api(handler)
+        hops = forwarding
+
+        async def guarded(request: Request) -> Response:
+            token = services.config.server.api_token
+            hop = await hops.verify(request)  # a signed hop: the first node checked the client
+            if not hop or token:
+                check_access(request, token, admin=False)
+            return await hops.serve(request, handler, hop=hop)
+
+        return guarded
+
     def admin(handler: Handler) -> Handler:
         async def guarded(request: Request) -> Response:
             check_access(request, services.config.server.admin_token, admin=True)
@@ -266,19 +283,23 @@ def build_app(services: HttpServices) -> Starlette:
         _route(f"{v1}/sessions", GET=api(routes_impl.list), POST=api(routes_impl.create)),
         _route(
             f"{v1}/sessions/{{session_id}}",
-            GET=api(routes_impl.get),
-            DELETE=api(routes_impl.delete),
+            GET=session_api(routes_impl.get),
+            DELETE=session_api(routes_impl.delete),
         ),
         _route(
             f"{v1}/sessions/{{session_id}}/messages",
-            GET=api(routes_impl.history),
-            POST=api(routes_impl.send),
+            GET=session_api(routes_impl.history),
+            POST=session_api(routes_impl.send),
         ),
-        _route(f"{v1}/sessions/{{session_id}}/stream", POST=api(routes_impl.stream)),
-        _route(f"{v1}/sessions/{{session_id}}/approve", POST=api(routes_impl.approve)),
-        _route(f"{v1}/sessions/{{session_id}}/end", POST=api(routes_impl.end)),
-        _route(f"{v1}/sessions/{{session_id}}/pins", GET=api(pins.list), POST=api(pins.create)),
-        _route(f"{v1}/sessions/{{session_id}}/pins/{{pin_id}}", DELETE=api(pins.delete)),
+        _route(f"{v1}/sessions/{{session_id}}/stream", POST=session_api(routes_impl.stream)),
+        _route(f"{v1}/sessions/{{session_id}}/approve", POST=session_api(routes_impl.approve)),
+        _route(f"{v1}/sessions/{{session_id}}/end", POST=session_api(routes_impl.end)),
+        _route(
+            f"{v1}/sessions/{{session_id}}/pins",
+            GET=session_api(pins.list),
+            POST=session_api(pins.create),
+        ),
+        _route(f"{v1}/sessions/{{session_id}}/pins/{{pin_id}}", DELETE=session_api(pins.delete)),
         _route(f"{v1}/schedules", GET=api(schedules.list), POST=api(schedules.create)),
         _route(
             f"{v1}/schedules/{{schedule_id}}",

@@ -27,12 +27,21 @@ from duragent.core.events import Event, now_rfc3339
 from duragent.core.nesting import loads_bounded
 from duragent.core.snapshot import SessionSnapshot
 from duragent.errors import DuragentError, StorageError
+from duragent.store.chat_index import ChatKey
 from duragent.store.event_log import ReadReport
 from duragent.store.postgres.chats import PostgresChats
 from duragent.store.postgres.connection import Database
 from duragent.store.postgres.doubt import CommitsInDoubt
 from duragent.store.postgres.health import PostgresHealth
-from duragent.store.postgres.leases import Lease, claim, fence, release
+from duragent.store.postgres.leases import (
+    FencedWriteError,
+    Lease,
+    claim,
+    fence,
+    release,
+    renew,
+)
+from duragent.store.postgres.nodes import PostgresNodes
 from duragent.store.postgres.outputs import PostgresSavedOutputs
 from duragent.store.postgres.schema import migrate
 from duragent.store.saved_outputs import DEFAULT_LIMITS, SavedOutputLimits
@@ -66,10 +75,17 @@ class PostgresSessionStore:
         """Where the ``path`` attributes point: descriptive only."""
         self.chats = PostgresChats(db)
         self.health = PostgresHealth(db)
+        self.nodes = PostgresNodes(db, node_id)
+        """The deployment's nodes (forwarding, heartbeats)."""
         self._opened = False
         self._lock = threading.Lock()
         self._leases: dict[str, Lease] = {}
+<<<<<<< HEAD
         self.in_doubt = CommitsInDoubt()
+=======
+        self.fenced_writes = 0
+        """Writes refused by the fence since start (``/metrics``)."""
+>>>>>>> wip/leases
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -107,11 +123,43 @@ class PostgresSessionStore:
             self._leases[session_id] = got
         return got
 
+    def own(self, session_id: str) -> None:
+        """Claim ``session_id`` afresh before an actor loads it (``SharedStorage.own``).
+
+        Always a new claim, even over a lease this node holds: a new epoch fences whatever
+        wrote under the old one (an actor that lost the session and has not stopped yet).
+        """
+        self._validate(session_id)
+        with self.db.transaction(f"claiming session {session_id}") as conn:
+            got = claim(conn, session_id, self.node_id, self.lease_seconds)
+        with self._lock:
+            self._leases[session_id] = got
+
+    def renew_leases(self) -> list[str]:
+        """Renew every lease held here and this node's heartbeat, in one round trip.
+
+        Returns the sessions whose lease is lost (the registry stops their actors); their
+        stale leases stay held here until then, so every write of theirs is refused.
+        """
+        with self._lock:
+            held = list(self._leases.values())
+        with self.db.transaction("renewing session leases") as conn:
+            conn.execute(
+                "UPDATE nodes SET heartbeat_at = now() WHERE node_id = %s", (self.node_id,)
+            )
+            lost = renew(conn, held, self.lease_seconds)
+        return [lease.session_id for lease in lost]
+
+    def fetch_chat(self, key: ChatKey) -> str | None:
+        """The chat's session as stored now (read-through: another node may have mapped it)."""
+        return self.chats.fetch(key)
+
     def fenced(
         self, conn: psycopg.Connection[TupleRow], session_id: str, *, log: bool = False
     ) -> Lease:
         """Check and renew this node's lease inside ``conn``'s transaction (the fence)."""
         held = self.lease(session_id)
+<<<<<<< HEAD
         fence(conn, held, self.lease_seconds, log_written=log)
         doubt = self.in_doubt.get(session_id)
         if doubt is not None:  # settle a lost commit: its rows were reported as not written
@@ -119,6 +167,14 @@ class PostgresSessionStore:
                 "DELETE FROM events WHERE session_key = %s AND seq >= %s AND NOT archived",
                 (held.session_key, doubt),
             )
+=======
+        try:
+            fence(conn, held, self.lease_seconds, log_written=log)
+        except FencedWriteError:
+            with self._lock:
+                self.fenced_writes += 1
+            raise
+>>>>>>> wip/leases
         return held
 
     def drop_lease(self, lease: Lease) -> None:
