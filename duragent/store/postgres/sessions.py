@@ -80,12 +80,9 @@ class PostgresSessionStore:
         self._opened = False
         self._lock = threading.Lock()
         self._leases: dict[str, Lease] = {}
-<<<<<<< HEAD
         self.in_doubt = CommitsInDoubt()
-=======
         self.fenced_writes = 0
         """Writes refused by the fence since start (``/metrics``)."""
->>>>>>> wip/leases
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -159,22 +156,18 @@ class PostgresSessionStore:
     ) -> Lease:
         """Check and renew this node's lease inside ``conn``'s transaction (the fence)."""
         held = self.lease(session_id)
-<<<<<<< HEAD
-        fence(conn, held, self.lease_seconds, log_written=log)
-        doubt = self.in_doubt.get(session_id)
-        if doubt is not None:  # settle a lost commit: its rows were reported as not written
-            conn.execute(
-                "DELETE FROM events WHERE session_key = %s AND seq >= %s AND NOT archived",
-                (held.session_key, doubt),
-            )
-=======
         try:
             fence(conn, held, self.lease_seconds, log_written=log)
         except FencedWriteError:
             with self._lock:
                 self.fenced_writes += 1
             raise
->>>>>>> wip/leases
+        doubt = self.in_doubt.get(session_id)
+        if doubt is not None:  # settle a lost commit: its rows were reported as not written
+            conn.execute(
+                "DELETE FROM events WHERE session_key = %s AND seq >= %s AND NOT archived",
+                (held.session_key, doubt),
+            )
         return held
 
     def drop_lease(self, lease: Lease) -> None:
