@@ -77,12 +77,6 @@ async def test_a_reply_lost_to_a_database_outage_is_told_and_the_chat_goes_on(
 
 
 @pytest.mark.slow  # ~8 s
-@pytest.mark.xfail(
-    strict=True,
-    reason="frontkit: a delivery record that fails after the send becomes a failed turn "
-    "(SessionQueues._answer apologises for a reply the person got); see "
-    "specs/202611241410.cluster-operations.md",
-)
 async def test_a_reply_sent_before_the_database_went_away_is_not_followed_by_an_apology(
     tmp_path: Path,
 ) -> None:
