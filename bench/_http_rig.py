@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import socket
 import ssl
@@ -136,12 +135,10 @@ class FakeModel:
             raise RuntimeError(f"the scripted server did not start: {line!r}")
         self.base_url = line.split()[-1]
 
-    async def last_body(self) -> bytes:
-        """The latest request's body, re-serialised as the providers send it (compact)."""
-        async with httpx.AsyncClient(timeout=30) as http:
-            recorded = (await http.get(f"{self.base_url}/_fake/requests")).json()
-        body = recorded[-1]["body"]
-        return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+    async def served(self, http: httpx.AsyncClient) -> float:
+        """Seconds this server has spent answering model requests so far (``/_fake/served``)."""
+        answer = await http.get(f"{self.base_url}/_fake/served")
+        return float(answer.json()["seconds"])
 
     async def stop(self) -> None:
         if self.proc is not None and self.proc.returncode is None:

@@ -17,8 +17,8 @@ the rest are defined here. Base classes from Python follow a name in parentheses
     ├── StorageError (OSError)      the disk refused a read or write (full, permission, I/O):
     │   │                           the data already on disk is intact, retry after the fix
     │   └── FencedWriteError        a write under a stale session-lease epoch
-    │                               [store.postgres.leases]
-    ├── LeaseHeldError              another node's session lease is live [store.postgres.leases]
+    │                               [store.ownership]
+    ├── LeaseHeldError              another node's session lease is live [store.ownership]
     ├── SchemaTooNewError           the database schema is newer than this code
     │                               [store.postgres.schema]
     ├── EventSeqConflictError (ValueError)   an append repeated a stored seq

@@ -1,28 +1,51 @@
-"""``duragent doctor``'s store check: is the PostgreSQL store reachable and at a known version?
+"""``duragent doctor``'s store checks: reachable, at a known schema version, clocks agree.
 
-With ``store.backend: postgres``: can the DSN be reached, and is the schema at the version
-this duragent knows?
+With ``store.backend: postgres``: can the DSN be reached, is the schema at the version this
+duragent knows, and how far is this node's clock from the database server's? Leases are
+timed by the database's clock, so skew cannot hand a session to two nodes; it does shift what
+a node stamps and schedules with its own clock (``store.postgres.clock`` says what): a
+warning over ``SKEW_WARNING`` seconds, an error over ``SKEW_ERROR``.
 
-Never raises and never prints the password (``describe_dsn``). Clock skew between nodes is
-checked with issue 24's leases (item 2/4), not yet here.
+Never raises and never prints the password (``describe_dsn``).
 """
 
 from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from duragent.cli.findings import Finding, Level
 from duragent.config.store import StoreConfig
 from duragent.errors import ConfigError, StorageError
 
-__all__ = ["store_findings"]
+if TYPE_CHECKING:
+    from duragent.store.postgres import Database
+
+__all__ = ["SKEW_ERROR", "SKEW_WARNING", "store_findings"]
+
+SKEW_WARNING = 0.5
+"""Seconds of clock skew against the database that doctor warns about."""
+SKEW_ERROR = 5.0
+"""Seconds of clock skew that doctor calls an error (history timestamps and schedule times
+of this node are then visibly wrong)."""
+
+_WHY_SKEW = (
+    "sync this machine's clock (NTP: chrony or systemd-timesyncd) with the database server's. "
+    "Leases use the database's clock, so skew cannot give a session two owners, but this "
+    "node stamps history and fires schedules with its own clock"
+)
 
 
-def store_findings(config: StoreConfig) -> list[Finding]:
-    """The store's findings (none for the file backend: the files are checked elsewhere)."""
+def store_findings(config: StoreConfig, *, clock: Callable[[], float] = time.time) -> list[Finding]:
+    """The store's findings (none for the file backend: the files are checked elsewhere).
+
+    ``clock`` is this node's wall clock (a parameter only so tests can shift it).
+    """
     if config.backend != "postgres":
         return []
     try:
-        from duragent.store.postgres import Database, current_version
-        from duragent.store.postgres.schema import known_migrations
+        from duragent.store.postgres import Database
     except ImportError as exc:
         return [
             Finding(
@@ -38,7 +61,7 @@ def store_findings(config: StoreConfig) -> list[Finding]:
         return [Finding(Level.ERROR, "store", exc.reason, exc.fix)]
     try:
         db.open()
-        version = current_version(db)
+        return [_schema_finding(db), _clock_finding(db, clock)]
     except StorageError as exc:
         return [
             Finding(
@@ -50,24 +73,48 @@ def store_findings(config: StoreConfig) -> list[Finding]:
         ]
     finally:
         db.close()
+
+
+def _schema_finding(db: Database) -> Finding:
+    from duragent.store.postgres import current_version
+    from duragent.store.postgres.schema import known_migrations
+
+    version = current_version(db)
     known = known_migrations()[-1].version
     where = f"{db.where} schema {db.schema}"
     if version > known:
-        return [
-            Finding(
-                Level.ERROR,
-                "store",
-                f"{where} is at schema version {version}, newer than this duragent's {known}",
-                "upgrade duragent (it refuses to write to a newer schema)",
-            )
-        ]
+        return Finding(
+            Level.ERROR,
+            "store",
+            f"{where} is at schema version {version}, newer than this duragent's {known}",
+            "upgrade duragent (it refuses to write to a newer schema)",
+        )
     if version < known:
-        return [
-            Finding(
-                Level.WARNING,
-                "store",
-                f"{where} is at schema version {version}; this duragent applies up to {known}",
-                "run `duragent store migrate` (or start the server: it migrates at start)",
-            )
-        ]
-    return [Finding(Level.OK, "store", f"{where} reachable, schema version {version}")]
+        return Finding(
+            Level.WARNING,
+            "store",
+            f"{where} is at schema version {version}; this duragent applies up to {known}",
+            "run `duragent store migrate` (or start the server: it migrates at start)",
+        )
+    return Finding(Level.OK, "store", f"{where} reachable, schema version {version}")
+
+
+def _clock_finding(db: Database, clock: Callable[[], float]) -> Finding:
+    from duragent.store.postgres.clock import read_clock_skew
+
+    reading = read_clock_skew(db, clock=clock)
+    direction = "behind" if reading.skew > 0 else "ahead of"
+    told = (
+        f"this node's clock is {_seconds(abs(reading.skew))} {direction} the database "
+        f"server's (±{_seconds(reading.uncertainty)})"
+    )
+    if reading.at_least > SKEW_ERROR:
+        return Finding(Level.ERROR, "clock", f"{told}: over {SKEW_ERROR:g} s", _WHY_SKEW)
+    if reading.at_least > SKEW_WARNING:
+        return Finding(Level.WARNING, "clock", f"{told}: over {SKEW_WARNING:g} s", _WHY_SKEW)
+    return Finding(Level.OK, "clock", told)
+
+
+def _seconds(value: float) -> str:
+    """``value`` seconds for a person: milliseconds below one second."""
+    return f"{value * 1e3:.1f} ms" if value < 1 else f"{value:.2f} s"

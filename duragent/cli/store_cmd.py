@@ -3,7 +3,8 @@
 ``migrate`` brings the configured PostgreSQL schema up to date (a server also does this at
 start; the command lets an operator do it ahead of a deploy and see the version).
 ``copy --from file --to postgres`` moves every session of the workspace into the database
-(or back with ``--from postgres --to file``) and compares every session's history after.
+(or back with ``--from postgres --to file``) and compares every session's history after;
+schedules and their run logs go with them (with PostgreSQL the scheduler reads them there).
 Both read ``store:`` from ``duragent.yaml``; ``--dsn`` overrides its DSN. ``copy`` takes
 the workspace's serve lock, so it refuses to run while a server serves the workspace.
 """
@@ -20,9 +21,10 @@ from duragent.cli.errors import fail, handles_errors
 from duragent.cli.options import DEFAULT_CONFIG, ConfigOpt
 from duragent.config import load_workspace
 from duragent.config.store import StoreConfig
-from duragent.store.backends import session_storage
-from duragent.store.copy import copy_sessions
-from duragent.store.protocols import SessionStorage
+from duragent.store.backends import schedule_storage, session_storage
+from duragent.store.copy import copy_schedules, copy_sessions
+from duragent.store.protocols import RunLogStorage, ScheduleStorage, SessionStorage
+from duragent.store.schedule_files import RunLogFiles, ScheduleFiles
 from duragent.store.serve_lock import ServeLock
 
 __all__ = ["register"]
@@ -61,6 +63,14 @@ def _open(config_file: Path, backend: Backend, dsn: str | None) -> SessionStorag
     store = session_storage(store_config, workspace.paths.sessions)
     store.open()
     return store
+
+
+def _schedules(store: SessionStorage, directory: Path) -> tuple[ScheduleStorage, RunLogStorage]:
+    """The schedules of ``store``'s backend: the database's, or ``directory``'s files."""
+    shared = schedule_storage(store)
+    if shared is not None:
+        return shared
+    return ScheduleFiles(directory), RunLogFiles(directory / "runs")
 
 
 def register(app: typer.Typer) -> None:
@@ -108,6 +118,9 @@ def register(app: typer.Typer) -> None:
             dst = _open(config, target, dsn)
             try:
                 report = copy_sessions(src, dst)
+                schedules = copy_schedules(
+                    _schedules(src, paths.schedules), _schedules(dst, paths.schedules)
+                )
             finally:
                 src.close()
                 dst.close()
@@ -117,6 +130,12 @@ def register(app: typer.Typer) -> None:
             f"copied {len(report.copied)} sessions, {len(report.already_there)} already there, "
             f"{report.chats} chats; every history compared"
         )
+        typer.echo(
+            f"copied {len(schedules.copied)} schedules with their run logs, "
+            f"{len(schedules.already_there)} already there"
+        )
+        for schedule_id in schedules.conflicts:
+            typer.echo(f"error: schedule {schedule_id} exists in the target with another document")
         for sid, note in report.unclean_source.items():
             typer.echo(f"warning: session {sid}: the source log had skipped lines ({note})")
         if report.quarantined:
@@ -128,5 +147,5 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"error: session {sid} exists in the target with another history")
         for sid, diff in report.differences.items():
             typer.echo(f"error: session {sid} differs after the copy: {'; '.join(diff)}")
-        if not report.ok:
+        if not report.ok or schedules.conflicts:
             raise typer.Exit(1)

@@ -41,6 +41,9 @@ class StoreConfig(BaseModel):
     run on one machine)."""
     lease_seconds: float = Field(default=30, gt=0, le=3600)
     """How long a session lease lasts without a write (issue 24: fenced leases)."""
+    advertise_url: str | None = None
+    """The base URL other nodes forward this node's sessions' requests to (default:
+    ``http://<server.host>:<port>``; set it when that is not how other nodes reach it)."""
     pool_size: int = Field(default=8, ge=1, le=200)
     """At most this many connections (the actor threads share them)."""
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import bisect
 import operator
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
@@ -232,6 +233,22 @@ class HistoryCache:
     def _tokens(self, first: int, end: int) -> int:
         c = self._counted_from
         return self._cost[end - c] - self._cost[first - c]
+
+    def cost_before(self, position: int, cost: Cost) -> int | None:
+        """What the units before message ``position`` of the last ``units`` history cost.
+
+        None when no unit starts at ``position`` (it is inside a tool call's group). Counts
+        every older unit not counted yet, once: later questions, and later requests, reuse
+        the sums (the summaries tier asks this before every turn).
+        """
+        start = self._base + position
+        k = bisect.bisect_left(self._starts, start)
+        if k == len(self._starts) or self._starts[k] != start:
+            return None
+        if k == 0:
+            return 0
+        self._count_back(sys.maxsize, k, cost)
+        return self._tokens(0, k)
 
     def pinned(self) -> Unit | None:
         """The latest unit when it is a user message (always sent)."""

@@ -48,6 +48,7 @@ from duragent.context.units import (
     Unit,
     split,
     split_newest_first,
+    unit_cost,
 )
 from duragent.core.messages import Message, Role, ToolDefinition
 
@@ -86,10 +87,7 @@ def _reported(units: Iterator[Unit], report: BudgetReport) -> Iterator[Unit]:
         yield unit
 
 
-def _cost(unit: Unit, counter: TokenCounter) -> int:
-    """``unit``'s cost by ``counter``, recorded on the unit."""
-    unit.tokens = sum(counter.count_message(m) for m in unit.messages)
-    return unit.tokens
+_cost = unit_cost
 
 
 def _mask(message: Message, counter: TokenCounter) -> Message:

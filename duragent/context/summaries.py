@@ -14,14 +14,16 @@ property tests drive them over generated histories.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from duragent.context.budget import BudgetSettings
+from duragent.context.history_index import HistoryCache
 from duragent.context.tiers import tier_for
 from duragent.context.tokens import REQUEST_OVERHEAD_TOKENS, TokenCounter
 from duragent.context.truncation import fit_prefix
-from duragent.context.units import split
+from duragent.context.units import split, unit_cost
 from duragent.core.messages import Message, Role
 from duragent.errors import DuragentError
 
@@ -130,6 +132,7 @@ def plan_summary(
     settings: SummarySettings,
     *,
     force: bool = False,
+    index: HistoryCache | None = None,
 ) -> SummaryPlan | None:
     """What to summarise, or None when the history is under ``threshold × budget``.
 
@@ -138,14 +141,21 @@ def plan_summary(
     stay verbatim. ``force`` (the provider said "too long") plans even under the threshold
     and keeps at most ``keep_recent`` of the history as it is. None also when there is
     nothing old enough to summarise.
+
+    ``index`` is the session's ``HistoryCache`` (the one ``fit_request`` gets): the question
+    asked before every turn, "is the history over the threshold?", is then answered from its
+    running sums instead of splitting and counting the whole history again (~0.7 ms at 450
+    messages, every turn, once the history nears the threshold). Same answer either way.
     """
     last_user = next(
         (i for i in range(len(history) - 1, -1, -1) if history[i].role is Role.USER), None
     )
     candidates = history[:last_user] if last_user is not None else history
     if not force:  # the common case, cheaply: counts are cached per message
-        rough = sum(counter.count_message(m) for m in history)
+        rough = counter.sum_messages(history)
         if rough <= settings.threshold * budget * 0.9:
+            return None
+        if index is not None and _under_threshold(history, counter, budget, settings, index):
             return None
     units = split(candidates)
     costs = [sum(counter.count_message(m) for m in u.messages) for u in units]
@@ -168,6 +178,31 @@ def plan_summary(
     if count == 0:
         return None
     return SummaryPlan(count, total, sum(costs[: len(summarised)]))
+
+
+def _under_threshold(
+    history: Sequence[Message],
+    counter: TokenCounter,
+    budget: int,
+    settings: SummarySettings,
+    index: HistoryCache,
+) -> bool:
+    """Whether the history is at most ``threshold × budget``, from ``index``'s running sums.
+
+    The exact total of ``plan_summary``: the units before the latest user message, then the
+    rest message by message. False when unsure (no user message; no unit starts there).
+    """
+    index.units(history, counter, functools.partial(unit_cost, counter=counter))
+    last_user = next(
+        (i for i in range(len(history) - 1, -1, -1) if history[i].role is Role.USER), None
+    )
+    if last_user is None:
+        return False
+    before = index.cost_before(last_user, functools.partial(unit_cost, counter=counter))
+    if before is None:
+        return False
+    total = before + counter.sum_messages(history[last_user:])
+    return total <= settings.threshold * budget
 
 
 def reference_block(

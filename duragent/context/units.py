@@ -14,11 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from duragent.context.budget import BudgetReport
 from duragent.core.messages import Message, Role
 
-__all__ = ["MISSING_RESULT", "TurnCache", "Unit", "split", "split_newest_first"]
+if TYPE_CHECKING:
+    from duragent.context.tokens import TokenCounter
+
+__all__ = ["MISSING_RESULT", "TurnCache", "Unit", "split", "split_newest_first", "unit_cost"]
 
 MISSING_RESULT = "Error: no result was recorded for this tool call"
 
@@ -40,6 +44,12 @@ class Unit:
         """Count this unit's repairs in ``report`` (once per request that looks at it)."""
         report.calls_repaired += self.repaired
         report.orphans_dropped += self.orphans
+
+
+def unit_cost(unit: Unit, counter: TokenCounter) -> int:
+    """``unit``'s cost by ``counter``, recorded on the unit."""
+    unit.tokens = counter.sum_messages(unit.messages)
+    return unit.tokens
 
 
 def _group(call: Message, results: list[Message]) -> Unit:

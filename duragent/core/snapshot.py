@@ -133,6 +133,10 @@ class SessionSnapshot:
     last_event_seq: int = 0
     checkpoint_seq: int = 0
     conversation: list[Message] = field(default_factory=list)
+    conversation_seqs: list[int] = field(default_factory=list)
+    """The seq of the event each conversation message came from (parallel to
+    ``conversation``; written as each message's ``seq`` key). Empty for a snapshot written
+    before it existed: its messages then count as coming from ``checkpoint_seq``."""
     on_disconnect: str = "pause"
     gateway: str | None = None
     gateway_chat_id: str | None = None
@@ -182,10 +186,18 @@ class SessionSnapshot:
 
     def to_dict(self) -> dict[str, Any]:
         """The mapping written to state.yaml."""
-        return {
-            **self.header_dict(),
-            "conversation": [message_to_dict(m) for m in self.conversation],
-        }
+        return {**self.header_dict(), "conversation": self.conversation_dicts()}
+
+    def conversation_dicts(self) -> list[dict[str, Any]]:
+        """The conversation as written: each message with the seq it came from, when known."""
+        return [self.message_dict(i) for i in range(len(self.conversation))]
+
+    def message_dict(self, index: int) -> dict[str, Any]:
+        """Message ``index`` as written (``message_to_dict`` plus its origin ``seq``)."""
+        out = message_to_dict(self.conversation[index])
+        if len(self.conversation_seqs) == len(self.conversation):
+            out["seq"] = self.conversation_seqs[index]
+        return out
 
     def header_dict(self) -> dict[str, Any]:
         """Everything but the conversation (which state.yaml writes last)."""
@@ -266,6 +278,7 @@ class SessionSnapshot:
             last_event_seq=int(data.get("last_event_seq") or 0),
             checkpoint_seq=int(data.get("checkpoint_seq") or 0),
             conversation=[message_from_dict(m) for m in conversation],
+            conversation_seqs=_origin_seqs(conversation),
             on_disconnect=str(config.get("on_disconnect") or "pause"),
             gateway=config.get("gateway"),
             gateway_chat_id=config.get("gateway_chat_id"),
@@ -289,3 +302,10 @@ class SessionSnapshot:
             pins=[dict(p) for p in pins],
             task=None if task is None else str(task),
         )
+
+
+def _origin_seqs(conversation: list[Any]) -> list[int]:
+    """Each message's ``seq`` key, or [] unless every message has one (an older snapshot)."""
+    seqs = [m.get("seq") if isinstance(m, Mapping) else None for m in conversation]
+    valid = [s for s in seqs if isinstance(s, int) and not isinstance(s, bool)]
+    return valid if len(valid) == len(seqs) else []

@@ -43,7 +43,7 @@ from __future__ import annotations
 from duragent.frontkit.access import Admission, admit, mention_context
 from duragent.frontkit.approvals import ApprovalButtons, Button, approval_buttons, approval_prompt
 from duragent.frontkit.chat import ChatTurns, Inbound
-from duragent.frontkit.chats import ChatHandler, GatewayChats, gateway_chats
+from duragent.frontkit.chats import ChatHandler, GatewayChats, InboundBusyError, gateway_chats
 from duragent.frontkit.delivery import Deliveries, Delivery
 from duragent.frontkit.gateway import ChatFront, Dispatcher
 from duragent.frontkit.inbound import ButtonPress, ChatType, InboundMessage, Sender
@@ -61,6 +61,7 @@ from duragent.frontkit.recovery import RecoveryReport, recover_chats
 from duragent.frontkit.routing import RouteQuery, Router
 from duragent.frontkit.running import await_turn
 from duragent.frontkit.service import ChatGateway, WebhookReceiver
+from duragent.frontkit.singleton import run_as_leader
 
 __all__ = [
     "Admission",
@@ -78,6 +79,7 @@ __all__ = [
     "Dispatcher",
     "GatewayChats",
     "Inbound",
+    "InboundBusyError",
     "InboundMessage",
     "MemoryOutbound",
     "MeteredOutbound",
@@ -100,4 +102,5 @@ __all__ = [
     "mention_context",
     "metered",
     "recover_chats",
+    "run_as_leader",
 ]

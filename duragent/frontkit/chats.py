@@ -6,6 +6,11 @@ is built here once the bot is known: ``ChatTurns`` over the adapter's outbound p
 delivery + "typing…"), the per-session queues, the ``ChatFront`` pipeline over the router, and
 the recovery of what a crash left, which the adapter runs before it takes the first message.
 
+Each message and button press is claimed in the workspace's inbound ledger (``Cluster``)
+before it is handled, by (gateway, chat, platform id): delivered to two nodes (a webhook
+retried through a load balancer, a Discord message every connected node receives), it is
+handled by one and recognised as a duplicate by the other, which answers nothing.
+
 Recovery needs to know whether a chat is a group (its queue rules and the group context
 block): each platform says so its own way (Telegram by the id's sign, Discord from its
 channel cache); a platform that cannot (an external gateway) resumes a chat with a DM's
@@ -14,28 +19,42 @@ rules, and new messages, which carry their chat type, get the full rules.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Protocol
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
 
 from duragent.agents import AgentCatalog
 from duragent.agents.spec import ContextBufferSpec, QueueSpec
 from duragent.core.tasks import BackgroundTasks
-from duragent.errors import NotFoundError
+from duragent.errors import DuragentError, NotFoundError
 from duragent.frontkit.access import GROUP_CHAT_TYPES, mention_context
 from duragent.frontkit.chat import TYPING_EVERY_SECONDS, ChatTurns
 from duragent.frontkit.gateway import ChatFront
 from duragent.frontkit.inbound import ButtonPress, InboundMessage
 from duragent.frontkit.outbound import OutboundPort, metered
 from duragent.frontkit.queue import SessionQueues
-from duragent.frontkit.recovery import recover_chats
+from duragent.frontkit.recovery import RecoveryReport, recover_chats
 from duragent.frontkit.routing import Router
+from duragent.frontkit.singleton import run_as_leader
+from duragent.store.cluster import Cluster, local_cluster
 from duragent.turns import TurnRunner
 
-__all__ = ["ChatHandler", "GatewayChats", "gateway_chats"]
+__all__ = ["ChatHandler", "GatewayChats", "InboundBusyError", "gateway_chats"]
 
 log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
+
+
+class InboundBusyError(DuragentError):
+    """Another node is recording this very message now: the platform should retry later.
+
+    A webhook answers 500 (Telegram sends the update again), polling asks for it again; by
+    then the other node has recorded it (a duplicate) or died (its claim is taken over).
+    """
 
 
 class ChatHandler(Protocol):
@@ -53,6 +72,10 @@ class ChatHandler(Protocol):
         """Finish what a crash left unfinished (run before the first update is taken)."""
         ...
 
+    async def close(self) -> None:
+        """Stop what ``recover`` left running (the gateway stops)."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class GatewayChats:
@@ -68,24 +91,112 @@ class GatewayChats:
     catalog: Callable[[], AgentCatalog]
     is_group: Callable[[str], bool] | None = None
     """Whether a chat id is a group's (for recovery); None: the platform cannot tell."""
+    cluster: Cluster = field(default_factory=local_cluster)
+    """Its ``inbound`` ledger takes each platform message once across nodes."""
+    _sweepers: list[asyncio.Task[None]] = field(default_factory=list)
 
     async def message(self, msg: InboundMessage) -> None:
-        """Route, check and record ``msg`` (``ChatFront.message``)."""
-        await self.front.message(msg)
+        """Route, check and record ``msg`` (``ChatFront.message``), once across nodes."""
+        if msg.edited:  # the edited message's id: not a new message (no platform sends one)
+            await self.front.message(msg)
+            return
+        key = (msg.gateway, msg.chat_id, msg.message_id)
+        if await self._once(key, lambda: self.front.message(msg)):
+            return
+        # debug: with Discord every node receives every message, so this is the common case
+        log.debug("%s message %s was taken in already; not answered again", msg.chat.target, key[2])
 
     async def press(self, press: ButtonPress) -> None:
-        """Act on a button press (``ChatFront.press``)."""
-        await self.front.press(press)
+        """Act on a button press (``ChatFront.press``), once across nodes."""
+        key = (press.gateway, press.chat_id, f"press:{press.callback_id}")
+        if not await self._once(key, lambda: self.front.press(press)):
+            log.debug("%s button press %s was handled already", press.chat.target, key[2])
+
+    async def _once(self, key: tuple[str, str, str], handle: Callable[[], Awaitable[None]]) -> bool:
+        """Run ``handle`` if this node is first to claim ``key``; False: a duplicate.
+
+        Raises ``InboundBusyError`` when another node is recording it right now. The claim is
+        settled once ``handle`` returned (the message is on disk or deliberately dropped) and
+        released if it raised, so a redelivery is taken at once.
+        """
+        outcome = await self._ledger(self.cluster.inbound.claim, key)
+        if outcome == "duplicate":
+            return False
+        if outcome == "busy":
+            raise InboundBusyError(
+                f"{key[0]}:{key[1]} message {key[2]} is being taken in by another node"
+            )
+        try:
+            await handle()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await self._ledger(self.cluster.inbound.release, key)
+            raise
+        await self._ledger(self.cluster.inbound.settle, key)
+        return True
+
+    async def _ledger(self, call: Callable[[str, str, str], _T], key: tuple[str, str, str]) -> _T:
+        """``call(*key)``: in a thread when it asks a database, inline for this process's memory."""
+        if self.cluster.shared:
+            return await asyncio.to_thread(call, *key)
+        return call(*key)
 
     async def recover(self) -> None:
-        """Deliver, ask again and answer what a crash left (``recover_chats``)."""
-        await recover_chats(
+        """Deliver, ask again and answer what a crash left (``recover_chats``).
+
+        With several nodes: at start, only the chats no live node serves (free leases, this
+        node's own, expired ones); then, on the holder of the ``recovery:<gateway>`` leader
+        lease, every lease period, the chats whose node died since (``_sweep_forever``).
+        """
+        orphans = self.cluster.orphans
+        if orphans is None:
+            await self._recover_chats(None)
+            return
+        node = self.cluster.leaders.node_id
+        await self._recover_chats(
+            await asyncio.to_thread(lambda: orphans.chats(self.gateway, owned_by=node))
+        )
+        leading = run_as_leader(
+            self.cluster.leaders, f"recovery:{self.gateway}", self._sweep_forever
+        )
+        self._sweepers.append(asyncio.create_task(leading, name=f"{self.gateway}-recovery"))
+
+    async def _recover_chats(self, chats: list[tuple[str, str]] | None) -> RecoveryReport:
+        return await recover_chats(
             self.gateway,
             self.chat.turns.registry,
             self.chat.delivery,
             self.queues,
             settings=self._rules,
+            chats=chats,
         )
+
+    async def _sweep_forever(self) -> None:
+        """Finish the chats of sessions whose node died (their leases expired), then free them."""
+        orphans = self.cluster.orphans
+        assert orphans is not None
+        while True:
+            await asyncio.sleep(self.cluster.leaders.seconds)
+            try:
+                chats = await asyncio.to_thread(orphans.chats, self.gateway)
+                if chats:
+                    log.info(
+                        "%s: finishing %d chat(s) a stopped node left", self.gateway, len(chats)
+                    )
+                    report = await self._recover_chats(chats)
+                    done = [sid for _, sid in chats if sid not in report.failed_sessions]
+                    await asyncio.to_thread(orphans.adopt, done)  # the failed: next period
+            except OSError as exc:  # StorageError: the database is away; next period
+                log.warning(
+                    "%s: looking for chats a stopped node left failed: %s", self.gateway, exc
+                )
+
+    async def close(self) -> None:
+        """Stop the sweep for chats other nodes left (the gateway stops)."""
+        sweepers, self._sweepers[:] = list(self._sweepers), []
+        for task in sweepers:
+            task.cancel()
+        await asyncio.gather(*sweepers, return_exceptions=True)
 
     def bot_named(self, username: str) -> None:
         """The bot's name on the platform is known (``/reset@<name>`` is then a command)."""
@@ -124,11 +235,13 @@ def gateway_chats(
     request_timeout: float | None = None,
     typing_every: float = TYPING_EVERY_SECONDS,
     is_group: Callable[[str], bool] | None = None,
+    cluster: Cluster | None = None,
 ) -> GatewayChats:
     """The kit for ``gateway`` over ``outbound`` (its adapter calls this once the bot is known).
 
     ``request_timeout``: how long a turn may run before the queue gives up on it;
-    ``typing_every``: how often "typing…" is renewed (the platform shows it for a while).
+    ``typing_every``: how often "typing…" is renewed (the platform shows it for a while);
+    ``cluster``: what the nodes of the workspace share (None: this process alone).
     """
     outbound = metered(outbound, gateway, turns.metrics)
     chat = ChatTurns(turns, outbound, tasks, typing_every=typing_every)
@@ -137,4 +250,4 @@ def gateway_chats(
         turns.metrics.chat_queue(gateway, queues.pending)
     log.info("%s: %s", gateway, router.startup_note())
     front = ChatFront(chat, router, catalog, queues, bot_username=bot_username)
-    return GatewayChats(gateway, front, queues, chat, catalog, is_group)
+    return GatewayChats(gateway, front, queues, chat, catalog, is_group, cluster or local_cluster())

@@ -105,7 +105,7 @@ class Delivery:
                 log.info("session %s: reply %d was delivered already", session_id, reply_seq)
                 return None
             sent = await self._texts(chat, texts, reply_to)
-            await self._record(chat, session_id, reply_seq)
+            await self._record_sent(chat, session_id, reply_seq)
             return sent
         finally:
             self._sending.discard(key)
@@ -139,7 +139,7 @@ class Delivery:
         ):
             return
         if info.last_settled_seq > info.last_delivered_seq:
-            await self._record(chat, session_id, info.last_settled_seq)
+            await self._record_sent(chat, session_id, info.last_settled_seq)
 
     async def mark_seen(self, chat: ChatRef, session_id: str, seq: int) -> None:
         """Record ``seq`` (a turn's end the chat need not get again) as delivered."""
@@ -152,6 +152,27 @@ class Delivery:
             return kept
         seq = (await self._registry.handle(session_id).info()).last_delivered_seq
         return self._keep(session_id, seq)
+
+    async def _record_sent(self, chat: ChatRef, session_id: str, seq: int) -> None:
+        """Record what the chat has just been sent; a failure here is not the turn's.
+
+        The person has the message: turning a lost record (the store went away after the
+        send) into a failed turn would follow a reply with an apology. The record is kept in
+        memory so this process never sends it again; only a restart before the store comes
+        back may (the documented re-send after a crash).
+        """
+        try:
+            await self._record(chat, session_id, seq)
+        except Exception as exc:
+            self._keep(session_id, seq)
+            log.warning(
+                "session %s: %s got event %d, but recording its delivery failed (%s); "
+                "a restart before the store recovers may send it again",
+                session_id,
+                chat.target,
+                seq,
+                exc,
+            )
 
     async def _record(self, chat: ChatRef, session_id: str, seq: int) -> None:
         await self._registry.handle(session_id).record_delivery(seq, chat.target)

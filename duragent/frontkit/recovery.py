@@ -38,7 +38,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from duragent.agents.spec import ContextBufferSpec, QueueSpec
 from duragent.core.events import Event, EventType
@@ -67,6 +67,8 @@ class RecoveryReport:
     """Sessions whose unanswered messages were handed to the chat queue."""
     failed: int = 0
     """Sessions that could not be examined or finished (logged; tried again next start)."""
+    failed_sessions: set[str] = field(default_factory=set)
+    """Their ids (a sweep for chats a dead node left tries them again)."""
 
 
 ChatSettings = Callable[[str, str, str | None], tuple[QueueSpec, ContextBufferSpec | None]]
@@ -90,8 +92,12 @@ async def recover_chats(
     *,
     settings: ChatSettings = default_settings,
     concurrency: int = CONCURRENCY,
+    chats: list[tuple[str, str]] | None = None,
 ) -> RecoveryReport:
-    """Finish what a crash left: deliver, ask again, answer (see module docstring)."""
+    """Finish what a crash left: deliver, ask again, answer (see module docstring).
+
+    ``chats``: ``(chat_id, session_id)`` to look at (default: every chat of ``gateway``).
+    """
     report = RecoveryReport()
     limit = asyncio.Semaphore(concurrency)
 
@@ -106,9 +112,11 @@ async def recover_chats(
                 )
             except Exception as exc:  # one broken session must not stop the others
                 report.failed += 1
+                report.failed_sessions.add(session_id)
                 log.error("%s: recovering session %s failed: %s", gateway, session_id, exc)
 
-    chats = registry.chat_sessions(gateway)
+    if chats is None:
+        chats = registry.chat_sessions(gateway)
     report.checked = len(chats)
     await asyncio.gather(*(one(chat_id, sid) for chat_id, sid in chats))
     if report.delivered or report.resumed or report.failed:

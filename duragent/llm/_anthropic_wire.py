@@ -46,10 +46,16 @@ class Fragment(NamedTuple):
     turn: bytes
 
 
+_USER = b"user"
+_ASSISTANT = b"assistant"
+"""Every fragment's role is one of these two objects (or empty): ``turns_body`` compares by
+identity."""
+
+
 def _fragment(kind: str, blocks: bytes) -> Fragment:
     if kind == "system" or not blocks:
         return Fragment(b"", kind, blocks, b"")
-    role = b"assistant" if kind == "assistant" else b"user"
+    role = _ASSISTANT if kind == "assistant" else _USER
     return Fragment(role, kind, blocks, _turn(role, [blocks], []))
 
 
@@ -97,15 +103,17 @@ async def turns_body(fragments: list[Fragment]) -> tuple[str, list[bytes]]:
     spent where neighbours merge (several tool results in one user turn, say), so a
     2,000-message chat costs about what a few messages do.
     """
-    hoisted = compress(fragments, map("system".__eq__, map(itemgetter(1), fragments)))
-    system = [f.blocks.decode() for f in hoisted if f.blocks]
     every_role = list(map(itemgetter(0), fragments))  # b"" for what adds no content block
-    content = list(compress(fragments, every_role))
-    parts = list(map(itemgetter(3), content))
+    # system messages are among the few without a content block (typically the prompt alone)
+    blockless = compress(fragments, map(operator.not_, every_role))
+    system = [f.blocks.decode() for f in blockless if f.kind == "system" and f.blocks]
+    parts = list(map(itemgetter(3), compress(fragments, every_role)))
     roles = list(compress(every_role, every_role))
     # where a fragment joins the turn before it; runs of joins are merged, newest first so
-    # earlier indexes stay valid while the list shrinks
-    joins = list(compress(count(1), map(operator.eq, roles, islice(roles, 1, None))))
+    # earlier indexes stay valid while the list shrinks (roles are the two constants of
+    # ``_fragment``, so identity is equality, and cheaper)
+    joins = list(compress(count(1), map(operator.is_, roles, islice(roles, 1, None))))
+    content = list(compress(fragments, every_role)) if joins else []
     slicer = Slicer()
     for first, last in reversed(_runs(joins)):
         members = content[first - 1 : last + 1]

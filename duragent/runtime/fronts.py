@@ -27,6 +27,7 @@ from duragent.frontkit import (
 )
 from duragent.scheduler import Clock, Destination, SchedulerSettings, Schedules, ScheduleTool
 from duragent.session import SessionRegistry
+from duragent.store.backends import cluster_storage, schedule_storage
 from duragent.tools.base import Tool
 from duragent.tools.processes import BackgroundProcessTool, ProcessRegistry
 from duragent.turns import TurnRunner
@@ -35,7 +36,7 @@ __all__ = ["Fronts", "GatewayBuilder"]
 
 GatewayBuilder = Callable[..., ChatGateway]
 """A chat platform's ``build_<name>_gateway(config, turns, tasks, *, catalog, routes,
-request_timeout)`` (imported only when the platform is configured)."""
+request_timeout, cluster)`` (imported only when the platform is configured)."""
 
 
 class Fronts:
@@ -61,6 +62,8 @@ class Fronts:
         self._tasks = tasks
         self._catalog = catalog
         self._gateways: dict[str, ChatGateway] = {}
+        self.cluster = cluster_storage(registry.store)
+        """What the nodes serving the workspace share (inbound ledger, leader leases…)."""
         self.schedules: Schedules | None = None
         """The scheduler front end, once built (None when ``scheduler.enabled`` is false)."""
         self._turns: TurnRunner | None = None
@@ -127,6 +130,7 @@ class Fronts:
             catalog=self._catalog,
             routes=self._config.routes,
             request_timeout=self._config.server.request_timeout_seconds,
+            cluster=self.cluster,
         )
         self._gateways[gateway.name] = gateway
         return gateway
@@ -151,6 +155,7 @@ class Fronts:
                 catalog=self._catalog,
                 routes=self._config.routes,
                 request_timeout=self._config.server.request_timeout_seconds,
+                cluster=self.cluster,
             )
             for index, config in configs
         ]
@@ -173,6 +178,8 @@ class Fronts:
             ),
             turns=self.turns,
             outbound=self.outbound_port,
+            storage=schedule_storage(self._registry.store),
+            cluster=self.cluster,
             clock=self._clock,
         )
         return self.schedules

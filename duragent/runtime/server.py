@@ -38,6 +38,7 @@ from duragent.frontkit import (
     WebhookReceiver,
 )
 from duragent.gateways.http import HttpServer, build_app
+from duragent.gateways.http.forwarding import SessionForwarding
 from duragent.runtime.fronts import Fronts
 from duragent.runtime.startup import descriptor_budget, report_agents
 from duragent.scheduler import (
@@ -48,7 +49,7 @@ from duragent.scheduler import (
 from duragent.session import RegistrySettings, SessionRegistry
 from duragent.session.gate import tune_interpreter
 from duragent.session.reader import RegistrySessionReader
-from duragent.store import SessionStore
+from duragent.store import SessionStore, SharedStorage
 from duragent.store.backends import session_storage
 from duragent.store.serve_lock import ServeLock
 from duragent.tools import sandbox as sandboxes
@@ -93,6 +94,7 @@ class Runtime:
         self._env = env
         self._catalog = AgentCatalog()
         self._http: HttpServer | None = None
+        self._forwarding: SessionForwarding | None = None
         self._stop = asyncio.Event()
         self._ephemeral = ephemeral
         self._services = ServiceStack()
@@ -186,6 +188,11 @@ class Runtime:
     def http_port(self) -> int | None:
         """The bound HTTP port once started (useful with port 0)."""
         return self._http.port if self._http else None
+
+    @property
+    def forwarding(self) -> SessionForwarding | None:
+        """Serving sessions other nodes own (a shared store only; started with HTTP)."""
+        return self._forwarding
 
     def starting(self) -> str | None:
         """Why a first message would wait (``/readyz``): the providers' SDKs still loading."""
@@ -302,6 +309,11 @@ class Runtime:
         self.reload_agents()
 
     async def _start_http(self) -> None:
+        store = self.registry.store
+        if isinstance(store, SharedStorage):  # before the app is built: it routes through it
+            self._forwarding = SessionForwarding(store.nodes, store.lease_seconds)
+            if self.metrics is not None:
+                self._forwarding.instrument(self.metrics)
         http = HttpServer(
             build_app(self),
             host=self._host,
@@ -312,11 +324,21 @@ class Runtime:
         self._http = http
         if self._lock is not None:
             self._lock.publish(f"http://{_url_host(self._host)}:{http.port}")
+        if isinstance(store, SharedStorage):  # other nodes forward this node's sessions here
+            url = self.config.store.advertise_url or f"http://{_url_host(self._host)}:{http.port}"
+            await asyncio.to_thread(store.nodes.register, url)
 
     async def _stop_http(self) -> None:
         http, self._http = self._http, None
+        store = self.registry.store
+        if isinstance(store, SharedStorage) and http is not None:
+            with contextlib.suppress(OSError):  # it ages out by itself
+                await asyncio.to_thread(store.nodes.leave)
         if http is not None:
             await http.stop()
+        forwarding, self._forwarding = self._forwarding, None
+        if forwarding is not None:
+            await forwarding.aclose()
 
     SERVICES: ClassVar[tuple[Entry[Runtime], ...]] = (
         Entry("workspace-lock", lambda rt: Hooks(rt._lock_workspace, rt._unlock_workspace)),

@@ -1,6 +1,7 @@
 """``Schedules``: the scheduler as a service of ``duragent serve``, and the operations on it.
 
-It owns the schedule files (``.duragent/schedules``), the agents' declared schedules
+It owns the schedules (``.duragent/schedules`` files, or the database's ``schedules`` table
+with ``store.backend: postgres``, so every node sees the same), the agents' declared schedules
 (``spec.schedules[]``), the loop (``service.Scheduler``) and the payload runner
 (``chat.ChatPayloads``). The ``schedule`` tool, HTTP ``/api/v1/schedules`` and the CLI all go
 through its few operations (``create``, ``cancel``, ``listing``, ``run_now``…), which check
@@ -13,6 +14,7 @@ logged and kept in ``problems`` (``doctor`` and HTTP show it), and the file stay
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -23,7 +25,7 @@ import yaml
 from duragent.agents import AgentCatalog
 from duragent.core.ids import new_ulid
 from duragent.errors import ConfigError, DuragentError, NotFoundError
-from duragent.frontkit import OutboundPort
+from duragent.frontkit import OutboundPort, run_as_leader
 from duragent.scheduler.chat import ChatPayloads
 from duragent.scheduler.clock import Clock, SystemClock
 from duragent.scheduler.model import (
@@ -38,6 +40,8 @@ from duragent.scheduler.model import (
 )
 from duragent.scheduler.runs import RunState
 from duragent.scheduler.service import PayloadRunner, Scheduler, SchedulerSettings
+from duragent.store.cluster import Cluster
+from duragent.store.protocols import RunLogStorage, ScheduleStorage
 from duragent.store.schedule_files import RunLogFiles, ScheduleFiles
 from duragent.turns import TurnRunner
 
@@ -49,6 +53,10 @@ counts from the epoch (``3600`` is on the hour, across restarts); which due time
 own to run comes from its run log (``registered`` when first seen)."""
 
 log = logging.getLogger(__name__)
+
+REFRESH_SECONDS = 2.0
+"""With several nodes: how often each re-reads the shared schedules (a schedule created on
+another node is run by the leader at most this late, well within any grace)."""
 
 
 class ScheduleNotFoundError(NotFoundError):
@@ -80,9 +88,24 @@ class Schedules:
         turns: TurnRunner | None = None,
         outbound: Callable[[str], OutboundPort | None] = lambda name: None,
         clock: Clock | None = None,
+        storage: tuple[ScheduleStorage, RunLogStorage] | None = None,
+        cluster: Cluster | None = None,
     ) -> None:
-        self.files = ScheduleFiles(directory)
-        self.runs = RunLogFiles(directory / "runs")
+        """The scheduler over ``directory``'s files, or over ``storage``.
+
+        ``storage``: schedules and run logs every node shares (None: ``directory``'s files);
+        ``cluster``: with several nodes, the loop runs on the scheduler's leader only and
+        each due time is claimed once (None or files: this process alone, as before).
+        """
+        self.files: ScheduleStorage = ScheduleFiles(directory)
+        self.runs: RunLogStorage = RunLogFiles(directory / "runs")
+        self._described = "the schedule files"
+        if storage is not None:
+            self.files, self.runs = storage
+            self._described = "the database"
+        self._cluster = cluster if cluster is not None and cluster.shared else None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._logged: set[str] = set()
         self._agents = agents
         self.clock = clock or SystemClock()
         self.chat: ChatPayloads | None = None
@@ -90,7 +113,13 @@ class Schedules:
             if turns is None:
                 raise ValueError("Schedules needs payloads or turns")
             self.chat = payloads = ChatPayloads(turns, outbound)
-        self.scheduler = Scheduler(self.runs, payloads, self.clock, settings)
+        self.scheduler = Scheduler(
+            self.runs,
+            payloads,
+            self.clock,
+            settings,
+            claims=self._cluster.runs if self._cluster is not None else None,
+        )
         self.scheduler.on_status = self._write
         self.scheduler.metrics = turns.metrics if turns is not None else None
         self.problems: list[ConfigError] = []
@@ -98,11 +127,64 @@ class Schedules:
     # --- service ------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Load every schedule (files and declared) and start the loop."""
-        await self.scheduler.start(self.load())
+        """Load every schedule (stored and declared) and start the loop.
+
+        With several nodes the loop runs on the holder of the ``scheduler`` leader lease;
+        every node keeps the schedules (listings, the ``schedule`` tool) and re-reads them
+        every ``REFRESH_SECONDS``, so a schedule created or cancelled on another node is seen.
+        """
+        if self._cluster is None:
+            await self.scheduler.start(self.load())
+            return
+        self.scheduler.passive = True
+        self.scheduler.reset(self.load())
+        leading = run_as_leader(
+            self._cluster.leaders, "scheduler", self._lead, on_lost=self._follow
+        )
+        self._tasks = [
+            asyncio.create_task(leading, name="scheduler-leader"),
+            asyncio.create_task(self._refresh_forever(), name="scheduler-refresh"),
+        ]
+
+    async def _lead(self) -> None:
+        """This node leads: read every run log afresh (the last leader's runs) and loop."""
+        self.scheduler.passive = False
+        self.scheduler.reset(self.load())
+        await self.scheduler.run_forever()
+
+    async def _follow(self) -> None:
+        """This node lost the lead: its runs are interrupted; it only keeps the schedules."""
+        await self.scheduler.stop()
+        self.scheduler.passive = True
+
+    async def _refresh_forever(self) -> None:
+        while True:
+            await asyncio.sleep(REFRESH_SECONDS)
+            try:
+                self.refresh(await asyncio.to_thread(self.load))  # reads off the event loop
+            except OSError as exc:  # StorageError: the database is away; try again later
+                log.warning("schedules could not be re-read from %s: %s", self._described, exc)
+
+    def refresh(self, loaded: list[Schedule] | None = None) -> None:
+        """Take the schedules created, changed or removed elsewhere (other nodes).
+
+        ``loaded``: what ``load`` returned just now (read again when not given).
+        """
+        current = {s.id: s for s in (self.load() if loaded is None else loaded)}
+        for schedule in current.values():
+            known = self.scheduler.get(schedule.id)
+            if known is None or schedule_document(known) != schedule_document(schedule):
+                self.scheduler.put(schedule)
+        for schedule in self.scheduler.schedules():
+            if schedule.id not in current:
+                self.scheduler.remove(schedule.id)
 
     async def stop(self) -> None:
         """Stop the loop; runs in progress are recorded as interrupted."""
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         await self.scheduler.stop()
 
     def load(self) -> list[Schedule]:
@@ -110,7 +192,7 @@ class Schedules:
         self.problems = []
         found: list[Schedule] = []
         for sched_id in self.files.ids():
-            path = self.files.path(sched_id)
+            path = self._path(sched_id)
             try:
                 schedule = parse_schedule(self.files.get(sched_id), file=path)
             except yaml.YAMLError as exc:
@@ -128,8 +210,16 @@ class Schedules:
             found.append(schedule)
         return found + self.declared()
 
+    def _path(self, schedule_id: str) -> Path:
+        """Where a schedule is kept, for messages (a file, or a row of the database)."""
+        if isinstance(self.files, ScheduleFiles):
+            return self.files.path(schedule_id)
+        return Path(f"<database>/schedules/{schedule_id}")
+
     def _problem(self, error: ConfigError) -> None:
-        log.error("schedule skipped (the file is kept as it is): %s", error)
+        if str(error) not in self._logged:  # re-read every few seconds with several nodes
+            self._logged.add(str(error))
+            log.error("schedule skipped (it is kept as it is): %s", error)
         self.problems.append(error)
 
     def declared(self) -> list[Schedule]:

@@ -28,7 +28,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-__all__ = ["OUTCOMES", "Dangling", "RunState", "from_ms", "to_ms"]
+from duragent.core.metrics import Metrics
+
+__all__ = ["OUTCOMES", "Dangling", "RunState", "count_line", "from_ms", "to_ms"]
 
 OUTCOMES = frozenset({"ok", "error", "interrupted", "missed"})
 
@@ -124,3 +126,16 @@ class RunState:
 
 def _time(value: object) -> datetime | None:
     return from_ms(value) if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def count_line(metrics: Metrics, line: Mapping[str, object], now: datetime) -> None:
+    """A run-log line as metrics: outcomes and retries by status; a first start's lag."""
+    status = line["status"]
+    if status == "running":
+        due = line.get("due")
+        if line.get("attempt") == 1 and isinstance(due, int):
+            lag = (now - from_ms(due)).total_seconds()
+            metrics.scheduler_fire_lag_seconds.observe(max(0.0, lag))
+    elif status in OUTCOMES or status == "retry":
+        count = line.get("count", 1)
+        metrics.scheduler_runs.labels(status).inc(count if isinstance(count, int) else 1)

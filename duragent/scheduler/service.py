@@ -12,7 +12,10 @@ schedule that is due:
   one-shot missed while the server was down runs once on start if younger than its grace;
 - **starts** it: the cursor moves in memory at once, and the run's ``running`` line is on
   disk (fsync'd) before the payload does anything, so after a crash that due time is never
-  started again. At most ``max_concurrent_runs`` run at once (the rest wait their turn).
+  started again. With several nodes (``claims``), the due time is first claimed in the
+  database — (schedule id, due time) is a primary key — so it starts once cluster-wide even
+  when two nodes believe they lead the scheduler for a moment (one paused past its lease).
+  At most ``max_concurrent_runs`` run at once (the rest wait their turn).
 
 A run ends in exactly one outcome line (``runs``). A failed attempt is retried with capped,
 jittered exponential backoff when the schedule has a ``retry`` block; a recurring schedule
@@ -25,23 +28,31 @@ chat's own recovery answers or delivers what it wrote; running it again would sa
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Protocol
 
 from duragent.core.metrics import Metrics
 from duragent.errors import ConfigError
 from duragent.scheduler.clock import Clock
 from duragent.scheduler.model import At, Every, Schedule
-from duragent.scheduler.runs import OUTCOMES, Dangling, RunState, from_ms, to_ms
+from duragent.scheduler.payloads import (
+    PayloadRunner,
+    Record,
+    RunReport,
+    SchedulerSettings,
+    backoff_seconds,
+)
+from duragent.scheduler.runs import Dangling, RunState, count_line, to_ms
 from duragent.scheduler.timing import next_due
-from duragent.store.protocols import RunLogStorage
+from duragent.store.protocols import RunClaims, RunLogStorage
 
-__all__ = [
+__all__ = [  # the payload contract lives in ``payloads``; named here as it always was
     "PayloadRunner",
+    "Record",
     "RunReport",
     "Scheduler",
     "SchedulerSettings",
@@ -49,40 +60,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-Record = Callable[[str, int], Awaitable[None]]
-"""``record(session_id, seq)``: the run wrote ``seq`` into the session (durably logged)."""
-
-
-@dataclass(frozen=True, slots=True)
-class RunReport:
-    """How one attempt went: ``error`` is None on success."""
-
-    error: str | None = None
-    session_id: str | None = None
-
-
-class PayloadRunner(Protocol):
-    """Runs a schedule's payload for one due time (``chat.ChatPayloads`` in the server)."""
-
-    async def run(self, schedule: Schedule, due: datetime, record: Record) -> RunReport:
-        """Deliver the message or run the task; expected failures are a report, not raised."""
-        ...
-
-
-@dataclass(frozen=True, slots=True)
-class SchedulerSettings:
-    """``duragent.yaml`` ``scheduler:`` (see config)."""
-
-    max_concurrent_runs: int = 5
-    one_shot_grace_seconds: float = 86400.0
-    recurring_grace_seconds: float = 60.0
-
-
-def backoff_seconds(attempt: int, initial_ms: int, max_ms: int, rng: random.Random) -> float:
-    """Delay before retry ``attempt`` (1 = first retry): doubling, capped, ±20 % jitter."""
-    delay: float = min(initial_ms * 2 ** min(attempt - 1, 10), max_ms)
-    return delay * rng.uniform(0.8, 1.2) / 1000
 
 
 @dataclass(slots=True)
@@ -108,8 +85,18 @@ class Scheduler:
         settings: SchedulerSettings | None = None,
         *,
         rng: random.Random | None = None,
+        claims: RunClaims | None = None,
     ) -> None:
+        """The loop over ``runs``, running payloads with ``payloads``.
+
+        ``claims``: where each due time is claimed before its first attempt, when several
+        nodes share the schedules (None: this process alone decides, by its run log).
+        """
         self._runs = runs
+        self._claims = claims
+        self.passive = False
+        """A node that does not lead the scheduler: it keeps the schedules (listings) and
+        leaves run logs alone (an unfinished run there is the leader's, not interrupted)."""
         self._payloads = payloads
         self._clock = clock
         self.settings = settings = settings or SchedulerSettings()
@@ -151,13 +138,23 @@ class Scheduler:
             state = RunState.fold(self._runs.recent(schedule.id, 1_000_000))
             slot = _Slot(schedule, state)
             self._slots[schedule.id] = slot
-            if state.dangling is not None:
+            if state.dangling is not None and not self.passive:
                 self._interrupted(slot, state.dangling)
-            if schedule.declared_in is not None and state.cursor is None:
+            if schedule.declared_in is not None and state.cursor is None and not self.passive:
                 self._append(slot, {"status": "registered", "cursor": to_ms(self._clock.now())})
         slot.schedule = schedule
         slot.next = self._next_after_cursor(slot) if schedule.status == "active" else None
         self._changed.set()
+
+    def reset(self, schedules: Sequence[Schedule]) -> None:
+        """Forget every schedule and take ``schedules`` again, their run logs read afresh.
+
+        What a node does when it becomes the scheduler's leader: the previous leader's runs
+        (and a run it left unfinished) are then in this node's cursors.
+        """
+        self._slots.clear()
+        for schedule in schedules:
+            self.put(schedule)
 
     def remove(self, schedule_id: str) -> None:
         """Forget a schedule (a declared one no longer declared); a running run finishes."""
@@ -269,6 +266,13 @@ class Scheduler:
             return
         slot.seen.add(key)
         slot.state.cursor = max(slot.state.cursor or due, due)
+        if (
+            attempt == 1
+            and self._claims is not None
+            and not self._claims.claim(slot.schedule.id, key)
+        ):
+            log.info("schedule %s: due time %s was started by another node", slot.schedule.id, due)
+            return
         slot.task = asyncio.create_task(self._run(slot, due, attempt))
 
     async def _run(self, slot: _Slot, due: datetime, attempt: int) -> None:
@@ -293,14 +297,18 @@ class Scheduler:
         due_ms = to_ms(due)
 
         async def record(session_id: str, seq: int) -> None:
-            self._append(slot, {"status": "recorded", "due": due_ms, "session_id": session_id,
-                                "seq": seq})  # fmt: skip
+            await self._append_off_loop(slot, {"status": "recorded", "due": due_ms,
+                                               "session_id": session_id, "seq": seq})  # fmt: skip
 
         while True:
             if self.get(s.id) is None or slot.schedule.status != "active":
-                self._append(slot, {"status": "error", "due": due_ms, "error": "cancelled"})
+                await self._append_off_loop(
+                    slot, {"status": "error", "due": due_ms, "error": "cancelled"}
+                )
                 return
-            self._append(slot, {"status": "running", "due": due_ms, "attempt": attempt})
+            await self._append_off_loop(
+                slot, {"status": "running", "due": due_ms, "attempt": attempt}
+            )
             try:
                 report = await self._payloads.run(slot.schedule, due, record)
             except Exception as exc:  # a payload runner's bug must not stop the schedule
@@ -308,7 +316,7 @@ class Scheduler:
                 report = RunReport(error=f"{type(exc).__name__}: {exc}")
             if report.error is None or attempt >= total:
                 break
-            self._append(slot, {"status": "retry", "due": due_ms, "attempt": attempt,
+            await self._append_off_loop(slot, {"status": "retry", "due": due_ms, "attempt": attempt,
                                 "error": report.error})  # fmt: skip
             assert s.retry is not None
             await self._clock.sleep(
@@ -329,7 +337,7 @@ class Scheduler:
             entry["error"] = error
         if report.session_id is not None:
             entry["session_id"] = report.session_id
-        self._append(slot, entry)
+        await self._append_off_loop(slot, entry)
         if isinstance(s.timing, At):
             self._complete(slot)
 
@@ -345,22 +353,34 @@ class Scheduler:
         now = self._clock.now()
         line = {"ts": to_ms(now)} | {k: v for k, v in entry.items() if v is not None}
         self._runs.append(slot.schedule.id, line)
+        self._applied(slot, line, now)
+
+    async def _append_off_loop(self, slot: _Slot, entry: dict[str, object]) -> None:
+        """``_append`` from a run, off the event loop when the database is shared.
+
+        With ``claims`` (PostgreSQL) the write goes to a thread, so a slow or unreachable
+        database stalls the run, not the event loop; files are written inline as before. A
+        run cancelled meanwhile waits for its line to land before it goes on to record the
+        interruption, so the lines stay in order.
+        """
+        if self._claims is None:
+            self._append(slot, entry)
+            return
+        now = self._clock.now()
+        line = {"ts": to_ms(now)} | {k: v for k, v in entry.items() if v is not None}
+        write = asyncio.ensure_future(asyncio.to_thread(self._runs.append, slot.schedule.id, line))
+        try:
+            await asyncio.shield(write)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await write
+            raise
+        self._applied(slot, line, now)
+
+    def _applied(self, slot: _Slot, line: dict[str, object], now: datetime) -> None:
         slot.state.apply(line)
         if self.metrics is not None:
-            self._count(self.metrics, line, now)
-
-    @staticmethod
-    def _count(metrics: Metrics, line: Mapping[str, object], now: datetime) -> None:
-        """A run-log line as metrics: outcomes and retries by status; a first start's lag."""
-        status = line["status"]
-        if status == "running":
-            due = line.get("due")
-            if line.get("attempt") == 1 and isinstance(due, int):
-                lag = (now - from_ms(due)).total_seconds()
-                metrics.scheduler_fire_lag_seconds.observe(max(0.0, lag))
-        elif status in OUTCOMES or status == "retry":
-            count = line.get("count", 1)
-            metrics.scheduler_runs.labels(status).inc(count if isinstance(count, int) else 1)
+            count_line(self.metrics, line, now)
 
     async def run_forever(self) -> None:
         """The loop: start what is due, sleep until the next due time or a change."""

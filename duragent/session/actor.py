@@ -27,7 +27,7 @@ from duragent.session.bridge import Request, SessionUnavailableError
 from duragent.session.descriptors import is_out_of_descriptors
 from duragent.session.journal import BATCH_SIZE, SNAPSHOT_EVERY, Journal, NewSession
 from duragent.session.operations import SessionInfo, SessionOps, UserMessageResult
-from duragent.store import SessionStorage, SnapshotCorruptError
+from duragent.store import FencedWriteError, SessionStorage, SnapshotCorruptError
 
 if TYPE_CHECKING:
     from pykka._actor import ActorInbox  # the Protocol pykka types its inbox with
@@ -148,6 +148,8 @@ class SessionActor(SessionOps, pykka.ThreadingActor):
         self._closed = True
         try:
             self._journal.snapshot()
+        except FencedWriteError as exc:  # another node owns it now: nothing to flush here
+            log.warning("session %s: not flushed on stop: %s", self.session_id, exc)
         except Exception:
             log.exception("session %s: final flush failed", self.session_id)
         finally:

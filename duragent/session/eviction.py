@@ -12,12 +12,15 @@ specs/202611232150.workspace-lock-and-descriptors.md):
   nothing (``RETRY_SAFE_OPS``, decided by the caller);
 - an actor being asked (``busy``) or awaiting a tool result is never evicted (its restart would
   mark the call interrupted), and an evicted actor stays registered until its stop is
-  answered, so a request arriving meanwhile queues behind the stop, never beside it.
+  answered, so a request arriving meanwhile queues behind the stop, never beside it;
+- an actor whose session another node took (a shared store's lease, ``session.leases``) is
+  dropped whatever it is doing, with the same care (``drop``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections import OrderedDict
@@ -113,6 +116,22 @@ class Evictor:
         elif self._live.get(session_id) is live:
             del self._live[session_id]
         return stopped is not False
+
+    async def drop(self, session_id: str) -> None:
+        """Stop an actor that lost its session to another node (its writes are fenced).
+
+        Busy or not: it can never write again. Like an eviction it stays registered until
+        its stop is answered, so a request arriving meanwhile queues behind the stop, and a
+        new actor here claims a new epoch only after the old one's last (refused) write.
+        """
+        live = self._live.get(session_id)
+        if live is None or live.leaving:
+            return
+        live.leaving = True
+        with contextlib.suppress(SessionUnavailableError):
+            await self._ask(live.ref, "stop")
+        if self._live.get(session_id) is live:
+            del self._live[session_id]
 
     async def making_room(
         self, keep: str, retries: int, action: Callable[[], Awaitable[Any]]

@@ -39,6 +39,7 @@ from duragent.store import (
     SessionLog,
     SessionSnapshots,
     SessionStorage,
+    SharedStorage,
     SnapshotCorruptError,
     storage_error,
 )
@@ -176,6 +177,8 @@ class Journal:
             raise storage_error(f"loading session {self.session_id}", exc) from exc
 
     def _load(self) -> None:
+        if isinstance(self._store, SharedStorage):  # another node may own it (LeaseHeldError)
+            self._store.own(self.session_id)  # claimed before reading: no write can follow ours
         self._store.remove_stale_temp_files(self.session_id)
         snapshot = self._snapshots.read()
         if snapshot is None:

@@ -50,8 +50,9 @@ class SessionListing:
     async def sessions(self, limit: int) -> list[dict[str, Any]]:
         """Newest sessions first, at most ``limit``, quarantined and unreadable ones included."""
         store = self._store
-        on_disk = set(store.list_ids())
-        quarantined = set(store.quarantined()) - on_disk
+        listed = await asyncio.to_thread(lambda: (store.list_ids(), store.quarantined()))
+        on_disk = set(listed[0])  # queries in a shared store: never on the event loop
+        quarantined = set(listed[1]) - on_disk
         ids = sorted(on_disk | quarantined, reverse=True)[:limit]
         from_disk = [sid for sid in ids if sid not in quarantined and not self._is_live(sid)]
         headers = await asyncio.to_thread(lambda: {sid: self._header(sid) for sid in from_disk})

@@ -9,6 +9,11 @@
 - Live actors are bounded (``live_cap``, an idle reaper) and out of open files idle ones make
   room: that policy is ``eviction.Evictor``. Listings are ``listing.SessionListing``.
 - ``aclose`` stops every actor; each flushes and snapshots first.
+- With a store several nodes share (``SharedStorage``): leases are renewed while actors live
+  (``leases.LeaseKeeper``); an actor whose write was fenced, or whose lease was found lost,
+  is dropped at once (``FencedWriteError`` reaches the caller, who serves the request again
+  where the session lives now); store lookups run in threads (each is a query) and a
+  chat's session is read through to the database (another node may have mapped it).
 """
 
 from __future__ import annotations
@@ -37,9 +42,16 @@ from duragent.session.eviction import PRESSURE_RETRIES, Evictor, Live
 from duragent.session.gate import DEFAULT_ACTIVE_ASKS, MAX_ACTIVE_ASKS
 from duragent.session.handle import SessionHandle
 from duragent.session.keyed_locks import KeyedLocks
+from duragent.session.leases import LeaseKeeper
 from duragent.session.listing import QUARANTINED, UNAVAILABLE, SessionListing
 from duragent.session.progress import ChatProgress, progress_from_header
-from duragent.store import ChatKey, SessionStorage, SnapshotCorruptError
+from duragent.store import (
+    ChatKey,
+    FencedWriteError,
+    SessionStorage,
+    SharedStorage,
+    SnapshotCorruptError,
+)
 
 __all__ = ["RegistrySettings", "SessionNotFoundError", "SessionRegistry"]
 
@@ -98,6 +110,11 @@ class SessionRegistry:
         is live ``for_chat`` asks them nothing. A ``set_status``, a not-found or quarantined
         answer, or a delete drops one."""
         self._reaper: asyncio.Task[None] | None = None
+        self.leases = (
+            LeaseKeeper(store, self._evictor.drop) if isinstance(store, SharedStorage) else None
+        )
+        """Renews this node's session leases (a shared store only)."""
+        self._lease_task: asyncio.Task[None] | None = None
         self._on_change = on_change
         self._closed = False
         asks = self.settings.active_asks
@@ -123,6 +140,8 @@ class SessionRegistry:
             lambda: [(("in_flight",), float(admission.in_use)), (("waiting",), admission.waiting)],
             labels=("state",),
         )
+        if self.leases is not None:
+            self.leases.instrument(metrics)
 
     @property
     def active_limit(self) -> int:
@@ -135,14 +154,17 @@ class SessionRegistry:
         """Prepare the directory and load the chat index; start the idle reaper."""
         await asyncio.to_thread(self.store.open)
         self._reaper = asyncio.create_task(self._evictor.reap_forever(), name="session-reaper")
+        if self.leases is not None:
+            self._lease_task = asyncio.create_task(self.leases.run_forever(), name="lease-keeper")
 
     async def aclose(self) -> None:
         """Stop every live actor (each flushes and snapshots)."""
         self._closed = True
-        if self._reaper is not None:
-            self._reaper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reaper
+        for task in (self._reaper, self._lease_task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         await asyncio.gather(*(self._stop(sid) for sid in list(self._live)), return_exceptions=True)
         await asyncio.to_thread(self.store.close)  # after every actor's last write
 
@@ -180,7 +202,7 @@ class SessionRegistry:
     async def for_chat(self, key: ChatKey, new: NewSession) -> str:
         """The chat's current session id, creating exactly one if it has none."""
         async with self._chat_locks.hold(key):
-            existing = self.store.chats.get(key)
+            existing = await self._chat_of(key)
             if existing in self._usable and existing in self._live:  # loaded: cannot be
                 return existing  # quarantined now, and completing it went through ``call``
             if existing is not None:
@@ -219,9 +241,15 @@ class SessionRegistry:
         logged = self.store.event_log(session_id).last_seq()
         return progress_from_header(session_id, header, logged)
 
+    async def _chat_of(self, key: ChatKey) -> str | None:
+        """The chat's mapped session: read through to a shared store (in a thread)."""
+        if isinstance(self.store, SharedStorage):
+            return await asyncio.to_thread(self.store.fetch_chat, key)
+        return self.store.chats.get(key)
+
     async def chat_session(self, key: ChatKey) -> str | None:
         """The chat's current session id, or None (none yet, ended, or unusable)."""
-        existing = self.store.chats.get(key)
+        existing = await self._chat_of(key)
         if existing is None:
             return None
         try:
@@ -292,6 +320,10 @@ class SessionRegistry:
             live.busy += 1
             try:
                 return await self._ask(live.ref, op, **kwargs)
+            except FencedWriteError as exc:  # another node owns it: never write here again
+                log.warning("session %s: write refused by the lease fence: %s", session_id, exc)
+                await self._evictor.drop(session_id)
+                raise
             except SessionUnavailableError:
                 if self._live.get(session_id) is live:
                     del self._live[session_id]
@@ -315,8 +347,11 @@ class SessionRegistry:
     async def delete(self, session_id: str) -> None:
         """Stop the session and delete its folder."""
         self._usable.discard(session_id)
-        if not self.store.exists(session_id) and session_id not in self._live:
-            raise self._missing(session_id)
+        exists = await asyncio.to_thread(self.store.exists, session_id)
+        if not exists and session_id not in self._live:
+            raise await asyncio.to_thread(self._missing, session_id)
+        if isinstance(self.store, SharedStorage) and session_id not in self._live:
+            await asyncio.to_thread(self.store.own, session_id)  # LeaseHeldError: forwarded
         await self._stop(session_id)
         await asyncio.to_thread(self.store.delete, session_id)
 
@@ -364,8 +399,8 @@ class SessionRegistry:
             return live
         if live is not None:
             del self._live[session_id]
-        if not self.store.exists(session_id):
-            raise self._missing(session_id)
+        if not await asyncio.to_thread(self.store.exists, session_id):  # a query, in Postgres
+            raise await asyncio.to_thread(self._missing, session_id)
         return await self._start(session_id, None)
 
     def _missing(self, session_id: str) -> Exception:

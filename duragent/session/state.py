@@ -98,12 +98,14 @@ class SessionState:
         self.silent: deque[BufferedMessage] = deque(snapshot.silent_buffer, self.silent_cap)
         self.memory = ContextMemory.from_snapshot(snapshot.summary, snapshot.pins, snapshot.task)
         self._outstanding: dict[str, None] = {}
-        self._result_ids: set[str] = set()
         self._origin: dict[int, int] = {}
         """id(message) → the seq of the event it came from (checkpoint_seq for loaded ones)."""
         self._applying = snapshot.checkpoint_seq
         for m in self.checkpointed:
             self._track(m)
+        if len(snapshot.conversation_seqs) == len(self.checkpointed):
+            for m, seq in zip(self.checkpointed, snapshot.conversation_seqs, strict=True):
+                self._origin[id(m)] = seq
 
     # --- queries ------------------------------------------------------------------------
 
@@ -168,6 +170,9 @@ class SessionState:
             last_event_seq=self.last_seq,
             checkpoint_seq=self.checkpoint_seq,
             conversation=list(self.checkpointed),
+            conversation_seqs=[
+                self._origin.get(id(m), self.checkpoint_seq) for m in self.checkpointed
+            ],
             on_disconnect=self.on_disconnect,
             gateway=self.gateway,
             gateway_chat_id=self.gateway_chat_id,
@@ -344,15 +349,14 @@ class SessionState:
             self._origin[id(target[-1])] = self._applying
         else:
             target.append(Message.assistant(None, (call,)))
+            self._origin[id(target[-1])] = self._applying
         self._outstanding[call.id] = None
 
     def _track(self, message: Message) -> None:
         self._origin[id(message)] = self._applying
         for call in message.tool_calls:
-            if call.id not in self._result_ids:
-                self._outstanding[call.id] = None
+            self._outstanding[call.id] = None
         if message.role is Role.TOOL and message.tool_call_id:
-            self._result_ids.add(message.tool_call_id)
             self._outstanding.pop(message.tool_call_id, None)
 
     def _append(self, message: Message) -> None:
@@ -360,18 +364,26 @@ class SessionState:
         self._track(message)
 
     def _add_result(self, call_id: str, content: str) -> None:
-        if call_id in self._result_ids:
-            return  # already present (replay over a snapshot that holds it)
+        """Place a result right after the newest call with its id, unless it is there already.
+
+        "Already there" is judged at that call, not by the id ever having had a result: a
+        replay over a snapshot that holds a late result adds nothing, while a model that
+        reuses call ids (``call_0`` in every turn) still gets each result, live and replayed.
+        """
         message = Message.tool(call_id, content)
         for messages in (self.pending, self.checkpointed):
             index = _index_of_call(messages, call_id)
             if index is not None:
                 end = index + 1
                 while end < len(messages) and messages[end].role is Role.TOOL:
+                    if messages[end].tool_call_id == call_id:
+                        return  # already present (replay over a snapshot that holds it)
                     end += 1
                 messages.insert(end, message)
                 self._track(message)
                 return
+        if any(m.role is Role.TOOL and m.tool_call_id == call_id for m in self.messages()):
+            return  # its call left the window; the result is there already
         self._append(message)
 
     def _remember_platform_id(self, platform_id: str, seq: int) -> None:

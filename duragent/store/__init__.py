@@ -23,8 +23,14 @@ from __future__ import annotations
 from duragent.store.chat_index import ChatIndex, ChatKey
 from duragent.store.event_log import EventLog, ReadReport
 from duragent.store.fileops import OS_FILE_OPS, FileOps
-from duragent.store.health import StoreHealth, is_disk_full, storage_error
+from duragent.store.health import (
+    StoreHealth,
+    is_database_unreachable,
+    is_disk_full,
+    storage_error,
+)
 from duragent.store.memory_store import MemorySessionStore
+from duragent.store.ownership import FencedWriteError, LeaseHeldError, NodeDirectory, NodeRecord
 from duragent.store.protocols import (
     ChatMap,
     RunLogStorage,
@@ -33,6 +39,7 @@ from duragent.store.protocols import (
     SessionLog,
     SessionSnapshots,
     SessionStorage,
+    SharedStorage,
     SummaryStorage,
     WriteHealth,
 )
@@ -56,8 +63,12 @@ __all__ = [
     "ChatKey",
     "ChatMap",
     "EventLog",
+    "FencedWriteError",
     "FileOps",
+    "LeaseHeldError",
     "MemorySessionStore",
+    "NodeDirectory",
+    "NodeRecord",
     "ReadReport",
     "RunLogStorage",
     "SavedOutputLimits",
@@ -69,11 +80,13 @@ __all__ = [
     "SessionSnapshots",
     "SessionStorage",
     "SessionStore",
+    "SharedStorage",
     "SnapshotCorruptError",
     "SnapshotFile",
     "StoreHealth",
     "SummaryStorage",
     "WriteHealth",
+    "is_database_unreachable",
     "is_disk_full",
     "is_output_id",
     "storage_error",

@@ -8,15 +8,21 @@ redactor before anything can log it, and messages describe the database without 
 from __future__ import annotations
 
 import socket
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from duragent.config.store import StoreConfig
 from duragent.core.redact import redact_secrets
 from duragent.errors import ConfigError
-from duragent.store.protocols import SessionStorage
+from duragent.store.cluster import Cluster, local_cluster
+from duragent.store.protocols import RunLogStorage, ScheduleStorage, SessionStorage
 from duragent.store.session_store import SessionStore
 
-__all__ = ["default_node_id", "session_storage"]
+if TYPE_CHECKING:
+    from duragent.store.postgres.sessions import PostgresSessionStore
+
+__all__ = ["cluster_storage", "default_node_id", "schedule_storage", "session_storage"]
 
 
 def default_node_id() -> str:
@@ -51,3 +57,36 @@ def session_storage(config: StoreConfig, sessions_dir: Path) -> SessionStorage:
     return postgres.PostgresSessionStore(
         db, node_id=config.node_id or default_node_id(), lease_seconds=config.lease_seconds
     )
+
+
+def cluster_storage(store: SessionStorage) -> Cluster:
+    """What the nodes serving ``store``'s workspace share (``store.cluster``).
+
+    This process alone for files and memory; tables every node sees for PostgreSQL (the
+    same pool, node id and lease length as the sessions).
+    """
+    postgres = _postgres_of(store)
+    if postgres is None:
+        return local_cluster()
+    from duragent.store.postgres import postgres_cluster
+
+    return postgres_cluster(postgres.db, postgres.node_id, postgres.lease_seconds)
+
+
+def schedule_storage(store: SessionStorage) -> tuple[ScheduleStorage, RunLogStorage] | None:
+    """Schedules and run logs every node shares (PostgreSQL); None: the workspace's files."""
+    postgres = _postgres_of(store)
+    if postgres is None:
+        return None
+    from duragent.store.postgres import PostgresRunLog, PostgresSchedules
+
+    return PostgresSchedules(postgres.db), PostgresRunLog(postgres.db)
+
+
+def _postgres_of(store: SessionStorage) -> PostgresSessionStore | None:
+    """``store`` when it is the PostgreSQL backend (whose module is loaded only if used)."""
+    module = sys.modules.get("duragent.store.postgres.sessions")
+    if module is None or not isinstance(store, module.PostgresSessionStore):
+        return None
+    postgres: PostgresSessionStore = store
+    return postgres

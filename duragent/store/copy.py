@@ -10,6 +10,9 @@ the same history is skipped (the copy can be run again after an interruption); o
 with a *different* history is left alone and reported as a conflict. Quarantined sessions are
 not copied (their files cannot be trusted): they are listed so a person can restore them first.
 
+Schedules and their run logs are copied too (``copy_schedules``): the scheduler reads them
+from the store the workspace uses, so a workspace moving to PostgreSQL keeps its schedules.
+
 The source is only read. Run it while no server writes to either store.
 """
 
@@ -18,13 +21,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from duragent.core.events import Event
-from duragent.store.protocols import SessionStorage
+from duragent.store.protocols import RunLogStorage, ScheduleStorage, SessionStorage
 from duragent.store.saved_outputs import SavedOutputLimits
+from duragent.store.schedule_files import PRUNE_KEEP
 
 _KEEP_ALL = SavedOutputLimits(max_output_bytes=1 << 62, max_session_bytes=1 << 62, retention_days=0)
 """Copying keeps every saved output as it is: retention and caps apply at the next real save."""
 
-__all__ = ["CopyReport", "copy_sessions", "history_differences"]
+__all__ = [
+    "CopyReport",
+    "ScheduleCopyReport",
+    "copy_schedules",
+    "copy_sessions",
+    "history_differences",
+]
 
 
 @dataclass(slots=True)
@@ -130,4 +140,39 @@ def copy_sessions(source: SessionStorage, target: SessionStorage) -> CopyReport:
         diff = history_differences(source, target, sid)
         if diff:
             report.differences[sid] = diff
+    return report
+
+
+@dataclass(slots=True)
+class ScheduleCopyReport:
+    """What ``copy_schedules`` did."""
+
+    copied: list[str] = field(default_factory=list)
+    already_there: list[str] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)
+    """Schedules the target holds with another document (left as they were)."""
+
+
+def copy_schedules(
+    source: tuple[ScheduleStorage, RunLogStorage], target: tuple[ScheduleStorage, RunLogStorage]
+) -> ScheduleCopyReport:
+    """Copy every schedule and its run log (the newest ``PRUNE_KEEP`` runs) into ``target``.
+
+    The run log is what keeps a due time from running again (its cursor), so it moves with
+    the schedule, runs first: a schedule is never in the target without its history.
+    """
+    report = ScheduleCopyReport()
+    (src, src_runs), (dst, dst_runs) = source, target
+    for schedule_id in src.ids():
+        document = src.get(schedule_id)
+        if document is None:
+            continue
+        there = dst.get(schedule_id)
+        if there is not None:
+            (report.already_there if there == document else report.conflicts).append(schedule_id)
+            continue
+        for run in src_runs.recent(schedule_id, PRUNE_KEEP):
+            dst_runs.append(schedule_id, run)
+        dst.put(schedule_id, document)
+        report.copied.append(schedule_id)
     return report

@@ -19,7 +19,13 @@ from pathlib import Path
 from duragent.errors import StorageError
 from duragent.store.fileops import FileOps
 
-__all__ = ["PROBE_FILENAME", "StoreHealth", "is_disk_full", "storage_error"]
+__all__ = [
+    "PROBE_FILENAME",
+    "StoreHealth",
+    "is_database_unreachable",
+    "is_disk_full",
+    "storage_error",
+]
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +40,15 @@ _FULL = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
 def is_disk_full(exc: OSError) -> bool:
     """True for ENOSPC / EDQUOT: no space or quota left (HTTP 507, not 503)."""
     return exc.errno in _FULL
+
+
+def is_database_unreachable(exc: OSError) -> bool:
+    """True when a database store could not be reached (``store.postgres.connection``).
+
+    Only the database backend raises a ``StorageError`` caused by a ``ConnectionError`` (file
+    calls do not connect anywhere): front ends then say the server reconnects by itself.
+    """
+    return isinstance(exc, StorageError) and isinstance(exc.cause, ConnectionError)
 
 
 def storage_error(operation: str, exc: OSError) -> OSError:

@@ -18,7 +18,7 @@ import yaml
 
 from duragent.core.messages import Message
 from duragent.core.nesting import MAX_NESTING_DEPTH, loads_bounded, yaml_too_deep
-from duragent.core.snapshot import SessionSnapshot, message_to_dict
+from duragent.core.snapshot import SessionSnapshot
 from duragent.errors import DuragentError
 from duragent.store.atomic import atomic_write
 from duragent.store.fileops import OS_FILE_OPS, FileOps
@@ -90,10 +90,10 @@ class SnapshotFile:
         parts = [dump_yaml(snapshot.header_dict())]
         if snapshot.conversation:
             parts.append("conversation:\n")
-            for message in snapshot.conversation:
-                text = rendered.get(message)
+            for index, message in enumerate(snapshot.conversation):
+                text = rendered.get(message)  # a message's origin seq never changes
                 if text is None:
-                    text = dump_lines([message_to_dict(message)])
+                    text = dump_lines([snapshot.message_dict(index)])
                 kept[message] = text
                 parts.append(text)
         else:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 from collections.abc import Awaitable, Callable, Mapping
 
 from starlette.requests import Request
@@ -47,6 +48,8 @@ class LLMEndpoint:
         wire: which API this endpoint speaks.
         record_and_choose: stores the request and returns it with the scripted answer.
         closing: set when the server stops; pending waits end and streams are cut.
+        served: called with the seconds each request took here, from its headers to the last
+            byte of the answer (reading the body included): the model's own time.
     """
 
     def __init__(
@@ -54,12 +57,21 @@ class LLMEndpoint:
         wire: Wire,
         record_and_choose: Chooser,
         closing: Callable[[], asyncio.Event],
+        served: Callable[[float], None] = lambda seconds: None,
     ) -> None:
         self.wire: Wire = wire
         self._record_and_choose = record_and_choose
         self._closing = closing
+        self._served = served
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = time.perf_counter()
+        try:
+            await self._answer(scope, receive, send)
+        finally:
+            self._served(time.perf_counter() - started)
+
+    async def _answer(self, scope: Scope, receive: Receive, send: Send) -> None:
         raw = await Request(scope, receive).body()
         recorded, item = await self._record_and_choose(scope, raw, self.wire)
         gone = asyncio.Event()

@@ -21,7 +21,8 @@ Three ways to run it:
 - ``with ScriptedLLMServer(...)`` runs it on its own loop in a daemon thread (sync tests);
 - ``python -m duragent.testing.fake_llm_server --port 0 --script s.json`` in another process
   (crash tests). It prints ``listening on http://127.0.0.1:PORT``; ``POST /_fake/script``
-  appends items and ``GET /_fake/requests`` lists what was received.
+  appends items, ``GET /_fake/requests`` lists what was received and ``GET /_fake/served``
+  says how many answers it finished and the seconds they took (``served``).
 """
 
 from __future__ import annotations
@@ -140,6 +141,8 @@ class ScriptedLLMServer(ServerLifecycle):
         self._queue: deque[ScriptItem] = deque(script)
         self._requests: deque[RecordedRequest] = deque(maxlen=keep_requests)
         self._received = 0
+        self._served = 0  # answers finished, and the seconds they took (``served``)
+        self._serving_seconds = 0.0
         self._lock = threading.Lock()
         self._closing: asyncio.Event | None = None
         self._server: _EmbeddedUvicorn | None = None
@@ -173,6 +176,23 @@ class ScriptedLLMServer(ServerLifecycle):
             if not self._requests:
                 raise LookupError("the fake LLM server has received no request")
             return self._requests[-1]
+
+    @property
+    def served(self) -> tuple[int, float]:
+        """(requests answered, seconds spent answering them) since the server started.
+
+        The model's own time: from a request's headers to the last byte of its answer,
+        reading the body included. A benchmark reads it before and after a turn to separate
+        what the model server spent (parsing a long history grows with the chat) from what
+        the client spent.
+        """
+        with self._lock:
+            return self._served, self._serving_seconds
+
+    def _count_served(self, seconds: float) -> None:
+        with self._lock:
+            self._served += 1
+            self._serving_seconds += seconds
 
     async def _record_and_choose(
         self, scope: Scope, raw: bytes, wire: Wire
@@ -233,16 +253,25 @@ class ScriptedLLMServer(ServerLifecycle):
     async def _admin_requests(self, request: Request) -> Response:
         return JSONResponse([r.to_json() for r in self.requests])
 
+    async def _admin_served(self, request: Request) -> Response:
+        count, seconds = self.served
+        return JSONResponse({"requests": count, "seconds": seconds})
+
     def app(self) -> Starlette:
         """The ASGI application (usable on its own, e.g. with httpx's ASGI transport)."""
-        chat = LLMEndpoint("openai", self._record_and_choose, self._closing_event)
-        messages = LLMEndpoint("anthropic", self._record_and_choose, self._closing_event)
+        chat = LLMEndpoint(
+            "openai", self._record_and_choose, self._closing_event, self._count_served
+        )
+        messages = LLMEndpoint(
+            "anthropic", self._record_and_choose, self._closing_event, self._count_served
+        )
         return Starlette(
             routes=[
                 Route("/v1/chat/completions", chat, methods=["POST"]),
                 Route("/v1/messages", messages, methods=["POST"]),
                 Route("/_fake/script", self._admin_script, methods=["POST"]),
                 Route("/_fake/requests", self._admin_requests, methods=["GET"]),
+                Route("/_fake/served", self._admin_served, methods=["GET"]),
             ]
         )
 

@@ -179,6 +179,7 @@ class ContextFactory:
         summaries = agent_summary_settings(agent, budget.window)
         metrics = self._metrics
         meter = metrics.meter(agent.name, agent.model.name) if metrics is not None else None
+        history_cache = self._history_cache(session_id)
         tier = SummaryTier(
             session=handle,
             settings=summaries,
@@ -194,6 +195,7 @@ class ContextFactory:
             price=price,
             sink=sink,
             meter=meter,
+            history_cache=history_cache,
         )
         extra = self._extra_tools(agent, session_id) if self._extra_tools else ()
         listed = {t.name for t in spec.tools if t.type == "builtin"}
@@ -249,7 +251,7 @@ class ContextFactory:
             price=price,
             sink=sink,
             steering=inbox.take,
-            history_cache=self._history_cache(session_id),
+            history_cache=history_cache,
             summaries=tier,
             hooks=effective_hooks(spec),
         )

@@ -21,6 +21,7 @@ from dataclasses import replace
 
 from duragent.agents import Agent
 from duragent.context.budget import BudgetSettings
+from duragent.context.history_index import HistoryCache
 from duragent.context.summaries import (
     SummaryPlan,
     SummarySettings,
@@ -102,8 +103,10 @@ class SummaryTier:
         price: Callable[[Usage], Usage] = lambda usage: usage,
         sink: TurnSink | None = None,
         meter: CallMeter | None = None,
+        history_cache: HistoryCache | None = None,
     ) -> None:
         self._session = session
+        self._history_cache = history_cache  # the session's, as the loop's (``plan_summary``)
         self._meter = meter
         self.settings = settings
         self._budget = budget
@@ -176,7 +179,9 @@ class SummaryTier:
     def _plan(self, history: list[Message], fixed: int, *, force: bool) -> SummaryPlan | None:
         reference = self._counter.count_text(self.block(fixed))
         budget = history_budget(self._budget, fixed + reference)
-        return plan_summary(history, self._counter, budget, self.settings, force=force)
+        return plan_summary(
+            history, self._counter, budget, self.settings, force=force, index=self._history_cache
+        )
 
     # --- writing one --------------------------------------------------------------------------
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from duragent.cli.doctor_store import store_findings
-from duragent.cli.findings import Level
+from duragent.cli.findings import Finding, Level
 from duragent.config import StoreConfig
 
 postgres_db = pytest.importorskip("tests.store.postgres_db")
@@ -20,15 +22,15 @@ def test_a_migrated_schema_is_reported_ok_and_an_unmigrated_one_says_how_to_migr
 
     with postgres_db.fresh_schema() as schema:
         config = StoreConfig(backend="postgres", dsn=postgres_db.DSN, schema=schema)
-        [fresh] = store_findings(config)
+        [fresh, _] = store_findings(config)
         assert fresh.level is Level.WARNING
         assert "duragent store migrate" in (fresh.fix or "")
         with postgres_db.database(schema) as db:
             db.open()
             migrate(db)
-        [ok] = store_findings(config)
+        [ok, _] = store_findings(config)
         assert ok.level is Level.OK
-        assert f"schema {schema} reachable, schema version 2" in ok.message
+        assert f"schema {schema} reachable, schema version 4" in ok.message
 
 
 def test_an_unreachable_dsn_is_an_error_without_the_password() -> None:
@@ -37,3 +39,37 @@ def test_an_unreachable_dsn_is_an_error_without_the_password() -> None:
     assert finding.level is Level.ERROR
     assert "127.0.0.1:1/db" in finding.message
     assert "hidden-pw-9" not in finding.message + (finding.fix or "")
+
+
+def _clock(config: StoreConfig, shift: float = 0.0) -> Finding:
+    """The clock finding of ``config`` when this node's clock is ``shift`` seconds off."""
+    found = store_findings(config, clock=lambda: time.time() + shift)
+    [clock] = [f for f in found if f.check == "clock"]
+    return clock
+
+
+def test_a_clock_in_step_with_the_database_is_reported_ok_with_its_skew() -> None:
+    with postgres_db.fresh_schema() as schema:
+        clock = _clock(StoreConfig(backend="postgres", dsn=postgres_db.DSN, schema=schema))
+    assert clock.level is Level.OK
+    assert "this node's clock is" in clock.message
+    assert "the database server's" in clock.message
+
+
+def test_a_clock_a_second_off_is_a_warning_that_says_why_it_matters() -> None:
+    with postgres_db.fresh_schema() as schema:
+        config = StoreConfig(backend="postgres", dsn=postgres_db.DSN, schema=schema)
+        ahead = _clock(config, shift=+1.0)
+        behind = _clock(config, shift=-1.0)
+    assert ahead.level is Level.WARNING
+    assert "ahead of the database server's" in ahead.message
+    assert behind.level is Level.WARNING
+    assert "behind the database server's" in behind.message
+    assert "NTP" in (ahead.fix or "")
+    assert "Leases use the database's clock" in (ahead.fix or "")
+
+
+def test_a_clock_many_seconds_off_is_an_error() -> None:
+    with postgres_db.fresh_schema() as schema:
+        config = StoreConfig(backend="postgres", dsn=postgres_db.DSN, schema=schema)
+        assert _clock(config, shift=-30.0).level is Level.ERROR

@@ -14,6 +14,8 @@ summaries, with both counters:
 
 from __future__ import annotations
 
+import contextlib
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -149,3 +151,42 @@ def test_a_summary_plan_cuts_at_a_unit_boundary_before_the_latest_user_message(
     check_rules(out)
     assert out[1].text == block
     assert any(m is _latest_user(history) for m in out)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    history=conversations(),
+    budget=budgets,
+    counter_no=st.integers(0, 1),
+    threshold=st.floats(0.05, 1.0),
+    keep=st.floats(0.05, 0.95),
+    warm=st.booleans(),
+    cut=st.integers(0, 6),
+)
+def test_a_plan_answered_from_the_history_cache_is_the_plan_without_it(
+    history: list[Message],
+    budget: BudgetSettings,
+    counter_no: int,
+    threshold: float,
+    keep: float,
+    warm: bool,
+    cut: int,
+) -> None:
+    counter = COUNTERS[counter_no]
+    tier = summary_settings(budget.window, enabled=True, threshold=threshold, keep_recent=keep)
+    index = HistoryCache()
+    every = history_budget(budget, 0)
+    for shown in (history, history[cut:]):  # then as if older messages had been summarised
+        if warm:  # the loop fits a request with the same cache before the next plan
+            with contextlib.suppress(ContextOverflowError):
+                fit_request(
+                    system="s", history=shown, counter=counter, settings=budget, history_cache=index
+                )
+        rough = counter.sum_messages(shown)
+        # the whole budget, then rooms that put the history just under, at and over the
+        # threshold (where the plan has to know the exact total)
+        near = [int(rough / (threshold * share)) for share in (0.92, 0.97, 1.0, 1.03)]
+        for room in (every, *near):
+            assert plan_summary(shown, counter, room, tier, index=index) == plan_summary(
+                shown, counter, room, tier
+            )

@@ -292,3 +292,17 @@ def test_the_command_line_server_serves_a_script_file_and_records_requests(
     assert [r["path"] for r in seen] == [CHAT, MESSAGES, CHAT]
     recorded = [json.loads(line) for line in record.read_text().splitlines()]
     assert [r["body"] for r in recorded] == [{"model": "m"}, {"model": "c"}, {}]
+
+
+async def test_the_server_says_how_many_answers_it_finished_and_how_long_they_took(
+    server: ScriptedLLMServer, client: httpx.AsyncClient
+) -> None:
+    server.enqueue(Reply(text="a b c", chunk_delay=0.02), Reply(text="b"))
+    assert (await client.get("/_fake/served")).json() == {"requests": 0, "seconds": 0.0}
+    await client.post(CHAT, json={"model": "m", "stream": True})
+    await client.post(MESSAGES, json={"model": "c"})
+    await client.get("/_fake/requests")  # the admin routes are not model answers
+    answered, seconds = server.served
+    assert answered == 2
+    assert seconds > 0
+    assert (await client.get("/_fake/served")).json() == {"requests": 2, "seconds": seconds}

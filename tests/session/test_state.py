@@ -183,3 +183,40 @@ def test_a_replay_over_a_snapshot_keeps_its_pending_approval_whole() -> None:
         again.apply(event)
 
     assert again.pending_approval == state.pending_approval
+
+
+def replayed(events: list[Event]) -> SessionState:
+    state = fresh()
+    for event in events:
+        state.apply(event)
+    return state
+
+
+def test_a_call_id_a_model_reuses_in_a_later_turn_gets_its_own_result_live_and_replayed() -> None:
+    """Some local servers number calls per turn (``call_0`` every time): ids repeat."""
+    state = fresh()
+    feed = Feed(state)
+    events = []
+    for turn in range(3):
+        call = ToolCall(id="call_0", name="bash")
+        events.append(feed(Event.user_message, content=f"do {turn}"))
+        events.append(feed(Event.assistant_response, agent="a", content="", tool_calls=(call,)))
+        assert state.outstanding_call_ids() == ["call_0"]
+        events.append(feed(Event.tool_result, call_id="call_0", success=True, content=f"r{turn}"))
+        events.append(feed(Event.assistant_response, agent="a", content=f"done {turn}"))
+    results = [m.content for m in state.messages() if m.role is Role.TOOL]
+    assert results == ["r0", "r1", "r2"]
+    assert state.outstanding_call_ids() == []
+    assert [m.content for m in replayed(events).messages()] == [m.content for m in state.messages()]
+
+
+def test_a_reused_call_id_left_open_by_a_crash_is_outstanding_after_recovery() -> None:
+    state = fresh()
+    feed = Feed(state)
+    call = ToolCall(id="call_0", name="bash")
+    events = [
+        feed(Event.assistant_response, agent="a", content="", tool_calls=(call,)),
+        feed(Event.tool_result, call_id="call_0", success=True, content="first"),
+        feed(Event.assistant_response, agent="a", content="", tool_calls=(call,)),
+    ]
+    assert replayed(events).outstanding_call_ids() == ["call_0"]

@@ -178,3 +178,35 @@ def test_the_history_api_shows_a_marker_where_a_summary_replaced_messages() -> N
     assert [m["role"] for m in shown] == ["user", "assistant", "summary", "user"]
     assert shown[2]["content"] == "## Goal\n- greet"
     assert (shown[2]["round"], shown[2]["through_seq"], shown[2]["messages"]) == (1, 2, 2)
+
+
+async def test_a_summary_after_a_restart_names_the_seq_its_last_message_came_from(
+    tmp_path: Path,
+) -> None:
+    """``through_seq`` is exact for messages loaded from state.yaml, not its checkpoint.
+
+    The window's oldest messages after a restart come from the snapshot; their events are
+    long before the snapshot's checkpoint. A summary of them that named the checkpoint would
+    claim to stand for messages still in the window (a client greying out what a summary
+    replaced would hide them).
+    """
+    registry = await open_registry(tmp_path)
+    sid = await registry.create(NewSession(agent="a"))
+    handle = registry.handle(sid)
+    for t in range(40):  # past the checkpoint threshold: the snapshot holds the window
+        await handle.add_user_message(f"user {t}")
+        await handle.add_assistant_response(f"answer {t}")
+    await registry.aclose()
+
+    registry = await open_registry(tmp_path)
+    handle = registry.handle(sid)
+    window = await handle.messages()
+    recorded = await handle.record_summary(
+        "s", last=window[3], tokens_before=1, tokens_after=1, model="m"
+    )
+    events = await handle.events(include_archive=True)
+    await registry.aclose()
+    kinds = (EventType.USER_MESSAGE, EventType.ASSISTANT_RESPONSE, EventType.ASSISTANT_MESSAGE)
+    said = [e for e in events if e.type in kinds]
+    assert recorded is not None
+    assert recorded.through_seq == said[3].seq

@@ -92,6 +92,8 @@ class Outage:
         self._lock = threading.Lock()
         self._links: list[socket.socket] = []
         self._listener: socket.socket | None = None
+        self._lose_commit = False
+        self.commits_lost = 0
         self.port = 0
         self.up()
         parts.update(host="127.0.0.1", port=str(self.port))
@@ -121,6 +123,14 @@ class Outage:
                 link.shutdown(socket.SHUT_RDWR)
             link.close()
 
+    def lose_next_commit_answer(self) -> None:
+        """Pass the next ``COMMIT`` to the server, then drop its answer and go ``down()``.
+
+        The client cannot know whether its transaction committed (it did): what a network
+        failure at the worst moment looks like.
+        """
+        self._lose_commit = True
+
     def _accept(self, listener: socket.socket) -> None:
         while True:
             try:
@@ -130,17 +140,41 @@ class Outage:
             server = socket.create_connection(self._target)
             with self._lock:
                 self._links += [client, server]
-            for a, b in ((client, server), (server, client)):
-                threading.Thread(target=_pump, args=(a, b), daemon=True).start()
+            committed = threading.Event()  # this link passed the COMMIT whose answer is lost
+            threading.Thread(target=self._up, args=(client, server, committed), daemon=True).start()
+            threading.Thread(
+                target=self._back, args=(server, client, committed), daemon=True
+            ).start()
+
+    def _up(self, source: socket.socket, sink: socket.socket, committed: threading.Event) -> None:
+        """Client to server; notes the COMMIT to lose (a simple-query message ``Q…COMMIT``)."""
+        try:
+            while data := source.recv(65536):
+                if self._lose_commit and b"COMMIT\x00" in data:
+                    self._lose_commit = False
+                    committed.set()
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            _close(source, sink)
+
+    def _back(self, source: socket.socket, sink: socket.socket, committed: threading.Event) -> None:
+        """Server to client; the answer to the lost COMMIT is dropped and the relay cut."""
+        try:
+            while data := source.recv(65536):
+                if committed.is_set():
+                    self.commits_lost += 1
+                    self.down()
+                    return
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            _close(source, sink)
 
 
-def _pump(source: socket.socket, sink: socket.socket) -> None:
-    try:
-        while data := source.recv(65536):
-            sink.sendall(data)
-    except OSError:
-        pass
-    finally:
-        for end in (source, sink):
-            with contextlib.suppress(OSError):
-                end.shutdown(socket.SHUT_RDWR)
+def _close(*ends: socket.socket) -> None:
+    for end in ends:
+        with contextlib.suppress(OSError):
+            end.shutdown(socket.SHUT_RDWR)

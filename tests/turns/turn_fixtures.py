@@ -27,11 +27,12 @@ def agent_yaml(
     max_input_tokens: int = 32000,
     model_extra: str = "",
     builtins: Sequence[str] = (),
+    provider: str = "fake",
     **session: Any,
 ) -> str:
     """The test agent ``bot``: ``model_extra`` is more of its ``spec.model`` (YAML at its
-    indentation), ``builtins`` builtin tools it lists, ``session`` its ``spec.session``
-    fields."""
+    indentation), ``builtins`` builtin tools it lists, ``provider`` its model's provider
+    (``fake``: an OpenAI-compatible one), ``session`` its ``spec.session`` fields."""
     lines = "\n".join(f"    {k}: {v}" for k, v in session.items())
     listed = "".join(f"    - {{type: builtin, name: {name}}}\n" for name in builtins)
     return (
@@ -43,7 +44,7 @@ def agent_yaml(
           name: bot
         spec:
           model:
-            provider: fake
+            provider: {provider}
             name: gpt-4o
             base_url: {base_url}
             max_input_tokens: {max_input_tokens}
@@ -110,17 +111,20 @@ async def harness(
     max_input_tokens: int = 32000,
     model_extra: str = "",
     builtins: Sequence[str] = (),
+    provider: str = "fake",
     **session: Any,
 ) -> AsyncIterator[Harness]:
     async with ScriptedLLMServer(responder=responder) as server:
+        base_url = server.anthropic_base_url if provider == "anthropic" else server.openai_base_url
         agent_dir = tmp_path / ".duragent" / "agents" / "bot"
         agent_dir.mkdir(parents=True, exist_ok=True)
         (agent_dir / "agent.yaml").write_text(
             agent_yaml(
-                server.openai_base_url,
+                base_url,
                 max_input_tokens=max_input_tokens,
                 model_extra=model_extra,
                 builtins=builtins,
+                provider=provider,
                 **session,
             )
         )

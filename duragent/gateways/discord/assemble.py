@@ -19,6 +19,7 @@ from duragent.core.tasks import BackgroundTasks
 from duragent.frontkit import GatewayChats, OutboundPort, Router, gateway_chats
 from duragent.gateways.discord.messages import GATEWAY
 from duragent.gateways.discord.service import GUILD_READY_SECONDS, DiscordGateway
+from duragent.store.cluster import Cluster
 from duragent.turns import TurnRunner
 
 __all__ = ["TYPING_EVERY_SECONDS", "build_discord_gateway"]
@@ -37,6 +38,7 @@ def build_discord_gateway(
     catalog: Callable[[], AgentCatalog],
     routes: Sequence[RouteConfig],
     request_timeout: float | None = None,
+    cluster: Cluster | None = None,
     guild_ready_seconds: float = GUILD_READY_SECONDS,
 ) -> DiscordGateway:
     """The Discord service; its chat front is built once the bot has logged in.
@@ -58,6 +60,7 @@ def build_discord_gateway(
             catalog=catalog,
             bot_username=bot_username,
             request_timeout=request_timeout,
+            cluster=cluster,
             typing_every=TYPING_EVERY_SECONDS,
             is_group=is_group,
         )

@@ -39,6 +39,7 @@ from duragent.core.tasks import BackgroundTasks
 from duragent.errors import ConfigError, DuragentError
 from duragent.frontkit import (
     ChatHandler,
+    InboundBusyError,
     OutboundPort,
     WebhookReceiver,
 )
@@ -272,6 +273,8 @@ class DiscordGateway:
                 return  # stopped before it could be taken
             try:
                 await self._handler.message(value)
+            except InboundBusyError:  # another node (each receives every event) takes it
+                log.debug("discord: message %s is taken by another node", value.message_id)
             except Exception:
                 log.exception(
                     "discord: message %s in %s could not be recorded and is lost",
@@ -293,12 +296,16 @@ class DiscordGateway:
             return  # stopped before it could be taken
         try:
             await self._handler.press(press)
+        except InboundBusyError:  # another node (each receives every event) answers it
+            log.debug("discord: press %s is taken by another node", press.callback_id)
         finally:
             self.outbound.release(press.callback_id)
             self.taken += 1
 
     async def stop(self, *, keep_state: bool = False) -> None:
         """Close the connection and the HTTP client."""
+        if self._handler is not None:
+            await self._handler.close()  # its sweep for chats other nodes left
         if self._rate_limits is not None:
             self._rate_limits.detach()
         if self._connection is not None:

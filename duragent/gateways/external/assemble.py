@@ -26,6 +26,7 @@ from duragent.config.workspace import ExternalGatewayConfig, RouteConfig
 from duragent.core.tasks import BackgroundTasks
 from duragent.frontkit import GatewayChats, OutboundPort, Router, gateway_chats
 from duragent.gateways.external.service import DEFAULT_TIMINGS, ExternalGateway, Timings
+from duragent.store.cluster import Cluster
 from duragent.turns import TurnRunner
 
 __all__ = ["ExternalGateways", "build_external_gateway"]
@@ -43,6 +44,7 @@ def build_external_gateway(
     catalog: Callable[[], AgentCatalog],
     routes: Sequence[RouteConfig],
     request_timeout: float | None = None,
+    cluster: Cluster | None = None,
     timings: Timings = DEFAULT_TIMINGS,
 ) -> ExternalGateway:
     """The service for ``gateways.external[index]``; its chat front is built when it starts."""
@@ -58,6 +60,7 @@ def build_external_gateway(
             catalog=catalog,
             bot_username=config.bot_username,
             request_timeout=request_timeout,
+            cluster=cluster,
         )
 
     return ExternalGateway(config, index, config_dir, chats, tasks, timings=timings)

@@ -41,7 +41,13 @@ from typing import Protocol
 
 from duragent.config.workspace import ExternalGatewayConfig
 from duragent.core.tasks import BackgroundTasks
-from duragent.frontkit import ButtonPress, InboundMessage, OutboundPort, WebhookReceiver
+from duragent.frontkit import (
+    ButtonPress,
+    InboundBusyError,
+    InboundMessage,
+    OutboundPort,
+    WebhookReceiver,
+)
 from duragent.frontkit import ChatHandler as KitChatHandler
 from duragent.gateways.external import protocol
 from duragent.gateways.external.launch import Launch
@@ -158,6 +164,8 @@ class ExternalGateway:
 
     async def stop(self) -> None:
         """Stop the child (``shutdown``, then a kill after the grace period)."""
+        if self._handler is not None:
+            await self._handler.close()  # its sweep for chats other nodes left
         supervisor, self.supervisor = self.supervisor, None
         self._running.clear()
         if supervisor is not None:
@@ -298,6 +306,8 @@ class ExternalGateway:
                 await asyncio.wait([previous])
             await self._recovered.wait()
             await work()
+        except InboundBusyError as exc:  # another node records it (and acknowledges it)
+            log.info("gateway %s: %s", self.name, exc)
         except Exception:
             log.exception("gateway %s: handling an event of chat %s failed", self.name, chat_id)
         finally:

@@ -41,7 +41,7 @@ from duragent.gateways.http.sessions import SessionRoutes
 from duragent.gateways.http.stream import OpenStreams
 from duragent.gateways.http.webhooks import webhook_routes
 from duragent.session import SessionNotFoundError, SessionQuarantinedError
-from duragent.store import is_disk_full
+from duragent.store import is_database_unreachable, is_disk_full
 
 __all__ = ["HttpServices", "agent_detail", "build_app"]
 
@@ -117,6 +117,23 @@ def build_app(services: HttpServices) -> Starlette:
         async def guarded(request: Request) -> Response:
             check_access(request, services.config.server.api_token, admin=False)
             return await handler(request)
+
+        return guarded
+
+    forwarding = services.forwarding
+
+    def session_api(handler: Handler) -> Handler:
+        """``api`` for one session's routes: served where the session lives (forwarding.py)."""
+        if forwarding is None:
+            return api(handler)
+        hops = forwarding
+
+        async def guarded(request: Request) -> Response:
+            token = services.config.server.api_token
+            hop = await hops.verify(request)  # a signed hop: the first node checked the client
+            if not hop or token:
+                check_access(request, token, admin=False)
+            return await hops.serve(request, handler, hop=hop)
 
         return guarded
 
@@ -228,11 +245,16 @@ def build_app(services: HttpServices) -> Starlette:
         # The disk refused a read or write: nothing saved is lost, and an append that failed
         # was rolled back (so not acknowledged). 507 when out of space, else 503 (transient).
         assert isinstance(exc, StorageError)
+        # A database that cannot be reached (PostgreSQL store) comes back by itself: say so.
         full = is_disk_full(exc)
+        away = is_database_unreachable(exc)
         log.error("%s %s: %s", request.method, request.url.path, exc)
         when = "disk space is freed" if full else "the cause is fixed"
+        if away:
+            when = "the database answers again (the server reconnects by itself)"
         code = errno.errorcode.get(exc.errno or 0, str(exc.errno))
         extra: dict[str, object] = {"operation": exc.operation, "errno": code, "file": exc.filename}
+        extra["storage"] = "database" if away else "files"
         if exc.recorded_seq is None:
             detail = (
                 f"{exc}. Nothing already saved was lost, and what could not be written was not "
@@ -261,19 +283,23 @@ def build_app(services: HttpServices) -> Starlette:
         _route(f"{v1}/sessions", GET=api(routes_impl.list), POST=api(routes_impl.create)),
         _route(
             f"{v1}/sessions/{{session_id}}",
-            GET=api(routes_impl.get),
-            DELETE=api(routes_impl.delete),
+            GET=session_api(routes_impl.get),
+            DELETE=session_api(routes_impl.delete),
         ),
         _route(
             f"{v1}/sessions/{{session_id}}/messages",
-            GET=api(routes_impl.history),
-            POST=api(routes_impl.send),
+            GET=session_api(routes_impl.history),
+            POST=session_api(routes_impl.send),
         ),
-        _route(f"{v1}/sessions/{{session_id}}/stream", POST=api(routes_impl.stream)),
-        _route(f"{v1}/sessions/{{session_id}}/approve", POST=api(routes_impl.approve)),
-        _route(f"{v1}/sessions/{{session_id}}/end", POST=api(routes_impl.end)),
-        _route(f"{v1}/sessions/{{session_id}}/pins", GET=api(pins.list), POST=api(pins.create)),
-        _route(f"{v1}/sessions/{{session_id}}/pins/{{pin_id}}", DELETE=api(pins.delete)),
+        _route(f"{v1}/sessions/{{session_id}}/stream", POST=session_api(routes_impl.stream)),
+        _route(f"{v1}/sessions/{{session_id}}/approve", POST=session_api(routes_impl.approve)),
+        _route(f"{v1}/sessions/{{session_id}}/end", POST=session_api(routes_impl.end)),
+        _route(
+            f"{v1}/sessions/{{session_id}}/pins",
+            GET=session_api(pins.list),
+            POST=session_api(pins.create),
+        ),
+        _route(f"{v1}/sessions/{{session_id}}/pins/{{pin_id}}", DELETE=session_api(pins.delete)),
         _route(f"{v1}/schedules", GET=api(schedules.list), POST=api(schedules.create)),
         _route(
             f"{v1}/schedules/{{schedule_id}}",

@@ -14,6 +14,7 @@ from duragent.gateways.http.openapi_openai import openai_paths
 from duragent.gateways.http.openapi_schemas import (
     AUTH,
     COMMON,
+    IDEMPOTENCY_KEY,
     NON_BLANK,
     SESSION_ID,
     STORAGE,
@@ -180,7 +181,7 @@ def _document(version: str) -> dict[str, Any]:
                 },
                 "post": {
                     "summary": "Send a message and wait for the reply (runs tools)",
-                    "parameters": [SESSION_ID],
+                    "parameters": [SESSION_ID, IDEMPOTENCY_KEY],
                     "requestBody": json_body(ref("Content")),
                     "responses": {
                         "200": json_response(ref("Reply")),
@@ -197,7 +198,7 @@ def _document(version: str) -> dict[str, Any]:
             "/api/v1/sessions/{session_id}/stream": {
                 "post": {
                     "summary": "Send a message; the reply streams as Server-Sent Events",
-                    "parameters": [SESSION_ID],
+                    "parameters": [SESSION_ID, IDEMPOTENCY_KEY],
                     "requestBody": json_body(ref("Content")),
                     "responses": {
                         "200": {

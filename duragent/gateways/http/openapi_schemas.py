@@ -14,6 +14,7 @@ from duragent.gateways.http.problem import PROBLEM_TYPES
 __all__ = [
     "AUTH",
     "COMMON",
+    "IDEMPOTENCY_KEY",
     "NON_BLANK",
     "SESSION_ID",
     "STORAGE",
@@ -90,6 +91,15 @@ SESSION_ID = {
     "in": "path",
     "required": True,
     "schema": {"type": "string"},
+}
+IDEMPOTENCY_KEY = {
+    "name": "Idempotency-Key",
+    "in": "header",
+    "required": False,
+    "description": "The message's key (≤ 200 printable characters): sent again with the same "
+    "key (a retry after a lost answer) it is recorded once; an answered one answers "
+    '{"status": "duplicate"}, an unanswered one gets its turn.',
+    "schema": {"type": "string", "maxLength": 200},
 }
 NON_BLANK = {"type": "string", "minLength": 1, "pattern": "\\S"}  # not only whitespace
 AUTH = {

@@ -82,7 +82,8 @@ PROBLEM_TYPES: Mapping[int, ProblemType] = {
     503: ProblemType(
         "service-unavailable",
         "Service Unavailable",
-        "Not ready, shutting down, or the disk refused a write (retry after Retry-After).",
+        "Not ready, shutting down, the disk refused a write, or the database cannot be "
+        "reached (storage names which; retry after Retry-After).",
     ),
     507: ProblemType(
         "insufficient-storage", "Insufficient Storage", "The disk is full; nothing was recorded."

@@ -9,6 +9,7 @@ from duragent.agents import AgentCatalog
 from duragent.config import WorkspaceConfig
 from duragent.core.tasks import BackgroundTasks
 from duragent.frontkit import WebhookReceiver
+from duragent.gateways.http.forwarding import SessionForwarding
 from duragent.gateways.http.schedules import ScheduleDesk
 from duragent.turns import TurnRunner
 
@@ -44,6 +45,11 @@ class HttpServices(Protocol):
     @property
     def schedule_desk(self) -> ScheduleDesk | None:
         """The scheduler's JSON operations (None when the scheduler is disabled)."""
+        ...
+
+    @property
+    def forwarding(self) -> SessionForwarding | None:
+        """Serving sessions other nodes own (None: one node, files or memory)."""
         ...
 
     def starting(self) -> str | None:

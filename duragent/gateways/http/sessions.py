@@ -18,6 +18,7 @@ from duragent.core.logctx import log_context, new_turn_id
 from duragent.core.snapshot import SessionStatus
 from duragent.errors import AgentNotFoundError, LLMError
 from duragent.frontkit import await_turn
+from duragent.gateways.http.forwarding import IDEMPOTENCY_KEY
 from duragent.gateways.http.paging import (
     MAX_MESSAGES_LIMIT,
     MAX_SESSIONS_LIMIT,
@@ -64,6 +65,26 @@ def _session_id(request: Request) -> str:
     if len(session_id.encode("utf-8", "surrogatepass")) > _MAX_SESSION_ID_BYTES:
         raise ProblemError(404, "session not found")
     return session_id
+
+
+_MAX_KEY = 200
+
+
+def message_key(request: Request) -> str | None:
+    """The idempotency key of the message ``request`` carries, recorded with it.
+
+    A message sent again with the same key is not recorded twice: an answered one answers
+    ``{"status": "duplicate"}``, an unanswered one (its turn was cut: a node died or paused
+    mid-turn) gets its turn. The key is the client's ``Idempotency-Key`` header, or the one a
+    node gave a request it forwards (``forwarding``: the same request served again elsewhere
+    after its first owner went away must not record the message a second time).
+    """
+    key: str | None = getattr(request.state, "message_key", None)
+    if key is None:
+        key = request.headers.get(IDEMPOTENCY_KEY) or None
+    if key is not None and (len(key) > _MAX_KEY or not key.isprintable()):
+        raise ProblemError(400, f"Idempotency-Key must be ≤ {_MAX_KEY} printable characters")
+    return None if key is None else f"http:{key}"
 
 
 def _reply(result: TurnResult) -> Response:
@@ -199,7 +220,7 @@ class SessionRoutes:
             try:
                 result = await await_turn(
                     self.s.tasks,
-                    self.s.turns.run(session_id, content),
+                    self.s.turns.run(session_id, content, platform_message_id=message_key(request)),
                     wait_at_most=self.s.config.server.request_timeout_seconds,
                     name=f"turn-{session_id}",
                 )
@@ -235,6 +256,7 @@ class SessionRoutes:
                 keep_alive=server.keep_alive_interval_seconds,
                 streams=self.streams,
                 turn_id=new_turn_id(),
+                message_key=message_key(request),
             )
 
     async def approve(self, request: Request) -> Response:

@@ -197,11 +197,13 @@ def stream_turn(
     streams: OpenStreams | None = None,
     wire: StreamWire | None = None,
     turn_id: str,
+    message_key: str | None = None,
 ) -> EventSourceResponse:
     """The SSE response running one turn (its task, and any clean-up, owned by ``tasks``).
 
     ``turn_id`` is named in the ``X-Duragent-Turn`` header and the opening event, and bound
     (with everything else ``log_context`` holds here) to every log line the turn causes.
+    ``message_key``: the message's idempotency key (``sessions.message_key``), if any.
     """
     chosen = wire if wire is not None else StreamWire()
     sink = chosen.sink()
@@ -211,7 +213,9 @@ def stream_turn(
     async def run() -> None:
         try:
             try:
-                result = await turns.run(session_id, content, sink=sink)
+                result = await turns.run(
+                    session_id, content, sink=sink, platform_message_id=message_key
+                )
                 events = chosen.ending(result)
             except (asyncio.CancelledError, KeyboardInterrupt, SystemExit):
                 raise

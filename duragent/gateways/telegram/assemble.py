@@ -17,6 +17,7 @@ from duragent.config.workspace import RouteConfig, TelegramConfig
 from duragent.core.tasks import BackgroundTasks
 from duragent.frontkit import GatewayChats, OutboundPort, Router, gateway_chats
 from duragent.gateways.telegram.service import TelegramGateway
+from duragent.store.cluster import Cluster
 from duragent.turns import TurnRunner
 
 __all__ = ["build_telegram_gateway", "is_group_chat"]
@@ -37,6 +38,7 @@ def build_telegram_gateway(
     catalog: Callable[[], AgentCatalog],
     routes: Sequence[RouteConfig],
     request_timeout: float | None = None,
+    cluster: Cluster | None = None,
 ) -> TelegramGateway:
     """The Telegram service; its chat front is built when it starts."""
     router = Router(routes, catalog)
@@ -51,7 +53,8 @@ def build_telegram_gateway(
             catalog=catalog,
             bot_username=bot_username,
             request_timeout=request_timeout,
+            cluster=cluster,
             is_group=is_group_chat,
         )
 
-    return TelegramGateway(config, chats, tasks, metrics=turns.metrics)
+    return TelegramGateway(config, chats, tasks, metrics=turns.metrics, cluster=cluster)

@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from telegram import Bot, Update
 from telegram.error import Conflict, Forbidden, InvalidToken, NetworkError, TelegramError
 
+from duragent.frontkit import InboundBusyError
 from duragent.gateways.telegram.updates import ALLOWED_UPDATES
 
 __all__ = ["FatalPollingError", "poll_updates"]
@@ -65,6 +66,10 @@ async def handle_batch(
         for update in chat_updates:
             try:
                 await handle(update)
+            except InboundBusyError as exc:  # only after a leader change: asked again
+                log.info("telegram update %d: %s", update.update_id, exc)
+                failed.append(update.update_id)
+                return
             except Exception:
                 log.exception("telegram update %d could not be handled", update.update_id)
                 failed.append(update.update_id)

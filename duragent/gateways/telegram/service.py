@@ -5,15 +5,17 @@ Start: build python-telegram-bot's ``Application`` (its HTTP client, and its
 chat added: ``limits``), ask ``getMe`` who the bot
 is (a rejected token is a clear error naming ``gateways.telegram.bot_token``; the runtime lists
 this service as optional, so HTTP keeps serving), then receive updates by long polling
-(``polling``) or by webhook (``webhook``). Every update becomes the kit's value (``updates``)
-and goes to the chat front (``handler.message`` / ``handler.press``), which routes, checks
-access, records and queues it; replies come back through ``TelegramOutbound``.
+(``polling``; with several nodes, on the one holding the polling leader lease) or by webhook
+(``webhook``, on every node: each update is taken once through the inbound ledger). Every
+update becomes the kit's value (``updates``) and goes to the chat front (``handler.message``
+/ ``handler.press``), which routes, checks access, records and queues it; replies come back
+through ``TelegramOutbound``.
 
 The bot token is registered with the log redactor before the first request: httpx logs every
 request URL, and Telegram's URLs contain the token.
 
 ``state`` says what ``/readyz`` reports: ``starting``, ``running``, ``reconnecting: …``,
-``failed: …`` or ``stopped``.
+``standby: …`` (another node polls), ``failed: …`` or ``stopped``.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from duragent.frontkit import (
     InboundMessage,
     OutboundPort,
     WebhookReceiver,
+    run_as_leader,
 )
 from duragent.gateways.telegram.aiohttp_request import AiohttpRequest
 from duragent.gateways.telegram.limits import ChatRateLimiter, RateCounts
@@ -46,6 +49,7 @@ from duragent.gateways.telegram.outbound import MAX_TYPING_IN_FLIGHT, TelegramOu
 from duragent.gateways.telegram.polling import FatalPollingError, poll_updates
 from duragent.gateways.telegram.updates import ALLOWED_UPDATES, BotIdentity, translate
 from duragent.gateways.telegram.webhook import TelegramWebhook, webhook_path, webhook_secret
+from duragent.store.cluster import Cluster
 
 __all__ = ["TelegramGateway", "bot_api_base"]
 
@@ -76,11 +80,14 @@ class TelegramGateway:
         tasks: BackgroundTasks,
         *,
         metrics: Metrics | None = None,
+        cluster: Cluster | None = None,
     ) -> None:
         """``handler_for(outbound, bot_username)`` builds the chat front once the bot is known.
 
-        ``metrics``: where Telegram's 429s and the sends retried after them are counted.
+        ``metrics``: where Telegram's 429s and the sends retried after them are counted;
+        ``cluster``: with several nodes, long polling runs on the holder of its leader lease.
         """
+        self._cluster = cluster
         self._config = config
         self._metrics = metrics
         self._handler_for = handler_for
@@ -174,7 +181,7 @@ class TelegramGateway:
             await self._set_webhook(app.bot, token, self._config.webhook_url)
         else:
             await app.bot.delete_webhook()  # getUpdates is refused while a webhook is set
-            self._poller = asyncio.create_task(self._poll(app.bot), name="telegram-polling")
+            self._poller = asyncio.create_task(self._poll_once(app.bot), name="telegram-polling")
             log.info("telegram: serving @%s by long polling", self._identity.username)
             self.state = "running"
 
@@ -188,7 +195,26 @@ class TelegramGateway:
         log.info("telegram: serving @%s by webhook at %s", self.bot_username, url)
         self.state = "running"
 
+    async def _poll_once(self, bot: Bot) -> None:
+        """Poll here, or, with several nodes, only while this node holds the polling lease.
+
+        Telegram serves one ``getUpdates`` consumer per bot (a second gets 409 Conflict),
+        and its offset is the consumers' shared progress: so exactly one node polls. The
+        others wait in ``standby`` and take over within a lease when the poller dies.
+        """
+        if self._cluster is None or not self._cluster.shared:
+            await self._poll(bot)
+            return
+        assert self._identity is not None
+        await run_as_leader(
+            self._cluster.leaders,
+            f"telegram-polling:{self._identity.user_id}",
+            lambda: self._poll(bot),
+            on_standby=lambda: self._set_state("standby: another node polls Telegram"),
+        )
+
     async def _poll(self, bot: Bot) -> None:
+        self._set_state("running")  # a standby node that took over says so at once
         try:
             await poll_updates(
                 bot,
@@ -211,6 +237,8 @@ class TelegramGateway:
 
     async def stop(self, *, keep_state: bool = False) -> None:
         """Stop receiving updates and close the HTTP client."""
+        if self._handler is not None:
+            await self._handler.close()  # its sweep for chats other nodes left
         poller, self._poller = self._poller, None
         if poller is not None:
             poller.cancel()

@@ -11,6 +11,8 @@ the body here; the answer's status is what Telegram sees:
   who finds the URL could otherwise post fake messages as any user. The secret is
   ``gateways.telegram.webhook_secret`` or, when unset, derived from the bot token (stable
   across restarts, unguessable without the token).
+- **503** while another node records the same update (several nodes behind a load
+  balancer, ``frontkit.chats``): Telegram sends it again, and it is then a duplicate.
 - **One update at a time** (``max_connections=1`` at ``setWebhook``): Telegram would otherwise
   post several at once and a chat's messages could be recorded out of order.
 """
@@ -25,6 +27,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from urllib.parse import urlsplit
 
 from telegram import Bot, Update
+
+from duragent.frontkit import InboundBusyError
 
 __all__ = ["SECRET_HEADER", "TelegramWebhook", "webhook_path", "webhook_secret"]
 
@@ -67,6 +71,9 @@ class TelegramWebhook:
             return 400  # Telegram would send it again forever: nothing we can do with it
         try:
             await self._handle(update)
+        except InboundBusyError as exc:  # another node records it now: ask Telegram to retry
+            log.info("telegram update %d: %s; Telegram retries it", update.update_id, exc)
+            return 503
         except Exception:
             log.exception(
                 "telegram update %d could not be handled; Telegram retries it", update.update_id

@@ -10,11 +10,13 @@ Imported only when ``duragent.yaml`` selects ``store: {backend: postgres}`` (or 
 - ``sessions``: ``PostgresSessionStore``, the ``SessionStorage``; ``chats``: its chat map;
   ``health``: its write health and ``/readyz`` probe.
 - ``schedules``: ``PostgresSchedules`` and ``PostgresRunLog``.
+- ``cluster``: inbound claims, leader leases and schedule due-time claims shared by nodes.
 - ``copy``: moving every session of one backend into another, verified.
 """
 
 from __future__ import annotations
 
+from duragent.store.postgres.cluster import postgres_cluster
 from duragent.store.postgres.connection import Database, describe_dsn, dsn_password
 from duragent.store.postgres.leases import FencedWriteError, Lease, LeaseHeldError
 from duragent.store.postgres.schedules import PostgresRunLog, PostgresSchedules
@@ -35,4 +37,5 @@ __all__ = [
     "describe_dsn",
     "dsn_password",
     "migrate",
+    "postgres_cluster",
 ]

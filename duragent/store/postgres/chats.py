@@ -2,7 +2,9 @@
 
 The registry reads the map on the event loop, where a query would block; so the map is
 loaded at ``open`` and written through (database first: the copy never runs ahead of what is
-stored). With several nodes (issue 24 item 2) it becomes read-through.
+stored). With several nodes another node may map a chat (or end its session) meanwhile, so
+the registry finds a chat's session with ``fetch`` (a query, in a thread): read-through,
+and the local copy follows what it read.
 """
 
 from __future__ import annotations
@@ -35,6 +37,21 @@ class PostgresChats:
         """The session serving ``key``."""
         with self._lock:
             return self._map.get(key)
+
+    def fetch(self, key: ChatKey) -> str | None:
+        """The session serving ``key`` as stored now; the local copy is updated to it."""
+        with self._db.transaction("reading the chat map") as conn:
+            row = conn.execute(
+                "SELECT session_id FROM chats WHERE gateway = %s AND chat_id = %s AND agent = %s",
+                key,
+            ).fetchone()
+        found = str(row[0]) if row else None
+        with self._lock:
+            if found is None:
+                self._map.pop(key, None)
+            else:
+                self._map[key] = found
+        return found
 
     def items(self) -> list[tuple[ChatKey, str]]:
         """A copy of every mapping."""

@@ -7,8 +7,9 @@ Every write then runs, in its own transaction, ``UPDATE sessions … WHERE epoch
 the row lock orders the write, and a node whose epoch is no longer the row's (another node
 claimed the session after its lease expired, or the session was quarantined) is refused with
 ``FencedWriteError`` — it must drop the actor, never write again for that session. The same
-statement renews the lease. End-to-end enforcement (renewal while idle, take-over, forwarding)
-is item 2; the fence itself exists and is tested now.
+statement renews the lease; ``renew`` renews every lease a node holds in one statement (the
+registry calls it every lease/3, so an idle actor keeps its session). The errors live in
+``store.ownership`` (no driver needed to name them).
 """
 
 from __future__ import annotations
@@ -18,40 +19,17 @@ from dataclasses import dataclass
 import psycopg
 from psycopg.rows import TupleRow
 
-from duragent.errors import DuragentError, StorageError
+from duragent.store.ownership import FencedWriteError, LeaseHeldError
 
-__all__ = ["FencedWriteError", "Lease", "LeaseHeldError", "claim", "fence", "release"]
-
-
-class LeaseHeldError(DuragentError):
-    """Another live node owns the session (its lease has not expired)."""
-
-    def __init__(self, session_id: str, owner: str, expires: object) -> None:
-        self.session_id = session_id
-        self.owner = owner
-        super().__init__(
-            f"session {session_id} is owned by node {owner} until {expires}: send the request "
-            "to that node, or wait for its lease to expire"
-        )
-
-
-class FencedWriteError(StorageError):
-    """A write under an epoch that is no longer the session's: this node lost the session.
-
-    Nothing was written. The owner must stop its actor for the session (another node, or a
-    newer actor of this one, owns it now) and never retry the write under the old epoch.
-    """
-
-    def __init__(self, session_id: str, held: int, current: int | None, owner: str | None) -> None:
-        self.session_id = session_id
-        self.held_epoch = held
-        self.current_epoch = current
-        now = "is no longer live" if current is None else f"is at epoch {current}"
-        by = f" (owned by node {owner})" if owner else ""
-        super().__init__(
-            f"writing session {session_id}",
-            OSError(0, f"stale epoch {held}: the session {now}{by}; this write was refused"),
-        )
+__all__ = [
+    "FencedWriteError",
+    "Lease",
+    "LeaseHeldError",
+    "claim",
+    "fence",
+    "release",
+    "renew",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,12 +65,12 @@ def claim(conn: Conn, session_id: str, node: str, seconds: float) -> Lease:
     ).fetchone()
     if row is None:
         held = conn.execute(
-            "SELECT owner_node, lease_expires_at FROM sessions "
+            "SELECT owner_node, extract(epoch FROM lease_expires_at - now()) FROM sessions "
             "WHERE session_id = %s AND quarantined_at IS NULL",
             (session_id,),
         ).fetchone()
-        owner, expires = held if held else ("?", "?")
-        raise LeaseHeldError(session_id, str(owner), expires)
+        owner, expires_in = held if held else ("?", 0.0)
+        raise LeaseHeldError(session_id, str(owner), float(expires_in or 0.0))
     return Lease(session_id, int(row[0]), int(row[1]))
 
 
@@ -128,3 +106,22 @@ def release(conn: Conn, lease: Lease) -> None:
         "WHERE session_key = %s AND epoch = %s",
         (lease.session_key, lease.epoch),
     )
+
+
+def renew(conn: Conn, leases: list[Lease], seconds: float) -> list[Lease]:
+    """Renew every lease of ``leases`` still current, in one statement; the ones lost.
+
+    A lease is lost when its epoch is no longer the session's (another node claimed it after
+    it expired, or the session was quarantined or deleted): such a session's actor must stop.
+    """
+    if not leases:
+        return []
+    rows = conn.execute(
+        "UPDATE sessions s SET lease_expires_at = now() + make_interval(secs => %s) "
+        "FROM unnest(%s::bigint[], %s::bigint[]) AS held(session_key, epoch) "
+        "WHERE s.session_key = held.session_key AND s.epoch = held.epoch "
+        "AND s.quarantined_at IS NULL RETURNING s.session_key",
+        (seconds, [lease.session_key for lease in leases], [lease.epoch for lease in leases]),
+    ).fetchall()
+    renewed = {int(row[0]) for row in rows}
+    return [lease for lease in leases if lease.session_key not in renewed]

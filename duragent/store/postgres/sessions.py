@@ -6,6 +6,8 @@ that follow from a database: a second event with the same seq is refused by the 
 (``EventSeqConflictError``) instead of de-duplicated on read; every write is fenced by the
 session's lease epoch (``leases``); the database being unreachable is a ``StorageError``.
 
+An append whose COMMIT was never acknowledged is settled by the next fenced write (``doubt``).
+
 The chat map (``chats``) and the health (``health``) are their own modules.
 """
 
@@ -25,11 +27,21 @@ from duragent.core.events import Event, now_rfc3339
 from duragent.core.nesting import loads_bounded
 from duragent.core.snapshot import SessionSnapshot
 from duragent.errors import DuragentError, StorageError
+from duragent.store.chat_index import ChatKey
 from duragent.store.event_log import ReadReport
 from duragent.store.postgres.chats import PostgresChats
 from duragent.store.postgres.connection import Database
+from duragent.store.postgres.doubt import CommitsInDoubt
 from duragent.store.postgres.health import PostgresHealth
-from duragent.store.postgres.leases import Lease, claim, fence, release
+from duragent.store.postgres.leases import (
+    FencedWriteError,
+    Lease,
+    claim,
+    fence,
+    release,
+    renew,
+)
+from duragent.store.postgres.nodes import PostgresNodes
 from duragent.store.postgres.outputs import PostgresSavedOutputs
 from duragent.store.postgres.schema import migrate
 from duragent.store.saved_outputs import DEFAULT_LIMITS, SavedOutputLimits
@@ -63,9 +75,14 @@ class PostgresSessionStore:
         """Where the ``path`` attributes point: descriptive only."""
         self.chats = PostgresChats(db)
         self.health = PostgresHealth(db)
+        self.nodes = PostgresNodes(db, node_id)
+        """The deployment's nodes (forwarding, heartbeats)."""
         self._opened = False
         self._lock = threading.Lock()
         self._leases: dict[str, Lease] = {}
+        self.in_doubt = CommitsInDoubt()
+        self.fenced_writes = 0
+        """Writes refused by the fence since start (``/metrics``)."""
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -98,20 +115,64 @@ class PostgresSessionStore:
             return held
         with self.db.transaction(f"claiming session {session_id}") as conn:
             got = claim(conn, session_id, self.node_id, self.lease_seconds)
+        self.in_doubt.forget(session_id)  # a doubt is settled under the epoch it arose in
         with self._lock:
             self._leases[session_id] = got
         return got
+
+    def own(self, session_id: str) -> None:
+        """Claim ``session_id`` afresh before an actor loads it (``SharedStorage.own``).
+
+        Always a new claim, even over a lease this node holds: a new epoch fences whatever
+        wrote under the old one (an actor that lost the session and has not stopped yet).
+        """
+        self._validate(session_id)
+        with self.db.transaction(f"claiming session {session_id}") as conn:
+            got = claim(conn, session_id, self.node_id, self.lease_seconds)
+        with self._lock:
+            self._leases[session_id] = got
+
+    def renew_leases(self) -> list[str]:
+        """Renew every lease held here and this node's heartbeat, in one round trip.
+
+        Returns the sessions whose lease is lost (the registry stops their actors); their
+        stale leases stay held here until then, so every write of theirs is refused.
+        """
+        with self._lock:
+            held = list(self._leases.values())
+        with self.db.transaction("renewing session leases") as conn:
+            conn.execute(
+                "UPDATE nodes SET heartbeat_at = now() WHERE node_id = %s", (self.node_id,)
+            )
+            lost = renew(conn, held, self.lease_seconds)
+        return [lease.session_id for lease in lost]
+
+    def fetch_chat(self, key: ChatKey) -> str | None:
+        """The chat's session as stored now (read-through: another node may have mapped it)."""
+        return self.chats.fetch(key)
 
     def fenced(
         self, conn: psycopg.Connection[TupleRow], session_id: str, *, log: bool = False
     ) -> Lease:
         """Check and renew this node's lease inside ``conn``'s transaction (the fence)."""
         held = self.lease(session_id)
-        fence(conn, held, self.lease_seconds, log_written=log)
+        try:
+            fence(conn, held, self.lease_seconds, log_written=log)
+        except FencedWriteError:
+            with self._lock:
+                self.fenced_writes += 1
+            raise
+        doubt = self.in_doubt.get(session_id)
+        if doubt is not None:  # settle a lost commit: its rows were reported as not written
+            conn.execute(
+                "DELETE FROM events WHERE session_key = %s AND seq >= %s AND NOT archived",
+                (held.session_key, doubt),
+            )
         return held
 
     def drop_lease(self, lease: Lease) -> None:
         """Forget ``lease`` here and release it in the database (best effort)."""
+        self.in_doubt.forget(lease.session_id)
         with self._lock:
             if self._leases.get(lease.session_id) == lease:
                 del self._leases[lease.session_id]
@@ -122,6 +183,7 @@ class PostgresSessionStore:
             pass  # it expires by itself
 
     def _forget_lease(self, session_id: str) -> None:
+        self.in_doubt.forget(session_id)
         with self._lock:
             self._leases.pop(session_id, None)
 
@@ -289,6 +351,7 @@ class PostgresLog:
             return
         lines = [e.to_json() for e in events]
         began = time.perf_counter()
+        doubt = self._store.in_doubt.get(self.session_id)
         try:
             with self._db.transaction(f"appending to session {self.session_id}") as conn:
                 lease = self._store.fenced(conn, self.session_id, log=True)
@@ -305,6 +368,11 @@ class PostgresLog:
                 f"session {self.session_id} already has an event with one of the seqs "
                 f"{[e.seq for e in events]}: nothing was appended"
             ) from None
+        except StorageError as exc:
+            if isinstance(exc.cause, ConnectionError):  # the COMMIT may have got through
+                self._store.in_doubt.add(self.session_id, events[0].seq)
+            raise
+        self._store.in_doubt.settled(self.session_id, doubt)
         self.io_seconds += time.perf_counter() - began
         self.appended_bytes += sum(len(line) + 1 for line in lines)
 
@@ -331,7 +399,11 @@ class PostgresLog:
         if texts is None:
             report.missing = True
             return [], report
-        return _events(texts, report), report
+        events = _events(texts, report)
+        doubt = self._store.in_doubt.get(self.session_id)
+        if doubt is not None:  # rows of a lost commit this node reported as not written
+            events = [e for e in events if e.seq < doubt]
+        return events, report
 
     def read_archive(self) -> list[Event]:
         """Every archived event, in order."""
@@ -352,6 +424,7 @@ class PostgresLog:
 
     def roll_over(self, up_to_seq: int, *, archive: bool) -> int:
         """Mark (archive) or delete (discard) live events ``<= up_to_seq``, fenced."""
+        doubt = self._store.in_doubt.get(self.session_id)
         with self._db.transaction(f"rolling over session {self.session_id}") as conn:
             lease = self._store.fenced(conn, self.session_id)
             verb = "UPDATE events SET archived = true" if archive else "DELETE FROM events"
@@ -359,7 +432,9 @@ class PostgresLog:
                 f"{verb} WHERE session_key = %s AND NOT archived AND seq <= %s",
                 (lease.session_key, up_to_seq),
             )
-            return max(cur.rowcount, 0)
+            rolled = max(cur.rowcount, 0)
+        self._store.in_doubt.settled(self.session_id, doubt)
+        return rolled
 
     def close(self) -> None:
         """Release this node's lease on the session (the actor stopped)."""
@@ -396,6 +471,7 @@ class PostgresSnapshots:
         body = _dumps(data)
         header = _dumps({k: v for k, v in data.items() if k != "conversation"})
         began = time.perf_counter()
+        doubt = self._store.in_doubt.get(self.session_id)
         with self._db.transaction(f"writing the snapshot of {self.session_id}") as conn:
             lease = self._store.fenced(conn, self.session_id)
             conn.execute(
@@ -404,6 +480,7 @@ class PostgresSnapshots:
                 "body = excluded.body, written_at = now()",
                 (lease.session_key, header, body),
             )
+        self._store.in_doubt.settled(self.session_id, doubt)
         self.io_seconds += time.perf_counter() - began
         self.last_size = len(body)
 

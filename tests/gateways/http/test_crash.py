@@ -45,6 +45,10 @@ class BrokenServices:
     def schedule_desk(self) -> None:
         return None
 
+    @property
+    def forwarding(self) -> None:
+        return None
+
     def starting(self) -> str | None:
         return None
 

@@ -104,7 +104,10 @@ def test_the_cli_migrates_and_copies_a_workspace(tmp_path: Path) -> None:
         runner = CliRunner()
         migrated = runner.invoke(app, ["store", "migrate", "-c", str(config)], env=env)
         assert migrated.exit_code == 0, migrated.output
-        assert f"schema {schema}: version 2; applied: 1 initial, 2 saved_outputs" in migrated.output
+        assert (
+            f"schema {schema}: version 4; applied: 1 initial, 2 saved_outputs, "
+            "3 exactly_once, 4 nodes" in migrated.output
+        )
         copied = runner.invoke(
             app, ["store", "copy", "--from", "file", "--to", "postgres", "-c", str(config)], env=env
         )
@@ -113,6 +116,38 @@ def test_the_cli_migrates_and_copies_a_workspace(tmp_path: Path) -> None:
         assert "quarantined sessions not copied (restore them first): 01SBAD" in copied.output
         again = runner.invoke(app, ["store", "migrate", "-c", str(config)], env=env)
         assert "applied: none (up to date)" in again.output
+
+
+def test_the_cli_copies_the_schedules_with_their_run_logs(tmp_path: Path) -> None:
+    from duragent.store.postgres import PostgresRunLog, PostgresSchedules
+    from duragent.store.schedule_files import RunLogFiles, ScheduleFiles
+
+    directory = tmp_path / ".duragent" / "schedules"
+    ScheduleFiles(directory).put("sched_daily", {"id": "sched_daily", "agent": "helper"})
+    runs = RunLogFiles(directory / "runs")
+    runs.append("sched_daily", {"ts": 1, "status": "running", "due": 1000, "attempt": 1})
+    runs.append("sched_daily", {"ts": 2, "status": "ok", "due": 1000})
+    with postgres_db.fresh_schema() as schema:
+        config = tmp_path / "duragent.yaml"
+        config.write_text(
+            f"store:\n  backend: postgres\n  dsn: {postgres_db.DSN!r}\n  schema: {schema}\n"
+        )
+        command = ["store", "copy", "--from", "file", "--to", "postgres", "-c", str(config)]
+        copied = CliRunner().invoke(app, command)
+        assert copied.exit_code == 0, copied.output
+        assert "copied 1 schedules with their run logs, 0 already there" in copied.output
+        again = CliRunner().invoke(app, command)
+        assert "copied 0 schedules with their run logs, 1 already there" in again.output
+        with postgres_db.database(schema) as db:
+            db.open()
+            assert PostgresSchedules(db).get("sched_daily") == {
+                "id": "sched_daily",
+                "agent": "helper",
+            }
+            assert [r["status"] for r in PostgresRunLog(db).recent("sched_daily", 10)] == [
+                "running",
+                "ok",
+            ]
 
 
 def test_the_cli_refuses_to_copy_while_a_server_holds_the_workspace(tmp_path: Path) -> None:

@@ -40,7 +40,7 @@ def test_nodes_starting_at_once_apply_each_migration_once() -> None:
         for t in threads:
             t.join()
         assert errors == []
-        assert sorted(results) == [0, 0, len(known_migrations())]
+        assert sum(results) == len(known_migrations())  # each once, by whichever node
 
 
 def test_a_schema_newer_than_the_code_is_refused_naming_both_versions() -> None:

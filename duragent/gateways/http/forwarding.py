@@ -1,0 +1,299 @@
+"""A session's requests go to the node that owns it: forwarding, take-over, retry after a fence.
+
+With a shared store (PostgreSQL) one node at a time owns a session's actor (a lease, see
+``store.ownership``). Any node may receive a request for any session (a load balancer in
+front); ``SessionForwarding.serve`` runs the route's handler and:
+
+- ``LeaseHeldError`` (another node owns the session): the owner's address and heartbeat are
+  read from the ``nodes`` table. A live owner (heartbeat younger than two renewal periods)
+  gets the request *forwarded* (proxied, SSE streamed through) and its answer is this
+  request's answer. A gone owner (no heartbeat, refused connection, or its heartbeat going
+  stale while the forwarded request waits: a paused process) is not waited on: this node
+  sleeps until the owner's lease expires, then serves the request itself (its actor claims
+  the session, replays it from the database and continues).
+- ``FencedWriteError`` (this node lost the session while paused; the registry already
+  dropped the actor), before or after the request's message was recorded: served again from
+  the top, which finds the new owner (forward) or takes the session back. The request's
+  message key (``sessions.message_key``) makes the message recorded once wherever it is
+  served, and a recorded one without an answer gets its turn there.
+
+Forwarding, not redirect: clients (and the reference's CLI) do not follow redirects on POST,
+and the owner's address may be internal. The hop is signed: ``HMAC-SHA256`` over the method,
+path, time, sender and body hash with the deployment's key (``cluster_secret``), so a
+forwarded request is authenticated as coming from a node, is served by the owner even when
+the client's address is not loopback (the first node applied the access rules; the client's
+``Authorization`` travels with it), is never forwarded again (one hop), and is refused
+unserved when older than a lease (its sender gave up on it and served it itself).
+Requests carrying the forwarding headers without a valid signature are refused (403).
+Only ``/api/v1/sessions/{id}/…`` is forwarded, to addresses read from the database, never
+from the request: the hop is not an open proxy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import hmac
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+
+import httpx
+from starlette.background import BackgroundTask
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from duragent.core.metrics import Metrics
+from duragent.errors import StorageError
+from duragent.gateways.http.problem import ProblemError
+from duragent.gateways.http.security import MAX_BODY_BYTES
+from duragent.store import FencedWriteError, LeaseHeldError, NodeDirectory, NodeRecord
+
+__all__ = [
+    "FORWARDED_AT",
+    "FORWARDED_BY",
+    "IDEMPOTENCY_KEY",
+    "MOVED",
+    "SIGNATURE",
+    "SessionForwarding",
+    "sign",
+]
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+FORWARDED_BY = "x-duragent-forwarded-by"
+FORWARDED_AT = "x-duragent-forwarded-at"
+SIGNATURE = "x-duragent-signature"
+MOVED = "x-duragent-moved"
+REQUEST_KEY = "x-duragent-request-key"
+IDEMPOTENCY_KEY = "idempotency-key"
+"""A client's key for a message (``sessions.message_key``): the same key, recorded once."""
+_PASSED_ON = (
+    "authorization",
+    "content-type",
+    "accept",
+    "accept-encoding",
+    "user-agent",
+    "last-event-id",
+)
+_DROPPED_BACK = {
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "keep-alive",
+    "server",
+    "date",
+}
+MAX_ATTEMPTS = 6
+"""Times a request is served again after fenced writes before giving up (503)."""
+POLL_SECONDS = 0.5
+"""While a gone owner's lease runs out, the session is claimed again this often."""
+
+
+def sign(
+    key: bytes, method: str, target: str, at: str, node: str, body: bytes, request_key: str = ""
+) -> str:
+    """The signature of one forwarded request (hex HMAC-SHA256)."""
+    digest = hashlib.sha256(body).hexdigest()
+    text = f"{method}\n{target}\n{at}\n{node}\n{request_key}\n{digest}".encode()
+    return hmac.new(key, text, hashlib.sha256).hexdigest()
+
+
+def _target(request: Request) -> str:
+    query = request.url.query
+    return request.url.path + (f"?{query}" if query else "")
+
+
+async def _keep_body(request: Request) -> None:
+    """Read the body into the request (at most ``MAX_BODY_BYTES``: 413 beyond)."""
+    if hasattr(request, "_body"):
+        return
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise ProblemError(413, f"request body exceeds {MAX_BODY_BYTES} bytes")
+        chunks.append(chunk)
+    request._body = b"".join(chunks)
+
+
+class SessionForwarding:
+    """Serves session routes on whichever node owns the session (see module docstring)."""
+
+    def __init__(self, nodes: NodeDirectory, lease_seconds: float) -> None:
+        self._nodes = nodes
+        self._lease = lease_seconds
+        self.stale_after = 2 * lease_seconds / 3
+        """A heartbeat older than this (two renewal periods) means the owner is gone."""
+        self._key: bytes | None = None
+        self._client = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=2.0))
+        self.forwarded = 0
+        self.taken_over = 0
+        self.fenced_retries = 0
+        """Requests served again because a write of theirs was refused by the lease fence."""
+
+    def instrument(self, metrics: Metrics) -> None:
+        """Export the counters at scrape time (``duragent_session_forwarding``)."""
+        metrics.sample(
+            "duragent_session_forwarding",
+            "Since start: session requests forwarded to their owner, sessions taken over from "
+            "a gone owner, requests served again after a fenced write.",
+            lambda: [
+                (("forwarded",), float(self.forwarded)),
+                (("taken_over",), float(self.taken_over)),
+                (("fenced_retry",), float(self.fenced_retries)),
+            ],
+            labels=("outcome",),
+        )
+
+    async def aclose(self) -> None:
+        """Close the connections to other nodes."""
+        await self._client.aclose()
+
+    async def _secret(self) -> bytes:
+        if self._key is None:
+            self._key = await asyncio.to_thread(self._nodes.secret)
+        return self._key
+
+    async def verify(self, request: Request) -> bool:
+        """Whether ``request`` is a hop from another node (403 when it claims so falsely)."""
+        by = request.headers.get(FORWARDED_BY)
+        if by is None:
+            return False
+        at = request.headers.get(FORWARDED_AT, "")
+        given = request.headers.get(SIGNATURE, "")
+        await _keep_body(request)
+        body = await request.body()
+        request_key = request.headers.get(REQUEST_KEY, "")
+        expected = sign(
+            await self._secret(), request.method, _target(request), at, by, body, request_key
+        )
+        if not hmac.compare_digest(given, expected):
+            raise ProblemError(403, "invalid node-to-node signature")
+        try:
+            age = time.time() - float(at)
+        except ValueError:
+            raise ProblemError(403, "invalid node-to-node signature") from None
+        if age > self._lease:  # its sender has served it itself by now
+            raise ProblemError(503, f"forwarded request {age:.1f} s old: not served")
+        return True
+
+    async def serve(self, request: Request, handler: Handler, *, hop: bool) -> Response:
+        """``handler(request)`` here, at the owner, or here after taking the session over."""
+        deadline = time.monotonic() + self._lease + 2.0
+        await _keep_body(request)  # read once: the handler reads it, and a retry or hop again
+        # One key for every place this request is served (here, the owner, here again after
+        # the owner went away): its message is recorded once (``sessions.message_key``).
+        given = request.headers.get(REQUEST_KEY) if hop else request.headers.get(IDEMPOTENCY_KEY)
+        request.state.message_key = given or uuid.uuid4().hex
+        fenced = 0
+        waited = False
+        while fenced < MAX_ATTEMPTS:
+            try:
+                answer = await handler(request)
+            except FencedWriteError as exc:  # nothing of this request was recorded
+                fenced += 1
+                self.fenced_retries += 1
+                log.warning(
+                    "%s: %s; serving it again where the session lives", request.url.path, exc
+                )
+            except StorageError as exc:
+                if not isinstance(exc.__cause__, FencedWriteError):
+                    raise
+                # Fenced after its message was recorded: served again under the same message
+                # key, the owner finds the message and runs its turn (recorded once).
+                fenced += 1
+                self.fenced_retries += 1
+                log.warning("%s: %s; its turn runs where the session lives", request.url.path, exc)
+            except LeaseHeldError as exc:
+                if hop:  # one hop only: the sender looks the owner up again
+                    moved = {"Retry-After": "1", MOVED: exc.owner}
+                    raise ProblemError(503, f"{exc}; the session moved", headers=moved) from None
+                forwarded = await self._to_owner(request, exc)
+                if forwarded is not None:
+                    return forwarded
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                # The owner is gone (or stopping: it released its leases a moment after it
+                # left the nodes table): claim again at its expiry, or sooner, every ½ s.
+                wait = min(exc.expires_in + 0.05, POLL_SECONDS, left)
+                log.info(
+                    "session %s: owner %s is gone; claiming in %.2f s",
+                    exc.session_id,
+                    exc.owner,
+                    wait,
+                )
+                await asyncio.sleep(wait)
+                waited = True
+            else:
+                if waited:
+                    self.taken_over += 1
+                return answer
+        raise ProblemError(
+            503, "the session's owner changed repeatedly; retry", headers={"Retry-After": "1"}
+        )
+
+    async def _to_owner(self, request: Request, held: LeaseHeldError) -> Response | None:
+        """The owner's answer, or None when the owner is gone (take over instead)."""
+        node = await asyncio.to_thread(self._nodes.lookup, held.owner)
+        if node is None or node.heartbeat_age > self.stale_after:
+            return None
+        body = await request.body()
+        at = f"{time.time():.3f}"
+        target = _target(request)
+        headers = {k: v for k in _PASSED_ON if (v := request.headers.get(k)) is not None}
+        headers.setdefault("accept-encoding", "identity")  # the bytes go back as they come
+        request_key: str = request.state.message_key
+        headers[FORWARDED_BY] = self._nodes.node_id
+        headers[FORWARDED_AT] = at
+        headers[REQUEST_KEY] = request_key
+        headers[SIGNATURE] = sign(
+            await self._secret(), request.method, target, at, self._nodes.node_id, body, request_key
+        )
+        outgoing = self._client.build_request(
+            request.method, node.base_url.rstrip("/") + target, headers=headers, content=body
+        )
+        answer = await self._send_watching(outgoing, node)
+        if answer is None:
+            return None
+        if answer.status_code == 503 and MOVED in answer.headers:  # it moved on: look again
+            await answer.aclose()
+            return None
+        self.forwarded += 1
+        back = {k: v for k, v in answer.headers.items() if k.lower() not in _DROPPED_BACK}
+        return StreamingResponse(
+            answer.aiter_raw(),
+            status_code=answer.status_code,
+            headers=back,
+            background=BackgroundTask(answer.aclose),
+        )
+
+    async def _send_watching(
+        self, outgoing: httpx.Request, node: NodeRecord
+    ) -> httpx.Response | None:
+        """Send to ``node``; None when it cannot be reached or stops heartbeating meanwhile."""
+        sending = asyncio.ensure_future(self._client.send(outgoing, stream=True))
+        try:
+            while True:
+                done, _ = await asyncio.wait({sending}, timeout=self._lease / 3)
+                if done:
+                    return sending.result()
+                now = await asyncio.to_thread(self._nodes.lookup, node.node_id)
+                if now is None or now.heartbeat_age > self.stale_after:
+                    log.warning(
+                        "node %s stopped answering; its sessions are taken over", node.node_id
+                    )
+                    return None
+        except httpx.TransportError as exc:
+            log.warning("node %s unreachable (%s); its sessions are taken over", node.node_id, exc)
+            return None
+        finally:
+            if not sending.done():
+                sending.cancel()
+                with contextlib.suppress(BaseException):
+                    await sending

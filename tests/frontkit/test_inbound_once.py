@@ -1,0 +1,93 @@
+"""``GatewayChats`` takes each platform message once across nodes (its inbound ledger).
+
+Two nodes are two ``GatewayChats`` over one ``MemoryCluster`` (the PostgreSQL ledger passes
+the same contract: ``tests/store/test_cluster_contract.py``); the pipeline behind each is a
+recorder that can be made to fail or to wait, so the claim's life can be watched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from duragent.errors import StorageError
+from duragent.frontkit import ButtonPress, GatewayChats, InboundBusyError, InboundMessage, Sender
+from duragent.store.cluster import MemoryCluster
+
+
+class Pipeline:
+    """Stands in for ``ChatFront``: records what reached it; may fail or wait once."""
+
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+        self.presses: list[str] = []
+        self.fail_next = False
+        self.hold: asyncio.Event | None = None
+
+    async def message(self, msg: InboundMessage) -> None:
+        if self.hold is not None:
+            await self.hold.wait()
+        if self.fail_next:
+            self.fail_next = False
+            raise StorageError("recording a message", OSError(28, "No space left on device"))
+        self.messages.append(msg.message_id)
+
+    async def press(self, press: ButtonPress) -> None:
+        self.presses.append(press.callback_id)
+
+
+def node(shared: MemoryCluster, name: str) -> tuple[GatewayChats, Pipeline]:
+    pipeline = Pipeline()
+    none: Any = None  # queues, turns and catalog are not reached by ``message``/``press``
+    chats = GatewayChats("telegram", pipeline, none, none, none, cluster=shared.node(name))  # type: ignore[arg-type]
+    return chats, pipeline
+
+
+def message(message_id: str) -> InboundMessage:
+    return InboundMessage("telegram", "42", "dm", message_id, Sender("42"), "hi")
+
+
+async def test_the_same_message_on_two_nodes_reaches_one_pipeline() -> None:
+    shared = MemoryCluster()
+    (a, seen_a), (b, seen_b) = node(shared, "a"), node(shared, "b")
+    await a.message(message("7"))
+    await b.message(message("7"))  # redelivered to the other node: a duplicate
+    await a.message(message("8"))
+    assert seen_a.messages == ["7", "8"]
+    assert seen_b.messages == []
+
+
+async def test_a_message_another_node_is_recording_is_refused_for_a_retry() -> None:
+    shared = MemoryCluster()
+    (a, seen_a), (b, _) = node(shared, "a"), node(shared, "b")
+    seen_a.hold = asyncio.Event()
+    recording = asyncio.create_task(a.message(message("7")))
+    await asyncio.sleep(0)  # a has claimed it and is recording it
+    with pytest.raises(InboundBusyError):
+        await b.message(message("7"))
+    seen_a.hold.set()
+    await recording
+    await b.message(message("7"))  # Telegram's retry: now a duplicate, quietly
+    assert seen_a.messages == ["7"]
+
+
+async def test_a_message_that_could_not_be_recorded_is_taken_by_the_next_delivery() -> None:
+    shared = MemoryCluster()
+    (a, seen_a), (b, seen_b) = node(shared, "a"), node(shared, "b")
+    seen_a.fail_next = True
+    with pytest.raises(StorageError):
+        await a.message(message("7"))
+    await b.message(message("7"))  # the redelivery, on another node, at once
+    assert seen_a.messages == []
+    assert seen_b.messages == ["7"]
+
+
+async def test_a_button_press_on_two_nodes_is_acted_on_once() -> None:
+    shared = MemoryCluster()
+    (a, seen_a), (b, seen_b) = node(shared, "a"), node(shared, "b")
+    press = ButtonPress("telegram", "42", "cb-1", Sender("42"), "9", "approve:allow_once")
+    await a.press(press)
+    await b.press(press)
+    assert seen_a.presses + seen_b.presses == ["cb-1"]

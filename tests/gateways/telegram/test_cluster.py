@@ -1,0 +1,214 @@
+"""Two nodes serving one Telegram bot on one PostgreSQL: every update is answered once.
+
+Each node is a real ``Runtime`` (or a real ``duragent serve`` process, for a crash) with a
+workspace of its own and ``store: {backend: postgres}`` on one schema, in front of the fake
+Bot API server. Webhook mode: the load balancer may hand the same update to either node
+(Telegram retries it when it missed an answer). Polling mode: one node polls, the other
+stands by and takes over when the poller stops or dies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from duragent.config import load_workspace
+from duragent.gateways.telegram.webhook import SECRET_HEADER
+from duragent.runtime import Runtime
+from duragent.testing import FakeTelegram, ScriptedLLMServer
+from duragent.testing.telegram_faults import FaultRule
+from tests.gateways.serve_process import ServeProcess
+from tests.gateways.telegram.rig import BOT, TOKEN, echo_reply, write_workspace
+from tests.polling import eventually
+
+postgres_db = pytest.importorskip("tests.store.postgres_db")
+
+HOOK = "https://bot.example.com/tg/hook"
+JSON = {"Content-Type": "application/json"}
+
+
+def write_node(
+    root: Path, schema: str, node: str, telegram: dict[str, Any], llm: str, dsn: str | None = None
+) -> Path:
+    """A workspace for node ``node`` whose sessions live in the shared ``schema``."""
+    root.mkdir(parents=True, exist_ok=True)
+    write_workspace(root, llm_url=llm, telegram=telegram)
+    config = root / "duragent.yaml"
+    document = json.loads(config.read_text())
+    document["store"] = {
+        "backend": "postgres",
+        "dsn": dsn or postgres_db.DSN,
+        "schema": schema,
+        "node_id": node,
+        "lease_seconds": 1,
+    }
+    config.write_text(json.dumps(document))
+    return config
+
+
+@asynccontextmanager
+async def two_nodes(
+    tmp_path: Path, a_dsn: str | None = None, **telegram: Any
+) -> AsyncIterator[tuple[FakeTelegram, list[Runtime]]]:
+    """Nodes ``a`` (through ``a_dsn`` when given) and ``b``, started in that order."""
+    async with (
+        FakeTelegram(token=TOKEN, bot_username=BOT) as tg,
+        ScriptedLLMServer(responder=echo_reply) as llm,
+    ):
+        with postgres_db.fresh_schema() as schema:
+            section = {"bot_token": TOKEN, "base_url": tg.url, "poll_timeout_seconds": 1}
+            runtimes: list[Runtime] = []
+            try:
+                for node in ("a", "b"):
+                    root = tmp_path / node
+                    dsn = a_dsn if node == "a" else None
+                    write_node(root, schema, node, section | telegram, llm.openai_base_url, dsn)
+                    runtime = Runtime(load_workspace(root), port=0)
+                    runtimes.append(runtime)
+                    await runtime.start()
+                yield tg, runtimes
+            finally:
+                for runtime in runtimes:
+                    await runtime.aclose()
+
+
+def update_json(update_id: int, chat_id: int, message_id: int, text: str) -> bytes:
+    message = {
+        "message_id": message_id,
+        "date": 1_700_000_000,
+        "chat": {"id": chat_id, "type": "private", "first_name": "Ann"},
+        "from": {"id": chat_id, "is_bot": False, "first_name": "Ann"},
+        "text": text,
+    }
+    return json.dumps({"update_id": update_id, "message": message}).encode()
+
+
+async def post(runtime: Runtime, body: bytes, secret: str) -> int:
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{runtime.http_port}") as client:
+        answer = await client.post(
+            "/tg/hook", content=body, headers={**JSON, SECRET_HEADER: secret}
+        )
+        return answer.status_code
+
+
+async def test_a_webhook_update_delivered_to_both_nodes_is_answered_once(tmp_path: Path) -> None:
+    async with two_nodes(tmp_path, webhook_url=HOOK) as (tg, (a, b)):
+        secret = tg.calls("setWebhook")[0].params["secret_token"]
+        first = update_json(10, 42, 1, "hi by webhook")
+        assert await post(a, first, secret) == 200
+        assert await post(b, first, secret) == 200  # Telegram retried through the balancer
+        assert await eventually(lambda: len(tg.sent_messages(42)) >= 1)
+
+        second = update_json(11, 43, 1, "both at once")  # handed to both nodes at once
+        statuses = await asyncio.gather(post(a, second, secret), post(b, second, secret))
+        assert 200 in statuses
+        for node, status in zip((a, b), statuses, strict=True):
+            if status != 200:  # the other node was recording it: Telegram retries later
+                assert await eventually(lambda: tg.sent_messages(43) != [])
+                assert await post(node, second, secret) == 200
+        assert await eventually(lambda: len(tg.sent_messages(43)) >= 1)
+        assert await eventually(lambda: not a.tasks and not b.tasks)
+        await asyncio.sleep(0.3)  # a second answer, if there were one, would be sent by now
+        assert tg.sent_messages(42) == ["re: hi by webhook"]
+        assert tg.sent_messages(43) == ["re: both at once"]
+
+
+@pytest.mark.slow  # ~20 s: the dead node's shutdown waits out its pool's timeouts
+async def test_a_reply_a_dead_node_could_not_deliver_is_delivered_by_another(
+    tmp_path: Path,
+) -> None:
+    relay = postgres_db.Outage()  # a's way to the database: cut, a is as good as dead
+    try:
+        async with two_nodes(tmp_path, a_dsn=relay.dsn, webhook_url=HOOK) as (tg, (a, _b)):
+            secret = tg.calls("setWebhook")[0].params["secret_token"]
+            tg.add_fault(FaultRule.server_failure(chat_id=42))  # Telegram fails a's sends
+            assert await post(a, update_json(10, 42, 1, "are you there?"), secret) == 200
+            assert await eventually(lambda: len(tg.calls("sendMessage")) >= 1)
+            relay.down()  # a dies holding the session's lease, the reply undelivered
+            await a.aclose()  # what it still tries to write is refused: it has no database
+            tg.clear_faults()  # b's sweep failed to send too until now: it tries again
+            assert await eventually(lambda: tg.sent_messages(42) != [], within=20)
+            await asyncio.sleep(1.5)  # another sweep, if it sent it again, would have by now
+            assert tg.sent_messages(42) == ["re: are you there?"]
+    finally:
+        relay.down()
+
+
+def gateway_state(runtime: Runtime) -> str:
+    return runtime.gateway_states()["telegram"]
+
+
+async def test_one_node_polls_and_the_other_takes_over_when_it_stops(tmp_path: Path) -> None:
+    async with two_nodes(tmp_path) as (tg, (a, b)):
+        assert await eventually(lambda: gateway_state(b).startswith("standby"))
+        assert gateway_state(a) == "running"
+        tg.push_message(42, "hello")
+        assert await eventually(lambda: tg.sent_messages(42) == ["re: hello"])
+        await a.aclose()  # gives the lease up: b polls at once
+        assert await eventually(lambda: gateway_state(b) == "running")
+        tg.push_message(42, "still there?")
+        assert await eventually(lambda: len(tg.sent_messages(42)) >= 2)
+        assert await eventually(lambda: not b.tasks)
+        assert tg.sent_messages(42) == ["re: hello", "re: still there?"]
+
+
+async def readyz_state(client: httpx.AsyncClient, url: str) -> str:
+    try:
+        answer = await client.get(f"{url}/readyz")
+    except httpx.TransportError:
+        return ""
+    return str(answer.json().get("gateways", {}).get("telegram", ""))
+
+
+@pytest.mark.slow  # two `duragent serve` processes, a SIGKILL and a lease to expire: ~10 s
+async def test_when_the_polling_node_is_killed_the_other_polls_within_the_lease(
+    tmp_path: Path,
+) -> None:
+    async with (
+        FakeTelegram(token=TOKEN, bot_username=BOT) as tg,
+        ScriptedLLMServer(responder=echo_reply) as llm,
+    ):
+        with postgres_db.fresh_schema() as schema:
+            section = {"bot_token": TOKEN, "base_url": tg.url, "poll_timeout_seconds": 1}
+            nodes = [
+                ServeProcess(write_node(tmp_path / n, schema, n, section, llm.openai_base_url))
+                for n in ("a", "b")
+            ]
+            a, b = nodes
+            try:
+                a.start()
+                await a.wait_ready()
+                b.start()
+                async with httpx.AsyncClient(timeout=5) as client:
+                    assert await eventually(
+                        lambda: _startswith(readyz_state(client, b.url), "standby"), within=60
+                    )
+                    tg.push_message(42, "hello")
+                    assert await eventually(lambda: tg.sent_messages(42) == ["re: hello"])
+                    a.kill()
+                    killed = time.monotonic()
+                    assert await eventually(
+                        lambda: _startswith(readyz_state(client, b.url), "running"), within=10
+                    )
+                    took_over = time.monotonic() - killed
+                    tg.push_message(42, "still there?")
+                    assert await eventually(lambda: len(tg.sent_messages(42)) >= 2)
+                    await asyncio.sleep(0.5)
+            finally:
+                for node in nodes:
+                    node.stop()
+        print(f"polling taken over {took_over:.2f} s after the SIGKILL (lease 1 s)")
+        assert took_over <= 1 + 1  # the lease, plus a renewal interval and a poll
+        assert tg.sent_messages(42) == ["re: hello", "re: still there?"]
+
+
+async def _startswith(state: Any, prefix: str) -> bool:
+    return str(await state).startswith(prefix)

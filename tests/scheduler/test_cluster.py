@@ -1,0 +1,160 @@
+"""Schedules shared by several nodes on PostgreSQL: each due time fires once cluster-wide.
+
+Real PostgreSQL, one schema per test; each "node" is its own pool of connections and its own
+scheduler, as two ``duragent serve`` processes would have.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import threading
+from collections import Counter
+from collections.abc import Coroutine, Iterator
+from contextlib import ExitStack, contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from duragent.agents import AgentCatalog
+from duragent.scheduler import Every, ManualClock, Schedules
+from duragent.scheduler.clock import SystemClock
+from duragent.scheduler.model import schedule_document
+from duragent.scheduler.service import Scheduler
+from duragent.store.cluster import Cluster
+from tests.scheduler.rig import START, RecordingPayloads, schedule
+
+postgres_db = pytest.importorskip("tests.store.postgres_db")
+
+from duragent.store.postgres import (  # noqa: E402
+    Database,
+    PostgresRunLog,
+    PostgresSchedules,
+    migrate,
+    postgres_cluster,
+)
+
+
+@contextmanager
+def shared_schema() -> Iterator[str]:
+    with postgres_db.fresh_schema() as schema:
+        yield schema
+
+
+def open_db(stack: ExitStack, schema: str, dsn: str | None = None) -> Database:
+    db = stack.enter_context(postgres_db.database(schema))
+    if dsn is not None:  # through a relay that a test can cut (a node losing the database)
+        db = Database(dsn, schema=schema, max_size=4, connect_timeout=1)
+        stack.callback(db.close)
+    db.open()
+    migrate(db)
+    return db
+
+
+def node_scheduler(db: Database, name: str, clock: ManualClock) -> tuple[Scheduler, Cluster]:
+    cluster = postgres_cluster(db, name, lease_seconds=30)
+    payloads = RecordingPayloads()
+    return Scheduler(PostgresRunLog(db), payloads, clock, claims=cluster.runs), cluster
+
+
+async def test_two_nodes_that_both_find_a_due_time_due_start_it_once() -> None:
+    with shared_schema() as schema, ExitStack() as stack:
+        clock = ManualClock(START)
+        nodes = [node_scheduler(open_db(stack, schema), n, clock)[0] for n in ("a", "b")]
+        for s in nodes:
+            s.put(schedule("sched_daily"))
+        for day in range(1, 4):
+            clock.set(START.replace(hour=9) + timedelta(days=day - 1))
+            for s in nodes:  # both believe they lead (one was paused past its lease)
+                s.tick()
+            for s in nodes:
+                await s.drain()
+        runs = [r for s in nodes for r in s._payloads.runs]  # type: ignore[attr-defined]
+        assert sorted(Counter(runs).values()) == [1, 1, 1]  # three due times, each once
+
+
+def make_schedules(db: Database, name: str, lease: float, clock: object) -> Schedules:
+    cluster = postgres_cluster(db, name, lease_seconds=lease)
+    return Schedules(
+        Path("/nonexistent/schedules"),  # never read: the database holds the schedules
+        agents=AgentCatalog,
+        payloads=RecordingPayloads(),
+        clock=clock,  # type: ignore[arg-type]
+        storage=(PostgresSchedules(db), PostgresRunLog(db)),
+        cluster=cluster,
+    )
+
+
+async def test_a_schedule_created_on_one_node_is_seen_by_the_others() -> None:
+    with shared_schema() as schema, ExitStack() as stack:
+        clock = ManualClock(START)
+        a = make_schedules(open_db(stack, schema), "a", 30, clock)
+        b = make_schedules(open_db(stack, schema), "b", 30, clock)
+        await a.start()
+        await b.start()
+        try:
+            made = schedule("sched_shared", Every(3600))
+            a.files.put(made.id, schedule_document(made))
+            a.refresh()
+            b.refresh()
+            assert [s.id for s in b.listing()] == ["sched_shared"]
+            cancelled = made.with_status("cancelled")
+            b.files.put(made.id, schedule_document(cancelled))
+            a.refresh()
+            assert a.get("sched_shared").status == "cancelled"
+        finally:
+            await a.stop()
+            await b.stop()
+
+
+class NodeThread:
+    """A node's scheduler on an event loop of its own (as a process of its own has)."""
+
+    def __init__(self, schedules: Schedules) -> None:
+        self.schedules = schedules
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    def call(self, coro: Coroutine[Any, Any, None]) -> None:
+        asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=60)
+
+    def close(self) -> None:
+        self.call(self.schedules.stop())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join()
+        self.loop.close()
+
+
+async def test_when_the_leading_node_dies_another_fires_the_next_due_times_none_twice() -> None:
+    lease = 0.4
+    period = 1
+    with shared_schema() as schema, ExitStack() as stack:
+        relay = postgres_db.Outage()
+        stack.callback(relay.down)
+        a = NodeThread(make_schedules(open_db(stack, schema, relay.dsn), "a", lease, SystemClock()))
+        b = NodeThread(make_schedules(open_db(stack, schema), "b", lease, SystemClock()))
+        now = datetime.now(UTC)
+        every = schedule("sched_tick", Every(period), created=now.replace(microsecond=0))
+        a.schedules.files.put(every.id, schedule_document(every))
+        a.call(a.schedules.start())
+        await asyncio.sleep(lease / 2)  # a leads
+        b.call(b.schedules.start())
+        try:
+            await asyncio.sleep(1.7 * period)
+            relay.down()  # a loses the database: it cannot renew, stops; b takes over
+            await asyncio.sleep(2.2 * period)
+        finally:
+            b.close()
+            a.close()
+        ran_on_a = a.schedules.scheduler._payloads.runs  # type: ignore[attr-defined]
+        ran_on_b = b.schedules.scheduler._payloads.runs  # type: ignore[attr-defined]
+        dues = sorted(due for _, due in ran_on_a + ran_on_b)
+        print(f"due times run on a: {len(ran_on_a)}, on b: {len(ran_on_b)}")
+        assert ran_on_a
+        assert ran_on_b
+        assert len(dues) == len(set(dues))  # none twice
+        steps = {(later - earlier).total_seconds() for earlier, later in itertools.pairwise(dues)}
+        assert steps == {float(period)}  # none missed: every due time between first and last
