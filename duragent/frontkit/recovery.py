@@ -45,7 +45,7 @@ from duragent.core.events import Event, EventType
 from duragent.frontkit.delivery import Delivery
 from duragent.frontkit.outbound import ChatRef
 from duragent.frontkit.queue import SessionQueues
-from duragent.session import ChatProgress, SessionRegistry
+from duragent.session import ChatProgress, SessionHandle, SessionRegistry
 from duragent.turns import Complete
 
 __all__ = ["ChatSettings", "RecoveryReport", "default_settings", "recover_chats"]
@@ -150,7 +150,7 @@ async def _recover(chat: ChatRef, session_id: str, parts: _Parts, report: Recove
         return
     since = min(progress.last_delivered_seq, progress.last_answered_seq)
     session = parts.registry.handle(session_id)
-    events = await session.events(after_seq=since)
+    events = await _events_after(session, since)
     if progress.undelivered and await _deliver(chat, progress, events, parts.delivery):
         report.delivered += 1
     if progress.settled_unsent and not progress.awaits_answer:
@@ -244,7 +244,7 @@ async def _go_on(chat: ChatRef, progress: ChatProgress, parts: _Parts) -> bool:
     session = parts.registry.handle(progress.session_id)
     asked = [
         e
-        for e in await session.events(after_seq=progress.last_user_seq - 1)
+        for e in await _events_after(session, progress.last_user_seq - 1)
         if e.type == EventType.USER_MESSAGE and e.seq == progress.last_user_seq
     ]
     if not asked:
@@ -262,6 +262,20 @@ async def _go_on(chat: ChatRef, progress: ChatProgress, parts: _Parts) -> bool:
         context_buffer=buffer,
     )
     return True
+
+
+async def _events_after(session: SessionHandle, since: int) -> list[Event]:
+    """Every event after ``since``, from the archive too when the live log starts later.
+
+    A snapshot rolls the live log over up to the checkpoint, and a summary moves the
+    checkpoint past messages no turn has answered yet (they are recorded while an earlier
+    turn runs): after a crash those messages are only in the archive. Read there only when
+    needed (the live log does not reach back to ``since``): the archive can be long.
+    """
+    events = await session.events(after_seq=since)
+    if events and events[0].seq <= since + 1:
+        return events
+    return await session.events(after_seq=since, include_archive=True)
 
 
 def _is_final_reply(event: Event) -> bool:

@@ -25,7 +25,7 @@ from duragent.frontkit import (
     WebhookReceiver,
     metered,
 )
-from duragent.scheduler import Destination, SchedulerSettings, Schedules, ScheduleTool
+from duragent.scheduler import Clock, Destination, SchedulerSettings, Schedules, ScheduleTool
 from duragent.session import SessionRegistry
 from duragent.store.backends import cluster_storage, schedule_storage
 from duragent.tools.base import Tool
@@ -51,8 +51,10 @@ class Fronts:
         registry: SessionRegistry,
         tasks: BackgroundTasks,
         catalog: Callable[[], AgentCatalog],
+        clock: Clock | None = None,
     ) -> None:
         self._config = config
+        self._clock = clock
         self._root = root
         self._schedules_dir = schedules_dir
         self._processes_dir = processes_dir
@@ -178,6 +180,7 @@ class Fronts:
             outbound=self.outbound_port,
             storage=schedule_storage(self._registry.store),
             cluster=self.cluster,
+            clock=self._clock,
         )
         return self.schedules
 

@@ -42,6 +42,7 @@ from duragent.gateways.http.forwarding import SessionForwarding
 from duragent.runtime.fronts import Fronts
 from duragent.runtime.startup import descriptor_budget, report_agents
 from duragent.scheduler import (
+    Clock,
     ScheduleDesk,
     Schedules,
 )
@@ -76,7 +77,10 @@ class Runtime:
         env: Mapping[str, str] | None = None,
         registry_settings: RegistrySettings | None = None,
         ephemeral: float | None = None,
+        clock: Clock | None = None,
     ) -> None:
+        # ``clock``: what the scheduler reads and waits on (default: the wall clock); the
+        # simulated-year benchmark (bench/year.py) passes one it moves.
         self.workspace = workspace
         self._config = workspace.config
         self.version = __version__
@@ -125,6 +129,7 @@ class Runtime:
             self.registry,
             self._tasks,
             catalog=lambda: self._catalog,
+            clock=clock,
         )
         self.providers = ProviderPool(
             env=env,

@@ -270,3 +270,27 @@ async def test_a_turn_killed_after_its_approval_was_decided_is_finished_once(
     assert kit.replies() == [("p1", "re: run echo")]
     assert tool.calls == []  # interrupted, not run again
     assert [m.role.value for m in messages][-3:] == ["assistant", "tool", "assistant"]
+
+
+async def test_a_message_a_summary_rolled_into_the_archive_before_a_crash_is_still_answered(
+    tmp_path: Path,
+) -> None:
+    # Found by bench/year.py: a group's mentions were recorded, a summary round moved the
+    # checkpoint past them, the snapshot rolled the live log over (all of it to the archive),
+    # and the process was killed; every later start found the messages unanswered in the
+    # snapshot but read only the (empty) live log, so the chat never answered again.
+    async with recovery_kit(tmp_path) as kit:
+        sid = await kit.session()
+        await kit.h.runner.accept(sid, "anyone there?", platform_message_id="p1")
+        handle = kit.h.registry.handle(sid)
+        last = (await handle.messages())[-1]
+        await handle.record_summary(
+            "- asked: anyone there?", last=last, tokens_before=100, tokens_after=10, model="m"
+        )
+        await handle.snapshot()
+        assert await handle.events() == []  # the live log was rolled over
+        await kit.h.registry.stop(sid)
+        assert await kit.recover() == (0, 1)
+        assert await eventually(lambda: len(kit.replies()) == 1)
+        assert await eventually(lambda: len(kit.queues) == 0)
+    assert [reply_to for reply_to, _text in kit.replies()] == ["p1"]

@@ -37,8 +37,12 @@ class ServeProcess:
     that sent it. Each run's stderr goes to ``serve-<n>.log`` next to the config.
     """
 
-    def __init__(self, config: Path, *, gateway: str = "telegram") -> None:
+    def __init__(
+        self, config: Path, *, gateway: str = "telegram", command: list[str] | None = None
+    ) -> None:
         self.config = config
+        self.command = command
+        """What to run instead of ``duragent serve -c <config>`` (``--port N`` is appended)."""
         self.gateway = gateway
         """The front end ``wait_ready`` waits for (its ``/readyz`` state ``running``)."""
         self.port = free_port()
@@ -56,7 +60,7 @@ class ServeProcess:
         log = (self.config.parent / f"serve-{n}.log").open("wb")
         env = os.environ.copy()
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-        cmd = [sys.executable, "-m", "duragent", "serve", "-c", str(self.config)]
+        cmd = self.command or [sys.executable, "-m", "duragent", "serve", "-c", str(self.config)]
         self._proc = subprocess.Popen(
             [*cmd, "--port", str(self.port)],
             stdout=subprocess.DEVNULL,

@@ -167,8 +167,19 @@ class TelegramOutbound:
             )
 
     async def answer_button(self, callback_id: str, text: str | None = None) -> None:
-        """Answer a button press (a toast with ``text``, if given)."""
-        await self._retrying(lambda: self._bot.answer_callback_query(callback_id, text=text))
+        """Answer a button press (a toast with ``text``, if given).
+
+        The answer is cosmetic (it ends the button's spinner). Telegram refuses a second
+        answer, or one after about 15 s, with "query is too old": a press redelivered after a
+        restart is such a press. That refusal is logged, not raised, so the press is still
+        handled and the chat's later updates are not held behind it.
+        """
+        try:
+            await self._retrying(lambda: self._bot.answer_callback_query(callback_id, text=text))
+        except BadRequest as exc:
+            if "query is too old" not in exc.message.lower():
+                raise
+            log.info("telegram: button press %s not answered: %s", callback_id, exc.message)
 
     async def _retrying(self, call: Callable[[], Awaitable[T]]) -> T:
         """``call()``, retried after network failures and 5xx answers (never a 4xx)."""

@@ -1,0 +1,74 @@
+"""A year in an hour: a simulated year of a busy deployment against real components.
+
+Telegram through python-telegram-bot against the fake Bot API (429s, 5xx, dropped
+connections), tool calls with and without approval (some 200 KB), declared schedules (daily at
+02:30 in New York and Berlin across DST, a task every few hours) on a simulated clock, the
+scripted model over real HTTP enforcing 8K and 32K windows with a real 400, and
+``duragent serve`` SIGKILLed at random moments and restarted. ``bench/year_*.py`` hold the
+pieces; ``specs/202611241415.year-in-an-hour.md`` the decisions.
+
+    .venv/bin/python bench/year.py --quick                # a simulated week: ~1 minute
+    .venv/bin/python bench/year.py --days 365 --messages 100000 --chats 250 --crashes 50
+
+Prints the table (and PASS or FAIL), writes ``--json`` (default ``year.json``) and the
+picture ``--png`` (default ``year.png``; needs matplotlib: ``pip install -e '.[bench]'``).
+Exit status 1 when any check failed. ``--keep DIR`` keeps the workspace and the logs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from year_report import rows, save  # noqa: E402
+from year_run import YearConfig, run_year  # noqa: E402
+
+from tests.gateways.campaign_verdict import print_report  # noqa: E402
+
+QUICK = {"days": 7.0, "messages": 400, "chats": 24, "crashes": 3}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--days", type=float, default=365.0)
+    parser.add_argument("--messages", type=int, default=100_000)
+    parser.add_argument("--chats", type=int, default=250)
+    parser.add_argument("--crashes", type=int, default=50)
+    parser.add_argument("--every-hours", type=float, default=4.0, help="the recurring task")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--quick", action="store_true", help=f"{QUICK}")
+    parser.add_argument("--json", type=Path, default=Path("year.json"))
+    parser.add_argument("--png", type=Path, default=Path("year.png"))
+    parser.add_argument("--no-png", action="store_true")
+    parser.add_argument("--keep", type=Path, default=None, metavar="DIR")
+    args = parser.parse_args()
+    if args.quick:
+        for key, value in QUICK.items():
+            setattr(args, key, value)
+    logging.getLogger("aiohttp.server").setLevel(logging.CRITICAL)  # killed clients' sockets
+    if args.keep is not None:
+        args.keep.mkdir(parents=True, exist_ok=True)
+    config = YearConfig(
+        days=args.days,
+        messages=args.messages,
+        chats=args.chats,
+        kills=args.crashes,
+        seed=args.seed,
+        every_seconds=int(args.every_hours * 3600),
+        workdir=args.keep,
+    )
+    result = asyncio.run(run_year(config))
+    ok = print_report(rows(result), result.problems, result.ok)
+    save(result, args.json, None if args.no_png else args.png)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,357 @@
+"""The simulated year's driver: the Telegram restart campaign, on a clock that walks a year.
+
+It is ``tests/gateways/telegram/restart_campaign.py``'s campaign (same plan of tokened
+messages, same closed-loop DMs and three-ahead group mentions, same approvals pressed across
+kills, same verdict from what the fake Telegram recorded) with what a year adds:
+
+- **the clock** (``year_clock``): simulated time gates the chats (a message is written once
+  the clock has reached its place in the year) and the answers gate the clock (it runs at
+  most one round of messages ahead of the answers, at most ``step_ms`` per tick, and stands
+  still while ``duragent serve`` restarts), so the scheduler sees every due time;
+- **the traffic**: DM messages carry prose (some 30 KB pastes), a third of the tool calls are
+  ``printf`` (allowed by the policy, no approval), a third 200 KB outputs; some users edit an
+  earlier message (an edit is not a turn: nothing may answer it); a quarter of the DM chats
+  give a secret in their first message and ask for it in their last (``PROBE``);
+- **the faults**: the fake Telegram answers some sends with 429 + ``retry_after``, 502, or a
+  dropped connection, and some polls with 502; the model fails and stalls some requests;
+- **approvals**: at most ``hold_quota`` prompts per kill interval wait for the next kill (the
+  restart campaign holds every one, which over a year would stall the DMs on the kills);
+- **measurements**: ``Probe`` samples the serving process's RSS, open files, threads, the
+  workspace's disk use and ``/readyz`` while it is up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+from year_clock import ClockDriver
+from year_model import secret_of
+
+from duragent.testing import FakeTelegram
+from duragent.testing.telegram_faults import FaultRule
+from tests.gateways.campaign_verdict import GROUP_WINDOW, Chat, Message
+from tests.gateways.telegram.campaign_rig import ServeProcess
+from tests.gateways.telegram.restart_campaign import _Campaign
+
+__all__ = ["Probe", "Sample", "YearCampaign", "telegram_faults"]
+
+HUGE_EVERY = 40
+TOO_BIG_EVERY = 200
+EDIT_SHARE = 0.03
+PASTE_CHARS = {False: 20_000, True: 80_000}
+"""A paste that fits the window (8K for DMs, 32K for groups) with room for the history."""
+TOO_BIG_CHARS = 40_000
+"""A DM paste no 8K request can carry: the user must be told so (``REFUSED``)."""
+REFUSED = "Sorry, I could not answer"
+
+
+def telegram_faults() -> list[FaultRule]:
+    """What the fake Telegram does on a bad day, spread over the year."""
+    return [
+        FaultRule.too_many_requests(retry_after=1, every=211),
+        FaultRule.server_failure(502, every=173),
+        FaultRule.dropped(every=157),
+        FaultRule.server_failure(502, method="getUpdates", every=97),
+    ]
+
+
+@dataclass
+class Sample:
+    """One reading of the serving process and the workspace."""
+
+    real: float
+    sim_ms: int
+    rss: int
+    fds: int
+    threads: int
+    disk: int
+    cpu: float
+    """CPU seconds (user + system) the serving process used since it started."""
+
+
+class YearCampaign(_Campaign):
+    """The restart campaign on the year's clock (module docstring)."""
+
+    def __init__(
+        self,
+        tg: FakeTelegram,
+        serve: ServeProcess,
+        plan: list[Chat],
+        kills: int,
+        rng: random.Random,
+        *,
+        clock: ClockDriver,
+        end_ms: int,
+        step_ms: int,
+        prose: str,
+        hold_quota: int = 2,
+    ) -> None:
+        super().__init__(tg, serve, plan, kills, rng, stall_seconds=60.0)
+        self.clock = clock
+        self.start_ms = clock.ms
+        self.end_ms = end_ms
+        self.step_ms = step_ms
+        self.prose = prose
+        self.hold_quota = hold_quota
+        self.kill_sim_ms: list[int] = []
+        self.pushed_sim: dict[str, int] = {}
+        self.user_message_ids: dict[int, list[int]] = {}
+        self.edits = 0
+        self.pastes = 0
+        self.too_big = 0
+        self.refused: list[str] = []
+        """Tokens of messages answered with ``REFUSED`` (told, not answered)."""
+        self.sends_seen = 0
+        self.run_logs = clock.path.parent / ".duragent" / "schedules" / "runs"
+        self.next_due: dict[str, Callable[[int], int]] = {}
+        """Schedule → its next due time (ms) after a given one (``_run_in_progress``)."""
+        self.probed: dict[str, int] = {}
+        """Probe token → the chat index whose secret it asks for."""
+        self.secrets_given: set[int] = set()
+        dms = [c for c in plan if not c.group]
+        for chat in dms:
+            plain = [m for m in chat.messages if not m.tool]
+            if chat.index % 4 == 0 and len(plain) >= 6:
+                self.secrets_given.add(chat.index)
+                self.probed[plain[-1].token] = chat.index
+
+    # -- the clock ------------------------------------------------------------------------------
+
+    def _time_of(self, count: int) -> int:
+        """Where the ``count``-th message sits in the year."""
+        span = self.end_ms - self.start_ms
+        return self.start_ms + span * min(count, self.total) // max(1, self.total)
+
+    def _advance_clock(self) -> None:
+        if self.restarting is not None:
+            return  # the clock stands still while no process serves
+        if self.answered >= self.total:
+            target = self.end_ms
+        else:
+            target = self._time_of(self.answered + len(self.plan))
+        target = min(target, self.clock.ms + self.step_ms, self.end_ms, self._run_in_progress())
+        self.clock.set_ms(target)
+
+    def _run_in_progress(self) -> int:
+        """How far the clock may go before the scheduler has started what is due.
+
+        A due time passed while its schedule's previous run is still going, or before the
+        scheduler looked, is coalesced with the next one into a ``missed`` line. In real
+        time a run takes a fraction of a second and the scheduler looks within one; here a
+        fraction of a second is hours, so the clock waits: it may not reach a schedule's
+        second due time while the first is not started, nor its next one while a run is in
+        progress.
+        """
+        limit = self.end_ms
+        for name, next_due in self.next_due.items():
+            last = _last_line(self.run_logs / f"decl_ops_{name}.jsonl")
+            if last is None:
+                continue
+            handled = int(last.get("due", last.get("cursor", 0)))
+            upcoming = next_due(handled)
+            if last.get("status") not in ("running", "recorded", "retry"):
+                upcoming = next_due(upcoming)
+            limit = min(limit, upcoming - 1)
+        return limit
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def _prose(self, rng: random.Random, lo: int, hi: int) -> str:
+        size = rng.randint(lo, hi)
+        start = rng.randrange(0, max(1, len(self.prose) - size))
+        return self.prose[start : start + size].replace("@", " ").replace("#", " ")
+
+    def text_of(self, chat: Chat, m: Message) -> str:
+        rng = random.Random(m.token)
+        if chat.group:
+            text = m.text("@" + self.tg.bot_username)
+            if m.ordinal % HUGE_EVERY == 11:
+                self.pastes += 1
+                size = PASTE_CHARS[True]
+                return f"{text} the whole log: {self._prose(rng, size, size)}"
+            return f"{text} {self._prose(rng, 60, 500)}"
+        if m.tool:
+            kind = m.ordinal // 5 % 3
+            if kind == 1:  # allowed by the policy: runs without asking
+                command = f"printf '42-%s\\n' '{m.token}'"
+            elif kind == 2:  # 200 KB of output: saved, cut for the model
+                command = f"echo $((6*7))-{m.token}; head -c 200000 /dev/zero | tr '\\0' x"
+            else:
+                command = f"echo $((6*7))-{m.token}"
+            return f"!call bash {json.dumps({'command': command})}"
+        if m.token in self.probed:
+            return f"PROBE {m.token}: what is the vault code of this chat?"
+        text = m.text("")
+        if m.ordinal == 0 and chat.index in self.secrets_given:
+            text += " " + secret_of(chat.index)
+        if m.ordinal % TOO_BIG_EVERY == 27:
+            self.too_big += 1
+            return f"{text} all of it: {self._prose(rng, TOO_BIG_CHARS, TOO_BIG_CHARS)}"
+        if m.ordinal % HUGE_EVERY == 7:
+            self.pastes += 1
+            size = PASTE_CHARS[False]
+            return f"{text} here is the whole log: {self._prose(rng, size, size)}"
+        return f"{text} {self._prose(rng, 20, 600)}"
+
+    async def write_more(self) -> None:
+        self._advance_clock()
+        if self.kills_done < len(self.kill_points):
+            limit = self.kill_points[self.kills_done] + len(self.plan)
+        else:
+            limit = self.total
+        for chat in self.plan:
+            window = GROUP_WINDOW if chat.group else 1
+            while (
+                chat.next < len(chat.messages)
+                and chat.outstanding() < window
+                and self.pushed < limit
+                and self._time_of(self.pushed) <= self.clock.ms
+            ):
+                m = chat.messages[chat.next]
+                for n, line in enumerate(m.chatter):
+                    self.tg.push_message(chat.chat_id, f"just chatting {line}", user_id=500 + n)
+                m.pushed_at = time.monotonic()
+                self.pushed_sim[m.token] = self.clock.ms
+                update = self.tg.push_message(chat.chat_id, self.text_of(chat, m), user_id=700)
+                ids = self.user_message_ids.setdefault(chat.chat_id, [])
+                ids.append(int(update["message"]["message_id"]))
+                if not chat.group and len(ids) > 1 and self.rng.random() < EDIT_SHARE:
+                    self.tg.push_edited_message(chat.chat_id, ids[-2], "edited: never mind that")
+                    self.edits += 1
+                chat.next += 1
+                self.pushed += 1
+
+    # -- approvals, kills -----------------------------------------------------------------------
+
+    def read_sends(self) -> None:
+        super().read_sends()
+        for sent in self.sent[self.sends_seen :]:
+            chat = self.by_id.get(sent.chat_id)
+            if chat is None or sent.prompt or not sent.text.startswith(REFUSED):
+                continue
+            waiting = [m for m in chat.messages[: chat.next] if m.answered_at is None]
+            if waiting:  # the oldest unanswered message is the one the error is about
+                waiting[0].answered_at = sent.at
+                self.refused.append(waiting[0].token)
+                self.answered += 1
+        self.sends_seen = len(self.sent)
+        for m in self.held[self.hold_quota :]:
+            m.held_over_kill = False
+            self.press(m)
+        del self.held[self.hold_quota :]
+
+    async def kill_and_restart(self) -> None:
+        self.kill_sim_ms.append(self.clock.ms)
+        await super().kill_and_restart()
+
+    def done(self) -> bool:
+        self._advance_clock()
+        return super().done() and self.clock.ms >= self.end_ms
+
+
+def _last_line(path: Path) -> dict[str, Any] | None:
+    """The last whole JSON line of a run log (None: no file, or torn)."""
+    try:
+        with path.open("rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 1024))
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    if not lines:
+        return None
+    try:
+        value: dict[str, Any] = json.loads(lines[-1])
+    except ValueError:
+        return None
+    return value
+
+
+@dataclass
+class Probe:
+    """Samples the serving process and ``/readyz`` while it is up (module docstring)."""
+
+    campaign: YearCampaign
+    serve: ServeProcess
+    workspace: Path
+    every: float = 0.5
+    disk_every: int = 6
+    samples: list[Sample] = field(default_factory=list)
+    readyz_checks: int = 0
+    readyz_failures: list[str] = field(default_factory=list)
+    states: dict[str, int] = field(default_factory=dict)
+    cpu_by_pid: dict[int, float] = field(default_factory=dict)
+    """The last CPU reading of each serving process (their sum: the year's serving CPU)."""
+    """The Telegram gateway's states seen by ``/readyz`` (``reconnecting`` after a 502)."""
+    _disk: int = 0
+
+    async def run(self) -> None:
+        n = 0
+        async with httpx.AsyncClient(timeout=5) as client:
+            while True:
+                await asyncio.sleep(self.every)
+                pid = self.serve.pid
+                if pid is None or self.campaign.restarting is not None:
+                    continue
+                if n % self.disk_every == 0:
+                    self._disk = disk_bytes(self.workspace)
+                n += 1
+                reading = _proc(pid)
+                if reading is not None:
+                    rss, fds, threads, cpu = reading
+                    now = time.monotonic()
+                    sim = self.campaign.clock.ms
+                    self.samples.append(Sample(now, sim, rss, fds, threads, self._disk, cpu))
+                    self.cpu_by_pid[pid] = cpu
+                await self._readyz(client)
+
+    async def _readyz(self, client: httpx.AsyncClient) -> None:
+        lifetime = len(self.serve.lifetimes)
+        try:
+            answer = await client.get(f"{self.serve.url}/readyz")
+            state = str(answer.json().get("gateways", {}).get("telegram", ""))
+            healthy = answer.status_code == 200
+            problem = f"/readyz {answer.status_code}: {answer.text[:300]}"
+            self.states[state.split(":")[0]] = self.states.get(state.split(":")[0], 0) + 1
+        except (httpx.TransportError, ValueError) as exc:
+            healthy, problem = False, f"/readyz: {type(exc).__name__}"
+        if self.campaign.restarting is not None or len(self.serve.lifetimes) != lifetime:
+            return  # a kill came while asking: not a health problem
+        self.readyz_checks += 1
+        if not healthy:
+            self.readyz_failures.append(problem)
+
+
+def _proc(pid: int) -> tuple[int, int, int, float] | None:
+    """RSS (bytes), open files, threads and CPU seconds of ``pid`` (None once it is gone)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+        fds = len(os.listdir(f"/proc/{pid}/fd"))
+        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    cpu = (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")
+    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+    rss = int(fields.get("VmRSS", "0 kB").split()[0]) * 1024
+    return rss, fds, int(fields.get("Threads", "0")), cpu
+
+
+def disk_bytes(root: Path) -> int:
+    """Bytes of every file under ``root``."""
+    total = 0
+    for folder, _dirs, files in os.walk(root):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(folder, name)).st_size
+            except OSError:
+                continue
+    return total

@@ -1,0 +1,356 @@
+"""Run one simulated year and gather what ``year_report`` judges and prints.
+
+The pieces: the fake Telegram and the scripted model live in this process (they outlive
+every kill); ``duragent serve`` (``year_serve.py``: the real runtime with the scheduler on
+the shared clock) is a child SIGKILLed and restarted by ``YearCampaign``; ``Probe`` samples
+it. After the last message is answered and the clock has reached the end of the year, the
+scheduler is given a moment to finish the last due times, the process is stopped, and the
+run logs, the serving logs and what the fake recorded are read back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import random
+import re
+import resource
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from corpus import english
+from year_campaign import REFUSED, Probe, Sample, YearCampaign, disk_bytes, telegram_faults
+from year_clock import ClockDriver
+from year_model import YearModel
+from year_schedule import ScheduleCheck, check_schedule, expected_cron, expected_every, read_lines
+from year_workspace import CRON_EXPR, CRON_ZONES, TASK_CHAT, TOKEN, write_workspace
+
+from duragent.testing import FakeTelegram, ScriptedLLMServer
+from tests.gateways.campaign_verdict import (
+    INTERRUPTED,
+    CampaignResult,
+    answer_tokens,
+    plan,
+    verdict,
+)
+from tests.gateways.telegram.campaign_rig import ServeProcess
+
+__all__ = ["YearConfig", "YearResult", "run_year"]
+
+BENCH = Path(__file__).resolve().parent
+START = datetime(2026, 1, 1, tzinfo=UTC)
+DAY_MS = 86_400_000
+SETTLE_SECONDS = 20.0
+_SESSION_ID = re.compile(r"session_[0-9A-Z]{26}")
+
+
+@dataclass
+class YearConfig:
+    days: float = 365.0
+    messages: int = 100_000
+    chats: int = 250
+    kills: int = 50
+    seed: int = 1
+    every_seconds: int = 4 * 3600
+    """The recurring scheduled task's interval (simulated)."""
+    workdir: Path | None = None
+
+
+@dataclass
+class YearResult:
+    config: YearConfig
+    campaign: CampaignResult
+    schedules: list[ScheduleCheck]
+    model_requests: int
+    overflows: int
+    model_faults: int
+    summary_calls: int
+    summary_tokens: int
+    probes_asked: int
+    probes_answered: int
+    telegram_faults: int
+    edits: int
+    pastes: int
+    too_big: int
+    refused: int
+    """Messages answered with an error the user saw (a paste no request can carry)."""
+    unattributed: list[str]
+    readyz_checks: int
+    readyz_failures: list[str]
+    gateway_states: dict[str, int]
+    error_lines: int
+    errors_without_session: list[str]
+    samples: list[Sample]
+    kill_sim_ms: list[int]
+    latencies: list[tuple[int, float]]
+    """(simulated ms when written, seconds until answered) per answered message."""
+    model_calls: list[tuple[int, int, str]]
+    wall_seconds: float
+    sim_days: float
+    serve_cpu: float = 0.0
+    """CPU seconds of every serving process (the last reading of each, 0.5 s apart)."""
+    driver_cpu: float = 0.0
+    """CPU seconds of this process: the fake Telegram, the model server, the campaign."""
+    disk_final: dict[str, int] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return (
+            self.campaign.ok
+            and self.overflows == 0
+            and all(not s.problems for s in self.schedules)
+            and self.probes_answered == self.probes_asked
+            and not self.readyz_failures
+            and not self.errors_without_session
+        )
+
+    def quantiles(self) -> tuple[float, float]:
+        values = sorted(seconds for _at, seconds in self.latencies)
+        if len(values) < 2:
+            return (values[0], values[0]) if values else (0.0, 0.0)
+        cuts = statistics.quantiles(values, n=100)
+        return cuts[49], cuts[98]
+
+
+async def run_year(config: YearConfig) -> YearResult:
+    """One simulated year (module docstring)."""
+    os.environ.setdefault("PTB_TIMEDELTA", "1")  # PTB's RetryAfter warns without it
+    rng = random.Random(config.seed)
+    root = config.workdir or Path(tempfile.mkdtemp(prefix="duragent-year-"))
+    clock = ClockDriver(root / "clock.bin", START)
+    end_ms = clock.ms + int(config.days * DAY_MS)
+    model = YearModel(now_ms=lambda: clock.ms, prose=english())
+    try:
+        async with (
+            FakeTelegram(token=TOKEN, keep_calls=50_000) as tg,
+            ScriptedLLMServer(responder=model, keep_requests=1) as llm,
+        ):
+            tg.add_fault(*telegram_faults())
+            cfg = write_workspace(
+                root,
+                telegram_url=tg.url,
+                llm_url=llm.openai_base_url,
+                every_seconds=config.every_seconds,
+            )
+            command = [sys.executable, str(BENCH / "year_serve.py"), str(cfg), str(clock.path)]
+            serve = ServeProcess(cfg, command=command)
+            campaign = YearCampaign(
+                tg,
+                serve,
+                plan(config.chats, config.messages, rng),
+                config.kills,
+                rng,
+                clock=clock,
+                end_ms=end_ms,
+                step_ms=min(config.every_seconds * 1000 // 4, DAY_MS // 8),
+                prose=model.prose,
+            )
+            campaign.next_due = _next_due_functions(config.every_seconds * 1000)
+            probe = Probe(campaign, serve, root / ".duragent")
+            started = time.monotonic()
+            cpu_before = _own_cpu()
+            serve.start()
+            sampling: asyncio.Task[None] | None = None
+            try:
+                await serve.wait_ready()
+                sampling = asyncio.create_task(probe.run())
+                await campaign.run()
+                await _settle(root, clock.ms)
+                await asyncio.sleep(1.0)
+                campaign.read_sends()
+            finally:
+                if sampling is not None:
+                    sampling.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await sampling
+                serve.stop()
+            wall = time.monotonic() - started
+            driver_cpu = _own_cpu() - cpu_before
+            fired = sum(rule.fired for rule in tg.faults)
+        result = _gather(config, root, campaign, probe, model, serve, clock, fired, wall)
+        result.serve_cpu = sum(probe.cpu_by_pid.values())
+        result.driver_cpu = driver_cpu
+        return result
+    finally:
+        clock.close()
+        if config.workdir is None:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def _own_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _next_due_functions(every_ms: int) -> dict[str, Callable[[int], int]]:
+    """Each schedule's next due time after a given one (the clock's brake, ``YearCampaign``)."""
+    minute, hour = (int(x) for x in CRON_EXPR.split()[:2])
+
+    def cron(zone: str) -> Callable[[int], int]:
+        return lambda ms: expected_cron(zone, hour, minute, ms, ms + 3 * DAY_MS)[0]
+
+    out = {name: cron(zone) for name, (zone, _chat) in CRON_ZONES.items()}
+    out["digest"] = lambda ms: expected_every(every_ms, ms, ms + every_ms)[0]
+    return out
+
+
+def _runs(root: Path, name: str) -> list[dict[str, object]]:
+    return read_lines(root / ".duragent" / "schedules" / "runs" / f"decl_ops_{name}.jsonl")
+
+
+def _expected(root: Path, until_ms: int, every_ms: int) -> dict[str, tuple[list[int], str | None]]:
+    out: dict[str, tuple[list[int], str | None]] = {}
+    minute, hour = (int(x) for x in CRON_EXPR.split()[:2])
+    for name, (zone, _chat) in CRON_ZONES.items():
+        after = _registered(_runs(root, name))
+        out[name] = (expected_cron(zone, hour, minute, after, until_ms), zone)
+    out["digest"] = (expected_every(every_ms, _registered(_runs(root, "digest")), until_ms), None)
+    return out
+
+
+def _registered(lines: list[dict[str, object]]) -> int:
+    cursors = [int(str(e["cursor"])) for e in lines if e.get("status") == "registered"]
+    return min(cursors) if cursors else 2**62
+
+
+async def _settle(root: Path, until_ms: int) -> None:
+    """Until every due time up to the clock's end has an outcome (or ``SETTLE_SECONDS``)."""
+    deadline = time.monotonic() + SETTLE_SECONDS
+    while time.monotonic() < deadline:
+        every_ms = _every_ms(root)
+        pending = 0
+        for name, (dues, _zone) in _expected(root, until_ms, every_ms).items():
+            done = {
+                e.get("due")
+                for e in _runs(root, name)
+                if e.get("status") in ("ok", "error", "interrupted", "missed")
+            }
+            pending += sum(1 for d in dues if d not in done)
+        if pending == 0:
+            return
+        await asyncio.sleep(0.2)
+
+
+def _every_ms(root: Path) -> int:
+    import json
+
+    agent = json.loads((root / ".duragent" / "agents" / "ops" / "agent.yaml").read_text())
+    digest = next(s for s in agent["spec"]["schedules"] if s["name"] == "digest")
+    return int(digest["schedule"]["every"]["every_seconds"]) * 1000
+
+
+def _gather(
+    config: YearConfig,
+    root: Path,
+    campaign: YearCampaign,
+    probe: Probe,
+    model: YearModel,
+    serve: ServeProcess,
+    clock: ClockDriver,
+    telegram_faults_fired: int,
+    wall: float,
+) -> YearResult:
+    chat_ids = {c.chat_id for c in campaign.plan}
+    sent = [s for s in campaign.sent if s.chat_id in chat_ids]
+    result = verdict(campaign.plan, sent, serve, campaign.kill_times, wall)
+    refused = set(campaign.refused)
+    told = [p for p in result.problems if any(p.endswith(f"no answer to {t}") for t in refused)]
+    result.missing -= len(told)  # answered with an error the user saw: counted apart
+    result.problems = [p for p in result.problems if p not in told]
+    dms = {c.chat_id for c in campaign.plan if not c.group}
+    unattributed = [
+        s.text[:120]
+        for s in sent
+        if s.chat_id in dms
+        and not s.prompt
+        and not answer_tokens(s.text)
+        and INTERRUPTED not in s.text
+        and not s.text.startswith(REFUSED)
+    ]
+    every_ms = _every_ms(root)
+    kills = len(campaign.kill_times)
+    checks = []
+    for name, (dues, zone) in _expected(root, clock.ms, every_ms).items():
+        chat = CRON_ZONES[name][1] if name in CRON_ZONES else TASK_CHAT
+        sends = sum(1 for s in campaign.sent if s.chat_id == chat and not s.prompt)
+        checks.append(check_schedule(name, _runs(root, name), dues, sends, kills, zone))
+    error_lines, silent = _log_errors(root)
+    latencies = [
+        (campaign.pushed_sim.get(m.token, 0), m.answered_at - m.pushed_at)
+        for c in campaign.plan
+        for m in c.messages
+        if m.answered_at is not None and m.pushed_at is not None
+    ]
+    asked = [t for t in campaign.probed if t in model.probes]
+    problems = list(result.problems)
+    for check in checks:
+        problems.extend(check.problems)
+    problems.extend(
+        f"probe {t}: the secret was not in the request" for t in asked if not model.probes[t]
+    )
+    problems.extend(
+        f"probe {t}: never asked of the model" for t in campaign.probed if t not in model.probes
+    )
+    problems.extend(probe.readyz_failures[:10])
+    problems.extend(f"log: {line[:200]}" for line in silent[:10])
+    if model.overflows:
+        problems.append(f"{model.overflows} request(s) over the model's window")
+    duragent = root / ".duragent"
+    disk = {
+        "sessions": disk_bytes(duragent / "sessions"),
+        "schedules": disk_bytes(duragent / "schedules"),
+        "total": disk_bytes(duragent),
+    }
+    return YearResult(
+        config=config,
+        campaign=result,
+        schedules=checks,
+        model_requests=model.requests,
+        overflows=model.overflows,
+        model_faults=model.faults,
+        summary_calls=model.summary_calls,
+        summary_tokens=model.summary_tokens,
+        probes_asked=len(campaign.probed),
+        probes_answered=sum(1 for t in asked if model.probes[t]),
+        telegram_faults=telegram_faults_fired,
+        edits=campaign.edits,
+        pastes=campaign.pastes,
+        too_big=campaign.too_big,
+        refused=len(refused),
+        unattributed=unattributed,
+        readyz_checks=probe.readyz_checks,
+        readyz_failures=probe.readyz_failures,
+        gateway_states=probe.states,
+        error_lines=error_lines,
+        errors_without_session=silent,
+        samples=probe.samples,
+        kill_sim_ms=[ms - campaign.start_ms for ms in campaign.kill_sim_ms],
+        latencies=[(at - campaign.start_ms, s) for at, s in latencies],
+        model_calls=[(at - campaign.start_ms, n, kind) for at, n, kind in model.calls],
+        wall_seconds=wall,
+        sim_days=(clock.ms - campaign.start_ms) / DAY_MS,
+        disk_final=disk,
+        problems=problems,
+    )
+
+
+def _log_errors(root: Path) -> tuple[int, list[str]]:
+    """ERROR lines in the serving logs, and those that name no session."""
+    total, silent = 0, []
+    for log in sorted(root.glob("serve-*.log")):
+        for line in log.read_text(errors="replace").splitlines():
+            if " ERROR " not in line and " CRITICAL " not in line:
+                continue
+            total += 1
+            if not _SESSION_ID.search(line):
+                silent.append(line)
+    return total, silent

@@ -1,0 +1,38 @@
+"""``duragent serve`` for the simulated year: the same runtime, with the scheduler on its clock.
+
+    python bench/year_serve.py CONFIG CLOCK_FILE --port PORT
+
+What ``duragent serve -c CONFIG --port PORT`` runs (``Runtime.run_until_stopped``), except that
+the scheduler reads the simulated time from ``CLOCK_FILE`` (``year_clock.FileClock``). The
+benchmark SIGKILLs this process and starts it again, as it would ``duragent serve``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from pathlib import Path
+
+from year_clock import FileClock  # bench/ is on sys.path when a script here is run
+
+from duragent.config import load_workspace
+from duragent.runtime import Runtime
+
+
+def main() -> None:
+    config, clock_file, port = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[4])
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    for noisy in ("httpx", "httpx2"):  # a line per model call: 100,000s over a year
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    workspace = load_workspace(config.parent)
+    runtime = Runtime(workspace, port=port, clock=FileClock(clock_file))
+    asyncio.run(runtime.run_until_stopped())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,126 @@
+"""The simulated year's workspace: the agents, their schedules, and the Telegram section.
+
+- ``small`` answers DMs through the scripted model's 8K window (``gpt-4o-mini``), summaries
+  on, ``bash`` asked before it runs except ``printf`` (allowed by the policy), so some tool
+  calls need approval and some do not;
+- ``large`` answers group mentions through the 32K window (``gpt-4o``), sequential queue
+  without debounce (one reply per mention, as in the restart campaign);
+- ``ops`` owns the declared schedules: two daily message jobs at 02:30 in New York and in
+  Berlin (both spring gaps, Berlin's repeated hour in autumn) and a task every
+  ``every_seconds`` that runs a model turn, each into an ``ops`` chat no one writes in, each
+  with ``retry`` (``RETRY``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from year_model import DM_MODEL, GROUP_MODEL, WINDOWS
+
+__all__ = ["CRON_ZONES", "OPS_CHATS", "TASK_CHAT", "TOKEN", "write_workspace"]
+
+TOKEN = "123456:" + "Y" * 35
+CRON_EXPR = "30 2 * * *"
+CRON_ZONES = {"ny": ("America/New_York", 9001), "berlin": ("Europe/Berlin", 9002)}
+TASK_CHAT = 9003
+RETRY = {"max_retries": 2, "initial_delay_ms": 1000, "max_delay_ms": 5000}
+"""Without ``retry`` a run a kill cuts before it wrote anything is ``interrupted`` and its due
+time never delivered (the scheduler spec's rule); with it, that run is run again (safe:
+nothing was written), as a deployment that must not miss a day configures it."""
+OPS_CHATS = {chat for _zone, chat in CRON_ZONES.values()} | {TASK_CHAT}
+
+
+def _agent(name: str, model: str, llm_url: str, spec: dict[str, Any]) -> str:
+    document = {
+        "apiVersion": "duragent/v1alpha1",
+        "kind": "Agent",
+        "metadata": {"name": name},
+        "spec": {
+            "model": {
+                "provider": "fake",
+                "name": model,
+                "base_url": llm_url,
+                "max_input_tokens": WINDOWS[model],
+                "max_output_tokens": 1000,
+            },
+            **spec,
+        },
+    }
+    return json.dumps(document)  # JSON is YAML
+
+
+def write_workspace(root: Path, *, telegram_url: str, llm_url: str, every_seconds: int) -> Path:
+    """Write the year's workspace under ``root``; returns its ``duragent.yaml``."""
+    config = {
+        "server": {"host": "127.0.0.1"},
+        "gateways": {
+            "telegram": {
+                "bot_token": TOKEN,
+                "base_url": telegram_url,
+                "poll_timeout_seconds": 1,
+                "max_messages_per_second": 100000,
+                "max_messages_per_minute_per_group": 100000,
+                "max_messages_per_second_per_chat": 100000,
+            }
+        },
+        "routes": [
+            {"match": {"chat_type": "dm"}, "agent": "small"},
+            {"match": {"chat_type": "group"}, "agent": "large"},
+        ],
+        "scheduler": {"recurring_grace_seconds": 86400},
+    }
+    (root / "duragent.yaml").write_text(json.dumps(config))
+    agents = root / ".duragent" / "agents"
+    session = {"on_disconnect": "pause", "context": {"summaries": {"enabled": True}}}
+    small = _agent(
+        "small",
+        DM_MODEL,
+        llm_url,
+        {"tools": [{"type": "builtin", "name": "bash"}], "session": session},
+    )
+    large = _agent(
+        "large",
+        GROUP_MODEL,
+        llm_url,
+        {
+            "session": session,
+            "access": {
+                "groups": {
+                    "activation": "mention",
+                    "queue": {
+                        "mode": "sequential",
+                        "max_pending": 50,
+                        "debounce": {"enabled": False},
+                    },
+                }
+            },
+        },
+    )
+    schedules: list[dict[str, Any]] = [
+        {
+            "name": name,
+            "schedule": {"cron": {"expr": CRON_EXPR, "tz": zone}},
+            "destination": {"gateway": "telegram", "chat_id": str(chat)},
+            "payload": {"message": {"message": f"good morning from {zone}"}},
+            "retry": RETRY,
+        }
+        for name, (zone, chat) in CRON_ZONES.items()
+    ]
+    schedules.append(
+        {
+            "name": "digest",
+            "schedule": {"every": {"every_seconds": every_seconds}},
+            "destination": {"gateway": "telegram", "chat_id": str(TASK_CHAT)},
+            "payload": {"task": {"task": "write the digest of the last hours"}},
+            "retry": RETRY,
+        }
+    )
+    ops = _agent("ops", GROUP_MODEL, llm_url, {"schedules": schedules})
+    for name, text in (("small", small), ("large", large), ("ops", ops)):
+        (agents / name).mkdir(parents=True, exist_ok=True)
+        (agents / name / "agent.yaml").write_text(text)
+    policy = 'apiVersion: duragent/v1alpha1\nkind: Policy\nmode: ask\nallow:\n  - "bash:printf *"\n'
+    (agents / "small" / "policy.yaml").write_text(policy)
+    return root / "duragent.yaml"

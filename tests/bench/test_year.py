@@ -1,0 +1,79 @@
+"""``bench/year.py``, short: a simulated week against real components, and its expectations.
+
+The long run (a year, up to 100,000 messages, 50 SIGKILLs) is ``bench/year.py``; this one
+runs the same engine (``bench/year_run.py``) for a week of 240 messages over 12 chats with two
+kills of ``duragent serve``, about half a minute here, and checks the verdict the benchmark
+prints. A failure's ``problems`` name the chat, message or due time; the workspace, every
+serving process's log and the run logs stay in ``tmp_path``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+def bench(name: str) -> Any:
+    """A module of ``bench/`` (its scripts import each other by bare name)."""
+    if str(BENCH) not in sys.path:
+        sys.path.insert(0, str(BENCH))
+    return importlib.import_module(name)
+
+
+async def test_a_simulated_week_loses_nothing_repeats_nothing_and_never_overflows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PTB_TIMEDELTA", "1")
+    run = bench("year_run")
+    config = run.YearConfig(days=7, messages=240, chats=12, kills=2, seed=23, workdir=tmp_path)
+    result = await run.run_year(config)
+    assert result.problems == []
+    assert result.ok
+    campaign = result.campaign
+    assert campaign.kills == 2
+    assert campaign.missing == 0
+    assert campaign.sent_twice_real == 0
+    assert campaign.answered_once + campaign.sent_twice_after_kill_answers == campaign.messages
+    assert result.overflows == 0
+    assert result.model_requests > campaign.messages
+    assert result.summary_calls > 0
+    assert result.probes_asked > 0
+    assert result.probes_answered == result.probes_asked
+    for schedule in result.schedules:
+        assert schedule.expected > 0
+        assert schedule.ran_once == schedule.expected, schedule.problems
+        assert schedule.missed == schedule.started_twice == 0
+    assert result.readyz_checks > 0
+    assert result.readyz_failures == []
+    assert result.samples
+
+
+@pytest.mark.parametrize(
+    ("zone", "local_day", "utc"),
+    [
+        ("America/New_York", "2026-03-07", "2026-03-07T07:30"),  # EST
+        ("America/New_York", "2026-03-08", "2026-03-08T07:30"),  # 02:30 skipped: 03:30 EDT
+        ("America/New_York", "2026-03-09", "2026-03-09T06:30"),  # EDT
+        ("Europe/Berlin", "2026-03-29", "2026-03-29T01:30"),  # 02:30 skipped: 03:30 CEST
+        ("Europe/Berlin", "2026-10-25", "2026-10-25T00:30"),  # 02:30 twice: the first (CEST)
+        ("Europe/Berlin", "2026-10-26", "2026-10-26T01:30"),  # CET
+    ],
+)
+def test_the_expected_daily_due_time_follows_the_spring_gap_and_the_first_autumn_pass(
+    zone: str, local_day: str, utc: str
+) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    schedule = bench("year_schedule")
+    day = datetime.fromisoformat(local_day).replace(tzinfo=UTC)
+    after = int((day - timedelta(hours=12)).timestamp() * 1000)
+    until = int((day + timedelta(hours=20)).timestamp() * 1000)
+    dues = schedule.expected_cron(zone, 2, 30, after, until)
+    expected = int(datetime.fromisoformat(utc).replace(tzinfo=UTC).timestamp() * 1000)
+    assert expected in dues
