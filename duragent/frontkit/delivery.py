@@ -141,6 +141,12 @@ class Delivery:
         if info.last_settled_seq > info.last_delivered_seq:
             await self._record_sent(chat, session_id, info.last_settled_seq)
 
+    async def tell_failure(
+        self, chat: ChatRef, session_id: str, seq: int, text: str, reply_to: str | None
+    ) -> SentMessage | None:
+        """Send the notice of the failed turn ``seq`` (an ``error`` event) once, recorded."""
+        return await self._once(chat, session_id, seq, (text,), reply_to)
+
     async def mark_seen(self, chat: ChatRef, session_id: str, seq: int) -> None:
         """Record ``seq`` (a turn's end the chat need not get again) as delivered."""
         await self._record(chat, session_id, seq)

@@ -12,7 +12,8 @@ before it takes new updates, so recovered turns come first in each chat's line):
   sends nothing the second time.
 - **An approval asked but never shown** (killed between the ``approval_required`` event and
   the prompt reaching the chat): asked again, with its buttons (``Delivery.ask`` records it
-  once sent). A failure notice is not re-sent.
+  once sent). A failure whose notice was never recorded as delivered is told again (the
+  ``error`` event's text, at least once, as a reply): the turn is not run again.
 - **A turn an approval let go on, never finished** (killed after the decision, while the
   approved call or the model's next step ran): the approved call was recorded as
   interrupted when the session loaded (it never runs twice), and the message that started
@@ -47,6 +48,7 @@ from duragent.frontkit.outbound import ChatRef
 from duragent.frontkit.queue import SessionQueues
 from duragent.session import ChatProgress, SessionHandle, SessionRegistry
 from duragent.turns import Complete
+from duragent.turns.endings import apology_for
 
 __all__ = ["ChatSettings", "RecoveryReport", "default_settings", "recover_chats"]
 
@@ -178,9 +180,26 @@ async def _ask_again(
     ):
         await parts.delivery.ask(chat, progress.session_id, pending.call_id, pending.command)
         return
-    # a failure (or a request no longer pending): its text is not re-sent; mark it seen so the
-    # session is not examined again at every start
+    if settled is not None and settled.type == EventType.ERROR:
+        # a failed turn whose notice may never have reached the chat: silence would leave the
+        # person waiting for ever, so it is told (at least once, as a reply is)
+        text = apology_for(str(settled.data.get("message") or settled.data.get("code") or ""))
+        await parts.delivery.tell_failure(
+            chat, progress.session_id, settled.seq, text, _reply_to(events, settled.seq)
+        )
+        return
+    # a request no longer pending: nothing to send; mark it seen so the session is not
+    # examined again at every start
     await parts.delivery.mark_seen(chat, progress.session_id, progress.last_settled_seq)
+
+
+def _reply_to(events: list[Event], seq: int) -> str | None:
+    """The platform id of the newest user message before ``seq`` (what a reply quotes)."""
+    for event in reversed(events):
+        if event.seq < seq and event.type == EventType.USER_MESSAGE:
+            pid = event.data.get("platform_message_id")
+            return None if pid is None else str(pid)
+    return None
 
 
 async def _deliver(

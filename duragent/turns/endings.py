@@ -19,7 +19,7 @@ from duragent.session import SessionHandle
 from duragent.turns.loop import cancelled_result
 from duragent.turns.result import Failed, why_cut_short
 
-__all__ = ["apology", "close_cut_short_turn", "record_failed_turn"]
+__all__ = ["apology", "apology_for", "close_cut_short_turn", "record_failed_turn"]
 
 log = logging.getLogger(__name__)
 
@@ -62,5 +62,10 @@ def apology(exc: Exception) -> str:
     SDK messages often end with their own full stop ("Connection error."), which must not
     become "Connection error.." here.
     """
-    cause = str(exc).rstrip().rstrip(".") or type(exc).__name__
+    return apology_for(str(exc) or type(exc).__name__)
+
+
+def apology_for(cause: str) -> str:
+    """``apology`` for a failure known by its text (a recorded ``error`` event's message)."""
+    cause = cause.rstrip().rstrip(".") or "an error"
     return f"Sorry, I could not answer: {cause}. Your message is saved; you can send it again."

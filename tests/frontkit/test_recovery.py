@@ -129,15 +129,34 @@ async def test_a_pending_approval_never_shown_is_asked_again_once_and_not_run(
     assert len(kit.h.server.requests) == requests  # no turn ran
 
 
-async def test_a_failed_turn_is_not_run_again(tmp_path: Path) -> None:
+async def test_a_failed_turn_is_not_run_again_but_its_unsent_notice_is_told_once(
+    tmp_path: Path,
+) -> None:
+    """Killed between the turn's ``error`` event and its notice: the person is not left
+    waiting for ever (found by bench/year.py), and the turn is not run again."""
     async with recovery_kit(tmp_path) as kit:
         kit.h.server.enqueue(Fault(status=400, message="bad request"))
         sid = await kit.session()
         await kit.h.runner.run(sid, "fails", platform_message_id="p1")
         await kit.h.registry.stop(sid)
         assert await kit.recover() == (0, 0)
-    assert kit.replies() == []
+        assert await kit.recover() == (0, 0)
+    [(reply_to, text)] = kit.replies()
+    assert reply_to == "p1"
+    assert text.startswith("Sorry, I could not answer:")
+    assert "bad request" in text
     assert len(kit.h.server.requests) == 1
+
+
+async def test_a_failure_the_chat_was_told_is_not_told_again(tmp_path: Path) -> None:
+    async with recovery_kit(tmp_path) as kit:
+        kit.h.server.enqueue(Fault(status=400, message="bad request"))
+        sid = await kit.session()
+        failed = await kit.h.runner.run(sid, "fails", platform_message_id="p1")
+        await kit.chat.delivery.deliver(CHAT, failed, reply_to="p1")  # told live
+        await kit.h.registry.stop(sid)
+        assert await kit.recover() == (0, 0)
+    assert len(kit.replies()) == 1
 
 
 async def test_sessions_with_nothing_to_do_are_not_loaded(tmp_path: Path) -> None:
