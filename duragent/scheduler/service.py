@@ -21,7 +21,8 @@ A run ends in exactly one outcome line (``runs``). A failed attempt is retried w
 jittered exponential backoff when the schedule has a ``retry`` block; a recurring schedule
 keeps its next due time whatever the outcome. At start, a run the log shows as started and
 not ended was interrupted: it is recorded so, and — if it had not yet written into a session
-and its retry policy allows — run again for the same due time. (Once it has written, the
+— run again for the same due time (as often as its retry policy allows, at least once: the
+kill was not the run's failure). (Once it has written, the
 chat's own recovery answers or delivers what it wrote; running it again would say it twice.)
 """
 
@@ -169,7 +170,11 @@ class Scheduler:
     def _interrupted(self, slot: _Slot, run: Dangling) -> None:
         """A run the log shows started and never ended (module docstring)."""
         retry = slot.schedule.retry
-        if not run.recorded and retry is not None and run.attempt <= retry.max_retries:
+        # A kill is not the run's failure: a run that wrote nothing gets one more attempt
+        # even without a ``retry`` block (safe: nothing of it is anywhere), or its due time
+        # would be missed; interrupted again, it is recorded so (no crash loop).
+        again = max(1, retry.max_retries) if retry is not None else 1
+        if not run.recorded and run.attempt <= again:
             error = "interrupted: the server stopped during the run"
             entry = {"status": "retry", "due": to_ms(run.due), "attempt": run.attempt}
             self._append(slot, entry | {"error": error})

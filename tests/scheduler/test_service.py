@@ -139,12 +139,28 @@ def test_backoff_doubles_is_capped_and_jittered_by_a_fifth() -> None:
         assert 0.8 * base <= got <= 1.2 * base
 
 
-async def test_a_run_started_and_never_ended_is_recorded_interrupted_at_start(
+async def test_a_run_killed_before_it_wrote_anything_runs_once_more_without_a_retry_block(
     tmp_path: Path,
 ) -> None:
+    """A kill is not the run's failure: its due time is not missed (found by bench/year.py)."""
     nine = START.replace(hour=9)
     runs = RunLogFiles(tmp_path / "runs")
     runs.append("daily", {"ts": 0, "status": "running", "due": int(nine.timestamp() * 1000)})
+    clock, payloads = ManualClock(nine + timedelta(seconds=5)), RecordingPayloads()
+    scheduler = make_scheduler(tmp_path, clock, payloads)
+    scheduler.put(schedule("daily"))
+    await run_until(scheduler, clock, nine + timedelta(hours=1))
+    assert payloads.runs == [("daily", nine)]
+    assert outcomes(tmp_path, "daily") == [("ok", nine)]
+
+
+async def test_a_run_killed_twice_is_recorded_interrupted_at_start(tmp_path: Path) -> None:
+    nine = START.replace(hour=9)
+    due = int(nine.timestamp() * 1000)
+    runs = RunLogFiles(tmp_path / "runs")
+    runs.append("daily", {"ts": 0, "status": "running", "due": due, "attempt": 1})
+    runs.append("daily", {"ts": 0, "status": "retry", "due": due, "attempt": 1})
+    runs.append("daily", {"ts": 0, "status": "running", "due": due, "attempt": 2})
     clock, payloads = ManualClock(nine + timedelta(seconds=5)), RecordingPayloads()
     scheduler = make_scheduler(tmp_path, clock, payloads)
     scheduler.put(schedule("daily"))
