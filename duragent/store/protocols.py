@@ -444,3 +444,11 @@ class SharedStorage(Protocol):
     def fetch_chat(self, key: ChatKey) -> str | None:
         """The chat's session as stored now (another node may have mapped it); may block."""
         ...
+
+    def map_chat(self, key: ChatKey, session_id: str, replacing: str | None) -> str:
+        """Map the chat to ``session_id`` if it still maps to ``replacing``; the session it maps.
+
+        One insert wins when two nodes make a chat's first session at once (the loser is told
+        the winner's session); may block.
+        """
+        ...
