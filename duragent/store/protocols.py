@@ -400,6 +400,10 @@ class OrphanedChats(Protocol):
     def adopt(self, session_ids: list[str]) -> None:
         """Mark the expired leases of ``session_ids`` free: they were examined and finished."""
 
+    def serving_node(self, gateway: str, chat_id: str) -> str | None:
+        """The node holding a live lease on a session of the chat (None: no node serves it)."""
+        ...
+
 
 @runtime_checkable
 class SharedStorage(Protocol):
