@@ -104,10 +104,7 @@ class GatewayChats:
             await self.front.message(msg)
             return
         key = (msg.gateway, msg.chat_id, msg.message_id)
-        handle: Callable[[], Awaitable[None]] = lambda: self.front.message(msg)  # noqa: E731
-        if self.fans_out and await defer_to_owner(self.cluster, msg.gateway, msg.chat_id):
-            lease = self.cluster.leaders.seconds  # the owner did not take it: take over
-            handle = lambda: serve_when_free(lambda: self.front.message(msg), lease)  # noqa: E731
+        handle = await self._owner_first(msg.gateway, msg.chat_id, lambda: self.front.message(msg))
         if await self._once(key, handle):
             return
         # debug: with Discord every node receives every message, so this is the common case
@@ -116,8 +113,20 @@ class GatewayChats:
     async def press(self, press: ButtonPress) -> None:
         """Act on a button press (``ChatFront.press``), once across nodes."""
         key = (press.gateway, press.chat_id, f"press:{press.callback_id}")
-        if not await self._once(key, lambda: self.front.press(press)):
+        handle = await self._owner_first(
+            press.gateway, press.chat_id, lambda: self.front.press(press)
+        )
+        if not await self._once(key, handle):
             log.debug("%s button press %s was handled already", press.chat.target, key[2])
+
+    async def _owner_first(
+        self, gateway: str, chat_id: str, handle: Callable[[], Awaitable[None]]
+    ) -> Callable[[], Awaitable[None]]:
+        """``handle``, after the chat's owner had its turn to claim first (``owners``)."""
+        if not self.fans_out or not await defer_to_owner(self.cluster, gateway, chat_id):
+            return handle
+        lease = self.cluster.leaders.seconds  # the owner did not take it: it is taken over
+        return lambda: serve_when_free(handle, lease)
 
     async def _once(self, key: tuple[str, str, str], handle: Callable[[], Awaitable[None]]) -> bool:
         """Run ``handle`` if this node is first to claim ``key``; False: a duplicate.

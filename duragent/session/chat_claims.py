@@ -54,5 +54,8 @@ async def map_created_session(
     winner = await asyncio.to_thread(store.map_chat, key, session_id, replacing)
     if winner != session_id:
         log.info("chat %s: another node made its session %s first; using it", key, winner)
-        await registry.delete(session_id)
+        try:
+            await registry.delete(session_id)
+        except Exception as exc:  # an unmapped empty session is harmless; the chat goes on
+            log.warning("chat %s: the unused session %s was not deleted: %s", key, session_id, exc)
     return winner

@@ -21,6 +21,7 @@ import httpx
 import pytest
 
 from duragent.config import load_workspace
+from duragent.gateways.http.forwarding import FORWARDED_AT, FORWARDED_BY
 from duragent.gateways.telegram.webhook import SECRET_HEADER
 from duragent.runtime import Runtime
 from duragent.testing import FakeTelegram, ScriptedLLMServer
@@ -145,6 +146,12 @@ async def test_a_chats_messages_posted_to_either_node_are_answered_by_its_owner_
         assert len(chat_sessions(a, 42)) == 1
         assert b.forwarding is not None
         assert b.forwarding.forwarded == len(texts) // 2  # b's messages went to the owner, a
+
+        forged = {**JSON, SECRET_HEADER: secret, FORWARDED_BY: "b", FORWARDED_AT: "1"}
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{a.http_port}") as client:
+            body = update_json(150, 42, 40, "not from a node")
+            answer = await client.post("/tg/hook", content=body, headers=forged)
+        assert answer.status_code == 403  # a hop without the cluster's signature
 
         await a.aclose()  # the owner stops: b takes the chat's session over
         assert await post(b, update_json(200, 42, 50, "still there?"), secret) == 200
