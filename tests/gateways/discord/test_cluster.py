@@ -112,7 +112,7 @@ async def test_a_chats_messages_are_taken_by_the_node_owning_its_session(tmp_pat
         assert [m["content"] for m in dc.sent(1001)][len(texts) :] == ["re: still there?"]
 
 
-@pytest.mark.slow  # ~30 s: the dead node's shutdown waits out its pool's timeouts
+@pytest.mark.slow  # ~7 s: the dead owner's lease runs out, its shutdown waits for its pool
 async def test_a_message_the_owner_dies_before_taking_is_answered_by_the_other_node(
     tmp_path: Path,
 ) -> None:
