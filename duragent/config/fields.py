@@ -268,6 +268,7 @@ FIELDS: dict[Format, dict[str, Fate]] = {
         "gateways.external[].args": Use("duragent.gateways.external.launch", "of"),
         "gateways.external[].env": Use("duragent.gateways.external.launch", "of"),
         "gateways.external[].restart": Use("duragent.gateways.external.service", "start"),
+        "gateways.external[].fans_out": Use("duragent.gateways.external.assemble", "chats"),
         "gateways.external[].bot_username": Use(
             "duragent.gateways.external.assemble", "build_external_gateway"
         ),

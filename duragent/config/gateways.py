@@ -162,6 +162,10 @@ class ExternalGatewayConfig(Section):
     bot_username: str | None = None
     """Ours: the bot's name on the platform, so ``/reset@<name>`` is a command there (a
     gateway may also say it as ``bot_username`` in its ``ready`` event)."""
+    fans_out: bool = False
+    """Ours: with several nodes on one database, the platform sends every message to every
+    node running this gateway (as Discord does); the node serving the chat then takes it
+    (``frontkit.owners``). Leave false for a platform that hands each message to one node."""
 
     @field_validator("name")
     @classmethod

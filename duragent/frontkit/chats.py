@@ -35,6 +35,7 @@ from duragent.frontkit.chat import TYPING_EVERY_SECONDS, ChatTurns
 from duragent.frontkit.gateway import ChatFront
 from duragent.frontkit.inbound import ButtonPress, InboundMessage
 from duragent.frontkit.outbound import OutboundPort, metered
+from duragent.frontkit.owners import defer_to_owner, serve_when_free
 from duragent.frontkit.queue import SessionQueues
 from duragent.frontkit.recovery import RecoveryReport, recover_chats
 from duragent.frontkit.routing import Router
@@ -93,6 +94,8 @@ class GatewayChats:
     """Whether a chat id is a group's (for recovery); None: the platform cannot tell."""
     cluster: Cluster = field(default_factory=local_cluster)
     """Its ``inbound`` ledger takes each platform message once across nodes."""
+    fans_out: bool = False
+    """Every node receives every message (Discord): the chat's owner takes it (``owners``)."""
     _sweepers: list[asyncio.Task[None]] = field(default_factory=list)
 
     async def message(self, msg: InboundMessage) -> None:
@@ -101,7 +104,8 @@ class GatewayChats:
             await self.front.message(msg)
             return
         key = (msg.gateway, msg.chat_id, msg.message_id)
-        if await self._once(key, lambda: self.front.message(msg)):
+        handle = await self._owner_first(msg.gateway, msg.chat_id, lambda: self.front.message(msg))
+        if await self._once(key, handle):
             return
         # debug: with Discord every node receives every message, so this is the common case
         log.debug("%s message %s was taken in already; not answered again", msg.chat.target, key[2])
@@ -109,8 +113,20 @@ class GatewayChats:
     async def press(self, press: ButtonPress) -> None:
         """Act on a button press (``ChatFront.press``), once across nodes."""
         key = (press.gateway, press.chat_id, f"press:{press.callback_id}")
-        if not await self._once(key, lambda: self.front.press(press)):
+        handle = await self._owner_first(
+            press.gateway, press.chat_id, lambda: self.front.press(press)
+        )
+        if not await self._once(key, handle):
             log.debug("%s button press %s was handled already", press.chat.target, key[2])
+
+    async def _owner_first(
+        self, gateway: str, chat_id: str, handle: Callable[[], Awaitable[None]]
+    ) -> Callable[[], Awaitable[None]]:
+        """``handle``, after the chat's owner had its turn to claim first (``owners``)."""
+        if not self.fans_out or not await defer_to_owner(self.cluster, gateway, chat_id):
+            return handle
+        lease = self.cluster.leaders.seconds  # the owner did not take it: it is taken over
+        return lambda: serve_when_free(handle, lease)
 
     async def _once(self, key: tuple[str, str, str], handle: Callable[[], Awaitable[None]]) -> bool:
         """Run ``handle`` if this node is first to claim ``key``; False: a duplicate.
@@ -236,12 +252,14 @@ def gateway_chats(
     typing_every: float = TYPING_EVERY_SECONDS,
     is_group: Callable[[str], bool] | None = None,
     cluster: Cluster | None = None,
+    fans_out: bool = False,
 ) -> GatewayChats:
     """The kit for ``gateway`` over ``outbound`` (its adapter calls this once the bot is known).
 
     ``request_timeout``: how long a turn may run before the queue gives up on it;
     ``typing_every``: how often "typing…" is renewed (the platform shows it for a while);
-    ``cluster``: what the nodes of the workspace share (None: this process alone).
+    ``cluster``: what the nodes of the workspace share (None: this process alone);
+    ``fans_out``: every node receives every message (Discord), so the chat's owner takes it.
     """
     outbound = metered(outbound, gateway, turns.metrics)
     chat = ChatTurns(turns, outbound, tasks, typing_every=typing_every)
@@ -250,4 +268,6 @@ def gateway_chats(
         turns.metrics.chat_queue(gateway, queues.pending)
     log.info("%s: %s", gateway, router.startup_note())
     front = ChatFront(chat, router, catalog, queues, bot_username=bot_username)
-    return GatewayChats(gateway, front, queues, chat, catalog, is_group, cluster or local_cluster())
+    return GatewayChats(
+        gateway, front, queues, chat, catalog, is_group, cluster or local_cluster(), fans_out
+    )

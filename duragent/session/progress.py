@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from duragent.session.operations import SessionInfo
+from duragent.store import SessionStorage, SnapshotCorruptError
 
-__all__ = ["ChatProgress", "progress_from_header"]
+__all__ = ["ChatProgress", "progress_from_header", "progress_on_disk"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -103,3 +104,14 @@ def progress_from_header(
         last_decided_seq=int(header.get("last_decided_seq") or 0),
         chat_type=config.get("gateway_chat_type"),
     )
+
+
+def progress_on_disk(store: SessionStorage, session_id: str) -> ChatProgress | None:
+    """Progress from the snapshot header and the log's last seq (None: ask the actor)."""
+    try:
+        header = store.header(session_id)
+    except (OSError, SnapshotCorruptError):  # the actor's load reports it properly
+        return None
+    if header is None:
+        return None
+    return progress_from_header(session_id, header, store.event_log(session_id).last_seq())

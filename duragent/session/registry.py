@@ -37,6 +37,7 @@ from duragent.errors import NotFoundError
 from duragent.session.actor import NewSession, SessionActor, SessionInfo, SessionQuarantinedError
 from duragent.session.admission import Admission, AskMix
 from duragent.session.bridge import Request, SessionUnavailableError, ask
+from duragent.session.chat_claims import ANY_MAPPING, AnyMapping, map_created_session
 from duragent.session.descriptors import RETRY_SAFE_OPS
 from duragent.session.eviction import PRESSURE_RETRIES, Evictor, Live
 from duragent.session.gate import DEFAULT_ACTIVE_ASKS, MAX_ACTIVE_ASKS
@@ -44,13 +45,12 @@ from duragent.session.handle import SessionHandle
 from duragent.session.keyed_locks import KeyedLocks
 from duragent.session.leases import LeaseKeeper
 from duragent.session.listing import QUARANTINED, UNAVAILABLE, SessionListing
-from duragent.session.progress import ChatProgress, progress_from_header
+from duragent.session.progress import ChatProgress, progress_on_disk
 from duragent.store import (
     ChatKey,
     FencedWriteError,
     SessionStorage,
     SharedStorage,
-    SnapshotCorruptError,
 )
 
 __all__ = ["RegistrySettings", "SessionNotFoundError", "SessionRegistry"]
@@ -179,8 +179,14 @@ class SessionRegistry:
 
     # --- sessions -------------------------------------------------------------------------
 
-    async def create(self, new: NewSession) -> str:
-        """Create a session durably (folder, first event, snapshot) and return its id."""
+    async def create(
+        self, new: NewSession, *, replacing: str | AnyMapping | None = ANY_MAPPING
+    ) -> str:
+        """Create a session durably (folder, first event, snapshot) and return its id.
+
+        A chat's session is mapped only if the chat still maps to ``replacing``
+        (``chat_claims``: else another node's session is returned and this one deleted).
+        """
         session_id = new_session_id()
 
         async def create() -> str:
@@ -193,7 +199,7 @@ class SessionRegistry:
                     raise
             if new.gateway and new.gateway_chat_id:
                 key = (new.gateway, new.gateway_chat_id, new.agent)
-                await asyncio.to_thread(self.store.chats.set, key, session_id)
+                return await map_created_session(self, key, session_id, replacing)
             return session_id
 
         created: str = await self._evictor.making_room(session_id, PRESSURE_RETRIES, create)
@@ -215,7 +221,7 @@ class SessionRegistry:
                     log.warning(
                         "chat %s: session %s unusable (%s); starting a new one", key, existing, exc
                     )
-            created = await self.create(new)
+            created = await self.create(new, replacing=existing)
             self._usable.add(created)
             return created
 
@@ -226,20 +232,10 @@ class SessionRegistry:
     async def progress(self, session_id: str) -> ChatProgress:
         """Where the session stands: its snapshot header if current, else its actor's word."""
         if session_id not in self._live and session_id not in self._starting:
-            quick = await asyncio.to_thread(self._progress_on_disk, session_id)
+            quick = await asyncio.to_thread(progress_on_disk, self.store, session_id)
             if quick is not None:
                 return quick
         return ChatProgress.of(await self.info(session_id))
-
-    def _progress_on_disk(self, session_id: str) -> ChatProgress | None:
-        try:
-            header = self.store.header(session_id)
-        except (OSError, SnapshotCorruptError):  # the actor's load reports it properly
-            return None
-        if header is None:
-            return None
-        logged = self.store.event_log(session_id).last_seq()
-        return progress_from_header(session_id, header, logged)
 
     async def _chat_of(self, key: ChatKey) -> str | None:
         """The chat's mapped session: read through to a shared store (in a thread)."""

@@ -400,6 +400,10 @@ class OrphanedChats(Protocol):
     def adopt(self, session_ids: list[str]) -> None:
         """Mark the expired leases of ``session_ids`` free: they were examined and finished."""
 
+    def serving_node(self, gateway: str, chat_id: str) -> str | None:
+        """The node holding a live lease on a session of the chat (None: no node serves it)."""
+        ...
+
 
 @runtime_checkable
 class SharedStorage(Protocol):
@@ -443,4 +447,12 @@ class SharedStorage(Protocol):
 
     def fetch_chat(self, key: ChatKey) -> str | None:
         """The chat's session as stored now (another node may have mapped it); may block."""
+        ...
+
+    def map_chat(self, key: ChatKey, session_id: str, replacing: str | None) -> str:
+        """Map the chat to ``session_id`` if it still maps to ``replacing``; the session it maps.
+
+        One insert wins when two nodes make a chat's first session at once (the loser is told
+        the winner's session); may block.
+        """
         ...

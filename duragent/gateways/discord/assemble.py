@@ -61,6 +61,7 @@ def build_discord_gateway(
             bot_username=bot_username,
             request_timeout=request_timeout,
             cluster=cluster,
+            fans_out=True,  # every connected node receives every event
             typing_every=TYPING_EVERY_SECONDS,
             is_group=is_group,
         )

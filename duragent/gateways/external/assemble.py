@@ -61,6 +61,7 @@ def build_external_gateway(
             bot_username=config.bot_username,
             request_timeout=request_timeout,
             cluster=cluster,
+            fans_out=config.fans_out,  # every node's plugin receives every message
         )
 
     return ExternalGateway(config, index, config_dir, chats, tasks, timings=timings)

@@ -314,7 +314,7 @@ def build_app(services: HttpServices) -> Starlette:
         _route("/api/admin/v1/reload-agents", POST=admin(reload_agents)),
     ]
     webhooks = services.webhooks()
-    routes += webhook_routes(webhooks)
+    routes += webhook_routes(webhooks, forwarding)
     routes += console_routes(services)  # /ui: the web console (console.py)
     app = Starlette(
         routes=routes,

@@ -79,6 +79,7 @@ _PASSED_ON = (
     "accept-encoding",
     "user-agent",
     "last-event-id",
+    "x-telegram-bot-api-secret-token",  # a forwarded webhook: the owner checks it again
 )
 _DROPPED_BACK = {
     "content-length",

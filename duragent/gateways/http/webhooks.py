@@ -6,6 +6,15 @@ update is a few kilobytes) and answers the status the handler returns, with an e
 The platform authenticates itself with its own secret (checked by the handler), not with
 ``server.api_token``, and addresses the server by its public name through a proxy, so these
 paths are exempt from the loopback Host check (``BrowserGuard``'s public paths).
+
+With several nodes (a shared store), the load balancer hands a chat's updates to any node,
+but the chat's session lives on the node holding its lease. A receiver whose chat session
+another node owns raises ``LeaseHeldError``; the update is then served like a session
+request (``forwarding.SessionForwarding``): forwarded, signed, to the same path on the live
+owner, whose answer (200 once recorded there) is Telegram's; taken over here when the owner
+is gone (its lease expired or it left); served again after a fenced write. A signed hop is
+handled on the receiving node and never forwarded again. So a chat is answered by one node,
+in order, whichever node an update reaches.
 """
 
 from __future__ import annotations
@@ -17,19 +26,36 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from duragent.frontkit import WebhookReceiver
+from duragent.gateways.http.forwarding import SessionForwarding
 
 __all__ = ["MAX_WEBHOOK_BODY", "webhook_routes"]
 
 MAX_WEBHOOK_BODY = 1 << 20
 
 
-def webhook_routes(webhooks: Mapping[str, WebhookReceiver]) -> list[Route]:
-    """A ``POST`` route for each webhook path."""
-    return [Route(path, _endpoint(handler), methods=["POST"]) for path, handler in webhooks.items()]
+def webhook_routes(
+    webhooks: Mapping[str, WebhookReceiver], forwarding: SessionForwarding | None = None
+) -> list[Route]:
+    """A ``POST`` route for each webhook path (served where the chat's session lives)."""
+    return [
+        Route(path, _endpoint(handler, forwarding), methods=["POST"])
+        for path, handler in webhooks.items()
+    ]
 
 
-def _endpoint(handler: WebhookReceiver) -> Callable[[Request], Awaitable[Response]]:
+def _endpoint(
+    handler: WebhookReceiver, forwarding: SessionForwarding | None
+) -> Callable[[Request], Awaitable[Response]]:
     async def receive(request: Request) -> Response:
+        if forwarding is None:
+            return await here(request)
+        length = request.headers.get("content-length", "")
+        if length.isdigit() and int(length) > MAX_WEBHOOK_BODY:
+            return Response(status_code=413)
+        hop = await forwarding.verify(request)  # 403 for a forged hop
+        return await forwarding.serve(request, here, hop=hop)
+
+    async def here(request: Request) -> Response:
         length = request.headers.get("content-length", "")
         if length.isdigit() and int(length) > MAX_WEBHOOK_BODY:
             return Response(status_code=413)

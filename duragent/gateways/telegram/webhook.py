@@ -13,6 +13,9 @@ the body here; the answer's status is what Telegram sees:
   across restarts, unguessable without the token).
 - **503** while another node records the same update (several nodes behind a load
   balancer, ``frontkit.chats``): Telegram sends it again, and it is then a duplicate.
+- **The chat's session lives on another node** (``LeaseHeldError``, or ``FencedWriteError``
+  when this node just lost it): raised to the HTTP front end, which forwards the update to
+  the owner or takes the session over (``gateways/http/webhooks.py``).
 - **One update at a time** (``max_connections=1`` at ``setWebhook``): Telegram would otherwise
   post several at once and a chat's messages could be recorded out of order.
 """
@@ -28,7 +31,9 @@ from urllib.parse import urlsplit
 
 from telegram import Bot, Update
 
+from duragent.errors import StorageError
 from duragent.frontkit import InboundBusyError
+from duragent.store import FencedWriteError, LeaseHeldError
 
 __all__ = ["SECRET_HEADER", "TelegramWebhook", "webhook_path", "webhook_secret"]
 
@@ -74,6 +79,15 @@ class TelegramWebhook:
         except InboundBusyError as exc:  # another node records it now: ask Telegram to retry
             log.info("telegram update %d: %s; Telegram retries it", update.update_id, exc)
             return 503
+        except LeaseHeldError:  # served where the session lives (the HTTP front end)
+            raise
+        except StorageError as exc:
+            if isinstance(exc, FencedWriteError) or isinstance(exc.__cause__, FencedWriteError):
+                raise  # this node just lost the session: served again where it lives now
+            log.exception(
+                "telegram update %d could not be handled; Telegram retries it", update.update_id
+            )
+            return 500
         except Exception:
             log.exception(
                 "telegram update %d could not be handled; Telegram retries it", update.update_id

@@ -78,6 +78,32 @@ class PostgresChats:
             else:
                 self._map.pop(key, None)
 
+    def claim(self, key: ChatKey, session_id: str, replacing: str | None) -> str:
+        """Map ``key`` to ``session_id`` only if it still maps to ``replacing``; the winner.
+
+        ``replacing`` is what the caller found (None: unmapped; else the session it found
+        unusable). Two nodes making a chat's first session at once both find it unmapped:
+        the unique key lets one insert win, and the other is told the winner's session.
+        """
+        with self._db.transaction("writing the chat map") as conn:
+            row = conn.execute(
+                "INSERT INTO chats AS c (gateway, chat_id, agent, session_id) "
+                "VALUES (%s, %s, %s, %s) ON CONFLICT (gateway, chat_id, agent) "
+                "DO UPDATE SET session_id = excluded.session_id WHERE c.session_id = %s "
+                "RETURNING session_id",
+                (*key, session_id, replacing),
+            ).fetchone()
+            if row is None:  # another node mapped it first (a new statement sees its commit)
+                row = conn.execute(
+                    "SELECT session_id FROM chats "
+                    "WHERE gateway = %s AND chat_id = %s AND agent = %s",
+                    key,
+                ).fetchone()
+        winner = str(row[0]) if row else session_id
+        with self._lock:
+            self._map[key] = winner
+        return winner
+
     def remove_session(self, session_id: str) -> None:
         """Unmap every chat served by ``session_id``."""
         with self._db.transaction("writing the chat map") as conn:

@@ -215,3 +215,15 @@ class PostgresOrphans:
                 "AND lease_expires_at < now()",
                 (session_ids,),
             )
+
+    def serving_node(self, gateway: str, chat_id: str) -> str | None:
+        """The node holding a live lease on one of the chat's sessions, if any."""
+        with self._db.transaction(f"finding the node serving a {gateway} chat") as conn:
+            row = conn.execute(
+                "SELECT s.owner_node FROM chats c JOIN sessions s "
+                "ON s.session_id = c.session_id AND s.quarantined_at IS NULL "
+                "WHERE c.gateway = %s AND c.chat_id = %s AND s.owner_node IS NOT NULL "
+                "AND s.lease_expires_at > now() LIMIT 1",
+                (gateway, chat_id),
+            ).fetchone()
+        return None if row is None else str(row[0])

@@ -151,6 +151,10 @@ class PostgresSessionStore:
         """The chat's session as stored now (read-through: another node may have mapped it)."""
         return self.chats.fetch(key)
 
+    def map_chat(self, key: ChatKey, session_id: str, replacing: str | None) -> str:
+        """Map the chat to a session it made unless another node mapped it first; the winner."""
+        return self.chats.claim(key, session_id, replacing)
+
     def fenced(
         self, conn: psycopg.Connection[TupleRow], session_id: str, *, log: bool = False
     ) -> Lease:

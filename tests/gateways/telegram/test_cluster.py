@@ -21,6 +21,7 @@ import httpx
 import pytest
 
 from duragent.config import load_workspace
+from duragent.gateways.http.forwarding import FORWARDED_AT, FORWARDED_BY
 from duragent.gateways.telegram.webhook import SECRET_HEADER
 from duragent.runtime import Runtime
 from duragent.testing import FakeTelegram, ScriptedLLMServer
@@ -119,6 +120,44 @@ async def test_a_webhook_update_delivered_to_both_nodes_is_answered_once(tmp_pat
         await asyncio.sleep(0.3)  # a second answer, if there were one, would be sent by now
         assert tg.sent_messages(42) == ["re: hi by webhook"]
         assert tg.sent_messages(43) == ["re: both at once"]
+
+
+def chat_sessions(runtime: Runtime, chat_id: int) -> set[str]:
+    """The sessions the shared chat map names for a Telegram chat (any agent)."""
+    store: Any = runtime.registry.store
+    return {sid for key, sid in store.chats.items() if key[:2] == ("telegram", str(chat_id))}
+
+
+async def test_a_chats_messages_posted_to_either_node_are_answered_by_its_owner_in_order(
+    tmp_path: Path,
+) -> None:
+    async with two_nodes(tmp_path, webhook_url=HOOK) as (tg, (a, b)):
+        secret = tg.calls("setWebhook")[0].params["secret_token"]
+        texts = [f"message {n}" for n in range(4)]
+        for n, text in enumerate(texts):  # the balancer alternates: a, b, a, b, …
+            node = (a, b)[n % 2]
+            assert await post(node, update_json(100 + n, 42, n + 1, text), secret) == 200
+            # the user reads the answer before writing again (quick ones would share a turn)
+            assert await eventually(lambda n=n: len(tg.sent_messages(42)) > n)
+        assert await eventually(lambda: not a.tasks and not b.tasks)
+        await asyncio.sleep(0.3)  # a second answer, if there were one, would be sent by now
+        assert tg.sent_messages(42) == [f"re: {text}" for text in texts]
+        await asyncio.to_thread(a.registry.store.chats.load)  # type: ignore[attr-defined]
+        assert len(chat_sessions(a, 42)) == 1
+        assert b.forwarding is not None
+        assert b.forwarding.forwarded == len(texts) // 2  # b's messages went to the owner, a
+
+        forged = {**JSON, SECRET_HEADER: secret, FORWARDED_BY: "b", FORWARDED_AT: "1"}
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{a.http_port}") as client:
+            body = update_json(150, 42, 40, "not from a node")
+            answer = await client.post("/tg/hook", content=body, headers=forged)
+        assert answer.status_code == 403  # a hop without the cluster's signature
+
+        await a.aclose()  # the owner stops: b takes the chat's session over
+        assert await post(b, update_json(200, 42, 50, "still there?"), secret) == 200
+        assert await eventually(lambda: len(tg.sent_messages(42)) > len(texts))
+        assert tg.sent_messages(42)[-1] == "re: still there?"
+        assert b.registry.is_live(next(iter(chat_sessions(a, 42))))
 
 
 @pytest.mark.slow  # ~20 s: the dead node's shutdown waits out its pool's timeouts
