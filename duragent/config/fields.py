@@ -287,6 +287,7 @@ FIELDS: dict[Format, dict[str, Fate]] = {
         "store.node_id": Use("duragent.store.backends", "session_storage"),
         "store.lease_seconds": Use("duragent.store.backends", "session_storage"),
         "store.pool_size": Use("duragent.store.backends", "session_storage"),
+        "store.advertise_url": Use("duragent.runtime.server", "Runtime._start_http"),
         "sandbox.mode": Use(_SANDBOX, "for_workspace"),
         "sandbox.network": Use(_SANDBOX, "for_workspace"),
         "sandbox.env": Use(_SANDBOX, "for_workspace"),
