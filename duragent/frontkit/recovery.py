@@ -47,8 +47,7 @@ from duragent.frontkit.delivery import Delivery
 from duragent.frontkit.outbound import ChatRef
 from duragent.frontkit.queue import SessionQueues
 from duragent.session import ChatProgress, SessionHandle, SessionRegistry
-from duragent.turns import Complete
-from duragent.turns.endings import apology_for
+from duragent.turns import Complete, apology_for
 
 __all__ = ["ChatSettings", "RecoveryReport", "default_settings", "recover_chats"]
 

@@ -26,6 +26,7 @@ ends. As with ``duragent.session``, front ends use only this namespace, never it
 from __future__ import annotations
 
 from duragent.core.approval import DECISIONS, ApprovalDecision
+from duragent.turns.endings import apology_for
 from duragent.turns.errors import ApprovalError, ApprovalMismatchError, NoPendingApprovalError
 from duragent.turns.inbox import Steered
 from duragent.turns.loop import CLIENT_LEFT
@@ -51,4 +52,5 @@ __all__ = [
     "TurnResult",
     "TurnRunner",
     "TurnSink",
+    "apology_for",
 ]
