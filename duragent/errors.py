@@ -24,6 +24,8 @@ the rest are defined here. Base classes from Python follow a name in parentheses
     ├── EventSeqConflictError (ValueError)   an append repeated a stored seq
     │                               [store.postgres.sessions]
     ├── WorkspaceBusyError          another process serves this workspace [store.serve_lock]
+    ├── InboundBusyError            another node is recording this platform message now
+    │                               [frontkit.chats]
     ├── GatewayDownError            an external gateway's child is not running or not reading
     │                               [gateways.external.supervisor]
     ├── GatewayCommandError         an external gateway answered ``command_error``
