@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -61,7 +62,7 @@ async def test_a_turn_after_1000_messages_costs_about_what_one_after_10_does(
     """With the defaults the history is capped and summarised (the summaries tier checks the
     whole history before every turn); with everything sent, every message is fitted,
     serialised and sent on every call."""
-    settings = {"context": _EVERYTHING_SENT} if context == "everything sent" else {}
+    settings: dict[str, Any] = {"context": _EVERYTHING_SENT} if context == "everything sent" else {}
     async with harness(
         tmp_path,
         provider=provider,

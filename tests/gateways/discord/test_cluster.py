@@ -8,6 +8,7 @@ inbound ledger in the database lets one of them take it.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -94,7 +95,7 @@ async def test_a_chats_messages_are_taken_by_the_node_owning_its_session(tmp_pat
         texts = [f"message {n}" for n in range(4)]
         for n, text in enumerate(texts):
             await dc.push_message(1001, text, dc.owner)  # both nodes receive every message
-            assert await eventually(lambda n=n: len(dc.sent(1001)) > n)
+            assert await eventually(functools.partial(lambda n: len(dc.sent(1001)) > n, n))
         assert await eventually(lambda: not a.tasks and not b.tasks)
         await asyncio.sleep(0.3)  # a second answer, if there were one, is sent by now
         assert [m["content"] for m in dc.sent(1001)] == [f"re: {t}" for t in texts]

@@ -8,6 +8,7 @@ answers nothing. Each node runs the fake gateway child; the test emits each mess
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from pathlib import Path
 
@@ -62,7 +63,9 @@ async def test_a_chats_messages_both_nodes_receive_are_answered_once_by_its_owne
                 for n, text in enumerate(texts):
                     event = message("42", text, message_id=f"m{n}", sender_id="42")
                     await asyncio.gather(*(child.emit(event) for child in children))
-                    assert await eventually(lambda n=n: len(replies(children)) > n)
+                    assert await eventually(
+                        functools.partial(lambda n: len(replies(children)) > n, n)
+                    )
                 assert await eventually(lambda: all(not r.tasks for r in runtimes))
                 await asyncio.sleep(0.3)  # a second answer, if there were one, is sent by now
                 sent = replies(children)

@@ -10,6 +10,7 @@ stands by and takes over when the poller stops or dies.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import time
 from collections.abc import AsyncIterator
@@ -138,11 +139,11 @@ async def test_a_chats_messages_posted_to_either_node_are_answered_by_its_owner_
             node = (a, b)[n % 2]
             assert await post(node, update_json(100 + n, 42, n + 1, text), secret) == 200
             # the user reads the answer before writing again (quick ones would share a turn)
-            assert await eventually(lambda n=n: len(tg.sent_messages(42)) > n)
+            assert await eventually(functools.partial(lambda n: len(tg.sent_messages(42)) > n, n))
         assert await eventually(lambda: not a.tasks and not b.tasks)
         await asyncio.sleep(0.3)  # a second answer, if there were one, would be sent by now
         assert tg.sent_messages(42) == [f"re: {text}" for text in texts]
-        await asyncio.to_thread(a.registry.store.chats.load)  # type: ignore[attr-defined]
+        await asyncio.to_thread(a.registry.store.chats.load)
         assert len(chat_sessions(a, 42)) == 1
         assert b.forwarding is not None
         assert b.forwarding.forwarded == len(texts) // 2  # b's messages went to the owner, a
