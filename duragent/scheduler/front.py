@@ -137,7 +137,7 @@ class Schedules:
             await self.scheduler.start(self.load())
             return
         self.scheduler.passive = True
-        self.scheduler.reset(self.load())
+        self.scheduler.reset(*await self._read_off_loop())
         leading = run_as_leader(
             self._cluster.leaders, "scheduler", self._lead, on_lost=self._follow
         )
@@ -149,8 +149,23 @@ class Schedules:
     async def _lead(self) -> None:
         """This node leads: read every run log afresh (the last leader's runs) and loop."""
         self.scheduler.passive = False
-        self.scheduler.reset(self.load())
+        self.scheduler.reset(*await self._read_off_loop())
         await self.scheduler.run_forever()
+
+    async def _read_off_loop(
+        self, only_new: bool = False
+    ) -> tuple[list[Schedule], dict[str, RunState]]:
+        """The schedules and their run states, read in a thread (the database may be slow).
+
+        ``only_new``: the run states of the schedules the loop does not know yet only.
+        """
+
+        def read() -> tuple[list[Schedule], dict[str, RunState]]:
+            loaded = self.load()
+            unread = [s for s in loaded if not only_new or self.scheduler.get(s.id) is None]
+            return loaded, self.scheduler.read_states(unread)
+
+        return await asyncio.to_thread(read)
 
     async def _follow(self) -> None:
         """This node lost the lead: its runs are interrupted; it only keeps the schedules."""
@@ -161,20 +176,23 @@ class Schedules:
         while True:
             await asyncio.sleep(REFRESH_SECONDS)
             try:
-                self.refresh(await asyncio.to_thread(self.load))  # reads off the event loop
+                self.refresh(*await self._read_off_loop(only_new=True))
             except OSError as exc:  # StorageError: the database is away; try again later
                 log.warning("schedules could not be re-read from %s: %s", self._described, exc)
 
-    def refresh(self, loaded: list[Schedule] | None = None) -> None:
+    def refresh(
+        self, loaded: list[Schedule] | None = None, states: dict[str, RunState] | None = None
+    ) -> None:
         """Take the schedules created, changed or removed elsewhere (other nodes).
 
-        ``loaded``: what ``load`` returned just now (read again when not given).
+        ``loaded``: what ``load`` returned just now (read again when not given); ``states``:
+        the run states of the new ones among them (read from the run logs when not given).
         """
         current = {s.id: s for s in (self.load() if loaded is None else loaded)}
         for schedule in current.values():
             known = self.scheduler.get(schedule.id)
             if known is None or schedule_document(known) != schedule_document(schedule):
-                self.scheduler.put(schedule)
+                self.scheduler.put(schedule, (states or {}).get(schedule.id))
         for schedule in self.scheduler.schedules():
             if schedule.id not in current:
                 self.scheduler.remove(schedule.id)

@@ -15,6 +15,9 @@ schedule that is due:
   started again. With several nodes (``claims``), the due time is first claimed in the
   database — (schedule id, due time) is a primary key — so it starts once cluster-wide even
   when two nodes believe they lead the scheduler for a moment (one paused past its lease).
+  The claim and every run-log line then go through a thread (``run_writes``): the database
+  being slow or away stalls a run, never the event loop, and never ends the loop (a claim
+  that cannot be written is tried again until the due time's grace has passed).
   At most ``max_concurrent_runs`` run at once (the rest wait their turn).
 
 A run ends in exactly one outcome line (``runs``). A failed attempt is retried with capped,
@@ -29,7 +32,6 @@ chat's own recovery answers or delivers what it wrote; running it again would sa
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import random
 from collections.abc import Callable, Sequence
@@ -38,6 +40,7 @@ from datetime import datetime, timedelta
 
 from duragent.core.metrics import Metrics
 from duragent.errors import ConfigError
+from duragent.scheduler.claiming import claim_in_grace
 from duragent.scheduler.clock import Clock
 from duragent.scheduler.model import At, Every, Schedule
 from duragent.scheduler.payloads import (
@@ -47,6 +50,7 @@ from duragent.scheduler.payloads import (
     SchedulerSettings,
     backoff_seconds,
 )
+from duragent.scheduler.run_writes import RunLogWriter
 from duragent.scheduler.runs import Dangling, RunState, count_line, to_ms
 from duragent.scheduler.timing import next_due
 from duragent.store.protocols import RunClaims, RunLogStorage
@@ -61,6 +65,9 @@ __all__ = [  # the payload contract lives in ``payloads``; named here as it alwa
 ]
 
 log = logging.getLogger(__name__)
+
+STOP_FLUSH_SECONDS = 5.0
+"""How long stopping waits for run-log lines still on their way to the database."""
 
 
 @dataclass(slots=True)
@@ -95,6 +102,7 @@ class Scheduler:
         """
         self._runs = runs
         self._claims = claims
+        self._writes = RunLogWriter(runs, off_loop=claims is not None)
         self.passive = False
         """A node that does not lead the scheduler: it keeps the schedules (listings) and
         leaves run logs alone (an unfinished run there is the leader's, not interrupted)."""
@@ -132,11 +140,16 @@ class Scheduler:
         """The last ``limit`` run-log lines, oldest first."""
         return list(self._runs.recent(schedule_id, limit))
 
-    def put(self, schedule: Schedule) -> None:
-        """Add or replace a schedule (its run log is read for its cursor and state)."""
+    def read_states(self, schedules: Sequence[Schedule]) -> dict[str, RunState]:
+        """Each schedule's run state, from its run log (blocking: call it from a thread)."""
+        return {s.id: RunState.fold(self._runs.recent(s.id, 1_000_000)) for s in schedules}
+
+    def put(self, schedule: Schedule, state: RunState | None = None) -> None:
+        """Add or replace a schedule; a new one's ``state`` is read from its run log if None."""
         slot = self._slots.get(schedule.id)
         if slot is None:
-            state = RunState.fold(self._runs.recent(schedule.id, 1_000_000))
+            if state is None:
+                state = RunState.fold(self._runs.recent(schedule.id, 1_000_000))
             slot = _Slot(schedule, state)
             self._slots[schedule.id] = slot
             if state.dangling is not None and not self.passive:
@@ -147,15 +160,18 @@ class Scheduler:
         slot.next = self._next_after_cursor(slot) if schedule.status == "active" else None
         self._changed.set()
 
-    def reset(self, schedules: Sequence[Schedule]) -> None:
+    def reset(
+        self, schedules: Sequence[Schedule], states: dict[str, RunState] | None = None
+    ) -> None:
         """Forget every schedule and take ``schedules`` again, their run logs read afresh.
 
         What a node does when it becomes the scheduler's leader: the previous leader's runs
-        (and a run it left unfinished) are then in this node's cursors.
+        (and a run it left unfinished) are then in this node's cursors. ``states``: what
+        ``read_states`` returned for them just now (read here when not given).
         """
         self._slots.clear()
         for schedule in schedules:
-            self.put(schedule)
+            self.put(schedule, (states or {}).get(schedule.id))
 
     def remove(self, schedule_id: str) -> None:
         """Forget a schedule (a declared one no longer declared); a running run finishes."""
@@ -229,12 +245,7 @@ class Scheduler:
         else:
             while (after := next_due(s.timing, latest, s.created_at)) is not None and after <= now:
                 latest, count = after, count + 1
-        grace = (
-            self.settings.one_shot_grace_seconds
-            if isinstance(s.timing, At)
-            else self.settings.recurring_grace_seconds
-        )
-        run = (now - latest).total_seconds() <= grace
+        run = (now - latest).total_seconds() <= self._grace(s)
         slot.next = after
         missed = count - 1 if run else count
         if missed:
@@ -271,17 +282,31 @@ class Scheduler:
             return
         slot.seen.add(key)
         slot.state.cursor = max(slot.state.cursor or due, due)
-        if (
-            attempt == 1
-            and self._claims is not None
-            and not self._claims.claim(slot.schedule.id, key)
-        ):
-            log.info("schedule %s: due time %s was started by another node", slot.schedule.id, due)
-            return
-        slot.task = asyncio.create_task(self._run(slot, due, attempt))
+        claim = attempt == 1 and self._claims is not None
+        slot.task = asyncio.create_task(self._run(slot, due, attempt, claim=claim))
 
-    async def _run(self, slot: _Slot, due: datetime, attempt: int) -> None:
-        s = slot.schedule
+    async def _run(self, slot: _Slot, due: datetime, attempt: int, *, claim: bool) -> None:
+        try:
+            if claim and not await self._claim(slot.schedule, due):
+                return
+            await self._attempts_recorded(slot, due, attempt)
+        finally:
+            slot.task = None
+            self._changed.set()
+
+    async def _claim(self, s: Schedule, due: datetime) -> bool:
+        """Whether this node starts ``due``: claimed in the database (``claiming``)."""
+        assert self._claims is not None
+        return await claim_in_grace(self._claims, s.id, due, self._clock, self._grace(s))
+
+    def _grace(self, s: Schedule) -> float:
+        """How late a due time of ``s`` may still start (seconds)."""
+        if isinstance(s.timing, At):
+            return self.settings.one_shot_grace_seconds
+        return self.settings.recurring_grace_seconds
+
+    async def _attempts_recorded(self, slot: _Slot, due: datetime, attempt: int) -> None:
+        """The attempts, with the run recorded interrupted if the server stops meanwhile."""
         try:
             async with self._limit:
                 await self._attempts(slot, due, attempt)
@@ -290,10 +315,7 @@ class Scheduler:
                                 "error": "the server stopped during the run"})  # fmt: skip
             raise
         except Exception:
-            log.exception("schedule %s: run for %s failed", s.id, due)
-        finally:
-            slot.task = None
-            self._changed.set()
+            log.exception("schedule %s: run for %s failed", slot.schedule.id, due)
 
     async def _attempts(self, slot: _Slot, due: datetime, attempt: int) -> None:
         s = slot.schedule
@@ -355,31 +377,17 @@ class Scheduler:
             log.exception("schedule %s: could not record it completed", slot.schedule.id)
 
     def _append(self, slot: _Slot, entry: dict[str, object]) -> None:
+        """Record a decision of the loop (not awaited with a database: ``run_writes``)."""
         now = self._clock.now()
         line = {"ts": to_ms(now)} | {k: v for k, v in entry.items() if v is not None}
-        self._runs.append(slot.schedule.id, line)
+        self._writes.write_behind(slot.schedule.id, line)
         self._applied(slot, line, now)
 
     async def _append_off_loop(self, slot: _Slot, entry: dict[str, object]) -> None:
-        """``_append`` from a run, off the event loop when the database is shared.
-
-        With ``claims`` (PostgreSQL) the write goes to a thread, so a slow or unreachable
-        database stalls the run, not the event loop; files are written inline as before. A
-        run cancelled meanwhile waits for its line to land before it goes on to record the
-        interruption, so the lines stay in order.
-        """
-        if self._claims is None:
-            self._append(slot, entry)
-            return
+        """Record a step of a run, in the log before the run goes on (``run_writes``)."""
         now = self._clock.now()
         line = {"ts": to_ms(now)} | {k: v for k, v in entry.items() if v is not None}
-        write = asyncio.ensure_future(asyncio.to_thread(self._runs.append, slot.schedule.id, line))
-        try:
-            await asyncio.shield(write)
-        except asyncio.CancelledError:
-            with contextlib.suppress(Exception):
-                await write
-            raise
+        await self._writes.write(slot.schedule.id, line)
         self._applied(slot, line, now)
 
     def _applied(self, slot: _Slot, line: dict[str, object], now: datetime) -> None:
@@ -422,6 +430,7 @@ class Scheduler:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        await self._writes.flush(within_seconds=STOP_FLUSH_SECONDS)
 
 
 def _ms(when: datetime | None) -> int | None:

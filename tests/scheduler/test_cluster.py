@@ -158,3 +158,46 @@ async def test_when_the_leading_node_dies_another_fires_the_next_due_times_none_
         assert len(dues) == len(set(dues))  # none twice
         steps = {(later - earlier).total_seconds() for earlier, later in itertools.pairwise(dues)}
         assert steps == {float(period)}  # none missed: every due time between first and last
+
+
+async def test_a_database_outage_while_leading_stops_no_loop_and_blocks_no_event_loop() -> None:
+    """A blip of the database at a due time: the runs go on afterwards, the loop stays free.
+
+    The claim of a due time is a database write; made on the event loop it stalled every
+    other task for the pool's timeout, and its error killed the scheduler's loop for good
+    (the lease was still held, so no other node took over either).
+    """
+    period = 1
+    with shared_schema() as schema, ExitStack() as stack:
+        relay = postgres_db.Outage()
+        stack.callback(relay.down)
+        a = make_schedules(open_db(stack, schema, relay.dsn), "a", 30, SystemClock())
+        now = datetime.now(UTC)
+        every = schedule("sched_tick", Every(period), created=now.replace(microsecond=0))
+        a.files.put(every.id, schedule_document(every))
+        stalls: list[float] = []
+
+        async def watch_the_loop() -> None:
+            loop = asyncio.get_running_loop()
+            while True:
+                before = loop.time()
+                await asyncio.sleep(0.01)
+                stalls.append(loop.time() - before - 0.01)
+
+        watcher = asyncio.create_task(watch_the_loop())
+        await a.start()
+        try:
+            await asyncio.sleep(1.5 * period)
+            relay.down()
+            await asyncio.sleep(2.5 * period)
+            relay.up()
+            await asyncio.sleep(3 * period)
+        finally:
+            watcher.cancel()
+            await a.stop()
+        runs = a.scheduler._payloads.runs  # type: ignore[attr-defined]
+        after_the_outage = [due for _, due in runs if due > now + timedelta(seconds=4.5)]
+        print(f"runs: {len(runs)}, after the outage: {len(after_the_outage)}")
+        print(f"longest event-loop stall: {max(stalls) * 1000:.0f} ms")
+        assert after_the_outage  # the loop lived through the outage
+        assert max(stalls) < 0.5  # no database wait on the event loop (the pool waits ~1 s)
