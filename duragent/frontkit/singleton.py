@@ -12,6 +12,13 @@ A node that cannot renew (the database went away, or another node took the lease
 one was paused) stops its loop at once: it cannot tell whether it still leads, and the
 loops this protects are safe to stop, not to double. With files the lease is always this
 node's (one node per workspace), so the loop starts at once and runs as before.
+
+A loop that *fails* (raises: a bug, or an error it did not expect) is not a reason to stop
+for good: before, its exception ended ``run_as_leader`` while the lease was still held, so the
+loop was gone from every node until a restart (the others saw a live lease). Now the failure
+is logged with its traceback, the lease let go, and the loop started again — here or on
+another node — after a pause that doubles with each failure in a row (up to
+``LONGEST_PAUSE_SECONDS``), so a loop that fails at once is not a busy loop.
 """
 
 from __future__ import annotations
@@ -27,6 +34,9 @@ from duragent.store.protocols import LeaderLeases
 __all__ = ["run_as_leader"]
 
 log = logging.getLogger(__name__)
+
+LONGEST_PAUSE_SECONDS = 60.0
+"""The longest wait before a failed loop is started again (module docstring)."""
 
 
 async def run_as_leader(
@@ -47,8 +57,10 @@ async def run_as_leader(
     every = max(0.05, leaders.seconds / 3)
     task: asyncio.Task[None] | None = None
     standby = False
+    failures = 0
     try:
         while True:
+            just_started = False
             try:
                 held = await asyncio.to_thread(leaders.acquire, name)
             except OSError as exc:  # StorageError: the database cannot be asked
@@ -57,7 +69,7 @@ async def run_as_leader(
             if held and task is None:
                 log.info("%s: this node (%s) leads; starting", name, leaders.node_id)
                 task = asyncio.create_task(loop(), name=f"leader-{name}")
-                standby = False
+                standby, just_started = False, True
             elif not held and task is not None:
                 log.warning("%s: this node lost the leader lease; stopping", name)
                 await _stop(task)
@@ -68,8 +80,19 @@ async def run_as_leader(
                 standby = True
                 on_standby()
             if task is not None and task.done():
-                task.result()  # the loop ended by itself: raise what it raised
-                return
+                failed = None if task.cancelled() else task.exception()
+                if failed is None:
+                    return  # the loop ended by itself: it gave up
+                task, failures = None, failures + 1
+                pause = min(every * 2**failures, LONGEST_PAUSE_SECONDS)
+                log.error("%s: the loop failed; letting the lease go and starting it again in "
+                          "%.1f s", name, pause, exc_info=failed)  # fmt: skip
+                with contextlib.suppress(OSError):
+                    await asyncio.to_thread(leaders.release, name)
+                await asyncio.sleep(pause)
+                continue
+            if task is not None and not just_started:
+                failures = 0  # it ran a whole renewal period: the count starts over
             sleep = asyncio.ensure_future(asyncio.sleep(every))
             waits: set[asyncio.Future[None]] = {sleep} if task is None else {sleep, task}
             try:  # until the next renewal, or the loop ending by itself
@@ -84,6 +107,8 @@ async def run_as_leader(
 
 
 async def _stop(task: asyncio.Task[None]) -> None:
+    """Cancel the loop and wait for it; an error it ended with meanwhile is logged."""
     task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
+    await asyncio.wait([task])
+    if not task.cancelled() and (failed := task.exception()) is not None:
+        log.error("%s ended with an error", task.get_name(), exc_info=failed)
