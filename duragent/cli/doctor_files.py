@@ -7,7 +7,10 @@ valid. A problem names its file, line when known, field and fix; doctor never wr
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -79,14 +82,39 @@ def _timing(schedule: Schedule) -> str:
             return f"cron '{expr}'" + (f" ({tz})" if tz else "")
 
 
-def schedule_findings(paths: WorkspacePaths, catalog: AgentCatalog) -> list[Finding]:
-    """Every ``schedules/*.yaml``: what the scheduler would skip, and why (it logs the same)."""
+def schedule_findings(
+    paths: WorkspacePaths,
+    catalog: AgentCatalog,
+    stored: Mapping[str, dict[str, Any] | None] | None = None,
+) -> list[Finding]:
+    """Every schedule: what the scheduler would skip, and why (it logs the same).
+
+    ``stored``: the schedules of the database (``store.backend: postgres``, read by
+    ``doctor_store.stored_schedules``), which the server reads instead of the files; files
+    left in the folder are then named as not read.
+    """
     directory = paths.schedules
+    if stored is not None:
+        found = [
+            Finding(
+                Level.WARNING,
+                "schedules",
+                f"{path}: not read: store.backend is postgres, so the schedules are in the "
+                "database",
+                "move them there with `duragent store copy --from file --to postgres`, or "
+                "delete the file",
+            )
+            for path in sorted(directory.glob("*.yaml") if directory.is_dir() else [])
+        ]
+        for sched_id, document in sorted(stored.items()):
+            path = Path(f"<database>/schedules/{sched_id}")
+            found.append(_schedule_finding(sched_id, path, partial(_same, document), catalog))
+        return found
     if not directory.is_dir():
         return []
     files = ScheduleFiles(directory)
     ids = set(files.ids())
-    found: list[Finding] = [
+    found = [
         Finding(
             Level.WARNING,
             "schedules",
@@ -97,38 +125,49 @@ def schedule_findings(paths: WorkspacePaths, catalog: AgentCatalog) -> list[Find
         if path.stem not in ids
     ]
     for sched_id in sorted(ids):
-        path = files.path(sched_id)
-        try:
-            schedule = parse_schedule(files.get(sched_id), file=path)
-        except yaml.YAMLError as exc:
-            error = ConfigError(f"YAML syntax error: {exc}", file=path)
-            found.append(Finding(Level.ERROR, "schedules", error.render(), "fix the YAML"))
-            continue
-        except ConfigError as exc:
-            found.append(Finding(Level.ERROR, "schedules", exc.render()))
-            continue
-        if schedule.id != sched_id:
-            problem = ConfigError(
-                "does not match the file name",
-                file=path,
-                field="id",
-                value=schedule.id,
-                fix=f"set id: {sched_id} or rename the file",
-            )
-            found.append(Finding(Level.ERROR, "schedules", problem.render()))
-            continue
-        if schedule.agent not in catalog.agents and schedule.status == "active":
-            problem = ConfigError(
-                f"names agent '{schedule.agent}', which is not loaded: its runs will fail",
-                file=path,
-                field="agent",
-                fix=f"use one of: {', '.join(catalog.names()) or '(no agents)'}",
-            )
-            found.append(Finding(Level.ERROR, "schedules", problem.render()))
-            continue
-        summary = f"{path}: {schedule.status}, agent {schedule.agent}, {_timing(schedule)}"
-        found.append(Finding(Level.OK, "schedules", summary))
+        found.append(
+            _schedule_finding(sched_id, files.path(sched_id), partial(files.get, sched_id), catalog)
+        )
     return found
+
+
+def _same(document: dict[str, Any] | None) -> dict[str, Any] | None:
+    return document
+
+
+def _schedule_finding(
+    sched_id: str,
+    path: Path,
+    read: Callable[[], dict[str, Any] | None],
+    catalog: AgentCatalog,
+) -> Finding:
+    """One schedule, read with ``read`` and parsed as the scheduler parses it."""
+    try:
+        schedule = parse_schedule(read(), file=path)
+    except yaml.YAMLError as exc:
+        error = ConfigError(f"YAML syntax error: {exc}", file=path)
+        return Finding(Level.ERROR, "schedules", error.render(), "fix the YAML")
+    except ConfigError as exc:
+        return Finding(Level.ERROR, "schedules", exc.render())
+    if schedule.id != sched_id:
+        problem = ConfigError(
+            "does not match the file name",
+            file=path,
+            field="id",
+            value=schedule.id,
+            fix=f"set id: {sched_id} or rename the file",
+        )
+        return Finding(Level.ERROR, "schedules", problem.render())
+    if schedule.agent not in catalog.agents and schedule.status == "active":
+        problem = ConfigError(
+            f"names agent '{schedule.agent}', which is not loaded: its runs will fail",
+            file=path,
+            field="agent",
+            fix=f"use one of: {', '.join(catalog.names()) or '(no agents)'}",
+        )
+        return Finding(Level.ERROR, "schedules", problem.render())
+    summary = f"{path}: {schedule.status}, agent {schedule.agent}, {_timing(schedule)}"
+    return Finding(Level.OK, "schedules", summary)
 
 
 def sandbox_findings(config: SandboxConfig, paths: WorkspacePaths) -> list[Finding]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from duragent.cli.findings import Finding, Level
 from duragent.config.store import StoreConfig
@@ -22,7 +22,7 @@ from duragent.errors import ConfigError, StorageError
 if TYPE_CHECKING:
     from duragent.store.postgres import Database
 
-__all__ = ["SKEW_ERROR", "SKEW_WARNING", "store_findings"]
+__all__ = ["SKEW_ERROR", "SKEW_WARNING", "store_findings", "stored_schedules"]
 
 SKEW_WARNING = 0.5
 """Seconds of clock skew against the database that doctor warns about."""
@@ -71,6 +71,33 @@ def store_findings(config: StoreConfig, *, clock: Callable[[], float] = time.tim
                 "check store.dsn (host, port, user, password) and that PostgreSQL runs",
             )
         ]
+    finally:
+        db.close()
+
+
+def stored_schedules(config: StoreConfig) -> dict[str, dict[str, Any] | None] | None:
+    """The database's schedules by id, for ``doctor_files.schedule_findings``.
+
+    None with the file backend (the files are read there) or when the database cannot be
+    read at its known schema version (``store_findings`` reports why; nothing to add).
+    """
+    if config.backend != "postgres":
+        return None
+    try:
+        from duragent.store.postgres import Database, PostgresSchedules, current_version
+        from duragent.store.postgres.schema import known_migrations
+
+        db = Database(config.dsn or "", schema=config.db_schema, max_size=1, connect_timeout=5)
+    except (ImportError, ConfigError):
+        return None
+    try:
+        db.open()
+        if current_version(db) != known_migrations()[-1].version:
+            return None
+        schedules = PostgresSchedules(db)
+        return {sched_id: schedules.get(sched_id) for sched_id in schedules.ids()}
+    except StorageError:
+        return None
     finally:
         db.close()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
@@ -73,3 +74,32 @@ def test_a_clock_many_seconds_off_is_an_error() -> None:
     with postgres_db.fresh_schema() as schema:
         config = StoreConfig(backend="postgres", dsn=postgres_db.DSN, schema=schema)
         assert _clock(config, shift=-30.0).level is Level.ERROR
+
+
+def test_with_postgres_doctor_checks_the_databases_schedules_and_names_files_it_ignores(
+    tmp_path: Path,
+) -> None:
+    from duragent.store.postgres import PostgresSchedules, migrate
+    from tests.cli.test_doctor_files import doctor, line_with, workspace, write_schedule
+
+    with postgres_db.fresh_schema() as schema:
+        with postgres_db.database(schema) as db:
+            db.open()
+            migrate(db)
+            stored = PostgresSchedules(db)
+            daily = {"id": "daily", "agent": "helper", "schedule": {"cron": {"expr": "0 9 * * *"}},
+                     "payload": {"message": {"message": "hi"}}}  # fmt: skip
+            stored.put("daily", daily)
+            stored.put("orphan", daily | {"id": "orphan", "agent": "ghost"})
+        store = f"store: {{backend: postgres, dsn: '{postgres_db.DSN}', schema: {schema}}}\n"
+        config = workspace(tmp_path, store)
+        left = write_schedule(tmp_path, "old.yaml", "id: old\n")
+        code, lines = doctor(config)
+    assert code == 1, lines
+    assert "✓ [schedules] <database>/schedules/daily: active, agent helper" in "\n".join(lines)
+    assert line_with(lines, "<database>/schedules/orphan").startswith(
+        "✗ [schedules] <database>/schedules/orphan: agent: names agent 'ghost'"
+    )
+    ignored = line_with(lines, str(left))
+    assert ignored.startswith(f"! [schedules] {left}: not read: store.backend is postgres")
+    assert "duragent store copy --from file --to postgres" in "\n".join(lines)  # its fix
