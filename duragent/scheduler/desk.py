@@ -38,12 +38,12 @@ class ScheduleDesk:
         """Every schedule (``agent``'s only when given), by id."""
         return [self.view(s) for s in self._schedules.listing(agent=agent)]
 
-    def get(self, schedule_id: str, runs: int = 50) -> dict[str, Any]:
+    async def get(self, schedule_id: str, runs: int = 50) -> dict[str, Any]:
         """One schedule with its last ``runs`` run-log lines (oldest first)."""
         view = self.view(self._schedules.get(schedule_id))
-        return view | {"runs": self._schedules.history(schedule_id, runs)}
+        return view | {"runs": await self._schedules.history_async(schedule_id, runs)}
 
-    def create(self, body: Mapping[str, Any]) -> dict[str, Any]:
+    async def create(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """Create a schedule from a file-format body (``ConfigError`` names a bad field)."""
         unknown = sorted(set(body) - _CREATE_FIELDS)
         if unknown:
@@ -53,18 +53,20 @@ class ScheduleDesk:
         parsed = parse_schedule(
             dict(body) | {"id": "sched_new", "created_at": datetime.now(UTC), "status": "active"}
         )
-        made = self._schedules.create(
-            agent=parsed.agent,
-            timing=parsed.timing,
-            payload=parsed.payload,
-            destination=parsed.destination,
-            retry=parsed.retry,
+        made = await self._schedules.add_async(
+            self._schedules.new(
+                agent=parsed.agent,
+                timing=parsed.timing,
+                payload=parsed.payload,
+                destination=parsed.destination,
+                retry=parsed.retry,
+            )
         )
         return self.view(made)
 
-    def cancel(self, schedule_id: str) -> dict[str, Any]:
+    async def cancel(self, schedule_id: str) -> dict[str, Any]:
         """Cancel a schedule (a declared one is refused: its YAML declares it)."""
-        return self.view(self._schedules.cancel(schedule_id))
+        return self.view(await self._schedules.cancel_async(schedule_id))
 
     def run_now(self, schedule_id: str) -> bool:
         """Start a run now; False when one is already running."""

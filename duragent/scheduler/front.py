@@ -4,7 +4,7 @@ It owns the schedules (``.duragent/schedules`` files, or the database's ``schedu
 with ``store.backend: postgres``, so every node sees the same), the agents' declared schedules
 (``spec.schedules[]``), the loop (``service.Scheduler``) and the payload runner
 (``chat.ChatPayloads``). The ``schedule`` tool, HTTP ``/api/v1/schedules`` and the CLI all go
-through its few operations (``create``, ``cancel``, ``listing``, ``run_now``…), which check
+through its few operations (``new`` + ``add``, ``cancel``, ``listing``, ``run_now``…), which check
 what a caller may do (an agent only touches its own schedules) and write files before the
 loop sees the change.
 
@@ -262,7 +262,19 @@ class Schedules:
 
     # --- operations ---------------------------------------------------------------------------
 
-    def create(
+    def add(self, schedule: Schedule) -> Schedule:
+        """Write ``schedule`` (from ``new``) and hand it to the loop; see ``add_async``."""
+        self._write(schedule)
+        self.scheduler.put(schedule, RunState())  # a new id has no runs to read
+        return schedule
+
+    async def add_async(self, schedule: Schedule) -> Schedule:
+        """``add``, the write made from a thread (the database may be slow or away)."""
+        await asyncio.to_thread(self._write, schedule)
+        self.scheduler.put(schedule, RunState())
+        return schedule
+
+    def new(
         self,
         *,
         agent: str,
@@ -273,7 +285,7 @@ class Schedules:
         retry: Retry | None = None,
         process_handle: str | None = None,
     ) -> Schedule:
-        """Write a new schedule (``sched_<ULID>``) and hand it to the loop."""
+        """A new schedule, checked (``ScheduleRefusedError``) and not yet written."""
         now = self.clock.now()
         if isinstance(timing, At) and timing.at <= now:
             raise ScheduleRefusedError(
@@ -282,7 +294,7 @@ class Schedules:
             )
         if agent not in self._agents().agents:
             raise ScheduleRefusedError(f"no agent named '{agent}'")
-        schedule = Schedule(
+        return Schedule(
             id=f"sched_{new_ulid(int(now.timestamp() * 1000))}",
             agent=agent,
             timing=timing,
@@ -293,9 +305,6 @@ class Schedules:
             retry=retry,
             process_handle=process_handle,
         )
-        self._write(schedule)
-        self.scheduler.put(schedule)
-        return schedule
 
     def get(self, schedule_id: str, *, agent: str | None = None) -> Schedule:
         """The schedule (only ``agent``'s own when given)."""
@@ -318,22 +327,38 @@ class Schedules:
         return self.scheduler.state(schedule_id)
 
     def history(self, schedule_id: str, limit: int = 50) -> list[dict[str, object]]:
-        """Its last run-log lines, oldest first."""
+        """Its last run-log lines, oldest first (blocking: see ``history_async``)."""
         self.get(schedule_id)
         return self.scheduler.history(schedule_id, limit)
 
+    async def history_async(self, schedule_id: str, limit: int = 50) -> list[dict[str, object]]:
+        """``history``, read from a thread."""
+        self.get(schedule_id)
+        return await asyncio.to_thread(self.scheduler.history, schedule_id, limit)
+
     def cancel(self, schedule_id: str, *, agent: str | None = None) -> Schedule:
-        """Mark it cancelled (file first); a run in progress finishes."""
+        """Mark it cancelled (file first); a run in progress finishes (see ``cancel_async``)."""
+        cancelled = self._cancelled(schedule_id, agent)
+        self._write(cancelled)
+        self.scheduler.put(cancelled)
+        return cancelled
+
+    async def cancel_async(self, schedule_id: str, *, agent: str | None = None) -> Schedule:
+        """``cancel``, the write made from a thread."""
+        cancelled = self._cancelled(schedule_id, agent)
+        await asyncio.to_thread(self._write, cancelled)
+        self.scheduler.put(cancelled)
+        return cancelled
+
+    def _cancelled(self, schedule_id: str, agent: str | None) -> Schedule:
+        """The schedule as cancelled (not yet written); a declared one is refused."""
         schedule = self.get(schedule_id, agent=agent)
         if schedule.declared_in is not None:
             raise ScheduleRefusedError(
                 f"schedule '{schedule_id}' is declared in {schedule.declared_in}: remove it "
                 "from spec.schedules there to stop it"
             )
-        cancelled = schedule.with_status("cancelled")
-        self._write(cancelled)
-        self.scheduler.put(cancelled)
-        return cancelled
+        return schedule.with_status("cancelled")
 
     def cancel_linked(self, process_handle: str, *, agent: str) -> list[str]:
         """Cancel ``agent``'s active schedules linked to a background job that ended.

@@ -110,7 +110,7 @@ class ScheduleTool:
                 sched_id = args.get("schedule_id")
                 if not isinstance(sched_id, str) or not sched_id:
                     return _error("schedule_id is required for cancel")
-                self._schedules.cancel(sched_id, agent=ctx.agent_name)
+                await self._schedules.cancel_async(sched_id, agent=ctx.agent_name)
                 return ToolOutcome(True, f"Cancelled schedule: {sched_id}")
         except DuragentError as exc:
             return _error(str(exc))
@@ -141,14 +141,16 @@ class ScheduleTool:
                 retry = Retry(**{k: int(args[k]) for k in _RETRY if args.get(k) is not None})
             except (TypeError, ValueError):
                 return _error("max_retries, initial_delay_ms and max_delay_ms must be integers")
-        schedule = self._schedules.create(
-            agent=ctx.agent_name,
-            timing=timing,
-            payload=payload,
-            destination=chat,
-            created_by_session=ctx.session_id,
-            retry=retry,
-            process_handle=_process_handle(args),
+        schedule = await self._schedules.add_async(
+            self._schedules.new(
+                agent=ctx.agent_name,
+                timing=timing,
+                payload=payload,
+                destination=chat,
+                created_by_session=ctx.session_id,
+                retry=retry,
+                process_handle=_process_handle(args),
+            )
         )
         kind = "recurring" if schedule.recurring else "one-shot"
         return ToolOutcome(True, f"Created {kind} schedule: {schedule.id}")

@@ -6,8 +6,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from duragent.scheduler.clock import ManualClock
+from duragent.scheduler.front import Schedules
 from duragent.scheduler.model import Cron, MessagePayload, Schedule, Timing
 from duragent.scheduler.service import Record, RunReport, Scheduler, SchedulerSettings
 from duragent.store.schedule_files import RunLogFiles
@@ -70,3 +72,8 @@ async def run_until(scheduler: Scheduler, clock: ManualClock, end: datetime) -> 
             await scheduler.drain()
             return
         clock.set(wake)
+
+
+def create(schedules: Schedules, **fields: Any) -> Schedule:
+    """A new schedule written and handed to the loop (what the HTTP API and the tool do)."""
+    return schedules.add(schedules.new(**fields))

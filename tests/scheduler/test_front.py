@@ -22,7 +22,7 @@ from duragent.scheduler import (
     Schedules,
     declared_id,
 )
-from tests.scheduler.rig import START, RecordingPayloads
+from tests.scheduler.rig import START, RecordingPayloads, create
 
 DECLARING = """\
 apiVersion: duragent/v1alpha1
@@ -104,8 +104,11 @@ async def test_a_created_schedule_is_written_and_only_its_agent_can_cancel_it(
     write_agent("reporter")
     write_agent("other")
     schedules = make(tmp_path)
-    made = schedules.create(
-        agent="reporter", timing=At(START + timedelta(hours=1)), payload=MessagePayload("hi")
+    made = create(
+        schedules,
+        agent="reporter",
+        timing=At(START + timedelta(hours=1)),
+        payload=MessagePayload("hi"),
     )
     assert (tmp_path / ".duragent" / "schedules" / f"{made.id}.yaml").exists()
     with pytest.raises(ScheduleNotFoundError):
@@ -120,7 +123,7 @@ def test_a_one_shot_in_the_past_is_refused(
 ) -> None:
     write_agent("reporter")
     with pytest.raises(ScheduleRefusedError, match="must be in the future"):
-        make(tmp_path).create(
+        make(tmp_path).new(
             agent="reporter", timing=At(START - timedelta(seconds=1)), payload=MessagePayload("x")
         )
 
@@ -155,7 +158,9 @@ async def test_only_an_active_schedule_can_be_run_now(
 ) -> None:
     write_agent("reporter")
     schedules = make(tmp_path)
-    made = schedules.create(agent="reporter", timing=Cron("0 9 * * *"), payload=MessagePayload("x"))
+    made = create(
+        schedules, agent="reporter", timing=Cron("0 9 * * *"), payload=MessagePayload("x")
+    )
     schedules.cancel(made.id)
     with pytest.raises(ScheduleRefusedError, match="is cancelled"):
         schedules.run_now(made.id)

@@ -14,6 +14,7 @@ from duragent.testing import Reply, ToolCallReply
 from tests.gateways.telegram.rig import ASK_POLICY, BASH_TOOL, Rig, telegram_rig
 from tests.gateways.telegram.test_approvals import buttons, prompt_in
 from tests.polling import eventually
+from tests.scheduler.rig import create
 
 ANN = 7
 CHAT = Destination("telegram", str(ANN))
@@ -39,7 +40,7 @@ async def chat_messages(rig: Rig) -> list[tuple[str, str]]:
 
 async def test_a_message_reaches_the_chat_and_its_session_once(tmp_path: Path) -> None:
     async with telegram_rig(tmp_path) as rig:
-        sched = schedules(rig).create(
+        sched = create(schedules(rig),
             agent="bot", timing=soon(rig), payload=MessagePayload("Stand-up in 5 minutes"),
             destination=CHAT,
         )  # fmt: skip
@@ -57,7 +58,7 @@ async def test_a_task_runs_a_turn_in_the_chat_session_and_its_reply_is_delivered
 ) -> None:
     async with telegram_rig(tmp_path) as rig:
         rig.llm.enqueue(Reply(text="Yesterday: 3 tickets closed."))
-        schedules(rig).create(
+        create(schedules(rig),
             agent="bot", timing=soon(rig), payload=TaskPayload("Summarise yesterday"),
             destination=CHAT,
         )  # fmt: skip
@@ -80,7 +81,7 @@ async def test_an_approval_a_scheduled_task_asks_for_is_completed_by_a_press_aft
             ),
             Reply(text="The report script printed ok."),
         )
-        schedules(rig).create(
+        create(schedules(rig),
             agent="bot", timing=soon(rig), payload=TaskPayload("Run the report script"),
             destination=CHAT,
         )  # fmt: skip

@@ -8,7 +8,7 @@ map to statuses: not found 404, a bad field 400 (the message names it), refused 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
 from starlette.requests import Request
@@ -28,15 +28,15 @@ class ScheduleDesk(Protocol):
         """Every schedule (one agent's when given)."""
         ...
 
-    def get(self, schedule_id: str, runs: int = 50) -> dict[str, Any]:
+    async def get(self, schedule_id: str, runs: int = 50) -> dict[str, Any]:
         """One schedule with its recent runs."""
         ...
 
-    def create(self, body: Mapping[str, Any]) -> dict[str, Any]:
+    async def create(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """A new schedule from a file-format body."""
         ...
 
-    def cancel(self, schedule_id: str) -> dict[str, Any]:
+    async def cancel(self, schedule_id: str) -> dict[str, Any]:
         """Cancel it."""
         ...
 
@@ -60,14 +60,15 @@ class ScheduleRoutes:
     def _call(self, action: Callable[[], Any]) -> Any:
         try:
             return action()
-        except NotFoundError as exc:
-            raise ProblemError(404, str(exc)) from None
-        except ConfigError as exc:
-            raise ProblemError(400, str(exc)) from None
-        except StorageError:
-            raise  # the app's own answer (503 / 507)
         except DuragentError as exc:
-            raise ProblemError(409, str(exc)) from None
+            raise _answer(exc) from None
+
+    async def _await(self, action: Awaitable[Any]) -> Any:
+        """``_call`` for the desk's operations that read or write storage (from a thread)."""
+        try:
+            return await action
+        except DuragentError as exc:
+            raise _answer(exc) from None
 
     async def list(self, request: Request) -> Response:
         """GET /api/v1/schedules[?agent=name]."""
@@ -79,19 +80,19 @@ class ScheduleRoutes:
         """POST /api/v1/schedules {agent, schedule, payload, destination?, retry?} → 201."""
         desk = self._open()
         body = await read_json(request)
-        return JSONResponse(self._call(lambda: desk.create(body)), status_code=201)
+        return JSONResponse(await self._await(desk.create(body)), status_code=201)
 
     async def get(self, request: Request) -> Response:
         """GET /api/v1/schedules/{id}: the schedule, its state and its recent runs."""
         desk = self._open()
         sched_id = request.path_params["schedule_id"]
-        return JSONResponse(self._call(lambda: desk.get(sched_id)))
+        return JSONResponse(await self._await(desk.get(sched_id)))
 
     async def cancel(self, request: Request) -> Response:
         """DELETE /api/v1/schedules/{id}: cancelled (its file and run log are kept)."""
         desk = self._open()
         sched_id = request.path_params["schedule_id"]
-        return JSONResponse(self._call(lambda: desk.cancel(sched_id)))
+        return JSONResponse(await self._await(desk.cancel(sched_id)))
 
     async def run(self, request: Request) -> Response:
         """POST /api/v1/schedules/{id}/run → 202 (409 while a run is in progress)."""
@@ -100,3 +101,14 @@ class ScheduleRoutes:
         if not self._call(lambda: desk.run_now(sched_id)):
             raise ProblemError(409, f"schedule '{sched_id}' is running now")
         return JSONResponse({"schedule_id": sched_id, "started": True}, status_code=202)
+
+
+def _answer(exc: DuragentError) -> Exception:
+    """The HTTP answer to a desk's error: 404, 400, 409, or storage's own (503 / 507)."""
+    if isinstance(exc, NotFoundError):
+        return ProblemError(404, str(exc))
+    if isinstance(exc, ConfigError):
+        return ProblemError(400, str(exc))
+    if isinstance(exc, StorageError):
+        return exc  # the app's own answer (503 / 507)
+    return ProblemError(409, str(exc))
