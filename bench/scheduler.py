@@ -78,7 +78,7 @@ async def fire(root: Path, count: int, spread: float) -> dict[str, float]:
         for i in range(count):
             due = start + timedelta(seconds=spread * i / count)
             job = TaskPayload(f"job {i}")
-            made.append(schedules.create(agent="worker", timing=At(due), payload=job))
+            made.append(schedules.add(schedules.new(agent="worker", timing=At(due), payload=job)))
         deadline = time.monotonic() + spread + 600
         while time.monotonic() < deadline:
             if all(schedules.get(s.id).status == "completed" for s in made):
