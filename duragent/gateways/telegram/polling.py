@@ -11,11 +11,20 @@ recorded: nothing accepted is lost, nothing is answered twice.
 Updates of one chat are handled in order; different chats are handled concurrently, so one
 slow chat does not hold up the rest of the batch more than its own messages need.
 
-An update that could not be handled (``handle`` raised: the store cannot write) is not
-confirmed: polling asks for it again after a pause, as the webhook answers 500 for Telegram
-to retry. Updates after it that were handled are not handled twice. An update that still
-fails after ``MAX_ATTEMPTS`` is skipped with an error, so one poisonous update cannot stop
-the bot for good.
+An update that could not be handled is not confirmed: polling asks for it again after a
+pause, as the webhook answers 500 for Telegram to retry. Updates after it that were handled
+are not handled twice. Two kinds of failure:
+
+- **transient** (``OSError``: the disk or the database refused the write; or
+  ``InboundBusyError``): the update is asked for again for as long as it takes, the pause
+  growing to ``BACKOFF[-1]``. Before, these counted towards the poison limit below, so a
+  database outage longer than the first five pauses (~48 s) skipped every message that
+  arrived during it, and nobody was told;
+- **anything else** (the update itself breaks the handler): after ``MAX_ATTEMPTS`` it is
+  skipped with an error, so one poisonous update cannot stop the bot for good. Only that
+  update is skipped: it is remembered as handled and the batch is asked for again, so the
+  updates behind it (its chat's later messages, which its chat stopped at) are handled.
+  Before, the whole batch was confirmed, dropping them unseen.
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 
 from telegram import Bot, Update
 from telegram.error import Conflict, Forbidden, InvalidToken, NetworkError, TelegramError
@@ -49,18 +59,28 @@ def _chat_of(update: Update) -> int | None:
     return chat.id if chat is not None else None
 
 
+@dataclass(slots=True)
+class Batch:
+    """What became of a batch: the ids handled, and the failed ones (id → transient)."""
+
+    handled: list[int] = field(default_factory=list)
+    failed: dict[int, bool] = field(default_factory=dict)
+
+
 async def handle_batch(
     updates: Sequence[Update], handle: Callable[[Update], Awaitable[None]]
-) -> list[int]:
-    """Handle ``updates``: in order within a chat, chats concurrently; the ids that failed.
+) -> Batch:
+    """Handle ``updates``: in order within a chat, chats concurrently.
 
-    A chat stops at its first failure: its later updates are left for the redelivery, so a
-    chat's messages are still recorded in the order they were written.
+    A chat stops at its first failure: its later updates are neither handled nor failed,
+    left for the redelivery, so a chat's messages are still recorded in the order they were
+    written. (Before, they counted as handled and were never asked for again.)
     """
     by_chat: dict[int | None, list[Update]] = {}
     for update in updates:
         by_chat.setdefault(_chat_of(update), []).append(update)
-    failed: list[int] = []
+    batch = Batch()
+    failed = batch.failed
 
     async def one_chat(chat_updates: list[Update]) -> None:
         for update in chat_updates:
@@ -68,15 +88,20 @@ async def handle_batch(
                 await handle(update)
             except InboundBusyError as exc:  # only after a leader change: asked again
                 log.info("telegram update %d: %s", update.update_id, exc)
-                failed.append(update.update_id)
+                failed[update.update_id] = True
+                return
+            except OSError:  # StorageError: the store is full or away, not the update
+                log.exception("telegram update %d could not be handled", update.update_id)
+                failed[update.update_id] = True
                 return
             except Exception:
                 log.exception("telegram update %d could not be handled", update.update_id)
-                failed.append(update.update_id)
+                failed[update.update_id] = False
                 return
+            batch.handled.append(update.update_id)
 
     await asyncio.gather(*(one_chat(u) for u in by_chat.values()))
-    return failed
+    return batch
 
 
 async def poll_updates(
@@ -85,11 +110,16 @@ async def poll_updates(
     *,
     poll_seconds: int,
     on_state: Callable[[str], None] = lambda _state: None,
+    backoff: Sequence[float] = BACKOFF,
 ) -> None:
-    """Poll until cancelled (raises ``FatalPollingError`` if Telegram refuses the bot)."""
+    """Poll until cancelled (raises ``FatalPollingError`` if Telegram refuses the bot).
+
+    ``backoff``: the pauses before asking again (``BACKOFF``; tests shorten them).
+    """
     offset: int | None = None
     failures = 0
-    attempts = 0  # of the batch whose first failed update ``offset`` now asks for again
+    attempts = 0  # of the update(s) failing for themselves that ``offset`` asks for again
+    retries = 0  # pauses in a row before asking for failed updates again
     handled: set[int] = set()  # handled after the last confirmed offset: not handled twice
     while True:
         try:
@@ -99,7 +129,7 @@ async def poll_updates(
         except (InvalidToken, Forbidden) as exc:
             raise FatalPollingError(f"Telegram refused the bot: {exc.message}") from exc
         except (Conflict, NetworkError, TelegramError) as exc:
-            pause = BACKOFF[min(failures, len(BACKOFF) - 1)]
+            pause = backoff[min(failures, len(backoff) - 1)]
             failures += 1
             if isinstance(exc, Conflict):
                 reason = (
@@ -120,25 +150,32 @@ async def poll_updates(
         if not updates:
             continue
         fresh = [u for u in updates if u.update_id not in handled]
-        failed = await handle_batch(fresh, handle)
-        handled.update(u.update_id for u in fresh if u.update_id not in failed)
-        if failed and attempts < MAX_ATTEMPTS:  # not recorded (a full disk…): ask again
-            attempts += 1
+        batch = await handle_batch(fresh, handle)
+        handled.update(batch.handled)
+        failed = batch.failed
+        poison = sorted(i for i, transient in failed.items() if not transient)
+        attempts = attempts + 1 if poison else 0
+        if poison and attempts > MAX_ATTEMPTS:  # skip those, ask again for what is behind
+            log.error(
+                "telegram update(s) %s still could not be handled after %d attempts; skipped",
+                poison,
+                attempts,
+            )
+            handled.update(poison)
+            attempts, retries = 0, 0
             offset = min(failed)
-            pause = BACKOFF[min(attempts - 1, len(BACKOFF) - 1)]
-            log.warning(
+        elif failed:  # not recorded (a full disk, the database away…): ask again
+            offset = min(failed)
+            pause = backoff[min(retries, len(backoff) - 1)]
+            retries += 1
+            log.log(
+                logging.WARNING if retries <= 5 or retries % 20 == 0 else logging.DEBUG,
                 "telegram update %d was not recorded; asking Telegram for it again in %.0fs",
                 offset,
                 pause,
             )
             await asyncio.sleep(pause)
         else:
-            if failed:
-                log.error(
-                    "telegram update(s) %s still could not be handled after %d attempts; skipped",
-                    sorted(failed),
-                    attempts + 1,
-                )
-            attempts = 0
+            retries = 0
             offset = updates[-1].update_id + 1
         handled = {i for i in handled if i >= offset}
