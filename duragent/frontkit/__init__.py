@@ -62,8 +62,11 @@ from duragent.frontkit.routing import RouteQuery, Router
 from duragent.frontkit.running import await_turn
 from duragent.frontkit.service import ChatGateway, WebhookReceiver
 from duragent.frontkit.singleton import run_as_leader
+from duragent.frontkit.unsaved import NOT_SAVED, PAUSES, record_or_tell
 
 __all__ = [
+    "NOT_SAVED",
+    "PAUSES",
     "Admission",
     "ApprovalButtons",
     "Button",
@@ -101,6 +104,7 @@ __all__ = [
     "gateway_chats",
     "mention_context",
     "metered",
+    "record_or_tell",
     "recover_chats",
     "run_as_leader",
 ]

@@ -38,10 +38,12 @@ from duragent.core.redact import redact_secrets
 from duragent.core.tasks import BackgroundTasks
 from duragent.errors import ConfigError, DuragentError
 from duragent.frontkit import (
+    PAUSES,
     ChatHandler,
     InboundBusyError,
     OutboundPort,
     WebhookReceiver,
+    record_or_tell,
 )
 from duragent.gateways.discord.buttons import ApprovalButton
 from duragent.gateways.discord.endpoints import DISCORD_API, use_api
@@ -144,6 +146,8 @@ class DiscordGateway:
         self._lanes = ChatLanes()
         self.taken = 0
         """Messages and presses handed to the kit and done with (tests wait on it)."""
+        self.unsaved_pauses: tuple[float, ...] = PAUSES
+        """Pauses before recording a message again while storage refuses it (``unsaved``)."""
         self.state = "stopped"
         self.outbound: DiscordOutbound | None = None
         self.webhook: tuple[str, WebhookReceiver] | None = None
@@ -271,13 +275,17 @@ class DiscordGateway:
             await self._open.wait()
             if self._client is None:
                 return  # stopped before it could be taken
-            try:
-                await self._handler.message(value)
+            handler, outbound = self._handler, self.outbound
+            assert outbound is not None
+            try:  # Discord sends it once: held while storage refuses it, or the chat is told
+                await record_or_tell(
+                    lambda: handler.message(value), value, outbound, self.unsaved_pauses
+                )
             except InboundBusyError:  # another node (each receives every event) takes it
                 log.debug("discord: message %s is taken by another node", value.message_id)
             except Exception:
                 log.exception(
-                    "discord: message %s in %s could not be recorded and is lost",
+                    "discord: message %s in %s could not be handled and is lost",
                     value.message_id,
                     value.chat.target,
                 )
