@@ -26,6 +26,8 @@ the rest are defined here. Base classes from Python follow a name in parentheses
     ├── WorkspaceBusyError          another process serves this workspace [store.serve_lock]
     ├── InboundBusyError            another node is recording this platform message now
     │                               [frontkit.chats]
+    ├── RelayFailedError            the chat's owner did not take a message handed to it
+    │                               [frontkit.relay]
     ├── GatewayDownError            an external gateway's child is not running or not reading
     │                               [gateways.external.supervisor]
     ├── GatewayCommandError         an external gateway answered ``command_error``

@@ -20,6 +20,10 @@
 - ``notices``: ``SessionNotices``, news no person typed (a background job ended) added to
   its session and answered there, the reply delivered as a chat's; ``ProcessNotices``, the
   background jobs' port onto it.
+- ``relay``: ``OwnerRelay``, a chat message that reached a node other than its session's
+  owner (Telegram polling, a load-balanced plugin) handed to the owner as a signed hop
+  (``hops``: the one node-to-node scheme, shared with the HTTP forwarding), or served here
+  once a gone owner's lease ran out.
 - ``recovery``: ``recover_chats``, at a gateway's start: replies written and not delivered
   are sent once, messages accepted and not answered are answered.
 - ``inbound``: ``InboundMessage``, ``Sender``, ``ButtonPress`` (what a platform hands over);
@@ -58,12 +62,14 @@ from duragent.frontkit.outbound import (
 )
 from duragent.frontkit.queue import SessionQueues
 from duragent.frontkit.recovery import RecoveryReport, recover_chats
+from duragent.frontkit.relay import RELAY_PATH, OwnerRelay, RelayFailedError
 from duragent.frontkit.routing import RouteQuery, Router
 from duragent.frontkit.running import await_turn
 from duragent.frontkit.service import ChatGateway, WebhookReceiver
 from duragent.frontkit.singleton import run_as_leader
 
 __all__ = [
+    "RELAY_PATH",
     "Admission",
     "ApprovalButtons",
     "Button",
@@ -84,8 +90,10 @@ __all__ = [
     "MemoryOutbound",
     "MeteredOutbound",
     "OutboundPort",
+    "OwnerRelay",
     "ProcessNotices",
     "RecoveryReport",
+    "RelayFailedError",
     "RouteQuery",
     "Router",
     "Sender",

@@ -140,7 +140,7 @@ async def test_a_hop_is_never_forwarded_again_and_an_old_one_is_not_served(
 ) -> None:
     owner, other = two_nodes
     assert other.forwarding is not None
-    key = await other.forwarding._secret()  # what a node signs with
+    key = await other.forwarding.hops.secret()  # what a node signs with
 
     def hop(at: float, body: bytes, target: str) -> dict[str, str]:
         stamp = f"{at:.3f}"

@@ -252,3 +252,31 @@ async def test_when_the_polling_node_is_killed_the_other_polls_within_the_lease(
 
 async def _startswith(state: Any, prefix: str) -> bool:
     return str(await state).startswith(prefix)
+
+
+async def test_a_polled_update_for_a_chat_another_node_serves_is_answered_once_by_that_node(
+    tmp_path: Path,
+) -> None:
+    async with two_nodes(tmp_path) as (tg, (a, b)):
+        assert await eventually(lambda: gateway_state(b).startswith("standby"))  # a polls
+        # b serves the chat's session (a schedule ran there, or the chat began by webhook)
+        session = await b.turns.session_for_chat("telegram", "42", "bot", "dm")
+        assert b.registry.is_live(session)
+        for n, text in enumerate(["hello", "and again"]):
+            tg.push_message(42, text)
+            assert await eventually(functools.partial(lambda n: len(tg.sent_messages(42)) > n, n))
+        assert await eventually(lambda: not a.tasks and not b.tasks)
+        await asyncio.sleep(0.3)  # a second answer, if there were one, would be sent by now
+        assert tg.sent_messages(42) == ["re: hello", "re: and again"]
+        assert a.relay is not None
+        assert b.relay is not None
+        assert (a.relay.relayed, b.relay.received) == (2, 2)  # recorded by the owner, b
+        assert not a.registry.is_live(session)
+        await asyncio.to_thread(a.registry.store.chats.load)
+        assert chat_sessions(a, 42) == {session}
+
+        await b.aclose()  # the owner stops: a, still polling, takes the session over
+        tg.push_message(42, "still there?")
+        assert await eventually(lambda: len(tg.sent_messages(42)) == 3)
+        assert tg.sent_messages(42)[-1] == "re: still there?"
+        assert a.registry.is_live(session)
