@@ -310,7 +310,7 @@ def build_app(services: HttpServices) -> Starlette:
         _route(f"{v1}/schedules/{{schedule_id}}/run", POST=api(schedules.run)),
         _route("/v1/models", GET=api(openai.models)),
         _route("/v1/models/{model}", GET=api(openai.model)),
-        _route("/v1/chat/completions", POST=api(openai.chat)),
+        _route("/v1/chat/completions", POST=session_api(openai.chat)),  # at its owner
         _route("/api/admin/v1/shutdown", POST=admin(shutdown)),
         _route("/api/admin/v1/reload-agents", POST=admin(reload_agents)),
     ]
