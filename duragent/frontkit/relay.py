@@ -48,6 +48,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import asdict
 from typing import Any, Protocol
 
+from duragent.core.metrics import Metrics
 from duragent.errors import DuragentError, StorageError
 from duragent.frontkit.hops import MOVED, Hops
 from duragent.frontkit.inbound import ButtonPress, InboundMessage, Sender
@@ -125,6 +126,20 @@ class OwnerRelay:
         """Messages served here after their session's owner went away."""
         self.received = 0
         """Messages other nodes handed to this one since start."""
+
+    def instrument(self, metrics: Metrics) -> None:
+        """Export the counters at scrape time (``duragent_chat_relay``)."""
+        metrics.sample(
+            "duragent_chat_relay",
+            "Since start: chat messages handed to the node owning their session, taken here "
+            "from other nodes, and served here after their session's owner went away.",
+            lambda: [
+                (("relayed",), float(self.relayed)),
+                (("received",), float(self.received)),
+                (("taken_over",), float(self.taken_over)),
+            ],
+            labels=("outcome",),
+        )
 
     def register(self, gateway: str, receiver: ChatReceiver) -> None:
         """Take messages of ``gateway`` handed here with ``receiver`` (its pipeline)."""

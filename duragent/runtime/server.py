@@ -151,6 +151,8 @@ class Runtime:
             metrics=self.metrics,
         )
         self.processes = self._fronts.serve_with(self._turns)
+        if self.metrics is not None and self._fronts.relay is not None:
+            self._fronts.relay.instrument(self.metrics)
 
     # --- HttpServices ---------------------------------------------------------------------
 

@@ -271,6 +271,9 @@ async def test_a_polled_update_for_a_chat_another_node_serves_is_answered_once_b
         assert a.relay is not None
         assert b.relay is not None
         assert (a.relay.relayed, b.relay.received) == (2, 2)  # recorded by the owner, b
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{a.http_port}") as client:
+            scraped = (await client.get("/metrics")).text
+        assert 'duragent_chat_relay{outcome="relayed"} 2.0' in scraped
         assert not a.registry.is_live(session)
         await asyncio.to_thread(a.registry.store.chats.load)
         assert chat_sessions(a, 42) == {session}
