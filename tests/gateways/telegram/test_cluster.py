@@ -259,28 +259,36 @@ async def test_a_polled_update_for_a_chat_another_node_serves_is_answered_once_b
 ) -> None:
     async with two_nodes(tmp_path) as (tg, (a, b)):
         assert await eventually(lambda: gateway_state(b).startswith("standby"))  # a polls
-        # b serves the chat's session (a schedule ran there, or the chat began by webhook)
-        session = await b.turns.session_for_chat("telegram", "42", "bot", "dm")
-        assert b.registry.is_live(session)
-        for n, text in enumerate(["hello", "and again"]):
+        tg.push_message(42, "hello")
+        assert await eventually(lambda: tg.sent_messages(42) == ["re: hello"])
+        (session,) = chat_sessions(a, 42)
+        await a.registry.stop(session)  # idle: a let it go
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{b.http_port}") as client:
+            web = await client.post(  # the user also talks to the session over HTTP, on b
+                f"/api/v1/sessions/{session}/messages", json={"content": "from the web"}
+            )
+        assert web.status_code == 200
+        assert b.registry.is_live(session)  # b serves the chat's session now
+        for n, text in enumerate(["and again", "once more"], start=1):
             tg.push_message(42, text)
             assert await eventually(functools.partial(lambda n: len(tg.sent_messages(42)) > n, n))
         assert await eventually(lambda: not a.tasks and not b.tasks)
         await asyncio.sleep(0.3)  # a second answer, if there were one, would be sent by now
-        assert tg.sent_messages(42) == ["re: hello", "re: and again"]
+        assert tg.sent_messages(42) == ["re: hello", "re: and again", "re: once more"]
         assert a.relay is not None
         assert b.relay is not None
         assert (a.relay.relayed, b.relay.received) == (2, 2)  # recorded by the owner, b
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{a.http_port}") as client:
             scraped = (await client.get("/metrics")).text
+            history = (await client.get(f"/api/v1/sessions/{session}/messages")).json()
         assert 'duragent_chat_relay{outcome="relayed"} 2.0' in scraped
+        said = [m["content"] for m in history["messages"] if m["role"] == "user"]
+        assert said == ["hello", "from the web", "and again", "once more"]  # one conversation
         assert not a.registry.is_live(session)
-        await asyncio.to_thread(a.registry.store.chats.load)
-        assert chat_sessions(a, 42) == {session}
 
         await b.aclose()  # the owner stops: a, still polling, takes the session over
         tg.push_message(42, "still there?")
-        assert await eventually(lambda: len(tg.sent_messages(42)) == 3)
+        assert await eventually(lambda: len(tg.sent_messages(42)) == 4)
         assert tg.sent_messages(42)[-1] == "re: still there?"
         assert a.registry.is_live(session)
 
