@@ -11,7 +11,7 @@ the rest are defined here. Base classes from Python follow a name in parentheses
     │   └── PolicyError             a policy file is wrong [tools.policy_files]
     ├── NotFoundError (LookupError)
     │   ├── AgentNotFoundError
-    │   ├── SessionNotFoundError    no session with this id on disk [session.registry]
+    │   ├── SessionNotFoundError    no session with this id on disk [session.launcher]
     │   └── ScheduleNotFoundError   no such schedule (of this agent) [scheduler.front]
     ├── TokenizerError              an encoding could not be loaded offline
     ├── StorageError (OSError)      the disk refused a read or write (full, permission, I/O):
@@ -22,10 +22,12 @@ the rest are defined here. Base classes from Python follow a name in parentheses
     ├── SchemaTooNewError           the database schema is newer than this code
     │                               [store.postgres.schema]
     ├── EventSeqConflictError (ValueError)   an append repeated a stored seq
-    │                               [store.postgres.sessions]
+    │                               [store.postgres.event_rows]
     ├── WorkspaceBusyError          another process serves this workspace [store.serve_lock]
     ├── InboundBusyError            another node is recording this platform message now
     │                               [frontkit.chats]
+    ├── RelayFailedError            the chat's owner did not take a message handed to it
+    │                               [frontkit.relay]
     ├── GatewayDownError            an external gateway's child is not running or not reading
     │                               [gateways.external.supervisor]
     ├── GatewayCommandError         an external gateway answered ``command_error``

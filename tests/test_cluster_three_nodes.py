@@ -1,6 +1,8 @@
 """Three ``duragent serve`` processes on one PostgreSQL: one killed, one paused past its lease.
 
-Clients send to random live nodes for the same sessions (as a load balancer would); a node is
+Clients send to random live nodes for the same sessions (as a load balancer would), every
+other session through the OpenAI-compatible route (``/v1/chat/completions`` with its
+``session_id``), the others through ``/api/v1/sessions/{id}/messages``; a node is
 SIGKILLed, another SIGSTOPped longer than its lease and then SIGCONTed. Afterwards: no
 acknowledged message lost, none answered twice, ``seq`` contiguous in every session, and the
 paused node's writes refused by the lease fence (counted from its log and printed).
@@ -94,9 +96,13 @@ class Node:
 class Clients:
     """Sequential senders, one per session, to random live nodes; retries without duplicates."""
 
-    def __init__(self, nodes: list[Node], client: httpx.AsyncClient) -> None:
+    def __init__(
+        self, nodes: list[Node], client: httpx.AsyncClient, openai: set[str] | None = None
+    ) -> None:
         self.nodes = nodes
         self.client = client
+        self.openai = openai or set()
+        """Sessions whose user talks through ``/v1/chat/completions``."""
         self.acked: dict[str, list[str]] = {}
         self.acked_at: dict[str, list[tuple[float, float]]] = {}
         """Per session: (sent, acknowledged) of every message, on ``time.monotonic()``."""
@@ -119,11 +125,18 @@ class Clients:
         while True:
             node = random.choice(self.live())
             self.in_flight[node.name] = self.in_flight.get(node.name, 0) + 1
+            if sid in self.openai:
+                path = "/v1/chat/completions"
+                body: dict[str, object] = {
+                    "model": "alpha",
+                    "session_id": sid,
+                    "messages": [{"role": "user", "content": text}],
+                }
+            else:
+                path, body = f"/api/v1/sessions/{sid}/messages", {"content": text}
             try:
                 answer = await self.client.post(
-                    f"{node.url}/api/v1/sessions/{sid}/messages",
-                    json={"content": text},
-                    headers={"Idempotency-Key": text},
+                    f"{node.url}{path}", json=body, headers={"Idempotency-Key": text}
                 )
             except httpx.TransportError:
                 self.retried += 1
@@ -203,7 +216,7 @@ async def campaign(base: Path, *, sessions_n: int, phase: float, drain: bool) ->
                     node = nodes[i % 3]
                     made = await client.post(f"{node.url}/api/v1/sessions", json={"agent": "alpha"})
                     sessions.append(made.json()["session_id"])
-                clients = Clients(nodes, client)
+                clients = Clients(nodes, client, openai=set(sessions[1::2]))
                 users = [asyncio.ensure_future(clients.converse(sid)) for sid in sessions]
                 await asyncio.sleep(phase)
                 killed, paused = nodes[0], nodes[1]

@@ -52,6 +52,7 @@ def test_the_runtime_lists_its_services_in_start_order() -> None:
         "ttl-sweep",
         "provider-warmup",
         "ephemeral",
+        "chat-relay",
         "telegram",
         "discord",
         "external-gateways",

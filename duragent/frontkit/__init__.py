@@ -20,6 +20,10 @@
 - ``notices``: ``SessionNotices``, news no person typed (a background job ended) added to
   its session and answered there, the reply delivered as a chat's; ``ProcessNotices``, the
   background jobs' port onto it.
+- ``relay``: ``OwnerRelay``, a chat message that reached a node other than its session's
+  owner (Telegram polling, a load-balanced plugin) handed to the owner as a signed hop
+  (``hops``: the one node-to-node scheme, shared with the HTTP forwarding), or served here
+  once a gone owner's lease ran out.
 - ``recovery``: ``recover_chats``, at a gateway's start: replies written and not delivered
   are sent once, messages accepted and not answered are answered.
 - ``inbound``: ``InboundMessage``, ``Sender``, ``ButtonPress`` (what a platform hands over);
@@ -58,6 +62,7 @@ from duragent.frontkit.outbound import (
 )
 from duragent.frontkit.queue import SessionQueues
 from duragent.frontkit.recovery import RecoveryReport, recover_chats
+from duragent.frontkit.relay import RELAY_PATH, OwnerRelay, RelayFailedError
 from duragent.frontkit.routing import RouteQuery, Router
 from duragent.frontkit.running import await_turn
 from duragent.frontkit.service import ChatGateway, WebhookReceiver
@@ -67,6 +72,7 @@ from duragent.frontkit.unsaved import NOT_SAVED, PAUSES, record_or_tell
 __all__ = [
     "NOT_SAVED",
     "PAUSES",
+    "RELAY_PATH",
     "Admission",
     "ApprovalButtons",
     "Button",
@@ -87,8 +93,10 @@ __all__ = [
     "MemoryOutbound",
     "MeteredOutbound",
     "OutboundPort",
+    "OwnerRelay",
     "ProcessNotices",
     "RecoveryReport",
+    "RelayFailedError",
     "RouteQuery",
     "Router",
     "Sender",

@@ -38,6 +38,7 @@ from duragent.frontkit.outbound import OutboundPort, metered
 from duragent.frontkit.owners import defer_to_owner, serve_when_free
 from duragent.frontkit.queue import SessionQueues
 from duragent.frontkit.recovery import RecoveryReport, recover_chats
+from duragent.frontkit.relay import OwnerRelay, Relayed
 from duragent.frontkit.routing import Router
 from duragent.frontkit.singleton import run_as_leader
 from duragent.store.cluster import Cluster, local_cluster
@@ -96,15 +97,20 @@ class GatewayChats:
     """Its ``inbound`` ledger takes each platform message once across nodes."""
     fans_out: bool = False
     """Every node receives every message (Discord): the chat's owner takes it (``owners``)."""
+    relay: OwnerRelay | None = None
+    """Several nodes, each message reaching one: handed to the chat's owner (``relay``)."""
     _sweepers: list[asyncio.Task[None]] = field(default_factory=list)
 
     async def message(self, msg: InboundMessage) -> None:
         """Route, check and record ``msg`` (``ChatFront.message``), once across nodes."""
         if msg.edited:  # the edited message's id: not a new message (no platform sends one)
-            await self.front.message(msg)
+            if self.relay is None:
+                await self.front.message(msg)
+            else:
+                await self.relay.serve(msg, lambda: self.front.message(msg))
             return
         key = (msg.gateway, msg.chat_id, msg.message_id)
-        handle = await self._owner_first(msg.gateway, msg.chat_id, lambda: self.front.message(msg))
+        handle = await self._owner_first(msg, lambda: self.front.message(msg))
         if await self._once(key, handle):
             return
         # debug: with Discord every node receives every message, so this is the common case
@@ -113,17 +119,24 @@ class GatewayChats:
     async def press(self, press: ButtonPress) -> None:
         """Act on a button press (``ChatFront.press``), once across nodes."""
         key = (press.gateway, press.chat_id, f"press:{press.callback_id}")
-        handle = await self._owner_first(
-            press.gateway, press.chat_id, lambda: self.front.press(press)
-        )
+        handle = await self._owner_first(press, lambda: self.front.press(press))
         if not await self._once(key, handle):
             log.debug("%s button press %s was handled already", press.chat.target, key[2])
 
     async def _owner_first(
-        self, gateway: str, chat_id: str, handle: Callable[[], Awaitable[None]]
+        self, value: Relayed, handle: Callable[[], Awaitable[None]]
     ) -> Callable[[], Awaitable[None]]:
-        """``handle``, after the chat's owner had its turn to claim first (``owners``)."""
-        if not self.fans_out or not await defer_to_owner(self.cluster, gateway, chat_id):
+        """``handle`` where the chat's session lives.
+
+        A platform that fans out: after the chat's owner had its turn to claim first
+        (``owners``). One that hands each message to one node: at the owner (``relay``).
+        """
+        if not self.fans_out:
+            relay = self.relay
+            if relay is None:
+                return handle
+            return lambda: relay.serve(value, handle)
+        if not await defer_to_owner(self.cluster, value.gateway, value.chat_id):
             return handle
         lease = self.cluster.leaders.seconds  # the owner did not take it: it is taken over
         return lambda: serve_when_free(handle, lease)
@@ -253,13 +266,17 @@ def gateway_chats(
     is_group: Callable[[str], bool] | None = None,
     cluster: Cluster | None = None,
     fans_out: bool = False,
+    relay: OwnerRelay | None = None,
 ) -> GatewayChats:
     """The kit for ``gateway`` over ``outbound`` (its adapter calls this once the bot is known).
 
     ``request_timeout``: how long a turn may run before the queue gives up on it;
     ``typing_every``: how often "typing…" is renewed (the platform shows it for a while);
     ``cluster``: what the nodes of the workspace share (None: this process alone);
-    ``fans_out``: every node receives every message (Discord), so the chat's owner takes it.
+    ``fans_out``: every node receives every message (Discord), so the chat's owner takes it;
+    ``relay``: with several nodes, a message for a chat another node serves is handed to that
+    node (not with ``fans_out``: the owner receives its own copy), and messages other nodes
+    hand here go through this gateway's pipeline.
     """
     outbound = metered(outbound, gateway, turns.metrics)
     chat = ChatTurns(turns, outbound, tasks, typing_every=typing_every)
@@ -268,6 +285,16 @@ def gateway_chats(
         turns.metrics.chat_queue(gateway, queues.pending)
     log.info("%s: %s", gateway, router.startup_note())
     front = ChatFront(chat, router, catalog, queues, bot_username=bot_username)
+    if relay is not None:
+        relay.register(gateway, front)
     return GatewayChats(
-        gateway, front, queues, chat, catalog, is_group, cluster or local_cluster(), fans_out
+        gateway,
+        front,
+        queues,
+        chat,
+        catalog,
+        is_group,
+        cluster or local_cluster(),
+        fans_out,
+        None if fans_out else relay,
     )

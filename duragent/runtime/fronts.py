@@ -14,12 +14,13 @@ from pathlib import Path
 
 from duragent.agents import Agent, AgentCatalog
 from duragent.config import WorkspaceConfig
-from duragent.core.lifecycle import Service
+from duragent.core.lifecycle import Hooks, Service
 from duragent.core.tasks import BackgroundTasks
 from duragent.errors import ConfigError
 from duragent.frontkit import (
     ChatGateway,
     OutboundPort,
+    OwnerRelay,
     ProcessNotices,
     SessionNotices,
     WebhookReceiver,
@@ -27,6 +28,7 @@ from duragent.frontkit import (
 )
 from duragent.scheduler import Clock, Destination, SchedulerSettings, Schedules, ScheduleTool
 from duragent.session import SessionRegistry
+from duragent.store import SharedStorage
 from duragent.store.backends import cluster_storage, schedule_storage
 from duragent.tools.base import Tool
 from duragent.tools.processes import BackgroundProcessTool, ProcessRegistry
@@ -36,7 +38,8 @@ __all__ = ["Fronts", "GatewayBuilder"]
 
 GatewayBuilder = Callable[..., ChatGateway]
 """A chat platform's ``build_<name>_gateway(config, turns, tasks, *, catalog, routes,
-request_timeout, cluster)`` (imported only when the platform is configured)."""
+request_timeout, cluster)`` (imported only when the platform is configured); Telegram's also
+takes ``relay``."""
 
 
 class Fronts:
@@ -64,6 +67,13 @@ class Fronts:
         self._gateways: dict[str, ChatGateway] = {}
         self.cluster = cluster_storage(registry.store)
         """What the nodes serving the workspace share (inbound ledger, leader leases…)."""
+        store = registry.store
+        self.relay = (
+            OwnerRelay(store.nodes, store.lease_seconds)
+            if isinstance(store, SharedStorage)
+            else None
+        )
+        """Several nodes: chat messages handed to their session's owner (``frontkit.relay``)."""
         self.schedules: Schedules | None = None
         """The scheduler front end, once built (None when ``scheduler.enabled`` is false)."""
         self._turns: TurnRunner | None = None
@@ -97,7 +107,7 @@ class Fronts:
 
             return build_telegram_gateway
 
-        return self._chat_platform("telegram", "python-telegram-bot", builder)
+        return self._chat_platform("telegram", "python-telegram-bot", builder, relay=self.relay)
 
     def discord(self) -> Service | None:
         """``gateways.discord`` (enabled): the Discord front end (its SDK imported only now)."""
@@ -109,8 +119,15 @@ class Fronts:
 
         return self._chat_platform("discord", "discord.py", builder)
 
+    def relay_service(self) -> Service | None:
+        """Closing the relay's connections (started before the gateways, stopped after)."""
+        relay = self.relay
+        if relay is None:
+            return None
+        return Hooks(stop=relay.aclose)
+
     def _chat_platform(
-        self, name: str, sdk: str, builder: Callable[[], GatewayBuilder]
+        self, name: str, sdk: str, builder: Callable[[], GatewayBuilder], **extra: object
     ) -> Service | None:
         """The ``gateways.<name>`` front end when enabled; ``builder`` imports its SDK."""
         config = getattr(self._config.gateways, name)
@@ -131,6 +148,7 @@ class Fronts:
             routes=self._config.routes,
             request_timeout=self._config.server.request_timeout_seconds,
             cluster=self.cluster,
+            **extra,
         )
         self._gateways[gateway.name] = gateway
         return gateway
@@ -156,6 +174,7 @@ class Fronts:
                 routes=self._config.routes,
                 request_timeout=self._config.server.request_timeout_seconds,
                 cluster=self.cluster,
+                relay=self.relay,
             )
             for index, config in configs
         ]

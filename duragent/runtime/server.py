@@ -35,6 +35,7 @@ from duragent.core.metrics import Metrics
 from duragent.core.tasks import BackgroundTasks
 from duragent.frontkit import (
     OutboundPort,
+    OwnerRelay,
     WebhookReceiver,
 )
 from duragent.gateways.http import HttpServer, build_app
@@ -150,6 +151,8 @@ class Runtime:
             metrics=self.metrics,
         )
         self.processes = self._fronts.serve_with(self._turns)
+        if self.metrics is not None and self._fronts.relay is not None:
+            self._fronts.relay.instrument(self.metrics)
 
     # --- HttpServices ---------------------------------------------------------------------
 
@@ -188,6 +191,11 @@ class Runtime:
     def http_port(self) -> int | None:
         """The bound HTTP port once started (useful with port 0)."""
         return self._http.port if self._http else None
+
+    @property
+    def relay(self) -> OwnerRelay | None:
+        """Chat messages handed between nodes (a shared store only)."""
+        return self._fronts.relay
 
     @property
     def forwarding(self) -> SessionForwarding | None:
@@ -360,6 +368,8 @@ class Runtime:
         # Front ends: each selected by its duragent.yaml section (gateways.telegram, …) and
         # optional, so one platform being down never takes the others down. HTTP is what
         # `serve` is asked to serve: essential, so a busy port still fails the command.
+        # Before the chat gateways, stopped after them: they hand messages through it.
+        Entry("chat-relay", lambda rt: rt._fronts.relay_service()),
         Entry("telegram", lambda rt: rt._fronts.telegram(), essential=False),
         Entry("discord", lambda rt: rt._fronts.discord(), essential=False),
         Entry("external-gateways", lambda rt: rt._fronts.external(), essential=False),

@@ -8,7 +8,8 @@
   completes it so the chat's next message starts afresh (a chat's ``/reset``).
 - Live actors are bounded (``live_cap``, an idle reaper) and out of open files idle ones make
   room: that policy is ``eviction.Evictor``. Listings are ``listing.SessionListing``.
-- ``aclose`` stops every actor; each flushes and snapshots first.
+- ``aclose`` stops every actor; each flushes and snapshots first. How an actor is started
+  (once under concurrency) and asked (through the admission gate) is ``launcher``.
 - With a store several nodes share (``SharedStorage``): leases are renewed while actors live
   (``leases.LeaseKeeper``); an actor whose write was fenced, or whose lease was found lost,
   is dropped at once (``FencedWriteError`` reaches the caller, who serves the request again
@@ -28,21 +29,17 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import pykka
-
 from duragent.core.ids import new_session_id
 from duragent.core.metrics import Metrics
 from duragent.core.snapshot import SessionStatus
-from duragent.errors import NotFoundError
-from duragent.session.actor import NewSession, SessionActor, SessionInfo, SessionQuarantinedError
-from duragent.session.admission import Admission, AskMix
-from duragent.session.bridge import Request, SessionUnavailableError, ask
+from duragent.session.actor import NewSession, SessionInfo, SessionQuarantinedError
+from duragent.session.bridge import SessionUnavailableError
 from duragent.session.chat_claims import ANY_MAPPING, AnyMapping, map_created_session
 from duragent.session.descriptors import RETRY_SAFE_OPS
 from duragent.session.eviction import PRESSURE_RETRIES, Evictor, Live
-from duragent.session.gate import DEFAULT_ACTIVE_ASKS, MAX_ACTIVE_ASKS
 from duragent.session.handle import SessionHandle
 from duragent.session.keyed_locks import KeyedLocks
+from duragent.session.launcher import ActorLauncher, SessionNotFoundError
 from duragent.session.leases import LeaseKeeper
 from duragent.session.listing import QUARANTINED, UNAVAILABLE, SessionListing
 from duragent.session.progress import ChatProgress, progress_on_disk
@@ -56,14 +53,6 @@ from duragent.store import (
 __all__ = ["RegistrySettings", "SessionNotFoundError", "SessionRegistry"]
 
 log = logging.getLogger(__name__)
-
-
-class SessionNotFoundError(NotFoundError):
-    """No session with this id exists on disk."""
-
-    def __init__(self, session_id: str) -> None:
-        self.session_id = session_id
-        super().__init__(f"session '{session_id}' not found")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -93,17 +82,25 @@ class SessionRegistry:
         self.store = store
         self.settings = settings or RegistrySettings()
         self._live: OrderedDict[str, Live] = OrderedDict()  # least recently used first
+        self._actors = ActorLauncher(
+            store,
+            self.settings,
+            self._live,
+            on_change=on_change,
+            on_started=lambda: self._evictor.evict_over_cap(),
+        )
         self._evictor = Evictor(
             self._live,
-            self._ask,
+            self._actors.ask,
             max_live=self.settings.max_live,
             idle_seconds=self.settings.idle_seconds,
             min_idle_to_evict=self.settings.min_idle_to_evict,
         )
         self._listing = SessionListing(
-            store, is_live=lambda sid: sid in self._live or sid in self._starting, info=self.info
+            store,
+            is_live=lambda sid: sid in self._live or sid in self._actors.starting,
+            info=self.info,
         )
-        self._starting: dict[str, asyncio.Future[Live]] = {}
         self._chat_locks: KeyedLocks[ChatKey] = KeyedLocks()
         self._usable: set[str] = set()
         """Chat sessions this process saw usable (loaded, not completed): while their actor
@@ -115,19 +112,11 @@ class SessionRegistry:
         )
         """Renews this node's session leases (a shared store only)."""
         self._lease_task: asyncio.Task[None] | None = None
-        self._on_change = on_change
         self._closed = False
-        asks = self.settings.active_asks
-        self._mix: AskMix | None = None  # shared with the actors when the limit adapts
-        if asks is None:
-            self._mix = AskMix()
-            self._admission = Admission(DEFAULT_ACTIVE_ASKS, high=MAX_ACTIVE_ASKS, mix=self._mix)
-        else:
-            self._admission = Admission(asks)
 
     def instrument(self, metrics: Metrics) -> None:
         """Count admission waits into ``metrics``; export live actors and asks at scrape time."""
-        admission = self._admission
+        admission = self._actors.admission
         admission.on_wait = metrics.admission_wait_seconds.observe
         metrics.sample(
             "duragent_live_actors",
@@ -146,7 +135,7 @@ class SessionRegistry:
     @property
     def active_limit(self) -> int:
         """Asks allowed in flight to actor threads right now (adaptive unless configured)."""
-        return self._admission.limit
+        return self._actors.admission.limit
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -165,7 +154,8 @@ class SessionRegistry:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
-        await asyncio.gather(*(self._stop(sid) for sid in list(self._live)), return_exceptions=True)
+        stops = (self._actors.stop(sid) for sid in list(self._live))
+        await asyncio.gather(*stops, return_exceptions=True)
         await asyncio.to_thread(self.store.close)  # after every actor's last write
 
     @property
@@ -193,7 +183,7 @@ class SessionRegistry:
             nonlocal session_id
             if session_id not in self._live:
                 try:
-                    await self._start(session_id, new)
+                    await self._actors.start(session_id, new)
                 except Exception:
                     session_id = new_session_id()  # a retry must not meet a half-made folder
                     raise
@@ -231,7 +221,7 @@ class SessionRegistry:
 
     async def progress(self, session_id: str) -> ChatProgress:
         """Where the session stands: its snapshot header if current, else its actor's word."""
-        if session_id not in self._live and session_id not in self._starting:
+        if session_id not in self._live and session_id not in self._actors.starting:
             quick = await asyncio.to_thread(progress_on_disk, self.store, session_id)
             if quick is not None:
                 return quick
@@ -310,12 +300,12 @@ class SessionRegistry:
         for attempt in (1, 2):
             live = self._live.get(session_id)
             if live is None or not live.ref.is_alive():
-                live = await self._ensure_live(session_id)
+                live = await self._actors.ensure_live(session_id)
             live.last_used = time.monotonic()
             self._live.move_to_end(session_id)
             live.busy += 1
             try:
-                return await self._ask(live.ref, op, **kwargs)
+                return await self._actors.ask(live.ref, op, **kwargs)
             except FencedWriteError as exc:  # another node owns it: never write here again
                 log.warning("session %s: write refused by the lease fence: %s", session_id, exc)
                 await self._evictor.drop(session_id)
@@ -338,17 +328,17 @@ class SessionRegistry:
         """Mark the session completed and unmap its chat (files are kept)."""
         await self.call(session_id, "set_status", status=SessionStatus.COMPLETED)
         await asyncio.to_thread(self.store.chats.remove_session, session_id)
-        await self._stop(session_id)
+        await self._actors.stop(session_id)
 
     async def delete(self, session_id: str) -> None:
         """Stop the session and delete its folder."""
         self._usable.discard(session_id)
         exists = await asyncio.to_thread(self.store.exists, session_id)
         if not exists and session_id not in self._live:
-            raise await asyncio.to_thread(self._missing, session_id)
+            raise await asyncio.to_thread(self._actors.missing, session_id)
         if isinstance(self.store, SharedStorage) and session_id not in self._live:
             await asyncio.to_thread(self.store.own, session_id)  # LeaseHeldError: forwarded
-        await self._stop(session_id)
+        await self._actors.stop(session_id)
         await asyncio.to_thread(self.store.delete, session_id)
 
     async def list_sessions(self, *, limit: int = 100) -> list[dict[str, Any]]:
@@ -385,82 +375,4 @@ class SessionRegistry:
 
     async def stop(self, session_id: str) -> None:
         """Stop the session's actor if it is running (state stays on disk)."""
-        await self._stop(session_id)
-
-    # --- internals --------------------------------------------------------------------------
-
-    async def _ensure_live(self, session_id: str) -> Live:
-        live = self._live.get(session_id)
-        if live is not None and live.ref.is_alive():
-            return live
-        if live is not None:
-            del self._live[session_id]
-        if not await asyncio.to_thread(self.store.exists, session_id):  # a query, in Postgres
-            raise await asyncio.to_thread(self._missing, session_id)
-        return await self._start(session_id, None)
-
-    def _missing(self, session_id: str) -> Exception:
-        """Not on disk: quarantined (409 every time, with the reason) or not found."""
-        reason = self.store.quarantine_reason(session_id)
-        if reason is not None:
-            return SessionQuarantinedError(session_id, reason)
-        return SessionNotFoundError(session_id)
-
-    async def _start(self, session_id: str, new: NewSession | None) -> Live:
-        pending = self._starting.get(session_id)
-        if pending is not None:
-            return await asyncio.shield(pending)
-        future: asyncio.Future[Live] = asyncio.get_running_loop().create_future()
-        self._starting[session_id] = future
-        try:
-            # loading runs on the new actor's thread: it counts as an ask (see ``gate``)
-            await self._admission.enter(self.settings.ask_timeout)
-            try:
-                ref = SessionActor.start(
-                    self.store,
-                    session_id,
-                    new=new,
-                    default_rollover=self.settings.default_rollover,
-                    on_change=self._on_change,
-                    mix=self._mix,
-                )
-                try:
-                    await ask(ref, "info", within=self.settings.ask_timeout)
-                except BaseException:
-                    with contextlib.suppress(pykka.ActorDeadError):
-                        ref.tell(Request("stop"))
-                    raise
-            finally:
-                self._admission.leave()
-            live = Live(ref=ref, last_used=time.monotonic())
-            self._live[session_id] = live
-            future.set_result(live)
-            self._evictor.evict_over_cap()
-            return live
-        except BaseException as exc:
-            future.set_exception(exc)
-            future.exception()  # mark retrieved for waiters that never came
-            raise
-        finally:
-            del self._starting[session_id]
-
-    async def _stop(self, session_id: str) -> None:
-        live = self._live.pop(session_id, None)
-        if live is None:
-            return
-        with contextlib.suppress(SessionUnavailableError):
-            await self._ask(live.ref, "stop")
-
-    async def _ask(self, ref: pykka.ActorRef[Any], op: str, **kwargs: Any) -> Any:
-        """``bridge.ask`` once admitted (at most ``active_asks`` in flight, see ``gate``).
-
-        A permit belongs to an ask, not a thread: an actor stuck in a hung fsync holds one
-        only until its ask times out.
-        """
-        admission = self._admission
-        if not admission.try_enter():  # the common case needs no extra await
-            await admission.enter(self.settings.ask_timeout)
-        try:
-            return await ask(ref, op, within=self.settings.ask_timeout, **kwargs)
-        finally:
-            admission.leave()
+        await self._actors.stop(session_id)

@@ -5,6 +5,10 @@ kit's, exactly as Telegram's: ``ChatTurns`` over the gateway's ``ExternalOutboun
 per-session queues, the router over ``routes[]`` (matching the entry's ``name``), the
 ``ChatFront`` pipeline and ``recover_chats``.
 
+With several nodes, a gateway without ``fans_out`` (its platform hands each message to one
+node) hands a message for a chat another node serves to that node (``frontkit.relay``);
+with ``fans_out`` the owner receives its own copy and the others defer (``frontkit.owners``).
+
 ``ExternalGateways`` is the one runtime service for all of them: it starts each in turn, and
 one that cannot start (its command is missing, say) is logged by name and config field and
 marked ``failed`` while the others start; stopping stops every one that started.
@@ -24,7 +28,7 @@ from pathlib import Path
 from duragent.agents import AgentCatalog
 from duragent.config.workspace import ExternalGatewayConfig, RouteConfig
 from duragent.core.tasks import BackgroundTasks
-from duragent.frontkit import GatewayChats, OutboundPort, Router, gateway_chats
+from duragent.frontkit import GatewayChats, OutboundPort, OwnerRelay, Router, gateway_chats
 from duragent.gateways.external.service import DEFAULT_TIMINGS, ExternalGateway, Timings
 from duragent.store.cluster import Cluster
 from duragent.turns import TurnRunner
@@ -45,6 +49,7 @@ def build_external_gateway(
     routes: Sequence[RouteConfig],
     request_timeout: float | None = None,
     cluster: Cluster | None = None,
+    relay: OwnerRelay | None = None,
     timings: Timings = DEFAULT_TIMINGS,
 ) -> ExternalGateway:
     """The service for ``gateways.external[index]``; its chat front is built when it starts."""
@@ -61,6 +66,7 @@ def build_external_gateway(
             bot_username=config.bot_username,
             request_timeout=request_timeout,
             cluster=cluster,
+            relay=relay,
             fans_out=config.fans_out,  # every node's plugin receives every message
         )
 

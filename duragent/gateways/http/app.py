@@ -34,6 +34,7 @@ from duragent.gateways.http.openai_errors import OpenAIErrors
 from duragent.gateways.http.openapi import openapi_document
 from duragent.gateways.http.pins import PinRoutes
 from duragent.gateways.http.problem import ProblemError, problem
+from duragent.gateways.http.relay import RELAY_PATH, relay_route
 from duragent.gateways.http.schedules import ScheduleRoutes
 from duragent.gateways.http.security import check_access
 from duragent.gateways.http.services import HttpServices
@@ -309,19 +310,23 @@ def build_app(services: HttpServices) -> Starlette:
         _route(f"{v1}/schedules/{{schedule_id}}/run", POST=api(schedules.run)),
         _route("/v1/models", GET=api(openai.models)),
         _route("/v1/models/{model}", GET=api(openai.model)),
-        _route("/v1/chat/completions", POST=api(openai.chat)),
+        _route("/v1/chat/completions", POST=session_api(openai.chat)),  # at its owner
         _route("/api/admin/v1/shutdown", POST=admin(shutdown)),
         _route("/api/admin/v1/reload-agents", POST=admin(reload_agents)),
     ]
     webhooks = services.webhooks()
     routes += webhook_routes(webhooks, forwarding)
+    public = set(webhooks)
+    if forwarding is not None and services.relay is not None:  # chat messages between nodes
+        routes.append(relay_route(services.relay, forwarding))
+        public.add(RELAY_PATH)
     routes += console_routes(services)  # /ui: the web console (console.py)
     app = Starlette(
         routes=routes,
         middleware=[  # outermost first; an unclaimed exception reaches CrashGuard
             Middleware(OpenAIErrors),  # problem+json → OpenAI's shape under /v1/
             Middleware(CrashGuard),
-            Middleware(BrowserGuard, server=services.config.server, public=frozenset(webhooks)),
+            Middleware(BrowserGuard, server=services.config.server, public=frozenset(public)),
             Middleware(ConcurrencyLimit, limit=health.slots, health=health),
         ],
         exception_handlers={

@@ -18,38 +18,45 @@ front); ``SessionForwarding.serve`` runs the route's handler and:
   served, and a recorded one without an answer gets its turn there.
 
 Forwarding, not redirect: clients (and the reference's CLI) do not follow redirects on POST,
-and the owner's address may be internal. The hop is signed: ``HMAC-SHA256`` over the method,
-path, time, sender and body hash with the deployment's key (``cluster_secret``), so a
+and the owner's address may be internal. The hop is signed (``frontkit/hops.py``, the one
+scheme, shared with the chat relay): ``HMAC-SHA256`` over the method, path, time, sender and
+body hash with the deployment's key (``cluster_secret``), so a
 forwarded request is authenticated as coming from a node, is served by the owner even when
 the client's address is not loopback (the first node applied the access rules; the client's
 ``Authorization`` travels with it), is never forwarded again (one hop), and is refused
 unserved when older than a lease (its sender gave up on it and served it itself).
 Requests carrying the forwarding headers without a valid signature are refused (403).
-Only ``/api/v1/sessions/{id}/…`` is forwarded, to addresses read from the database, never
-from the request: the hop is not an open proxy.
+Only ``/api/v1/sessions/{id}/…``, ``POST /v1/chat/completions`` (the OpenAI-compatible API,
+streamed or not) and the chat gateways' webhook paths are forwarded, to addresses read from
+the database, never from the request: the hop is not an open proxy.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import hashlib
-import hmac
 import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable
 
-import httpx
 from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from duragent.core.metrics import Metrics
 from duragent.errors import StorageError
+from duragent.frontkit.hops import (
+    FORWARDED_AT,
+    FORWARDED_BY,
+    MOVED,
+    REQUEST_KEY,
+    SIGNATURE,
+    Hops,
+    sign,
+)
 from duragent.gateways.http.problem import ProblemError
 from duragent.gateways.http.security import MAX_BODY_BYTES
-from duragent.store import FencedWriteError, LeaseHeldError, NodeDirectory, NodeRecord
+from duragent.store import FencedWriteError, LeaseHeldError, NodeDirectory
 
 __all__ = [
     "FORWARDED_AT",
@@ -65,11 +72,6 @@ log = logging.getLogger(__name__)
 
 Handler = Callable[[Request], Awaitable[Response]]
 
-FORWARDED_BY = "x-duragent-forwarded-by"
-FORWARDED_AT = "x-duragent-forwarded-at"
-SIGNATURE = "x-duragent-signature"
-MOVED = "x-duragent-moved"
-REQUEST_KEY = "x-duragent-request-key"
 IDEMPOTENCY_KEY = "idempotency-key"
 """A client's key for a message (``sessions.message_key``): the same key, recorded once."""
 _PASSED_ON = (
@@ -95,15 +97,6 @@ POLL_SECONDS = 0.5
 """While a gone owner's lease runs out, the session is claimed again this often."""
 
 
-def sign(
-    key: bytes, method: str, target: str, at: str, node: str, body: bytes, request_key: str = ""
-) -> str:
-    """The signature of one forwarded request (hex HMAC-SHA256)."""
-    digest = hashlib.sha256(body).hexdigest()
-    text = f"{method}\n{target}\n{at}\n{node}\n{request_key}\n{digest}".encode()
-    return hmac.new(key, text, hashlib.sha256).hexdigest()
-
-
 def _target(request: Request) -> str:
     query = request.url.query
     return request.url.path + (f"?{query}" if query else "")
@@ -126,12 +119,9 @@ class SessionForwarding:
     """Serves session routes on whichever node owns the session (see module docstring)."""
 
     def __init__(self, nodes: NodeDirectory, lease_seconds: float) -> None:
-        self._nodes = nodes
         self._lease = lease_seconds
-        self.stale_after = 2 * lease_seconds / 3
-        """A heartbeat older than this (two renewal periods) means the owner is gone."""
-        self._key: bytes | None = None
-        self._client = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=2.0))
+        self.hops = Hops(nodes, lease_seconds)
+        """The signing, the client and the live-or-gone test shared with the chat relay."""
         self.forwarded = 0
         self.taken_over = 0
         self.fenced_retries = 0
@@ -153,12 +143,7 @@ class SessionForwarding:
 
     async def aclose(self) -> None:
         """Close the connections to other nodes."""
-        await self._client.aclose()
-
-    async def _secret(self) -> bytes:
-        if self._key is None:
-            self._key = await asyncio.to_thread(self._nodes.secret)
-        return self._key
+        await self.hops.aclose()
 
     async def verify(self, request: Request) -> bool:
         """Whether ``request`` is a hop from another node (403 when it claims so falsely)."""
@@ -170,15 +155,11 @@ class SessionForwarding:
         await _keep_body(request)
         body = await request.body()
         request_key = request.headers.get(REQUEST_KEY, "")
-        expected = sign(
-            await self._secret(), request.method, _target(request), at, by, body, request_key
+        age = await self.hops.check(
+            request.method, _target(request), by, at, given, body, request_key
         )
-        if not hmac.compare_digest(given, expected):
+        if age is None:
             raise ProblemError(403, "invalid node-to-node signature")
-        try:
-            age = time.time() - float(at)
-        except ValueError:
-            raise ProblemError(403, "invalid node-to-node signature") from None
         if age > self._lease:  # its sender has served it itself by now
             raise ProblemError(503, f"forwarded request {age:.1f} s old: not served")
         return True
@@ -241,25 +222,19 @@ class SessionForwarding:
 
     async def _to_owner(self, request: Request, held: LeaseHeldError) -> Response | None:
         """The owner's answer, or None when the owner is gone (take over instead)."""
-        node = await asyncio.to_thread(self._nodes.lookup, held.owner)
-        if node is None or node.heartbeat_age > self.stale_after:
+        node = await self.hops.live_node(held.owner)
+        if node is None:
             return None
         body = await request.body()
-        at = f"{time.time():.3f}"
         target = _target(request)
         headers = {k: v for k in _PASSED_ON if (v := request.headers.get(k)) is not None}
         headers.setdefault("accept-encoding", "identity")  # the bytes go back as they come
         request_key: str = request.state.message_key
-        headers[FORWARDED_BY] = self._nodes.node_id
-        headers[FORWARDED_AT] = at
-        headers[REQUEST_KEY] = request_key
-        headers[SIGNATURE] = sign(
-            await self._secret(), request.method, target, at, self._nodes.node_id, body, request_key
-        )
-        outgoing = self._client.build_request(
+        headers |= await self.hops.signed(request.method, target, body, request_key)
+        outgoing = self.hops.client.build_request(
             request.method, node.base_url.rstrip("/") + target, headers=headers, content=body
         )
-        answer = await self._send_watching(outgoing, node)
+        answer = await self.hops.send_watching(outgoing, node)
         if answer is None:
             return None
         if answer.status_code == 503 and MOVED in answer.headers:  # it moved on: look again
@@ -273,28 +248,3 @@ class SessionForwarding:
             headers=back,
             background=BackgroundTask(answer.aclose),
         )
-
-    async def _send_watching(
-        self, outgoing: httpx.Request, node: NodeRecord
-    ) -> httpx.Response | None:
-        """Send to ``node``; None when it cannot be reached or stops heartbeating meanwhile."""
-        sending = asyncio.ensure_future(self._client.send(outgoing, stream=True))
-        try:
-            while True:
-                done, _ = await asyncio.wait({sending}, timeout=self._lease / 3)
-                if done:
-                    return sending.result()
-                now = await asyncio.to_thread(self._nodes.lookup, node.node_id)
-                if now is None or now.heartbeat_age > self.stale_after:
-                    log.warning(
-                        "node %s stopped answering; its sessions are taken over", node.node_id
-                    )
-                    return None
-        except httpx.TransportError as exc:
-            log.warning("node %s unreachable (%s); its sessions are taken over", node.node_id, exc)
-            return None
-        finally:
-            if not sending.done():
-                sending.cancel()
-                with contextlib.suppress(BaseException):
-                    await sending

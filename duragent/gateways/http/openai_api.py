@@ -15,6 +15,12 @@ Without a key each call starts a fresh session: an ordinary session (listed by
 ``GET /api/v1/sessions``, expired by the agent's ``ttl_hours`` like any other) that can be
 continued by sending its id back.
 
+**Several nodes** (a shared store): the route runs through ``forwarding.SessionForwarding``
+like ``/api/v1/sessions/{id}/…``: a conversation whose session another node owns is answered
+by that node (the request forwarded as a signed hop, a stream passed through chunk by
+chunk), or here once a gone owner's lease ran out. The message carries the request's key
+(``sessions.message_key``): served again after a fenced write, it is recorded once.
+
 **Errors** are OpenAI's shape (``openai_wire``); the app turns the problem+json answers of
 shared code (auth, body size, quarantine, storage) into it for every ``/v1/`` path.
 """
@@ -41,6 +47,7 @@ from duragent.gateways.http.openai_wire import (
 )
 from duragent.gateways.http.security import read_json
 from duragent.gateways.http.services import HttpServices
+from duragent.gateways.http.sessions import message_key
 from duragent.gateways.http.stream import TURN_HEADER, OpenStreams, stream_turn
 from duragent.session import SessionInfo, SessionNotFoundError
 from duragent.turns import Failed
@@ -90,7 +97,7 @@ class OpenAIRoutes:
             except AgentNotFoundError:
                 raise _no_model(chat.model) from None
             info = await self._session(chat)
-            return await self._turn(chat, info)
+            return await self._turn(chat, info, message_key(request))
         except OpenAIError as exc:
             return error_response(exc)
 
@@ -127,7 +134,7 @@ class OpenAIRoutes:
             session_id = await self.s.turns.session_for_chat(FRONT_END, key, chat.model)
         return await registry.info(session_id)
 
-    async def _turn(self, chat: ChatRequest, info: SessionInfo) -> Response:
+    async def _turn(self, chat: ChatRequest, info: SessionInfo, key: str | None) -> Response:
         session_id = info.session_id
         turn_id = new_turn_id()
         headers = {TURN_HEADER: turn_id, SESSION_HEADER: session_id}
@@ -145,13 +152,14 @@ class OpenAIRoutes:
                     streams=self.streams,
                     wire=ChunkWire(chat.model, turn_id, include_usage=chat.include_usage),
                     turn_id=turn_id,
+                    message_key=key,
                 )
                 response.headers[SESSION_HEADER] = session_id
                 return response
             try:
                 result = await await_turn(
                     self.s.tasks,
-                    self.s.turns.run(session_id, chat.content),
+                    self.s.turns.run(session_id, chat.content, platform_message_id=key),
                     wait_at_most=self.s.config.server.request_timeout_seconds,
                     name=f"openai-turn-{session_id}",
                 )

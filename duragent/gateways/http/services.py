@@ -8,7 +8,7 @@ from typing import Protocol
 from duragent.agents import AgentCatalog
 from duragent.config import WorkspaceConfig
 from duragent.core.tasks import BackgroundTasks
-from duragent.frontkit import WebhookReceiver
+from duragent.frontkit import OwnerRelay, WebhookReceiver
 from duragent.gateways.http.forwarding import SessionForwarding
 from duragent.gateways.http.schedules import ScheduleDesk
 from duragent.turns import TurnRunner
@@ -50,6 +50,11 @@ class HttpServices(Protocol):
     @property
     def forwarding(self) -> SessionForwarding | None:
         """Serving sessions other nodes own (None: one node, files or memory)."""
+        ...
+
+    @property
+    def relay(self) -> OwnerRelay | None:
+        """Chat messages other nodes hand to this one (None: one node)."""
         ...
 
     def starting(self) -> str | None:

@@ -5,6 +5,11 @@ message becomes a turn. This joins them once the bot is known (``getMe`` happene
 outbound port over the bot, ``ChatTurns`` (turn + delivery), the per-session queues, the
 router over ``routes[]``, the ``ChatFront`` pipeline, and the recovery of what a crash left
 unfinished, which the gateway runs before it takes the first update.
+
+With several nodes and long polling, the polling node hands an update for a chat whose
+session another node serves to that node (``relay``: ``frontkit.relay``), and takes those
+handed to it when it stands by. In webhook mode the HTTP front end forwards the update's
+request itself (``gateways/http/webhooks.py``), so no relay is given.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from collections.abc import Callable, Sequence
 from duragent.agents import AgentCatalog
 from duragent.config.workspace import RouteConfig, TelegramConfig
 from duragent.core.tasks import BackgroundTasks
-from duragent.frontkit import GatewayChats, OutboundPort, Router, gateway_chats
+from duragent.frontkit import GatewayChats, OutboundPort, OwnerRelay, Router, gateway_chats
 from duragent.gateways.telegram.service import TelegramGateway
 from duragent.store.cluster import Cluster
 from duragent.turns import TurnRunner
@@ -39,6 +44,7 @@ def build_telegram_gateway(
     routes: Sequence[RouteConfig],
     request_timeout: float | None = None,
     cluster: Cluster | None = None,
+    relay: OwnerRelay | None = None,
 ) -> TelegramGateway:
     """The Telegram service; its chat front is built when it starts."""
     router = Router(routes, catalog)
@@ -54,6 +60,7 @@ def build_telegram_gateway(
             bot_username=bot_username,
             request_timeout=request_timeout,
             cluster=cluster,
+            relay=None if config.webhook_url else relay,
             is_group=is_group_chat,
         )
 

@@ -15,11 +15,13 @@ An update that could not be handled is not confirmed: polling asks for it again 
 pause, as the webhook answers 500 for Telegram to retry. Updates after it that were handled
 are not handled twice. Two kinds of failure:
 
-- **transient** (``OSError``: the disk or the database refused the write; or
-  ``InboundBusyError``): the update is asked for again for as long as it takes, the pause
-  growing to ``BACKOFF[-1]``. Before, these counted towards the poison limit below, so a
-  database outage longer than the first five pauses (~48 s) skipped every message that
-  arrived during it, and nobody was told;
+- **transient** (``OSError``: the disk or the database refused the write; ``UNHANDED``:
+  no node took the update — another node records it now (``InboundBusyError``), or the
+  chat's session is owned by a node that neither took it from the relay nor let its lease
+  run out (``LeaseHeldError``, ``RelayFailedError``: ``frontkit.relay``)): the update is
+  asked for again for as long as it takes, the pause growing to ``BACKOFF[-1]``. Before,
+  these counted towards the poison limit below, so a database outage longer than the first
+  five pauses (~48 s) skipped every message that arrived during it, and nobody was told;
 - **anything else** (the update itself breaks the handler): after ``MAX_ATTEMPTS`` it is
   skipped with an error, so one poisonous update cannot stop the bot for good. Only that
   update is skipped: it is remembered as handled and the batch is asked for again, so the
@@ -37,8 +39,9 @@ from dataclasses import dataclass, field
 from telegram import Bot, Update
 from telegram.error import Conflict, Forbidden, InvalidToken, NetworkError, TelegramError
 
-from duragent.frontkit import InboundBusyError
+from duragent.frontkit import InboundBusyError, RelayFailedError
 from duragent.gateways.telegram.updates import ALLOWED_UPDATES
+from duragent.store import LeaseHeldError
 
 __all__ = ["FatalPollingError", "poll_updates"]
 
@@ -48,6 +51,8 @@ BACKOFF = (1.0, 2.0, 5.0, 10.0, 30.0)
 """Pauses after consecutive failed ``getUpdates`` calls (the last one repeats)."""
 MAX_ATTEMPTS = 5
 """Times a batch whose update could not be handled is asked for again before skipping it."""
+UNHANDED = (InboundBusyError, LeaseHeldError, RelayFailedError)
+"""Failures that say no node took the update yet: never a reason to skip it."""
 
 
 class FatalPollingError(Exception):
@@ -86,8 +91,8 @@ async def handle_batch(
         for update in chat_updates:
             try:
                 await handle(update)
-            except InboundBusyError as exc:  # only after a leader change: asked again
-                log.info("telegram update %d: %s", update.update_id, exc)
+            except UNHANDED as exc:  # a leader change, or the chat's owner did not take it
+                log.info("telegram update %d: %s; asked for again", update.update_id, exc)
                 failed[update.update_id] = True
                 return
             except OSError:  # StorageError: the store is full or away, not the update

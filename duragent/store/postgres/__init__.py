@@ -7,7 +7,8 @@ Imported only when ``duragent.yaml`` selects ``store: {backend: postgres}`` (or 
   from their threads) and DSN descriptions without the password.
 - ``schema``: numbered SQL migrations with a ``schema_version`` table.
 - ``leases``: the session lease (owner node, epoch, expiry) and the epoch fence on writes.
-- ``sessions``: ``PostgresSessionStore``, the ``SessionStorage``; ``chats``: its chat map;
+- ``sessions``: ``PostgresSessionStore``, the ``SessionStorage`` (``event_rows``: its event
+  log, ``snapshot_rows``: its snapshot); ``chats``: its chat map;
   ``health``: its write health and ``/readyz`` probe.
 - ``schedules``: ``PostgresSchedules`` and ``PostgresRunLog``.
 - ``cluster``: inbound claims, leader leases and schedule due-time claims shared by nodes.

@@ -8,30 +8,27 @@ session's lease epoch (``leases``); the database being unreachable is a ``Storag
 
 An append whose COMMIT was never acknowledged is settled by the next fenced write (``doubt``).
 
-The chat map (``chats``) and the health (``health``) are their own modules.
+The chat map (``chats``) and the health (``health``) are their own modules, and so are the
+per-session views the store hands out: the event log (``event_rows``) and the snapshot
+(``snapshot_rows``). ``EventSeqConflictError`` is importable from here, as before.
 """
 
 from __future__ import annotations
 
-import json
 import threading
-import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import psycopg
 from psycopg.rows import TupleRow
 
-from duragent.core.events import Event, now_rfc3339
-from duragent.core.nesting import loads_bounded
-from duragent.core.snapshot import SessionSnapshot
-from duragent.errors import DuragentError, StorageError
+from duragent.core.events import now_rfc3339
+from duragent.errors import StorageError
 from duragent.store.chat_index import ChatKey
-from duragent.store.event_log import ReadReport
 from duragent.store.postgres.chats import PostgresChats
 from duragent.store.postgres.connection import Database
 from duragent.store.postgres.doubt import CommitsInDoubt
+from duragent.store.postgres.event_rows import EventSeqConflictError, PostgresLog
 from duragent.store.postgres.health import PostgresHealth
 from duragent.store.postgres.leases import (
     FencedWriteError,
@@ -44,24 +41,15 @@ from duragent.store.postgres.leases import (
 from duragent.store.postgres.nodes import PostgresNodes
 from duragent.store.postgres.outputs import PostgresSavedOutputs
 from duragent.store.postgres.schema import migrate
+from duragent.store.postgres.snapshot_rows import (
+    LIVE,
+    NEWEST_QUARANTINED,
+    PostgresSnapshots,
+    parse_document,
+)
 from duragent.store.saved_outputs import DEFAULT_LIMITS, SavedOutputLimits
-from duragent.store.snapshot_file import SnapshotCorruptError
 
 __all__ = ["EventSeqConflictError", "PostgresSessionStore"]
-
-_LIVE = "SELECT session_key FROM sessions WHERE session_id = %s AND quarantined_at IS NULL"
-_NEWEST_QUARANTINED = (
-    "SELECT session_key FROM sessions WHERE session_id = %s AND quarantined_at IS NOT NULL "
-    "ORDER BY quarantined_at DESC, session_key DESC LIMIT 1"
-)
-
-
-class EventSeqConflictError(DuragentError, ValueError):
-    """An append repeated a seq the session already has (nothing of it was written)."""
-
-
-def _dumps(data: Any) -> str:
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
 class PostgresSessionStore:
@@ -252,7 +240,7 @@ class PostgresSessionStore:
 
     def header(self, session_id: str, *, quarantined: bool = False) -> dict[str, Any] | None:
         """The snapshot's metadata without its conversation, or None without one."""
-        key_query = _NEWEST_QUARANTINED if quarantined else _LIVE
+        key_query = NEWEST_QUARANTINED if quarantined else LIVE
         with self.db.transaction(f"reading the header of session {session_id}") as conn:
             row = conn.execute(
                 f"SELECT header::text FROM snapshots WHERE session_key = ({key_query})",
@@ -260,7 +248,7 @@ class PostgresSessionStore:
             ).fetchone()
         if row is None:
             return None
-        data = _parse(self.root / session_id / "snapshot", str(row[0]))
+        data = parse_document(self.root / session_id / "snapshot", str(row[0]))
         return data
 
     def remove_stale_temp_files(self, session_id: str) -> None:
@@ -305,7 +293,7 @@ class PostgresSessionStore:
         with self.db.transaction(f"reading why session {session_id} is quarantined") as conn:
             row = conn.execute(
                 "SELECT quarantine_reason FROM sessions WHERE session_key = "
-                f"({_NEWEST_QUARANTINED})",
+                f"({NEWEST_QUARANTINED})",
                 (session_id,),
             ).fetchone()
         if row is None:
@@ -318,7 +306,7 @@ class PostgresSessionStore:
             with self.db.transaction(f"restoring session {session_id}") as conn:
                 row = conn.execute(
                     "UPDATE sessions SET quarantined_at = NULL, epoch = epoch + 1 "
-                    f"WHERE session_key = ({_NEWEST_QUARANTINED}) RETURNING 1",
+                    f"WHERE session_key = ({NEWEST_QUARANTINED}) RETURNING 1",
                     (session_id,),
                 ).fetchone()
         except psycopg.errors.UniqueViolation:
@@ -326,188 +314,3 @@ class PostgresSessionStore:
         if row is None:
             raise FileNotFoundError(f"session {session_id} is not quarantined")
         return self.root / session_id
-
-
-def _parse(where: Path, text: str) -> dict[str, Any]:
-    try:
-        data = loads_bounded(text)
-    except ValueError as exc:
-        raise SnapshotCorruptError(where, str(exc)) from None
-    if not isinstance(data, dict):
-        raise SnapshotCorruptError(where, "not a mapping")
-    return data
-
-
-class PostgresLog:
-    """``SessionLog`` of one session: rows of ``events`` (one owner writes; anyone reads)."""
-
-    def __init__(self, store: PostgresSessionStore, session_id: str) -> None:
-        self._store = store
-        self._db = store.db
-        self.session_id = session_id
-        self.path = store.root / session_id / "events"
-        self.appended_bytes = 0
-        self.io_seconds = 0.0
-
-    def append(self, events: Sequence[Event]) -> None:
-        """Insert ``events`` in one fenced transaction: all or nothing."""
-        if not events:
-            return
-        lines = [e.to_json() for e in events]
-        began = time.perf_counter()
-        doubt = self._store.in_doubt.get(self.session_id)
-        try:
-            with self._db.transaction(f"appending to session {self.session_id}") as conn:
-                lease = self._store.fenced(conn, self.session_id, log=True)
-                with conn.cursor() as cur:
-                    cur.executemany(
-                        "INSERT INTO events (session_key, seq, event) VALUES (%s, %s, %s)",
-                        [
-                            (lease.session_key, e.seq, line)
-                            for e, line in zip(events, lines, strict=True)
-                        ],
-                    )
-        except psycopg.errors.UniqueViolation:
-            raise EventSeqConflictError(
-                f"session {self.session_id} already has an event with one of the seqs "
-                f"{[e.seq for e in events]}: nothing was appended"
-            ) from None
-        except StorageError as exc:
-            if isinstance(exc.cause, ConnectionError):  # the COMMIT may have got through
-                self._store.in_doubt.add(self.session_id, events[0].seq)
-            raise
-        self._store.in_doubt.settled(self.session_id, doubt)
-        self.io_seconds += time.perf_counter() - began
-        self.appended_bytes += sum(len(line) + 1 for line in lines)
-
-    def _select(self, where: str, params: tuple[object, ...]) -> list[str] | None:
-        """Event texts of the live session matching ``where``; None when no log was written."""
-        with self._db.transaction(f"reading session {self.session_id}") as conn:
-            row = conn.execute(
-                "SELECT session_key, log_written FROM sessions "
-                "WHERE session_id = %s AND quarantined_at IS NULL",
-                (self.session_id,),
-            ).fetchone()
-            if row is None or not row[1]:
-                return None
-            rows = conn.execute(
-                f"SELECT event::text FROM events WHERE session_key = %s AND {where} ORDER BY seq",
-                (row[0], *params),
-            ).fetchall()
-        return [str(r[0]) for r in rows]
-
-    def read(self, after_seq: int = 0) -> tuple[list[Event], ReadReport]:
-        """Live events with ``seq > after_seq``, in order (a row that does not parse is counted)."""
-        report = ReadReport()
-        texts = self._select("NOT archived AND seq > %s", (after_seq,))
-        if texts is None:
-            report.missing = True
-            return [], report
-        events = _events(texts, report)
-        doubt = self._store.in_doubt.get(self.session_id)
-        if doubt is not None:  # rows of a lost commit this node reported as not written
-            events = [e for e in events if e.seq < doubt]
-        return events, report
-
-    def read_archive(self) -> list[Event]:
-        """Every archived event, in order."""
-        return _events(self._select("archived", ()) or [], ReadReport())
-
-    def last_seq(self) -> int | None:
-        """The newest live seq (0: none; None: the database cannot be asked now)."""
-        try:
-            with self._db.transaction(f"reading the last seq of {self.session_id}") as conn:
-                row = conn.execute(
-                    f"SELECT coalesce(max(seq), 0) FROM events WHERE session_key = ({_LIVE}) "
-                    "AND NOT archived",
-                    (self.session_id,),
-                ).fetchone()
-        except StorageError:
-            return None
-        return int(row[0]) if row else 0
-
-    def roll_over(self, up_to_seq: int, *, archive: bool) -> int:
-        """Mark (archive) or delete (discard) live events ``<= up_to_seq``, fenced."""
-        doubt = self._store.in_doubt.get(self.session_id)
-        with self._db.transaction(f"rolling over session {self.session_id}") as conn:
-            lease = self._store.fenced(conn, self.session_id)
-            verb = "UPDATE events SET archived = true" if archive else "DELETE FROM events"
-            cur = conn.execute(
-                f"{verb} WHERE session_key = %s AND NOT archived AND seq <= %s",
-                (lease.session_key, up_to_seq),
-            )
-            rolled = max(cur.rowcount, 0)
-        self._store.in_doubt.settled(self.session_id, doubt)
-        return rolled
-
-    def close(self) -> None:
-        """Release this node's lease on the session (the actor stopped)."""
-        with self._store._lock:
-            lease = self._store._leases.get(self.session_id)
-        if lease is not None:
-            self._store.drop_lease(lease)
-
-
-def _events(texts: list[str], report: ReadReport) -> list[Event]:
-    events = []
-    for text in texts:
-        try:
-            events.append(Event.from_json(text))
-        except ValueError:
-            report.skipped_malformed += 1
-    return events
-
-
-class PostgresSnapshots:
-    """``SessionSnapshots`` of one session: one row, replaced in a fenced transaction."""
-
-    def __init__(self, store: PostgresSessionStore, session_id: str) -> None:
-        self._store = store
-        self._db = store.db
-        self.session_id = session_id
-        self.path = store.root / session_id / "snapshot"
-        self.last_size = 0
-        self.io_seconds = 0.0
-
-    def write(self, snapshot: SessionSnapshot) -> None:
-        """Replace the snapshot (a reader sees the old row or the new one)."""
-        data = snapshot.to_dict()
-        body = _dumps(data)
-        header = _dumps({k: v for k, v in data.items() if k != "conversation"})
-        began = time.perf_counter()
-        doubt = self._store.in_doubt.get(self.session_id)
-        with self._db.transaction(f"writing the snapshot of {self.session_id}") as conn:
-            lease = self._store.fenced(conn, self.session_id)
-            conn.execute(
-                "INSERT INTO snapshots (session_key, header, body) VALUES (%s, %s, %s) "
-                "ON CONFLICT (session_key) DO UPDATE SET header = excluded.header, "
-                "body = excluded.body, written_at = now()",
-                (lease.session_key, header, body),
-            )
-        self._store.in_doubt.settled(self.session_id, doubt)
-        self.io_seconds += time.perf_counter() - began
-        self.last_size = len(body)
-
-    def read(self) -> SessionSnapshot | None:
-        """The snapshot, None without one, ``SnapshotCorruptError`` when it is not one."""
-        with self._db.transaction(f"reading the snapshot of {self.session_id}") as conn:
-            row = conn.execute(
-                f"SELECT body::text FROM snapshots WHERE session_key = ({_LIVE})",
-                (self.session_id,),
-            ).fetchone()
-        if row is None:
-            return None
-        data = _parse(self.path, str(row[0]))
-        try:
-            return SessionSnapshot.from_dict(data)
-        except (ValueError, TypeError, KeyError) as exc:
-            raise SnapshotCorruptError(self.path, str(exc)) from None
-
-    def exists(self) -> bool:
-        """Whether the live session has a snapshot."""
-        with self._db.transaction(f"checking the snapshot of {self.session_id}") as conn:
-            row = conn.execute(
-                f"SELECT 1 FROM snapshots WHERE session_key = ({_LIVE})",
-                (self.session_id,),
-            ).fetchone()
-        return row is not None

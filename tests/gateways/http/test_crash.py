@@ -49,6 +49,10 @@ class BrokenServices:
     def forwarding(self) -> None:
         return None
 
+    @property
+    def relay(self) -> None:
+        return None
+
     def starting(self) -> str | None:
         return None
 

@@ -140,7 +140,7 @@ async def test_a_hop_is_never_forwarded_again_and_an_old_one_is_not_served(
 ) -> None:
     owner, other = two_nodes
     assert other.forwarding is not None
-    key = await other.forwarding._secret()  # what a node signs with
+    key = await other.forwarding.hops.secret()  # what a node signs with
 
     def hop(at: float, body: bytes, target: str) -> dict[str, str]:
         stamp = f"{at:.3f}"
@@ -190,3 +190,36 @@ async def test_a_stopping_owner_s_sessions_are_taken_as_soon_as_it_lets_them_go(
     assert sent.status_code == 200
     assert other.forwarding is not None
     assert other.forwarding.taken_over == 1
+
+
+async def test_an_openai_conversation_continued_on_another_node_is_answered_by_its_owner(
+    two_nodes: tuple[Runtime, Runtime],
+) -> None:
+    owner, other = two_nodes
+
+    def turn(content: str, **extra: object) -> dict[str, object]:
+        return {"model": "alpha", "messages": [{"role": "user", "content": content}], **extra}
+
+    async with httpx.AsyncClient(timeout=30) as client:
+        first = await client.post(f"{url(owner)}/v1/chat/completions", json=turn("m0", user="u1"))
+        sid = first.headers["x-duragent-session"]
+        by_key = await client.post(f"{url(other)}/v1/chat/completions", json=turn("m1", user="u1"))
+        by_id = await client.post(
+            f"{url(other)}/v1/chat/completions", json=turn("m2", session_id=sid)
+        )
+        streamed = await client.post(
+            f"{url(other)}/v1/chat/completions", json=turn("m3", user="u1", stream=True)
+        )
+        history = await client.get(f"{url(owner)}/api/v1/sessions/{sid}/messages")
+    answers = [first, by_key, by_id, streamed]
+    assert [a.status_code for a in answers] == [200] * 4, [a.text for a in answers]
+    assert {a.headers["x-duragent-session"] for a in answers} == {sid}
+    assert by_key.json()["object"] == by_id.json()["object"] == "chat.completion"
+    assert streamed.headers["content-type"].startswith("text/event-stream")
+    assert '"chat.completion.chunk"' in streamed.text
+    assert streamed.text.rstrip().endswith("data: [DONE]")
+    assert other.forwarding is not None
+    assert other.forwarding.forwarded == 3
+    assert not other.registry.is_live(sid)  # served by the owner, never loaded here
+    users = [m["content"] for m in history.json()["messages"] if m["role"] == "user"]
+    assert users == ["m0", "m1", "m2", "m3"]  # one conversation, in order, each once

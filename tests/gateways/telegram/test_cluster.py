@@ -58,9 +58,9 @@ def write_node(
 
 @asynccontextmanager
 async def two_nodes(
-    tmp_path: Path, a_dsn: str | None = None, **telegram: Any
+    tmp_path: Path, a_dsn: str | None = None, b_dsn: str | None = None, **telegram: Any
 ) -> AsyncIterator[tuple[FakeTelegram, list[Runtime]]]:
-    """Nodes ``a`` (through ``a_dsn`` when given) and ``b``, started in that order."""
+    """Nodes ``a`` and ``b`` (through ``a_dsn``/``b_dsn`` when given), started in that order."""
     async with (
         FakeTelegram(token=TOKEN, bot_username=BOT) as tg,
         ScriptedLLMServer(responder=echo_reply) as llm,
@@ -71,7 +71,7 @@ async def two_nodes(
             try:
                 for node in ("a", "b"):
                     root = tmp_path / node
-                    dsn = a_dsn if node == "a" else None
+                    dsn = a_dsn if node == "a" else b_dsn
                     write_node(root, schema, node, section | telegram, llm.openai_base_url, dsn)
                     runtime = Runtime(load_workspace(root), port=0)
                     runtimes.append(runtime)
@@ -252,3 +252,63 @@ async def test_when_the_polling_node_is_killed_the_other_polls_within_the_lease(
 
 async def _startswith(state: Any, prefix: str) -> bool:
     return str(await state).startswith(prefix)
+
+
+async def test_a_polled_update_for_a_chat_another_node_serves_is_answered_once_by_that_node(
+    tmp_path: Path,
+) -> None:
+    async with two_nodes(tmp_path) as (tg, (a, b)):
+        assert await eventually(lambda: gateway_state(b).startswith("standby"))  # a polls
+        tg.push_message(42, "hello")
+        assert await eventually(lambda: tg.sent_messages(42) == ["re: hello"])
+        (session,) = chat_sessions(a, 42)
+        await a.registry.stop(session)  # idle: a let it go
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{b.http_port}") as client:
+            web = await client.post(  # the user also talks to the session over HTTP, on b
+                f"/api/v1/sessions/{session}/messages", json={"content": "from the web"}
+            )
+        assert web.status_code == 200
+        assert b.registry.is_live(session)  # b serves the chat's session now
+        for n, text in enumerate(["and again", "once more"], start=1):
+            tg.push_message(42, text)
+            assert await eventually(functools.partial(lambda n: len(tg.sent_messages(42)) > n, n))
+        assert await eventually(lambda: not a.tasks and not b.tasks)
+        await asyncio.sleep(0.3)  # a second answer, if there were one, would be sent by now
+        assert tg.sent_messages(42) == ["re: hello", "re: and again", "re: once more"]
+        assert a.relay is not None
+        assert b.relay is not None
+        assert (a.relay.relayed, b.relay.received) == (2, 2)  # recorded by the owner, b
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{a.http_port}") as client:
+            scraped = (await client.get("/metrics")).text
+            history = (await client.get(f"/api/v1/sessions/{session}/messages")).json()
+        assert 'duragent_chat_relay{outcome="relayed"} 2.0' in scraped
+        said = [m["content"] for m in history["messages"] if m["role"] == "user"]
+        assert said == ["hello", "from the web", "and again", "once more"]  # one conversation
+        assert not a.registry.is_live(session)
+
+        await b.aclose()  # the owner stops: a, still polling, takes the session over
+        tg.push_message(42, "still there?")
+        assert await eventually(lambda: len(tg.sent_messages(42)) == 4)
+        assert tg.sent_messages(42)[-1] == "re: still there?"
+        assert a.registry.is_live(session)
+
+
+@pytest.mark.slow  # ~20 s: the dead node's shutdown waits out its pool's timeouts
+async def test_a_polled_update_for_a_chat_whose_owner_died_is_answered_once_its_lease_ran_out(
+    tmp_path: Path,
+) -> None:
+    relay = postgres_db.Outage()  # b's way to the database: cut, b is as good as dead
+    try:
+        async with two_nodes(tmp_path, b_dsn=relay.dsn) as (tg, (a, b)):
+            assert await eventually(lambda: gateway_state(b).startswith("standby"))  # a polls
+            session = await b.turns.session_for_chat("telegram", "42", "bot", "dm")
+            relay.down()  # b dies holding the session's lease: no heartbeat, no release
+            tg.push_message(42, "anyone there?")
+            assert await eventually(lambda: tg.sent_messages(42) != [], within=15)
+            assert a.registry.is_live(session)  # taken over by the polling node
+            await asyncio.sleep(0.5)  # a second answer, if there were one, would be sent by now
+            assert tg.sent_messages(42) == ["re: anyone there?"]
+            assert not tg.pending_updates()  # confirmed once answered
+            await b.aclose()  # what it still tries to write is refused: it has no database
+    finally:
+        relay.down()

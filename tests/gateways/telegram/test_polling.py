@@ -1,5 +1,6 @@
-"""Long polling asks again for what could not be handled: for as long as the store is away,
-and, for an update that breaks its handler, until it is skipped alone.
+"""Long polling asks again for what could not be handled: for as long as the store is away
+or no node took the update, and, for an update that breaks its handler, until it is skipped
+alone.
 
 Real python-telegram-bot against the fake Bot API server over HTTP; the handler is the test's.
 """
@@ -15,8 +16,10 @@ import pytest
 from telegram import Bot, Update
 
 from duragent.errors import StorageError
+from duragent.frontkit import RelayFailedError
 from duragent.gateways.telegram.polling import MAX_ATTEMPTS, poll_updates
 from duragent.gateways.telegram.service import bot_api_base
+from duragent.store import LeaseHeldError
 from duragent.testing import FakeTelegram
 from tests.gateways.telegram.rig import BOT, TOKEN
 from tests.polling import eventually
@@ -86,6 +89,32 @@ async def test_an_update_that_breaks_its_handler_is_skipped_alone_and_its_chat_g
     assert sorted(handler.handled) == ["after, same chat", "before", "other chat"]
     assert handler.calls["poison"] == MAX_ATTEMPTS + 1
     assert all(n == 1 for text, n in handler.calls.items() if text != "poison")
+
+
+async def test_an_update_no_node_took_is_asked_for_until_one_does() -> None:
+    refusals = 3 * MAX_ATTEMPTS  # far more than the poison limit
+
+    class OwnedElsewhere(Handler):
+        """The chat's owner neither takes the update (relay) nor lets its lease run out."""
+
+        async def __call__(self, update: Update) -> None:
+            assert update.message is not None
+            text = str(update.message.text)
+            if text == "owned elsewhere" and self.calls[text] < refusals:
+                self.calls[text] += 1
+                if self.calls[text] % 2:
+                    raise LeaseHeldError("session_x", "b", 1.0)
+                raise RelayFailedError("node b did not take the message handed to it")
+            await super().__call__(update)
+
+    handler = OwnedElsewhere()
+    async with polling(handler) as tg:
+        tg.push_message(42, "owned elsewhere")
+        tg.push_message(43, "another chat")
+        assert await eventually(lambda: "owned elsewhere" in handler.handled, within=20)
+        await asyncio.sleep(0.2)  # nothing handled twice
+    assert sorted(handler.handled) == ["another chat", "owned elsewhere"]
+    assert handler.calls["owned elsewhere"] == refusals + 1  # never skipped
 
 
 @pytest.fixture(autouse=True)

@@ -1,0 +1,39 @@
+"""A chat message handed to another node crosses the wire unchanged, or not at all."""
+
+from __future__ import annotations
+
+import pytest
+
+from duragent.frontkit import ButtonPress, InboundMessage, Sender
+from duragent.frontkit.relay import from_wire, to_wire
+
+
+def test_a_relayed_message_or_press_reads_back_as_it_was_sent() -> None:
+    message = InboundMessage(
+        gateway="telegram",
+        chat_id="42",
+        chat_type="group",
+        message_id="7",
+        sender=Sender("42", username="ann", display_name="Ann"),
+        text="hello",
+        mentions_bot=True,
+        reply_to_message_id="3",
+    )
+    press = ButtonPress("fake", "42", "cb1", Sender("42"), "9", "approve:allow_once")
+    assert from_wire(to_wire(message)) == message
+    assert from_wire(to_wire(press)) == press
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"not json",
+        b"[]",
+        b'{"kind": "message", "value": {"gateway": "telegram"}}',
+        b'{"kind": "letter", "value": {"sender": {"id": "1"}}}',
+        b'{"kind": "press", "value": {"sender": "someone"}}',
+    ],
+)
+def test_a_body_that_is_not_a_relayed_message_is_refused(body: bytes) -> None:
+    with pytest.raises(ValueError, match="not a relayed chat message"):
+        from_wire(body)
