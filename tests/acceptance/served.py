@@ -38,20 +38,22 @@ spec:
 {extra}"""
 
 
-def _env() -> dict[str, str]:
-    env = os.environ.copy()
+def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = os.environ.copy() | (extra or {})
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     for name in ("DURAGENT_CONFIG", "DURAGENT_PORT", "DURAGENT_HOST", "DURAGENT_SERVER"):
         env.pop(name, None)
     return env
 
 
-def run_cli(*args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
     """``duragent <args>`` in ``cwd``, as a user types it (output captured as text)."""
     return subprocess.run(
         [sys.executable, "-m", "duragent", *args],
         cwd=cwd,
-        env=_env(),
+        env=_env(env),
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -61,8 +63,10 @@ def run_cli(*args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedP
 class Workspace:
     """A workspace folder: ``duragent.yaml`` and agent folders written as text."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, env: dict[str, str] | None = None) -> None:
         self.root = root
+        self.env = dict(env or {})
+        """Environment variables every command and server of this workspace gets."""
         root.mkdir(parents=True, exist_ok=True)
         self.config("")
 
@@ -81,7 +85,7 @@ class Workspace:
         return folder
 
     def cli(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-        return run_cli(*args, cwd=self.root, timeout=timeout)
+        return run_cli(*args, cwd=self.root, env=self.env, timeout=timeout)
 
     def serve(self) -> Served:
         return Served(self)
@@ -118,7 +122,7 @@ class Served:
                 cwd=self.workspace.root,
                 stdout=subprocess.DEVNULL,
                 stderr=out,
-                env=_env(),
+                env=_env(self.workspace.env),
             )
         deadline = time.monotonic() + within
         while time.monotonic() < deadline:
