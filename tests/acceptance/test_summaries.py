@@ -9,11 +9,15 @@ fixed text): the summaries are the extractive ones.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
 
+from duragent.testing import RecordedRequest, Reply, ScriptItem, ToolCallReply
+from duragent.testing.fake_llm_server import ScriptedLLMServer
 from tests.acceptance.served import Served, Workspace
+from tests.turns.summary_fixtures import is_summary_request
 
 SMALL_WINDOW = """\
     max_input_tokens: 4096
@@ -185,3 +189,128 @@ def test_summaries_and_compaction_are_separate_settings(workspace: Workspace) ->
         assert not any(e["type"] == "summary" for e in events(served, off))
     doctor = workspace.cli("doctor")
     assert "summaries off" in doctor.stdout or "summaries: off" in doctor.stdout, doctor.stdout
+
+
+def test_pin_and_unpin_in_a_telegram_chat_change_the_sessions_pins(tmp_path: Path) -> None:
+    from duragent.testing.fake_telegram import FakeTelegram
+
+    token = "123456:ABCdefGHIjklMNOpqrSTUvwxYZ0123456789"
+    with FakeTelegram(token=token) as telegram:
+        ws = Workspace(tmp_path / "ws", env={"TELEGRAM_BOT_TOKEN": token})
+        ws.agent()
+        ws.config(
+            "gateways:\n  telegram:\n    bot_token: ${TELEGRAM_BOT_TOKEN}\n"
+            f"    base_url: {telegram.url}\n    poll_timeout_seconds: 1\n"
+        )
+
+        def replies(count: int) -> list[str]:
+            deadline = time.monotonic() + 20
+            while len(telegram.sent_messages(77)) < count and time.monotonic() < deadline:
+                time.sleep(0.05)
+            return telegram.sent_messages(77)
+
+        with ws.serve() as served:
+            telegram.push_message(chat_id=77, text="plan my trip")
+            replies(1)
+            telegram.push_message(chat_id=77, text="/pin the budget is 500 EUR")
+            told = replies(2)[-1]
+            sessions = served.http.get("/api/v1/sessions").json()["sessions"]
+            assert len(sessions) == 1
+            pins_url = f"/api/v1/sessions/{sessions[0]['session_id']}/pins"
+            pins = served.http.get(pins_url).json()["pins"]
+            assert [(p["text"], p["source"]) for p in pins] == [("the budget is 500 EUR", "user")]
+            assert pins[0]["pin_id"] in told  # the chat is told the id to unpin it
+            telegram.push_message(chat_id=77, text=f"/unpin {pins[0]['pin_id']}")
+            replies(3)
+            assert served.http.get(pins_url).json()["pins"] == []
+
+
+def scripted_agent(base_url: str, context: str) -> str:
+    """``spec_extra`` for an agent on the scripted model server (an OpenAI-compatible one)."""
+    return (
+        f"    base_url: {base_url}\n    max_input_tokens: 8192\n"
+        f"  session:\n    context:\n{context}"
+        "  tools:\n    - type: builtin\n      name: bash\n"
+    )
+
+
+def model_answer(request: RecordedRequest) -> ScriptItem:
+    """The agent's model: ``run N`` calls bash for a long output; after a result, ``done``."""
+    if is_summary_request(request):
+        return Reply(text="## Goal\n- the user runs numbered jobs (SUMMARY-BY-MODEL)")
+    last = request.json["messages"][-1]
+    if last["role"] == "user" and str(last["content"]).startswith("run"):
+        number = str(last["content"]).split()[1]
+        command = f"seq 1 300 | sed 's/^/job{number} line /'"
+        return Reply(tool_calls=[ToolCallReply(name="bash", arguments={"command": command})])
+    return Reply(text="done")
+
+
+def test_old_tool_outputs_are_pruned_from_requests_but_kept_in_events_jsonl(
+    tmp_path: Path,
+) -> None:
+    context = (
+        "      summaries:\n        enabled: false\n"
+        "      prune:\n        protect_tokens: 400\n        minimum_tokens: 100\n"
+    )
+    with ScriptedLLMServer(responder=model_answer) as model:
+        ws = Workspace(tmp_path / "ws")
+        ws.agent(
+            spec_extra=scripted_agent(model.openai_base_url, context), policy="mode: dangerous\n"
+        )
+        ws.config("")
+        text = (ws.root / ".duragent/agents/assistant/agent.yaml").read_text()
+        (ws.root / ".duragent/agents/assistant/agent.yaml").write_text(
+            text.replace("provider: offline", "provider: scripted")
+        )
+        with ws.serve() as served:
+            sid = served.new_session()
+            for n in range(4):
+                assert served.say(sid, f"run {n}").status_code == 200
+        starts = [
+            r.json["messages"]
+            for r in model.requests
+            if r.json["messages"][-1] == {"role": "user", "content": "run 2"}
+        ]
+    tool_texts = [str(m.get("content")) for m in starts[0] if m["role"] == "tool"]
+    assert len(tool_texts) == 2
+    assert tool_texts[0].startswith("[old tool output pruned from the context: ~")
+    assert "job1 line 300" in tool_texts[1]  # the newest old output is within protect_tokens
+    logged = [e for e in events(served, sid) if e["type"] == "tool_result"]
+    assert "job0 line 300" in json.dumps(logged[0])  # the log keeps every output
+
+
+def test_a_summary_written_by_the_model_is_sent_back_in_the_reference_block(
+    tmp_path: Path,
+) -> None:
+    context = (
+        "      prune:\n        enabled: false\n"
+        "      summaries:\n        threshold: 0.2\n        model: cheap-summariser\n"
+    )
+    with ScriptedLLMServer(responder=model_answer) as model:
+        ws = Workspace(tmp_path / "ws")
+        ws.agent(
+            spec_extra=scripted_agent(model.openai_base_url, context), policy="mode: dangerous\n"
+        )
+        agent_yaml = ws.root / ".duragent/agents/assistant/agent.yaml"
+        agent_yaml.write_text(
+            agent_yaml.read_text().replace("provider: offline", "provider: scripted")
+        )
+        with ws.serve() as served:
+            sid = served.new_session()
+            for n in range(6):
+                assert served.say(sid, f"run {n}").status_code == 200
+            markers = [m for m in served.history(sid) if m["role"] == "summary"]
+        asked = [r for r in model.requests if is_summary_request(r)]
+        after = [r for r in model.requests if not is_summary_request(r)][-1]
+    assert asked, "the summariser was never asked"
+    assert all(r.json["model"] == "cheap-summariser" for r in asked)
+    summaries = [e for e in events(served, sid) if e["type"] == "summary"]
+    assert summaries
+    assert summaries[-1]["model"] == "cheap-summariser"
+    assert "extractive" not in summaries[-1] or summaries[-1]["extractive"] is False
+    assert "SUMMARY-BY-MODEL" in str(markers[-1]["content"])
+    reference = str(after.json["messages"][1]["content"])
+    assert after.json["messages"][1]["role"] == "system"
+    assert "SUMMARY-BY-MODEL" in reference
+    assert "run 0" in reference  # the task (the first message) is pinned
