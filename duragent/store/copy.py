@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from duragent.core.events import Event
+from duragent.store.event_log import ReadReport
 from duragent.store.protocols import RunLogStorage, ScheduleStorage, SessionStorage
 from duragent.store.saved_outputs import SavedOutputLimits
 from duragent.store.schedule_files import PRUNE_KEEP
@@ -65,7 +66,27 @@ def _history(store: SessionStorage, session_id: str) -> tuple[list[Event], str]:
     by_seq = {e.seq: e for e in log.read_archive()}
     by_seq.update((e.seq, e) for e in live)
     log.close()
-    return [by_seq[s] for s in sorted(by_seq)], "" if report.clean else repr(report)
+    return [by_seq[s] for s in sorted(by_seq)], "" if report.clean else describe_read(report)
+
+
+def describe_read(report: ReadReport) -> str:
+    """What a read of an event log skipped, for the operator (``1 malformed line``, ...)."""
+    parts = []
+    if report.skipped_malformed:
+        parts.append(_count(report.skipped_malformed, "malformed line"))
+    if report.skipped_duplicates:
+        parts.append(_count(report.skipped_duplicates, "duplicate seq"))
+    if report.torn_tail:
+        parts.append("a torn last line")
+    if report.gaps:
+        parts.append("missing seqs " + ", ".join(f"{a}–{b}" for a, b in report.gaps))
+    if report.out_of_order:
+        parts.append(_count(report.out_of_order, "event out of order", "events out of order"))
+    return "; ".join(parts)
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
 
 
 def history_differences(source: SessionStorage, target: SessionStorage, sid: str) -> list[str]:

@@ -229,3 +229,26 @@ def test_losing_the_database_gives_clear_503s_and_recovers_by_itself(
         assert served.say(sid, "after").status_code == 200
         said = [m["content"] for m in served.history(sid) if m["role"] == "user"]
     assert said == ["before", "after"]
+
+
+def test_store_copy_tells_in_words_what_it_skipped_in_a_damaged_log(
+    tmp_path: Path, schema: str
+) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    with ws.serve() as served:
+        sid = served.new_session()
+        assert served.say(sid, "hello").status_code == 200
+        kept = served.history(sid)
+    log = ws.root / ".duragent" / "sessions" / sid / "events.jsonl"
+    lines = log.read_text().splitlines(keepends=True)
+    log.write_text("".join([lines[0], '{"seq": not json\n', *lines[1:]]))
+    ws.config(postgres_yaml(schema))
+    copied = ws.cli("store", "copy", "--from", "file", "--to", "postgres")
+    assert copied.returncode == 0, copied.stderr
+    assert "copied 1 sessions" in copied.stdout
+    assert f"warning: session {sid}: the source log had skipped lines (1 malformed line)" in (
+        copied.stderr
+    )
+    assert "ReadReport" not in copied.stdout + copied.stderr
+    with ws.serve() as served:
+        assert served.history(sid) == kept
