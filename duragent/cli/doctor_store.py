@@ -63,14 +63,10 @@ def store_findings(config: StoreConfig, *, clock: Callable[[], float] = time.tim
         db.open()
         return [_schema_finding(db), _clock_finding(db, clock)]
     except StorageError as exc:
-        return [
-            Finding(
-                Level.ERROR,
-                "store",
-                str(exc),
-                "check store.dsn (host, port, user, password) and that PostgreSQL runs",
-            )
-        ]
+        from duragent.store.postgres import CONNECT_FIX
+
+        told = str(exc).replace(f". Fix: {CONNECT_FIX}", "")  # the fix goes on its own line
+        return [Finding(Level.ERROR, "store", told, CONNECT_FIX)]
     finally:
         db.close()
 

@@ -175,3 +175,30 @@ def test_a_schedule_fires_each_due_time_once_across_the_cluster(
     assert len(finished) == len(set(finished)), runs
     assert set(finished) <= set(started), runs  # the newest may still be running
     assert 3 <= len(started) <= 7, runs
+
+
+def test_a_killed_nodes_session_is_taken_over_by_the_other_once_its_lease_expires(
+    tmp_path: Path, schema: str
+) -> None:
+    a, b = node(tmp_path, schema, "a"), node(tmp_path, schema, "b")
+    with a, b:
+        sid = a.new_session()
+        assert a.say(sid, "before").status_code == 200
+        assert a.proc is not None
+        a.proc.kill()
+        a.proc.wait(10)
+        killed = time.monotonic()
+        statuses: list[int] = []
+        while True:
+            answer = b.say(sid, "after")
+            statuses.append(answer.status_code)
+            if answer.status_code == 200:
+                break
+            assert answer.status_code == 503, answer.text
+            assert "Retry-After" in answer.headers
+            assert time.monotonic() - killed < LEASE + 10, statuses
+            time.sleep(0.2)
+        took = time.monotonic() - killed
+        said = [m["content"] for m in b.history(sid) if m["role"] == "user"]
+    assert said == ["before", "after"]
+    assert took < LEASE + 5, (took, statuses)

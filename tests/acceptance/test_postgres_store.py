@@ -160,10 +160,12 @@ def test_a_database_that_is_down_at_start_is_one_error_without_the_password(
     assert len(error) == 1, answer.stderr
     assert f"127.0.0.1:{outage.port}/" in error[0]
     assert "refused" in error[0].lower()
+    assert "Fix: check store.dsn in duragent.yaml" in error[0]
     assert SECRET not in answer.stderr
     doctor = ws.cli("doctor")
     assert doctor.returncode == 1
-    assert "check store.dsn" in doctor.stdout
+    assert "fix: check store.dsn in duragent.yaml" in doctor.stdout
+    assert "Fix:" not in doctor.stdout  # said once, on its own line
     assert SECRET not in doctor.stdout + doctor.stderr
 
 
