@@ -202,3 +202,26 @@ def test_a_killed_nodes_session_is_taken_over_by_the_other_once_its_lease_expire
         said = [m["content"] for m in b.history(sid) if m["role"] == "user"]
     assert said == ["before", "after"]
     assert took < LEASE + 5, (took, statuses)
+
+
+def test_an_approval_asked_through_one_node_is_answered_through_the_other(
+    tmp_path: Path, schema: str
+) -> None:
+    a, b = node(tmp_path, schema, "a"), node(tmp_path, schema, "b")
+    for served in (a, b):
+        served.workspace.agent(
+            spec_extra="  tools:\n    - type: builtin\n      name: bash\n", policy="mode: ask\n"
+        )
+    with a, b:
+        sid = a.new_session()
+        asked = a.say(sid, 'please\n!call bash {"command": "echo approved-run"}')
+        assert asked.status_code == 202, asked.text
+        call_id = asked.json()["call_id"]
+        answer = b.http.post(
+            f"/api/v1/sessions/{sid}/approve", json={"call_id": call_id, "decision": "allow_once"}
+        )
+        assert answer.status_code == 200, answer.text
+        history = a.history(sid)
+    results = [m for m in history if m["role"] == "tool"]
+    assert len(results) == 1
+    assert "approved-run" in str(results[0]["content"])

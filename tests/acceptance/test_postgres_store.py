@@ -194,8 +194,10 @@ def test_losing_the_database_gives_clear_503s_and_recovers_by_itself(
     tmp_path: Path, schema: str
 ) -> None:
     outage = postgres_db.Outage()
-    ws = make_workspace(tmp_path / "ws", dsn=outage.dsn)
+    ws = make_workspace(tmp_path / "ws")
+    ws.env["DATABASE_URL"] = url(outage.dsn, password=SECRET)  # trust auth: never asked for
     ws.config(postgres_yaml(schema))
+    bodies: list[str] = []
     with ws.serve() as served:
         sid = served.new_session()
         assert served.say(sid, "before").status_code == 200
@@ -206,6 +208,7 @@ def test_losing_the_database_gives_clear_503s_and_recovers_by_itself(
         assert answer.headers["content-type"].startswith("application/problem+json")
         assert "Retry-After" in answer.headers
         problem = answer.json()
+        bodies.append(answer.text)
         assert problem["storage"] == "database"
         assert "reconnects by itself" in problem["detail"]
 
@@ -220,6 +223,7 @@ def test_losing_the_database_gives_clear_503s_and_recovers_by_itself(
             ready = served.http.get("/readyz")
         assert ready.status_code == 503
         body = ready.json()
+        bodies.append(ready.text)
         assert body["storage"]["writable"] is False
         assert "database" in body["detail"]
 
@@ -231,6 +235,7 @@ def test_losing_the_database_gives_clear_503s_and_recovers_by_itself(
         assert served.say(sid, "after").status_code == 200
         said = [m["content"] for m in served.history(sid) if m["role"] == "user"]
     assert said == ["before", "after"]
+    assert SECRET not in "".join(bodies) + served.log.read_text()
 
 
 def test_store_copy_tells_in_words_what_it_skipped_in_a_damaged_log(
