@@ -222,6 +222,8 @@ def test_losing_the_database_gives_clear_503s_and_recovers_by_itself(
         while ready.status_code == 200 and time.monotonic() < deadline:
             ready = served.http.get("/readyz")
         assert ready.status_code == 503
+        declared = served.http.get("/openapi.json").json()["paths"]["/readyz"]["get"]
+        assert ready.headers["content-type"] in declared["responses"]["503"]["content"]
         body = ready.json()
         bodies.append(ready.text)
         assert body["storage"]["writable"] is False
