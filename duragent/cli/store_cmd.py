@@ -130,6 +130,11 @@ def register(app: typer.Typer) -> None:
             f"copied {len(report.copied)} sessions, {len(report.already_there)} already there, "
             f"{report.chats} chats; every history compared"
         )
+        if report.redone:
+            typer.echo(
+                f"{len(report.redone)} of them an earlier, interrupted copy had left half "
+                f"done (removed from the target and copied again): {', '.join(report.redone)}"
+            )
         typer.echo(
             f"copied {len(schedules.copied)} schedules with their run logs, "
             f"{len(schedules.already_there)} already there"

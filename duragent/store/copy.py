@@ -7,7 +7,10 @@ chats it serves. Afterwards every session's whole history (archive + live events
 JSON lines, the snapshot and the outputs) is read back from both sides and compared; a
 difference is reported by session and never hidden. A session the target already holds with
 the same history is skipped (the copy can be run again after an interruption); one it holds
-with a *different* history is left alone and reported as a conflict. Quarantined sessions are
+with a *different* history is left alone and reported as a conflict, except the one
+unfinished copy an interrupted run leaves: the snapshot is each session's last write, so a
+target session without one, whose events are the start of the source's, is removed and
+copied again (``redone``). Quarantined sessions are
 not copied (their files cannot be trusted): they are listed so a person can restore them first.
 
 Schedules and their run logs are copied too (``copy_schedules``): the scheduler reads them
@@ -51,6 +54,8 @@ class CopyReport:
     unclean_source: dict[str, str] = field(default_factory=dict)
     """Sessions whose source log had skipped lines (copied as read; the reason)."""
     quarantined: list[str] = field(default_factory=list)
+    redone: list[str] = field(default_factory=list)
+    """Sessions an interrupted run had left half copied: removed and copied again."""
     chats: int = 0
 
     @property
@@ -118,16 +123,35 @@ def history_differences(source: SessionStorage, target: SessionStorage, sid: str
     return found
 
 
+def _unfinished_copy(source: SessionStorage, target: SessionStorage, sid: str) -> bool:
+    """Whether the target's ``sid`` is what an interrupted copy leaves, and nothing else.
+
+    A copy writes a session's snapshot last, and every session duragent creates has one; so
+    a target session with no snapshot whose events are the first events of the source's
+    (maybe none) was being copied when the run stopped. A session written by a server
+    (a snapshot) or with events of its own is someone's data: a conflict, never removed.
+    """
+    if source.snapshot(sid).read() is None or target.snapshot(sid).read() is not None:
+        return False
+    src_events, _ = _history(source, sid)
+    dst_events, _ = _history(target, sid)
+    head = src_events[: len(dst_events)]
+    return [e.to_json() for e in dst_events] == [e.to_json() for e in head]
+
+
 def copy_sessions(source: SessionStorage, target: SessionStorage) -> CopyReport:
     """Copy every live session and chat of ``source`` into ``target`` (both open)."""
     report = CopyReport(quarantined=source.quarantined())
     for sid in source.list_ids():
         if target.exists(sid) or sid in target.list_ids():
-            if history_differences(source, target, sid):
-                report.conflicts.append(sid)
-            else:
+            if not history_differences(source, target, sid):
                 report.already_there.append(sid)
-            continue
+                continue
+            if not _unfinished_copy(source, target, sid):
+                report.conflicts.append(sid)
+                continue
+            target.discard_new(sid)
+            report.redone.append(sid)
         events, note = _history(source, sid)
         if note:
             report.unclean_source[sid] = note
@@ -143,13 +167,13 @@ def copy_sessions(source: SessionStorage, target: SessionStorage) -> CopyReport:
             prefix = max((s for s in archived if s not in live_seqs), default=0)
             if prefix:
                 log.roll_over(prefix, archive=True)
-            snapshot = source.snapshot(sid).read()
-            if snapshot is not None:
-                target.snapshot(sid).write(snapshot)
             outputs = source.saved_outputs(sid, _KEEP_ALL)
             copies = target.saved_outputs(sid, _KEEP_ALL)
             for output_id in outputs.ids():
                 copies.save(output_id, outputs.read(output_id))
+            snapshot = source.snapshot(sid).read()
+            if snapshot is not None:  # last: a target session without one is unfinished
+                target.snapshot(sid).write(snapshot)
         finally:
             log.close()
         report.copied.append(sid)

@@ -225,3 +225,30 @@ def test_an_approval_asked_through_one_node_is_answered_through_the_other(
     results = [m for m in history if m["role"] == "tool"]
     assert len(results) == 1
     assert "approved-run" in str(results[0]["content"])
+
+
+def test_a_stream_forwarded_to_the_owner_carries_its_summary_event(
+    tmp_path: Path, schema: str
+) -> None:
+    a, b = node(tmp_path, schema, "a"), node(tmp_path, schema, "b")
+    for served in (a, b):
+        served.workspace.agent(spec_extra="    max_input_tokens: 4096\n")
+    words = " ".join(f"word{k}" for k in range(60))
+    with a, b:
+        sid = a.new_session()
+        seen: list[str] = []
+        for n in range(12):
+            with b.http.stream(
+                "POST", f"/api/v1/sessions/{sid}/stream", json={"content": f"{n}: {words}"}
+            ) as stream:
+                assert stream.status_code == 200
+                seen += [
+                    line.removeprefix("event: ")
+                    for line in stream.iter_lines()
+                    if line.startswith("event: ")
+                ]
+            if "summary" in seen:
+                break
+        markers = [m for m in a.history(sid) if m["role"] == "summary"]
+    assert "summary" in seen
+    assert markers

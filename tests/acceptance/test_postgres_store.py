@@ -261,3 +261,50 @@ def test_store_copy_tells_in_words_what_it_skipped_in_a_damaged_log(
     assert "ReadReport" not in copied.stdout + copied.stderr
     with ws.serve() as served:
         assert served.history(sid) == kept
+
+
+def test_store_copy_run_again_after_an_interruption_finishes_the_half_copied_sessions(
+    tmp_path: Path, schema: str
+) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    with ws.serve() as served:
+        before = chat(served)
+    ws.config(postgres_yaml(schema))
+    assert ws.cli("store", "copy", "--from", "file", "--to", "postgres").returncode == 0
+    # What a SIGKILL during the copy leaves (the snapshot is written last): one session with
+    # its first events only, one with its row only.
+    half, row_only, _whole = sorted(before)
+    with postgres_db.psycopg.connect(postgres_db.DSN, autocommit=True) as conn:
+        conn.execute(f"SET search_path = {schema}")
+        for sid, keep in ((half, 3), (row_only, 0)):
+            key = conn.execute(
+                "SELECT session_key FROM sessions WHERE session_id = %s", (sid,)
+            ).fetchone()
+            assert key is not None
+            conn.execute("DELETE FROM snapshots WHERE session_key = %s", key)
+            conn.execute("DELETE FROM events WHERE session_key = %s AND seq > %s", (key[0], keep))
+    again = ws.cli("store", "copy", "--from", "file", "--to", "postgres")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "copied 2 sessions, 1 already there" in again.stdout
+    assert "interrupted copy" in again.stdout
+    with ws.serve() as served:
+        assert {sid: served.history(sid) for sid in before} == before
+
+
+def test_store_copy_never_overwrites_a_session_that_went_on_in_the_target(
+    tmp_path: Path, schema: str
+) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    with ws.serve() as served:
+        before = chat(served, sessions=1)
+    ws.config(postgres_yaml(schema))
+    assert ws.cli("store", "copy", "--from", "file", "--to", "postgres").returncode == 0
+    sid = next(iter(before))
+    with ws.serve() as served:  # the conversation goes on in PostgreSQL
+        assert served.say(sid, "said in postgres").status_code == 200
+        kept = served.history(sid)
+    again = ws.cli("store", "copy", "--from", "file", "--to", "postgres")
+    assert again.returncode == 1
+    assert f"error: session {sid} exists in the target with another history" in again.stderr
+    with ws.serve() as served:
+        assert served.history(sid) == kept
