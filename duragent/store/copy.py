@@ -216,8 +216,13 @@ def copy_schedules(
         if there is not None:
             (report.already_there if there == document else report.conflicts).append(schedule_id)
             continue
+        # A run interrupted between the runs and the schedule left some runs: not twice.
+        copied = dst_runs.recent(schedule_id, PRUNE_KEEP)
         for run in src_runs.recent(schedule_id, PRUNE_KEEP):
-            dst_runs.append(schedule_id, run)
+            if run in copied:
+                copied.remove(run)
+            else:
+                dst_runs.append(schedule_id, run)
         dst.put(schedule_id, document)
         report.copied.append(schedule_id)
     return report

@@ -308,3 +308,34 @@ def test_store_copy_never_overwrites_a_session_that_went_on_in_the_target(
     assert f"error: session {sid} exists in the target with another history" in again.stderr
     with ws.serve() as served:
         assert served.history(sid) == kept
+
+
+def test_store_copy_after_an_interruption_copies_each_schedule_run_once(
+    tmp_path: Path, schema: str
+) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    with ws.serve() as served:
+        made = served.http.post(
+            "/api/v1/schedules",
+            json={
+                "agent": "assistant",
+                "schedule": {"every": {"every_seconds": 1}},
+                "payload": {"message": {"message": "tick"}},
+            },
+        )
+        assert made.status_code == 201, made.text
+        schedule_id = made.json()["id"]
+        time.sleep(2.5)
+        assert served.http.delete(f"/api/v1/schedules/{schedule_id}").status_code in (200, 204)
+        runs = served.http.get(f"/api/v1/schedules/{schedule_id}").json()["runs"]
+    assert runs
+    ws.config(postgres_yaml(schema))
+    assert ws.cli("store", "copy", "--from", "file", "--to", "postgres").returncode == 0
+    # a SIGKILL between a schedule's runs and the schedule itself (runs are copied first)
+    with postgres_db.psycopg.connect(postgres_db.DSN, autocommit=True) as conn:
+        conn.execute(f"DELETE FROM {schema}.schedules WHERE schedule_id = %s", (schedule_id,))
+    again = ws.cli("store", "copy", "--from", "file", "--to", "postgres")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "copied 1 schedules" in again.stdout
+    with ws.serve() as served:
+        assert served.http.get(f"/api/v1/schedules/{schedule_id}").json()["runs"] == runs
