@@ -7,6 +7,7 @@ likes; Telegram hands the same webhook update to both; a schedule runs on the cl
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -252,3 +253,30 @@ def test_a_stream_forwarded_to_the_owner_carries_its_summary_event(
         markers = [m for m in a.history(sid) if m["role"] == "summary"]
     assert "summary" in seen
     assert markers
+
+
+def test_a_saved_tool_output_is_read_back_on_the_node_that_took_the_session_over(
+    tmp_path: Path, schema: str
+) -> None:
+    a, b = node(tmp_path, schema, "a"), node(tmp_path, schema, "b")
+    tools = (
+        "  session:\n    context:\n      max_tool_result_tokens: 200\n"
+        "  tools:\n    - type: builtin\n      name: bash\n"
+    )
+    for served in (a, b):
+        served.workspace.agent(spec_extra=tools, policy="mode: dangerous\n")
+    with a, b:
+        sid = a.new_session()
+        assert a.say(sid, '!call bash {"command": "seq 1 3000"}').status_code == 200
+        tool = next(m for m in a.history(sid) if m["role"] == "tool")
+        output_id = str(tool["content"]).split("full output saved as ")[1].split(",")[0]
+        assert a.proc is not None
+        a.proc.kill()
+        a.proc.wait(10)
+        args = json.dumps({"id": output_id, "mode": "tail", "lines": 2})
+        deadline = time.monotonic() + LEASE + 10
+        while (answer := b.say(sid, f"!call tool_output {args}")).status_code == 503:
+            assert time.monotonic() < deadline, answer.text
+            time.sleep(0.2)
+        assert answer.status_code == 200, answer.text
+    assert "2999\n3000" in answer.json()["content"]
