@@ -61,7 +61,7 @@ def run_checks(config_file: Path) -> list[Finding]:
     found.append(Finding(Level.OK, "config", f"{paths.config_file} loaded"))
     for warning in ws.warnings:
         found.extend(_config_findings("config", warning, Level.WARNING))
-    found.extend(store_findings(ws.config.store))
+    found.extend(store_findings(ws.config.store, server_host=ws.config.server.host))
 
     catalog = load_catalog(
         paths.agents,

@@ -339,3 +339,34 @@ def test_store_copy_after_an_interruption_copies_each_schedule_run_once(
     assert "copied 1 schedules" in again.stdout
     with ws.serve() as served:
         assert served.http.get(f"/api/v1/schedules/{schedule_id}").json()["runs"] == runs
+
+
+def test_an_advertise_url_that_is_no_url_is_refused_naming_the_field(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    ws.config(postgres_yaml("public") + "  advertise_url: 10.0.0.5:8080\n")
+    answer = ws.cli("serve", "--port", "0", timeout=30)
+    assert answer.returncode == 1
+    assert "store.advertise_url" in answer.stderr
+    assert "http(s) URL such as http://10.0.0.5:8080" in answer.stderr
+    assert "duragent.yaml" in answer.stderr
+
+
+def test_a_node_listening_on_every_address_without_advertise_url_is_warned(
+    tmp_path: Path, schema: str
+) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    ws.config(
+        postgres_yaml(schema) + "server:\n  host: 0.0.0.0\n  api_token: a-token-of-the-test\n"
+    )
+    doctor = ws.cli("doctor")
+    assert "server.host is 0.0.0.0 and store.advertise_url is unset" in doctor.stdout
+    assert "fix: set store.advertise_url" in doctor.stdout
+    with ws.serve() as served:
+        pass
+    assert "set store.advertise_url in" in served.log.read_text()
+    ws.config(
+        postgres_yaml(schema)
+        + "  advertise_url: http://10.0.0.5:8080\n"
+        + "server:\n  host: 0.0.0.0\n  api_token: a-token-of-the-test\n"
+    )
+    assert "advertise_url is unset" not in ws.cli("doctor").stdout
