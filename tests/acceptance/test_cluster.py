@@ -280,3 +280,39 @@ def test_a_saved_tool_output_is_read_back_on_the_node_that_took_the_session_over
             time.sleep(0.2)
         assert answer.status_code == 200, answer.text
     assert "2999\n3000" in answer.json()["content"]
+
+
+def test_with_long_polling_one_node_polls_the_other_stands_by_and_each_message_is_answered_once(
+    tmp_path: Path, schema: str
+) -> None:
+    with FakeTelegram(token=TOKEN) as telegram:
+        gateway = (
+            "gateways:\n  telegram:\n    bot_token: ${TELEGRAM_BOT_TOKEN}\n"
+            f"    base_url: {telegram.url}\n    poll_timeout_seconds: 1\n"
+        )
+        a = node(tmp_path, schema, "a", gateway)
+        b = node(tmp_path, schema, "b", gateway)
+        for served in (a, b):
+            served.workspace.env["TELEGRAM_BOT_TOKEN"] = TOKEN
+        with a, b:
+            deadline = time.monotonic() + 15
+            states: list[str] = []
+            while time.monotonic() < deadline:
+                states = sorted(
+                    str(s.http.get("/readyz").json().get("gateways", {}).get("telegram"))
+                    for s in (a, b)
+                )
+                if states[0].startswith("running") and states[1].startswith("standby"):
+                    break
+                time.sleep(0.2)
+            assert states[0].startswith("running"), states
+            assert states[1].startswith("standby: another node polls Telegram"), states
+            for n in range(3):  # one at a time (messages sent during a turn join the next)
+                telegram.push_message(chat_id=5151, text=f"poll {n}")
+                deadline = time.monotonic() + 15
+                while len(telegram.sent_messages(5151)) <= n and time.monotonic() < deadline:
+                    time.sleep(0.05)
+            time.sleep(1)  # room for a second answer, if one were coming
+            sent = telegram.sent_messages(5151)
+    assert len(sent) == 3, sent
+    assert [f"poll {n}" in text for n, text in enumerate(sent)] == [True] * 3
