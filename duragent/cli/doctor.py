@@ -61,7 +61,7 @@ def run_checks(config_file: Path) -> list[Finding]:
     found.append(Finding(Level.OK, "config", f"{paths.config_file} loaded"))
     for warning in ws.warnings:
         found.extend(_config_findings("config", warning, Level.WARNING))
-    store = store_findings(ws.config.store)
+    store = store_findings(ws.config.store, server_host=ws.config.server.host)
     found.extend(store)
     store_ok = all(f.level is not Level.ERROR for f in store)  # else: said why, do not wait again
 

@@ -37,13 +37,47 @@ _WHY_SKEW = (
 )
 
 
-def store_findings(config: StoreConfig, *, clock: Callable[[], float] = time.time) -> list[Finding]:
+def store_findings(
+    config: StoreConfig,
+    *,
+    server_host: str | None = None,
+    clock: Callable[[], float] = time.time,
+) -> list[Finding]:
     """The store's findings (none for the file backend: the files are checked elsewhere).
 
-    ``clock`` is this node's wall clock (a parameter only so tests can shift it).
+    ``server_host`` is ``server.host`` (what other nodes are told when ``store.advertise_url``
+    is unset); ``clock`` is this node's wall clock (a parameter only so tests can shift it).
     """
     if config.backend != "postgres":
         return []
+    advertised = _advertise_finding(config, server_host)
+    return ([advertised] if advertised else []) + _database_findings(config, clock)
+
+
+def _advertise_finding(config: StoreConfig, server_host: str | None) -> Finding | None:
+    """A warning when other nodes would be sent to a wildcard address.
+
+    Without ``advertise_url`` a node tells the others ``http://<server.host>:<port>``. For
+    ``0.0.0.0`` or ``::`` that is no address of this node for them (on Linux it even reaches
+    the sender itself), so their forwards would fail or loop.
+    """
+    if config.advertise_url is not None or server_host not in _WILDCARDS:
+        return None
+    return Finding(
+        Level.WARNING,
+        "store",
+        f"server.host is {server_host} and store.advertise_url is unset: other nodes would "
+        f"forward this node's sessions to http://{server_host}:<port>, which does not reach it",
+        "set store.advertise_url to the URL other nodes reach this node at "
+        "(e.g. http://10.0.0.5:8080)",
+    )
+
+
+_WILDCARDS = frozenset({"0.0.0.0", "::", "[::]", ""})
+
+
+def _database_findings(config: StoreConfig, clock: Callable[[], float]) -> list[Finding]:
+    """Reachable, schema version, clock skew."""
     try:
         from duragent.store.postgres import Database
     except ImportError as exc:
@@ -63,14 +97,10 @@ def store_findings(config: StoreConfig, *, clock: Callable[[], float] = time.tim
         db.open()
         return [_schema_finding(db), _clock_finding(db, clock)]
     except StorageError as exc:
-        return [
-            Finding(
-                Level.ERROR,
-                "store",
-                str(exc),
-                "check store.dsn (host, port, user, password) and that PostgreSQL runs",
-            )
-        ]
+        from duragent.store.postgres import CONNECT_FIX
+
+        told = str(exc).replace(f". Fix: {CONNECT_FIX}", "")  # the fix goes on its own line
+        return [Finding(Level.ERROR, "store", told, CONNECT_FIX)]
     finally:
         db.close()
 

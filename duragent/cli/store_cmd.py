@@ -130,22 +130,32 @@ def register(app: typer.Typer) -> None:
             f"copied {len(report.copied)} sessions, {len(report.already_there)} already there, "
             f"{report.chats} chats; every history compared"
         )
+        if report.redone:
+            typer.echo(
+                f"{len(report.redone)} of them an earlier, interrupted copy had left half "
+                f"done (removed from the target and copied again): {', '.join(report.redone)}"
+            )
         typer.echo(
             f"copied {len(schedules.copied)} schedules with their run logs, "
             f"{len(schedules.already_there)} already there"
         )
         for schedule_id in schedules.conflicts:
-            typer.echo(f"error: schedule {schedule_id} exists in the target with another document")
+            _told(f"error: schedule {schedule_id} exists in the target with another document")
         for sid, note in report.unclean_source.items():
-            typer.echo(f"warning: session {sid}: the source log had skipped lines ({note})")
+            _told(f"warning: session {sid}: the source log had skipped lines ({note})")
         if report.quarantined:
-            typer.echo(
+            _told(
                 f"warning: {len(report.quarantined)} quarantined sessions not copied "
                 f"(restore them first): {', '.join(report.quarantined)}"
             )
         for sid in report.conflicts:
-            typer.echo(f"error: session {sid} exists in the target with another history")
+            _told(f"error: session {sid} exists in the target with another history")
         for sid, diff in report.differences.items():
-            typer.echo(f"error: session {sid} differs after the copy: {'; '.join(diff)}")
+            _told(f"error: session {sid} differs after the copy: {'; '.join(diff)}")
         if not report.ok or schedules.conflicts:
             raise typer.Exit(1)
+
+
+def _told(line: str) -> None:
+    """A warning or an error of ``copy``: on stderr, as every CLI error (stdout: the counts)."""
+    typer.echo(line, err=True)

@@ -23,6 +23,7 @@ from duragent.config.validation import empty_means_default
 __all__ = ["StoreConfig"]
 
 _SCHEMA = re.compile(r"[a-z_][a-z0-9_]{0,62}\Z")
+_URL = re.compile(r"https?://(\[[0-9a-fA-F:.]+\]|[^/\s:\[\]]+)(:\d+)?(/\S*)?\Z")
 
 
 class StoreConfig(BaseModel):
@@ -57,6 +58,14 @@ class StoreConfig(BaseModel):
     def _plain_schema(cls, value: str) -> str:
         if not _SCHEMA.match(value):
             raise ValueError("must be lower-case letters, digits and _ (not starting with a digit)")
+        return value
+
+    @field_validator("advertise_url")
+    @classmethod
+    def _reachable_url(cls, value: str | None) -> str | None:
+        # Other nodes send requests there: a typo would only show as failed forwards.
+        if value is not None and not _URL.match(value):
+            raise ValueError("must be an http(s) URL such as http://10.0.0.5:8080")
         return value
 
     @model_validator(mode="after")

@@ -334,6 +334,13 @@ class Runtime:
             self._lock.publish(f"http://{_url_host(self._host)}:{http.port}")
         if isinstance(store, SharedStorage):  # other nodes forward this node's sessions here
             url = self.config.store.advertise_url or f"http://{_url_host(self._host)}:{http.port}"
+            if self.config.store.advertise_url is None and self._host in ("0.0.0.0", "::"):
+                log.warning(
+                    "other nodes are told to reach this one at %s, which does not reach it "
+                    "from another machine: set store.advertise_url in %s",
+                    url,
+                    self.workspace.paths.config_file,
+                )
             await asyncio.to_thread(store.nodes.register, url)
 
     async def _stop_http(self) -> None:

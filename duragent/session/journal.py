@@ -132,8 +132,24 @@ class Journal:
             self._state = None
             self._log.close()
             if not isinstance(exc, FileExistsError):  # the folder is ours: mkdir made it
-                self._store.discard_new(self.session_id)
+                self._discard_new()
             raise storage_error(f"creating session {self.session_id}", exc) from exc
+
+    def _discard_new(self) -> None:
+        """Remove what a failed creation left, without hiding why it failed.
+
+        The clean-up meets the same fault as often as not (the database away, the disk
+        refusing): its error would replace the creation's, and the client would read
+        "discarding new session" for a request that created one. The clean-up failing leaves
+        what it left before this method existed (a folder or row without a snapshot, listed
+        as unavailable; its id was never given out); it is logged.
+        """
+        try:
+            self._store.discard_new(self.session_id)
+        except OSError as exc:
+            log.warning(
+                "session %s: could not remove the failed creation: %s", self.session_id, exc
+            )
 
     def _create(self, new: NewSession) -> None:
         now = now_rfc3339()

@@ -7,7 +7,10 @@ chats it serves. Afterwards every session's whole history (archive + live events
 JSON lines, the snapshot and the outputs) is read back from both sides and compared; a
 difference is reported by session and never hidden. A session the target already holds with
 the same history is skipped (the copy can be run again after an interruption); one it holds
-with a *different* history is left alone and reported as a conflict. Quarantined sessions are
+with a *different* history is left alone and reported as a conflict, except the one
+unfinished copy an interrupted run leaves: the snapshot is each session's last write, so a
+target session without one, whose events are the start of the source's, is removed and
+copied again (``redone``). Quarantined sessions are
 not copied (their files cannot be trusted): they are listed so a person can restore them first.
 
 Schedules and their run logs are copied too (``copy_schedules``): the scheduler reads them
@@ -21,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from duragent.core.events import Event
+from duragent.store.event_log import ReadReport
 from duragent.store.protocols import RunLogStorage, ScheduleStorage, SessionStorage
 from duragent.store.saved_outputs import SavedOutputLimits
 from duragent.store.schedule_files import PRUNE_KEEP
@@ -50,6 +54,8 @@ class CopyReport:
     unclean_source: dict[str, str] = field(default_factory=dict)
     """Sessions whose source log had skipped lines (copied as read; the reason)."""
     quarantined: list[str] = field(default_factory=list)
+    redone: list[str] = field(default_factory=list)
+    """Sessions an interrupted run had left half copied: removed and copied again."""
     chats: int = 0
 
     @property
@@ -65,7 +71,27 @@ def _history(store: SessionStorage, session_id: str) -> tuple[list[Event], str]:
     by_seq = {e.seq: e for e in log.read_archive()}
     by_seq.update((e.seq, e) for e in live)
     log.close()
-    return [by_seq[s] for s in sorted(by_seq)], "" if report.clean else repr(report)
+    return [by_seq[s] for s in sorted(by_seq)], "" if report.clean else describe_read(report)
+
+
+def describe_read(report: ReadReport) -> str:
+    """What a read of an event log skipped, for the operator (``1 malformed line``, ...)."""
+    parts = []
+    if report.skipped_malformed:
+        parts.append(_count(report.skipped_malformed, "malformed line"))
+    if report.skipped_duplicates:
+        parts.append(_count(report.skipped_duplicates, "duplicate seq"))
+    if report.torn_tail:
+        parts.append("a torn last line")
+    if report.gaps:
+        parts.append("missing seqs " + ", ".join(f"{a}–{b}" for a, b in report.gaps))
+    if report.out_of_order:
+        parts.append(_count(report.out_of_order, "event out of order", "events out of order"))
+    return "; ".join(parts)
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
 
 
 def history_differences(source: SessionStorage, target: SessionStorage, sid: str) -> list[str]:
@@ -97,16 +123,35 @@ def history_differences(source: SessionStorage, target: SessionStorage, sid: str
     return found
 
 
+def _unfinished_copy(source: SessionStorage, target: SessionStorage, sid: str) -> bool:
+    """Whether the target's ``sid`` is what an interrupted copy leaves, and nothing else.
+
+    A copy writes a session's snapshot last, and every session duragent creates has one; so
+    a target session with no snapshot whose events are the first events of the source's
+    (maybe none) was being copied when the run stopped. A session written by a server
+    (a snapshot) or with events of its own is someone's data: a conflict, never removed.
+    """
+    if source.snapshot(sid).read() is None or target.snapshot(sid).read() is not None:
+        return False
+    src_events, _ = _history(source, sid)
+    dst_events, _ = _history(target, sid)
+    head = src_events[: len(dst_events)]
+    return [e.to_json() for e in dst_events] == [e.to_json() for e in head]
+
+
 def copy_sessions(source: SessionStorage, target: SessionStorage) -> CopyReport:
     """Copy every live session and chat of ``source`` into ``target`` (both open)."""
     report = CopyReport(quarantined=source.quarantined())
     for sid in source.list_ids():
         if target.exists(sid) or sid in target.list_ids():
-            if history_differences(source, target, sid):
-                report.conflicts.append(sid)
-            else:
+            if not history_differences(source, target, sid):
                 report.already_there.append(sid)
-            continue
+                continue
+            if not _unfinished_copy(source, target, sid):
+                report.conflicts.append(sid)
+                continue
+            target.discard_new(sid)
+            report.redone.append(sid)
         events, note = _history(source, sid)
         if note:
             report.unclean_source[sid] = note
@@ -122,13 +167,13 @@ def copy_sessions(source: SessionStorage, target: SessionStorage) -> CopyReport:
             prefix = max((s for s in archived if s not in live_seqs), default=0)
             if prefix:
                 log.roll_over(prefix, archive=True)
-            snapshot = source.snapshot(sid).read()
-            if snapshot is not None:
-                target.snapshot(sid).write(snapshot)
             outputs = source.saved_outputs(sid, _KEEP_ALL)
             copies = target.saved_outputs(sid, _KEEP_ALL)
             for output_id in outputs.ids():
                 copies.save(output_id, outputs.read(output_id))
+            snapshot = source.snapshot(sid).read()
+            if snapshot is not None:  # last: a target session without one is unfinished
+                target.snapshot(sid).write(snapshot)
         finally:
             log.close()
         report.copied.append(sid)
@@ -171,8 +216,13 @@ def copy_schedules(
         if there is not None:
             (report.already_there if there == document else report.conflicts).append(schedule_id)
             continue
+        # A run interrupted between the runs and the schedule left some runs: not twice.
+        copied = dst_runs.recent(schedule_id, PRUNE_KEEP)
         for run in src_runs.recent(schedule_id, PRUNE_KEEP):
-            dst_runs.append(schedule_id, run)
+            if run in copied:
+                copied.remove(run)
+            else:
+                dst_runs.append(schedule_id, run)
         dst.put(schedule_id, document)
         report.copied.append(schedule_id)
     return report

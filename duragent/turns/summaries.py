@@ -37,6 +37,7 @@ from duragent.core.metrics import CallMeter
 from duragent.errors import LLMError
 from duragent.llm import LLMProvider
 from duragent.llm.offline import OfflineProvider
+from duragent.llm.retry import ResilientProvider
 from duragent.session import SessionHandle
 from duragent.session.memory import Pin
 from duragent.session.memory_ops import MemoryView
@@ -193,7 +194,7 @@ class SummaryTier:
         extractive = False
         text = ""
         # The offline model would answer fixed text, not a summary of the history it replaced.
-        if not isinstance(self._summariser, OfflineProvider):
+        if not _is_offline(self._summariser):
             try:
                 text, usage = await write_summary(
                     self._summariser,
@@ -245,3 +246,16 @@ class SummaryTier:
             )
         window = context_window(self.settings.model, None)
         return max(512, int(window * 0.9) - self.settings.max_summary_tokens)
+
+
+def _is_offline(provider: LLMProvider) -> bool:
+    """Whether ``provider`` is the offline model, also inside the retry wrapper.
+
+    ``build_provider`` wraps every provider, the offline one included, in a
+    ``ResilientProvider``: testing the outer object alone let a served agent's fixed offline
+    reply be written as its summary (the history it replaced was lost from the window).
+    """
+    inner: object = provider
+    while isinstance(inner, ResilientProvider):
+        inner = inner.inner
+    return isinstance(inner, OfflineProvider)

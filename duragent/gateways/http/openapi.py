@@ -65,9 +65,12 @@ def _document(version: str) -> dict[str, Any]:
                         "200": json_response(
                             {"type": "object", "required": ["status", "workspace_hash"]}
                         ),
-                        "503": json_response(
-                            {"type": "object", "required": ["status", "storage"]},
-                            "Not ready: the session store cannot write",
+                        # what ``app.readyz`` answers: a problem, ``storage`` only when the
+                        # store cannot write (starting or a full server say why in ``detail``)
+                        "503": problem(
+                            "Not ready: starting, no connection slot free, or the session "
+                            "store cannot write (then `storage`: {writable, error}); the "
+                            "reason in `detail`, with `workspace_hash` and `pid`"
                         ),
                     },
                 }

@@ -18,13 +18,14 @@ Imported only when ``duragent.yaml`` selects ``store: {backend: postgres}`` (or 
 from __future__ import annotations
 
 from duragent.store.postgres.cluster import postgres_cluster
-from duragent.store.postgres.connection import Database, describe_dsn, dsn_password
+from duragent.store.postgres.connection import CONNECT_FIX, Database, describe_dsn, dsn_password
 from duragent.store.postgres.leases import FencedWriteError, Lease, LeaseHeldError
 from duragent.store.postgres.schedules import PostgresRunLog, PostgresSchedules
 from duragent.store.postgres.schema import SchemaTooNewError, current_version, migrate
 from duragent.store.postgres.sessions import EventSeqConflictError, PostgresSessionStore
 
 __all__ = [
+    "CONNECT_FIX",
     "Database",
     "EventSeqConflictError",
     "FencedWriteError",

@@ -35,11 +35,23 @@ from psycopg.rows import TupleRow
 
 from duragent.errors import ConfigError, StorageError
 
-__all__ = ["DEFAULT_SCHEMA", "Database", "check_schema_name", "describe_dsn", "dsn_password"]
+__all__ = [
+    "CONNECT_FIX",
+    "DEFAULT_SCHEMA",
+    "Database",
+    "check_schema_name",
+    "describe_dsn",
+    "dsn_password",
+]
 
 DEFAULT_SCHEMA = "public"
 OUTAGE_WAIT = 1.0
 """Seconds a transaction waits for a connection while the database is known to be away."""
+CONNECT_FIX = (
+    "check store.dsn in duragent.yaml (host, port, database, user, password) "
+    "and that PostgreSQL runs there"
+)
+"""What to do when the first connection fails: ``serve``, ``store`` and ``doctor`` say it."""
 RECONNECT_SECONDS = 3.0
 """How long the pool retries one connection (delays 1 s, 2 s) before the next demand retries."""
 _SCHEMA = re.compile(r"[a-z_][a-z0-9_]{0,62}\Z")
@@ -138,7 +150,8 @@ class Database:
             self._pool.open(wait=True, timeout=self._pool.timeout)
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
             self._pool.close()
-            self.failure = self.error("connecting to the database", exc)
+            # At start nothing has worked yet: the DSN is as likely at fault as the server.
+            self.failure = self.error("connecting to the database", exc, fix=CONNECT_FIX)
             raise self.failure from None
 
     def close(self) -> None:
@@ -227,7 +240,8 @@ class Database:
         self._lost = False
         self._ok_at = time.monotonic()
 
-    def error(self, operation: str, exc: BaseException) -> StorageError:
+    def error(self, operation: str, exc: BaseException, *, fix: str = "") -> StorageError:
         """``exc`` as a ``StorageError`` naming ``operation`` and the database (no password)."""
-        cause = ConnectionError(errno.ECONNREFUSED, f"{self.where}: {_first_line(exc)}")
+        told = f"{self.where}: {_first_line(exc)}" + (f". Fix: {fix}" if fix else "")
+        cause = ConnectionError(errno.ECONNREFUSED, told)
         return StorageError(operation, cause)
