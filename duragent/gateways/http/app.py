@@ -157,8 +157,11 @@ def build_app(services: HttpServices) -> Starlette:
             extra["gateways"] = gateways
         store_health = services.turns.registry.store.health
         failure = await asyncio.to_thread(store_health.check)  # files: no I/O unless failed
+        # which store, as the API's 503s name it ("database": PostgreSQL, reached by check())
+        kind = "database" if services.config.store.backend == "postgres" else "files"
+        extra["storage"] = {"kind": kind, "writable": failure is None}
         if failure:
-            extra["storage"] = {"writable": False, "error": str(failure)}
+            extra["storage"] = {"kind": kind, "writable": False, "error": str(failure)}
             reason: str | None = f"the session store cannot write: {failure}"
         else:  # see health.py for what ready means; ready also means started
             reason = services.starting() or health.not_ready_reason()

@@ -31,6 +31,17 @@ from duragent.gateways.http.openapi_schemas import (
 from duragent.gateways.http.paging import MAX_MESSAGES_LIMIT, MAX_SESSIONS_LIMIT
 from duragent.gateways.http.pins import pin_paths
 
+_READY_STORAGE = {
+    "type": "object",
+    "required": ["kind", "writable"],
+    "properties": {
+        "kind": {"enum": ["files", "database"]},
+        "writable": {"type": "boolean"},
+        "error": {"type": "string"},
+    },
+}
+"""``/readyz``'s ``storage``: which store, and whether it takes writes now."""
+
 __all__ = ["openapi_document"]
 
 
@@ -63,14 +74,18 @@ def _document(version: str) -> dict[str, Any]:
                     "security": [],
                     "responses": {
                         "200": json_response(
-                            {"type": "object", "required": ["status", "workspace_hash"]}
+                            {
+                                "type": "object",
+                                "required": ["status", "workspace_hash", "storage"],
+                                "properties": {"storage": _READY_STORAGE},
+                            }
                         ),
-                        # what ``app.readyz`` answers: a problem, ``storage`` only when the
+                        # what ``app.readyz`` answers: a problem, ``storage.error`` when the
                         # store cannot write (starting or a full server say why in ``detail``)
                         "503": problem(
                             "Not ready: starting, no connection slot free, or the session "
-                            "store cannot write (then `storage`: {writable, error}); the "
-                            "reason in `detail`, with `workspace_hash` and `pid`"
+                            "store cannot write (then `storage`: {kind, writable: false, "
+                            "error}); the reason in `detail`, with `workspace_hash` and `pid`"
                         ),
                     },
                 }

@@ -92,9 +92,11 @@ async def test_a_database_outage_is_a_clear_503_and_the_session_is_whole_after_i
             assert (await client.get(f"/api/v1/sessions/{sid}/messages")).status_code == 503
             ready = await eventually(client, "/readyz", 503)
             assert ready.json()["storage"]["writable"] is False
+            assert ready.json()["storage"]["kind"] == "database"
 
             outage.up()
-            await eventually(client, "/readyz", 200)
+            healthy = await eventually(client, "/readyz", 200)
+            assert healthy.json()["storage"] == {"kind": "database", "writable": True}
             s.server.enqueue(Reply(text="three"))
             after = await client.post(f"/api/v1/sessions/{sid}/messages", json={"content": "3"})
             assert after.status_code == 200, after.text

@@ -39,7 +39,12 @@ async def test_livez_readyz_and_version(served: tuple[Runtime, httpx.AsyncClient
     runtime, client = served
     assert (await client.get("/livez")).text == "ok"
     ready = (await client.get("/readyz")).json()
-    assert ready == {"status": "ok", "workspace_hash": runtime.workspace_hash, "pid": os.getpid()}
+    assert ready == {
+        "status": "ok",
+        "workspace_hash": runtime.workspace_hash,
+        "pid": os.getpid(),
+        "storage": {"kind": "files", "writable": True},
+    }
     version = (await client.get("/version")).json()
     assert version["version"] == __version__
 
