@@ -199,6 +199,21 @@ class ProcessRegistry:
         except OSError as exc:
             raise ProcessError(f"spawn failed: cannot record the job: {exc}") from exc
         entry = self._entries[handle] = _Entry(meta)
+        # Recorded, so it must end up watched: a cancellation (the tool call's time limit)
+        # waits for the start to finish and the watch to begin, then goes through. Before,
+        # one landing while the process started left a job no one watched or reported.
+        starting = asyncio.ensure_future(self._start(entry, request))
+        try:
+            await asyncio.shield(starting)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await starting
+            raise
+        return entry.meta
+
+    async def _start(self, entry: _Entry, request: SpawnRequest) -> None:
+        """Start the recorded job's command and watch it (ProcessError if it cannot start)."""
+        meta = entry.meta
         try:
             if meta.tmux_session is not None:
                 meta.log_path.touch()
@@ -223,7 +238,6 @@ class ProcessRegistry:
             self._set(replace(meta.ended(ProcessStatus("failed", -1)), notified=True))
             raise ProcessError(f"spawn failed: {exc}") from exc
         self._monitor(entry)
-        return entry.meta
 
     def _monitor(self, entry: _Entry) -> None:
         entry.done = asyncio.get_running_loop().create_future()
