@@ -42,6 +42,9 @@ def main() -> int:
     parser.add_argument("--chats", type=int, default=250)
     parser.add_argument("--crashes", type=int, default=50)
     parser.add_argument("--every-hours", type=float, default=4.0, help="the recurring task")
+    parser.add_argument(
+        "--pulse-days", type=int, default=2, help="days of a task every 15 minutes (0: none)"
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--quick", action="store_true", help=f"{QUICK}")
     parser.add_argument("--json", type=Path, default=Path("year.json"))
@@ -62,6 +65,7 @@ def main() -> int:
         kills=args.crashes,
         seed=args.seed,
         every_seconds=int(args.every_hours * 3600),
+        pulse_days=args.pulse_days,
         workdir=args.keep,
     )
     result = asyncio.run(run_year(config))

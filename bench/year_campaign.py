@@ -34,15 +34,16 @@ from typing import Any
 
 import httpx
 from year_clock import ClockDriver
-from year_model import secret_of
+from year_commands import ChatCommand, due, plan_commands, reset_probes, take_reply
+from year_model import ROWS, secret_of
 
 from duragent.testing import FakeTelegram
 from duragent.testing.telegram_faults import FaultRule
-from tests.gateways.campaign_verdict import GROUP_WINDOW, Chat, Message
+from tests.gateways.campaign_verdict import GROUP_WINDOW, INTERRUPTED, Chat, Message, answer_tokens
 from tests.gateways.telegram.campaign_rig import ServeProcess
 from tests.gateways.telegram.restart_campaign import _Campaign
 
-__all__ = ["Probe", "Sample", "YearCampaign", "telegram_faults"]
+__all__ = ["Probe", "Sample", "YearCampaign", "open_files", "telegram_faults"]
 
 HUGE_EVERY = 40
 TOO_BIG_EVERY = 200
@@ -52,6 +53,15 @@ PASTE_CHARS = {False: 20_000, True: 80_000}
 TOO_BIG_CHARS = 40_000
 """A DM paste no 8K request can carry: the user must be told so (``REFUSED``)."""
 REFUSED = "Sorry, I could not answer"
+MEMORY_CHATS = 6
+"""One DM chat in six (index ≡ 1) remembers a note at its message ``REMEMBER_AT`` through the
+memory tool and recalls it at ``RECALL_AT``."""
+REMEMBER_AT, RECALL_AT = 3, 8
+
+
+def note_of(chat: int) -> str:
+    """What a memory chat asks the agent to remember (no secret: a probe must not find it)."""
+    return f"chat {chat} prefers heron-{chat} for its reports"
 
 
 def telegram_faults() -> list[FaultRule]:
@@ -123,6 +133,10 @@ class YearCampaign(_Campaign):
             if chat.index % 4 == 0 and len(plain) >= 6:
                 self.secrets_given.add(chat.index)
                 self.probed[plain[-1].token] = chat.index
+        self.commands: dict[int, list[ChatCommand]] = plan_commands(dms, self.probed)
+        """DM chat id → its ``/status`` and ``/reset`` (``year_commands``)."""
+        self.reset_probes = reset_probes(self.commands, plan)
+        """Probes asked right after a ``/reset``: must not be answered from before it."""
 
     # -- the clock ------------------------------------------------------------------------------
 
@@ -183,14 +197,18 @@ class YearCampaign(_Campaign):
             kind = m.ordinal // 5 % 3
             if kind == 1:  # allowed by the policy: runs without asking
                 command = f"printf '42-%s\\n' '{m.token}'"
-            elif kind == 2:  # 200 KB of output: saved, cut for the model
-                command = f"echo $((6*7))-{m.token}; head -c 200000 /dev/zero | tr '\\0' x"
+            elif kind == 2:  # 200 KB of output: saved, cut, a range read back (``tool_output``)
+                row = f"row %06g {m.token}"
+                command = f"echo $((6*7))-{m.token}; seq -f '{row}' 1 {ROWS}"
             else:
                 command = f"echo $((6*7))-{m.token}"
             return f"!call bash {json.dumps({'command': command})}"
         if m.token in self.probed:
             return f"PROBE {m.token}: what is the vault code of this chat?"
         text = m.text("")
+        if chat.index % MEMORY_CHATS == 1 and m.ordinal in (REMEMBER_AT, RECALL_AT):
+            verb = "remember" if m.ordinal == REMEMBER_AT else "recall"
+            return f"{text} !{verb} {note_of(chat.index)}"
         if m.ordinal == 0 and chat.index in self.secrets_given:
             text += " " + secret_of(chat.index)
         if m.ordinal % TOO_BIG_EVERY == 27:
@@ -215,6 +233,7 @@ class YearCampaign(_Campaign):
                 and chat.outstanding() < window
                 and self.pushed < limit
                 and self._time_of(self.pushed) <= self.clock.ms
+                and not self._command_first(chat)
             ):
                 m = chat.messages[chat.next]
                 for n, line in enumerate(m.chatter):
@@ -229,6 +248,19 @@ class YearCampaign(_Campaign):
                     self.edits += 1
                 chat.next += 1
                 self.pushed += 1
+            if chat.next == len(chat.messages):
+                self._command_first(chat)  # a command after the chat's last message
+
+    def _command_first(self, chat: Chat) -> bool:
+        """Write the DM's command due before its next message once all before it is answered;
+        True while one is due (the chat waits for its reply, closed-loop)."""
+        command = due(self.commands.get(chat.chat_id, []), chat.next)
+        if command is None:
+            return False
+        if command.pushed_at is None and chat.outstanding() == 0:
+            self.tg.push_message(chat.chat_id, command.text, user_id=700)
+            command.pushed_at = time.monotonic()
+        return True
 
     # -- approvals, kills -----------------------------------------------------------------------
 
@@ -236,7 +268,11 @@ class YearCampaign(_Campaign):
         super().read_sends()
         for sent in self.sent[self.sends_seen :]:
             chat = self.by_id.get(sent.chat_id)
-            if chat is None or sent.prompt or not sent.text.startswith(REFUSED):
+            if chat is None or sent.prompt:
+                continue
+            if not sent.text.startswith(REFUSED):
+                if not answer_tokens(sent.text) and INTERRUPTED not in sent.text:
+                    take_reply(self.commands.get(chat.chat_id, []), sent)
                 continue
             waiting = [m for m in chat.messages[: chat.next] if m.answered_at is None]
             if waiting:  # the oldest unanswered message is the one the error is about
@@ -255,7 +291,8 @@ class YearCampaign(_Campaign):
 
     def done(self) -> bool:
         self._advance_clock()
-        return super().done() and self.clock.ms >= self.end_ms
+        commands = all(c.reply is not None for cs in self.commands.values() for c in cs)
+        return super().done() and commands and self.clock.ms >= self.end_ms
 
 
 def _last_line(path: Path) -> dict[str, Any] | None:
@@ -343,6 +380,31 @@ def _proc(pid: int) -> tuple[int, int, int, float] | None:
     fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
     rss = int(fields.get("VmRSS", "0 kB").split()[0]) * 1024
     return rss, fds, int(fields.get("Threads", "0")), cpu
+
+
+def open_files(pid: int, workspace: Path) -> dict[str, int]:
+    """What ``pid``'s descriptors point at, by kind: a file of the workspace by its name
+    (``events.jsonl``…), else socket, pipe, other anonymous inode, or another path."""
+    kinds: dict[str, int] = {}
+    try:
+        names = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return kinds
+    for name in names:
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{name}")
+        except OSError:
+            continue
+        if target.startswith(str(workspace)):
+            kind = Path(target).name if "/sessions/" in target else target[len(str(workspace)) :]
+        elif target.startswith(("socket:", "pipe:")):
+            kind = target.split(":", 1)[0]
+        elif target.startswith("anon_inode:"):
+            kind = target
+        else:
+            kind = "other: " + target
+        kinds[kind] = kinds.get(kind, 0) + 1
+    return dict(sorted(kinds.items(), key=lambda kv: -kv[1]))
 
 
 def disk_bytes(root: Path) -> int:

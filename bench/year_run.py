@@ -23,15 +23,32 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from corpus import english
-from year_campaign import REFUSED, Probe, Sample, YearCampaign, disk_bytes, telegram_faults
+from year_campaign import (
+    REFUSED,
+    Probe,
+    Sample,
+    YearCampaign,
+    disk_bytes,
+    open_files,
+    telegram_faults,
+)
 from year_clock import ClockDriver
+from year_commands import CommandCheck, check_commands
 from year_model import YearModel
 from year_schedule import ScheduleCheck, check_schedule, expected_cron, expected_every, read_lines
-from year_workspace import CRON_EXPR, CRON_ZONES, TASK_CHAT, TOKEN, write_workspace
+from year_workspace import (
+    CRON_EXPR,
+    CRON_ZONES,
+    PULSE_CHAT,
+    PULSE_EVERY,
+    TASK_CHAT,
+    TOKEN,
+    write_workspace,
+)
 
 from duragent.testing import FakeTelegram, ScriptedLLMServer
 from tests.gateways.campaign_verdict import (
@@ -61,6 +78,8 @@ class YearConfig:
     seed: int = 1
     every_seconds: int = 4 * 3600
     """The recurring scheduled task's interval (simulated)."""
+    pulse_days: int = 2
+    """Days (from January 2nd) of a second recurring task every 15 simulated minutes."""
     workdir: Path | None = None
 
 
@@ -76,6 +95,17 @@ class YearResult:
     summary_tokens: int
     probes_asked: int
     probes_answered: int
+    reset_probes_asked: int
+    reset_probes_fresh: int
+    """Probes asked right after a ``/reset`` that were not answered from before it."""
+    commands: CommandCheck
+    tool_calls: dict[str, int]
+    """Tool calls the model asked for, by tool (bash, tool_output, memory)."""
+    reads: tuple[int, int, int]
+    """Cut outputs read back through ``tool_output``: asked, right, cut by a kill."""
+    memory: tuple[int, int, int, int]
+    """Notes remembered, found once on disk, recalls asked, recalls that returned the note."""
+    tool_problems: list[str]
     telegram_faults: int
     edits: int
     pastes: int
@@ -100,6 +130,8 @@ class YearResult:
     driver_cpu: float = 0.0
     """CPU seconds of this process: the fake Telegram, the model server, the campaign."""
     disk_final: dict[str, int] = field(default_factory=dict)
+    files_at_end: dict[str, int] = field(default_factory=dict)
+    """The serving process's open files at the end, by kind (``open_files``)."""
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -109,6 +141,9 @@ class YearResult:
             and self.overflows == 0
             and all(not s.problems for s in self.schedules)
             and self.probes_answered == self.probes_asked
+            and self.reset_probes_fresh == self.reset_probes_asked
+            and not self.commands.problems
+            and not self.tool_problems
             and not self.readyz_failures
             and not self.errors_without_session
         )
@@ -131,7 +166,7 @@ async def run_year(config: YearConfig) -> YearResult:
     model = YearModel(now_ms=lambda: clock.ms, prose=english())
     try:
         async with (
-            FakeTelegram(token=TOKEN, keep_calls=50_000) as tg,
+            FakeTelegram(token=TOKEN, keep_calls=50_000, clock=lambda: clock.ms / 1000) as tg,
             ScriptedLLMServer(responder=model, keep_requests=1) as llm,
         ):
             tg.add_fault(*telegram_faults())
@@ -140,6 +175,7 @@ async def run_year(config: YearConfig) -> YearResult:
                 telegram_url=tg.url,
                 llm_url=llm.openai_base_url,
                 every_seconds=config.every_seconds,
+                pulse_days=config.pulse_days,
             )
             command = [sys.executable, str(BENCH / "year_serve.py"), str(cfg), str(clock.path)]
             serve = ServeProcess(cfg, command=command)
@@ -154,19 +190,23 @@ async def run_year(config: YearConfig) -> YearResult:
                 step_ms=min(config.every_seconds * 1000 // 4, DAY_MS // 8),
                 prose=model.prose,
             )
-            campaign.next_due = _next_due_functions(config.every_seconds * 1000)
+            timing = _timing(config)
+            campaign.next_due = {name: timing.next_due(name) for name in timing.names}
             probe = Probe(campaign, serve, root / ".duragent")
             started = time.monotonic()
             cpu_before = _own_cpu()
             serve.start()
             sampling: asyncio.Task[None] | None = None
+            files_at_end: dict[str, int] = {}
             try:
                 await serve.wait_ready()
                 sampling = asyncio.create_task(probe.run())
                 await campaign.run()
-                await _settle(root, clock.ms)
+                await _settle(root, clock.ms, timing)
                 await asyncio.sleep(1.0)
                 campaign.read_sends()
+                if serve.pid is not None:
+                    files_at_end = open_files(serve.pid, root / ".duragent")
             finally:
                 if sampling is not None:
                     sampling.cancel()
@@ -179,6 +219,7 @@ async def run_year(config: YearConfig) -> YearResult:
         result = _gather(config, root, campaign, probe, model, serve, clock, fired, wall)
         result.serve_cpu = sum(probe.cpu_by_pid.values())
         result.driver_cpu = driver_cpu
+        result.files_at_end = files_at_end
         return result
     finally:
         clock.close()
@@ -186,35 +227,72 @@ async def run_year(config: YearConfig) -> YearResult:
             shutil.rmtree(root, ignore_errors=True)
 
 
+def _timing(config: YearConfig) -> _Timing:
+    pulse = None
+    if config.pulse_days:
+        start = int((START + timedelta(days=1)).timestamp() * 1000)  # ``*/15 * 2-… 1 *``
+        pulse = (start, start + config.pulse_days * DAY_MS)
+    return _Timing(config.every_seconds * 1000, pulse)
+
+
 def _own_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
 
 
-def _next_due_functions(every_ms: int) -> dict[str, Callable[[int], int]]:
-    """Each schedule's next due time after a given one (the clock's brake, ``YearCampaign``)."""
-    minute, hour = (int(x) for x in CRON_EXPR.split()[:2])
+@dataclass(frozen=True)
+class _Timing:
+    """Each schedule's expected due times, computed here (``year_schedule``), not read back."""
 
-    def cron(zone: str) -> Callable[[int], int]:
-        return lambda ms: expected_cron(zone, hour, minute, ms, ms + 3 * DAY_MS)[0]
+    every_ms: int
+    pulse: tuple[int, int] | None
+    """The pulse's window [start, end) (ms), when there is one (``pulse_days``)."""
 
-    out = {name: cron(zone) for name, (zone, _chat) in CRON_ZONES.items()}
-    out["digest"] = lambda ms: expected_every(every_ms, ms, ms + every_ms)[0]
-    return out
+    @property
+    def names(self) -> list[str]:
+        return [*CRON_ZONES, "digest", *(["pulse"] if self.pulse else [])]
+
+    def zone(self, name: str) -> str | None:
+        return CRON_ZONES[name][0] if name in CRON_ZONES else None
+
+    def chat(self, name: str) -> int:
+        if name in CRON_ZONES:
+            return CRON_ZONES[name][1]
+        return PULSE_CHAT if name == "pulse" else TASK_CHAT
+
+    def dues(self, name: str, after_ms: int, until_ms: int) -> list[int]:
+        """Due times in (after, until]."""
+        if name in CRON_ZONES:
+            minute, hour = (int(x) for x in CRON_EXPR.split()[:2])
+            return expected_cron(CRON_ZONES[name][0], hour, minute, after_ms, until_ms)
+        if name == "digest":
+            return expected_every(self.every_ms, after_ms, until_ms)
+        assert self.pulse is not None
+        start, end = self.pulse  # ``*/15`` in UTC: the multiples of 15 minutes in the window
+        return expected_every(PULSE_EVERY * 1000, max(after_ms, start - 1), min(until_ms, end - 1))
+
+    def next_due(self, name: str) -> Callable[[int], int]:
+        """The due time after a given one (the clock's brake, ``YearCampaign``); 2**62: none."""
+        start = self.pulse[0] if self.pulse and name == "pulse" else 0
+
+        def after(ms: int) -> int:
+            dues = self.dues(name, ms, max(ms, start) + 3 * DAY_MS)
+            return dues[0] if dues else 2**62
+
+        return after
 
 
 def _runs(root: Path, name: str) -> list[dict[str, object]]:
     return read_lines(root / ".duragent" / "schedules" / "runs" / f"decl_ops_{name}.jsonl")
 
 
-def _expected(root: Path, until_ms: int, every_ms: int) -> dict[str, tuple[list[int], str | None]]:
-    out: dict[str, tuple[list[int], str | None]] = {}
-    minute, hour = (int(x) for x in CRON_EXPR.split()[:2])
-    for name, (zone, _chat) in CRON_ZONES.items():
-        after = _registered(_runs(root, name))
-        out[name] = (expected_cron(zone, hour, minute, after, until_ms), zone)
-    out["digest"] = (expected_every(every_ms, _registered(_runs(root, "digest")), until_ms), None)
-    return out
+def _expected(
+    root: Path, until_ms: int, timing: _Timing
+) -> dict[str, tuple[list[int], str | None]]:
+    return {
+        name: (timing.dues(name, _registered(_runs(root, name)), until_ms), timing.zone(name))
+        for name in timing.names
+    }
 
 
 def _registered(lines: list[dict[str, object]]) -> int:
@@ -222,13 +300,12 @@ def _registered(lines: list[dict[str, object]]) -> int:
     return min(cursors) if cursors else 2**62
 
 
-async def _settle(root: Path, until_ms: int) -> None:
+async def _settle(root: Path, until_ms: int, timing: _Timing) -> None:
     """Until every due time up to the clock's end has an outcome (or ``SETTLE_SECONDS``)."""
     deadline = time.monotonic() + SETTLE_SECONDS
     while time.monotonic() < deadline:
-        every_ms = _every_ms(root)
         pending = 0
-        for name, (dues, _zone) in _expected(root, until_ms, every_ms).items():
+        for name, (dues, _zone) in _expected(root, until_ms, timing).items():
             done = {
                 e.get("due")
                 for e in _runs(root, name)
@@ -238,14 +315,6 @@ async def _settle(root: Path, until_ms: int) -> None:
         if pending == 0:
             return
         await asyncio.sleep(0.2)
-
-
-def _every_ms(root: Path) -> int:
-    import json
-
-    agent = json.loads((root / ".duragent" / "agents" / "ops" / "agent.yaml").read_text())
-    digest = next(s for s in agent["spec"]["schedules"] if s["name"] == "digest")
-    return int(digest["schedule"]["every"]["every_seconds"]) * 1000
 
 
 def _gather(
@@ -267,6 +336,10 @@ def _gather(
     result.missing -= len(told)  # answered with an error the user saw: counted apart
     result.problems = [p for p in result.problems if p not in told]
     dms = {c.chat_id for c in campaign.plan if not c.group}
+    commands = check_commands(campaign.commands, campaign.serve)
+    placed = {
+        id(s) for cs in campaign.commands.values() for c in cs for s in [c.reply, *c.copies] if s
+    }
     unattributed = [
         s.text[:120]
         for s in sent
@@ -275,12 +348,13 @@ def _gather(
         and not answer_tokens(s.text)
         and INTERRUPTED not in s.text
         and not s.text.startswith(REFUSED)
+        and id(s) not in placed
     ]
-    every_ms = _every_ms(root)
+    timing = _timing(config)
     kills = len(campaign.kill_times)
     checks = []
-    for name, (dues, zone) in _expected(root, clock.ms, every_ms).items():
-        chat = CRON_ZONES[name][1] if name in CRON_ZONES else TASK_CHAT
+    for name, (dues, zone) in _expected(root, clock.ms, timing).items():
+        chat = timing.chat(name)
         sends = sum(1 for s in campaign.sent if s.chat_id == chat and not s.prompt)
         checks.append(check_schedule(name, _runs(root, name), dues, sends, kills, zone))
     error_lines, silent = _log_errors(root)
@@ -290,8 +364,15 @@ def _gather(
         for m in c.messages
         if m.answered_at is not None and m.pushed_at is not None
     ]
-    asked = [t for t in campaign.probed if t in model.probes]
+    asked = [t for t in campaign.probed if t in model.probes and t not in campaign.reset_probes]
+    after_reset = [t for t in campaign.reset_probes if t in model.probes]
+    tool_problems, reads, memory = _tool_checks(root, model)
     problems = list(result.problems)
+    problems.extend(commands.problems)
+    problems.extend(tool_problems)
+    problems.extend(
+        f"probe {t}: answered from before the /reset" for t in after_reset if model.probes[t]
+    )
     for check in checks:
         problems.extend(check.problems)
     problems.extend(
@@ -319,8 +400,15 @@ def _gather(
         model_faults=model.faults,
         summary_calls=model.summary_calls,
         summary_tokens=model.summary_tokens,
-        probes_asked=len(campaign.probed),
+        probes_asked=len(campaign.probed) - len(campaign.reset_probes),
         probes_answered=sum(1 for t in asked if model.probes[t]),
+        reset_probes_asked=len(campaign.reset_probes),
+        reset_probes_fresh=sum(1 for t in after_reset if not model.probes[t]),
+        commands=commands,
+        tool_calls=dict(model.tool_calls),
+        reads=reads,
+        memory=memory,
+        tool_problems=tool_problems,
         telegram_faults=telegram_faults_fired,
         edits=campaign.edits,
         pastes=campaign.pastes,
@@ -341,6 +429,41 @@ def _gather(
         disk_final=disk,
         problems=problems,
     )
+
+
+def _tool_checks(
+    root: Path, model: YearModel
+) -> tuple[list[str], tuple[int, int, int], tuple[int, int, int, int]]:
+    """Saved outputs read back right; notes remembered once on disk and recalled.
+
+    A call a kill cut is recorded as interrupted and never run again: its read is not judged,
+    its note may be absent (never twice), and its recall is not expected to find it.
+    """
+    problems = [
+        f"tool_output: {t}: lines came back wrong" for t, ok in model.reads.items() if ok is False
+    ]
+    reads = (
+        len(model.reads),
+        sum(1 for ok in model.reads.values() if ok),
+        sum(1 for ok in model.reads.values() if ok is None),
+    )
+    daily = root / ".duragent" / "agents" / "small" / "memory" / "daily"
+    notes = "".join(p.read_text() for p in sorted(daily.glob("*.md"))) if daily.is_dir() else ""
+    once = 0
+    for note, said in model.remembered.items():
+        count = notes.count(note)
+        if count > 1:
+            problems.append(f"memory: {note!r} written {count} times")
+        elif said and count == 0:
+            problems.append(f"memory: {note!r} said remembered, not on disk")
+        once += count == 1
+    problems.extend(
+        f"memory: recall did not return {note!r}"
+        for note, ok in model.recalls.items()
+        if ok is False and model.remembered.get(note)
+    )
+    recalled = sum(1 for ok in model.recalls.values() if ok)
+    return problems, reads, (len(model.remembered), once, len(model.recalls), recalled)
 
 
 def _log_errors(root: Path) -> tuple[int, list[str]]:

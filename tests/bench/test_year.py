@@ -45,6 +45,19 @@ async def test_a_simulated_week_loses_nothing_repeats_nothing_and_never_overflow
     assert result.summary_calls > 0
     assert result.probes_asked > 0
     assert result.probes_answered == result.probes_asked
+    assert result.reset_probes_asked > 0
+    assert result.reset_probes_fresh == result.reset_probes_asked
+    commands = result.commands
+    assert commands.problems == []
+    assert commands.status_asked == commands.status_right > 0
+    assert commands.reset_asked == commands.reset_right == commands.fresh_sessions > 0
+    asked, right, _cut = result.reads
+    assert asked > 0
+    assert right > 0
+    remembered, once, recalls, recalled = result.memory
+    assert 0 < once <= remembered
+    assert 0 < recalled <= recalls
+    assert result.tool_problems == []
     for schedule in result.schedules:
         assert schedule.expected > 0
         assert schedule.ran_once == schedule.expected, schedule.problems
