@@ -43,7 +43,7 @@ def main() -> int:
     parser.add_argument("--crashes", type=int, default=50)
     parser.add_argument("--every-hours", type=float, default=4.0, help="the recurring task")
     parser.add_argument(
-        "--pulse-days", type=int, default=2, help="days of a task every 15 minutes (0: none)"
+        "--pulse-days", type=int, default=7, help="days of a task every 15 minutes (0: none)"
     )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--quick", action="store_true", help=f"{QUICK}")

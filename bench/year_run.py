@@ -78,8 +78,9 @@ class YearConfig:
     seed: int = 1
     every_seconds: int = 4 * 3600
     """The recurring scheduled task's interval (simulated)."""
-    pulse_days: int = 2
-    """Days (from January 2nd) of a second recurring task every 15 simulated minutes."""
+    pulse_days: int = 7
+    """Days of a second recurring task every 15 simulated minutes (0: none), from the 2nd of
+    the month in the middle of the simulated span (kills land there)."""
     workdir: Path | None = None
 
 
@@ -132,6 +133,7 @@ class YearResult:
     disk_final: dict[str, int] = field(default_factory=dict)
     files_at_end: dict[str, int] = field(default_factory=dict)
     """The serving process's open files at the end, by kind (``open_files``)."""
+    open_file_problems: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -144,6 +146,7 @@ class YearResult:
             and self.reset_probes_fresh == self.reset_probes_asked
             and not self.commands.problems
             and not self.tool_problems
+            and not self.open_file_problems
             and not self.readyz_failures
             and not self.errors_without_session
         )
@@ -170,12 +173,13 @@ async def run_year(config: YearConfig) -> YearResult:
             ScriptedLLMServer(responder=model, keep_requests=1) as llm,
         ):
             tg.add_fault(*telegram_faults())
+            timing = _timing(config)
             cfg = write_workspace(
                 root,
                 telegram_url=tg.url,
                 llm_url=llm.openai_base_url,
                 every_seconds=config.every_seconds,
-                pulse_days=config.pulse_days,
+                pulse=(timing.pulse_month, config.pulse_days) if timing.pulse else None,
             )
             command = [sys.executable, str(BENCH / "year_serve.py"), str(cfg), str(clock.path)]
             serve = ServeProcess(cfg, command=command)
@@ -190,7 +194,6 @@ async def run_year(config: YearConfig) -> YearResult:
                 step_ms=min(config.every_seconds * 1000 // 4, DAY_MS // 8),
                 prose=model.prose,
             )
-            timing = _timing(config)
             campaign.next_due = {name: timing.next_due(name) for name in timing.names}
             probe = Probe(campaign, serve, root / ".duragent")
             started = time.monotonic()
@@ -220,6 +223,8 @@ async def run_year(config: YearConfig) -> YearResult:
         result.serve_cpu = sum(probe.cpu_by_pid.values())
         result.driver_cpu = driver_cpu
         result.files_at_end = files_at_end
+        result.open_file_problems = _open_file_problems(files_at_end, root / ".duragent")
+        result.problems.extend(result.open_file_problems)
         return result
     finally:
         clock.close()
@@ -228,11 +233,38 @@ async def run_year(config: YearConfig) -> YearResult:
 
 
 def _timing(config: YearConfig) -> _Timing:
+    middle = START + timedelta(days=config.days / 2)
     pulse = None
     if config.pulse_days:
-        start = int((START + timedelta(days=1)).timestamp() * 1000)  # ``*/15 * 2-… 1 *``
+        first = datetime(middle.year, middle.month, 2, tzinfo=UTC)  # ``*/15 * 2-… <month> *``
+        start = int(first.timestamp() * 1000)
         pulse = (start, start + config.pulse_days * DAY_MS)
-    return _Timing(config.every_seconds * 1000, pulse)
+    return _Timing(config.every_seconds * 1000, pulse, middle.month)
+
+
+def _open_file_problems(files: dict[str, int], workspace: Path) -> list[str]:
+    """Workspace files the serving process holds at the end beyond what it must.
+
+    A live session actor keeps its ``events.jsonl`` open (closed when the actor stops: idle
+    ``sessions.idle_actor_seconds``, over ``sessions.max_live_actors``), and the process its
+    workspace lock; any other workspace file open at the end (a snapshot, an archive, a saved
+    output, a memory note, a run log) is a descriptor left behind.
+    """
+    sessions = sum(1 for p in (workspace / "sessions").glob("session_*") if p.is_dir())
+    problems = [
+        f"open at the end: {n} x {kind}"
+        for kind, n in files.items()
+        if kind.startswith("/") and kind != "/serve.lock"
+    ]
+    known = {"events.jsonl", "/serve.lock", "socket", "pipe"}
+    problems.extend(
+        f"open at the end: {n} x {kind}"
+        for kind, n in files.items()
+        if "/" not in kind and ":" not in kind and kind not in known
+    )
+    if files.get("events.jsonl", 0) > sessions:
+        problems.append(f"{files['events.jsonl']} event logs open for {sessions} sessions")
+    return problems
 
 
 def _own_cpu() -> float:
@@ -247,6 +279,7 @@ class _Timing:
     every_ms: int
     pulse: tuple[int, int] | None
     """The pulse's window [start, end) (ms), when there is one (``pulse_days``)."""
+    pulse_month: int
 
     @property
     def names(self) -> list[str]:

@@ -8,8 +8,8 @@
   without debounce (one reply per mention, as in the restart campaign);
 - ``ops`` owns the declared schedules: two daily message jobs at 02:30 in New York and in
   Berlin (both spring gaps, Berlin's repeated hour in autumn) and a task every
-  ``every_seconds`` that runs a model turn, and (``pulse_days``) a second task every 15
-  minutes on the first days of January (``pulse_expr``), each into an ``ops`` chat no one
+  ``every_seconds`` that runs a model turn, and (``pulse``) a second task every 15
+  minutes on some days of one month (``pulse_expr``), each into an ``ops`` chat no one
   writes in, each with ``retry`` (``RETRY``).
 """
 
@@ -65,17 +65,25 @@ def _agent(name: str, model: str, llm_url: str, spec: dict[str, Any]) -> str:
     return json.dumps(document)  # JSON is YAML
 
 
-def pulse_expr(days: int) -> str:
-    """Every 15 minutes (UTC) on January 2nd to ``1 + days`` (at most 30 days)."""
-    if not 1 <= days <= 30:
-        raise ValueError(f"pulse_days must be 1 to 30, got {days}")
-    return f"*/{PULSE_EVERY // 60} * 2-{1 + days} 1 *"
+def pulse_expr(month: int, days: int) -> str:
+    """Every 15 minutes (UTC) from the 2nd of ``month`` for ``days`` days (at most 27)."""
+    if not 1 <= days <= 27:
+        raise ValueError(f"pulse_days must be 1 to 27, got {days}")
+    return f"*/{PULSE_EVERY // 60} * 2-{1 + days} {month} *"
 
 
 def write_workspace(
-    root: Path, *, telegram_url: str, llm_url: str, every_seconds: int, pulse_days: int = 0
+    root: Path,
+    *,
+    telegram_url: str,
+    llm_url: str,
+    every_seconds: int,
+    pulse: tuple[int, int] | None = None,
 ) -> Path:
-    """Write the year's workspace under ``root``; returns its ``duragent.yaml``."""
+    """Write the year's workspace under ``root``; returns its ``duragent.yaml``.
+
+    ``pulse``: (month, days) of the task every 15 minutes (``pulse_expr``), or none.
+    """
     config = {
         "server": {"host": "127.0.0.1"},
         "gateways": {
@@ -140,11 +148,11 @@ def write_workspace(
             "retry": RETRY,
         }
     )
-    if pulse_days:
+    if pulse is not None:
         schedules.append(
             {
                 "name": "pulse",
-                "schedule": {"cron": {"expr": pulse_expr(pulse_days), "tz": "UTC"}},
+                "schedule": {"cron": {"expr": pulse_expr(*pulse), "tz": "UTC"}},
                 "destination": {"gateway": "telegram", "chat_id": str(PULSE_CHAT)},
                 "payload": {"task": {"task": "take the pulse of the last minutes"}},
                 "retry": RETRY,

@@ -196,8 +196,8 @@ async def test_send_message_returns_the_message_and_the_user_sees_its_text(
 async def test_messages_sends_and_edits_are_dated_by_the_given_clock() -> None:
     a_year_ahead = dtm.datetime(2027, 11, 24, 12, 0, tzinfo=dtm.UTC)
     async with FakeTelegram(clock=a_year_ahead.timestamp) as tg:
+        update = tg.push_message(CHAT, "hi")
         async with telegram.Bot(tg.token, base_url=tg.base_url) as bot:
-            update = tg.push_message(CHAT, "hi")
             sent = await bot.send_message(CHAT, "hello")
             edited = await bot.edit_message_text("hello again", chat_id=CHAT, message_id=2)
             (received,) = await bot.get_updates()
