@@ -46,7 +46,7 @@ __all__ = [
 
 STATUS_AT = 2
 RESET_EVERY = 8
-_STATUS = re.compile(r"^Session: (session_[0-9A-Z]{26})\nAgent: (\w+)\nStatus: Active\n")
+_STATUS = re.compile(r"^Session: (session_[0-9A-Z]{26})\nAgent: (\w+)\nStatus: \w+\n")
 
 Kind = Literal["status", "reset"]
 
