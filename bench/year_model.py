@@ -141,7 +141,7 @@ class YearModel:
     def _dm(self, messages: list[dict[str, Any]], texts: list[str]) -> Reply:
         last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=0)
         asked = texts[last_user]
-        results = [texts[i] for i, m in enumerate(messages) if i > last_user and _is_tool(m)]
+        results = _results(messages[last_user + 1 :], texts[last_user + 1 :])
         tokens = answer_tokens(asked)
         if "!call bash " in asked:
             return self._bash(asked, results)
@@ -164,36 +164,41 @@ class YearModel:
         self.tool_calls[name] = self.tool_calls.get(name, 0) + 1
         return Reply(tool_calls=[ToolCallReply(name=name, arguments=args)])
 
-    def _bash(self, asked: str, results: list[str]) -> Reply:
+    def _bash(self, asked: str, results: list[tuple[str, str]]) -> Reply:
         """The call, then (a cut output) a range read back through ``tool_output``, the answer."""
         args = json.loads(asked.split("!call bash ", 1)[1].strip())
-        if not results:
+        ran = [text for name, text in results if name == "bash"]
+        reads = [text for name, text in results if name == "tool_output"]
+        if not ran:
             return self._call("bash", args)
-        first = results[0].strip()
+        first = ran[-1].strip()
         saved = _SAVED.search(first)
         token = next(iter(answer_tokens(str(args.get("command", "")))), "")
         start = read_range(token)
-        if saved is not None and len(results) == 1 and INTERRUPTED not in first:
+        if saved is not None and not reads and INTERRUPTED not in first:
             lines = {"id": saved.group(1), "mode": "range", "start": start, "end": start + 1}
             return self._call("tool_output", lines)
         said = ""
-        if saved is not None and len(results) > 1:
-            back = results[1]
+        if saved is not None and reads:
+            back = reads[-1]
             right = row_line(token, start) in back and row_line(token, start + 1) in back
             self.reads[token] = None if INTERRUPTED in back else right
             said = f"; line {start} reads {'back right' if right else 'wrong'}"
         return Reply(text=f"done: {first.splitlines()[0][:300] if first else ''}{said}")
 
-    def _memory(self, verb: str, note: str, tokens: list[str], results: list[str]) -> Reply:
+    def _memory(
+        self, verb: str, note: str, tokens: list[str], results: list[tuple[str, str]]
+    ) -> Reply:
         """``remember`` or ``recall`` through the memory tool, then the answer."""
-        if not results:
+        done = [text for name, text in results if name == "memory"]
+        if not done:
             args: dict[str, Any] = {"action": verb}
             if verb == "remember":
                 args["content"] = note
             else:
                 args["days"] = 30
             return self._call("memory", args)
-        result = results[0]
+        result = done[-1]
         if verb == "remember":
             self.remembered[note] = result.startswith("Remembered")
         else:
@@ -201,8 +206,18 @@ class YearModel:
         return Reply(text=f"re {' '.join(tokens)}: {verb} done ({result[:80]})")
 
 
-def _is_tool(message: dict[str, Any]) -> bool:
-    return message.get("role") == "tool"
+def _results(messages: list[dict[str, Any]], texts: list[str]) -> list[tuple[str, str]]:
+    """(tool name, result text) of each tool result, in order (names from the calls)."""
+    names = {
+        str(call.get("id")): str(call.get("function", {}).get("name"))
+        for m in messages
+        for call in m.get("tool_calls") or []
+    }
+    return [
+        (names.get(str(m.get("tool_call_id")), ""), text)
+        for m, text in zip(messages, texts, strict=True)
+        if m.get("role") == "tool"
+    ]
 
 
 def _text(message: dict[str, Any]) -> str:
