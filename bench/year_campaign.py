@@ -198,7 +198,7 @@ class YearCampaign(_Campaign):
             if kind == 1:  # allowed by the policy: runs without asking
                 command = f"printf '42-%s\\n' '{m.token}'"
             elif kind == 2:  # 200 KB of output: saved, cut, a range read back (``tool_output``)
-                row = f"row %06g {m.token}"
+                row = f"row %06g {m.token.strip('#')}"  # one token a prompt: one press
                 command = f"echo $((6*7))-{m.token}; seq -f '{row}' 1 {ROWS}"
             else:
                 command = f"echo $((6*7))-{m.token}"

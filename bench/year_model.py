@@ -57,8 +57,10 @@ ROWS = 10_000
 
 
 def row_line(token: str, number: int) -> str:
-    """Line ``number`` (1-based, ≥ 2) of a 200 KB output: ``seq -f 'row %06g <token>'``."""
-    return f"row {number - 1:06d} {token}"
+    """Line ``number`` (1-based, ≥ 2) of a 200 KB output: ``seq -f 'row %06g <token>'``
+    (the token without its ``#``: the approval prompt quotes the command, and a token quoted
+    twice would read as two prompts)."""
+    return f"row {number - 1:06d} {token.strip('#')}"
 
 
 def read_range(token: str) -> int:
