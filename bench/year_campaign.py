@@ -120,6 +120,11 @@ class YearCampaign(_Campaign):
         self.too_big = 0
         self.refused: list[str] = []
         """Tokens of messages answered with ``REFUSED`` (told, not answered)."""
+        self.cut_unasked: list[str] = []
+        """Tool calls a kill cut after the model asked for them and before their approval was
+        asked: recovery closes the call as interrupted and the turn goes on from there, so the
+        reply says it was interrupted (told, not run; a call a kill cuts after the press is
+        the campaign's ``interrupted``)."""
         self.sends_seen = 0
         self.run_logs = clock.path.parent / ".duragent" / "schedules" / "runs"
         self.next_due: dict[str, Callable[[int], int]] = {}
@@ -270,11 +275,18 @@ class YearCampaign(_Campaign):
             chat = self.by_id.get(sent.chat_id)
             if chat is None or sent.prompt:
                 continue
+            waiting = [m for m in chat.messages[: chat.next] if m.answered_at is None]
+            if INTERRUPTED in sent.text and not answer_tokens(sent.text):
+                cut = [m for m in waiting if m.tool and m.pressed_at is None]
+                if cut:  # cut by a kill before its approval was asked (``cut_unasked``)
+                    cut[0].answered_at = sent.at
+                    self.cut_unasked.append(cut[0].token)
+                    self.answered += 1
+                continue
             if not sent.text.startswith(REFUSED):
-                if not answer_tokens(sent.text) and INTERRUPTED not in sent.text:
+                if not answer_tokens(sent.text):
                     take_reply(self.commands.get(chat.chat_id, []), sent)
                 continue
-            waiting = [m for m in chat.messages[: chat.next] if m.answered_at is None]
             if waiting:  # the oldest unanswered message is the one the error is about
                 waiting[0].answered_at = sent.at
                 self.refused.append(waiting[0].token)

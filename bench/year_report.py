@@ -67,6 +67,7 @@ def rows(r: YearResult) -> list[tuple[str, str]]:
         ("Telegram faults injected (429, 502, drops)", f"{r.telegram_faults}"),
         ("edits (no turn) / pastes of 20-80 KB", f"{r.edits} / {r.pastes}"),
         ("pastes too big for any request / told so", f"{r.too_big} / {r.refused}"),
+        ("calls cut before their approval was asked (told so)", f"{r.cut_unasked}"),
         ("DM replies naming no message", f"{len(r.unattributed)}"),
         (
             "/readyz checks between kills / unhealthy",

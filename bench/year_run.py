@@ -113,6 +113,8 @@ class YearResult:
     too_big: int
     refused: int
     """Messages answered with an error the user saw (a paste no request can carry)."""
+    cut_unasked: int
+    """Tool calls a kill cut before their approval was asked; the reply says so."""
     unattributed: list[str]
     readyz_checks: int
     readyz_failures: list[str]
@@ -364,7 +366,7 @@ def _gather(
     chat_ids = {c.chat_id for c in campaign.plan}
     sent = [s for s in campaign.sent if s.chat_id in chat_ids]
     result = verdict(campaign.plan, sent, serve, campaign.kill_times, wall)
-    refused = set(campaign.refused)
+    refused = set(campaign.refused) | set(campaign.cut_unasked)
     told = [p for p in result.problems if any(p.endswith(f"no answer to {t}") for t in refused)]
     result.missing -= len(told)  # answered with an error the user saw: counted apart
     result.problems = [p for p in result.problems if p not in told]
@@ -446,7 +448,8 @@ def _gather(
         edits=campaign.edits,
         pastes=campaign.pastes,
         too_big=campaign.too_big,
-        refused=len(refused),
+        refused=len(campaign.refused),
+        cut_unasked=len(campaign.cut_unasked),
         unattributed=unattributed,
         readyz_checks=probe.readyz_checks,
         readyz_failures=probe.readyz_failures,
