@@ -9,9 +9,12 @@ kills, same verdict from what the fake Telegram recorded) with what a year adds:
   most one round of messages ahead of the answers, at most ``step_ms`` per tick, and stands
   still while ``duragent serve`` restarts), so the scheduler sees every due time;
 - **the traffic**: DM messages carry prose (some 30 KB pastes), a third of the tool calls are
-  ``printf`` (allowed by the policy, no approval), a third 200 KB outputs; some users edit an
+  ``printf`` (allowed by the policy, no approval), a third 200 KB outputs (read back in part
+  through ``tool_output``); some users edit an
   earlier message (an edit is not a turn: nothing may answer it); a quarter of the DM chats
-  give a secret in their first message and ask for it in their last (``PROBE``);
+  give a secret in their first message and ask for it in their last (``PROBE``), half of
+  those after a ``/reset``; every DM asks ``/status`` (``year_commands``); one DM in six
+  remembers a note through the memory tool and recalls it (``MEMORY_CHATS``);
 - **the faults**: the fake Telegram answers some sends with 429 + ``retry_after``, 502, or a
   dropped connection, and some polls with 502; the model fails and stalls some requests;
 - **approvals**: at most ``hold_quota`` prompts per kill interval wait for the next kill (the
