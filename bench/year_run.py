@@ -14,41 +14,25 @@ import asyncio
 import contextlib
 import os
 import random
-import re
 import resource
 import shutil
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from corpus import english
-from year_campaign import (
-    REFUSED,
-    Probe,
-    Sample,
-    YearCampaign,
-    disk_bytes,
-    open_files,
-    telegram_faults,
-)
+from year_campaign import REFUSED, YearCampaign, telegram_faults
+from year_checks import log_errors, open_file_problems, tool_checks
 from year_clock import ClockDriver
 from year_commands import CommandCheck, check_commands
 from year_model import YearModel
-from year_schedule import ScheduleCheck, check_schedule, expected_cron, expected_every, read_lines
-from year_workspace import (
-    CRON_EXPR,
-    CRON_ZONES,
-    PULSE_CHAT,
-    PULSE_EVERY,
-    TASK_CHAT,
-    TOKEN,
-    write_workspace,
-)
+from year_probe import Probe, Sample, disk_bytes, open_files
+from year_schedule import ScheduleCheck, check_schedule
+from year_timing import DAY_MS, START, expected, runs, settle, timing
+from year_workspace import TOKEN, write_workspace
 
 from duragent.testing import FakeTelegram, ScriptedLLMServer
 from tests.gateways.campaign_verdict import (
@@ -60,13 +44,9 @@ from tests.gateways.campaign_verdict import (
 )
 from tests.gateways.telegram.campaign_rig import ServeProcess
 
-__all__ = ["YearConfig", "YearResult", "run_year"]
+__all__ = ["DAY_MS", "YearConfig", "YearResult", "run_year"]
 
 BENCH = Path(__file__).resolve().parent
-START = datetime(2026, 1, 1, tzinfo=UTC)
-DAY_MS = 86_400_000
-SETTLE_SECONDS = 20.0
-_SESSION_ID = re.compile(r"session_[0-9A-Z]{26}")
 
 
 @dataclass
@@ -175,13 +155,13 @@ async def run_year(config: YearConfig) -> YearResult:
             ScriptedLLMServer(responder=model, keep_requests=1) as llm,
         ):
             tg.add_fault(*telegram_faults())
-            timing = _timing(config)
+            schedules = timing(config.days, config.every_seconds, config.pulse_days)
             cfg = write_workspace(
                 root,
                 telegram_url=tg.url,
                 llm_url=llm.openai_base_url,
                 every_seconds=config.every_seconds,
-                pulse=(timing.pulse_month, config.pulse_days) if timing.pulse else None,
+                pulse=(schedules.pulse_month, config.pulse_days) if schedules.pulse else None,
             )
             command = [sys.executable, str(BENCH / "year_serve.py"), str(cfg), str(clock.path)]
             serve = ServeProcess(cfg, command=command)
@@ -196,7 +176,7 @@ async def run_year(config: YearConfig) -> YearResult:
                 step_ms=min(config.every_seconds * 1000 // 4, DAY_MS // 8),
                 prose=model.prose,
             )
-            campaign.next_due = {name: timing.next_due(name) for name in timing.names}
+            campaign.next_due = {name: schedules.next_due(name) for name in schedules.names}
             probe = Probe(campaign, serve, root / ".duragent")
             started = time.monotonic()
             cpu_before = _own_cpu()
@@ -207,7 +187,7 @@ async def run_year(config: YearConfig) -> YearResult:
                 await serve.wait_ready()
                 sampling = asyncio.create_task(probe.run())
                 await campaign.run()
-                await _settle(root, clock.ms, timing)
+                await settle(root, clock.ms, schedules)
                 await asyncio.sleep(1.0)
                 campaign.read_sends()
                 if serve.pid is not None:
@@ -225,7 +205,7 @@ async def run_year(config: YearConfig) -> YearResult:
         result.serve_cpu = sum(probe.cpu_by_pid.values())
         result.driver_cpu = driver_cpu
         result.files_at_end = files_at_end
-        result.open_file_problems = _open_file_problems(files_at_end, root / ".duragent")
+        result.open_file_problems = open_file_problems(files_at_end, root / ".duragent")
         result.problems.extend(result.open_file_problems)
         return result
     finally:
@@ -234,122 +214,9 @@ async def run_year(config: YearConfig) -> YearResult:
             shutil.rmtree(root, ignore_errors=True)
 
 
-def _timing(config: YearConfig) -> _Timing:
-    middle = START + timedelta(days=config.days / 2)
-    pulse = None
-    if config.pulse_days:
-        first = datetime(middle.year, middle.month, 2, tzinfo=UTC)  # ``*/15 * 2-… <month> *``
-        start = int(first.timestamp() * 1000)
-        pulse = (start, start + config.pulse_days * DAY_MS)
-    return _Timing(config.every_seconds * 1000, pulse, middle.month)
-
-
-def _open_file_problems(files: dict[str, int], workspace: Path) -> list[str]:
-    """Workspace files the serving process holds at the end beyond what it must.
-
-    A live session actor keeps its ``events.jsonl`` open (closed when the actor stops: idle
-    ``sessions.idle_actor_seconds``, over ``sessions.max_live_actors``), and the process its
-    workspace lock; any other workspace file open at the end (a snapshot, an archive, a saved
-    output, a memory note, a run log) is a descriptor left behind.
-    """
-    sessions = sum(1 for p in (workspace / "sessions").glob("session_*") if p.is_dir())
-    problems = [
-        f"open at the end: {n} x {kind}"
-        for kind, n in files.items()
-        if kind.startswith("/") and kind != "/serve.lock"
-    ]
-    known = {"events.jsonl", "/serve.lock", "socket", "pipe"}
-    problems.extend(
-        f"open at the end: {n} x {kind}"
-        for kind, n in files.items()
-        if "/" not in kind and ":" not in kind and kind not in known
-    )
-    if files.get("events.jsonl", 0) > sessions:
-        problems.append(f"{files['events.jsonl']} event logs open for {sessions} sessions")
-    return problems
-
-
 def _own_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
-
-
-@dataclass(frozen=True)
-class _Timing:
-    """Each schedule's expected due times, computed here (``year_schedule``), not read back."""
-
-    every_ms: int
-    pulse: tuple[int, int] | None
-    """The pulse's window [start, end) (ms), when there is one (``pulse_days``)."""
-    pulse_month: int
-
-    @property
-    def names(self) -> list[str]:
-        return [*CRON_ZONES, "digest", *(["pulse"] if self.pulse else [])]
-
-    def zone(self, name: str) -> str | None:
-        return CRON_ZONES[name][0] if name in CRON_ZONES else None
-
-    def chat(self, name: str) -> int:
-        if name in CRON_ZONES:
-            return CRON_ZONES[name][1]
-        return PULSE_CHAT if name == "pulse" else TASK_CHAT
-
-    def dues(self, name: str, after_ms: int, until_ms: int) -> list[int]:
-        """Due times in (after, until]."""
-        if name in CRON_ZONES:
-            minute, hour = (int(x) for x in CRON_EXPR.split()[:2])
-            return expected_cron(CRON_ZONES[name][0], hour, minute, after_ms, until_ms)
-        if name == "digest":
-            return expected_every(self.every_ms, after_ms, until_ms)
-        assert self.pulse is not None
-        start, end = self.pulse  # ``*/15`` in UTC: the multiples of 15 minutes in the window
-        return expected_every(PULSE_EVERY * 1000, max(after_ms, start - 1), min(until_ms, end - 1))
-
-    def next_due(self, name: str) -> Callable[[int], int]:
-        """The due time after a given one (the clock's brake, ``YearCampaign``); 2**62: none."""
-        start = self.pulse[0] if self.pulse and name == "pulse" else 0
-
-        def after(ms: int) -> int:
-            dues = self.dues(name, ms, max(ms, start) + 3 * DAY_MS)
-            return dues[0] if dues else 2**62
-
-        return after
-
-
-def _runs(root: Path, name: str) -> list[dict[str, object]]:
-    return read_lines(root / ".duragent" / "schedules" / "runs" / f"decl_ops_{name}.jsonl")
-
-
-def _expected(
-    root: Path, until_ms: int, timing: _Timing
-) -> dict[str, tuple[list[int], str | None]]:
-    return {
-        name: (timing.dues(name, _registered(_runs(root, name)), until_ms), timing.zone(name))
-        for name in timing.names
-    }
-
-
-def _registered(lines: list[dict[str, object]]) -> int:
-    cursors = [int(str(e["cursor"])) for e in lines if e.get("status") == "registered"]
-    return min(cursors) if cursors else 2**62
-
-
-async def _settle(root: Path, until_ms: int, timing: _Timing) -> None:
-    """Until every due time up to the clock's end has an outcome (or ``SETTLE_SECONDS``)."""
-    deadline = time.monotonic() + SETTLE_SECONDS
-    while time.monotonic() < deadline:
-        pending = 0
-        for name, (dues, _zone) in _expected(root, until_ms, timing).items():
-            done = {
-                e.get("due")
-                for e in _runs(root, name)
-                if e.get("status") in ("ok", "error", "interrupted", "missed")
-            }
-            pending += sum(1 for d in dues if d not in done)
-        if pending == 0:
-            return
-        await asyncio.sleep(0.2)
 
 
 def _gather(
@@ -385,14 +252,14 @@ def _gather(
         and not s.text.startswith(REFUSED)
         and id(s) not in placed
     ]
-    timing = _timing(config)
+    schedules = timing(config.days, config.every_seconds, config.pulse_days)
     kills = len(campaign.kill_times)
     checks = []
-    for name, (dues, zone) in _expected(root, clock.ms, timing).items():
-        chat = timing.chat(name)
+    for name, (dues, zone) in expected(root, clock.ms, schedules).items():
+        chat = schedules.chat(name)
         sends = sum(1 for s in campaign.sent if s.chat_id == chat and not s.prompt)
-        checks.append(check_schedule(name, _runs(root, name), dues, sends, kills, zone))
-    error_lines, silent = _log_errors(root)
+        checks.append(check_schedule(name, runs(root, name), dues, sends, kills, zone))
+    error_lines, silent = log_errors(root)
     latencies = [
         (campaign.pushed_sim.get(m.token, 0), m.answered_at - m.pushed_at)
         for c in campaign.plan
@@ -401,7 +268,7 @@ def _gather(
     ]
     asked = [t for t in campaign.probed if t in model.probes and t not in campaign.reset_probes]
     after_reset = [t for t in campaign.reset_probes if t in model.probes]
-    tool_problems, reads, memory = _tool_checks(root, model)
+    tool_problems, reads, memory = tool_checks(root, model)
     problems = list(result.problems)
     problems.extend(commands.problems)
     problems.extend(tool_problems)
@@ -465,51 +332,3 @@ def _gather(
         disk_final=disk,
         problems=problems,
     )
-
-
-def _tool_checks(
-    root: Path, model: YearModel
-) -> tuple[list[str], tuple[int, int, int], tuple[int, int, int, int]]:
-    """Saved outputs read back right; notes remembered once on disk and recalled.
-
-    A call a kill cut is recorded as interrupted and never run again: its read is not judged,
-    its note may be absent (never twice), and its recall is not expected to find it.
-    """
-    problems = [
-        f"tool_output: {t}: lines came back wrong" for t, ok in model.reads.items() if ok is False
-    ]
-    reads = (
-        len(model.reads),
-        sum(1 for ok in model.reads.values() if ok),
-        sum(1 for ok in model.reads.values() if ok is None),
-    )
-    daily = root / ".duragent" / "agents" / "small" / "memory" / "daily"
-    notes = "".join(p.read_text() for p in sorted(daily.glob("*.md"))) if daily.is_dir() else ""
-    once = 0
-    for note, said in model.remembered.items():
-        count = notes.count(note)
-        if count > 1:
-            problems.append(f"memory: {note!r} written {count} times")
-        elif said and count == 0:
-            problems.append(f"memory: {note!r} said remembered, not on disk")
-        once += count == 1
-    problems.extend(
-        f"memory: recall did not return {note!r}"
-        for note, ok in model.recalls.items()
-        if ok is False and model.remembered.get(note)
-    )
-    recalled = sum(1 for ok in model.recalls.values() if ok)
-    return problems, reads, (len(model.remembered), once, len(model.recalls), recalled)
-
-
-def _log_errors(root: Path) -> tuple[int, list[str]]:
-    """ERROR lines in the serving logs, and those that name no session."""
-    total, silent = 0, []
-    for log in sorted(root.glob("serve-*.log")):
-        for line in log.read_text(errors="replace").splitlines():
-            if " ERROR " not in line and " CRITICAL " not in line:
-                continue
-            total += 1
-            if not _SESSION_ID.search(line):
-                silent.append(line)
-    return total, silent
