@@ -1,10 +1,12 @@
 """A year in an hour: a simulated year of a busy deployment against real components.
 
 Telegram through python-telegram-bot against the fake Bot API (429s, 5xx, dropped
-connections), tool calls with and without approval (some 200 KB), declared schedules (daily at
-02:30 in New York and Berlin across DST, a task every few hours) on a simulated clock, the
-scripted model over real HTTP enforcing 8K and 32K windows with a real 400, and
-``duragent serve`` SIGKILLed at random moments and restarted. ``bench/year_*.py`` hold the
+connections; updates dated by the simulated clock), ``/status`` and ``/reset``, tool calls with
+and without approval (some 200 KB, read back in part through ``tool_output``), the memory
+tool, declared schedules (daily at 02:30 in New York and Berlin across DST, a task every few
+hours, another every 15 minutes for ``--pulse-days``) on a simulated clock, the scripted model
+over real HTTP enforcing 8K and 32K windows with a real 400, and ``duragent serve`` SIGKILLed
+at random moments and restarted. ``bench/year_*.py`` hold the
 pieces; ``specs/202611241415.year-in-an-hour.md`` the decisions.
 
     .venv/bin/python bench/year.py --quick                # a simulated week: ~1 minute
@@ -42,6 +44,9 @@ def main() -> int:
     parser.add_argument("--chats", type=int, default=250)
     parser.add_argument("--crashes", type=int, default=50)
     parser.add_argument("--every-hours", type=float, default=4.0, help="the recurring task")
+    parser.add_argument(
+        "--pulse-days", type=int, default=7, help="days of a task every 15 minutes (0: none)"
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--quick", action="store_true", help=f"{QUICK}")
     parser.add_argument("--json", type=Path, default=Path("year.json"))
@@ -62,6 +67,7 @@ def main() -> int:
         kills=args.crashes,
         seed=args.seed,
         every_seconds=int(args.every_hours * 3600),
+        pulse_days=args.pulse_days,
         workdir=args.keep,
     )
     result = asyncio.run(run_year(config))

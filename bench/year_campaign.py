@@ -9,40 +9,40 @@ kills, same verdict from what the fake Telegram recorded) with what a year adds:
   most one round of messages ahead of the answers, at most ``step_ms`` per tick, and stands
   still while ``duragent serve`` restarts), so the scheduler sees every due time;
 - **the traffic**: DM messages carry prose (some 30 KB pastes), a third of the tool calls are
-  ``printf`` (allowed by the policy, no approval), a third 200 KB outputs; some users edit an
+  ``printf`` (allowed by the policy, no approval), a third 200 KB outputs (read back in part
+  through ``tool_output``); some users edit an
   earlier message (an edit is not a turn: nothing may answer it); a quarter of the DM chats
-  give a secret in their first message and ask for it in their last (``PROBE``);
+  give a secret in their first message and ask for it in their last (``PROBE``), half of
+  those after a ``/reset``; every DM asks ``/status`` (``year_commands``); one DM in six
+  remembers a note through the memory tool and recalls it (``MEMORY_CHATS``);
 - **the faults**: the fake Telegram answers some sends with 429 + ``retry_after``, 502, or a
   dropped connection, and some polls with 502; the model fails and stalls some requests;
 - **approvals**: at most ``hold_quota`` prompts per kill interval wait for the next kill (the
   restart campaign holds every one, which over a year would stall the DMs on the kills);
-- **measurements**: ``Probe`` samples the serving process's RSS, open files, threads, the
-  workspace's disk use and ``/readyz`` while it is up.
+- **measurements**: ``year_probe.Probe`` samples the serving process while it is up.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 from year_clock import ClockDriver
-from year_model import secret_of
+from year_commands import ChatCommand, due, plan_commands, reset_probes, take_reply
+from year_model import ROWS, secret_of
 
 from duragent.testing import FakeTelegram
 from duragent.testing.telegram_faults import FaultRule
-from tests.gateways.campaign_verdict import GROUP_WINDOW, Chat, Message
+from tests.gateways.campaign_verdict import GROUP_WINDOW, INTERRUPTED, Chat, Message, answer_tokens
 from tests.gateways.telegram.campaign_rig import ServeProcess
 from tests.gateways.telegram.restart_campaign import _Campaign
 
-__all__ = ["Probe", "Sample", "YearCampaign", "telegram_faults"]
+__all__ = ["YearCampaign", "note_of", "telegram_faults"]
 
 HUGE_EVERY = 40
 TOO_BIG_EVERY = 200
@@ -52,6 +52,15 @@ PASTE_CHARS = {False: 20_000, True: 80_000}
 TOO_BIG_CHARS = 40_000
 """A DM paste no 8K request can carry: the user must be told so (``REFUSED``)."""
 REFUSED = "Sorry, I could not answer"
+MEMORY_CHATS = 6
+"""One DM chat in six (index ≡ 1) remembers a note at its message ``REMEMBER_AT`` through the
+memory tool and recalls it at ``RECALL_AT``."""
+REMEMBER_AT, RECALL_AT = 3, 8
+
+
+def note_of(chat: int) -> str:
+    """What a memory chat asks the agent to remember (no secret: a probe must not find it)."""
+    return f"chat {chat} prefers heron-{chat} for its reports"
 
 
 def telegram_faults() -> list[FaultRule]:
@@ -62,20 +71,6 @@ def telegram_faults() -> list[FaultRule]:
         FaultRule.dropped(every=157),
         FaultRule.server_failure(502, method="getUpdates", every=97),
     ]
-
-
-@dataclass
-class Sample:
-    """One reading of the serving process and the workspace."""
-
-    real: float
-    sim_ms: int
-    rss: int
-    fds: int
-    threads: int
-    disk: int
-    cpu: float
-    """CPU seconds (user + system) the serving process used since it started."""
 
 
 class YearCampaign(_Campaign):
@@ -110,6 +105,11 @@ class YearCampaign(_Campaign):
         self.too_big = 0
         self.refused: list[str] = []
         """Tokens of messages answered with ``REFUSED`` (told, not answered)."""
+        self.cut_unasked: list[str] = []
+        """Tool calls a kill cut after the model asked for them and before their approval was
+        asked: recovery closes the call as interrupted and the turn goes on from there, so the
+        reply says it was interrupted (told, not run; a call a kill cuts after the press is
+        the campaign's ``interrupted``)."""
         self.sends_seen = 0
         self.run_logs = clock.path.parent / ".duragent" / "schedules" / "runs"
         self.next_due: dict[str, Callable[[int], int]] = {}
@@ -123,6 +123,10 @@ class YearCampaign(_Campaign):
             if chat.index % 4 == 0 and len(plain) >= 6:
                 self.secrets_given.add(chat.index)
                 self.probed[plain[-1].token] = chat.index
+        self.commands: dict[int, list[ChatCommand]] = plan_commands(dms, self.probed)
+        """DM chat id → its ``/status`` and ``/reset`` (``year_commands``)."""
+        self.reset_probes = reset_probes(self.commands, plan)
+        """Probes asked right after a ``/reset``: must not be answered from before it."""
 
     # -- the clock ------------------------------------------------------------------------------
 
@@ -183,14 +187,18 @@ class YearCampaign(_Campaign):
             kind = m.ordinal // 5 % 3
             if kind == 1:  # allowed by the policy: runs without asking
                 command = f"printf '42-%s\\n' '{m.token}'"
-            elif kind == 2:  # 200 KB of output: saved, cut for the model
-                command = f"echo $((6*7))-{m.token}; head -c 200000 /dev/zero | tr '\\0' x"
+            elif kind == 2:  # 200 KB of output: saved, cut, a range read back (``tool_output``)
+                row = f"row %06g {m.token.strip('#')}"  # one token a prompt: one press
+                command = f"echo $((6*7))-{m.token}; seq -f '{row}' 1 {ROWS}"
             else:
                 command = f"echo $((6*7))-{m.token}"
             return f"!call bash {json.dumps({'command': command})}"
         if m.token in self.probed:
             return f"PROBE {m.token}: what is the vault code of this chat?"
         text = m.text("")
+        if chat.index % MEMORY_CHATS == 1 and m.ordinal in (REMEMBER_AT, RECALL_AT):
+            verb = "remember" if m.ordinal == REMEMBER_AT else "recall"
+            return f"{text} !{verb} {note_of(chat.index)}"
         if m.ordinal == 0 and chat.index in self.secrets_given:
             text += " " + secret_of(chat.index)
         if m.ordinal % TOO_BIG_EVERY == 27:
@@ -215,6 +223,7 @@ class YearCampaign(_Campaign):
                 and chat.outstanding() < window
                 and self.pushed < limit
                 and self._time_of(self.pushed) <= self.clock.ms
+                and not self._command_first(chat)
             ):
                 m = chat.messages[chat.next]
                 for n, line in enumerate(m.chatter):
@@ -229,6 +238,19 @@ class YearCampaign(_Campaign):
                     self.edits += 1
                 chat.next += 1
                 self.pushed += 1
+            if chat.next == len(chat.messages):
+                self._command_first(chat)  # a command after the chat's last message
+
+    def _command_first(self, chat: Chat) -> bool:
+        """Write the DM's command due before its next message once all before it is answered;
+        True while one is due (the chat waits for its reply, closed-loop)."""
+        command = due(self.commands.get(chat.chat_id, []), chat.next)
+        if command is None:
+            return False
+        if command.pushed_at is None and chat.outstanding() == 0:
+            self.tg.push_message(chat.chat_id, command.text, user_id=700)
+            command.pushed_at = time.monotonic()
+        return True
 
     # -- approvals, kills -----------------------------------------------------------------------
 
@@ -236,9 +258,20 @@ class YearCampaign(_Campaign):
         super().read_sends()
         for sent in self.sent[self.sends_seen :]:
             chat = self.by_id.get(sent.chat_id)
-            if chat is None or sent.prompt or not sent.text.startswith(REFUSED):
+            if chat is None or sent.prompt:
                 continue
             waiting = [m for m in chat.messages[: chat.next] if m.answered_at is None]
+            if INTERRUPTED in sent.text and not answer_tokens(sent.text):
+                cut = [m for m in waiting if m.tool and m.pressed_at is None]
+                if cut:  # cut by a kill before its approval was asked (``cut_unasked``)
+                    cut[0].answered_at = sent.at
+                    self.cut_unasked.append(cut[0].token)
+                    self.answered += 1
+                continue
+            if not sent.text.startswith(REFUSED):
+                if not answer_tokens(sent.text):
+                    take_reply(self.commands.get(chat.chat_id, []), sent)
+                continue
             if waiting:  # the oldest unanswered message is the one the error is about
                 waiting[0].answered_at = sent.at
                 self.refused.append(waiting[0].token)
@@ -255,7 +288,8 @@ class YearCampaign(_Campaign):
 
     def done(self) -> bool:
         self._advance_clock()
-        return super().done() and self.clock.ms >= self.end_ms
+        commands = all(c.reply is not None for cs in self.commands.values() for c in cs)
+        return super().done() and commands and self.clock.ms >= self.end_ms
 
 
 def _last_line(path: Path) -> dict[str, Any] | None:
@@ -274,84 +308,3 @@ def _last_line(path: Path) -> dict[str, Any] | None:
     except ValueError:
         return None
     return value
-
-
-@dataclass
-class Probe:
-    """Samples the serving process and ``/readyz`` while it is up (module docstring)."""
-
-    campaign: YearCampaign
-    serve: ServeProcess
-    workspace: Path
-    every: float = 0.5
-    disk_every: int = 6
-    samples: list[Sample] = field(default_factory=list)
-    readyz_checks: int = 0
-    readyz_failures: list[str] = field(default_factory=list)
-    states: dict[str, int] = field(default_factory=dict)
-    cpu_by_pid: dict[int, float] = field(default_factory=dict)
-    """The last CPU reading of each serving process (their sum: the year's serving CPU)."""
-    """The Telegram gateway's states seen by ``/readyz`` (``reconnecting`` after a 502)."""
-    _disk: int = 0
-
-    async def run(self) -> None:
-        n = 0
-        async with httpx.AsyncClient(timeout=5) as client:
-            while True:
-                await asyncio.sleep(self.every)
-                pid = self.serve.pid
-                if pid is None or self.campaign.restarting is not None:
-                    continue
-                if n % self.disk_every == 0:
-                    self._disk = disk_bytes(self.workspace)
-                n += 1
-                reading = _proc(pid)
-                if reading is not None:
-                    rss, fds, threads, cpu = reading
-                    now = time.monotonic()
-                    sim = self.campaign.clock.ms
-                    self.samples.append(Sample(now, sim, rss, fds, threads, self._disk, cpu))
-                    self.cpu_by_pid[pid] = cpu
-                await self._readyz(client)
-
-    async def _readyz(self, client: httpx.AsyncClient) -> None:
-        lifetime = len(self.serve.lifetimes)
-        try:
-            answer = await client.get(f"{self.serve.url}/readyz")
-            state = str(answer.json().get("gateways", {}).get("telegram", ""))
-            healthy = answer.status_code == 200
-            problem = f"/readyz {answer.status_code}: {answer.text[:300]}"
-            self.states[state.split(":")[0]] = self.states.get(state.split(":")[0], 0) + 1
-        except (httpx.TransportError, ValueError) as exc:
-            healthy, problem = False, f"/readyz: {type(exc).__name__}"
-        if self.campaign.restarting is not None or len(self.serve.lifetimes) != lifetime:
-            return  # a kill came while asking: not a health problem
-        self.readyz_checks += 1
-        if not healthy:
-            self.readyz_failures.append(problem)
-
-
-def _proc(pid: int) -> tuple[int, int, int, float] | None:
-    """RSS (bytes), open files, threads and CPU seconds of ``pid`` (None once it is gone)."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-        fds = len(os.listdir(f"/proc/{pid}/fd"))
-        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    cpu = (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")
-    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-    rss = int(fields.get("VmRSS", "0 kB").split()[0]) * 1024
-    return rss, fds, int(fields.get("Threads", "0")), cpu
-
-
-def disk_bytes(root: Path) -> int:
-    """Bytes of every file under ``root``."""
-    total = 0
-    for folder, _dirs, files in os.walk(root):
-        for name in files:
-            try:
-                total += os.lstat(os.path.join(folder, name)).st_size
-            except OSError:
-                continue
-    return total

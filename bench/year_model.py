@@ -15,9 +15,14 @@ answers every agent of the year, told apart by the model name the agent sends:
   essentials the user gave (``SECRET:`` lines) and a progress line per message;
 - DM turns: ``!call bash {json}`` becomes that tool call, and once its result is in the
   request the answer quotes the result's first line (``42-<token>`` or the interruption
-  notice); ``PROBE`` asks for the chat's secret and is answered from whatever the request
-  carries (the summary or pins, long after the message that gave it left the history);
-  anything else is answered with ``re <token>:`` and some prose;
+  notice); when the result was cut and saved (``… saved as out_…``), the next step first
+  reads a line range of it back through ``tool_output`` and ``reads`` records whether the
+  lines came back as the command printed them (``row_line``); ``!remember <note>`` calls the
+  memory tool (``remember``) and ``!recall <note>`` calls ``recall``, ``recalls`` recording
+  whether the note came back; ``PROBE`` asks for the chat's secret and is answered from
+  whatever the request carries (the summary or pins, long after the message that gave it
+  left the history; nothing, after a ``/reset``); anything else is answered with
+  ``re <token>:`` and some prose;
 - group turns: ``campaign_verdict.group_model`` (it names the chatter its request carried);
 - scheduled tasks (``[Scheduled Task]``): a report stamped with the simulated time.
 """
@@ -38,13 +43,29 @@ from duragent.core.messages import Message
 from duragent.testing import Fault, RecordedRequest, Reply, ToolCallReply
 from tests.gateways.campaign_verdict import answer_tokens, group_model
 
-__all__ = ["DM_MODEL", "GROUP_MODEL", "WINDOWS", "YearModel", "secret_of"]
+__all__ = ["DM_MODEL", "GROUP_MODEL", "WINDOWS", "YearModel", "read_range", "row_line", "secret_of"]
 
 DM_MODEL = "gpt-4o-mini"
 GROUP_MODEL = "gpt-4o"
 WINDOWS = {DM_MODEL: 8192, GROUP_MODEL: 32768}
 SCHEDULED = "[Scheduled Task]"
 _SECRET = re.compile(r"kestrel-\d+")
+_SAVED = re.compile(r"saved as (out_[0-9A-Z]{26})")
+INTERRUPTED = "interrupted by server restart"
+ROWS = 10_000
+"""Lines of a 200 KB output after its first (``row_line``): ``seq`` prints them."""
+
+
+def row_line(token: str, number: int) -> str:
+    """Line ``number`` (1-based, ≥ 2) of a 200 KB output: ``seq -f 'row %06g <token>'``
+    (the token without its ``#``: the approval prompt quotes the command, and a token quoted
+    twice would read as two prompts)."""
+    return f"row {number - 1:06d} {token.strip('#')}"
+
+
+def read_range(token: str) -> int:
+    """The first line of the range the model reads back (two lines), somewhere in the middle."""
+    return 2 + random.Random(token).randrange(ROWS - 2)
 
 
 def secret_of(chat: int) -> str:
@@ -68,6 +89,14 @@ class YearModel:
     calls: list[tuple[int, int, str]] = field(default_factory=list)
     probes: dict[str, bool] = field(default_factory=dict)
     """Probe token → whether the request carried the chat's secret."""
+    reads: dict[str, bool | None] = field(default_factory=dict)
+    """Token of a cut 200 KB output → its line range came back right (None: a kill cut it)."""
+    tool_calls: dict[str, int] = field(default_factory=dict)
+    """Tool calls the model asked for, by tool."""
+    remembered: dict[str, bool] = field(default_factory=dict)
+    """Note → the memory tool said it was remembered."""
+    recalls: dict[str, bool | None] = field(default_factory=dict)
+    """Note → ``recall`` returned it (None: a kill cut the call)."""
 
     def __call__(self, request: RecordedRequest) -> Reply | Fault:
         body = request.json
@@ -114,14 +143,13 @@ class YearModel:
     def _dm(self, messages: list[dict[str, Any]], texts: list[str]) -> Reply:
         last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=0)
         asked = texts[last_user]
-        results = [texts[i] for i in range(last_user + 1, len(messages))]
+        results = _results(messages[last_user + 1 :], texts[last_user + 1 :])
         tokens = answer_tokens(asked)
         if "!call bash " in asked:
-            if not any(m.get("role") == "tool" for m in messages[last_user + 1 :]):
-                args = json.loads(asked.split("!call bash ", 1)[1].strip())
-                return Reply(tool_calls=[ToolCallReply(name="bash", arguments=args)])
-            first = next((r for r in reversed(results) if r.strip()), "").strip()
-            return Reply(text=f"done: {first[:300]}")
+            return self._bash(asked, results)
+        for verb in ("remember", "recall"):
+            if f"!{verb} " in asked:
+                return self._memory(verb, asked.split(f"!{verb} ", 1)[1].strip(), tokens, results)
         if "PROBE" in asked:
             earlier = "\n".join(texts[:last_user])
             found = _SECRET.search(earlier)
@@ -133,6 +161,65 @@ class YearModel:
         start = rng.randrange(0, max(1, len(self.prose) - 2000))
         prose = self.prose[start : start + rng.randint(150, 1500)]
         return Reply(text=f"re {' '.join(tokens)}: {prose}")
+
+    def _call(self, name: str, args: dict[str, Any]) -> Reply:
+        self.tool_calls[name] = self.tool_calls.get(name, 0) + 1
+        return Reply(tool_calls=[ToolCallReply(name=name, arguments=args)])
+
+    def _bash(self, asked: str, results: list[tuple[str, str]]) -> Reply:
+        """The call, then (a cut output) a range read back through ``tool_output``, the answer."""
+        args = json.loads(asked.split("!call bash ", 1)[1].strip())
+        ran = [text for name, text in results if name == "bash"]
+        reads = [text for name, text in results if name == "tool_output"]
+        if not ran:
+            return self._call("bash", args)
+        first = ran[-1].strip()
+        saved = _SAVED.search(first)
+        token = next(iter(answer_tokens(str(args.get("command", "")))), "")
+        start = read_range(token)
+        if saved is not None and not reads and INTERRUPTED not in first:
+            lines = {"id": saved.group(1), "mode": "range", "start": start, "end": start + 1}
+            return self._call("tool_output", lines)
+        said = ""
+        if saved is not None and reads:
+            back = reads[-1]
+            right = row_line(token, start) in back and row_line(token, start + 1) in back
+            self.reads[token] = None if INTERRUPTED in back else right
+            said = f"; line {start} reads {'back right' if right else 'wrong'}"
+        return Reply(text=f"done: {first.splitlines()[0][:300] if first else ''}{said}")
+
+    def _memory(
+        self, verb: str, note: str, tokens: list[str], results: list[tuple[str, str]]
+    ) -> Reply:
+        """``remember`` or ``recall`` through the memory tool, then the answer."""
+        done = [text for name, text in results if name == "memory"]
+        if not done:
+            args: dict[str, Any] = {"action": verb}
+            if verb == "remember":
+                args["content"] = note
+            else:
+                args["days"] = 30
+            return self._call("memory", args)
+        result = done[-1]
+        if verb == "remember":
+            self.remembered[note] = result.startswith("Remembered")
+        else:
+            self.recalls[note] = None if INTERRUPTED in result else note in result
+        return Reply(text=f"re {' '.join(tokens)}: {verb} done ({result[:80]})")
+
+
+def _results(messages: list[dict[str, Any]], texts: list[str]) -> list[tuple[str, str]]:
+    """(tool name, result text) of each tool result, in order (names from the calls)."""
+    names = {
+        str(call.get("id")): str(call.get("function", {}).get("name"))
+        for m in messages
+        for call in m.get("tool_calls") or []
+    }
+    return [
+        (names.get(str(m.get("tool_call_id")), ""), text)
+        for m, text in zip(messages, texts, strict=True)
+        if m.get("role") == "tool"
+    ]
 
 
 def _text(message: dict[str, Any]) -> str:

@@ -44,9 +44,30 @@ def rows(r: YearResult) -> list[tuple[str, str]]:
         ("  failed or stalled on purpose (429/503)", f"{r.model_faults}"),
         ("summaries written / their tokens", f"{r.summary_calls} / {r.summary_tokens:,}"),
         ("intent probes asked / answered from context", f"{r.probes_asked} / {r.probes_answered}"),
+        (
+            "  asked after a /reset / not answered from before it",
+            f"{r.reset_probes_asked} / {r.reset_probes_fresh}",
+        ),
+        (
+            "/status asked / naming the session",
+            f"{r.commands.status_asked} / {r.commands.status_right}",
+        ),
+        ("  after a /reset naming a new session", f"{r.commands.fresh_sessions}"),
+        ("/reset asked / answered", f"{r.commands.reset_asked} / {r.commands.reset_right}"),
+        ("  commands run again after a kill", f"{r.commands.rerun_after_kill}"),
+        (
+            "tool calls: bash / tool_output / memory",
+            " / ".join(f"{r.tool_calls.get(k, 0)}" for k in ("bash", "tool_output", "memory")),
+        ),
+        ("  cut outputs read back / right / cut by a kill", " / ".join(map(str, r.reads))),
+        (
+            "  notes remembered / once on disk / recalled / found",
+            " / ".join(map(str, r.memory)),
+        ),
         ("Telegram faults injected (429, 502, drops)", f"{r.telegram_faults}"),
         ("edits (no turn) / pastes of 20-80 KB", f"{r.edits} / {r.pastes}"),
         ("pastes too big for any request / told so", f"{r.too_big} / {r.refused}"),
+        ("calls cut before their approval was asked (told so)", f"{r.cut_unasked}"),
         ("DM replies naming no message", f"{len(r.unattributed)}"),
         (
             "/readyz checks between kills / unhealthy",
@@ -70,6 +91,10 @@ def rows(r: YearResult) -> list[tuple[str, str]]:
             )
         )
     out += [
+        (
+            "  open at the end (top kinds)",
+            ", ".join(f"{k} {v}" for k, v in list(r.files_at_end.items())[:4]),
+        ),
         ("disk: sessions / schedules / total", _disk(r.disk_final)),
         ("CPU: serving processes / benchmark", f"{r.serve_cpu:.0f} s / {r.driver_cpu:.0f} s"),
         (
@@ -113,6 +138,7 @@ def to_json(r: YearResult) -> dict[str, Any]:
         "messages_per_second": r.campaign.messages / r.wall_seconds,
         "wall_seconds": r.wall_seconds,
         "unattributed_replies": r.unattributed[:20],
+        "files_at_end": r.files_at_end,
         "problems": r.problems,
         "kill_sim_days": [ms / DAY_MS for ms in r.kill_sim_ms],
         "samples": [asdict(s) for s in r.samples],

@@ -14,24 +14,25 @@ import asyncio
 import contextlib
 import os
 import random
-import re
 import resource
 import shutil
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
 from corpus import english
-from year_campaign import REFUSED, Probe, Sample, YearCampaign, disk_bytes, telegram_faults
+from year_campaign import REFUSED, YearCampaign, telegram_faults
+from year_checks import log_errors, open_file_problems, tool_checks
 from year_clock import ClockDriver
+from year_commands import CommandCheck, check_commands
 from year_model import YearModel
-from year_schedule import ScheduleCheck, check_schedule, expected_cron, expected_every, read_lines
-from year_workspace import CRON_EXPR, CRON_ZONES, TASK_CHAT, TOKEN, write_workspace
+from year_probe import Probe, Sample, disk_bytes, open_files
+from year_schedule import ScheduleCheck, check_schedule
+from year_timing import DAY_MS, START, expected, runs, settle, timing
+from year_workspace import TOKEN, write_workspace
 
 from duragent.testing import FakeTelegram, ScriptedLLMServer
 from tests.gateways.campaign_verdict import (
@@ -43,13 +44,9 @@ from tests.gateways.campaign_verdict import (
 )
 from tests.gateways.telegram.campaign_rig import ServeProcess
 
-__all__ = ["YearConfig", "YearResult", "run_year"]
+__all__ = ["DAY_MS", "YearConfig", "YearResult", "run_year"]
 
 BENCH = Path(__file__).resolve().parent
-START = datetime(2026, 1, 1, tzinfo=UTC)
-DAY_MS = 86_400_000
-SETTLE_SECONDS = 20.0
-_SESSION_ID = re.compile(r"session_[0-9A-Z]{26}")
 
 
 @dataclass
@@ -61,6 +58,9 @@ class YearConfig:
     seed: int = 1
     every_seconds: int = 4 * 3600
     """The recurring scheduled task's interval (simulated)."""
+    pulse_days: int = 7
+    """Days of a second recurring task every 15 simulated minutes (0: none), from the 2nd of
+    the month in the middle of the simulated span (kills land there)."""
     workdir: Path | None = None
 
 
@@ -76,12 +76,25 @@ class YearResult:
     summary_tokens: int
     probes_asked: int
     probes_answered: int
+    reset_probes_asked: int
+    reset_probes_fresh: int
+    """Probes asked right after a ``/reset`` that were not answered from before it."""
+    commands: CommandCheck
+    tool_calls: dict[str, int]
+    """Tool calls the model asked for, by tool (bash, tool_output, memory)."""
+    reads: tuple[int, int, int]
+    """Cut outputs read back through ``tool_output``: asked, right, cut by a kill."""
+    memory: tuple[int, int, int, int]
+    """Notes remembered, found once on disk, recalls asked, recalls that returned the note."""
+    tool_problems: list[str]
     telegram_faults: int
     edits: int
     pastes: int
     too_big: int
     refused: int
     """Messages answered with an error the user saw (a paste no request can carry)."""
+    cut_unasked: int
+    """Tool calls a kill cut before their approval was asked; the reply says so."""
     unattributed: list[str]
     readyz_checks: int
     readyz_failures: list[str]
@@ -100,6 +113,9 @@ class YearResult:
     driver_cpu: float = 0.0
     """CPU seconds of this process: the fake Telegram, the model server, the campaign."""
     disk_final: dict[str, int] = field(default_factory=dict)
+    files_at_end: dict[str, int] = field(default_factory=dict)
+    """The serving process's open files at the end, by kind (``open_files``)."""
+    open_file_problems: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -109,6 +125,10 @@ class YearResult:
             and self.overflows == 0
             and all(not s.problems for s in self.schedules)
             and self.probes_answered == self.probes_asked
+            and self.reset_probes_fresh == self.reset_probes_asked
+            and not self.commands.problems
+            and not self.tool_problems
+            and not self.open_file_problems
             and not self.readyz_failures
             and not self.errors_without_session
         )
@@ -131,15 +151,17 @@ async def run_year(config: YearConfig) -> YearResult:
     model = YearModel(now_ms=lambda: clock.ms, prose=english())
     try:
         async with (
-            FakeTelegram(token=TOKEN, keep_calls=50_000) as tg,
+            FakeTelegram(token=TOKEN, keep_calls=50_000, clock=lambda: clock.ms / 1000) as tg,
             ScriptedLLMServer(responder=model, keep_requests=1) as llm,
         ):
             tg.add_fault(*telegram_faults())
+            schedules = timing(config.days, config.every_seconds, config.pulse_days)
             cfg = write_workspace(
                 root,
                 telegram_url=tg.url,
                 llm_url=llm.openai_base_url,
                 every_seconds=config.every_seconds,
+                pulse=(schedules.pulse_month, config.pulse_days) if schedules.pulse else None,
             )
             command = [sys.executable, str(BENCH / "year_serve.py"), str(cfg), str(clock.path)]
             serve = ServeProcess(cfg, command=command)
@@ -154,19 +176,22 @@ async def run_year(config: YearConfig) -> YearResult:
                 step_ms=min(config.every_seconds * 1000 // 4, DAY_MS // 8),
                 prose=model.prose,
             )
-            campaign.next_due = _next_due_functions(config.every_seconds * 1000)
+            campaign.next_due = {name: schedules.next_due(name) for name in schedules.names}
             probe = Probe(campaign, serve, root / ".duragent")
             started = time.monotonic()
             cpu_before = _own_cpu()
             serve.start()
             sampling: asyncio.Task[None] | None = None
+            files_at_end: dict[str, int] = {}
             try:
                 await serve.wait_ready()
                 sampling = asyncio.create_task(probe.run())
                 await campaign.run()
-                await _settle(root, clock.ms)
+                await settle(root, clock.ms, schedules)
                 await asyncio.sleep(1.0)
                 campaign.read_sends()
+                if serve.pid is not None:
+                    files_at_end = open_files(serve.pid, root / ".duragent")
             finally:
                 if sampling is not None:
                     sampling.cancel()
@@ -179,6 +204,9 @@ async def run_year(config: YearConfig) -> YearResult:
         result = _gather(config, root, campaign, probe, model, serve, clock, fired, wall)
         result.serve_cpu = sum(probe.cpu_by_pid.values())
         result.driver_cpu = driver_cpu
+        result.files_at_end = files_at_end
+        result.open_file_problems = open_file_problems(files_at_end, root / ".duragent")
+        result.problems.extend(result.open_file_problems)
         return result
     finally:
         clock.close()
@@ -189,63 +217,6 @@ async def run_year(config: YearConfig) -> YearResult:
 def _own_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
-
-
-def _next_due_functions(every_ms: int) -> dict[str, Callable[[int], int]]:
-    """Each schedule's next due time after a given one (the clock's brake, ``YearCampaign``)."""
-    minute, hour = (int(x) for x in CRON_EXPR.split()[:2])
-
-    def cron(zone: str) -> Callable[[int], int]:
-        return lambda ms: expected_cron(zone, hour, minute, ms, ms + 3 * DAY_MS)[0]
-
-    out = {name: cron(zone) for name, (zone, _chat) in CRON_ZONES.items()}
-    out["digest"] = lambda ms: expected_every(every_ms, ms, ms + every_ms)[0]
-    return out
-
-
-def _runs(root: Path, name: str) -> list[dict[str, object]]:
-    return read_lines(root / ".duragent" / "schedules" / "runs" / f"decl_ops_{name}.jsonl")
-
-
-def _expected(root: Path, until_ms: int, every_ms: int) -> dict[str, tuple[list[int], str | None]]:
-    out: dict[str, tuple[list[int], str | None]] = {}
-    minute, hour = (int(x) for x in CRON_EXPR.split()[:2])
-    for name, (zone, _chat) in CRON_ZONES.items():
-        after = _registered(_runs(root, name))
-        out[name] = (expected_cron(zone, hour, minute, after, until_ms), zone)
-    out["digest"] = (expected_every(every_ms, _registered(_runs(root, "digest")), until_ms), None)
-    return out
-
-
-def _registered(lines: list[dict[str, object]]) -> int:
-    cursors = [int(str(e["cursor"])) for e in lines if e.get("status") == "registered"]
-    return min(cursors) if cursors else 2**62
-
-
-async def _settle(root: Path, until_ms: int) -> None:
-    """Until every due time up to the clock's end has an outcome (or ``SETTLE_SECONDS``)."""
-    deadline = time.monotonic() + SETTLE_SECONDS
-    while time.monotonic() < deadline:
-        every_ms = _every_ms(root)
-        pending = 0
-        for name, (dues, _zone) in _expected(root, until_ms, every_ms).items():
-            done = {
-                e.get("due")
-                for e in _runs(root, name)
-                if e.get("status") in ("ok", "error", "interrupted", "missed")
-            }
-            pending += sum(1 for d in dues if d not in done)
-        if pending == 0:
-            return
-        await asyncio.sleep(0.2)
-
-
-def _every_ms(root: Path) -> int:
-    import json
-
-    agent = json.loads((root / ".duragent" / "agents" / "ops" / "agent.yaml").read_text())
-    digest = next(s for s in agent["spec"]["schedules"] if s["name"] == "digest")
-    return int(digest["schedule"]["every"]["every_seconds"]) * 1000
 
 
 def _gather(
@@ -262,11 +233,15 @@ def _gather(
     chat_ids = {c.chat_id for c in campaign.plan}
     sent = [s for s in campaign.sent if s.chat_id in chat_ids]
     result = verdict(campaign.plan, sent, serve, campaign.kill_times, wall)
-    refused = set(campaign.refused)
+    refused = set(campaign.refused) | set(campaign.cut_unasked)
     told = [p for p in result.problems if any(p.endswith(f"no answer to {t}") for t in refused)]
     result.missing -= len(told)  # answered with an error the user saw: counted apart
     result.problems = [p for p in result.problems if p not in told]
     dms = {c.chat_id for c in campaign.plan if not c.group}
+    commands = check_commands(campaign.commands, campaign.serve)
+    placed = {
+        id(s) for cs in campaign.commands.values() for c in cs for s in [c.reply, *c.copies] if s
+    }
     unattributed = [
         s.text[:120]
         for s in sent
@@ -275,23 +250,31 @@ def _gather(
         and not answer_tokens(s.text)
         and INTERRUPTED not in s.text
         and not s.text.startswith(REFUSED)
+        and id(s) not in placed
     ]
-    every_ms = _every_ms(root)
+    schedules = timing(config.days, config.every_seconds, config.pulse_days)
     kills = len(campaign.kill_times)
     checks = []
-    for name, (dues, zone) in _expected(root, clock.ms, every_ms).items():
-        chat = CRON_ZONES[name][1] if name in CRON_ZONES else TASK_CHAT
+    for name, (dues, zone) in expected(root, clock.ms, schedules).items():
+        chat = schedules.chat(name)
         sends = sum(1 for s in campaign.sent if s.chat_id == chat and not s.prompt)
-        checks.append(check_schedule(name, _runs(root, name), dues, sends, kills, zone))
-    error_lines, silent = _log_errors(root)
+        checks.append(check_schedule(name, runs(root, name), dues, sends, kills, zone))
+    error_lines, silent = log_errors(root)
     latencies = [
         (campaign.pushed_sim.get(m.token, 0), m.answered_at - m.pushed_at)
         for c in campaign.plan
         for m in c.messages
         if m.answered_at is not None and m.pushed_at is not None
     ]
-    asked = [t for t in campaign.probed if t in model.probes]
+    asked = [t for t in campaign.probed if t in model.probes and t not in campaign.reset_probes]
+    after_reset = [t for t in campaign.reset_probes if t in model.probes]
+    tool_problems, reads, memory = tool_checks(root, model)
     problems = list(result.problems)
+    problems.extend(commands.problems)
+    problems.extend(tool_problems)
+    problems.extend(
+        f"probe {t}: answered from before the /reset" for t in after_reset if model.probes[t]
+    )
     for check in checks:
         problems.extend(check.problems)
     problems.extend(
@@ -319,13 +302,21 @@ def _gather(
         model_faults=model.faults,
         summary_calls=model.summary_calls,
         summary_tokens=model.summary_tokens,
-        probes_asked=len(campaign.probed),
+        probes_asked=len(campaign.probed) - len(campaign.reset_probes),
         probes_answered=sum(1 for t in asked if model.probes[t]),
+        reset_probes_asked=len(campaign.reset_probes),
+        reset_probes_fresh=sum(1 for t in after_reset if not model.probes[t]),
+        commands=commands,
+        tool_calls=dict(model.tool_calls),
+        reads=reads,
+        memory=memory,
+        tool_problems=tool_problems,
         telegram_faults=telegram_faults_fired,
         edits=campaign.edits,
         pastes=campaign.pastes,
         too_big=campaign.too_big,
-        refused=len(refused),
+        refused=len(campaign.refused),
+        cut_unasked=len(campaign.cut_unasked),
         unattributed=unattributed,
         readyz_checks=probe.readyz_checks,
         readyz_failures=probe.readyz_failures,
@@ -341,16 +332,3 @@ def _gather(
         disk_final=disk,
         problems=problems,
     )
-
-
-def _log_errors(root: Path) -> tuple[int, list[str]]:
-    """ERROR lines in the serving logs, and those that name no session."""
-    total, silent = 0, []
-    for log in sorted(root.glob("serve-*.log")):
-        for line in log.read_text(errors="replace").splitlines():
-            if " ERROR " not in line and " CRITICAL " not in line:
-                continue
-            total += 1
-            if not _SESSION_ID.search(line):
-                silent.append(line)
-    return total, silent

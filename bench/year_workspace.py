@@ -2,13 +2,15 @@
 
 - ``small`` answers DMs through the scripted model's 8K window (``gpt-4o-mini``), summaries
   on, ``bash`` asked before it runs except ``printf`` (allowed by the policy), so some tool
-  calls need approval and some do not;
+  calls need approval and some do not; the memory tool and ``tool_output`` (reads a cut
+  output back) are allowed without asking;
 - ``large`` answers group mentions through the 32K window (``gpt-4o``), sequential queue
   without debounce (one reply per mention, as in the restart campaign);
 - ``ops`` owns the declared schedules: two daily message jobs at 02:30 in New York and in
   Berlin (both spring gaps, Berlin's repeated hour in autumn) and a task every
-  ``every_seconds`` that runs a model turn, each into an ``ops`` chat no one writes in, each
-  with ``retry`` (``RETRY``).
+  ``every_seconds`` that runs a model turn, and (``pulse``) a second task every 15
+  minutes on some days of one month (``pulse_expr``), each into an ``ops`` chat no one
+  writes in, each with ``retry`` (``RETRY``).
 """
 
 from __future__ import annotations
@@ -19,17 +21,29 @@ from typing import Any
 
 from year_model import DM_MODEL, GROUP_MODEL, WINDOWS
 
-__all__ = ["CRON_ZONES", "OPS_CHATS", "TASK_CHAT", "TOKEN", "write_workspace"]
+__all__ = [
+    "CRON_ZONES",
+    "OPS_CHATS",
+    "PULSE_CHAT",
+    "PULSE_EVERY",
+    "TASK_CHAT",
+    "TOKEN",
+    "pulse_expr",
+    "write_workspace",
+]
 
 TOKEN = "123456:" + "Y" * 35
 CRON_EXPR = "30 2 * * *"
 CRON_ZONES = {"ny": ("America/New_York", 9001), "berlin": ("Europe/Berlin", 9002)}
 TASK_CHAT = 9003
+PULSE_CHAT = 9004
+PULSE_EVERY = 900
+"""The pulse: a second recurring task, every 15 simulated minutes, on ``pulse_days`` days."""
 RETRY = {"max_retries": 2, "initial_delay_ms": 1000, "max_delay_ms": 5000}
 """Without ``retry`` a run a kill cuts before it wrote anything is ``interrupted`` and its due
 time never delivered (the scheduler spec's rule); with it, that run is run again (safe:
 nothing was written), as a deployment that must not miss a day configures it."""
-OPS_CHATS = {chat for _zone, chat in CRON_ZONES.values()} | {TASK_CHAT}
+OPS_CHATS = {chat for _zone, chat in CRON_ZONES.values()} | {TASK_CHAT, PULSE_CHAT}
 
 
 def _agent(name: str, model: str, llm_url: str, spec: dict[str, Any]) -> str:
@@ -51,8 +65,25 @@ def _agent(name: str, model: str, llm_url: str, spec: dict[str, Any]) -> str:
     return json.dumps(document)  # JSON is YAML
 
 
-def write_workspace(root: Path, *, telegram_url: str, llm_url: str, every_seconds: int) -> Path:
-    """Write the year's workspace under ``root``; returns its ``duragent.yaml``."""
+def pulse_expr(month: int, days: int) -> str:
+    """Every 15 minutes (UTC) from the 2nd of ``month`` for ``days`` days (at most 27)."""
+    if not 1 <= days <= 27:
+        raise ValueError(f"pulse_days must be 1 to 27, got {days}")
+    return f"*/{PULSE_EVERY // 60} * 2-{1 + days} {month} *"
+
+
+def write_workspace(
+    root: Path,
+    *,
+    telegram_url: str,
+    llm_url: str,
+    every_seconds: int,
+    pulse: tuple[int, int] | None = None,
+) -> Path:
+    """Write the year's workspace under ``root``; returns its ``duragent.yaml``.
+
+    ``pulse``: (month, days) of the task every 15 minutes (``pulse_expr``), or none.
+    """
     config = {
         "server": {"host": "127.0.0.1"},
         "gateways": {
@@ -78,7 +109,7 @@ def write_workspace(root: Path, *, telegram_url: str, llm_url: str, every_second
         "small",
         DM_MODEL,
         llm_url,
-        {"tools": [{"type": "builtin", "name": "bash"}], "session": session},
+        {"tools": [{"type": "builtin", "name": "bash"}], "memory": {}, "session": session},
     )
     large = _agent(
         "large",
@@ -117,10 +148,23 @@ def write_workspace(root: Path, *, telegram_url: str, llm_url: str, every_second
             "retry": RETRY,
         }
     )
+    if pulse is not None:
+        schedules.append(
+            {
+                "name": "pulse",
+                "schedule": {"cron": {"expr": pulse_expr(*pulse), "tz": "UTC"}},
+                "destination": {"gateway": "telegram", "chat_id": str(PULSE_CHAT)},
+                "payload": {"task": {"task": "take the pulse of the last minutes"}},
+                "retry": RETRY,
+            }
+        )
     ops = _agent("ops", GROUP_MODEL, llm_url, {"schedules": schedules})
     for name, text in (("small", small), ("large", large), ("ops", ops)):
         (agents / name).mkdir(parents=True, exist_ok=True)
         (agents / name / "agent.yaml").write_text(text)
-    policy = 'apiVersion: duragent/v1alpha1\nkind: Policy\nmode: ask\nallow:\n  - "bash:printf *"\n'
+    policy = (
+        "apiVersion: duragent/v1alpha1\nkind: Policy\nmode: ask\nallow:\n"
+        '  - "bash:printf *"\n  - "builtin:memory:*"\n  - "builtin:tool_output:*"\n'
+    )
     (agents / "small" / "policy.yaml").write_text(policy)
     return root / "duragent.yaml"

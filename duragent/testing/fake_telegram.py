@@ -50,6 +50,7 @@ import logging
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
@@ -95,6 +96,8 @@ class FakeTelegram(EmbeddedAiohttpServer):
         first_update_id: the first ``update_id`` handed out.
         keep_calls: how many of the latest calls ``calls()`` keeps (None: all); per-chat send
             times are always kept in full.
+        clock: the Unix time messages and edits are dated with (default: the wall clock;
+            ``bench/year.py`` passes its simulated one).
     """
 
     def __init__(
@@ -108,6 +111,7 @@ class FakeTelegram(EmbeddedAiohttpServer):
         strict_chats: bool = False,
         first_update_id: int = 1,
         keep_calls: int | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         super().__init__(host, port)
         self.token = token
@@ -119,7 +123,7 @@ class FakeTelegram(EmbeddedAiohttpServer):
         self.bot.update(
             can_join_groups=True, can_read_all_group_messages=False, supports_inline_queries=False
         )
-        self._store = ChatStore(strict_chats=strict_chats)
+        self._store = ChatStore(strict_chats=strict_chats, clock=clock)
         self._updates = UpdateQueue(first_update_id)
         self._methods = BotMethods(self.bot, self._store, self._updates)
         self._log = CallLog(keep_calls)

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from typing import Any
 
 from duragent.testing.telegram_html import EntityParseError, ParsedText, parse_html
-from duragent.testing.telegram_objects import now
 from duragent.testing.telegram_store import ChatStore, UpdateQueue
 
 __all__ = ["MAX_MESSAGE_LENGTH", "Answer", "BotMethods", "error"]
@@ -208,7 +207,7 @@ class BotMethods:
             message["sender_chat"] = chat
         else:
             message["from"] = self.bot
-        message.update(chat=chat, date=now(), text=parsed.text)
+        message.update(chat=chat, date=self.store.now(), text=parsed.text)
         if parsed.entities:
             message["entities"] = parsed.entities
         thread = _int(params, "message_thread_id")
@@ -276,7 +275,7 @@ class BotMethods:
         message["text"] = parsed.text
         _set_or_drop(message, "entities", parsed.entities or None)
         _set_or_drop(message, "reply_markup", markup)
-        message["edit_date"] = now()
+        message["edit_date"] = self.store.now()
         return ok(dict(message))
 
     def edit_message_reply_markup(self, params: dict[str, Any]) -> Answer:
@@ -292,7 +291,7 @@ class BotMethods:
         if message.get("reply_markup") == markup:
             return error(400, _NOT_MODIFIED)
         _set_or_drop(message, "reply_markup", markup)
-        message["edit_date"] = now()
+        message["edit_date"] = self.store.now()
         return ok(dict(message))
 
     def send_chat_action(self, params: dict[str, Any]) -> Answer:

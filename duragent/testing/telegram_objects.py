@@ -11,7 +11,6 @@ mention detection reads the same fields it reads in production.
 from __future__ import annotations
 
 import re
-import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -23,7 +22,6 @@ __all__ = [
     "chat_object",
     "detect_entities",
     "document_object",
-    "now",
     "photo_sizes",
     "sticker_object",
     "user_object",
@@ -151,8 +149,3 @@ def document_object(file_id: str, file_name: str, mime_type: str) -> dict[str, A
         "mime_type": mime_type,
         "file_size": 2048,
     }
-
-
-def now() -> int:
-    """Telegram dates are whole Unix seconds."""
-    return int(time.time())

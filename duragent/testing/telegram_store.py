@@ -10,7 +10,9 @@ restart, and what a restart test checks. Neither class locks: ``FakeTelegram`` s
 
 from __future__ import annotations
 
+import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +33,12 @@ class ChatStore:
     messages: dict[tuple[ChatId, int], dict[str, Any]] = field(default_factory=dict)
     _last_message_id: dict[ChatId, int] = field(default_factory=dict)
     _callback_queries: dict[str, bool] = field(default_factory=dict)
+    clock: Callable[[], float] = time.time
+    """The Unix time messages are dated with (``FakeTelegram(clock=…)``: a simulated one)."""
+
+    def now(self) -> int:
+        """Telegram dates are whole Unix seconds."""
+        return int(self.clock())
 
     def chat(
         self,

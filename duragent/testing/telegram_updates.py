@@ -18,7 +18,6 @@ from duragent.testing.telegram_objects import (
     Sender,
     detect_entities,
     document_object,
-    now,
     photo_sizes,
     sticker_object,
     user_object,
@@ -80,7 +79,7 @@ def message_update(
         message["sender_chat"] = chat
     else:
         message["from"] = user_object(sender)
-    message.update(chat=chat, date=now())
+    message.update(chat=chat, date=store.now())
     if message_thread_id is not None:
         message["message_thread_id"] = message_thread_id
         message["is_topic_message"] = bool(chat.get("is_forum"))
@@ -126,7 +125,7 @@ def edited_message_update(
         original["entities"] = entities
     else:
         original.pop("entities", None)
-    original["edit_date"] = now()
+    original["edit_date"] = store.now()
     edited = dict(original)
     kind = "edited_channel_post" if edited["chat"]["type"] == "channel" else "edited_message"
     return queue.push(kind, edited)

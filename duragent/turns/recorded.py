@@ -15,7 +15,7 @@ from duragent.core.messages import Message, Role, is_steering
 from duragent.session import SessionHandle, UserMessageResult
 from duragent.turns.inbox import Steered
 
-__all__ = ["Accepted", "Incoming", "Recorded", "trailing_user_text"]
+__all__ = ["Accepted", "Incoming", "Recorded", "needs_restating", "trailing_user_text"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,3 +85,26 @@ def trailing_user_text(messages: list[Message]) -> str:
             break  # (hook steering belongs to the tool exchange before it)
         tail.append(message.text)
     return "\n".join(reversed(tail))
+
+
+def needs_restating(messages: list[Message], content: str) -> bool:
+    """Whether a turn for ``content`` (recorded earlier) must show it again at the end.
+
+    Not when the window already ends with exactly those messages, nor when it ends with a
+    tool exchange (calls and their results) right after them: that is this turn, cut by a
+    crash after the calls were recorded, and it goes on from the results as it would have.
+    Shown again after them, the question would read as asked anew and the model would start
+    over, calling its tools again (a note remembered twice, a command asked to approve twice).
+    """
+    end = len(messages)
+    while end and _in_exchange(messages[end - 1]):
+        end -= 1
+    tail = trailing_user_text(messages[:end])
+    return not (tail == content or tail.endswith(f"\n{content}"))
+
+
+def _in_exchange(message: Message) -> bool:
+    """A message of a tool exchange: a call, its result, or hook steering between them."""
+    if message.role is Role.TOOL or is_steering(message):
+        return True
+    return message.role is Role.ASSISTANT and bool(message.tool_calls)

@@ -50,7 +50,7 @@ from duragent.turns.driving import Resumed, TurnDriver, cancel_approval
 from duragent.turns.errors import ApprovalError
 from duragent.turns.inbox import Inbox
 from duragent.turns.providers import ProviderPool
-from duragent.turns.recorded import Accepted, Incoming, Recorded, trailing_user_text
+from duragent.turns.recorded import Accepted, Incoming, Recorded, needs_restating
 from duragent.turns.result import (
     AwaitingApproval,
     Duplicate,
@@ -248,7 +248,9 @@ class TurnRunner:
         the conversation already ends with exactly those messages (replies or later messages
         were recorded after them: they waited while another turn ran), the model is shown
         ``content`` again at the end, so the request ends with the words this turn answers
-        (not on disk: the messages are there already, in arrival order). A loop running for
+        (not on disk: the messages are there already, in arrival order) — except when only
+        this turn's own tool exchange follows them (a crash cut it after its calls were
+        recorded): it goes on from their results (``needs_restating``). A loop running for
         the session is waited for first; this turn never joins it.
         """
         with turn_scope(session_id), self._hold(session_id) as active:
@@ -377,8 +379,7 @@ class TurnRunner:
             messages = await session.messages()
         turn: list[Message] = []
         restate = inbound.content if isinstance(inbound, Recorded) else None
-        tail = trailing_user_text(messages)  # may start with unanswered passive messages
-        if restate and not (tail == restate or tail.endswith(f"\n{restate}")):
+        if restate and needs_restating(messages, restate):
             turn.append(Message.user(restate))  # shown, not recorded (see ``answer``)
         return await self._driver.drive(
             session,

@@ -31,7 +31,9 @@ async def test_a_simulated_week_loses_nothing_repeats_nothing_and_never_overflow
 ) -> None:
     monkeypatch.setenv("PTB_TIMEDELTA", "1")
     run = bench("year_run")
-    config = run.YearConfig(days=7, messages=240, chats=12, kills=2, seed=23, workdir=tmp_path)
+    config = run.YearConfig(
+        days=7, messages=240, chats=12, kills=2, seed=23, workdir=tmp_path, pulse_days=2
+    )
     result = await run.run_year(config)
     assert result.problems == []
     assert result.ok
@@ -45,6 +47,19 @@ async def test_a_simulated_week_loses_nothing_repeats_nothing_and_never_overflow
     assert result.summary_calls > 0
     assert result.probes_asked > 0
     assert result.probes_answered == result.probes_asked
+    assert result.reset_probes_asked > 0
+    assert result.reset_probes_fresh == result.reset_probes_asked
+    commands = result.commands
+    assert commands.problems == []
+    assert commands.status_asked == commands.status_right > 0
+    assert commands.reset_asked == commands.reset_right == commands.fresh_sessions > 0
+    asked, right, _cut = result.reads
+    assert asked > 0
+    assert right > 0
+    remembered, once, recalls, recalled = result.memory
+    assert 0 < once <= remembered
+    assert 0 < recalled <= recalls
+    assert result.tool_problems == []
     for schedule in result.schedules:
         assert schedule.expected > 0
         assert schedule.ran_once == schedule.expected, schedule.problems
@@ -77,3 +92,33 @@ def test_the_expected_daily_due_time_follows_the_spring_gap_and_the_first_autumn
     dues = schedule.expected_cron(zone, 2, 30, after, until)
     expected = int(datetime.fromisoformat(utc).replace(tzinfo=UTC).timestamp() * 1000)
     assert expected in dues
+
+
+def test_the_commands_verdict_fails_a_reset_that_kept_the_session_and_an_unexplained_copy(
+    tmp_path: Path,
+) -> None:
+    commands = bench("year_commands")
+    from tests.gateways.campaign_verdict import Sent
+    from tests.gateways.serve_process import ServeProcess
+
+    serve = ServeProcess(tmp_path / "duragent.yaml")
+    serve.killed = [True, False]  # the first process was killed, the second was not
+    old = "Session: session_" + "A" * 26 + "\nAgent: small\nStatus: Active\nCreated: x"
+
+    def chat(after_reset: str, reset_reply: str, copy_lifetime: int) -> Any:
+        status = commands.ChatCommand(1001, 2, "status", pushed_at=1.0)
+        status.reply = Sent(1001, old, 1.0, 0, False)
+        status.copies = [Sent(1001, old, 2.0, copy_lifetime, False)]
+        reset = commands.ChatCommand(1001, 9, "reset", pushed_at=3.0)
+        reset.reply = Sent(1001, reset_reply, 3.0, 1, False)
+        again = commands.ChatCommand(1001, 10, "status", after_reset=True, pushed_at=4.0)
+        again.reply = Sent(1001, after_reset, 4.0, 1, False)
+        return commands.check_commands({1001: [status, reset, again]}, serve)
+
+    new = old.replace("A" * 26, "B" * 26)
+    good = chat(new, commands.RESET_DONE, copy_lifetime=1)
+    assert good.problems == []
+    assert (good.fresh_sessions, good.rerun_after_kill) == (1, 1)
+    bad = chat(old, "No active session to reset.", copy_lifetime=0)
+    assert len(bad.problems) == 3
+    assert bad.fresh_sessions == 0

@@ -193,6 +193,22 @@ async def test_send_message_returns_the_message_and_the_user_sees_its_text(
     assert tg.most_sends_within(CHAT, 3600) == 2
 
 
+async def test_messages_sends_and_edits_are_dated_by_the_given_clock() -> None:
+    a_year_ahead = dtm.datetime(2027, 11, 24, 12, 0, tzinfo=dtm.UTC)
+    async with FakeTelegram(clock=a_year_ahead.timestamp) as tg:
+        update = tg.push_message(CHAT, "hi")
+        async with telegram.Bot(tg.token, base_url=tg.base_url) as bot:
+            sent = await bot.send_message(CHAT, "hello")
+            edited = await bot.edit_message_text("hello again", chat_id=CHAT, message_id=2)
+            (received,) = await bot.get_updates()
+    assert update["message"]["date"] == int(a_year_ahead.timestamp())
+    assert received.message is not None
+    assert received.message.date == a_year_ahead
+    assert sent.date == a_year_ahead
+    assert isinstance(edited, telegram.Message)
+    assert edited.edit_date == a_year_ahead
+
+
 @pytest.mark.parametrize(
     "html",
     ["a < b", "line<br>break", "<b>left open", "<b><i>crossed</b></i>", "<span>x</span>", "</b>"],

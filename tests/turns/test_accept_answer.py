@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from duragent.core.events import EventType
+from duragent.core.messages import ToolCall
 from duragent.testing import Reply, ToolCallReply
 from duragent.turns import AwaitingApproval, Complete
 from tests.polling import eventually
@@ -141,3 +142,23 @@ async def test_a_steered_message_the_loop_ended_without_reading_says_so(tmp_path
     assert late.steered is not None
     assert not late.steered.read
     assert after.steered is None  # no loop runs: nothing to hand it to
+
+
+async def test_a_turn_a_crash_cut_after_its_tool_result_goes_on_from_the_result(
+    tmp_path: Path,
+) -> None:
+    """Recovery answers the message again after a kill: the model must see its call's result
+    last, not the message restated after it (it would start over and call the tool again)."""
+    async with harness(tmp_path) as h:
+        h.server.enqueue(Reply(text="noted, and done"))
+        sid = await h.runner.start_session("bot")
+        accepted = await h.runner.accept(sid, "remember the heron")
+        session = h.registry.handle(sid)
+        call = ToolCall(id="c1", name="memory", arguments='{"action": "remember"}')
+        await session.add_assistant_response("", tool_calls=(call,))
+        await session.add_tool_result("c1", True, "Remembered in 2026-11-24.md")
+        result = await h.runner.answer(sid, accepted.seq, "remember the heron")
+    assert isinstance(result, Complete)
+    sent = h.server.last_request.json["messages"]
+    assert [m["role"] for m in sent[-3:]] == ["user", "assistant", "tool"]
+    assert sent[-1]["content"] == "Remembered in 2026-11-24.md"

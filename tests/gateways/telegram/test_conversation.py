@@ -6,6 +6,7 @@ pushing updates, the tests read what Telegram was asked to show and what the mod
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,26 @@ async def test_a_direct_message_gets_one_reply_with_typing_and_few_calls(
     assert user_messages(rig.llm.requests[-1].json) == ["hello"]
     assert any("/bot<redacted>/sendMessage" in r.getMessage() for r in caplog.records)
     assert_never_logged(caplog)
+
+
+async def test_messages_dated_a_year_ago_or_a_year_ahead_are_answered_like_any_other(
+    tmp_path: Path,
+) -> None:
+    """No update is judged by its date (``bench/year.py`` dates them by a simulated clock)."""
+    now = int(time.time())
+    async with telegram_rig(tmp_path) as rig:
+        rig.llm.enqueue(Reply(text="old one"), Reply(text="new one"))
+        for n, (date, text) in enumerate(((now - 366 * 86400, "a"), (now + 366 * 86400, "b"))):
+            message = {
+                "message_id": 10 + n,
+                "date": date,
+                "chat": {"id": 42, "type": "private", "first_name": "Ann"},
+                "from": {"id": 42, "is_bot": False, "first_name": "Ann"},
+                "text": text,
+            }
+            rig.tg.push_update("message", message)
+            assert await rig.replies(42, count=n + 1)
+    assert rig.tg.sent_messages(42) == ["old one", "new one"]
 
 
 async def test_a_group_hears_chatter_silently_then_answers_a_mention_with_the_chatter(

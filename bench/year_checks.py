@@ -1,0 +1,90 @@
+"""The simulated year's checks on what the tools wrote, the files left open and the logs.
+
+Read back after the run, from the model's record (``YearModel``) and the workspace: cut
+outputs read back as printed, memory notes on disk once and recalled, no workspace file but
+the live sessions' event logs left open, and ERROR log lines that name no session.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from year_model import YearModel
+
+__all__ = ["log_errors", "open_file_problems", "tool_checks"]
+
+_SESSION_ID = re.compile(r"session_[0-9A-Z]{26}")
+
+
+def tool_checks(
+    root: Path, model: YearModel
+) -> tuple[list[str], tuple[int, int, int], tuple[int, int, int, int]]:
+    """Saved outputs read back right; notes remembered once on disk and recalled.
+
+    A call a kill cut is recorded as interrupted and never run again: its read is not judged,
+    its note may be absent (never twice), and its recall is not expected to find it.
+    """
+    problems = [
+        f"tool_output: {t}: lines came back wrong" for t, ok in model.reads.items() if ok is False
+    ]
+    reads = (
+        len(model.reads),
+        sum(1 for ok in model.reads.values() if ok),
+        sum(1 for ok in model.reads.values() if ok is None),
+    )
+    daily = root / ".duragent" / "agents" / "small" / "memory" / "daily"
+    notes = "".join(p.read_text() for p in sorted(daily.glob("*.md"))) if daily.is_dir() else ""
+    once = 0
+    for note, said in model.remembered.items():
+        count = notes.count(note)
+        if count > 1:
+            problems.append(f"memory: {note!r} written {count} times")
+        elif said and count == 0:
+            problems.append(f"memory: {note!r} said remembered, not on disk")
+        once += count == 1
+    problems.extend(
+        f"memory: recall did not return {note!r}"
+        for note, ok in model.recalls.items()
+        if ok is False and model.remembered.get(note)
+    )
+    recalled = sum(1 for ok in model.recalls.values() if ok)
+    return problems, reads, (len(model.remembered), once, len(model.recalls), recalled)
+
+
+def open_file_problems(files: dict[str, int], workspace: Path) -> list[str]:
+    """Workspace files the serving process holds at the end beyond what it must.
+
+    A live session actor keeps its ``events.jsonl`` open (closed when the actor stops: idle
+    ``sessions.idle_actor_seconds``, over ``sessions.max_live_actors``), and the process its
+    workspace lock; any other workspace file open at the end (a snapshot, an archive, a saved
+    output, a memory note, a run log) is a descriptor left behind.
+    """
+    sessions = sum(1 for p in (workspace / "sessions").glob("session_*") if p.is_dir())
+    problems = [
+        f"open at the end: {n} x {kind}"
+        for kind, n in files.items()
+        if kind.startswith("/") and kind != "/serve.lock"
+    ]
+    known = {"events.jsonl", "/serve.lock", "socket", "pipe"}
+    problems.extend(
+        f"open at the end: {n} x {kind}"
+        for kind, n in files.items()
+        if "/" not in kind and ":" not in kind and kind not in known
+    )
+    if files.get("events.jsonl", 0) > sessions:
+        problems.append(f"{files['events.jsonl']} event logs open for {sessions} sessions")
+    return problems
+
+
+def log_errors(root: Path) -> tuple[int, list[str]]:
+    """ERROR lines in the serving logs, and those that name no session."""
+    total, silent = 0, []
+    for log in sorted(root.glob("serve-*.log")):
+        for line in log.read_text(errors="replace").splitlines():
+            if " ERROR " not in line and " CRITICAL " not in line:
+                continue
+            total += 1
+            if not _SESSION_ID.search(line):
+                silent.append(line)
+    return total, silent
