@@ -29,6 +29,7 @@ from duragent.llm._http_errors import (
     transport_failure,
 )
 from duragent.llm._json_fields import integer, items, obj, text
+from duragent.llm._sse import LeanStream
 from duragent.llm._wire_body import FragmentCache, dumps, json_array, json_object
 from duragent.llm.limits import ReplyGuard, checked_calls, repair_text
 from duragent.llm.types import (
@@ -183,7 +184,7 @@ class OpenAICompatibleProvider:
             stream=stream,
             # plain JSON per chunk: the SDK's typed chunk models cost more than the rest of
             # the call (see ``_json_fields``)
-            stream_cls=openai.AsyncStream[object],
+            stream_cls=LeanStream,
         )
 
     async def complete(self, request: ChatRequest) -> ChatResponse:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from duragent.testing.telegram_calls import RecordedCall, busiest_window, early_retries
+import time
+
+from duragent.testing.telegram_calls import CallLog, RecordedCall, busiest_window, early_retries
 
 
 def call(index: int, at: float, status: int = 200, retry_after: int | None = None) -> RecordedCall:
@@ -24,3 +26,42 @@ def test_a_send_is_early_only_before_the_retry_after_counted_from_the_answer() -
     (found,) = early_retries([limited, hasty])
     assert found.early is hasty
     assert round(found.too_early_by, 2) == 0.51
+
+
+def _log(n: int, keep: int | None = None) -> CallLog:
+    log = CallLog(keep=keep)
+    for i in range(n):
+        method = "sendMessage" if i % 3 else "getUpdates"
+        log.add(method, {}, float(i), float(i), 200, {"ok": True}, chat_id=7, fault=None)
+    return log
+
+
+def test_calls_since_an_index_are_the_kept_calls_from_it_in_order_whatever_is_kept() -> None:
+    for keep in (None, 1, 5, 40):
+        log = _log(40, keep)
+        first_kept = 0 if keep is None else 40 - keep
+        for since in (-3, 0, 1, 20, 35, 39, 40, 41, 100):
+            for method in (None, "sendMessage", "getUpdates"):
+                expected = [
+                    i
+                    for i in range(max(since, first_kept), 40)
+                    if method is None or (method == "sendMessage") == bool(i % 3)
+                ]
+                got = [c.index for c in log.calls(method, since=since)]
+                assert got == expected, (keep, since, method)
+
+
+def test_polling_for_new_calls_does_not_read_the_whole_record() -> None:
+    """A poll for the newest call of a long record costs what is new (a ratio, not a time)."""
+    log = _log(200_000)
+
+    def best(since: int) -> float:
+        runs = []
+        for _ in range(5):
+            start = time.perf_counter()
+            for _ in range(20):
+                log.calls(since=since)
+            runs.append(time.perf_counter() - start)
+        return min(runs)
+
+    assert best(log.count - 1) * 100 < best(0)
