@@ -23,9 +23,12 @@ from duragent.agents import Agent
 from duragent.context.budget import BudgetSettings
 from duragent.context.history_index import HistoryCache
 from duragent.context.summaries import (
+    PinnedTooLargeError,
     SummaryPlan,
     SummarySettings,
+    check_new_pin,
     history_budget,
+    pinned_cost,
     plan_summary,
     reference_block,
     summary_settings,
@@ -104,9 +107,11 @@ class SummaryTier:
         price: Callable[[Usage], Usage] = lambda usage: usage,
         sink: TurnSink | None = None,
         meter: CallMeter | None = None,
+        pin_room: int,
         history_cache: HistoryCache | None = None,
     ) -> None:
         self._session = session
+        self._pin_room = pin_room
         self._history_cache = history_cache  # the session's, as the loop's (``plan_summary``)
         self._meter = meter
         self.settings = settings
@@ -118,7 +123,6 @@ class SummaryTier:
         self._price = price
         self._sink = sink
         self._block: tuple[int, str] | None = None
-        self._fixed = 0
         self.written = 0
         """Summaries this turn wrote (tests and the benchmark read it)."""
 
@@ -128,30 +132,38 @@ class SummaryTier:
         """The reference block, given what the system prompt and tools cost (``fixed``)."""
         if self._block is not None and self._block[0] == fixed:
             return self._block[1]
-        self._fixed = fixed
         text = self._render(self._memory, fixed)
         self._block = (fixed, text)
         return text
 
     def _render(self, memory: MemoryView, fixed: int) -> str:
+        """The block; ``PinnedTooLargeError`` naming each pin when they outgrew their room.
+
+        The room is the agent's (``turns.pins``), not this turn's ``fixed``: a pin accepted
+        against it fits every turn of an unchanged agent.
+        """
         summary = memory.summary
-        text = reference_block(
-            summary=summary.text if summary else None,
-            round_=summary.round if summary else 0,
-            task=memory.task if self.settings.pin_task and self.settings.enabled else None,
-            pins=[(p.kind, p.text) for p in memory.pins],
-            counter=self._counter,
-            pinned_budget=max(
-                64, int(self.settings.pinned_share * history_budget(self._budget, fixed))
-            ),
-        )
-        return text
+        try:
+            return reference_block(
+                summary=summary.text if summary else None,
+                round_=summary.round if summary else 0,
+                task=memory.task if self.settings.pin_task and self.settings.enabled else None,
+                pins=[(p.kind, p.text) for p in memory.pins],
+                counter=self._counter,
+                pinned_budget=self._pin_room,
+            )
+        except PinnedTooLargeError as exc:
+            sizes = [
+                (p.pin_id, pinned_cost([(p.kind, p.text)], self._counter)) for p in memory.pins
+            ]
+            raise PinnedTooLargeError(
+                exc.tokens, exc.share, pins=sizes, session_id=self._session.session_id
+            ) from None
 
     def check_pin(self, text: str) -> None:
-        """Raise ``PinnedTooLargeError`` when pinning ``text`` would pass the pins' share."""
-        memory = self._memory
-        extra = Pin(pin_id="new", kind="decision", text=text, source="agent")
-        self._render(replace(memory, pins=(*memory.pins, extra)), self._fixed)
+        """Raise ``PinRefusedError`` when pinning ``text`` would pass the pins' room."""
+        pins = [(p.kind, p.text) for p in self._memory.pins]
+        check_new_pin(pins, "decision", text, self._counter, self._pin_room, self._budget.window)
 
     def pinned(self, kind: str, text: str, pin_id: str) -> None:
         """A pin was recorded during the turn: the next request carries it."""

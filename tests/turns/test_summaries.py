@@ -128,10 +128,14 @@ async def test_pins_are_in_every_request_and_pins_too_large_fail_the_turn_clearl
         assert await handle.unpin(pin) is True
         await h.runner.run(sid, "again")
         assert "Always answer in French." not in contents(h.server.requests[-1])
-        await handle.pin("x " * 5000, kind="note")
+        big = await handle.pin("x " * 5000, kind="note")  # past the runner's check
         result = await h.runner.run(sid, "and now?")
     assert isinstance(result, Failed)
     assert "pinned_share" in result.error
+    assert result.code == "pins_over_budget"  # not the model's failure: a person must unpin
+    assert big in result.error
+    assert f"DELETE /api/v1/sessions/{sid}/pins/<pin_id>" in result.error
+    assert "/unpin <pin_id>" in result.error
 
 
 async def test_the_agent_pins_a_decision_with_a_tool_and_it_is_in_every_later_request(
