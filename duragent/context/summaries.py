@@ -167,9 +167,10 @@ def summary_settings(
     """The tier's settings for a ``window``-token model: configured values, else defaults.
 
     Defaults come from the window's tier (``context.tiers``: one table holds every per-window
-    default): summarise from 0.70 of the history budget; keep the newest 0.40 of it verbatim
-    below 32K and 0.25 from 32K (still 6,000+ tokens there; measured in ``bench/context.py``
-    (c): −40 % total tokens over a 500-turn session at 32K with the task kept); the summary's
+    default): summarise from 0.70 of the history budget; keep the newest 0.20 of it verbatim
+    below 8K, 0.30 to 32K and 0.25 from 32K (still 5,000 tokens there; measured in
+    ``bench/context.py`` (c): −40 % total tokens over a 500-turn session at 32K with the task
+    kept; ``bench/summary_cadence.py``: a summary every 5 chat turns at 4K); the summary's
     length 256–2,048 tokens, never above a tenth of the window, at least 64; pins take at
     most a quarter of the history budget. On unless ``enabled`` is false.
     """
@@ -215,14 +216,22 @@ def plan_summary(
     *,
     force: bool = False,
     index: HistoryCache | None = None,
+    growth: int = 0,
 ) -> SummaryPlan | None:
     """What to summarise, or None when the history is under ``threshold × budget``.
 
     Only messages before the latest user message are candidates, cut at a unit boundary (a
-    call and its results stay together); the newest of them worth ``keep_recent × budget``
-    stay verbatim. ``force`` (the provider said "too long") plans even under the threshold
-    and keeps at most ``keep_recent`` of the history as it is. None also when there is
-    nothing old enough to summarise.
+    call and its results stay together). What stays verbatim — the newest candidates *and*
+    the latest user message with what follows it — is at most ``keep_recent`` of the budget
+    the history will have once the summary is written: ``budget − growth``, ``growth`` being
+    what the reference block may grow by (the new summary is longer than the current one
+    and sits in the fixed part). Measured so, a summary leaves the history at ``keep_recent``
+    of its budget, ``threshold − keep_recent`` of it away from the next summary; measured
+    against the budget before the summary (and without the latest message), it left the
+    history at ~0.56 of a 4K window's budget against a 0.70 threshold: a summary every two
+    turns (``bench/summary_cadence.py``). ``force`` (the provider said "too long") plans
+    even under the threshold and keeps at most ``keep_recent`` of the history as it is. None
+    also when there is nothing old enough to summarise.
 
     ``index`` is the session's ``HistoryCache`` (the one ``fit_request`` gets): the question
     asked before every turn, "is the history over the threshold?", is then answered from its
@@ -241,13 +250,14 @@ def plan_summary(
             return None
     units = split(candidates)
     costs = [sum(counter.count_message(m) for m in u.messages) for u in units]
-    tail = history[len(candidates) :]
-    total = sum(costs) + sum(counter.count_message(m) for m in tail)
+    tail = sum(counter.count_message(m) for m in history[len(candidates) :])
+    total = sum(costs) + tail
     if not force and total <= settings.threshold * budget:
         return None
-    keep_room = settings.keep_recent * budget
+    keep_room = settings.keep_recent * max(0, budget - growth)
     if force:  # the provider counts more than we do: keep a share of what there is
         keep_room = min(keep_room, settings.keep_recent * total)
+    keep_room -= tail  # the latest message stays whatever it costs: it is part of the share
     kept = 0
     cut = len(units)
     while cut > 0 and kept + costs[cut - 1] <= keep_room:

@@ -54,6 +54,10 @@ log = logging.getLogger(__name__)
 ROUNDS_PER_TURN = 2
 """Summaries one turn may write before its first call (each halves what is left at most)."""
 
+SUMMARY_FRAME_TOKENS = 80
+"""The block's header and the summary's heading around the summary text (44 tokens by
+o200k, 66 by the estimating counter)."""
+
 
 def agent_summary_settings(agent: Agent, window: int) -> SummarySettings:
     """The tier's settings for ``agent`` (``spec.session.context.summaries`` + defaults)."""
@@ -192,9 +196,28 @@ class SummaryTier:
     def _plan(self, history: list[Message], fixed: int, *, force: bool) -> SummaryPlan | None:
         reference = self._counter.count_text(self.block(fixed))
         budget = history_budget(self._budget, fixed + reference)
+        after = history_budget(self._budget, fixed + reference + self._block_growth())
         return plan_summary(
-            history, self._counter, budget, self.settings, force=force, index=self._history_cache
+            history,
+            self._counter,
+            budget,
+            self.settings,
+            force=force,
+            index=self._history_cache,
+            growth=budget - after,
         )
+
+    def _block_growth(self) -> int:
+        """What the block may grow by when the next summary replaces the current one.
+
+        The new summary may take ``max_summary_tokens`` plus its heading (and the block's
+        header, when nothing else is in it yet); the current one goes. Under a
+        ``max_history_tokens`` cap with room to spare, history loses none of it
+        (``history_budget`` says).
+        """
+        summary = self._memory.summary
+        current = self._counter.count_text(summary.text) if summary else 0
+        return max(0, self.settings.max_summary_tokens + SUMMARY_FRAME_TOKENS - current)
 
     # --- writing one --------------------------------------------------------------------------
 
