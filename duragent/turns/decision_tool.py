@@ -66,7 +66,8 @@ class DecisionTool:
         try:
             self._tier.check_pin(text.strip())
         except PinRefusedError as exc:
-            return ToolOutcome(False, f"Error: not recorded: {exc}")
+            detail = str(exc).replace("{id}", self._session.session_id)
+            return ToolOutcome(False, f"Error: not recorded: {detail}")
         pin_id = await self._session.pin(text.strip(), kind="decision", source="agent")
         self._tier.pinned("decision", text.strip(), pin_id)
         return ToolOutcome(True, f"Recorded ({pin_id}); it stays in every later request.")
