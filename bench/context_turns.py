@@ -256,6 +256,8 @@ class Result:
     summary_rounds_ok: bool
     script: Script
     seconds: float
+    summary_turns: list[int] = field(default_factory=list)
+    """The turn each summary was written in (``summary_turns``)."""
 
     @property
     def overflows(self) -> int:
@@ -320,7 +322,20 @@ async def run_variant(window: int, context: str, turns: int, texts: Texts) -> Re
         summary_rounds_ok=[r["round"] for r in rounds] == list(range(1, len(rounds) + 1)),
         script=script,
         seconds=time.perf_counter() - started,
+        summary_turns=summary_turns(events),
     )
+
+
+def summary_turns(events: list[Any]) -> list[int]:
+    """The turn (1-based: user messages recorded so far) in which each summary was written."""
+    turns: list[int] = []
+    users = 0
+    for event in events:
+        if event.type == EventType.USER_MESSAGE:
+            users += 1
+        elif event.type == EventType.SUMMARY:
+            turns.append(users)
+    return turns
 
 
 def survival(script: Script) -> str:

@@ -47,6 +47,7 @@ the rest are defined here. Base classes from Python follow a name in parentheses
     │   └── ApprovalMismatchError   it waits for a decision on another call [turns.errors]
     ├── ContextOverflowError        even the minimum request exceeds the window [context.budget]
     ├── PinnedTooLargeError         pinned sections exceed their share [context.summaries]
+    ├── PinRefusedError             a new pin would pass the pins' room [context.summaries]
     └── LLMError                    a provider call failed
         ├── LLMTimeoutError         the per-call timeout expired (retryable)
         ├── LLMConnectionError      no connection / reset (retryable)

@@ -192,13 +192,14 @@ class SummariesSpec(_Spec):
         default=None,
         gt=0,
         le=1,
-        description="Summarise when history passes this share of its budget (default 0.8).",
+        description="Summarise when history passes this share of its budget (default 0.7).",
     )
     keep_recent: float | None = Field(
         default=None,
         gt=0,
         lt=1,
-        description="Share of the history budget kept verbatim after a summary (default 0.4).",
+        description="Share of the history budget kept verbatim after a summary, latest "
+        "message included (default: 0.2 below 8K, 0.3 to 32K, 0.25 from 32K).",
     )
     max_summary_tokens: int | None = Field(
         default=None, ge=64, description="Longest summary (default: a tenth of the window, ≤ 2000)."

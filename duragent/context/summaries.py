@@ -21,17 +21,21 @@ from dataclasses import dataclass
 from duragent.context.budget import BudgetSettings
 from duragent.context.history_index import HistoryCache
 from duragent.context.tiers import tier_for
-from duragent.context.tokens import REQUEST_OVERHEAD_TOKENS, TokenCounter
+from duragent.context.tokens import LETTERS_PER_TOKEN, REQUEST_OVERHEAD_TOKENS, TokenCounter
 from duragent.context.truncation import fit_prefix
 from duragent.context.units import split, unit_cost
 from duragent.core.messages import Message, Role
 from duragent.errors import DuragentError
 
 __all__ = [
+    "PinRefusedError",
     "PinnedTooLargeError",
     "SummaryPlan",
     "SummarySettings",
+    "check_new_pin",
     "history_budget",
+    "pinned_cost",
+    "pinned_lines",
     "plan_summary",
     "reference_block",
     "summary_settings",
@@ -45,17 +49,95 @@ REFERENCE_HEADER = (
 
 
 class PinnedTooLargeError(DuragentError):
-    """The pinned sections alone exceed the share of the budget they may take."""
+    """The pinned sections alone exceed the share of the budget they may take.
 
-    def __init__(self, tokens: int, share: int) -> None:
+    ``pins`` are the session's pins by id with their sizes, when known (a turn knows them):
+    the message then names each, so the person can see which one to remove and how.
+    """
+
+    def __init__(
+        self,
+        tokens: int,
+        share: int,
+        *,
+        pins: Sequence[tuple[str, int]] = (),
+        session_id: str | None = None,
+    ) -> None:
         self.tokens = tokens
         self.share = share
+        self.pins = tuple(pins)
+        sid = session_id or "{id}"
+        named = ", ".join(f"{pin_id} (~{size} tokens)" for pin_id, size in self.pins)
         super().__init__(
-            f"the pinned sections need ~{tokens} tokens but may take at most {share} "
-            "(spec.session.context.summaries.pinned_share of the history budget); unpin "
-            "something (DELETE /api/v1/sessions/{id}/pins/{pin_id}), shorten the pin, or raise "
-            "spec.session.context.summaries.pinned_share"
+            f"the pinned sections need ~{tokens} tokens but this agent's pins may take at most "
+            f"{share} (spec.session.context.summaries.pinned_share of the history budget)"
+            + (f"; the pins: {named}" if named else "")
+            + f"; unpin one (DELETE /api/v1/sessions/{sid}/pins/<pin_id>, or /unpin <pin_id> "
+            "in the chat), shorten it, or raise spec.session.context.summaries.pinned_share"
         )
+
+
+def pinned_lines(pins: Sequence[tuple[str, str]]) -> list[str]:
+    """The reference block's lines for ``pins`` (kind, text); blank texts are left out."""
+    return [f"- {kind}: {text.strip()}" for kind, text in pins if text.strip()]
+
+
+def pinned_cost(pins: Sequence[tuple[str, str]], counter: TokenCounter) -> int:
+    """What ``pins`` cost in the block: the number checked against the pins' share."""
+    lines = pinned_lines(pins)
+    return counter.count_text("\n".join(lines)) if lines else 0
+
+
+class PinRefusedError(DuragentError):
+    """A new pin would take the session's pins past their room: it is not recorded.
+
+    ``new`` is the new pin's cost, ``others`` what the session's pins cost already, ``room``
+    what they may take together; ``fix`` says what to do, in words a client can show.
+    """
+
+    def __init__(self, *, new: int, others: int, room: int, window: int) -> None:
+        self.new = new
+        self.others = others
+        self.room = room
+        left = max(0, room - others)
+        unpin = (
+            ", unpin another (DELETE /api/v1/sessions/{id}/pins/<pin_id>, or /unpin <pin_id> "
+            "in the chat)"
+            if others
+            else ""
+        )
+        self.fix = (
+            f"shorten the text to at most ~{left} tokens (about "
+            f"{int(left * LETTERS_PER_TOKEN)} characters){unpin}, or raise "
+            "spec.session.context.summaries.pinned_share (or the model's window, "
+            "spec.model.max_input_tokens)"
+        )
+        others_part = f" and the session's other pins ~{others}" if others else ""
+        super().__init__(
+            f"this pin needs ~{new} tokens{others_part}, but this agent's pins may take at "
+            f"most {room} tokens (spec.session.context.summaries.pinned_share of the history "
+            f"budget its {window}-token window leaves); {self.fix}"
+        )
+
+
+def check_new_pin(
+    pins: Sequence[tuple[str, str]],
+    kind: str,
+    text: str,
+    counter: TokenCounter,
+    room: int,
+    window: int,
+) -> None:
+    """Raise ``PinRefusedError`` when ``pins`` and a new one together pass ``room``.
+
+    Pins are (kind, text). The sizes are the block's own count (``pinned_cost``), so what
+    passes here renders.
+    """
+    current = list(pins)
+    others = pinned_cost(current, counter)
+    total = pinned_cost([*current, (kind, text)], counter)
+    if total > room:
+        raise PinRefusedError(new=total - others, others=others, room=room, window=window)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -85,9 +167,10 @@ def summary_settings(
     """The tier's settings for a ``window``-token model: configured values, else defaults.
 
     Defaults come from the window's tier (``context.tiers``: one table holds every per-window
-    default): summarise from 0.70 of the history budget; keep the newest 0.40 of it verbatim
-    below 32K and 0.25 from 32K (still 6,000+ tokens there; measured in ``bench/context.py``
-    (c): −40 % total tokens over a 500-turn session at 32K with the task kept); the summary's
+    default): summarise from 0.70 of the history budget; keep the newest 0.20 of it verbatim
+    below 8K, 0.30 to 32K and 0.25 from 32K (still 5,000 tokens there; measured in
+    ``bench/context.py`` (c): −40 % total tokens over a 500-turn session at 32K with the task
+    kept; ``bench/summary_cadence.py``: a summary every 5 chat turns at 4K); the summary's
     length 256–2,048 tokens, never above a tenth of the window, at least 64; pins take at
     most a quarter of the history budget. On unless ``enabled`` is false.
     """
@@ -133,14 +216,22 @@ def plan_summary(
     *,
     force: bool = False,
     index: HistoryCache | None = None,
+    growth: int = 0,
 ) -> SummaryPlan | None:
     """What to summarise, or None when the history is under ``threshold × budget``.
 
     Only messages before the latest user message are candidates, cut at a unit boundary (a
-    call and its results stay together); the newest of them worth ``keep_recent × budget``
-    stay verbatim. ``force`` (the provider said "too long") plans even under the threshold
-    and keeps at most ``keep_recent`` of the history as it is. None also when there is
-    nothing old enough to summarise.
+    call and its results stay together). What stays verbatim — the newest candidates *and*
+    the latest user message with what follows it — is at most ``keep_recent`` of the budget
+    the history will have once the summary is written: ``budget − growth``, ``growth`` being
+    what the reference block may grow by (the new summary is longer than the current one
+    and sits in the fixed part). Measured so, a summary leaves the history at ``keep_recent``
+    of its budget, ``threshold − keep_recent`` of it away from the next summary; measured
+    against the budget before the summary (and without the latest message), it left the
+    history at ~0.56 of a 4K window's budget against a 0.70 threshold: a summary every two
+    turns (``bench/summary_cadence.py``). ``force`` (the provider said "too long") plans
+    even under the threshold and keeps at most ``keep_recent`` of the history as it is. None
+    also when there is nothing old enough to summarise.
 
     ``index`` is the session's ``HistoryCache`` (the one ``fit_request`` gets): the question
     asked before every turn, "is the history over the threshold?", is then answered from its
@@ -159,13 +250,14 @@ def plan_summary(
             return None
     units = split(candidates)
     costs = [sum(counter.count_message(m) for m in u.messages) for u in units]
-    tail = history[len(candidates) :]
-    total = sum(costs) + sum(counter.count_message(m) for m in tail)
+    tail = sum(counter.count_message(m) for m in history[len(candidates) :])
+    total = sum(costs) + tail
     if not force and total <= settings.threshold * budget:
         return None
-    keep_room = settings.keep_recent * budget
+    keep_room = settings.keep_recent * max(0, budget - growth)
     if force:  # the provider counts more than we do: keep a share of what there is
         keep_room = min(keep_room, settings.keep_recent * total)
+    keep_room -= tail  # the latest message stays whatever it costs: it is part of the share
     kept = 0
     cut = len(units)
     while cut > 0 and kept + costs[cut - 1] <= keep_room:
@@ -221,9 +313,9 @@ def reference_block(
     a deliberate pin, so it must not fail the session) and explicit pins beyond the budget
     raise ``PinnedTooLargeError``. Empty when there is nothing to say.
     """
-    pinned = [f"- {kind}: {text.strip()}" for kind, text in pins if text.strip()]
+    pinned = pinned_lines(pins)
     if counter is not None and pinned_budget > 0:
-        used = counter.count_text("\n".join(pinned))
+        used = pinned_cost(pins, counter)
         if used > pinned_budget:
             raise PinnedTooLargeError(used, pinned_budget)
         if task is not None and task.strip():

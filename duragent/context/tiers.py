@@ -10,14 +10,19 @@ model-name table):
 ==========  ============  ===========  =============  ==============  ===============  ===========
 tier        window        tool result  prune protect  prune minimum   summaries        full prompt
 ==========  ============  ===========  =============  ==============  ===============  ===========
-``2K``      < 4,000       25 % limit   20 % history   10 % history    70 %, keep 40 %  no
-``4K``      4,000–7,999   30 % limit   20 % history   10 % history    70 %, keep 40 %  no
-``8K``      8,000–31,999  35 % limit   30 % history   10 % history    70 %, keep 40 %  yes
+``2K``      < 4,000       25 % limit   20 % history   10 % history    70 %, keep 20 %  no
+``4K``      4,000–7,999   30 % limit   20 % history   10 % history    70 %, keep 20 %  no
+``8K``      8,000–31,999  35 % limit   30 % history   10 % history    70 %, keep 30 %  yes
 ``32K``     ≥ 32,000      35 % limit   40 % history   10 % history    70 %, keep 25 %  yes
 ==========  ============  ===========  =============  ==============  ===============  ===========
 
 "summaries": from which share of the history budget old history is summarised, and how much
-of it stays word for word (``bench/context.py`` (c) measured these at 8K and 32K).
+of it stays word for word, the latest message included (``bench/context.py`` (c) measured
+these at 8K and 32K, ``bench/summary_cadence.py`` the turns between summaries). A small
+window keeps less: what a summary leaves is ``threshold − keep`` away from the next one, and
+at 4K a turn of two 130-token messages is a seventh of the budget (keeping 40 % meant a
+summary every 2–3 turns; 20 % is one every 5). 30 % at 8K keeps an instruction given five
+tool-heavy turns ago word for word (``tests/turns/test_intent_survival.py``).
 
 Pruning works on the history a request carries (``context.pruning``), so its span must be a
 small enough share of that history to ever leave something to prune: in a 4K window the
@@ -94,9 +99,9 @@ class Tier:
 
 
 TIERS: tuple[Tier, ...] = (
-    Tier("2K", "2–4K", 0, 0.25, 0.20, 0.10, 0.70, 256, 0.40, False),
-    Tier("4K", "4–8K", 4_000, 0.30, 0.20, 0.10, 0.70, 512, 0.40, False),
-    Tier("8K", "8–32K", 8_000, 0.35, 0.30, 0.10, 0.70, 1_024, 0.40, True),
+    Tier("2K", "2–4K", 0, 0.25, 0.20, 0.10, 0.70, 256, 0.20, False),
+    Tier("4K", "4–8K", 4_000, 0.30, 0.20, 0.10, 0.70, 512, 0.20, False),
+    Tier("8K", "8–32K", 8_000, 0.35, 0.30, 0.10, 0.70, 1_024, 0.30, True),
     Tier("32K", "32K+", 32_000, 0.35, 0.40, 0.10, 0.70, 2_048, 0.25, True),
 )
 

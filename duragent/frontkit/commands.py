@@ -22,7 +22,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from duragent.session import SessionHandle, SessionRegistry
+from duragent.session import SessionRegistry
+from duragent.turns import PinRefusedError, TurnRunner
 
 __all__ = [
     "NO_SESSION",
@@ -82,18 +83,30 @@ def parse_pin(text: str | None, bot_username: str | None) -> tuple[str, str] | N
     return None
 
 
-async def pin_reply(handle: SessionHandle, command: str, argument: str) -> str:
-    """Run ``/pin`` or ``/unpin`` on the chat's session; the reply text."""
+async def pin_reply(turns: TurnRunner, session_id: str, command: str, argument: str) -> str:
+    """Run ``/pin`` or ``/unpin`` on the chat's session; the reply text.
+
+    A pin the agent has no room for (``TurnRunner.pin``) is refused with the limit and what
+    to do, in the chat's words: recorded, it would make every later turn fail.
+    """
     if command == "unpin":
         if not argument:
             return "Usage: /unpin <pin id>"
-        removed = await handle.unpin(argument)
+        removed = await turns.registry.handle(session_id).unpin(argument)
         return "Unpinned." if removed else f"No pin {argument} in this conversation."
     if not argument:
         return PIN_USAGE
     if len(argument) > MAX_PIN_CHARS:
         return f"That is {len(argument)} characters; a pin may have {MAX_PIN_CHARS}."
-    pin_id = await handle.pin(argument, kind="note", source="user")
+    try:
+        pin_id = await turns.pin(session_id, argument, kind="note", source="user")
+    except PinRefusedError as exc:
+        others = f" and the other pins ~{exc.others}" if exc.others else ""
+        unpin = " or /unpin one of the others" if exc.others else ""
+        return (
+            f"Not pinned: it needs ~{exc.new} tokens{others}, but pins may take at most "
+            f"{exc.room} tokens with this agent. Shorten it{unpin}."
+        )
     return f"Pinned ({pin_id}): I will keep it in mind for the rest of this conversation."
 
 

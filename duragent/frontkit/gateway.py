@@ -115,7 +115,7 @@ class ChatFront:
             msg.gateway, msg.chat_id, agent_name, msg.chat_type
         )
         if pin is not None and admission.disposition == "allow":
-            reply = await pin_reply(turns.registry.handle(session_id), *pin)
+            reply = await pin_reply(turns, session_id, *pin)
             await self._chat.outbound.send_text(msg.chat, reply, reply_to=msg.message_id)
             return
         label = msg.sender.label

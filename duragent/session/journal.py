@@ -397,16 +397,21 @@ class Journal:
     def _roll_over(self, state: SessionState) -> None:
         """Move events up to ``checkpoint_seq`` out of the live log, per the session's mode.
 
+        ``discard`` deletes only what neither the window nor the current summary's marker
+        needs (``SessionState.discardable_seq``): the history API shows both from the log.
+
         The mode is the ``compaction`` field of the config (``archive | discard | disabled``);
         here it is called rollover, leaving "compaction" to LLM summaries. A failure is
         logged, not raised: the snapshot is written and every event is still in the live log
         (or already in the archive), so the next snapshot simply tries again.
         """
         mode = state.rollover or self._default_rollover
-        if state.checkpoint_seq <= 0 or mode == "disabled":
+        archive = mode == "archive"
+        up_to = state.checkpoint_seq if archive else state.discardable_seq()
+        if up_to <= 0 or mode == "disabled":
             return
         try:
-            self._log.roll_over(state.checkpoint_seq, archive=mode == "archive")
+            self._log.roll_over(up_to, archive=archive)
         except OSError as exc:
             error = storage_error(f"rolling over {self._log.path}", exc)
             log.error("session %s: rollover failed: %s", self.session_id, error)

@@ -127,6 +127,24 @@ class SessionState:
         window = self.messages()[:count]
         return max((self._origin.get(id(m), self.checkpoint_seq) for m in window), default=0)
 
+    def discardable_seq(self) -> int:
+        """The newest seq a *discarding* rollover may delete from the log.
+
+        Events up to ``checkpoint_seq`` are in ``state.yaml``, so recovery never needs them;
+        but the history API reads the log, and the messages the model still sees and the
+        current summary event (its marker) must stay readable there. A summary forces a
+        checkpoint at its own seq: discarding up to it deleted the summary event and every
+        message it kept (`specs/202611240835.summaries.md`, "the summary event remains").
+        So only what is older than both the oldest window message and the current summary
+        may go. (Archiving moves events, it loses nothing; it keeps ``checkpoint_seq``.)
+        """
+        bound = self.checkpoint_seq
+        for message in self.messages():
+            bound = min(bound, self._origin.get(id(message), self.checkpoint_seq) - 1)
+        if self.memory.summary is not None:
+            bound = min(bound, self.memory.summary.seq - 1)
+        return max(0, bound)
+
     def seen_platform_id(self, platform_id: str) -> int | None:
         """The seq of the user message that carried ``platform_id``, if recorded (0 = old)."""
         return self.platform_ids.get(platform_id)

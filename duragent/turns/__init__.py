@@ -25,6 +25,7 @@ ends. As with ``duragent.session``, front ends use only this namespace, never it
 
 from __future__ import annotations
 
+from duragent.context.summaries import PinnedTooLargeError, PinRefusedError
 from duragent.core.approval import DECISIONS, ApprovalDecision
 from duragent.turns.endings import apology_for
 from duragent.turns.errors import ApprovalError, ApprovalMismatchError, NoPendingApprovalError
@@ -47,6 +48,8 @@ __all__ = [
     "Duplicate",
     "Failed",
     "NoPendingApprovalError",
+    "PinRefusedError",
+    "PinnedTooLargeError",
     "ProviderPool",
     "Steered",
     "TurnResult",

@@ -34,6 +34,7 @@ from duragent.turns.decision_tool import DecisionTool
 from duragent.turns.hooks import effective_hooks
 from duragent.turns.inbox import Inbox
 from duragent.turns.loop import LoopContext
+from duragent.turns.pins import PinRooms
 from duragent.turns.providers import ProviderPool
 from duragent.turns.sink import TurnSink
 from duragent.turns.summaries import SummaryTier, agent_summary_settings
@@ -128,6 +129,8 @@ class ContextFactory:
         self._extra_tools = extra_tools
         self._env = env
         self._histories: OrderedDict[str, HistoryCache] = OrderedDict()
+        self.pin_rooms = PinRooms(workspace_dir)
+        """Each agent's room for pins (``turns.pins``): turns and new pins use the same."""
 
     def _history_cache(self, session_id: str) -> HistoryCache:
         """The session's history cache; the least recently used go beyond ``HISTORY_CACHES``."""
@@ -195,6 +198,7 @@ class ContextFactory:
             price=price,
             sink=sink,
             meter=meter,
+            pin_room=self.pin_rooms.room(agent),
             history_cache=history_cache,
         )
         extra = self._extra_tools(agent, session_id) if self._extra_tools else ()

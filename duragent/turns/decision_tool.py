@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from duragent.context.summaries import PinnedTooLargeError
+from duragent.context.summaries import PinRefusedError
 from duragent.core.messages import ToolDefinition
 from duragent.session import SessionHandle
 from duragent.tools.base import PolicyType, ToolContext, ToolOutcome
@@ -65,8 +65,9 @@ class DecisionTool:
             )
         try:
             self._tier.check_pin(text.strip())
-        except PinnedTooLargeError as exc:
-            return ToolOutcome(False, f"Error: not recorded: {exc}")
+        except PinRefusedError as exc:
+            detail = str(exc).replace("{id}", self._session.session_id)
+            return ToolOutcome(False, f"Error: not recorded: {detail}")
         pin_id = await self._session.pin(text.strip(), kind="decision", source="agent")
         self._tier.pinned("decision", text.strip(), pin_id)
         return ToolOutcome(True, f"Recorded ({pin_id}); it stays in every later request.")

@@ -14,12 +14,23 @@ import contextlib
 import logging
 
 from duragent.context.budget import ContextOverflowError
+from duragent.context.summaries import PinnedTooLargeError
 from duragent.errors import LLMError, StorageError
 from duragent.session import SessionHandle
 from duragent.turns.loop import cancelled_result
 from duragent.turns.result import Failed, why_cut_short
 
-__all__ = ["apology", "apology_for", "close_cut_short_turn", "record_failed_turn"]
+__all__ = [
+    "PINS_OVER_BUDGET",
+    "apology",
+    "apology_for",
+    "close_cut_short_turn",
+    "failure_code",
+    "record_failed_turn",
+]
+
+PINS_OVER_BUDGET = "pins_over_budget"
+"""``Failed.code`` when the session's pins no longer fit (a person must unpin)."""
 
 log = logging.getLogger(__name__)
 
@@ -43,9 +54,7 @@ async def close_cut_short_turn(session: SessionHandle, exc: BaseException) -> No
 
 async def record_failed_turn(session: SessionHandle, exc: Exception) -> Failed:
     """Record why a turn failed and say it to the user (a storage error is raised instead)."""
-    code = "context_overflow" if isinstance(exc, ContextOverflowError) else "llm_error"
-    if not isinstance(exc, LLMError | ContextOverflowError):
-        code = "turn_failed"
+    code = failure_code(exc)
     session_id = session.session_id
     log.error("session %s: turn failed: %s", session_id, exc)
     if isinstance(exc, StorageError):  # the client is told the cause (507/503), not "sorry"
@@ -53,7 +62,16 @@ async def record_failed_turn(session: SessionHandle, exc: Exception) -> Failed:
             await session.record_error(code, str(exc))
         raise exc
     await session.record_error(code, str(exc))
-    return Failed(session_id=session_id, content=apology(exc), error=str(exc))
+    return Failed(session_id=session_id, content=apology(exc), error=str(exc), code=code)
+
+
+def failure_code(exc: Exception) -> str:
+    """The ``error`` event's code for ``exc`` (``Failed.code``)."""
+    if isinstance(exc, PinnedTooLargeError):
+        return PINS_OVER_BUDGET
+    if isinstance(exc, ContextOverflowError):
+        return "context_overflow"
+    return "llm_error" if isinstance(exc, LLMError) else "turn_failed"
 
 
 def apology(exc: Exception) -> str:

@@ -93,6 +93,11 @@ class Failed(_Outcome):
     status: ClassVar[str] = "error"
     content: str
     error: str
+    code: str = "turn_failed"
+    """The recorded ``error`` event's code: ``llm_error`` (the model failed),
+    ``context_overflow``, ``pins_over_budget`` (the session's pins outgrew their room: the
+    person must unpin; retrying cannot help) or ``turn_failed``. Front ends choose their
+    status by it (HTTP: 409 for the pins, 502 otherwise)."""
 
 
 TurnResult = Complete | AwaitingApproval | Duplicate | Failed

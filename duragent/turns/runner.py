@@ -49,6 +49,7 @@ from duragent.turns.context import ContextFactory
 from duragent.turns.driving import Resumed, TurnDriver, cancel_approval
 from duragent.turns.errors import ApprovalError
 from duragent.turns.inbox import Inbox
+from duragent.turns.pins import add_pin
 from duragent.turns.providers import ProviderPool
 from duragent.turns.recorded import Accepted, Incoming, Recorded, needs_restating
 from duragent.turns.result import (
@@ -114,6 +115,7 @@ class TurnRunner:
             metrics=metrics,
         )
         self._driver = TurnDriver(contexts, agents)
+        self._pin_rooms = contexts.pin_rooms
         self._active: dict[str, _Active] = {}
 
     # --- sessions ---------------------------------------------------------------------------
@@ -158,6 +160,12 @@ class TurnRunner:
         return await self.registry.for_chat(
             (gateway, chat_id, agent_name), self._new_session(agent, gateway, chat_id, chat_type)
         )
+
+    async def pin(self, session_id: str, text: str, *, kind: str, source: str) -> str:
+        """Pin ``text`` in the session; ``PinRefusedError`` when its agent has no room for it."""
+        agent = self._agents().get((await self.registry.info(session_id)).agent)
+        session = self.registry.handle(session_id)
+        return await add_pin(session, agent, self._pin_rooms, text, kind=kind, source=source)
 
     @property
     def metrics(self) -> Metrics | None:

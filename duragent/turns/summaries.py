@@ -23,9 +23,12 @@ from duragent.agents import Agent
 from duragent.context.budget import BudgetSettings
 from duragent.context.history_index import HistoryCache
 from duragent.context.summaries import (
+    PinnedTooLargeError,
     SummaryPlan,
     SummarySettings,
+    check_new_pin,
     history_budget,
+    pinned_cost,
     plan_summary,
     reference_block,
     summary_settings,
@@ -50,6 +53,10 @@ log = logging.getLogger(__name__)
 
 ROUNDS_PER_TURN = 2
 """Summaries one turn may write before its first call (each halves what is left at most)."""
+
+SUMMARY_FRAME_TOKENS = 80
+"""The block's header and the summary's heading around the summary text (44 tokens by
+o200k, 66 by the estimating counter)."""
 
 
 def agent_summary_settings(agent: Agent, window: int) -> SummarySettings:
@@ -104,9 +111,11 @@ class SummaryTier:
         price: Callable[[Usage], Usage] = lambda usage: usage,
         sink: TurnSink | None = None,
         meter: CallMeter | None = None,
+        pin_room: int,
         history_cache: HistoryCache | None = None,
     ) -> None:
         self._session = session
+        self._pin_room = pin_room
         self._history_cache = history_cache  # the session's, as the loop's (``plan_summary``)
         self._meter = meter
         self.settings = settings
@@ -118,7 +127,6 @@ class SummaryTier:
         self._price = price
         self._sink = sink
         self._block: tuple[int, str] | None = None
-        self._fixed = 0
         self.written = 0
         """Summaries this turn wrote (tests and the benchmark read it)."""
 
@@ -128,30 +136,38 @@ class SummaryTier:
         """The reference block, given what the system prompt and tools cost (``fixed``)."""
         if self._block is not None and self._block[0] == fixed:
             return self._block[1]
-        self._fixed = fixed
         text = self._render(self._memory, fixed)
         self._block = (fixed, text)
         return text
 
     def _render(self, memory: MemoryView, fixed: int) -> str:
+        """The block; ``PinnedTooLargeError`` naming each pin when they outgrew their room.
+
+        The room is the agent's (``turns.pins``), not this turn's ``fixed``: a pin accepted
+        against it fits every turn of an unchanged agent.
+        """
         summary = memory.summary
-        text = reference_block(
-            summary=summary.text if summary else None,
-            round_=summary.round if summary else 0,
-            task=memory.task if self.settings.pin_task and self.settings.enabled else None,
-            pins=[(p.kind, p.text) for p in memory.pins],
-            counter=self._counter,
-            pinned_budget=max(
-                64, int(self.settings.pinned_share * history_budget(self._budget, fixed))
-            ),
-        )
-        return text
+        try:
+            return reference_block(
+                summary=summary.text if summary else None,
+                round_=summary.round if summary else 0,
+                task=memory.task if self.settings.pin_task and self.settings.enabled else None,
+                pins=[(p.kind, p.text) for p in memory.pins],
+                counter=self._counter,
+                pinned_budget=self._pin_room,
+            )
+        except PinnedTooLargeError as exc:
+            sizes = [
+                (p.pin_id, pinned_cost([(p.kind, p.text)], self._counter)) for p in memory.pins
+            ]
+            raise PinnedTooLargeError(
+                exc.tokens, exc.share, pins=sizes, session_id=self._session.session_id
+            ) from None
 
     def check_pin(self, text: str) -> None:
-        """Raise ``PinnedTooLargeError`` when pinning ``text`` would pass the pins' share."""
-        memory = self._memory
-        extra = Pin(pin_id="new", kind="decision", text=text, source="agent")
-        self._render(replace(memory, pins=(*memory.pins, extra)), self._fixed)
+        """Raise ``PinRefusedError`` when pinning ``text`` would pass the pins' room."""
+        pins = [(p.kind, p.text) for p in self._memory.pins]
+        check_new_pin(pins, "decision", text, self._counter, self._pin_room, self._budget.window)
 
     def pinned(self, kind: str, text: str, pin_id: str) -> None:
         """A pin was recorded during the turn: the next request carries it."""
@@ -180,9 +196,28 @@ class SummaryTier:
     def _plan(self, history: list[Message], fixed: int, *, force: bool) -> SummaryPlan | None:
         reference = self._counter.count_text(self.block(fixed))
         budget = history_budget(self._budget, fixed + reference)
+        after = history_budget(self._budget, fixed + reference + self._block_growth())
         return plan_summary(
-            history, self._counter, budget, self.settings, force=force, index=self._history_cache
+            history,
+            self._counter,
+            budget,
+            self.settings,
+            force=force,
+            index=self._history_cache,
+            growth=budget - after,
         )
+
+    def _block_growth(self) -> int:
+        """What the block may grow by when the next summary replaces the current one.
+
+        The new summary may take ``max_summary_tokens`` plus its heading (and the block's
+        header, when nothing else is in it yet); the current one goes. Under a
+        ``max_history_tokens`` cap with room to spare, history loses none of it
+        (``history_budget`` says).
+        """
+        summary = self._memory.summary
+        current = self._counter.count_text(summary.text) if summary else 0
+        return max(0, self.settings.max_summary_tokens + SUMMARY_FRAME_TOKENS - current)
 
     # --- writing one --------------------------------------------------------------------------
 

@@ -8,8 +8,9 @@ capped, and a transcript still too long keeps its head and tail.
 
 ``extractive_summary`` is the fallback when the call fails (no network, the summariser too
 says "too long", an empty answer): no model, just the previous summary and the first line of
-each user message and reply, newest kept first when it must be cut. A session is never left
-without a way forward because the summariser is down.
+each user message and reply; cut, it keeps the start (the previous summary, or the oldest
+lines in the first round) and the newest lines. A session is never left without a way
+forward because the summariser is down.
 """
 
 from __future__ import annotations
@@ -151,6 +152,8 @@ def extractive_summary(
     if counter.count_text(text) <= max_tokens:
         return text
     room = max_tokens - counter.count_text(header) - 8
-    prior = fit_prefix(earlier, room // 2, counter) if earlier else ""
+    # the start: the previous summary, or in the first round the oldest lines (how the
+    # conversation began, which later rounds then carry as their "Earlier")
+    prior = fit_prefix(earlier or later, room // 2 if earlier else room // 3, counter)
     rest = room - counter.count_text(prior)
     return f"{header}\n{prior}\n…\n{fit_suffix(later, max(0, rest), counter)}".strip()

@@ -28,6 +28,7 @@ from duragent.context.summaries import (
     reference_block,
     summary_settings,
 )
+from duragent.context.units import split
 from duragent.core.messages import Message, Role
 from duragent.core.snapshot import message_to_dict
 from tests.context.test_render_properties import COUNTERS, budgets, check_rules, conversations
@@ -116,6 +117,7 @@ def test_every_request_with_a_reference_block_fits_pairs_and_keeps_block_and_lat
     force=st.booleans(),
     threshold=st.floats(0.05, 1.0),
     keep=st.floats(0.05, 0.95),
+    growth=st.integers(0, 3000),
 )
 def test_a_summary_plan_cuts_at_a_unit_boundary_before_the_latest_user_message(
     history: list[Message],
@@ -124,15 +126,25 @@ def test_a_summary_plan_cuts_at_a_unit_boundary_before_the_latest_user_message(
     force: bool,
     threshold: float,
     keep: float,
+    growth: int,
 ) -> None:
     counter = COUNTERS[counter_no]
     tier = summary_settings(budget.window, enabled=True, threshold=threshold, keep_recent=keep)
-    plan = plan_summary(history, counter, history_budget(budget, 0), tier, force=force)
+    room = history_budget(budget, 0)
+    plan = plan_summary(history, counter, room, tier, force=force, growth=growth)
     if plan is None:
         return
     last_user = max(i for i, m in enumerate(history) if m.role is Role.USER)
     assert 0 < plan.count <= last_user
     rest = history[plan.count :]
+    # what stays verbatim, latest message included, is keep_recent of the budget left once
+    # the summary is in the block (or the latest message and what follows it, if more);
+    # orphaned results, which no request carries, cost nothing
+    tail = counter.sum_messages(history[last_user:])
+    kept = sum(
+        counter.count_message(m) for u in split(rest[: last_user - plan.count]) for m in u.messages
+    )
+    assert kept + tail <= max(keep * max(0, room - growth), tail) + 1e-6
     # a unit boundary: the kept part never starts with a result whose call was summarised
     summarised_calls = {c.id for m in history[: plan.count] for c in m.tool_calls}
     assert not any(m.role is Role.TOOL and m.tool_call_id in summarised_calls for m in rest)

@@ -1,10 +1,14 @@
-"""Slash commands: which texts are ``/reset`` and ``/status`` for this bot."""
+"""Slash commands: which texts are ``/reset``, ``/status``, ``/pin`` for this bot; pins refused."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
 from duragent.frontkit.commands import parse_command, parse_pin
+from tests.frontkit.chat_contract_kit import DM, ChatSetup, said
+from tests.frontkit.memory_chat import memory_chat
 
 
 @pytest.mark.parametrize(
@@ -48,3 +52,29 @@ def test_pin_and_unpin_take_their_argument(
     text: str | None, bot: str | None, pin: tuple[str, str] | None
 ) -> None:
     assert parse_pin(text, bot) == pin
+
+
+async def test_a_chat_pin_the_agent_has_no_room_left_for_is_refused_with_the_limit(
+    tmp_path: Path,
+) -> None:
+    """``/pin`` until the pins are full: the next one is answered "Not pinned", not recorded.
+
+    Recorded, a pin past the agent's room made every later turn of the chat fail.
+    """
+    text = " ".join(f"fact{k} alpha{k % 7}" for k in range(130))  # < 2,000 characters
+    replies: list[str] = []
+    async with memory_chat(tmp_path, ChatSetup()) as chat:
+        for n in range(30):
+            await chat.message(said(DM, f"/pin {n} {text}"))
+            replies = chat.texts(DM)
+            if replies[-1].startswith("Not pinned"):
+                break
+        sid = await chat.registry.chat_session((DM.gateway, DM.chat_id, "bot"))
+        assert sid is not None
+        memory = await chat.registry.handle(sid).memory()
+    refusal = replies[-1]
+    assert refusal.startswith("Not pinned: it needs ~")
+    assert "pins may take at most" in refusal
+    assert "/unpin one of the others" in refusal
+    assert len(memory.pins) == len(replies) - 1
+    assert all(r.startswith("Pinned (pin_") for r in replies[:-1])

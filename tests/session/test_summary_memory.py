@@ -210,3 +210,47 @@ async def test_a_summary_after_a_restart_names_the_seq_its_last_message_came_fro
     said = [e for e in events if e.type in kinds]
     assert recorded is not None
     assert recorded.through_seq == said[3].seq
+
+
+@pytest.mark.parametrize("mode", ["discard", "archive"])
+async def test_every_compaction_mode_keeps_the_summary_marker_and_the_window_in_the_history(
+    tmp_path: Path, mode: str
+) -> None:
+    """A summary forces a checkpoint; rolling the log over must not take its marker along.
+
+    With ``discard``, the rollover after each summary used to delete the summary event and
+    every message the window still held (they were only in state.yaml): the history API
+    showed the messages after the last snapshot and no marker. Only what is older than the
+    window and the current summary may be discarded; a restart rebuilds the same window.
+    """
+    from duragent.session import events_to_messages
+
+    rng = random.Random(7)
+    registry = await open_registry(tmp_path)
+    sid = await registry.create(NewSession(agent="a", rollover=mode))
+    handle = registry.handle(sid)
+    for _ in range(2):  # the second round replaces the first: only the current one must stay
+        await converse(handle, rng, 6)
+        recorded = await handle.record_summary(
+            "## Goal\n- count",
+            last=last_of_prefix(await handle.messages(), rng),
+            tokens_before=100,
+            tokens_after=20,
+            model="m",
+        )
+        assert recorded is not None
+    await converse(handle, rng, 2)
+    await handle.snapshot()
+    live = await view(handle)
+    window_users = [m["content"] for m in live[0] if m["role"] == "user"]
+    shown = events_to_messages(await handle.events(include_archive=True), include_tools=False)
+    await registry.aclose()
+
+    markers = [m for m in shown if m["role"] == "summary"]
+    assert markers
+    assert markers[-1]["round"] == 2
+    shown_users = [m["content"] for m in shown if m["role"] == "user"]
+    assert shown_users[-len(window_users) :] == window_users
+    registry = await open_registry(tmp_path)
+    assert await view(registry.handle(sid)) == live
+    await registry.aclose()

@@ -221,7 +221,7 @@ def build_app(services: HttpServices) -> Starlette:
 
     async def on_problem(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, ProblemError)
-        response = problem(exc.status, exc.detail, instance=request.url.path)
+        response = problem(exc.status, exc.detail, instance=request.url.path, extra=exc.extra)
         response.headers.update(exc.headers)
         return response
 

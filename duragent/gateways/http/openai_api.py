@@ -45,6 +45,7 @@ from duragent.gateways.http.openai_wire import (
     error_response,
     parse_chat_request,
 )
+from duragent.gateways.http.problem import failed_turn_status
 from duragent.gateways.http.security import read_json
 from duragent.gateways.http.services import HttpServices
 from duragent.gateways.http.sessions import message_key
@@ -175,7 +176,7 @@ class OpenAIRoutes:
                 ) from None
         if isinstance(result, Failed):
             raise OpenAIError(
-                502,
+                failed_turn_status(result.code),
                 result.content,
                 code="turn_failed",
                 retry=False,  # the message and the failure are recorded

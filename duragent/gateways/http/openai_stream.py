@@ -35,6 +35,7 @@ from duragent.gateways.http.openai_wire import (
     finish_reason,
     usage_body,
 )
+from duragent.gateways.http.problem import failed_turn_status
 from duragent.gateways.http.stream import SERVER_STOPPING, QueueSink, StreamWire
 from duragent.turns import AwaitingApproval, Complete, Duplicate, Failed, TurnResult
 
@@ -122,8 +123,8 @@ class ChunkWire(StreamWire):
     def ending(self, result: TurnResult) -> list[ServerSentEvent]:
         """The last content (a pending approval's words), the finish chunk, usage, [DONE]."""
         match result:
-            case Failed(content=content):
-                return self.failure(content)
+            case Failed(content=content, code=code):
+                return self.failure(content, failed_turn_status(code))
             case AwaitingApproval():
                 events = [self._chunks.chunk({"content": approval_text(result)})]
             case Complete() | Duplicate():
@@ -135,9 +136,9 @@ class ChunkWire(StreamWire):
         events.append(_DONE)
         return events
 
-    def failure(self, message: str) -> list[ServerSentEvent]:
+    def failure(self, message: str, status: int = 502) -> list[ServerSentEvent]:
         """An error chunk (the SDK raises it), then [DONE]."""
-        body = error_body(502, message, code="turn_failed")
+        body = error_body(status, message, code="turn_failed")
         body["error"]["turn_id"] = self._chunks.turn_id
         return [ServerSentEvent(data=dumps(body)), _DONE]
 

@@ -206,7 +206,10 @@ def _document(version: str) -> dict[str, Any]:
                         "202": json_response(ref("Pending"), "A tool call waits for approval"),
                         "404": problem("No such session, or it has ended"),
                         "408": problem("Turn still running"),
-                        "409": problem("Quarantined"),
+                        "409": problem(
+                            "Quarantined, or the session's pins no longer fit its agent "
+                            "(detail names them and how to unpin)"
+                        ),
                         "413": problem("Body too large"),
                         "502": problem("The model failed"),
                         **COMMON,
@@ -251,7 +254,8 @@ def _document(version: str) -> dict[str, Any]:
                         "202": json_response(ref("Pending"), "Another call waits for approval"),
                         "404": problem("No session, it has ended, or no pending approval"),
                         "409": problem(
-                            "The pending approval is for another call_id, or quarantined"
+                            "The pending approval is for another call_id, quarantined, or the "
+                            "session's pins no longer fit its agent"
                         ),
                         "413": problem("Body too large"),
                         "502": problem("The model failed"),

@@ -227,7 +227,10 @@ def openai_paths() -> dict[str, Any]:
                     },
                     "404": _error("No such model (agent), or the session has ended"),
                     "408": _error("The turn outlived request_timeout_seconds; it continues"),
-                    "409": _error("The session is quarantined"),
+                    "409": _error(
+                        "The session is quarantined, or its pins no longer fit the agent "
+                        "(the message names them and how to unpin)"
+                    ),
                     "413": _error("Body too large"),
                     "502": _error("The model failed (recorded; not to be retried)"),
                     **_ERRORS,

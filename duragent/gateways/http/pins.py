@@ -26,12 +26,15 @@ from duragent.gateways.http.problem import ProblemError
 from duragent.gateways.http.security import read_json
 from duragent.gateways.http.services import HttpServices
 from duragent.session import SessionNotFoundError
+from duragent.turns import PinRefusedError
 
 __all__ = ["MAX_PIN_CHARS", "PIN_KINDS", "PinRoutes", "pin_paths"]
 
 PIN_KINDS = ("note", "decision", "task")
 MAX_PIN_CHARS = 8_000
-"""A pin is a sentence or a paragraph; the tier's ``pinned_share`` bounds all of them."""
+"""A pin is a sentence or a paragraph. The agent's room for pins (``turns.pins``, often far
+less at a small window) is checked after this cheap bound: a pin past it is a 400 naming
+the limit in tokens and the fix."""
 
 
 class PinRoutes:
@@ -85,8 +88,21 @@ class PinRoutes:
         kind = body.get("kind", "note")
         if kind not in PIN_KINDS:
             raise ProblemError(400, f"field 'kind' must be one of {', '.join(PIN_KINDS)}")
-        handle = await self._handle(request)
-        pin_id = await handle.pin(text, kind=kind, source="operator")
+        session_id = (await self._handle(request)).session_id
+        try:
+            pin_id = await self.s.turns.pin(session_id, text, kind=kind, source="operator")
+        except PinRefusedError as exc:  # it could never be sent: every turn would fail
+            raise ProblemError(
+                400,
+                f"field 'text': {exc}".replace("{id}", session_id),
+                extra={
+                    "field": "text",
+                    "limit_tokens": exc.room,
+                    "tokens": exc.new,
+                    "pinned_tokens": exc.others,
+                    "fix": exc.fix.replace("{id}", session_id),
+                },
+            ) from None
         return JSONResponse({"pin_id": pin_id}, status_code=201)
 
     async def delete(self, request: Request) -> Response:
@@ -143,7 +159,10 @@ def pin_paths() -> dict[str, Any]:
                 "requestBody": json_body(body),
                 "responses": {
                     "201": json_response({"type": "object", "required": ["pin_id"]}, "Pinned"),
-                    "400": problem("Invalid body"),
+                    "400": problem(
+                        "Invalid body, or the pins would not fit the agent's room for them "
+                        "(field, limit_tokens, tokens, pinned_tokens and fix say by how much)"
+                    ),
                     "404": problem("No such session"),
                     "409": problem("Quarantined"),
                     "413": problem("Body too large"),

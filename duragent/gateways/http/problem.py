@@ -16,11 +16,13 @@ from dataclasses import dataclass
 from starlette.responses import JSONResponse
 
 __all__ = [
+    "FAILED_TURN_STATUS",
     "PROBLEM_CONTENT_TYPE",
     "PROBLEM_TYPES",
     "ProblemError",
     "ProblemType",
     "UnregisteredProblemError",
+    "failed_turn_status",
     "problem",
     "problem_type",
 ]
@@ -63,7 +65,8 @@ PROBLEM_TYPES: Mapping[int, ProblemType] = {
     409: ProblemType(
         "conflict",
         "Conflict",
-        "The session is quarantined, another approval is pending, or a shutdown is under way.",
+        "The session is quarantined, another approval is pending, a shutdown is under way, "
+        "or the session's pins no longer fit its agent (detail names them and how to unpin).",
     ),
     413: ProblemType("payload-too-large", "Payload Too Large", "The body exceeds 2 MiB."),
     415: ProblemType(
@@ -89,6 +92,18 @@ PROBLEM_TYPES: Mapping[int, ProblemType] = {
         "insufficient-storage", "Insufficient Storage", "The disk is full; nothing was recorded."
     ),
 }
+
+
+FAILED_TURN_STATUS: Mapping[str, int] = {"pins_over_budget": 409}
+"""A failed turn's status by its ``Failed.code``: 502 (the model failed) unless listed here.
+
+The session's pins outgrowing their room is no failure of the model, and retrying cannot
+help: 409, with the pins and how to unpin them in ``detail``."""
+
+
+def failed_turn_status(code: str) -> int:
+    """The HTTP status of a turn that failed with ``code`` (``FAILED_TURN_STATUS``)."""
+    return FAILED_TURN_STATUS.get(code, 502)
 
 
 class UnregisteredProblemError(ValueError):
@@ -129,11 +144,18 @@ class ProblemError(Exception):
     """Raised inside a handler to answer with a problem+json response."""
 
     def __init__(
-        self, status: int, detail: str, *, headers: Mapping[str, str] | None = None
+        self,
+        status: int,
+        detail: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        extra: Mapping[str, object] | None = None,
     ) -> None:
         problem_type(status)  # refused here, at the raise, not later in the error handler
         self.status = status
         self.detail = detail
         self.headers = dict(headers or {})
         """Sent with the answer (``X-Duragent-Turn`` of a turn that failed)."""
+        self.extra = dict(extra or {})
+        """RFC 7807 extension members (``field``, ``fix``, a limit) a client can act on."""
         super().__init__(detail)

@@ -26,7 +26,7 @@ from duragent.gateways.http.paging import (
     quoted,
     read_limit,
 )
-from duragent.gateways.http.problem import ProblemError
+from duragent.gateways.http.problem import ProblemError, failed_turn_status
 from duragent.gateways.http.security import read_json
 from duragent.gateways.http.services import HttpServices
 from duragent.gateways.http.stream import TURN_HEADER, OpenStreams, stream_turn
@@ -99,8 +99,8 @@ def _reply(result: TurnResult) -> Response:
             )
         case Duplicate():
             return JSONResponse({"status": "duplicate", "session_id": result.session_id})
-        case Failed(content=content):
-            raise ProblemError(502, content)
+        case Failed(content=content, code=code):
+            raise ProblemError(failed_turn_status(code), content)
 
 
 def _resumed(result: Complete | AwaitingApproval | Failed) -> Response:
@@ -115,8 +115,8 @@ def _resumed(result: Complete | AwaitingApproval | Failed) -> Response:
                 {"status": "pending_approval", "call_id": call_id, "command": command},
                 status_code=202,
             )
-        case Failed(content=content):
-            raise ProblemError(502, content)
+        case Failed(content=content, code=code):
+            raise ProblemError(failed_turn_status(code), content)
 
 
 class SessionRoutes:
