@@ -14,7 +14,8 @@ pieces; ``specs/202611241415.year-in-an-hour.md`` the decisions.
 
 Prints the table (and PASS or FAIL), writes ``--json`` (default ``year.json``) and the
 picture ``--png`` (default ``year.png``; needs matplotlib: ``pip install -e '.[bench]'``).
-Exit status 1 when any check failed. ``--keep DIR`` keeps the workspace and the logs.
+Exit status 1 when any check failed. ``--keep DIR`` keeps the workspace, the logs and the
+fake Telegram's record (``calls.jsonl``: every Bot API call but ``getUpdates``).
 """
 
 from __future__ import annotations

@@ -8,22 +8,43 @@ the live sessions' event logs left open, and ERROR log lines that name no sessio
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from year_model import YearModel
 
-__all__ = ["log_errors", "open_file_problems", "tool_checks"]
+__all__ = ["NoteCounts", "log_errors", "open_file_problems", "tool_checks"]
 
 _SESSION_ID = re.compile(r"session_[0-9A-Z]{26}")
 
 
-def tool_checks(
-    root: Path, model: YearModel
-) -> tuple[list[str], tuple[int, int, int], tuple[int, int, int, int]]:
+@dataclass(frozen=True)
+class NoteCounts:
+    """The memory notes' account: every recall is found, cut, or of a note a kill kept off
+    disk (``found + recalls_cut + never_stored == recalls`` when nothing failed)."""
+
+    remembered: int
+    """Notes the model asked to remember."""
+    once: int
+    """Notes on disk exactly once."""
+    remembers_cut: int
+    """``remember`` calls a kill cut (the note may be on disk or not, never twice)."""
+    recalls: int
+    found: int
+    """Recalls that returned their note."""
+    recalls_cut: int
+    """``recall`` calls a kill cut: not judged."""
+    never_stored: int
+    """Recalls of a note a kill kept off disk (its ``remember`` was cut first): not judged."""
+
+
+def tool_checks(root: Path, model: YearModel) -> tuple[list[str], tuple[int, int, int], NoteCounts]:
     """Saved outputs read back right; notes remembered once on disk and recalled.
 
     A call a kill cut is recorded as interrupted and never run again: its read is not judged,
-    its note may be absent (never twice), and its recall is not expected to find it.
+    its note may be absent (never twice), and its recall is not expected to find it. A recall
+    of a note that is on disk must return it, whatever its ``remember`` call was told; a
+    ``remember`` that was not cut must say it remembered.
     """
     problems = [
         f"tool_output: {t}: lines came back wrong" for t, ok in model.reads.items() if ok is False
@@ -40,16 +61,29 @@ def tool_checks(
         count = notes.count(note)
         if count > 1:
             problems.append(f"memory: {note!r} written {count} times")
+        elif said is False:
+            problems.append(f"memory: {note!r}: the tool did not say it remembered it")
         elif said and count == 0:
             problems.append(f"memory: {note!r} said remembered, not on disk")
         once += count == 1
-    problems.extend(
-        f"memory: recall did not return {note!r}"
-        for note, ok in model.recalls.items()
-        if ok is False and model.remembered.get(note)
+    never_stored = 0
+    for note, ok in model.recalls.items():
+        if ok is not False:
+            continue
+        if model.remembered.get(note) is None and note not in notes:
+            never_stored += 1  # its remember was cut before the note was written
+        else:
+            problems.append(f"memory: recall did not return {note!r}")
+    counts = NoteCounts(
+        remembered=len(model.remembered),
+        once=once,
+        remembers_cut=sum(1 for said in model.remembered.values() if said is None),
+        recalls=len(model.recalls),
+        found=sum(1 for ok in model.recalls.values() if ok),
+        recalls_cut=sum(1 for ok in model.recalls.values() if ok is None),
+        never_stored=never_stored,
     )
-    recalled = sum(1 for ok in model.recalls.values() if ok)
-    return problems, reads, (len(model.remembered), once, len(model.recalls), recalled)
+    return problems, reads, counts
 
 
 def open_file_problems(files: dict[str, int], workspace: Path) -> list[str]:

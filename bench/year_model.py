@@ -93,8 +93,8 @@ class YearModel:
     """Token of a cut 200 KB output → its line range came back right (None: a kill cut it)."""
     tool_calls: dict[str, int] = field(default_factory=dict)
     """Tool calls the model asked for, by tool."""
-    remembered: dict[str, bool] = field(default_factory=dict)
-    """Note → the memory tool said it was remembered."""
+    remembered: dict[str, bool | None] = field(default_factory=dict)
+    """Note → the memory tool said it was remembered (None: a kill cut the call)."""
     recalls: dict[str, bool | None] = field(default_factory=dict)
     """Note → ``recall`` returned it (None: a kill cut the call)."""
 
@@ -202,7 +202,9 @@ class YearModel:
             return self._call("memory", args)
         result = done[-1]
         if verb == "remember":
-            self.remembered[note] = result.startswith("Remembered")
+            self.remembered[note] = (
+                None if INTERRUPTED in result else result.startswith("Remembered")
+            )
         else:
             self.recalls[note] = None if INTERRUPTED in result else note in result
         return Reply(text=f"re {' '.join(tokens)}: {verb} done ({result[:80]})")

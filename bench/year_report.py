@@ -61,8 +61,13 @@ def rows(r: YearResult) -> list[tuple[str, str]]:
         ),
         ("  cut outputs read back / right / cut by a kill", " / ".join(map(str, r.reads))),
         (
-            "  notes remembered / once on disk / recalled / found",
-            " / ".join(map(str, r.memory)),
+            "  notes remembered / once on disk / cut by a kill",
+            f"{r.memory.remembered} / {r.memory.once} / {r.memory.remembers_cut}",
+        ),
+        (
+            "  recalls / found / cut by a kill / of a note a kill kept off disk",
+            f"{r.memory.recalls} / {r.memory.found} / {r.memory.recalls_cut}"
+            f" / {r.memory.never_stored}",
         ),
         ("Telegram faults injected (429, 502, drops)", f"{r.telegram_faults}"),
         ("edits (no turn) / pastes of 20-80 KB", f"{r.edits} / {r.pastes}"),

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from corpus import english
 from year_campaign import REFUSED, YearCampaign, telegram_faults
-from year_checks import log_errors, open_file_problems, tool_checks
+from year_checks import NoteCounts, log_errors, open_file_problems, tool_checks
 from year_clock import ClockDriver
 from year_commands import CommandCheck, check_commands
 from year_model import YearModel
@@ -43,6 +43,7 @@ from tests.gateways.campaign_verdict import (
     verdict,
 )
 from tests.gateways.telegram.campaign_rig import ServeProcess
+from tests.gateways.telegram.restart_campaign import _dump
 
 __all__ = ["DAY_MS", "YearConfig", "YearResult", "run_year"]
 
@@ -84,8 +85,8 @@ class YearResult:
     """Tool calls the model asked for, by tool (bash, tool_output, memory)."""
     reads: tuple[int, int, int]
     """Cut outputs read back through ``tool_output``: asked, right, cut by a kill."""
-    memory: tuple[int, int, int, int]
-    """Notes remembered, found once on disk, recalls asked, recalls that returned the note."""
+    memory: NoteCounts
+    """Notes remembered and recalled through the memory tool (``year_checks``)."""
     tool_problems: list[str]
     telegram_faults: int
     edits: int
@@ -201,6 +202,8 @@ async def run_year(config: YearConfig) -> YearResult:
             wall = time.monotonic() - started
             driver_cpu = _own_cpu() - cpu_before
             fired = sum(rule.fired for rule in tg.faults)
+            if config.workdir is not None:  # what users saw, to read a failure
+                _dump(root / "calls.jsonl", tg)
         result = _gather(config, root, campaign, probe, model, serve, clock, fired, wall)
         result.serve_cpu = sum(probe.cpu_by_pid.values())
         result.driver_cpu = driver_cpu

@@ -164,6 +164,9 @@ class SessionSnapshot:
     last_decided_seq: int = 0
     """The newest decision on an approval. Later than ``last_settled_seq``, the turn it let
     go on has not ended yet (a crash stopped it): a chat's recovery finishes it."""
+    last_failed_seq: int = 0
+    """The newest recorded failure (an ``error`` event). Once delivered (``last_delivered_seq``
+    at or past it), a redelivered copy of the message it answered is not run again."""
     silent_buffer_cap: int = DEFAULT_SILENT_BUFFER_CAP
     """The context buffer's bound (the agent's ``context_buffer.max_messages`` at creation)."""
     silent_buffer: list[BufferedMessage] = field(default_factory=list)
@@ -232,6 +235,7 @@ class SessionSnapshot:
             "last_settled_seq": self.last_settled_seq,
             "last_answered_seq": self.last_answered_seq,
             "last_decided_seq": self.last_decided_seq,
+            "last_failed_seq": self.last_failed_seq,
             "recent_platform_ids": list(self.recent_platform_ids),
             "recent_platform_seqs": list(self.recent_platform_seqs),
             "silent_buffer": [m.to_dict() for m in self.silent_buffer],
@@ -296,6 +300,7 @@ class SessionSnapshot:
                 data.get("last_answered_seq") or data.get("last_settled_seq") or 0
             ),
             last_decided_seq=int(data.get("last_decided_seq") or 0),
+            last_failed_seq=int(data.get("last_failed_seq") or 0),
             silent_buffer_cap=int(config.get("silent_buffer_cap") or DEFAULT_SILENT_BUFFER_CAP),
             silent_buffer=[BufferedMessage.from_dict(m) for m in buffered],
             summary=dict(summary) if summary else None,

@@ -88,6 +88,7 @@ class SessionState:
         self.last_settled_seq = snapshot.last_settled_seq
         self.last_answered_seq = snapshot.last_answered_seq
         self.last_decided_seq = snapshot.last_decided_seq
+        self.last_failed_seq = snapshot.last_failed_seq
         seqs = snapshot.recent_platform_seqs
         if len(seqs) != len(snapshot.recent_platform_ids):
             seqs = [0] * len(snapshot.recent_platform_ids)  # older snapshot: seq unknown
@@ -150,15 +151,19 @@ class SessionState:
         return self.platform_ids.get(platform_id)
 
     def is_answered(self, user_seq: int) -> bool:
-        """Whether the turn for the user message ``user_seq`` ended (a reply, an approval).
+        """Whether the turn for the user message ``user_seq`` ended, as the chat saw it.
 
-        A final reply was recorded after it, or an approval it asked for is waiting for a
-        person. A redelivered copy of such a message must not run its turn again (asking again would
-        cancel the approval the person is about to press); a failed turn is not "answered":
-        the copy retries it.
+        A final reply was recorded after it, an approval it asked for is waiting for a
+        person, or its turn failed and the chat was told (the notice was delivered). A
+        redelivered copy of such a message must not run its turn again: asking again would
+        cancel the approval the person is about to press, and failing again would tell the
+        same failure twice (the notice says the message is saved and can be sent again; a
+        recovery at start tells an unsent notice before the platform redelivers). A failure
+        not yet told is not "answered": the copy retries it.
         """
         waiting = self.pending_approval is not None and self.last_settled_seq > user_seq
-        return self.last_final_reply_seq > user_seq or waiting
+        told = self.last_failed_seq > user_seq and self.last_delivered_seq >= self.last_failed_seq
+        return self.last_final_reply_seq > user_seq or waiting or told
 
     def buffered_platform_id(self, platform_id: str) -> bool:
         """Whether the context buffer holds the message with ``platform_id`` (a redelivery)."""
@@ -206,6 +211,7 @@ class SessionState:
             last_settled_seq=self.last_settled_seq,
             last_answered_seq=self.last_answered_seq,
             last_decided_seq=self.last_decided_seq,
+            last_failed_seq=self.last_failed_seq,
             silent_buffer_cap=self.silent_cap,
             silent_buffer=list(self.silent),
             **self.memory.snapshot_fields(),
@@ -248,6 +254,7 @@ class SessionState:
         elif kind == EventType.ERROR:
             self.last_settled_seq = max(self.last_settled_seq, event.seq)  # a failed turn
             self.last_answered_seq = max(self.last_answered_seq, event.seq)
+            self.last_failed_seq = max(self.last_failed_seq, event.seq)
         elif kind == EventType.APPROVAL_REQUIRED:
             self.last_settled_seq = max(self.last_settled_seq, event.seq)
             self.last_answered_seq = max(self.last_answered_seq, event.seq)

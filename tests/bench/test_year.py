@@ -56,9 +56,10 @@ async def test_a_simulated_week_loses_nothing_repeats_nothing_and_never_overflow
     asked, right, _cut = result.reads
     assert asked > 0
     assert right > 0
-    remembered, once, recalls, recalled = result.memory
-    assert 0 < once <= remembered
-    assert 0 < recalled <= recalls
+    notes = result.memory
+    assert 0 < notes.once <= notes.remembered
+    assert notes.found > 0
+    assert notes.found + notes.recalls_cut + notes.never_stored == notes.recalls
     assert result.tool_problems == []
     for schedule in result.schedules:
         assert schedule.expected > 0
@@ -122,3 +123,35 @@ def test_the_commands_verdict_fails_a_reset_that_kept_the_session_and_an_unexpla
     bad = chat(old, "No active session to reset.", copy_lifetime=0)
     assert len(bad.problems) == 3
     assert bad.fresh_sessions == 0
+
+
+def test_the_memory_verdict_excuses_only_what_a_kill_cut(tmp_path: Path) -> None:
+    """A recall cut by a kill, or of a note whose ``remember`` a kill cut before writing, is
+    not judged; a recall that misses a note on disk fails, whatever its remember was told."""
+    checks = bench("year_checks")
+    model = bench("year_model").YearModel(now_ms=lambda: 0, prose="")
+    daily = tmp_path / ".duragent" / "agents" / "small" / "memory" / "daily"
+    daily.mkdir(parents=True)
+    (daily / "2026-11-24.md").write_text("- kept\n- written, then cut\n- missed\n")
+    model.remembered = {
+        "kept": True,
+        "written, then cut": None,
+        "never written": None,
+        "missed": True,
+    }
+    model.recalls = {
+        "kept": True,
+        "written, then cut": True,
+        "never written": False,
+        "missed": None,
+    }
+    problems, _reads, notes = checks.tool_checks(tmp_path, model)
+    assert problems == []
+    assert (notes.remembered, notes.once, notes.remembers_cut) == (4, 3, 2)
+    assert (notes.recalls, notes.found, notes.recalls_cut, notes.never_stored) == (4, 2, 1, 1)
+
+    model.recalls["written, then cut"] = False  # on disk: its recall must return it
+    model.remembered["kept"] = False  # not cut, yet not remembered
+    problems, _reads, notes = checks.tool_checks(tmp_path, model)
+    assert len(problems) == 2
+    assert notes.never_stored == 1

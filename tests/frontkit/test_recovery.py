@@ -159,6 +159,44 @@ async def test_a_failure_the_chat_was_told_is_not_told_again(tmp_path: Path) -> 
     assert len(kit.replies()) == 1
 
 
+async def test_a_failed_message_redelivered_after_its_notice_was_told_is_not_failed_again(
+    tmp_path: Path,
+) -> None:
+    """Killed after the ``error`` event and before Telegram's update was confirmed: the next
+    start tells the failure, then the update comes again. Its copy must not run the turn a
+    second time, or the person is told the same failure twice by one process (found by
+    bench/year.py: a paste too big for any request, told twice)."""
+    async with recovery_kit(tmp_path) as kit:
+        kit.h.server.enqueue(Fault(status=400, message="too big"))
+        kit.h.server.enqueue(Fault(status=400, message="too big"))
+        sid = await kit.session()
+        await kit.h.runner.run(sid, "a huge paste", platform_message_id="p1")
+        await kit.h.registry.stop(sid)
+        assert await kit.recover() == (0, 0)  # the failure is told
+        again = Inbound(CHAT, "a huge paste", agent="bot", sender_id="u1", message_id="p1")
+        await kit.queues.offer(sid, again, QueueSpec())
+        assert await eventually(lambda: len(kit.queues) == 0)
+    [(reply_to, text)] = kit.replies()
+    assert (reply_to, "too big" in text) == ("p1", True)
+    assert len(kit.h.server.requests) == 1
+
+
+async def test_a_failed_message_redelivered_before_its_notice_was_told_is_tried_again(
+    tmp_path: Path,
+) -> None:
+    """A failure the person never heard of: the copy runs the turn again, and its reply is
+    the answer, as for a message never answered."""
+    async with recovery_kit(tmp_path) as kit:
+        kit.h.server.enqueue(Fault(status=400, message="bad request"))
+        sid = await kit.session()
+        await kit.h.runner.run(sid, "hello", platform_message_id="p1")  # not told
+        again = Inbound(CHAT, "hello", agent="bot", sender_id="u1", message_id="p1")
+        await kit.queues.offer(sid, again, QueueSpec())
+        assert await eventually(lambda: len(kit.queues) == 0)
+    assert kit.replies() == [("p1", "re: hello")]
+    assert len(kit.h.server.requests) == 2
+
+
 async def test_sessions_with_nothing_to_do_are_not_loaded(tmp_path: Path) -> None:
     chats = [ChatRef("telegram", str(n)) for n in range(40)]
     async with recovery_kit(tmp_path) as kit:

@@ -151,6 +151,22 @@ def test_answered_means_a_final_reply_came_after_the_message() -> None:
     assert state.is_answered(asked.seq)
 
 
+def test_a_failure_counts_as_the_answer_once_the_chat_was_told_and_after_a_snapshot() -> None:
+    """A redelivered copy of a message whose failure the chat was told is not run again
+    (it would tell the same failure twice); one whose failure was never told is."""
+    state = fresh()
+    feed = Feed(state)
+    asked = feed(Event.user_message, content="a huge paste")
+    failed = feed(Event.error, code="context_overflow", message="too big")
+    assert not state.is_answered(asked.seq)  # not told yet: a copy tries again
+    feed(Event.delivery, reply_seq=failed.seq, target="telegram:1")
+    assert state.is_answered(asked.seq)
+    restored = SessionSnapshot.from_dict(state.to_snapshot("now").to_dict())
+    assert SessionState(restored).is_answered(asked.seq)
+    later = feed(Event.user_message, content="next")
+    assert not state.is_answered(later.seq)
+
+
 def test_unknown_events_change_nothing_but_the_seq() -> None:
     state = fresh()
     state.apply(Event(seq=1, timestamp="t2", type="from_the_future", data={"x": 1}))
