@@ -29,7 +29,7 @@ def test_doctor_shows_each_agents_summaries_setting_after_its_tier(tmp_path: Pat
     small = lines_of(out, "small")
     tier = next(i for i, line in enumerate(small) if " tier 4–8K:" in line)
     assert small[tier + 1] == (
-        "✓ [agent small] summaries on: from 70 % of the history budget, keep 40 % verbatim, "
+        "✓ [agent small] summaries on: from 70 % of the history budget, keep 20 % verbatim, "
         "≤ 409 tokens, extractive (the offline model writes none)"
     )
     assert "✓ [agent quiet] summaries off (old history is only dropped)" in out
