@@ -105,6 +105,7 @@ def test_messages_sent_at_once_to_both_nodes_are_each_recorded_once(
     assert len(set(seqs)) == len(seqs)
 
 
+@pytest.mark.slow  # ~4 s; the default suite has tests/gateways/telegram/test_cluster.py
 def test_a_webhook_update_delivered_to_both_nodes_is_answered_once(
     tmp_path: Path, schema: str
 ) -> None:
@@ -151,6 +152,7 @@ def test_a_webhook_update_delivered_to_both_nodes_is_answered_once(
     assert "hello from telegram" in sent[0]
 
 
+@pytest.mark.slow  # ~7 s; the default suite has tests/scheduler/test_cluster.py
 def test_a_schedule_fires_each_due_time_once_across_the_cluster(
     tmp_path: Path, schema: str
 ) -> None:
@@ -282,6 +284,7 @@ def test_a_saved_tool_output_is_read_back_on_the_node_that_took_the_session_over
     assert "2999\n3000" in answer.json()["content"]
 
 
+@pytest.mark.slow  # ~6 s; the default suite has tests/gateways/telegram/test_cluster.py
 def test_with_long_polling_one_node_polls_the_other_stands_by_and_each_message_is_answered_once(
     tmp_path: Path, schema: str
 ) -> None:

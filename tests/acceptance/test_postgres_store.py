@@ -190,6 +190,7 @@ def test_a_schema_newer_than_this_duragent_is_refused_everywhere(
     assert "newer than this duragent" in doctor.stdout
 
 
+@pytest.mark.slow  # ~5 s; the default suite has tests/gateways/http/test_database_outage.py
 def test_losing_the_database_gives_clear_503s_and_recovers_by_itself(
     tmp_path: Path, schema: str
 ) -> None:
