@@ -29,28 +29,21 @@ import asyncio
 import json
 import math
 import random
-import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from corpus import code, english, json_text  # bench/ is on sys.path when a script here is run
 
-from duragent.agents import load_catalog
 from duragent.context.summaries import REFERENCE_HEADER
 from duragent.context.tokens import TokenCounter, counter_for_model
 from duragent.core.events import EventType
 from duragent.core.messages import Message, ToolDefinition
-from duragent.llm import RetryPolicy
-from duragent.session import RegistrySettings, SessionRegistry
-from duragent.store import SessionStore
 from duragent.testing import RecordedRequest, Reply, ScriptedLLMServer, ToolCallReply
+from duragent.testing.local_runner import local_runner, request_tokens
 from duragent.tools.base import PolicyType, ToolContext, ToolOutcome
-from duragent.turns import Complete, TurnRunner
-from duragent.turns.agent_budget import budget_settings
-from duragent.turns.providers import ProviderPool
+from duragent.turns import Complete
 from duragent.turns.summariser import SUMMARY_PROMPT
 
 MODEL = "gpt-4o"
@@ -269,48 +262,25 @@ async def run_variant(window: int, context: str, turns: int, texts: Texts) -> Re
     counter = counter_for_model(MODEL)
     script = Script(texts, counter, newer_from=max(2, turns - 3))
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="duragent-bench-") as tmp:
-        root = Path(tmp) / ".duragent"
-        async with ScriptedLLMServer(responder=script, keep_requests=1) as server:
-            agent_dir = root / "agents" / "bench"
-            agent_dir.mkdir(parents=True)
-            (agent_dir / "agent.yaml").write_text(
-                agent_yaml(server.openai_base_url, window, context)
-            )
-            catalog = load_catalog(root / "agents")
-            assert not catalog.broken, catalog.broken
-            registry = SessionRegistry(
-                SessionStore(root / "sessions"), RegistrySettings(ask_timeout=60)
-            )
-            await registry.open()
-            providers = ProviderPool(policy=RetryPolicy(initial_delay=0.01, max_delay=0.05))
-            tool = OutputTool(texts)
-            runner = TurnRunner(
-                registry,
-                agents=lambda: catalog,
-                providers=providers,
-                workspace_dir=root,
-                world_memory_dir=root / "memory" / "world",
-                policy_file=root / "policy.yaml",
-                extra_tools=lambda agent, sid: [tool],
-            )
-            try:
-                sid = await runner.start_session("bench")
-                failed = 0
-                for t in range(1, turns + 1):
-                    script.turn, script.iteration = t, 0
-                    result = await runner.run(sid, script.user_text(t))
-                    failed += not isinstance(result, Complete)
-                events = await registry.handle(sid).events(include_archive=True)
-                limit = budget_settings(catalog.get("bench")).limit
-            finally:
-                await registry.aclose()
-                await providers.aclose()
-    budgets = [
-        int(e.data["budget"]["request_tokens"])
-        for e in events
-        if e.type == EventType.ASSISTANT_RESPONSE and e.data.get("budget")
-    ]
+    tool = OutputTool(texts)
+    async with (
+        ScriptedLLMServer(responder=script, keep_requests=1) as server,
+        local_runner(
+            agent_yaml(server.openai_base_url, window, context),
+            agent="bench",
+            extra_tools=lambda agent, sid: [tool],
+            prefix="duragent-bench-",
+        ) as local,
+    ):
+        sid = await local.runner.start_session("bench")
+        failed = 0
+        for t in range(1, turns + 1):
+            script.turn, script.iteration = t, 0
+            result = await local.runner.run(sid, script.user_text(t))
+            failed += not isinstance(result, Complete)
+        events = await local.events(sid)
+        limit = local.limit
+    budgets = request_tokens(events)
     rounds = [e.data for e in events if e.type == EventType.SUMMARY]
     return Result(
         tokens=budgets,

@@ -31,25 +31,18 @@ import itertools
 import json
 import random
 import statistics
-import tempfile
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import context_turns  # bench/ is on sys.path when a script here is run
 from corpus import english
 
-from duragent.agents import load_catalog
 from duragent.context.tokens import TokenCounter, counter_for_model
 from duragent.core.events import EventType
-from duragent.llm import RetryPolicy
-from duragent.session import RegistrySettings, SessionRegistry
-from duragent.store import SessionStore
 from duragent.testing import RecordedRequest, Reply, ScriptedLLMServer
-from duragent.turns import Complete, TurnRunner
-from duragent.turns.agent_budget import budget_settings
-from duragent.turns.providers import ProviderPool
+from duragent.testing.local_runner import local_runner, request_tokens
+from duragent.turns import Complete
 
 MODEL = context_turns.MODEL
 WINDOWS = (4_096, 8_192, 32_000)
@@ -133,49 +126,24 @@ async def chat_session(window: int, turns: int) -> Cadence:
     """``turns`` chat turns of ~130-token messages through the real runner."""
     counter = counter_for_model(MODEL)
     script = ChatScript(counter)
-    with tempfile.TemporaryDirectory(prefix="duragent-cadence-") as tmp:
-        root = Path(tmp) / ".duragent"
-        async with ScriptedLLMServer(responder=script, keep_requests=1) as server:
-            agent_dir = root / "agents" / "bench"
-            agent_dir.mkdir(parents=True)
-            (agent_dir / "agent.yaml").write_text(agent_yaml(server.openai_base_url, window))
-            catalog = load_catalog(root / "agents")
-            assert not catalog.broken, catalog.broken
-            registry = SessionRegistry(
-                SessionStore(root / "sessions"), RegistrySettings(ask_timeout=60)
-            )
-            await registry.open()
-            providers = ProviderPool(policy=RetryPolicy(initial_delay=0.01, max_delay=0.05))
-            runner = TurnRunner(
-                registry,
-                agents=lambda: catalog,
-                providers=providers,
-                workspace_dir=root,
-                world_memory_dir=root / "memory" / "world",
-                policy_file=root / "policy.yaml",
-            )
-            try:
-                sid = await runner.start_session("bench")
-                failed = 0
-                for t in range(1, turns + 1):
-                    said = f"message number {t}: {script.words(t)}"
-                    failed += not isinstance(await runner.run(sid, said), Complete)
-                events = await registry.handle(sid).events(include_archive=True)
-                limit = budget_settings(catalog.get("bench")).limit
-            finally:
-                await registry.aclose()
-                await providers.aclose()
+    async with (
+        ScriptedLLMServer(responder=script, keep_requests=1) as server,
+        local_runner(agent_yaml(server.openai_base_url, window), agent="bench") as local,
+    ):
+        sid = await local.runner.start_session("bench")
+        failed = 0
+        for t in range(1, turns + 1):
+            said = f"message number {t}: {script.words(t)}"
+            failed += not isinstance(await local.runner.run(sid, said), Complete)
+        events = await local.events(sid)
+        limit = local.limit
     return Cadence(
         workload="chat",
         window=window,
         turns=turns,
         summary_turns=context_turns.summary_turns(events),
         kept=kept_shares(events),
-        tokens=[
-            int(e.data["budget"]["request_tokens"])
-            for e in events
-            if e.type == EventType.ASSISTANT_RESPONSE and e.data.get("budget")
-        ],
+        tokens=request_tokens(events),
         limit=limit,
         failed=failed,
     )

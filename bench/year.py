@@ -6,8 +6,11 @@ and without approval (some 200 KB, read back in part through ``tool_output``), t
 tool, declared schedules (daily at 02:30 in New York and Berlin across DST, a task every few
 hours, another every 15 minutes for ``--pulse-days``) on a simulated clock, the scripted model
 over real HTTP enforcing 8K and 32K windows with a real 400, and ``duragent serve`` SIGKILLed
-at random moments and restarted. ``bench/year_*.py`` hold the
-pieces; ``specs/202611241415.year-in-an-hour.md`` the decisions.
+at random moments and restarted. The serving process lives on the simulated calendar
+(``duragent.core.clock``): event stamps, session TTL (a quarter of the run: one DM in ten falls
+silent and must lose its session, no other chat may), the memory tool's "today" and
+saved-output retention all read it. 50 groups and 200 DMs (``--group-every 5``).
+``bench/year_*.py`` hold the pieces; ``specs/202611241415.year-in-an-hour.md`` the decisions.
 
     .venv/bin/python bench/year.py --quick                # a simulated week: ~1 minute
     .venv/bin/python bench/year.py --days 365 --messages 100000 --chats 250 --crashes 50
@@ -43,6 +46,9 @@ def main() -> int:
     parser.add_argument("--days", type=float, default=365.0)
     parser.add_argument("--messages", type=int, default=100_000)
     parser.add_argument("--chats", type=int, default=250)
+    parser.add_argument(
+        "--group-every", type=int, default=5, help="one chat in N is a group (5: 50 of 250)"
+    )
     parser.add_argument("--crashes", type=int, default=50)
     parser.add_argument("--every-hours", type=float, default=4.0, help="the recurring task")
     parser.add_argument(
@@ -65,6 +71,7 @@ def main() -> int:
         days=args.days,
         messages=args.messages,
         chats=args.chats,
+        group_every=args.group_every,
         kills=args.crashes,
         seed=args.seed,
         every_seconds=int(args.every_hours * 3600),

@@ -5,9 +5,10 @@ messages, same closed-loop DMs and three-ahead group mentions, same approvals pr
 kills, same verdict from what the fake Telegram recorded) with what a year adds:
 
 - **the clock** (``year_clock``): simulated time gates the chats (a message is written once
-  the clock has reached its place in the year) and the answers gate the clock (it runs at
-  most one round of messages ahead of the answers, at most ``step_ms`` per tick, and stands
-  still while ``duragent serve`` restarts), so the scheduler sees every due time;
+  the clock has reached its place in its chat's part of the year, below) and the answers
+  gate the clock (it runs at most one round of messages ahead of the answers, at most
+  ``step_ms`` per tick, and stands still while ``duragent serve`` restarts), so the
+  scheduler sees every due time;
 - **the traffic**: DM messages carry prose (some 30 KB pastes), a third of the tool calls are
   ``printf`` (allowed by the policy, no approval), a third 200 KB outputs (read back in part
   through ``tool_output``); some users edit an
@@ -15,15 +16,24 @@ kills, same verdict from what the fake Telegram recorded) with what a year adds:
   give a secret in their first message and ask for it in their last (``PROBE``), half of
   those after a ``/reset``; every DM asks ``/status`` (``year_commands``); one DM in six
   remembers a note through the memory tool and recalls it (``MEMORY_CHATS``);
+- **the pace**: each chat spreads its messages over the year (its k-th is due (k + phase)/n
+  of the way through, the phase drawn per chat so that chats do not all reach their k-th
+  message at once), so no chat runs ahead while another starves; one DM in ten
+  (``LAPSE_EVERY``) talks only in the first half (``LAPSE_SHARE``) and then falls silent, so
+  the TTL sweep, on the simulated calendar, must end those sessions and no other
+  (``year_ttl``);
 - **the faults**: the fake Telegram answers some sends with 429 + ``retry_after``, 502, or a
   dropped connection, and some polls with 502; the model fails and stalls some requests;
 - **approvals**: at most ``hold_quota`` prompts per kill interval wait for the next kill (the
-  restart campaign holds every one, which over a year would stall the DMs on the kills);
+  restart campaign holds every one, which over a year would stall the DMs on the kills), and
+  none longer than ``max_hold_ms`` of simulated time (half the TTL: a session waiting longer
+  would rightly expire), and none in a chat that lapses (it has half the year to talk);
 - **measurements**: ``year_probe.Probe`` samples the serving process while it is up.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import random
@@ -54,8 +64,17 @@ TOO_BIG_CHARS = 40_000
 REFUSED = "Sorry, I could not answer"
 MEMORY_CHATS = 6
 """One DM chat in six (index ≡ 1) remembers a note at its message ``REMEMBER_AT`` through the
-memory tool and recalls it at ``RECALL_AT``."""
-REMEMBER_AT, RECALL_AT = 3, 8
+memory tool and recalls it at ``RECALL_AT`` (no tool call between: an approval held over a
+kill would put weeks of simulated time between them, past the 30 days ``recall`` reads)."""
+REMEMBER_AT, RECALL_AT = 5, 8
+LAPSE_EVERY = 10
+"""DM chats whose index ≡ 3 (mod ``LAPSE_EVERY``) talk in the first ``LAPSE_SHARE`` only."""
+LAPSE_SHARE = 0.5
+
+
+def lapses(chat: Chat) -> bool:
+    """Whether ``chat`` falls silent after the first ``LAPSE_SHARE`` of the run."""
+    return not chat.group and chat.index % LAPSE_EVERY == 3
 
 
 def note_of(chat: int) -> str:
@@ -89,6 +108,7 @@ class YearCampaign(_Campaign):
         step_ms: int,
         prose: str,
         hold_quota: int = 2,
+        max_hold_ms: int | None = None,
     ) -> None:
         super().__init__(tg, serve, plan, kills, rng, stall_seconds=60.0)
         self.clock = clock
@@ -97,6 +117,13 @@ class YearCampaign(_Campaign):
         self.step_ms = step_ms
         self.prose = prose
         self.hold_quota = hold_quota
+        self.max_hold_ms = max_hold_ms
+        self.held_since: dict[str, int] = {}
+        """Token of a held approval → the simulated time it was first seen held."""
+        self.phase = {c.chat_id: random.Random(c.chat_id).random() for c in plan}
+        """Chat id → where in its first interval the chat's messages start (module docstring)."""
+        self.last_heard: dict[int, int] = {}
+        """Chat id → the simulated time of its latest message or command."""
         self.kill_sim_ms: list[int] = []
         self.pushed_sim: dict[str, int] = {}
         self.user_message_ids: dict[int, list[int]] = {}
@@ -135,6 +162,11 @@ class YearCampaign(_Campaign):
         span = self.end_ms - self.start_ms
         return self.start_ms + span * min(count, self.total) // max(1, self.total)
 
+    def _due_in_chat(self, chat: Chat, k: int) -> int:
+        """When ``chat``'s ``k``-th message may be written: (k + phase)/n of its part."""
+        span = (self.end_ms - self.start_ms) * (LAPSE_SHARE if lapses(chat) else 1.0)
+        return self.start_ms + int(span * (k + self.phase[chat.chat_id]) / len(chat.messages))
+
     def _advance_clock(self) -> None:
         if self.restarting is not None:
             return  # the clock stands still while no process serves
@@ -160,12 +192,31 @@ class YearCampaign(_Campaign):
             last = _last_line(self.run_logs / f"decl_ops_{name}.jsonl")
             if last is None:
                 continue
+            if not last:  # read while a line was being written: hold the clock this tick
+                return self.clock.ms
             handled = int(last.get("due", last.get("cursor", 0)))
             upcoming = next_due(handled)
             if last.get("status") not in ("running", "recorded", "retry"):
                 upcoming = next_due(upcoming)
             limit = min(limit, upcoming - 1)
         return limit
+
+    async def overrun(self, hours: int, hold: float) -> None:
+        """Move the clock ``hours`` past the year's end, an hour at a time, braked as any tick
+        (the scheduler starts each due time first), each hour held ``hold`` real seconds.
+
+        The TTL sweep runs hourly on this clock and at most once per real second
+        (``duragent.runtime.expiry``); the clock races through the last days once every
+        message is answered, and once it stands at the end a sweep waiting for its next hour
+        would never run. Holding each of these hours lets one run after the end, so the
+        silences ``year_ttl`` judges are the ones the sweep saw.
+        """
+        for _ in range(hours):
+            self.end_ms += 3_600_000
+            started = time.monotonic()
+            while time.monotonic() - started < hold:
+                self._advance_clock()
+                await asyncio.sleep(0.01)
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -222,7 +273,7 @@ class YearCampaign(_Campaign):
                 chat.next < len(chat.messages)
                 and chat.outstanding() < window
                 and self.pushed < limit
-                and self._time_of(self.pushed) <= self.clock.ms
+                and self._due_in_chat(chat, chat.next) <= self.clock.ms
                 and not self._command_first(chat)
             ):
                 m = chat.messages[chat.next]
@@ -230,6 +281,7 @@ class YearCampaign(_Campaign):
                     self.tg.push_message(chat.chat_id, f"just chatting {line}", user_id=500 + n)
                 m.pushed_at = time.monotonic()
                 self.pushed_sim[m.token] = self.clock.ms
+                self.last_heard[chat.chat_id] = self.clock.ms
                 update = self.tg.push_message(chat.chat_id, self.text_of(chat, m), user_id=700)
                 ids = self.user_message_ids.setdefault(chat.chat_id, [])
                 ids.append(int(update["message"]["message_id"]))
@@ -250,6 +302,7 @@ class YearCampaign(_Campaign):
         if command.pushed_at is None and chat.outstanding() == 0:
             self.tg.push_message(chat.chat_id, command.text, user_id=700)
             command.pushed_at = time.monotonic()
+            self.last_heard[chat.chat_id] = self.clock.ms
         return True
 
     # -- approvals, kills -----------------------------------------------------------------------
@@ -277,10 +330,20 @@ class YearCampaign(_Campaign):
                 self.refused.append(waiting[0].token)
                 self.answered += 1
         self.sends_seen = len(self.sent)
-        for m in self.held[self.hold_quota :]:
+        for m in self.held:
+            self.held_since.setdefault(m.token, self.clock.ms)
+        limit = self.max_hold_ms
+        overdue = [
+            m
+            for i, m in enumerate(self.held)
+            if i >= self.hold_quota
+            or (limit is not None and self.clock.ms - self.held_since[m.token] > limit)
+            or lapses(self.plan_chat(m))  # its quarter of the year is for talking
+        ]
+        for m in overdue:
             m.held_over_kill = False
             self.press(m)
-        del self.held[self.hold_quota :]
+            self.held.remove(m)
 
     async def kill_and_restart(self) -> None:
         self.kill_sim_ms.append(self.clock.ms)
@@ -293,18 +356,21 @@ class YearCampaign(_Campaign):
 
 
 def _last_line(path: Path) -> dict[str, Any] | None:
-    """The last whole JSON line of a run log (None: no file, or torn)."""
+    """The last JSON line of a run log: None when there is no log, ``{}`` when the line
+    cannot be read (caught half-written: a reader is not kept from a write in progress)."""
     try:
         with path.open("rb") as f:
             f.seek(0, os.SEEK_END)
             f.seek(max(0, f.tell() - 1024))
             lines = f.read().splitlines()
+    except FileNotFoundError:
+        return None
     except OSError:
-        return None
-    if not lines:
-        return None
+        return {}
+    if not lines or not lines[-1].endswith(b"}"):
+        return {}
     try:
         value: dict[str, Any] = json.loads(lines[-1])
     except ValueError:
-        return None
+        return {}
     return value

@@ -16,6 +16,8 @@ from year_model import YearModel
 __all__ = ["NoteCounts", "log_errors", "open_file_problems", "tool_checks"]
 
 _SESSION_ID = re.compile(r"session_[0-9A-Z]{26}")
+RECALL_DAYS = 30
+"""The days of notes ``recall`` reads at most (``duragent.tools.memory``), as the model asks."""
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,9 @@ class NoteCounts:
     """``recall`` calls a kill cut: not judged."""
     never_stored: int
     """Recalls of a note a kill kept off disk (its ``remember`` was cut first): not judged."""
+    too_old: int = 0
+    """Recalls that missed a note remembered longer ago than ``recall`` reads (the model asks
+    for the tool's most, ``RECALL_DAYS``, on the simulated calendar): not judged."""
 
 
 def tool_checks(root: Path, model: YearModel) -> tuple[list[str], tuple[int, int, int], NoteCounts]:
@@ -66,12 +71,14 @@ def tool_checks(root: Path, model: YearModel) -> tuple[list[str], tuple[int, int
         elif said and count == 0:
             problems.append(f"memory: {note!r} said remembered, not on disk")
         once += count == 1
-    never_stored = 0
+    never_stored = too_old = 0
     for note, ok in model.recalls.items():
         if ok is not False:
             continue
         if model.remembered.get(note) is None and note not in notes:
             never_stored += 1  # its remember was cut before the note was written
+        elif model.days_between.get(note, 0.0) >= RECALL_DAYS - 1:
+            too_old += 1  # "today" and the 29 days before it: an older note is rightly not read
         else:
             problems.append(f"memory: recall did not return {note!r}")
     counts = NoteCounts(
@@ -82,6 +89,7 @@ def tool_checks(root: Path, model: YearModel) -> tuple[list[str], tuple[int, int
         found=sum(1 for ok in model.recalls.values() if ok),
         recalls_cut=sum(1 for ok in model.recalls.values() if ok is None),
         never_stored=never_stored,
+        too_old=too_old,
     )
     return problems, reads, counts
 

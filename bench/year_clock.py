@@ -3,7 +3,9 @@
 The serving process is a real child (SIGKILL must be a real crash), so the simulated time
 cannot be a ``ManualClock`` in the benchmark's memory. It is 8 bytes in a file both processes
 map: the benchmark (``ClockDriver``) writes the simulated Unix time in milliseconds, the
-serving process's scheduler reads it (``FileClock``, a ``duragent.scheduler.Clock``). Time
+serving process reads it (``FileClock``): its scheduler and TTL sweep as their
+``duragent.scheduler.Clock``, everything that stamps or compares a time (events, ``updated_at``
+and TTL expiry, the memory tool's "today", the chatter buffer's age) as its calendar. Time
 moves only when the benchmark moves it, and it does not move while the serving process is
 down, so a restart is not a jump of hours that the scheduler would (rightly) coalesce.
 
@@ -70,6 +72,10 @@ class FileClock:
     def now(self) -> datetime:
         """The simulated time the benchmark last wrote."""
         return datetime.fromtimestamp(self._ms() / 1000, UTC)
+
+    def seconds(self) -> float:
+        """The same, in Unix seconds (the process's calendar: ``duragent.core.clock``)."""
+        return self._ms() / 1000
 
     async def sleep(self, seconds: float) -> None:
         """A retry's backoff: until the simulated time has moved ``seconds`` (or 1 s real)."""

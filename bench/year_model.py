@@ -97,6 +97,9 @@ class YearModel:
     """Note → the memory tool said it was remembered (None: a kill cut the call)."""
     recalls: dict[str, bool | None] = field(default_factory=dict)
     """Note → ``recall`` returned it (None: a kill cut the call)."""
+    days_between: dict[str, float] = field(default_factory=dict)
+    """Note → simulated days from its ``remember`` call to its ``recall`` call."""
+    _remembered_ms: dict[str, int] = field(default_factory=dict)
 
     def __call__(self, request: RecordedRequest) -> Reply | Fault:
         body = request.json
@@ -193,6 +196,10 @@ class YearModel:
     ) -> Reply:
         """``remember`` or ``recall`` through the memory tool, then the answer."""
         done = [text for name, text in results if name == "memory"]
+        if not done and verb == "remember":
+            self._remembered_ms.setdefault(note, self.now_ms())
+        elif not done and note in self._remembered_ms:
+            self.days_between[note] = (self.now_ms() - self._remembered_ms[note]) / 86_400_000
         if not done:
             args: dict[str, Any] = {"action": verb}
             if verb == "remember":

@@ -28,7 +28,12 @@ def rows(r: YearResult) -> list[tuple[str, str]]:
         else (0, 0, 0)
     )
     last = samples[-1] if samples else None
-    out = [("simulated days", f"{r.sim_days:.1f}"), *result_rows(r.campaign)[:-1]]
+    groups = r.config.chats // r.config.group_every
+    out = [("simulated days", f"{r.sim_days:.1f}")]
+    for label, value in result_rows(r.campaign)[:-1]:
+        out.append((label, value))
+        if label == "chats":
+            out.append(("  groups / DMs", f"{groups} / {r.config.chats - groups}"))
     for s in r.schedules:
         label = f"schedule {s.name}: due / ran once"
         out.append((label, f"{s.expected} / {s.ran_once}"))
@@ -56,8 +61,14 @@ def rows(r: YearResult) -> list[tuple[str, str]]:
         ("/reset asked / answered", f"{r.commands.reset_asked} / {r.commands.reset_right}"),
         ("  commands run again after a kill", f"{r.commands.rerun_after_kill}"),
         (
-            "tool calls: bash / tool_output / memory",
-            " / ".join(f"{r.tool_calls.get(k, 0)}" for k in ("bash", "tool_output", "memory")),
+            "tool calls: all / bash / tool_output / memory",
+            " / ".join(
+                f"{n:,}"
+                for n in (
+                    sum(r.tool_calls.values()),
+                    *(r.tool_calls.get(k, 0) for k in ("bash", "tool_output", "memory")),
+                )
+            ),
         ),
         ("  cut outputs read back / right / cut by a kill", " / ".join(map(str, r.reads))),
         (
@@ -65,10 +76,12 @@ def rows(r: YearResult) -> list[tuple[str, str]]:
             f"{r.memory.remembered} / {r.memory.once} / {r.memory.remembers_cut}",
         ),
         (
-            "  recalls / found / cut by a kill / of a note a kill kept off disk",
+            "  recalls / found / cut by a kill / of a note a kill kept off disk / older than"
+            " recall reads",
             f"{r.memory.recalls} / {r.memory.found} / {r.memory.recalls_cut}"
-            f" / {r.memory.never_stored}",
+            f" / {r.memory.never_stored} / {r.memory.too_old}",
         ),
+        *_ttl_rows(r),
         ("Telegram faults injected (429, 502, drops)", f"{r.telegram_faults}"),
         ("edits (no turn) / pastes of 20-80 KB", f"{r.edits} / {r.pastes}"),
         ("pastes too big for any request / told so", f"{r.too_big} / {r.refused}"),
@@ -211,3 +224,17 @@ def save(r: YearResult, json_path: Path | None, png_path: Path | None) -> None:
         json_path.write_text(json.dumps(to_json(r), indent=1, default=str))
     if png_path is not None:
         draw(r, png_path)
+
+
+def _ttl_rows(r: YearResult) -> list[tuple[str, str]]:
+    """The TTL sweep on the simulated calendar (``year_ttl``)."""
+    if r.ttl is None:
+        return []
+    t = r.ttl
+    return [
+        (
+            f"TTL {t.ttl_hours / 24:.1f} days: chats silent past it / ended",
+            f"{t.lapsed} / {t.ended}",
+        ),
+        ("  chats heard within it / one active session", f"{t.talking} / {t.kept}"),
+    ]

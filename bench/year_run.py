@@ -32,6 +32,7 @@ from year_model import YearModel
 from year_probe import Probe, Sample, disk_bytes, open_files
 from year_schedule import ScheduleCheck, check_schedule
 from year_timing import DAY_MS, START, expected, runs, settle, timing
+from year_ttl import OVERRUN_HOLD, OVERRUN_HOURS, TtlCheck, check_ttl, ttl_hours_for
 from year_workspace import TOKEN, write_workspace
 
 from duragent.testing import FakeTelegram, ScriptedLLMServer
@@ -55,6 +56,8 @@ class YearConfig:
     days: float = 365.0
     messages: int = 100_000
     chats: int = 250
+    group_every: int = 5
+    """One chat in ``group_every`` is a group: 50 groups and 200 DMs of 250 chats."""
     kills: int = 50
     seed: int = 1
     every_seconds: int = 4 * 3600
@@ -117,6 +120,8 @@ class YearResult:
     files_at_end: dict[str, int] = field(default_factory=dict)
     """The serving process's open files at the end, by kind (``open_files``)."""
     open_file_problems: list[str] = field(default_factory=list)
+    ttl: TtlCheck | None = None
+    """Sessions ended by the TTL sweep on the simulated calendar, and none other (``year_ttl``)."""
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -132,6 +137,7 @@ class YearResult:
             and not self.open_file_problems
             and not self.readyz_failures
             and not self.errors_without_session
+            and (self.ttl is None or not self.ttl.problems)
         )
 
     def quantiles(self) -> tuple[float, float]:
@@ -157,11 +163,13 @@ async def run_year(config: YearConfig) -> YearResult:
         ):
             tg.add_fault(*telegram_faults())
             schedules = timing(config.days, config.every_seconds, config.pulse_days)
+            ttl_hours = ttl_hours_for(config.days)
             cfg = write_workspace(
                 root,
                 telegram_url=tg.url,
                 llm_url=llm.openai_base_url,
                 every_seconds=config.every_seconds,
+                ttl_hours=ttl_hours,
                 pulse=(schedules.pulse_month, config.pulse_days) if schedules.pulse else None,
             )
             command = [sys.executable, str(BENCH / "year_serve.py"), str(cfg), str(clock.path)]
@@ -169,13 +177,14 @@ async def run_year(config: YearConfig) -> YearResult:
             campaign = YearCampaign(
                 tg,
                 serve,
-                plan(config.chats, config.messages, rng),
+                plan(config.chats, config.messages, rng, group_every=config.group_every),
                 config.kills,
                 rng,
                 clock=clock,
                 end_ms=end_ms,
                 step_ms=min(config.every_seconds * 1000 // 4, DAY_MS // 8),
                 prose=model.prose,
+                max_hold_ms=ttl_hours * 3_600_000 // 2,
             )
             campaign.next_due = {name: schedules.next_due(name) for name in schedules.names}
             probe = Probe(campaign, serve, root / ".duragent")
@@ -184,10 +193,19 @@ async def run_year(config: YearConfig) -> YearResult:
             serve.start()
             sampling: asyncio.Task[None] | None = None
             files_at_end: dict[str, int] = {}
+            ttl: TtlCheck | None = None
             try:
                 await serve.wait_ready()
                 sampling = asyncio.create_task(probe.run())
                 await campaign.run()
+                sessions = root / ".duragent" / "sessions"
+                for _hour in range(OVERRUN_HOURS):  # until a sweep saw the last silences
+                    await campaign.overrun(1, OVERRUN_HOLD)
+                    ttl = await check_ttl(
+                        serve.url, sessions, campaign.last_heard, clock.ms, ttl_hours
+                    )
+                    if not ttl.problems:
+                        break
                 await settle(root, clock.ms, schedules)
                 await asyncio.sleep(1.0)
                 campaign.read_sends()
@@ -210,6 +228,9 @@ async def run_year(config: YearConfig) -> YearResult:
         result.files_at_end = files_at_end
         result.open_file_problems = open_file_problems(files_at_end, root / ".duragent")
         result.problems.extend(result.open_file_problems)
+        result.ttl = ttl
+        if ttl is not None:
+            result.problems.extend(ttl.problems[:10])
         return result
     finally:
         clock.close()

@@ -3,7 +3,9 @@
     python bench/year_serve.py CONFIG CLOCK_FILE --port PORT
 
 What ``duragent serve -c CONFIG --port PORT`` runs (``Runtime.run_until_stopped``), except that
-the scheduler reads the simulated time from ``CLOCK_FILE`` (``year_clock.FileClock``). The
+the time is the simulated one in ``CLOCK_FILE`` (``year_clock.FileClock``): the scheduler's and
+the TTL sweep's clock, and the process's calendar (``duragent.core.clock``: event stamps,
+session expiry, the memory tool's "today"). The
 benchmark SIGKILLs this process and starts it again, as it would ``duragent serve``.
 """
 
@@ -17,6 +19,7 @@ from pathlib import Path
 from year_clock import FileClock  # bench/ is on sys.path when a script here is run
 
 from duragent.config import load_workspace
+from duragent.core.clock import use_time_source
 from duragent.runtime import Runtime
 
 
@@ -29,8 +32,10 @@ def main() -> None:
     )
     for noisy in ("httpx", "httpx2"):  # a line per model call: 100,000s over a year
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    clock = FileClock(clock_file)
+    use_time_source(clock.seconds)
     workspace = load_workspace(config.parent)
-    runtime = Runtime(workspace, port=port, clock=FileClock(clock_file))
+    runtime = Runtime(workspace, port=port, clock=clock)
     asyncio.run(runtime.run_until_stopped())
 
 

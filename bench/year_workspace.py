@@ -5,7 +5,10 @@
   calls need approval and some do not; the memory tool and ``tool_output`` (reads a cut
   output back) are allowed without asking;
 - ``large`` answers group mentions through the 32K window (``gpt-4o``), sequential queue
-  without debounce (one reply per mention, as in the restart campaign);
+  without debounce (one reply per mention, as in the restart campaign), keeping group chatter
+  for ``CHATTER_HOURS`` (the default 24 h is on the simulated calendar, where a second of
+  real time is hours: a mention that waits a few seconds in its group's queue would lose the
+  chatter written just before it);
 - ``ops`` owns the declared schedules: two daily message jobs at 02:30 in New York and in
   Berlin (both spring gaps, Berlin's repeated hour in autumn) and a task every
   ``every_seconds`` that runs a model turn, and (``pulse``) a second task every 15
@@ -22,6 +25,7 @@ from typing import Any
 from year_model import DM_MODEL, GROUP_MODEL, WINDOWS
 
 __all__ = [
+    "CHATTER_HOURS",
     "CRON_ZONES",
     "OPS_CHATS",
     "PULSE_CHAT",
@@ -44,6 +48,10 @@ RETRY = {"max_retries": 2, "initial_delay_ms": 1000, "max_delay_ms": 5000}
 time never delivered (the scheduler spec's rule); with it, that run is run again (safe:
 nothing was written), as a deployment that must not miss a day configures it."""
 OPS_CHATS = {chat for _zone, chat in CRON_ZONES.values()} | {TASK_CHAT, PULSE_CHAT}
+
+
+CHATTER_HOURS = 14 * 24
+"""How long the group agent keeps chatter for a mention (module docstring)."""
 
 
 def _agent(name: str, model: str, llm_url: str, spec: dict[str, Any]) -> str:
@@ -78,11 +86,13 @@ def write_workspace(
     telegram_url: str,
     llm_url: str,
     every_seconds: int,
+    ttl_hours: int = 168,
     pulse: tuple[int, int] | None = None,
 ) -> Path:
     """Write the year's workspace under ``root``; returns its ``duragent.yaml``.
 
-    ``pulse``: (month, days) of the task every 15 minutes (``pulse_expr``), or none.
+    ``pulse``: (month, days) of the task every 15 minutes (``pulse_expr``), or none;
+    ``ttl_hours``: ``sessions.ttl_hours``, on the simulated calendar (``year_ttl``).
     """
     config = {
         "server": {"host": "127.0.0.1"},
@@ -101,6 +111,7 @@ def write_workspace(
             {"match": {"chat_type": "group"}, "agent": "large"},
         ],
         "scheduler": {"recurring_grace_seconds": 86400},
+        "sessions": {"ttl_hours": ttl_hours},
     }
     (root / "duragent.yaml").write_text(json.dumps(config))
     agents = root / ".duragent" / "agents"
@@ -120,6 +131,7 @@ def write_workspace(
             "access": {
                 "groups": {
                     "activation": "mention",
+                    "context_buffer": {"max_age_hours": CHATTER_HOURS},
                     "queue": {
                         "mode": "sequential",
                         "max_pending": 50,

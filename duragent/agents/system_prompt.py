@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 
 from duragent.agents.directives import render_directives_block
 from duragent.agents.loader import Agent
 from duragent.agents.skills import render_skills_block
+from duragent.core.clock import utc_now
 
 __all__ = ["COMPACT_PREAMBLE", "PREAMBLE", "build_system_prompt", "render_template"]
 
@@ -35,7 +36,7 @@ _TEMPLATE = re.compile(r"\{\{\s*([a-zA-Z_.]+)\s*\}\}")
 
 def render_template(text: str, agent: Agent, now: datetime | None = None) -> str:
     """Fill the known ``{{…}}`` variables of ``text``."""
-    moment = now or datetime.now(UTC)
+    moment = now or utc_now()
     values = {
         "date": moment.strftime("%Y-%m-%d"),
         "time": moment.strftime("%H:%M UTC"),

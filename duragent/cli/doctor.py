@@ -13,7 +13,7 @@ from pathlib import Path
 
 from duragent.agents import load_catalog
 from duragent.cli.doctor_files import policy_findings, sandbox_findings, schedule_findings
-from duragent.cli.doctor_store import store_findings, stored_schedules
+from duragent.cli.doctor_store import read_store
 from duragent.cli.findings import Finding, Level
 from duragent.config import WorkspaceConfig, load_workspace
 from duragent.context.offline_encodings import OFFLINE_ENCODINGS, get_offline_encoding
@@ -61,9 +61,8 @@ def run_checks(config_file: Path) -> list[Finding]:
     found.append(Finding(Level.OK, "config", f"{paths.config_file} loaded"))
     for warning in ws.warnings:
         found.extend(_config_findings("config", warning, Level.WARNING))
-    store = store_findings(ws.config.store, server_host=ws.config.server.host)
-    found.extend(store)
-    store_ok = all(f.level is not Level.ERROR for f in store)  # else: said why, do not wait again
+    store = read_store(ws.config.store, server_host=ws.config.server.host)
+    found.extend(store.findings)
 
     catalog = load_catalog(
         paths.agents,
@@ -108,8 +107,7 @@ def run_checks(config_file: Path) -> list[Finding]:
 
     config = ws.config
     found.extend(policy_findings(paths))
-    stored = stored_schedules(config.store) if store_ok else None
-    found.extend(schedule_findings(paths, catalog, stored))
+    found.extend(schedule_findings(paths, catalog, store.schedules))
     found.extend(sandbox_findings(config.sandbox, paths))
     found.extend(_gateway_findings(config))
     found.extend(_external_findings(config, paths.config_file))

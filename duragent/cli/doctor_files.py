@@ -90,7 +90,7 @@ def schedule_findings(
     """Every schedule: what the scheduler would skip, and why (it logs the same).
 
     ``stored``: the schedules of the database (``store.backend: postgres``, read by
-    ``doctor_store.stored_schedules``), which the server reads instead of the files; files
+    ``doctor_store.read_store``), which the server reads instead of the files; files
     left in the folder are then named as not read.
     """
     directory = paths.schedules
@@ -106,9 +106,9 @@ def schedule_findings(
             )
             for path in sorted(directory.glob("*.yaml") if directory.is_dir() else [])
         ]
-        for sched_id, document in sorted(stored.items()):
+        for sched_id in sorted(stored):
             path = Path(f"<database>/schedules/{sched_id}")
-            found.append(_schedule_finding(sched_id, path, partial(_same, document), catalog))
+            found.append(_schedule_finding(sched_id, path, partial(stored.get, sched_id), catalog))
         return found
     if not directory.is_dir():
         return []
@@ -129,10 +129,6 @@ def schedule_findings(
             _schedule_finding(sched_id, files.path(sched_id), partial(files.get, sched_id), catalog)
         )
     return found
-
-
-def _same(document: dict[str, Any] | None) -> dict[str, Any] | None:
-    return document
 
 
 def _schedule_finding(

@@ -6,6 +6,9 @@ timed by the database's clock, so skew cannot hand a session to two nodes; it do
 a node stamps and schedules with its own clock (``store.postgres.clock`` says what): a
 warning over ``SKEW_WARNING`` seconds, an error over ``SKEW_ERROR``.
 
+The database is opened once: the same connection reads the schedules the server would run
+(``StoreReport.schedules``, checked by ``doctor_files.schedule_findings``).
+
 Never raises and never prints the password (``describe_dsn``).
 """
 
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from duragent.cli.findings import Finding, Level
@@ -22,7 +26,7 @@ from duragent.errors import ConfigError, StorageError
 if TYPE_CHECKING:
     from duragent.store.postgres import Database
 
-__all__ = ["SKEW_ERROR", "SKEW_WARNING", "store_findings", "stored_schedules"]
+__all__ = ["SKEW_ERROR", "SKEW_WARNING", "StoreReport", "read_store", "store_findings"]
 
 SKEW_WARNING = 0.5
 """Seconds of clock skew against the database that doctor warns about."""
@@ -37,21 +41,46 @@ _WHY_SKEW = (
 )
 
 
+Schedules = dict[str, dict[str, Any] | None]
+
+
+@dataclass(frozen=True)
+class StoreReport:
+    """What ``doctor`` learnt from the store with one connection."""
+
+    findings: list[Finding]
+    schedules: Schedules | None = None
+    """The database's schedules by id; None with the file backend (the files are read
+    elsewhere) or when the database cannot be read at its known schema version (a finding
+    says why)."""
+
+
+def read_store(
+    config: StoreConfig,
+    *,
+    server_host: str | None = None,
+    clock: Callable[[], float] = time.time,
+) -> StoreReport:
+    """The store's findings and the schedules it holds (nothing for the file backend).
+
+    ``server_host`` is ``server.host`` (what other nodes are told when ``store.advertise_url``
+    is unset); ``clock`` is this node's wall clock (a parameter only so tests can shift it).
+    """
+    if config.backend != "postgres":
+        return StoreReport([])
+    advertised = _advertise_finding(config, server_host)
+    report = _read_database(config, clock)
+    return StoreReport(([advertised] if advertised else []) + report.findings, report.schedules)
+
+
 def store_findings(
     config: StoreConfig,
     *,
     server_host: str | None = None,
     clock: Callable[[], float] = time.time,
 ) -> list[Finding]:
-    """The store's findings (none for the file backend: the files are checked elsewhere).
-
-    ``server_host`` is ``server.host`` (what other nodes are told when ``store.advertise_url``
-    is unset); ``clock`` is this node's wall clock (a parameter only so tests can shift it).
-    """
-    if config.backend != "postgres":
-        return []
-    advertised = _advertise_finding(config, server_host)
-    return ([advertised] if advertised else []) + _database_findings(config, clock)
+    """``read_store``'s findings alone."""
+    return read_store(config, server_host=server_host, clock=clock).findings
 
 
 def _advertise_finding(config: StoreConfig, server_host: str | None) -> Finding | None:
@@ -76,60 +105,43 @@ def _advertise_finding(config: StoreConfig, server_host: str | None) -> Finding 
 _WILDCARDS = frozenset({"0.0.0.0", "::", "[::]", ""})
 
 
-def _database_findings(config: StoreConfig, clock: Callable[[], float]) -> list[Finding]:
-    """Reachable, schema version, clock skew."""
+def _read_database(config: StoreConfig, clock: Callable[[], float]) -> StoreReport:
+    """Reachable, schema version, clock skew; the schedules when the schema is known."""
     try:
         from duragent.store.postgres import Database
     except ImportError as exc:
-        return [
-            Finding(
-                Level.ERROR,
-                "store",
-                f"store.backend is postgres but its driver is not installed ({exc.name})",
-                "pip install 'duragent[postgres]'",
-            )
-        ]
+        missing = Finding(
+            Level.ERROR,
+            "store",
+            f"store.backend is postgres but its driver is not installed ({exc.name})",
+            "pip install 'duragent[postgres]'",
+        )
+        return StoreReport([missing])
     try:
         db = Database(config.dsn or "", schema=config.db_schema, max_size=1, connect_timeout=5)
     except ConfigError as exc:
-        return [Finding(Level.ERROR, "store", exc.reason, exc.fix)]
+        return StoreReport([Finding(Level.ERROR, "store", exc.reason, exc.fix)])
     try:
         db.open()
-        return [_schema_finding(db), _clock_finding(db, clock)]
+        schema = _schema_finding(db)
+        skew = _clock_finding(db, clock)
+        schedules = _schedules(db) if schema.level is Level.OK else None
+        return StoreReport([schema, skew], schedules)
     except StorageError as exc:
         from duragent.store.postgres import CONNECT_FIX
 
         told = str(exc).replace(f". Fix: {CONNECT_FIX}", "")  # the fix goes on its own line
-        return [Finding(Level.ERROR, "store", told, CONNECT_FIX)]
+        return StoreReport([Finding(Level.ERROR, "store", told, CONNECT_FIX)])
     finally:
         db.close()
 
 
-def stored_schedules(config: StoreConfig) -> dict[str, dict[str, Any] | None] | None:
-    """The database's schedules by id, for ``doctor_files.schedule_findings``.
+def _schedules(db: Database) -> Schedules:
+    """Every schedule in the database by id (None: one that cannot be read)."""
+    from duragent.store.postgres import PostgresSchedules
 
-    None with the file backend (the files are read there) or when the database cannot be
-    read at its known schema version (``store_findings`` reports why; nothing to add).
-    """
-    if config.backend != "postgres":
-        return None
-    try:
-        from duragent.store.postgres import Database, PostgresSchedules, current_version
-        from duragent.store.postgres.schema import known_migrations
-
-        db = Database(config.dsn or "", schema=config.db_schema, max_size=1, connect_timeout=5)
-    except (ImportError, ConfigError):
-        return None
-    try:
-        db.open()
-        if current_version(db) != known_migrations()[-1].version:
-            return None
-        schedules = PostgresSchedules(db)
-        return {sched_id: schedules.get(sched_id) for sched_id in schedules.ids()}
-    except StorageError:
-        return None
-    finally:
-        db.close()
+    schedules = PostgresSchedules(db)
+    return {sched_id: schedules.get(sched_id) for sched_id in schedules.ids()}
 
 
 def _schema_finding(db: Database) -> Finding:

@@ -44,6 +44,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from duragent.core.clock import now_seconds
 from duragent.core.messages import ToolCall, Usage
 from duragent.core.nesting import loads_bounded
 
@@ -88,7 +89,7 @@ def now_rfc3339() -> str:
     second and reused (``datetime.isoformat`` cost ~12 µs a call here; this ~1 µs).
     """
     global _second_prefix
-    now = time.time()
+    now = now_seconds()
     second = int(now)
     cached_second, prefix = _second_prefix  # one tuple: consistent across threads
     if second != cached_second:

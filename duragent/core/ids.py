@@ -1,7 +1,8 @@
 """Sortable unique ids (ULIDs) with the reference's prefixes: ``session_…``, ``msg_…``.
 
 A ULID is 48 bits of milliseconds plus 80 random bits in Crockford base32, so ids sort by
-creation time in ``ls`` and in directory listings. Ids made in the same millisecond by this
+creation time in ``ls`` and in directory listings (the process's calendar, ``core.clock``:
+a saved output's retention is read from its id's time). Ids made in the same millisecond by this
 process increase monotonically, so sorting never reorders them.
 """
 
@@ -9,7 +10,8 @@ from __future__ import annotations
 
 import os
 import threading
-import time
+
+from duragent.core.clock import now_seconds
 
 __all__ = ["new_message_id", "new_session_id", "new_ulid"]
 
@@ -31,7 +33,7 @@ def _encode(value: int, length: int) -> str:
 def new_ulid(now_ms: int | None = None) -> str:
     """Return a new 26-character ULID, monotonic within one process."""
     global _last_ms, _last_random
-    ms = int(time.time() * 1000) if now_ms is None else now_ms
+    ms = int(now_seconds() * 1000) if now_ms is None else now_ms
     with _lock:
         if ms <= _last_ms:
             ms = _last_ms

@@ -40,13 +40,10 @@ from duragent.frontkit import (
 )
 from duragent.gateways.http import HttpServer, build_app
 from duragent.gateways.http.forwarding import SessionForwarding
+from duragent.runtime.expiry import sweep_forever
 from duragent.runtime.fronts import Fronts
 from duragent.runtime.startup import descriptor_budget, report_agents
-from duragent.scheduler import (
-    Clock,
-    ScheduleDesk,
-    Schedules,
-)
+from duragent.scheduler import Clock, ScheduleDesk, Schedules, SystemClock
 from duragent.session import RegistrySettings, SessionRegistry
 from duragent.session.gate import tune_interpreter
 from duragent.session.reader import RegistrySessionReader
@@ -61,8 +58,6 @@ from duragent.turns.providers import ProviderPool
 __all__ = ["Runtime"]
 
 log = logging.getLogger(__name__)
-
-TTL_SWEEP_SECONDS = 3600.0
 
 
 class Runtime:
@@ -80,9 +75,11 @@ class Runtime:
         ephemeral: float | None = None,
         clock: Clock | None = None,
     ) -> None:
-        # ``clock``: what the scheduler reads and waits on (default: the wall clock); the
-        # simulated-year benchmark (bench/year.py) passes one it moves.
+        # ``clock``: what the scheduler and the TTL sweep read and wait on (default: the wall
+        # clock); the simulated-year benchmark (bench/year.py) passes one it moves, with the
+        # same time installed as the process's calendar (``duragent.core.clock``).
         self.workspace = workspace
+        self._clock: Clock = clock or SystemClock()
         self._config = workspace.config
         self.version = __version__
         self._untune: Callable[[], None] | None = None
@@ -235,14 +232,13 @@ class Runtime:
         return self.config.sessions.ttl_hours or None
 
     async def _sweep_ttl(self) -> None:
-        while True:
-            await asyncio.sleep(TTL_SWEEP_SECONDS)
-            try:
-                await self.registry.expire(self._ttl_hours)
-                sessions = self.workspace.paths.sessions
-                await asyncio.to_thread(sandboxes.prune_scratch, self._sandbox, sessions)
-            except Exception:
-                log.exception("TTL sweep failed")
+        sessions = self.workspace.paths.sessions
+        await sweep_forever(
+            self.registry,
+            self._ttl_hours,
+            self._clock,
+            lambda: sandboxes.prune_scratch(self._sandbox, sessions),
+        )
 
     async def _exit_when_idle(self, seconds: float) -> None:
         """``--ephemeral``: stop after ``seconds`` with no live session (a launcher's server)."""

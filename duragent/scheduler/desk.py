@@ -10,9 +10,9 @@ schedule, its run history. A new schedule is given in the file format too, less 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any
 
+from duragent.core.clock import utc_now
 from duragent.errors import ConfigError
 from duragent.scheduler.front import Schedules
 from duragent.scheduler.model import Schedule, parse_schedule, schedule_document
@@ -51,7 +51,7 @@ class ScheduleDesk:
                 "unknown field", field=unknown[0], allowed=", ".join(sorted(_CREATE_FIELDS))
             )
         parsed = parse_schedule(
-            dict(body) | {"id": "sched_new", "created_at": datetime.now(UTC), "status": "active"}
+            dict(body) | {"id": "sched_new", "created_at": utc_now(), "status": "active"}
         )
         made = await self._schedules.add_async(
             self._schedules.new(

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from duragent.core.clock import utc_now
 from duragent.errors import ConfigError
 
 __all__ = [
@@ -281,7 +282,7 @@ def parse_schedule(data: object, *, file: Path | None = None, prefix: str = "") 
         agent=r.text(doc, "agent", "agent"),
         timing=_timing(r, doc.get("schedule")),
         payload=_payload(r, doc.get("payload")),
-        created_at=datetime.now(UTC) if created is None else r.time(created, "created_at"),
+        created_at=utc_now() if created is None else r.time(created, "created_at"),
         status=status,
         destination=destination,
         created_by_session=r.text(doc, "created_by_session", "", required=False) or None,

@@ -27,6 +27,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from apscheduler.triggers.cron import CronTrigger
 
+from duragent.core.clock import utc_now
 from duragent.scheduler.model import At, Cron, Every, Timing
 
 __all__ = ["check_timing", "cron_trigger", "describe_timing", "next_due", "zone"]
@@ -101,7 +102,7 @@ def check_timing(timing: Timing) -> tuple[str, str, str] | None:
             trigger = cron_trigger(timing.expr)
         except ValueError as exc:
             return ("expr", f"is not a valid cron expression: {exc}", _CRON_FIX)
-        if trigger.get_next_fire_time(None, datetime.now(UTC)) is None:
+        if trigger.get_next_fire_time(None, utc_now()) is None:
             return ("expr", "never fires again", "pick a date that is still to come")
     if isinstance(timing, Every) and timing.every_seconds < 1:
         return ("every_seconds", "must be ≥ 1", "give an interval of at least one second")

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from duragent.core.approval import ApprovalDecision, PendingApproval
+from duragent.core.clock import utc_now
 from duragent.core.events import Event, EventType
 from duragent.core.messages import Message, ToolCall, Usage
 from duragent.core.snapshot import SessionStatus
@@ -315,9 +316,7 @@ class SessionOps(MemoryOps):
         Read, not taken: the buffer keeps its entries (as the reference does), so a later
         mention within the age limit sees the same chatter again.
         """
-        return self.state.recent_silent(
-            max_messages, timedelta(hours=max_age_hours), datetime.now(UTC)
-        )
+        return self.state.recent_silent(max_messages, timedelta(hours=max_age_hours), utc_now())
 
     def op_flush(self) -> int:
         """Write everything queued (end of a turn); returns the last durable seq."""

@@ -26,9 +26,10 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
+from duragent.core.clock import utc_now
 from duragent.core.ids import new_session_id
 from duragent.core.metrics import Metrics
 from duragent.core.snapshot import SessionStatus
@@ -354,21 +355,25 @@ class SessionRegistry:
 
         ``ttl_hours_for(agent)`` gives the TTL in hours, or None/0 when expiry is disabled.
         """
-        now = datetime.now(UTC)
+        now = utc_now()
         expired: list[str] = []
         for entry in await self.list_sessions(limit=1_000_000):
             if entry["status"] in (SessionStatus.COMPLETED.value, QUARANTINED, UNAVAILABLE):
                 continue
             ttl = ttl_hours_for(entry["agent"])
-            if not ttl:
+            if not ttl or not _idle_since(entry["updated_at"], now, ttl):
                 continue
+            # A session not loaded is listed from its snapshot, which can be older than its
+            # log (a crash since the last snapshot): its own state, replayed, decides.
+            sid = entry["session_id"]
             try:
-                updated = datetime.fromisoformat(entry["updated_at"].replace("Z", "+00:00"))
-            except ValueError:
+                updated_at = (await self.info(sid)).updated_at
+            except Exception as exc:  # unusable now: the next sweep looks again
+                log.info("TTL: session %s not checked: %s", sid, exc)
                 continue
-            if (now - updated).total_seconds() >= ttl * 3600:
-                await self.complete(entry["session_id"])
-                expired.append(entry["session_id"])
+            if _idle_since(updated_at, now, ttl):
+                await self.complete(sid)
+                expired.append(sid)
         if expired:
             log.info("expired %d idle session(s)", len(expired))
         return expired
@@ -376,3 +381,12 @@ class SessionRegistry:
     async def stop(self, session_id: str) -> None:
         """Stop the session's actor if it is running (state stays on disk)."""
         await self._actors.stop(session_id)
+
+
+def _idle_since(updated_at: str, now: datetime, ttl_hours: float) -> bool:
+    """Whether ``updated_at`` (RFC 3339) is at least ``ttl_hours`` before ``now``."""
+    try:
+        updated = datetime.fromisoformat(updated_at.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return (now - updated).total_seconds() >= ttl_hours * 3600

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from duragent.core.clock import now_seconds
 from duragent.core.ids import new_ulid
 from duragent.store.atomic import atomic_write
 from duragent.store.fileops import OS_FILE_OPS, FileOps
@@ -134,7 +135,7 @@ class SavedOutputFiles:
         session_dir: Path,
         limits: SavedOutputLimits = DEFAULT_LIMITS,
         ops: FileOps = OS_FILE_OPS,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] = now_seconds,
     ) -> None:
         self.folder = session_dir / OUTPUTS_DIRNAME
         self.limits = limits
@@ -192,7 +193,7 @@ class SavedOutputFiles:
                 log.warning("could not remove saved output %s: %s", output_id, exc)
         for stale in self.folder.glob("*.tmp"):  # writes a crash interrupted
             with contextlib.suppress(OSError):
-                if now_ms - int(stale.stat().st_mtime * 1000) > 3_600_000:
+                if time.time() - stale.stat().st_mtime > 3600:  # mtime: the wall clock
                     stale.unlink()
 
 
@@ -203,7 +204,7 @@ class MemorySavedOutputs:
         self,
         store: dict[str, str],
         limits: SavedOutputLimits = DEFAULT_LIMITS,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] = now_seconds,
     ) -> None:
         self._store = store
         self.limits = limits

@@ -11,20 +11,14 @@ folds in the one before it.
 
 from __future__ import annotations
 
-import tempfile
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from duragent.agents import load_catalog
 from duragent.core.events import EventType
 from duragent.llm import RetryPolicy
-from duragent.session import RegistrySettings, SessionRegistry
-from duragent.store import SessionStore
-from duragent.turns import Complete, TurnRunner
-from duragent.turns.agent_budget import budget_settings
-from duragent.turns.providers import ProviderPool
+from duragent.testing.local_runner import local_runner, request_tokens
+from duragent.turns import Complete
 
 __all__ = ["GrowingRun", "note", "run_growing_session"]
 
@@ -80,47 +74,22 @@ async def run_growing_session(
 ) -> GrowingRun:
     """Drive ``turns`` growing turns through the real runner (summaries: the tier's defaults)."""
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="duragent-growing-") as tmp:
-        root = Path(tmp) / ".duragent"
-        (root / "agents" / "local").mkdir(parents=True)
-        (root / "agents" / "local" / "agent.yaml").write_text(
-            agent_yaml(base_url, model, window, max_output_tokens)
-        )
-        catalog = load_catalog(root / "agents")
-        if catalog.broken:
-            raise RuntimeError(f"the test agent does not load: {catalog.broken}")
-        registry = SessionRegistry(
-            SessionStore(root / "sessions"), RegistrySettings(ask_timeout=600)
-        )
-        await registry.open()
-        providers = ProviderPool(policy=RetryPolicy(initial_delay=0.2, max_delay=2.0))
-        runner = TurnRunner(
-            registry,
-            agents=lambda: catalog,
-            providers=providers,
-            workspace_dir=root,
-            world_memory_dir=root / "memory" / "world",
-            policy_file=root / "policy.yaml",
-        )
-        try:
-            sid = await runner.start_session("local")
-            run = GrowingRun(
-                turns=turns, limit=budget_settings(catalog.get("local")).limit, completed=0
-            )
-            for turn in range(turns):
-                result = await runner.run(sid, FIRST if turn == 0 else note(turn))
-                if isinstance(result, Complete):
-                    run.completed += 1
-                    run.replies.append(result.content)
-            events = await registry.handle(sid).events(include_archive=True)
-        finally:
-            await registry.aclose()
-            await providers.aclose()
-    run.request_tokens = [
-        int(e.data["budget"]["request_tokens"])
-        for e in events
-        if e.type == EventType.ASSISTANT_RESPONSE and e.data.get("budget")
-    ]
+    async with local_runner(
+        agent_yaml(base_url, model, window, max_output_tokens),
+        agent="local",
+        ask_timeout=600,
+        retry=RetryPolicy(initial_delay=0.2, max_delay=2.0),
+        prefix="duragent-growing-",
+    ) as local:
+        sid = await local.runner.start_session("local")
+        run = GrowingRun(turns=turns, limit=local.limit, completed=0)
+        for turn in range(turns):
+            result = await local.runner.run(sid, FIRST if turn == 0 else note(turn))
+            if isinstance(result, Complete):
+                run.completed += 1
+                run.replies.append(result.content)
+        events = await local.events(sid)
+    run.request_tokens = request_tokens(events)
     run.summaries = [dict(e.data) for e in events if e.type == EventType.SUMMARY]
     run.seconds = time.perf_counter() - started
     return run

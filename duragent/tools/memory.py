@@ -24,6 +24,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from duragent.core.clock import local_now
 from duragent.core.messages import ToolDefinition
 from duragent.store.atomic import atomic_write
 from duragent.store.fileops import OS_FILE_OPS, FileOps, write_all
@@ -69,7 +70,7 @@ class MemoryTool:
     policy_type: PolicyType = "builtin"
 
     def __init__(
-        self, clock: Callable[[], datetime] = datetime.now, ops: FileOps = OS_FILE_OPS
+        self, clock: Callable[[], datetime] = local_now, ops: FileOps = OS_FILE_OPS
     ) -> None:
         self._clock = clock
         self._ops = ops

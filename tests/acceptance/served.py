@@ -154,6 +154,19 @@ class Served:
         assert answer.status_code == 201, answer.text
         return str(answer.json()["session_id"])
 
+    def ticking_schedule(self) -> str:
+        """Create a schedule that sends "tick" every second; returns its id."""
+        made = self.http.post(
+            "/api/v1/schedules",
+            json={
+                "agent": "assistant",
+                "schedule": {"every": {"every_seconds": 1}},
+                "payload": {"message": {"message": "tick"}},
+            },
+        )
+        assert made.status_code == 201, made.text
+        return str(made.json()["id"])
+
     def say(self, session_id: str, text: str) -> httpx.Response:
         return self.http.post(f"/api/v1/sessions/{session_id}/messages", json={"content": text})
 

@@ -37,6 +37,20 @@ def node(root: Path, schema: str, name: str, gateways: str = "") -> Served:
     return served
 
 
+def telegram_nodes(
+    root: Path, schema: str, telegram: FakeTelegram, extra: str
+) -> tuple[Served, Served]:
+    """Nodes a and b serving one bot of ``telegram`` (``extra``: more of its YAML section)."""
+    gateway = (
+        "gateways:\n  telegram:\n    bot_token: ${TELEGRAM_BOT_TOKEN}\n"
+        f"    base_url: {telegram.url}\n" + extra
+    )
+    a, b = node(root, schema, "a", gateway), node(root, schema, "b", gateway)
+    for served in (a, b):
+        served.workspace.env["TELEGRAM_BOT_TOKEN"] = TOKEN
+    return a, b
+
+
 @pytest.fixture
 def schema() -> Iterator[str]:
     with postgres_db.fresh_schema() as name:
@@ -110,16 +124,12 @@ def test_a_webhook_update_delivered_to_both_nodes_is_answered_once(
     tmp_path: Path, schema: str
 ) -> None:
     with FakeTelegram(token=TOKEN) as telegram:
-        gateway = (
-            "gateways:\n  telegram:\n    bot_token: ${TELEGRAM_BOT_TOKEN}\n"
-            f"    base_url: {telegram.url}\n"
-            "    webhook_url: https://bot.example.com/tg/hook\n"
-            f"    webhook_secret: {SECRET}\n"
+        a, b = telegram_nodes(
+            tmp_path,
+            schema,
+            telegram,
+            f"    webhook_url: https://bot.example.com/tg/hook\n    webhook_secret: {SECRET}\n",
         )
-        a = node(tmp_path, schema, "a", gateway)
-        b = node(tmp_path, schema, "b", gateway)
-        for served in (a, b):
-            served.workspace.env["TELEGRAM_BOT_TOKEN"] = TOKEN
         with a, b:
             update = telegram.push_message(chat_id=4242, text="hello from telegram")
             statuses: list[int] = []
@@ -158,16 +168,7 @@ def test_a_schedule_fires_each_due_time_once_across_the_cluster(
 ) -> None:
     a, b = node(tmp_path, schema, "a"), node(tmp_path, schema, "b")
     with a, b:
-        made = b.http.post(
-            "/api/v1/schedules",
-            json={
-                "agent": "assistant",
-                "schedule": {"every": {"every_seconds": 1}},
-                "payload": {"message": {"message": "tick"}},
-            },
-        )
-        assert made.status_code == 201, made.text
-        schedule_id = made.json()["id"]
+        schedule_id = b.ticking_schedule()
         time.sleep(5)
         assert a.http.delete(f"/api/v1/schedules/{schedule_id}").status_code in (200, 204)
         shown = b.http.get(f"/api/v1/schedules/{schedule_id}").json()
@@ -289,14 +290,7 @@ def test_with_long_polling_one_node_polls_the_other_stands_by_and_each_message_i
     tmp_path: Path, schema: str
 ) -> None:
     with FakeTelegram(token=TOKEN) as telegram:
-        gateway = (
-            "gateways:\n  telegram:\n    bot_token: ${TELEGRAM_BOT_TOKEN}\n"
-            f"    base_url: {telegram.url}\n    poll_timeout_seconds: 1\n"
-        )
-        a = node(tmp_path, schema, "a", gateway)
-        b = node(tmp_path, schema, "b", gateway)
-        for served in (a, b):
-            served.workspace.env["TELEGRAM_BOT_TOKEN"] = TOKEN
+        a, b = telegram_nodes(tmp_path, schema, telegram, "    poll_timeout_seconds: 1\n")
         with a, b:
             deadline = time.monotonic() + 15
             states: list[str] = []

@@ -58,6 +58,7 @@ def chat(served: Served, sessions: int = 3) -> dict[str, list[dict[str, object]]
     return {sid: served.history(sid) for sid in ids}
 
 
+@pytest.mark.slow  # ~7 s; the default suite has tests/store/postgres/test_copy.py
 def test_store_copy_moves_every_session_and_the_api_shows_the_same_histories(
     tmp_path: Path, schema: str
 ) -> None:
@@ -169,6 +170,7 @@ def test_a_database_that_is_down_at_start_is_one_error_without_the_password(
     assert SECRET not in doctor.stdout + doctor.stderr
 
 
+@pytest.mark.slow  # ~5 s; the default suite has tests/store/postgres/test_schema.py
 def test_a_schema_newer_than_this_duragent_is_refused_everywhere(
     tmp_path: Path, schema: str
 ) -> None:
@@ -316,16 +318,7 @@ def test_store_copy_after_an_interruption_copies_each_schedule_run_once(
 ) -> None:
     ws = make_workspace(tmp_path / "ws")
     with ws.serve() as served:
-        made = served.http.post(
-            "/api/v1/schedules",
-            json={
-                "agent": "assistant",
-                "schedule": {"every": {"every_seconds": 1}},
-                "payload": {"message": {"message": "tick"}},
-            },
-        )
-        assert made.status_code == 201, made.text
-        schedule_id = made.json()["id"]
+        schedule_id = served.ticking_schedule()
         time.sleep(2.5)
         assert served.http.delete(f"/api/v1/schedules/{schedule_id}").status_code in (200, 204)
         runs = served.http.get(f"/api/v1/schedules/{schedule_id}").json()["runs"]

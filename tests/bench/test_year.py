@@ -1,10 +1,12 @@
 """``bench/year.py``, short: a simulated week against real components, and its expectations.
 
 The long run (a year, up to 100,000 messages, 50 SIGKILLs) is ``bench/year.py``; this one
-runs the same engine (``bench/year_run.py``) for a week of 240 messages over 12 chats with two
+runs the same engine (``bench/year_run.py``) for a week of 240 messages over 16 chats with two
 kills of ``duragent serve``, about half a minute here, and checks the verdict the benchmark
-prints. A failure's ``problems`` name the chat, message or due time; the workspace, every
-serving process's log and the run logs stay in ``tmp_path``.
+prints, including the TTL sweep on the simulated calendar (a chat that falls silent after the
+first quarter has its session ended; every other chat keeps one). A failure's ``problems``
+name the chat, message or due time; the workspace, every serving process's log and the run
+logs stay in ``tmp_path``.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ async def test_a_simulated_week_loses_nothing_repeats_nothing_and_never_overflow
     monkeypatch.setenv("PTB_TIMEDELTA", "1")
     run = bench("year_run")
     config = run.YearConfig(
-        days=7, messages=240, chats=12, kills=2, seed=23, workdir=tmp_path, pulse_days=2
+        days=7, messages=240, chats=16, kills=2, seed=23, workdir=tmp_path, pulse_days=2
     )
     result = await run.run_year(config)
     assert result.problems == []
@@ -59,12 +61,17 @@ async def test_a_simulated_week_loses_nothing_repeats_nothing_and_never_overflow
     notes = result.memory
     assert 0 < notes.once <= notes.remembered
     assert notes.found > 0
-    assert notes.found + notes.recalls_cut + notes.never_stored == notes.recalls
+    assert notes.found + notes.recalls_cut + notes.never_stored + notes.too_old == notes.recalls
     assert result.tool_problems == []
     for schedule in result.schedules:
         assert schedule.expected > 0
         assert schedule.ran_once == schedule.expected, schedule.problems
         assert schedule.missed == schedule.started_twice == 0
+    ttl = result.ttl  # idleness on the simulated calendar: the silent chat's session ended
+    assert ttl is not None
+    assert ttl.problems == []
+    assert ttl.ended == ttl.lapsed > 0
+    assert ttl.kept == ttl.talking > 0
     assert result.readyz_checks > 0
     assert result.readyz_failures == []
     assert result.samples
@@ -126,32 +133,39 @@ def test_the_commands_verdict_fails_a_reset_that_kept_the_session_and_an_unexpla
 
 
 def test_the_memory_verdict_excuses_only_what_a_kill_cut(tmp_path: Path) -> None:
-    """A recall cut by a kill, or of a note whose ``remember`` a kill cut before writing, is
-    not judged; a recall that misses a note on disk fails, whatever its remember was told."""
+    """A recall cut by a kill, of a note whose ``remember`` a kill cut before writing, or of
+    a note older than the 30 days ``recall`` reads, is not judged; a recall that misses a
+    note on disk within them fails, whatever its remember was told."""
     checks = bench("year_checks")
     model = bench("year_model").YearModel(now_ms=lambda: 0, prose="")
     daily = tmp_path / ".duragent" / "agents" / "small" / "memory" / "daily"
     daily.mkdir(parents=True)
     (daily / "2026-11-24.md").write_text("- kept\n- written, then cut\n- missed\n")
+    (daily / "2026-10-01.md").write_text("- long ago\n")
     model.remembered = {
         "kept": True,
         "written, then cut": None,
         "never written": None,
         "missed": True,
+        "long ago": True,
     }
     model.recalls = {
         "kept": True,
         "written, then cut": True,
         "never written": False,
         "missed": None,
+        "long ago": False,
     }
+    model.days_between = {"kept": 3.0, "long ago": 54.0}  # ``recall`` reads 30 days at most
     problems, _reads, notes = checks.tool_checks(tmp_path, model)
     assert problems == []
-    assert (notes.remembered, notes.once, notes.remembers_cut) == (4, 3, 2)
-    assert (notes.recalls, notes.found, notes.recalls_cut, notes.never_stored) == (4, 2, 1, 1)
+    assert (notes.remembered, notes.once, notes.remembers_cut) == (5, 4, 2)
+    assert (notes.recalls, notes.found, notes.recalls_cut) == (5, 2, 1)
+    assert (notes.never_stored, notes.too_old) == (1, 1)
 
     model.recalls["written, then cut"] = False  # on disk: its recall must return it
     model.remembered["kept"] = False  # not cut, yet not remembered
+    model.days_between["long ago"] = 27.0  # within what recall reads: it must be found
     problems, _reads, notes = checks.tool_checks(tmp_path, model)
-    assert len(problems) == 2
+    assert len(problems) == 3
     assert notes.never_stored == 1

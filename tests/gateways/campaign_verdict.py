@@ -196,11 +196,11 @@ class CampaignResult:
     """Group mentions whose chatter did not all reach the bot (no buffer to check)."""
 
 
-def plan(chats: int, messages: int, rng: random.Random) -> list[Chat]:
-    """``messages`` answerable messages over ``chats`` chats, about a third of them groups."""
+def plan(chats: int, messages: int, rng: random.Random, *, group_every: int = 3) -> list[Chat]:
+    """``messages`` answerable messages over ``chats`` chats, one in ``group_every`` a group."""
     plan = []
     for i in range(chats):
-        group = i % 3 == 2
+        group = i % group_every == group_every - 1
         chat_id = -(1000 + i) if group else 1000 + i
         count = messages // chats + (1 if i < messages % chats else 0)
         msgs = []

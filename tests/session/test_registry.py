@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from duragent.core.clock import use_time_source
 from duragent.session import (
     NewSession,
     RegistrySettings,
@@ -190,6 +192,64 @@ async def test_opening_thousands_of_sessions_reads_none_of_them(tmp_path: Path) 
     finally:
         await reg.aclose()
     assert reg.store.quarantined() == []
+
+
+async def test_idleness_is_measured_on_the_process_calendar_not_the_wall_clock(
+    tmp_path: Path,
+) -> None:
+    """A session's ``updated_at`` and the sweep's "now" come from one calendar: a simulated
+    week without a word expires a session under the default TTL (168 h), five days do not,
+    across a restart."""
+    day = 86_400.0
+    now = [datetime(2026, 1, 1, tzinfo=UTC).timestamp()]
+    use_time_source(lambda: now[0])
+    try:
+        reg = await open_registry(tmp_path)
+        try:
+            quiet = await reg.create(NewSession(agent="a"))
+            now[0] += 2 * day
+            recent = await reg.create(NewSession(agent="a"))
+            now[0] += 5 * day + 60
+            await reg.aclose()  # a restart does not make a session less idle
+            reg = await open_registry(tmp_path)
+            expired = await reg.expire(lambda _agent: 168)
+            statuses = {s["session_id"]: s["status"] for s in await reg.list_sessions()}
+        finally:
+            await reg.aclose()
+    finally:
+        use_time_source(time.time)
+    assert expired == [quiet]
+    assert statuses == {quiet: "completed", recent: "active"}
+
+
+async def test_a_session_active_after_its_last_snapshot_is_not_expired_after_a_crash(
+    tmp_path: Path,
+) -> None:
+    """After a crash a session not yet loaded is listed from its snapshot, which can be days
+    older than its log; its replayed state, not the snapshot, says how long it has been idle."""
+    day = 86_400.0
+    now = [datetime(2026, 1, 1, tzinfo=UTC).timestamp()]
+    use_time_source(lambda: now[0])
+    try:
+        reg = await open_registry(tmp_path)
+        sid = await reg.create(NewSession(agent="a"))
+        await reg.handle(sid).add_user_message(content="day 0")
+        stale = (tmp_path / sid / "state.yaml").read_bytes()  # the snapshot a crash leaves
+        now[0] += 6 * day
+        await reg.handle(sid).add_user_message(content="day 6")
+        await reg.aclose()
+        (tmp_path / sid / "state.yaml").write_bytes(stale)
+        now[0] += 2 * day  # 8 days after the snapshot, 2 after the last message
+        reg = await open_registry(tmp_path)
+        try:
+            expired = await reg.expire(lambda _agent: 168)
+            status = (await reg.info(sid)).status.value
+        finally:
+            await reg.aclose()
+    finally:
+        use_time_source(time.time)
+    assert expired == []
+    assert status == "active"
 
 
 async def test_sessions_idle_past_their_ttl_are_completed_and_zero_disables(

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 
+from duragent.core.clock import use_time_source
 from duragent.tools.base import ToolContext
 from duragent.tools.memory import MemoryTool, sanitize_topic
 from tests.store.failing_ops import FailingFileOps
@@ -191,3 +193,14 @@ async def test_a_disk_fault_while_remembering_leaves_no_half_entry(ctx: ToolCont
     assert not outcome.success
     assert "No space left on device" in outcome.content
     assert daily.read_text() == before
+
+
+async def test_today_is_the_process_calendar_s_day(ctx: ToolContext) -> None:
+    """Without a clock of its own the tool reads ``duragent.core.clock``: a process that
+    simulates a year (``bench/year.py``) files notes under the simulated day."""
+    use_time_source(lambda: datetime(2027, 2, 3, 12, 0).timestamp())
+    try:
+        await MemoryTool().run({"action": "remember", "content": "Met Ana."}, ctx)
+    finally:
+        use_time_source(time.time)
+    assert (ctx.agent_dir / "memory" / "daily" / "2027-02-03.md").exists()

@@ -20,11 +20,11 @@ The lifecycle (the turn's task, a client that leaves, a server that stops) is
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from sse_starlette import ServerSentEvent
 
+from duragent.core.clock import now_seconds
 from duragent.core.messages import ToolCall
 from duragent.gateways.http.openai_wire import (
     approval_text,
@@ -49,7 +49,7 @@ class _Chunks:
 
     def __init__(self, model: str, turn_id: str, include_usage: bool) -> None:
         self.id = completion_id(turn_id)
-        self.created = int(time.time())
+        self.created = int(now_seconds())
         self.model = model
         self.turn_id = turn_id
         self.include_usage = include_usage

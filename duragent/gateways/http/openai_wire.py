@@ -19,13 +19,13 @@ What a request means here (see ``specs/202611240850.openai-api-and-json-logs.md`
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from starlette.responses import JSONResponse
 
+from duragent.core.clock import now_seconds
 from duragent.turns import AwaitingApproval, Complete, Duplicate, Failed, TurnResult
 
 __all__ = [
@@ -277,7 +277,7 @@ def completion(result: TurnResult, model: str, turn_id: str) -> dict[str, Any]:
     return {
         "id": completion_id(turn_id),
         "object": "chat.completion",
-        "created": int(time.time()),
+        "created": int(now_seconds()),
         "model": model,
         "system_fingerprint": None,
         "choices": [

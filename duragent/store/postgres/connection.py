@@ -48,8 +48,8 @@ DEFAULT_SCHEMA = "public"
 OUTAGE_WAIT = 1.0
 """Seconds a transaction waits for a connection while the database is known to be away."""
 CONNECT_FIX = (
-    "check store.dsn in duragent.yaml (host, port, database, user, password) "
-    "and that PostgreSQL runs there"
+    "check store.dsn in duragent.yaml, or the --dsn given (host, port, database, user, "
+    "password), and that PostgreSQL runs there"
 )
 """What to do when the first connection fails: ``serve``, ``store`` and ``doctor`` say it."""
 RECONNECT_SECONDS = 3.0

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from duragent.core.clock import utc_now
 from duragent.store.atomic import atomic_write
 
 __all__ = [
@@ -44,7 +45,7 @@ Backend = Literal["local", "tmux"]
 
 def now() -> datetime:
     """The current time (UTC, aware)."""
-    return datetime.now(UTC)
+    return utc_now()
 
 
 @dataclass(frozen=True, slots=True)

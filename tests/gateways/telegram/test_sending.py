@@ -69,7 +69,7 @@ async def test_flood_control_loses_nothing_and_never_retries_early(tmp_path: Pat
     chats = [101, 102, 103, 104, 105]
     rounds = 9  # 45 replies: the fake answers 429 to the 20th and the 40th send
     async with telegram_rig(tmp_path) as rig:
-        rig.tg.add_fault(FaultRule.too_many_requests(retry_after=3, every=20))
+        rig.tg.add_fault(FaultRule.too_many_requests(retry_after=1, every=20))
         for n in range(rounds):  # each chat asks, then waits (a busy chat merges its messages)
             for chat in chats:
                 rig.tg.push_message(chat, f"message {n}")
