@@ -19,7 +19,7 @@ kills, same verdict from what the fake Telegram recorded) with what a year adds:
 - **the pace**: each chat spreads its messages over the year (its k-th is due (k + phase)/n
   of the way through, the phase drawn per chat so that chats do not all reach their k-th
   message at once), so no chat runs ahead while another starves; one DM in ten
-  (``LAPSE_EVERY``) talks only in the first half (``LAPSE_SHARE``) and then falls silent, so
+  (``LAPSE_EVERY``) talks only in the first 30 % (``LAPSE_SHARE``) and then falls silent, so
   the TTL sweep, on the simulated calendar, must end those sessions and no other
   (``year_ttl``);
 - **the faults**: the fake Telegram answers some sends with 429 + ``retry_after``, 502, or a
@@ -69,7 +69,7 @@ kill would put weeks of simulated time between them, past the 30 days ``recall``
 REMEMBER_AT, RECALL_AT = 5, 8
 LAPSE_EVERY = 10
 """DM chats whose index ≡ 3 (mod ``LAPSE_EVERY``) talk in the first ``LAPSE_SHARE`` only."""
-LAPSE_SHARE = 0.5
+LAPSE_SHARE = 0.3
 
 
 def lapses(chat: Chat) -> bool:
@@ -122,8 +122,10 @@ class YearCampaign(_Campaign):
         """Token of a held approval → the simulated time it was first seen held."""
         self.phase = {c.chat_id: random.Random(c.chat_id).random() for c in plan}
         """Chat id → where in its first interval the chat's messages start (module docstring)."""
-        self.last_heard: dict[int, int] = {}
-        """Chat id → the simulated time of its latest message or command."""
+        self.last_active: dict[int, int] = {}
+        """Chat id → the simulated time of its latest message, command, press or reply seen
+        (``year_ttl``: a chat's session is idle from its last exchange, which can come days
+        of a short run's simulated time after its last message)."""
         self.kill_sim_ms: list[int] = []
         self.pushed_sim: dict[str, int] = {}
         self.user_message_ids: dict[int, list[int]] = {}
@@ -281,7 +283,7 @@ class YearCampaign(_Campaign):
                     self.tg.push_message(chat.chat_id, f"just chatting {line}", user_id=500 + n)
                 m.pushed_at = time.monotonic()
                 self.pushed_sim[m.token] = self.clock.ms
-                self.last_heard[chat.chat_id] = self.clock.ms
+                self.last_active[chat.chat_id] = self.clock.ms
                 update = self.tg.push_message(chat.chat_id, self.text_of(chat, m), user_id=700)
                 ids = self.user_message_ids.setdefault(chat.chat_id, [])
                 ids.append(int(update["message"]["message_id"]))
@@ -302,7 +304,7 @@ class YearCampaign(_Campaign):
         if command.pushed_at is None and chat.outstanding() == 0:
             self.tg.push_message(chat.chat_id, command.text, user_id=700)
             command.pushed_at = time.monotonic()
-            self.last_heard[chat.chat_id] = self.clock.ms
+            self.last_active[chat.chat_id] = self.clock.ms
         return True
 
     # -- approvals, kills -----------------------------------------------------------------------
@@ -311,6 +313,8 @@ class YearCampaign(_Campaign):
         super().read_sends()
         for sent in self.sent[self.sends_seen :]:
             chat = self.by_id.get(sent.chat_id)
+            if chat is not None:  # read a tick after it was sent at most: later, never earlier
+                self.last_active[chat.chat_id] = self.clock.ms
             if chat is None or sent.prompt:
                 continue
             waiting = [m for m in chat.messages[: chat.next] if m.answered_at is None]
@@ -344,6 +348,10 @@ class YearCampaign(_Campaign):
             m.held_over_kill = False
             self.press(m)
             self.held.remove(m)
+
+    def press(self, m: Message) -> None:
+        super().press(m)
+        self.last_active[self.plan_chat(m).chat_id] = self.clock.ms
 
     async def kill_and_restart(self) -> None:
         self.kill_sim_ms.append(self.clock.ms)

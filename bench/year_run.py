@@ -202,7 +202,7 @@ async def run_year(config: YearConfig) -> YearResult:
                 for _hour in range(OVERRUN_HOURS):  # until a sweep saw the last silences
                     await campaign.overrun(1, OVERRUN_HOLD)
                     ttl = await check_ttl(
-                        serve.url, sessions, campaign.last_heard, clock.ms, ttl_hours
+                        serve.url, sessions, campaign.last_active, clock.ms, ttl_hours
                     )
                     if not ttl.problems:
                         break

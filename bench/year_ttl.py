@@ -3,15 +3,18 @@
 ``duragent serve`` completes a session idle longer than ``sessions.ttl_hours`` (the TTL sweep,
 ``duragent.runtime.expiry``), comparing the session's ``updated_at`` with the process's
 calendar, which in the year is the simulated clock (``year_serve``). The year sets the TTL to
-``TTL_SHARE`` of the run and lets one DM in ten fall silent after the first half
+``TTL_SHARE`` of the run and lets one DM in ten fall silent after the first 30 %
 (``year_campaign.lapses``; a chat that falls behind ends later, still months before the
-end). At the end, through ``GET /api/v1/sessions``:
+end). A chat is *silent* from its last exchange (``YearCampaign.last_active``: its last
+message, press or reply; in a short run's simulated time a reply can come days after the
+message it answers). At the end, through ``GET /api/v1/sessions``:
 
 - a chat silent for longer than the TTL (plus ``SLACK`` of it: the sweep runs hourly on the
   simulated clock, but at most every few real seconds) has **no active session**;
-- a chat heard from within the TTL (minus the slack) has **one**: a conversation that goes
+- a chat active within the TTL (minus the slack) has **one**: a conversation that goes
   on is never cut by the sweep (any cut would also show as a failed probe or a missing
-  answer).
+  answer). Neither is a chat whose message still waits for its answer
+  (``SessionOps.op_expire_if_idle``).
 
 A session's chat is read from its snapshot (``config.gateway_chat_id``).
 """
@@ -49,8 +52,8 @@ session ends (a chat of this year writes about daily, and waits at most half the
 approval held over a kill)."""
 SLACK = 0.5
 """Chats whose silence is within this share of the TTL from it are not judged (a chat's
-last event, its last reply's delivery, comes after its last message: in a short run's
-simulated time, up to a day later)."""
+last event, its last reply's delivery record, comes after the reply was read: in a short
+run's simulated time, up to a few hours later)."""
 
 
 def ttl_hours_for(days: float) -> int:
@@ -66,14 +69,14 @@ class TtlCheck:
     ended: int = 0
     """Of them, chats with no active session (the sweep ended it)."""
     talking: int = 0
-    """Chats heard from within the TTL."""
+    """Chats active within the TTL."""
     kept: int = 0
     """Of them, chats with exactly one active session."""
     problems: list[str] = field(default_factory=list)
 
 
 async def check_ttl(
-    base_url: str, sessions_dir: Path, last_heard: dict[int, int], end_ms: int, ttl_hours: int
+    base_url: str, sessions_dir: Path, last_active: dict[int, int], end_ms: int, ttl_hours: int
 ) -> TtlCheck:
     """Judge each chat's sessions against its silence (module docstring)."""
     check = TtlCheck(ttl_hours)
@@ -88,8 +91,8 @@ async def check_ttl(
         if chat is not None and entry["status"] in ("active", "paused", "running"):
             active[chat] = active.get(chat, 0) + 1
     ttl_ms = ttl_hours * 3_600_000
-    for chat, heard in sorted(last_heard.items()):
-        silence = end_ms - heard
+    for chat, active_at in sorted(last_active.items()):
+        silence = end_ms - active_at
         if silence > ttl_ms * (1 + SLACK):
             check.lapsed += 1
             if active.get(chat, 0) == 0:
@@ -105,7 +108,7 @@ async def check_ttl(
                 check.kept += 1
             else:
                 check.problems.append(
-                    f"ttl: chat {chat} heard {silence / 86_400_000:.1f} days before the end "
+                    f"ttl: chat {chat} active {silence / 86_400_000:.1f} days before the end "
                     f"has {active.get(chat, 0)} active sessions, not 1"
                 )
     return check

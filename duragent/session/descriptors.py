@@ -66,6 +66,7 @@ RETRY_SAFE_OPS = frozenset(
         "flush",
         "snapshot",
         "set_status",
+        "expire_if_idle",
         "add_user_message",
         "turn_context",
         "add_assistant_response",
@@ -76,11 +77,11 @@ RETRY_SAFE_OPS = frozenset(
     }
 )
 """Session ops that, failing for want of a descriptor, recorded nothing (a durable write is
-withdrawn when it fails; batched writes keep their events queued; ``set_status`` and
-``record_delivery`` are idempotent; ``turn_context`` closes only calls still open;
-``add_silent_message`` is a durable write and ``recent_silent`` a read), so the registry
-retries them after evicting idle actors. The approval ops write an event *then* a snapshot,
-so a retry could record the event twice: they are not retried."""
+withdrawn when it fails; batched writes keep their events queued; ``set_status``,
+``expire_if_idle`` and ``record_delivery`` are idempotent; ``turn_context`` closes only calls
+still open; ``add_silent_message`` is a durable write and ``recent_silent`` a read), so the
+registry retries them after evicting idle actors. The approval ops write an event *then* a
+snapshot, so a retry could record the event twice: they are not retried."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from duragent.core.approval import ApprovalDecision, PendingApproval
@@ -245,6 +245,23 @@ class SessionOps(MemoryOps):
         self._journal.snapshot()
         return True
 
+    def op_expire_if_idle(self, ttl_hours: float) -> bool:
+        """Complete the session if it has been idle ``ttl_hours``; True when it was completed.
+
+        Judged here, between two of the session's own operations and on its replayed state:
+        a listing header can be older than the log (a crash since the last snapshot), and a
+        message recorded between a sweep's look and its write would be cut off. A user
+        message still waiting for its answer keeps the session whatever its age: its turn is
+        queued or running (a chat's recovery after a long outage), and ending the session
+        would lose a message already accepted.
+        """
+        state = self.state
+        if state.status is SessionStatus.COMPLETED or state.last_user_seq > state.last_answered_seq:
+            return False
+        if not idle_past(state.updated_at, utc_now(), ttl_hours):
+            return False
+        return self.op_set_status(SessionStatus.COMPLETED)
+
     def op_set_pending_approval(self, approval: PendingApproval) -> int:
         """A tool call waits for approval: record it and snapshot (survives restarts)."""
         # the whole approval, not just what a client shows: a crash between this event and
@@ -335,3 +352,12 @@ class SessionOps(MemoryOps):
 def _pending(approval: dict[str, Any] | None) -> PendingApproval | None:
     """The state's stored approval as the type callers get (None: nothing waits)."""
     return PendingApproval.from_dict(approval) if approval else None
+
+
+def idle_past(updated_at: str, now: datetime, ttl_hours: float) -> bool:
+    """Whether ``updated_at`` (RFC 3339) is at least ``ttl_hours`` before ``now``."""
+    try:
+        updated = datetime.fromisoformat(updated_at.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return (now - updated).total_seconds() >= ttl_hours * 3600

@@ -26,7 +26,6 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from duragent.core.clock import utc_now
@@ -43,6 +42,7 @@ from duragent.session.keyed_locks import KeyedLocks
 from duragent.session.launcher import ActorLauncher, SessionNotFoundError
 from duragent.session.leases import LeaseKeeper
 from duragent.session.listing import QUARANTINED, UNAVAILABLE, SessionListing
+from duragent.session.operations import idle_past
 from duragent.session.progress import ChatProgress, progress_on_disk
 from duragent.store import (
     ChatKey,
@@ -287,7 +287,7 @@ class SessionRegistry:
         Out of descriptors, idle actors make room and a retry-safe op is tried again.
         """
         retries = PRESSURE_RETRIES if op in RETRY_SAFE_OPS else 0
-        if op == "set_status":  # it may be completing the session
+        if op in ("set_status", "expire_if_idle"):  # it may be completing the session
             self._usable.discard(session_id)
         try:
             return await self._evictor.making_room(
@@ -354,6 +354,8 @@ class SessionRegistry:
         """Complete every session idle longer than its agent's TTL; return their ids.
 
         ``ttl_hours_for(agent)`` gives the TTL in hours, or None/0 when expiry is disabled.
+        The listing picks the candidates; each session's actor decides on its own state
+        (``expire_if_idle``: a header may be stale, a turn may have begun since).
         """
         now = utc_now()
         expired: list[str] = []
@@ -361,18 +363,17 @@ class SessionRegistry:
             if entry["status"] in (SessionStatus.COMPLETED.value, QUARANTINED, UNAVAILABLE):
                 continue
             ttl = ttl_hours_for(entry["agent"])
-            if not ttl or not _idle_since(entry["updated_at"], now, ttl):
+            if not ttl or not idle_past(entry["updated_at"], now, ttl):
                 continue
-            # A session not loaded is listed from its snapshot, which can be older than its
-            # log (a crash since the last snapshot): its own state, replayed, decides.
             sid = entry["session_id"]
             try:
-                updated_at = (await self.info(sid)).updated_at
+                ended = await self.call(sid, "expire_if_idle", ttl_hours=ttl)
             except Exception as exc:  # unusable now: the next sweep looks again
                 log.info("TTL: session %s not checked: %s", sid, exc)
                 continue
-            if _idle_since(updated_at, now, ttl):
-                await self.complete(sid)
+            if ended:
+                await asyncio.to_thread(self.store.chats.remove_session, sid)
+                await self._actors.stop(sid)
                 expired.append(sid)
         if expired:
             log.info("expired %d idle session(s)", len(expired))
@@ -381,12 +382,3 @@ class SessionRegistry:
     async def stop(self, session_id: str) -> None:
         """Stop the session's actor if it is running (state stays on disk)."""
         await self._actors.stop(session_id)
-
-
-def _idle_since(updated_at: str, now: datetime, ttl_hours: float) -> bool:
-    """Whether ``updated_at`` (RFC 3339) is at least ``ttl_hours`` before ``now``."""
-    try:
-        updated = datetime.fromisoformat(updated_at.replace("Z", "+00:00"))
-    except ValueError:
-        return False
-    return (now - updated).total_seconds() >= ttl_hours * 3600

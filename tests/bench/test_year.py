@@ -4,7 +4,7 @@ The long run (a year, up to 100,000 messages, 50 SIGKILLs) is ``bench/year.py``;
 runs the same engine (``bench/year_run.py``) for a week of 240 messages over 16 chats with two
 kills of ``duragent serve``, about half a minute here, and checks the verdict the benchmark
 prints, including the TTL sweep on the simulated calendar (a chat that falls silent after the
-first quarter has its session ended; every other chat keeps one). A failure's ``problems``
+first 30 % has its session ended; every other chat keeps one). A failure's ``problems``
 name the chat, message or due time; the workspace, every serving process's log and the run
 logs stay in ``tmp_path``.
 """

@@ -252,6 +252,36 @@ async def test_a_session_active_after_its_last_snapshot_is_not_expired_after_a_c
     assert status == "active"
 
 
+async def test_a_message_still_waiting_for_its_answer_keeps_its_session_past_the_ttl(
+    tmp_path: Path,
+) -> None:
+    """A message accepted and not yet answered (its turn queued behind a long outage's
+    recovery, or still running) keeps the session however old it is: ending the session
+    would lose it. Once answered, the same silence ends the session."""
+    day = 86_400.0
+    now = [datetime(2026, 1, 1, tzinfo=UTC).timestamp()]
+    use_time_source(lambda: now[0])
+    try:
+        reg = await open_registry(tmp_path)
+        try:
+            sid = await reg.create(NewSession(agent="a"))
+            handle = reg.handle(sid)
+            await handle.add_user_message(content="are you there?")
+            now[0] += 9 * day
+            waiting = await reg.expire(lambda _agent: 168)
+            await handle.add_assistant_response(content="yes")
+            now[0] += 8 * day
+            answered = await reg.expire(lambda _agent: 168)
+            status = (await reg.info(sid)).status.value
+        finally:
+            await reg.aclose()
+    finally:
+        use_time_source(time.time)
+    assert waiting == []
+    assert answered == [sid]
+    assert status == "completed"
+
+
 async def test_sessions_idle_past_their_ttl_are_completed_and_zero_disables(
     tmp_path: Path,
 ) -> None:
