@@ -134,11 +134,6 @@ class YearCampaign(_Campaign):
         self.too_big = 0
         self.refused: list[str] = []
         """Tokens of messages answered with ``REFUSED`` (told, not answered)."""
-        self.cut_unasked: list[str] = []
-        """Tool calls a kill cut after the model asked for them and before their approval was
-        asked: recovery closes the call as interrupted and the turn goes on from there, so the
-        reply says it was interrupted (told, not run; a call a kill cuts after the press is
-        the campaign's ``interrupted``)."""
         self.sends_seen = 0
         self.run_logs = clock.path.parent / ".duragent" / "schedules" / "runs"
         self.next_due: dict[str, Callable[[int], int]] = {}
@@ -319,12 +314,7 @@ class YearCampaign(_Campaign):
                 continue
             waiting = [m for m in chat.messages[: chat.next] if m.answered_at is None]
             if INTERRUPTED in sent.text and not answer_tokens(sent.text):
-                cut = [m for m in waiting if m.tool and m.pressed_at is None]
-                if cut:  # cut by a kill before its approval was asked (``cut_unasked``)
-                    cut[0].answered_at = sent.at
-                    self.cut_unasked.append(cut[0].token)
-                    self.answered += 1
-                continue
+                continue  # a cut call's reply (``mark_answers``, the base's ``read_sends``)
             if not sent.text.startswith(REFUSED):
                 if not answer_tokens(sent.text):
                     take_reply(self.commands.get(chat.chat_id, []), sent)
@@ -348,6 +338,11 @@ class YearCampaign(_Campaign):
             m.held_over_kill = False
             self.press(m)
             self.held.remove(m)
+
+    @property
+    def cut_unasked(self) -> list[str]:
+        """Tokens of tool messages whose call a kill cut before its approval was asked."""
+        return [m.token for chat in self.plan for m in chat.messages if m.cut_unasked]
 
     def press(self, m: Message) -> None:
         super().press(m)

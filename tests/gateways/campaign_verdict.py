@@ -42,6 +42,7 @@ __all__ = [
     "Sent",
     "answer_tokens",
     "group_model",
+    "mark_answers",
     "mark_chatter",
     "plan",
     "print_report",
@@ -85,7 +86,10 @@ class Message:
     held_over_kill: bool = False
     prompts: int = 0
     interrupted: bool = False
-    """Its approved call was cut by a kill: the reply says so instead of giving its output."""
+    """Its call was cut by a kill: the reply says so instead of giving its output."""
+    cut_unasked: bool = False
+    """Its call was cut before its approval was asked (recorded, then the kill; the restart
+    closes it): the reply says so, and the chat was never prompted."""
     undelivered: str | None = None
     """Why the bot never got it (``OFFLINE``, ``IN_FLIGHT``), on a platform that does not
     redeliver; None when delivered (or on a platform that redelivers until confirmed)."""
@@ -242,6 +246,29 @@ def group_model(request: RecordedRequest) -> Reply:
 def answer_tokens(text: str) -> list[str]:
     """The answer tokens a reply (or an approval prompt) quotes."""
     return ANSWER.findall(text)
+
+
+def mark_answers(waiting: list[Message], text: str, at: float) -> list[Message]:
+    """Mark the waiting messages (oldest first) that the reply ``text`` answers; return them.
+
+    A reply answers the messages whose mark it carries. A reply saying a kill cut a call
+    carries none (the call's output never came): it answers every waiting tool message that
+    was pressed, or, when none was, the oldest waiting tool message, whose call the kill cut
+    between recording it and asking for its approval (with two workers loading the machine,
+    a few milliseconds' window a kill does hit).
+    """
+    answered = [m for m in waiting if m.answer_mark in text]
+    if INTERRUPTED in text:
+        tools = [m for m in waiting if m.tool and m not in answered]
+        pressed = [m for m in tools if m.pressed_at is not None]
+        cut = pressed or tools[:1]
+        for m in cut:
+            m.interrupted = True
+            m.cut_unasked = m.pressed_at is None
+        answered += cut
+    for m in answered:
+        m.answered_at = at
+    return answered
 
 
 def verdict(

@@ -6,7 +6,7 @@ import random
 import time
 from collections.abc import Callable
 
-from tests.gateways.campaign_verdict import IN_FLIGHT, Chat, Message
+from tests.gateways.campaign_verdict import IN_FLIGHT, INTERRUPTED, Chat, Message, mark_answers
 
 
 def _chat(n: int) -> Chat:
@@ -53,3 +53,32 @@ def test_asking_every_tick_costs_what_is_open_not_the_whole_history() -> None:
         return min(runs)
 
     assert best(Chat.outstanding) * 50 < best(_naive)
+
+
+def _tools(n: int) -> list[Message]:
+    return [Message(7, i, f"#q7n{i}#", tool=True) for i in range(n)]
+
+
+def test_a_reply_answers_the_messages_whose_mark_it_carries() -> None:
+    first, second = _tools(2)
+    assert mark_answers([first, second], f"done: 42-{second.token}", 5.0) == [second]
+    assert (first.answered_at, second.answered_at) == (None, 5.0)
+    assert not second.interrupted
+
+
+def test_a_cut_call_reply_answers_the_pressed_tool_messages() -> None:
+    first, second = _tools(2)
+    second.pressed_at = 1.0
+    assert mark_answers([first, second], f"bash: Error: {INTERRUPTED}", 5.0) == [second]
+    assert second.interrupted
+    assert not second.cut_unasked
+
+
+def test_a_call_cut_before_its_approval_was_asked_is_answered_by_the_reply_that_says_so() -> None:
+    """A kill between recording the call and asking for its approval: the restart closes the
+    call and the chat is told; the chat was never prompted, so nothing was pressed."""
+    first, second = _tools(2)
+    assert mark_answers([first, second], f"bash: Error: {INTERRUPTED}", 5.0) == [first]
+    assert first.interrupted
+    assert first.cut_unasked
+    assert second.answered_at is None

@@ -49,7 +49,6 @@ from tests.gateways.campaign_loop import CampaignLoop
 from tests.gateways.campaign_verdict import (
     GROUP_WINDOW,
     IN_FLIGHT,
-    INTERRUPTED,
     OFFLINE,
     CampaignResult,
     Chat,
@@ -57,6 +56,7 @@ from tests.gateways.campaign_verdict import (
     Sent,
     answer_tokens,
     group_model,
+    mark_answers,
     mark_chatter,
     plan,
     result_rows,
@@ -144,12 +144,7 @@ class _Campaign(CampaignLoop):
             if components:
                 self.take_prompt(waiting, text, int(call.answer["id"]), components)
                 continue
-            for m in waiting.values():
-                cut = m.tool and m.pressed_at is not None and INTERRUPTED in text
-                if m.answer_mark in text or cut:
-                    m.answered_at = call.time
-                    m.interrupted = cut and m.answer_mark not in text
-                    self.answered += 1
+            self.answered += len(mark_answers(list(waiting.values()), text, call.time))
 
     def take_prompt(
         self, waiting: dict[str, Message], text: str, message_id: int, components: Any

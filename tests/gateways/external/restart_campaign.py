@@ -48,13 +48,13 @@ from tests.gateways.campaign_loop import CampaignLoop
 from tests.gateways.campaign_verdict import (
     GROUP_WINDOW,
     IN_FLIGHT,
-    INTERRUPTED,
     CampaignResult,
     Chat,
     Message,
     Sent,
     answer_tokens,
     group_model,
+    mark_answers,
     mark_chatter,
     plan,
     result_rows,
@@ -179,12 +179,7 @@ class _Campaign(CampaignLoop):
             prompt_id = sends.index(command) + 1  # the fake's message ids: g1, g2… per child
             self.take_prompt(waiting, text, prompt_id, keyboard["rows"][0][0]["callback_data"])
             return
-        for m in waiting.values():
-            cut = m.tool and m.pressed_at is not None and INTERRUPTED in text
-            if m.answer_mark in text or cut:
-                m.answered_at = at
-                m.interrupted = cut and m.answer_mark not in text
-                self.answered += 1
+        self.answered += len(mark_answers(list(waiting.values()), text, at))
 
     def take_prompt(self, waiting: dict[str, Message], text: str, prompt: int, data: str) -> None:
         for token in answer_tokens(text):

@@ -50,13 +50,13 @@ from duragent.testing import FakeTelegram, ScriptedLLMServer
 from tests.gateways.campaign_loop import CampaignLoop
 from tests.gateways.campaign_verdict import (
     GROUP_WINDOW,
-    INTERRUPTED,
     CampaignResult,
     Chat,
     Message,
     Sent,
     answer_tokens,
     group_model,
+    mark_answers,
     plan,
     result_rows,
     verdict,
@@ -137,12 +137,7 @@ class _Campaign(CampaignLoop):
                     else:
                         self.press(m)
                 continue
-            for m in waiting.values():
-                cut = m.tool and m.pressed_at is not None and INTERRUPTED in text
-                if m.answer_mark in text or cut:
-                    m.answered_at = call.time
-                    m.interrupted = cut and m.answer_mark not in text
-                    self.answered += 1
+            self.answered += len(mark_answers(list(waiting.values()), text, call.time))
 
     def press(self, m: Message) -> None:
         chat = self.plan_chat(m)
