@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+
+from duragent.core.clock import use_time_source
 
 AGENT_YAML = """\
 apiVersion: duragent/v1alpha1
@@ -46,3 +50,28 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+class Calendar:
+    """The process's calendar (``duragent.core.clock``), moved by hand: a test's days pass in
+    no time. Starts at 2026-01-01 00:00 UTC."""
+
+    DAY = 86_400.0
+
+    def __init__(self) -> None:
+        self.seconds = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
+
+    def advance(self, *, days: float = 0, seconds: float = 0) -> None:
+        """Move forward (event stamps, ``updated_at`` and TTL sweeps read the new time)."""
+        self.seconds += days * self.DAY + seconds
+
+
+@pytest.fixture
+def calendar() -> Iterator[Calendar]:
+    """The process's calendar set to a ``Calendar`` for the test, the wall clock after it."""
+    moved = Calendar()
+    use_time_source(lambda: moved.seconds)
+    try:
+        yield moved
+    finally:
+        use_time_source(time.time)

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from duragent.core.clock import use_time_source
 from duragent.session import (
     NewSession,
     RegistrySettings,
@@ -20,6 +18,7 @@ from duragent.session import (
 )
 from duragent.session.bridge import ask
 from duragent.store import SessionStore
+from tests.conftest import Calendar
 from tests.polling import eventually
 from tests.session.slow_ops import SlowFsyncOps
 
@@ -195,88 +194,72 @@ async def test_opening_thousands_of_sessions_reads_none_of_them(tmp_path: Path) 
 
 
 async def test_idleness_is_measured_on_the_process_calendar_not_the_wall_clock(
-    tmp_path: Path,
+    tmp_path: Path, calendar: Calendar
 ) -> None:
     """A session's ``updated_at`` and the sweep's "now" come from one calendar: a simulated
     week without a word expires a session under the default TTL (168 h), five days do not,
     across a restart."""
-    day = 86_400.0
-    now = [datetime(2026, 1, 1, tzinfo=UTC).timestamp()]
-    use_time_source(lambda: now[0])
+    reg = await open_registry(tmp_path)
     try:
+        quiet = await reg.create(NewSession(agent="a"))
+        calendar.advance(days=2)
+        recent = await reg.create(NewSession(agent="a"))
+        calendar.advance(days=5, seconds=60)
+        await reg.aclose()  # a restart does not make a session less idle
         reg = await open_registry(tmp_path)
-        try:
-            quiet = await reg.create(NewSession(agent="a"))
-            now[0] += 2 * day
-            recent = await reg.create(NewSession(agent="a"))
-            now[0] += 5 * day + 60
-            await reg.aclose()  # a restart does not make a session less idle
-            reg = await open_registry(tmp_path)
-            expired = await reg.expire(lambda _agent: 168)
-            statuses = {s["session_id"]: s["status"] for s in await reg.list_sessions()}
-        finally:
-            await reg.aclose()
+        expired = await reg.expire(lambda _agent: 168)
+        statuses = {s["session_id"]: s["status"] for s in await reg.list_sessions()}
     finally:
-        use_time_source(time.time)
+        await reg.aclose()
     assert expired == [quiet]
     assert statuses == {quiet: "completed", recent: "active"}
 
 
 async def test_a_session_active_after_its_last_snapshot_is_not_expired_after_a_crash(
-    tmp_path: Path,
+    tmp_path: Path, calendar: Calendar
 ) -> None:
     """After a crash a session not yet loaded is listed from its snapshot, which can be days
     older than its log; its replayed state, not the snapshot, says how long it has been idle."""
-    day = 86_400.0
-    now = [datetime(2026, 1, 1, tzinfo=UTC).timestamp()]
-    use_time_source(lambda: now[0])
+    reg = await open_registry(tmp_path)
+    sid = await reg.create(NewSession(agent="a"))
+    await reg.handle(sid).add_user_message(content="day 0")
+    await reg.handle(sid).add_assistant_response(content="noted")
+    stale = (tmp_path / sid / "state.yaml").read_bytes()  # the snapshot a crash leaves
+    calendar.advance(days=6)
+    await reg.handle(sid).add_user_message(content="day 6")
+    await reg.handle(sid).add_assistant_response(content="noted again")
+    await reg.aclose()
+    (tmp_path / sid / "state.yaml").write_bytes(stale)
+    calendar.advance(days=2)  # 8 days after the snapshot, 2 after the last message
+    reg = await open_registry(tmp_path)
     try:
-        reg = await open_registry(tmp_path)
-        sid = await reg.create(NewSession(agent="a"))
-        await reg.handle(sid).add_user_message(content="day 0")
-        stale = (tmp_path / sid / "state.yaml").read_bytes()  # the snapshot a crash leaves
-        now[0] += 6 * day
-        await reg.handle(sid).add_user_message(content="day 6")
-        await reg.aclose()
-        (tmp_path / sid / "state.yaml").write_bytes(stale)
-        now[0] += 2 * day  # 8 days after the snapshot, 2 after the last message
-        reg = await open_registry(tmp_path)
-        try:
-            expired = await reg.expire(lambda _agent: 168)
-            status = (await reg.info(sid)).status.value
-        finally:
-            await reg.aclose()
+        expired = await reg.expire(lambda _agent: 168)
+        status = (await reg.info(sid)).status.value
     finally:
-        use_time_source(time.time)
+        await reg.aclose()
     assert expired == []
     assert status == "active"
 
 
 async def test_a_message_still_waiting_for_its_answer_keeps_its_session_past_the_ttl(
-    tmp_path: Path,
+    tmp_path: Path, calendar: Calendar
 ) -> None:
     """A message accepted and not yet answered (its turn queued behind a long outage's
     recovery, or still running) keeps the session however old it is: ending the session
     would lose it. Once answered, the same silence ends the session."""
-    day = 86_400.0
-    now = [datetime(2026, 1, 1, tzinfo=UTC).timestamp()]
-    use_time_source(lambda: now[0])
+    reg = await open_registry(tmp_path)
     try:
-        reg = await open_registry(tmp_path)
-        try:
-            sid = await reg.create(NewSession(agent="a"))
-            handle = reg.handle(sid)
-            await handle.add_user_message(content="are you there?")
-            now[0] += 9 * day
-            waiting = await reg.expire(lambda _agent: 168)
-            await handle.add_assistant_response(content="yes")
-            now[0] += 8 * day
-            answered = await reg.expire(lambda _agent: 168)
-            status = (await reg.info(sid)).status.value
-        finally:
-            await reg.aclose()
+        sid = await reg.create(NewSession(agent="a"))
+        handle = reg.handle(sid)
+        await handle.add_user_message(content="are you there?")
+        calendar.advance(days=9)
+        waiting = await reg.expire(lambda _agent: 168)
+        await handle.add_assistant_response(content="yes")
+        calendar.advance(days=8)
+        answered = await reg.expire(lambda _agent: 168)
+        status = (await reg.info(sid)).status.value
     finally:
-        use_time_source(time.time)
+        await reg.aclose()
     assert waiting == []
     assert answered == [sid]
     assert status == "completed"
