@@ -236,5 +236,5 @@ def _ttl_rows(r: YearResult) -> list[tuple[str, str]]:
             f"TTL {t.ttl_hours / 24:.1f} days: chats silent past it / ended",
             f"{t.lapsed} / {t.ended}",
         ),
-        ("  chats heard within it / one active session", f"{t.talking} / {t.kept}"),
+        ("  chats active within it / one active session", f"{t.talking} / {t.kept}"),
     ]
