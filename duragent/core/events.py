@@ -183,8 +183,14 @@ class Event:
         sender_id: str | None = None,
         sender_name: str | None = None,
         platform_message_id: str | None = None,
+        passive: bool = False,
     ) -> Event:
-        """A message from the user (or a group member)."""
+        """A message from the user (or a group member).
+
+        ``passive``: recorded for later turns to read, owed no answer (a group's passive
+        member, or a message not addressed to the bot); written only when true.
+        """
+        extra = {"passive": True} if passive else {}
         return cls.make(
             seq,
             EventType.USER_MESSAGE,
@@ -192,6 +198,7 @@ class Event:
             sender_id=sender_id,
             sender_name=sender_name,
             platform_message_id=platform_message_id,
+            **extra,
         )
 
     @classmethod

@@ -153,7 +153,8 @@ class SessionSnapshot:
     last_final_reply_seq: int = 0
     last_delivered_seq: int = 0
     last_user_seq: int = 0
-    """The newest user message (a chat's recovery compares it with ``last_settled_seq``)."""
+    """The newest user message owed an answer (a passive one is not; a chat's recovery compares
+    it with ``last_answered_seq``)."""
     last_settled_seq: int = 0
     """The newest event that ends a turn for the person: a final reply, a recorded failure,
     a request for approval."""

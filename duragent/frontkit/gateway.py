@@ -164,6 +164,7 @@ class ChatFront:
                 sender_id=msg.sender.id,
                 sender_name=label,
                 platform_message_id=msg.message_id,
+                passive=True,  # owed no answer: recovery must not answer it after a restart
             )
 
     async def press(self, press: ButtonPress) -> None:

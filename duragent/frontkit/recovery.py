@@ -236,7 +236,11 @@ def _resume(chat: ChatRef, progress: ChatProgress, events: list[Event], parts: _
     the context buffer's block.
     """
     waiting = [
-        e for e in events if e.type == EventType.USER_MESSAGE and e.seq > progress.last_answered_seq
+        e
+        for e in events
+        if e.type == EventType.USER_MESSAGE
+        and e.seq > progress.last_answered_seq
+        and not e.data.get("passive")  # recorded to be read, owed no answer
     ]
     if not waiting:
         return False

@@ -67,10 +67,12 @@ class SessionHandle:
         sender_name: str | None = None,
         platform_message_id: str | None = None,
         with_context: bool = False,
+        passive: bool = False,
     ) -> UserMessageResult:
         """Durably record an inbound message (a redelivered platform id is not re-added).
 
         ``with_context``: also return what a turn starts from (one round trip, not three).
+        ``passive``: a message no turn answers (read by later turns, owed no answer).
         """
         result: UserMessageResult = await self._registry.call(
             self.session_id,
@@ -80,6 +82,7 @@ class SessionHandle:
             sender_name=sender_name,
             platform_message_id=platform_message_id,
             with_context=with_context,
+            passive=passive,
         )
         return result
 

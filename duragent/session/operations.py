@@ -48,7 +48,7 @@ class SessionInfo:
     last_reply_seq: int = 0
     """The newest final reply (an assistant message without tool calls; 0: none)."""
     last_user_seq: int = 0
-    """The newest user message (0: none)."""
+    """The newest user message owed an answer (0: none; a passive one is not)."""
     last_settled_seq: int = 0
     """The newest final reply, recorded failure or approval request (0: none)."""
     last_answered_seq: int = 0
@@ -128,12 +128,14 @@ class SessionOps(MemoryOps):
         sender_name: str | None = None,
         platform_message_id: str | None = None,
         with_context: bool = False,
+        passive: bool = False,
     ) -> UserMessageResult:
         """Durably record an inbound message (a redelivered platform id is not re-added).
 
         ``with_context`` also returns what a turn starts from (agent, pending approval,
         message window), so a turn costs one round trip to the actor before the model call
-        instead of three.
+        instead of three. A ``passive`` message is owed no answer: a restart's recovery does
+        not answer it and it does not keep the session from its TTL.
         """
         if platform_message_id:
             seen = self.state.seen_platform_id(platform_message_id)
@@ -153,6 +155,7 @@ class SessionOps(MemoryOps):
                 sender_id=sender_id,
                 sender_name=sender_name,
                 platform_message_id=platform_message_id,
+                passive=passive,
             ),
             durable=True,
         )
@@ -246,19 +249,22 @@ class SessionOps(MemoryOps):
         return True
 
     def op_expire_if_idle(self, ttl_hours: float) -> bool:
-        """Complete the session if it has been idle ``ttl_hours``; True when it was completed.
+        """Complete the session if it has been idle ``ttl_hours``; True when it is completed.
 
         Judged here, between two of the session's own operations and on its replayed state:
         a listing header can be older than the log (a crash since the last snapshot), and a
         message recorded between a sweep's look and its write would be cut off. A user
-        message still waiting for its answer keeps the session whatever its age: its turn is
-        queued or running (a chat's recovery after a long outage), and ending the session
-        would lose a message already accepted.
+        message still owed its answer gets one more TTL: its turn may be queued or running
+        (a chat's recovery after a long outage), and ending the session then would lose a
+        message already accepted; but a turn nobody runs any more (an HTTP client gone with
+        the process that served it) must not keep the session forever. Already completed
+        counts as completed (a retry after the write succeeded).
         """
         state = self.state
-        if state.status is SessionStatus.COMPLETED or state.last_user_seq > state.last_answered_seq:
-            return False
-        if not idle_past(state.updated_at, utc_now(), ttl_hours):
+        if state.status is SessionStatus.COMPLETED:
+            return True
+        owed = state.last_user_seq > state.last_answered_seq
+        if not idle_past(state.updated_at, utc_now(), ttl_hours * (2 if owed else 1)):
             return False
         return self.op_set_status(SessionStatus.COMPLETED)
 

@@ -231,7 +231,8 @@ class SessionState:
             pid = data.get("platform_message_id")
             if pid:
                 self._remember_platform_id(str(pid), event.seq)
-            self.last_user_seq = max(self.last_user_seq, event.seq)
+            if not data.get("passive"):  # owed an answer (a passive one is only read)
+                self.last_user_seq = max(self.last_user_seq, event.seq)
             self._after_turn_message(event.seq)
         elif kind in (EventType.ASSISTANT_RESPONSE, EventType.ASSISTANT_MESSAGE):
             self._apply_assistant(event)

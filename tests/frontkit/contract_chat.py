@@ -301,6 +301,25 @@ async def test_a_passive_member_is_heard_in_later_turns_but_never_answered(
         assert chat.texts(GROUP) == ["Ann said hi."]
 
 
+async def test_a_passive_message_after_the_last_answer_is_owed_nothing(
+    open_chat: OpenChat,
+) -> None:
+    """Recorded to be read, not to be answered: a restart's recovery must not answer it, and
+    it must not keep the session from its TTL as a message waiting for an answer would."""
+    access = {"groups": {"sender_overrides": {ANN.id: "passive"}}}
+    async with open_chat(ChatSetup(access=access)) as chat:
+        chat.llm.enqueue(Reply(text="hello bob"))
+        await chat.message(said(GROUP, "hi bot", BOB, mention=True))
+        await chat.settle()
+        await chat.message(said(GROUP, "and hello from me", ANN, mention=True))
+        await chat.settle()
+        session_id = await chat.registry.chat_session((GATEWAY, GROUP.chat_id, "bot"))
+        assert session_id is not None
+        info = await chat.registry.info(session_id)
+    assert not info.awaits_answer
+    assert info.message_count == 3  # Ann's message is in the conversation
+
+
 # --- slash commands -------------------------------------------------------------------------
 
 STATUS = re.compile(

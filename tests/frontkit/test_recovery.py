@@ -351,3 +351,19 @@ async def test_a_message_a_summary_rolled_into_the_archive_before_a_crash_is_sti
         assert await eventually(lambda: len(kit.replies()) == 1)
         assert await eventually(lambda: len(kit.queues) == 0)
     assert [reply_to for reply_to, _text in kit.replies()] == ["p1"]
+
+
+async def test_a_passive_message_recorded_after_the_last_reply_is_not_answered_at_start(
+    tmp_path: Path,
+) -> None:
+    """A group's passive member (or chatter recorded under ``activation: mention``) wrote
+    after the bot's last reply, then the process stopped: the start answers nothing."""
+    async with recovery_kit(tmp_path) as kit:
+        sid = await kit.session()
+        await kit.h.runner.run(sid, "hello", platform_message_id="p1")
+        await kit.h.registry.handle(sid).add_user_message(
+            "ann: just saying", platform_message_id="p2", passive=True
+        )
+        await kit.h.registry.stop(sid)
+        assert await kit.recover() == (1, 0)  # the reply is sent; no turn for the passive one
+    assert kit.replies() == [("p1", "re: hello")]

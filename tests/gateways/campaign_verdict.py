@@ -252,16 +252,18 @@ def mark_answers(waiting: list[Message], text: str, at: float) -> list[Message]:
     """Mark the waiting messages (oldest first) that the reply ``text`` answers; return them.
 
     A reply answers the messages whose mark it carries. A reply saying a kill cut a call
-    carries none (the call's output never came): it answers every waiting tool message that
-    was pressed, or, when none was, the oldest waiting tool message, whose call the kill cut
-    between recording it and asking for its approval (with two workers loading the machine,
-    a few milliseconds' window a kill does hit).
+    and carrying no mark (the call's output never came) answers every waiting tool message
+    that was pressed, or, when none was, the oldest waiting tool message never prompted for:
+    its call the kill cut between recording it and asking for its approval (with two workers
+    loading the machine, a few milliseconds' window a kill does hit). A message whose prompt
+    was shown and is held is never taken for it: its approval is asked again after the
+    restart.
     """
     answered = [m for m in waiting if m.answer_mark in text]
-    if INTERRUPTED in text:
-        tools = [m for m in waiting if m.tool and m not in answered]
+    if INTERRUPTED in text and not answered:
+        tools = [m for m in waiting if m.tool]
         pressed = [m for m in tools if m.pressed_at is not None]
-        cut = pressed or tools[:1]
+        cut = pressed or [m for m in tools if m.prompts == 0][:1]
         for m in cut:
             m.interrupted = True
             m.cut_unasked = m.pressed_at is None
@@ -296,12 +298,13 @@ def verdict(
             copies = [s for s in sends if m.answer_mark in s.text]
             if not copies and m.interrupted:  # the reply that said its call was cut
                 after = chat.messages[i + 1].pushed_at if i + 1 < len(chat.messages) else None
+                since = m.pushed_at if m.cut_unasked else m.pressed_at
                 copies = [
                     s
                     for s in sends
                     if INTERRUPTED in s.text
-                    and m.pressed_at is not None
-                    and s.at >= m.pressed_at
+                    and since is not None
+                    and s.at >= since
                     and (after is None or s.at < after)
                 ]
             if not copies and m.undelivered == OFFLINE:

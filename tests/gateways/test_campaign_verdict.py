@@ -82,3 +82,17 @@ def test_a_call_cut_before_its_approval_was_asked_is_answered_by_the_reply_that_
     assert first.interrupted
     assert first.cut_unasked
     assert second.answered_at is None
+
+
+def test_a_held_approval_is_not_taken_for_a_call_a_kill_cut() -> None:
+    """Its prompt was shown and is held over the kill: the restart asks again."""
+    (held,) = _tools(1)
+    held.prompts = 1
+    assert mark_answers([held], f"bash: Error: {INTERRUPTED}", 5.0) == []
+    assert held.answered_at is None
+
+
+def test_a_reply_with_a_mark_and_a_cut_call_answers_only_its_own_message() -> None:
+    first, second = _tools(2)
+    assert mark_answers([first, second], f"re 42-{second.token}: {INTERRUPTED}", 5.0) == [second]
+    assert first.answered_at is None

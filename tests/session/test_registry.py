@@ -241,28 +241,28 @@ async def test_a_session_active_after_its_last_snapshot_is_not_expired_after_a_c
     assert status == "active"
 
 
-async def test_a_message_still_waiting_for_its_answer_keeps_its_session_past_the_ttl(
+async def test_a_message_still_owed_its_answer_keeps_its_session_one_more_ttl(
     tmp_path: Path, calendar: Calendar
 ) -> None:
     """A message accepted and not yet answered (its turn queued behind a long outage's
-    recovery, or still running) keeps the session however old it is: ending the session
-    would lose it. Once answered, the same silence ends the session."""
+    recovery, or still running) keeps the session past its TTL: ending it would lose the
+    message. A turn nobody runs any more must not keep it forever: one more TTL, then it
+    ends. An answered session ends after one TTL."""
     reg = await open_registry(tmp_path)
     try:
-        sid = await reg.create(NewSession(agent="a"))
-        handle = reg.handle(sid)
-        await handle.add_user_message(content="are you there?")
+        owed = await reg.create(NewSession(agent="a"))
+        await reg.handle(owed).add_user_message(content="are you there?")
+        answered = await reg.create(NewSession(agent="a"))
+        await reg.handle(answered).add_user_message(content="hello")
+        await reg.handle(answered).add_assistant_response(content="hi")
         calendar.advance(days=9)
-        waiting = await reg.expire(lambda _agent: 168)
-        await handle.add_assistant_response(content="yes")
-        calendar.advance(days=8)
-        answered = await reg.expire(lambda _agent: 168)
-        status = (await reg.info(sid)).status.value
+        after_nine_days = await reg.expire(lambda _agent: 168)
+        calendar.advance(days=6)
+        after_fifteen_days = await reg.expire(lambda _agent: 168)
     finally:
         await reg.aclose()
-    assert waiting == []
-    assert answered == [sid]
-    assert status == "completed"
+    assert after_nine_days == [answered]
+    assert after_fifteen_days == [owed]
 
 
 async def test_sessions_idle_past_their_ttl_are_completed_and_zero_disables(
