@@ -30,7 +30,7 @@ from duragent.turns import TurnRunner
 from duragent.turns.agent_budget import budget_settings
 from duragent.turns.providers import ProviderPool
 
-__all__ = ["FAST_RETRY", "LocalRunner", "local_runner", "request_tokens"]
+__all__ = ["FAST_RETRY", "LocalRunner", "local_runner", "request_tokens", "workspace_runner"]
 
 FAST_RETRY = RetryPolicy(initial_delay=0.01, max_delay=0.05)
 """Retries against a scripted model on loopback: no reason to wait long."""
@@ -80,20 +80,35 @@ async def local_runner(
         )
         await registry.open()
         providers = ProviderPool(policy=retry)
-        runner = TurnRunner(
-            registry,
-            agents=lambda: catalog,
-            providers=providers,
-            workspace_dir=root,
-            world_memory_dir=root / "memory" / "world",
-            policy_file=root / "policy.yaml",
-            extra_tools=extra_tools,
-        )
+        runner = workspace_runner(root, catalog, registry, providers, extra_tools=extra_tools)
         try:
             yield LocalRunner(root, agent, catalog, registry, runner)
         finally:
             await registry.aclose()
             await providers.aclose()
+
+
+def workspace_runner(
+    root: Path,
+    catalog: AgentCatalog,
+    registry: SessionRegistry,
+    providers: ProviderPool,
+    *,
+    extra_tools: Callable[[Agent, str], Sequence[Tool]] | None = None,
+) -> TurnRunner:
+    """A ``TurnRunner`` over the workspace folder ``root`` (``.duragent``), wired as serve does.
+
+    Its world memory and policy file live in ``root``, as under ``duragent serve``.
+    """
+    return TurnRunner(
+        registry,
+        agents=lambda: catalog,
+        providers=providers,
+        workspace_dir=root,
+        world_memory_dir=root / "memory" / "world",
+        policy_file=root / "policy.yaml",
+        extra_tools=extra_tools,
+    )
 
 
 def request_tokens(events: Sequence[Event]) -> list[int]:

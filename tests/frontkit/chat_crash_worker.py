@@ -30,6 +30,7 @@ from duragent.frontkit import ChatRef, ChatTurns, Inbound, SentMessage
 from duragent.frontkit.queue import SessionQueues
 from duragent.session import SessionRegistry
 from duragent.store import SessionStore
+from duragent.testing.local_runner import workspace_runner
 from duragent.turns import ProviderPool, TurnRunner
 
 WORKER_PATH = Path(__file__).resolve()
@@ -60,15 +61,7 @@ async def build(workspace: Path) -> tuple[SessionRegistry, TurnRunner, ProviderP
     registry = SessionRegistry(SessionStore(root / "sessions"))
     await registry.open()
     providers = ProviderPool()
-    runner = TurnRunner(
-        registry,
-        agents=lambda: catalog,
-        providers=providers,
-        workspace_dir=root,
-        world_memory_dir=root / "memory" / "world",
-        policy_file=root / "policy.yaml",
-    )
-    return registry, runner, providers
+    return registry, workspace_runner(root, catalog, registry, providers), providers
 
 
 class FileOutbound:
