@@ -328,6 +328,10 @@ class SessionRegistry:
     async def complete(self, session_id: str) -> None:
         """Mark the session completed and unmap its chat (files are kept)."""
         await self.call(session_id, "set_status", status=SessionStatus.COMPLETED)
+        await self._let_go(session_id)
+
+    async def _let_go(self, session_id: str) -> None:
+        """After completing: unmap the session's chats and stop its actor."""
         await asyncio.to_thread(self.store.chats.remove_session, session_id)
         await self._actors.stop(session_id)
 
@@ -372,8 +376,7 @@ class SessionRegistry:
                 log.info("TTL: session %s not checked: %s", sid, exc)
                 continue
             if ended:
-                await asyncio.to_thread(self.store.chats.remove_session, sid)
-                await self._actors.stop(sid)
+                await self._let_go(sid)
                 expired.append(sid)
         if expired:
             log.info("expired %d idle session(s)", len(expired))
