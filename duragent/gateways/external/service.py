@@ -57,6 +57,7 @@ from duragent.gateways.external.supervisor import (
     INITIAL_BACKOFF,
     MAX_ATTEMPTS,
     MAX_BACKOFF,
+    STAY_UP_SECONDS,
     GatewayDownError,
     Supervisor,
 )
@@ -85,6 +86,7 @@ class Timings:
     max_backoff: float = MAX_BACKOFF
     max_attempts: int = MAX_ATTEMPTS
     grace: float = GRACE_SECONDS
+    stay_up: float = STAY_UP_SECONDS
     ack_timeout: float = ACK_TIMEOUT
     wait_for_gateway: float = WAIT_FOR_GATEWAY
 
@@ -148,6 +150,7 @@ class ExternalGateway:
             max_backoff=t.max_backoff,
             max_attempts=t.max_attempts,
             grace=t.grace,
+            stay_up=t.stay_up,
         )
         self.outbound = ExternalOutbound(
             self.name,

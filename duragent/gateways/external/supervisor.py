@@ -6,10 +6,17 @@ restart in milliseconds):
 - **Restart policy** (``restart``): ``always``; ``on_failure`` (the default: a non-zero exit,
   a death by signal, or a child we had to kill); ``never``.
 - **Backoff**: 1 s before the first restart, doubling up to 60 s.
-- **Attempts**: at most 5 starts in a row; a child that said ``ready`` resets both the count
-  and the backoff, so a gateway that runs for days and then crashes gets 5 fresh tries, while
-  one that cannot even connect gives up after 5 (``state`` then says ``failed: …``). A
-  program that cannot be started at all (``OSError`` from ``exec``) counts as an attempt too.
+- **Attempts**: at most 5 starts in a row. Only a child that *stayed up* resets both the count
+  and the backoff: one that said ``ready`` and then ran ``stay_up`` seconds (30 s) more. So a
+  gateway that runs for days and then crashes gets 5 fresh tries at the first backoff, while
+  one that cannot connect, or crashes right after ``ready`` (a bad token the platform refuses
+  only after the handshake), waits 1, 2, 4, 8 s and gives up after 5 (``state`` then says
+  ``failed: …``). Resetting on ``ready`` alone restarted such a gateway every second forever.
+  A program that cannot be started at all (``OSError`` from ``exec``) counts as an attempt too.
+- **Saying so**: the first exit of a run of short-lived children is a WARNING, and so is the
+  second, which says the backoff now grows and why, with counts (attempts in a row, seconds);
+  the restarts after it are INFO lines and the give-up an ERROR, so the log holds a few lines
+  per run, never one a second. ``state`` says each restart (``restarting in 4s: …``).
 - **Reading**: lines of at most 1 MiB (``LineReader``; longer ones are skipped with a warning
   naming the size); a line that is not an event is logged (its first 200 characters) and
   skipped; an event of an unknown type reaches the sink as ``Unknown`` (the service ignores
@@ -35,6 +42,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
 
 from duragent.config.workspace import RestartPolicy
@@ -59,6 +67,8 @@ log = logging.getLogger(__name__)
 INITIAL_BACKOFF = 1.0
 MAX_BACKOFF = 60.0
 MAX_ATTEMPTS = 5
+STAY_UP_SECONDS = 30.0
+"""How long a child must run after ``ready`` for its exit to start a fresh run of attempts."""
 GRACE_SECONDS = 0.5
 WRITE_TIMEOUT = 2.0
 SHOWN_CHARS = 200
@@ -86,6 +96,8 @@ class Supervisor:
         max_attempts: int = MAX_ATTEMPTS,
         grace: float = GRACE_SECONDS,
         write_timeout: float = WRITE_TIMEOUT,
+        stay_up: float = STAY_UP_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._launch = launch
         self._sink = sink
@@ -96,6 +108,8 @@ class Supervisor:
         self._max_attempts = max_attempts
         self._grace = grace
         self._write_timeout = write_timeout
+        self._stay_up = stay_up
+        self._clock = clock
         self._process: asyncio.subprocess.Process | None = None
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
@@ -161,8 +175,12 @@ class Supervisor:
         """Start children until the policy, the attempts or ``stop`` say no more."""
         attempts = 0
         backoff = self._initial_backoff
+        since = self._clock()  # when this run of attempts began
+        said_ready = False  # a child of this run said ready (and did not stay up)
         try:
             while True:
+                if attempts == 0:
+                    since, said_ready = self._clock(), False
                 attempts += 1
                 try:
                     process = await self._launch.spawn()
@@ -173,40 +191,87 @@ class Supervisor:
                 else:
                     self.starts += 1
                     self._on_state("starting")
-                    ready, code = await self._serve(process)
-                    if ready:
-                        attempts, backoff = 0, self._initial_backoff
+                    ready_at, code = await self._serve(process)
                     clean = code == 0
                     why = f"exited with {_exit_text(code)}"
+                    if ready_at is not None:
+                        up = self._clock() - ready_at
+                        if up >= self._stay_up:  # it ran: a crash now starts a fresh run
+                            attempts, backoff = 0, self._initial_backoff
+                            why = f"{why} after {up:.0f}s up"
+                        else:
+                            said_ready = True
                 if self._stopping:
                     return
                 if attempts >= self._max_attempts:
-                    self._on_state(f"failed: {why}; gave up after {attempts} attempts in a row")
-                    log.error(
-                        "gateway %s: %s; gave up after %d attempts in a row (it is not "
-                        "restarted until duragent restarts; check %s: command, args, env, "
-                        "and the gateway's own log above)",
-                        self.name,
-                        why,
-                        attempts,
-                        self._launch.field,
-                    )
+                    self._give_up(why, attempts, since, said_ready)
                     return
                 if self._restart == "never" or (self._restart == "on_failure" and clean):
                     self._on_state(f"stopped: {why} (restart: {self._restart})")
                     log.warning("gateway %s: %s (restart: %s)", self.name, why, self._restart)
                     return
                 self._on_state(f"restarting in {backoff:g}s: {why}")
-                log.warning("gateway %s: %s; restarting in %gs", self.name, why, backoff)
+                self._say_restart(why, attempts, since, backoff)
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, self._max_backoff)
         finally:
             self.finished.set()
 
-    async def _serve(self, process: asyncio.subprocess.Process) -> tuple[bool, int | None]:
-        """Read the child's events until it ends; (it said ready, its exit code)."""
+    def _say_restart(self, why: str, attempts: int, since: float, backoff: float) -> None:
+        """Log a restart: WARNING for the first two of a run, INFO after (module docstring).
+
+        The second says the backoff now grows and why, with counts, so a crash loop is a few
+        lines, not one per restart.
+        """
+        if attempts <= 1:
+            log.warning("gateway %s: %s; restarting in %gs", self.name, why, backoff)
+            return
+        seconds = self._clock() - since
+        if attempts == 2:
+            log.warning(
+                "gateway %s: %s again: %d attempts in a row in %.0fs, none stayed up %gs "
+                "after ready; restarting in %gs (the backoff doubles up to %gs until a start "
+                "stays up %gs; gives up after %d attempts in a row)",
+                self.name,
+                why,
+                attempts,
+                seconds,
+                self._stay_up,
+                backoff,
+                self._max_backoff,
+                self._stay_up,
+                self._max_attempts,
+            )
+            return
+        log.info(
+            "gateway %s: %s again (%d attempts in a row in %.0fs); restarting in %gs",
+            self.name,
+            why,
+            attempts,
+            seconds,
+            backoff,
+        )
+
+    def _give_up(self, why: str, attempts: int, since: float, said_ready: bool) -> None:
+        """No more starts: ``state`` and an ERROR say why, with the counts."""
+        unstable = f" (none stayed up {self._stay_up:g}s after ready)" if said_ready else ""
+        self._on_state(f"failed: {why}; gave up after {attempts} attempts in a row{unstable}")
+        log.error(
+            "gateway %s: %s; gave up after %d attempts in a row in %.0fs%s (it is not "
+            "restarted until duragent restarts; check %s: command, args, env, and the "
+            "gateway's own log above)",
+            self.name,
+            why,
+            attempts,
+            self._clock() - since,
+            unstable,
+            self._launch.field,
+        )
+
+    async def _serve(self, process: asyncio.subprocess.Process) -> tuple[float | None, int | None]:
+        """Read the child's events until it ends; (``clock`` at its first ready, exit code)."""
         self._process = process
-        ready = False
+        ready_at: float | None = None
         assert process.stdout is not None
         reader = LineReader(process.stdout)
         try:
@@ -233,14 +298,15 @@ class Supervisor:
                         line[:SHOWN_CHARS],
                     )
                     continue
-                ready = ready or isinstance(event, Ready)
+                if ready_at is None and isinstance(event, Ready):
+                    ready_at = self._clock()
                 try:
                     await self._sink(event)
                 except Exception:
                     log.exception("gateway %s: handling a %s event failed", self.name, event.type)
                 if isinstance(event, ShutdownEvent):
                     break
-            return ready, await self._reap(process)
+            return ready_at, await self._reap(process)
         finally:
             self._process = None
 

@@ -1,8 +1,10 @@
 """Supervising a gateway's child: real processes of the fake gateway, restarts in milliseconds.
 
 The reference's rules with short times: restart by policy, backoff doubling to a cap, five
-attempts in a row reset by ``ready``, 1 MiB lines, bad lines logged and skipped, a flood read
-in order, ``shutdown`` on stop, and no child left behind when duragent dies.
+attempts in a row reset only by a child that stayed up after ``ready`` (judged on a clock the
+test moves, so no test waits the 30 s or guesses how fast the machine is), 1 MiB lines, bad
+lines logged and skipped, a flood read in order, ``shutdown`` on stop, and no child left behind
+when duragent dies.
 """
 
 from __future__ import annotations
@@ -36,6 +38,17 @@ from duragent.testing.gateway_control import GatewayControl, message
 from tests.polling import eventually
 
 TICK = 0.01
+STAY_UP = 30.0
+
+
+class Clock:
+    """The supervisor's clock, moved by the test: a child stays up only when the test says."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
 
 
 class Recorder:
@@ -59,6 +72,7 @@ async def supervised(
     restart: RestartPolicy = "on_failure",
     max_attempts: int = 5,
     max_backoff: float = 0.04,
+    clock: Clock | None = None,
 ) -> AsyncIterator[tuple[Supervisor, GatewayControl, Recorder]]:
     async with GatewayControl() as control:
         spec = control.command(*options, mode=mode)
@@ -73,6 +87,8 @@ async def supervised(
             max_backoff=max_backoff,
             max_attempts=max_attempts,
             grace=2.0,
+            stay_up=STAY_UP,
+            clock=clock or Clock(),
         )
         supervisor.start()
         try:
@@ -90,7 +106,7 @@ async def test_a_crashing_gateway_is_restarted_with_doubling_backoff_and_given_u
 ):
     async with supervised(mode="crash") as (supervisor, control, seen):
         assert await finished(supervisor)
-        assert len(control.children) == 5
+        assert await eventually(lambda: len(control.children) == 5)  # hellos may trail
         assert supervisor.starts == 5
         waits = [s.split(":")[0] for s in seen.states if s.startswith("restarting")]
         assert waits == [
@@ -102,14 +118,78 @@ async def test_a_crashing_gateway_is_restarted_with_doubling_backoff_and_given_u
         assert seen.states[-1] == "failed: exited with code 1; gave up after 5 attempts in a row"
 
 
-async def test_ready_resets_the_attempts_so_a_gateway_that_connects_keeps_being_restarted() -> None:
-    async with supervised("--ready", mode="crash", max_attempts=2) as (supervisor, control, seen):
-        assert await eventually(lambda: len(seen.of(Ready)) >= 4)  # twice the attempts allowed
-        assert not supervisor.finished.is_set()
-        assert await eventually(lambda: len(control.children) >= 4)  # hellos may trail stdout
-        assert not any(s.startswith("failed") for s in seen.states)
-        # the backoff was reset by each ready, too
-        assert all(s.startswith("restarting in 0.01s") for s in seen.states if "in " in s)
+def restart_waits(seen: Recorder) -> list[str]:
+    return [s.split(":")[0] for s in seen.states if s.startswith("restarting")]
+
+
+async def test_a_gateway_that_crashes_right_after_ready_backs_off_and_is_given_up(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``ready`` alone is no proof the gateway works (a token refused after the handshake):
+    resetting on it restarted such a gateway every second, forever."""
+    caplog.set_level(logging.INFO, "duragent.gateways.external")
+    async with supervised("--ready", mode="crash") as (supervisor, _control, seen):
+        assert await finished(supervisor)
+        assert len(seen.of(Ready)) == 5
+        assert supervisor.starts == 5
+        assert restart_waits(seen) == [
+            "restarting in 0.01s",
+            "restarting in 0.02s",
+            "restarting in 0.04s",
+            "restarting in 0.04s",
+        ]
+        assert seen.states[-1] == (
+            "failed: exited with code 1; gave up after 5 attempts in a row "
+            "(none stayed up 30s after ready)"
+        )
+    said = [(r.levelno, r.getMessage()) for r in caplog.records if r.name.endswith("supervisor")]
+    warnings = [m for level, m in said if level == logging.WARNING]
+    assert warnings == [
+        "gateway fake: exited with code 1; restarting in 0.01s",
+        "gateway fake: exited with code 1 again: 2 attempts in a row in 0s, none stayed up 30s "
+        "after ready; restarting in 0.02s (the backoff doubles up to 0.04s until a start stays "
+        "up 30s; gives up after 5 attempts in a row)",
+    ]
+    infos = [m for level, m in said if level == logging.INFO]
+    assert infos == [
+        "gateway fake: exited with code 1 again (3 attempts in a row in 0s); restarting in 0.04s",
+        "gateway fake: exited with code 1 again (4 attempts in a row in 0s); restarting in 0.04s",
+    ]
+    [error] = [m for level, m in said if level == logging.ERROR]
+    assert "gave up after 5 attempts in a row in 0s (none stayed up 30s after ready)" in error
+
+
+async def test_only_a_gateway_that_stayed_up_gets_fresh_attempts_and_the_first_backoff() -> None:
+    """Two attempts allowed: a quick crash, then one after staying up (which resets both the
+    count and the backoff), then two quick crashes give up."""
+    clock = Clock()
+    async with supervised(mode="relay", max_attempts=2, clock=clock) as (supervisor, control, seen):
+        first = await control.child(0)
+        assert await eventually(lambda: len(seen.of(Ready)) == 1)
+        clock.now += STAY_UP - 1  # not quite long enough
+        await first.exit(1)
+        second = await control.child(1)
+        assert await eventually(lambda: len(seen.of(Ready)) == 2)
+        clock.now += STAY_UP  # this one stayed up
+        await second.exit(1)
+        third = await control.child(2)
+        assert await eventually(lambda: len(seen.of(Ready)) == 3)
+        await third.exit(1)  # right after ready
+        fourth = await control.child(3)
+        assert await eventually(lambda: len(seen.of(Ready)) == 4)
+        await fourth.exit(1)
+        assert await finished(supervisor)
+        assert restart_waits(seen) == [
+            "restarting in 0.01s",
+            "restarting in 0.01s",  # the first backoff again: the second child stayed up
+            "restarting in 0.02s",
+        ]
+        assert "restarting in 0.01s: exited with code 1 after 30s up" in seen.states
+        assert seen.states[-1] == (
+            "failed: exited with code 1; gave up after 2 attempts in a row "
+            "(none stayed up 30s after ready)"
+        )
+        assert len(control.children) == 4
 
 
 @pytest.mark.parametrize(
@@ -130,7 +210,7 @@ async def test_the_restart_policy_decides_whether_an_exit_is_restarted(
         seen,
     ):
         assert await finished(supervisor)
-        assert len(control.children) == starts
+        assert await eventually(lambda: len(control.children) == starts)  # hellos may trail
         assert seen.states[-1] == last
 
 
