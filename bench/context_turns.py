@@ -183,8 +183,8 @@ class Script:
             # in the summary, which records it as replacing the old one; a block is always
             # framed as background the latest message overrides.
             self.newer_checked += 1
-            block = texts[1] if len(texts) > 1 and texts[1].startswith("[Reference") else ""
-            as_message = any(t == NEWER for t in texts[2 if block else 1 :])
+            block = next((t for t in texts[1:] if t.startswith(REFERENCE_HEADER)), "")
+            as_message = any(t == NEWER for t in texts[1:])
             in_summary = NEWER in block and REFERENCE_HEADER in block
             self.newer_in_summary += in_summary and not as_message
             self.newer_missing += not (as_message or in_summary)

@@ -59,8 +59,10 @@ def tool_checks(root: Path, model: YearModel) -> tuple[list[str], tuple[int, int
         sum(1 for ok in model.reads.values() if ok),
         sum(1 for ok in model.reads.values() if ok is None),
     )
-    daily = root / ".duragent" / "agents" / "small" / "memory" / "daily"
-    notes = "".join(p.read_text() for p in sorted(daily.glob("*.md"))) if daily.is_dir() else ""
+    memory = root / ".duragent" / "agents" / "small" / "memory"
+    # a chat's notes are its own (memory/chats/<gateway>/<chat>/daily/); the agent's, for HTTP
+    daily = [*memory.glob("daily/*.md"), *memory.glob("chats/*/*/daily/*.md")]
+    notes = "".join(p.read_text() for p in sorted(daily))
     once = 0
     for note, said in model.remembered.items():
         count = notes.count(note)

@@ -129,6 +129,7 @@ def write_workspace(
         {
             "session": session,
             "access": {
+                "quotas": {"messages_per_sender_per_minute": 0},  # bursts on a simulated clock
                 "groups": {
                     "activation": "mention",
                     "context_buffer": {"max_age_hours": CHATTER_HOURS},
@@ -137,7 +138,7 @@ def write_workspace(
                         "max_pending": 50,
                         "debounce": {"enabled": False},
                     },
-                }
+                },
             },
         },
     )

@@ -8,7 +8,8 @@ the rest are defined here. Base classes from Python follow a name in parentheses
     DuragentError
     ├── ConfigError                 a file on disk is wrong; carries file, line, field, value, fix
     │   ├── ConfigErrors            several ConfigErrors found in one pass (doctor prints them all)
-    │   └── PolicyError             a policy file is wrong [tools.policy_files]
+    │   ├── PolicyError             a policy file is wrong [tools.policy_files]
+    │   └── PairingFileError        a DM pairing file cannot be read [frontkit.pairing]
     ├── NotFoundError (LookupError)
     │   ├── AgentNotFoundError
     │   ├── SessionNotFoundError    no session with this id on disk [session.launcher]
@@ -68,7 +69,9 @@ the wrong shape; the providers turn it into ``LLMResponseError``), ``Unregistere
 ``ProtocolError`` (a line from an external gateway that is not an event: logged, skipped),
 ``ProcessError`` and ``TmuxError`` (a background-process action refused, a tmux command that
 failed: the tool's result says so), ``SavedOutputNotFoundError`` (the ``tool_output`` tool
-asked for an output its session does not have: its result says so), ``OpenAIError`` (an
+asked for an output its session does not have: its result says so), ``_Refused`` (a
+``memory`` write that would change the agent's definition: its result says so),
+``OpenAIError`` (an
 OpenAI-compatible request refused: answered in OpenAI's error shape) and
 ``EntityParseError`` (the fake Telegram's HTML check). ``tests/test_errors.py`` checks
 that every exception class of the package is drawn here, under its real parent.

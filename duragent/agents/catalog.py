@@ -25,6 +25,10 @@ class AgentCatalog:
 
     agents: Mapping[str, Agent] = field(default_factory=dict)
     broken: Mapping[Path, ConfigError] = field(default_factory=dict)
+    endpoint_changes: tuple[str, ...] = ()
+    """What a reload changed in an agent's model endpoint or key source since the server
+    started, one sentence each (set by the runtime; a tool that could edit ``agent.yaml``
+    would redirect the key there, so the owner must see it)."""
 
     def get(self, name: str) -> Agent:
         """The agent called ``name``; raises AgentNotFoundError."""

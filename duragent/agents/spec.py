@@ -13,20 +13,30 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     AliasChoices,
-    BaseModel,
-    ConfigDict,
     Field,
     WithJsonSchema,
     field_validator,
     model_validator,
 )
 
-from duragent.config.validation import empty_means_default
+from duragent.agents.access_spec import (
+    AccessPolicy,
+    AccessSpec,
+    ContextBufferSpec,
+    DebounceSpec,
+    DmAccess,
+    GroupAccess,
+    QueueSpec,
+    QuotaSpec,
+    SenderDisposition,
+)
+from duragent.agents.spec_base import SpecModel as _Spec
 from duragent.core.net_rules import parse_allow_rule
 
 __all__ = [
     "AGENT_NAME_PATTERN",
     "API_VERSION",
+    "AccessPolicy",
     "AccessSpec",
     "AfterToolHook",
     "AgentManifest",
@@ -34,15 +44,22 @@ __all__ = [
     "BeforeToolHook",
     "BuiltinToolSpec",
     "CliToolSpec",
+    "ContextBufferSpec",
     "ContextSpec",
+    "DebounceSpec",
+    "DmAccess",
+    "GroupAccess",
     "HooksSpec",
     "MemorySpec",
     "Metadata",
     "ModelSpec",
     "PricingSpec",
     "PruneSpec",
+    "QueueSpec",
+    "QuotaSpec",
     "SavedOutputsSpec",
     "ScheduleSpec",
+    "SenderDisposition",
     "SessionSpec",
     "SummariesSpec",
     "ToolSpec",
@@ -51,16 +68,6 @@ __all__ = [
 API_VERSION = "duragent/v1alpha1"
 
 KNOWN_PROVIDERS = ("anthropic", "openai", "openrouter", "ollama", "offline")
-
-
-class _Spec(BaseModel):
-    model_config = ConfigDict(extra="allow", populate_by_name=True, frozen=True)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _empty_is_default(cls, data: object) -> object:
-        """A section left empty (``hooks:`` with only comments under it) means its defaults."""
-        return empty_means_default(cls, data)
 
 
 class PricingSpec(_Spec):
@@ -315,60 +322,6 @@ class CliToolSpec(_Spec):
 
 
 ToolSpec = Annotated[BuiltinToolSpec | CliToolSpec, Field(discriminator="type")]
-
-AccessPolicy = Literal["open", "disabled", "allowlist"]
-SenderDisposition = Literal["allow", "passive", "silent", "block"]
-
-
-class DmAccess(_Spec):
-    """Who may talk to the agent in direct messages."""
-
-    policy: AccessPolicy = "open"
-    allowlist: list[str] = []
-
-
-class ContextBufferSpec(_Spec):
-    """What the agent remembers of group chatter it was not mentioned in."""
-
-    mode: Literal["silent", "passive"] = "silent"
-    max_messages: int = Field(default=100, gt=0)
-    max_age_hours: int = Field(default=24, gt=0)
-
-
-class DebounceSpec(_Spec):
-    """Merge a sender's rapid messages into one turn."""
-
-    enabled: bool = True
-    window_ms: int = Field(default=1500, ge=0)
-
-
-class QueueSpec(_Spec):
-    """What happens to messages that arrive while the agent is busy."""
-
-    mode: Literal["batch", "sequential", "drop"] = "batch"
-    max_pending: int = Field(default=10, gt=0)
-    overflow: Literal["drop_old", "drop_new", "reject"] = "drop_old"
-    reject_message: str | None = None
-    debounce: DebounceSpec = DebounceSpec()
-
-
-class GroupAccess(_Spec):
-    """Which groups the agent serves and how it treats each sender there."""
-
-    policy: AccessPolicy = "open"
-    allowlist: list[str] = []
-    sender_default: SenderDisposition = "allow"
-    sender_overrides: dict[str, SenderDisposition] = {}
-    activation: Literal["mention", "always"] = "mention"
-    context_buffer: ContextBufferSpec = ContextBufferSpec()
-    queue: QueueSpec = QueueSpec()
-
-
-class AccessSpec(_Spec):
-    """``spec.access``: gateway access control (no block = open)."""
-
-    dm: DmAccess = DmAccess()
-    groups: GroupAccess = GroupAccess()
 
 
 class MemorySpec(_Spec):

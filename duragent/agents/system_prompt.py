@@ -1,8 +1,9 @@
 """The system prompt of an agent, built in the reference's order with templates filled.
 
 Blocks, lower priority first, joined by blank lines: preamble (-100), soul (0), system prompt
-(100), instructions (200), directives (400), skills (500), extra blocks from the caller (e.g.
-group context, 600). Templates, filled at every render: ``{{date}}`` (UTC ``YYYY-MM-DD``),
+(100), instructions (200), directives (400), skills (500), extra blocks from the caller (600;
+the runtime's words only: what people, tools or summaries wrote is quoted in user messages
+instead, ``context.quoting``). Templates, filled at every render: ``{{date}}`` (UTC ``YYYY-MM-DD``),
 ``{{time}}`` (``HH:MM UTC``), ``{{agent.name}}``, ``{{agent.home}}``; unknown ones and an
 unclosed ``{{`` stay as written.
 """

@@ -12,7 +12,12 @@ import os
 from pathlib import Path
 
 from duragent.agents import load_catalog
-from duragent.cli.doctor_files import policy_findings, sandbox_findings, schedule_findings
+from duragent.cli.doctor_files import (
+    policy_findings,
+    process_findings,
+    sandbox_findings,
+    schedule_findings,
+)
 from duragent.cli.doctor_store import read_store
 from duragent.cli.findings import Finding, Level
 from duragent.config import WorkspaceConfig, load_workspace
@@ -109,6 +114,7 @@ def run_checks(config_file: Path) -> list[Finding]:
     found.extend(policy_findings(paths))
     found.extend(schedule_findings(paths, catalog, store.schedules))
     found.extend(sandbox_findings(config.sandbox, paths))
+    found.extend(process_findings(config.sandbox))
     found.extend(_gateway_findings(config))
     found.extend(_external_findings(config, paths.config_file))
     for i, route in enumerate(config.routes):

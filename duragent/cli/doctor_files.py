@@ -21,6 +21,7 @@ from duragent.errors import ConfigError
 from duragent.scheduler.model import At, Cron, Every, Schedule, parse_schedule
 from duragent.store.schedule_files import ScheduleFiles
 from duragent.tools import sandbox as sandboxes
+from duragent.tools.guardian import FALLBACK_FIX, containment
 from duragent.tools.policy import Policy
 from duragent.tools.policy_files import (
     LOCAL_POLICY_FILE,
@@ -29,7 +30,7 @@ from duragent.tools.policy_files import (
     read_policy_file,
 )
 
-__all__ = ["policy_findings", "sandbox_findings", "schedule_findings"]
+__all__ = ["policy_findings", "process_findings", "sandbox_findings", "schedule_findings"]
 
 
 def _policy_files(paths: WorkspacePaths) -> list[Path]:
@@ -169,11 +170,30 @@ def _schedule_finding(
 def sandbox_findings(config: SandboxConfig, paths: WorkspacePaths) -> list[Finding]:
     """The sandbox ``serve`` would use, tried for real with the options a tool call uses."""
     sandbox = sandboxes.for_workspace(config, paths)
-    if not sandbox.confines:
-        return []  # trust, the default: nothing to check
+    if not sandbox.confines:  # trust, the default: nothing to try, but worth knowing
+        return [
+            Finding(
+                Level.WARNING,
+                "sandbox",
+                "sandbox.mode is trust: tools (bash, CLI tools, background jobs) run with the "
+                "owner's rights, so a command can read the keys and tokens (.env, "
+                "duragent.yaml) and change the agents' files (agent.yaml, prompts, policy)",
+                f"set sandbox.mode: bubblewrap in {paths.config_file} and {sandboxes.INSTALL_HINT}",
+            )
+        ]
     try:
         sandboxes.check(sandbox, paths.config_file)
     except ConfigError as exc:
         return [Finding(Level.ERROR, "sandbox", exc.render())]
     network = "on" if sandbox.network else "off"
     return [Finding(Level.OK, "sandbox", f"{sandbox.mode} works here (network {network})")]
+
+
+def process_findings(config: SandboxConfig) -> list[Finding]:
+    """What keeps tool processes from outliving their command and the server, here."""
+    found = containment()
+    if found.guardian:
+        where = ", inside bubblewrap's PID namespace" if config.mode == "bubblewrap" else ""
+        return [Finding(Level.OK, "tool processes", found.summary + where)]
+    level = Level.OK if config.mode == "bubblewrap" else Level.WARNING
+    return [Finding(level, "tool processes", found.summary, FALLBACK_FIX)]

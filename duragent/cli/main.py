@@ -20,7 +20,16 @@ import typer
 
 from duragent import __version__
 from duragent.agents import load_catalog
-from duragent.cli import completions, login, remote, schedules, serve_cmd, store_cmd, upgrade
+from duragent.cli import (
+    completions,
+    login,
+    pairing_cmd,
+    remote,
+    schedules,
+    serve_cmd,
+    store_cmd,
+    upgrade,
+)
 from duragent.cli import doctor as doctor_mod
 from duragent.cli.completions import COMPLETE_VAR
 from duragent.cli.errors import fail as _fail
@@ -280,6 +289,7 @@ def doctor(
 serve_cmd.register(app)
 remote.register(app)
 schedules.register(app)
+pairing_cmd.register(app)
 store_cmd.register(app)
 completions.register(app)
 login.register(app)

@@ -7,6 +7,7 @@ replacement (not ``str.format``) so YAML braces and ``${VAR}`` references stay l
 from __future__ import annotations
 
 __all__ = [
+    "ACCESS_BLOCK",
     "AGENT_POLICY",
     "AGENT_YAML",
     "DURAGENT_YAML",
@@ -15,6 +16,32 @@ __all__ = [
     "WORKSPACE_POLICY",
     "render",
 ]
+
+ACCESS_BLOCK = """\
+  # Who may talk to the agent, and with whose authority (a bot many people can reach).
+  access:
+    owners: {}                  # user ids acting with your authority, per platform:
+    #   telegram: ["123456789"]
+    #   discord: ["112233445566778899"]
+    dm:
+      policy: open              # open | allowlist | pairing | disabled
+      # allowlist: ["123456789"]  # allowlist/pairing: these ids need no code
+      # pairing: a stranger gets a one-time code; an owner approves it with /pair <code>
+      # in a chat with the bot, or `duragent pairing approve <code>`
+    groups:
+      activation: mention       # answer mentions, replies and commands | always
+      # policy: open            # open | allowlist | disabled
+      # allowlist: ["telegram:-1001234567890"]
+    tool_scope: chat            # chat: tools see only the current chat | agent: owners reach all
+    # quotas:                   # the defaults; 0 turns a limit off where noted
+    #   schedules_per_chat: 20
+    #   min_schedule_interval_seconds: 60
+    #   messages_per_sender_per_minute: 60   # owners exempt; 0 = off
+    #   tokens_per_chat_per_day: 1000000     # per UTC day; 0 = off
+    #   background_processes_per_chat: 3
+"""
+"""The agent's ``spec.access`` as ``init`` writes it: the defaults, the choices in comments
+(``examples/.duragent/agents/assistant/agent.yaml`` carries the same block)."""
 
 DURAGENT_YAML = """\
 # duragent workspace configuration. Every field is optional; ${VAR} and ${VAR:-default}
@@ -41,7 +68,8 @@ sessions:
 #     agent: {agent}
 """
 
-AGENT_YAML = """\
+AGENT_YAML = (
+    """\
 apiVersion: duragent/v1alpha1
 kind: Agent
 metadata:
@@ -66,6 +94,8 @@ spec:
     - type: builtin
       name: bash
 """
+    + ACCESS_BLOCK
+)
 
 SOUL_MD = """\
 You are {agent}, a calm and precise assistant. You say what you know, say when you do not

@@ -91,6 +91,8 @@ Fate = Use | Checked | Warn
 
 _SPEC = "duragent.agents.loader"
 _ACCESS = "duragent.frontkit.access"
+_ROLES = "duragent.agents.roles"
+_QUOTAS = "duragent.scheduler.quotas"
 _QUEUE = "duragent.frontkit.queue"
 _HOOKS = "duragent.turns.hooks"
 _SCHEDULES = "duragent.scheduler.model"
@@ -189,13 +191,26 @@ FIELDS: dict[Format, dict[str, Fate]] = {
         "spec.tools[].command": Use("duragent.tools.registry", "build_tools"),
         "spec.tools[].readme": Use("duragent.tools.registry", "_read_readme"),
         "spec.tools[].description": Use("duragent.tools.registry", "build_tools"),
-        "spec.access.dm.policy": Use(_ACCESS, "chat_allowed"),
-        "spec.access.dm.allowlist": Use(_ACCESS, "chat_allowed"),
-        "spec.access.groups.policy": Use(_ACCESS, "chat_allowed"),
-        "spec.access.groups.allowlist": Use(_ACCESS, "chat_allowed"),
+        "spec.access.owners": Use("duragent.agents.access_spec", "AccessSpec.owner_ids"),
+        "spec.access.tool_scope": Use(_ROLES, "caller_for"),
+        "spec.access.quotas.schedules_per_chat": Use(_QUOTAS, "schedule_refusal"),
+        "spec.access.quotas.min_schedule_interval_seconds": Use(_QUOTAS, "schedule_refusal"),
+        "spec.access.quotas.messages_per_sender_per_minute": Use(
+            "duragent.frontkit.rates", "SenderRates.admit"
+        ),
+        "spec.access.quotas.tokens_per_chat_per_day": Use(
+            "duragent.turns.token_quota", "TokenQuota.check"
+        ),
+        "spec.access.quotas.background_processes_per_chat": Use(
+            "duragent.tools.processes.tool", "BackgroundProcessTool._over_quota"
+        ),
+        "spec.access.dm.policy": Use(_ROLES, "chat_allowed"),
+        "spec.access.dm.allowlist": Use(_ROLES, "chat_allowed"),
+        "spec.access.groups.policy": Use(_ROLES, "chat_allowed"),
+        "spec.access.groups.allowlist": Use(_ROLES, "chat_allowed"),
         "spec.access.groups.activation": Use(_ACCESS, "admit"),
-        "spec.access.groups.sender_default": Use(_ACCESS, "sender_disposition"),
-        "spec.access.groups.sender_overrides": Use(_ACCESS, "sender_disposition"),
+        "spec.access.groups.sender_default": Use(_ROLES, "sender_disposition"),
+        "spec.access.groups.sender_overrides": Use(_ROLES, "sender_disposition"),
         "spec.access.groups.context_buffer.mode": Use(_ACCESS, "mention_context"),
         "spec.access.groups.context_buffer.max_messages": Use(
             "duragent.frontkit.group_context", "read_group_context"

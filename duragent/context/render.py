@@ -13,15 +13,20 @@ destructive first:
    truncation notice, drop its oldest whole iteration groups (call + results), never the
    latest group and never a user message. Still over: shrink the latest group's results.
    Still over: ``ContextOverflowError`` — never an overflowing request.
-Before all of them, the summaries tier's *reference block* (pinned sections and the current
-summary, ``context.summaries``) follows the system prompt and is counted in the fixed part,
-like the prompt: no layer ever drops it.
+Before all of them, the quoted blocks — the summaries tier's *reference block* (pinned
+sections and the current summary, ``context.summaries``) and a turn's ``context`` (a group's
+recent chatter) — are counted in the fixed part, like the prompt: no layer ever drops them.
+People, tools and models wrote them, so they are user-role messages (``context.quoting``):
+the reference block first after the system messages, the context right before the latest
+user message (or first, when Layer 2 pinned none), and the system prompt then ends with
+``RUNTIME_NOTE`` saying they are data (``specs/202612050100.authority-follows-the-author.md``).
 
 5. Layer 2: history newest → oldest into what the turn left, within ``max_history_tokens``;
    never start on an orphaned result; a ``[conversation truncated — N older messages
-   omitted]`` system message when anything was left out. History is fitted *after* 3c so a
-   dropped group's room goes to history (seed 002: 3c always preserves history); the walk is
-   greedy, so nothing is omitted while the free room is at least the next omitted unit's cost.
+   omitted]`` system message (right after the system prompt) when anything was left out.
+   History is fitted *after* 3c so a dropped group's room goes to history (seed 002: 3c
+   always preserves history); the walk is greedy, so nothing is omitted while the free room
+   is at least the next omitted unit's cost.
 6. Pruning (when the settings say so): in the history chosen, tool outputs older than a
    protected recent span become one-line markers (``pruning``), so the same conversation
    costs fewer tokens. It runs on what Layer 2 chose, a pure function of those messages, so
@@ -40,6 +45,7 @@ from duragent.context.budget import BudgetReport, BudgetSettings, ContextOverflo
 from duragent.context.history_index import HistoryCache, HistoryFit
 from duragent.context.notices import Cut, compose, read_cut, removed_notice, saved_suffix
 from duragent.context.pruning import prune_history
+from duragent.context.quoting import with_note
 from duragent.context.tokens import REQUEST_OVERHEAD_TOKENS, TokenCounter
 from duragent.context.truncation import fit_prefix, fit_suffix
 from duragent.context.units import (
@@ -80,6 +86,16 @@ def _system_message(text: str) -> Message:
     return Message.system(text)
 
 
+@functools.lru_cache(maxsize=256)
+def _user_message(text: str) -> Message:
+    """One message object per quoted block, as ``_system_message``.
+
+    The block is the same from call to call of a turn, and from turn to turn until a pin or
+    a summary changes it.
+    """
+    return Message.user(text)
+
+
 def _reported(units: Iterator[Unit], report: BudgetReport) -> Iterator[Unit]:
     """``units``, each counted in ``report`` as the walk reaches it."""
     for unit in units:
@@ -113,25 +129,29 @@ def fit_request(
     history_cache: HistoryCache | None = None,
     tools_tokens: int | None = None,
     reference: str = "",
+    context: str = "",
 ) -> tuple[list[Message], BudgetReport]:
     """The messages to send for this call, fitted to ``settings.limit`` (module docstring).
 
     Pass the same ``turn_cache`` for every call of one turn and the session's
     ``history_cache`` for every call (the loop does) to keep the cost of a call proportional
     to what changed, and ``tools_tokens`` when the tool definitions' cost is already known.
-    ``reference`` is the summaries tier's block (sent right after the system prompt).
+    ``reference`` is the summaries tier's block, ``context`` this turn's quoted context (a
+    group's chatter): both already quoted (``context.quoting``), both sent as user messages.
     """
     report = BudgetReport(window=settings.window, limit=settings.limit)
     limit = settings.limit
+    reference_msg = _user_message(reference) if reference.strip() else None
+    context_msg = _user_message(context) if context.strip() else None
+    if reference_msg is not None or context_msg is not None:
+        system = with_note(system)  # the runtime says, with system authority, they are data
     system_msg = _system_message(system) if system.strip() else None
     if tools_tokens is None:
         tools_tokens = counter.count_tools(tools)
     fixed = REQUEST_OVERHEAD_TOKENS + tools_tokens
-    if system_msg is not None:
-        fixed += counter.count_message(system_msg)
-    reference_msg = _system_message(reference) if reference.strip() else None
-    if reference_msg is not None:
-        fixed += counter.count_message(reference_msg)
+    for block in (system_msg, reference_msg, context_msg):
+        if block is not None:
+            fixed += counter.count_message(block)
 
     # --- this turn: normalise, then 3b masking ------------------------------------------
     if turn_cache is not None:
@@ -145,7 +165,10 @@ def fit_request(
     if (keep_first or keep_last) and len(tool_slots) > keep_first + keep_last:
         for unit, k in tool_slots[keep_first : len(tool_slots) - keep_last]:
             if k not in unit.masked:
-                unit.messages[k] = _mask(unit.messages[k], counter)
+                result, masked = unit.messages[k], _mask(unit.messages[k], counter)
+                if counter.count_message(masked) >= counter.count_message(result):
+                    continue  # a result shorter than its mask is kept: it costs less
+                unit.messages[k] = masked
                 unit.masked.add(k)
                 unit.tokens = 0  # changed: recount below
             report.results_masked += 1
@@ -204,14 +227,19 @@ def fit_request(
     needed = fixed + notice_sent + chosen.tokens + pinned_cost + turn_cost
 
     # --- assemble ----------------------------------------------------------------------------
+    # the runtime's system messages first, then what people, tools and models wrote
     out: list[Message] = []
     if system_msg is not None:
         out.append(system_msg)
-    if reference_msg is not None:
-        out.append(reference_msg)
     if notice is not None:
         out.append(notice)
+    if reference_msg is not None:
+        out.append(reference_msg)
+    if context_msg is not None and not pinned:
+        out.append(context_msg)
     out.extend(chosen.messages)
+    if context_msg is not None and pinned:
+        out.append(context_msg)  # right before the message it came with
     for unit in (*pinned, *turn_units):
         out.extend(unit.messages)
     report.history_omitted = omitted

@@ -179,6 +179,11 @@ class SessionSnapshot:
     """Pinned sections (pin_id, kind, text, source), oldest first: never summarised."""
     task: str | None = None
     """The session's first user message (its original task, pinned unless turned off)."""
+    tokens_day: str = ""
+    """The UTC day (``YYYY-MM-DD``) ``tokens_today`` counts; empty: no model call yet."""
+    tokens_today: int = 0
+    """Model tokens (prompt + completion, summaries included) the session's calls used on
+    ``tokens_day``: ``spec.access.quotas.tokens_per_chat_per_day`` (``turns.token_quota``)."""
     schema_version: int = SNAPSHOT_SCHEMA_VERSION
 
     @property
@@ -243,6 +248,11 @@ class SessionSnapshot:
             **({"summary": dict(self.summary)} if self.summary else {}),
             **({"pins": [dict(p) for p in self.pins]} if self.pins else {}),
             **({"task": self.task} if self.task is not None else {}),
+            **(
+                {"tokens_today": {"day": self.tokens_day, "tokens": self.tokens_today}}
+                if self.tokens_day
+                else {}
+            ),
             "config": config,
         }
 
@@ -272,6 +282,9 @@ class SessionSnapshot:
         if not isinstance(pins, list) or not all(isinstance(p, Mapping) for p in pins):
             raise ValueError("pins must be a list of mappings")
         task = data.get("task")
+        tokens = data.get("tokens_today") or {}
+        if not isinstance(tokens, Mapping):
+            raise ValueError("tokens_today must be a mapping (day, tokens)")
         return cls(
             schema_version=version,
             session_id=str(data["session_id"]),
@@ -307,6 +320,8 @@ class SessionSnapshot:
             summary=dict(summary) if summary else None,
             pins=[dict(p) for p in pins],
             task=None if task is None else str(task),
+            tokens_day=str(tokens.get("day") or ""),
+            tokens_today=int(tokens.get("tokens") or 0),
         )
 
 

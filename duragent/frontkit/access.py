@@ -6,22 +6,36 @@ same way and tests are tables:
 - the **chat gate**: direct messages by ``dm.policy`` (``open`` / ``disabled`` /
   ``allowlist`` of sender ids); groups and channels by ``groups.policy`` with an allowlist of
   ``"<gateway>:<chat_id>"``; a chat type the kit does not know is let through (as the
-  reference, for forward compatibility); no access block at all is open;
+  reference, for forward compatibility); ``dm.policy: pairing`` lets in the allowlist and
+  the senders an owner paired; an owner (``owners``) is always let in;
 - the **sender disposition** in a group: an exact ``sender_overrides`` entry, else the longest
   matching wildcard entry, else ``sender_default`` — ``allow`` (answer when triggered),
   ``passive`` (recorded as history, never answered), ``silent`` (context buffer only),
   ``block`` (dropped);
-- **activation**: ``mention`` (a group message triggers a turn only when it mentions the bot
-  or replies to it) or ``always``.
+- **activation**: ``mention`` (a group message triggers a turn only when it mentions the bot,
+  replies to it or is a command) or ``always``.
+
+No access block means the defaults (``agents.roles.access_of``): DMs open, groups answered
+when triggered. The gate and the sender rules live in ``agents.roles`` (the turn's tools use
+the same rules for the caller's role); this module adds what a message makes of them.
 
 Patterns are exact strings or end with ``*`` (a prefix match; ``*`` alone matches all).
 """
 
 from __future__ import annotations
 
+from collections.abc import Container
 from dataclasses import dataclass
 from typing import Literal
 
+from duragent.agents.roles import (
+    GROUP_CHAT_TYPES,
+    access_of,
+    chat_allowed,
+    is_owner,
+    matches_pattern,
+    sender_disposition,
+)
 from duragent.agents.spec import AccessSpec, ContextBufferSpec, GroupAccess, SenderDisposition
 
 __all__ = [
@@ -33,51 +47,6 @@ __all__ = [
     "mention_context",
     "sender_disposition",
 ]
-
-GROUP_CHAT_TYPES = frozenset({"group", "supergroup", "channel"})
-_DM_CHAT_TYPES = frozenset({"dm", "private"})
-
-
-def matches_pattern(pattern: str, value: str) -> bool:
-    """``pattern`` equals ``value``, or ends with ``*`` and the rest is a prefix of it."""
-    if pattern.endswith("*"):
-        return value.startswith(pattern[:-1])
-    return pattern == value
-
-
-def chat_allowed(
-    access: AccessSpec | None, *, gateway: str, chat_type: str, chat_id: str, sender_id: str
-) -> bool:
-    """Whether the chat gate lets the message in (module docstring)."""
-    if access is None:
-        return True
-    kind = chat_type.lower()
-    if kind in _DM_CHAT_TYPES:
-        dm = access.dm
-        if dm.policy == "allowlist":
-            return any(matches_pattern(p, sender_id) for p in dm.allowlist)
-        return dm.policy == "open"
-    if kind in GROUP_CHAT_TYPES:
-        groups = access.groups
-        if groups.policy == "allowlist":
-            key = f"{gateway}:{chat_id}"
-            return any(matches_pattern(p, key) for p in groups.allowlist)
-        return groups.policy == "open"
-    return True
-
-
-def sender_disposition(groups: GroupAccess, sender_id: str) -> SenderDisposition:
-    """Exact override → longest matching wildcard override → ``sender_default``."""
-    overrides = groups.sender_overrides
-    exact = overrides.get(sender_id)
-    if exact is not None:
-        return exact
-    wildcards = [
-        (len(pattern), disposition)
-        for pattern, disposition in overrides.items()
-        if pattern.endswith("*") and matches_pattern(pattern, sender_id)
-    ]
-    return max(wildcards, key=lambda w: w[0])[1] if wildcards else groups.sender_default
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,19 +75,28 @@ def admit(
     chat_id: str,
     sender_id: str,
     triggered: bool,
+    paired: Container[str] = (),
 ) -> Admission:
     """The gate, then (in groups) the sender's disposition and mention gating.
 
-    ``triggered``: the message mentions the bot or replies to it.
+    ``triggered``: the message mentions the bot, replies to it or is a command. No access
+    block means the defaults: a group is answered only when triggered. ``paired``: the
+    direct-message senders an owner paired (``dm.policy: pairing``).
     """
     if not chat_allowed(
-        access, gateway=gateway, chat_type=chat_type, chat_id=chat_id, sender_id=sender_id
+        access,
+        gateway=gateway,
+        chat_type=chat_type,
+        chat_id=chat_id,
+        sender_id=sender_id,
+        paired=paired,
     ):
         return Admission("drop", f"refused by spec.access for {chat_type} chats")
-    if access is None or chat_type.lower() not in GROUP_CHAT_TYPES:
+    if chat_type.lower() not in GROUP_CHAT_TYPES:
         return Admission("answer", "allowed")
-    groups = access.groups
-    disposition = sender_disposition(groups, sender_id)
+    groups = access_of(access).groups
+    owner = is_owner(access, gateway, sender_id)  # never blocked, muted or passive
+    disposition = "allow" if owner else sender_disposition(groups, sender_id)
     if disposition == "block":
         return Admission("drop", "sender blocked in this group", disposition)
     if disposition == "silent":

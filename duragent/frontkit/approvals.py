@@ -9,10 +9,11 @@ earlier approval of the same chat is refused instead of deciding the call waitin
 plain reference form (no tag) is read too.
 
 A press: find the chat's session whose pending approval it answers (every agent's session in
-that chat, from the chat index: a chat served by two agents is not ambiguous) → only the
-person whose message started the turn may decide (``PendingApproval.requester_id``, durable,
-so the check holds after a restart; an approval without one, from HTTP or an older file, may
-be decided by anyone in the chat) → the decision applied through ``ChatTurns.decide`` in the
+that chat, from the chat index: a chat served by two agents is not ambiguous) → whether this
+person may answer it, by that agent's ``spec.access`` (``approval_rights.refusal``: owners
+any; the requester, ``PendingApproval.requester_id``, durable so the check holds after a
+restart, theirs but for Allow Always; an approval nobody in the chat asked for, owners only;
+blocked senders and strangers nothing) → the decision applied through ``ChatTurns.decide`` in the
 background (running the tool and the rest of the turn can take minutes) → once the decision
 is **on disk** (milliseconds), the toast and the approval message edited to show it. Not
 before: a toast saying "Running" and buttons taken away, then a crash before the record,
@@ -29,8 +30,12 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from duragent.agents import AgentCatalog
+from duragent.errors import NotFoundError
+from duragent.frontkit.approval_rights import NOT_REQUESTER, refusal
 from duragent.frontkit.chat import ChatTurns
 from duragent.frontkit.inbound import ButtonPress
 from duragent.frontkit.outbound import SentMessage
@@ -62,7 +67,6 @@ BUTTON_LABELS: dict[ApprovalDecision, str] = {
     ApprovalDecision.ALLOW_ALWAYS: "Allow Always",
     ApprovalDecision.DENY: "Deny",
 }
-NOT_REQUESTER = "Only the original requester can approve this command"
 NO_PENDING = "No pending approval"
 NOT_RECORDED = "Not recorded: nothing was decided. Please press again."
 NO_SESSION = "No active session"
@@ -139,8 +143,11 @@ def decided_text(decision: ApprovalDecision, command: str, decider: str) -> str:
 class ApprovalButtons:
     """Answers presses on approval buttons (see module docstring)."""
 
-    def __init__(self, chat: ChatTurns) -> None:
+    def __init__(self, chat: ChatTurns, agents: Callable[[], AgentCatalog]) -> None:
         self._chat = chat
+        self._agents = agents
+        """The agents' catalog: whose ``spec.access`` says who may answer (read per press,
+        so a reload that names an owner holds for the next press)."""
         self._deciding: set[str] = set()
         """Sessions whose decision is being applied: a second press (a double tap, another
         button) is told nothing waits, instead of toasting a decision that will be refused."""
@@ -162,18 +169,13 @@ class ApprovalButtons:
         if isinstance(found, str):
             await outbound.answer_button(press.callback_id, found)
             return
-        session_id, pending = found
+        session_id, pending = found.session_id, found.pending
         if session_id in self._deciding:
             await outbound.answer_button(press.callback_id, NO_PENDING)
             return
-        if pending.requester_id is not None and pending.requester_id != press.sender.id:
-            log.info(
-                "approval in %s: %s is not the requester (%s); refused",
-                press.chat.target,
-                press.sender.id,
-                pending.requester_id,
-            )
-            await outbound.answer_button(press.callback_id, NOT_REQUESTER)
+        refused = self._refusal(press, found, decision)
+        if refused is not None:
+            await outbound.answer_button(press.callback_id, refused)
             return
         self._deciding.add(session_id)  # before any await: a concurrent press sees it
         recorded = asyncio.Event()
@@ -202,6 +204,38 @@ class ApprovalButtons:
         except Exception as exc:  # a courtesy: the decision stands without it
             log.info("could not edit the approval message in %s: %s", press.chat.target, exc)
 
+    def _refusal(
+        self, press: ButtonPress, found: _Waiting, decision: ApprovalDecision
+    ) -> str | None:
+        """Why ``press`` may not decide (``approval_rights.refusal``); None when it may."""
+        try:
+            access = self._agents().get(found.agent).spec.access
+        except NotFoundError:  # reloaded away: nobody's rights can be read, nobody decides
+            log.info("approval in %s: agent %r is gone; refused", press.chat.target, found.agent)
+            return NO_SESSION
+        refused = refusal(
+            access,
+            gateway=press.gateway,
+            chat_type=found.chat_type,
+            chat_id=press.chat_id,
+            presser_id=press.sender.id,
+            requester_id=found.pending.requester_id,
+            decision=decision,
+        )
+        if refused is not None:
+            log.info(
+                "approval in %s: %s pressed %s (requester %s; owners are named in "
+                "spec.access.owners.%s of agent %r); refused: %s",
+                press.chat.target,
+                press.sender.id,
+                decision.value,
+                found.pending.requester_id or "none: nobody in the chat asked",
+                press.gateway,
+                found.agent,
+                refused,
+            )
+        return refused
+
     async def _toast(self, press: ButtonPress, text: str) -> None:
         try:
             await self._chat.outbound.answer_button(press.callback_id, text)
@@ -223,22 +257,31 @@ class ApprovalButtons:
         finally:
             self._deciding.discard(session_id)
 
-    async def _waiting(
-        self, press: ButtonPress, tag: str | None
-    ) -> tuple[str, PendingApproval] | str:
+    async def _waiting(self, press: ButtonPress, tag: str | None) -> _Waiting | str:
         """The session and approval ``press`` answers, or the toast saying why there is none."""
         registry = self._chat.turns.registry
         sessions = registry.sessions_of_chat(press.gateway, press.chat_id)
         if not sessions:
             return NO_SESSION
-        for _agent, session_id in sessions:
+        for agent, session_id in sessions:
             try:
-                pending = (await registry.info(session_id)).pending_approval
+                info = await registry.info(session_id)
             except Exception as exc:  # an unusable session cannot be waiting for this press
                 log.info(
                     "approval in %s: session %s unusable: %s", press.chat.target, session_id, exc
                 )
                 continue
+            pending = info.pending_approval
             if pending is not None and (tag is None or call_tag(pending.call_id) == tag):
-                return session_id, pending
+                return _Waiting(session_id, agent, info.gateway_chat_type, pending)
         return NO_PENDING
+
+
+@dataclass(frozen=True, slots=True)
+class _Waiting:
+    """The approval a press answers: its session, that session's agent and chat type."""
+
+    session_id: str
+    agent: str
+    chat_type: str | None
+    pending: PendingApproval

@@ -79,7 +79,7 @@ class ChatTurns:
         self._outbound = outbound
         self._tasks = tasks
         self._typing_every = typing_every
-        self.delivery = Delivery(turns.registry, outbound)
+        self.delivery = Delivery(turns.registry, outbound, agents=turns.agents)
 
     @property
     def turns(self) -> TurnRunner:

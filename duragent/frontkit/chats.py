@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
 from duragent.agents import AgentCatalog
+from duragent.agents.roles import access_of
 from duragent.agents.spec import ContextBufferSpec, QueueSpec
 from duragent.core.tasks import BackgroundTasks
 from duragent.errors import DuragentError, NotFoundError
@@ -247,9 +248,10 @@ class GatewayChats:
             group = chat_type in GROUP_CHAT_TYPES
         else:
             group = self.is_group is not None and self.is_group(chat_id)
-        if access is None or not group:
+        if not group:
             return QueueSpec(), None
-        return access.groups.queue, mention_context(access.groups)
+        groups = access_of(access).groups  # no access block: the defaults, as ChatFront
+        return groups.queue, mention_context(groups)
 
 
 def gateway_chats(

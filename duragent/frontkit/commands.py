@@ -31,6 +31,7 @@ __all__ = [
     "RESET_DONE",
     "STATUS_FAILED",
     "Command",
+    "addressed_to",
     "parse_command",
     "parse_pin",
     "pin_reply",
@@ -64,6 +65,20 @@ def parse_command(text: str | None, bot_username: str | None) -> Command | None:
         if name == command:
             return command
     return None
+
+
+def addressed_to(text: str | None, bot_username: str | None) -> bool:
+    """Whether ``text`` is a command addressed to this bot by name (``/help@my_bot …``).
+
+    Telegram writes a group command that way when a person picks it from the bot's menu; it
+    addresses the bot as plainly as a mention, so under ``activation: mention`` it triggers
+    a turn (a command the kit does not run goes to the model).
+    """
+    if not text or not bot_username:
+        return False
+    head = text.strip().split(maxsplit=1)[0] if text.strip() else ""
+    name, at, target = head[1:].partition("@") if head.startswith("/") else ("", "", "")
+    return bool(name and at and target.lower() == bot_username.lstrip("@").lower())
 
 
 def parse_pin(text: str | None, bot_username: str | None) -> tuple[str, str] | None:

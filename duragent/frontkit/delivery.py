@@ -25,7 +25,9 @@ one's (``last_delivered_seq`` is a high-water mark).
 Approvals and failures are recorded too, by the seq of the event that ended the turn
 (``approval_required``, ``error``): a recovery then knows whether the person saw it. An
 approval the chat never received is asked again (one decision is accepted); a failure is not
-re-sent (the person can simply write again).
+re-sent (the person can simply write again). An approval nobody in the chat may answer (no
+requester, and the agent names no owner on the gateway: ``approval_rights``) is followed by a
+note saying so and how to name an owner, so it never waits silently.
 
 What was delivered is read from the session once per process (``SessionInfo``) and then
 kept here, per session, as the newest seq this ``Delivery`` recorded (a bounded LRU): the
@@ -46,6 +48,9 @@ import logging
 from collections import OrderedDict
 from collections.abc import Callable
 
+from duragent.agents import AgentCatalog
+from duragent.errors import NotFoundError
+from duragent.frontkit.approval_rights import unanswerable_note
 from duragent.frontkit.outbound import ChatRef, OutboundPort, SentMessage
 from duragent.session import SessionRegistry
 from duragent.turns import AwaitingApproval, Complete, Duplicate, Failed, TurnResult
@@ -61,9 +66,18 @@ KEPT_SESSIONS = 10_000
 class Delivery:
     """Sends turn results to chats through an ``OutboundPort``, each reply once."""
 
-    def __init__(self, registry: SessionRegistry, outbound: OutboundPort) -> None:
+    def __init__(
+        self,
+        registry: SessionRegistry,
+        outbound: OutboundPort,
+        *,
+        agents: Callable[[], AgentCatalog] | None = None,
+    ) -> None:
         self._registry = registry
         self._outbound = outbound
+        self._agents = agents
+        """Whose ``spec.access`` says whether anyone in a chat may answer an approval (None:
+        no note is sent)."""
         self._sending: set[tuple[str, int]] = set()  # (session, reply_seq) being sent now
         self._delivered: OrderedDict[str, int] = OrderedDict()  # session → last delivered seq
 
@@ -121,7 +135,42 @@ class Delivery:
             chat, session_id=session_id, call_id=call_id, command=command
         )
         await self._record_settled(chat, session_id, call_id)
+        await self._tell_unanswerable(chat, session_id, call_id)
         return sent
+
+    async def _tell_unanswerable(self, chat: ChatRef, session_id: str, call_id: str) -> None:
+        """The note after an approval nobody in the chat may answer (module docstring).
+
+        A courtesy: the approval stands (HTTP and the console can decide it) if it fails.
+        """
+        if self._agents is None:
+            return
+        try:
+            info = await self._registry.handle(session_id).info()
+            pending = info.pending_approval
+            if pending is None or pending.call_id != call_id:
+                return
+            try:
+                access = self._agents().get(info.agent).spec.access
+            except NotFoundError:
+                return
+            note = unanswerable_note(
+                access,
+                gateway=chat.gateway,
+                agent=info.agent,
+                session_id=session_id,
+                requester_id=pending.requester_id,
+            )
+            if note is not None:
+                log.warning("session %s: %s", session_id, note)
+                await self._outbound.send_text(chat, note)
+        except Exception as exc:
+            log.warning(
+                "session %s: could not tell %s that nobody there may answer its approval: %s",
+                session_id,
+                chat.target,
+                exc,
+            )
 
     async def _record_settled(
         self, chat: ChatRef, session_id: str, call_id: str | None = None
@@ -211,10 +260,15 @@ class Deliveries:
     """
 
     def __init__(
-        self, registry: SessionRegistry, outbound: Callable[[str], OutboundPort | None]
+        self,
+        registry: SessionRegistry,
+        outbound: Callable[[str], OutboundPort | None],
+        *,
+        agents: Callable[[], AgentCatalog],
     ) -> None:
         self._registry = registry
         self._outbound = outbound
+        self._agents = agents
         self._known: dict[str, tuple[OutboundPort, Delivery]] = {}
 
     def get(self, gateway: str) -> Delivery | None:
@@ -224,6 +278,6 @@ class Deliveries:
             return None
         known = self._known.get(gateway)
         if known is None or known[0] is not port:
-            known = (port, Delivery(self._registry, port))
+            known = (port, Delivery(self._registry, port, agents=self._agents))
             self._known[gateway] = known
         return known[1]

@@ -6,9 +6,13 @@ this order (spec ``202611240305.chat-gateway-core``):
 
 1. **route** (``Router``): no agent → dropped, one log line (fail closed);
 2. **access gate** (``spec.access``: DM / group policy): refused → dropped, one log line; a
-   blocked group sender likewise;
-3. **slash commands** (``/reset``, ``/status``; after the gate, and only from a sender whose
-   disposition is ``allow``, so a passive or silent member cannot reset a group);
+   blocked group sender likewise; under ``dm.policy: pairing`` a refused DM sender is given
+   a pairing code instead (``pairing_chat``), and nothing of the message is kept; then the
+   sender's **rate** (``rates``: ``messages_per_sender_per_minute``, owners exempt): over
+   it → dropped, the sender told once per window;
+3. **slash commands** (``/reset``, ``/status``, ``/pin``, ``/pair``; after the gate, and
+   only from a sender whose disposition is ``allow``, so a passive or silent member cannot
+   reset a group; ``/pair`` is an owner's). A command is a trigger like a mention;
 4. **session** for ``(gateway, chat_id, agent)`` (exactly one under concurrency);
 5. **disposition and mention gating**: a silent sender, or an unaddressed message under
    ``activation: mention`` in ``silent`` buffer mode, goes to the durable context buffer; a
@@ -32,13 +36,22 @@ from collections.abc import Callable
 from typing import Protocol
 
 from duragent.agents import AgentCatalog
+from duragent.agents.roles import access_of
 from duragent.agents.spec import QueueSpec
 from duragent.errors import NotFoundError
 from duragent.frontkit.access import GROUP_CHAT_TYPES, admit
 from duragent.frontkit.approvals import ApprovalButtons
 from duragent.frontkit.chat import ChatTurns, Inbound
-from duragent.frontkit.commands import parse_command, parse_pin, pin_reply, run_command
+from duragent.frontkit.commands import (
+    addressed_to,
+    parse_command,
+    parse_pin,
+    pin_reply,
+    run_command,
+)
 from duragent.frontkit.inbound import ButtonPress, InboundMessage
+from duragent.frontkit.pairing_chat import ChatPairing, parse_pair
+from duragent.frontkit.rates import RATE_FIELD, SenderRates
 from duragent.frontkit.routing import RouteQuery, Router
 
 __all__ = ["NON_TEXT_REPLY", "ChatFront", "Dispatcher"]
@@ -74,7 +87,10 @@ class ChatFront:
         self._dispatcher = dispatcher
         self.bot_username = bot_username
         """The bot's own name (``/reset@<name>``); set by the adapter once the platform says."""
-        self._buttons = ApprovalButtons(chat)
+        self._buttons = ApprovalButtons(chat, agents)
+        self._pairing = ChatPairing(chat.turns.workspace_dir, chat.outbound)
+        self.rates = SenderRates()
+        """Messages per sender per minute (``frontkit.rates``), checked after the gate."""
 
     async def message(self, msg: InboundMessage) -> None:
         """Take one chat message through the pipeline (returns once it is durable or dropped)."""
@@ -92,22 +108,47 @@ class ChatFront:
             return
         access = agent.spec.access
         is_group = msg.chat_type in GROUP_CHAT_TYPES
+        pairing = self._pairing.applies(access, msg)
         admission = admit(
             access,
             gateway=msg.gateway,
             chat_type=msg.chat_type,
             chat_id=msg.chat_id,
             sender_id=msg.sender.id,
-            triggered=not is_group or msg.mentions_bot or msg.reply_to_bot,
+            triggered=not is_group or self._addressed(msg),
+            paired=self._pairing.paired(agent_name, msg.gateway) if pairing else (),
         )
         if admission.action == "drop":
             log.info("dropped %s for agent %r: %s", where, agent_name, admission.reason)
+            if pairing:  # a stranger under dm.policy: pairing is given a code, nothing kept
+                told = await self._pairing.stranger(agent_name, msg)
+                if told is not None:
+                    await self._chat.outbound.send_text(msg.chat, told, reply_to=msg.message_id)
+            return
+        rate = self.rates.admit(
+            access,
+            agent=agent_name,
+            gateway=msg.gateway,
+            sender_id=msg.sender.id,
+            addressed=not is_group or self._addressed(msg),
+        )
+        if not rate.admitted:  # nothing recorded, no turn; told once per window
+            if rate.notice is None:
+                log.debug("dropped %s for agent %r: over %s", where, agent_name, RATE_FIELD)
+                return
+            log.info("dropped %s for agent %r: over %s (told)", where, agent_name, RATE_FIELD)
+            await self._chat.outbound.send_text(msg.chat, rate.notice, reply_to=msg.message_id)
             return
         turns = self._chat.turns
         command = parse_command(msg.text, self.bot_username)
         if command is not None and admission.disposition == "allow":
             key = (msg.gateway, msg.chat_id, agent_name)
             reply = await run_command(command, turns.registry, key)
+            await self._chat.outbound.send_text(msg.chat, reply, reply_to=msg.message_id)
+            return
+        pair = parse_pair(msg.text, self.bot_username)
+        if pair is not None and admission.disposition == "allow":
+            reply = await self._pairing.command(access, agent_name, msg, pair)
             await self._chat.outbound.send_text(msg.chat, reply, reply_to=msg.message_id)
             return
         pin = parse_pin(msg.text, self.bot_username)
@@ -133,7 +174,7 @@ class ChatFront:
                 return  # under ``activation: always`` a sticker must not draw a reply each time
             await self._chat.outbound.send_text(msg.chat, NON_TEXT_REPLY, reply_to=msg.message_id)
             return
-        queue = access.groups.queue if access is not None and is_group else QueueSpec()
+        queue = access_of(access).groups.queue if is_group else QueueSpec()
         inbound = Inbound(
             msg.chat,
             labelled,
@@ -144,6 +185,22 @@ class ChatFront:
             context_buffer=admission.buffer,
         )
         await self._dispatcher.offer(session_id, inbound, queue)
+
+    def _addressed(self, msg: InboundMessage) -> bool:
+        """Whether a group message addresses the bot (it may then trigger a turn).
+
+        A mention, a reply to the bot, or a command: one addressed by name (``/x@bot``) or
+        one the kit runs (``/reset``, ``/status``, ``/pin``, ``/pair``).
+        """
+        text, bot = msg.text, self.bot_username
+        return (
+            msg.mentions_bot
+            or msg.reply_to_bot
+            or addressed_to(text, bot)
+            or parse_command(text, bot) is not None
+            or parse_pin(text, bot) is not None
+            or parse_pair(text, bot) is not None
+        )
 
     async def _keep(
         self, session_id: str, msg: InboundMessage, labelled: str, *, silent: bool

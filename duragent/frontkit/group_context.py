@@ -4,8 +4,9 @@ Group chatter the agent was not addressed in is kept durably in the session's co
 (``SessionHandle.add_silent_message``: a ``silent_message`` event and a bounded ring in
 ``state.yaml``), never in the model's history. When a message does address the agent, the
 newest entries (at most ``context_buffer.max_messages``, at most ``max_age_hours`` old) are
-read and given to that turn as one block at the end of its system prompt, so they count
-against the context budget like the rest of the prompt and are never stored as messages.
+read and given to that turn as one block, quoted in a user message right before the message
+that addressed the agent (people wrote it: never system text, ``context.quoting``), so they
+count against the context budget like the prompt and are never stored as messages.
 
 The buffer is read, not emptied, as the reference does: a second mention within the age limit
 sees the same chatter again (plus whatever came since).

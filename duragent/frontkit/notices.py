@@ -49,7 +49,7 @@ class SessionNotices:
     def __init__(self, turns: TurnRunner, outbound: Callable[[str], OutboundPort | None]) -> None:
         self._turns = turns
         self.approval_poll = _APPROVAL_POLL_SECONDS
-        self._deliveries = Deliveries(turns.registry, outbound)
+        self._deliveries = Deliveries(turns.registry, outbound, agents=turns.agents)
 
     async def notify(self, session_id: str, text: str, *, notice_id: str) -> TurnResult | None:
         """Add ``text`` to the session and have it answered; the result of a turn it ran.

@@ -24,7 +24,7 @@ from duragent.llm.base import LLMProvider
 from duragent.llm.offline import OfflineProvider
 from duragent.llm.retry import ResilientProvider, RetryPolicy
 
-__all__ = ["PROVIDERS", "ProviderInfo", "build_provider", "credential_problem"]
+__all__ = ["PROVIDERS", "ProviderInfo", "build_provider", "credential_problem", "key_env_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +46,12 @@ PROVIDERS: dict[str, ProviderInfo] = {
 
 def _custom_key_env(provider: str) -> str:
     return re.sub(r"[^A-Z0-9]+", "_", provider.upper()).strip("_") + "_API_KEY"
+
+
+def key_env_of(provider: str) -> str | None:
+    """The variable ``provider``'s key is read from (the table above), None when it needs none."""
+    info = PROVIDERS.get(provider)
+    return _custom_key_env(provider) if info is None else info.key_env
 
 
 def credential_problem(

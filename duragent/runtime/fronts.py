@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from duragent.agents import Agent, AgentCatalog
+from duragent.agents.roles import access_of
 from duragent.config import WorkspaceConfig
 from duragent.core.lifecycle import Hooks, Service
 from duragent.core.tasks import BackgroundTasks
@@ -225,15 +226,16 @@ class Fronts:
         ``schedule`` is not offered in a scheduled task's own turn.
         """
         listed = {t.name for t in agent.spec.tools if t.type == "builtin"}
+        quotas = access_of(agent.spec.access).quotas
         tools: list[Tool] = []
         if "background_process" in listed and self._processes is not None:
-            tools.append(BackgroundProcessTool(self._processes, self._chat_pair))
+            tools.append(BackgroundProcessTool(self._processes, self._chat_pair, quotas))
         schedules = self.schedules
         if schedules is None or "schedule" not in listed:
             return tools
         if schedules.chat is not None and session_id in schedules.chat.task_sessions:
             return tools
-        return [*tools, ScheduleTool(schedules, self._chat_of)]
+        return [*tools, ScheduleTool(schedules, self._chat_of, quotas)]
 
     async def _chat_pair(self, session_id: str) -> tuple[str, str] | None:
         chat = await self._chat_of(session_id)

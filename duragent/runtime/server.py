@@ -18,6 +18,7 @@ import contextlib
 import logging
 import signal
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import ClassVar
 
 from duragent import __version__
@@ -40,6 +41,7 @@ from duragent.frontkit import (
 )
 from duragent.gateways.http import HttpServer, build_app
 from duragent.gateways.http.forwarding import SessionForwarding
+from duragent.runtime.endpoints import Endpoint, endpoint_changes, endpoint_of
 from duragent.runtime.expiry import sweep_forever
 from duragent.runtime.fronts import Fronts
 from duragent.runtime.startup import descriptor_budget, report_agents
@@ -91,6 +93,8 @@ class Runtime:
         self._agents_dir = paths.agents if agents_dir is None else paths.root / agents_dir
         self._env = env
         self._catalog = AgentCatalog()
+        self._started_endpoints: dict[str, Endpoint] | None = None
+        """Each agent's model endpoint when the server started (``runtime.endpoints``)."""
         self._http: HttpServer | None = None
         self._forwarding: SessionForwarding | None = None
         self._stop = asyncio.Event()
@@ -214,6 +218,16 @@ class Runtime:
             check=budget_check(self.workspace.paths.workspace),
         )
         report_agents(self._catalog, self.workspace.paths.policy, self._env)
+        agents = self._catalog.agents
+        if self._started_endpoints is None:
+            self._started_endpoints = {name: endpoint_of(a) for name, a in agents.items()}
+        else:
+            for name, agent in agents.items():  # an agent added later: its first endpoint
+                self._started_endpoints.setdefault(name, endpoint_of(agent))
+            changes = endpoint_changes(self._started_endpoints, agents)
+            for change in changes:
+                log.warning("%s", change)
+            self._catalog = replace(self._catalog, endpoint_changes=changes)
         return self._catalog
 
     def request_shutdown(self) -> bool:

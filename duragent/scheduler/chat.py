@@ -47,7 +47,7 @@ class ChatPayloads:
 
     def __init__(self, turns: TurnRunner, outbound: Callable[[str], OutboundPort | None]) -> None:
         self._turns = turns
-        self._deliveries = Deliveries(turns.registry, outbound)
+        self._deliveries = Deliveries(turns.registry, outbound, agents=turns.agents)
         self.task_sessions: set[str] = set()
         """Sessions running a scheduled task now: they are offered no ``schedule`` tool."""
 

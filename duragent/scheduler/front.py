@@ -5,8 +5,8 @@ with ``store.backend: postgres``, so every node sees the same), the agents' decl
 (``spec.schedules[]``), the loop (``service.Scheduler``) and the payload runner
 (``chat.ChatPayloads``). The ``schedule`` tool, HTTP ``/api/v1/schedules`` and the CLI all go
 through its few operations (``new`` + ``add``, ``cancel``, ``listing``, ``run_now``…), which check
-what a caller may do (an agent only touches its own schedules) and write files before the
-loop sees the change.
+what a caller may do (an agent only touches its own schedules; a chat only those delivering to
+it: ``caller``, see ``reaches``) and write files before the loop sees the change.
 
 Loading never deletes or rewrites a file it cannot read: the problem (file, field, fix) is
 logged and kept in ``problems`` (``doctor`` and HTTP show it), and the file stays as it is.
@@ -23,6 +23,7 @@ from pathlib import Path
 import yaml
 
 from duragent.agents import AgentCatalog
+from duragent.core.caller import OPERATOR, Caller
 from duragent.core.ids import new_ulid
 from duragent.errors import ConfigError, DuragentError, NotFoundError
 from duragent.frontkit import OutboundPort, run_as_leader
@@ -36,6 +37,7 @@ from duragent.scheduler.model import (
     Schedule,
     Timing,
     parse_schedule,
+    reaches,
     schedule_document,
 )
 from duragent.scheduler.runs import RunState
@@ -306,19 +308,27 @@ class Schedules:
             process_handle=process_handle,
         )
 
-    def get(self, schedule_id: str, *, agent: str | None = None) -> Schedule:
-        """The schedule (only ``agent``'s own when given)."""
+    def get(
+        self, schedule_id: str, *, agent: str | None = None, caller: Caller = OPERATOR
+    ) -> Schedule:
+        """The schedule (``agent``'s own when given; one ``caller`` reaches: else "not found")."""
         schedule = self.scheduler.get(schedule_id)
         if schedule is None or (agent is not None and schedule.agent != agent):
             raise ScheduleNotFoundError(schedule_id)
+        if not reaches(caller, schedule):
+            raise ScheduleNotFoundError(schedule_id)
         return schedule
 
-    def listing(self, *, agent: str | None = None, active_only: bool = False) -> list[Schedule]:
-        """Schedules, by id (``agent``'s only; active ones only)."""
+    def listing(
+        self, *, agent: str | None = None, active_only: bool = False, caller: Caller = OPERATOR
+    ) -> list[Schedule]:
+        """Schedules, by id (``agent``'s only; active ones only; those ``caller`` reaches)."""
         return [
             s
             for s in self.scheduler.schedules()
-            if (agent is None or s.agent == agent) and (not active_only or s.status == "active")
+            if (agent is None or s.agent == agent)
+            and (not active_only or s.status == "active")
+            and reaches(caller, s)
         ]
 
     def state(self, schedule_id: str) -> RunState:
@@ -336,27 +346,34 @@ class Schedules:
         self.get(schedule_id)
         return await asyncio.to_thread(self.scheduler.history, schedule_id, limit)
 
-    def cancel(self, schedule_id: str, *, agent: str | None = None) -> Schedule:
+    def cancel(
+        self, schedule_id: str, *, agent: str | None = None, caller: Caller = OPERATOR
+    ) -> Schedule:
         """Mark it cancelled (file first); a run in progress finishes (see ``cancel_async``)."""
-        cancelled = self._cancelled(schedule_id, agent)
+        cancelled = self._cancelled(schedule_id, agent, caller)
         self._write(cancelled)
         self.scheduler.put(cancelled)
         return cancelled
 
-    async def cancel_async(self, schedule_id: str, *, agent: str | None = None) -> Schedule:
+    async def cancel_async(
+        self, schedule_id: str, *, agent: str | None = None, caller: Caller = OPERATOR
+    ) -> Schedule:
         """``cancel``, the write made from a thread."""
-        cancelled = self._cancelled(schedule_id, agent)
+        cancelled = self._cancelled(schedule_id, agent, caller)
         await asyncio.to_thread(self._write, cancelled)
         self.scheduler.put(cancelled)
         return cancelled
 
-    def _cancelled(self, schedule_id: str, agent: str | None) -> Schedule:
-        """The schedule as cancelled (not yet written); a declared one is refused."""
-        schedule = self.get(schedule_id, agent=agent)
+    def _cancelled(self, schedule_id: str, agent: str | None, caller: Caller) -> Schedule:
+        """The schedule as cancelled (not yet written); a declared one is refused.
+
+        The refusal names the agent, not the file: chats read it, and never a server path.
+        """
+        schedule = self.get(schedule_id, agent=agent, caller=caller)
         if schedule.declared_in is not None:
             raise ScheduleRefusedError(
-                f"schedule '{schedule_id}' is declared in {schedule.declared_in}: remove it "
-                "from spec.schedules there to stop it"
+                f"schedule '{schedule_id}' is declared in the agent.yaml of agent "
+                f"'{schedule.agent}': its operator can remove it from spec.schedules there"
             )
         return schedule.with_status("cancelled")
 

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from duragent.core.caller import Caller, ChatRef
 from duragent.core.clock import utc_now
 from duragent.errors import ConfigError
 
@@ -35,6 +36,7 @@ __all__ = [
     "format_time",
     "parse_schedule",
     "parse_time",
+    "reaches",
     "schedule_document",
 ]
 
@@ -126,6 +128,18 @@ class Schedule:
     def with_status(self, status: ScheduleStatus) -> Schedule:
         """The same schedule with another status."""
         return replace(self, status=status)
+
+
+def reaches(caller: Caller, schedule: Schedule) -> bool:
+    """Whether ``caller`` may see and change ``schedule``: it delivers to a chat they reach.
+
+    A schedule belongs to the chat its results go to (``destination``); one with none (made
+    over HTTP or the CLI) is nobody's chat: only a caller reaching the whole agent sees it.
+    A declared schedule (``spec.schedules[]``) is the operator's: a chat sees it only when it
+    delivers there, and nobody cancels it through the scheduler (``Schedules.cancel``).
+    """
+    dest = schedule.destination
+    return caller.may_reach(ChatRef(dest.gateway, dest.chat_id) if dest is not None else None)
 
 
 # --- times ----------------------------------------------------------------------------------

@@ -3,9 +3,14 @@
 The reference's arguments, checks and texts: ``create`` needs the chat the session belongs
 to (its results go there: "No gateway context" otherwise), exactly one of ``at`` /
 ``every_seconds`` / ``cron`` and exactly one of ``message`` / ``task``; ``list`` shows the
-agent's active schedules; ``cancel`` only the agent's own. Two differences: ``cron`` takes
-the common 5 fields (the reference's tool text showed them but its parser wanted 6–7), and
-``tz`` gives the cron an IANA time zone (the reference ignored zones).
+agent's active schedules; ``cancel`` only the agent's own. ``list`` and ``cancel`` keep to
+the schedules delivering to the caller's chat unless the caller reaches the whole agent
+(``scheduler.model.reaches``): another chat's schedule is "not found". Two differences:
+``cron`` takes the common 5 fields (the reference's tool text showed them but its parser
+wanted 6–7), and ``tz`` gives the cron an IANA time zone (the reference ignored zones).
+``create`` also
+keeps to the agent's ``spec.access.quotas`` (``scheduler.quotas``): how many schedules a
+chat may have and how often they may run, refused before anything is written.
 
 Offered only to agents that list the ``schedule`` builtin, and never during a scheduled
 task's own turn (no schedules creating schedules: ``Schedules.chat.task_sessions``).
@@ -17,6 +22,7 @@ import json
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from duragent.agents.access_spec import QuotaSpec
 from duragent.core.messages import ToolDefinition
 from duragent.errors import ConfigError, DuragentError
 from duragent.scheduler.front import Schedules
@@ -33,6 +39,7 @@ from duragent.scheduler.model import (
     format_time,
     parse_time,
 )
+from duragent.scheduler.quotas import schedule_refusal
 from duragent.scheduler.timing import check_timing, describe_timing
 from duragent.tools.base import PolicyType, ToolContext, ToolOutcome
 
@@ -52,9 +59,13 @@ class ScheduleTool:
     name = "schedule"
     policy_type: PolicyType = "builtin"
 
-    def __init__(self, schedules: Schedules, chat_of: ChatOf) -> None:
+    def __init__(
+        self, schedules: Schedules, chat_of: ChatOf, quotas: QuotaSpec | None = None
+    ) -> None:
         self._schedules = schedules
         self._chat_of = chat_of
+        self._quotas = quotas or QuotaSpec()
+        """The agent's ``spec.access.quotas`` (``scheduler.quotas``); defaults when absent."""
 
     def definition(self) -> ToolDefinition:
         """``action`` create/list/cancel and the create arguments."""
@@ -110,7 +121,9 @@ class ScheduleTool:
                 sched_id = args.get("schedule_id")
                 if not isinstance(sched_id, str) or not sched_id:
                     return _error("schedule_id is required for cancel")
-                await self._schedules.cancel_async(sched_id, agent=ctx.agent_name)
+                await self._schedules.cancel_async(
+                    sched_id, agent=ctx.agent_name, caller=ctx.caller
+                )
                 return ToolOutcome(True, f"Cancelled schedule: {sched_id}")
         except DuragentError as exc:
             return _error(str(exc))
@@ -133,6 +146,10 @@ class ScheduleTool:
         timing = _timing(given[0], args, self._schedules.clock.now())
         if isinstance(timing, str):
             return _error(timing)
+        mine = self._schedules.listing(agent=ctx.agent_name, active_only=True)
+        refusal = schedule_refusal(timing, chat, mine, self._quotas)
+        if refusal is not None:
+            return _error(refusal)
         text = str(args[payloads[0]])
         payload: Payload = MessagePayload(text) if payloads[0] == "message" else TaskPayload(text)
         retry = None
@@ -156,7 +173,7 @@ class ScheduleTool:
         return ToolOutcome(True, f"Created {kind} schedule: {schedule.id}")
 
     def _list(self, ctx: ToolContext) -> ToolOutcome:
-        active = self._schedules.listing(agent=ctx.agent_name, active_only=True)
+        active = self._schedules.listing(agent=ctx.agent_name, active_only=True, caller=ctx.caller)
         if not active:
             return ToolOutcome(True, "No active schedules.")
         rows = [

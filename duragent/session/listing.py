@@ -2,7 +2,9 @@
 
 Its own module because its rule is not the registry's: *nothing accepted disappears from
 view*. A listing starts no actor: live sessions are described by their actor, the others by
-their snapshot header. A session the listing cannot describe is still listed, with a
+their snapshot header. Each entry names the chat the session serves (``gateway`` and
+``gateway_chat_id``, None for an HTTP or CLI session): the ``session`` tool shows a chat only
+its own sessions. A session the listing cannot describe is still listed, with a
 ``status`` that is not a ``SessionStatus`` and a ``reason`` (fields added to the usual entry,
 none renamed):
 
@@ -83,6 +85,8 @@ class SessionListing:
             "status": info.status.value,
             "created_at": info.created_at,
             "updated_at": info.updated_at,
+            "gateway": info.gateway,
+            "gateway_chat_id": info.gateway_chat_id,
         }
 
     def _header(self, session_id: str) -> dict[str, Any]:
@@ -115,7 +119,16 @@ def _entry(
         "status": status,
         "created_at": str(head.get("created_at", "")),
         "updated_at": str(head.get("updated_at") or head.get("snapshot_at") or ""),
+        "gateway": _chat_field(head, "gateway"),
+        "gateway_chat_id": _chat_field(head, "gateway_chat_id"),
     }
     if reason is not None:
         entry["reason"] = reason
     return entry
+
+
+def _chat_field(head: dict[str, Any], key: str) -> str | None:
+    """A header's chat field (kept under ``config``), as text; None when it has none."""
+    config = head.get("config")
+    value = config.get(key) if isinstance(config, dict) else None
+    return None if value is None or value == "" else str(value)

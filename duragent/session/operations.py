@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from duragent.core.approval import ApprovalDecision, PendingApproval
+from duragent.core.caller import ChatRef
 from duragent.core.clock import utc_now
 from duragent.core.events import Event, EventType
 from duragent.core.messages import Message, ToolCall, Usage
@@ -55,6 +56,15 @@ class SessionInfo:
     """The newest user message a turn's end answered (see ``SessionSnapshot``)."""
     last_decided_seq: int = 0
     """The newest decision on an approval (see ``SessionSnapshot``)."""
+    tokens_day: str = ""
+    """The UTC day ``tokens_today`` counts (see ``SessionSnapshot``)."""
+    tokens_today: int = 0
+    """Model tokens the session's calls used on ``tokens_day``."""
+
+    @property
+    def chat(self) -> ChatRef | None:
+        """The chat the session belongs to (None: an HTTP, CLI or task session)."""
+        return _chat(self.gateway, self.gateway_chat_id, self.gateway_chat_type)
 
     @property
     def awaits_answer(self) -> bool:
@@ -81,6 +91,12 @@ class UserMessageResult:
     """With ``with_context``: the Layer 1 window, this message included."""
     memory: MemoryView | None = None
     """With ``with_context``: the summary, pins and task (the summaries tier's block)."""
+    chat: ChatRef | None = None
+    """With ``with_context``: the chat the session belongs to (who the turn acts for)."""
+
+
+def _chat(gateway: str | None, chat_id: str | None, kind: str | None) -> ChatRef | None:
+    return None if gateway is None or chat_id is None else ChatRef(gateway, chat_id, kind)
 
 
 class SessionOps(MemoryOps):
@@ -115,6 +131,8 @@ class SessionOps(MemoryOps):
             last_settled_seq=s.last_settled_seq,
             last_answered_seq=s.last_answered_seq,
             last_decided_seq=s.last_decided_seq,
+            tokens_day=s.tokens_day,
+            tokens_today=s.tokens_today,
         )
 
     def op_messages(self) -> list[Message]:
@@ -189,6 +207,7 @@ class SessionOps(MemoryOps):
             pending_approval=_pending(state.pending_approval),
             messages=state.messages(),
             memory=self.op_memory(),
+            chat=_chat(state.gateway, state.gateway_chat_id, state.gateway_chat_type),
         )
 
     def op_add_assistant_response(

@@ -98,6 +98,11 @@ class SessionState:
         self.silent_cap = max(1, snapshot.silent_buffer_cap)
         self.silent: deque[BufferedMessage] = deque(snapshot.silent_buffer, self.silent_cap)
         self.memory = ContextMemory.from_snapshot(snapshot.summary, snapshot.pins, snapshot.task)
+        self.tokens_day = snapshot.tokens_day
+        self.tokens_today = snapshot.tokens_today
+        """Model tokens of the session's calls on ``tokens_day`` (UTC), from their events'
+        usage: kept in the snapshot, so a restart knows today's total without reading the log
+        (``turns.token_quota``)."""
         self._outstanding: dict[str, None] = {}
         self._origin: dict[int, int] = {}
         """id(message) → the seq of the event it came from (checkpoint_seq for loaded ones)."""
@@ -214,6 +219,8 @@ class SessionState:
             last_failed_seq=self.last_failed_seq,
             silent_buffer_cap=self.silent_cap,
             silent_buffer=list(self.silent),
+            tokens_day=self.tokens_day,
+            tokens_today=self.tokens_today,
             **self.memory.snapshot_fields(),
         )
 
@@ -289,11 +296,26 @@ class SessionState:
             self.gateway = data.get("gateway", self.gateway)
             self.gateway_chat_id = data.get("gateway_chat_id", self.gateway_chat_id)
             self.gateway_chat_type = data.get("gateway_chat_type", self.gateway_chat_type)
+        if kind in _USES_TOKENS and event.seq > self._snapshot_seq:
+            self._count_tokens(event)
         self.last_seq = max(self.last_seq, event.seq)
         if event.timestamp:
             self.updated_at = event.timestamp
 
     # --- helpers ----------------------------------------------------------------------------
+
+    def _count_tokens(self, event: Event) -> None:
+        """Add a model call's usage to its day's total (a new day starts from zero)."""
+        usage = event.data.get("usage")
+        if not isinstance(usage, Mapping):
+            return
+        tokens = int(usage.get("prompt_tokens") or 0) + int(usage.get("completion_tokens") or 0)
+        day = _parse_time(event.timestamp).date().isoformat()
+        if day != self.tokens_day:
+            if day < self.tokens_day:
+                return  # an older day's call, replayed: today's total does not hold it
+            self.tokens_day, self.tokens_today = day, 0
+        self.tokens_today += tokens
 
     def _approval_from(self, data: Mapping[str, Any]) -> dict[str, Any]:
         """The pending approval an ``approval_required`` event (replayed) describes.
@@ -435,6 +457,9 @@ class SessionState:
     def _forget_origin(self, messages: list[Message]) -> None:
         for message in messages:
             self._origin.pop(id(message), None)
+
+
+_USES_TOKENS = (EventType.ASSISTANT_RESPONSE, EventType.ASSISTANT_MESSAGE, EventType.SUMMARY)
 
 
 def _index_of_call(messages: list[Message], call_id: str) -> int | None:

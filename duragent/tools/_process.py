@@ -6,38 +6,43 @@ Shared by the ``bash`` tool and CLI tools, which must behave identically:
   times out, or the caller is cancelled, the whole group is sent SIGKILL: a command cannot
   leave orphans behind (``sleep 1000 &``), and a background child that still holds stdout
   cannot keep the call waiting. Long-lived processes belong to a dedicated tool, not ``bash``.
-- The group also dies when the **server** dies, even by SIGKILL (``_reaper``): a tool whose
-  turn is gone must not go on changing files nobody will hear about. The program is started
-  behind a **gate**: ``/bin/sh`` reads one line from its stdin (a pipe), and only then execs
-  the program with stdin from ``/dev/null``, as the same process (same pid and group, same
-  exit status). The server writes that line once the group is registered with the reaper, so
-  no command runs unwatched; if the server dies first, the gate reads end-of-file and the
-  program never starts. (A ``preexec_fn`` could register from inside the child, but it costs a
-  full ``fork`` of the server on the event loop's thread, 8–25 ms, instead of ``vfork``.)
+- Everything the command starts dies with the call and with the **server**, even by SIGKILL
+  and however it detaches (``setsid``, a double fork, a daemon): the command runs under a
+  **guardian** (``guardian``), a child subreaper that kills everything below it when the
+  command ends or its lifeline (held by the server) closes. ``Launched.kill`` closes it.
+- Where the guardian cannot run (``guardian.containment``), the group is watched by the
+  reaper (``_reaper``), and the program starts behind a **gate**: ``/bin/sh`` reads one line
+  from its stdin, then execs the program with stdin from ``/dev/null`` (same pid, group and
+  exit status). The server writes that line once the group is registered, so no command runs
+  unwatched; if the server dies first, the gate reads end-of-file and the program never
+  starts. (A ``preexec_fn`` could register from inside the child, but it costs a full
+  ``fork`` of the server on the event loop's thread, 8–25 ms, instead of ``vfork``.)
 - Output is read **incrementally** from both pipes. At most ``cap`` bytes (stdout and stderr
   together) are kept; the rest is read and discarded, so the child never blocks on a full
   pipe and a command printing gigabytes costs no memory.
-- The call returns when the command itself exits (not when its pipes close). A process that
-  escaped the group (``setsid``) and still holds a pipe open is given a short grace period,
-  then its pipes are closed on our side.
+- The call returns when the command itself exits (not when its pipes close). Without the
+  guardian, a process that escaped the group (``setsid``) and still holds a pipe open is given
+  a short grace period, then its pipes are closed on our side.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import errno
 import os
 import shutil
 import signal
+import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from duragent.cpu import widened
-from duragent.tools._reaper import register_group, release_group
+from duragent.tools._launched import ExitProtocol, Launched, kill_group
+from duragent.tools._reaper import register_group
 from duragent.tools.base import ToolOutcome
+from duragent.tools.guardian import containment, guardian_argv
 from duragent.tools.sandbox import Confinement
 
 __all__ = [
@@ -98,29 +103,6 @@ def child_env(extra: Mapping[str, str]) -> dict[str, str]:
     return {**os.environ, **extra}
 
 
-def kill_group(pgid: int, sig: signal.Signals = signal.SIGKILL) -> None:
-    """Send ``sig`` to process group ``pgid`` (harmless once the group is gone)."""
-    # The group id is the leader's pid. Once the group is empty the call fails harmlessly.
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
-class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
-    """The stream protocol plus an event set the moment the command itself exits.
-
-    ``Process.wait()`` (Python 3.11) returns only once the pipes are closed too, so a
-    background child holding stdout would keep it waiting until the time limit.
-    """
-
-    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
-        super().__init__(limit, loop)
-        self.exited = asyncio.Event()
-
-    def process_exited(self) -> None:
-        super().process_exited()
-        self.exited.set()
-
-
 async def run_process(
     argv: Sequence[str],
     *,
@@ -142,7 +124,7 @@ async def run_process(
             the sandbox cannot run it (it is then not started at all).
     """
     started = await launch(argv, cwd=cwd, env=env, confine=confine)
-    transport, protocol, pgid = started.transport, started.protocol, started.pgid
+    transport, protocol = started.transport, started.protocol
     capture = _Capture(cap)
     out, err = bytearray(), bytearray()
     readers = asyncio.gather(
@@ -154,7 +136,7 @@ async def run_process(
             await asyncio.wait_for(protocol.exited.wait(), time_limit)
         except TimeoutError:
             timed_out = True
-        kill_group(pgid)
+        started.kill()
         await protocol.exited.wait()
         _, pending = await asyncio.wait({readers}, timeout=_PIPE_GRACE_SECONDS)
         if pending:  # something outside the group holds a pipe open: stop listening
@@ -162,13 +144,13 @@ async def run_process(
             await readers
     except BaseException:
         # Cancelled by the caller: nothing of the command may survive.
-        kill_group(pgid)
+        started.kill()
         readers.cancel()
         readers.add_done_callback(_retrieve)
         raise
     finally:
-        release_group(pgid)  # killed above in every path: the reaper forgets it
-        transport.close()
+        started.release()  # killed above in every path
+        started.close()
     code = transport.get_returncode()
     return ProcessResult(
         exit_code=code if code is not None else -1,
@@ -181,17 +163,6 @@ async def run_process(
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Launched:
-    """A started tool process: its transport, its protocol and its process group."""
-
-    transport: asyncio.SubprocessTransport
-    protocol: _Protocol
-    pgid: int
-    stdin: asyncio.WriteTransport | None
-    """The program's stdin when ``keep_stdin`` was asked for (else it reads /dev/null)."""
-
-
 async def launch(
     argv: Sequence[str],
     *,
@@ -202,14 +173,15 @@ async def launch(
     keep_stdin: bool = False,
     confine: Confinement | None = None,
 ) -> Launched:
-    """Start ``argv`` in a new process group behind the gate, registered with the reaper.
+    """Start ``argv`` in a new session under a guardian (or behind the gate, with the reaper).
 
     The one place a tool process is started (``bash``, CLI tools, ``background_process``):
-    whatever must wrap every tool process (a sandbox) wraps ``argv`` here. ``stdout`` and
-    ``stderr`` are ``PIPE`` or an open file descriptor (a background job's log file). With
-    ``keep_stdin`` the program keeps the gate's pipe as its stdin (what follows the gate's
-    line), so a caller can write to it; otherwise it reads ``/dev/null``. ``confine`` (the
-    call's sandbox) turns the command into a sandboxed one, after the program is found.
+    whatever must wrap every tool process (a sandbox, the guardian) wraps ``argv`` here.
+    ``stdout`` and ``stderr`` are ``PIPE`` or an open file descriptor (a background job's log
+    file). With ``keep_stdin`` the program's stdin is a pipe (after the gate's line, without
+    a guardian), so a caller can write to it; otherwise it reads ``/dev/null``. ``confine``
+    (the call's sandbox) turns the command into a sandboxed one, after the program is found.
+    The caller ends it with ``Launched.kill`` and ``Launched.release``.
 
     Raises:
         OSError: the program could not be started (missing, not executable, bad ``cwd``), or
@@ -222,9 +194,11 @@ async def launch(
             [program, *argv[1:]], cwd=cwd, env=os.environ if env is None else env
         )
         program, argv, env = full[0], full, confined_env
+    if containment().guardian:
+        return await _guarded(loop, [program, *argv[1:]], cwd, env, stdout, stderr, keep_stdin)
     with widened():  # the program gets every CPU even when the server's threads are pinned
         transport, protocol = await loop.subprocess_exec(
-            lambda: _Protocol(_CHUNK, loop),
+            lambda: ExitProtocol(_CHUNK, loop),
             *(_GATE_KEEP_STDIN if keep_stdin else _GATE),
             program,
             *argv[1:],
@@ -245,6 +219,61 @@ async def launch(
     return Launched(transport, protocol, pgid, gate if keep_stdin else None)
 
 
+async def _guarded(
+    loop: asyncio.AbstractEventLoop,
+    argv: list[str],
+    cwd: Path,
+    env: Mapping[str, str] | None,
+    stdout: int,
+    stderr: int,
+    keep_stdin: bool,
+) -> Launched:
+    """Start ``argv`` under a guardian holding one end of a fresh lifeline (a socket pair).
+
+    The guardian checks the lifeline before it starts the program (a server gone meanwhile
+    means it never starts), so no gate line is needed: stdin is the program's own. It then
+    writes the program's pid on the lifeline: the program's group, which signals and the
+    process table know it by.
+    """
+    ours, theirs = socket.socketpair()  # both close-on-exec; theirs is passed on
+    ours.setblocking(False)
+    try:
+        with widened():
+            transport, protocol = await loop.subprocess_exec(
+                lambda: ExitProtocol(_CHUNK, loop),
+                *guardian_argv(theirs.fileno()),
+                *_EXEC,
+                *argv,
+                cwd=cwd,
+                env=dict(env) if env is not None else None,
+                stdin=asyncio.subprocess.PIPE if keep_stdin else asyncio.subprocess.DEVNULL,
+                stdout=stdout,
+                stderr=stderr,
+                start_new_session=True,
+                pass_fds=(theirs.fileno(),),
+            )
+    except BaseException:
+        ours.close()
+        raise
+    finally:
+        theirs.close()
+    stdin = transport.get_pipe_transport(0) if keep_stdin else None
+    assert stdin is None or isinstance(stdin, asyncio.WriteTransport)
+    started = Launched(transport, protocol, transport.get_pid(), stdin, ours, guarded=True)
+    try:  # empty: the guardian exited without starting it (it said why on stderr)
+        said = await loop.sock_recv(ours, 32)
+    except BaseException:
+        started.kill()
+        started.close()
+        raise
+    if said.strip().isdigit():
+        started.pgid = int(said)
+    return started
+
+
+_EXEC = ("/bin/sh", "-c", 'exec "$@"', "duragent-tool")
+"""What the guardian starts: the program, exec'd as ``sh`` would (a script without ``#!``
+runs as a shell script, as it does behind the gate)."""
 _GATE = ("/bin/sh", "-c", 'read _ || exit 125; exec "$@" </dev/null', "duragent-tool")
 """Waits for the server's line on stdin, then becomes the program (see module docstring)."""
 _GATE_KEEP_STDIN = ("/bin/sh", "-c", 'read _ || exit 125; exec "$@"', "duragent-tool")

@@ -1,5 +1,8 @@
 """Tool processes die with the server, however the server dies (SIGKILL and OOM included).
 
+The fallback where the guardian cannot run (``guardian``: it also catches processes that leave
+their group, which this cannot). What follows is how the fallback works.
+
 Every tool process leads its own process group, so the whole tree it starts can be killed as
 one (``_process``). Whoever kills the group when the server dies must outlive the server. The
 kernel's parent-death signal is not enough: ``prctl(PR_SET_PDEATHSIG)`` kills only the process

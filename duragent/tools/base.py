@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from duragent.core.caller import Caller
 from duragent.core.messages import ToolDefinition
 from duragent.tools.sandbox import TRUST, Sandbox
 
@@ -52,18 +53,26 @@ class SessionSummary:
 
 
 class SessionReader(Protocol):
-    """Port: read other sessions of the same agent (implemented by the runtime)."""
+    """Port: read other sessions of the same agent (implemented by the runtime).
 
-    async def list_sessions(self, agent: str, limit: int) -> list[SessionSummary]:
-        """Non-completed sessions of ``agent``, newest first."""
+    Both methods keep to ``caller``'s reach (``Caller.may_reach`` of the session's chat), and
+    filter before they read: what the caller may not reach is never loaded for it.
+    """
+
+    async def list_sessions(
+        self, agent: str, limit: int, *, caller: Caller
+    ) -> list[SessionSummary]:
+        """Non-completed sessions of ``agent`` that ``caller`` may reach, newest first."""
         ...
 
-    async def read_messages(self, agent: str, session_id: str, limit: int) -> list[tuple[str, str]]:
+    async def read_messages(
+        self, agent: str, session_id: str, limit: int, *, caller: Caller
+    ) -> list[tuple[str, str]]:
         """The last ``limit`` (role, text) user/assistant messages of ``agent``'s session.
 
-        Raises ``LookupError`` when the session does not exist *or belongs to another agent*
-        (the two are indistinguishable to the caller: an agent must not learn other agents'
-        session ids, let alone read them).
+        Raises ``LookupError`` when the session does not exist, *belongs to another agent or
+        to a chat ``caller`` may not reach* (indistinguishable to the caller: a chat must not
+        learn other chats' session ids, let alone read them).
         """
         ...
 
@@ -90,6 +99,9 @@ class ToolContext:
 
     session_id: str
     agent_name: str
+    caller: Caller
+    """Who the turn acts for and its chat (``core.caller``): tools that reach beyond one chat
+    (sessions, schedules, memory, processes) keep to ``caller.may_reach``."""
     agent_dir: Path
     workspace_dir: Path
     world_memory_dir: Path

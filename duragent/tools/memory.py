@@ -11,19 +11,32 @@ MEMORY.md and ``update_world`` rewrites a topic. Rewrites are atomic (``store.at
 crash leaves the old or the new text, never half of it; a failed append is cut back, so no
 half entry stays. Every write goes through ``FileOps`` (tests inject disk faults). File I/O
 runs on a thread so a slow disk does not stall other sessions.
+
+**Scope** (issue 33). World knowledge is the agent's world: every chat reads it, and only an
+owner (``Caller.is_owner``) rewrites it, since every chat and agent reads what it says. The
+long-term memory and the daily experiences are what conversations left behind, so they are
+per chat: a caller that does not reach the whole agent keeps and reads them under
+``<agent_dir>/memory/chats/<gateway>/<chat id>/`` (``MEMORY.md``, ``daily/``), never another
+chat's nor the agent-wide ones. The operator (HTTP/CLI) and an owner with ``tool_scope:
+agent`` use the agent-wide files above, as before. Outputs name files, never server paths.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
+import os
 import re
 import threading
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
+from duragent.agents.protected import write_refusal
+from duragent.core.caller import Caller
 from duragent.core.clock import local_now
 from duragent.core.messages import ToolDefinition
 from duragent.store.atomic import atomic_write
@@ -31,9 +44,13 @@ from duragent.store.fileops import OS_FILE_OPS, FileOps, write_all
 from duragent.tools._args import builtin_invocation, int_arg, str_arg
 from duragent.tools.base import PolicyType, ToolContext, ToolOutcome
 
-__all__ = ["MemoryTool", "sanitize_topic"]
+__all__ = ["MemoryTool", "memory_dir", "sanitize_topic"]
 
 NO_MEMORIES = "No memories found"
+WORLD_OWNERS_ONLY = (
+    "memory update_world refused: world knowledge is read by every chat, so only an owner of "
+    "this agent may change it (spec.access.owners in its agent.yaml)"
+)
 _SECTION_SEPARATOR = "\n\n---\n\n"
 _MAX_TOPIC = 100  # file names stay far below the 255-byte limit
 _TOPIC_UNSAFE = re.compile(r"[^a-z0-9_-]")
@@ -48,6 +65,34 @@ def sanitize_topic(topic: str) -> str:
     return _TOPIC_UNSAFE.sub("-", topic.strip().lower())[:_MAX_TOPIC]
 
 
+def _segment(text: str) -> str:
+    """One path segment naming ``text``, distinct for distinct texts and never ``.``/``..``.
+
+    Percent-encoded (``/`` and ``.`` too); a long one is a hash behind ``%h``, which no
+    encoding produces (``%`` always starts an escape of two hex digits).
+    """
+    quoted = quote(text, safe="-_").replace(".", "%2E")
+    if not quoted or len(quoted) > _MAX_TOPIC:
+        return "%h" + hashlib.sha256(text.encode()).hexdigest()
+    return quoted
+
+
+def memory_dir(agent_dir: Path, caller: Caller) -> Path:
+    """Where ``caller``'s long-term memory and daily notes are kept (module docstring)."""
+    base = agent_dir / "memory"
+    if caller.reaches_all or caller.chat is None:
+        return base
+    return base / "chats" / _segment(caller.chat.gateway) / _segment(caller.chat.chat_id)
+
+
+def _shown(text: str, world_dir: Path, agent_dir: Path) -> str:
+    """``text`` with the server's paths of the world and agent folders taken out of it."""
+    for root, shown in ((world_dir, "world/"), (agent_dir, "")):
+        for form in {str(root), os.path.realpath(root)}:
+            text = text.replace(form + os.sep, shown)
+    return text
+
+
 def _read(path: Path) -> str | None:
     """The file's text with surrounding whitespace removed; ``None`` when absent or blank."""
     try:
@@ -56,6 +101,21 @@ def _read(path: Path) -> str | None:
     except FileNotFoundError:
         return None
     return text or None
+
+
+class _Refused(Exception):
+    """A write the runtime must not make for a tool (``agents.protected.write_refusal``)."""
+
+
+def _guard(path: Path, folder: Path, agent_dir: Path, what: str) -> None:
+    """Refuse a note that a symlink leads to the agent's definition or out of its folder.
+
+    A command (bash, a sandboxed one included) can replace ``memory/daily/<today>.md`` by a
+    link to ``agent.yaml``; the runtime writes with the owner's rights, so it checks first.
+    """
+    refusal = write_refusal(path, folder=folder, agent_dir=agent_dir, what=what)
+    if refusal is not None:
+        raise _Refused(refusal)
 
 
 class MemoryTool:
@@ -109,25 +169,28 @@ class MemoryTool:
     async def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome:
         """Dispatch on ``action``; a missing argument is an unsuccessful outcome."""
         action = (str_arg(args, "action") or "").strip().lower()
-        memory_dir = ctx.agent_dir / "memory"
+        own_dir = memory_dir(ctx.agent_dir, ctx.caller)
         content = str_arg(args, "content")
         try:
             if action == "recall":
                 days = int_arg(args, "days", default=3, low=1, high=30)
-                text = await asyncio.to_thread(self._recall, ctx.world_memory_dir, memory_dir, days)
+                text = await asyncio.to_thread(self._recall, ctx.world_memory_dir, own_dir, days)
                 return ToolOutcome(True, text)
             if action == "remember":
                 if content is None:
                     return ToolOutcome(False, "memory remember needs `content` to remember")
-                return ToolOutcome(
-                    True, await asyncio.to_thread(self._remember, memory_dir, content)
-                )
+                return ToolOutcome(True, await asyncio.to_thread(self._remember, own_dir, content))
             if action == "reflect":
-                return await asyncio.to_thread(self._reflect, memory_dir / "MEMORY.md", content)
+                return await asyncio.to_thread(self._reflect, own_dir / "MEMORY.md", content)
             if action == "update_world":
-                return await self._update_world(args, ctx.world_memory_dir, content)
-        except OSError as exc:
-            return ToolOutcome(False, f"memory {action} failed: {exc}")
+                if not ctx.caller.is_owner:
+                    return ToolOutcome(False, WORLD_OWNERS_ONLY)
+                return await self._update_world(args, ctx.world_memory_dir, ctx.agent_dir, content)
+        except _Refused as refused:
+            return ToolOutcome(False, str(refused))
+        except OSError as exc:  # its text names the file: by its place, not the server path
+            reason = _shown(str(exc), ctx.world_memory_dir, ctx.agent_dir)
+            return ToolOutcome(False, f"memory {action} failed: {reason}")
         return ToolOutcome(
             False,
             f"unknown memory action {action!r}; use recall, remember, reflect or update_world",
@@ -160,6 +223,7 @@ class MemoryTool:
     def _remember(self, memory_dir: Path, content: str) -> str:
         now = self._clock()
         path = memory_dir / "daily" / f"{now.date().isoformat()}.md"
+        _guard(path, memory_dir, memory_dir.parent, "memory remember")
         path.parent.mkdir(parents=True, exist_ok=True)
         entry = f"\n## {now:%H:%M}\n\n{content.strip()}\n"
         with _append_lock:  # through ``FileOps``, like every write of the tool
@@ -187,11 +251,12 @@ class MemoryTool:
     def _reflect(self, path: Path, content: str | None) -> ToolOutcome:
         if content is None:
             return ToolOutcome(True, _read(path) or "MEMORY.md is empty: nothing reflected yet")
+        _guard(path, path.parent, path.parent.parent, "memory reflect")
         self._replace_note(path, content)
         return ToolOutcome(True, "MEMORY.md updated")
 
     async def _update_world(
-        self, args: Mapping[str, Any], world_dir: Path, content: str | None
+        self, args: Mapping[str, Any], world_dir: Path, agent_dir: Path, content: str | None
     ) -> ToolOutcome:
         topic = str_arg(args, "topic")
         if topic is None or content is None:
@@ -199,5 +264,7 @@ class MemoryTool:
         stem = sanitize_topic(topic)
         if not stem.strip("-_"):
             return ToolOutcome(False, f"topic {topic!r} has no letters or digits to name a file")
-        await asyncio.to_thread(self._replace_note, world_dir / f"{stem}.md", content)
+        path = world_dir / f"{stem}.md"
+        _guard(path, world_dir, agent_dir, "memory update_world")
+        await asyncio.to_thread(self._replace_note, path, content)
         return ToolOutcome(True, f"World knowledge {stem!r} updated")

@@ -20,6 +20,7 @@ from ruamel.yaml.error import YAMLError
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 from ruamel.yaml.util import load_yaml_guess_indent
 
+from duragent.agents.protected import LOCAL_POLICY_FILE, POLICY_FILE
 from duragent.config.fields import unsupported_warnings
 from duragent.config.yamlio import LocatedYaml, load_yaml_text, read_text
 from duragent.errors import ConfigError
@@ -46,8 +47,6 @@ __all__ = [
 ]
 
 API_VERSION = "duragent/v1alpha1"
-POLICY_FILE = "policy.yaml"
-LOCAL_POLICY_FILE = "policy.local.yaml"
 _WRITE_LOCK = threading.Lock()
 """Serialises "allow always" read-modify-writes so two approvals at once both land."""
 

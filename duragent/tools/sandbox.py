@@ -10,14 +10,20 @@ What a ``bubblewrap`` process sees (an allowlist, so what is not named is not th
 - the **system** read-only: ``/usr``, ``/bin``, ``/sbin``, ``/lib*``, ``/etc``, ``/opt``, the
   Python that runs duragent (``.py`` CLI tools use it), and the workspace's ``tools`` folder;
   a fresh ``/proc``, a minimal ``/dev`` and an empty private ``/tmp`` for the call;
-- the **agent's folder** writable, except its ``policy.yaml`` and ``policy.local.yaml``,
-  covered by an empty read-only file (created empty first when missing, so the sandbox cannot
-  create one either: a tool must never write its own permissions);
+- the **agent's folder** writable, except its definition (``agents.protected``): ``agent.yaml``,
+  ``SOUL.md``, ``SYSTEM_PROMPT.md``, ``INSTRUCTIONS.md``, ``skills/``, ``directives/``,
+  ``tools/`` and every top-level entry ``agent.yaml`` names are read-only mounts; its
+  ``policy.yaml``, ``policy.local.yaml`` and ``.env`` are covered by an empty read-only file.
+  Missing ones are created empty first, so the sandbox cannot create one either (a tool must
+  never write its own permissions or prompts). If one is a symlink, or ``agent.yaml`` names
+  the folder itself, the whole folder is read-only. A file the *server* replaces by rename
+  while a sandboxed process runs loses its cover for that process (the kernel detaches a
+  mount whose file is replaced outside it): such a process can then change the new file;
 - a **per-session scratch folder** (``<workspace>/scratch/<session_id>``), writable, kept
   between calls, and the process's ``HOME``;
-- nothing else of the workspace: sessions, other agents, schedules, policies, logs, world
-  memory, ``duragent.yaml`` and ``.env`` are not mounted (and covered when a layout puts one
-  inside a mounted folder);
+- nothing else of the workspace: sessions, other agents (absent, not just read-only),
+  schedules, policies, directives, logs, world memory, ``duragent.yaml`` and ``.env`` are not
+  mounted (and covered when a layout puts one inside a mounted folder);
 - an **environment** of ``PATH``, ``LANG``, ``LANGUAGE``, ``LC_*``, ``TERM``, ``TZ`` plus the
   names in ``sandbox.env``; a ``*`` there never passes a name that looks like a secret
   (``*_TOKEN``, ``*_KEY``, ``*SECRET*`` …: such a variable must be named in full);
@@ -47,9 +53,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from duragent.agents.protected import LOCAL_POLICY_FILE, AgentEntries, agent_entries
 from duragent.config.workspace import SandboxConfig, WorkspacePaths
 from duragent.errors import ConfigError
-from duragent.tools.policy_files import LOCAL_POLICY_FILE, POLICY_FILE
 
 __all__ = [
     "BASE_ENV",
@@ -207,7 +213,10 @@ class Confinement:
                 shown.append(absolute)
                 args += ["--ro-bind", str(absolute), str(absolute)]
                 mounted.append(absolute)
-        args += ["--bind", str(agent_dir), str(agent_dir)]
+        entries = agent_entries(agent_dir)
+        covers = _protect(agent_dir, entries)
+        whole = entries.whole_folder or covers is None
+        args += ["--ro-bind" if whole else "--bind", str(agent_dir), str(agent_dir)]
         remount: list[str] = []
         for hidden in sandbox.hidden:
             hidden = Path(os.path.abspath(hidden))
@@ -218,11 +227,7 @@ class Confinement:
                 remount += ["--remount-ro", str(hidden)]
             else:
                 args += ["--ro-bind", "/dev/null", str(hidden)]
-        for name in (POLICY_FILE, LOCAL_POLICY_FILE):
-            policy = agent_dir / name
-            if not policy.exists():
-                _create_empty(policy)
-            args += ["--ro-bind", "/dev/null", str(policy)]
+        args += covers or _hide_secrets(agent_dir, entries)
         args += ["--bind", str(scratch), str(scratch), *remount, "--remount-ro", "/"]
         args += ["--chdir", os.path.abspath(cwd), "--", *argv]
         confined = sandbox.filter_env(env)
@@ -240,10 +245,48 @@ class Confinement:
         return scratch
 
 
-def _create_empty(path: Path) -> None:
+def _protect(agent_dir: Path, entries: AgentEntries) -> list[str] | None:
+    """The mounts that keep the agent's definition unchanged (``agents.protected``).
+
+    Every protected top-level entry becomes a mount point: read-only, or covered by an empty
+    file for secrets. A mount point cannot be written, renamed over, deleted or replaced by a
+    symlink from inside; a missing entry is created empty first (a folder for ``skills`` and
+    the like) so the sandbox cannot create it either. None when an entry is a symlink (a
+    mount would land on its target): the caller then shows the whole folder read-only.
+    """
+    args: list[str] = []
+    for name in entries.names:
+        path = agent_dir / name
+        if path.is_symlink():
+            return None
+        if not path.exists():
+            if name in entries.folders:
+                path.mkdir(exist_ok=True)
+            else:
+                _create_empty(path, 0o600 if name in entries.hidden else 0o644)
+        if name not in entries.hidden:
+            args += ["--ro-bind", str(path), str(path)]
+        elif path.is_dir():
+            args += ["--tmpfs", str(path), "--remount-ro", str(path)]
+        else:
+            args += ["--ro-bind", "/dev/null", str(path)]
+    return args
+
+
+def _hide_secrets(agent_dir: Path, entries: AgentEntries) -> list[str]:
+    """Covers for the policy files and ``.env`` of a folder shown read-only as a whole."""
+    args: list[str] = []
+    for name in entries.hidden:
+        path = agent_dir / name
+        if path.is_file() and not path.is_symlink():
+            args += ["--ro-bind", "/dev/null", str(path)]
+    return args
+
+
+def _create_empty(path: Path, mode: int = 0o644) -> None:
     """An empty file at ``path`` (kept if another call made it first)."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
     except FileExistsError:
         return
     os.close(fd)
@@ -307,6 +350,8 @@ def for_workspace(config: SandboxConfig, paths: WorkspacePaths) -> Sandbox:
             ws / "scratch",
             paths.logs,
             paths.policy,
+            paths.policy.with_name(LOCAL_POLICY_FILE),
+            paths.directives,
             paths.world_memory,
             paths.config_file,
             paths.root / ".env",

@@ -3,8 +3,11 @@
 ``list`` shows up to 10 sibling sessions of the same agent (newest first, the current one
 left out); ``read`` shows the last user/assistant messages of one, each cut at 500
 characters so one long message cannot flood the context. The tool reaches sessions only
-through the ``SessionReader`` port in its context, always naming its own agent: the port lists
-and reads only that agent's sessions (another agent's session reads as "not found").
+through the ``SessionReader`` port in its context, always naming its own agent and its caller:
+the port lists and reads only that agent's sessions, and of those only the sessions of the
+caller's own chat unless the caller reaches the whole agent (the operator over HTTP/CLI, or an
+owner with ``tool_scope: agent`` in a DM). Another agent's or another chat's session reads as
+"not found", exactly like one that does not exist.
 """
 
 from __future__ import annotations
@@ -66,7 +69,7 @@ class SessionTool:
         action = (str_arg(args, "action") or "").strip().lower()
         if action == "list":
             # One extra, because the current session may be among them.
-            found = await reader.list_sessions(ctx.agent_name, LIST_LIMIT + 1)
+            found = await reader.list_sessions(ctx.agent_name, LIST_LIMIT + 1, caller=ctx.caller)
             others = [s for s in found if s.session_id != ctx.session_id][:LIST_LIMIT]
             if not others:
                 return ToolOutcome(True, "No other sessions")
@@ -78,7 +81,9 @@ class SessionTool:
                 return ToolOutcome(False, "session read needs a `session_id` (see action=list)")
             limit = int_arg(args, "limit", default=20, low=1, high=50)
             try:
-                messages = await reader.read_messages(ctx.agent_name, session_id.strip(), limit)
+                messages = await reader.read_messages(
+                    ctx.agent_name, session_id.strip(), limit, caller=ctx.caller
+                )
             except LookupError:
                 return ToolOutcome(False, f"session {session_id!r} not found")
             talk = [(r, t) for r, t in messages if r in ("user", "assistant")][-limit:]

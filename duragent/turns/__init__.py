@@ -15,6 +15,7 @@
   ``agent_budget``: an agent's context budget; ``providers``: one LLM client per model.
 - ``endings``: the durable trace of a turn cut short or failed; ``result``: ``TurnResult``,
   the union of ``Complete``, ``AwaitingApproval``, ``Duplicate`` and ``Failed``;
+  ``interruptions``: what became of a message whose turn was cut (``Interruption``);
   ``errors``: why an approval was refused (``NoPendingApprovalError``,
   ``ApprovalMismatchError``, both ``ApprovalError``).
 - ``sink``: where a streaming front end receives a turn's progress.
@@ -32,7 +33,15 @@ from duragent.turns.errors import ApprovalError, ApprovalMismatchError, NoPendin
 from duragent.turns.inbox import Steered
 from duragent.turns.loop import CLIENT_LEFT
 from duragent.turns.providers import ProviderPool
-from duragent.turns.result import AwaitingApproval, Complete, Duplicate, Failed, TurnResult
+from duragent.turns.result import (
+    AwaitingApproval,
+    CallOutcome,
+    Complete,
+    Duplicate,
+    Failed,
+    Interruption,
+    TurnResult,
+)
 from duragent.turns.runner import Accepted, TurnRunner
 from duragent.turns.sink import TurnSink
 
@@ -44,9 +53,11 @@ __all__ = [
     "ApprovalError",
     "ApprovalMismatchError",
     "AwaitingApproval",
+    "CallOutcome",
     "Complete",
     "Duplicate",
     "Failed",
+    "Interruption",
     "NoPendingApprovalError",
     "PinRefusedError",
     "PinnedTooLargeError",

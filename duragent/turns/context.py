@@ -7,16 +7,21 @@ recorder writes the loop's events through the session actor (durable or batched,
 
 from __future__ import annotations
 
+import enum
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from duragent.agents import Agent
+from duragent.agents.access_spec import AccessSpec
+from duragent.agents.roles import access_of, caller_for
 from duragent.agents.system_prompt import build_system_prompt
+from duragent.context.quoting import quoted_block
 from duragent.context.render import HistoryCache
 from duragent.context.tokens import counter_for_model
 from duragent.core.approval import PendingApproval
+from duragent.core.caller import ChatRef
 from duragent.core.messages import ToolCall, Usage
 from duragent.core.metrics import Metrics
 from duragent.core.snapshot import SessionStatus
@@ -38,8 +43,19 @@ from duragent.turns.pins import PinRooms
 from duragent.turns.providers import ProviderPool
 from duragent.turns.sink import TurnSink
 from duragent.turns.summaries import SummaryTier, agent_summary_settings
+from duragent.turns.token_quota import TokenQuota
 
-__all__ = ["HISTORY_CACHES", "ContextFactory"]
+__all__ = ["HISTORY_CACHES", "UNKNOWN_CHAT", "ContextFactory", "UnknownChat"]
+
+
+class UnknownChat(enum.Enum):
+    """The type of ``UNKNOWN_CHAT`` (a sentinel apart from None, which means "no chat")."""
+
+    CHAT = "unknown"
+
+
+UNKNOWN_CHAT = UnknownChat.CHAT
+"""``ContextFactory.build``'s default ``chat``: not known to the caller (None means no chat)."""
 
 HISTORY_CACHES = 64
 """Sessions whose split history is kept between turns (each holds up to its window of units,
@@ -163,15 +179,20 @@ class ContextFactory:
         requester_id: str | None = None,
         answers_seq: int | None = None,
         memory: MemoryView | None = None,
+        chat: ChatRef | UnknownChat | None = UNKNOWN_CHAT,
     ) -> LoopContext:
         """The loop's context for one turn of ``agent`` in ``session_id``.
 
         ``inbox`` holds the messages that arrive while the loop runs; the loop takes them at
-        each boundary (``Inbox.take`` marks them read). ``extra_blocks`` end the system
-        prompt for this turn only (a group's recent chatter): part of the prompt, they count
-        against the budget like the rest of it and are never written to the history.
-        ``requester_id`` goes with an approval the turn asks for. ``memory``: the session's
-        summary and pins when the caller has them already (else one more read).
+        each boundary (``Inbox.take`` marks them read). ``extra_blocks`` are this turn's
+        context only (a group's recent chatter): people wrote them, so they go quoted in a
+        user message before the turn's own (``context.quoting``), never in the system prompt;
+        they count against the budget like the prompt and are never written to the history.
+        ``requester_id`` goes with an approval the turn asks for, and gives the turn's tools
+        the sender's role and chat (``agents.roles.caller_for``). ``chat``: the session's chat
+        when the caller has it already (None: the session has none; else one more read).
+        ``memory``: the session's summary and pins when the caller has them already (else one
+        more read).
         """
         spec = agent.spec
         budget = budget_settings(agent)
@@ -179,6 +200,15 @@ class ContextFactory:
         counter = counter_for_model(agent.model.name)
         price = _pricer(agent)
         handle = self._registry.handle(session_id)
+        if chat is UNKNOWN_CHAT:  # not given by the caller: one more read
+            chat = (await handle.info()).chat
+        caller = caller_for(
+            spec.access,
+            gateway=chat.gateway if chat is not None else None,
+            chat_type=chat.kind if chat is not None else None,
+            chat_id=chat.chat_id if chat is not None else None,
+            sender_id=requester_id,
+        )
         summaries = agent_summary_settings(agent, budget.window)
         metrics = self._metrics
         meter = metrics.meter(agent.name, agent.model.name) if metrics is not None else None
@@ -227,9 +257,8 @@ class ContextFactory:
             policy=load_policy(self._policy_file, agent.directory),
             counter=counter,
             budget=budget,
-            system_prompt=build_system_prompt(
-                agent, extra_blocks=extra_blocks, compact=not budget.full_prompt
-            ),
+            system_prompt=build_system_prompt(agent, compact=not budget.full_prompt),
+            context=quoted_block([("", block) for block in extra_blocks]),
             max_iterations=spec.session.max_tool_iterations,
             max_calls_per_response=spec.session.max_tool_calls_per_response,
             max_calls_per_turn=spec.session.max_tool_calls_per_turn,
@@ -241,6 +270,7 @@ class ContextFactory:
             tool_context=ToolContext(
                 session_id=session_id,
                 agent_name=agent.name,
+                caller=caller,
                 agent_dir=agent.directory,
                 workspace_dir=self._workspace_dir,
                 world_memory_dir=self._world_memory_dir,
@@ -258,6 +288,7 @@ class ContextFactory:
             history_cache=history_cache,
             summaries=tier,
             hooks=effective_hooks(spec),
+            quota=_token_quota(handle, spec.access, chat=isinstance(chat, ChatRef)),
         )
 
 
@@ -270,3 +301,11 @@ def _pricer(agent: Agent) -> Callable[[Usage], Usage]:
         completion_tokens=usage.completion_tokens,
         cost_usd=pricing.cost(usage.prompt_tokens, usage.completion_tokens),
     )
+
+
+def _token_quota(
+    session: SessionHandle, access: AccessSpec | None, *, chat: bool
+) -> Callable[[], Awaitable[str | None]] | None:
+    """The chat's ``tokens_per_chat_per_day`` check (None: no chat, or no limit)."""
+    limit = access_of(access).quotas.tokens_per_chat_per_day
+    return TokenQuota(session, limit).check if chat and limit > 0 else None

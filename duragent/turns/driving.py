@@ -16,13 +16,14 @@ from collections.abc import Callable, Sequence
 from duragent.agents import AgentCatalog
 from duragent.context.budget import ContextOverflowError
 from duragent.core.approval import ApprovalDecision, PendingApproval
+from duragent.core.caller import ChatRef
 from duragent.core.messages import Message, Role, is_steering
 from duragent.core.snapshot import SessionStatus
 from duragent.errors import DuragentError, LLMError
 from duragent.session import SessionHandle
 from duragent.session.memory_ops import MemoryView
 from duragent.tools.policy_files import PolicyError, save_allow_always
-from duragent.turns.context import ContextFactory
+from duragent.turns.context import UNKNOWN_CHAT, ContextFactory, UnknownChat
 from duragent.turns.endings import close_cut_short_turn, record_failed_turn
 from duragent.turns.errors import ApprovalError, ApprovalMismatchError, NoPendingApprovalError
 from duragent.turns.inbox import Inbox
@@ -60,6 +61,7 @@ class TurnDriver:
         requester_id: str | None = None,
         answers_seq: int | None = None,
         memory: MemoryView | None = None,
+        chat: ChatRef | UnknownChat | None = UNKNOWN_CHAT,
     ) -> Resumed:
         """Run the loop from ``turn`` (``done`` tool iterations already made) to its end.
 
@@ -77,6 +79,7 @@ class TurnDriver:
                     requester_id=requester_id,
                     answers_seq=answers_seq,
                     memory=memory,
+                    chat=chat,
                 )
             outcome = await run_loop(ctx, history, turn, done)
         except (LLMError, ContextOverflowError, DuragentError) as exc:
@@ -118,7 +121,7 @@ class TurnDriver:
         # pending and can be given again once that is fixed. The loop is not one messages are
         # steered into (the runner does not claim it): an inbox nobody puts into.
         ctx = await self._contexts.build(
-            session_id, agent, Inbox(), sink, requester_id=pending.requester_id
+            session_id, agent, Inbox(), sink, requester_id=pending.requester_id, chat=info.chat
         )
         if decision is ApprovalDecision.ALLOW_ALWAYS:
             # Before resolving too: a pattern that cannot be saved (and read back) leaves the

@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from duragent.agents.spec import HooksSpec
 from duragent.context.budget import BudgetReport, BudgetSettings
+from duragent.context.quoting import with_note
 from duragent.context.render import HistoryCache, TurnCache, fit_request
 from duragent.context.tiers import compact_tools
 from duragent.context.tokens import TokenCounter
@@ -150,11 +151,17 @@ class LoopContext:
     """What one model response may be (enforced by the provider while reading it)."""
     summaries: SummaryTier | None = None
     """The summaries tier: the reference block, summaries before the turn and on overflow."""
+    context: str = ""
+    """This turn's quoted context (a group's recent chatter, ``context.quoting``): a user
+    message before the latest one, counted in the fixed part, never written to the history."""
     hooks: HooksSpec = field(default_factory=HooksSpec)
     """The agent's tool hooks with its builtins' defaults (``turns.hooks.effective_hooks``)."""
     rebuild_tools: Callable[[], Mapping[str, Tool]] | None = None
     """The turn's tools built again (after ``reload_tools``: new scripts on disk)."""
     meter: CallMeter | None = None
+    quota: Callable[[], Awaitable[str | None]] | None = None
+    """Asked before each model call (summaries too): a refusal ends the turn with it as the
+    reply, recorded (``turns.token_quota``: the chat's tokens for today are spent)."""
     """Where model calls are counted (``core.metrics``); None when metrics are off."""
 
 
@@ -213,9 +220,11 @@ class _TurnMemo:
         return self._tools
 
     def fixed(self, ctx: LoopContext) -> int:
-        """What the system prompt and the tool definitions cost (the tier's ``fixed``)."""
-        prompt = ctx.system_prompt
+        """The prompt (with the note a context adds), the context and the tools' cost."""
+        quoted = bool(ctx.context.strip())
+        prompt = with_note(ctx.system_prompt) if quoted else ctx.system_prompt
         cost = ctx.counter.count_message(Message.system(prompt)) if prompt.strip() else 0
+        cost += ctx.counter.count_message(Message.user(ctx.context)) if quoted else 0
         return cost + self.tools(ctx)[1]
 
 
@@ -239,6 +248,7 @@ async def _call_model(
             history_cache=ctx.history_cache,
             tools_tokens=tools_tokens,
             reference=tier.block(cache.fixed(ctx)) if tier is not None else "",
+            context=ctx.context,
         )
         request = ChatRequest(
             messages=messages,
@@ -297,10 +307,14 @@ async def run_loop(
     recent: list[tuple[str, str]] = []
     cache = _TurnMemo()
     if ctx.summaries is not None:
+        if await _refused(ctx, outcome):  # summarising is a model call too
+            return outcome
         await ctx.summaries.before_turn(history, cache.fixed(ctx))
     steer: list[str] = []  # this response's after_tool texts, added after all its results
     while True:
         turn.extend(Message.user(text) for text in ctx.steering())
+        if await _refused(ctx, outcome):
+            return outcome
         response, report = await _call_model(ctx, history, turn, cache)
         if response is None:
             raise RuntimeError("provider stream ended without a response")
@@ -384,6 +398,20 @@ async def run_loop(
             if ctx.sink is not None:
                 await ctx.sink.token(note)
             return outcome
+
+
+async def _refused(ctx: LoopContext, outcome: LoopOutcome) -> bool:
+    """Whether the quota refuses the next call; if so its refusal is the turn's reply."""
+    refusal = await ctx.quota() if ctx.quota is not None else None
+    if refusal is None:
+        return False
+    message_id = new_message_id()
+    outcome.reply_seq = await ctx.recorder.assistant(refusal, (), None, {}, message_id)
+    outcome.content = refusal
+    outcome.message_id = message_id
+    if ctx.sink is not None:
+        await ctx.sink.token(refusal)
+    return True
 
 
 async def _add_steering(ctx: LoopContext, turn: list[Message], steer: list[str]) -> None:

@@ -64,7 +64,7 @@ class Recorded:
     seq: int
     content: str
     context_blocks: Sequence[str] = ()
-    """System blocks for this turn only (a group's context buffer)."""
+    """Quoted context for this turn only (a group's context buffer, ``context.quoting``)."""
     sender_id: str | None = None
     """Who the turn answers: the requester of an approval it asks for."""
     answers_seq: int | None = None

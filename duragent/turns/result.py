@@ -32,14 +32,58 @@ from duragent.turns.loop import LoopOutcome
 
 __all__ = [
     "AwaitingApproval",
+    "CallOutcome",
     "Complete",
     "Duplicate",
     "Failed",
+    "Interruption",
     "TurnResult",
     "copy_result",
     "outcome_result",
     "why_cut_short",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class CallOutcome:
+    """What became of one tool call of a turn that was cut, as its session recorded it."""
+
+    call_id: str
+    name: str
+    outcome: str
+    """``ran`` (its result is recorded), ``failed`` (the tool's failure is recorded),
+    ``interrupted`` (the turn was cut before its result was recorded: it may have run in part
+    or in whole; recorded as interrupted) or ``skipped`` (it was not run)."""
+
+    def to_dict(self) -> dict[str, str]:
+        """The wire shape (HTTP answers and stream events)."""
+        return {"call_id": self.call_id, "name": self.name, "outcome": self.outcome}
+
+
+@dataclass(frozen=True, slots=True)
+class Interruption:
+    """A message's turn was cut before the results of its tool calls were recorded.
+
+    Its node stopped, or lost the session to another node (a lease take-over), while the
+    calls ran; whoever went on with the session recorded them as interrupted. A client
+    whose request was cut must learn that, and what ran, not a bare "duplicate".
+    """
+
+    message_seq: int
+    """The cut turn's user message (recorded once, whoever served it)."""
+    calls: tuple[CallOutcome, ...]
+    reply: str | None = None
+    """The reply the turn ended with once it went on from the interruption; None when the
+    conversation went on without one (a later message's turn answered instead)."""
+    message_id: str | None = None
+    reply_seq: int | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        """The wire shape (``interruption`` of an HTTP reply)."""
+        return {
+            "message_seq": self.message_seq,
+            "tool_calls": [call.to_dict() for call in self.calls],
+        }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -61,6 +105,9 @@ class Complete(_Outcome):
     earlier: tuple[str, ...] = ()
     """Replies this turn wrote before ``content``, in order: a message arrived while each was
     being written, so the loop answered again. Durable too; a chat shows them first."""
+    interruption: Interruption | None = None
+    """Set when this turn went on from one that was cut (the same message sent again after
+    its node stopped or lost the session): what became of the cut turn's calls."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -77,10 +124,16 @@ class AwaitingApproval(_Outcome):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Duplicate(_Outcome):
-    """A redelivered platform message that was already answered: nothing to send."""
+    """A redelivered platform message that was already answered: nothing to send.
+
+    ``interruption`` is set when its turn was cut (a take-over, a crash) before it answered:
+    then it was not "answered" as its first sender expects, and an HTTP client is told what
+    was recorded instead (the reply the turn went on to write, or that it was interrupted).
+    """
 
     status: ClassVar[str] = "duplicate"
     content: ClassVar[str] = ""
+    interruption: Interruption | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -49,15 +49,11 @@ from duragent.turns.context import ContextFactory
 from duragent.turns.driving import Resumed, TurnDriver, cancel_approval
 from duragent.turns.errors import ApprovalError
 from duragent.turns.inbox import Inbox
+from duragent.turns.interruptions import noting_interruption, recorded_outcome
 from duragent.turns.pins import add_pin
 from duragent.turns.providers import ProviderPool
 from duragent.turns.recorded import Accepted, Incoming, Recorded, needs_restating
-from duragent.turns.result import (
-    AwaitingApproval,
-    Duplicate,
-    TurnResult,
-    copy_result,
-)
+from duragent.turns.result import AwaitingApproval, TurnResult, copy_result
 from duragent.turns.sink import TurnSink
 
 __all__ = ["DECISIONS", "Accepted", "TurnResult", "TurnRunner"]
@@ -100,6 +96,8 @@ class TurnRunner:
         metrics: Metrics | None = None,
     ) -> None:
         self.registry = registry
+        self.workspace_dir = workspace_dir
+        """The workspace's ``.duragent`` folder (chat front ends keep pairing files there)."""
         self._agents = agents
         self._metrics = metrics
         contexts = ContextFactory(
@@ -168,6 +166,11 @@ class TurnRunner:
         return await add_pin(session, agent, self._pin_rooms, text, kind=kind, source=source)
 
     @property
+    def agents(self) -> Callable[[], AgentCatalog]:
+        """The agents' catalog as loaded now (a reload replaces it): whose rules hold."""
+        return self._agents
+
+    @property
     def metrics(self) -> Metrics | None:
         """Where turns and model calls are counted (None: metrics are off)."""
         return self._metrics
@@ -192,8 +195,9 @@ class TurnRunner:
     ) -> TurnResult:
         """Run one turn for an inbound message (the only entry point front ends use).
 
-        ``context_blocks`` end the system prompt of the turn this message starts (a group's
-        recent chatter), counted against the budget, never stored; a message that joins a
+        ``context_blocks`` are quoted before this message in the turn it starts (a group's
+        recent chatter: people wrote it, so never as system text), counted against the
+        budget, never stored; a message that joins a
         running turn brings none (that turn's prompt is built). ``sender_id`` is the turn's
         requester: an approval it asks for records it.
         """
@@ -295,7 +299,6 @@ class TurnRunner:
         sink: TurnSink | None,
         inbound: Incoming | Recorded,
     ) -> TurnResult:
-        session_id = session.session_id
         running = active.running
         if running is not None and not running.done():
             assert isinstance(inbound, Incoming), "answer waits for the running loop first"
@@ -308,10 +311,12 @@ class TurnRunner:
         try:
             async with active.lock:
                 recorded = await inbound.record(session, with_context=True)
-                if recorded.duplicate and recorded.answered:
-                    result: TurnResult = Duplicate(session_id=session_id)
+                if recorded.duplicate and recorded.answered:  # what its turn recorded
+                    result: TurnResult = await recorded_outcome(session, recorded.seq)
                 else:
                     result = await self._turn(session, recorded, active, sink, inbound)
+                    if recorded.duplicate and isinstance(inbound, Incoming):  # a cut turn's
+                        result = await noting_interruption(session, recorded.seq, result)
         except BaseException as exc:
             future.set_exception(exc)
             future.exception()  # the waiters re-raise it; never "exception never retrieved"
@@ -343,7 +348,7 @@ class TurnRunner:
         """
         recorded = await inbound.record(session)
         if recorded.duplicate and recorded.answered:
-            return Duplicate(session_id=session.session_id)
+            return await recorded_outcome(session, recorded.seq)
         ticket = None
         if not recorded.duplicate:  # (a redelivered copy shares the turn its first copy has)
             running = active.running or running  # it may have ended while this was recorded
@@ -401,6 +406,7 @@ class TurnRunner:
             requester_id=inbound.sender_id,
             answers_seq=inbound.answers_seq if isinstance(inbound, Recorded) else None,
             memory=recorded.memory,
+            chat=recorded.chat,
         )
 
     async def approve(

@@ -1,9 +1,10 @@
 """The summaries tier in a turn: summarise before the first call, and on provider overflow.
 
 ``SummaryTier`` is what the loop sees (``LoopContext.summaries``): ``block`` renders the
-reference block (pins, task, current summary) that ``fit_request`` puts after the system
-prompt; ``before_turn`` summarises the oldest history when it passes the threshold (at most
-``ROUNDS_PER_TURN`` rounds); ``on_overflow`` does it unconditionally when the provider said
+reference block (pins, task, current summary) that ``fit_request`` sends, quoted, as the
+first user-role message (``context.quoting``: never system text); ``before_turn``
+summarises the oldest history when it passes the threshold (at most ``ROUNDS_PER_TURN``
+rounds); ``on_overflow`` does it unconditionally when the provider said
 "context length exceeded", so the loop can retry once with a smaller history.
 
 Order of a summary (the durability rule of ``specs/202611240835.summaries.md``): the model
@@ -22,6 +23,7 @@ from dataclasses import replace
 from duragent.agents import Agent
 from duragent.context.budget import BudgetSettings
 from duragent.context.history_index import HistoryCache
+from duragent.context.quoting import RUNTIME_NOTE, quote
 from duragent.context.summaries import (
     PinnedTooLargeError,
     SummaryPlan,
@@ -54,9 +56,13 @@ log = logging.getLogger(__name__)
 ROUNDS_PER_TURN = 2
 """Summaries one turn may write before its first call (each halves what is left at most)."""
 
-SUMMARY_FRAME_TOKENS = 80
-"""The block's header and the summary's heading around the summary text (44 tokens by
-o200k, 66 by the estimating counter)."""
+SUMMARY_FRAME_TOKENS = 100
+"""The block's header and intro and the summary's heading around the summary text (63
+tokens by o200k, 90 by the estimating counter)."""
+
+QUOTE_SHARE = 10
+"""Quoting adds about a token a line (``context.quoting``): a summary of short bullet lines
+grows by about a tenth (60 lines of ~11 tokens: +9 % by o200k, +7 % estimated)."""
 
 
 def agent_summary_settings(agent: Agent, window: int) -> SummarySettings:
@@ -194,7 +200,9 @@ class SummaryTier:
         return plan is not None and await self._summarise(history, plan)
 
     def _plan(self, history: list[Message], fixed: int, *, force: bool) -> SummaryPlan | None:
-        reference = self._counter.count_text(self.block(fixed))
+        block = self.block(fixed)
+        # with a block, the system prompt ends with the runtime's note (``fit_request``)
+        reference = self._counter.count_text(block) + self._note() if block else 0
         budget = history_budget(self._budget, fixed + reference)
         after = history_budget(self._budget, fixed + reference + self._block_growth())
         return plan_summary(
@@ -210,14 +218,21 @@ class SummaryTier:
     def _block_growth(self) -> int:
         """What the block may grow by when the next summary replaces the current one.
 
-        The new summary may take ``max_summary_tokens`` plus its heading (and the block's
-        header, when nothing else is in it yet); the current one goes. Under a
+        The new summary may take ``max_summary_tokens``, a tenth more quoted, plus its
+        heading (and the block's header and the system prompt's note, when no block is sent
+        yet); the current one goes. Under a
         ``max_history_tokens`` cap with room to spare, history loses none of it
         (``history_budget`` says).
         """
         summary = self._memory.summary
-        current = self._counter.count_text(summary.text) if summary else 0
-        return max(0, self.settings.max_summary_tokens + SUMMARY_FRAME_TOKENS - current)
+        current = self._counter.count_text(quote(summary.text)) if summary else 0
+        most = self.settings.max_summary_tokens
+        frame = SUMMARY_FRAME_TOKENS + (0 if self._block and self._block[1] else self._note())
+        return max(0, most + most // QUOTE_SHARE + frame - current)
+
+    def _note(self) -> int:
+        """What the runtime's note adds to the system prompt when a block is sent."""
+        return self._counter.count_text("\n\n" + RUNTIME_NOTE)
 
     # --- writing one --------------------------------------------------------------------------
 

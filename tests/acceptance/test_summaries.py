@@ -311,7 +311,7 @@ def test_a_summary_written_by_the_model_is_sent_back_in_the_reference_block(
     assert "extractive" not in summaries[-1] or summaries[-1]["extractive"] is False
     assert "SUMMARY-BY-MODEL" in str(markers[-1]["content"])
     reference = str(after.json["messages"][1]["content"])
-    assert after.json["messages"][1]["role"] == "system"
+    assert after.json["messages"][1]["role"] == "user"  # quoted: never system text
     assert "SUMMARY-BY-MODEL" in reference
     assert "run 0" in reference  # the task (the first message) is pinned
 

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from duragent.cli import doctor_files
 from duragent.cli.main import app
+from duragent.tools.guardian import FALLBACK_FIX, Containment
 from tests.tools.sandbox_support import bwrap
 
 __all__ = ["bwrap"]
@@ -168,3 +170,36 @@ def test_a_sandbox_that_cannot_run_is_an_error_naming_the_field_and_fix(
     assert line.startswith(f"✗ [sandbox] {config}: {says}")
     assert ". Fix: " in line
     assert os.environ["PATH"] != str(tmp_path / "no-bin")  # CliRunner restored it
+
+
+def test_trust_mode_is_a_warning_naming_what_tools_can_do_and_the_fix(tmp_path: Path) -> None:
+    config = workspace(tmp_path)  # sandbox.mode defaults to trust
+    _, lines = doctor(config)
+    line = line_with(lines, "[sandbox]")
+    assert line == (
+        "! [sandbox] sandbox.mode is trust: tools (bash, CLI tools, background jobs) run with "
+        "the owner's rights, so a command can read the keys and tokens (.env, duragent.yaml) "
+        "and change the agents' files (agent.yaml, prompts, policy)"
+    )
+    assert lines[lines.index(line) + 1].strip() == (
+        f"fix: set sandbox.mode: bubblewrap in {config} and install bubblewrap "
+        "(Debian/Ubuntu: apt-get install bubblewrap)"
+    )
+
+
+def test_doctor_says_what_keeps_tool_processes_from_outliving_the_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = workspace(tmp_path)
+    _, lines = doctor(config)
+    assert line_with(lines, "[tool processes]") == (
+        "✓ [tool processes] a subreaper guardian per command (prctl PR_SET_CHILD_SUBREAPER): "
+        "what it starts, detached or not, ends with it and with the server"
+    )
+    # where the guardian cannot run, the fallback is a warning with its fix
+    fallback = Containment(False, "process groups and a reaper (not Linux with /proc): …")
+    monkeypatch.setattr(doctor_files, "containment", lambda: fallback)
+    _, lines = doctor(config)
+    line = line_with(lines, "[tool processes]")
+    assert line == "! [tool processes] process groups and a reaper (not Linux with /proc): …"
+    assert lines[lines.index(line) + 1].strip() == f"fix: {FALLBACK_FIX}"

@@ -12,10 +12,13 @@ import typer
 from typer.main import get_command
 from typer.testing import CliRunner
 
+from duragent.agents import load_catalog
+from duragent.agents.spec import QuotaSpec
 from duragent.cli.chat import ChatSession
 from duragent.cli.client import ApiClient
 from duragent.cli.errors import INTERRUPTED, handles_errors
 from duragent.cli.main import app
+from duragent.cli.templates import ACCESS_BLOCK
 
 runner = CliRunner()
 
@@ -53,6 +56,44 @@ def test_init_writes_the_default_compaction_mode(tmp_path: Path) -> None:
     assert "compaction: archive" in config.read_text()
 
 
+def test_init_writes_an_access_block_that_answers_groups_only_when_addressed(
+    tmp_path: Path,
+) -> None:
+    """Issue 33: the scaffold had no access block, and nothing a user reads said how to
+    change who the bot answers; the block is written out, with its choices in comments."""
+    init(tmp_path)
+    folder = tmp_path / ".duragent" / "agents" / "assistant"
+    text = (folder / "agent.yaml").read_text()
+    access = load_catalog(folder.parent).get("assistant").spec.access
+    assert access is not None
+    assert (access.dm.policy, access.groups.activation, access.tool_scope) == (
+        "open",
+        "mention",
+        "chat",
+    )
+    assert access.owners == {}
+    assert access.quotas == QuotaSpec()
+    for shown in (
+        "#   telegram: [",
+        "#   discord: [",
+        "open | allowlist | pairing | disabled",
+        "/pair <code>",
+        "duragent pairing approve <code>",
+        "#   schedules_per_chat: 20",
+        "#   min_schedule_interval_seconds: 60",
+        "#   messages_per_sender_per_minute: 60",
+        "#   tokens_per_chat_per_day: 1000000",
+        "#   background_processes_per_chat: 3",
+    ):
+        assert shown in text, shown
+    code, out = run("doctor", "-c", str(tmp_path / "duragent.yaml"))
+    assert code == 0, out
+    assert "0 error(s)" in out
+    assert "spec.access" not in out  # no unknown or unused field
+    example = Path(__file__).parents[2] / "examples/.duragent/agents/assistant/agent.yaml"
+    assert ACCESS_BLOCK in example.read_text()  # the example shows the same block
+
+
 @pytest.mark.parametrize("name", ["Bad Name!", "../escape", ".hidden", "a/b"])
 def test_agent_create_refuses_a_name_that_would_not_load_and_writes_nothing(
     tmp_path: Path, name: str
@@ -81,17 +122,17 @@ def test_init_with_a_bad_agent_name_creates_no_folder(tmp_path: Path) -> None:
 
 
 def test_quiet_doctor_prints_only_errors_and_the_summary(tmp_path: Path) -> None:
-    config = init(tmp_path)  # the offline model: a warning, no error
+    config = init(tmp_path)  # warnings (the offline model, trust mode), no error
     code, out = run("-q", "doctor", "-c", str(config))
     assert code == 0
-    assert out.strip().splitlines() == ["0 error(s), 1 warning(s)"]
+    assert out.strip().splitlines() == ["0 error(s), 2 warning(s)"]
 
 
 def test_verbosity_flags_are_accepted_after_the_subcommand(tmp_path: Path) -> None:
     config = init(tmp_path)
     code, out = run("doctor", "-c", str(config), "-q")
     assert code == 0, out
-    assert out.strip().splitlines() == ["0 error(s), 1 warning(s)"]
+    assert out.strip().splitlines() == ["0 error(s), 2 warning(s)"]
     code, out = run("doctor", "-v", "-c", str(config))
     assert code == 0, out
     assert "✓ [config]" in out

@@ -106,7 +106,7 @@ def test_orphan_and_duplicate_results_are_dropped() -> None:
 def test_middle_tool_results_of_the_turn_are_masked() -> None:
     turn: list[Message] = []
     for i in range(9):
-        turn += [call(f"c{i}"), Message.tool(f"c{i}", f"result-{i}" * 3)]
+        turn += [call(f"c{i}"), Message.tool(f"c{i}", f"result-{i}" * 10)]
     out, report = fit_request(
         system="",
         history=[Message.user("go")],
@@ -117,9 +117,25 @@ def test_middle_tool_results_of_the_turn_are_masked() -> None:
     results = [m for m in out if m.role is Role.TOOL]
     visible = [m.text.startswith("result") for m in results]
     assert visible == [True, True, False, False, False, False, True, True, True]
-    assert results[2].text == masked_notice(MESSAGE_OVERHEAD_TOKENS + 2 + len("result-2" * 3))
+    assert results[2].text == masked_notice(MESSAGE_OVERHEAD_TOKENS + 2 + len("result-2" * 10))
     assert [m.tool_call_id for m in results] == [f"c{i}" for i in range(9)]  # calls stay
     assert report.results_masked == 4
+
+
+def test_a_result_shorter_than_its_mask_is_kept_never_grown() -> None:
+    """Found by the render property test: masking '' (or "ok") made the request bigger."""
+    turn: list[Message] = []
+    for i, text in enumerate(["", "ok", "x" * 400, "last"]):
+        turn += [call(f"c{i}"), Message.tool(f"c{i}", text)]
+    out, report = fit_request(
+        system="",
+        history=[Message.user("go")],
+        turn=turn,
+        counter=CHARS,
+        settings=settings(10_000, keep_first=0, keep_last=1),
+    )
+    assert [m.text for m in out if m.role is Role.TOOL][:2] == ["", "ok"]
+    assert report.results_masked == 1  # only the long one
 
 
 def test_masking_is_off_at_zero_zero_and_when_few_results() -> None:

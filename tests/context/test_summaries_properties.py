@@ -5,7 +5,9 @@ summaries, with both counters:
 
 - a fitted request with the reference block still fits ``limit`` (or raises the clear
   ``ContextOverflowError``), pairs every call with its results and keeps the latest user
-  message; the block is always the message right after the system prompt;
+  message; the block is always the user message right after the runtime's system messages,
+  a turn's quoted context the message right before the latest user message (or with the
+  block when no user message is pinned), and no system message carries either;
 - cached and uncached renders are identical with the block;
 - a summary plan cuts at a unit boundary (a call never leaves without its results), never
   takes the latest user message or anything after it, and applying it then rendering again
@@ -20,7 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from duragent.context.budget import BudgetSettings, ContextOverflowError
-from duragent.context.render import HistoryCache, fit_request
+from duragent.context.quoting import RUNTIME_NOTE, quote, quoted_block
+from duragent.context.render import HistoryCache, fit_request, truncation_notice
 from duragent.context.summaries import (
     PinnedTooLargeError,
     history_budget,
@@ -38,6 +41,29 @@ pins = st.lists(
     max_size=4,
 )
 summaries = st.one_of(st.none(), st.text(min_size=1, max_size=400))
+chatter = st.one_of(st.just(""), st.text(max_size=300))
+
+
+def _check_authority(
+    out: list[Message], system: str, block: str, context: str, history: list[Message]
+) -> None:
+    """Only the runtime's words are system text; the quoted blocks are user messages."""
+    quoted = bool(block or context)
+    assert out[0].text == (f"{system}\n\n{RUNTIME_NOTE}" if quoted else system)
+    runtime = len(out) > 1 and out[1].role is Role.SYSTEM
+    if runtime:
+        assert out[1].text.startswith(truncation_notice(0)[:24])
+    assert all(m.role is not Role.SYSTEM for m in out[1 + runtime :])
+    first = 1 + runtime
+    if block:
+        assert out[first].role is Role.USER
+        assert out[first].text == block
+        assert [m for m in out if m.text == block] == [out[first]]
+        first += 1
+    if context:
+        at = next(i for i, m in enumerate(out) if m.role is Role.USER and m.text == context)
+        latest = _latest_user(history)
+        assert at == first or out[at + 1] is latest
 
 
 def _latest_user(messages: list[Message]) -> Message:
@@ -52,6 +78,7 @@ def _latest_user(messages: list[Message]) -> Message:
     summary=summaries,
     pinned=pins,
     task=st.one_of(st.none(), st.text(max_size=2000)),
+    said=chatter,
 )
 def test_every_request_with_a_reference_block_fits_pairs_and_keeps_block_and_latest_message(
     history: list[Message],
@@ -60,6 +87,7 @@ def test_every_request_with_a_reference_block_fits_pairs_and_keeps_block_and_lat
     summary: str | None,
     pinned: list[tuple[str, str]],
     task: str | None,
+    said: str,
 ) -> None:
     counter = COUNTERS[counter_no]
     system = "You are a careful agent."
@@ -77,24 +105,28 @@ def test_every_request_with_a_reference_block_fits_pairs_and_keeps_block_and_lat
         message = str(exc)  # the error names the field to change
         assert "pinned_share" in message
         return
+    context = quoted_block([("", said)])
     try:
         out, report = fit_request(
-            system=system, history=history, counter=counter, settings=budget, reference=block
+            system=system,
+            history=history,
+            counter=counter,
+            settings=budget,
+            reference=block,
+            context=context,
         )
     except ContextOverflowError:
         return
     assert report.request_tokens <= budget.limit
     assert sum(counter.count_message(m) for m in out) <= budget.limit
     check_rules(out)
-    assert out[0].text == system
+    _check_authority(out, system, block, context, history)
     if block:
-        assert out[1].role is Role.SYSTEM
-        assert out[1].text == block
         if summary is not None and summary.strip():
-            assert summary.strip() in block
-        for _kind, text in pinned:
+            assert quote(summary.strip()) in block
+        for kind, text in pinned:
             if text.strip():
-                assert text.strip() in block
+                assert quote(f"- {kind}: {text.strip()}") in block
     latest = _latest_user(history)
     assert any(m is latest for m in out)
     # cached and uncached renders are identical
@@ -104,6 +136,7 @@ def test_every_request_with_a_reference_block_fits_pairs_and_keeps_block_and_lat
         counter=counter,
         settings=budget,
         reference=block,
+        context=context,
         history_cache=HistoryCache(),
     )
     assert [message_to_dict(m) for m in cached] == [message_to_dict(m) for m in out]
@@ -161,7 +194,7 @@ def test_a_summary_plan_cuts_at_a_unit_boundary_before_the_latest_user_message(
         return
     assert report.request_tokens <= budget.limit
     check_rules(out)
-    assert out[1].text == block
+    _check_authority(out, "s", block, "", history)
     assert any(m is _latest_user(history) for m in out)
 
 

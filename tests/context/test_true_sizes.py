@@ -97,7 +97,7 @@ def test_a_masked_result_that_3a_had_cut_names_its_original_size() -> None:
     capped = truncate_tool_result("y" * 50_000, 100, "head", CHARS).text
     turn: list[Message] = []
     for i in range(4):
-        turn += [call(f"c{i}"), Message.tool(f"c{i}", capped if i == 1 else "small")]
+        turn += [call(f"c{i}"), Message.tool(f"c{i}", capped if i == 1 else "a result " * 9)]
     budget = BudgetSettings(window=100_000, keep_first=1, keep_last=1)
     out, report = fit_request(
         system="", history=[Message.user("go")], turn=turn, counter=CHARS, settings=budget

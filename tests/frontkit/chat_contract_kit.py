@@ -17,13 +17,17 @@ import sys
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from duragent.frontkit import ButtonPress, ChatRef, ChatType, InboundMessage, Sender
+from duragent.frontkit import ButtonPress, ChatRef, ChatType, InboundMessage, OutboundPort, Sender
+from duragent.scheduler import At, Destination, Schedule, TaskPayload
+from duragent.scheduler.chat import ChatPayloads
 from duragent.session import SessionRegistry
 from duragent.testing import ScriptedLLMServer
 from duragent.tools.base import Tool
+from duragent.turns import TurnRunner
 
 GATEWAY = "telegram"
 OTHER_GATEWAY = "discord"
@@ -75,6 +79,10 @@ class ChatDriver(Protocol):
         """Stop the serving side and start it again on the same files."""
         ...
 
+    async def scheduled_task(self, chat: ChatRef, task: str) -> None:
+        """Run a scheduled task for ``chat`` (``run_scheduled_task``): a turn nobody asked."""
+        ...
+
     def texts(self, chat: ChatRef) -> list[str]:
         """The texts the bot sent to ``chat`` (approval prompts excluded), in order."""
         ...
@@ -110,8 +118,11 @@ def said(
     reply_to_bot: bool = False,
     kind: str = "text",
     message_id: str | None = None,
+    dm: bool | None = None,
 ) -> InboundMessage:
-    chat_type: ChatType = "dm" if chat.chat_id == DM.chat_id else "group"
+    """``text`` from ``sender`` in ``chat``: a DM when it is ``DM`` (or ``dm=True``)."""
+    is_dm = chat.chat_id == DM.chat_id if dm is None else dm
+    chat_type: ChatType = "dm" if is_dm else "group"
     return InboundMessage(
         gateway=chat.gateway,
         chat_id=chat.chat_id,
@@ -134,6 +145,35 @@ def pressed(chat: ChatRef, data: str, message_id: str, sender: Sender = ANN) -> 
         message_id=message_id,
         data=data,
     )
+
+
+async def run_scheduled_task(
+    runner: TurnRunner, outbound: OutboundPort | None, chat: ChatRef, task: str
+) -> None:
+    """Run ``task`` for the agent ``bot`` in ``chat`` as the scheduler does when it is due.
+
+    The scheduler's own payload runner (``ChatPayloads``) over the adapter's outbound port: a
+    ``[Scheduled Task]`` turn in the chat's session with no requester, its reply or approval
+    delivered to the chat.
+    """
+    assert outbound is not None, "the gateway is not started"
+    due = datetime.now(UTC)
+    schedule = Schedule(
+        id=f"sched_contract{next(_ids)}",
+        agent="bot",
+        timing=At(due),
+        payload=TaskPayload(task),
+        created_at=due,
+        destination=Destination(chat.gateway, chat.chat_id),
+    )
+
+    async def record(session_id: str, seq: int) -> None:
+        pass
+
+    port = outbound
+    payloads = ChatPayloads(runner, lambda gateway: port if gateway == chat.gateway else None)
+    report = await payloads.run(schedule, due, record)
+    assert report.error is None, report.error
 
 
 def last_prompt(driver: ChatDriver) -> list[dict[str, Any]]:
@@ -177,7 +217,7 @@ def contract_tests(platform: Platform) -> dict[str, Any]:
         setattr(kit, name, value)
     tests: dict[str, Any] = {}
     try:
-        for suite in ("contract_chat", "contract_approvals"):
+        for suite in ("contract_chat", "contract_approvals", "contract_strangers"):
             path = Path(__file__).with_name(f"{suite}.py")
             spec = importlib.util.spec_from_file_location(f"{__package__}.{suite}", path)
             assert spec is not None

@@ -22,8 +22,10 @@ from typing import Any
 
 import pytest
 
+from duragent.context.quoting import quoted_block
 from duragent.frontkit import ChatRef, Sender
 from duragent.testing import Reply
+from tests.context.quoted_wire import quoted_texts, spoken
 from tests.frontkit.chat_contract_kit import (
     ANN,
     BOB,
@@ -62,7 +64,7 @@ async def test_a_group_message_reaches_the_model_labelled_with_its_sender(
         for sender in (ANN, BOB, EVE):
             await chat.message(said(GROUP, "hello", sender))
             await chat.settle()
-        users = [m["content"] for m in last_prompt(chat) if m["role"] == "user"]
+        users = spoken(last_prompt(chat))
         assert users == ["Ann: hello", "bob: hello", "1003: hello"]
 
 
@@ -165,7 +167,8 @@ OPEN_GROUP = {"groups": {"policy": "open"}}
     ("access", "chat_ref", "sender", "mention", "outcome"),
     [
         (None, DM, ANN, False, "answered"),
-        (None, GROUP, ANN, False, "answered"),  # no access block: open, no mention gating
+        (None, GROUP, ANN, False, "buffered"),  # no access block: answered when addressed
+        (None, GROUP, ANN, True, "answered"),
         ({"dm": {"policy": "disabled"}}, DM, ANN, False, "dropped"),
         ({"dm": {"policy": "allowlist", "allowlist": ["1001"]}}, DM, ANN, False, "answered"),
         ({"dm": {"policy": "allowlist", "allowlist": ["1001"]}}, DM, BOB, False, "dropped"),
@@ -264,15 +267,25 @@ async def test_chatter_before_a_mention_is_given_to_that_turn_and_kept_out_of_hi
         await chat.message(said(GROUP, "what happened?", EVE, mention=True))
         await chat.settle()
         prompt = last_prompt(chat)
-        assert prompt[0]["role"] == "system"
-        assert prompt[0]["content"].endswith(
-            "Recent group conversation before you were mentioned:\n\n"
-            "Ann: the build is red\nbob: since 9\n"
-        )
-        assert [m["content"] for m in prompt if m["role"] == "user"] == ["1003: what happened?"]
+        assert prompt[-2] == {  # quoted, right before the mention: people wrote it (issue 33)
+            "role": "user",
+            "content": quoted_block(
+                [
+                    (
+                        "",
+                        "Recent group conversation before you were mentioned:\n\n"
+                        "Ann: the build is red\nbob: since 9\n",
+                    )
+                ]
+            ),
+        }
+        assert "the build is red" not in prompt[0]["content"]
+        assert spoken(prompt) == ["1003: what happened?"]
         await chat.message(said(GROUP, "thanks", EVE, mention=True))
         await chat.settle()
-        history = [m["content"] for m in last_prompt(chat)[1:]]
+        history = spoken(last_prompt(chat)) + [
+            m["content"] for m in last_prompt(chat) if m["role"] == "assistant"
+        ]
         assert all("the build is red" not in str(c) for c in history)
         assert chat.texts(GROUP) == ["The build broke at 9.", "ok"]
 
@@ -284,7 +297,7 @@ async def test_the_context_buffer_survives_a_restart(open_chat: OpenChat) -> Non
         await chat.restart()
         await chat.message(said(GROUP, "when is the deploy?", BOB, mention=True))
         await chat.settle()
-        assert "Ann: deploy at 5\n" in last_prompt(chat)[0]["content"]
+        assert "\n> Ann: deploy at 5" in quoted_texts({"messages": last_prompt(chat)})[-1]
 
 
 async def test_a_passive_member_is_heard_in_later_turns_but_never_answered(
@@ -296,7 +309,7 @@ async def test_a_passive_member_is_heard_in_later_turns_but_never_answered(
         await chat.message(said(GROUP, "hi all", ANN, mention=True))
         await chat.message(said(GROUP, "what did Ann say?", BOB, mention=True))
         await chat.settle()
-        users = [m["content"] for m in last_prompt(chat) if m["role"] == "user"]
+        users = spoken(last_prompt(chat))
         assert users == ["Ann: hi all", "bob: what did Ann say?"]
         assert chat.texts(GROUP) == ["Ann said hi."]
 
@@ -348,7 +361,7 @@ async def test_status_and_reset_answer_with_the_reference_texts(open_chat: OpenC
     assert after is not None
     assert after != before
     assert chat.llm.requests[-1].json["messages"][-1]["content"] == "hello again"
-    assert len([m for m in chat.llm.requests[-1].json["messages"] if m["role"] == "user"]) == 1
+    assert len(spoken(chat.llm.requests[-1].json["messages"])) == 1
 
 
 async def test_pin_keeps_a_text_in_every_request_and_unpin_removes_it(

@@ -35,7 +35,7 @@ from duragent.testing import ScriptedLLMServer
 from duragent.tools.base import Tool
 from duragent.turns import TurnRunner
 from duragent.turns.providers import ProviderPool
-from tests.frontkit.chat_contract_kit import ChatSetup
+from tests.frontkit.chat_contract_kit import ChatSetup, run_scheduled_task
 from tests.frontkit.direct_dispatcher import DirectDispatcher
 from tests.polling import eventually
 
@@ -129,6 +129,9 @@ class MemoryChat:
         await self.settle()
         await self.stop()
         await self.start()
+
+    async def scheduled_task(self, chat: ChatRef, task: str) -> None:
+        await run_scheduled_task(self.runner, self.outbound, chat, task)
 
     def texts(self, chat: ChatRef) -> list[str]:
         return self.outbound.texts(chat)

@@ -112,6 +112,54 @@ def test_admission(
     assert (got.buffer is not None) is buffered
 
 
-def test_no_access_block_answers_every_group_message_without_a_mention() -> None:
-    got = admit(None, gateway="t", chat_type="group", chat_id="-1", sender_id="7", triggered=False)
-    assert (got.action, got.buffer) == ("answer", None)
+def test_no_access_block_answers_a_group_only_when_the_bot_is_addressed() -> None:
+    quiet = admit(
+        None, gateway="t", chat_type="group", chat_id="-1", sender_id="7", triggered=False
+    )
+    asked = admit(None, gateway="t", chat_type="group", chat_id="-1", sender_id="7", triggered=True)
+    assert quiet.action == "buffer"  # chatter is context for the next mention, never a turn
+    assert asked.action == "answer"
+
+
+def test_no_access_block_answers_every_direct_message() -> None:
+    got = admit(None, gateway="t", chat_type="private", chat_id="7", sender_id="7", triggered=True)
+    assert got.action == "answer"
+
+
+def test_an_owner_is_let_in_and_never_blocked() -> None:
+    rules = AccessSpec.model_validate(
+        {
+            "owners": {"t": [7]},
+            "dm": {"policy": "disabled"},
+            "groups": {"policy": "allowlist", "sender_default": "block"},
+        }
+    )
+    dm = admit(rules, gateway="t", chat_type="private", chat_id="7", sender_id="7", triggered=True)
+    group = admit(
+        rules, gateway="t", chat_type="group", chat_id="-1", sender_id="7", triggered=True
+    )
+    other = admit(
+        rules, gateway="t", chat_type="group", chat_id="-1", sender_id="8", triggered=True
+    )
+    on_discord = admit(
+        rules, gateway="d", chat_type="private", chat_id="7", sender_id="7", triggered=True
+    )
+    assert (dm.action, group.action) == ("answer", "answer")
+    assert (other.action, on_discord.action) == ("drop", "drop")  # owners are per gateway
+
+
+def test_pairing_lets_in_the_allowlist_and_the_paired_senders_only() -> None:
+    rules = AccessSpec.model_validate({"dm": {"policy": "pairing", "allowlist": ["5"]}})
+
+    def action(sender: str, paired: frozenset[str] = frozenset()) -> str:
+        return admit(
+            rules,
+            gateway="t",
+            chat_type="private",
+            chat_id=sender,
+            sender_id=sender,
+            triggered=True,
+            paired=paired,
+        ).action
+
+    assert (action("5"), action("6"), action("6", frozenset({"6"}))) == ("answer", "drop", "answer")

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from duragent.frontkit.commands import parse_command, parse_pin
+from duragent.frontkit.commands import addressed_to, parse_command, parse_pin
+from duragent.frontkit.pairing_chat import parse_pair
 from tests.frontkit.chat_contract_kit import DM, ChatSetup, said
 from tests.frontkit.memory_chat import memory_chat
 
@@ -78,3 +79,40 @@ async def test_a_chat_pin_the_agent_has_no_room_left_for_is_refused_with_the_lim
     assert "/unpin one of the others" in refusal
     assert len(memory.pins) == len(replies) - 1
     assert all(r.startswith("Pinned (pin_") for r in replies[:-1])
+
+
+@pytest.mark.parametrize(
+    ("text", "bot", "addressed"),
+    [
+        ("/help@my_bot", "my_bot", True),
+        ("/help@MY_BOT please", "@my_bot", True),
+        ("/help@other_bot", "my_bot", False),
+        ("/help", "my_bot", False),  # a bare command may be for any bot in the group
+        ("/help@my_bot", None, False),
+        ("hello @my_bot", "my_bot", False),  # a mention: the platform's entities say so
+        ("", "my_bot", False),
+        (None, "my_bot", False),
+    ],
+)
+def test_a_command_addressed_to_this_bot_by_name_addresses_it(
+    text: str | None, bot: str | None, addressed: bool
+) -> None:
+    assert addressed_to(text, bot) is addressed
+
+
+@pytest.mark.parametrize(
+    ("text", "bot", "argument"),
+    [
+        ("/pair K7QW3MZP", "my_bot", "K7QW3MZP"),
+        ("  /pair@my_bot  k7qw-3mzp ", "my_bot", "k7qw-3mzp"),
+        ("/pair", "my_bot", ""),
+        ("/pair@other_bot K7QW3MZP", "my_bot", None),
+        ("/pairing K7QW3MZP", "my_bot", None),
+        ("pair K7QW3MZP", "my_bot", None),
+        (None, "my_bot", None),
+    ],
+)
+def test_pair_takes_the_code_as_its_argument(
+    text: str | None, bot: str | None, argument: str | None
+) -> None:
+    assert parse_pair(text, bot) == argument

@@ -117,7 +117,7 @@ async def test_a_pending_approval_never_shown_is_asked_again_once_and_not_run(
             Reply(tool_calls=[ToolCallReply(name="echo", arguments={"x": "hi"}, id="c1")])
         )
         sid = await kit.session()
-        result = await kit.h.runner.run(sid, "run echo", platform_message_id="p1")
+        result = await kit.h.runner.run(sid, "run echo", platform_message_id="p1", sender_id="u1")
         assert isinstance(result, AwaitingApproval)
         requests = len(kit.h.server.requests)
         await kit.h.registry.stop(sid)  # killed before the prompt reached the chat
@@ -313,7 +313,7 @@ async def test_a_turn_killed_after_its_approval_was_decided_is_finished_once(
             Reply(tool_calls=[ToolCallReply(name="echo", arguments={"x": "hi"}, id="c1")])
         )
         sid = await kit.session()
-        result = await kit.h.runner.run(sid, "run echo", platform_message_id="p1")
+        result = await kit.h.runner.run(sid, "run echo", platform_message_id="p1", sender_id="u1")
         assert isinstance(result, AwaitingApproval)
         await kit.chat.delivery.deliver(CHAT, result)  # the prompt reached the chat
         session = kit.h.registry.handle(sid)

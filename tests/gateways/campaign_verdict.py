@@ -28,6 +28,8 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from duragent.context.quoting import QUOTED_HEADER, quote
+from duragent.frontkit.group_context import GROUP_CONTEXT_HEADER
 from duragent.testing import Reply
 from duragent.testing.script import RecordedRequest
 from tests.gateways.serve_process import ServeProcess
@@ -65,6 +67,8 @@ CHATTER = 2
 
 INTERRUPTED = "tool execution interrupted by server restart"
 """What a reply says of an approved call a kill cut (it is never run twice)."""
+GROUP_CHATTER = quote(GROUP_CONTEXT_HEADER.strip())
+"""How the group's chatter block starts, quoted (``frontkit.group_context``)."""
 ANSWER = re.compile(r"#q\d+n\d+#")
 CHATTER_TOKEN = re.compile(r"#k\d+n\d+#")
 
@@ -222,24 +226,28 @@ def plan(chats: int, messages: int, rng: random.Random, *, group_every: int = 3)
 
 
 def group_model(request: RecordedRequest) -> Reply:
-    """Name the mentions this turn answers and the chatter the system prompt shows.
+    """Name the mentions this turn answers and the chatter its quoted context shows.
 
     "heard" lists the answer tokens of the last user message, which is the text the turn
     answers (the runner shows it last; a turn for several messages joins their texts there);
-    "chatter" the chatter tokens of the system messages only (earlier replies in the history
-    list chatter too).
+    "chatter" the chatter tokens of the group's quoted context block only (a user message
+    the runtime quotes right before it, issue 33; earlier replies in the history list
+    chatter too).
     """
     body = request.body if isinstance(request.body, dict) else {}
     heard: list[str] = []
-    system = ""
+    chatter = ""
     for m in body.get("messages", []):
         content = m.get("content")
         text = content if isinstance(content, str) else json.dumps(content)
-        if m.get("role") == "system":
-            system += text
-        elif m.get("role") == "user":
+        if m.get("role") != "user":
+            continue
+        if text.startswith(QUOTED_HEADER):
+            if GROUP_CHATTER in text:
+                chatter += text
+        else:
             heard = ANSWER.findall(text)
-    seen = sorted(set(CHATTER_TOKEN.findall(system)))
+    seen = sorted(set(CHATTER_TOKEN.findall(chatter)))
     return Reply(text=f"heard {' '.join(heard)}; chatter: {' '.join(seen) or 'none'}")
 
 

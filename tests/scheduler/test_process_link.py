@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from duragent.agents import load_catalog
+from duragent.core.caller import OPERATOR
 from duragent.frontkit import ProcessNotices, SessionNotices
 from duragent.scheduler import (
     Destination,
@@ -46,11 +47,12 @@ async def create(schedules: Schedules, agent: str, handle: str | None) -> str:
     async def chat_of(session_id: str) -> Destination | None:
         return Destination("telegram", "42")
 
-    args = {"action": "create", "every_seconds": 30, "task": "check the job"}
+    args = {"action": "create", "every_seconds": 60, "task": "check the job"}
     if handle:
         args["process_handle"] = handle
     ctx = ToolContext(
-        session_id="chat", agent_name=agent, agent_dir=Path("."), workspace_dir=Path("."),
+        caller=OPERATOR,
+session_id="chat", agent_name=agent, agent_dir=Path("."), workspace_dir=Path("."),
         world_memory_dir=Path("."),
     )  # fmt: skip
     outcome = await ScheduleTool(schedules, chat_of).run(args, ctx)
@@ -65,7 +67,8 @@ async def test_the_tool_links_a_schedule_and_the_file_keeps_the_link(
     doc = yaml.safe_load((tmp_path / "schedules" / f"{sched_id}.yaml").read_text())
     assert doc["process_handle"] == "01jobhandle"
     ctx = ToolContext(
-        session_id="chat", agent_name="helper", agent_dir=tmp_path, workspace_dir=tmp_path,
+        caller=OPERATOR,
+session_id="chat", agent_name="helper", agent_dir=tmp_path, workspace_dir=tmp_path,
         world_memory_dir=tmp_path,
     )  # fmt: skip
 

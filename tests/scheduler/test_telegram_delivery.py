@@ -9,15 +9,17 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
+from duragent.frontkit.approval_rights import BLOCKED, UNASKED_OWNERS_ONLY
 from duragent.scheduler import At, Destination, MessagePayload, Schedules, TaskPayload
 from duragent.testing import Reply, ToolCallReply
 from tests.gateways.telegram.rig import ASK_POLICY, BASH_TOOL, Rig, telegram_rig
-from tests.gateways.telegram.test_approvals import buttons, prompt_in
+from tests.gateways.telegram.test_approvals import buttons, prompt_in, toasts
 from tests.polling import eventually
 from tests.scheduler.rig import create
 
 ANN = 7
 CHAT = Destination("telegram", str(ANN))
+ANN_OWNS = {"owners": {"telegram": [ANN]}}
 
 
 def schedules(rig: Rig) -> Schedules:
@@ -74,7 +76,7 @@ async def test_a_task_runs_a_turn_in_the_chat_session_and_its_reply_is_delivered
 async def test_an_approval_a_scheduled_task_asks_for_is_completed_by_a_press_after_a_restart(
     tmp_path: Path,
 ) -> None:
-    async with telegram_rig(tmp_path, tools=BASH_TOOL, policy=ASK_POLICY) as rig:
+    async with telegram_rig(tmp_path, tools=BASH_TOOL, policy=ASK_POLICY, access=ANN_OWNS) as rig:
         rig.llm.enqueue(
             Reply(
                 tool_calls=[ToolCallReply(name="bash", arguments={"command": "echo ok"}, id="c1")]
@@ -93,6 +95,71 @@ async def test_an_approval_a_scheduled_task_asks_for_is_completed_by_a_press_aft
         assert await eventually(
             lambda: "The report script printed ok." in rig.tg.sent_messages(ANN)
         )
+
+
+def run_echo(rig: Rig, destination: Destination, reply: str) -> None:
+    """A task due now whose turn asks to run ``echo ok`` (and then says ``reply``)."""
+    rig.llm.enqueue(
+        Reply(tool_calls=[ToolCallReply(name="bash", arguments={"command": "echo ok"}, id="c1")]),
+        Reply(text=reply),
+    )
+    create(schedules(rig),
+        agent="bot", timing=soon(rig), payload=TaskPayload("Run the report script"),
+        destination=destination,
+    )  # fmt: skip
+
+
+async def test_a_blocked_member_pressing_allow_on_a_scheduled_tasks_approval_runs_nothing(
+    tmp_path: Path,
+) -> None:
+    group, eve = -100300, 66
+    access = {"owners": {"telegram": [ANN]}, "groups": {"sender_overrides": {str(eve): "block"}}}
+    async with telegram_rig(tmp_path, tools=BASH_TOOL, policy=ASK_POLICY, access=access) as rig:
+        run_echo(rig, Destination("telegram", str(group)), "The report script printed ok.")
+        prompt = await prompt_in(rig, group)
+        await rig.settle()
+        for button in ("Allow Once", "Allow Always"):
+            await rig.delivered(
+                rig.tg.push_callback_query(group, prompt["message_id"], button=button, user_id=eve)
+            )
+        await rig.settle()
+        assert toasts(rig) == [BLOCKED, BLOCKED]
+        assert not (tmp_path / ".duragent" / "agents" / "bot" / "policy.local.yaml").exists()
+        assert len(rig.llm.requests) == 1  # the command did not run: no turn went on
+        assert rig.tg.message(group, prompt["message_id"]) == prompt  # buttons still there
+        await rig.delivered(
+            rig.tg.push_callback_query(
+                group, prompt["message_id"], button="Allow Once", user_id=ANN
+            )
+        )
+        assert await eventually(
+            lambda: "The report script printed ok." in rig.tg.sent_messages(group)
+        )
+
+
+async def test_a_scheduled_tasks_approval_without_an_owner_says_so_and_http_still_decides_it(
+    tmp_path: Path,
+) -> None:
+    async with telegram_rig(tmp_path, tools=BASH_TOOL, policy=ASK_POLICY) as rig:
+        run_echo(rig, CHAT, "The report script printed ok.")
+        prompt = await prompt_in(rig, ANN)
+        note = (await rig.replies(ANN, 2))[-1]  # after the prompt
+        assert note.startswith("Only an owner can answer this approval")
+        assert "spec.access.owners.telegram in agents/bot/agent.yaml" in note
+        await rig.settle()
+        await rig.delivered(
+            rig.tg.push_callback_query(ANN, prompt["message_id"], button="Allow Once", user_id=ANN)
+        )
+        await rig.settle()
+        assert toasts(rig) == [UNASKED_OWNERS_ONLY]
+        assert len(rig.llm.requests) == 1
+        session = await rig.runtime.turns.session_for_chat("telegram", str(ANN), "bot")
+        assert f"POST /api/v1/sessions/{session}/approve" in note
+        answer = await rig.http.post(
+            f"/api/v1/sessions/{session}/approve", json={"call_id": "c1", "decision": "allow_once"}
+        )
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["content"] == "The report script printed ok."
 
 
 async def test_the_schedule_tool_creates_a_schedule_for_the_chat_it_is_called_in(

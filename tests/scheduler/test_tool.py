@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from duragent.agents import load_catalog
-from duragent.scheduler import Destination, ManualClock, Schedules, ScheduleTool
+from duragent.core.caller import OPERATOR, Caller, ChatRef
+from duragent.scheduler import Destination, ManualClock, Schedules, ScheduleTool, declared_id
 from duragent.tools.base import ToolContext
 from tests.scheduler.rig import START, RecordingPayloads
 
@@ -37,7 +38,8 @@ def tool(tmp_path: Path, write_agent: Callable[..., Path]) -> ScheduleTool:
 
 def ctx(tmp_path: Path, agent: str = "helper", session: str = "chat-session") -> ToolContext:
     return ToolContext(
-        session_id=session, agent_name=agent, agent_dir=tmp_path,
+        caller=OPERATOR,
+session_id=session, agent_name=agent, agent_dir=tmp_path,
         workspace_dir=tmp_path, world_memory_dir=tmp_path,
     )  # fmt: skip
 
@@ -106,3 +108,129 @@ async def test_created_schedules_are_listed_for_their_agent_only_and_cancelled(
 
 def test_its_policy_invocation_is_name_and_action(tool: ScheduleTool) -> None:
     assert tool.invocation({"action": "create"}) == "schedule:create"
+
+
+# --- scope: a chat sees and cancels only its own schedules (issue 33) ------------------------
+
+ALICE_CHAT = Destination("telegram", "100")
+BOB_CHAT = Destination("telegram", "200")
+ALICE = Caller(role="member", chat=ChatRef("telegram", "100"), sender_id="100")
+BOB = Caller(role="member", chat=ChatRef("telegram", "200"), sender_id="200")
+AGENT_WIDE_OWNER = Caller(
+    role="owner", chat=ChatRef("telegram", "200"), sender_id="200", agent_wide=True
+)
+DECLARES_FOR_ALICE = """\
+apiVersion: duragent/v1alpha1
+kind: Agent
+metadata:
+  name: helper
+spec:
+  model:
+    provider: offline
+    name: duragent-offline
+  schedules:
+    - name: alice-digest
+      schedule: {cron: {expr: "0 9 * * *"}}
+      payload: {message: {message: "Your digest"}}
+      destination: {gateway: telegram, chat_id: "100"}
+    - name: operator-report
+      schedule: {cron: {expr: "0 8 * * *"}}
+      payload: {task: {task: "Write the report"}}
+"""
+
+
+@pytest.fixture
+async def two_chats(
+    tmp_path: Path, write_agent: Callable[..., Path]
+) -> AsyncIterator[tuple[ScheduleTool, Schedules]]:
+    write_agent("helper", DECLARES_FOR_ALICE)
+    catalog = load_catalog(tmp_path / ".duragent" / "agents")
+    schedules = Schedules(
+        tmp_path / "schedules",
+        agents=lambda: catalog,
+        payloads=RecordingPayloads(),
+        clock=ManualClock(START),
+    )
+    chats = {"alice-session": ALICE_CHAT, "bob-session": BOB_CHAT}
+
+    async def chat_of(session_id: str) -> Destination | None:
+        return chats.get(session_id)
+
+    await schedules.start()
+    try:
+        yield ScheduleTool(schedules, chat_of), schedules
+    finally:
+        await schedules.stop()
+
+
+def as_(caller: Caller, tmp_path: Path, session: str) -> ToolContext:
+    return ToolContext(
+        caller=caller, session_id=session, agent_name="helper", agent_dir=tmp_path,
+        workspace_dir=tmp_path, world_memory_dir=tmp_path,
+    )  # fmt: skip
+
+
+async def test_another_chat_can_neither_list_nor_cancel_a_chats_schedule(
+    two_chats: tuple[ScheduleTool, Schedules], tmp_path: Path
+) -> None:
+    tool, schedules = two_chats
+    alice, bob = as_(ALICE, tmp_path, "alice-session"), as_(BOB, tmp_path, "bob-session")
+    made = await tool.run({"action": "create", "every_seconds": 3600, "message": "pills"}, alice)
+    sched_id = made.content.rsplit(" ", 1)[1]
+    listed = await tool.run({"action": "list"}, bob)
+    cancel = await tool.run({"action": "cancel", "schedule_id": sched_id}, bob)
+    missing = await tool.run({"action": "cancel", "schedule_id": "sched_nothing"}, bob)
+    assert listed.content == "No active schedules."
+    assert (cancel.success, cancel.content) == (False, f"Error: schedule '{sched_id}' not found")
+    assert missing.content == "Error: schedule 'sched_nothing' not found"
+    assert schedules.get(sched_id).status == "active"
+    own = await tool.run({"action": "list"}, alice)
+    assert sched_id in own.content
+
+
+async def test_a_chat_sees_a_declared_schedule_only_when_it_delivers_there_and_no_path(
+    two_chats: tuple[ScheduleTool, Schedules], tmp_path: Path
+) -> None:
+    tool, _ = two_chats
+    alice, bob = as_(ALICE, tmp_path, "alice-session"), as_(BOB, tmp_path, "bob-session")
+    alices = await tool.run({"action": "list"}, alice)
+    bobs = await tool.run({"action": "list"}, bob)
+    digest, report = declared_id("helper", "alice-digest"), declared_id("helper", "operator-report")
+    refused = await tool.run({"action": "cancel", "schedule_id": digest}, alice)
+    hidden = await tool.run({"action": "cancel", "schedule_id": report}, alice)
+    assert [r["id"] for r in json.loads(alices.content.split("\n", 1)[1])] == [digest]
+    assert bobs.content == "No active schedules."
+    assert (refused.success, refused.content) == (
+        False,
+        f"Error: schedule '{digest}' is declared in the agent.yaml of agent 'helper': its "
+        "operator can remove it from spec.schedules there",
+    )
+    assert hidden.content == f"Error: schedule '{report}' not found"
+    for outcome in (alices, refused, hidden):
+        assert str(tmp_path) not in outcome.content
+
+
+@pytest.mark.parametrize("caller", [OPERATOR, AGENT_WIDE_OWNER], ids=["operator", "owner"])
+async def test_the_operator_and_an_agent_wide_owner_list_and_cancel_every_chats_schedules(
+    caller: Caller, two_chats: tuple[ScheduleTool, Schedules], tmp_path: Path
+) -> None:
+    tool, schedules = two_chats
+    alice = as_(ALICE, tmp_path, "alice-session")
+    made = await tool.run({"action": "create", "every_seconds": 3600, "message": "pills"}, alice)
+    sched_id = made.content.rsplit(" ", 1)[1]
+    wide = as_(caller, tmp_path, "bob-session")
+    listed = await tool.run({"action": "list"}, wide)
+    refused = await tool.run(
+        {"action": "cancel", "schedule_id": declared_id("helper", "operator-report")}, wide
+    )
+    cancelled = await tool.run({"action": "cancel", "schedule_id": sched_id}, wide)
+    rows = json.loads(listed.content.split("\n", 1)[1])
+    assert {r["id"] for r in rows} == {
+        sched_id,
+        declared_id("helper", "alice-digest"),
+        declared_id("helper", "operator-report"),
+    }
+    assert cancelled.content == f"Cancelled schedule: {sched_id}"
+    assert schedules.get(sched_id).status == "cancelled"
+    assert "spec.schedules" in refused.content
+    assert str(tmp_path) not in refused.content

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from duragent.core.caller import OPERATOR
 from duragent.tools.base import ToolContext
 from duragent.tools.cli_tool import CliTool, discover_tools, tool_description
 
@@ -16,6 +17,7 @@ ECHO_ARGS_PY = "import sys\nprint(repr(sys.argv[1:]))\n"
 @pytest.fixture
 def ctx(tmp_path: Path) -> ToolContext:
     return ToolContext(
+        caller=OPERATOR,
         session_id="s1",
         agent_name="assistant",
         agent_dir=tmp_path,

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 
+from duragent.core.caller import OPERATOR, Caller, ChatRef
 from duragent.core.clock import use_time_source
 from duragent.tools.base import ToolContext
-from duragent.tools.memory import MemoryTool, sanitize_topic
+from duragent.tools.memory import MemoryTool, memory_dir, sanitize_topic
 from tests.store.failing_ops import FailingFileOps
 
 NOW = datetime(2026, 11, 22, 9, 5)
@@ -22,6 +24,7 @@ def ctx(tmp_path: Path) -> ToolContext:
     agent_dir = tmp_path / ".duragent" / "agents" / "assistant"
     agent_dir.mkdir(parents=True)
     return ToolContext(
+        caller=OPERATOR,
         session_id="s1",
         agent_name="assistant",
         agent_dir=agent_dir,
@@ -173,6 +176,7 @@ async def test_a_disk_fault_in_a_rewrite_keeps_the_old_note_and_says_why(
     assert not world.success
     assert "storage error while writing" in reflected.content
     assert "MEMORY.md" in reflected.content
+    assert str(ctx.workspace_dir) not in reflected.content + world.content  # no server path
     memory = ctx.agent_dir / "memory"
     assert (memory / "MEMORY.md").read_text() == "Ana likes tea.\n"
     assert (ctx.world_memory_dir / "tea.md").read_text() == "Hot.\n"
@@ -204,3 +208,131 @@ async def test_today_is_the_process_calendar_s_day(ctx: ToolContext) -> None:
     finally:
         use_time_source(time.time)
     assert (ctx.agent_dir / "memory" / "daily" / "2027-02-03.md").exists()
+
+
+async def test_a_planted_symlink_never_makes_memory_write_the_agents_definition(
+    ctx: ToolContext,
+) -> None:
+    agent = ctx.agent_dir
+    (agent / "agent.yaml").write_text("kind: Agent\n")
+    other = agent.parent / "other"
+    other.mkdir()
+    (other / "agent.yaml").write_text("kind: Agent\n")
+    daily = agent / "memory" / "daily"
+    daily.mkdir(parents=True)
+    # What a command could leave behind: today's note, MEMORY.md and a world topic as links.
+    (daily / "2026-11-22.md").symlink_to(agent / "agent.yaml")
+    (agent / "memory" / "MEMORY.md").symlink_to(Path("..") / "policy.local.yaml")
+    ctx.world_memory_dir.mkdir(parents=True)
+    (ctx.world_memory_dir / "models.md").symlink_to(other / "agent.yaml")
+    calls = [
+        {"action": "remember", "content": "spec:\n  model:\n    base_url: http://evil"},
+        {"action": "reflect", "content": "mode: dangerous"},
+        {"action": "update_world", "topic": "models", "content": "kind: Evil"},
+    ]
+    outcomes = [await at(NOW).run(call, ctx) for call in calls]
+    assert [o.success for o in outcomes] == [False, False, False]
+    assert "leads to agent.yaml, part of the agent's definition" in outcomes[0].content
+    assert "leads to policy.local.yaml" in outcomes[1].content
+    assert "a symbolic link in world/ leads outside it" in outcomes[2].content
+    assert all(str(ctx.workspace_dir) not in o.content for o in outcomes)  # no server paths
+    assert (agent / "agent.yaml").read_text() == "kind: Agent\n"
+    assert not (agent / "policy.local.yaml").exists()
+    assert (other / "agent.yaml").read_text() == "kind: Agent\n"
+
+
+async def test_a_memory_folder_replaced_by_a_symlink_is_refused(ctx: ToolContext) -> None:
+    (ctx.agent_dir / "memory").symlink_to(ctx.workspace_dir)
+    outcome = await at(NOW).run({"action": "reflect", "content": "x"}, ctx)
+    assert not outcome.success
+    assert "a symbolic link in memory/ leads outside it" in outcome.content
+    assert not (ctx.workspace_dir / "MEMORY.md").exists()
+
+
+# --- scope: what a chat's conversations left behind stays in that chat (issue 33) -----------
+
+ALICE = Caller(role="member", chat=ChatRef("telegram", "100"), sender_id="100")
+BOB = Caller(role="member", chat=ChatRef("telegram", "200"), sender_id="200")
+CHAT_OWNER = Caller(role="owner", chat=ChatRef("telegram", "200"), sender_id="9")
+AGENT_WIDE_OWNER = Caller(
+    role="owner", chat=ChatRef("telegram", "200"), sender_id="9", agent_wide=True
+)
+
+
+def as_(ctx: ToolContext, caller: Caller) -> ToolContext:
+    return replace(ctx, caller=caller)
+
+
+async def test_another_chat_recalls_nothing_a_chat_remembered_or_reflected(
+    ctx: ToolContext,
+) -> None:
+    tool = at(NOW)
+    await tool.run({"action": "remember", "content": "my bank PIN is 4921"}, as_(ctx, ALICE))
+    await tool.run({"action": "reflect", "content": "Alice banks at X."}, as_(ctx, ALICE))
+    bob = as_(ctx, BOB)
+    recalled = await tool.run({"action": "recall"}, bob)
+    reflected = await tool.run({"action": "reflect"}, bob)
+    alice_again = await tool.run({"action": "recall"}, as_(ctx, ALICE))
+    assert recalled.content == "No memories found"
+    assert reflected.content == "MEMORY.md is empty: nothing reflected yet"
+    assert "my bank PIN is 4921" in alice_again.content
+    assert "Alice banks at X." in alice_again.content
+
+
+async def test_a_chat_rewriting_its_memory_leaves_the_agent_wide_memory_alone(
+    ctx: ToolContext,
+) -> None:
+    tool = at(NOW)
+    await tool.run({"action": "reflect", "content": "The operator's plans."}, ctx)
+    await tool.run({"action": "remember", "content": "Operator's day."}, ctx)
+    wiped = await tool.run({"action": "reflect", "content": "nothing"}, as_(ctx, BOB))
+    bobs = await tool.run({"action": "recall"}, as_(ctx, BOB))
+    operators = await tool.run({"action": "recall"}, ctx)
+    assert wiped.content == "MEMORY.md updated"
+    assert "The operator's plans." not in bobs.content
+    assert "Operator's day." not in bobs.content
+    assert "The operator's plans." in operators.content
+    assert "Operator's day." in operators.content
+
+
+@pytest.mark.parametrize("caller", [OPERATOR, AGENT_WIDE_OWNER], ids=["operator", "owner"])
+async def test_the_operator_and_an_agent_wide_owner_keep_the_agent_wide_memory(
+    caller: Caller, ctx: ToolContext
+) -> None:
+    await at(NOW).run({"action": "remember", "content": "Agent-wide."}, as_(ctx, caller))
+    assert (ctx.agent_dir / "memory" / "daily" / "2026-11-22.md").exists()
+
+
+async def test_every_chat_reads_world_knowledge_but_only_an_owner_changes_it(
+    ctx: ToolContext,
+) -> None:
+    tool = at(NOW)
+    shared = await tool.run(
+        {"action": "update_world", "topic": "office", "content": "Opens at 9."},
+        as_(ctx, CHAT_OWNER),
+    )
+    refused = await tool.run(
+        {"action": "update_world", "topic": "office", "content": "Closed forever."},
+        as_(ctx, BOB),
+    )
+    recalled = await tool.run({"action": "recall"}, as_(ctx, ALICE))
+    assert shared.content == "World knowledge 'office' updated"
+    assert (refused.success, refused.content) == (
+        False,
+        "memory update_world refused: world knowledge is read by every chat, so only an "
+        "owner of this agent may change it (spec.access.owners in its agent.yaml)",
+    )
+    assert "Opens at 9." in recalled.content
+    assert "Closed forever." not in recalled.content
+
+
+@pytest.mark.parametrize(
+    "chat_id", ["..", ".", "a/../../agent.yaml", "-100123", "x" * 300, "%hx", ""]
+)
+def test_a_chats_memory_folder_stays_inside_the_chats_folder(chat_id: str, tmp_path: Path) -> None:
+    caller = Caller(role="member", chat=ChatRef("telegram", chat_id), sender_id="1")
+    folder = memory_dir(tmp_path, caller)
+    assert folder.parent == tmp_path / "memory" / "chats" / "telegram"
+    assert folder.name not in ("", ".", "..")
+    other = Caller(role="member", chat=ChatRef("telegram", chat_id + "x"), sender_id="1")
+    assert memory_dir(tmp_path, other) != folder

@@ -1,7 +1,9 @@
-"""Tool processes die with the server that started them: the reaper and the start gate.
+"""Tool processes die with the server that started them: the fallback (reaper and gate).
 
-A real "server" child process runs tools through ``run_process`` and is killed with SIGKILL;
-the process table is the ground truth.
+Where the guardian cannot run (``guardian.containment``), each tool's process group is
+watched by the reaper. A real "server" child process runs tools through ``run_process`` and is
+killed with SIGKILL; the process table is the ground truth. ``FALLBACK=1`` makes the server
+use the fallback where the guardian would run (``test_guardian`` covers the guardian).
 """
 
 from __future__ import annotations
@@ -15,14 +17,21 @@ from pathlib import Path
 
 import pytest
 
+from duragent.tools import _process
 from duragent.tools._process import _GATE, run_process
 from duragent.tools._reaper import REAPER_SOURCE
+from duragent.tools.guardian import Containment
 from tests.session.crash_worker import live_members, wait_until_gone
 
 SERVER = """
-import asyncio, sys, time
+import asyncio, os, sys, time
 from pathlib import Path
+from duragent.tools import _process
 from duragent.tools._process import run_process
+from duragent.tools.guardian import Containment
+
+if os.environ.get("FALLBACK"):
+    _process.containment = lambda: Containment(False, "the fallback, for this test")
 
 async def main(folder):
     tools = []
@@ -63,7 +72,7 @@ def reapers_of(pid: int) -> list[int]:
 
 
 def start_server(folder: Path, *names: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), "FALLBACK": "1"}
     return subprocess.Popen(
         [sys.executable, "-c", SERVER, str(folder), *names],
         stdin=subprocess.PIPE,
@@ -142,7 +151,12 @@ async def test_a_program_that_cannot_start_raises_as_a_direct_start_would(tmp_pa
         await run_process(["./missing"], cwd=tmp_path, time_limit=5)
 
 
-async def test_the_gated_program_is_the_leader_with_stdin_from_dev_null(tmp_path: Path) -> None:
+@pytest.mark.parametrize("guardian", [True, False], ids=["guardian", "fallback"])
+async def test_the_program_leads_its_group_with_stdin_from_dev_null(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, guardian: bool
+) -> None:
+    if not guardian:
+        monkeypatch.setattr(_process, "containment", lambda: Containment(False, "fallback"))
     result = await run_process(
         ["bash", "-c", SHOW_LEADER],
         cwd=tmp_path,

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from duragent.agents.loader import load_agent
+from duragent.core.caller import OPERATOR
 from duragent.core.messages import ToolDefinition
 from duragent.tools.base import PolicyType, Tool, ToolContext, ToolOutcome
 from duragent.tools.bash import BashTool
@@ -138,6 +139,7 @@ async def test_a_built_cli_tool_runs_its_script(write_agent: Callable[..., Path]
         load_agent(folder), workspace_dir=folder.parents[1], world_memory_dir=folder
     )
     ctx = ToolContext(
+        caller=OPERATOR,
         session_id="s",
         agent_name="assistant",
         agent_dir=folder,

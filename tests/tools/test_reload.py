@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from duragent.core.caller import OPERATOR
 from duragent.testing import Reply, ToolCallReply
 from duragent.tools.base import ToolContext
 from duragent.tools.reload import ReloadToolsTool
@@ -26,7 +27,8 @@ async def test_reload_reports_the_tools_of_both_folders(tmp_path: Path) -> None:
     write_tool(agent_dir / "tools", "hello", "hi")
     write_tool(workspace / "tools", "shared", "s")
     ctx = ToolContext(
-        session_id="s", agent_name="a", agent_dir=agent_dir, workspace_dir=workspace,
+        caller=OPERATOR,
+session_id="s", agent_name="a", agent_dir=agent_dir, workspace_dir=workspace,
         world_memory_dir=tmp_path,
     )  # fmt: skip
     outcome = await ReloadToolsTool().run({}, ctx)

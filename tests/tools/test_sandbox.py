@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from duragent.config.workspace import load_workspace
+from duragent.core.caller import OPERATOR
 from duragent.tools.base import ToolContext
 from duragent.tools.bash import BashTool
 from duragent.tools.cli_tool import CliTool
@@ -40,6 +41,7 @@ def workspace(root: Path, sandbox_yaml: str = "mode: bubblewrap") -> ToolContext
         (folder / "events.jsonl").write_text(f'{{"said": "{session} private"}}\n')
     ws.paths.policy.write_text("mode: ask\n", encoding="utf-8")
     return ToolContext(
+        caller=OPERATOR,
         session_id="s_mine",
         agent_name="alpha",
         agent_dir=agent,
@@ -268,3 +270,95 @@ async def test_a_background_job_runs_confined_like_a_bash_call(tmp_path: Path, b
     assert (ctx.agent_dir / "made.txt").read_text() == "job\n"  # its own folder: writable
     assert not interactive.success  # tmux would run it outside the sandbox: refused
     assert "sandbox" in interactive.content
+
+
+DEFINITION = """\
+kind: Agent
+spec:
+  soul: ./prompts/soul.md
+  system_prompt: ./SYSTEM_PROMPT.md
+  tools:
+    - {type: cli, name: peek, command: ./bin/peek.sh}
+"""
+PROTECTED = (
+    "agent.yaml",
+    "SOUL.md",
+    "SYSTEM_PROMPT.md",
+    "INSTRUCTIONS.md",
+    "prompts",
+    "bin",
+    "skills",
+    "directives",
+    "tools",
+    "policy.yaml",
+    "policy.local.yaml",
+    ".env",
+)
+ATTACKS = {
+    "write": 'printf evil > "$p"',
+    "append": 'echo evil >> "$p"',
+    "create inside": 'echo evil > "$p/new.md"',
+    "write inside": 'for f in "$p"/*; do echo evil >> "$f"; done; [ -e "$p/x.md" ]',
+    "rename over": 'echo evil > t && mv -fT t "$p"',
+    "rename away": 'mv -T "$p" moved && echo evil > "$p"',
+    "delete": 'rm -rf "$p" && [ ! -e "$p" ]',
+    "symlink-replace": 'ln -sfnT /tmp/evil "$p"',
+    "hard link over": 'ln -fT SOUL.md "$p" 2>/dev/null || { echo evil > t && ln -fT t "$p"; }',
+}
+
+
+def tree(folder: Path) -> dict[str, str]:
+    """Every entry under ``folder`` (symlinks as links): what it is and holds."""
+    found = {}
+    for path in sorted(folder.rglob("*")):
+        name = str(path.relative_to(folder))
+        if path.is_symlink():
+            found[name] = f"-> {os.readlink(path)}"
+        elif path.is_dir():
+            found[name] = "dir"
+        else:
+            found[name] = path.read_text()
+    return found
+
+
+async def test_no_sandboxed_command_can_change_any_file_of_the_agents_definition(
+    tmp_path: Path, bwrap: str
+) -> None:
+    ctx = workspace(tmp_path)
+    agent = ctx.agent_dir
+    (agent / "agent.yaml").write_text(DEFINITION)
+    for name, text in {
+        "prompts/soul.md": "be kind",
+        "SYSTEM_PROMPT.md": "answer briefly",
+        "bin/peek.sh": "#!/bin/sh\necho peek\n",
+        "skills/greet/SKILL.md": "---\nname: greet\n---\nsay hi",
+        "directives/tone.md": "be calm",
+        "tools/t/run": "#!/bin/sh\n",
+        "policy.yaml": "mode: ask\n",
+        ".env": "OPENAI_API_KEY=sk-agent\n",
+    }.items():  # SOUL.md, INSTRUCTIONS.md and policy.local.yaml do not exist yet
+        (agent / name).parent.mkdir(parents=True, exist_ok=True)
+        (agent / name).write_text(text)
+    beta = agent.parent / "beta"
+    beta.mkdir()
+    (beta / "agent.yaml").write_text("kind: Agent\n")
+    before = tree(agent)
+    script = "; ".join(
+        f'p={name}; ( {command} ) 2>/dev/null && echo "DONE {label} {name}"'
+        for name in PROTECTED
+        for label, command in ATTACKS.items()
+    )
+    ok, text = await bash(ctx, f"{script}; ls {beta} || echo NO-BETA; echo end")
+    assert ok, text
+    assert "DONE" not in text, text
+    assert "NO-BETA" in text  # other agents are not there at all
+    after = tree(agent)
+    # Missing names became empty placeholders (a folder for the definition folders); nothing
+    # else changed, and nothing was left behind under a protected name.
+    made = {name: after.pop(name) for name in set(after) - set(before)}
+    assert made == {"SOUL.md": "", "INSTRUCTIONS.md": "", "policy.local.yaml": "", "t": "evil\n"}
+    assert after == before
+    # The working area is writable as before: the folder itself, memory/, the scratch folder.
+    ok, text = await bash(ctx, "echo a > notes.txt && mkdir -p memory && echo b > memory/x.md")
+    assert ok, text
+    assert (agent / "memory" / "x.md").read_text() == "b\n"

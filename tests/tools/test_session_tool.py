@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from duragent.core.caller import OPERATOR, Caller, ChatRef
 from duragent.errors import NotFoundError
+from duragent.session import NewSession, SessionRegistry
+from duragent.session.reader import RegistrySessionReader
+from duragent.store import SessionStore
 from duragent.tools.base import SessionReader, SessionSummary, ToolContext
 from duragent.tools.session_tool import SessionTool
 
@@ -19,23 +26,33 @@ class FakeSessions:
         self.asked: list[tuple[str, int]] = []
         self.read_as: list[str] = []
 
-    async def list_sessions(self, agent: str, limit: int) -> list[SessionSummary]:
+    async def list_sessions(
+        self, agent: str, limit: int, *, caller: Caller
+    ) -> list[SessionSummary]:
         self.asked.append((agent, limit))
         return [
             SessionSummary(session_id=sid, status="active", updated_at=f"2026-11-{30 - i:02d}")
             for i, sid in enumerate(self.sessions)
         ][:limit]
 
-    async def read_messages(self, agent: str, session_id: str, limit: int) -> list[tuple[str, str]]:
+    async def read_messages(
+        self, agent: str, session_id: str, limit: int, *, caller: Caller
+    ) -> list[tuple[str, str]]:
         self.read_as.append(agent)
         if session_id not in self.sessions:
             raise NotFoundError(session_id)
         return self.sessions[session_id][-limit:]
 
 
-def context(tmp_path: Path, sessions: SessionReader | None) -> ToolContext:
+def context(
+    tmp_path: Path,
+    sessions: SessionReader | None,
+    caller: Caller = OPERATOR,
+    session_id: str = "current",
+) -> ToolContext:
     return ToolContext(
-        session_id="current",
+        caller=caller,
+        session_id=session_id,
         agent_name="assistant",
         agent_dir=tmp_path,
         workspace_dir=tmp_path,
@@ -116,3 +133,105 @@ async def test_bad_arguments_are_unsuccessful_outcomes(
 
 def test_the_policy_string_names_the_action() -> None:
     assert SessionTool().invocation({"action": "read", "session_id": "x"}) == "session:read"
+
+
+# --- scope: a chat sees its own sessions only (issue 33) -------------------------------------
+
+ALICE_DM = ChatRef("telegram", "100")
+BOB_DM = ChatRef("telegram", "200")
+ALICE = Caller(role="member", chat=ALICE_DM, sender_id="100")
+BOB = Caller(role="member", chat=BOB_DM, sender_id="200")
+AGENT_WIDE_OWNER = Caller(role="owner", chat=ALICE_DM, sender_id="100", agent_wide=True)
+CHAT_SCOPED_OWNER = Caller(role="owner", chat=ALICE_DM, sender_id="100")
+
+
+@dataclass
+class TwoChats:
+    """A real registry with Alice's DM (two sessions: one ended by /reset), Bob's, and HTTP."""
+
+    reader: RegistrySessionReader
+    alice_old: str
+    alice: str
+    bob: str
+    http: str
+    elsewhere: str
+    """Another agent's session in Bob's chat."""
+
+
+@asynccontextmanager
+async def two_chats(tmp_path: Path) -> AsyncIterator[TwoChats]:
+    reg = SessionRegistry(SessionStore(tmp_path / "sessions"))
+    await reg.open()
+    try:
+
+        async def made(chat: ChatRef | None, text: str, agent: str = "assistant") -> str:
+            sid = await reg.create(
+                NewSession(
+                    agent=agent,
+                    gateway=chat.gateway if chat else None,
+                    gateway_chat_id=chat.chat_id if chat else None,
+                )
+            )
+            await reg.handle(sid).add_user_message(content=text)
+            return sid
+
+        alice_old = await made(ALICE_DM, "remind me about the dentist")
+        alice = await made(ALICE_DM, "my bank PIN is 4921")
+        bob = await made(BOB_DM, "hello, who else talks to you?")
+        http = await made(None, "operator's own notes")
+        elsewhere = await made(BOB_DM, "other agent", agent="other")
+        yield TwoChats(RegistrySessionReader(reg), alice_old, alice, bob, http, elsewhere)
+    finally:
+        await reg.aclose()
+
+
+async def test_another_chat_can_neither_list_nor_read_a_dm(tmp_path: Path) -> None:
+    async with two_chats(tmp_path) as c:
+        ctx = context(tmp_path, c.reader, caller=BOB, session_id=c.bob)
+        listed = await SessionTool().run({"action": "list"}, ctx)
+        read = await SessionTool().run({"action": "read", "session_id": c.alice}, ctx)
+        missing = await SessionTool().run({"action": "read", "session_id": "s_missing"}, ctx)
+        http = await SessionTool().run({"action": "read", "session_id": c.http}, ctx)
+    assert listed.content == "No other sessions"
+    assert (read.success, read.content) == (False, f"session {c.alice!r} not found")
+    assert (missing.success, missing.content) == (False, "session 's_missing' not found")
+    assert (http.success, http.content) == (False, f"session {c.http!r} not found")
+    for outcome in (listed, read, http):
+        assert "4921" not in outcome.content
+        assert str(tmp_path) not in outcome.content
+
+
+async def test_a_chat_sees_its_own_earlier_sessions(tmp_path: Path) -> None:
+    async with two_chats(tmp_path) as c:
+        ctx = context(tmp_path, c.reader, caller=ALICE, session_id=c.alice)
+        listed = await SessionTool().run({"action": "list"}, ctx)
+        read = await SessionTool().run({"action": "read", "session_id": c.alice_old}, ctx)
+    assert [line.split()[1] for line in listed.content.splitlines()] == [c.alice_old]
+    assert read.content == "[user] remind me about the dentist"
+
+
+async def test_an_owner_in_chat_scope_sees_only_the_chat_too(tmp_path: Path) -> None:
+    async with two_chats(tmp_path) as c:
+        ctx = context(tmp_path, c.reader, caller=CHAT_SCOPED_OWNER, session_id=c.alice)
+        listed = await SessionTool().run({"action": "list"}, ctx)
+        read = await SessionTool().run({"action": "read", "session_id": c.bob}, ctx)
+    assert [line.split()[1] for line in listed.content.splitlines()] == [c.alice_old]
+    assert not read.success
+
+
+@pytest.mark.parametrize("caller", [OPERATOR, AGENT_WIDE_OWNER], ids=["operator", "owner"])
+async def test_the_operator_and_an_agent_wide_owner_see_every_chat(
+    caller: Caller, tmp_path: Path
+) -> None:
+    async with two_chats(tmp_path) as c:
+        ctx = context(tmp_path, c.reader, caller=caller, session_id=c.bob)
+        listed = await SessionTool().run({"action": "list"}, ctx)
+        read = await SessionTool().run({"action": "read", "session_id": c.alice}, ctx)
+        other_agent = await SessionTool().run({"action": "read", "session_id": c.elsewhere}, ctx)
+    shown = {line.split()[1] for line in listed.content.splitlines()}
+    assert shown == {c.alice_old, c.alice, c.http}
+    assert read.content == "[user] my bank PIN is 4921"
+    assert (other_agent.success, other_agent.content) == (
+        False,
+        f"session {c.elsewhere!r} not found",
+    )

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from duragent.core.caller import OPERATOR
 from duragent.store.session_store import SessionStore
 from duragent.tools.base import ToolContext, ToolOutcome
 from duragent.tools.tool_output import MAX_LINES, ToolOutputTool
@@ -23,6 +24,7 @@ def saved(tmp_path: Path) -> tuple[ToolContext, str]:
     output_id = outputs.new_id()
     outputs.save(output_id, TEXT)
     ctx = ToolContext(
+        caller=OPERATOR,
         session_id="s1",
         agent_name="bot",
         agent_dir=tmp_path,
@@ -115,6 +117,7 @@ async def test_an_unknown_or_foreign_id_and_bad_arguments_are_correctable_errors
 
 async def test_without_saved_outputs_the_tool_says_so(tmp_path: Path) -> None:
     ctx = ToolContext(
+        caller=OPERATOR,
         session_id="s1",
         agent_name="bot",
         agent_dir=tmp_path,

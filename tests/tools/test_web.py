@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from duragent.core.caller import OPERATOR
 from duragent.tools.base import ToolContext
 from duragent.tools.web import WebTool, html_to_markdown
 
@@ -129,6 +130,7 @@ def base_url() -> Iterator[str]:
 @pytest.fixture
 def ctx(tmp_path: Path) -> ToolContext:
     return ToolContext(
+        caller=OPERATOR,
         session_id="s1",
         agent_name="assistant",
         agent_dir=tmp_path,
@@ -222,6 +224,7 @@ async def test_a_redirect_to_a_file_url_is_refused(base_url: str) -> None:
 
 async def test_search_without_a_brave_key_explains_what_is_missing(tmp_path: Path) -> None:
     ctx = ToolContext(
+        caller=OPERATOR,
         session_id="s1",
         agent_name="a",
         agent_dir=tmp_path,

@@ -10,6 +10,7 @@ from duragent.core.events import EventType
 from duragent.core.messages import ToolCall
 from duragent.testing import Reply, ToolCallReply
 from duragent.turns import AwaitingApproval, Complete
+from tests.context.quoted_wire import spoken
 from tests.polling import eventually
 from tests.turns.test_approval import ASK
 from tests.turns.turn_fixtures import FnTool, harness
@@ -67,7 +68,7 @@ async def test_a_message_accepted_while_a_loop_runs_is_steered_into_it(tmp_path:
     assert steered.steered.read
     assert kept_back.steered is None
     assert isinstance(result, Complete)
-    seen = [m["content"] for m in h.server.last_request.json["messages"] if m["role"] == "user"]
+    seen = spoken(h.server.last_request.json["messages"])  # the quoted task left out
     assert seen == ["start", "and this"]
 
 
@@ -115,7 +116,7 @@ async def test_answer_does_not_repeat_a_message_that_ends_the_window_after_unans
         await h.runner.accept(sid, "Ann: hi all")  # a passive member: recorded, not answered
         asked = await h.runner.accept(sid, "Bob: what did Ann say?")
         await h.runner.answer(sid, asked.seq, "Bob: what did Ann say?")
-    users = [m["content"] for m in h.server.last_request.json["messages"] if m["role"] == "user"]
+    users = spoken(h.server.last_request.json["messages"])  # the quoted task left out
     assert users == ["Ann: hi all", "Bob: what did Ann say?"]
 
 

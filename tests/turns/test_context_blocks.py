@@ -1,14 +1,16 @@
 """Per-turn context blocks (a group's recent chatter) and the turn's requester.
 
-A block ends the system prompt of the turn its message starts: the model reads it, the
-budget counts it, the history never stores it. The sender of the message that starts a turn
-is recorded on the approval that turn asks for (who may decide in a chat).
+A block is quoted in a user message right before the turn's own (people wrote it: never
+system text, issue 33): the model reads it, the budget counts it, the history never stores
+it. The sender of the message that starts a turn is recorded on the approval that turn asks
+for (who may decide in a chat).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from duragent.context.quoting import quoted_block
 from duragent.testing import Reply, ToolCallReply
 from duragent.turns import AwaitingApproval, Complete
 from tests.turns.test_approval import ASK
@@ -17,7 +19,7 @@ from tests.turns.turn_fixtures import FnTool, harness
 BLOCK = "Recent group conversation before you were mentioned:\n\nAnn: the build is red\n"
 
 
-async def test_a_block_reaches_the_model_in_the_system_prompt_and_is_never_stored(
+async def test_a_block_reaches_the_model_quoted_before_the_message_and_is_never_stored(
     tmp_path: Path,
 ) -> None:
     async with harness(tmp_path) as h:
@@ -30,9 +32,10 @@ async def test_a_block_reaches_the_model_in_the_system_prompt_and_is_never_store
     with_block, without = (r.json["messages"] for r in h.server.requests)
     assert isinstance(first, Complete)
     assert isinstance(second, Complete)
-    assert with_block[0]["role"] == "system"
-    assert with_block[0]["content"].endswith(BLOCK)
-    assert BLOCK.strip() not in without[0]["content"]
+    assert with_block[-2] == {"role": "user", "content": quoted_block([("", BLOCK)])}
+    assert with_block[-1] == {"role": "user", "content": "Bob: why?"}
+    assert "the build is red" not in with_block[0]["content"]
+    assert "the build is red" not in str(without)
     assert all("the build is red" not in (m.content or "") for m in messages)
     assert all("the build is red" not in e.to_json() for e in events)
 

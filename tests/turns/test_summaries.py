@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from duragent.context.quoting import quote
 from duragent.core.events import EventType
 from duragent.testing import Fault, RecordedRequest, Reply, ScriptItem
 from duragent.turns import Complete, Failed
@@ -48,8 +49,8 @@ async def test_a_history_past_the_threshold_is_summarised_and_the_summary_follow
     assert written[0]["summary"] in contents(summariser_calls[1])
     last = agent_requests(requests)[-1].json["messages"]
     assert last[0]["role"] == "system"
-    assert last[1]["role"] == "system"
-    assert written[-1]["summary"] in last[1]["content"]
+    assert last[1]["role"] == "user"  # quoted: a model wrote it (issue 33)
+    assert quote(written[-1]["summary"]) in last[1]["content"]
     assert "latest message wins" in last[1]["content"]
     # the task is pinned: in every request, summarised or not
     assert all("zebra-42" in contents(r) for r in agent_requests(requests))
@@ -163,8 +164,8 @@ async def test_the_agent_pins_a_decision_with_a_tool_and_it_is_in_every_later_re
     assert [(p.kind, p.text, p.source) for p in memory.pins] == [
         ("decision", "Use SI units.", "agent")
     ]
-    assert "decision: Use SI units." in after_call.json["messages"][1]["content"]
-    assert "decision: Use SI units." in h.server.requests[-1].json["messages"][1]["content"]
+    assert "> - decision: Use SI units." in after_call.json["messages"][1]["content"]
+    assert "> - decision: Use SI units." in h.server.requests[-1].json["messages"][1]["content"]
 
 
 async def test_a_streaming_client_gets_a_summary_event_when_one_is_written(

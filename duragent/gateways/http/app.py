@@ -216,6 +216,9 @@ def build_app(services: HttpServices) -> Starlette:
                 "agents": names,
                 "broken": broken,
                 "message": f"Reloaded {len(names)} agents",
+                # model endpoints or key sources changed since the server started (a WARNING
+                # in the log too): an edited agent.yaml could send the provider key elsewhere
+                "endpoint_changes": list(catalog.endpoint_changes),
             }
         )
 

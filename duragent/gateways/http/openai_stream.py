@@ -142,6 +142,12 @@ class ChunkWire(StreamWire):
         body["error"]["turn_id"] = self._chunks.turn_id
         return [ServerSentEvent(data=dumps(body)), _DONE]
 
+    def taken_over(self, message: str, fields: dict[str, Any]) -> list[ServerSentEvent]:
+        """An error chunk (code ``turn_interrupted``): another node took the session over."""
+        body = error_body(409, message, code=str(fields.get("code", "turn_interrupted")))
+        body["error"]["turn_id"] = self._chunks.turn_id
+        return [ServerSentEvent(data=dumps(body)), _DONE]
+
     def cancelled(self) -> list[ServerSentEvent]:
         """An error chunk saying the server stopped the turn, then [DONE]."""
         message = (

@@ -207,8 +207,10 @@ def _document(version: str) -> dict[str, Any]:
                         "404": problem("No such session, or it has ended"),
                         "408": problem("Turn still running"),
                         "409": problem(
-                            "Quarantined, or the session's pins no longer fit its agent "
-                            "(detail names them and how to unpin)"
+                            "Quarantined, the session's pins no longer fit its agent "
+                            "(detail names them and how to unpin), or this message's turn was "
+                            "cut and never answered (code turn_interrupted: message_recorded, "
+                            "message_seq, tool_calls with each call's outcome)"
                         ),
                         "413": problem("Body too large"),
                         "502": problem("The model failed"),
@@ -332,6 +334,13 @@ def _document(version: str) -> dict[str, Any]:
                                         },
                                     },
                                     "message": {"description": "Reloaded N agents", **text},
+                                    "endpoint_changes": {
+                                        "type": "array",
+                                        "items": text,
+                                        "description": "Agents whose spec.model provider, "
+                                        "base_url host or key variable differs from when the "
+                                        "server started (also logged as a WARNING)",
+                                    },
                                 },
                             },
                             "The agents now served, and the folders that failed to load",

@@ -98,8 +98,24 @@ IDEMPOTENCY_KEY = {
     "required": False,
     "description": "The message's key (≤ 200 printable characters): sent again with the same "
     "key (a retry after a lost answer) it is recorded once; an answered one answers "
-    '{"status": "duplicate"}, an unanswered one gets its turn.',
+    '{"status": "duplicate"}, an unanswered one gets its turn. One whose turn was cut (its node '
+    "stopped or lost the session to another node while a tool ran) answers what was recorded: "
+    "the reply its turn went on to, with `interruption`, or 409 with code `turn_interrupted`.",
     "schema": {"type": "string", "maxLength": 200},
+}
+CUT_CALLS = {
+    "type": "array",
+    "description": "The cut turn's tool calls: ran (result recorded), failed, interrupted (cut "
+    "before its result was recorded; it may have run in part or whole) or skipped",
+    "items": {
+        "type": "object",
+        "required": ["call_id", "name", "outcome"],
+        "properties": {
+            "call_id": {"type": "string"},
+            "name": {"type": "string"},
+            "outcome": {"enum": ["ran", "failed", "interrupted", "skipped"]},
+        },
+    },
 }
 NON_BLANK = {"type": "string", "minLength": 1, "pattern": "\\S"}  # not only whitespace
 AUTH = {
@@ -190,9 +206,22 @@ def stream_event() -> dict[str, Any]:
                     usage=usage,
                     call_id=text,
                     command=text,
+                    interruption={"$ref": "#/components/schemas/Interruption"},
                 ),
             ),
-            _event("error", _object(["message"], message=text)),
+            _event(
+                "error",
+                _object(
+                    ["message"],
+                    message=text,
+                    code={"const": "turn_interrupted"},
+                    message_recorded={"type": "boolean"},
+                    message_seq={"type": "integer"},
+                    idempotency_key={"type": ["string", "null"]},
+                    owner={"type": ["string", "null"]},
+                    tool_calls=CUT_CALLS,
+                ),
+            ),
             _event("cancelled", {"type": "object"}),
             _event(
                 "summary",
@@ -250,7 +279,15 @@ def component_schemas() -> dict[str, Any]:
                 "content": text,
                 "status": text,
                 "session_id": text,
+                "interruption": {"$ref": "#/components/schemas/Interruption"},
             },
+        },
+        "Interruption": {
+            "type": "object",
+            "description": "The message's turn was cut (its node stopped or lost the session "
+            "to another node while a tool ran) and went on to this reply",
+            "required": ["message_seq", "tool_calls"],
+            "properties": {"message_seq": {"type": "integer"}, "tool_calls": CUT_CALLS},
         },
         "Pending": {
             "type": "object",

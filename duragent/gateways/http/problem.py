@@ -66,7 +66,8 @@ PROBLEM_TYPES: Mapping[int, ProblemType] = {
         "conflict",
         "Conflict",
         "The session is quarantined, another approval is pending, a shutdown is under way, "
-        "or the session's pins no longer fit its agent (detail names them and how to unpin).",
+        "the session's pins no longer fit its agent (detail names them and how to unpin), or "
+        "the message's turn was cut and never answered (code turn_interrupted).",
     ),
     413: ProblemType("payload-too-large", "Payload Too Large", "The body exceeds 2 MiB."),
     415: ProblemType(

@@ -18,6 +18,7 @@ from duragent.core.logctx import log_context, new_turn_id
 from duragent.core.snapshot import SessionStatus
 from duragent.errors import AgentNotFoundError, LLMError
 from duragent.frontkit import await_turn
+from duragent.gateways.http.cut_turns import interrupted_problem, reply_body
 from duragent.gateways.http.forwarding import IDEMPOTENCY_KEY
 from duragent.gateways.http.paging import (
     MAX_MESSAGES_LIMIT,
@@ -38,6 +39,7 @@ from duragent.turns import (
     Complete,
     Duplicate,
     Failed,
+    Interruption,
     NoPendingApprovalError,
     TurnResult,
 )
@@ -75,7 +77,9 @@ def message_key(request: Request) -> str | None:
 
     A message sent again with the same key is not recorded twice: an answered one answers
     ``{"status": "duplicate"}``, an unanswered one (its turn was cut: a node died or paused
-    mid-turn) gets its turn. The key is the client's ``Idempotency-Key`` header, or the one a
+    mid-turn) gets its turn, and one whose cut turn was settled by another request gets what
+    was recorded (``cut_turns``: the reply it went on to, or 409 "turn_interrupted"). The
+    key is the client's ``Idempotency-Key`` header, or the one a
     node gave a request it forwards (``forwarding``: the same request served again elsewhere
     after its first owner went away must not record the message a second time).
     """
@@ -90,17 +94,22 @@ def message_key(request: Request) -> str | None:
 def _reply(result: TurnResult) -> Response:
     """``POST …/messages``: the turn's outcome as JSON (a steered request gets the reply too)."""
     match result:
-        case Complete(message_id=message_id, content=content):
-            return JSONResponse({"message_id": message_id, "role": "assistant", "content": content})
+        case Complete(message_id=message_id, content=content, interruption=cut):
+            return JSONResponse(reply_body(message_id, content, cut))
         case AwaitingApproval(call_id=call_id, command=command):
             return JSONResponse(
                 {"session_id": result.session_id, "call_id": call_id, "command": command},
                 status_code=202,
             )
-        case Duplicate():
+        case Duplicate(interruption=None):  # answered: its reply went to its first request
             return JSONResponse({"status": "duplicate", "session_id": result.session_id})
+        case Duplicate(interruption=Interruption(reply=str(reply)) as cut):  # cut, went on
+            return JSONResponse(reply_body(cut.message_id, reply, cut))
+        case Duplicate(interruption=Interruption() as cut):  # cut, never answered
+            raise interrupted_problem(result.session_id, cut)
         case Failed(content=content, code=code):
             raise ProblemError(failed_turn_status(code), content)
+    raise AssertionError(f"unhandled turn result {result!r}")  # pragma: no cover
 
 
 def _resumed(result: Complete | AwaitingApproval | Failed) -> Response:

@@ -35,12 +35,21 @@ from duragent.core.logctx import current, log_context
 from duragent.core.messages import ToolCall, Usage
 from duragent.core.snapshot import SessionStatus
 from duragent.core.tasks import BackgroundTasks
+from duragent.gateways.http.cut_turns import (
+    TURN_INTERRUPTED,
+    interrupted_detail,
+    interrupted_fields,
+    lost_to,
+    taken_over_detail,
+)
 from duragent.turns import (
     CLIENT_LEFT,
     AwaitingApproval,
+    CallOutcome,
     Complete,
     Duplicate,
     Failed,
+    Interruption,
     TurnResult,
     TurnRunner,
 )
@@ -76,6 +85,9 @@ class QueueSink:
     def __init__(self) -> None:
         self.queue: asyncio.Queue[ServerSentEvent | _Stopping | None] = asyncio.Queue()
         self.partial: list[str] = []
+        self.calls: dict[str, CallOutcome] = {}
+        """The turn's calls as this node saw them: ``ran``/``failed`` once their result came,
+        ``interrupted`` until then (what a stream cut by a take-over reports)."""
 
     def _put(self, event: str, data: dict[str, Any]) -> None:
         self.queue.put_nowait(ServerSentEvent(data=json.dumps(data), event=event))
@@ -88,10 +100,13 @@ class QueueSink:
     async def tool_call(self, call: ToolCall) -> None:
         """Forward a tool call."""
         self.partial.clear()  # text before a tool call is not the final reply
+        self.calls[call.id] = CallOutcome(call.id, call.name, "interrupted")
         self._put("tool_call", {"call_id": call.id, "name": call.name, "arguments": call.arguments})
 
     async def tool_result(self, call_id: str, success: bool, content: str) -> None:
         """Forward a tool result."""
+        if (seen := self.calls.get(call_id)) is not None:
+            self.calls[call_id] = CallOutcome(call_id, seen.name, "ran" if success else "failed")
         self._put("tool_result", {"call_id": call_id, "success": success, "content": content})
 
     async def approval_required(self, call_id: str, command: str) -> None:
@@ -103,11 +118,16 @@ class QueueSink:
         self._put("summary", {"round": round_, "through_seq": through_seq, "messages": messages})
 
 
-def _failed(message: str, message_id: str | None = None) -> list[ServerSentEvent]:
-    """A failed turn ends as ``error`` then ``done``: a client waiting for ``done`` never hangs."""
+def _failed(
+    message: str, message_id: str | None = None, fields: dict[str, Any] | None = None
+) -> list[ServerSentEvent]:
+    """A failed turn ends as ``error`` then ``done``: a client waiting for ``done`` never hangs.
+
+    ``fields`` are more members of ``error`` (a cut turn's ``code``, ``tool_calls``…).
+    """
     payload = {"message_id": message_id, "status": "error", "usage": Usage().to_dict()}
     return [
-        ServerSentEvent(data=json.dumps({"message": message}), event="error"),
+        ServerSentEvent(data=json.dumps({"message": message, **(fields or {})}), event="error"),
         ServerSentEvent(data=json.dumps(payload), event="done"),
     ]
 
@@ -118,11 +138,20 @@ def _done(result: TurnResult) -> list[ServerSentEvent]:
     match result:
         case Failed(content=content):
             return _failed(content)
-        case Complete(message_id=message_id, usage=usage):
+        case Complete(message_id=message_id, usage=usage, interruption=cut):
             payload.update(message_id=message_id, usage=usage.to_dict())
+            if cut is not None:
+                payload["interruption"] = cut.to_dict()
         case AwaitingApproval(usage=usage, call_id=call_id, command=command):
             payload.update(usage=usage.to_dict(), call_id=call_id, command=command)
-        case Duplicate():
+        case Duplicate(interruption=Interruption(reply=str(reply)) as cut):  # cut, went on
+            token = ServerSentEvent(data=json.dumps({"content": reply}), event="token")
+            payload.update(message_id=cut.message_id, status="complete")
+            payload.update(usage=Usage().to_dict(), interruption=cut.to_dict())
+            return [token, ServerSentEvent(data=json.dumps(payload), event="done")]
+        case Duplicate(interruption=Interruption() as cut):  # cut, never answered
+            return _failed(interrupted_detail(cut), fields=interrupted_fields(cut))
+        case Duplicate():  # answered: its reply went to its first request
             payload["usage"] = Usage().to_dict()
     return [ServerSentEvent(data=json.dumps(payload), event="done")]
 
@@ -150,6 +179,10 @@ class StreamWire:
     def failure(self, message: str) -> list[ServerSentEvent]:
         """The last events of a turn that raised."""
         return _failed(message)
+
+    def taken_over(self, message: str, fields: dict[str, Any]) -> list[ServerSentEvent]:
+        """The last events of a turn cut because this node lost its session (``cut_turns``)."""
+        return _failed(message, fields=fields)
 
     def cancelled(self) -> list[ServerSentEvent]:
         """The last events of a turn the stopping server cancelled."""
@@ -220,8 +253,13 @@ def stream_turn(
             except (asyncio.CancelledError, KeyboardInterrupt, SystemExit):
                 raise
             except BaseException as exc:  # also a library's panic, which is no Exception
-                log.exception("stream turn failed")
-                events = chosen.failure(str(exc) or type(exc).__name__)
+                owner = lost_to(exc)
+                if owner is not None:  # another node took the session over mid-turn
+                    log.warning("stream turn cut: this node lost the session: %s", exc)
+                    events = _taken_over(chosen, owner, sink, message_key)
+                else:
+                    log.exception("stream turn failed")
+                    events = chosen.failure(str(exc) or type(exc).__name__)
             for event in events:
                 sink.queue.put_nowait(event)
         finally:
@@ -281,6 +319,22 @@ def stream_turn(
     return EventSourceResponse(
         events(), ping=int(max(1, keep_alive)), send_timeout=30, headers={TURN_HEADER: turn_id}
     )
+
+
+def _taken_over(
+    wire: StreamWire, owner: str, sink: QueueSink, message_key: str | None
+) -> list[ServerSentEvent]:
+    """What a stream whose turn was cut by a take-over says: what ran, how to get the rest."""
+    key = message_key.removeprefix("http:") if message_key else None
+    recorded = bool(sink.calls or sink.partial)  # the model was called: the message is saved
+    fields: dict[str, Any] = {
+        "code": TURN_INTERRUPTED,
+        "message_recorded": recorded,
+        "idempotency_key": key,
+        "owner": owner or None,
+        "tool_calls": [call.to_dict() for call in sink.calls.values()],
+    }
+    return wire.taken_over(taken_over_detail(owner, sink.calls, key, recorded=recorded), fields)
 
 
 async def _server_stopped(

@@ -2,12 +2,12 @@
 
 A plain job (``backend: local``) starts through ``_process.launch``, the one function every
 tool process starts through (so a sandbox wrapping it wraps jobs too): ``bash -c <command>``
-in its own process group, registered with the reaper, stdout and stderr appended to the
+in its own process group under a guardian, stdout and stderr appended to the
 job's log file, stdin a pipe the ``write`` action writes to. When the command exits, what
-is left of its group is killed (a job is never a leftover nothing tracks) and the group is
-released from the reaper. Past its ``timeout_seconds`` the group gets SIGTERM, then SIGKILL
-after ``KILL_GRACE_SECONDS``. If the server dies, the reaper kills the group: a plain job
-does not outlive its server (the reference's jobs got SIGTERM through ``PDEATHSIG``).
+is left of it is killed, detached or not (a job is never a leftover nothing tracks: see
+``guardian``). Past its ``timeout_seconds`` the command's group gets SIGTERM, then everything
+SIGKILL after ``KILL_GRACE_SECONDS``. If the server dies, the same happens at once: a plain
+job does not outlive its server (the reference's jobs got SIGTERM through ``PDEATHSIG``).
 
 A tmux job's command runs in the tmux server, not in ours, so it survives a restart; it is
 watched by polling ``tmux has-session`` every ``poll`` seconds and its exit status read
@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from duragent.tools._process import Launched, child_env, kill_group, launch
-from duragent.tools._reaper import release_group
 from duragent.tools.processes.meta import ProcessStatus
 from duragent.tools.processes.tmux import Tmux, parse_exit_code
 from duragent.tools.sandbox import Confinement
@@ -87,9 +86,9 @@ class LocalJob:
         return None if stdin is None or stdin.is_closing() else stdin
 
     def kill(self) -> None:
-        """Stop the job now (SIGKILL to its group); ``run`` then reports ``killed``."""
+        """Stop the job now (SIGKILL to all of it); ``run`` then reports ``killed``."""
         self.killed = True
-        kill_group(self.pgid)
+        self.launched.kill()
 
     async def write(self, data: bytes) -> bool:
         """Write to the command's stdin; False if it did not drain within the time limit."""
@@ -106,16 +105,16 @@ class LocalJob:
         return True
 
     async def close(self) -> None:
-        """Kill what is left of the group, reap it, release it from the reaper (idempotent)."""
+        """Kill what is left of the job, reap it, release what watched it (idempotent)."""
         if self.closed:
             return
         self.closed = True
-        kill_group(self.pgid)
+        self.launched.kill()
         with contextlib.suppress(TimeoutError, asyncio.CancelledError):
             # reaped before the transport closes (else a running Popen is left behind)
             await asyncio.wait_for(self.launched.protocol.exited.wait(), KILL_GRACE_SECONDS)
-        release_group(self.pgid)
-        self.launched.transport.close()
+        self.launched.release()
+        self.launched.close()
 
     async def run(
         self, time_limit: float | None, grace: float = KILL_GRACE_SECONDS
@@ -131,7 +130,7 @@ class LocalJob:
                 try:
                     await asyncio.wait_for(asyncio.shield(exited.wait()), grace)
                 except TimeoutError:
-                    kill_group(self.pgid)
+                    self.launched.kill()
                     await exited.wait()
                 status = ProcessStatus("timed_out")
         finally:  # cancelled too (the server stopping): nothing of the job survives

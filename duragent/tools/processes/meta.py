@@ -9,6 +9,11 @@ session: until then a restart reports it again, so an outcome is never lost) and
 ``pid_start`` (the kernel's start time of ``pid``, so a restart never signals a process
 that merely reuses the number).
 
+A job belongs to the chat it was started from (``gateway`` + ``chat_id``): the tool shows
+and acts on a chat's jobs only from that chat (``reach_of``). A job without them (started
+over HTTP, or from a file that never had them) is nobody's chat: only a caller reaching the
+whole agent (the operator, an agent-wide owner) sees it.
+
 Every write replaces the file atomically (``store.atomic``): a crash leaves the old state
 or the new one, never half of each.
 """
@@ -17,11 +22,13 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from duragent.core.caller import Caller, ChatRef
 from duragent.core.clock import utc_now
 from duragent.store.atomic import atomic_write
 
@@ -29,10 +36,12 @@ __all__ = [
     "TERMINAL_STATES",
     "ProcessMeta",
     "ProcessStatus",
+    "Reach",
     "load_all",
     "meta_path",
     "now",
     "pid_start_time",
+    "reach_of",
     "write_meta",
 ]
 
@@ -111,6 +120,13 @@ class ProcessMeta:
     chat_id: str | None = None
     notified: bool = False
 
+    @property
+    def chat(self) -> ChatRef | None:
+        """The chat it was started from (None: nobody's chat, see module docstring)."""
+        if self.gateway and self.chat_id:
+            return ChatRef(self.gateway, self.chat_id)
+        return None
+
     def ended(self, status: ProcessStatus) -> ProcessMeta:
         """This job, ended now with ``status``."""
         return replace(self, status=status, completed_at=now())
@@ -173,6 +189,19 @@ class ProcessMeta:
             # business, so a terminal job from it is not reported again.
             notified=bool(doc.get("notified", state in TERMINAL_STATES)),
         )
+
+
+Reach = Callable[[ProcessMeta], bool]
+"""Whether a request may see and act on a job (``reach_of``)."""
+
+
+def reach_of(agent: str, caller: Caller) -> Reach:
+    """``agent``'s jobs started from a chat ``caller`` may reach (see module docstring)."""
+
+    def sees(meta: ProcessMeta) -> bool:
+        return meta.agent == agent and caller.may_reach(meta.chat)
+
+    return sees
 
 
 def meta_path(directory: Path, handle: str) -> Path:

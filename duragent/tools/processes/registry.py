@@ -49,6 +49,7 @@ from duragent.tools.processes.jobs import (
 from duragent.tools.processes.meta import (
     ProcessMeta,
     ProcessStatus,
+    Reach,
     load_all,
     meta_path,
     now,
@@ -316,20 +317,22 @@ class ProcessRegistry:
         except Exception:
             log.exception("background process %s: the halted screen was not reported", handle)
 
-    # --- queries and actions (all for the owning session only) -------------------------------
+    # --- queries and actions (all for jobs the caller reaches only) ---------------------------
 
-    def owned(self, handle: str, session_id: str) -> _Entry:
-        """The job, if ``session_id`` spawned it (ProcessError otherwise)."""
+    def owned(self, handle: str, reach: Reach) -> _Entry:
+        """The job, if ``reach`` lets the caller see it (ProcessError otherwise).
+
+        A job out of reach is "not found", exactly like a missing one: a chat must not
+        learn another chat's handles.
+        """
         entry = self._entries.get(handle)
-        if entry is None:
+        if entry is None or not reach(entry.meta):
             raise ProcessError(f"process not found: {handle}")
-        if entry.meta.session_id != session_id:
-            raise ProcessError("process belongs to a different session")
         return entry
 
-    def running(self, handle: str, session_id: str) -> _Entry:
-        """The job if it is the session's and still runs."""
-        entry = self.owned(handle, session_id)
+    def running(self, handle: str, reach: Reach) -> _Entry:
+        """The job if the caller reaches it and it still runs."""
+        entry = self.owned(handle, reach)
         if entry.meta.status.terminal:
             raise ProcessError("process is not running")
         return entry
@@ -339,21 +342,31 @@ class ProcessRegistry:
         entry = self._entries.get(handle)
         return entry.meta if entry is not None else None
 
-    def listing(self, session_id: str) -> list[ProcessMeta]:
-        """The session's jobs, oldest first."""
-        metas = [e.meta for e in self._entries.values() if e.meta.session_id == session_id]
+    def running_in_chat(self, agent: str, gateway: str, chat_id: str) -> int:
+        """How many of ``agent``'s jobs started from the chat still run (its quota)."""
+        return sum(
+            1
+            for e in self._entries.values()
+            if not e.meta.status.terminal
+            and e.meta.agent == agent
+            and (e.meta.gateway, e.meta.chat_id) == (gateway, chat_id)
+        )
+
+    def listing(self, reach: Reach) -> list[ProcessMeta]:
+        """The jobs the caller reaches, oldest first."""
+        metas = [e.meta for e in self._entries.values() if reach(e.meta)]
         return sorted(metas, key=lambda m: m.spawned_at)
 
-    def read_log(self, handle: str, session_id: str, offset: int, limit: int) -> str:
+    def read_log(self, handle: str, reach: Reach, offset: int, limit: int) -> str:
         """Lines ``offset`` … ``offset + limit - 1`` of the job's log (0-based)."""
         try:
-            return read_lines(self.owned(handle, session_id).meta.log_path, offset, limit)
-        except OSError as exc:
-            raise ProcessError(f"io error: {exc}") from exc
+            return read_lines(self.owned(handle, reach).meta.log_path, offset, limit)
+        except OSError as exc:  # its text names the log's path: the reason only
+            raise ProcessError(f"io error: {exc.strerror or type(exc).__name__}") from exc
 
-    async def kill(self, handle: str, session_id: str) -> None:
+    async def kill(self, handle: str, reach: Reach) -> None:
         """Stop a job (recorded as ``killed`` at once; its session is told as for any end)."""
-        entry = self.running(handle, session_id)
+        entry = self.running(handle, reach)
         self._set(entry.meta.ended(ProcessStatus("killed")))
         entry.killed.set()
         if entry.local is not None:
@@ -361,9 +374,9 @@ class ProcessRegistry:
         if entry.watcher is not None:
             entry.watcher.cancel()
 
-    async def write(self, handle: str, session_id: str, text: str) -> None:
+    async def write(self, handle: str, reach: Reach, text: str) -> None:
         """Type ``text`` into a tmux job, or write it to a plain job's stdin."""
-        entry = self.running(handle, session_id)
+        entry = self.running(handle, reach)
         text = text.replace("\\n", "\n")  # a model's "\n" means a newline, as documented
         if entry.meta.tmux_session is not None:
             await self.tmux.send_literal(
@@ -375,18 +388,18 @@ class ProcessRegistry:
         if not await entry.local.write(text.encode("utf-8")):
             raise ProcessError("stdin write timed out")
 
-    def tmux_session(self, handle: str, session_id: str, *, running: bool) -> str:
+    def tmux_session(self, handle: str, reach: Reach, *, running: bool) -> str:
         """The job's tmux session (ProcessError for a plain job or without tmux)."""
-        entry = self.running(handle, session_id) if running else self.owned(handle, session_id)
+        entry = self.running(handle, reach) if running else self.owned(handle, reach)
         if entry.meta.tmux_session is None:
             raise ProcessError("process does not have a tmux session")
         if not self.tmux.available:
             raise ProcessError("tmux is not available")
         return entry.meta.tmux_session
 
-    def watch(self, handle: str, session_id: str, silence: float) -> None:
+    def watch(self, handle: str, reach: Reach, silence: float) -> None:
         """Report once each time the job's output stays silent for ``silence`` seconds."""
-        self.tmux_session(handle, session_id, running=True)
+        self.tmux_session(handle, reach, running=True)
         entry = self._entries[handle]
         if entry.watcher is not None:
             entry.watcher.cancel()
@@ -400,9 +413,9 @@ class ProcessRegistry:
             )
         )
 
-    def unwatch(self, handle: str, session_id: str) -> None:
+    def unwatch(self, handle: str, reach: Reach) -> None:
         """Stop the job's watcher (if any)."""
-        entry = self.owned(handle, session_id)
+        entry = self.owned(handle, reach)
         if entry.watcher is not None:
             entry.watcher.cancel()
             entry.watcher = None

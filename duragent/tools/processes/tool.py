@@ -13,21 +13,29 @@ taken from the agent's directory, as ``bash`` runs there). Policy: the call is c
 ``builtin:background_process:<action>`` and, for ``spawn``, its command is checked as a
 ``bash`` command too (``commands``), so a pattern denying ``bash:rm *`` cannot be dodged by
 spawning ``rm``.
+
+Every action but ``spawn`` keeps to the jobs the caller reaches (``meta.reach_of``): those
+started from the caller's own chat, or every job of the agent for the operator and an owner
+with ``tool_scope: agent``. Another chat's job is "process not found", like a missing one,
+and ``status`` shows no server path.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+from duragent.agents.access_spec import QuotaSpec
 from duragent.core.messages import ToolDefinition
 from duragent.tools._args import builtin_invocation, int_arg
 from duragent.tools.base import PolicyType, ToolContext, ToolOutcome
 from duragent.tools.processes.jobs import read_tail
-from duragent.tools.processes.meta import ProcessMeta
+from duragent.tools.processes.meta import ProcessMeta, Reach, reach_of
 from duragent.tools.processes.registry import ProcessError, ProcessRegistry, SpawnRequest
 from duragent.tools.processes.tmux import TmuxError
 
@@ -84,9 +92,16 @@ class BackgroundProcessTool:
     name: str = "background_process"
     policy_type: PolicyType = "builtin"
 
-    def __init__(self, registry: ProcessRegistry, chat_of: ChatOf | None = None) -> None:
+    def __init__(
+        self,
+        registry: ProcessRegistry,
+        chat_of: ChatOf | None = None,
+        quotas: QuotaSpec | None = None,
+    ) -> None:
         self._registry = registry
         self._chat_of = chat_of
+        self._quotas = quotas or QuotaSpec()
+        """The agent's ``spec.access.quotas``: ``background_processes_per_chat``."""
 
     def definition(self) -> ToolDefinition:
         """The reference's schema."""
@@ -174,31 +189,33 @@ class BackgroundProcessTool:
             )
         if action == "spawn":
             return await self._spawn(args, ctx)
+        reach = reach_of(ctx.agent_name, ctx.caller)
         if action == "list":
-            return self._list(ctx.session_id)
+            return self._list(reach, ctx.caller.reaches_all)
         handle = args.get("handle")
         if not isinstance(handle, str) or not handle.strip():
             return ToolOutcome(False, "Invalid arguments: 'handle' is required for this action")
         handle = handle.strip()
         try:
-            return await self._on_handle(action, handle, args, ctx.session_id)
+            return await self._on_handle(action, handle, args, reach, ctx)
         except (ProcessError, TmuxError) as exc:
             return ToolOutcome(False, str(exc))
 
     async def _on_handle(
-        self, action: str, handle: str, args: Mapping[str, Any], session: str
+        self, action: str, handle: str, args: Mapping[str, Any], reach: Reach, ctx: ToolContext
     ) -> ToolOutcome:
+        """One job's action; a job out of ``reach`` (``reach_of``) is "not found"."""
         registry = self._registry
         if action == "status":
-            meta = registry.owned(handle, session).meta
-            return ToolOutcome(True, json.dumps(meta.document(), indent=2))
+            meta = registry.owned(handle, reach).meta
+            return ToolOutcome(True, json.dumps(_status(meta, ctx), indent=2))
         if action == "log":
             offset = int_arg(args, "offset", default=0, low=0, high=2**31)
             limit = int_arg(args, "limit", default=DEFAULT_LOG_LIMIT, low=0, high=2**31)
-            text = registry.read_log(handle, session, offset, limit)
+            text = registry.read_log(handle, reach, offset, limit)
             return ToolOutcome(True, text or "(no output yet)")
         if action == "capture":
-            name = registry.tmux_session(handle, session, running=False)
+            name = registry.tmux_session(handle, reach, running=False)
             return ToolOutcome(True, await registry.tmux.capture(name))
         if action == "send_keys":
             keys = _arg(args, "keys")
@@ -206,7 +223,7 @@ class BackgroundProcessTool:
                 return ToolOutcome(
                     False, "Invalid arguments: 'keys' is required for send_keys action"
                 )
-            name = registry.tmux_session(handle, session, running=True)
+            name = registry.tmux_session(handle, reach, running=True)
             await registry.tmux.send_keys(
                 name, keys.split(), enter=_bool(args, "press_enter", default=True)
             )
@@ -215,10 +232,10 @@ class BackgroundProcessTool:
             text = _arg(args, "input")
             if not isinstance(text, str):
                 return ToolOutcome(False, "Invalid arguments: 'input' is required for write action")
-            await registry.write(handle, session, text)
+            await registry.write(handle, reach, text)
             return ToolOutcome(True, f"Wrote to {handle}")
         if action == "kill":
-            await registry.kill(handle, session)
+            await registry.kill(handle, reach)
             return ToolOutcome(True, f"Killed process {handle}")
         if action == "watch":
             seconds = int_arg(
@@ -228,11 +245,11 @@ class BackgroundProcessTool:
                 low=1,
                 high=86400,
             )
-            registry.watch(handle, session, float(seconds))
+            registry.watch(handle, reach, float(seconds))
             return ToolOutcome(
                 True, f"Screen watcher started for {handle} (silence timeout: {seconds}s)"
             )
-        registry.unwatch(handle, session)
+        registry.unwatch(handle, reach)
         return ToolOutcome(True, f"Screen watcher stopped for {handle}")
 
     async def _spawn(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome:
@@ -244,7 +261,8 @@ class BackgroundProcessTool:
         if isinstance(workdir, str) and workdir.strip():
             cwd = ctx.agent_dir / os.path.expanduser(workdir.strip())  # noqa: ASYNC240 (no I/O)
         if not await asyncio.to_thread(os.path.isdir, cwd):
-            return ToolOutcome(False, f"Failed to spawn process: no such directory: {cwd}")
+            shown = workdir.strip() if isinstance(workdir, str) else "."  # no server path
+            return ToolOutcome(False, f"Failed to spawn process: no such directory: {shown}")
         label = args.get("label")
         chat = await self._chat_of(ctx.session_id) if self._chat_of is not None else None
         request = SpawnRequest(
@@ -264,6 +282,10 @@ class BackgroundProcessTool:
         )
         if request.interactive and ctx.sandbox.confines:
             return ToolOutcome(False, INTERACTIVE_SANDBOXED)
+        if chat is not None:  # no await from here to the job's entry: two spawns see each other
+            refusal = self._over_quota(ctx.agent_name, chat)
+            if refusal is not None:
+                return ToolOutcome(False, refusal)
         try:
             meta = await self._registry.spawn(request)
         except ProcessError as exc:
@@ -280,15 +302,47 @@ class BackgroundProcessTool:
             doc["note"] = "tmux is not installed: running as a plain process (no screen)"
         return ToolOutcome(True, json.dumps(doc, indent=2))
 
-    def _list(self, session_id: str) -> ToolOutcome:
-        metas = self._registry.listing(session_id)
+    def _over_quota(self, agent: str, chat: tuple[str, str]) -> str | None:
+        """The refusal when ``chat`` runs ``background_processes_per_chat`` jobs already.
+
+        Jobs started from a chat remember it (their meta's ``gateway`` and ``chat_id``); a
+        session with no chat (the operator's, over HTTP or the CLI) is not limited.
+        """
+        limit = self._quotas.background_processes_per_chat
+        running = self._registry.running_in_chat(agent, *chat)
+        if running < limit:
+            return None
+        field = "spec.access.quotas.background_processes_per_chat"
+        return (
+            f"Failed to spawn process: quota reached: this chat runs {running} background "
+            f"processes, the most {field} allows ({limit}). Wait for one to finish or kill "
+            f"one (action=kill), or the agent's owner can raise {field} in its agent.yaml."
+        )
+
+    def _list(self, reach: Reach, everywhere: bool) -> ToolOutcome:
+        metas = self._registry.listing(reach)
         if not metas:
-            return ToolOutcome(True, "No background processes for this session.")
+            where = "" if everywhere else " for this chat"
+            return ToolOutcome(True, f"No background processes{where}.")
         lines = []
         for m in metas:
             tmux = f" [interactive: {m.tmux_session}]" if m.tmux_session else ""
             lines.append(f"- {m.handle} | {m.command} | {m.status} | {m.label or '-'}{tmux}\n")
         return ToolOutcome(True, "".join(lines))
+
+
+def _status(meta: ProcessMeta, ctx: ToolContext) -> dict[str, Any]:
+    """``status``'s JSON: the meta file's, without server paths.
+
+    No ``log_path``; a ``workdir`` inside the agent's directory is shown relative to it, as
+    ``spawn`` takes it.
+    """
+    doc = meta.document()
+    del doc["log_path"]
+    if meta.workdir is not None:
+        with contextlib.suppress(ValueError):
+            doc["workdir"] = str(Path(meta.workdir).relative_to(ctx.agent_dir))
+    return doc
 
 
 def _waited(meta: ProcessMeta) -> ToolOutcome:

@@ -43,7 +43,7 @@ from duragent.testing.discord_objects import Person
 from duragent.tools.base import Tool
 from duragent.turns import TurnRunner
 from duragent.turns.providers import ProviderPool
-from tests.frontkit.chat_contract_kit import ChatSetup, Platform
+from tests.frontkit.chat_contract_kit import ChatSetup, Platform, run_scheduled_task
 from tests.frontkit.memory_chat import BOT_USERNAME, agent_yaml
 from tests.polling import eventually
 
@@ -97,7 +97,7 @@ class DiscordChat:
         )
         await self.registry.open()
         tools: Sequence[Tool] = self.setup.tools
-        runner = TurnRunner(
+        self.runner = runner = TurnRunner(
             self.registry,
             agents=lambda: self.catalog,
             providers=self.providers,
@@ -168,6 +168,9 @@ class DiscordChat:
     async def settle(self) -> None:
         assert await eventually(lambda: self.gateway.taken >= self._pushed), "events left"
         assert await eventually(lambda: len(self.tasks) == 0), "background work did not end"
+
+    async def scheduled_task(self, chat: ChatRef, task: str) -> None:
+        await run_scheduled_task(self.runner, self.gateway.outbound, chat, task)
 
     async def restart(self) -> None:
         await self.settle()

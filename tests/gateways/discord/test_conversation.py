@@ -18,6 +18,7 @@ from duragent.core.metrics import Metrics
 from duragent.frontkit.queue import TURN_FAILED
 from duragent.testing import Reply
 from duragent.testing.discord_objects import Person
+from tests.context.quoted_wire import quoted_texts, spoken
 from tests.frontkit.chat_contract_kit import ChatSetup
 from tests.gateways.discord.discord_chat import GROUP_ID, discord_chat
 from tests.polling import eventually
@@ -32,7 +33,8 @@ FENCE = re.compile(r"^```", re.MULTILINE)
 
 
 def users(request_json: dict[str, Any]) -> list[str]:
-    return [m["content"] for m in request_json["messages"] if m["role"] == "user"]
+    """What people said in the request (the runtime's quoted context blocks left out)."""
+    return spoken(request_json["messages"])
 
 
 async def test_a_direct_message_shows_typing_then_one_reply_quoting_it(tmp_path: Path) -> None:
@@ -59,7 +61,8 @@ async def test_a_mention_in_the_text_triggers_and_reads_as_names(tmp_path: Path)
         prompt = chat.llm.requests[-1].json
         assert [m["content"] for m in chat.dc.sent(GROUP)] == ["Sure."]
     assert users(prompt) == ["Ann: ask @Bobby and @duragent_bot"]
-    assert "Ann: lunch, @Bobby?" in prompt["messages"][0]["content"]  # the silent buffer
+    assert "\n> Ann: lunch, @Bobby?" in quoted_texts(prompt)[-1]  # the silent buffer, quoted
+    assert "lunch" not in prompt["messages"][0]["content"]  # never as system text (issue 33)
 
 
 async def test_a_bare_mention_reaches_the_model_as_the_bots_name(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from duragent.frontkit import NOT_SAVED
 from duragent.store import SessionStore, StoreHealth
 from duragent.testing import Reply
 from duragent.testing.discord_objects import Person
+from tests.context.quoted_wire import spoken
 from tests.frontkit.chat_contract_kit import ChatSetup
 from tests.gateways.discord.discord_chat import DiscordChat, discord_chat
 from tests.polling import eventually
@@ -47,7 +48,7 @@ async def test_a_message_written_while_the_disk_is_full_is_answered_once_space_i
         texts = [m["content"] for m in chat.dc.sent(DM)]
     assert texts
     assert NOT_SAVED not in texts
-    asked = [m["content"] for m in chat.llm.requests[-1].json["messages"] if m["role"] == "user"]
+    asked = spoken(chat.llm.requests[-1].json["messages"])
     assert asked == ["written while the disk is full", "and a second one"]  # one turn, or two
 
 

@@ -36,7 +36,7 @@ from duragent.testing.gateway_control import FakeChild, GatewayControl
 from duragent.tools.base import Tool
 from duragent.turns import TurnRunner
 from duragent.turns.providers import ProviderPool
-from tests.frontkit.chat_contract_kit import GATEWAY, ChatSetup
+from tests.frontkit.chat_contract_kit import GATEWAY, ChatSetup, run_scheduled_task
 from tests.frontkit.memory_chat import BOT_USERNAME, agent_yaml
 from tests.polling import eventually
 
@@ -126,7 +126,7 @@ class ExternalChat:
         )
         await self.registry.open()
         tools: Sequence[Tool] = self.setup.tools
-        runner = TurnRunner(
+        self.runner = runner = TurnRunner(
             self.registry,
             agents=lambda: self.catalog,
             providers=self.providers,
@@ -173,6 +173,9 @@ class ExternalChat:
 
     async def settle(self) -> None:
         assert await eventually(lambda: len(self.tasks) == 0), "background work did not end"
+
+    async def scheduled_task(self, chat: ChatRef, task: str) -> None:
+        await run_scheduled_task(self.runner, self.gateway.outbound, chat, task)
 
     async def restart(self) -> None:
         await self.settle()

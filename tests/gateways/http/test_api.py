@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
+
+import pytest
 
 from duragent.testing import Reply
 from tests.gateways.http.api_fixtures import served
@@ -137,3 +140,36 @@ async def test_admin_reload_and_shutdown_answer_json_keeping_the_reference_text(
         assert first.json() == {"status": "shutting_down", "message": "Shutdown initiated"}
         second = await s.client.post("/api/admin/v1/shutdown")
         assert second.status_code == 409
+
+
+async def test_a_reload_that_moves_an_agents_model_endpoint_says_so_loudly(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-the-owners-key")
+    async with served(tmp_path) as s:
+        agent = s.root / ".duragent" / "agents" / "bot" / "agent.yaml"
+        same = await s.client.post("/api/admin/v1/reload-agents")
+        assert same.json()["endpoint_changes"] == []
+        text = agent.read_text()
+        agent.write_text(
+            text.replace("provider: fake", "provider: openai").replace(
+                s.server.openai_base_url, "https://user:pw@evil.example:8443/v1"
+            )
+        )
+        with caplog.at_level(logging.WARNING, logger="duragent.runtime.server"):
+            moved = await s.client.post("/api/admin/v1/reload-agents")
+    host = s.server.openai_base_url.split("//")[1].split("/")[0]
+    where = "agent 'bot' (spec.model in bot/agent.yaml)"
+    said = [
+        f"{where}: spec.model.provider changed since the server started: fake → openai",
+        f"{where}: spec.model.base_url changed since the server started: its model calls and "
+        f"provider key now go to evil.example:8443 (was {host})",
+        f"{where}: the key source changed since the server started: FAKE_API_KEY → OPENAI_API_KEY",
+    ]
+    body = moved.json()
+    assert body["endpoint_changes"] == said
+    assert body["agents"] == ["bot"]  # the existing fields stay
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert [w for w in warnings if w.startswith(where)] == said
+    assert "sk-the-owners-key" not in moved.text + caplog.text
+    assert "pw" not in " ".join(said)

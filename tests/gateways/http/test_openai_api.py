@@ -12,6 +12,7 @@ from openai import AsyncOpenAI
 from duragent.config import load_workspace
 from duragent.runtime import Runtime
 from duragent.testing import Fault, Reply, ScriptedLLMServer, ToolCallReply
+from tests.context.quoted_wire import spoken
 from tests.gateways.http.api_fixtures import served, write_workspace
 
 BASH_TOOL = "  tools:\n    - type: builtin\n      name: bash\n"
@@ -26,7 +27,7 @@ def sdk(port: int | None, key: str = "unused") -> AsyncOpenAI:
 def user_turns(request_body: dict[str, object]) -> list[str]:
     messages = request_body["messages"]
     assert isinstance(messages, list)
-    return [m["content"] for m in messages if m["role"] == "user"]
+    return spoken(messages)  # the runtime's quoted context blocks left out
 
 
 async def test_a_plain_completion_answers_with_the_agents_reply(tmp_path: Path) -> None:

@@ -18,8 +18,8 @@ async def test_an_operator_pin_is_in_every_request_until_it_is_unpinned(tmp_path
         s.server.enqueue(Reply(text="noted"), Reply(text="again"))
         await s.client.post(f"/api/v1/sessions/{sid}/messages", json={"content": "plan a trip"})
         block = s.server.requests[-1].json["messages"][1]
-        assert block["role"] == "system"
-        assert "decision: Budget is 40 EUR." in block["content"]
+        assert block["role"] == "user"  # a person wrote it: quoted, never system text
+        assert "> - decision: Budget is 40 EUR." in block["content"]
         listed = (await s.client.get(pins)).json()
         assert [p["text"] for p in listed["pins"]] == ["Budget is 40 EUR."]
         assert listed["pins"][0]["source"] == "operator"

@@ -53,6 +53,8 @@ spec:
   tools:
     - type: builtin
       name: bash
+  access:  # one writer stands for every chat's people: no per-sender rate
+    quotas: {messages_per_sender_per_minute: 0}
 """
 
 _GROUP_AGENT = """\
@@ -68,6 +70,7 @@ spec:
     max_input_tokens: 64000
     max_output_tokens: 500
   access:
+    quotas: {{messages_per_sender_per_minute: 0}}  # one writer stands for every chat's people
     groups:
       activation: mention
       queue:

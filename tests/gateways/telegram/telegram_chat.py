@@ -49,7 +49,7 @@ from duragent.testing.telegram_objects import photo_sizes, sticker_object
 from duragent.tools.base import Tool
 from duragent.turns import TurnRunner
 from duragent.turns.providers import ProviderPool
-from tests.frontkit.chat_contract_kit import ChatSetup
+from tests.frontkit.chat_contract_kit import ChatSetup, run_scheduled_task
 from tests.frontkit.memory_chat import BOT_USERNAME, agent_yaml
 from tests.gateways.telegram.rig import TOKEN
 from tests.polling import eventually
@@ -111,7 +111,7 @@ class TelegramChat:
         )
         await self.registry.open()
         tools: Sequence[Tool] = self.setup.tools
-        runner = TurnRunner(
+        self.runner = runner = TurnRunner(
             self.registry,
             agents=lambda: self.catalog,
             providers=self.providers,
@@ -159,6 +159,9 @@ class TelegramChat:
     async def settle(self) -> None:
         assert await eventually(lambda: not self.tg.pending_updates()), "updates left pending"
         assert await eventually(lambda: len(self.tasks) == 0), "background work did not end"
+
+    async def scheduled_task(self, chat: ChatRef, task: str) -> None:
+        await run_scheduled_task(self.runner, self.gateway.outbound, chat, task)
 
     async def restart(self) -> None:
         await self.settle()

@@ -15,6 +15,7 @@ import pytest
 from tests.frontkit.chat_contract_kit import ChatDriver, ChatSetup
 from tests.frontkit.contract_approvals import *  # noqa: F403 — the shared suites
 from tests.frontkit.contract_chat import *  # noqa: F403
+from tests.frontkit.contract_strangers import *  # noqa: F403
 from tests.gateways.telegram.telegram_chat import telegram_chat
 
 

@@ -14,6 +14,7 @@ import pytest
 
 from duragent.store import SessionStore, StoreHealth
 from duragent.testing import Reply
+from tests.context.quoted_wire import spoken
 from tests.gateways.telegram.rig import BOT, assert_never_logged, log_everything, telegram_rig
 from tests.polling import eventually
 from tests.store.failing_ops import FailingFileOps
@@ -22,7 +23,8 @@ GROUP = -100555
 
 
 def user_messages(request_json: dict[str, Any]) -> list[str]:
-    return [m["content"] for m in request_json["messages"] if m["role"] == "user"]
+    """What people said in the request (the runtime's quoted context blocks left out)."""
+    return spoken(request_json["messages"])
 
 
 async def test_a_direct_message_gets_one_reply_with_typing_and_few_calls(
@@ -82,11 +84,12 @@ async def test_a_group_hears_chatter_silently_then_answers_a_mention_with_the_ch
         assert await rig.replies(GROUP) == ["It broke at 9."]
         await rig.settle()
     prompt = rig.llm.requests[-1].json["messages"]
-    assert prompt[0]["role"] == "system"
-    assert prompt[0]["content"].endswith(
-        "Recent group conversation before you were mentioned:\n\n"
-        "Ann: the build is red\nBob: since 9\n"
+    assert prompt[-2]["role"] == "user"  # quoted right before the mention (issue 33)
+    assert prompt[-2]["content"].endswith(
+        "> Recent group conversation before you were mentioned:\n>\n"
+        "> Ann: the build is red\n> Bob: since 9"
     )
+    assert "the build is red" not in prompt[0]["content"]
     assert user_messages(rig.llm.requests[-1].json) == [f"Eve: @{BOT} what happened?"]
     reply = rig.tg.calls("sendMessage", chat_id=GROUP)[0]
     assert reply.params["reply_parameters"]["message_id"] == asked["message"]["message_id"]

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from duragent.core.caller import OPERATOR, Caller
 from duragent.tools.base import ToolContext, ToolOutcome
 from duragent.tools.processes import BackgroundProcessTool, ProcessMeta, ProcessRegistry, Tmux
 
@@ -63,9 +64,12 @@ class Rig:
     registry: ProcessRegistry
     tool: BackgroundProcessTool
     told: Told
+    chats: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """The chat (gateway, chat id) each session is in; a session not named has none."""
 
-    def ctx(self, session_id: str = "s1") -> ToolContext:
+    def ctx(self, session_id: str = "s1", caller: Caller = OPERATOR) -> ToolContext:
         return ToolContext(
+            caller=caller,
             session_id=session_id,
             agent_name="bot",
             agent_dir=self.root,
@@ -73,11 +77,15 @@ class Rig:
             world_memory_dir=self.root / "world",
         )
 
-    async def call(self, session_id: str = "s1", **args: Any) -> ToolOutcome:
-        return await self.tool.run(args, self.ctx(session_id))
+    async def call(
+        self, session_id: str = "s1", caller: Caller = OPERATOR, **args: Any
+    ) -> ToolOutcome:
+        return await self.tool.run(args, self.ctx(session_id, caller))
 
-    async def spawn(self, command: str, session_id: str = "s1", **args: Any) -> str:
-        outcome = await self.call(session_id, action="spawn", command=command, **args)
+    async def spawn(
+        self, command: str, session_id: str = "s1", caller: Caller = OPERATOR, **args: Any
+    ) -> str:
+        outcome = await self.call(session_id, caller, action="spawn", command=command, **args)
         assert outcome.success, outcome.content
         handle: str = json.loads(outcome.content)["handle"]
         return handle
@@ -97,8 +105,13 @@ async def rig(root: Path, tmux: Tmux | None = None, **settings: Any) -> AsyncIte
         poll_seconds=settings.pop("poll_seconds", 0.05),
         **settings,
     )
+    chats: dict[str, tuple[str, str]] = {}
+
+    async def chat_of(session_id: str) -> tuple[str, str] | None:
+        return chats.get(session_id)
+
     await registry.start()
     try:
-        yield Rig(root, registry, BackgroundProcessTool(registry), told)
+        yield Rig(root, registry, BackgroundProcessTool(registry, chat_of), told, chats)
     finally:
         await registry.stop()

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from duragent.core.caller import OPERATOR
+from duragent.tools.processes.meta import reach_of
 from tests.tools.processes.helpers import rig
 
 
@@ -25,7 +27,7 @@ async def test_a_spawn_cancelled_while_its_process_starts_is_still_reported_when
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        if not r.registry.listing("s1"):
+        if not r.registry.listing(reach_of("bot", OPERATOR)):
             return  # cut before the job was recorded: nothing to report
         gate.touch()
         message = await r.told.wait_ended(within=10)

@@ -6,6 +6,8 @@ import asyncio
 import json
 from pathlib import Path
 
+from duragent.core.caller import OPERATOR
+from duragent.tools.processes.meta import reach_of
 from tests.polling import eventually
 from tests.tools.processes.helpers import Rig, needs_tmux, rig, tmux_server
 
@@ -62,7 +64,8 @@ async def test_watch_reports_once_when_the_output_falls_silent(tmp_path: Path) -
             handle = await r.spawn("echo working; sleep 30", interactive=True)
             outcome = await r.call(action="watch", handle=handle, interval_seconds=1)
             assert outcome.content == f"Screen watcher started for {handle} (silence timeout: 1s)"
-            r.registry.watch(handle, "s1", 0.3)  # the same watcher, quicker, replacing it
+            # The same watcher, quicker, replacing it:
+            r.registry.watch(handle, reach_of("bot", OPERATOR), 0.3)
             assert await eventually(lambda: bool(r.told.halted), within=5)
             await asyncio.sleep(0.8)  # still silent: no second report until output resumes
             stopped = await r.call(action="unwatch", handle=handle)

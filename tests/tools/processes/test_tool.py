@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from duragent.tools.processes.meta import ProcessMeta, pid_start_time
+from duragent.core.caller import OPERATOR, Caller, ChatRef
+from duragent.tools.processes.meta import ProcessMeta, pid_start_time, reach_of
 from tests.polling import eventually
-from tests.tools.processes.helpers import rig
+from tests.tools.processes.helpers import Rig, rig
 
 
 async def test_a_finished_job_is_reported_to_its_session_with_status_and_output(
@@ -122,20 +123,87 @@ async def test_wait_returns_the_outcome_as_the_tool_result_and_reports_nothing(
     assert doc["output"] == "done\n"
 
 
-async def test_another_session_can_neither_read_nor_kill_a_job(tmp_path: Path) -> None:
+ALICE = Caller(role="member", chat=ChatRef("telegram", "100"), sender_id="100")
+BOB = Caller(role="member", chat=ChatRef("telegram", "200"), sender_id="200")
+AGENT_WIDE_OWNER = Caller(
+    role="owner", chat=ChatRef("telegram", "200"), sender_id="200", agent_wide=True
+)
+HANDLE_ACTIONS = ("status", "log", "capture", "send_keys", "write", "kill", "watch", "unwatch")
+
+
+def two_chats(r: Rig) -> None:
+    """Alice's DM has two sessions (before and after a /reset); Bob's DM one."""
+    r.chats.update({"alice-1": ("telegram", "100"), "alice-2": ("telegram", "100")})
+    r.chats["bob"] = ("telegram", "200")
+
+
+async def test_another_chat_can_neither_see_nor_touch_a_chats_job(tmp_path: Path) -> None:
     async with rig(tmp_path) as r:
-        handle = await r.spawn("sleep 5")
-        for action in ("status", "log", "kill", "write"):
-            outcome = await r.call("s2", action=action, handle=handle, input="x")
-            assert (outcome.success, outcome.content) == (
+        two_chats(r)
+        handle = await r.spawn("sleep 5", "alice-1", ALICE)
+        for action in HANDLE_ACTIONS:
+            args = {"handle": handle, "input": "x", "keys": "Enter"}
+            theirs = await r.call("bob", BOB, action=action, **args)
+            missing = await r.call("bob", BOB, action=action, **(args | {"handle": "nope"}))
+            assert (theirs.success, theirs.content) == (
                 False,
-                "process belongs to a different session",
+                f"process not found: {handle}",
             ), action
-        listing = await r.call("s2", action="list")
-        assert listing.content == "No background processes for this session."
-        mine = await r.call(action="list")
-        assert mine.content == f"- {handle} | sleep 5 | running | -\n"
+            assert missing.content == "process not found: nope", action
+        listing = await r.call("bob", BOB, action="list")
+        assert listing.content == "No background processes for this chat."
+        later = await r.call("alice-2", ALICE, action="list")  # the same chat, after /reset
+        assert later.content == f"- {handle} | sleep 5 | running | -\n"
+        assert r.registry.get(handle) is not None
+        assert not r.registry.get(handle).status.terminal  # type: ignore[union-attr]
+        await r.call("alice-2", ALICE, action="kill", handle=handle)
+
+
+async def test_a_job_with_no_chat_is_seen_by_no_chat(tmp_path: Path) -> None:
+    """An HTTP session's job, or one from a meta file that never recorded a chat."""
+    async with rig(tmp_path) as r:
+        two_chats(r)
+        handle = await r.spawn("sleep 5")  # the operator's session "s1": no chat
+        listing = await r.call("alice-1", ALICE, action="list")
+        status = await r.call("alice-1", ALICE, action="status", handle=handle)
+        assert listing.content == "No background processes for this chat."
+        assert status.content == f"process not found: {handle}"
         await r.call(action="kill", handle=handle)
+
+
+@pytest.mark.parametrize("caller", [OPERATOR, AGENT_WIDE_OWNER], ids=["operator", "owner"])
+async def test_the_operator_and_an_agent_wide_owner_reach_every_chats_jobs(
+    caller: Caller, tmp_path: Path
+) -> None:
+    async with rig(tmp_path) as r:
+        two_chats(r)
+        alices = await r.spawn("sleep 5", "alice-1", ALICE)
+        operators = await r.spawn("sleep 5")
+        listing = await r.call("bob", caller, action="list")
+        status = await r.call("bob", caller, action="status", handle=alices)
+        killed = await r.call("bob", caller, action="kill", handle=alices)
+        await r.call(action="kill", handle=operators)
+    assert {line.split(" | ")[0] for line in listing.content.splitlines()} == {
+        f"- {alices}",
+        f"- {operators}",
+    }
+    assert json.loads(status.content)["chat_id"] == "100"
+    assert killed.content == f"Killed process {alices}"
+
+
+async def test_status_and_refusals_show_no_server_path(tmp_path: Path) -> None:
+    async with rig(tmp_path) as r:
+        (tmp_path / "work").mkdir()
+        handle = await r.spawn("sleep 5", workdir="work")
+        status = await r.call(action="status", handle=handle)
+        nowhere = await r.call(action="spawn", command="true", workdir="no/such")
+        await r.call(action="kill", handle=handle)
+    doc = json.loads(status.content)
+    assert "log_path" not in doc
+    assert doc["workdir"] == "work"
+    assert nowhere.content == "Failed to spawn process: no such directory: no/such"
+    for outcome in (status, nowhere):
+        assert str(tmp_path) not in outcome.content
 
 
 async def test_mistakes_get_the_reference_texts(tmp_path: Path) -> None:
@@ -254,7 +322,7 @@ async def test_a_wait_cut_short_leaves_the_job_to_be_reported_when_it_ends(
         task = asyncio.create_task(
             r.call(action="spawn", command=f"until [ -e {gate} ]; do sleep 0.02; done", wait=True)
         )
-        assert await eventually(lambda: bool(r.registry.listing("s1")))
+        assert await eventually(lambda: bool(r.registry.listing(reach_of("bot", OPERATOR))))
         task.cancel()  # the tool call's own time limit
         with pytest.raises(asyncio.CancelledError):
             await task
