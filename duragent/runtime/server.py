@@ -39,6 +39,7 @@ from duragent.frontkit import (
     OwnerRelay,
     WebhookReceiver,
 )
+from duragent.frontkit.delivery import Deliveries, Delivery
 from duragent.gateways.http import HttpServer, build_app
 from duragent.gateways.http.forwarding import SessionForwarding
 from duragent.runtime.endpoints import Endpoint, endpoint_changes, endpoint_of
@@ -123,6 +124,7 @@ class Runtime:
         if self.metrics is not None:
             self.registry.instrument(self.metrics)
         self._sandbox = sandboxes.for_workspace(config.sandbox, paths)
+        self._deliveries: Deliveries | None = None
         self._fronts = Fronts(
             config,
             paths.root,
@@ -407,6 +409,14 @@ class Runtime:
     def outbound_port(self, gateway: str) -> OutboundPort | None:
         """What sends into chats of ``gateway`` (None: not configured or not started)."""
         return self._fronts.outbound_port(gateway)
+
+    def chat_delivery(self, gateway: str) -> Delivery | None:
+        """What delivers into chats of ``gateway`` for HTTP (an approval decided there)."""
+        if self._deliveries is None:
+            self._deliveries = Deliveries(
+                self._turns.registry, self._fronts.outbound_port, agents=lambda: self._catalog
+            )
+        return self._deliveries.get(gateway)
 
     def gateway_states(self) -> dict[str, str]:
         """Each chat gateway's state (``/readyz``)."""

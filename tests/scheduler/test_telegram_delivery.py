@@ -160,6 +160,9 @@ async def test_a_scheduled_tasks_approval_without_an_owner_says_so_and_http_stil
         )
         assert answer.status_code == 200, answer.text
         assert answer.json()["content"] == "The report script printed ok."
+        assert await eventually(  # the chat the turn belongs to hears the rest of it too
+            lambda: "The report script printed ok." in rig.tg.sent_messages(ANN)
+        )
 
 
 async def test_the_schedule_tool_creates_a_schedule_for_the_chat_it_is_called_in(

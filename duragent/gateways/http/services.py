@@ -9,6 +9,7 @@ from duragent.agents import AgentCatalog
 from duragent.config import WorkspaceConfig
 from duragent.core.tasks import BackgroundTasks
 from duragent.frontkit import OwnerRelay, WebhookReceiver
+from duragent.frontkit.delivery import Delivery
 from duragent.gateways.http.forwarding import SessionForwarding
 from duragent.gateways.http.schedules import ScheduleDesk
 from duragent.turns import TurnRunner
@@ -55,6 +56,14 @@ class HttpServices(Protocol):
     @property
     def relay(self) -> OwnerRelay | None:
         """Chat messages other nodes hand to this one (None: one node)."""
+        ...
+
+    def chat_delivery(self, gateway: str) -> Delivery | None:
+        """What delivers a turn's outcome into a chat of ``gateway`` (None: not started).
+
+        An approval of a chat's session decided over HTTP resumes a turn whose reply belongs
+        in that chat as well as in the HTTP answer.
+        """
         ...
 
     def starting(self) -> str | None:

@@ -9,6 +9,7 @@ forgets them.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from starlette.requests import Request
@@ -17,6 +18,7 @@ from starlette.responses import JSONResponse, Response
 from duragent.core.logctx import log_context, new_turn_id
 from duragent.core.snapshot import SessionStatus
 from duragent.errors import AgentNotFoundError, LLMError
+from duragent.frontkit import ChatRef as KitChat
 from duragent.frontkit import await_turn
 from duragent.gateways.http.cut_turns import interrupted_problem, reply_body
 from duragent.gateways.http.forwarding import IDEMPOTENCY_KEY
@@ -45,6 +47,8 @@ from duragent.turns import (
 )
 
 __all__ = ["SessionRoutes"]
+
+log = logging.getLogger(__name__)
 
 _MAX_SESSION_ID_BYTES = 255  # NAME_MAX: a session id is a folder name
 _BOOLEANS = {"true": True, "false": False}
@@ -268,6 +272,27 @@ class SessionRoutes:
                 message_key=message_key(request),
             )
 
+    async def _tell_chat(self, session_id: str, result: TurnResult) -> None:
+        """A chat's session resumed over HTTP: the rest of its turn goes to the chat too.
+
+        The chat's people asked and wait there (an approval only an owner may answer may be
+        decided here). Delivered in the background, recorded once (``frontkit.delivery``):
+        the HTTP answer does not wait for the platform.
+        """
+        chat = (await self.s.turns.registry.info(session_id)).chat
+        delivery = self.s.chat_delivery(chat.gateway) if chat is not None else None
+        if chat is None or delivery is None:
+            return
+        where = KitChat(chat.gateway, chat.chat_id)
+
+        async def deliver() -> None:
+            try:
+                await delivery.deliver(where, result)
+            except Exception as exc:  # the chat's recovery delivers an owed reply at start
+                log.warning("session %s: could not deliver to %s: %s", session_id, where, exc)
+
+        self.s.tasks.spawn(deliver(), name=f"deliver-{where.target}")
+
     async def approve(self, request: Request) -> Response:
         """POST /api/v1/sessions/{id}/approve {call_id, decision}."""
         session_id = _session_id(request)
@@ -289,6 +314,7 @@ class SessionRoutes:
             try:
                 result = await self.s.turns.approve(session_id, call_id, decision)
                 response = _resumed(result)
+                await self._tell_chat(session_id, result)
             except NoPendingApprovalError as exc:
                 raise ProblemError(404, str(exc), headers=turn) from None
             except ApprovalError as exc:  # another call_id waits, or allow_always not saved

@@ -59,6 +59,9 @@ class BrokenServices:
     def gateway_states(self) -> dict[str, str]:
         return {}
 
+    def chat_delivery(self, gateway: str) -> None:
+        return None
+
     def webhooks(self) -> dict[str, WebhookReceiver]:
         return {}
 
