@@ -67,6 +67,10 @@ class NewSession:
     """``archive | discard | disabled`` (the agent's ``compaction`` field); None: the default."""
     silent_cap: int = DEFAULT_SILENT_BUFFER_CAP
     """The context buffer's bound (the agent's ``context_buffer.max_messages``)."""
+    tokens_day: str = ""
+    tokens_today: int = 0
+    """The model tokens the chat's previous session used on ``tokens_day``: the daily quota
+    is the chat's (``tokens_per_chat_per_day``), so ``/reset`` or a TTL end must not renew it."""
 
 
 class Journal:
@@ -166,6 +170,8 @@ class Journal:
             actor_message_limit=new.message_limit,
             compaction=new.rollover,
             silent_buffer_cap=new.silent_cap,
+            tokens_day=new.tokens_day,
+            tokens_today=new.tokens_today,
         )
         self._state = SessionState(snapshot)
         self.record(

@@ -25,13 +25,14 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from duragent.core.clock import utc_now
 from duragent.core.ids import new_session_id
 from duragent.core.metrics import Metrics
 from duragent.core.snapshot import SessionStatus
+from duragent.errors import DuragentError
 from duragent.session.actor import NewSession, SessionInfo, SessionQuarantinedError
 from duragent.session.bridge import SessionUnavailableError
 from duragent.session.chat_claims import ANY_MAPPING, AnyMapping, map_created_session
@@ -70,6 +71,10 @@ class RegistrySettings:
     """At most this many asks in flight to actor threads at once; None: adaptive (``gate``)."""
 
 
+TOKEN_COUNTS = 10_000
+"""Completed chat sessions whose daily token count waits for the chat's next session."""
+
+
 class SessionRegistry:
     """Session id ↔ live actor, and chat key → session (see module docstring)."""
 
@@ -104,6 +109,7 @@ class SessionRegistry:
         )
         self._chat_locks: KeyedLocks[ChatKey] = KeyedLocks()
         self._usable: set[str] = set()
+        self._token_counts: OrderedDict[ChatKey, tuple[str, int]] = OrderedDict()
         """Chat sessions this process saw usable (loaded, not completed): while their actor
         is live ``for_chat`` asks them nothing. A ``set_status``, a not-found or quarantined
         answer, or a delete drops one."""
@@ -212,6 +218,9 @@ class SessionRegistry:
                     log.warning(
                         "chat %s: session %s unusable (%s); starting a new one", key, existing, exc
                     )
+            carried = self._token_counts.pop(key, None)  # the chat's daily count goes on
+            if carried is not None:
+                new = replace(new, tokens_day=carried[0], tokens_today=carried[1])
             created = await self.create(new, replacing=existing)
             self._usable.add(created)
             return created
@@ -332,8 +341,26 @@ class SessionRegistry:
 
     async def _let_go(self, session_id: str) -> None:
         """After completing: unmap the session's chats and stop its actor."""
+        await self._keep_token_count(session_id)
         await asyncio.to_thread(self.store.chats.remove_session, session_id)
         await self._actors.stop(session_id)
+
+    async def _keep_token_count(self, session_id: str) -> None:
+        """Remember a completed chat session's token count for the chat's next session.
+
+        ``tokens_per_chat_per_day`` is the chat's: ``/reset`` or a TTL end must not give it a
+        fresh allowance. Kept in memory (a restart between the end and the next message
+        forgets it), at most ``TOKEN_COUNTS`` chats.
+        """
+        try:
+            info = await self.call(session_id, "info")
+        except DuragentError:
+            return
+        if info.tokens_today and info.gateway and info.gateway_chat_id:
+            key = (info.gateway, info.gateway_chat_id, info.agent)
+            self._token_counts[key] = (info.tokens_day, info.tokens_today)
+            while len(self._token_counts) > TOKEN_COUNTS:
+                self._token_counts.popitem(last=False)
 
     async def delete(self, session_id: str) -> None:
         """Stop the session and delete its folder."""

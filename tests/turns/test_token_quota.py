@@ -83,3 +83,22 @@ async def test_the_operators_sessions_are_not_limited(tmp_path: Path, calendar: 
             result = await h.runner.run(sid, f"question {n}")
             assert result.content == f"answer {n}"
         assert len(h.server.requests) == 3
+
+
+async def test_a_reset_does_not_renew_a_chats_spent_tokens(
+    tmp_path: Path, calendar: Calendar
+) -> None:
+    """Found in review: ``/reset`` (or a TTL end) started a session with a fresh count."""
+    async with harness(tmp_path, model_extra=QUOTA) as h:
+        h.server.enqueue(costly("first answer"))
+        sid = await h.runner.session_for_chat("telegram", "42", "bot")
+        await h.runner.run(sid, "hello", sender_id="7")
+        assert await h.registry.end_chat(("telegram", "42", "bot")) == sid  # what /reset does
+        fresh = await h.runner.session_for_chat("telegram", "42", "bot")
+        assert fresh != sid
+        refused = await h.runner.run(fresh, "again", sender_id="7")
+        assert refused.content == token_refusal(100)
+        assert len(h.server.requests) == 1
+        calendar.advance(days=1)
+        h.server.enqueue(costly("a new day"))
+        assert (await h.runner.run(fresh, "morning", sender_id="7")).content == "a new day"
