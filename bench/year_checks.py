@@ -60,8 +60,8 @@ def tool_checks(root: Path, model: YearModel) -> tuple[list[str], tuple[int, int
         sum(1 for ok in model.reads.values() if ok is None),
     )
     memory = root / ".duragent" / "agents" / "small" / "memory"
-    # a chat's notes are its own (memory/chats/<gateway>/<chat>/daily/); the agent's, for HTTP
-    daily = [*memory.glob("daily/*.md"), *memory.glob("chats/*/*/daily/*.md")]
+    chats = root / ".duragent" / "memory" / "chats" / "small"  # a chat's notes are its own
+    daily = [*memory.glob("daily/*.md"), *chats.glob("*/*/daily/*.md")]
     notes = "".join(p.read_text() for p in sorted(daily))
     once = 0
     for note, said in model.remembered.items():

@@ -135,30 +135,37 @@ def caller_for(
     chat_type: str | None,
     chat_id: str | None,
     sender_id: str | None,
+    paired: Container[str] = (),
 ) -> Caller:
     """Who a turn in this session acts for (``core.caller``).
 
     No gateway: the session is the operator's (HTTP API, CLI, console). A chat with no sender
-    (a scheduled task, a notice): a member's reach. Otherwise the sender's role; an owner's
-    ``tool_scope: agent`` reach holds in a direct message only: in a group, other people's
-    words (steered or batched into the turn, quoted chatter) could direct the tools.
+    (a scheduled task, a notice): a member's reach. Otherwise the sender's role, with one
+    cap: the owner's authority (and ``tool_scope: agent``) holds in a direct message only. In
+    a group (or a chat whose type is not known) other people's words shape the turn: their
+    messages are batched or steered into it and their chatter is quoted in it, so its tools
+    act for a member whoever wrote first. ``paired``: the DM senders an owner paired.
     """
     if gateway is None or chat_id is None:
         return Caller(role="owner", agent_wide=True)
     rules = access_of(access)
-    chat = ChatRef(gateway, chat_id)
+    chat = ChatRef(gateway, chat_id, chat_type)
     if sender_id is None:
         return Caller(role="member", chat=chat)
     role = role_of(
-        rules, gateway=gateway, chat_type=chat_type, chat_id=chat_id, sender_id=sender_id
+        rules,
+        gateway=gateway,
+        chat_type=chat_type,
+        chat_id=chat_id,
+        sender_id=sender_id,
+        paired=paired,
     )
+    in_dm = (chat_type or "").lower() in DM_CHAT_TYPES
+    if role == "owner" and not in_dm:
+        role = "member"
     return Caller(
         role=role,
         chat=chat,
         sender_id=sender_id,
-        agent_wide=(
-            role == "owner"
-            and rules.tool_scope == "agent"
-            and (chat_type or "").lower() in DM_CHAT_TYPES
-        ),
+        agent_wide=role == "owner" and rules.tool_scope == "agent",
     )

@@ -31,6 +31,8 @@ never waits silently.
 
 from __future__ import annotations
 
+from collections.abc import Container
+
 from duragent.agents.roles import access_of, role_of, sender_disposition
 from duragent.agents.spec import AccessSpec
 from duragent.turns import ApprovalDecision
@@ -61,10 +63,19 @@ def refusal(
     presser_id: str,
     requester_id: str | None,
     decision: ApprovalDecision,
+    paired: Container[str] = (),
 ) -> str | None:
-    """None when this press may decide; else the toast that says why not (module docstring)."""
+    """None when this press may decide; else the toast that says why not (module docstring).
+
+    ``paired``: the DM senders an owner paired (``dm.policy: pairing``): members, not strangers.
+    """
     role = role_of(
-        access, gateway=gateway, chat_type=chat_type, chat_id=chat_id, sender_id=presser_id
+        access,
+        gateway=gateway,
+        chat_type=chat_type,
+        chat_id=chat_id,
+        sender_id=presser_id,
+        paired=paired,
     )
     if role == "owner":
         return None

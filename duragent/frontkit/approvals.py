@@ -143,8 +143,16 @@ def decided_text(decision: ApprovalDecision, command: str, decider: str) -> str:
 class ApprovalButtons:
     """Answers presses on approval buttons (see module docstring)."""
 
-    def __init__(self, chat: ChatTurns, agents: Callable[[], AgentCatalog]) -> None:
+    def __init__(
+        self,
+        chat: ChatTurns,
+        agents: Callable[[], AgentCatalog],
+        *,
+        paired: Callable[[str, str], frozenset[str]] | None = None,
+    ) -> None:
         self._chat = chat
+        self._paired = paired
+        """(agent, gateway) → the DM senders an owner paired (``dm.policy: pairing``)."""
         self._agents = agents
         """The agents' catalog: whose ``spec.access`` says who may answer (read per press,
         so a reload that names an owner holds for the next press)."""
@@ -221,6 +229,7 @@ class ApprovalButtons:
             presser_id=press.sender.id,
             requester_id=found.pending.requester_id,
             decision=decision,
+            paired=self._paired(found.agent, press.gateway) if self._paired else (),
         )
         if refused is not None:
             log.info(

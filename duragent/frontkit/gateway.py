@@ -87,8 +87,8 @@ class ChatFront:
         self._dispatcher = dispatcher
         self.bot_username = bot_username
         """The bot's own name (``/reset@<name>``); set by the adapter once the platform says."""
-        self._buttons = ApprovalButtons(chat, agents)
         self._pairing = ChatPairing(chat.turns.workspace_dir, chat.outbound)
+        self._buttons = ApprovalButtons(chat, agents, paired=self._pairing.paired)
         self.rates = SenderRates()
         """Messages per sender per minute (``frontkit.rates``), checked after the gate."""
 

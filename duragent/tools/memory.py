@@ -16,9 +16,18 @@ runs on a thread so a slow disk does not stall other sessions.
 owner (``Caller.is_owner``) rewrites it, since every chat and agent reads what it says. The
 long-term memory and the daily experiences are what conversations left behind, so they are
 per chat: a caller that does not reach the whole agent keeps and reads them under
-``<agent_dir>/memory/chats/<gateway>/<chat id>/`` (``MEMORY.md``, ``daily/``), never another
-chat's nor the agent-wide ones. The operator (HTTP/CLI) and an owner with ``tool_scope:
-agent`` use the agent-wide files above, as before. Outputs name files, never server paths.
+``<workspace>/.duragent/memory/chats/<agent>/<gateway>/<chat id>/`` (``MEMORY.md``,
+``daily/``), never another chat's nor the agent-wide ones. That folder is outside the agent's
+folder on purpose: the sandbox gives every chat's commands the agent's folder, and one chat's
+commands must not read another's notes. The operator (HTTP/CLI) and an owner with
+``tool_scope: agent`` use the agent-wide files above, as before. Outputs name files, never
+server paths.
+
+**Links** (issue 33). The runtime reads and writes these files with the server's rights, and
+a command can plant a symbolic link where a note should be (``memory/MEMORY.md`` →
+``../../.env``). No component of a note's path below its root (the agent's folder, the chats'
+memory folder, the world folder) may be a link, for reads as for writes; a write is also
+refused when it would land in the agent's definition (``agents.protected.write_refusal``).
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ import os
 import re
 import threading
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -65,6 +75,10 @@ def sanitize_topic(topic: str) -> str:
     return _TOPIC_UNSAFE.sub("-", topic.strip().lower())[:_MAX_TOPIC]
 
 
+class _Refused(Exception):
+    """A read or write the runtime must not make for a tool (links, the agent's definition)."""
+
+
 def _segment(text: str) -> str:
     """One path segment naming ``text``, distinct for distinct texts and never ``.``/``..``.
 
@@ -77,12 +91,42 @@ def _segment(text: str) -> str:
     return quoted
 
 
-def memory_dir(agent_dir: Path, caller: Caller) -> Path:
-    """Where ``caller``'s long-term memory and daily notes are kept (module docstring)."""
-    base = agent_dir / "memory"
+def memory_dir(agent_dir: Path, caller: Caller, chats_root: Path | None = None) -> Path:
+    """Where ``caller``'s long-term memory and daily notes are kept (module docstring).
+
+    ``chats_root``: the workspace's ``.duragent/memory/chats`` (default: beside the world
+    folder's parent, as ``ToolContext`` lays them out).
+    """
     if caller.reaches_all or caller.chat is None:
-        return base
-    return base / "chats" / _segment(caller.chat.gateway) / _segment(caller.chat.chat_id)
+        return agent_dir / "memory"
+    root = chats_root if chats_root is not None else agent_dir / "memory" / "chats"
+    chat = caller.chat
+    return root / _segment(agent_dir.name) / _segment(chat.gateway) / _segment(chat.chat_id)
+
+
+def chats_memory_root(world_memory_dir: Path) -> Path:
+    """``<workspace>/.duragent/memory/chats``: the chats' notes, out of the sandbox's sight."""
+    return world_memory_dir.parent / "chats"
+
+
+def _no_links(path: Path, root: Path, what: str) -> None:
+    """Refuse ``path`` when a component below ``root`` (or ``root`` itself) is a link.
+
+    A command can replace a note, or a folder on its way, by a link to a secret or to the
+    agent's definition; the runtime reads and writes with the server's rights.
+    """
+    try:
+        below = path.relative_to(root)
+    except ValueError:
+        raise _Refused(f"{what} refused: the note is not inside its memory folder") from None
+    at = root  # itself the operator's (an agents folder may well be a link)
+    for part in below.parts:
+        at = at / part
+        if at.is_symlink():
+            raise _Refused(
+                f"{what} refused: a symbolic link is in the way of the note; remove the link "
+                "(memory files are read and written only inside their own folder)"
+            )
 
 
 def _shown(text: str, world_dir: Path, agent_dir: Path) -> str:
@@ -103,10 +147,6 @@ def _read(path: Path) -> str | None:
     return text or None
 
 
-class _Refused(Exception):
-    """A write the runtime must not make for a tool (``agents.protected.write_refusal``)."""
-
-
 def _guard(path: Path, folder: Path, agent_dir: Path, what: str) -> None:
     """Refuse a note that a symlink leads to the agent's definition or out of its folder.
 
@@ -116,6 +156,32 @@ def _guard(path: Path, folder: Path, agent_dir: Path, what: str) -> None:
     refusal = write_refusal(path, folder=folder, agent_dir=agent_dir, what=what)
     if refusal is not None:
         raise _Refused(refusal)
+
+
+@dataclass(frozen=True, slots=True)
+class _Notes:
+    """A caller's own notes: their folder, and what guards a read or a write of them."""
+
+    folder: Path
+    agent_dir: Path
+    chats_root: Path
+
+    @property
+    def root(self) -> Path:
+        """Below here no path component may be a link (the agent's folder or the chats')."""
+        return self.chats_root if self.folder.is_relative_to(self.chats_root) else self.agent_dir
+
+    def checked(self, path: Path, what: str) -> Path:
+        """``path``, once no link is on its way (``_Refused`` otherwise)."""
+        _no_links(path, self.root, what)
+        return path
+
+    def writable(self, path: Path, action: str) -> Path:
+        """``path`` for a write: no link on its way, not into the agent's definition."""
+        what = f"memory {action}"
+        _no_links(path, self.root, what)
+        _guard(path, self.folder, self.agent_dir, what)
+        return path
 
 
 class MemoryTool:
@@ -169,19 +235,20 @@ class MemoryTool:
     async def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome:
         """Dispatch on ``action``; a missing argument is an unsuccessful outcome."""
         action = (str_arg(args, "action") or "").strip().lower()
-        own_dir = memory_dir(ctx.agent_dir, ctx.caller)
+        chats_root = chats_memory_root(ctx.world_memory_dir)
+        own = _Notes(memory_dir(ctx.agent_dir, ctx.caller, chats_root), ctx.agent_dir, chats_root)
         content = str_arg(args, "content")
         try:
             if action == "recall":
                 days = int_arg(args, "days", default=3, low=1, high=30)
-                text = await asyncio.to_thread(self._recall, ctx.world_memory_dir, own_dir, days)
+                text = await asyncio.to_thread(self._recall, ctx.world_memory_dir, own, days)
                 return ToolOutcome(True, text)
             if action == "remember":
                 if content is None:
                     return ToolOutcome(False, "memory remember needs `content` to remember")
-                return ToolOutcome(True, await asyncio.to_thread(self._remember, own_dir, content))
+                return ToolOutcome(True, await asyncio.to_thread(self._remember, own, content))
             if action == "reflect":
-                return await asyncio.to_thread(self._reflect, own_dir / "MEMORY.md", content)
+                return await asyncio.to_thread(self._reflect, own, content)
             if action == "update_world":
                 if not ctx.caller.is_owner:
                     return ToolOutcome(False, WORLD_OWNERS_ONLY)
@@ -196,34 +263,35 @@ class MemoryTool:
             f"unknown memory action {action!r}; use recall, remember, reflect or update_world",
         )
 
-    def _recall(self, world_dir: Path, memory_dir: Path, days: int) -> str:
+    def _recall(self, world_dir: Path, notes: _Notes, days: int) -> str:
         sections = []
         world = []
         if world_dir.is_dir():
             for path in sorted(world_dir.glob("*.md")):
+                _no_links(path, world_dir, "memory recall")
                 text = _read(path)
                 if text is not None:
                     world.append(f"## {path.stem}\n\n{text}")
         if world:
             sections.append("# World Knowledge\n\n" + "\n\n".join(world))
-        own = _read(memory_dir / "MEMORY.md")
+        own = _read(notes.checked(notes.folder / "MEMORY.md", "memory recall"))
         if own is not None:
             sections.append(f"# Your Memory\n\n{own}")
         today = self._clock().date()
         recent = []
         for back in range(days):
             day = today - timedelta(days=back)
-            text = _read(memory_dir / "daily" / f"{day.isoformat()}.md")
+            note = notes.folder / "daily" / f"{day.isoformat()}.md"
+            text = _read(notes.checked(note, "memory recall"))
             if text is not None:
                 recent.append(text)
         if recent:
             sections.append("# Recent Experiences\n\n" + "\n\n".join(recent))
         return _SECTION_SEPARATOR.join(sections) if sections else NO_MEMORIES
 
-    def _remember(self, memory_dir: Path, content: str) -> str:
+    def _remember(self, notes: _Notes, content: str) -> str:
         now = self._clock()
-        path = memory_dir / "daily" / f"{now.date().isoformat()}.md"
-        _guard(path, memory_dir, memory_dir.parent, "memory remember")
+        path = notes.writable(notes.folder / "daily" / f"{now.date().isoformat()}.md", "remember")
         path.parent.mkdir(parents=True, exist_ok=True)
         entry = f"\n## {now:%H:%M}\n\n{content.strip()}\n"
         with _append_lock:  # through ``FileOps``, like every write of the tool
@@ -248,10 +316,11 @@ class MemoryTool:
         data = (content.strip() + "\n").encode()
         atomic_write(path, data, self._ops, keep_mode=True, new_file_mode=0o600, hidden_temp=True)
 
-    def _reflect(self, path: Path, content: str | None) -> ToolOutcome:
+    def _reflect(self, notes: _Notes, content: str | None) -> ToolOutcome:
         if content is None:
-            return ToolOutcome(True, _read(path) or "MEMORY.md is empty: nothing reflected yet")
-        _guard(path, path.parent, path.parent.parent, "memory reflect")
+            text = _read(notes.checked(notes.folder / "MEMORY.md", "memory reflect"))
+            return ToolOutcome(True, text or "MEMORY.md is empty: nothing reflected yet")
+        path = notes.writable(notes.folder / "MEMORY.md", "reflect")
         self._replace_note(path, content)
         return ToolOutcome(True, "MEMORY.md updated")
 
@@ -265,6 +334,7 @@ class MemoryTool:
         if not stem.strip("-_"):
             return ToolOutcome(False, f"topic {topic!r} has no letters or digits to name a file")
         path = world_dir / f"{stem}.md"
+        _no_links(path, world_dir, "memory update_world")
         _guard(path, world_dir, agent_dir, "memory update_world")
         await asyncio.to_thread(self._replace_note, path, content)
         return ToolOutcome(True, f"World knowledge {stem!r} updated")

@@ -82,3 +82,19 @@ def test_a_caller_reaches_its_own_chat_only() -> None:
     assert not caller.may_reach(None)  # the operator's things belong to no chat
     assert OPERATOR.may_reach(theirs)
     assert OPERATOR.may_reach(None)
+
+
+def test_in_a_group_an_owners_turn_acts_for_a_member() -> None:
+    """Others' messages are batched or steered into a group turn and their chatter quoted."""
+    for kind in ("group", "supergroup", None):
+        got = caller_for(RULES, gateway="telegram", chat_type=kind, chat_id="-1", sender_id="100")
+        assert (got.role, got.is_owner) == ("member", False)
+    dm = caller_for(RULES, gateway="telegram", chat_type="private", chat_id="100", sender_id="100")
+    assert dm.is_owner
+
+
+def test_a_paired_dm_sender_is_a_member() -> None:
+    rules = AccessSpec.model_validate({"dm": {"policy": "pairing"}})
+    common = {"gateway": "telegram", "chat_type": "private", "chat_id": "6", "sender_id": "6"}
+    assert caller_for(rules, **common).role == "stranger"
+    assert caller_for(rules, **common, paired=frozenset({"6"})).role == "member"

@@ -13,7 +13,7 @@ import pytest
 from duragent.core.caller import OPERATOR, Caller, ChatRef
 from duragent.core.clock import use_time_source
 from duragent.tools.base import ToolContext
-from duragent.tools.memory import MemoryTool, memory_dir, sanitize_topic
+from duragent.tools.memory import MemoryTool, chats_memory_root, memory_dir, sanitize_topic
 from tests.store.failing_ops import FailingFileOps
 
 NOW = datetime(2026, 11, 22, 9, 5)
@@ -232,9 +232,7 @@ async def test_a_planted_symlink_never_makes_memory_write_the_agents_definition(
     ]
     outcomes = [await at(NOW).run(call, ctx) for call in calls]
     assert [o.success for o in outcomes] == [False, False, False]
-    assert "leads to agent.yaml, part of the agent's definition" in outcomes[0].content
-    assert "leads to policy.local.yaml" in outcomes[1].content
-    assert "a symbolic link in world/ leads outside it" in outcomes[2].content
+    assert all("a symbolic link is in the way of the note" in o.content for o in outcomes)
     assert all(str(ctx.workspace_dir) not in o.content for o in outcomes)  # no server paths
     assert (agent / "agent.yaml").read_text() == "kind: Agent\n"
     assert not (agent / "policy.local.yaml").exists()
@@ -245,7 +243,7 @@ async def test_a_memory_folder_replaced_by_a_symlink_is_refused(ctx: ToolContext
     (ctx.agent_dir / "memory").symlink_to(ctx.workspace_dir)
     outcome = await at(NOW).run({"action": "reflect", "content": "x"}, ctx)
     assert not outcome.success
-    assert "a symbolic link in memory/ leads outside it" in outcome.content
+    assert "a symbolic link is in the way of the note" in outcome.content
     assert not (ctx.workspace_dir / "MEMORY.md").exists()
 
 
@@ -331,8 +329,32 @@ async def test_every_chat_reads_world_knowledge_but_only_an_owner_changes_it(
 )
 def test_a_chats_memory_folder_stays_inside_the_chats_folder(chat_id: str, tmp_path: Path) -> None:
     caller = Caller(role="member", chat=ChatRef("telegram", chat_id), sender_id="1")
-    folder = memory_dir(tmp_path, caller)
-    assert folder.parent == tmp_path / "memory" / "chats" / "telegram"
+    agent, chats = tmp_path / "bot", tmp_path / "chats"
+    folder = memory_dir(agent, caller, chats)
+    assert folder.parent == chats / "bot" / "telegram"
     assert folder.name not in ("", ".", "..")
     other = Caller(role="member", chat=ChatRef("telegram", chat_id + "x"), sender_id="1")
-    assert memory_dir(tmp_path, other) != folder
+    assert memory_dir(agent, other, chats) != folder
+
+
+async def test_a_link_in_place_of_a_note_is_never_read_out(ctx: ToolContext) -> None:
+    """Found in review: recall and reflect read MEMORY.md through a link to ``.env``."""
+    secret = ctx.workspace_dir / ".env"
+    secret.write_text("GITHUB_TOKEN=ghp_secret\n")
+    memory = ctx.agent_dir / "memory"
+    memory.mkdir(parents=True)
+    (memory / "MEMORY.md").symlink_to(secret)
+    for call in ({"action": "recall"}, {"action": "reflect"}):
+        outcome = await at(NOW).run(call, ctx)
+        assert not outcome.success
+        assert "ghp_secret" not in outcome.content
+
+
+async def test_a_chats_notes_are_kept_out_of_the_agents_folder(ctx: ToolContext) -> None:
+    """Found in review: the sandbox gives every chat's commands the agent's folder."""
+    outcome = await at(NOW).run({"action": "remember", "content": "PIN 4921"}, as_(ctx, ALICE))
+    assert outcome.success
+    in_agent = [p for p in ctx.agent_dir.rglob("*") if p.is_file()]
+    assert not any("4921" in p.read_text() for p in in_agent)
+    notes = chats_memory_root(ctx.world_memory_dir)
+    assert any("4921" in p.read_text() for p in notes.rglob("*.md"))

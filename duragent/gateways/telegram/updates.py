@@ -85,7 +85,7 @@ def translate(
         chat_id=str(message.chat.id),
         chat_type=_CHAT_TYPES.get(message.chat.type, "group"),
         message_id=str(message.message_id),
-        sender=_sender(message.from_user) if message.from_user else Sender(id="unknown"),
+        sender=_poster(message),
         text=message.text if message.text is not None else message.caption,
         content_kind=_kind(message),
         thread_id=str(message.message_thread_id) if message.message_thread_id else None,
@@ -93,6 +93,25 @@ def translate(
         reply_to_bot=replies,
         reply_to_message_id=str(reply_to.message_id) if reply_to else None,
     )
+
+
+def _poster(message: Message) -> Sender:
+    """Who wrote ``message``: the chat it was sent as, when it was sent as one.
+
+    A post "as a channel" or by an anonymous group admin comes from a stand-in user shared by
+    everyone who posts that way (``Channel_Bot``, ``GroupAnonymousBot``); ``sender_chat``
+    names the channel or group behind it. The stand-in's id would make different people one
+    sender: they could answer each other's approvals, share a rate window, and a blocked
+    person could post past the block as a channel.
+    """
+    posted_as = message.sender_chat
+    if posted_as is not None:
+        return Sender(
+            id=str(posted_as.id),
+            username=posted_as.username,
+            display_name=posted_as.title or posted_as.full_name or None,
+        )
+    return _sender(message.from_user) if message.from_user else Sender(id="unknown")
 
 
 def _sender(user: User) -> Sender:
