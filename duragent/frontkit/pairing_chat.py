@@ -168,6 +168,8 @@ class ChatPairing:
         """Run ``/pair`` for the message's sender; the reply text."""
         if not is_owner(access, msg.gateway, msg.sender.id):
             return PAIR_OWNERS_ONLY
+        if msg.chat_type.lower() not in DM_CHAT_TYPES:
+            return PAIR_IN_DM_ONLY  # codes and strangers' names are not the group's business
         book = self.book(agent)
         try:
             if not argument:
@@ -175,7 +177,11 @@ class ChatPairing:
             approver = f"{msg.gateway}:{msg.sender.id}"
             found = await asyncio.to_thread(book.approve, argument, approver)
         except (PairingFileError, OSError) as exc:
-            return f"Cannot change the pairing file: {exc}"
+            log.error("agent %r: cannot change the pairing file: %s", agent, exc)
+            return (  # the details (a server path) go to the log, not to the chat
+                "Cannot change the pairing file: see the server's log, or approve with "
+                "`duragent pairing approve <code>` on the server."
+            )
         if found is None:
             return (
                 f"No pairing code {normalise_code(argument)} is waiting (a code expires "
@@ -192,6 +198,11 @@ class ChatPairing:
             f"messages from now on. To undo: duragent pairing revoke {found.gateway} "
             f"{found.sender_id}"
         )
+
+
+PAIR_IN_DM_ONLY = (
+    "Send /pair to me in a direct message: pairing codes and who asked are not shown in groups."
+)
 
 
 def _pending_text(codes: list[PendingCode]) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from duragent.frontkit import ChatRef
-from duragent.frontkit.pairing_chat import PAIR_OWNERS_ONLY, PAIRED_NOTICE
+from duragent.frontkit.pairing_chat import PAIR_IN_DM_ONLY, PAIR_OWNERS_ONLY, PAIRED_NOTICE
 from duragent.testing import Reply
 from tests.frontkit.chat_contract_kit import (
     ANN,
@@ -130,8 +130,13 @@ async def test_a_member_cannot_approve_a_code(open_chat: OpenChat) -> None:
         await chat.message(said(GROUP, f"/pair {found[1]}", EVE, mention=True))
         await chat.settle()
         assert chat.texts(GROUP) == [PAIR_OWNERS_ONLY]
-        await chat.message(said(GROUP, "/pair", ANN, mention=True))  # the owner, in the group
+        for asked in ("/pair", f"/pair {found[1]}"):  # the owner, in the group
+            await chat.message(said(GROUP, asked, ANN, mention=True))
+            await chat.settle()
+            assert chat.texts(GROUP)[-1] == PAIR_IN_DM_ONLY  # codes and names stay private
+        assert not any(found[1] in text for text in chat.texts(GROUP))
+        await chat.message(said(DM, "/pair", ANN))
         await chat.settle()
-        assert chat.texts(GROUP)[-1].startswith(
+        assert chat.texts(DM)[-1].startswith(
             f"Pairing codes waiting (approve with /pair <code>):\n{found[1]}  {GATEWAY} {BOB.id}"
         )
