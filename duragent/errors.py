@@ -33,8 +33,15 @@ the rest are defined here. Base classes from Python follow a name in parentheses
     │                               [gateways.external.supervisor]
     ├── GatewayCommandError         an external gateway answered ``command_error``
     │                               [gateways.external.outbound]
+    ├── PlatformBusyError           a platform refused a send for a while (429, 5xx,
+    │                               the network): waited out [frontkit.outbox]
+    ├── UndeliveredError            a message was given up after that wait, or refused
+    │                               outright; the chat is told once [frontkit.outbox]
     ├── ScheduleRefusedError        a schedule request the scheduler will not do
     │                               (a past ``at``, cancelling a declared one) [scheduler.front]
+    ├── ServiceUnavailableError     a service that cannot run now refuses new work (HTTP 503)
+    │   └── SchedulerUnavailableError   the scheduler did not start or its loop ended
+    │                               [scheduler.front]
     ├── ServiceStartError           an essential service did not start [core.lifecycle]
     ├── ServiceStopError            services that failed to stop (the rest still stopped)
     │                               [core.lifecycle]
@@ -152,6 +159,13 @@ class ConfigError(DuragentError):
         if self.fix:
             text += f". Fix: {self.fix}"
         return text
+
+
+class ServiceUnavailableError(DuragentError):
+    """A service of the server cannot run now (it did not start, its loop ended).
+
+    It refuses new work instead of accepting what it would not do; HTTP answers 503.
+    """
 
 
 class ConfigErrors(ConfigError):

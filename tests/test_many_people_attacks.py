@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from duragent.core.caller import Caller, ChatRef
-from duragent.tools.base import ToolContext
+from duragent.tools.base import PolicyType, Tool, ToolContext
 from duragent.tools.memory import MemoryTool
 from tests.tools.sandbox_support import bwrap
 from tests.tools.test_sandbox import SECRET, bash, workspace
@@ -113,7 +113,7 @@ async def test_a_members_message_steered_into_an_owners_turn_does_not_run_as_the
 
     class WhoAmI:
         name = "whoami"
-        policy_type = "builtin"
+        policy_type: PolicyType = "builtin"
 
         def definition(self) -> ToolDefinition:
             return ToolDefinition(name="whoami", description="role", parameters={"type": "object"})
@@ -142,7 +142,7 @@ async def test_a_members_message_steered_into_an_owners_turn_does_not_run_as_the
     assert seen == ["member"]
 
 
-def _queue_kit_with_owner(tmp_path: Path, tool: object):  # type: ignore[no-untyped-def]
+def _queue_kit_with_owner(tmp_path: Path, tool: Tool):
     """``tests.frontkit.test_queue.queue_kit`` with ``spec.access.owners.telegram: ["1"]``."""
     import asyncio
     from contextlib import asynccontextmanager
@@ -154,7 +154,7 @@ def _queue_kit_with_owner(tmp_path: Path, tool: object):  # type: ignore[no-unty
     from tests.turns.turn_fixtures import FnTool, harness
 
     @asynccontextmanager
-    async def kit():  # type: ignore[no-untyped-def]
+    async def kit():
         gate, started = asyncio.Event(), asyncio.Event()
 
         async def hold(args: object) -> str:
@@ -182,14 +182,14 @@ def _queue_kit_with_owner(tmp_path: Path, tool: object):  # type: ignore[no-unty
 
 
 @pytest.fixture
-def open_chat(tmp_path: Path):  # type: ignore[no-untyped-def]
+def open_chat(tmp_path: Path):
     from tests.frontkit.memory_chat import memory_chat
 
     return lambda setup: memory_chat(tmp_path, setup)
 
 
 async def test_a_paired_dm_sender_may_answer_the_approval_their_own_message_raised(
-    open_chat,  # type: ignore[no-untyped-def]
+    open_chat,
 ) -> None:
     from duragent.testing import Reply
     from tests.frontkit.chat_contract_kit import ANN, ASK, BOB, DM, ChatSetup, pressed, said
@@ -254,12 +254,6 @@ def test_the_readme_states_the_message_rate_default_the_code_applies() -> None:
     assert f"{default} messages per sender a minute" in readme.replace("\n", " ")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="scheduler/quotas.py: an `at` schedule has no gap, so a chat's one-shots 1 s apart "
-    "pass min_schedule_interval_seconds (20 deliveries in 20 s; they complete and free the "
-    "count, so the next message makes 20 more)",
-)
 def test_one_shot_schedules_of_a_chat_cannot_run_closer_than_the_minimum_interval() -> None:
     from datetime import UTC, timedelta
 
@@ -283,3 +277,6 @@ def test_one_shot_schedules_of_a_chat_cannot_run_closer_than_the_minimum_interva
     ]
     refusal = schedule_refusal(At(start + timedelta(seconds=3)), chat, made, QuotaSpec())
     assert refusal is not None
+    assert "this one-shot would run 1 s from another of this chat's" in refusal
+    later = At(start + timedelta(seconds=62))  # a minute after the last: fine
+    assert schedule_refusal(later, chat, made, QuotaSpec()) is None

@@ -113,7 +113,7 @@ def run_checks(config_file: Path) -> list[Finding]:
     config = ws.config
     found.extend(policy_findings(paths))
     found.extend(schedule_findings(paths, catalog, store.schedules))
-    found.extend(sandbox_findings(config.sandbox, paths))
+    found.extend(sandbox_findings(config.sandbox, paths, api_token=config.server.api_token))
     found.extend(process_findings(config.sandbox))
     found.extend(_gateway_findings(config))
     found.extend(_external_findings(config, paths.config_file))

@@ -18,6 +18,7 @@ from duragent.agents import AgentCatalog
 from duragent.cli.findings import Finding, Level
 from duragent.config.workspace import SandboxConfig, WorkspacePaths
 from duragent.errors import ConfigError
+from duragent.scheduler.loading import read_declared
 from duragent.scheduler.model import At, Cron, Every, Schedule, parse_schedule
 from duragent.store.schedule_files import ScheduleFiles
 from duragent.tools import sandbox as sandboxes
@@ -92,8 +93,17 @@ def schedule_findings(
 
     ``stored``: the schedules of the database (``store.backend: postgres``, read by
     ``doctor_store.read_store``), which the server reads instead of the files; files
-    left in the folder are then named as not read.
+    left in the folder are then named as not read. Also the files the server moved aside
+    (``schedules/_quarantine``, with why) and each agent's ``spec.schedules[]``.
     """
+    return _stored_findings(paths, catalog, stored) + _declared_findings(catalog)
+
+
+def _stored_findings(
+    paths: WorkspacePaths,
+    catalog: AgentCatalog,
+    stored: Mapping[str, dict[str, Any] | None] | None,
+) -> list[Finding]:
     directory = paths.schedules
     if stored is not None:
         found = [
@@ -129,7 +139,22 @@ def schedule_findings(
         found.append(
             _schedule_finding(sched_id, files.path(sched_id), partial(files.get, sched_id), catalog)
         )
+    for path, reason in files.quarantined().items():
+        found.append(
+            Finding(
+                Level.ERROR,
+                "schedules",
+                f"{path}: moved aside by the server and not run: {reason}",
+                f"fix it and move it back into {directory}, or delete it",
+            )
+        )
     return found
+
+
+def _declared_findings(catalog: AgentCatalog) -> list[Finding]:
+    """Each agent's ``spec.schedules[]``, read as the scheduler reads them (bad ones skipped)."""
+    _, problems = read_declared(catalog)
+    return [Finding(Level.ERROR, "schedules", problem.render()) for problem in problems]
 
 
 def _schedule_finding(
@@ -167,8 +192,14 @@ def _schedule_finding(
     return Finding(Level.OK, "schedules", summary)
 
 
-def sandbox_findings(config: SandboxConfig, paths: WorkspacePaths) -> list[Finding]:
-    """The sandbox ``serve`` would use, tried for real with the options a tool call uses."""
+def sandbox_findings(
+    config: SandboxConfig, paths: WorkspacePaths, *, api_token: str | None = "set"
+) -> list[Finding]:
+    """The sandbox ``serve`` would use, tried for real with the options a tool call uses.
+
+    ``api_token``: the server's; without one the HTTP API trusts every loopback client, and
+    a tool's command that reaches loopback is one (it would act as the operator).
+    """
     sandbox = sandboxes.for_workspace(config, paths)
     if not sandbox.confines:  # trust, the default: nothing to try, but worth knowing
         return [
@@ -176,8 +207,10 @@ def sandbox_findings(config: SandboxConfig, paths: WorkspacePaths) -> list[Findi
                 Level.WARNING,
                 "sandbox",
                 "sandbox.mode is trust: tools (bash, CLI tools, background jobs) run with the "
-                "owner's rights, so a command can read the keys and tokens (.env, "
-                "duragent.yaml) and change the agents' files (agent.yaml, prompts, policy)",
+                "owner's rights for whoever gets the agent to run one (a member approving "
+                "their own request too), so a command can read the keys and tokens (.env, "
+                "duragent.yaml), change the agents' files (agent.yaml, prompts, policy) and "
+                "call the HTTP API on loopback",
                 f"set sandbox.mode: bubblewrap in {paths.config_file} and {sandboxes.INSTALL_HINT}",
             )
         ]
@@ -186,7 +219,19 @@ def sandbox_findings(config: SandboxConfig, paths: WorkspacePaths) -> list[Findi
     except ConfigError as exc:
         return [Finding(Level.ERROR, "sandbox", exc.render())]
     network = "on" if sandbox.network else "off"
-    return [Finding(Level.OK, "sandbox", f"{sandbox.mode} works here (network {network})")]
+    found = [Finding(Level.OK, "sandbox", f"{sandbox.mode} works here (network {network})")]
+    if sandbox.network and not api_token:
+        found.append(
+            Finding(
+                Level.WARNING,
+                "sandbox",
+                "sandbox.network is on and server.api_token is not set: a tool's command can "
+                "call the HTTP API on loopback as the operator (approve any call, reload or "
+                "stop the server)",
+                f"set server.api_token (and admin_token) in {paths.config_file}",
+            )
+        )
+    return found
 
 
 def process_findings(config: SandboxConfig) -> list[Finding]:

@@ -235,7 +235,7 @@ FIELDS: dict[Format, dict[str, Fate]] = {
         "spec.hooks.after_tool[].match": Use(_HOOKS, "after_tool"),
         "spec.hooks.after_tool[].message": Use(_HOOKS, "after_tool"),
         "spec.hooks.after_tool[].unless": Use(_HOOKS, "after_tool"),
-        "spec.schedules[].name": Use("duragent.scheduler.front", "declared"),
+        "spec.schedules[].name": Use("duragent.scheduler.loading", "read_declared"),
         "spec.schedules[].schedule": Use(_SCHEDULES, "parse_schedule"),
         "spec.schedules[].payload": Use(_SCHEDULES, "parse_schedule"),
         "spec.schedules[].destination": Use(_SCHEDULES, "parse_schedule"),
@@ -275,15 +275,22 @@ FIELDS: dict[Format, dict[str, Fate]] = {
         "gateways.telegram.max_messages_per_second": Use(_TELEGRAM, "_start"),
         "gateways.telegram.max_messages_per_minute_per_group": Use(_TELEGRAM, "_start"),
         "gateways.telegram.max_messages_per_second_per_chat": Use(_TELEGRAM, "_start"),
+        "gateways.telegram.delivery_retry_seconds": Use(_TELEGRAM, "_start"),
         "gateways.discord.enabled": Use("duragent.runtime.fronts", "_chat_platform"),
         "gateways.discord.bot_token": Use("duragent.gateways.discord.service", "_start"),
         "gateways.discord.base_url": Use("duragent.gateways.discord.service", "_start"),
+        "gateways.discord.delivery_retry_seconds": Use(
+            "duragent.gateways.discord.service", "_start"
+        ),
         "gateways.external[].name": Use("duragent.gateways.external.assemble", "chats"),
         "gateways.external[].command": Use("duragent.gateways.external.launch", "of"),
         "gateways.external[].args": Use("duragent.gateways.external.launch", "of"),
         "gateways.external[].env": Use("duragent.gateways.external.launch", "of"),
         "gateways.external[].restart": Use("duragent.gateways.external.service", "start"),
         "gateways.external[].fans_out": Use("duragent.gateways.external.assemble", "chats"),
+        "gateways.external[].delivery_retry_seconds": Use(
+            "duragent.gateways.external.service", "ExternalGateway.start"
+        ),
         "gateways.external[].bot_username": Use(
             "duragent.gateways.external.assemble", "build_external_gateway"
         ),

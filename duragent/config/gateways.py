@@ -34,6 +34,9 @@ class GatewayConfig(Section):
 
     enabled: bool = True
     bot_token: str | None = None
+    delivery_retry_seconds: float = Field(default=600.0, gt=0, le=86_400)
+    """Ours: how long a message the platform refuses for a while (flood control, 5xx, the
+    network) is retried, in the chat's order, before the chat is told it was not delivered."""
 
 
 TELEGRAM_TOKEN_HELP = (
@@ -166,6 +169,10 @@ class ExternalGatewayConfig(Section):
     """Ours: with several nodes on one database, the platform sends every message to every
     node running this gateway (as Discord does); the node serving the chat then takes it
     (``frontkit.owners``). Leave false for a platform that hands each message to one node."""
+    delivery_retry_seconds: float = Field(default=600.0, gt=0, le=86_400)
+    """Ours: how long a message the gateway refuses for a while (``command_error`` with code
+    ``rate_limited``, ``timeout``, ``network_error`` or ``server_error``; the child restarting)
+    is retried, in the chat's order, before the chat is told it was not delivered."""
 
     @field_validator("name")
     @classmethod

@@ -12,7 +12,11 @@ What failing means (``specs/202611240140.runtime-services.md``):
   cause. The workspace lock, the session store and the front end the command line asked for
   are essential: a server without them would be wrong or useless.
 - An *optional* entry that fails is logged by name and skipped; the others keep running (a
-  chat platform being down must not take the HTTP API down with it).
+  chat platform being down must not take the HTTP API down with it). It is remembered
+  (``ServiceStack.failed``): unless the entry says the server is ready without it
+  (``ready_without``: a chat platform, whose state ``/readyz`` shows apart), ``/readyz``
+  is then 503 naming it, so a server never looks ready for work a service will not do
+  (issue 34: a scheduler that did not start while ``/readyz`` said 200).
 - Stopping never stops early: a service whose ``stop`` raises is logged by name and the rest
   still stop; :class:`ServiceStopError` then names every one that failed.
 
@@ -98,6 +102,8 @@ class Entry(Generic[C]):
     name: str
     build: Callable[[C], Service | None]
     essential: bool = True
+    ready_without: bool = False
+    """Optional entries only: whether the server is still ready when this one failed."""
 
 
 class Hooks:
@@ -157,11 +163,19 @@ class ServiceStack:
 
     def __init__(self) -> None:
         self._started: list[tuple[str, Service]] = []
+        self.failed: dict[str, str] = {}
+        """Optional services that did not start, with the cause (``/readyz``)."""
+        self.ready_without: set[str] = set()
+        """Of those, the ones the server is ready without (``Entry.ready_without``)."""
 
     @property
     def names(self) -> list[str]:
         """The services running, in start order."""
         return [name for name, _ in self._started]
+
+    def not_ready(self) -> dict[str, str]:
+        """The failed services the server is not ready without, with the cause."""
+        return {n: c for n, c in self.failed.items() if n not in self.ready_without}
 
     async def start(self, entries: Iterable[Entry[C]], context: C) -> None:
         """Build and start each entry in order (see the module docstring for failures)."""
@@ -185,6 +199,9 @@ class ServiceStack:
                     entry.name,
                     _cause(exc),
                 )
+                self.failed[entry.name] = _cause(exc)
+                if entry.ready_without:
+                    self.ready_without.add(entry.name)
                 log.debug("service %s did not start", entry.name, exc_info=True)
                 continue
             self._started.append((entry.name, service))

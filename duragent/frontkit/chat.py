@@ -133,6 +133,7 @@ class ChatTurns:
         sender_id: str | None = None,
         context_buffer: ContextBufferSpec | None = None,
         only_through: bool = False,
+        turn_timeout: float | None = None,
     ) -> SentMessage | None:
         """Run the turn for messages already recorded (up to ``seq``) and deliver its reply.
 
@@ -140,18 +141,23 @@ class ChatTurns:
         ``TurnRunner.answer`` records nothing, ``text`` is what the turn answers. With
         ``context_buffer`` (a group message that addressed the bot), the group's recent
         chatter is shown to the model as a block, as ``receive`` does.
+
+        ``turn_timeout`` bounds the turn (``TimeoutError``), not its delivery: a reply that
+        exists may wait out the platform's refusals for longer (``Outbox``), and raises
+        ``UndeliveredError`` if it is given up, never ``TimeoutError``.
         """
         with log_context(session_id=session_id, front_end=chat.gateway, turn_id=new_turn_id()):
-            blocks = await self._group_blocks(session_id, context_buffer)
-            async with self._typing(chat):
-                result = await self._turns.answer(
-                    session_id,
-                    seq,
-                    text,
-                    context_blocks=blocks,
-                    sender_id=sender_id,
-                    only_through=only_through,
-                )
+            async with asyncio.timeout(turn_timeout):
+                blocks = await self._group_blocks(session_id, context_buffer)
+                async with self._typing(chat):
+                    result = await self._turns.answer(
+                        session_id,
+                        seq,
+                        text,
+                        context_blocks=blocks,
+                        sender_id=sender_id,
+                        only_through=only_through,
+                    )
             return await self.delivery.deliver(chat, result, reply_to=reply_to)
 
     async def _group_blocks(

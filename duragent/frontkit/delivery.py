@@ -10,6 +10,12 @@ Two ways a reply could be sent twice, and what stops each:
   ``reply_seq`` durably; a reply at or below ``SessionInfo.last_delivered_seq`` is not sent
   again, and one being sent right now is not sent a second time in parallel.
 
+A platform that refuses a reply for a while (flood control, a 5xx, the network) is waited
+out by the gateway port's ``Outbox``, in the chat's order; a reply it gives up on, or one the
+platform refused outright, is ``UndeliveredError`` to the caller (never a failed turn: the
+reply exists and stays on disk, not recorded as delivered), which tells the chat once unless
+``told`` says the outbox did.
+
 A crash between sending and recording leaves that one reply unrecorded: handed over again
 after the restart, it is sent again (at least once, no more than once per crash: no platform
 lets a send and a local fsync be one step). A redelivered platform message that was already
@@ -52,6 +58,7 @@ from duragent.agents import AgentCatalog
 from duragent.errors import NotFoundError
 from duragent.frontkit.approval_rights import unanswerable_note
 from duragent.frontkit.outbound import ChatRef, OutboundPort, SentMessage
+from duragent.frontkit.outbox import UndeliveredError
 from duragent.session import SessionRegistry
 from duragent.turns import AwaitingApproval, Complete, Duplicate, Failed, TurnResult
 
@@ -118,7 +125,15 @@ class Delivery:
             if reply_seq <= await self._last_delivered(session_id):
                 log.info("session %s: reply %d was delivered already", session_id, reply_seq)
                 return None
-            sent = await self._texts(chat, texts, reply_to)
+            try:
+                sent = await self._texts(chat, texts, reply_to)
+            except UndeliveredError:
+                raise
+            except Exception as exc:  # refused outright: the reply exists, the turn did not fail
+                raise UndeliveredError(
+                    f"session {session_id}: {chat.target} refused reply {reply_seq}: {exc}",
+                    told=False,
+                ) from exc
             await self._record_sent(chat, session_id, reply_seq)
             return sent
         finally:

@@ -37,6 +37,11 @@ Never wedged: whatever a turn does — a reply, a failure, a timeout (``turn_tim
 exception, a cancellation — the session's line moves on or is released; a message arriving
 after a cancelled drain starts a new one (the reference stayed "busy" forever when its
 handler was cancelled). A turn that times out or raises gets a short apology in the chat.
+A reply that exists is never apologised for: while the platform refuses it for a while, the
+gateway's ``Outbox`` waits it out and the session's next turn waits behind it (its messages
+are recorded meanwhile, as always; ``turn_timeout`` bounds the turn, not the delivery); one
+given up or refused outright is ``UndeliveredError``, told once (``UNDELIVERED``), and the
+person is not invited to ask again.
 
 Memory is bounded by active chats: a session's entry is removed as soon as nothing runs,
 waits, is buffered or is being offered for it.
@@ -55,6 +60,7 @@ from duragent.agents.spec import ContextBufferSpec, QueueSpec
 from duragent.core.tasks import BackgroundTasks
 from duragent.frontkit.chat import ChatTurns, Inbound
 from duragent.frontkit.outbound import ChatRef, OutboundPort
+from duragent.frontkit.outbox import UNDELIVERED, UndeliveredError
 from duragent.turns import Steered, TurnRunner
 
 __all__ = ["TURN_FAILED", "Dispatcher", "SessionQueues"]
@@ -372,26 +378,30 @@ class SessionQueues:
     async def _answer(self, session_id: str, entry: _Entry, *, sequential: bool = False) -> None:
         text = "\n".join(entry.texts)
         try:
-            async with asyncio.timeout(self._turn_timeout):
-                await self._chat.answer(
-                    entry.chat,
-                    session_id,
-                    entry.seq,
-                    text,
-                    reply_to=entry.reply_to,
-                    sender_id=entry.sender_id,
-                    context_buffer=entry.context_buffer,
-                    only_through=sequential,
-                )
+            await self._chat.answer(
+                entry.chat,
+                session_id,
+                entry.seq,
+                text,
+                reply_to=entry.reply_to,
+                sender_id=entry.sender_id,
+                context_buffer=entry.context_buffer,
+                only_through=sequential,
+                turn_timeout=self._turn_timeout,
+            )
+        except UndeliveredError as exc:  # the answer exists: not a failed turn
+            log.error("session %s: answer for seq %d not delivered: %s", session_id, entry.seq, exc)
+            if not exc.told:
+                await self._tell(entry, UNDELIVERED)
         except Exception as exc:  # a timeout, a storage error, a bug: the line moves on
             log.error("session %s: turn for seq %d ended early: %s", session_id, entry.seq, exc)
-            await self._apologise(entry)
+            await self._tell(entry, TURN_FAILED)
 
-    async def _apologise(self, entry: _Entry) -> None:
+    async def _tell(self, entry: _Entry, text: str) -> None:
         try:
-            await self._outbound.send_text(entry.chat, TURN_FAILED, reply_to=entry.reply_to)
+            await self._outbound.send_text(entry.chat, text, reply_to=entry.reply_to)
         except Exception as exc:
-            log.warning("could not tell %s its turn failed: %s", entry.chat.target, exc)
+            log.warning("could not tell %s: %r: %s", entry.chat.target, text[:40], exc)
 
     async def _requeue_unanswered(self, session_id: str, line: _Line) -> None:
         """Messages handed to a loop that ended without reading them get a turn of their own.

@@ -216,6 +216,17 @@ class Fronts:
         """Each chat gateway's state (``/readyz``)."""
         return {name: gateway.state for name, gateway in self._gateways.items()}
 
+    def down(self) -> dict[str, str]:
+        """Front ends that started but cannot do their work now (the scheduler's loop ended)."""
+        schedules = self.schedules
+        reason = schedules.down() if schedules is not None else None
+        return {"scheduler": reason} if reason is not None else {}
+
+    def skipped_records(self) -> dict[str, list[dict[str, str]]]:
+        """Records set aside rather than loaded, by kind (``/readyz``): bad schedule files."""
+        skipped = self.schedules.skipped() if self.schedules is not None else []
+        return {"schedules": skipped} if skipped else {}
+
     def webhooks(self) -> dict[str, WebhookReceiver]:
         """The webhook paths chat gateways receive updates on (served by HTTP)."""
         return dict(gw.webhook for gw in self._gateways.values() if gw.webhook is not None)

@@ -389,9 +389,15 @@ class Runtime:
         # `serve` is asked to serve: essential, so a busy port still fails the command.
         # Before the chat gateways, stopped after them: they hand messages through it.
         Entry("chat-relay", lambda rt: rt._fronts.relay_service()),
-        Entry("telegram", lambda rt: rt._fronts.telegram(), essential=False),
-        Entry("discord", lambda rt: rt._fronts.discord(), essential=False),
-        Entry("external-gateways", lambda rt: rt._fronts.external(), essential=False),
+        # Ready without them (``/readyz`` shows each chat gateway's state apart).
+        Entry("telegram", lambda rt: rt._fronts.telegram(), essential=False, ready_without=True),
+        Entry("discord", lambda rt: rt._fronts.discord(), essential=False, ready_without=True),
+        Entry(
+            "external-gateways",
+            lambda rt: rt._fronts.external(),
+            essential=False,
+            ready_without=True,
+        ),
         # After the chat gateways: a due run delivers through their outbound ports.
         Entry("scheduler", lambda rt: rt._fronts.scheduler(), essential=False),
         # After the gateways and the scheduler: a job that ended while the server was down is
@@ -421,6 +427,14 @@ class Runtime:
     def gateway_states(self) -> dict[str, str]:
         """Each chat gateway's state (``/readyz``)."""
         return self._fronts.gateway_states()
+
+    def services_down(self) -> dict[str, str]:
+        """Services that cannot do their work, with why (``/readyz`` is then 503)."""
+        return self._services.not_ready() | self._fronts.down()
+
+    def skipped_records(self) -> dict[str, list[dict[str, str]]]:
+        """Records set aside rather than loaded, by kind (``/readyz``'s details)."""
+        return self._fronts.skipped_records()
 
     def webhooks(self) -> dict[str, WebhookReceiver]:
         """The webhook paths chat gateways receive updates on (served by HTTP)."""

@@ -8,8 +8,11 @@ through its few operations (``new`` + ``add``, ``cancel``, ``listing``, ``run_no
 what a caller may do (an agent only touches its own schedules; a chat only those delivering to
 it: ``caller``, see ``reaches``) and write files before the loop sees the change.
 
-Loading never deletes or rewrites a file it cannot read: the problem (file, field, fix) is
-logged and kept in ``problems`` (``doctor`` and HTTP show it), and the file stays as it is.
+Loading never deletes or rewrites a file it cannot read: it is skipped, moved aside with its
+reason and reported (``loading``), and every other schedule runs. A scheduler that cannot
+run (its start failed, its loop ended) says so (``down``: ``/readyz`` is 503) and refuses new
+schedules and runs (``SchedulerUnavailableError``: HTTP 503) rather than accept work it will
+not do.
 """
 
 from __future__ import annotations
@@ -17,18 +20,17 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
-
-import yaml
 
 from duragent.agents import AgentCatalog
 from duragent.core.caller import OPERATOR, Caller
 from duragent.core.ids import new_ulid
-from duragent.errors import ConfigError, DuragentError, NotFoundError
+from duragent.errors import ConfigError, DuragentError, NotFoundError, ServiceUnavailableError
 from duragent.frontkit import OutboundPort, run_as_leader
+from duragent.scheduler.bounds import TimingProblem
 from duragent.scheduler.chat import ChatPayloads
 from duragent.scheduler.clock import Clock, SystemClock
+from duragent.scheduler.loading import DECLARED_EPOCH, ScheduleLoader, declared_id
 from duragent.scheduler.model import (
     At,
     Destination,
@@ -36,23 +38,25 @@ from duragent.scheduler.model import (
     Retry,
     Schedule,
     Timing,
-    parse_schedule,
     reaches,
     schedule_document,
 )
 from duragent.scheduler.runs import RunState
 from duragent.scheduler.service import PayloadRunner, Scheduler, SchedulerSettings
+from duragent.scheduler.timing import check_timing
 from duragent.store.cluster import Cluster
 from duragent.store.protocols import RunLogStorage, ScheduleStorage
 from duragent.store.schedule_files import RunLogFiles, ScheduleFiles
 from duragent.turns import TurnRunner
 
-__all__ = ["ScheduleNotFoundError", "ScheduleRefusedError", "Schedules", "declared_id"]
-
-DECLARED_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-"""A declared schedule's ``created_at``: it has none, so ``every_seconds`` without an anchor
-counts from the epoch (``3600`` is on the hour, across restarts); which due times are its
-own to run comes from its run log (``registered`` when first seen)."""
+__all__ = [
+    "DECLARED_EPOCH",
+    "ScheduleNotFoundError",
+    "ScheduleRefusedError",
+    "SchedulerUnavailableError",
+    "Schedules",
+    "declared_id",
+]
 
 log = logging.getLogger(__name__)
 
@@ -72,9 +76,8 @@ class ScheduleRefusedError(DuragentError):
     """A request the scheduler will not do (past ``at``, a declared schedule to cancel…)."""
 
 
-def declared_id(agent: str, name: str) -> str:
-    """The id of a schedule ``agent`` declares as ``name`` (stable: its run log carries over)."""
-    return f"decl_{agent}_{name}"
+class SchedulerUnavailableError(ServiceUnavailableError):
+    """The scheduler cannot run schedules now (``Schedules.down``): HTTP answers 503."""
 
 
 class Schedules:
@@ -107,7 +110,8 @@ class Schedules:
             self._described = "the database"
         self._cluster = cluster if cluster is not None and cluster.shared else None
         self._tasks: list[asyncio.Task[None]] = []
-        self._logged: set[str] = set()
+        self._loader = ScheduleLoader(self.files, agents)
+        self._failure: str | None = None
         self._agents = agents
         self.clock = clock or SystemClock()
         self.chat: ChatPayloads | None = None
@@ -124,7 +128,28 @@ class Schedules:
         )
         self.scheduler.on_status = self._write
         self.scheduler.metrics = turns.metrics if turns is not None else None
-        self.problems: list[ConfigError] = []
+
+    @property
+    def problems(self) -> list[ConfigError]:
+        """What the last ``load`` skipped, each naming file and field (``loading``)."""
+        return self._loader.problems
+
+    def skipped(self) -> list[dict[str, str]]:
+        """Every schedule set aside (skipped, moved aside), with why: ``/readyz`` shows it."""
+        faults = self.scheduler.faults()
+        timed = [{"record": f"schedule {k}", "reason": v} for k, v in faults.items()]
+        return self._loader.report() + timed
+
+    def down(self) -> str | None:
+        """Why the scheduler cannot run schedules now, or None (``/readyz``, refusals)."""
+        if self._failure is not None:
+            return self._failure
+        for task in [self.scheduler.loop, *self._tasks]:
+            if task is not None and task.done() and not task.cancelled():
+                exc = task.exception()
+                if exc is not None:
+                    return f"the scheduler's loop ended: {type(exc).__name__}: {exc}"
+        return None
 
     # --- service ------------------------------------------------------------------------------
 
@@ -134,7 +159,16 @@ class Schedules:
         With several nodes the loop runs on the holder of the ``scheduler`` leader lease;
         every node keeps the schedules (listings, the ``schedule`` tool) and re-reads them
         every ``REFRESH_SECONDS``, so a schedule created or cancelled on another node is seen.
+        A start that fails is remembered (``down``): new schedules are then refused.
         """
+        self._failure = None
+        try:
+            await self._start()
+        except Exception as exc:
+            self._failure = f"the scheduler did not start: {type(exc).__name__}: {exc}"
+            raise
+
+    async def _start(self) -> None:
         if self._cluster is None:
             await self.scheduler.start(self.load())
             return
@@ -208,59 +242,12 @@ class Schedules:
         await self.scheduler.stop()
 
     def load(self) -> list[Schedule]:
-        """Every readable schedule; problems logged and kept in ``problems``."""
-        self.problems = []
-        found: list[Schedule] = []
-        for sched_id in self.files.ids():
-            path = self._path(sched_id)
-            try:
-                schedule = parse_schedule(self.files.get(sched_id), file=path)
-            except yaml.YAMLError as exc:
-                self._problem(ConfigError(f"YAML syntax error: {exc}", file=path))
-                continue
-            except ConfigError as exc:
-                self._problem(exc)
-                continue
-            if schedule.id != sched_id:
-                self._problem(ConfigError(
-                    "does not match the file name", file=path, field="id", value=schedule.id,
-                    fix=f"set id: {sched_id} or rename the file",
-                ))  # fmt: skip
-                continue
-            found.append(schedule)
-        return found + self.declared()
-
-    def _path(self, schedule_id: str) -> Path:
-        """Where a schedule is kept, for messages (a file, or a row of the database)."""
-        if isinstance(self.files, ScheduleFiles):
-            return self.files.path(schedule_id)
-        return Path(f"<database>/schedules/{schedule_id}")
-
-    def _problem(self, error: ConfigError) -> None:
-        if str(error) not in self._logged:  # re-read every few seconds with several nodes
-            self._logged.add(str(error))
-            log.error("schedule skipped (it is kept as it is): %s", error)
-        self.problems.append(error)
+        """Every usable schedule; bad ones set aside and reported (``loading``)."""
+        return self._loader.load()
 
     def declared(self) -> list[Schedule]:
         """The schedules agents declare in ``spec.schedules[]``."""
-        found = []
-        for agent in self._agents().agents.values():
-            for i, spec in enumerate(agent.spec.schedules):
-                doc = spec.model_dump(exclude_none=True) | {
-                    "id": declared_id(agent.name, spec.name),
-                    "agent": agent.name,
-                    "created_at": DECLARED_EPOCH,
-                }
-                doc.pop("name")
-                file = agent.directory / "agent.yaml"
-                try:
-                    schedule = parse_schedule(doc, file=file, prefix=f"spec.schedules[{i}].")
-                except ConfigError as exc:
-                    self._problem(exc)
-                    continue
-                found.append(_declared(schedule, file))
-        return found
+        return self._loader.declared()
 
     # --- operations ---------------------------------------------------------------------------
 
@@ -287,7 +274,19 @@ class Schedules:
         retry: Retry | None = None,
         process_handle: str | None = None,
     ) -> Schedule:
-        """A new schedule, checked (``ScheduleRefusedError``) and not yet written."""
+        """A new schedule, checked and not yet written.
+
+        Refused with ``SchedulerUnavailableError`` when the scheduler cannot run it
+        (``down``), ``ConfigError`` naming the field when its timing is out of range
+        (``timing.check_timing``: what the tool and HTTP checked already, checked here for
+        every caller), ``ScheduleRefusedError`` for a past ``at`` or an unknown agent.
+        """
+        down = self.down()
+        if down is not None:
+            raise SchedulerUnavailableError(f"{down}; no schedule can be created now")
+        problem = check_timing(timing)
+        if problem is not None:
+            raise _invalid(timing, problem)
         now = self.clock.now()
         if isinstance(timing, At) and timing.at <= now:
             raise ScheduleRefusedError(
@@ -375,6 +374,11 @@ class Schedules:
                 f"schedule '{schedule_id}' is declared in the agent.yaml of agent "
                 f"'{schedule.agent}': its operator can remove it from spec.schedules there"
             )
+        if schedule.created_by_session is None and not caller.reaches_all:
+            raise ScheduleRefusedError(  # made over HTTP or the CLI: the operator's decision
+                f"schedule '{schedule_id}' was made by the operator of agent "
+                f"'{schedule.agent}': only they can cancel it (duragent schedule cancel)"
+            )
         return schedule.with_status("cancelled")
 
     def cancel_linked(self, process_handle: str, *, agent: str) -> list[str]:
@@ -400,6 +404,9 @@ class Schedules:
         schedule = self.get(schedule_id)
         if schedule.status != "active":
             raise ScheduleRefusedError(f"schedule '{schedule_id}' is {schedule.status}")
+        down = self.down()
+        if down is not None:
+            raise SchedulerUnavailableError(f"{down}; schedule '{schedule_id}' cannot run now")
         return self.scheduler.run_now(schedule_id)
 
     def _write(self, schedule: Schedule) -> None:
@@ -407,7 +414,13 @@ class Schedules:
             self.files.put(schedule.id, schedule_document(schedule))
 
 
-def _declared(schedule: Schedule, file: Path) -> Schedule:
-    from dataclasses import replace
-
-    return replace(schedule, declared_in=file)
+def _invalid(timing: Timing, problem: TimingProblem) -> ConfigError:
+    """``problem`` as the error naming the field, its value and the range allowed."""
+    value = getattr(timing, problem.field)
+    return ConfigError(
+        problem.reason,
+        field=f"schedule.{type(timing).__name__.lower()}.{problem.field}",
+        value=value.isoformat() if hasattr(value, "isoformat") else value,
+        allowed=problem.allowed,
+        fix=problem.fix,
+    )

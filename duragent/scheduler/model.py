@@ -20,6 +20,13 @@ from typing import Any, Literal
 from duragent.core.caller import Caller, ChatRef
 from duragent.core.clock import utc_now
 from duragent.errors import ConfigError
+from duragent.scheduler.bounds import (
+    TIME_RANGE,
+    TimingProblem,
+    every_problem,
+    in_range,
+    retry_problem,
+)
 
 __all__ = [
     "At",
@@ -160,7 +167,13 @@ def parse_time(text: object) -> datetime:
         raise ValueError("not a timestamp")
     if value.tzinfo is None:
         raise ValueError("has no time zone offset")
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00:00+05:00 is before year 1 in UTC
+        raise ValueError(_UNREPRESENTABLE) from None
+
+
+_UNREPRESENTABLE = "is outside the years Python can represent"
 
 
 # --- reading --------------------------------------------------------------------------------
@@ -195,24 +208,20 @@ class _Reader:
         assert isinstance(value, str)
         return value
 
-    def count(self, data: Mapping[str, Any], key: str, name: str, default: int, low: int) -> int:
-        value = data.get(key, default)
-        if type(value) is not int or value < low:
-            self.fail(name, f"must be a whole number ≥ {low}", value)
-        assert isinstance(value, int)
-        return value
-
     def time(self, value: object, name: str) -> datetime:
+        fix = "write it like 2026-12-01T09:00:00Z or 2026-12-01T09:00:00+01:00"
         try:
-            return parse_time(value)
+            parsed = parse_time(value)
         except ValueError as exc:
-            self.fail(
-                name,
-                f"is not an RFC 3339 timestamp ({exc})",
-                value,
-                fix="write it like 2026-12-01T09:00:00Z or 2026-12-01T09:00:00+01:00",
-            )
-            raise  # unreachable
+            if str(exc) != _UNREPRESENTABLE:
+                self.fail(name, f"is not an RFC 3339 timestamp ({exc})", value, fix=fix)
+            parsed = None
+        if parsed is None or not in_range(parsed):
+            raise ConfigError(
+                "is out of range", file=self.file, field=f"{self.prefix}{name}",
+                value=_shown(value), allowed=TIME_RANGE, fix=fix,
+            )  # fmt: skip
+        return parsed
 
     def tagged(self, data: object, name: str, tags: tuple[str, ...]) -> tuple[str, Any]:
         body = self.mapping(data, name)
@@ -237,10 +246,12 @@ def _timing(r: _Reader, data: object) -> Timing:
         timing = At(r.time(fields.get("at"), "schedule.at.at"))
     elif tag == "every":
         anchor = fields.get("anchor")
-        timing = Every(
-            r.count(fields, "every_seconds", "schedule.every.every_seconds", 0, 1),
-            None if anchor is None else r.time(anchor, "schedule.every.anchor"),
-        )
+        seconds = fields.get("every_seconds")
+        problem = every_problem(seconds)
+        if problem is not None:
+            raise _error(r, f"schedule.every.{problem.field}", seconds, problem)
+        assert isinstance(seconds, int)
+        timing = Every(seconds, None if anchor is None else r.time(anchor, "schedule.every.anchor"))
     else:
         expr = r.text(fields, "expr", "schedule.cron.expr")
         tz = fields.get("tz")
@@ -249,9 +260,21 @@ def _timing(r: _Reader, data: object) -> Timing:
         timing = Cron(expr, tz or None)
     problem = check_timing(timing)
     if problem is not None:
-        name, reason, fix = problem
-        r.fail(f"schedule.{tag}.{name}", reason, getattr(timing, name), fix)
+        raise _error(r, f"schedule.{tag}.{problem.field}", getattr(timing, problem.field), problem)
     return timing
+
+
+def _error(r: _Reader, name: str, value: object, problem: TimingProblem) -> ConfigError:
+    """``problem`` as the ``ConfigError`` for field ``name`` of the document ``r`` reads."""
+    return ConfigError(
+        problem.reason, file=r.file, field=f"{r.prefix}{name}", value=_shown(value),
+        allowed=problem.allowed, fix=problem.fix,
+    )  # fmt: skip
+
+
+def _shown(value: object) -> object:
+    """``value`` as an error shows it (a time as written; RFC 3339 for a parsed one)."""
+    return value.isoformat() if isinstance(value, datetime) else value
 
 
 def _payload(r: _Reader, data: object) -> Payload:
@@ -265,14 +288,15 @@ def _retry(r: _Reader, data: object) -> Retry | None:
     if data is None:
         return None
     fields = r.mapping(data, "retry")
-    retry = Retry(
-        r.count(fields, "max_retries", "retry.max_retries", 3, 0),
-        r.count(fields, "initial_delay_ms", "retry.initial_delay_ms", 1000, 0),
-        r.count(fields, "max_delay_ms", "retry.max_delay_ms", 30000, 0),
-    )
-    if retry.max_retries > 100:
-        r.fail("retry.max_retries", "must be at most 100", retry.max_retries)
-    return retry
+    defaults = Retry()
+    values = {
+        name: fields.get(name, getattr(defaults, name))
+        for name in ("max_retries", "initial_delay_ms", "max_delay_ms")
+    }
+    problem = retry_problem(values)
+    if problem is not None:
+        raise _error(r, f"retry.{problem.field}", values[problem.field], problem)
+    return Retry(**values)  # checked: whole numbers in range
 
 
 def parse_schedule(data: object, *, file: Path | None = None, prefix: str = "") -> Schedule:

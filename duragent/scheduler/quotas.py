@@ -12,7 +12,8 @@ would pass the agent's ``spec.access.quotas``:
   its own gap; a cron expression's is computed from its time-of-day fields (second, minute,
   hour: 5-field crons fire at second 0, 6–7-field ones have a seconds field), taking every
   day as one it may fire on, so the gap found is never longer than the real one (a weekly
-  cron counts as daily); ``at`` runs once and has no gap.
+  cron counts as daily); ``at`` runs once: its gap is the one to the chat's closest other
+  active one-shot.
 
 Only chat-made schedules are limited: what agent.yaml declares and what the operator
 creates are the owner's own decisions (they must still be valid: ``timing.check_timing``).
@@ -61,10 +62,17 @@ def schedule_refusal(
         )
     minimum = quotas.min_schedule_interval_seconds
     gap = _gap(timing)
+    if isinstance(timing, At):  # one-shots are spaced from the chat's other one-shots
+        gap = _gap_to_one_shots(timing, (s for s in schedules if _made_from(s, chat)))
     if gap is not None and gap < minimum:
         field = f"{_QUOTAS}.min_schedule_interval_seconds"
+        runs = (
+            f"this one-shot would run {gap} s from another of this chat's"
+            if isinstance(timing, At)
+            else f"this schedule would run every {gap} s"
+        )
         return (
-            f"Error: quota: this schedule would run every {gap} s; schedules made from a "
+            f"Error: quota: {runs}; schedules made from a "
             f"chat may run at most once every {minimum} s ({field}). Use a longer interval, "
             f"or the agent's owner can lower {field} in its agent.yaml."
         )
@@ -79,6 +87,20 @@ def _made_from(schedule: Schedule, chat: Destination) -> bool:
         and schedule.created_by_session is not None
         and schedule.destination == chat
     )
+
+
+def _gap_to_one_shots(timing: At, made: Iterable[Schedule]) -> int | None:
+    """Seconds to the closest active one-shot the chat made (None: it has none).
+
+    Twenty one-shots a second apart would be twenty messages in twenty seconds: a chat's
+    one-shots are held to the same minimum as its recurring schedules.
+    """
+    gaps = [
+        int(abs((s.timing.at - timing.at).total_seconds()))
+        for s in made
+        if isinstance(s.timing, At)
+    ]
+    return min(gaps) if gaps else None
 
 
 def _gap(timing: Timing) -> int | None:

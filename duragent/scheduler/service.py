@@ -80,6 +80,7 @@ class _Slot:
     task: asyncio.Task[None] | None = None
     resume: Dangling | None = None  # an interrupted run to attempt again
     seen: set[int] = field(default_factory=set)  # due times started in this process (ms)
+    fault: str | None = None  # why its due times could not be computed (it is set aside)
 
 
 class Scheduler:
@@ -119,6 +120,11 @@ class Scheduler:
         self.metrics: Metrics | None = None
         """Where runs are counted by status, and how late each started (``core.metrics``)."""
 
+    @property
+    def loop(self) -> asyncio.Task[None] | None:
+        """The loop's task once ``start`` made it (None before, and after ``stop``)."""
+        return self._loop
+
     # --- schedules ----------------------------------------------------------------------------
 
     def schedules(self) -> list[Schedule]:
@@ -157,8 +163,26 @@ class Scheduler:
             if schedule.declared_in is not None and state.cursor is None and not self.passive:
                 self._append(slot, {"status": "registered", "cursor": to_ms(self._clock.now())})
         slot.schedule = schedule
-        slot.next = self._next_after_cursor(slot) if schedule.status == "active" else None
+        slot.fault = None
+        try:
+            slot.next = self._next_after_cursor(slot) if schedule.status == "active" else None
+        except Exception as exc:  # one schedule's bad timing never stops the others
+            self._set_aside(slot, exc)
         self._changed.set()
+
+    def faults(self) -> dict[str, str]:
+        """Schedules set aside because their due times could not be computed, with why."""
+        return {k: slot.fault for k, slot in sorted(self._slots.items()) if slot.fault}
+
+    def _set_aside(self, slot: _Slot, exc: Exception) -> None:
+        """Stop timing ``slot`` (its due times raised ``exc``); the loop goes on for the rest.
+
+        ``timing.next_due`` cannot overflow for a validated schedule (``bounds``); this is
+        the guard for whatever else may raise, so one schedule never ends the loop.
+        """
+        slot.next = None
+        slot.fault = f"its next due time could not be computed: {type(exc).__name__}: {exc}"
+        log.error("schedule %s set aside: %s", slot.schedule.id, slot.fault, exc_info=exc)
 
     def reset(
         self, schedules: Sequence[Schedule], states: dict[str, RunState] | None = None
@@ -229,7 +253,10 @@ class Scheduler:
                 self._start(slot, run.due, run.attempt + 1)
                 started += 1
             elif slot.next is not None and slot.next <= now:
-                started += self._due(slot, now)
+                try:
+                    started += self._due(slot, now)
+                except Exception as exc:  # see ``_set_aside``
+                    self._set_aside(slot, exc)
         return started
 
     def _due(self, slot: _Slot, now: datetime) -> int:
@@ -241,7 +268,7 @@ class Scheduler:
             step = timedelta(seconds=s.timing.every_seconds)
             extra = (now - first) // step
             latest, count = first + extra * step, 1 + extra
-            after = latest + step
+            after = next_due(s.timing, latest, s.created_at)  # None past ``bounds.LATEST``
         else:
             while (after := next_due(s.timing, latest, s.created_at)) is not None and after <= now:
                 latest, count = after, count + 1

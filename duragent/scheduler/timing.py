@@ -28,6 +28,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from apscheduler.triggers.cron import CronTrigger
 
 from duragent.core.clock import utc_now
+from duragent.scheduler.bounds import LATEST, TIME_RANGE, TimingProblem, every_problem, in_range
 from duragent.scheduler.model import At, Cron, Every, Timing
 
 __all__ = ["check_timing", "cron_trigger", "describe_timing", "next_due", "zone"]
@@ -91,41 +92,73 @@ def cron_trigger(expr: str) -> CronTrigger:
     raise ValueError(f"has {len(fields)} fields, expected 5 (or 6–7 with seconds)")
 
 
-def check_timing(timing: Timing) -> tuple[str, str, str] | None:
-    """What is wrong with ``timing`` as (field, reason, fix), or None."""
+def check_timing(timing: Timing) -> TimingProblem | None:
+    """What is wrong with ``timing`` (field, reason, fix, allowed range), or None.
+
+    Every field inside its documented range (``bounds``), so ``next_due`` never overflows.
+    """
     if isinstance(timing, Cron):
         try:
             zone(timing.tz)
         except (ZoneInfoNotFoundError, ValueError):
-            return ("tz", "is not a known IANA time zone", "e.g. Europe/Berlin, America/New_York")
+            return TimingProblem(
+                "tz", "is not a known IANA time zone", "e.g. Europe/Berlin, America/New_York"
+            )
         try:
-            trigger = cron_trigger(timing.expr)
+            cron_trigger(timing.expr)
         except ValueError as exc:
-            return ("expr", f"is not a valid cron expression: {exc}", _CRON_FIX)
-        if trigger.get_next_fire_time(None, utc_now()) is None:
-            return ("expr", "never fires again", "pick a date that is still to come")
-    if isinstance(timing, Every) and timing.every_seconds < 1:
-        return ("every_seconds", "must be ≥ 1", "give an interval of at least one second")
+            return TimingProblem("expr", f"is not a valid cron expression: {exc}", _CRON_FIX)
+        now = utc_now()
+        if next_due(timing, now, now) is None:
+            return TimingProblem(
+                "expr", "never fires again", "pick a date that is still to come", TIME_RANGE
+            )
+    if isinstance(timing, Every):
+        problem = every_problem(timing.every_seconds)
+        if problem is not None:
+            return problem
+        if timing.anchor is not None and not in_range(timing.anchor):
+            return _out_of_range("anchor")
+    if isinstance(timing, At) and not in_range(timing.at):
+        return _out_of_range("at")
     return None
+
+
+def _out_of_range(name: str) -> TimingProblem:
+    return TimingProblem(
+        name, "is out of range", "write a time like 2026-12-01T09:00:00Z", TIME_RANGE
+    )
 
 
 def next_due(timing: Timing, after: datetime, created_at: datetime) -> datetime | None:
     """The first due time strictly after ``after`` (aware), or None when there is none.
 
     ``At`` is due once: its time if that is after ``after``. ``Every`` counts whole
-    intervals from its anchor (``created_at`` when it has none).
+    intervals from its anchor (``created_at`` when it has none). A due time at or after
+    ``bounds.LATEST`` is none: the arithmetic is checked before a ``datetime`` is built,
+    so no timing, even one never validated, raises ``OverflowError`` here.
     """
     match timing:
         case At(at=at):
-            return at if at > after else None
+            return at if after < at < LATEST else None
         case Every(every_seconds=seconds, anchor=anchor):
             start = anchor or created_at
             if after < start:
-                return start
-            steps = (after - start) // timedelta(seconds=seconds) + 1
-            return start + steps * timedelta(seconds=seconds)
+                return start if start < LATEST else None
+            step = max(1, seconds) * 1_000_000  # whole microseconds: no timedelta overflow
+            offset = ((after - start) // _MICROSECOND // step + 1) * step
+            if offset >= (LATEST - start) // _MICROSECOND:
+                return None
+            return start + offset * _MICROSECOND
         case Cron(expr=expr, tz=tz):
-            return _next_cron(expr, zone(tz), after)
+            try:
+                found = _next_cron(expr, zone(tz), after)
+            except OverflowError:  # a wall time near year 9999 placed in a zone
+                return None
+            return found if found is not None and found < LATEST else None
+
+
+_MICROSECOND = timedelta(microseconds=1)
 
 
 def _next_cron(expr: str, timezone: ZoneInfo, after: datetime) -> datetime | None:

@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Mapping
+from datetime import datetime
 from typing import Any
 
 from duragent.agents.access_spec import QuotaSpec
 from duragent.core.messages import ToolDefinition
 from duragent.errors import ConfigError, DuragentError
+from duragent.scheduler.bounds import TIME_RANGE, retry_problem
 from duragent.scheduler.front import Schedules
 from duragent.scheduler.model import (
     At,
@@ -155,9 +157,16 @@ class ScheduleTool:
         retry = None
         if any(args.get(k) is not None for k in _RETRY):
             try:
-                retry = Retry(**{k: int(args[k]) for k in _RETRY if args.get(k) is not None})
+                given_retry = {k: int(args[k]) for k in _RETRY if args.get(k) is not None}
             except (TypeError, ValueError):
                 return _error("max_retries, initial_delay_ms and max_delay_ms must be integers")
+            retry = Retry(**given_retry)
+            problem = retry_problem({k: getattr(retry, k) for k in _RETRY})
+            if problem is not None:
+                return _error(
+                    f"{problem.field} {problem.reason} ({problem.allowed}; got "
+                    f"{getattr(retry, problem.field)}): {problem.fix}"
+                )
         schedule = await self._schedules.add_async(
             self._schedules.new(
                 agent=ctx.agent_name,
@@ -190,24 +199,36 @@ class ScheduleTool:
 
 
 def _timing(kind: str, args: Mapping[str, Any], now: Any) -> Timing | str:
-    """The timing asked for, or the error text."""
+    """The timing asked for, or the error text (a field out of range names its range)."""
+    timing: Timing
     if kind == "at":
         try:
-            at = parse_time(args["at"])
-        except ValueError:
-            return "at must be an RFC 3339 time with an offset, e.g. 2026-12-01T09:00:00Z"
-        return At(at)
-    if kind == "every_seconds":
+            timing = At(parse_time(args["at"]))
+        except ValueError as exc:
+            return (
+                f"at must be an RFC 3339 time with an offset, e.g. 2026-12-01T09:00:00Z, "
+                f"{TIME_RANGE} (got {args['at']!r}: {exc})"
+            )
+    elif kind == "every_seconds":
         seconds = args["every_seconds"]
         if type(seconds) is not int or seconds < 1:
             return "every_seconds must be >= 1"
-        return Every(seconds, now)
-    tz = args.get("tz")
-    timing = Cron(str(args["cron"]), tz if isinstance(tz, str) and tz else None)
+        timing = Every(seconds, now)
+    else:
+        tz = args.get("tz")
+        timing = Cron(str(args["cron"]), tz if isinstance(tz, str) and tz else None)
     problem = check_timing(timing)
     if problem is not None:
-        field, reason, fix = problem
-        return str(ConfigError(reason, field=field, value=getattr(timing, field), fix=fix))
+        value = getattr(timing, problem.field)
+        return str(
+            ConfigError(
+                problem.reason,
+                field=problem.field,
+                value=value.isoformat() if isinstance(value, datetime) else value,
+                allowed=problem.allowed,
+                fix=problem.fix,
+            )
+        )
     return timing
 
 

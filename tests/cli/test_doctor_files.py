@@ -178,13 +178,32 @@ def test_trust_mode_is_a_warning_naming_what_tools_can_do_and_the_fix(tmp_path: 
     line = line_with(lines, "[sandbox]")
     assert line == (
         "! [sandbox] sandbox.mode is trust: tools (bash, CLI tools, background jobs) run with "
-        "the owner's rights, so a command can read the keys and tokens (.env, duragent.yaml) "
-        "and change the agents' files (agent.yaml, prompts, policy)"
+        "the owner's rights for whoever gets the agent to run one (a member approving their "
+        "own request too), so a command can read the keys and tokens (.env, duragent.yaml), "
+        "change the agents' files (agent.yaml, prompts, policy) and call the HTTP API on "
+        "loopback"
     )
     assert lines[lines.index(line) + 1].strip() == (
         f"fix: set sandbox.mode: bubblewrap in {config} and install bubblewrap "
         "(Debian/Ubuntu: apt-get install bubblewrap)"
     )
+
+
+def test_a_sandbox_with_network_and_no_api_token_is_a_warning(tmp_path: Path, bwrap: str) -> None:
+    """Found in review: a tool's command on loopback is the operator when no token is set."""
+    config = workspace(tmp_path, "sandbox:\n  mode: bubblewrap\n  network: true\n")
+    _, lines = doctor(config)
+    line = line_with(lines, "api_token is not set")
+    assert line.startswith("! [sandbox] sandbox.network is on and server.api_token is not set")
+    tokened = tmp_path / "tokened"
+    tokened.mkdir()
+    config = workspace(
+        tokened,
+        "server:\n  api_token: t0ken-t0ken-t0ken-t0ken\n"
+        "sandbox:\n  mode: bubblewrap\n  network: true\n",
+    )
+    _, lines = doctor(config)
+    assert not any("api_token is not set" in line for line in lines)
 
 
 def test_doctor_says_what_keeps_tool_processes_from_outliving_the_server(

@@ -105,7 +105,7 @@ async def test_a_job_ending_during_a_turn_is_steered_into_it_and_runs_no_turn_of
         )
         sid = await h.runner.start_session("bot")
         result = await h.runner.run(sid, "go")
-        assert await eventually(lambda: all(m.notified for m in _metas(tmp_path)), within=5)
+        assert await eventually(lambda: all(m.notified for m in _metas(tmp_path)))
         texts = await user_texts(h, sid)
         last_request = h.server.requests[-1].body["messages"]
     assert isinstance(result, Complete)
@@ -150,7 +150,7 @@ async def test_a_job_whose_session_is_gone_counts_as_reported(tmp_path: Path) ->
         meta = await registry.spawn(
             SpawnRequest(command="true", cwd=tmp_path, session_id=sid, agent="bot")
         )
-        reported = await eventually(lambda: registry.get(meta.handle).notified, within=5)  # type: ignore[union-attr]
+        reported = await eventually(lambda: registry.get(meta.handle).notified)  # type: ignore[union-attr]
         await registry.stop()
     assert reported
     assert h.server.requests == []

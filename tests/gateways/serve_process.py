@@ -104,7 +104,7 @@ class ServeProcess:
         started = [i for i, (start, _end) in enumerate(self.lifetimes) if start <= at]
         return started[-1] if started else -1
 
-    async def wait_ready(self, within: float = 60.0) -> None:
+    async def wait_ready(self, within: float = 120.0) -> None:
         """Until ``/readyz`` answers 200 and ``gateway`` reports itself running."""
         deadline = time.monotonic() + within
         async with httpx.AsyncClient(timeout=5) as client:

@@ -1,4 +1,4 @@
-"""``Schedules``: files and declared schedules loaded, broken ones reported and kept, the
+"""``Schedules``: files and declared schedules loaded, broken ones reported and moved aside, the
 operations' rules (future ``at``, own agent only, declared schedules not cancelled here)."""
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def test_a_declared_schedule_with_a_mistake_is_reported_by_agent_file_and_field(
     assert problem.file == tmp_path / ".duragent/agents/reporter/agent.yaml"
 
 
-def test_an_unreadable_schedule_file_is_reported_skipped_and_kept(
+def test_an_unreadable_schedule_file_is_reported_skipped_and_moved_aside_with_its_reason(
     tmp_path: Path, write_agent: Callable[..., Path]
 ) -> None:
     write_agent("reporter")
@@ -95,7 +95,19 @@ def test_an_unreadable_schedule_file_is_reported_skipped_and_kept(
         "sched_broken.yaml",
         "sched_mismatch.yaml",
     ]
-    assert (folder / "sched_broken.yaml").exists()
+    assert not (folder / "sched_broken.yaml").exists()
+    aside = folder / "_quarantine"
+    assert (aside / "sched_broken.yaml").read_text() == "id: sched_broken\nschedule: [\n"
+    reason = (aside / "sched_broken.yaml.reason.txt").read_text()
+    assert "sched_broken.yaml: YAML syntax error" in reason
+    assert "does not match the file name" in (aside / "sched_mismatch.yaml.reason.txt").read_text()
+    again = make(tmp_path)  # the next start loads the good one and still reports both
+    assert [s.id for s in again.load()] == ["sched_good"]
+    assert again.problems == []
+    assert sorted(r["record"] for r in again.skipped()) == [
+        str(aside / "sched_broken.yaml"),
+        str(aside / "sched_mismatch.yaml"),
+    ]
 
 
 async def test_a_created_schedule_is_written_and_only_its_agent_can_cancel_it(

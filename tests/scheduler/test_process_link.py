@@ -126,7 +126,7 @@ async def test_a_job_that_ends_cancels_its_linked_schedule_before_its_session_is
     )
     sched_id = await create(schedules, "helper", meta.handle)
     (tmp_path / "go").touch()
-    assert await eventually(lambda: order == ["cancelled", "told"], within=5)
+    assert await eventually(lambda: order == ["cancelled", "told"])
     await registry.stop()
     assert schedules.get(sched_id).status == "cancelled"
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from duragent.scheduler.clock import ManualClock
 from duragent.scheduler.model import At, Cron, Every, Retry, Schedule
 from duragent.scheduler.service import SchedulerSettings, backoff_seconds
+from duragent.scheduler.timing import next_due
 from duragent.store.schedule_files import RunLogFiles
 from tests.scheduler.rig import START, RecordingPayloads, make_scheduler, run_until, schedule
 
@@ -267,3 +268,31 @@ async def test_a_simulated_year_of_daily_jobs_in_two_zones_runs_each_due_time_ex
                 if d.astimezone(tz).strftime("%H:%M") == f"{int(hour):02d}:{int(minute):02d}"
             ]
             assert len(got) - len(on_time) == (1 if hour == "2" else 0), sid  # the spring gap
+
+
+async def test_a_schedule_whose_due_time_cannot_be_computed_is_set_aside_and_the_rest_run(
+    tmp_path: Path,
+) -> None:
+    clock, payloads = ManualClock(START), RecordingPayloads()
+    scheduler = make_scheduler(tmp_path, clock, payloads)
+    # never validated (parse_schedule and check_timing refuse it): its zone does not exist
+    await scheduler.start([schedule("mars", Cron("0 9 * * *", "Mars/Olympus")), schedule("daily")])
+    try:
+        assert "ZoneInfoNotFoundError" in scheduler.faults()["mars"]
+        assert list(scheduler.faults()) == ["mars"]
+        await run_until(scheduler, clock, START + DAY)
+        assert payloads.runs == [("daily", START.replace(hour=9))]
+        assert scheduler.loop is not None
+        assert not scheduler.loop.done()
+    finally:
+        await scheduler.stop()
+
+
+def test_due_times_past_the_documented_range_are_none_never_an_overflow() -> None:
+    from duragent.scheduler.bounds import LATEST
+
+    assert next_due(Every(10**20), START, START) is None
+    assert next_due(Every(10**12), START, START) is None
+    assert next_due(Every(60, LATEST - timedelta(seconds=30)), LATEST, START) is None
+    assert next_due(At(datetime(9999, 12, 31, tzinfo=UTC)), START, START) is None
+    assert next_due(Cron("0 0 0 31 12 * 9999", "America/New_York"), START, START) is None

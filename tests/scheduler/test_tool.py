@@ -12,6 +12,7 @@ import pytest
 from duragent.agents import load_catalog
 from duragent.core.caller import OPERATOR, Caller, ChatRef
 from duragent.scheduler import Destination, ManualClock, Schedules, ScheduleTool, declared_id
+from duragent.scheduler.model import Every, MessagePayload
 from duragent.tools.base import ToolContext
 from tests.scheduler.rig import START, RecordingPayloads
 
@@ -210,6 +211,34 @@ async def test_a_chat_sees_a_declared_schedule_only_when_it_delivers_there_and_n
         assert str(tmp_path) not in outcome.content
 
 
+async def test_a_chat_cannot_cancel_what_the_operator_made_for_it(
+    two_chats: tuple[ScheduleTool, Schedules], tmp_path: Path
+) -> None:
+    """Found in review: a schedule made over HTTP for a chat was cancellable by any member."""
+    tool, schedules = two_chats
+    made = await schedules.add_async(
+        schedules.new(
+            agent="helper",
+            timing=Every(3600, START),
+            payload=MessagePayload("standup"),
+            destination=ALICE_CHAT,
+        )
+    )
+    refused = await tool.run(
+        {"action": "cancel", "schedule_id": made.id}, as_(ALICE, tmp_path, "alice-session")
+    )
+    assert (refused.success, refused.content) == (
+        False,
+        f"Error: schedule '{made.id}' was made by the operator of agent 'helper': only they "
+        "can cancel it (duragent schedule cancel)",
+    )
+    assert schedules.get(made.id).status == "active"
+    operator = await tool.run(
+        {"action": "cancel", "schedule_id": made.id}, as_(OPERATOR, tmp_path, "http")
+    )
+    assert operator.success
+
+
 @pytest.mark.parametrize("caller", [OPERATOR, AGENT_WIDE_OWNER], ids=["operator", "owner"])
 async def test_the_operator_and_an_agent_wide_owner_list_and_cancel_every_chats_schedules(
     caller: Caller, two_chats: tuple[ScheduleTool, Schedules], tmp_path: Path
@@ -234,3 +263,26 @@ async def test_the_operator_and_an_agent_wide_owner_list_and_cancel_every_chats_
     assert schedules.get(sched_id).status == "cancelled"
     assert "spec.schedules" in refused.content
     assert str(tmp_path) not in refused.content
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        ({"every_seconds": 10**20}, "every_seconds: is out of range (got 100000000000000000000; "
+         "allowed: 1 to 315,360,000 seconds (3,650 days))"),
+        ({"every_seconds": 10**12}, "allowed: 1 to 315,360,000 seconds"),
+        ({"at": "0001-01-01T00:00:00+05:00"},
+         "from 1970-01-01T00:00:00Z to before 9000-01-01T00:00:00Z"),
+        ({"at": "9500-01-01T00:00:00Z"}, "at: is out of range (got '9500-01-01T00:00:00+00:00'"),
+        ({"every_seconds": 60, "max_delay_ms": 10**20}, "max_delay_ms must be a whole number"),
+    ],
+)  # fmt: skip
+async def test_a_timing_out_of_range_is_a_tool_error_naming_the_range_and_nothing_is_written(
+    tool: ScheduleTool, tmp_path: Path, args: dict[str, Any], words: str
+) -> None:
+    ok, content = await call(tool, tmp_path, action="create", message="hi", **args)
+    assert not ok
+    assert words in content
+    assert not (tmp_path / "schedules").exists()
+    _, listed = await call(tool, tmp_path, action="list")
+    assert listed == "No active schedules."

@@ -792,7 +792,7 @@ def live_members(pgid: int) -> list[int]:
     return found
 
 
-def wait_until_gone(pgid: int, timeout: float = 10.0) -> list[int]:
+def wait_until_gone(pgid: int, timeout: float = 60.0) -> list[int]:
     """Wait for group ``pgid`` to have no running process; what still runs at the deadline."""
     deadline = time.monotonic() + timeout
     while (alive := live_members(pgid)) and time.monotonic() < deadline:
@@ -815,7 +815,7 @@ def check_tool_groups(markers: Path, checked: set[str]) -> list[str]:
         if not text.isdigit():
             continue  # killed between creating the file and writing the pid into it
         pgid = int(text)
-        alive = wait_until_gone(pgid, timeout=3.0)
+        alive = wait_until_gone(pgid)
         if alive:
             survivors.append(f"tool {name}: processes {alive} of group {pgid} outlived the kill")
             with contextlib.suppress(OSError):
@@ -823,7 +823,7 @@ def check_tool_groups(markers: Path, checked: set[str]) -> list[str]:
     return survivors
 
 
-def _wait_stopped(pid: int, timeout: float = 2.0) -> None:
+def _wait_stopped(pid: int, timeout: float = 60.0) -> None:
     """Wait until every thread of ``pid`` is stopped (so its phase counters are final)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

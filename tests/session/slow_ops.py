@@ -10,10 +10,16 @@ from duragent.store.fileops import OS_FILE_OPS, OsFileOps
 
 
 class SlowFsyncOps(OsFileOps):
-    """Real file operations, but fsync of files under ``slow_dir`` takes ``delay`` seconds."""
+    """Real file operations, but fsync of files under ``slow_dir`` takes ``delay`` seconds.
 
-    def __init__(self, delay: float) -> None:
+    With ``held`` set (a ``threading.Event``), such an fsync instead waits until it is set: a
+    test that must see something happen *while* a disk stalls holds it as long as it needs,
+    whatever the machine's speed, instead of hoping a fixed delay outlasts it.
+    """
+
+    def __init__(self, delay: float = 0.0, *, held: threading.Event | None = None) -> None:
         self.delay = delay
+        self.held = held
         self.slow_dir: Path | None = None
         self.also_slow: list[Path] = []
         self._paths: dict[int, Path] = {}
@@ -45,7 +51,10 @@ class SlowFsyncOps(OsFileOps):
             self.peak_in_fsync = max(self.peak_in_fsync, self.in_fsync)
         try:
             if path is not None and any(d in path.parents for d in self.slow_dirs()):
-                time.sleep(self.delay)
+                if self.held is not None:
+                    self.held.wait()
+                else:
+                    time.sleep(self.delay)
             OS_FILE_OPS.fsync(fd)
         finally:
             with self._lock:

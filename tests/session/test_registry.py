@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import time
+import threading
 from pathlib import Path
 
 import pytest
@@ -75,26 +75,27 @@ async def test_messages_to_one_session_keep_their_order(tmp_path: Path) -> None:
 
 
 async def test_a_slow_session_never_delays_another(tmp_path: Path) -> None:
-    ops = SlowFsyncOps(delay=0.5)
+    """The slow session's fsync is held until the other session's write is done."""
+    ops = SlowFsyncOps(held=threading.Event())
     reg = SessionRegistry(SessionStore(tmp_path, ops))
     await reg.open()
     try:
         slow = await reg.create(NewSession(agent="a"))
         fast = await reg.create(NewSession(agent="a"))
         ops.slow_dir = tmp_path / slow
-
-        async def timed(sid: str) -> float:
-            start = time.perf_counter()
-            await reg.handle(sid).add_user_message(content="x")
-            return time.perf_counter() - start
-
-        slow_task = asyncio.create_task(timed(slow))
-        await asyncio.sleep(0.05)  # the slow actor is now inside its fsync
-        fast_time = await timed(fast)
-        slow_time = await slow_task
+        slow_task = asyncio.create_task(reg.handle(slow).add_user_message(content="x"))
+        assert await eventually(lambda: ops.in_fsync == 1)  # the slow actor is in its fsync
+        written = await asyncio.wait_for(reg.handle(fast).add_user_message(content="x"), 60)
+        slow_was_waiting = not slow_task.done()
+        assert ops.held is not None
+        ops.held.set()
+        await slow_task
     finally:
+        assert ops.held is not None
+        ops.held.set()
         await reg.aclose()
-    assert fast_time * 5 < slow_time
+    assert written.seq == 2
+    assert slow_was_waiting
 
 
 async def test_live_actors_are_bounded_and_evicted_ones_restart_from_disk(tmp_path: Path) -> None:

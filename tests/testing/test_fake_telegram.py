@@ -57,7 +57,7 @@ async def test_a_long_poll_waiting_for_updates_receives_one_pushed_later(
     tg: FakeTelegram, bot: telegram.Bot
 ) -> None:
     poll = asyncio.create_task(bot.get_updates(timeout=10))
-    assert await eventually(lambda: tg.polls_waiting == 1, within=5)
+    assert await eventually(lambda: tg.polls_waiting == 1)
     tg.push_message(CHAT, "hello there")
     updates = await asyncio.wait_for(poll, 5)
     assert [u.message.text for u in updates if u.message] == ["hello there"]
@@ -86,7 +86,7 @@ async def test_an_update_taken_by_a_poller_that_died_is_delivered_to_the_next_on
 ) -> None:
     async with httpx.AsyncClient() as doomed:
         dying = asyncio.create_task(doomed.get(f"{tg.base_url}{tg.token}/getUpdates?timeout=10"))
-        assert await eventually(lambda: tg.polls_waiting == 1, within=5)
+        assert await eventually(lambda: tg.polls_waiting == 1)
         dying.cancel()
     tg.push_message(CHAT, "sent while the bot was down")
     updates = await bot.get_updates(timeout=5)
@@ -111,7 +111,7 @@ async def test_a_newer_poll_ends_an_older_one_with_conflict(
     tg: FakeTelegram, bot: telegram.Bot
 ) -> None:
     older = asyncio.create_task(bot.get_updates(timeout=10))
-    assert await eventually(lambda: tg.polls_waiting == 1, within=5)
+    assert await eventually(lambda: tg.polls_waiting == 1)
     async with telegram.Bot(tg.token, base_url=tg.base_url) as second_instance:
         await second_instance.get_updates()
     with pytest.raises(telegram.error.Conflict, match="terminated by other getUpdates"):
@@ -372,7 +372,7 @@ async def test_a_slow_answer_times_the_client_out_yet_the_message_goes_out(
     tg.add_fault(FaultRule.slow(0.3, times=1))
     with pytest.raises(telegram.error.TimedOut):
         await bot.send_message(CHAT, "slow", read_timeout=0.05)
-    assert await eventually(lambda: tg.sent_messages(CHAT) == ["slow"], within=5)
+    assert await eventually(lambda: tg.sent_messages(CHAT) == ["slow"])
 
 
 def test_a_fault_rule_names_its_mistake() -> None:
@@ -397,7 +397,7 @@ async def test_a_ptb_application_polls_and_answers(tg: FakeTelegram) -> None:
         await app.updater.start_polling(poll_interval=0, timeout=5)
         await app.start()
         tg.push_message(CHAT, "ping")
-        assert await eventually(lambda: tg.sent_messages(CHAT) == ["echo: ping"], within=10)
+        assert await eventually(lambda: tg.sent_messages(CHAT) == ["echo: ping"])
         await app.updater.stop()
         await app.stop()
 

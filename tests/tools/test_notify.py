@@ -7,7 +7,6 @@ import json
 import logging
 import socket
 import textwrap
-import time
 from pathlib import Path
 from typing import Any
 
@@ -128,9 +127,8 @@ async def test_a_slow_webhook_never_delays_the_caller_and_its_timeout_is_logged(
     with serving(hook.app()) as port:
         url = f"http://127.0.0.1:{port}/services/T0/B0/XXSECRETXX"
         policy = Policy(notify=Notify(True, (), (Delivery("webhook", url),)))
-        started = time.monotonic()
         notifier.after_call(policy, "bash", "make deploy", session_id="s", agent="a", success=True)
-        assert time.monotonic() - started < 0.05  # returned before anything was sent
+        assert hook.bodies == []  # returned before anything was sent (not timed: a busy machine)
         with caplog.at_level(logging.WARNING, logger="duragent.tools.notify"):
             await notifier.drain()
     assert f"webhook notification to http://127.0.0.1:{port} failed" in caplog.text

@@ -12,7 +12,10 @@ What Discord needs that the kit does not know about:
   (``Client.get_partial_messageable``): no lookup, so a DM recovered after a restart, whose
   channel discord.py has not seen yet, is answered like any other.
 - **Rate limits** are discord.py's: it reads Discord's rate-limit headers, waits out a 429 and
-  retries; nothing here paces or retries on top of it.
+  retries. What it finally gives up on (a 429 after its tries, a 5xx, the network) is
+  ``PlatformBusyError`` to the kit's ``Outbox``, which waits it out in the chat's line,
+  message by message (those already sent are not sent again), until
+  ``gateways.discord.delivery_retry_seconds`` have passed.
 - **Approvals** are one message with the kit's three buttons (``ApprovalButton``: the kit's
   payloads as ``custom_id``). A press is answered through the interaction it came with
   (``answer_button``), kept here from the press until it is answered.
@@ -20,12 +23,16 @@ What Discord needs that the kit does not know about:
 
 from __future__ import annotations
 
+import functools
 import logging
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 
+import aiohttp
 import discord
 
 from duragent.frontkit import ChatRef, SentMessage, approval_buttons, approval_prompt
+from duragent.frontkit.outbox import DELIVERY_RETRY_SECONDS, Outbox, PlatformBusyError
 from duragent.gateways.discord.buttons import approval_view
 from duragent.gateways.discord.split import DISCORD_TEXT_LIMIT, split_message, text_units
 
@@ -36,13 +43,37 @@ log = logging.getLogger(__name__)
 QUIET = discord.AllowedMentions(everyone=False, users=False, roles=False, replied_user=True)
 """What a reply may ping: only the person it answers."""
 
+T = TypeVar("T")
+
+
+async def _busy_as_such(call: Awaitable[T]) -> T:
+    """``call``, with Discord's "not now" answers raised as the kit's ``PlatformBusyError``.
+
+    A 429 discord.py stopped waiting out, a 5xx, a connection lost; a 403 or 404 is a
+    refusal waiting cannot fix and is raised as it is.
+    """
+    try:
+        return await call
+    except discord.RateLimited as exc:
+        raise PlatformBusyError(f"discord: {exc}", exc.retry_after) from exc
+    except discord.HTTPException as exc:
+        if exc.status == 429 or exc.status >= 500:
+            raise PlatformBusyError(f"discord: {exc}") from exc
+        raise
+    except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+        raise PlatformBusyError(f"discord: {exc!r}") from exc
+
 
 class DiscordOutbound:
     """Sends to Discord channels through ``client`` (see module docstring)."""
 
-    def __init__(self, client: discord.Client) -> None:
+    def __init__(
+        self, client: discord.Client, *, delivery_retry_seconds: float = DELIVERY_RETRY_SECONDS
+    ) -> None:
+        """``delivery_retry_seconds``: how long a refused message is retried (``Outbox``)."""
         self._client = client
         self._presses: dict[str, discord.Interaction[Any]] = {}
+        self.outbox = Outbox("discord", self._notice, retry_for=delivery_retry_seconds)
 
     def _channel(self, chat: ChatRef) -> discord.PartialMessageable:
         return self._client.get_partial_messageable(int(chat.chat_id))
@@ -57,12 +88,11 @@ class DiscordOutbound:
             raise ValueError("send_text was given a reply with nothing to show")
         last: discord.Message | None = None
         reference = _reference(chat, reply_to)
-        for chunk in chunks:
-            if reference is None:
-                last = await channel.send(chunk, allowed_mentions=QUIET)
-            else:
-                last = await channel.send(chunk, reference=reference, allowed_mentions=QUIET)
-            reference = None  # only the first message replies
+        async with self.outbox.lane(chat) as handed:
+            for chunk in chunks:  # one waits out a refusal; the ones sent stay sent
+                send = functools.partial(_send, channel, chunk, reference)
+                last = await self.outbox.persist(chat, send, since=handed)
+                reference = None  # only the first message replies
         assert last is not None
         return SentMessage(chat, str(last.id))
 
@@ -74,12 +104,21 @@ class DiscordOutbound:
         self, chat: ChatRef, *, session_id: str, call_id: str, command: str
     ) -> SentMessage:
         """The approval prompt with its three buttons (one message: the buttons go with it)."""
-        sent = await self._channel(chat).send(
-            approval_text(command),
-            view=approval_view(approval_buttons(call_id)),
-            allowed_mentions=QUIET,
+        channel = self._channel(chat)
+        text = approval_text(command)
+        sent = await self.outbox.send(
+            chat,
+            lambda: _busy_as_such(
+                channel.send(
+                    text, view=approval_view(approval_buttons(call_id)), allowed_mentions=QUIET
+                )
+            ),
         )
         return SentMessage(chat, str(sent.id))
+
+    async def _notice(self, chat: ChatRef, text: str) -> None:
+        """The kit's one-time notice that a message was given up (tried once)."""
+        await self._channel(chat).send(text, allowed_mentions=QUIET)
 
     async def edit(self, message: SentMessage, text: str) -> None:
         """Replace a message's text and remove its buttons."""
@@ -109,6 +148,15 @@ class DiscordOutbound:
             await interaction.response.send_message(text, ephemeral=True)
         else:
             await interaction.response.defer()
+
+
+async def _send(
+    channel: discord.PartialMessageable, text: str, reference: discord.MessageReference | None
+) -> discord.Message:
+    """One message, with Discord's "not now" as ``PlatformBusyError``."""
+    if reference is None:
+        return await _busy_as_such(channel.send(text, allowed_mentions=QUIET))
+    return await _busy_as_such(channel.send(text, reference=reference, allowed_mentions=QUIET))
 
 
 def _reference(chat: ChatRef, reply_to: str | None) -> discord.MessageReference | None:

@@ -197,7 +197,9 @@ class DiscordGateway:
             ) from exc
         assert client.user is not None
         self._identity = BotIdentity(user_id=client.user.id, username=client.user.name)
-        self.outbound = DiscordOutbound(client)
+        self.outbound = DiscordOutbound(
+            client, delivery_retry_seconds=self._config.delivery_retry_seconds
+        )
         self._handler = self._handler_for(self.outbound, client.user.name, self._is_group)
         self._connection = asyncio.create_task(self._connect(client), name="discord-gateway")
         self._serving = asyncio.create_task(self._serve_when_ready(), name="discord-ready")

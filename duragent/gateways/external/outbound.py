@@ -19,6 +19,13 @@ before answering is sent once more to the next child (it may have reached the pl
 least once, as everywhere in the kit). An answer that does not come within ``ack_timeout``
 from a gateway that does confirm is ``GatewayCommandError`` with code ``timeout``.
 
+**Refused for a while.** A ``command_error`` whose code says "not now" (``BUSY_CODES``:
+``rate_limited``, ``timeout``, ``network_error``, ``server_error``) and a child that is not
+running (while it is to run again) are ``PlatformBusyError`` to the kit's ``Outbox``: the
+message waits in its chat's line and is sent again, with a growing pause, until
+``delivery_retry_seconds`` of the gateway's config have passed. Any other code is a refusal
+of the message itself and is raised at once.
+
 **Capabilities.** A gateway that listed capabilities in ``ready`` and left out ``typing`` gets
 no ``send_typing`` (a courtesy), and one without ``edit`` no ``edit_message`` (the approval's
 text stays; the decision is in the toast). Typing is never confirmed (it has no
@@ -36,6 +43,7 @@ from collections.abc import Awaitable, Callable
 
 from duragent.errors import DuragentError
 from duragent.frontkit import ChatRef, SentMessage, approval_buttons, approval_prompt
+from duragent.frontkit.outbox import DELIVERY_RETRY_SECONDS, Outbox, PlatformBusyError
 from duragent.gateways.external.protocol import (
     AnswerCallbackQuery,
     Command,
@@ -54,6 +62,8 @@ log = logging.getLogger(__name__)
 
 ACK_TIMEOUT = 30.0
 WAIT_FOR_GATEWAY = 30.0
+BUSY_CODES = frozenset({"rate_limited", "timeout", "network_error", "server_error"})
+"""``command_error`` codes that mean "try again later" (the message is waited out)."""
 
 
 class GatewayCommandError(DuragentError):
@@ -79,10 +89,12 @@ class ExternalOutbound:
         *,
         ack_timeout: float = ACK_TIMEOUT,
         wait_for_gateway: float = WAIT_FOR_GATEWAY,
+        delivery_retry_seconds: float = DELIVERY_RETRY_SECONDS,
     ) -> None:
         """A port over ``send``, which writes one command to the running child.
 
-        ``running`` is set while a ready child runs; ``gone`` once no child will run again.
+        ``running`` is set while a ready child runs; ``gone`` once no child will run again;
+        ``delivery_retry_seconds``: how long a refused message is retried (``Outbox``).
         """
         self._name = name
         self._send = send
@@ -99,6 +111,12 @@ class ExternalOutbound:
         """What the gateway's ``ready`` listed; None when it listed nothing (assume all)."""
         self._child_ended = asyncio.Event()
         """Set (and replaced) each time a child ends: a retry waits for the next child."""
+        self.outbox = Outbox(
+            name,
+            self._notice,
+            retry_for=delivery_retry_seconds,
+            setting=f"gateways.external[name={name}].delivery_retry_seconds",
+        )
 
     # --- answers from the gateway (called by the service for each event) ---------------------
 
@@ -130,7 +148,7 @@ class ExternalOutbound:
         """Send ``text`` (the gateway formats and splits it); the message as confirmed."""
         request_id = self._request_id()
         command = SendMessage(request_id, chat.chat_id, text, reply_to=reply_to)
-        ok = await self._confirmed(command, request_id)
+        ok = await self.outbox.send(chat, lambda: self._busy_as_such(command, request_id))
         return SentMessage(chat, ok.message_id if ok and ok.message_id else request_id)
 
     async def send_typing(self, chat: ChatRef) -> None:
@@ -148,7 +166,7 @@ class ExternalOutbound:
         message = SendMessage(
             request_id, chat.chat_id, approval_prompt(command), inline_keyboard=(row,)
         )
-        ok = await self._confirmed(message, request_id)
+        ok = await self.outbox.send(chat, lambda: self._busy_as_such(message, request_id))
         return SentMessage(chat, ok.message_id if ok and ok.message_id else request_id)
 
     async def edit(self, message: SentMessage, text: str) -> None:
@@ -167,6 +185,24 @@ class ExternalOutbound:
         await self._confirmed(AnswerCallbackQuery(request_id, callback_id, text), request_id)
 
     # --- plumbing -------------------------------------------------------------------------
+
+    async def _notice(self, chat: ChatRef, text: str) -> None:
+        """The kit's one-time notice that a message was given up (tried once)."""
+        request_id = self._request_id()
+        await self._confirmed(SendMessage(request_id, chat.chat_id, text), request_id)
+
+    async def _busy_as_such(self, command: Command, request_id: str) -> CommandOk | None:
+        """``_confirmed``, with "not now" raised as the kit's ``PlatformBusyError``."""
+        try:
+            return await self._confirmed(command, request_id)
+        except GatewayCommandError as exc:
+            if exc.code in BUSY_CODES:
+                raise PlatformBusyError(str(exc)) from exc
+            raise
+        except GatewayDownError as exc:
+            if self._gone.is_set():
+                raise
+            raise PlatformBusyError(str(exc)) from exc
 
     def _request_id(self) -> str:
         return f"{self._prefix}{next(self._ids)}"

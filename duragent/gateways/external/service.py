@@ -159,6 +159,7 @@ class ExternalGateway:
             supervisor.finished,
             ack_timeout=t.ack_timeout,
             wait_for_gateway=t.wait_for_gateway,
+            delivery_retry_seconds=self._config.delivery_retry_seconds,
         )
         self._handler = self._handler_for(self.outbound)
         self.supervisor = supervisor

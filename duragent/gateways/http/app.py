@@ -155,6 +155,12 @@ def build_app(services: HttpServices) -> Starlette:
         gateways = dict(services.gateway_states())
         if gateways:  # a chat platform being down does not stop the HTTP API being ready
             extra["gateways"] = gateways
+        down = dict(services.services_down())  # a service that cannot do its work does
+        if down:
+            extra["services"] = {name: f"down: {why}" for name, why in down.items()}
+        skipped = dict(services.skipped_records())  # bad records set aside: reported only
+        if skipped:
+            extra["skipped_records"] = skipped
         store_health = services.turns.registry.store.health
         failure = await asyncio.to_thread(store_health.check)  # files: no I/O unless failed
         # which store, as the API's 503s name it ("database": PostgreSQL, reached by check())
@@ -163,6 +169,8 @@ def build_app(services: HttpServices) -> Starlette:
         if failure:
             extra["storage"] = {"kind": kind, "writable": False, "error": str(failure)}
             reason: str | None = f"the session store cannot write: {failure}"
+        elif down:
+            reason = "; ".join(f"service {name} cannot run: {why}" for name, why in down.items())
         else:  # see health.py for what ready means; ready also means started
             reason = services.starting() or health.not_ready_reason()
         if reason is not None:  # workspace_hash: the launcher still knows us

@@ -362,6 +362,7 @@ def schedule_paths() -> dict[str, Any]:
     }
     sched_id = {"name": "schedule_id", "in": "path", "required": True, "schema": NON_BLANK}
     off = problem("The scheduler is disabled")
+    down = problem("The scheduler is disabled, did not start, or its loop ended")
     return {
         "/api/v1/schedules": {
             "get": {
@@ -388,7 +389,7 @@ def schedule_paths() -> dict[str, Any]:
                     "409": problem("Refused: 'at' in the past or no such agent"),
                     "413": problem("Body too large"),
                     **COMMON,
-                    "503": off,
+                    "503": down,
                 },
             },
         },
@@ -426,7 +427,7 @@ def schedule_paths() -> dict[str, Any]:
                     ),
                     "404": problem("No such schedule"),
                     "409": problem("A run is in progress"),
-                    "503": off,
+                    "503": down,
                     **AUTH,
                 },
             }

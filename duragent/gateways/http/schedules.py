@@ -3,7 +3,8 @@
 The scheduler is another front end, so HTTP reaches it only through the ``ScheduleDesk``
 port the runtime hands over (``HttpServices.schedule_desk``; None when ``scheduler.enabled``
 is false: 503). Same access rules and problem+json as every other route; the desk's errors
-map to statuses: not found 404, a bad field 400 (the message names it), refused 409.
+map to statuses: not found 404, a bad field 400 (the message names it, its value and the
+range allowed), refused 409, the scheduler not running 503.
 """
 
 from __future__ import annotations
@@ -14,7 +15,13 @@ from typing import Any, Protocol
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from duragent.errors import ConfigError, DuragentError, NotFoundError, StorageError
+from duragent.errors import (
+    ConfigError,
+    DuragentError,
+    NotFoundError,
+    ServiceUnavailableError,
+    StorageError,
+)
 from duragent.gateways.http.problem import ProblemError
 from duragent.gateways.http.security import read_json
 
@@ -104,11 +111,28 @@ class ScheduleRoutes:
 
 
 def _answer(exc: DuragentError) -> Exception:
-    """The HTTP answer to a desk's error: 404, 400, 409, or storage's own (503 / 507)."""
+    """The HTTP answer to a desk's error: 404, 400, 409, 503, or storage's own (503 / 507).
+
+    A bad field (400) names it, its value and the range allowed, in the text and as
+    ``field``, ``value`` and ``allowed``; a scheduler that cannot run (it did not start, its
+    loop ended) answers 503 rather than accept a schedule nothing would run.
+    """
     if isinstance(exc, NotFoundError):
         return ProblemError(404, str(exc))
     if isinstance(exc, ConfigError):
-        return ProblemError(400, str(exc))
+        extra = {"field": exc.field, "value": _json_value(exc.value), "allowed": exc.allowed}
+        return ProblemError(400, str(exc), extra={k: v for k, v in extra.items() if v})
+    if isinstance(exc, ServiceUnavailableError):
+        return ProblemError(503, str(exc))
     if isinstance(exc, StorageError):
         return exc  # the app's own answer (503 / 507)
     return ProblemError(409, str(exc))
+
+
+def _json_value(value: object) -> object:
+    """``value`` as JSON carries it: numbers beyond 2**53 as text (JavaScript rounds them)."""
+    if isinstance(value, bool) or value is None or isinstance(value, str | float):
+        return value
+    if isinstance(value, int):
+        return value if abs(value) <= 2**53 else str(value)
+    return repr(value)

@@ -78,6 +78,18 @@ class HttpServices(Protocol):
         """Each chat gateway's state for ``/readyz`` (``running``, ``failed: …``), by name."""
         ...
 
+    def services_down(self) -> Mapping[str, str]:
+        """Services that cannot do their work (did not start, loop ended), by name, with why.
+
+        ``/readyz`` is 503 naming them: the server must not look ready for work it will not
+        do. Chat gateways are not among them (their states are ``gateway_states``).
+        """
+        ...
+
+    def skipped_records(self) -> Mapping[str, list[dict[str, str]]]:
+        """Records set aside rather than loaded (moved aside, with why), by kind."""
+        ...
+
     def request_shutdown(self) -> bool:
         """Ask the process to stop; False if a shutdown is already under way."""
         ...

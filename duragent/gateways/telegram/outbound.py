@@ -12,9 +12,13 @@ What Telegram needs that the kit does not know about:
   is positive, a group's or channel's negative.
 - **Flood control** is the bot's rate limiter (``AIORateLimiter``, configured by the service):
   it paces sends within Telegram's limits and, on a 429, waits the ``retry_after`` Telegram
-  names before trying again. Network failures and Telegram's 5xx answers are retried here a
-  few times with a growing pause; a send that timed out may have arrived, so a retry can repeat
-  one chunk — the kit's delivery guarantee is "at least once per crash" for the same reason.
+  names before trying again (holding every send meanwhile). Network failures and Telegram's
+  5xx answers are retried here a few times with a growing pause. What still fails that way
+  (a 429 past the limiter's retries, a longer outage) is ``PlatformBusyError`` to the kit's
+  ``Outbox``, which waits it out in the chat's line, chunk by chunk (the chunks already sent
+  are not sent again), until ``gateways.telegram.delivery_retry_seconds`` have passed; a
+  send that timed out may have arrived, so a retry can repeat one chunk — the kit's delivery
+  guarantee is "at least once per crash" for the same reason.
 - **Approvals** are one message with the kit's three inline buttons (``approval_buttons``:
   labels and payloads the kit reads back when one is pressed).
 """
@@ -22,15 +26,19 @@ What Telegram needs that the kit does not know about:
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+import warnings
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 from typing import TypeVar
 
 from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, Message, ReplyParameters
 from telegram.constants import ChatAction, ParseMode
-from telegram.error import BadRequest, NetworkError
+from telegram.error import BadRequest, NetworkError, RetryAfter
 
 from duragent.frontkit import ChatRef, SentMessage, approval_buttons
+from duragent.frontkit.outbox import DELIVERY_RETRY_SECONDS, Outbox, PlatformBusyError
 from duragent.gateways.telegram.render import (
     render_approval_prompt,
     render_chunks,
@@ -54,6 +62,31 @@ def _is_group(chat: ChatRef) -> bool:
     return chat.chat_id.startswith("-")
 
 
+def _retry_after_seconds(exc: RetryAfter) -> float:
+    """The wait Telegram named (PTB warns on reading it as a number; either form is fine)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        value = exc.retry_after
+    return value.total_seconds() if isinstance(value, timedelta) else float(value)
+
+
+async def _busy_as_such(call: Awaitable[T]) -> T:
+    """``call``, with Telegram's "not now" answers raised as the kit's ``PlatformBusyError``.
+
+    A 429 (past the rate limiter's own retries), a 5xx or a network failure (past
+    ``_retrying``'s); a ``BadRequest`` (also a ``NetworkError`` in PTB) is a refusal of the
+    message itself and is raised as it is.
+    """
+    try:
+        return await call
+    except RetryAfter as exc:
+        raise PlatformBusyError(f"telegram: {exc}", _retry_after_seconds(exc)) from exc
+    except BadRequest:
+        raise
+    except NetworkError as exc:
+        raise PlatformBusyError(f"telegram: {exc.message}") from exc
+
+
 def _entities_refused(exc: BadRequest) -> bool:
     return "can't parse entities" in exc.message.lower() or "can't find end" in exc.message.lower()
 
@@ -67,12 +100,18 @@ class TelegramOutbound:
         *,
         typing_bot: Bot | None = None,
         retry_pauses: tuple[float, ...] = RETRY_PAUSES,
+        delivery_retry_seconds: float = DELIVERY_RETRY_SECONDS,
     ) -> None:
-        """``typing_bot``: a bot without the rate limiter, for "typing…" (not a message)."""
+        """A port over ``bot``.
+
+        ``typing_bot``: a bot without the rate limiter, for "typing…" (not a message);
+        ``delivery_retry_seconds``: how long a refused message is retried (``Outbox``).
+        """
         self._bot = bot
         self._typing_bot = typing_bot or bot
         self._typing_in_flight = 0
         self._pauses = retry_pauses
+        self.outbox = Outbox("telegram", self._notice, retry_for=delivery_retry_seconds)
 
     async def send_text(
         self, chat: ChatRef, text: str, *, reply_to: str | None = None
@@ -82,9 +121,12 @@ class TelegramOutbound:
         last: Message | None = None
         # Markdown that shows nothing ("[](url)", "#", an empty code block) is shown as written:
         # the model said something, and Telegram refuses an empty message.
-        for chunk in render_chunks(text) or render_text_chunks(text):
-            last = await self._send_chunk(chat, chunk.html, chunk.plain, quote)
-            quote = None  # only the first chunk quotes
+        chunks = render_chunks(text) or render_text_chunks(text)
+        async with self.outbox.lane(chat) as handed:
+            for chunk in chunks:  # a chunk waits out a refusal; the ones sent stay sent
+                send = functools.partial(self._send_chunk, chat, chunk.html, chunk.plain, quote)
+                last = await self.outbox.persist(chat, send, since=handed)
+                quote = None  # only the first chunk quotes
         if last is None:  # nothing visible to send: the kit skips blank replies before this
             raise ValueError("send_text was given a reply with nothing to show")
         return SentMessage(chat, str(last.message_id))
@@ -98,6 +140,16 @@ class TelegramOutbound:
         markup: InlineKeyboardMarkup | None = None,
     ) -> Message:
         reply = ReplyParameters(int(quote), allow_sending_without_reply=True) if quote else None
+        return await _busy_as_such(self._send_formatted(chat, html, plain, reply, markup))
+
+    async def _send_formatted(
+        self,
+        chat: ChatRef,
+        html: str,
+        plain: str,
+        reply: ReplyParameters | None,
+        markup: InlineKeyboardMarkup | None,
+    ) -> Message:
         try:
             return await self._retrying(
                 lambda: self._bot.send_message(
@@ -139,8 +191,14 @@ class TelegramOutbound:
             [[InlineKeyboardButton(b.label, callback_data=b.data) for b in buttons]]
         )
         prompt = render_approval_prompt(command)
-        sent = await self._send_chunk(chat, prompt.html, prompt.plain, None, keyboard)
+        sent = await self.outbox.send(
+            chat, lambda: self._send_chunk(chat, prompt.html, prompt.plain, None, keyboard)
+        )
         return SentMessage(chat, str(sent.message_id))
+
+    async def _notice(self, chat: ChatRef, text: str) -> None:
+        """The kit's one-time notice that a message was given up (plain text, tried once)."""
+        await self._bot.send_message(chat.chat_id, text)
 
     async def edit(self, message: SentMessage, text: str) -> None:
         """Replace a message's text (and remove its buttons)."""

@@ -174,7 +174,11 @@ class TelegramGateway:
         )
         await typing_bot.initialize()
         self._typing_bot = typing_bot
-        self.outbound = TelegramOutbound(app.bot, typing_bot=typing_bot)
+        self.outbound = TelegramOutbound(
+            app.bot,
+            typing_bot=typing_bot,
+            delivery_retry_seconds=self._config.delivery_retry_seconds,
+        )
         self._handler = self._handler_for(self.outbound, self._identity.username)
         await self._handler.recover()  # recovered turns come first in each chat's line
         if self._config.webhook_url:

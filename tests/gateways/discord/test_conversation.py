@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from duragent.core.metrics import Metrics
+from duragent.frontkit.outbox import UNDELIVERED
 from duragent.frontkit.queue import TURN_FAILED
 from duragent.testing import Reply
 from duragent.testing.discord_objects import Person
@@ -187,11 +188,33 @@ async def test_a_reply_discord_refused_is_delivered_once_at_the_next_start(tmp_p
         chat.llm.enqueue(Reply(text="Written, not yet delivered."))
         await chat.push(DM, "hello", ANN)
         await chat.settle()
-        assert [m["content"] for m in chat.dc.sent(DM)] == [TURN_FAILED]
+        # the answer exists: the person is told it was not delivered, not asked to write again
+        assert [m["content"] for m in chat.dc.sent(DM)] == [UNDELIVERED]
         await chat.restart()  # recovery, once READY: the written reply is delivered
         await chat.settle()
         await chat.restart()  # and only once
         await chat.settle()
         sent = [m["content"] for m in chat.dc.sent(DM)]
-    assert sent == [TURN_FAILED, "Written, not yet delivered."]
+    assert sent == [UNDELIVERED, "Written, not yet delivered."]
+    assert TURN_FAILED not in sent
     assert len(chat.llm.requests) == 1
+
+
+async def test_a_reply_discord_rate_limits_past_its_own_retries_is_waited_out_and_sent_once(
+    tmp_path: Path,
+) -> None:
+    """discord.py gives up after five 429s; the kit's outbox waits on, in the chat's order."""
+    async with discord_chat(tmp_path, ChatSetup()) as chat:
+        chat.dc.rate_limit("POST", f"/channels/{DM}/messages", *[0.05] * 7)
+        chat.llm.enqueue(Reply(text="Patience."), Reply(text="And the second."))
+        await chat.push(DM, "hi", ANN)
+        limited = lambda: [  # noqa: E731
+            c for c in chat.dc.calls("POST", f"/channels/{DM}/messages") if c.status == 429
+        ]
+        assert await eventually(lambda: len(limited()) >= 5)  # discord.py has given up
+        await chat.push(DM, "and another thing", ANN)  # recorded; answered after the first
+        assert await eventually(lambda: len(chat.dc.sent(DM)) == 2)
+        await chat.settle()
+        sent = [m["content"] for m in chat.dc.sent(DM)]
+    assert sent == ["Patience.", "And the second."]
+    assert len(limited()) == 7

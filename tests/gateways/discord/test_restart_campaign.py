@@ -18,7 +18,7 @@ async def test_every_delivered_message_is_answered_once_in_order_across_two_kill
     tmp_path: Path,
 ) -> None:
     result, _repressed = await run_campaign(
-        messages=48, chats=6, kills=2, seed=17, workdir=tmp_path, stall_seconds=10
+        messages=48, chats=6, kills=2, seed=17, workdir=tmp_path, stall_seconds=120
     )
     assert result.problems == []
     assert result.kills == 2

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from duragent.frontkit import ChatRef
+from duragent.frontkit.outbox import UNDELIVERED
 from duragent.frontkit.queue import TURN_FAILED
 from duragent.testing import Reply
 from duragent.testing.gateway_control import message
@@ -49,20 +50,39 @@ async def test_a_refused_reply_stays_undelivered_and_is_sent_again_after_a_resta
 ) -> None:
     async with external_chat(tmp_path, ChatSetup()) as chat:
         chat.llm.enqueue(Reply(text="the answer"))
-        await chat.child.refuse("rate_limited", "slow down")
+        await chat.child.refuse("chat_not_found", "no such chat")
         await chat.message(said(DM, "question"))
         await chat.settle()
-        # asked once and refused; the kit's apology went out (the answer is kept on disk)
-        assert chat.texts(DM) == ["the answer", TURN_FAILED]
+        # asked once and refused; the person is told it was not delivered (it is kept on
+        # disk), not apologised to as if the turn had failed
+        assert chat.texts(DM) == ["the answer", UNDELIVERED]
         assert await delivered_seq(chat, DM) == 0
         await chat.restart()
         await chat.child.command("send_message")
         await chat.settle()
-        assert chat.texts(DM) == ["the answer", TURN_FAILED, "the answer"]
+        assert chat.texts(DM) == ["the answer", UNDELIVERED, "the answer"]
         assert await delivered_seq(chat, DM) > 0
+    assert TURN_FAILED not in chat.texts(DM)
     assert any(
-        "refused send_message: rate_limited: slow down" in r.getMessage() for r in caplog.records
+        "refused send_message: chat_not_found: no such chat" in r.getMessage()
+        for r in caplog.records
     )
+
+
+async def test_a_reply_the_gateway_rate_limits_is_sent_again_and_delivered_without_an_apology(
+    tmp_path: Path,
+) -> None:
+    async with external_chat(tmp_path, ChatSetup()) as chat:
+        chat.llm.enqueue(Reply(text="the answer"))
+        await chat.child.refuse("rate_limited", "slow down")
+        await chat.message(said(DM, "question"))
+        assert await eventually(lambda: len(chat.texts(DM)) == 2)
+        await chat.settle()
+        assert await delivered_seq(chat, DM) > 0
+        # refused once, then the same command (same request_id) taken: delivered once
+        sends = chat.child.of_type("send_message")
+    assert [c["content"] for c in sends] == ["the answer", "the answer"]
+    assert sends[0]["request_id"] == sends[1]["request_id"]
 
 
 async def test_a_gateway_that_never_confirms_still_gets_every_reply(

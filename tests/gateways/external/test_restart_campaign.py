@@ -23,7 +23,7 @@ async def test_every_accepted_message_is_answered_once_in_order_across_two_kills
     tmp_path: Path, ack: bool
 ) -> None:
     result, _repressed, _resent = await run_campaign(
-        messages=48, chats=6, kills=2, ack=ack, seed=17, workdir=tmp_path, stall_seconds=10
+        messages=48, chats=6, kills=2, ack=ack, seed=17, workdir=tmp_path, stall_seconds=120
     )
     assert result.problems == []
     assert result.kills == 2

@@ -59,6 +59,12 @@ class BrokenServices:
     def gateway_states(self) -> dict[str, str]:
         return {}
 
+    def services_down(self) -> dict[str, str]:
+        return {}
+
+    def skipped_records(self) -> dict[str, list[dict[str, str]]]:
+        return {}
+
     def chat_delivery(self, gateway: str) -> None:
         return None
 

@@ -36,7 +36,7 @@ def read_a_little_and_leave(port: int, session_id: str, *, reset: bool = False) 
         f"POST /api/v1/sessions/{session_id}/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
     ).encode()
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
         sock.sendall(head + body)
         received = b""
         while b"event: token" not in received:
@@ -89,13 +89,13 @@ def test_clients_leaving_a_served_workspace_cause_no_transport_warnings(tmp_path
         wait_ready(port, proc)
         for _ in range(5):
             created = httpx.post(
-                f"http://127.0.0.1:{port}/api/v1/sessions", json={"agent": "assistant"}
+                f"http://127.0.0.1:{port}/api/v1/sessions", json={"agent": "assistant"}, timeout=60
             )
             sessions.append(created.json()["session_id"])
             assert b"event: token" in read_a_little_and_leave(port, sessions[-1])
     finally:
         proc.send_signal(signal.SIGTERM)
-        out, _ = proc.communicate(timeout=30)
+        out, _ = proc.communicate(timeout=120)
     assert "socket.send() raised exception" not in out
     named = re.findall(r"stream (session_\w+): the client disconnected", out)
     assert len(named) == len(set(named))

@@ -15,7 +15,7 @@ from tests.gateways.telegram.restart_campaign import run_campaign
 
 async def test_every_message_is_answered_once_in_order_across_two_kills(tmp_path: Path) -> None:
     result = await run_campaign(
-        messages=72, chats=9, kills=2, seed=16, workdir=tmp_path, stall_seconds=10
+        messages=72, chats=9, kills=2, seed=16, workdir=tmp_path, stall_seconds=120
     )
     assert result.problems == []
     assert result.kills == 2

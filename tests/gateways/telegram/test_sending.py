@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from duragent.frontkit.outbox import UNDELIVERED
 from duragent.testing import FaultRule, Reply
 from tests.gateways.telegram.rig import assert_never_logged, log_everything, telegram_rig
 from tests.polling import eventually
@@ -82,6 +83,40 @@ async def test_flood_control_loses_nothing_and_never_retries_early(tmp_path: Pat
         for chat in chats:
             expected = [f"re: message {n}" for n in range(rounds)]
             assert rig.tg.sent_messages(chat) == expected
+
+
+async def test_a_reply_refused_by_flood_control_waits_it_out_and_is_never_apologised_for(
+    tmp_path: Path,
+) -> None:
+    """Issue 34: six 429s in a row turned an existing answer into "Sorry, I could not answer"."""
+    async with telegram_rig(tmp_path) as rig:
+        rig.tg.add_fault(FaultRule.too_many_requests(retry_after=1, chat_id=42, times=6))
+        rig.tg.push_message(42, "first")
+        limited = lambda: [c for c in rig.tg.calls("sendMessage") if c.status == 429]  # noqa: E731
+        assert await eventually(lambda: len(limited()) >= 1)
+        rig.tg.push_message(42, "second")  # recorded meanwhile; answered after the first
+        assert await rig.replies(42, 2) == ["re: first", "re: second"]
+        await rig.settle()
+        assert len(limited()) == 6, "the fault did not fire as scripted: the test proves nothing"
+        assert rig.tg.early_retries() == []
+        assert rig.tg.sent_messages(42) == ["re: first", "re: second"]
+        assert len(rig.llm.requests) == 2
+
+
+async def test_a_reply_refused_past_the_delivery_expiry_is_told_once_and_never_sent_twice(
+    tmp_path: Path,
+) -> None:
+    async with telegram_rig(tmp_path, delivery_retry_seconds=1) as rig:
+        rig.tg.add_fault(FaultRule.too_many_requests(retry_after=1, chat_id=42, times=6))
+        rig.tg.push_message(42, "first")
+        assert await rig.replies(42) == [UNDELIVERED]
+        rig.tg.push_message(42, "second")
+        assert await rig.replies(42, 2) == [UNDELIVERED, "re: second"]
+        await rig.settle()
+        await rig.restart()  # the given-up reply is older than one delivered: not re-sent
+        await rig.settle()
+        assert rig.tg.sent_messages(42) == [UNDELIVERED, "re: second"]
+        assert rig.tg.early_retries() == []
 
 
 async def test_a_send_that_failed_on_the_server_or_the_network_is_retried(

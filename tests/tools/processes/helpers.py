@@ -39,7 +39,7 @@ class Told:
         self.halted.append((meta, message))
         self.changed.set()
 
-    async def wait_ended(self, count: int = 1, within: float = 10.0) -> str:
+    async def wait_ended(self, count: int = 1, within: float = 60.0) -> str:
         """The ``count``-th completion message, once it arrived."""
         async with asyncio.timeout(within):
             while len(self.ended) < count:
