@@ -13,6 +13,7 @@ from pathlib import Path
 
 from duragent.agents import load_catalog
 from duragent.cli.doctor_files import (
+    chat_index_findings,
     policy_findings,
     process_findings,
     sandbox_findings,
@@ -113,6 +114,7 @@ def run_checks(config_file: Path) -> list[Finding]:
     config = ws.config
     found.extend(policy_findings(paths))
     found.extend(schedule_findings(paths, catalog, store.schedules))
+    found.extend(chat_index_findings(paths))
     found.extend(sandbox_findings(config.sandbox, paths, api_token=config.server.api_token))
     found.extend(process_findings(config.sandbox))
     found.extend(_gateway_findings(config))

@@ -20,6 +20,7 @@ from duragent.config.workspace import SandboxConfig, WorkspacePaths
 from duragent.errors import ConfigError
 from duragent.scheduler.loading import read_declared
 from duragent.scheduler.model import At, Cron, Every, Schedule, parse_schedule
+from duragent.store.chat_index import read_problems
 from duragent.store.schedule_files import ScheduleFiles
 from duragent.tools import sandbox as sandboxes
 from duragent.tools.guardian import FALLBACK_FIX, containment
@@ -28,22 +29,33 @@ from duragent.tools.policy_files import (
     LOCAL_POLICY_FILE,
     POLICY_FILE,
     PolicyError,
+    local_policies_set_aside,
     read_policy_file,
 )
 
-__all__ = ["policy_findings", "process_findings", "sandbox_findings", "schedule_findings"]
+__all__ = [
+    "chat_index_findings",
+    "policy_findings",
+    "process_findings",
+    "sandbox_findings",
+    "schedule_findings",
+]
 
 
 def _policy_files(paths: WorkspacePaths) -> list[Path]:
     """The workspace tier, then each agent folder's two tiers (only files that exist)."""
     files = [paths.policy]
-    try:
-        agents = sorted(p for p in paths.agents.iterdir() if p.is_dir())
-    except OSError:
-        agents = []
-    for agent in agents:
+    for agent in _agent_folders(paths):
         files += [agent / POLICY_FILE, agent / LOCAL_POLICY_FILE]
     return [f for f in files if f.is_file()]
+
+
+def _agent_folders(paths: WorkspacePaths) -> list[Path]:
+    """Each agent folder, sorted (none when the folder cannot be listed)."""
+    try:
+        return sorted(p for p in paths.agents.iterdir() if p.is_dir())
+    except OSError:
+        return []
 
 
 def _describe(policy: Policy) -> str:
@@ -66,11 +78,32 @@ def policy_findings(paths: WorkspacePaths) -> list[Finding]:
         try:
             policy, warnings = read_policy_file(file)
         except PolicyError as exc:
-            found.append(Finding(Level.ERROR, "policy", exc.render()))
+            fix = None
+            if file.name == LOCAL_POLICY_FILE:  # the server moves it aside: its rules never apply
+                fix = (
+                    "the server moves this file to _quarantine/ and applies none of its rules; "
+                    "fix it, or delete it (the next 'allow always' starts a new one)"
+                )
+            found.append(Finding(Level.ERROR, "policy", exc.render(), fix))
             continue
         if policy.notify.enabled:  # said once, as the reference never did anything with it
             found.append(Finding(Level.OK, "policy", f"{file}: {_describe(policy)}"))
         found.extend(Finding(Level.WARNING, "policy", w.render()) for w in warnings)
+    for agent_dir in _agent_folders(paths):
+        fix = (
+            f"fix it and move it back to {agent_dir / LOCAL_POLICY_FILE} (merging the rules "
+            "saved there since), or delete it"
+        )
+        found.extend(
+            Finding(
+                Level.ERROR,
+                "policy",
+                f"{record['moved_to']}: moved aside by the server, none of its rules apply: "
+                f"{record['reason']}",
+                fix,
+            )
+            for record in local_policies_set_aside([agent_dir])
+        )
     return found
 
 
@@ -242,3 +275,21 @@ def process_findings(config: SandboxConfig) -> list[Finding]:
         return [Finding(Level.OK, "tool processes", found.summary + where)]
     level = Level.OK if config.mode == "bubblewrap" else Level.WARNING
     return [Finding(level, "tool processes", found.summary, FALLBACK_FIX)]
+
+
+def chat_index_findings(paths: WorkspacePaths) -> list[Finding]:
+    """``sessions/chats.jsonl`` entries the server skips, and index files it set aside.
+
+    Read only: the server moves a damaged index aside at its next start and maps the chats
+    again from the session snapshots (``store.chat_index``).
+    """
+    return [
+        Finding(
+            Level.WARNING,
+            "chat index",
+            f"{p['record']}: skipped: {p['reason']}",
+            "nothing to do: the chat starts a new session or is recovered from its snapshot; "
+            "delete files in sessions/_quarantine/chats.* once read",
+        )
+        for p in read_problems(paths.sessions)
+    ]

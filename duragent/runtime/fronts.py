@@ -223,9 +223,15 @@ class Fronts:
         return {"scheduler": reason} if reason is not None else {}
 
     def skipped_records(self) -> dict[str, list[dict[str, str]]]:
-        """Records set aside rather than loaded, by kind (``/readyz``): bad schedule files."""
+        """Records set aside rather than loaded, by kind (``/readyz``): schedules, chat index."""
         skipped = self.schedules.skipped() if self.schedules is not None else []
-        return {"schedules": skipped} if skipped else {}
+        chats = self._registry.store.chats.skipped()
+        jobs = self._processes.skipped() if self._processes is not None else []
+        return (
+            ({"schedules": skipped} if skipped else {})
+            | ({"chat_index": chats} if chats else {})
+            | ({"processes": jobs} if jobs else {})  # background job files
+        )
 
     def webhooks(self) -> dict[str, WebhookReceiver]:
         """The webhook paths chat gateways receive updates on (served by HTTP)."""

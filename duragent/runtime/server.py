@@ -54,6 +54,7 @@ from duragent.store import SessionStore, SharedStorage
 from duragent.store.backends import session_storage
 from duragent.store.serve_lock import ServeLock
 from duragent.tools import sandbox as sandboxes
+from duragent.tools.policy_files import local_policies_set_aside
 from duragent.turns import TurnRunner
 from duragent.turns.agent_budget import budget_check
 from duragent.turns.providers import ProviderPool
@@ -434,7 +435,9 @@ class Runtime:
 
     def skipped_records(self) -> dict[str, list[dict[str, str]]]:
         """Records set aside rather than loaded, by kind (``/readyz``'s details)."""
-        return self._fronts.skipped_records()
+        agent_dirs = (agent.directory for agent in self._catalog.agents.values())
+        policies = local_policies_set_aside(agent_dirs)
+        return self._fronts.skipped_records() | ({"policies": policies} if policies else {})
 
     def webhooks(self) -> dict[str, WebhookReceiver]:
         """The webhook paths chat gateways receive updates on (served by HTTP)."""

@@ -19,6 +19,7 @@ from duragent.session import SessionRegistry
 from duragent.session.descriptors import budget, connection_cap
 from duragent.session.gate import MAX_ACTIVE_ASKS
 from duragent.tools.policy_check import agent_policy_files, check_policy_file
+from duragent.tools.policy_files import set_aside_local_policy
 
 __all__ = ["DescriptorCap", "descriptor_budget", "report_agents"]
 
@@ -35,6 +36,7 @@ def report_agents(
     for agent in catalog.agents.values():
         for warning in agent.warnings:
             log.warning("agent '%s': %s", agent.name, warning)
+        set_aside_local_policy(agent.directory)  # a bad one is moved aside (and logged) now
         policies.extend(agent_policy_files(agent.directory))
     for file in policies:
         errors, warnings = check_policy_file(file)

@@ -7,6 +7,15 @@ append-only file: one line per change, ``{"key": [gateway, chat_id, agent], "ses
 under a lock (several actor threads write); the file is rewritten compactly when it grows to
 several times its live size (``atomic_write``). If it is lost, ``rebuild`` recreates it
 from the snapshots. Every write goes through ``FileOps``.
+
+Every entry is checked before it is appended (``check_entry``: a key of three non-empty
+strings, a session id that names a folder) and again when the file is read. A line that
+fails (a torn last line, bad JSON, a bad key or id) is skipped, never fatal: the other chats
+keep their sessions. The file as it was is then moved to ``_quarantine/chats.<time>.jsonl``
+with ``….reason.txt`` beside it (each bad line and why) and rewritten from the good lines;
+``SessionStore.open`` maps the chats the bad lines lost again from the sessions' snapshot
+headers. ``skipped`` lists what was set aside — this start's and the earlier starts' files
+still in the quarantine folder — for ``/readyz`` and ``doctor``.
 """
 
 from __future__ import annotations
@@ -14,14 +23,23 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from duragent.core.events import now_rfc3339
 from duragent.store.atomic import atomic_write
 from duragent.store.fileops import OS_FILE_OPS, FileOps, write_all
 from duragent.store.health import storage_error
 
-__all__ = ["CHAT_INDEX_FILENAME", "ChatIndex", "ChatKey"]
+__all__ = [
+    "CHAT_INDEX_FILENAME",
+    "ChatIndex",
+    "ChatKey",
+    "check_entry",
+    "read_problems",
+    "session_id_problem",
+]
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +47,50 @@ CHAT_INDEX_FILENAME = "chats.jsonl"
 
 ChatKey = tuple[str, str, str]
 """(gateway, chat_id, agent)."""
+
+QUARANTINE_DIRNAME = "_quarantine"
+_REASON_SUFFIX = ".reason.txt"
+_MAX_PART = 1000
+
+
+def session_id_problem(session_id: object) -> str | None:
+    """Why ``session_id`` cannot name a session folder (``SessionStore.directory``), or None."""
+    if not isinstance(session_id, str) or not session_id:
+        return f"session_id {session_id!r} is not a non-empty string"
+    if len(session_id) > 255 or "/" in session_id or "\x00" in session_id:
+        return f"session_id {session_id[:80]!r} is not a valid folder name"
+    if session_id.startswith((".", "_")):
+        return f"session_id {session_id[:80]!r} starts with '.' or '_'"
+    return None
+
+
+def check_entry(key: object, session_id: object) -> ChatKey:
+    """``key`` as a ``ChatKey`` when it and ``session_id`` (None: unmapped) are valid.
+
+    ValueError names the field otherwise: an entry the reader would skip is never written.
+    """
+    if not isinstance(key, (list, tuple)) or len(key) != 3:
+        raise ValueError(f"key {key!r:.120} is not [gateway, chat_id, agent]")
+    for name, part in zip(("gateway", "chat_id", "agent"), key, strict=True):
+        if not isinstance(part, str) or not part or len(part) > _MAX_PART:
+            raise ValueError(f"key's {name} {part!r:.80} is not a non-empty string")
+    if session_id is not None:
+        problem = session_id_problem(session_id)
+        if problem:
+            raise ValueError(problem)
+    return (key[0], key[1], key[2])
+
+
+def _parse_line(line: bytes) -> tuple[ChatKey, str | None]:
+    """One line's entry; ValueError says why it cannot be used."""
+    try:
+        entry = json.loads(line)
+    except ValueError as exc:
+        raise ValueError(f"not JSON ({exc})") from None
+    if not isinstance(entry, dict) or "key" not in entry:
+        raise ValueError('not an object with "key" and "session_id"')
+    session_id = entry.get("session_id")
+    return check_entry(entry["key"], session_id), session_id
 
 
 class ChatIndex:
@@ -40,37 +102,125 @@ class ChatIndex:
         self._lock = threading.Lock()
         self._map: dict[ChatKey, str] = {}
         self._lines = 0
+        self._skipped: list[dict[str, str]] = []
+        self.damaged = False
+        """The last ``load`` set lines aside: chats they mapped may need recovering."""
 
     def load(self) -> None:
-        """Read the file (missing = empty; bad lines are skipped and logged)."""
+        """Read the file (missing = empty); ``damaged`` when lines were set aside (see above).
+
+        A file the machine refuses to read counts as wholly bad: it is moved aside and the
+        index starts from what ``SessionStore.open`` recovers from the snapshots.
+        """
         mapping: dict[ChatKey, str] = {}
         lines = 0
-        bad = 0
+        bad: list[tuple[int, str]] = []
         try:
             raw = self._ops.read_bytes(self.path)
         except FileNotFoundError:
             raw = b""
-        for line in raw.split(b"\n"):
+        except OSError as exc:
+            raw = b""
+            bad.append((0, f"the file cannot be read: {exc}"))
+        numbered = raw.split(b"\n")
+        for number, line in enumerate(numbered, start=1):
             if not line.strip():
                 continue
             lines += 1
             try:
-                entry = json.loads(line)
-                gateway, chat_id, agent = entry["key"]
-                key = (str(gateway), str(chat_id), str(agent))
-                session_id = entry.get("session_id")
-            except (ValueError, KeyError, TypeError):
-                bad += 1
+                key, session_id = _parse_line(line)
+            except ValueError as exc:
+                torn = number == len(numbered)  # no newline after it: a cut append
+                bad.append((number, ("torn last line: " if torn else "") + str(exc)))
                 continue
             if session_id:
-                mapping[key] = str(session_id)
+                mapping[key] = session_id
             else:
                 mapping.pop(key, None)
-        if bad:
-            log.warning("%s: skipped %d unreadable line(s)", self.path, bad)
         with self._lock:
             self._map = mapping
             self._lines = lines
+            self._skipped = []
+            if bad:
+                self._set_aside_locked(bad)
+        self.damaged = bool(bad)
+        self._skipped += self._earlier()
+
+    def skipped(self) -> list[dict[str, str]]:
+        """What was set aside: ``record``, ``reason``, ``moved_to`` (``/readyz``, ``doctor``)."""
+        with self._lock:
+            return list(self._skipped)
+
+    def recover(self, entries: Iterable[tuple[ChatKey, str]]) -> int:
+        """Map the chats the index lost (only keys it does not map); how many, then compact."""
+        added = 0
+        with self._lock:
+            for key, session_id in entries:
+                if key not in self._map:
+                    self._map[key] = session_id
+                    added += 1
+            if added:
+                self._rewrite_locked()
+        return added
+
+    def _set_aside_locked(self, bad: list[tuple[int, str]]) -> None:
+        """Move the file to quarantine with each bad line's reason; rewrite the good part."""
+        folder = self.path.parent / QUARANTINE_DIRNAME
+        target: Path | None = (
+            folder / f"chats.{time.strftime('%Y%m%dT%H%M%S')}.{time.time_ns() % 10**9}.jsonl"
+        )
+        note = "".join(
+            f"{now_rfc3339()} {'line ' + str(n) if n else 'file'}: {why}\n" for n, why in bad
+        )
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            assert target is not None
+            atomic_write(target.with_name(target.name + _REASON_SUFFIX), note.encode(), self._ops)
+            if self.path.exists():
+                self._ops.replace(self.path, target)
+            self._rewrite_locked()
+        except OSError as exc:  # the good entries are in memory; the bad are skipped anyway
+            log.error("chat index: could not move %s aside: %s", self.path, exc)
+            target = None
+        for number, why in bad:
+            where = f"{self.path} line {number}" if number else str(self.path)
+            record = {"record": where, "reason": why}
+            if target is not None:
+                record["moved_to"] = str(target)
+            self._skipped.append(record)
+            log.error("chat index: %s skipped: %s", where, why)
+        if target is not None:
+            log.error(
+                "chat index: %d bad line(s) set aside; %s moved to %s and rewritten from the "
+                "good lines (chats they mapped are recovered from the session snapshots)",
+                len(bad),
+                self.path,
+                target,
+            )
+
+    def _earlier(self) -> list[dict[str, str]]:
+        """Files an earlier start set aside (still in the quarantine folder), with why."""
+        folder = self.path.parent / QUARANTINE_DIRNAME
+        found: list[dict[str, str]] = []
+        if not folder.is_dir():
+            return found
+        with self._lock:
+            this_start = {r.get("moved_to") for r in self._skipped}
+        for path in sorted(folder.glob("chats.*.jsonl")):
+            if str(path) in this_start:
+                continue
+            try:
+                text = path.with_name(path.name + _REASON_SUFFIX).read_text(encoding="utf-8")
+            except OSError as exc:
+                text = f"(reason unreadable: {exc})"
+            found.append(
+                {
+                    "record": str(path),
+                    "reason": text.strip() or "(no reason recorded)",
+                    "moved_to": str(path),
+                }
+            )
+        return found
 
     def get(self, key: ChatKey) -> str | None:
         """The session serving ``key``, if any."""
@@ -83,13 +233,16 @@ class ChatIndex:
             return list(self._map.items())
 
     def set(self, key: ChatKey, session_id: str | None) -> None:
-        """Durably map ``key`` to ``session_id`` (None removes it)."""
+        """Durably map ``key`` to ``session_id`` (None removes it); ValueError if invalid."""
+        key = check_entry(key, session_id)
         line = json.dumps({"key": list(key), "session_id": session_id}) + "\n"
         with self._lock:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 fd = self._ops.open_append(self.path)
                 try:
+                    if self._ops.size(fd) and not _ends_with_newline(self.path):
+                        line = "\n" + line  # after a torn line: never glued onto it
                     write_all(self._ops, fd, line.encode())
                     self._ops.fsync(fd)
                 finally:
@@ -114,8 +267,9 @@ class ChatIndex:
 
     def rebuild(self, entries: Iterable[tuple[ChatKey, str]]) -> None:
         """Replace the whole index (used when the file was lost or is stale)."""
+        fresh = {check_entry(key, sid): sid for key, sid in entries}
         with self._lock:
-            self._map = dict(entries)
+            self._map = fresh
             self._rewrite_locked()
 
     def _rewrite_locked(self) -> None:
@@ -126,3 +280,37 @@ class ChatIndex:
         )
         atomic_write(self.path, text.encode(), self._ops)
         self._lines = len(self._map)
+
+
+def _ends_with_newline(path: Path) -> bool:
+    """Whether the file's last byte is a newline (a crash can cut an append short)."""
+    with path.open("rb") as f:
+        f.seek(-1, 2)
+        return f.read(1) == b"\n"
+
+
+def read_problems(sessions_dir: Path) -> list[dict[str, str]]:
+    """What ``load`` would set aside, and what earlier starts did, without writing (doctor)."""
+    path = sessions_dir / CHAT_INDEX_FILENAME
+    found: list[dict[str, str]] = []
+    try:
+        numbered = path.read_bytes().split(b"\n")
+    except FileNotFoundError:
+        numbered = []
+    except OSError as exc:
+        numbered = []
+        found.append({"record": str(path), "reason": f"the file cannot be read: {exc}"})
+    for number, line in enumerate(numbered, start=1):
+        if line.strip():
+            try:
+                _parse_line(line)
+            except ValueError as exc:
+                found.append({"record": f"{path} line {number}", "reason": str(exc)})
+    folder = sessions_dir / QUARANTINE_DIRNAME
+    for moved in sorted(folder.glob("chats.*.jsonl")) if folder.is_dir() else []:
+        try:
+            text = moved.with_name(moved.name + _REASON_SUFFIX).read_text(encoding="utf-8")
+        except OSError as exc:
+            text = f"(reason unreadable: {exc})"
+        found.append({"record": str(moved), "reason": text.strip() or "(no reason recorded)"})
+    return found

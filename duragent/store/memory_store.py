@@ -144,6 +144,10 @@ class _MemoryChats:
         with self._lock:
             self._map = dict(entries)
 
+    def skipped(self) -> list[dict[str, str]]:
+        """Nothing is ever read back, so nothing is set aside."""
+        return []
+
 
 class _MemoryHealth:
     """``WriteHealth``: memory never refuses, but a reported failure is kept until a success."""

@@ -139,6 +139,10 @@ class ChatMap(Protocol):
         """Replace the whole mapping."""
         ...
 
+    def skipped(self) -> list[dict[str, str]]:
+        """Entries set aside rather than loaded (``record``, ``reason``), for ``/readyz``."""
+        ...
+
 
 class WriteHealth(Protocol):
     """Whether the most recent write succeeded (``/readyz``); see ``store.health``."""

@@ -25,9 +25,9 @@ from typing import Any
 
 import yaml
 
-from duragent.core.events import now_rfc3339
 from duragent.store.atomic import atomic_write
 from duragent.store.fileops import OS_FILE_OPS, FileOps, write_all
+from duragent.store.quarantine import QUARANTINE_DIRNAME, move_aside, set_aside
 from duragent.store.yaml_emit import dump_yaml
 
 __all__ = [
@@ -41,8 +41,6 @@ __all__ = [
 
 PRUNE_BYTES = 1024 * 1024
 PRUNE_KEEP = 1000
-QUARANTINE_DIRNAME = "_quarantine"
-_REASON_SUFFIX = ".reason.txt"
 _ID = re.compile(r"[A-Za-z0-9_.-]{1,200}\Z")
 
 
@@ -93,35 +91,16 @@ class ScheduleFiles:
         """Move the schedule's file aside with ``reason`` beside it; where it went.
 
         It keeps its name (``<id>.yaml``) unless a file of that name is already there, then
-        ``<id>.2.yaml``…; the reason file is written first, so a crash between the two steps
-        leaves the schedule where it was (read, and quarantined, again at the next start).
+        ``<id>.2.yaml``… (``store.quarantine.move_aside``: a crash between the two steps
+        leaves the schedule where it was, read and quarantined again at the next start).
         """
-        folder = self.directory / QUARANTINE_DIRNAME
-        folder.mkdir(parents=True, exist_ok=True)
-        target = folder / f"{schedule_id}.yaml"
-        suffix = 1
-        while target.exists():
-            suffix += 1
-            target = folder / f"{schedule_id}.{suffix}.yaml"
-        note = f"{now_rfc3339()} {reason}\n".encode()
-        atomic_write(target.with_name(target.name + _REASON_SUFFIX), note, self._ops)
-        self._ops.replace(self.path(schedule_id), target)
-        self._ops.fsync_dir(self.directory)
-        return target
+        return move_aside(
+            self.path(schedule_id), self.directory / QUARANTINE_DIRNAME, reason, self._ops
+        )
 
     def quarantined(self) -> dict[Path, str]:
         """Every quarantined file, with the reason recorded when it was moved aside."""
-        folder = self.directory / QUARANTINE_DIRNAME
-        if not folder.is_dir():
-            return {}
-        found = {}
-        for path in sorted(folder.glob("*.yaml")):
-            try:
-                text = path.with_name(path.name + _REASON_SUFFIX).read_text(encoding="utf-8")
-            except OSError as exc:
-                text = f"(reason unreadable: {exc})"
-            found[path] = text.strip() or "(no reason recorded)"
-        return found
+        return set_aside(self.directory / QUARANTINE_DIRNAME, "*.yaml")
 
 
 class RunLogFiles:

@@ -22,7 +22,7 @@ from typing import Any
 
 from duragent.core.events import now_rfc3339
 from duragent.store.atomic import atomic_write
-from duragent.store.chat_index import ChatIndex
+from duragent.store.chat_index import ChatIndex, ChatKey, check_entry
 from duragent.store.event_log import EVENTS_FILENAME, EventLog
 from duragent.store.fileops import OS_FILE_OPS, FileOps
 from duragent.store.health import StoreHealth
@@ -30,6 +30,7 @@ from duragent.store.saved_outputs import DEFAULT_LIMITS, SavedOutputFiles, Saved
 from duragent.store.snapshot_file import (
     LEGACY_STATE_FILENAME,
     STATE_FILENAME,
+    SnapshotCorruptError,
     SnapshotFile,
     read_header,
 )
@@ -55,9 +56,38 @@ class SessionStore:
         """Told each event-log append's seconds (write + fsync), for ``core.metrics``."""
 
     def open(self) -> None:
-        """Create the directory if needed and load the chat index."""
+        """Create the directory if needed and load the chat index, checking its entries.
+
+        When lines of the index were set aside (``ChatIndex.load``), the chats they mapped are
+        recovered from the snapshot headers: each chat's newest session that is not completed.
+        (An entry whose session folder is gone is kept: the registry starts that chat a new
+        session, logging why.)
+        """
         self.root.mkdir(parents=True, exist_ok=True)
         self.chats.load()
+        if self.chats.damaged:
+            added = self.chats.recover(self._chats_from_headers().items())
+            log.error("chat index: %d chat(s) recovered from the session snapshots", added)
+
+    def _chats_from_headers(self) -> dict[ChatKey, str]:
+        """Each chat's newest not-completed session, as the snapshot headers record it."""
+        found: dict[ChatKey, str] = {}
+        for session_id in self.list_ids():  # sorted oldest first: the newest wins
+            try:
+                head = self.header(session_id) or {}
+            except (OSError, SnapshotCorruptError) as exc:  # the session's own problem
+                log.warning("chat index: session %s not recovered: %s", session_id, exc)
+                continue
+            config = head.get("config")
+            chat: dict[str, Any] = config if isinstance(config, dict) else head
+            key = (chat.get("gateway"), chat.get("gateway_chat_id"), head.get("agent"))
+            if head.get("status") == "completed" or not all(isinstance(p, str) for p in key):
+                continue
+            try:
+                found[check_entry(key, session_id)] = session_id
+            except ValueError:
+                continue
+        return found
 
     def close(self) -> None:
         """Nothing is held between writes (each log is closed by its owner)."""

@@ -4,13 +4,24 @@ The decision rules live in ``policy``; this module only reads and writes the YAM
 also edits (``<workspace>/.duragent/policy.yaml`` → ``<agent>/policy.yaml`` →
 ``<agent>/policy.local.yaml``). Reads are cached while the files are unchanged; writes are
 round-trip (comments and quoting survive), atomic and serialised.
+
+``policy.local.yaml`` is the machine's file ("allow always" writes it). One the runtime cannot
+use (YAML that does not parse, an entry of the wrong type, an unknown mode) no longer fails
+every turn of the agent (issue 34): it is moved to ``<agent>/_quarantine/`` with the reason
+beside it (``set_aside_local_policy``), none of its rules apply (fail closed: its allow rules
+never widen anything; its deny rules and mode belong in ``policy.yaml``), it is logged once,
+listed in ``/readyz``'s ``skipped_records`` (``local_policies_set_aside``) and by ``doctor``,
+and the next "allow always" starts a fresh file. The person's files (``policy.yaml``, the
+workspace's) are never moved: a mistake there still fails the agent's turns, as before.
 """
 
 from __future__ import annotations
 
 import io
+import logging
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +37,7 @@ from duragent.config.yamlio import LocatedYaml, load_yaml_text, read_text
 from duragent.errors import ConfigError
 from duragent.store.atomic import atomic_write
 from duragent.store.fileops import OS_FILE_OPS, FileOps
+from duragent.store.quarantine import QUARANTINE_DIRNAME, move_aside, set_aside
 from duragent.tools.policy import (
     _MODES,
     POLICY_TYPES,
@@ -42,13 +54,18 @@ __all__ = [
     "POLICY_FILE",
     "PolicyError",
     "load_policy",
+    "local_policies_set_aside",
     "read_policy_file",
     "save_allow_always",
+    "set_aside_local_policy",
 ]
 
+log = logging.getLogger(__name__)
+
 API_VERSION = "duragent/v1alpha1"
-_WRITE_LOCK = threading.Lock()
-"""Serialises "allow always" read-modify-writes so two approvals at once both land."""
+_WRITE_LOCK = threading.RLock()
+"""Serialises "allow always" read-modify-writes (so two approvals at once both land) and
+moving a bad ``policy.local.yaml`` aside (never a fresh file written meanwhile)."""
 
 
 class PolicyError(ConfigError):
@@ -121,12 +138,16 @@ def _merge_tiers(paths: tuple[Path, ...]) -> Policy:
     for path in paths:
         if not path.exists():
             continue
-        doc = _read(path)[1]
-        tier_mode, tier_deny, tier_allow = _parse_tier(doc)
+        try:
+            tier_mode, tier_deny, tier_allow, notify = _tier(path)
+        except PolicyError:
+            if path.name != LOCAL_POLICY_FILE:
+                raise  # the person's file: fixed by them, never moved
+            set_aside_local_policy(path.parent)
+            continue  # fail closed: none of its rules apply, this turn included
         mode = tier_mode or mode
         deny.update(dict.fromkeys(tier_deny))
         allow.update(dict.fromkeys(tier_allow))
-        notify = _notify(doc)
         enabled = enabled or notify.enabled
         patterns.update(dict.fromkeys(notify.patterns))
         deliveries.update(dict.fromkeys(notify.deliveries))
@@ -136,6 +157,59 @@ def _merge_tiers(paths: tuple[Path, ...]) -> Policy:
         deny=tuple(deny),
         notify=Notify(enabled, tuple(patterns), tuple(deliveries)),
     )
+
+
+def _tier(path: Path) -> tuple[Mode | None, list[str], list[str], Notify]:
+    """One tier read and checked as a turn uses it (PolicyError when it cannot be used)."""
+    doc = _read(path)[1]
+    mode, deny, allow = _parse_tier(doc)
+    return mode, deny, allow, _notify(doc)
+
+
+def set_aside_local_policy(agent_dir: Path) -> Path | None:
+    """Move the agent's ``policy.local.yaml`` aside if it cannot be used; where it went.
+
+    Read again under the write lock, so a fresh file "allow always" just wrote is never
+    moved. None: absent, valid, unreadable (``OSError``: the disk's fault, left in place) or
+    it could not be moved (logged; either way its rules do not apply, ``load_policy`` skips
+    it on every read until it is fixed).
+    """
+    path = agent_dir / LOCAL_POLICY_FILE
+    with _WRITE_LOCK:
+        try:
+            path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:  # the disk's fault (or a folder of that name), not the record's
+            log.error("%s cannot be read (its rules do not apply; left as it is): %s", path, exc)
+            return None
+        try:
+            _tier(path)
+        except PolicyError as exc:
+            reason = exc.render()
+        else:
+            return None
+        try:
+            moved = move_aside(path, agent_dir / QUARANTINE_DIRNAME, reason)
+        except OSError as exc:
+            log.error("%s could not be used (its rules do not apply) nor moved aside: %s; %s",
+                      path, exc, reason)  # fmt: skip
+            return None
+    log.error(
+        "%s could not be used and was moved to %s; its rules no longer apply "
+        "(the next 'allow always' starts a new file): %s",
+        path, moved, reason,
+    )  # fmt: skip
+    return moved
+
+
+def local_policies_set_aside(agent_dirs: Iterable[Path]) -> list[dict[str, str]]:
+    """Each moved-aside ``policy.local.yaml`` of these agents, with its reason (``/readyz``)."""
+    return [
+        {"record": str(path), "reason": reason, "moved_to": str(path)}
+        for agent_dir in agent_dirs
+        for path, reason in set_aside(agent_dir / QUARANTINE_DIRNAME, "policy.local*.yaml").items()
+    ]
 
 
 _KNOWN_FIELDS: dict[tuple[str, ...], tuple[str, ...]] = {
@@ -282,6 +356,7 @@ def save_allow_always(
     pattern = f"{policy_type}:{escape_glob(command)}"
     path = agent_dir / LOCAL_POLICY_FILE
     with _WRITE_LOCK:
+        set_aside_local_policy(agent_dir)  # a file no turn can use: the new rule starts afresh
         yaml, doc = _load_round_trip(path)
         allow = doc.get("allow")
         if allow is None:
@@ -315,6 +390,7 @@ def _check_round_trip(path: Path, text: str, pattern: str) -> None:
         text.encode("utf-8")
         doc = load_yaml_text(text, file=path)
         _, _, allow = _parse_tier(doc)
+        _notify(doc)  # the whole file must read back as a turn reads it
     except ConfigError as exc:
         problem = f"line {exc.line}: {exc.reason}" if exc.line else exc.reason
     except (UnicodeError, ValueError) as exc:

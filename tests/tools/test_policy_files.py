@@ -279,7 +279,7 @@ def test_malformed_files_raise_policy_error_naming_file_line_and_field(
 
 
 def test_a_list_error_says_how_to_fix_it(workspace_file: Path, agent_dir: Path) -> None:
-    write(agent_dir / "policy.local.yaml", "allow: bash:ls\n")
+    write(agent_dir / "policy.yaml", "allow: bash:ls\n")
     with pytest.raises(PolicyError, match=r"Fix: write one quoted pattern per line under"):
         load_policy(workspace_file, agent_dir)
 
@@ -502,21 +502,10 @@ def test_a_new_file_is_world_readable_like_the_others(agent_dir: Path) -> None:
     assert stat.S_IMODE(local(agent_dir).stat().st_mode) == 0o644
 
 
-@pytest.mark.parametrize(
-    ("text", "message"),
-    [
-        ("allow: [\n", "YAML syntax error"),
-        ("allow: bash:ls\n", "must be a list of patterns"),
-        ("- a\n- b\n", "a policy file must be a YAML mapping"),
-        ("allow: []\nallow: []\n", "cannot edit this YAML"),
-    ],
-    ids=["bad yaml", "allow not a list", "top level list", "duplicate key"],
-)
-def test_allow_always_refuses_a_malformed_file_and_leaves_it_alone(
-    agent_dir: Path, text: str, message: str
-) -> None:
+def test_allow_always_refuses_a_file_it_cannot_edit_and_leaves_it_alone(agent_dir: Path) -> None:
+    text = "allow: []\nallow: []\n"  # valid to read (PyYAML), not to edit (ruamel)
     write(local(agent_dir), text)
-    with pytest.raises(PolicyError, match=message) as info:
+    with pytest.raises(PolicyError, match="cannot edit this YAML") as info:
         save_allow_always(agent_dir, "bash", "date")
     assert info.value.file == local(agent_dir)
     assert local(agent_dir).read_text(encoding="utf-8") == text

@@ -4,18 +4,23 @@ The registry reads the map on the event loop, where a query would block; so the 
 loaded at ``open`` and written through (database first: the copy never runs ahead of what is
 stored). With several nodes another node may map a chat (or end its session) meanwhile, so
 the registry finds a chat's session with ``fetch`` (a query, in a thread): read-through,
-and the local copy follows what it read.
+and the local copy follows what it read. A row the code cannot use (its session id names no
+possible session: ``chat_index.check_entry``) is skipped at every read and reported
+(``skipped``), never fatal; it stays in the table until the chat is mapped again.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterable
 
-from duragent.store.chat_index import ChatKey
+from duragent.store.chat_index import ChatKey, check_entry
 from duragent.store.postgres.connection import Database
 
 __all__ = ["PostgresChats"]
+
+log = logging.getLogger(__name__)
 
 
 class PostgresChats:
@@ -25,13 +30,41 @@ class PostgresChats:
         self._db = db
         self._lock = threading.Lock()
         self._map: dict[ChatKey, str] = {}
+        self._skipped: dict[ChatKey, dict[str, str]] = {}
 
     def load(self) -> None:
-        """Read every mapping."""
+        """Read every mapping; rows the code cannot use are skipped and reported."""
         with self._db.transaction("loading the chat map") as conn:
             rows = conn.execute("SELECT gateway, chat_id, agent, session_id FROM chats").fetchall()
+        fresh: dict[ChatKey, str] = {}
         with self._lock:
-            self._map = {(str(g), str(c), str(a)): str(s) for g, c, a, s in rows}
+            self._skipped = {}
+            for g, c, a, s in rows:
+                found = self._usable_locked((g, c, a), s)
+                if found is not None:
+                    fresh[found[0]] = found[1]
+            self._map = fresh
+
+    def skipped(self) -> list[dict[str, str]]:
+        """Rows skipped by the last reads (``/readyz``, ``doctor``)."""
+        with self._lock:
+            return list(self._skipped.values())
+
+    def _usable_locked(
+        self, key: tuple[object, ...], session_id: object
+    ) -> tuple[ChatKey, str] | None:
+        """The row as a mapping, or None (recorded in ``skipped`` and logged once)."""
+        try:
+            return check_entry(key, session_id), str(session_id)
+        except ValueError as exc:
+            where = tuple(str(p) for p in key)
+            if where not in self._skipped:
+                log.error("chats table: row %s skipped: %s", list(where), exc)
+            self._skipped[(where[0], where[1], where[2])] = {
+                "record": f"chats table row {list(where)}",
+                "reason": str(exc),
+            }
+            return None
 
     def get(self, key: ChatKey) -> str | None:
         """The session serving ``key``."""
@@ -45,8 +78,9 @@ class PostgresChats:
                 "SELECT session_id FROM chats WHERE gateway = %s AND chat_id = %s AND agent = %s",
                 key,
             ).fetchone()
-        found = str(row[0]) if row else None
         with self._lock:
+            usable = self._usable_locked(key, row[0]) if row else None
+            found = usable[1] if usable else None
             if found is None:
                 self._map.pop(key, None)
             else:

@@ -16,12 +16,20 @@ whole agent (the operator, an agent-wide owner) sees it.
 
 Every write replaces the file atomically (``store.atomic``): a crash leaves the old state
 or the new one, never half of each.
+
+Every file is validated before it is written and when it is read (``ProcessMeta.parse``:
+types, a ``handle`` that is its file's name, ``log_path`` named ``<handle>.log``, a ``pid``,
+times and numbers within range). One that cannot be used is never fatal (issue 34):
+``recover_all`` moves it to ``processes/_quarantine/`` with its reason beside it
+(``store.quarantine``), logs it, and every other job loads; ``/readyz`` lists it in
+``skipped_records``, also after a restart.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
@@ -31,6 +39,7 @@ from typing import Any, Literal
 from duragent.core.caller import Caller, ChatRef
 from duragent.core.clock import utc_now
 from duragent.store.atomic import atomic_write
+from duragent.store.quarantine import QUARANTINE_DIRNAME, move_aside, set_aside
 
 __all__ = [
     "TERMINAL_STATES",
@@ -41,7 +50,10 @@ __all__ = [
     "meta_path",
     "now",
     "pid_start_time",
+    "quarantined",
     "reach_of",
+    "recover_all",
+    "set_aside_meta",
     "write_meta",
 ]
 
@@ -50,6 +62,13 @@ log = logging.getLogger(__name__)
 State = Literal["running", "completed", "failed", "lost", "timed_out", "killed"]
 TERMINAL_STATES = frozenset({"completed", "failed", "lost", "timed_out", "killed"})
 Backend = Literal["local", "tmux"]
+
+_HANDLE = re.compile(r"[A-Za-z0-9_-]{1,100}\Z")
+_SUFFIX = ".meta.json"
+PID_MAX = 1 << 22
+"""Linux's largest possible pid (``PID_MAX_LIMIT``)."""
+INT_LIMIT = 1 << 31
+"""Bound of ``timeout_seconds`` (the tool's own limit) and of an ``exit_code``."""
 
 
 def now() -> datetime:
@@ -88,13 +107,43 @@ def _time(value: datetime | None) -> str | None:
 
 
 def _parse_time(value: object) -> datetime | None:
+    """An RFC 3339 time as UTC (None: not one, or outside what arithmetic on it can reach)."""
     if not isinstance(value, str):
         return None
     try:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
+        return parsed.astimezone(UTC) if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    except (ValueError, OverflowError):  # ``0001-01-01T00:00+05:00`` is before year 1 in UTC
         return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _check_ranges(doc: dict[str, Any], file: Path) -> None:
+    """Optional fields: of their type when present, numbers in range, no NUL in a path.
+
+    A ``null`` is as if absent (the reference writes them).
+    """
+    for key in ("label", "workdir", "tmux_session", "gateway", "chat_id", "completed_at"):
+        value = doc.get(key)
+        if value is not None and (not isinstance(value, str) or "\0" in value):
+            raise ValueError(f"{file}: field '{key}' is not a string (or has a NUL character)")
+    bounds = {"pid": (1, PID_MAX), "pid_start": (0, 1 << 63), "timeout_seconds": (0, INT_LIMIT)}
+    status = doc.get("status")
+    numbers = dict(doc)
+    if isinstance(status, dict):
+        numbers["status.exit_code"] = status.get("exit_code")
+        bounds["status.exit_code"] = (-INT_LIMIT, INT_LIMIT)
+    for key, (low, high) in bounds.items():
+        value = numbers.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+            raise ValueError(
+                f"{file}: field '{key}' is {f'{value!r}'[:40]}, not a whole number {low}…{high}"
+            )
+    if doc.get("completed_at") is not None and _parse_time(doc["completed_at"]) is None:
+        raise ValueError(f"{file}: field 'completed_at' is not an RFC 3339 time")
+    if not isinstance(doc.get("notified", False), bool):
+        raise ValueError(f"{file}: field 'notified' is not true or false")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -148,6 +197,13 @@ class ProcessMeta:
         for key in ("handle", "command", "session_id", "agent", "log_path"):
             if not isinstance(doc.get(key), str) or not doc[key]:
                 raise ValueError(f"{file}: field '{key}' is missing or not a string")
+        handle = doc["handle"]
+        if not _HANDLE.match(handle) or file.name != f"{handle}{_SUFFIX}":
+            raise ValueError(f"{file}: field 'handle' is {handle!r}, not this file's name")
+        if "\0" in doc["log_path"] or Path(doc["log_path"]).name != f"{handle}.log":
+            # the log is deleted with the job: it must be the job's own log, nothing else
+            raise ValueError(f"{file}: field 'log_path' does not name {handle}.log")
+        _check_ranges(doc, file)
         status_doc = doc.get("status")
         state = status_doc.get("state") if isinstance(status_doc, dict) else status_doc
         if state not in ("running", *TERMINAL_STATES):
@@ -210,9 +266,11 @@ def meta_path(directory: Path, handle: str) -> Path:
 
 
 def write_meta(directory: Path, meta: ProcessMeta) -> None:
-    """Replace the job's metadata file atomically."""
-    data = json.dumps(meta.document(), indent=2).encode("utf-8")
-    atomic_write(meta_path(directory, meta.handle), data)
+    """Replace the job's metadata file atomically, once it reads back (else ValueError)."""
+    path = meta_path(directory, meta.handle)
+    document = meta.document()
+    ProcessMeta.parse(document, file=path)  # never write what the next start would set aside
+    atomic_write(path, json.dumps(document, indent=2).encode("utf-8"))
 
 
 def load_all(directory: Path) -> list[ProcessMeta]:
@@ -224,10 +282,61 @@ def load_all(directory: Path) -> list[ProcessMeta]:
         return found
     for path in paths:
         try:
-            found.append(ProcessMeta.parse(json.loads(path.read_text("utf-8")), file=path))
+            found.append(_read(path))
         except (OSError, ValueError) as exc:  # JSONDecodeError is a ValueError
             log.error("background process file skipped (left as it is): %s", exc)
     return found
+
+
+def _read(path: Path) -> ProcessMeta:
+    try:
+        doc = json.loads(path.read_text("utf-8"))
+    except (UnicodeError, ValueError) as exc:  # JSONDecodeError is a ValueError
+        raise ValueError(f"{path}: not valid JSON: {exc}") from None
+    return ProcessMeta.parse(doc, file=path)
+
+
+def recover_all(directory: Path) -> tuple[list[ProcessMeta], list[dict[str, str]]]:
+    """Every usable job in ``directory``, and each file set aside (now or earlier), with why.
+
+    A file that cannot be used is moved to ``_quarantine/`` (``set_aside_meta``); one the
+    machine cannot read (``OSError``) is left where it is: the fault is the disk's.
+    """
+    found: list[ProcessMeta] = []
+    skipped = quarantined(directory)  # by an earlier start (read before this one moves more)
+    try:
+        paths = sorted(directory.glob(f"*{_SUFFIX}"))
+    except OSError:
+        paths = []
+    for path in paths:
+        try:
+            found.append(_read(path))
+        except OSError as exc:
+            log.error("background process file skipped (left as it is): %s", exc)
+            skipped.append({"record": str(path), "reason": f"could not be read: {exc}"})
+        except ValueError as exc:
+            skipped.append(set_aside_meta(path, str(exc)))
+    return found, skipped
+
+
+def set_aside_meta(path: Path, reason: str) -> dict[str, str]:
+    """Move a job's file to ``_quarantine/`` with ``reason``; the report of it (logged)."""
+    try:
+        moved = move_aside(path, path.parent / QUARANTINE_DIRNAME, reason)
+    except OSError as exc:
+        log.error("background process file skipped, not moved aside (%s): %s", exc, reason)
+        return {"record": str(path), "reason": reason}
+    log.error("background process file skipped and moved to %s: %s", moved, reason)
+    return {"record": str(path), "reason": reason, "moved_to": str(moved)}
+
+
+def quarantined(directory: Path) -> list[dict[str, str]]:
+    """The job files set aside by an earlier start (still reported after a restart)."""
+    folder = directory / QUARANTINE_DIRNAME
+    return [
+        {"record": str(path), "reason": reason, "moved_to": str(path)}
+        for path, reason in set_aside(folder, "*.json").items()  # ``<handle>.meta.2.json``…
+    ]
 
 
 def pid_start_time(pid: int) -> int | None:

@@ -19,6 +19,10 @@ job was killed with the server (by the reaper) and is marked ``lost``. Every end
 yet reported is reported then, so no job is ever an orphan nothing tracks. A graceful stop
 kills plain jobs and leaves them for the next start to report the same way.
 
+**A bad file is never fatal** (issue 34): one that cannot be used (``meta.recover_all``), or
+whose recovery raises, is moved to ``processes/_quarantine/`` with its reason and listed by
+``skipped`` (``/readyz``'s ``skipped_records``); every other job is recovered and listed.
+
 Ended jobs are forgotten (their two files deleted) ``cleanup_after`` seconds (30 min, as
 the reference) after they ended, once reported.
 """
@@ -50,10 +54,11 @@ from duragent.tools.processes.meta import (
     ProcessMeta,
     ProcessStatus,
     Reach,
-    load_all,
     meta_path,
     now,
     pid_start_time,
+    recover_all,
+    set_aside_meta,
     write_meta,
 )
 from duragent.tools.processes.reports import (
@@ -114,18 +119,30 @@ class ProcessRegistry:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._dedupe = Dedupe()
         self._reporting: set[str] = set()
+        self._skipped: list[dict[str, str]] = []
 
     # --- service ---------------------------------------------------------------------------
 
     async def start(self) -> None:
         """Re-attach or report every job on disk, then start the periodic cleanup."""
         self.directory.mkdir(parents=True, exist_ok=True)
-        for meta in load_all(self.directory):
-            await self._recover(meta)
+        metas, self._skipped = await asyncio.to_thread(recover_all, self.directory)
+        for meta in metas:
+            try:
+                await self._recover(meta)
+            except Exception as exc:  # whatever one record makes recovery raise: that one only
+                self._entries.pop(meta.handle, None)
+                reason = f"could not be recovered: {type(exc).__name__}: {exc}"
+                path = meta_path(self.directory, meta.handle)
+                self._skipped.append(set_aside_meta(path, f"{path}: {reason}"))
         for entry in list(self._entries.values()):
             if entry.meta.status.terminal and not entry.meta.notified:
                 self._spawn_task(self._report(entry.meta.handle))
         self._spawn_task(self._cleanup_loop())
+
+    def skipped(self) -> list[dict[str, str]]:
+        """Job files set aside at start (now or by an earlier start), each with its reason."""
+        return list(self._skipped)
 
     async def stop(self) -> None:
         """Stop watching: plain jobs are killed (the next start reports them), tmux ones live."""
@@ -197,7 +214,7 @@ class ProcessRegistry:
         )
         try:  # on disk before it runs: a job nothing records is never started
             write_meta(self.directory, meta)
-        except OSError as exc:
+        except (OSError, ValueError) as exc:
             raise ProcessError(f"spawn failed: cannot record the job: {exc}") from exc
         entry = self._entries[handle] = _Entry(meta)
         # Recorded, so it must end up watched: a cancellation (the tool call's time limit)
@@ -426,7 +443,7 @@ class ProcessRegistry:
         """Record ``meta`` (on disk first, then in memory)."""
         try:
             write_meta(self.directory, meta)
-        except OSError:
+        except (OSError, ValueError):  # ValueError: it would not read back (never written)
             log.exception("background process %s: its state could not be written", meta.handle)
         entry = self._entries.get(meta.handle)
         if entry is not None:
