@@ -27,7 +27,7 @@ from typing import Literal
 
 from pydantic import AliasChoices, Field, field_validator, model_validator
 
-from duragent.agents.spec_base import SpecModel
+from duragent.config.section import Section as SpecModel
 
 __all__ = [
     "AccessPolicy",

@@ -30,7 +30,7 @@ from duragent.agents.access_spec import (
     QuotaSpec,
     SenderDisposition,
 )
-from duragent.agents.spec_base import SpecModel as _Spec
+from duragent.config.section import Section as _Spec
 from duragent.core.net_rules import parse_allow_rule
 
 __all__ = [
