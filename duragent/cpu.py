@@ -3,8 +3,8 @@
 Python runs one thread at a time (the GIL), so a duragent server never runs Python on two
 cores at once; yet with its threads spread over two cores every hand-over between the event
 loop and a session actor is a cross-core wake-up (an inter-processor interrupt, ~30–50 µs on a
-VM) and the GIL ping-pongs between caches. Measured with ``bench/sessions.py`` on this 2-core
-VM, 1,000 busy sessions: CPU per durable turn 550–620 µs spread → ~310 µs on one core,
+VM) and the GIL ping-pongs between caches. Measured with ``bench/components/sessions.py`` on
+this 2-core VM, 1,000 busy sessions: CPU per durable turn 550–620 µs spread → ~310 µs on one core,
 throughput ~2,000/s → ~2,500–3,000/s. The kernel's own work for us (journal commits, disk
 interrupts) still runs on the other cores.
 

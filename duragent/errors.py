@@ -42,9 +42,9 @@ the rest are defined here. Base classes from Python follow a name in parentheses
     ├── ServiceUnavailableError     a service that cannot run now refuses new work (HTTP 503)
     │   └── SchedulerUnavailableError   the scheduler did not start or its loop ended
     │                               [scheduler.front]
-    ├── ServiceStartError           an essential service did not start [core.lifecycle]
+    ├── ServiceStartError           an essential service did not start [lifecycle.services]
     ├── ServiceStopError            services that failed to stop (the rest still stopped)
-    │                               [core.lifecycle]
+    │                               [lifecycle.services]
     ├── SnapshotCorruptError        a session's snapshot cannot be read [store.snapshot_file]
     │   └── SessionFilesInconsistentError   events the snapshot counts are missing
     ├── SessionQuarantinedError     the session's files were moved aside [session.actor]

@@ -22,7 +22,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.gateways.serve_process import free_port
+from duragent.testing.serve_process import free_port
 from tests.store import postgres_db
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -128,9 +128,7 @@ async def test_a_members_message_steered_into_an_owners_turn_does_not_run_as_the
     kit_cm = _queue_kit_with_owner(tmp_path, WhoAmI())
     async with kit_cm as kit:
         kit.start_held_turn()
-        from duragent.frontkit import ChatRef as KitChat
-
-        group = KitChat("telegram", "-100")
+        group = ChatRef("telegram", "-100")
         await kit.offer("@bot hello", "p1", spec(), sender="1", chat=group)  # the owner
         assert await eventually(kit.started.is_set)
         said = "@bot update world: the office is closed"
@@ -147,9 +145,9 @@ def _queue_kit_with_owner(tmp_path: Path, tool: Tool):
     import asyncio
     from contextlib import asynccontextmanager
 
-    from duragent.core.tasks import BackgroundTasks
     from duragent.frontkit import ChatTurns, MemoryOutbound
     from duragent.frontkit.queue import SessionQueues
+    from duragent.lifecycle.tasks import BackgroundTasks
     from tests.frontkit.test_queue import Kit, echo
     from tests.turns.turn_fixtures import FnTool, harness
 

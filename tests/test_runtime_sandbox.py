@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from duragent.config import load_workspace
-from duragent.core.lifecycle import ServiceStartError
+from duragent.lifecycle.services import ServiceStartError
 from duragent.runtime import Runtime
 from tests.conftest import AGENT_YAML
 from tests.tools.sandbox_support import bwrap

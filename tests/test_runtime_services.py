@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from duragent.config import load_workspace
-from duragent.core.lifecycle import Entry, Hooks, ServiceStartError, ServiceStopError
+from duragent.lifecycle.services import Entry, Hooks, ServiceStartError, ServiceStopError
 from duragent.runtime import Runtime
 
 

@@ -79,10 +79,12 @@ def policy_findings(paths: WorkspacePaths) -> list[Finding]:
             policy, warnings = read_policy_file(file)
         except PolicyError as exc:
             fix = None
-            if file.name == LOCAL_POLICY_FILE:  # the server moves it aside: its rules never apply
+            if file.name == LOCAL_POLICY_FILE:  # the server sets it aside: fails closed
                 fix = (
-                    "the server moves this file to _quarantine/ and applies none of its rules; "
-                    "fix it, or delete it (the next 'allow always' starts a new one)"
+                    "the server sets this file aside to _quarantine/ and applies none of its "
+                    "allow rules (its deny rules, and its mode if stricter, are kept in a fresh "
+                    "policy.local.yaml; mode ask at least if part of it cannot be read); "
+                    "fix it, or delete it"
                 )
             found.append(Finding(Level.ERROR, "policy", exc.render(), fix))
             continue
@@ -98,8 +100,8 @@ def policy_findings(paths: WorkspacePaths) -> list[Finding]:
             Finding(
                 Level.ERROR,
                 "policy",
-                f"{record['moved_to']}: moved aside by the server, none of its rules apply: "
-                f"{record['reason']}",
+                f"{record['moved_to']}: moved aside by the server, none of its allow rules "
+                f"apply: {record['reason']}",
                 fix,
             )
             for record in local_policies_set_aside([agent_dir])

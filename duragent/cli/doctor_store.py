@@ -7,7 +7,8 @@ a node stamps and schedules with its own clock (``store.postgres.clock`` says wh
 warning over ``SKEW_WARNING`` seconds, an error over ``SKEW_ERROR``.
 
 The database is opened once: the same connection reads the schedules the server would run
-(``StoreReport.schedules``, checked by ``doctor_files.schedule_findings``).
+(``StoreReport.schedules``, checked by ``doctor_files.schedule_findings``) and the rows of
+the chat map the server moves aside or did (``chats.chat_problems``).
 
 Never raises and never prints the password (``describe_dsn``).
 """
@@ -125,8 +126,9 @@ def _read_database(config: StoreConfig, clock: Callable[[], float]) -> StoreRepo
         db.open()
         schema = _schema_finding(db)
         skew = _clock_finding(db, clock)
-        schedules = _schedules(db) if schema.level is Level.OK else None
-        return StoreReport([schema, skew], schedules)
+        known = schema.level is Level.OK
+        schedules = _schedules(db) if known else None
+        return StoreReport([schema, skew, *(_chat_findings(db) if known else [])], schedules)
     except StorageError as exc:
         from duragent.store.postgres import CONNECT_FIX
 
@@ -142,6 +144,23 @@ def _schedules(db: Database) -> Schedules:
 
     schedules = PostgresSchedules(db)
     return {sched_id: schedules.get(sched_id) for sched_id in schedules.ids()}
+
+
+def _chat_findings(db: Database) -> list[Finding]:
+    """Rows of the chat map the server moves aside or did, and rows whose session is gone."""
+    from duragent.store.postgres.chats import chat_problems
+
+    return [
+        Finding(
+            Level.WARNING,
+            "chat index",
+            f"{p['record']}: skipped: {p['reason']}"
+            + (f" (moved to the {p['moved_to']})" if "moved_to" in p else ""),
+            "nothing to do: the chat's next message starts a new session; delete rows of "
+            "chats_quarantine once read",
+        )
+        for p in chat_problems(db)
+    ]
 
 
 def _schema_finding(db: Database) -> Finding:

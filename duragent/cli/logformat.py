@@ -1,7 +1,7 @@
 """``serve --log-format text|json`` (or ``DURAGENT_LOG_FORMAT``): how log lines are written.
 
 ``text`` (the default, everywhere) is for people: ``12:00:01 INFO    logger: message``.
-``json`` is for log shippers: one object per line (``core.jsonlog``) carrying the session,
+``json`` is for log shippers: one object per line (``observability.jsonlog``) carrying the session,
 agent, front end and turn a line is about. Only the handlers the CLI's logging setup made
 are switched (a host that configured logging itself keeps its handlers), and their filters
 (secret redaction, flood bounding) stay in place: the format is the last step.
@@ -13,7 +13,7 @@ import enum
 import logging
 from collections.abc import Iterable
 
-from duragent.core.jsonlog import JsonFormatter
+from duragent.observability.jsonlog import JsonFormatter
 
 __all__ = ["LogFormat", "remember_handlers", "use_log_format"]
 

@@ -45,8 +45,8 @@ from duragent.cli.options import (
 )
 from duragent.cli.scaffold import DEFAULT_MODELS, check_agent, scaffold_agent, scaffold_workspace
 from duragent.config import CONFIG_FILENAME, load_workspace
-from duragent.core.logrepeat import collapse_repeats
 from duragent.llm.factory import PROVIDERS
+from duragent.observability.logrepeat import collapse_repeats
 from duragent.turns.agent_budget import budget_check
 
 __all__ = ["app", "main"]
@@ -76,7 +76,7 @@ NoInteractiveOpt = Annotated[
 ]
 
 
-class Format(enum.StrEnum):
+class DoctorOutput(enum.StrEnum):
     """Output formats of ``doctor``."""
 
     TEXT = "text"
@@ -262,7 +262,9 @@ def agent_create(
 @handles_errors
 def doctor(
     config: ConfigOpt = DEFAULT_CONFIG,
-    fmt: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.TEXT,
+    fmt: Annotated[
+        DoctorOutput, typer.Option("--format", help="Output format.")
+    ] = DoctorOutput.TEXT,
 ) -> None:
     """Validate the workspace and print every problem with its fix (exit 1 on errors).
 
@@ -278,7 +280,7 @@ def doctor(
     else:
         with _reported_here("duragent.agents"):  # doctor prints broken agents itself
             findings = doctor_mod.run_checks(config)
-    if fmt is Format.JSON:
+    if fmt is DoctorOutput.JSON:
         typer.echo(doctor_mod.render_json(findings))
     else:
         typer.echo(doctor_mod.render_text(findings, errors_only=is_quiet()))

@@ -21,7 +21,7 @@ from duragent import __version__
 __all__ = ["register", "upgrade_command"]
 
 
-class Format(enum.StrEnum):
+class UpgradeOutput(enum.StrEnum):
     """Output formats, as the reference's ``--format``."""
 
     TEXT = "text"
@@ -55,12 +55,14 @@ def register(app: typer.Typer) -> None:
         version: Annotated[
             str | None, typer.Option("--version", help="Target version, e.g. 0.6.0.")
         ] = None,
-        fmt: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.TEXT,
+        fmt: Annotated[
+            UpgradeOutput, typer.Option("--format", help="Output format.")
+        ] = UpgradeOutput.TEXT,
     ) -> None:
         """Print the installed version and the pip command that upgrades it."""
         command = upgrade_command(version)
         check_with = "pip index versions duragent"
-        if fmt is Format.JSON:
+        if fmt is UpgradeOutput.JSON:
             result = {
                 "current_version": __version__,
                 "target_version": version,

@@ -99,7 +99,7 @@ class ServerConfig(Section):
     api_token: str | None = None
     metrics: bool = True
     """Count turns, model calls, the store, gateways and the scheduler, and serve them at
-    ``/metrics`` (Prometheus text format; see ``core.metrics``). Off: nothing is recorded."""
+    ``/metrics`` (Prometheus text format; ``observability.metrics``). Off: nothing is recorded."""
     pin_python_threads: bool = True
     """Keep the server's Python threads on one CPU (faster hand-overs; see ``duragent.cpu``).
     Programs that tools start still get every CPU."""

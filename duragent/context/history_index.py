@@ -7,7 +7,7 @@ Layer 2 asks about a run of units: token cost, messages, original messages, repa
 question Layer 2 asks ("how many of the newest units fit in N tokens?", "how many messages is
 that?", "which messages?") is then a difference of two sums, a binary search or one list
 slice, whatever the history's length: a turn in a 2,000-message chat costs about what a turn
-in a 10-message chat does (``bench/http_api.py``'s long-session rows).
+in a 10-message chat does (``bench/http/api.py``'s long-session rows).
 
 Token costs stay lazy: a unit is counted only when a request's walk reaches it (newest first),
 so a cold session with a long history counts what fits the window, not the whole history.

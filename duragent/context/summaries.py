@@ -174,10 +174,10 @@ def summary_settings(
     Defaults come from the window's tier (``context.tiers``: one table holds every per-window
     default): summarise from 0.70 of the history budget; keep the newest 0.20 of it verbatim
     below 8K, 0.30 to 32K and 0.25 from 32K (still 5,000 tokens there; measured in
-    ``bench/context.py`` (c): −40 % total tokens over a 500-turn session at 32K with the task
-    kept; ``bench/summary_cadence.py``: a summary every 5 chat turns at 4K); the summary's
-    length 256–2,048 tokens, never above a tenth of the window, at least 64; pins take at
-    most a quarter of the history budget. On unless ``enabled`` is false.
+    ``bench/context/fitting.py`` (c): −40 % total tokens over a 500-turn session at 32K with
+    the task kept; ``bench/context/summary_cadence.py``: a summary every 5 chat turns at 4K);
+    the summary's length 256–2,048 tokens, never above a tenth of the window, at least 64;
+    pins take at most a quarter of the history budget. On unless ``enabled`` is false.
     """
     tier = tier_for(window)
     return SummarySettings(
@@ -234,7 +234,7 @@ def plan_summary(
     of its budget, ``threshold − keep_recent`` of it away from the next summary; measured
     against the budget before the summary (and without the latest message), it left the
     history at ~0.56 of a 4K window's budget against a 0.70 threshold: a summary every two
-    turns (``bench/summary_cadence.py``). ``force`` (the provider said "too long") plans
+    turns (``bench/context/summary_cadence.py``). ``force`` (the provider said "too long") plans
     even under the threshold and keeps at most ``keep_recent`` of the history as it is. None
     also when there is nothing old enough to summarise.
 

@@ -17,8 +17,8 @@ tier        window        tool result  prune protect  prune minimum   summaries 
 ==========  ============  ===========  =============  ==============  ===============  ===========
 
 "summaries": from which share of the history budget old history is summarised, and how much
-of it stays word for word, the latest message included (``bench/context.py`` (c) measured
-these at 8K and 32K, ``bench/summary_cadence.py`` the turns between summaries). A small
+of it stays word for word, the latest message included (``bench/context/fitting.py`` (c) measured
+these at 8K and 32K, ``bench/context/summary_cadence.py`` the turns between summaries). A small
 window keeps less: what a summary leaves is ``threshold − keep`` away from the next one, and
 at 4K a turn of two 130-token messages is a seventh of the budget (keeping 40 % meant a
 summary every 2–3 turns; 20 % is one every 5). 30 % at 8K keeps an instruction given five

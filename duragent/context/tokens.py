@@ -4,7 +4,7 @@
   ``cl100k_base``) are counted with tiktoken, whose encodings ship with duragent and load
   offline (``offline_encodings``).
 - Every other model (Claude, Llama, Qwen, …) uses ``EstimateCounter``: a character-class
-  estimate calibrated against tiktoken on prose, code, JSON and CJK (``bench/tokens.py``
+  estimate calibrated against tiktoken on prose, code, JSON and CJK (``bench/context/tokens.py``
   prints its error). It deliberately leans high: for budgeting, overcounting costs a little
   history, undercounting costs an overflow.
 
@@ -68,7 +68,7 @@ class EstimateCounter:
     Per character class, leaning high: ASCII letters run about 3.5 characters per token,
     each digit is a token, whitespace is mostly absorbed into the next word, ASCII
     punctuation often stands alone (JSON and code are punctuation-heavy), and CJK and other
-    non-Latin characters cost about one token each. ``bench/tokens.py`` prints the ratio
+    non-Latin characters cost about one token each. ``bench/context/tokens.py`` prints the ratio
     estimate / true for each kind of text.
 
     The models that get the estimate are the ones without a tiktoken encoding — mostly local

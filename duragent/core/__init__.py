@@ -1,9 +1,9 @@
-"""Plain data shared by every layer: messages, tool calls, usage and ids.
+"""Plain data shared by every layer: messages, tool calls, events, snapshots, ids and time.
 
-Also the lifecycle every service shares (``core.lifecycle``: the ``Service`` protocol and the
-stack that starts and stops them; ``core.tasks``: the one owner of background tasks), here
-because front ends use them and may not import the runtime. Nothing here does I/O or imports
-another duragent package except ``duragent.errors``; every other layer may import ``core``.
+With the few pure rules that read them (approval decisions, who a caller is, how deep a text
+nests, which addresses are public). Nothing here does I/O or imports another duragent
+package except ``duragent.errors``; every other layer may import ``core``. Metrics and logs
+are ``duragent.observability``; services and background tasks are ``duragent.lifecycle``.
 """
 
 from __future__ import annotations

@@ -24,13 +24,19 @@ chat's access rules; ``stranger``: a sender the rules do not let in (unpaired, n
 class ChatRef:
     """A chat on a platform: the gateway's name and the platform's chat id.
 
-    ``kind``: the chat's type as the platform said (``private``, ``group``…; None: not known);
-    not part of the chat's identity.
+    The one chat reference of every layer: a turn's caller is in one, and the front ends
+    (``frontkit``, re-exported there) send to one. ``kind``: the chat's type as the platform
+    said (``private``, ``group``…; None: not known); not part of the chat's identity.
     """
 
     gateway: str
     chat_id: str
     kind: str | None = field(default=None, compare=False)
+
+    @property
+    def target(self) -> str:
+        """The chat as a delivery event names it (``telegram:12345``)."""
+        return f"{self.gateway}:{self.chat_id}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

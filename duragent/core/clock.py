@@ -4,7 +4,7 @@ Event timestamps, a session's ``updated_at`` and its TTL expiry, the age of buff
 chatter, the memory tool's "today", the ``{{date}}`` of a system prompt, schedule and process
 records all read the time here, so a process never compares a stamp from one clock with a
 "now" from another. It is the wall clock. A process that simulates a calendar
-(``bench/year_serve.py`` walks a year in half an hour) installs its source once, before it
+(``bench/year/serve.py`` walks a year in half an hour) installs its source once, before it
 serves, with ``use_time_source``.
 
 Ids read it too (``core.ids``: a ULID carries its creation time, and a saved output's

@@ -49,7 +49,7 @@ from duragent.frontkit.approvals import ApprovalButtons, Button, approval_button
 from duragent.frontkit.chat import ChatTurns, Inbound
 from duragent.frontkit.chats import ChatHandler, GatewayChats, InboundBusyError, gateway_chats
 from duragent.frontkit.delivery import Deliveries, Delivery
-from duragent.frontkit.gateway import ChatFront, Dispatcher
+from duragent.frontkit.gateway import ChatFront
 from duragent.frontkit.inbound import ButtonPress, ChatType, InboundMessage, Sender
 from duragent.frontkit.memory import MemoryOutbound, Sent
 from duragent.frontkit.notices import ProcessNotices, SessionNotices
@@ -60,7 +60,7 @@ from duragent.frontkit.outbound import (
     SentMessage,
     metered,
 )
-from duragent.frontkit.queue import SessionQueues
+from duragent.frontkit.queue import Dispatcher, SessionQueues
 from duragent.frontkit.recovery import RecoveryReport, recover_chats
 from duragent.frontkit.relay import RELAY_PATH, OwnerRelay, RelayFailedError
 from duragent.frontkit.routing import RouteQuery, Router

@@ -39,8 +39,7 @@ from duragent.frontkit.approval_rights import NOT_REQUESTER, refusal
 from duragent.frontkit.chat import ChatTurns
 from duragent.frontkit.inbound import ButtonPress
 from duragent.frontkit.outbound import SentMessage
-from duragent.session import PendingApproval
-from duragent.turns import DECISIONS, ApprovalDecision
+from duragent.turns import DECISIONS, ApprovalDecision, PendingApproval
 
 __all__ = [
     "BUTTON_LABELS",
@@ -268,13 +267,13 @@ class ApprovalButtons:
 
     async def _waiting(self, press: ButtonPress, tag: str | None) -> _Waiting | str:
         """The session and approval ``press`` answers, or the toast saying why there is none."""
-        registry = self._chat.turns.registry
-        sessions = registry.sessions_of_chat(press.gateway, press.chat_id)
+        queries = self._chat.turns.sessions
+        sessions = queries.sessions_of_chat(press.gateway, press.chat_id)
         if not sessions:
             return NO_SESSION
         for agent, session_id in sessions:
             try:
-                info = await registry.info(session_id)
+                info = await queries.info(session_id)
             except Exception as exc:  # an unusable session cannot be waiting for this press
                 log.info(
                     "approval in %s: session %s unusable: %s", press.chat.target, session_id, exc

@@ -24,11 +24,11 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from duragent.agents.spec import ContextBufferSpec
-from duragent.core.logctx import log_context, new_turn_id
-from duragent.core.tasks import BackgroundTasks
 from duragent.frontkit.delivery import Delivery
 from duragent.frontkit.group_context import read_group_context
 from duragent.frontkit.outbound import ChatRef, OutboundPort, SentMessage
+from duragent.lifecycle.tasks import BackgroundTasks
+from duragent.observability.logctx import log_context, new_turn_id
 from duragent.turns import (
     ApprovalDecision,
     ApprovalMismatchError,
@@ -79,7 +79,7 @@ class ChatTurns:
         self._outbound = outbound
         self._tasks = tasks
         self._typing_every = typing_every
-        self.delivery = Delivery(turns.registry, outbound, agents=turns.agents)
+        self.delivery = Delivery(turns, outbound, agents=turns.agents)
 
     @property
     def turns(self) -> TurnRunner:
@@ -104,7 +104,7 @@ class ChatTurns:
         """Run the message's turn and deliver its reply; the message sent last, if any."""
         chat = inbound.chat
         session_id = await self._turns.session_for_chat(chat.gateway, chat.chat_id, inbound.agent)
-        with log_context(  # the turn's lines, its delivery's too, name it (core/logctx.py)
+        with log_context(  # the turn's lines, its delivery's too, name it (observability/logctx.py)
             session_id=session_id,
             agent=inbound.agent,
             front_end=chat.gateway,
@@ -165,7 +165,7 @@ class ChatTurns:
     ) -> tuple[str, ...]:
         if buffer is None:
             return ()
-        block = await read_group_context(self._turns.registry.handle(session_id), buffer)
+        block = await read_group_context(self._turns.sessions, session_id, buffer)
         return (block,) if block else ()
 
     async def decide(

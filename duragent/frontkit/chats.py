@@ -29,7 +29,6 @@ from typing import Protocol, TypeVar
 from duragent.agents import AgentCatalog
 from duragent.agents.roles import access_of
 from duragent.agents.spec import ContextBufferSpec, QueueSpec
-from duragent.core.tasks import BackgroundTasks
 from duragent.errors import DuragentError, NotFoundError
 from duragent.frontkit.access import GROUP_CHAT_TYPES, mention_context
 from duragent.frontkit.chat import TYPING_EVERY_SECONDS, ChatTurns
@@ -42,6 +41,7 @@ from duragent.frontkit.recovery import RecoveryReport, recover_chats
 from duragent.frontkit.relay import OwnerRelay, Relayed
 from duragent.frontkit.routing import Router
 from duragent.frontkit.singleton import run_as_leader
+from duragent.lifecycle.tasks import BackgroundTasks
 from duragent.store.cluster import Cluster, local_cluster
 from duragent.turns import TurnRunner
 
@@ -194,7 +194,7 @@ class GatewayChats:
     async def _recover_chats(self, chats: list[tuple[str, str]] | None) -> RecoveryReport:
         return await recover_chats(
             self.gateway,
-            self.chat.turns.registry,
+            self.chat.turns.sessions,
             self.chat.delivery,
             self.queues,
             settings=self._rules,

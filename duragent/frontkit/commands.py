@@ -22,7 +22,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from duragent.session import SessionRegistry
 from duragent.turns import PinRefusedError, TurnRunner
 
 __all__ = [
@@ -107,7 +106,7 @@ async def pin_reply(turns: TurnRunner, session_id: str, command: str, argument: 
     if command == "unpin":
         if not argument:
             return "Usage: /unpin <pin id>"
-        removed = await turns.registry.handle(session_id).unpin(argument)
+        removed = await turns.unpin(session_id, argument)
         return "Unpinned." if removed else f"No pin {argument} in this conversation."
     if not argument:
         return PIN_USAGE
@@ -125,18 +124,16 @@ async def pin_reply(turns: TurnRunner, session_id: str, command: str, argument: 
     return f"Pinned ({pin_id}): I will keep it in mind for the rest of this conversation."
 
 
-async def run_command(
-    command: Command, registry: SessionRegistry, key: tuple[str, str, str]
-) -> str:
+async def run_command(command: Command, turns: TurnRunner, key: tuple[str, str, str]) -> str:
     """Run ``command`` for the chat ``key`` = (gateway, chat_id, agent); the reply text."""
     if command == "reset":
-        ended = await registry.end_chat(key)
+        ended = await turns.end_chat(key)
         return RESET_DONE if ended is not None else NO_SESSION_TO_RESET
-    session_id = await registry.chat_session(key)
+    session_id = await turns.sessions.chat_session(key)
     if session_id is None:
         return NO_SESSION
     try:
-        info = await registry.info(session_id)
+        info = await turns.sessions.info(session_id)
     except Exception:  # the reference's sentence for any failure to read it
         return STATUS_FAILED
     return (

@@ -59,8 +59,7 @@ from duragent.errors import NotFoundError
 from duragent.frontkit.approval_rights import unanswerable_note
 from duragent.frontkit.outbound import ChatRef, OutboundPort, SentMessage
 from duragent.frontkit.outbox import UndeliveredError
-from duragent.session import SessionRegistry
-from duragent.turns import AwaitingApproval, Complete, Duplicate, Failed, TurnResult
+from duragent.turns import AwaitingApproval, Complete, Duplicate, Failed, TurnResult, TurnRunner
 
 __all__ = ["Deliveries", "Delivery"]
 
@@ -75,12 +74,12 @@ class Delivery:
 
     def __init__(
         self,
-        registry: SessionRegistry,
+        turns: TurnRunner,
         outbound: OutboundPort,
         *,
         agents: Callable[[], AgentCatalog] | None = None,
     ) -> None:
-        self._registry = registry
+        self._turns = turns
         self._outbound = outbound
         self._agents = agents
         """Whose ``spec.access`` says whether anyone in a chat may answer an approval (None:
@@ -161,7 +160,7 @@ class Delivery:
         if self._agents is None:
             return
         try:
-            info = await self._registry.handle(session_id).info()
+            info = await self._turns.sessions.info(session_id)
             pending = info.pending_approval
             if pending is None or pending.call_id != call_id:
                 return
@@ -196,8 +195,7 @@ class Delivery:
         so the session's last settled event is the one just sent. An approval is recorded
         only while it is still the one pending.
         """
-        session = self._registry.handle(session_id)
-        info = await session.info()
+        info = await self._turns.sessions.info(session_id)
         if call_id is not None and (
             info.pending_approval is None or info.pending_approval.call_id != call_id
         ):
@@ -220,7 +218,7 @@ class Delivery:
         if kept is not None:
             self._delivered.move_to_end(session_id)
             return kept
-        seq = (await self._registry.handle(session_id).info()).last_delivered_seq
+        seq = (await self._turns.sessions.info(session_id)).last_delivered_seq
         return self._keep(session_id, seq)
 
     async def _record_sent(self, chat: ChatRef, session_id: str, seq: int) -> None:
@@ -245,7 +243,7 @@ class Delivery:
             )
 
     async def _record(self, chat: ChatRef, session_id: str, seq: int) -> None:
-        await self._registry.handle(session_id).record_delivery(seq, chat.target)
+        await self._turns.record_delivery(session_id, seq, chat.target)
         self._keep(session_id, seq)
 
     def _keep(self, session_id: str, seq: int) -> int:
@@ -276,12 +274,12 @@ class Deliveries:
 
     def __init__(
         self,
-        registry: SessionRegistry,
+        turns: TurnRunner,
         outbound: Callable[[str], OutboundPort | None],
         *,
         agents: Callable[[], AgentCatalog],
     ) -> None:
-        self._registry = registry
+        self._turns = turns
         self._outbound = outbound
         self._agents = agents
         self._known: dict[str, tuple[OutboundPort, Delivery]] = {}
@@ -293,6 +291,6 @@ class Deliveries:
             return None
         known = self._known.get(gateway)
         if known is None or known[0] is not port:
-            known = (port, Delivery(self._registry, port, agents=self._agents))
+            known = (port, Delivery(self._turns, port, agents=self._agents))
             self._known[gateway] = known
         return known[1]

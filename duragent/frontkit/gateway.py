@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Protocol
 
 from duragent.agents import AgentCatalog
 from duragent.agents.roles import access_of
@@ -51,22 +50,15 @@ from duragent.frontkit.commands import (
 )
 from duragent.frontkit.inbound import ButtonPress, InboundMessage
 from duragent.frontkit.pairing_chat import ChatPairing, parse_pair
+from duragent.frontkit.queue import Dispatcher
 from duragent.frontkit.rates import RATE_FIELD, SenderRates
 from duragent.frontkit.routing import RouteQuery, Router
 
-__all__ = ["NON_TEXT_REPLY", "ChatFront", "Dispatcher"]
+__all__ = ["NON_TEXT_REPLY", "ChatFront"]
 
 log = logging.getLogger(__name__)
 
 NON_TEXT_REPLY = "Sorry, I can only read text messages (a caption works too)."
-
-
-class Dispatcher(Protocol):
-    """Where accepted messages go: the per-session queue (``SessionQueues``)."""
-
-    async def offer(self, session_id: str, inbound: Inbound, queue: QueueSpec) -> None:
-        """Accept ``inbound`` for its session: recorded durably before returning; its turn runs later."""  # noqa: E501
-        ...
 
 
 class ChatFront:
@@ -143,7 +135,7 @@ class ChatFront:
         command = parse_command(msg.text, self.bot_username)
         if command is not None and admission.disposition == "allow":
             key = (msg.gateway, msg.chat_id, agent_name)
-            reply = await run_command(command, turns.registry, key)
+            reply = await run_command(command, turns, key)
             await self._chat.outbound.send_text(msg.chat, reply, reply_to=msg.message_id)
             return
         pair = parse_pair(msg.text, self.bot_username)
@@ -206,23 +198,14 @@ class ChatFront:
         self, session_id: str, msg: InboundMessage, labelled: str, *, silent: bool
     ) -> None:
         """Record a message nobody answers: chatter for the buffer, or a passive user message."""
-        session = self._chat.turns.registry.handle(session_id)
-        label = msg.sender.label
-        if silent:
-            await session.add_silent_message(
-                labelled,
-                sender_id=msg.sender.id,
-                sender_name=label,
-                platform_message_id=msg.message_id,
-            )
-        else:
-            await session.add_user_message(
-                labelled,
-                sender_id=msg.sender.id,
-                sender_name=label,
-                platform_message_id=msg.message_id,
-                passive=True,  # owed no answer: recovery must not answer it after a restart
-            )
+        await self._chat.turns.record_unanswered(
+            session_id,
+            labelled,
+            sender_id=msg.sender.id,
+            sender_name=msg.sender.label,
+            platform_message_id=msg.message_id,
+            silent=silent,
+        )
 
     async def press(self, press: ButtonPress) -> None:
         """Answer a press on a button the kit sent (an approval's decision)."""

@@ -1,7 +1,7 @@
 """The block a triggered group turn reads: what the group said before the bot was mentioned.
 
 Group chatter the agent was not addressed in is kept durably in the session's context buffer
-(``SessionHandle.add_silent_message``: a ``silent_message`` event and a bounded ring in
+(``TurnRunner.record_unanswered``: a ``silent_message`` event and a bounded ring in
 ``state.yaml``), never in the model's history. When a message does address the agent, the
 newest entries (at most ``context_buffer.max_messages``, at most ``max_age_hours`` old) are
 read and given to that turn as one block, quoted in a user message right before the message
@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from duragent.agents.spec import ContextBufferSpec
-from duragent.session import SessionHandle
+from duragent.turns import SessionQueries
 
 __all__ = ["GROUP_CONTEXT_HEADER", "group_context_block", "read_group_context"]
 
@@ -31,7 +31,9 @@ def group_context_block(lines: Sequence[str]) -> str | None:
     return GROUP_CONTEXT_HEADER + "".join(f"{line}\n" for line in lines)
 
 
-async def read_group_context(session: SessionHandle, spec: ContextBufferSpec) -> str | None:
+async def read_group_context(
+    sessions: SessionQueries, session_id: str, spec: ContextBufferSpec
+) -> str | None:
     """The session's buffered chatter as a block, within ``spec``'s limits (None: nothing)."""
-    lines = await session.recent_silent(spec.max_messages, spec.max_age_hours)
+    lines = await sessions.recent_silent(session_id, spec.max_messages, spec.max_age_hours)
     return group_context_block(lines)

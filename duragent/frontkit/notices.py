@@ -24,7 +24,6 @@ starts, before this) answers what it finds unanswered.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 
@@ -39,17 +38,13 @@ __all__ = ["ProcessNotices", "SessionNotices"]
 
 log = logging.getLogger(__name__)
 
-_IDLE_POLL_SECONDS = 0.1
-_APPROVAL_POLL_SECONDS = 1.0
-
 
 class SessionNotices:
     """Runs a turn for a notice in its session (see module docstring)."""
 
     def __init__(self, turns: TurnRunner, outbound: Callable[[str], OutboundPort | None]) -> None:
         self._turns = turns
-        self.approval_poll = _APPROVAL_POLL_SECONDS
-        self._deliveries = Deliveries(turns.registry, outbound, agents=turns.agents)
+        self._deliveries = Deliveries(turns, outbound, agents=turns.agents)
 
     async def notify(self, session_id: str, text: str, *, notice_id: str) -> TurnResult | None:
         """Add ``text`` to the session and have it answered; the result of a turn it ran.
@@ -58,13 +53,10 @@ class SessionNotices:
         duplicate, or an approval pending. Raises what the turn runner raises (the session
         does not exist, storage failed): the caller reports the notice again later.
         """
-        session = self._turns.registry.handle(session_id)
-        info = await session.info()
-        while info.pending_approval is not None:
-            # Recorded now, the notice would sit between the paused call and its result, or
-            # cancel a person's pending decision: it waits until the decision is made.
-            await asyncio.sleep(self.approval_poll)
-            info = await session.info()
+        # Recorded now, the notice would sit between the paused call and its result, or
+        # cancel a person's pending decision: it waits until the decision is made.
+        await self._turns.approval_decided(session_id)
+        info = await self._turns.sessions.info(session_id)
         chat = None
         if info.gateway and info.gateway_chat_id:
             chat = ChatRef(info.gateway, info.gateway_chat_id)
@@ -75,7 +67,7 @@ class SessionNotices:
             session_id, accepted.steered
         ):
             return None
-        if (await session.info()).pending_approval is not None:  # a turn paused just now
+        if (await self._turns.sessions.info(session_id)).pending_approval is not None:
             log.info("session %s: notice %s is left for the paused turn", session_id, notice_id)
             return None
         result = await self._turns.answer(session_id, accepted.seq, text)
@@ -95,9 +87,7 @@ class SessionNotices:
 
     async def _read_by_running_turn(self, session_id: str, ticket: Steered) -> bool:
         """Wait for the running loop to end; whether it read the notice."""
-        # The runner offers no "idle" event (scheduler/chat.py polls the same way).
-        while self._turns.is_running(session_id) and not ticket.read:  # noqa: ASYNC110
-            await asyncio.sleep(_IDLE_POLL_SECONDS)
+        await self._turns.loop_ended(session_id)
         return ticket.read
 
 

@@ -5,6 +5,7 @@ show "typing…", ask a person to approve a tool call, edit a message already se
 kit's glue (``Delivery``, ``ChatTurns``) is written once against this ``Protocol``. A chat
 gateway implements it over its SDK; tests use ``MemoryOutbound``. HTTP does not implement it:
 an HTTP reply is the response to its request, not a message pushed into a chat.
+``ChatRef`` is ``core.caller``'s, the chat reference every layer shares (re-exported here).
 """
 
 from __future__ import annotations
@@ -12,22 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from duragent.core.metrics import Metrics
+from duragent.core.caller import ChatRef
+from duragent.observability.metrics import Metrics
 
 __all__ = ["ChatRef", "MeteredOutbound", "OutboundPort", "SentMessage", "metered"]
-
-
-@dataclass(frozen=True, slots=True)
-class ChatRef:
-    """A chat on a platform: the gateway's name and the platform's id for the chat."""
-
-    gateway: str
-    chat_id: str
-
-    @property
-    def target(self) -> str:
-        """The chat as a delivery event names it (``telegram:12345``)."""
-        return f"{self.gateway}:{self.chat_id}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +60,7 @@ class OutboundPort(Protocol):
 
 
 class MeteredOutbound:
-    """An ``OutboundPort`` that counts the messages sent through it (``core.metrics``).
+    """An ``OutboundPort`` that counts the messages sent through it (``observability.metrics``).
 
     Wrapped once around a gateway's port where the kit and the scheduler get it, so every
     platform is counted the same way; a send that raises counts as ``failed`` and is raised.

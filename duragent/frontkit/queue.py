@@ -57,10 +57,10 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from duragent.agents.spec import ContextBufferSpec, QueueSpec
-from duragent.core.tasks import BackgroundTasks
 from duragent.frontkit.chat import ChatTurns, Inbound
 from duragent.frontkit.outbound import ChatRef, OutboundPort
 from duragent.frontkit.outbox import UNDELIVERED, UndeliveredError
+from duragent.lifecycle.tasks import BackgroundTasks
 from duragent.turns import Steered, TurnRunner
 
 __all__ = ["TURN_FAILED", "Dispatcher", "SessionQueues"]
@@ -73,7 +73,7 @@ answered by the runner's ``Failed`` sentence)."""
 
 
 class Dispatcher(Protocol):
-    """What the chat pipeline hands an accepted message to (``SessionQueues``)."""
+    """What the chat pipeline (``ChatFront``) hands an accepted message to (``SessionQueues``)."""
 
     async def offer(self, session_id: str, inbound: Inbound, queue: QueueSpec) -> None:
         """Accept ``inbound`` for its session: recorded durably before returning."""
@@ -81,7 +81,7 @@ class Dispatcher(Protocol):
 
 
 @dataclass(slots=True)
-class _Entry:
+class _PendingTurn:
     """Recorded messages answered by one turn (one reply, to the first of them)."""
 
     chat: ChatRef
@@ -108,23 +108,23 @@ class _Entry:
         reply_to: str | None,
         sender_id: str | None = None,
         context_buffer: ContextBufferSpec | None = None,
-    ) -> _Entry:
+    ) -> _PendingTurn:
         return cls(chat, seq, seq, [text], reply_to, sender_id, context_buffer)
 
-    def absorb(self, later: _Entry) -> None:
+    def absorb(self, later: _PendingTurn) -> None:
         self.texts.extend(later.texts)
         self.tickets.extend(later.tickets)
         self.seq = max(self.seq, later.seq)
         self.context_buffer = self.context_buffer or later.context_buffer
 
 
-def _merged(entries: Iterable[_Entry]) -> _Entry | None:
+def _merged(entries: Iterable[_PendingTurn]) -> _PendingTurn | None:
     """One entry answering ``entries`` together, in arrival order (None: nothing)."""
     ordered = sorted(entries, key=lambda e: e.first)
     if not ordered:
         return None
     head = ordered[0]
-    merged = _Entry(
+    merged = _PendingTurn(
         head.chat,
         head.first,
         head.seq,
@@ -147,9 +147,9 @@ class _Line:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     offers: int = 0
     drain: asyncio.Task[None] | None = None
-    waiting: deque[_Entry] = field(default_factory=deque)
-    steered: list[_Entry] = field(default_factory=list)
-    buffers: dict[str, tuple[_Entry, asyncio.TimerHandle]] = field(default_factory=dict)
+    waiting: deque[_PendingTurn] = field(default_factory=deque)
+    steered: list[_PendingTurn] = field(default_factory=list)
+    buffers: dict[str, tuple[_PendingTurn, asyncio.TimerHandle]] = field(default_factory=dict)
     held_through: int = 0
     """The newest seq an entry of this line answers (queued, buffered, steered or running):
     a redelivered message at or below it already has its turn coming."""
@@ -192,7 +192,7 @@ class SessionQueues:
         return len(self._lines)
 
     def pending(self) -> int:
-        """Messages waiting for an answer, over every session (``core.metrics`` reads it)."""
+        """Messages waiting for an answer, over every session (read by the metrics)."""
         return sum(line.pending() for line in list(self._lines.values()))
 
     async def offer(self, session_id: str, inbound: Inbound, queue: QueueSpec) -> None:
@@ -235,7 +235,7 @@ class SessionQueues:
             line = self._lines[session_id] = _Line(queue or QueueSpec())
         elif queue is not None:
             line.spec = queue
-        line.waiting.append(_Entry.of(chat, seq, text, reply_to, sender_id, context_buffer))
+        line.waiting.append(_PendingTurn.of(chat, seq, text, reply_to, sender_id, context_buffer))
         line.held_through = max(line.held_through, seq)
         self._start(session_id, line)
 
@@ -253,6 +253,7 @@ class SessionQueues:
             sender_name=inbound.sender_name,
             platform_message_id=inbound.message_id,
             steer=busy and spec.mode == "batch",
+            starts_turn=not (busy or line.buffers),  # its turn starts right after this
         )
         if accepted.answered:
             log.info("session %s: message %s was answered already", session_id, inbound.message_id)
@@ -262,7 +263,7 @@ class SessionQueues:
             log.info("session %s: message %s has its turn coming", session_id, inbound.message_id)
             return
         line.held_through = max(line.held_through, accepted.seq)
-        entry = _Entry.of(
+        entry = _PendingTurn.of(
             inbound.chat,
             accepted.seq,
             inbound.text,
@@ -327,7 +328,7 @@ class SessionQueues:
         )
 
     def _buffer(
-        self, session_id: str, line: _Line, sender: str, entry: _Entry, window: float
+        self, session_id: str, line: _Line, sender: str, entry: _PendingTurn, window: float
     ) -> None:
         held = line.buffers.get(sender)
         if held is not None:
@@ -366,7 +367,7 @@ class SessionQueues:
                 line.waiting.appendleft(left)
             self._forget_if_idle(session_id, line)
 
-    def _next(self, line: _Line) -> _Entry | None:
+    def _next(self, line: _Line) -> _PendingTurn | None:
         if not line.waiting:
             return None
         if line.spec.mode == "batch":
@@ -375,7 +376,9 @@ class SessionQueues:
             return merged
         return line.waiting.popleft()
 
-    async def _answer(self, session_id: str, entry: _Entry, *, sequential: bool = False) -> None:
+    async def _answer(
+        self, session_id: str, entry: _PendingTurn, *, sequential: bool = False
+    ) -> None:
         text = "\n".join(entry.texts)
         try:
             await self._chat.answer(
@@ -397,7 +400,7 @@ class SessionQueues:
             log.error("session %s: turn for seq %d ended early: %s", session_id, entry.seq, exc)
             await self._tell(entry, TURN_FAILED)
 
-    async def _tell(self, entry: _Entry, text: str) -> None:
+    async def _tell(self, entry: _PendingTurn, text: str) -> None:
         try:
             await self._outbound.send_text(entry.chat, text, reply_to=entry.reply_to)
         except Exception as exc:
@@ -415,7 +418,7 @@ class SessionQueues:
             return
         steered, line.steered = line.steered, []
         try:
-            info = await self._turns.registry.handle(session_id).info()
+            info = await self._turns.sessions.info(session_id)
         except Exception as exc:
             log.error("session %s: could not check what the turn answered: %s", session_id, exc)
             return

@@ -29,7 +29,7 @@ before it takes new updates, so recovered turns come first in each chat's line):
 
 Cheap for thousands of chats: the gateway's sessions come from the chat index (no reads),
 and each one's standing from its snapshot header and the last line of its event log
-(``SessionRegistry.progress``); only sessions with something to do, or whose log went on
+(``SessionQueries.progress``); only sessions with something to do, or whose log went on
 after their snapshot, are loaded. A session of a chat that was reset (``/reset`` maps the
 chat to a new session) is not looked at.
 """
@@ -46,8 +46,7 @@ from duragent.core.events import Event, EventType
 from duragent.frontkit.delivery import Delivery
 from duragent.frontkit.outbound import ChatRef
 from duragent.frontkit.queue import SessionQueues
-from duragent.session import ChatProgress, SessionHandle, SessionRegistry
-from duragent.turns import Complete, apology_for
+from duragent.turns import ChatProgress, Complete, SessionQueries, apology_for
 
 __all__ = ["ChatSettings", "RecoveryReport", "default_settings", "recover_chats"]
 
@@ -87,7 +86,7 @@ def default_settings(
 
 async def recover_chats(
     gateway: str,
-    registry: SessionRegistry,
+    sessions: SessionQueries,
     delivery: Delivery,
     queues: SessionQueues,
     *,
@@ -108,7 +107,7 @@ async def recover_chats(
                 await _recover(
                     ChatRef(gateway, chat_id),
                     session_id,
-                    _Parts(registry, delivery, queues, settings),
+                    _Parts(sessions, delivery, queues, settings),
                     report,
                 )
             except Exception as exc:  # one broken session must not stop the others
@@ -117,7 +116,7 @@ async def recover_chats(
                 log.error("%s: recovering session %s failed: %s", gateway, session_id, exc)
 
     if chats is None:
-        chats = registry.chat_sessions(gateway)
+        chats = sessions.chat_sessions(gateway)
     report.checked = len(chats)
     await asyncio.gather(*(one(chat_id, sid) for chat_id, sid in chats))
     if report.delivered or report.resumed or report.failed:
@@ -134,14 +133,14 @@ async def recover_chats(
 
 @dataclass(frozen=True, slots=True)
 class _Parts:
-    registry: SessionRegistry
+    sessions: SessionQueries
     delivery: Delivery
     queues: SessionQueues
     settings: ChatSettings
 
 
 async def _recover(chat: ChatRef, session_id: str, parts: _Parts, report: RecoveryReport) -> None:
-    progress = await parts.registry.progress(session_id)
+    progress = await parts.sessions.progress(session_id)
     if not (
         progress.undelivered
         or progress.awaits_answer
@@ -150,8 +149,7 @@ async def _recover(chat: ChatRef, session_id: str, parts: _Parts, report: Recove
     ):
         return
     since = min(progress.last_delivered_seq, progress.last_answered_seq)
-    session = parts.registry.handle(session_id)
-    events = await _events_after(session, since)
+    events = await _events_after(parts.sessions, session_id, since)
     if progress.undelivered and await _deliver(chat, progress, events, parts.delivery):
         report.delivered += 1
     if progress.settled_unsent and not progress.awaits_answer:
@@ -169,8 +167,7 @@ async def _ask_again(
 ) -> None:
     """The turn's end the chat may not have seen: an approval is asked again, a failure not."""
     settled = next((e for e in events if e.seq == progress.last_settled_seq), None)
-    session = parts.registry.handle(progress.session_id)
-    pending = (await session.info()).pending_approval
+    pending = (await parts.sessions.info(progress.session_id)).pending_approval
     if (
         settled is not None
         and settled.type == EventType.APPROVAL_REQUIRED
@@ -263,10 +260,10 @@ def _resume(chat: ChatRef, progress: ChatProgress, events: list[Event], parts: _
 
 async def _go_on(chat: ChatRef, progress: ChatProgress, parts: _Parts) -> bool:
     """Finish the turn a decided approval let go on, as an answer to its user message."""
-    session = parts.registry.handle(progress.session_id)
+    since = progress.last_user_seq - 1
     asked = [
         e
-        for e in await _events_after(session, progress.last_user_seq - 1)
+        for e in await _events_after(parts.sessions, progress.session_id, since)
         if e.type == EventType.USER_MESSAGE and e.seq == progress.last_user_seq
     ]
     if not asked:
@@ -286,7 +283,7 @@ async def _go_on(chat: ChatRef, progress: ChatProgress, parts: _Parts) -> bool:
     return True
 
 
-async def _events_after(session: SessionHandle, since: int) -> list[Event]:
+async def _events_after(sessions: SessionQueries, session_id: str, since: int) -> list[Event]:
     """Every event after ``since``, from the archive too when the live log starts later.
 
     A snapshot rolls the live log over up to the checkpoint, and a summary moves the
@@ -294,10 +291,10 @@ async def _events_after(session: SessionHandle, since: int) -> list[Event]:
     turn runs): after a crash those messages are only in the archive. Read there only when
     needed (the live log does not reach back to ``since``): the archive can be long.
     """
-    events = await session.events(after_seq=since)
+    events = await sessions.events(session_id, after_seq=since)
     if events and events[0].seq <= since + 1:
         return events
-    return await session.events(after_seq=since, include_archive=True)
+    return await sessions.events(session_id, after_seq=since, include_archive=True)
 
 
 def _is_final_reply(event: Event) -> bool:

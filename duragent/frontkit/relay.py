@@ -48,10 +48,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import asdict
 from typing import Any, Protocol
 
-from duragent.core.metrics import Metrics
 from duragent.errors import DuragentError, StorageError
 from duragent.frontkit.hops import MOVED, Hops
 from duragent.frontkit.inbound import ButtonPress, InboundMessage, Sender
+from duragent.observability.metrics import Metrics
 from duragent.store import FencedWriteError, LeaseHeldError, NodeDirectory, NodeRecord
 
 __all__ = ["EXTRA_SECONDS", "RELAY_PATH", "OwnerRelay", "RelayFailedError", "Relayed"]

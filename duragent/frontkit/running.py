@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-from duragent.core.tasks import BackgroundTasks
+from duragent.lifecycle.tasks import BackgroundTasks
 
 __all__ = ["await_turn"]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Protocol
 
-from duragent.core.lifecycle import Service
 from duragent.frontkit.outbound import OutboundPort
+from duragent.lifecycle.services import Service
 
 __all__ = ["ChatGateway", "WebhookReceiver"]
 

@@ -4,7 +4,7 @@ Why: a reply streams one event per token (or word), and the ``openai`` SDK's ``A
 spends per event a line splitter and decoder in pure Python that build an object per line and
 per event, then an ``is_mapping`` through ``typing`` and a ``process_data`` call. With replies
 of ~1 KB (~170 events) that was most of the serving process's CPU per turn — more than the
-whole rest of a Telegram or HTTP turn (``bench/telegram_cpu.py``; spec
+whole rest of a Telegram or HTTP turn (``bench/gateways/telegram_cpu.py``; spec
 ``202611241730.telegram-turn-cost.md``).
 
 ``LeanStream`` is the SDK's ``AsyncStream`` (same construction by the SDK's client, same

@@ -77,7 +77,7 @@ class ResilientProvider:
         self._sleep = sleep
         self._rng = rng or random.Random()
         self.on_retry: Callable[[LLMError], None] | None = None
-        """Told each failure that is retried (``core.metrics``: retries by kind)."""
+        """Told each failure that is retried (``observability.metrics``: retries by kind)."""
 
     async def _backoff(self, attempt: int, error: LLMError) -> None:
         if self.on_retry is not None:

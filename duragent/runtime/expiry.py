@@ -2,7 +2,7 @@
 
 Hourly on the runtime's clock, the first hour skipped (as the reference), and never closer
 than ``FLOOR_SECONDS`` of real time: a sweep lists every session, and a simulated clock
-(``bench/year.py``) may pass an hour in a few milliseconds. "Idle" compares a session's
+(``bench/year``) may pass an hour in a few milliseconds. "Idle" compares a session's
 ``updated_at`` with the process's calendar (``duragent.core.clock``), the same time its events
 were stamped with.
 """

@@ -15,8 +15,6 @@ from pathlib import Path
 from duragent.agents import Agent, AgentCatalog
 from duragent.agents.roles import access_of
 from duragent.config import WorkspaceConfig
-from duragent.core.lifecycle import Hooks, Service
-from duragent.core.tasks import BackgroundTasks
 from duragent.errors import ConfigError
 from duragent.frontkit import (
     ChatGateway,
@@ -27,6 +25,8 @@ from duragent.frontkit import (
     WebhookReceiver,
     metered,
 )
+from duragent.lifecycle.services import Hooks, Service
+from duragent.lifecycle.tasks import BackgroundTasks
 from duragent.scheduler import Clock, Destination, SchedulerSettings, Schedules, ScheduleTool
 from duragent.session import SessionRegistry
 from duragent.store import SharedStorage

@@ -2,7 +2,7 @@
 
 The server is the list :attr:`Runtime.SERVICES`: each entry names a service, says whether it
 is essential and builds it (or returns ``None`` when ``duragent.yaml`` or the command line
-does not ask for it). A :class:`~duragent.core.lifecycle.ServiceStack` starts them in list
+does not ask for it). A :class:`~duragent.lifecycle.services.ServiceStack` starts them in list
 order and stops them in reverse, so nothing accepts work that a stopped service would have to
 do: front ends stop first, then background tasks are cancelled, then every session actor
 flushes and snapshots, then provider connections close, and the workspace lock goes last.
@@ -24,16 +24,6 @@ from typing import ClassVar
 from duragent import __version__
 from duragent.agents import AgentCatalog, load_catalog
 from duragent.config import LoadedWorkspace, WorkspaceConfig
-from duragent.core.lifecycle import (
-    Entry,
-    Hooks,
-    Service,
-    ServiceStack,
-    ServiceStopError,
-    TaskService,
-)
-from duragent.core.metrics import Metrics
-from duragent.core.tasks import BackgroundTasks
 from duragent.frontkit import (
     OutboundPort,
     OwnerRelay,
@@ -42,6 +32,16 @@ from duragent.frontkit import (
 from duragent.frontkit.delivery import Deliveries, Delivery
 from duragent.gateways.http import HttpServer, build_app
 from duragent.gateways.http.forwarding import SessionForwarding
+from duragent.lifecycle.services import (
+    Entry,
+    Hooks,
+    Service,
+    ServiceStack,
+    ServiceStopError,
+    TaskService,
+)
+from duragent.lifecycle.tasks import BackgroundTasks
+from duragent.observability.metrics import Metrics
 from duragent.runtime.endpoints import Endpoint, endpoint_changes, endpoint_of
 from duragent.runtime.expiry import sweep_forever
 from duragent.runtime.fronts import Fronts
@@ -275,7 +275,7 @@ class Runtime:
 
         The lock comes first: a second server fails before it reads or writes anything. An
         essential service that fails stops the ones already started and raises
-        :class:`~duragent.core.lifecycle.ServiceStartError` naming it.
+        :class:`~duragent.lifecycle.services.ServiceStartError` naming it.
         """
         await self._services.start(self.SERVICES, self)
         port = self._http.port if self._http is not None else None
@@ -421,7 +421,7 @@ class Runtime:
         """What delivers into chats of ``gateway`` for HTTP (an approval decided there)."""
         if self._deliveries is None:
             self._deliveries = Deliveries(
-                self._turns.registry, self._fronts.outbound_port, agents=lambda: self._catalog
+                self._turns, self._fronts.outbound_port, agents=lambda: self._catalog
             )
         return self._deliveries.get(gateway)
 
@@ -459,7 +459,7 @@ class Runtime:
     async def aclose(self) -> None:
         """Stop every service, in reverse start order; one failing does not stop the rest.
 
-        Raises :class:`~duragent.core.lifecycle.ServiceStopError` naming the services that
+        Raises :class:`~duragent.lifecycle.services.ServiceStopError` naming the services that
         failed to stop, once all of them have been stopped.
         """
         failures = await self._services.stop()

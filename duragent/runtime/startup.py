@@ -36,7 +36,7 @@ def report_agents(
     for agent in catalog.agents.values():
         for warning in agent.warnings:
             log.warning("agent '%s': %s", agent.name, warning)
-        set_aside_local_policy(agent.directory)  # a bad one is moved aside (and logged) now
+        set_aside_local_policy(agent.directory, workspace_policy)  # a bad one: set aside now
         policies.extend(agent_policy_files(agent.directory))
     for file in policies:
         errors, warnings = check_policy_file(file)

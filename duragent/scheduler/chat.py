@@ -20,13 +20,12 @@ so a retry is safe.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from datetime import datetime
 
-from duragent.core.logctx import log_context, new_turn_id
 from duragent.errors import AgentNotFoundError
 from duragent.frontkit import ChatRef, Deliveries, Delivery, OutboundPort
+from duragent.observability.logctx import log_context, new_turn_id
 from duragent.scheduler.model import MessagePayload, Schedule
 from duragent.scheduler.runs import to_ms
 from duragent.scheduler.service import Record, RunReport
@@ -39,15 +38,13 @@ TASK_PROMPT = (
 )
 """The reference's wording of a scheduled task's user message."""
 
-_IDLE_POLL_SECONDS = 0.2
-
 
 class ChatPayloads:
     """The scheduler's ``PayloadRunner`` in the server (see module docstring)."""
 
     def __init__(self, turns: TurnRunner, outbound: Callable[[str], OutboundPort | None]) -> None:
         self._turns = turns
-        self._deliveries = Deliveries(turns.registry, outbound, agents=turns.agents)
+        self._deliveries = Deliveries(turns, outbound, agents=turns.agents)
         self.task_sessions: set[str] = set()
         """Sessions running a scheduled task now: they are offered no ``schedule`` tool."""
 
@@ -93,13 +90,7 @@ class ChatPayloads:
         delivery: Delivery | None,
         record: Record,
     ) -> RunReport:
-        # Never between a turn's tool call and its result. The runner offers no "idle" event
-        # (a turn ends rarely while a message is due), so poll.
-        while self._turns.is_running(session_id):  # noqa: ASYNC110
-            await asyncio.sleep(_IDLE_POLL_SECONDS)
-        session = self._turns.registry.handle(session_id)
-        answered = (await session.info()).last_answered_seq
-        seq = await session.add_assistant_response(text, answers_seq=answered)
+        seq = await self._turns.post(session_id, text)  # between turns, never inside one
         await record(session_id, seq)
         if chat is not None and delivery is not None:
             await delivery.deliver(

@@ -1,4 +1,4 @@
-"""Schedules as JSON, for HTTP ``/api/v1/schedules`` (its ``ScheduleDesk`` port) and the CLI.
+"""Schedules as JSON, for HTTP ``/api/v1/schedules`` (its ``SchedulesPort``) and the CLI.
 
 A schedule is shown as its file holds it (the reference's format) plus its durable run
 state, where it is declared (``declared_in``, for ``spec.schedules[]``) and, for one

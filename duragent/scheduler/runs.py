@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from duragent.core.metrics import Metrics
+from duragent.observability.metrics import Metrics
 
 __all__ = ["OUTCOMES", "Dangling", "RunState", "count_line", "from_ms", "to_ms"]
 

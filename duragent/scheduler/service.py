@@ -38,8 +38,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from duragent.core.metrics import Metrics
 from duragent.errors import ConfigError
+from duragent.observability.metrics import Metrics
 from duragent.scheduler.claiming import claim_in_grace
 from duragent.scheduler.clock import Clock
 from duragent.scheduler.model import At, Every, Schedule
@@ -118,7 +118,7 @@ class Scheduler:
         self.on_status: Callable[[Schedule], None] = lambda schedule: None
         """Called when the scheduler itself changes a status (a one-shot completed)."""
         self.metrics: Metrics | None = None
-        """Where runs are counted by status, and how late each started (``core.metrics``)."""
+        """Where runs are counted by status, and how late each started (the metrics)."""
 
     @property
     def loop(self) -> asyncio.Task[None] | None:

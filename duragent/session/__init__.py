@@ -9,7 +9,8 @@
 
 - ``state``: checkpointed/pending messages, Layer 1 window, tool-result placement.
 - ``actor``: the thread: create or load (quarantine what cannot be trusted), dispatch, stop.
-- ``operations``: what a loaded session serves (``op_<name>``); ``journal``: durability rules.
+- ``operations``: what a loaded session serves, each an ``@op`` (``ops``: the typed actor
+  boundary, a request carries the method itself); ``journal``: durability rules.
 - ``handle``: those operations as typed async methods (the only way above the registry).
 - ``bridge``: non-blocking asks with timeouts; ``admission``/``gate``: asks in flight.
 - ``registry``: lazy start, chat → session; ``eviction``: LRU, idle and descriptor bounds;

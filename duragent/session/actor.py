@@ -7,7 +7,8 @@ actor keeps running.
 
 The durability rules, snapshots and recovery live in ``journal``; the operations a loaded
 session serves in ``operations``; this module is the thread: start (create, or load and
-quarantine what cannot be trusted), dispatch, and stop.
+quarantine what cannot be trusted), dispatch (a request carries its ``ops.Op``: the actor
+runs its function, nothing is looked up by name), and ``close``.
 """
 
 from __future__ import annotations
@@ -20,13 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 import pykka
 
-from duragent.core.logctx import attach, detach
 from duragent.errors import DuragentError, StorageError
+from duragent.observability.logctx import attach, detach
 from duragent.session.admission import AskMix
 from duragent.session.bridge import Request, SessionUnavailableError
 from duragent.session.descriptors import is_out_of_descriptors
 from duragent.session.journal import BATCH_SIZE, SNAPSHOT_EVERY, Journal, NewSession
 from duragent.session.operations import SessionInfo, SessionOps, UserMessageResult
+from duragent.session.ops import op
 from duragent.store import FencedWriteError, SessionStorage, SnapshotCorruptError
 
 if TYPE_CHECKING:
@@ -103,7 +105,7 @@ class SessionActor(SessionOps, pykka.ThreadingActor):
 
     def _notify(self) -> None:
         if self._on_change is not None:
-            self._on_change(self.op_info())
+            self._on_change(self.info())
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -170,7 +172,7 @@ class SessionActor(SessionOps, pykka.ThreadingActor):
                 )
 
     def on_receive(self, message: Any) -> Any:
-        """Dispatch a ``Request`` to the ``op_<name>`` method and answer it."""
+        """Run a ``Request``'s op on this actor and answer it."""
         if not isinstance(message, Request):
             return None
         mix = self._mix
@@ -189,20 +191,20 @@ class SessionActor(SessionOps, pykka.ThreadingActor):
             detach(token)
 
     def _dispatch(self, message: Request) -> Any:
+        op = message.op
         try:
-            if self._failure is not None and message.op != "stop":
+            if self._failure is not None and op is not SessionActor.close:
                 raise self._failure
             if self._closed:
                 raise SessionUnavailableError(f"session {self.session_id} stopped")
-            method = getattr(self, f"op_{message.op}")
-            result = method(**message.kwargs)
+            result = op.fn(self, *message.args, **message.kwargs)
         except BaseException as exc:
             if message.reply is not None:
                 message.reply.set_exception(exc)
             elif not isinstance(exc, Exception):
                 raise
             else:
-                log.exception("session %s: %s failed", self.session_id, message.op)
+                log.exception("session %s: %s failed", self.session_id, op.name)
             return None
         if message.reply is not None:
             message.reply.set_result(result)
@@ -212,13 +214,15 @@ class SessionActor(SessionOps, pykka.ThreadingActor):
 
     # --- lifecycle op (the others are in ``operations``) ---------------------------------
 
-    def op_stop(self, if_idle: bool = False) -> bool:
+    @op(retry_safe=False)  # asked by the launcher and the evictor, never through ``call``
+    def close(self, if_idle: bool = False) -> bool:
         """Flush, snapshot and stop; when this returns the files are final.
 
         The writes happen here rather than in ``on_stop`` so the caller may start a new actor
         for the same session as soon as the answer arrives, with no writer racing it.
         ``if_idle`` (eviction) refuses, answering False, while a tool call awaits its result:
-        a restart would record the call as interrupted.
+        a restart would record the call as interrupted. The one op an actor that failed to
+        start still serves (it must be stopped too).
         """
         if if_idle and self._journal.loaded and self.state.outstanding_call_ids():
             return False

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from duragent.session.bridge import loop_deadlines
 from duragent.session.deadlines import Deadlines
 
-__all__ = ["RUNNABLE_TARGET", "Admission", "AskMix"]
+__all__ = ["RUNNABLE_TARGET", "AskAdmission", "AskMix"]
 
 RUNNABLE_TARGET = 0.5
 """Asks wanted running Python at once under an adaptive limit (module docstring)."""
@@ -61,7 +61,7 @@ class AskMix:
         return max(low, min(high, wanted))
 
 
-class Admission:
+class AskAdmission:
     """At most ``limit`` holders at once; ``enter`` waits (bounded), ``leave`` hands over."""
 
     def __init__(self, limit: int, *, high: int | None = None, mix: AskMix | None = None) -> None:
@@ -74,7 +74,7 @@ class Admission:
         self._in_use = 0
         self._waiters: deque[asyncio.Future[None]] = deque()
         self.on_wait: Callable[[float], None] | None = None
-        """Told how long each ask that had to wait waited (``core.metrics``); not the fast path."""
+        """Told how long each ask that had to wait waited (the metrics); not the fast path."""
 
     @property
     def limit(self) -> int:

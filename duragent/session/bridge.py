@@ -15,13 +15,15 @@ import threading
 import weakref
 from collections import deque
 from collections.abc import Mapping
-from typing import Any
+from types import MappingProxyType
+from typing import Any, ParamSpec, TypeVar
 
 import pykka
 
-from duragent.core.logctx import current
 from duragent.errors import DuragentError
+from duragent.observability.logctx import current
 from duragent.session.deadlines import Deadlines
+from duragent.session.ops import Op
 
 __all__ = [
     "Reply",
@@ -31,6 +33,11 @@ __all__ = [
     "ask",
     "loop_deadlines",
 ]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+_NO_KWARGS: Mapping[str, Any] = MappingProxyType({})
 
 
 class SessionUnavailableError(DuragentError):
@@ -101,25 +108,32 @@ class Reply:
 
 
 class Request:
-    """One operation for an actor: the method name, its arguments and where to answer.
+    """One operation for an actor: the ``Op`` itself, its arguments and where to answer.
 
-    A plain slotted class (not a frozen dataclass: that costs ~1 µs more per ask); treat it
-    as immutable.
+    The actor runs ``op.fn(actor, *args, **kwargs)``; the op's name is only for logs. Built
+    by ``ask`` from a typed call (or told directly, as the launcher's ``close`` of an actor
+    that failed to start). A plain slotted class (not a frozen dataclass: that costs ~1 µs
+    more per ask); treat it as immutable.
     """
 
-    __slots__ = ("kwargs", "log", "op", "reply")
+    __slots__ = ("args", "kwargs", "log", "op", "reply")
 
     def __init__(
-        self, op: str, kwargs: Mapping[str, Any] | None = None, reply: Reply | None = None
+        self,
+        op: Op[Any, ..., Any],
+        args: tuple[Any, ...] = (),
+        kwargs: Mapping[str, Any] = _NO_KWARGS,
+        reply: Reply | None = None,
     ) -> None:
         self.op = op
-        self.kwargs: Mapping[str, Any] = kwargs if kwargs is not None else {}
+        self.args = args
+        self.kwargs = kwargs
         self.reply = reply
         self.log = current()
-        """The sender's log fields (``core.logctx``): the actor logs under them."""
+        """The sender's log fields (``observability.logctx``): the actor logs under them."""
 
     def __repr__(self) -> str:
-        return f"Request({self.op!r})"
+        return f"Request({self.op.name})"
 
 
 class _LoopSide:
@@ -152,20 +166,28 @@ def _side(loop: asyncio.AbstractEventLoop) -> _LoopSide:
     return found
 
 
-async def ask(ref: pykka.ActorRef[Any], op: str, *, within: float, **kwargs: Any) -> Any:
-    """Run ``op`` on the actor and await its result without blocking the loop.
+async def ask(
+    ref: pykka.ActorRef[Any],
+    within: float,
+    op: Op[Any, P, R],
+    /,
+    *args: P.args,
+    **kwargs: P.kwargs,
+) -> R:
+    """Run ``op(*args, **kwargs)`` on the actor; await its result without blocking the loop.
 
-    The future is awaited directly (``asyncio.wait_for`` would add a task and extra loop hops
-    to every answer); the timeout is kept by the loop's shared deadline timer.
+    ``within`` is positional (a keyword cannot sit between an op's ``*args`` and
+    ``**kwargs``). The future is awaited directly (``asyncio.wait_for`` would add a task and
+    extra loop hops to every answer); the timeout is kept by the loop's shared deadline timer.
     """
     loop = asyncio.get_running_loop()
     side = _side(loop)
-    future: asyncio.Future[Any] = loop.create_future()
+    future: asyncio.Future[R] = loop.create_future()
     try:
-        ref.tell(Request(op, kwargs, Reply(side.completions, future)))
+        ref.tell(Request(op, args, kwargs, Reply(side.completions, future)))
     except pykka.ActorDeadError:
-        raise SessionUnavailableError(f"session actor for {op!r} is stopped") from None
-    entry = side.deadlines.watch(future, within, _NO_ANSWER, op, within)
+        raise SessionUnavailableError(f"session actor for {op.name!r} is stopped") from None
+    entry = side.deadlines.watch(future, within, _NO_ANSWER, op.name, within)
     try:
         return await future
     finally:

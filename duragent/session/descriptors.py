@@ -15,7 +15,8 @@ and requests answered 500 or were reset. Now:
    actors get the rest. When both do not fit, connections and actors split what remains and
    the runtime logs a WARNING saying what was lowered and how to raise the limit.
 3. ``is_out_of_descriptors`` tells ``EMFILE``/``ENFILE`` apart from other failures, so the
-   registry evicts idle actors and retries instead of failing the request.
+   registry evicts idle actors and retries instead of failing the request (a request whose
+   operation is declared ``retry_safe``, see ``ops``).
 
 The HTTP app serves at most the planned number of requests at once (``max_connections``
 lowered; the others wait for a slot, as over the configured limit), which bounds provider
@@ -37,7 +38,6 @@ __all__ = [
     "PER_CONNECTION",
     "RESERVED_FIXED",
     "RESERVED_TOOLS",
-    "RETRY_SAFE_OPS",
     "Budget",
     "DescriptorPlan",
     "connection_cap",
@@ -57,31 +57,6 @@ MIN_ACTORS = 8
 """Fewer live actors than this and sessions would restart from disk on nearly every ask."""
 
 _EXHAUSTED = frozenset({errno.EMFILE, errno.ENFILE})
-
-RETRY_SAFE_OPS = frozenset(
-    {
-        "info",
-        "messages",
-        "events",
-        "flush",
-        "snapshot",
-        "set_status",
-        "expire_if_idle",
-        "add_user_message",
-        "turn_context",
-        "add_assistant_response",
-        "record_error",
-        "record_delivery",
-        "add_silent_message",
-        "recent_silent",
-    }
-)
-"""Session ops that, failing for want of a descriptor, recorded nothing (a durable write is
-withdrawn when it fails; batched writes keep their events queued; ``set_status``,
-``expire_if_idle`` and ``record_delivery`` are idempotent; ``turn_context`` closes only calls
-still open; ``add_silent_message`` is a durable write and ``recent_silent`` a read), so the
-registry retries them after evicting idle actors. The approval ops write an event *then* a
-snapshot, so a retry could record the event twice: they are not retried."""
 
 
 @dataclass(frozen=True, slots=True)

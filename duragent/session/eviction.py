@@ -9,7 +9,7 @@ specs/202611232150.workspace-lock-and-descriptors.md):
   restarts it from disk;
 - out of open files (``EMFILE``), up to ``EVICT_BATCH`` idle actors are stopped (closing their
   logs), the cap is lowered to what fitted, and the request is retried if it had recorded
-  nothing (``RETRY_SAFE_OPS``, decided by the caller);
+  nothing (its op is declared ``retry_safe``, see ``ops``; decided by the caller);
 - an actor being asked (``busy``) or awaiting a tool result is never evicted (its restart would
   mark the call interrupted), and an evicted actor stays registered until its stop is
   answered, so a request arriving meanwhile queues behind the stop, never beside it;
@@ -26,12 +26,14 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ParamSpec, Protocol, TypeVar
 
 import pykka
 
+from duragent.session.actor import SessionActor
 from duragent.session.bridge import SessionUnavailableError
 from duragent.session.descriptors import MIN_ACTORS, is_out_of_descriptors
+from duragent.session.ops import Op
 
 __all__ = ["EVICT_BATCH", "PRESSURE_RETRIES", "Evictor", "Live"]
 
@@ -40,8 +42,21 @@ log = logging.getLogger(__name__)
 PRESSURE_RETRIES = 5
 EVICT_BATCH = 8
 
-Ask = Callable[..., Awaitable[Any]]
-"""``ask(ref, op, **kwargs)``: the registry's admitted ask."""
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class Ask(Protocol):
+    """``ask(ref, op, *args, **kwargs)``: the registry's admitted ask (``ActorLauncher.ask``)."""
+
+    def __call__(
+        self,
+        ref: pykka.ActorRef[Any],
+        op: Op[SessionActor, P, R],
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> Awaitable[R]: ...
 
 
 @dataclass(slots=True)
@@ -54,6 +69,8 @@ class Live:
     """Asks of this actor in flight (an actor being asked is never evicted)."""
     leaving: bool = False
     """An eviction is under way (counted as gone by the cap)."""
+    writes: int = 0
+    """Requests sent to this actor that may change the session (``SessionRegistry.stamp``)."""
 
 
 class Evictor:
@@ -105,7 +122,7 @@ class Evictor:
             return False
         live.leaving = True
         try:
-            stopped = await self._ask(live.ref, "stop", if_idle=True)
+            stopped = await self._ask(live.ref, SessionActor.close, if_idle=True)
         except SessionUnavailableError:
             stopped = True
         except Exception as exc:
@@ -129,7 +146,7 @@ class Evictor:
             return
         live.leaving = True
         with contextlib.suppress(SessionUnavailableError):
-            await self._ask(live.ref, "stop")
+            await self._ask(live.ref, SessionActor.close)
         if self._live.get(session_id) is live:
             del self._live[session_id]
 

@@ -1,10 +1,13 @@
 """A typed handle on one session: every operation front ends and turns perform on it.
 
-The actor boundary itself is a string and keyword arguments (``SessionRegistry.call(sid,
-"op", **kwargs)``, answered by ``SessionOps.op_<op>``): that is how a request crosses to the
-actor's thread, and the registry needs the name to know which operations are safe to retry.
-Nothing above this module uses it: each operation is a method here with typed arguments and a
-typed result, so mypy and a reader can follow a message from a front end to the actor.
+Under it is the actor boundary, ``SessionRegistry.call(sid, op, *args, **kwargs)``: ``op`` is
+the actor's method itself, an ``ops.Op`` made by ``@op`` in ``operations`` (``SessionOps.info``,
+``SessionOps.add_user_message``), which the request carries to the actor's thread and the
+actor runs; its decorator declares whether the registry may retry it. ``call`` is typed with
+the op's own parameters and result (``ParamSpec``), so mypy checks each method here against
+the operation it forwards to: a wrong op, a misspelt or missing argument or a wrong result
+type is a type error. Nothing above this module uses ``call``: each operation is a method here
+with typed arguments, a typed result and its own docstring.
 
 A handle is two references (the registry, the id): cheap to make per turn or per request,
 and each method is one ``await`` over ``SessionRegistry.call`` (no extra task, thread hop or
@@ -21,7 +24,7 @@ from duragent.core.events import Event
 from duragent.core.messages import Message, ToolCall, Usage
 from duragent.core.snapshot import SessionStatus
 from duragent.session.memory_ops import MemoryView, SummaryRecorded
-from duragent.session.operations import SessionInfo, UserMessageResult
+from duragent.session.operations import SessionInfo, SessionOps, UserMessageResult
 
 if TYPE_CHECKING:
     from duragent.session.registry import SessionRegistry
@@ -42,20 +45,17 @@ class SessionHandle:
 
     async def info(self) -> SessionInfo:
         """A summary of the session (status, agent, pending approval, counts)."""
-        info: SessionInfo = await self._registry.call(self.session_id, "info")
-        return info
+        return await self._registry.call(self.session_id, SessionOps.info)
 
     async def messages(self) -> list[Message]:
         """The Layer 1 window of messages."""
-        messages: list[Message] = await self._registry.call(self.session_id, "messages")
-        return messages
+        return await self._registry.call(self.session_id, SessionOps.messages)
 
     async def events(self, *, after_seq: int = 0, include_archive: bool = False) -> list[Event]:
         """Persisted events after ``after_seq`` (archive first when asked), for history reads."""
-        events: list[Event] = await self._registry.call(
-            self.session_id, "events", after_seq=after_seq, include_archive=include_archive
+        return await self._registry.call(
+            self.session_id, SessionOps.events, after_seq=after_seq, include_archive=include_archive
         )
-        return events
 
     # --- a turn's records -------------------------------------------------------------------
 
@@ -74,9 +74,9 @@ class SessionHandle:
         ``with_context``: also return what a turn starts from (one round trip, not three).
         ``passive``: a message no turn answers (read by later turns, owed no answer).
         """
-        result: UserMessageResult = await self._registry.call(
+        return await self._registry.call(
             self.session_id,
-            "add_user_message",
+            SessionOps.add_user_message,
             content=content,
             sender_id=sender_id,
             sender_name=sender_name,
@@ -84,14 +84,10 @@ class SessionHandle:
             with_context=with_context,
             passive=passive,
         )
-        return result
 
     async def turn_context(self, seq: int) -> UserMessageResult:
         """Prepare a turn for messages already recorded (up to ``seq``); what it starts from."""
-        result: UserMessageResult = await self._registry.call(
-            self.session_id, "turn_context", seq=seq
-        )
-        return result
+        return await self._registry.call(self.session_id, SessionOps.turn_context, seq=seq)
 
     async def add_assistant_response(
         self,
@@ -108,9 +104,9 @@ class SessionHandle:
 
         ``answers_seq``: the newest message a final reply answers, when not all before it.
         """
-        seq: int = await self._registry.call(
+        return await self._registry.call(
             self.session_id,
-            "add_assistant_response",
+            SessionOps.add_assistant_response,
             content=content,
             tool_calls=tool_calls,
             usage=usage,
@@ -119,50 +115,56 @@ class SessionHandle:
             durable=durable,
             answers_seq=answers_seq,
         )
-        return seq
 
     async def add_tool_result(self, call_id: str, success: bool, content: str) -> int:
         """Record a tool's result (batched: written at the next durable record or flush)."""
-        seq: int = await self._registry.call(
-            self.session_id, "add_tool_result", call_id=call_id, success=success, content=content
+        return await self._registry.call(
+            self.session_id,
+            SessionOps.add_tool_result,
+            call_id=call_id,
+            success=success,
+            content=content,
         )
-        return seq
 
     async def add_tools_skipped(self, call_ids: Sequence[str], reason: str) -> int:
         """Record calls that were not run (batched)."""
-        seq: int = await self._registry.call(
-            self.session_id, "add_tools_skipped", call_ids=call_ids, reason=reason
+        return await self._registry.call(
+            self.session_id, SessionOps.add_tools_skipped, call_ids=call_ids, reason=reason
         )
-        return seq
 
     async def add_steering(self, content: str) -> int:
         """Record an ``after_tool`` hook's steering text (batched, like tool results)."""
-        seq: int = await self._registry.call(self.session_id, "add_steering", content=content)
-        return seq
+        return await self._registry.call(self.session_id, SessionOps.add_steering, content=content)
 
     async def close_open_calls(self, content: str) -> int:
         """Give every call a cut-short turn left open the result ``content``, written."""
-        closed: int = await self._registry.call(
-            self.session_id, "close_open_calls", content=content
+        return await self._registry.call(
+            self.session_id, SessionOps.close_open_calls, content=content
         )
-        return closed
 
     async def record_error(self, code: str, message: str) -> int:
         """Durably record an error the operator should see."""
-        seq: int = await self._registry.call(
-            self.session_id, "record_error", code=code, message=message
+        return await self._registry.call(
+            self.session_id, SessionOps.record_error, code=code, message=message
         )
-        return seq
 
-    async def record_delivery(self, reply_seq: int, target: str) -> int | None:
+    async def record_delivery(
+        self, reply_seq: int, target: str, *, wait: bool = True
+    ) -> int | None:
         """Durably record that reply ``reply_seq`` reached ``target`` (None: already recorded).
 
-        ``SessionInfo.last_delivered_seq`` reads it back, after a restart too.
+        ``SessionInfo.last_delivered_seq`` reads it back, after a restart too. ``wait=False``:
+        sent to the live actor without waiting for the write (None; one hand-off, not an
+        ask's two), which runs it before anything asked after it; asked as usual when the
+        actor is not live.
         """
-        seq: int | None = await self._registry.call(
-            self.session_id, "record_delivery", reply_seq=reply_seq, target=target
+        if not wait and self._registry.tell(
+            self.session_id, SessionOps.record_delivery, reply_seq=reply_seq, target=target
+        ):
+            return None
+        return await self._registry.call(
+            self.session_id, SessionOps.record_delivery, reply_seq=reply_seq, target=target
         )
-        return seq
 
     # --- the context buffer (group chatter the agent only listens to) ----------------------
 
@@ -178,53 +180,47 @@ class SessionHandle:
 
         Its seq, or None when the buffer already holds ``platform_message_id`` (redelivered).
         """
-        seq: int | None = await self._registry.call(
+        return await self._registry.call(
             self.session_id,
-            "add_silent_message",
+            SessionOps.add_silent_message,
             content=content,
             sender_id=sender_id,
             sender_name=sender_name,
             platform_message_id=platform_message_id,
         )
-        return seq
 
     async def recent_silent(self, max_messages: int, max_age_hours: float) -> list[str]:
         """The newest buffered texts (≤ ``max_messages``, ≤ ``max_age_hours`` old), oldest first."""
-        texts: list[str] = await self._registry.call(
+        return await self._registry.call(
             self.session_id,
-            "recent_silent",
+            SessionOps.recent_silent,
             max_messages=max_messages,
             max_age_hours=max_age_hours,
         )
-        return texts
 
     # --- status and approvals ---------------------------------------------------------------
 
     async def set_status(self, status: SessionStatus) -> bool:
         """Change the status (durable + snapshot); False when it already was ``status``."""
-        changed: bool = await self._registry.call(self.session_id, "set_status", status=status)
-        return changed
+        return await self._registry.call(self.session_id, SessionOps.set_status, status=status)
 
     async def set_pending_approval(self, approval: PendingApproval) -> int:
         """Durably record that ``approval`` waits for a decision (snapshot included)."""
-        seq: int = await self._registry.call(
-            self.session_id, "set_pending_approval", approval=approval
+        return await self._registry.call(
+            self.session_id, SessionOps.set_pending_approval, approval=approval
         )
-        return seq
 
     async def record_decision(self, call_id: str, decision: ApprovalDecision) -> int:
         """Record the decision on the pending approval and clear it (durable + snapshot)."""
-        seq: int = await self._registry.call(
-            self.session_id, "resolve_pending_approval", call_id=call_id, decision=decision
+        return await self._registry.call(
+            self.session_id, SessionOps.resolve_pending_approval, call_id=call_id, decision=decision
         )
-        return seq
 
     # --- the summaries tier (session.memory) -------------------------------------------------
 
     async def memory(self) -> MemoryView:
         """The current summary, pinned sections and original task."""
-        view: MemoryView = await self._registry.call(self.session_id, "memory")
-        return view
+        return await self._registry.call(self.session_id, SessionOps.memory)
 
     async def record_summary(
         self,
@@ -238,9 +234,9 @@ class SessionHandle:
         extractive: bool = False,
     ) -> SummaryRecorded | None:
         """Durably replace the window up to ``last`` with ``summary`` (None: window moved on)."""
-        recorded: SummaryRecorded | None = await self._registry.call(
+        return await self._registry.call(
             self.session_id,
-            "record_summary",
+            SessionOps.record_summary,
             summary=summary,
             last=last,
             tokens_before=tokens_before,
@@ -249,27 +245,23 @@ class SessionHandle:
             usage=usage,
             extractive=extractive,
         )
-        return recorded
 
     async def pin(self, text: str, *, kind: str = "note", source: str = "user") -> str:
         """Durably pin ``text`` (sent with every request, never summarised); its id."""
-        pin_id: str = await self._registry.call(
-            self.session_id, "pin", text=text, kind=kind, source=source
+        return await self._registry.call(
+            self.session_id, SessionOps.pin, text=text, kind=kind, source=source
         )
-        return pin_id
 
     async def unpin(self, pin_id: str) -> bool:
         """Durably remove a pin; False when there was none with that id."""
-        removed: bool = await self._registry.call(self.session_id, "unpin", pin_id=pin_id)
-        return removed
+        return await self._registry.call(self.session_id, SessionOps.unpin, pin_id=pin_id)
 
     # --- writes -----------------------------------------------------------------------------
 
     async def flush(self) -> int:
         """Write everything queued; the last durable seq."""
-        seq: int = await self._registry.call(self.session_id, "flush")
-        return seq
+        return await self._registry.call(self.session_id, SessionOps.flush)
 
     async def snapshot(self) -> None:
         """Flush and write a snapshot now."""
-        await self._registry.call(self.session_id, "snapshot")
+        await self._registry.call(self.session_id, SessionOps.snapshot)

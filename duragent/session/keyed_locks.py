@@ -19,7 +19,7 @@ __all__ = ["KeyedLocks"]
 K = TypeVar("K", bound=Hashable)
 
 
-class _Entry:
+class _KeyLock:
     __slots__ = ("lock", "users")
 
     def __init__(self) -> None:
@@ -31,7 +31,7 @@ class KeyedLocks(Generic[K]):
     """Mutual exclusion per key; memory bounded by the keys in use."""
 
     def __init__(self) -> None:
-        self._entries: dict[K, _Entry] = {}
+        self._entries: dict[K, _KeyLock] = {}
 
     def __len__(self) -> int:
         """How many keys are held or waited on now."""
@@ -42,7 +42,7 @@ class KeyedLocks(Generic[K]):
         """Hold ``key``'s lock for the block (a cancelled wait also lets go of the entry)."""
         entry = self._entries.get(key)
         if entry is None:
-            entry = self._entries[key] = _Entry()
+            entry = self._entries[key] = _KeyLock()
         entry.users += 1
         try:
             async with entry.lock:

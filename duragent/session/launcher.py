@@ -21,22 +21,26 @@ import contextlib
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import pykka
 
 from duragent.errors import NotFoundError
 from duragent.session.actor import NewSession, SessionActor, SessionInfo, SessionQuarantinedError
-from duragent.session.admission import Admission, AskMix
+from duragent.session.admission import AskAdmission, AskMix
 from duragent.session.bridge import Request, SessionUnavailableError, ask
 from duragent.session.eviction import Live
 from duragent.session.gate import DEFAULT_ACTIVE_ASKS, MAX_ACTIVE_ASKS
+from duragent.session.ops import Op
 from duragent.store import SessionStorage
 
 if TYPE_CHECKING:
     from duragent.session.registry import RegistrySettings
 
 __all__ = ["ActorLauncher", "SessionNotFoundError"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 class SessionNotFoundError(NotFoundError):
@@ -71,9 +75,9 @@ class ActorLauncher:
         self._mix: AskMix | None = None  # shared with the actors when the limit adapts
         if asks is None:
             self._mix = AskMix()
-            self.admission = Admission(DEFAULT_ACTIVE_ASKS, high=MAX_ACTIVE_ASKS, mix=self._mix)
+            self.admission = AskAdmission(DEFAULT_ACTIVE_ASKS, high=MAX_ACTIVE_ASKS, mix=self._mix)
         else:
-            self.admission = Admission(asks)
+            self.admission = AskAdmission(asks)
 
     async def ensure_live(self, session_id: str) -> Live:
         """The session's running actor, started (loaded from the store) if it has none."""
@@ -114,10 +118,10 @@ class ActorLauncher:
                     mix=self._mix,
                 )
                 try:
-                    await ask(ref, "info", within=timeout)
+                    await ask(ref, timeout, SessionActor.info)
                 except BaseException:
                     with contextlib.suppress(pykka.ActorDeadError):
-                        ref.tell(Request("stop"))
+                        ref.tell(Request(SessionActor.close))
                     raise
             finally:
                 self.admission.leave()
@@ -139,14 +143,21 @@ class ActorLauncher:
         if live is None:
             return
         with contextlib.suppress(SessionUnavailableError):
-            await self.ask(live.ref, "stop")
+            await self.ask(live.ref, SessionActor.close)
 
-    async def ask(self, ref: pykka.ActorRef[Any], op: str, **kwargs: Any) -> Any:
+    async def ask(
+        self,
+        ref: pykka.ActorRef[Any],
+        op: Op[SessionActor, P, R],
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> R:
         """``bridge.ask`` once admitted (at most ``active_asks`` in flight, see ``gate``)."""
         admission = self.admission
         if not admission.try_enter():  # the common case needs no extra await
             await admission.enter(self._settings.ask_timeout)
         try:
-            return await ask(ref, op, within=self._settings.ask_timeout, **kwargs)
+            return await ask(ref, self._settings.ask_timeout, op, *args, **kwargs)
         finally:
             admission.leave()

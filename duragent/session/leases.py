@@ -21,8 +21,8 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from duragent.core.metrics import Metrics
 from duragent.errors import StorageError
+from duragent.observability.metrics import Metrics
 from duragent.store import SharedStorage
 
 __all__ = ["LeaseKeeper"]

@@ -15,6 +15,7 @@ from duragent.core.events import Event
 from duragent.core.messages import Message, Role, Usage
 from duragent.session.journal import Journal
 from duragent.session.memory import Pin, SummaryRecord
+from duragent.session.ops import op
 
 __all__ = ["MemoryOps", "MemoryView", "SummaryRecorded"]
 
@@ -39,18 +40,20 @@ class SummaryRecorded:
 
 
 class MemoryOps:
-    """``op_record_summary``, ``op_pin``, ``op_unpin``, ``op_memory`` (see module docstring)."""
+    """The ops ``record_summary``, ``pin``, ``unpin`` and ``memory`` (see module docstring)."""
 
     _journal: Journal
 
-    def op_memory(self) -> MemoryView:
+    @op(retry_safe=False, read_only=True)
+    def memory(self) -> MemoryView:
         """The current summary, pins and task."""
         memory = self._journal.state.memory
         return MemoryView(
             summary=memory.summary, pins=tuple(memory.pins.values()), task=memory.task
         )
 
-    def op_record_summary(
+    @op(retry_safe=False)  # an event, then a snapshot: a retry could repeat the event
+    def record_summary(
         self,
         summary: str,
         last: Message,
@@ -99,7 +102,8 @@ class MemoryOps:
         self._journal.snapshot()
         return SummaryRecorded(seq=seq, round=round_, messages=count, through_seq=through)
 
-    def op_pin(self, text: str, kind: str, source: str, pin_id: str | None = None) -> str:
+    @op(retry_safe=False)
+    def pin(self, text: str, kind: str, source: str, pin_id: str | None = None) -> str:
         """Durably pin ``text``; its id (a new one unless ``pin_id`` replaces a pin)."""
         pin_id = pin_id or f"pin_{uuid.uuid4().hex[:12]}"
         event = Event.pin(
@@ -108,7 +112,8 @@ class MemoryOps:
         self._journal.record(event, durable=True)
         return pin_id
 
-    def op_unpin(self, pin_id: str) -> bool:
+    @op(retry_safe=False)
+    def unpin(self, pin_id: str) -> bool:
         """Durably remove a pin; False when there was none with that id."""
         if pin_id not in self._journal.state.memory.pins:
             return False

@@ -1,10 +1,16 @@
-"""What a session actor does once its session is loaded: the ``op_<name>`` requests.
+"""What a session actor does once its session is loaded: its operations (``ops.Op``).
 
 Separate from ``actor``, which is the thread itself: how a session is created or loaded,
 quarantined when its files cannot be trusted, stopped with a final write, and how a request is
 dispatched and answered. These methods hold the conversation's rules instead (what a turn
 records, which writes are durable, what a redelivered message does) and run only on the actor's
 thread after a successful start, so they touch ``_journal`` without locks.
+
+Each is an ``@op``: a request carries the method itself (``SessionRegistry.call(sid,
+SessionOps.info)``), and its decorator declares whether the registry may retry it out of
+descriptors, with the reason beside it (``ops`` explains the rule). An op declared
+``retry_safe=False`` with no reason beside it has not been judged safe: out of descriptors it
+fails at once, as an unsafe one does.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from duragent.core.messages import Message, ToolCall, Usage
 from duragent.core.snapshot import SessionStatus
 from duragent.session.journal import Journal
 from duragent.session.memory_ops import MemoryOps, MemoryView
+from duragent.session.ops import op
 from duragent.session.state import UNFINISHED_RESULT, SessionState
 
 __all__ = ["SessionInfo", "SessionOps", "UserMessageResult"]
@@ -93,6 +100,9 @@ class UserMessageResult:
     """With ``with_context``: the summary, pins and task (the summaries tier's block)."""
     chat: ChatRef | None = None
     """With ``with_context``: the chat the session belongs to (who the turn acts for)."""
+    tokens_day: str = ""
+    tokens_today: int = 0
+    """With ``with_context``: the session's model tokens of the day (the chat's quota)."""
 
 
 def _chat(gateway: str | None, chat_id: str | None, kind: str | None) -> ChatRef | None:
@@ -100,7 +110,11 @@ def _chat(gateway: str | None, chat_id: str | None, kind: str | None) -> ChatRef
 
 
 class SessionOps(MemoryOps):
-    """The operations of ``SessionActor`` (a mixin: the actor owns ``_journal``)."""
+    """The operations of ``SessionActor`` (a mixin: the actor owns ``_journal``).
+
+    ``SessionOps.<name>`` is the ``Op`` a request carries; ``self.<name>(...)`` on the actor's
+    thread is a plain call.
+    """
 
     _journal: Journal
 
@@ -109,7 +123,8 @@ class SessionOps(MemoryOps):
         """The loaded state (only valid after a successful start)."""
         return self._journal.state
 
-    def op_info(self) -> SessionInfo:
+    @op(retry_safe=True, read_only=True)
+    def info(self) -> SessionInfo:
         """A summary of the session."""
         s = self.state
         return SessionInfo(
@@ -135,11 +150,13 @@ class SessionOps(MemoryOps):
             tokens_today=s.tokens_today,
         )
 
-    def op_messages(self) -> list[Message]:
+    @op(retry_safe=True, read_only=True)
+    def messages(self) -> list[Message]:
         """The Layer 1 window of messages."""
         return self.state.messages()
 
-    def op_add_user_message(
+    @op(retry_safe=True)  # a durable write: withdrawn when it fails
+    def add_user_message(
         self,
         content: str,
         sender_id: str | None = None,
@@ -182,7 +199,8 @@ class SessionOps(MemoryOps):
         self._resume_if_paused()
         return self._with_context(seq)
 
-    def op_turn_context(self, seq: int) -> UserMessageResult:
+    @op(retry_safe=True)  # closes only calls still open
+    def turn_context(self, seq: int) -> UserMessageResult:
         """What a turn for messages already recorded (up to ``seq``) starts from.
 
         The same preparation as a turn for a new message, without recording one: calls an
@@ -196,7 +214,7 @@ class SessionOps(MemoryOps):
     def _resume_if_paused(self) -> None:
         """A turn starts: a chat paused by a cut-short turn is active again."""
         if self.state.status is SessionStatus.PAUSED and not self.state.pending_approval:
-            self.op_set_status(SessionStatus.ACTIVE)
+            self.set_status(SessionStatus.ACTIVE)
 
     def _with_context(self, seq: int, *, duplicate: bool = False) -> UserMessageResult:
         state = self.state
@@ -206,11 +224,14 @@ class SessionOps(MemoryOps):
             agent=state.agent,
             pending_approval=_pending(state.pending_approval),
             messages=state.messages(),
-            memory=self.op_memory(),
+            memory=self.memory(),
             chat=_chat(state.gateway, state.gateway_chat_id, state.gateway_chat_type),
+            tokens_day=state.tokens_day,
+            tokens_today=state.tokens_today,
         )
 
-    def op_add_assistant_response(
+    @op(retry_safe=True)  # durable: withdrawn when it fails; batched: kept queued
+    def add_assistant_response(
         self,
         content: str,
         tool_calls: Sequence[ToolCall] = (),
@@ -233,29 +254,34 @@ class SessionOps(MemoryOps):
         )
         return self._journal.record(event, durable=not tool_calls if durable is None else durable)
 
-    def op_add_tool_result(self, call_id: str, success: bool, content: str) -> int:
+    @op(retry_safe=False)
+    def add_tool_result(self, call_id: str, success: bool, content: str) -> int:
         """Record a tool's result (batched; flushed at the end of the turn)."""
         seq = self._journal.next_seq()
         event = Event.tool_result(seq, call_id=call_id, success=success, content=content)
         return self._journal.record(event, durable=False)
 
-    def op_add_steering(self, content: str) -> int:
+    @op(retry_safe=False)
+    def add_steering(self, content: str) -> int:
         """Record an ``after_tool`` hook's steering text (batched, like the result before it)."""
         event = Event.steering(self._journal.next_seq(), content=content)
         return self._journal.record(event, durable=False)
 
-    def op_close_open_calls(self, content: str) -> int:
+    @op(retry_safe=False)
+    def close_open_calls(self, content: str) -> int:
         """Give the calls a cut-short turn left open the result ``content``; write the queue."""
         closed = self._journal.close_open_calls(content)
         self._journal.flush()
         return closed
 
-    def op_add_tools_skipped(self, call_ids: Sequence[str], reason: str) -> int:
+    @op(retry_safe=False)
+    def add_tools_skipped(self, call_ids: Sequence[str], reason: str) -> int:
         """Record calls that were not run (batched)."""
         event = Event.tools_skipped(self._journal.next_seq(), call_ids=call_ids, reason=reason)
         return self._journal.record(event, durable=False)
 
-    def op_set_status(self, status: SessionStatus) -> bool:
+    @op(retry_safe=True, ends_session=True)  # idempotent
+    def set_status(self, status: SessionStatus) -> bool:
         """Change the status (durable + snapshot); False when it was already that."""
         new = SessionStatus(status)  # a name read from an old caller or a file is checked too
         if new is self.state.status:
@@ -267,7 +293,8 @@ class SessionOps(MemoryOps):
         self._journal.snapshot()
         return True
 
-    def op_expire_if_idle(self, ttl_hours: float) -> bool:
+    @op(retry_safe=True, ends_session=True)  # idempotent
+    def expire_if_idle(self, ttl_hours: float) -> bool:
         """Complete the session if it has been idle ``ttl_hours``; True when it is completed.
 
         Judged here, between two of the session's own operations and on its replayed state:
@@ -285,9 +312,10 @@ class SessionOps(MemoryOps):
         owed = state.last_user_seq > state.last_answered_seq
         if not idle_past(state.updated_at, utc_now(), ttl_hours * (2 if owed else 1)):
             return False
-        return self.op_set_status(SessionStatus.COMPLETED)
+        return self.set_status(SessionStatus.COMPLETED)
 
-    def op_set_pending_approval(self, approval: PendingApproval) -> int:
+    @op(retry_safe=False)  # an event, then a snapshot: a retry could repeat the event
+    def set_pending_approval(self, approval: PendingApproval) -> int:
         """A tool call waits for approval: record it and snapshot (survives restarts)."""
         # the whole approval, not just what a client shows: a crash between this event and
         # the snapshot must leave a call that still runs once approved
@@ -299,7 +327,8 @@ class SessionOps(MemoryOps):
         self._journal.snapshot()
         return seq
 
-    def op_resolve_pending_approval(self, call_id: str, decision: ApprovalDecision) -> int:
+    @op(retry_safe=False)  # an event, then a snapshot, like setting it
+    def resolve_pending_approval(self, call_id: str, decision: ApprovalDecision) -> int:
         """Record the decision on the pending approval and clear it (durable + snapshot)."""
         event = Event.make(
             self._journal.next_seq(),
@@ -312,13 +341,15 @@ class SessionOps(MemoryOps):
         self._journal.snapshot()
         return seq
 
-    def op_record_error(self, code: str, message: str) -> int:
+    @op(retry_safe=True)  # a durable write: withdrawn when it fails
+    def record_error(self, code: str, message: str) -> int:
         """Durably record an error the operator should see."""
         return self._journal.record(
             Event.error(self._journal.next_seq(), code=code, message=message), durable=True
         )
 
-    def op_record_delivery(self, reply_seq: int, target: str) -> int | None:
+    @op(retry_safe=True)  # idempotent
+    def record_delivery(self, reply_seq: int, target: str) -> int | None:
         """Durably record that the reply ``reply_seq`` was handed to ``target``.
 
         None (nothing written) when that reply, or a later one, is already recorded: a
@@ -329,7 +360,8 @@ class SessionOps(MemoryOps):
         event = Event.delivery(self._journal.next_seq(), reply_seq=reply_seq, target=target)
         return self._journal.record(event, durable=True)
 
-    def op_add_silent_message(
+    @op(retry_safe=True)  # a durable write: withdrawn when it fails
+    def add_silent_message(
         self,
         content: str,
         sender_id: str,
@@ -352,7 +384,8 @@ class SessionOps(MemoryOps):
         )
         return self._journal.record(event, durable=True)
 
-    def op_recent_silent(self, max_messages: int, max_age_hours: float) -> list[str]:
+    @op(retry_safe=True, read_only=True)
+    def recent_silent(self, max_messages: int, max_age_hours: float) -> list[str]:
         """The buffered chatter a trigger injects: ≤ ``max_messages``, ≤ ``max_age_hours`` old.
 
         Read, not taken: the buffer keeps its entries (as the reference does), so a later
@@ -360,16 +393,19 @@ class SessionOps(MemoryOps):
         """
         return self.state.recent_silent(max_messages, timedelta(hours=max_age_hours), utc_now())
 
-    def op_flush(self) -> int:
+    @op(retry_safe=True)  # a failed write keeps the queue: nothing is written twice
+    def flush(self) -> int:
         """Write everything queued (end of a turn); returns the last durable seq."""
         self._journal.flush()
         return self.state.last_seq
 
-    def op_snapshot(self) -> None:
+    @op(retry_safe=True)  # the same: the queue, then the state as it is
+    def snapshot(self) -> None:
         """Flush and write a snapshot now."""
         self._journal.snapshot()
 
-    def op_events(self, after_seq: int = 0, include_archive: bool = False) -> list[Event]:
+    @op(retry_safe=True, read_only=True)
+    def events(self, after_seq: int = 0, include_archive: bool = False) -> list[Event]:
         """Persisted events after ``after_seq`` (archive first when asked), for history reads."""
         return self._journal.events(after_seq, include_archive)
 

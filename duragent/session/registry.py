@@ -26,24 +26,24 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from duragent.core.clock import utc_now
 from duragent.core.ids import new_session_id
-from duragent.core.metrics import Metrics
 from duragent.core.snapshot import SessionStatus
 from duragent.errors import DuragentError
-from duragent.session.actor import NewSession, SessionInfo, SessionQuarantinedError
-from duragent.session.bridge import SessionUnavailableError
+from duragent.observability.metrics import Metrics
+from duragent.session.actor import NewSession, SessionActor, SessionInfo, SessionQuarantinedError
+from duragent.session.bridge import Request, SessionUnavailableError
 from duragent.session.chat_claims import ANY_MAPPING, AnyMapping, map_created_session
-from duragent.session.descriptors import RETRY_SAFE_OPS
 from duragent.session.eviction import PRESSURE_RETRIES, Evictor, Live
 from duragent.session.handle import SessionHandle
 from duragent.session.keyed_locks import KeyedLocks
 from duragent.session.launcher import ActorLauncher, SessionNotFoundError
 from duragent.session.leases import LeaseKeeper
 from duragent.session.listing import QUARANTINED, UNAVAILABLE, SessionListing
-from duragent.session.operations import idle_past
+from duragent.session.operations import SessionOps, idle_past
+from duragent.session.ops import Op
 from duragent.session.progress import ChatProgress, progress_on_disk
 from duragent.store import (
     ChatKey,
@@ -55,6 +55,9 @@ from duragent.store import (
 __all__ = ["RegistrySettings", "SessionNotFoundError", "SessionRegistry"]
 
 log = logging.getLogger(__name__)
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -210,7 +213,7 @@ class SessionRegistry:
                 return existing  # quarantined now, and completing it went through ``call``
             if existing is not None:
                 try:
-                    info = await self.call(existing, "info")
+                    info = await self.call(existing, SessionOps.info)
                     if info.status is not SessionStatus.COMPLETED:
                         self._usable.add(existing)
                         return existing
@@ -288,25 +291,78 @@ class SessionRegistry:
         """The typed operations of ``session_id`` (the way everything above uses ``call``)."""
         return SessionHandle(self, session_id)
 
-    async def call(self, session_id: str, op: str, **kwargs: Any) -> Any:
-        """Run ``op`` on the session's actor, starting or restarting it as needed.
+    async def call(
+        self,
+        session_id: str,
+        op: Op[SessionActor, P, R],
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> R:
+        """Run ``op(*args, **kwargs)`` on the session's actor, starting or restarting it.
 
-        The untyped boundary under ``SessionHandle``; use ``handle(session_id)`` instead.
-
-        Out of descriptors, idle actors make room and a retry-safe op is tried again.
+        The boundary under ``SessionHandle`` (use ``handle(session_id)`` instead): ``op`` is
+        the actor's method itself (``SessionOps.info``), typed with its own parameters and
+        result. Out of descriptors, idle actors make room and an op declared ``retry_safe``
+        is tried again.
         """
-        retries = PRESSURE_RETRIES if op in RETRY_SAFE_OPS else 0
-        if op in ("set_status", "expire_if_idle"):  # it may be completing the session
+        retries = PRESSURE_RETRIES if op.retry_safe else 0
+        if op.ends_session:  # it may be completing the session
             self._usable.discard(session_id)
         try:
-            return await self._evictor.making_room(
-                session_id, retries, lambda: self._call(session_id, op, **kwargs)
+            result: R = await self._evictor.making_room(
+                session_id, retries, lambda: self._call(session_id, op, args, kwargs)
             )
+            return result
         except (SessionNotFoundError, SessionQuarantinedError):
             self._usable.discard(session_id)
             raise
 
-    async def _call(self, session_id: str, op: str, **kwargs: Any) -> Any:
+    def stamp(self, session_id: str) -> tuple[object, int] | None:
+        """Where the session's writes stand now (None: no live actor).
+
+        Equal stamps mean no request that may change the session was sent in between: what
+        a read returned then is still what the actor holds (a chat turn reuses the context
+        its message was recorded with instead of asking again).
+        """
+        live = self._live.get(session_id)
+        return None if live is None else (live, live.writes)
+
+    def unchanged_since(self, session_id: str, stamp: tuple[object, int]) -> bool:
+        """Whether the session's live actor is the same and took no write since ``stamp``."""
+        now = self.stamp(session_id)
+        return now is not None and now[0] is stamp[0] and now[1] == stamp[1]
+
+    def tell(
+        self,
+        session_id: str,
+        op: Op[SessionActor, P, R],
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> bool:
+        """Send ``op`` to the session's live actor without waiting (False: none is live).
+
+        For a write whose outcome nobody waits for (a delivery record): one hand-off instead
+        of an ask's two. The actor runs it in order with every other request and logs a
+        failure; the caller asks instead when this returns False.
+        """
+        live = self._live.get(session_id)
+        if live is None or live.leaving or not live.ref.is_alive():
+            return False
+        if not op.read_only:
+            live.writes += 1
+        live.ref.tell(Request(op, args, kwargs))
+        return True
+
+    async def _call(
+        self,
+        session_id: str,
+        op: Op[SessionActor, ..., R],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> R:
+        """``call``'s one attempt; ``args`` and ``kwargs`` as ``call`` collected them."""
         for attempt in (1, 2):
             live = self._live.get(session_id)
             if live is None or not live.ref.is_alive():
@@ -314,8 +370,10 @@ class SessionRegistry:
             live.last_used = time.monotonic()
             self._live.move_to_end(session_id)
             live.busy += 1
+            if not op.read_only:
+                live.writes += 1
             try:
-                return await self._actors.ask(live.ref, op, **kwargs)
+                return await self._actors.ask(live.ref, op, *args, **kwargs)
             except FencedWriteError as exc:  # another node owns it: never write here again
                 log.warning("session %s: write refused by the lease fence: %s", session_id, exc)
                 await self._evictor.drop(session_id)
@@ -331,12 +389,11 @@ class SessionRegistry:
 
     async def info(self, session_id: str) -> SessionInfo:
         """The session's summary."""
-        info: SessionInfo = await self.call(session_id, "info")
-        return info
+        return await self.call(session_id, SessionOps.info)
 
     async def complete(self, session_id: str) -> None:
         """Mark the session completed and unmap its chat (files are kept)."""
-        await self.call(session_id, "set_status", status=SessionStatus.COMPLETED)
+        await self.call(session_id, SessionOps.set_status, status=SessionStatus.COMPLETED)
         await self._let_go(session_id)
 
     async def _let_go(self, session_id: str) -> None:
@@ -353,7 +410,7 @@ class SessionRegistry:
         forgets it), at most ``TOKEN_COUNTS`` chats.
         """
         try:
-            info = await self.call(session_id, "info")
+            info = await self.call(session_id, SessionOps.info)
         except DuragentError:
             return
         if info.tokens_today and info.gateway and info.gateway_chat_id:
@@ -398,7 +455,7 @@ class SessionRegistry:
                 continue
             sid = entry["session_id"]
             try:
-                ended = await self.call(sid, "expire_if_idle", ttl_hours=ttl)
+                ended = await self.call(sid, SessionOps.expire_if_idle, ttl_hours=ttl)
             except Exception as exc:  # unusable now: the next sweep looks again
                 log.info("TTL: session %s not checked: %s", sid, exc)
                 continue

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from duragent.config.store import StoreConfig
-from duragent.core.redact import redact_secrets
 from duragent.errors import ConfigError
+from duragent.observability.redact import redact_secrets
 from duragent.store.cluster import Cluster, local_cluster
 from duragent.store.protocols import RunLogStorage, ScheduleStorage, SessionStorage
 from duragent.store.session_store import SessionStore

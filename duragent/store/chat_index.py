@@ -16,15 +16,24 @@ with ``….reason.txt`` beside it (each bad line and why) and rewritten from the
 ``SessionStore.open`` maps the chats the bad lines lost again from the sessions' snapshot
 headers. ``skipped`` lists what was set aside — this start's and the earlier starts' files
 still in the quarantine folder — for ``/readyz`` and ``doctor``.
+
+An entry whose session is gone (its folder deleted or moved to ``_quarantine/`` by hand) is
+a valid line naming a session that no longer exists. It is kept — the chat's next message
+finds the session missing and starts a new one, which replaces it
+(``SessionRegistry.for_chat``) — and reported meanwhile: ``SessionStore.open`` checks every
+entry against the session folders (one directory listing, no reads) and ``skipped`` lists
+each such entry (``record``, ``reason``; nothing is moved) until it is replaced or removed.
+``read_problems`` (``doctor``) does the same check.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 
 from duragent.core.events import now_rfc3339
@@ -103,6 +112,8 @@ class ChatIndex:
         self._map: dict[ChatKey, str] = {}
         self._lines = 0
         self._skipped: list[dict[str, str]] = []
+        self._gone: dict[ChatKey, tuple[str, dict[str, str]]] = {}
+        """Entries whose session was gone at ``find_gone``: (that session, the report)."""
         self.damaged = False
         """The last ``load`` set lines aside: chats they mapped may need recovering."""
 
@@ -141,15 +152,44 @@ class ChatIndex:
             self._map = mapping
             self._lines = lines
             self._skipped = []
+            self._gone = {}
             if bad:
                 self._set_aside_locked(bad)
         self.damaged = bool(bad)
         self._skipped += self._earlier()
 
     def skipped(self) -> list[dict[str, str]]:
-        """What was set aside: ``record``, ``reason``, ``moved_to`` (``/readyz``, ``doctor``)."""
+        """What was set aside: ``record``, ``reason``, ``moved_to`` (``/readyz``, ``doctor``).
+
+        Also each entry whose session is gone (``find_gone``) while it still maps that
+        session (``record`` and ``reason`` only: it was not moved).
+        """
         with self._lock:
-            return list(self._skipped)
+            gone = [r for key, (sid, r) in self._gone.items() if self._map.get(key) == sid]
+            return list(self._skipped) + gone
+
+    def find_gone(self, sessions: Collection[str], quarantined: Collection[str] = ()) -> int:
+        """Note every entry whose session is not in ``sessions``; how many (logged once).
+
+        ``quarantined``: sessions in the quarantine folder (said in the reason). The entries
+        stay: the chat's next message replaces its own (see the module docstring).
+        """
+        with self._lock:
+            self._gone = {
+                key: (sid, _gone_record(self.path, key, sid, sid in quarantined))
+                for key, sid in self._map.items()
+                if sid not in sessions
+            }
+            found = [record["record"] for _, record in self._gone.values()]
+        if found:
+            shown = "; ".join(found[:3]) + (f"; … {len(found) - 3} more" if len(found) > 3 else "")
+            log.warning(
+                "chat index: %d chat(s) map to a session that no longer exists (each chat's "
+                "next message starts a new session; reported until then): %s",
+                len(found),
+                shown,
+            )
+        return len(found)
 
     def recover(self, entries: Iterable[tuple[ChatKey, str]]) -> int:
         """Map the chats the index lost (only keys it does not map); how many, then compact."""
@@ -282,6 +322,16 @@ class ChatIndex:
         self._lines = len(self._map)
 
 
+def _gone_record(path: Path, key: ChatKey, session_id: str, quarantined: bool) -> dict[str, str]:
+    """How ``skipped`` and ``doctor`` report an entry whose session is gone."""
+    where = f"sessions/{QUARANTINE_DIRNAME}/{session_id}" if quarantined else "no folder"
+    return {
+        "record": f"{path} chat {list(key)}",
+        "reason": f"its session {session_id} no longer exists ({where}); the chat's next "
+        "message starts a new session, which replaces this entry",
+    }
+
+
 def _ends_with_newline(path: Path) -> bool:
     """Whether the file's last byte is a newline (a crash can cut an append short)."""
     with path.open("rb") as f:
@@ -300,13 +350,27 @@ def read_problems(sessions_dir: Path) -> list[dict[str, str]]:
     except OSError as exc:
         numbered = []
         found.append({"record": str(path), "reason": f"the file cannot be read: {exc}"})
+    mapping: dict[ChatKey, str] = {}
     for number, line in enumerate(numbered, start=1):
         if line.strip():
             try:
-                _parse_line(line)
+                key, session_id = _parse_line(line)
             except ValueError as exc:
                 found.append({"record": f"{path} line {number}", "reason": str(exc)})
+                continue
+            if session_id:
+                mapping[key] = session_id
+            else:
+                mapping.pop(key, None)
     folder = sessions_dir / QUARANTINE_DIRNAME
+    if mapping:
+        sessions = _folders(sessions_dir)
+        quarantined = _folders(folder)
+        found.extend(
+            _gone_record(path, key, sid, sid in quarantined)
+            for key, sid in mapping.items()
+            if sid not in sessions
+        )
     for moved in sorted(folder.glob("chats.*.jsonl")) if folder.is_dir() else []:
         try:
             text = moved.with_name(moved.name + _REASON_SUFFIX).read_text(encoding="utf-8")
@@ -314,3 +378,12 @@ def read_problems(sessions_dir: Path) -> list[dict[str, str]]:
             text = f"(reason unreadable: {exc})"
         found.append({"record": str(moved), "reason": text.strip() or "(no reason recorded)"})
     return found
+
+
+def _folders(directory: Path) -> set[str]:
+    """The names of the folders in ``directory`` (none when it cannot be listed)."""
+    try:
+        with os.scandir(directory) as entries:
+            return {e.name for e in entries if e.is_dir(follow_symlinks=False)}
+    except OSError:
+        return set()

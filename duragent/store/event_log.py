@@ -80,7 +80,7 @@ class EventLog:
     ) -> None:
         self.path = directory / EVENTS_FILENAME
         self._on_append = on_append
-        """Told each durable append's seconds (``core.metrics``); called on the owner's thread."""
+        """Told each durable append's seconds (the metrics); called on the owner's thread."""
         self.archive_path = directory / ARCHIVE_FILENAME
         self._ops = ops
         self._tail_clean: bool | None = None  # None = unknown, check before next append

@@ -140,7 +140,10 @@ class ChatMap(Protocol):
         ...
 
     def skipped(self) -> list[dict[str, str]]:
-        """Entries set aside rather than loaded (``record``, ``reason``), for ``/readyz``."""
+        """Entries set aside rather than loaded, or naming a session gone (``/readyz``).
+
+        Each: ``record``, ``reason``, and ``moved_to`` when it was moved.
+        """
         ...
 
 

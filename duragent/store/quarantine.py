@@ -5,7 +5,8 @@ stopped every other record of its kind. Each reader now validates a record when 
 and, when it cannot be used, moves its file to a ``_quarantine/`` folder next to it
 (``move_aside``) with ``<name>.reason.txt`` beside it, keeps going, and reports it
 (``set_aside`` lists them again after a restart, for ``/readyz`` and ``duragent doctor``).
-Moving the file back restores it (it is checked again when next read).
+Moving the file back restores it (it is checked again when next read). A reader that
+replaces a bad record with what it could salvage keeps the original with ``copy_aside``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from duragent.core.events import now_rfc3339
 from duragent.store.atomic import atomic_write
 from duragent.store.fileops import OS_FILE_OPS, FileOps
 
-__all__ = ["QUARANTINE_DIRNAME", "REASON_SUFFIX", "move_aside", "set_aside"]
+__all__ = ["QUARANTINE_DIRNAME", "REASON_SUFFIX", "copy_aside", "move_aside", "set_aside"]
 
 QUARANTINE_DIRNAME = "_quarantine"
 REASON_SUFFIX = ".reason.txt"
@@ -30,17 +31,40 @@ def move_aside(path: Path, folder: Path, reason: str, ops: FileOps = OS_FILE_OPS
     where it was (read, and moved aside, again next time). Raises OSError (the file may
     have gone meanwhile: FileNotFoundError).
     """
+    target = _free_name(path, folder)
+    note = f"{now_rfc3339()} {reason}\n".encode()
+    atomic_write(target.with_name(target.name + REASON_SUFFIX), note, ops)
+    ops.replace(path, target)
+    ops.fsync_dir(path.parent)
+    ops.fsync_dir(folder)
+    return target
+
+
+def copy_aside(
+    path: Path, data: bytes, folder: Path, reason: str, ops: FileOps = OS_FILE_OPS
+) -> Path:
+    """Keep ``data`` (what ``path`` held) in ``folder`` with ``reason``; where it went.
+
+    For a record its reader replaces in place with what it could salvage: the copy is
+    durable before the caller replaces ``path``, so a crash in between leaves the record
+    where it was (set aside again, as ``<stem>.2<suffix>``, when next read) and never
+    loses it. Names as ``move_aside``; raises OSError.
+    """
+    target = _free_name(path, folder)
+    note = f"{now_rfc3339()} {reason}\n".encode()
+    atomic_write(target.with_name(target.name + REASON_SUFFIX), note, ops)
+    atomic_write(target, data, ops)
+    return target
+
+
+def _free_name(path: Path, folder: Path) -> Path:
+    """``folder/<name>``, or ``<stem>.2<suffix>``… when taken (the folder is made)."""
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / path.name
     suffix = 1
     while target.exists():
         suffix += 1
         target = folder / f"{path.stem}.{suffix}{path.suffix}"
-    note = f"{now_rfc3339()} {reason}\n".encode()
-    atomic_write(target.with_name(target.name + REASON_SUFFIX), note, ops)
-    ops.replace(path, target)
-    ops.fsync_dir(path.parent)
-    ops.fsync_dir(folder)
     return target
 
 

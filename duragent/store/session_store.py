@@ -53,21 +53,23 @@ class SessionStore:
         self.health = StoreHealth(root, ops)
         """Whether the last write succeeded (``/readyz`` reports it)."""
         self.on_append: Callable[[float], None] | None = None
-        """Told each event-log append's seconds (write + fsync), for ``core.metrics``."""
+        """Told each event-log append's seconds (write + fsync), for ``observability.metrics``."""
 
     def open(self) -> None:
         """Create the directory if needed and load the chat index, checking its entries.
 
         When lines of the index were set aside (``ChatIndex.load``), the chats they mapped are
         recovered from the snapshot headers: each chat's newest session that is not completed.
-        (An entry whose session folder is gone is kept: the registry starts that chat a new
-        session, logging why.)
+        An entry whose session folder is gone is kept (the registry starts that chat a new
+        session on its next message, logging why) and reported until then
+        (``ChatIndex.find_gone``: one listing of the folder, no reads).
         """
         self.root.mkdir(parents=True, exist_ok=True)
         self.chats.load()
         if self.chats.damaged:
             added = self.chats.recover(self._chats_from_headers().items())
             log.error("chat index: %d chat(s) recovered from the session snapshots", added)
+        self.chats.find_gone(set(self.list_ids()), set(self.quarantined()))
 
     def _chats_from_headers(self) -> dict[ChatKey, str]:
         """Each chat's newest not-completed session, as the snapshot headers record it."""

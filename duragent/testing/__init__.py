@@ -28,6 +28,11 @@ polling, sends and edits with Telegram's validation, button presses), scripted w
 ``FaultRule`` (429 + retry_after, parse errors, 5xx, delays, dropped connections); see
 ``duragent.testing.fake_telegram``. ``FakeDiscord`` is a fake Discord (gateway websocket and
 REST) for discord.py; see ``duragent.testing.fake_discord``.
+
+The restart campaigns drive a real ``duragent serve`` (``serve_process.ServeProcess``) through
+these fakes while SIGKILLing it, and judge what users saw: ``telegram_campaign``,
+``discord_campaign`` and ``external_campaign``, on ``campaign_loop`` and ``campaign_verdict``.
+The suite runs them short; ``bench/restarts`` and the simulated year (``bench/year``) long.
 """
 
 from __future__ import annotations

@@ -97,7 +97,7 @@ class FakeTelegram(EmbeddedAiohttpServer):
         keep_calls: how many of the latest calls ``calls()`` keeps (None: all); per-chat send
             times are always kept in full.
         clock: the Unix time messages and edits are dated with (default: the wall clock;
-            ``bench/year.py`` passes its simulated one).
+            ``bench/year`` passes its simulated one).
     """
 
     def __init__(

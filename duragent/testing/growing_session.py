@@ -3,10 +3,10 @@
 Issue #20 asks for 60 growing turns in a 2,048-token window with a real small model
 (SmolLM2-135M, ``duragent.testing.local_model``): no request rejected, summaries non-empty
 and reused. ``run_growing_session`` drives the real ``TurnRunner`` over a real session store
-against any OpenAI-compatible ``base_url`` and returns what the test and ``bench/context.py``
-check. Each user message is longer than the last (a note of 1 to 11 sentences), so the
-history passes the tier's threshold again and again and every summary round after the first
-folds in the one before it.
+against any OpenAI-compatible ``base_url`` and returns what the test and
+``bench/context/fitting.py`` check. Each user message is longer than the last (a note of 1 to
+11 sentences), so the history passes the tier's threshold again and again and every summary
+round after the first folds in the one before it.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A real ``duragent serve`` process talking to the fake LLM in another process.
 
-The hostile-model tests and ``bench/hostile_model.py`` run every attack against this pair:
+The hostile-model tests and ``bench/http/hostile_model.py`` run every attack against this pair:
 the server is a child process (so its memory and liveness are its own), the fake model another
 (so it survives the server being killed and restarted). Scripts are appended over the fake's
 ``POST /_fake/script``.

@@ -1,6 +1,6 @@
 """The real turn runner over a temporary workspace with one agent: no server, no gateway.
 
-The context benchmarks (``bench/context_turns.py``, ``bench/summary_cadence.py``) and the
+The context benchmarks (``bench/context/turns.py``, ``bench/context/summary_cadence.py``) and the
 real-model summaries check (``growing_session``) drive whole conversations through the
 ``TurnRunner``, its ``SessionRegistry`` on a real file store and the ``ProviderPool``, wired as
 ``duragent serve`` wires them, and read the session's events afterwards. This is that set-up,

@@ -12,8 +12,8 @@ report of what already happened, so nothing waits on it and it is not retried.
 
 **No secrets in the log.** A webhook's URL often *is* its credential (a token in the query,
 or in the path as Slack's and Discord's are), so failures name only ``scheme://host[:port]``,
-and the full URL is registered with ``core.redact`` before the first request, so no log line
-(an HTTP library's debug line included) shows it.
+and the full URL is registered with ``observability.redact`` before the first request, so no
+log line (an HTTP library's debug line included) shows it.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from duragent.core.redact import redact_secrets
-from duragent.tools.policy import Delivery, Policy
+from duragent.observability.redact import redact_secrets
+from duragent.tools.policy import NotifyTarget, Policy
 
 __all__ = ["NOTIFIER", "WEBHOOK_TIMEOUT_SECONDS", "Notifier", "safe_url"]
 
@@ -95,10 +95,10 @@ class Notifier:
         wanted = await asyncio.to_thread(policy.should_notify, policy_type, command)
         if not wanted:
             return
-        deliveries = policy.notify.deliveries or (Delivery("log"),)
+        deliveries = policy.notify.deliveries or (NotifyTarget("log"),)
         await asyncio.gather(*(self._one(d, payload) for d in deliveries))
 
-    async def _one(self, delivery: Delivery, payload: dict[str, Any]) -> None:
+    async def _one(self, delivery: NotifyTarget, payload: dict[str, Any]) -> None:
         if delivery.type == "log" or delivery.url is None:
             outcome = "ran" if payload["success"] else "failed"
             log.log(

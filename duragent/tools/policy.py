@@ -52,9 +52,9 @@ from duragent.tools.shell_segments import Segment, SplitResult, split_command
 __all__ = [
     "POLICY_TYPES",
     "Decision",
-    "Delivery",
     "Mode",
     "Notify",
+    "NotifyTarget",
     "Policy",
     "PolicyDecision",
     "escape_glob",
@@ -114,7 +114,7 @@ def escape_glob(text: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class Delivery:
+class NotifyTarget:
     """Where a notification goes: ``log`` (the server's log) or ``webhook`` (POST to ``url``)."""
 
     type: Literal["log", "webhook"]
@@ -132,7 +132,7 @@ class Notify:
 
     enabled: bool = False
     patterns: tuple[str, ...] = ()
-    deliveries: tuple[Delivery, ...] = ()
+    deliveries: tuple[NotifyTarget, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

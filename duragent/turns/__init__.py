@@ -19,6 +19,9 @@
   ``errors``: why an approval was refused (``NoPendingApprovalError``,
   ``ApprovalMismatchError``, both ``ApprovalError``).
 - ``sink``: where a streaming front end receives a turn's progress.
+- ``lines``: each session's turn state (one loop at a time, writes between turns, waiting
+  for a loop or a decision without polling); ``sessions``: ``SessionQueries``, the
+  read-only port front ends read sessions through (they never import ``duragent.session``).
 
 Above ``duragent.session`` (it writes through the typed ``SessionHandle``) and below the front
 ends. As with ``duragent.session``, front ends use only this namespace, never its modules.
@@ -43,6 +46,16 @@ from duragent.turns.result import (
     TurnResult,
 )
 from duragent.turns.runner import Accepted, TurnRunner
+from duragent.turns.sessions import (
+    ChatProgress,
+    MemoryView,
+    PendingApproval,
+    SessionInfo,
+    SessionNotFoundError,
+    SessionQuarantinedError,
+    SessionQueries,
+    events_to_messages,
+)
 from duragent.turns.sink import TurnSink
 
 __all__ = [
@@ -54,17 +67,25 @@ __all__ = [
     "ApprovalMismatchError",
     "AwaitingApproval",
     "CallOutcome",
+    "ChatProgress",
     "Complete",
     "Duplicate",
     "Failed",
     "Interruption",
+    "MemoryView",
     "NoPendingApprovalError",
+    "PendingApproval",
     "PinRefusedError",
     "PinnedTooLargeError",
     "ProviderPool",
+    "SessionInfo",
+    "SessionNotFoundError",
+    "SessionQuarantinedError",
+    "SessionQueries",
     "Steered",
     "TurnResult",
     "TurnRunner",
     "TurnSink",
     "apology_for",
+    "events_to_messages",
 ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -23,9 +23,9 @@ from duragent.context.tokens import counter_for_model
 from duragent.core.approval import PendingApproval
 from duragent.core.caller import ChatRef
 from duragent.core.messages import ToolCall, Usage
-from duragent.core.metrics import Metrics
 from duragent.core.snapshot import SessionStatus
 from duragent.llm import OutputLimits
+from duragent.observability.metrics import Metrics
 from duragent.session import SessionHandle, SessionRegistry
 from duragent.session.memory_ops import MemoryView
 from duragent.store import SavedOutputLimits, SavedOutputStorage
@@ -180,6 +180,7 @@ class ContextFactory:
         answers_seq: int | None = None,
         memory: MemoryView | None = None,
         chat: ChatRef | UnknownChat | None = UNKNOWN_CHAT,
+        tokens: tuple[str, int] | None = None,
     ) -> LoopContext:
         """The loop's context for one turn of ``agent`` in ``session_id``.
 
@@ -192,7 +193,8 @@ class ContextFactory:
         the sender's role and chat (``agents.roles.caller_for``). ``chat``: the session's chat
         when the caller has it already (None: the session has none; else one more read).
         ``memory``: the session's summary and pins when the caller has them already (else one
-        more read).
+        more read). ``tokens``: the session's ``(tokens_day, tokens_today)`` when the caller
+        has them (a chat with a daily token quota: else one more read).
         """
         spec = agent.spec
         budget = budget_settings(agent)
@@ -201,7 +203,9 @@ class ContextFactory:
         price = _pricer(agent)
         handle = self._registry.handle(session_id)
         if chat is UNKNOWN_CHAT:  # not given by the caller: one more read
-            chat = (await handle.info()).chat
+            info = await handle.info()
+            chat, tokens = info.chat, (info.tokens_day, info.tokens_today)
+        quota = await _token_quota(handle, spec.access, isinstance(chat, ChatRef), tokens)
         caller = caller_for(
             spec.access,
             gateway=chat.gateway if chat is not None else None,
@@ -230,6 +234,7 @@ class ContextFactory:
             meter=meter,
             pin_room=self.pin_rooms.room(agent),
             history_cache=history_cache,
+            spent=quota.spent if quota is not None else None,
         )
         extra = self._extra_tools(agent, session_id) if self._extra_tools else ()
         listed = {t.name for t in spec.tools if t.type == "builtin"}
@@ -288,7 +293,7 @@ class ContextFactory:
             history_cache=history_cache,
             summaries=tier,
             hooks=effective_hooks(spec),
-            quota=_token_quota(handle, spec.access, chat=isinstance(chat, ChatRef)),
+            quota=quota,
         )
 
 
@@ -303,9 +308,17 @@ def _pricer(agent: Agent) -> Callable[[Usage], Usage]:
     )
 
 
-def _token_quota(
-    session: SessionHandle, access: AccessSpec | None, *, chat: bool
-) -> Callable[[], Awaitable[str | None]] | None:
-    """The chat's ``tokens_per_chat_per_day`` check (None: no chat, or no limit)."""
+async def _token_quota(
+    session: SessionHandle,
+    access: AccessSpec | None,
+    chat: bool,
+    tokens: tuple[str, int] | None,
+) -> TokenQuota | None:
+    """The chat's ``tokens_per_chat_per_day`` for this turn (None: no chat, or no limit)."""
     limit = access_of(access).quotas.tokens_per_chat_per_day
-    return TokenQuota(session, limit).check if chat and limit > 0 else None
+    if not chat or limit <= 0:
+        return None
+    if tokens is None:  # not given by the caller: one more read
+        info = await session.info()
+        tokens = (info.tokens_day, info.tokens_today)
+    return TokenQuota(limit, day=tokens[0], used=tokens[1])

@@ -62,6 +62,7 @@ class TurnDriver:
         answers_seq: int | None = None,
         memory: MemoryView | None = None,
         chat: ChatRef | UnknownChat | None = UNKNOWN_CHAT,
+        tokens: tuple[str, int] | None = None,
     ) -> Resumed:
         """Run the loop from ``turn`` (``done`` tool iterations already made) to its end.
 
@@ -80,6 +81,7 @@ class TurnDriver:
                     answers_seq=answers_seq,
                     memory=memory,
                     chat=chat,
+                    tokens=tokens,
                 )
             outcome = await run_loop(ctx, history, turn, done)
         except (LLMError, ContextOverflowError, DuragentError) as exc:
@@ -121,7 +123,13 @@ class TurnDriver:
         # pending and can be given again once that is fixed. The loop is not one messages are
         # steered into (the runner does not claim it): an inbox nobody puts into.
         ctx = await self._contexts.build(
-            session_id, agent, Inbox(), sink, requester_id=pending.requester_id, chat=info.chat
+            session_id,
+            agent,
+            Inbox(),
+            sink,
+            requester_id=pending.requester_id,
+            chat=info.chat,
+            tokens=(info.tokens_day, info.tokens_today),
         )
         if decision is ApprovalDecision.ALLOW_ALWAYS:
             # Before resolving too: a pattern that cannot be saved (and read back) leaves the

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -45,7 +45,6 @@ from duragent.core.messages import (
     Usage,
     steering_message,
 )
-from duragent.core.metrics import CallMeter, error_kind
 from duragent.errors import ContextLengthExceededError, LLMError
 from duragent.llm import (
     ChatRequest,
@@ -54,6 +53,7 @@ from duragent.llm import (
     ResponseDone,
     TextDelta,
 )
+from duragent.observability.metrics import CallMeter, error_kind
 from duragent.tools.base import Tool, ToolContext
 from duragent.tools.policy import Policy
 from duragent.turns.call_limits import within_limits
@@ -61,6 +61,7 @@ from duragent.turns.calls import decided, execute, store_result
 from duragent.turns.hooks import after_tool
 from duragent.turns.sink import TurnSink
 from duragent.turns.summaries import SummaryTier
+from duragent.turns.token_quota import TokenQuota
 
 __all__ = [
     "CLIENT_LEFT",
@@ -159,10 +160,10 @@ class LoopContext:
     rebuild_tools: Callable[[], Mapping[str, Tool]] | None = None
     """The turn's tools built again (after ``reload_tools``: new scripts on disk)."""
     meter: CallMeter | None = None
-    quota: Callable[[], Awaitable[str | None]] | None = None
+    quota: TokenQuota | None = None
     """Asked before each model call (summaries too): a refusal ends the turn with it as the
     reply, recorded (``turns.token_quota``: the chat's tokens for today are spent)."""
-    """Where model calls are counted (``core.metrics``); None when metrics are off."""
+    """Where model calls are counted (``observability.metrics``); None when metrics are off."""
 
 
 @dataclass(slots=True)
@@ -321,6 +322,8 @@ async def run_loop(
         usage = ctx.price(response.usage) if response.usage is not None else None
         if usage is not None:
             outcome.usage = outcome.usage + usage
+            if ctx.quota is not None:
+                ctx.quota.spent(usage)
         budget = report.to_dict()
         if ctx.meter is not None:
             ctx.meter.budget(budget)
@@ -402,7 +405,7 @@ async def run_loop(
 
 async def _refused(ctx: LoopContext, outcome: LoopOutcome) -> bool:
     """Whether the quota refuses the next call; if so its refusal is the turn's reply."""
-    refusal = await ctx.quota() if ctx.quota is not None else None
+    refusal = ctx.quota.check() if ctx.quota is not None else None
     if refusal is None:
         return False
     message_id = new_message_id()

@@ -14,9 +14,9 @@ import logging
 from collections.abc import Iterable, Mapping
 
 from duragent.agents import Agent
-from duragent.core.metrics import Metrics, error_kind
 from duragent.errors import LLMError
 from duragent.llm import LLMProvider, ResilientProvider, RetryPolicy, build_provider
+from duragent.observability.metrics import Metrics, error_kind
 
 __all__ = ["ProviderPool"]
 

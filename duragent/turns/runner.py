@@ -20,22 +20,20 @@ model; ``answer`` later runs the turn for what was recorded, recording nothing a
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from duragent.agents import Agent, AgentCatalog
 from duragent.context.budget import BudgetSettings
 from duragent.core.approval import DECISIONS, ApprovalDecision
-from duragent.core.logctx import current, turn_scope
 from duragent.core.messages import Message
-from duragent.core.metrics import Metrics
 from duragent.core.snapshot import DEFAULT_SILENT_BUFFER_CAP, SessionStatus
 from duragent.errors import StorageError
+from duragent.observability.logctx import current, turn_scope
+from duragent.observability.metrics import Metrics
 from duragent.session import (
     NewSession,
     SessionHandle,
@@ -50,10 +48,12 @@ from duragent.turns.driving import Resumed, TurnDriver, cancel_approval
 from duragent.turns.errors import ApprovalError
 from duragent.turns.inbox import Inbox
 from duragent.turns.interruptions import noting_interruption, recorded_outcome
+from duragent.turns.lines import Line, Lines
 from duragent.turns.pins import add_pin
 from duragent.turns.providers import ProviderPool
 from duragent.turns.recorded import Accepted, Incoming, Recorded, needs_restating
 from duragent.turns.result import AwaitingApproval, TurnResult, copy_result
+from duragent.turns.sessions import SessionQueries
 from duragent.turns.sink import TurnSink
 
 __all__ = ["DECISIONS", "Accepted", "TurnResult", "TurnRunner"]
@@ -61,18 +61,10 @@ __all__ = ["DECISIONS", "Accepted", "TurnResult", "TurnRunner"]
 log = logging.getLogger(__name__)
 
 
-@dataclass(slots=True)
-class _Active:
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    inbox: Inbox = field(default_factory=Inbox)  # the running loop's; a new one per loop
-    running: asyncio.Future[TurnResult] | None = None
-    decision_seq: int | None = None  # the approval ``_approve`` recorded, for its caller
-    users: int = 0  # calls holding this entry (``TurnRunner._hold``)
-
-
-def _recorded(active: _Active, seq: int, tell: Callable[[int], None] | None) -> None:
-    """The decision is on disk: note it for ``approve``'s error path, tell the caller."""
-    active.decision_seq = seq
+def _recorded(lines: Lines, line: Line, seq: int, tell: Callable[[int], None] | None) -> None:
+    """The decision is on disk: note it for ``approve``'s error path, tell the waiters."""
+    line.decision_seq = seq
+    lines.approvals_changed()
     if tell is not None:
         tell(seq)
 
@@ -95,7 +87,9 @@ class TurnRunner:
         sandbox: Sandbox = TRUST,
         metrics: Metrics | None = None,
     ) -> None:
-        self.registry = registry
+        self._registry = registry
+        self.sessions = SessionQueries(registry)
+        """What front ends may read of sessions (they write only through this runner)."""
         self.workspace_dir = workspace_dir
         """The workspace's ``.duragent`` folder (chat front ends keep pairing files there)."""
         self._agents = agents
@@ -114,7 +108,7 @@ class TurnRunner:
         )
         self._driver = TurnDriver(contexts, agents)
         self._pin_rooms = contexts.pin_rooms
-        self._active: dict[str, _Active] = {}
+        self._lines = Lines()
 
     # --- sessions ---------------------------------------------------------------------------
 
@@ -145,7 +139,7 @@ class TurnRunner:
     ) -> str:
         """Create a session for ``agent_name`` (raises AgentNotFoundError)."""
         agent = self._agents().get(agent_name)
-        return await self.registry.create(self._new_session(agent, gateway, chat_id))
+        return await self._registry.create(self._new_session(agent, gateway, chat_id))
 
     async def session_for_chat(
         self, gateway: str, chat_id: str, agent_name: str, chat_type: str | None = None
@@ -155,14 +149,14 @@ class TurnRunner:
         ``chat_type`` (``dm``, ``group``…) is kept with a new session, for recovery.
         """
         agent = self._agents().get(agent_name)
-        return await self.registry.for_chat(
+        return await self._registry.for_chat(
             (gateway, chat_id, agent_name), self._new_session(agent, gateway, chat_id, chat_type)
         )
 
     async def pin(self, session_id: str, text: str, *, kind: str, source: str) -> str:
         """Pin ``text`` in the session; ``PinRefusedError`` when its agent has no room for it."""
-        agent = self._agents().get((await self.registry.info(session_id)).agent)
-        session = self.registry.handle(session_id)
+        agent = self._agents().get((await self._registry.info(session_id)).agent)
+        session = self._registry.handle(session_id)
         return await add_pin(session, agent, self._pin_rooms, text, kind=kind, source=source)
 
     @property
@@ -177,8 +171,11 @@ class TurnRunner:
 
     def is_running(self, session_id: str) -> bool:
         """Whether a loop is running for the session."""
-        active = self._active.get(session_id)
-        return bool(active and active.running and not active.running.done())
+        return self._lines.running(session_id) is not None
+
+    async def loop_ended(self, session_id: str) -> None:
+        """Return once no loop runs for the session (at once when none does); no polling."""
+        await self._lines.loop_ended(session_id)
 
     # --- turns ------------------------------------------------------------------------------
 
@@ -201,9 +198,9 @@ class TurnRunner:
         running turn brings none (that turn's prompt is built). ``sender_id`` is the turn's
         requester: an approval it asks for records it.
         """
-        with turn_scope(session_id), self._hold(session_id) as active:  # core/logctx.py
+        with turn_scope(session_id), self._lines.hold(session_id) as active:  # logctx
             return await self._run(
-                self.registry.handle(session_id),
+                self._registry.handle(session_id),
                 active,
                 sink,
                 Incoming(content, sender_id, sender_name, platform_message_id, context_blocks),
@@ -218,6 +215,7 @@ class TurnRunner:
         sender_name: str | None = None,
         platform_message_id: str | None = None,
         steer: bool = True,
+        starts_turn: bool = False,
     ) -> Accepted:
         """Record an inbound message now; its turn runs later (``answer``), or not at all.
 
@@ -227,16 +225,26 @@ class TurnRunner:
         it read the message (if not, the message needs a turn of its own). A redelivered
         platform id is not recorded again (``duplicate``; ``answered`` when a reply followed
         it).
+
+        ``starts_turn``: the caller answers this message next, at once (a chat queue with
+        nothing else running, waiting or buffered for the session). With no loop running,
+        the message is recorded with what its turn starts from, in the same round trip, and
+        ``answer`` reuses that if the session took no write in between (else asks again).
         """
-        recorded = await Incoming(content, sender_id, sender_name, platform_message_id).record(
-            self.registry.handle(session_id)
-        )
+        incoming = Incoming(content, sender_id, sender_name, platform_message_id)
+        handle = self._registry.handle(session_id)
+        if starts_turn and self._lines.running(session_id) is None:
+            recorded = await incoming.record(handle, with_context=True)
+            stamp = self._registry.stamp(session_id)
+            if stamp is not None and not recorded.answered:
+                self._lines.keep_context(session_id, recorded, stamp)
+        else:
+            recorded = await incoming.record(handle)
         if recorded.duplicate:
             return Accepted(recorded.seq, duplicate=True, answered=recorded.answered)
-        active = self._active.get(session_id)
-        running = active.running if active is not None else None
-        if steer and active is not None and running is not None and not running.done():
-            return Accepted(recorded.seq, steered=active.inbox.put(content))
+        with self._lines.hold(session_id) as line:
+            if steer and line.loop_running() is not None:
+                return Accepted(recorded.seq, steered=line.inbox.put(content))
         return Accepted(recorded.seq)
 
     async def answer(
@@ -265,37 +273,19 @@ class TurnRunner:
         recorded): it goes on from their results (``needs_restating``). A loop running for
         the session is waited for first; this turn never joins it.
         """
-        with turn_scope(session_id), self._hold(session_id) as active:
+        with turn_scope(session_id), self._lines.hold(session_id) as active:
             while (running := active.running) is not None and not running.done():
                 await asyncio.wait([running])  # its outcome is its caller's; never cancels it
-            session = self.registry.handle(session_id)
+            session = self._registry.handle(session_id)
             recorded = Recorded(
                 seq, content, context_blocks, sender_id, seq if only_through else None
             )
             return await self._run(session, active, sink, recorded)
 
-    @contextlib.contextmanager
-    def _hold(self, session_id: str) -> Iterator[_Active]:
-        """The session's in-memory turn state, dropped once no call is using it.
-
-        A server runs for months: keeping an entry (and its last result) for every chat ever
-        seen would grow without bound.
-        """
-        active = self._active.get(session_id)
-        if active is None:
-            active = self._active[session_id] = _Active()
-        active.users += 1
-        try:
-            yield active
-        finally:
-            active.users -= 1
-            if not active.users and self._active.get(session_id) is active:
-                del self._active[session_id]
-
     async def _run(
         self,
         session: SessionHandle,
-        active: _Active,
+        active: Line,
         sink: TurnSink | None,
         inbound: Incoming | Recorded,
     ) -> TurnResult:
@@ -310,7 +300,7 @@ class TurnRunner:
         began = time.perf_counter()
         try:
             async with active.lock:
-                recorded = await inbound.record(session, with_context=True)
+                recorded = await self._context(session, inbound)
                 if recorded.duplicate and recorded.answered:  # what its turn recorded
                     result: TurnResult = await recorded_outcome(session, recorded.seq)
                 else:
@@ -331,10 +321,24 @@ class TurnRunner:
         future.set_result(result)
         return result
 
+    async def _context(
+        self, session: SessionHandle, inbound: Incoming | Recorded
+    ) -> UserMessageResult:
+        """Record ``inbound`` (or prepare its turn) and what the turn starts from.
+
+        A context ``accept`` kept for exactly this message is reused when the session took
+        no write since (one round trip to the actor saved per chat turn).
+        """
+        if isinstance(inbound, Recorded):
+            kept = self._lines.take_context(session.session_id, inbound.seq)
+            if kept is not None and self._registry.unchanged_since(session.session_id, kept[1]):
+                return kept[0]
+        return await inbound.record(session, with_context=True)
+
     async def _steer(
         self,
         session: SessionHandle,
-        active: _Active,
+        active: Line,
         running: asyncio.Future[TurnResult],
         inbound: Incoming,
         sink: TurnSink | None,
@@ -380,13 +384,14 @@ class TurnRunner:
         self,
         session: SessionHandle,
         recorded: UserMessageResult,
-        active: _Active,
+        active: Line,
         sink: TurnSink | None,
         inbound: Incoming | Recorded,
     ) -> TurnResult:
         messages = recorded.messages
         if recorded.pending_approval:
             await cancel_approval(session, recorded.pending_approval)
+            self._lines.approvals_changed()
             messages = None  # the cancellation added results to the window
         if messages is None:
             messages = await session.messages()
@@ -407,6 +412,7 @@ class TurnRunner:
             answers_seq=inbound.answers_seq if isinstance(inbound, Recorded) else None,
             memory=recorded.memory,
             chat=recorded.chat,
+            tokens=(recorded.tokens_day, recorded.tokens_today),
         )
 
     async def approve(
@@ -428,29 +434,114 @@ class TurnRunner:
         """
         if decision not in DECISIONS:
             raise ApprovalError(f"decision must be one of {', '.join(DECISIONS)}, got {decision!r}")
-        with turn_scope(session_id), self._hold(session_id) as active:
+        with turn_scope(session_id), self._lines.hold(session_id) as active:
             active.decision_seq = None
             try:
                 async with active.lock:
                     return await self._driver.approve(
-                        self.registry.handle(session_id),
+                        self._registry.handle(session_id),
                         call_id,
                         ApprovalDecision(decision),
                         sink,
-                        on_recorded=lambda seq: _recorded(active, seq, on_recorded),
+                        on_recorded=lambda seq: _recorded(self._lines, active, seq, on_recorded),
                     )
             except StorageError as exc:  # the decision on disk must not be sent again
                 if active.decision_seq is None:
                     raise
                 raise exc.after_recording(active.decision_seq) from exc
 
+    async def approval_decided(self, session_id: str) -> None:
+        """Return once the session has no approval pending (at once when it has none).
+
+        Woken by every decision and cancellation this runner records; a decision made
+        elsewhere is seen within ``lines.DECISION_BACKSTOP_SECONDS``.
+        """
+        while (await self._registry.info(session_id)).pending_approval is not None:
+            await self._lines.approval_change()
+
+    # --- writes that are not turns: each under the session's line ------------------------
+
+    async def post(self, session_id: str, text: str) -> int:
+        """Add an assistant message nobody asked for (a scheduled message); its seq.
+
+        Written between turns (``Lines.between_turns``): never inside a running turn's
+        records. It answers what the last turn answered, so it does not leave a person's
+        message looking answered.
+        """
+        async with self._lines.between_turns(session_id):
+            session = self._registry.handle(session_id)
+            answered = (await session.info()).last_answered_seq
+            return await session.add_assistant_response(text, answers_seq=answered)
+
+    async def record_unanswered(
+        self,
+        session_id: str,
+        text: str,
+        *,
+        sender_id: str,
+        sender_name: str | None,
+        platform_message_id: str | None,
+        silent: bool,
+    ) -> int | None:
+        """Record a message no turn answers: a group's chatter (``silent``) or a passive one.
+
+        ``silent`` chatter goes to the context buffer (None when it was a duplicate); a
+        passive user message joins the conversation without a turn.
+        """
+        session = self._registry.handle(session_id)
+        if silent:
+            return await session.add_silent_message(
+                text,
+                sender_id=sender_id,
+                sender_name=sender_name,
+                platform_message_id=platform_message_id,
+            )
+        result = await session.add_user_message(
+            text,
+            sender_id=sender_id,
+            sender_name=sender_name,
+            platform_message_id=platform_message_id,
+            passive=True,  # owed no answer: recovery must not answer it after a restart
+        )
+        return result.seq
+
+    async def record_delivery(self, session_id: str, reply_seq: int, target: str) -> None:
+        """The reply ``reply_seq`` reached ``target`` (idempotent).
+
+        Not waited for when the session's actor is live: the person has the message, the
+        record only keeps a restart from sending it again, and the actor writes it before
+        anything asked after it (the chat's next turn included). A failure is the actor's
+        to log; this process never sends the reply again either way (``Delivery``).
+        """
+        await self._registry.handle(session_id).record_delivery(reply_seq, target, wait=False)
+
+    async def unpin(self, session_id: str, pin_id: str) -> bool:
+        """Remove a pin; whether it was there."""
+        return await self._registry.handle(session_id).unpin(pin_id)
+
+    async def end_chat(self, key: tuple[str, str, str]) -> str | None:
+        """Complete the chat's session (``/reset``); its id, or None when it had none."""
+        ended = await self._registry.end_chat(key)
+        self._lines.approvals_changed()
+        return ended
+
+    async def complete(self, session_id: str) -> None:
+        """Complete the session (files kept)."""
+        await self._registry.complete(session_id)
+        self._lines.approvals_changed()
+
+    async def delete(self, session_id: str) -> None:
+        """Stop the session and delete its files."""
+        await self._registry.delete(session_id)
+        self._lines.approvals_changed()
+
     async def interrupted(self, session_id: str, partial: str) -> None:
         """A streaming client left (on_disconnect: pause): keep what was said, pause."""
-        session = self.registry.handle(session_id)
+        session = self._registry.handle(session_id)
         if partial.strip():
             await session.add_assistant_response(partial, durable=True)
         await session.set_status(SessionStatus.PAUSED)
 
     async def set_status(self, session_id: str, status: SessionStatus) -> None:
         """Record a status change (durable + snapshot)."""
-        await self.registry.handle(session_id).set_status(status)
+        await self._registry.handle(session_id).set_status(status)

@@ -38,11 +38,11 @@ from duragent.context.summaries import (
 from duragent.context.tokens import TokenCounter
 from duragent.context.window import context_window
 from duragent.core.messages import Message, Usage
-from duragent.core.metrics import CallMeter
 from duragent.errors import LLMError
 from duragent.llm import LLMProvider
 from duragent.llm.offline import OfflineProvider
 from duragent.llm.retry import ResilientProvider
+from duragent.observability.metrics import CallMeter
 from duragent.session import SessionHandle
 from duragent.session.memory import Pin
 from duragent.session.memory_ops import MemoryView
@@ -119,8 +119,11 @@ class SummaryTier:
         meter: CallMeter | None = None,
         pin_room: int,
         history_cache: HistoryCache | None = None,
+        spent: Callable[[Usage | None], None] | None = None,
     ) -> None:
+        """``spent``: told each summary call's usage (the chat's daily token quota)."""
         self._session = session
+        self._spent = spent
         self._pin_room = pin_room
         self._history_cache = history_cache  # the session's, as the loop's (``plan_summary``)
         self._meter = meter
@@ -266,6 +269,8 @@ class SummaryTier:
             usage = None
         if usage is not None:
             usage = self._price(usage)
+            if self._spent is not None:
+                self._spent(usage)
         tokens_after = plan.tokens_before - plan.tokens_summarised + self._counter.count_text(text)
         recorded = await self._session.record_summary(
             text,

@@ -12,14 +12,16 @@ turns see it).
 
 Today's total is the session's own counter (``SessionState.tokens_today``): each recorded
 call's usage is added as its event is applied, the snapshot keeps it, so a restart knows it
-without reading the log. Sessions without a chat (the operator's, over HTTP or the CLI) are
-not limited.
+without reading the log. A turn starts from that counter as its context brought it (no extra
+round trip to the session's actor, issue 35) and adds each call it makes, summaries
+included, as the call's usage is recorded (``spent``): the check itself reads nothing.
+Sessions without a chat (the operator's, over HTTP or the CLI) are not limited.
 """
 
 from __future__ import annotations
 
 from duragent.core.clock import utc_now
-from duragent.session import SessionHandle
+from duragent.core.messages import Usage
 
 __all__ = ["TOKEN_FIELD", "TokenQuota", "token_refusal"]
 
@@ -27,25 +29,32 @@ TOKEN_FIELD = "spec.access.quotas.tokens_per_chat_per_day"
 
 
 class TokenQuota:
-    """``tokens_per_chat_per_day`` for one chat session (see module docstring)."""
+    """``tokens_per_chat_per_day`` for one chat session's turn (see module docstring)."""
 
-    def __init__(self, session: SessionHandle, tokens_per_chat_per_day: int) -> None:
-        self._session = session
+    __slots__ = ("_day", "_used", "tokens_per_chat_per_day")
+
+    def __init__(self, tokens_per_chat_per_day: int, *, day: str, used: int) -> None:
+        """``day`` and ``used``: the session's counter when the turn started."""
         self.tokens_per_chat_per_day = tokens_per_chat_per_day
+        self._day = day
+        self._used = used
 
-    async def check(self) -> str | None:
-        """The refusal when the chat used its tokens for today (None: it may call the model).
-
-        Reads the session's counter (one round trip to its actor, no disk), so the calls
-        this very turn made count as soon as they are recorded.
-        """
-        limit = self.tokens_per_chat_per_day
-        if limit <= 0:
-            return None
-        info = await self._session.info()
+    def _today(self) -> int:
         today = utc_now().date().isoformat()
-        used = info.tokens_today if info.tokens_day == today else 0
-        if used < limit:
+        if today != self._day:
+            self._day, self._used = today, 0 if today > self._day else self._used
+        return self._used
+
+    def spent(self, usage: Usage | None) -> None:
+        """A call of this turn used ``usage`` (recorded with it, so the counter has it too)."""
+        if usage is not None:
+            self._today()
+            self._used += usage.prompt_tokens + usage.completion_tokens
+
+    def check(self) -> str | None:
+        """The refusal when the chat used its tokens for today (None: it may call the model)."""
+        limit = self.tokens_per_chat_per_day
+        if limit <= 0 or self._today() < limit:
             return None
         return token_refusal(limit)
 

@@ -20,7 +20,7 @@ from types import TracebackType
 
 import httpx
 
-from tests.gateways.serve_process import free_port
+from duragent.testing.serve_process import free_port
 
 __all__ = ["Served", "Workspace", "run_cli"]
 

@@ -25,9 +25,9 @@ from pathlib import Path
 
 from duragent.agents import load_catalog
 from duragent.agents.spec import QueueSpec
-from duragent.core.tasks import BackgroundTasks
 from duragent.frontkit import ChatRef, ChatTurns, Inbound, SentMessage
 from duragent.frontkit.queue import SessionQueues
+from duragent.lifecycle.tasks import BackgroundTasks
 from duragent.session import SessionRegistry
 from duragent.store import SessionStore
 from duragent.testing.local_runner import workspace_runner

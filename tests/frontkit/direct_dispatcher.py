@@ -26,11 +26,13 @@ class DirectDispatcher:
         self.offered: list[tuple[str, Inbound, QueueSpec]] = []
 
     async def offer(self, session_id: str, inbound: Inbound, queue: QueueSpec) -> None:
-        await self._chat.turns.registry.handle(session_id).add_user_message(
+        await self._chat.turns.accept(
+            session_id,
             inbound.text,
             sender_id=inbound.sender_id,
             sender_name=inbound.sender_name,
             platform_message_id=inbound.message_id,
+            steer=False,
         )
         self.offered.append((session_id, inbound, queue))
         previous = self._last.get(session_id)

@@ -17,7 +17,6 @@ from typing import Any
 
 from duragent.agents import load_catalog
 from duragent.config.workspace import RouteConfig
-from duragent.core.tasks import BackgroundTasks
 from duragent.frontkit import (
     ButtonPress,
     ChatFront,
@@ -28,6 +27,7 @@ from duragent.frontkit import (
     Router,
     approval_buttons,
 )
+from duragent.lifecycle.tasks import BackgroundTasks
 from duragent.llm import RetryPolicy
 from duragent.session import RegistrySettings, SessionRegistry
 from duragent.store import SessionStore

@@ -9,9 +9,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from duragent.core.tasks import BackgroundTasks
 from duragent.frontkit import ChatRef, ChatTurns, Inbound, MemoryOutbound
 from duragent.frontkit.chat import NOTHING_PENDING, OTHER_CALL_PENDING
+from duragent.lifecycle.tasks import BackgroundTasks
 from duragent.testing import Reply, ToolCallReply
 from duragent.turns import ApprovalDecision
 from tests.polling import eventually
@@ -72,7 +72,7 @@ async def test_a_message_that_joins_a_running_turn_does_not_send_the_reply_twice
         await started.wait()
         second = asyncio.create_task(chat.receive(message("and also this", "p2")))
         sid = await h.runner.session_for_chat("telegram", "42", "bot")
-        assert await eventually(lambda: "and also this" in h.runner._active[sid].inbox.pending())
+        assert await eventually(lambda: "and also this" in h.runner._lines.steered(sid))
         gate.set()
         one, two = await asyncio.gather(first, second)
     assert outbound.texts() == ["Both messages answered."]
@@ -165,7 +165,7 @@ async def test_every_reply_a_turn_wrote_reaches_the_chat_in_order(tmp_path: Path
         assert await eventually(lambda: len(h.server.requests) == 1)
         second = asyncio.create_task(chat.receive(message("and B", "p2")))
         sid = await h.runner.session_for_chat("telegram", "42", "bot")
-        assert await eventually(lambda: "and B" in h.runner._active[sid].inbox.pending())
+        assert await eventually(lambda: "and B" in h.runner._lines.steered(sid))
         await asyncio.gather(first, second)
         info = await h.registry.info(sid)
     assert outbound.texts() == ["answer A", "answer to both"]

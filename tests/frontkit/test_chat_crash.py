@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from duragent.core.tasks import BackgroundTasks
 from duragent.frontkit import ChatTurns, MemoryOutbound
 from duragent.frontkit.queue import SessionQueues
 from duragent.frontkit.recovery import recover_chats
+from duragent.lifecycle.tasks import BackgroundTasks
 from tests.frontkit.chat_crash_worker import CHAT, WORKER_PATH, build, prepare
 from tests.polling import eventually
 
@@ -43,9 +43,9 @@ async def recover_in_parent(workspace: Path) -> tuple[list[tuple[str | None, str
     chat = ChatTurns(runner, outbound, tasks, typing_every=0.05)
     queues = SessionQueues(runner, chat, outbound, tasks)
     try:
-        await recover_chats("telegram", registry, chat.delivery, queues)
+        await recover_chats("telegram", runner.sessions, chat.delivery, queues)
         assert await eventually(lambda: len(queues) == 0)
-        await recover_chats("telegram", registry, chat.delivery, queues)
+        await recover_chats("telegram", runner.sessions, chat.delivery, queues)
         assert await eventually(lambda: len(queues) == 0)
         sid = await runner.session_for_chat(CHAT.gateway, CHAT.chat_id, "bot")
         info = await registry.info(sid)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from duragent.core.logctx import current
 from duragent.frontkit import MemoryOutbound
+from duragent.observability.logctx import current
 from duragent.testing import Reply, ToolCallReply
 from tests.frontkit.test_chat import chat_kit, message
 from tests.turns.turn_fixtures import FnTool

@@ -22,7 +22,7 @@ async def test_a_reply_is_sent_and_recorded_as_delivered(tmp_path: Path) -> None
         h.server.enqueue(Reply(text="Hello!"))
         sid = await h.runner.session_for_chat("telegram", "42", "bot")
         result = await h.runner.run(sid, "hi")
-        sent = await Delivery(h.registry, outbound).deliver(CHAT, result, reply_to="p1")
+        sent = await Delivery(h.runner, outbound).deliver(CHAT, result, reply_to="p1")
         events = await h.registry.handle(sid).events()
         info = await h.registry.info(sid)
     assert isinstance(result, Complete)
@@ -42,7 +42,7 @@ async def test_the_same_reply_handed_over_again_is_not_sent_again(tmp_path: Path
         h.server.enqueue(Reply(text="once"))
         sid = await h.runner.start_session("bot")
         result = await h.runner.run(sid, "hi")
-        delivery = Delivery(h.registry, outbound)
+        delivery = Delivery(h.runner, outbound)
         together = await asyncio.gather(*(delivery.deliver(CHAT, result) for _ in range(5)))
         later = await delivery.deliver(CHAT, result)
     assert outbound.texts() == ["once"]
@@ -55,10 +55,10 @@ async def test_a_delivered_reply_is_not_sent_again_after_a_restart(tmp_path: Pat
         h.server.enqueue(Reply(text="before the restart"))
         sid = await h.runner.start_session("bot")
         result = await h.runner.run(sid, "hi")
-        await Delivery(h.registry, MemoryOutbound()).deliver(CHAT, result)
+        await Delivery(h.runner, MemoryOutbound()).deliver(CHAT, result)
     outbound = MemoryOutbound()
     async with harness(tmp_path) as h2:
-        assert await Delivery(h2.registry, outbound).deliver(CHAT, result) is None
+        assert await Delivery(h2.runner, outbound).deliver(CHAT, result) is None
     assert outbound.actions == []
 
 
@@ -68,7 +68,7 @@ async def test_a_steered_result_and_a_duplicate_send_nothing(tmp_path: Path) -> 
         h.server.enqueue(Reply(text="for the first caller"))
         sid = await h.runner.start_session("bot")
         result = await h.runner.run(sid, "hi")
-        delivery = Delivery(h.registry, outbound)
+        delivery = Delivery(h.runner, outbound)
         steered = await delivery.deliver(CHAT, copy_result(result, steered=True))
         duplicate = await delivery.deliver(CHAT, Duplicate(session_id=sid))
         events = await h.registry.handle(sid).events()
@@ -87,7 +87,7 @@ async def test_an_approval_asks_for_a_decision_and_records_the_request_as_delive
         h.server.enqueue(Reply(tool_calls=[call]))
         sid = await h.runner.start_session("bot")
         result = await h.runner.run(sid, "do it")
-        await Delivery(h.registry, outbound).deliver(CHAT, result)
+        await Delivery(h.runner, outbound).deliver(CHAT, result)
         info = await h.registry.info(sid)
         events = await h.registry.handle(sid).events()
     assert [(a.kind, a.text, a.call_id) for a in outbound.actions] == [
@@ -106,7 +106,7 @@ async def test_a_failed_turn_tells_the_chat_and_records_its_end_as_delivered(
         sid = await h.runner.start_session("bot")
         failed = await h.runner.run(sid, "hi")
         assert isinstance(failed, Failed)
-        await Delivery(h.registry, outbound).deliver(CHAT, failed)
+        await Delivery(h.runner, outbound).deliver(CHAT, failed)
         info = await h.registry.info(sid)
     assert outbound.texts() == [failed.content]
     assert info.last_delivered_seq == info.last_settled_seq > 0

@@ -173,7 +173,6 @@ async def test_a_notice_waits_for_a_pending_approval_and_is_answered_after_it(
         paused = await h.runner.run(sid, "echo please")
         assert isinstance(paused, AwaitingApproval)
         notices = SessionNotices(h.runner, lambda gateway: None)
-        notices.approval_poll = 0.02
         told = asyncio.create_task(
             notices.notify(sid, f"{COMPLETED}\n\nHandle: y", notice_id="process:y:ended")
         )
@@ -182,7 +181,7 @@ async def test_a_notice_waits_for_a_pending_approval_and_is_answered_after_it(
         assert not any(t.startswith(COMPLETED) for t in await user_texts(h, sid))
         h.server.enqueue(Reply(text="Echo done."), Reply(text="And the job ended."))
         await h.runner.approve(sid, "c1", "allow_once")
-        result = await asyncio.wait_for(told, 5)
+        result = await asyncio.wait_for(told, 60)
         texts = await user_texts(h, sid)
     assert isinstance(result, Complete)
     assert result.content == "And the job ended."

@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 from duragent.agents.spec import DebounceSpec, QueueSpec
-from duragent.core.tasks import BackgroundTasks
 from duragent.frontkit import ChatRef, ChatTurns, Inbound, MemoryOutbound, SentMessage
 from duragent.frontkit.outbox import (
     UNDELIVERED,
@@ -26,6 +25,7 @@ from duragent.frontkit.outbox import (
     UndeliveredError,
 )
 from duragent.frontkit.queue import TURN_FAILED, SessionQueues
+from duragent.lifecycle.tasks import BackgroundTasks
 from duragent.testing import Reply
 from duragent.testing.script import RecordedRequest
 from tests.polling import eventually

@@ -11,9 +11,9 @@ from typing import Any
 
 from duragent.agents.spec import DebounceSpec, QueueSpec
 from duragent.core.events import EventType
-from duragent.core.tasks import BackgroundTasks
 from duragent.frontkit import ChatRef, ChatTurns, Inbound, MemoryOutbound
 from duragent.frontkit.queue import TURN_FAILED, Dispatcher, SessionQueues
+from duragent.lifecycle.tasks import BackgroundTasks
 from duragent.testing import Fault, Reply, ToolCallReply
 from duragent.testing.script import RecordedRequest
 from tests.polling import eventually

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from duragent.agents.spec import QueueSpec
-from duragent.core.tasks import BackgroundTasks
 from duragent.frontkit import ChatRef, ChatTurns, Inbound, MemoryOutbound
 from duragent.frontkit.queue import SessionQueues
 from duragent.frontkit.recovery import recover_chats
+from duragent.lifecycle.tasks import BackgroundTasks
 from duragent.testing import Fault, Reply, ToolCallReply
 from duragent.turns import ApprovalDecision, AwaitingApproval, Complete
 from tests.frontkit.test_queue import echo
@@ -36,7 +36,9 @@ class Kit:
         return await self.h.runner.session_for_chat(chat.gateway, chat.chat_id, "bot")
 
     async def recover(self) -> tuple[int, int]:
-        report = await recover_chats("telegram", self.h.registry, self.chat.delivery, self.queues)
+        report = await recover_chats(
+            "telegram", self.h.runner.sessions, self.chat.delivery, self.queues
+        )
         return report.delivered, report.resumed
 
     def replies(self) -> list[tuple[str | None, str]]:
@@ -212,7 +214,9 @@ async def test_sessions_with_nothing_to_do_are_not_loaded(tmp_path: Path) -> Non
         for sid in {sid for _, sid in kit.h.registry.chat_sessions("telegram")} | {other_gateway}:
             await kit.h.registry.stop(sid)
         assert kit.h.registry.live_count == 0
-        report = await recover_chats("telegram", kit.h.registry, kit.chat.delivery, kit.queues)
+        report = await recover_chats(
+            "telegram", kit.h.runner.sessions, kit.chat.delivery, kit.queues
+        )
         live = kit.h.registry.live_count
     assert report.checked == len(chats)
     assert (report.delivered, report.resumed, report.failed) == (0, 0, 0)
@@ -228,7 +232,7 @@ async def test_a_sequential_chats_unanswered_messages_get_a_turn_each(tmp_path: 
         await kit.h.registry.stop(sid)  # killed before either was answered
         report = await recover_chats(
             "telegram",
-            kit.h.registry,
+            kit.h.runner.sessions,
             kit.chat.delivery,
             kit.queues,
             settings=lambda _agent, _chat, _type: (QueueSpec(mode="sequential"), None),
@@ -255,7 +259,7 @@ async def test_recovery_knows_a_chat_is_a_group_from_what_its_platform_said(
         if not live:
             await kit.h.registry.stop(sid)  # killed before it was answered
         await recover_chats(
-            "telegram", kit.h.registry, kit.chat.delivery, kit.queues, settings=settings
+            "telegram", kit.h.runner.sessions, kit.chat.delivery, kit.queues, settings=settings
         )
         await eventually(lambda: len(kit.replies()) == 1)
     assert asked == ["group"]
@@ -272,7 +276,7 @@ async def test_a_sequential_message_recorded_before_an_earlier_reply_is_still_an
         await kit.h.registry.stop(sid)  # killed before "two" got its turn
         report = await recover_chats(
             "telegram",
-            kit.h.registry,
+            kit.h.runner.sessions,
             kit.chat.delivery,
             kit.queues,
             settings=lambda _agent, _chat, _type: (QueueSpec(mode="sequential"), None),

@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from duragent.core.tasks import BackgroundTasks
 from duragent.frontkit import await_turn
+from duragent.lifecycle.tasks import BackgroundTasks
 
 
 async def turn(gate: asyncio.Event, done: list[str]) -> str:

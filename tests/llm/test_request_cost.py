@@ -5,7 +5,8 @@ server over HTTP, and the work each call does is counted: function calls made in
 (``tests/work.py``), which a busy machine does not change the way it changes a timing.
 Through the SDKs' ``create()`` the 2,000-message call made ~140x (OpenAI) and ~16x
 (Anthropic) the calls of the short one (the SDK's typed transform, per message); with
-pre-built bodies it makes about as many (~1.05x). The timings are ``bench/provider_request.py``.
+pre-built bodies it makes about as many (~1.05x). The timings are
+``bench/components/provider_request.py``.
 """
 
 from __future__ import annotations

@@ -15,7 +15,8 @@ recorded and unsent; then the files are read back:
   once, at most once more per kill (a kill between Telegram's answer and the ``delivery``
   record re-sends that one message: no platform makes the two one step).
 
-Used by ``tests/scheduler/test_kill_campaign.py`` (short) and ``bench/scheduler.py`` (long).
+Used by ``tests/scheduler/test_kill_campaign.py`` (short) and ``bench/components/scheduler.py``
+(long).
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from duragent.testing import FakeTelegram
-from tests.gateways.telegram.campaign_rig import TOKEN, ServeProcess
+from duragent.testing.serve_process import ServeProcess
+from duragent.testing.telegram_campaign import TOKEN
 
 CHAT = 4242
 EVERY_MS = 1000

@@ -1,5 +1,6 @@
 """The SIGKILL campaign, short: five kills of a real ``duragent serve`` (the long one is
-``bench/scheduler.py --kills 25``). ``kill_campaign.py``'s docstring defines each check."""
+``python -m bench.components.scheduler --kills 25``). ``kill_campaign.py``'s docstring defines
+each check."""
 
 from __future__ import annotations
 

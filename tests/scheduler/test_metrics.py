@@ -7,7 +7,7 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from duragent.core.metrics import Metrics
+from duragent.observability.metrics import Metrics
 from duragent.scheduler.clock import ManualClock
 from duragent.scheduler.model import Every
 from tests.scheduler.rig import START, RecordingPayloads, make_scheduler, schedule

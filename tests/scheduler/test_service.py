@@ -143,7 +143,7 @@ def test_backoff_doubles_is_capped_and_jittered_by_a_fifth() -> None:
 async def test_a_run_killed_before_it_wrote_anything_runs_once_more_without_a_retry_block(
     tmp_path: Path,
 ) -> None:
-    """A kill is not the run's failure: its due time is not missed (found by bench/year.py)."""
+    """A kill is not the run's failure: its due time is not missed (found by bench/year)."""
     nine = START.replace(hour=9)
     runs = RunLogFiles(tmp_path / "runs")
     runs.append("daily", {"ts": 0, "status": "running", "due": int(nine.timestamp() * 1000)})

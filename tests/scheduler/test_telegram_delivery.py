@@ -35,9 +35,7 @@ def soon(rig: Rig) -> At:
 async def chat_messages(rig: Rig) -> list[tuple[str, str]]:
     turns = rig.runtime.turns
     session = await turns.session_for_chat("telegram", str(ANN), "bot")
-    return [
-        (m.role.value, m.content or "") for m in await turns.registry.handle(session).messages()
-    ]
+    return [(m.role.value, m.content or "") for m in await turns.sessions.messages(session)]
 
 
 async def test_a_message_reaches_the_chat_and_its_session_once(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ ack file and fsyncs it; the ack file is the ground truth of what was acknowledge
 events are acknowledged only after the durable write that carried them returned.
 
 The parent side (``Worker``, ``run_campaign``, ``verify``) is imported by
-``tests/session/test_crash_recovery.py`` and ``bench/crash.py``.
+``tests/session/test_crash_recovery.py`` and ``bench/restarts/crash.py``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A session actor's log lines carry the turn that sent the request (``core.logctx``)."""
+"""A session actor's log lines carry the turn that sent the request (``observability.logctx``)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from duragent.core.logctx import current, log_context
+from duragent.observability.logctx import current, log_context
 from duragent.session import NewSession, RegistrySettings, SessionRegistry
 from duragent.session.bridge import Request
+from duragent.session.operations import SessionOps
 from duragent.store import SessionStore
 from tests.polling import eventually
 
@@ -44,12 +45,12 @@ async def test_a_line_the_actor_thread_logs_names_the_senders_turn(
         sid = await reg.create(NewSession(agent="a"))
         ref = reg._live[sid].ref  # a told request that fails is logged by the actor itself
         with log_context(session_id=sid, turn_id="turn_from_http"):
-            ref.tell(Request("no_such_op"))
-        ref.tell(Request("no_such_op"))  # sent outside any turn
+            ref.tell(Request(SessionOps.set_status, ("no_such_status",)))  # no SessionStatus
+        ref.tell(Request(SessionOps.set_status, ("no_such_status",)))  # outside any turn
 
         assert await eventually(lambda: len(grabbed.seen) == 2)
         (first, in_turn), (_, outside) = grabbed.seen
-        assert "no_such_op failed" in first
+        assert "set_status failed" in first
         assert in_turn == {"session_id": sid, "turn_id": "turn_from_http"}
         assert outside == {}  # the actor thread kept nothing of the earlier request
     finally:

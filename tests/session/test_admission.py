@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from duragent.session.admission import Admission, AskMix
+from duragent.session.admission import AskAdmission, AskMix
 from duragent.session.bridge import SessionTimeoutError
 
 
@@ -40,7 +40,7 @@ def test_slower_python_lowers_the_limit_again() -> None:
 
 async def test_when_the_limit_rises_waiting_asks_are_admitted_at_the_next_leave() -> None:
     mix = AskMix()
-    admission = Admission(2, high=8, mix=mix)
+    admission = AskAdmission(2, high=8, mix=mix)
     assert admission.try_enter()
     assert admission.try_enter()
     waiters = [asyncio.create_task(admission.enter(5)) for _ in range(3)]
@@ -54,7 +54,7 @@ async def test_when_the_limit_rises_waiting_asks_are_admitted_at_the_next_leave(
 
 
 async def test_a_waiter_that_timed_out_does_not_block_the_queue() -> None:
-    admission = Admission(1)
+    admission = AskAdmission(1)
     assert admission.try_enter()
     with pytest.raises(SessionTimeoutError, match="no session capacity"):
         await admission.enter(0.05)
@@ -63,6 +63,6 @@ async def test_a_waiter_that_timed_out_does_not_block_the_queue() -> None:
 
 
 def test_a_fixed_limit_ignores_the_disk() -> None:
-    admission = Admission(3)
+    admission = AskAdmission(3)
     assert [admission.try_enter() for _ in range(4)] == [True, True, True, False]
     assert admission.limit == 3

@@ -10,6 +10,7 @@ import pytest
 
 from duragent.session import NewSession, SessionRegistry, SessionTimeoutError
 from duragent.session.bridge import ask
+from duragent.session.operations import SessionOps
 from duragent.store import SessionStore
 from tests.session.slow_ops import SlowFsyncOps
 
@@ -26,9 +27,9 @@ async def test_a_shorter_timeout_after_a_longer_one_still_fires_on_time(tmp_path
         second = await reg.create(NewSession(agent="a"))
         ops.also_slow = [tmp_path / first, tmp_path / second]
         long_ask = asyncio.create_task(
-            ask(reg._live[first].ref, "add_user_message", within=600.0, content="x")
+            ask(reg._live[first].ref, 600.0, SessionOps.add_user_message, content="x")
         )
-        short = ask(reg._live[second].ref, "add_user_message", within=0.3, content="y")
+        short = ask(reg._live[second].ref, 0.3, SessionOps.add_user_message, content="y")
         with pytest.raises(SessionTimeoutError, match=r"within 0\.3s"):
             await asyncio.wait_for(short, 60)
         long_was_waiting = not long_ask.done()
@@ -52,9 +53,10 @@ async def test_many_asks_in_a_row_each_keep_their_own_deadline(tmp_path: Path) -
         ids = [await reg.create(NewSession(agent="a")) for _ in range(3)]
         ops.also_slow = [tmp_path / ids[2]]
         fast = [
-            await ask(reg._live[s].ref, "add_user_message", within=60, content="q") for s in ids[:2]
+            await ask(reg._live[s].ref, 60, SessionOps.add_user_message, content="q")
+            for s in ids[:2]
         ]
-        stalled = ask(reg._live[ids[2]].ref, "add_user_message", within=0.3, content="q")
+        stalled = ask(reg._live[ids[2]].ref, 0.3, SessionOps.add_user_message, content="q")
         with pytest.raises(SessionTimeoutError):
             await asyncio.wait_for(stalled, 60)
     finally:

@@ -7,6 +7,7 @@ again from the session snapshots; all of it also after a restart.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -131,3 +132,41 @@ def test_an_append_after_a_torn_line_is_not_glued_onto_it(tmp_path: Path) -> Non
     fresh.load()
     assert fresh.get(OTHER) == "s2"
     assert fresh.get(GOOD) == "s1"
+
+
+@pytest.mark.parametrize("how", ["deleted", "quarantined by hand"])
+async def test_a_chat_whose_session_is_gone_is_reported_then_served_by_a_new_session(
+    tmp_path: Path, how: str
+) -> None:
+    gone, other = await two_chats(tmp_path)
+    if how == "deleted":
+        shutil.rmtree(tmp_path / gone)
+    else:
+        (tmp_path / "_quarantine").mkdir()
+        (tmp_path / gone).rename(tmp_path / "_quarantine" / gone)
+    [found] = read_problems(tmp_path)  # doctor, before any start
+    assert gone in found["reason"]
+    registry = await open_registry(tmp_path)
+    try:
+        [reported] = registry.store.chats.skipped()  # /readyz's skipped_records.chat_index
+        assert reported["record"] == found["record"]
+        assert set(reported) == {"record", "reason"}  # nothing was moved
+        assert gone in reported["reason"]
+        assert str(list(GOOD)) in reported["record"]
+        fresh = await registry.for_chat(GOOD, new_chat("1"))  # the chat's next message
+        await registry.handle(fresh).add_user_message(content="still here?")
+        said = [m.content for m in await registry.handle(fresh).messages()]
+        assert await registry.for_chat(OTHER, new_chat("2")) == other
+        after = registry.store.chats.skipped()
+    finally:
+        await registry.aclose()
+    assert fresh != gone
+    assert said == ["still here?"]
+    assert after == []  # replaced: no longer reported
+    registry = await open_registry(tmp_path)  # after a restart: the new mapping holds
+    try:
+        assert registry.store.chats.skipped() == []
+        assert await registry.chat_session(GOOD) == fresh
+    finally:
+        await registry.aclose()
+    assert read_problems(tmp_path) == []

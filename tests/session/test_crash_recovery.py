@@ -9,12 +9,13 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from duragent.core.events import Event, EventType
 from duragent.core.messages import Role
-from duragent.session import RegistrySettings, SessionRegistry, UserMessageResult
+from duragent.session import RegistrySettings, SessionHandle, SessionRegistry, UserMessageResult
 from duragent.session.state import INTERRUPTED_RESULT
 from duragent.store import SessionStore
 from tests.session.crash_worker import Worker, content_sha, read_records, run_campaign, user_text
@@ -35,22 +36,21 @@ def run_and_kill(tmp_path: Path, script: list[list[Any]], seed: int = 1) -> list
     return read_records(acks)
 
 
-async def _in_process(
-    sessions: Path, session_id: str, *ops: tuple[str, dict[str, Any]]
-) -> list[Any]:
+Call = Callable[[SessionHandle], Awaitable[Any]]
+
+
+async def _in_process(sessions: Path, session_id: str, *calls: Call) -> list[Any]:
     registry = SessionRegistry(SessionStore(sessions), RegistrySettings())
     await registry.open()
     try:
-        return [await registry.call(session_id, op, **kwargs) for op, kwargs in ops]
+        return [await call(registry.handle(session_id)) for call in calls]
     finally:
         await registry.aclose()
 
 
-def restart_and_call(
-    sessions: Path, session_id: str, *ops: tuple[str, dict[str, Any]]
-) -> list[Any]:
-    """Open the sessions in this process (a restart) and run ``ops`` on one session."""
-    return asyncio.run(_in_process(sessions, session_id, *ops))
+def restart_and_call(sessions: Path, session_id: str, *calls: Call) -> list[Any]:
+    """Open the sessions in this process (a restart) and run ``calls`` on one session."""
+    return asyncio.run(_in_process(sessions, session_id, *calls))
 
 
 def logged_events(session_dir: Path) -> list[Event]:
@@ -92,7 +92,7 @@ def test_a_user_message_acknowledged_just_before_the_kill_is_there_once_after_re
     sessions, _ = sessions_and_acks(tmp_path)
 
     history, window = restart_and_call(
-        sessions, sid, ("events", {"include_archive": True}), ("messages", {})
+        sessions, sid, lambda s: s.events(include_archive=True), lambda s: s.messages()
     )
 
     copies = [e for e in history if e.data.get("platform_message_id") == f"{sid}:m2"]
@@ -115,9 +115,9 @@ def test_a_redelivered_message_after_restart_is_a_duplicate_that_says_whether_it
     answered, unanswered, history = restart_and_call(
         sessions,
         sid,
-        ("add_user_message", {"content": user_text(sid, a), "platform_message_id": a}),
-        ("add_user_message", {"content": user_text(sid, b), "platform_message_id": b}),
-        ("events", {"include_archive": True}),
+        lambda s: s.add_user_message(user_text(sid, a), platform_message_id=a),
+        lambda s: s.add_user_message(user_text(sid, b), platform_message_id=b),
+        lambda s: s.events(include_archive=True),
     )
 
     assert answered == UserMessageResult(seq=seq[a], duplicate=True, answered=True)
@@ -152,7 +152,7 @@ def test_an_unanswered_message_that_rolled_the_checkpoint_is_not_reported_answer
     (result,) = restart_and_call(
         sessions,
         sid,
-        ("add_user_message", {"content": user_text(sid, last), "platform_message_id": last}),
+        lambda s: s.add_user_message(user_text(sid, last), platform_message_id=last),
     )
 
     assert acked["seq"] == 51
@@ -191,7 +191,7 @@ def test_a_tool_call_cut_off_by_the_kill_gets_a_persisted_interrupted_result(
     raw = (folder / "events.jsonl").read_text(encoding="utf-8")
     assert json.dumps(INTERRUPTED_RESULT) in raw
 
-    (window,) = restart_and_call(sessions, sid, ("messages", {}))
+    (window,) = restart_and_call(sessions, sid, lambda s: s.messages())
     assert [m.role for m in window] == [Role.USER, Role.ASSISTANT, Role.TOOL, Role.TOOL]
     assert [m.tool_call_id for m in window[2:]] == ["call_done", "call_cut"]
     assert window[3].content == INTERRUPTED_RESULT
@@ -217,7 +217,7 @@ def test_a_kill_in_the_middle_of_archiving_loses_no_event_from_the_full_history(
         second += [["user", f"b{turn}"], ["final"]]
     run_and_kill(tmp_path, second, seed=2)
 
-    (history,) = restart_and_call(sessions, sid, ("events", {"include_archive": True}))
+    (history,) = restart_and_call(sessions, sid, lambda s: s.events(include_archive=True))
     seqs = [e.seq for e in history]
     missing = sorted(set(range(1, max(seqs) + 1)) - set(seqs))
     assert not missing, f"acknowledged events missing from the full history: {missing}"

@@ -12,7 +12,10 @@ from pathlib import Path
 import pytest
 
 from duragent.core.messages import ToolCall
+from duragent.errors import StorageError
 from duragent.session import NewSession, RegistrySettings, SessionRegistry
+from duragent.session.descriptors import is_out_of_descriptors
+from duragent.session.operations import SessionOps
 from duragent.session.state import INTERRUPTED_RESULT
 from duragent.store import SessionStore
 from duragent.store.fileops import OS_FILE_OPS, OsFileOps
@@ -163,5 +166,32 @@ async def test_a_snapshot_unreadable_for_want_of_descriptors_is_not_quarantined(
         assert [m.content for m in messages if m.role == "user"] == ["keep me"]
         assert reg.store.quarantined() == []
         assert isinstance(SnapshotFile(tmp_path / sid).read(), object)
+    finally:
+        await reg.aclose()
+
+
+async def test_an_op_not_declared_retry_safe_fails_out_of_descriptors_and_a_safe_one_is_retried(
+    tmp_path: Path,
+) -> None:
+    ops = ScarceDescriptorOps(limit=2)
+    reg = await open_registry(tmp_path, ops)
+    try:
+        sid = await reg.create(NewSession(agent="bot"))
+        await reg.stop(sid)  # its log is closed: its next write needs a descriptor
+        idle = [await reg.create(NewSession(agent="bot")) for _ in range(2)]  # logs open
+        session = reg.handle(sid)
+
+        assert not SessionOps.pin.retry_safe
+        with pytest.raises(StorageError) as refused:
+            await session.pin("keep this")
+        assert is_out_of_descriptors(refused.value)
+        assert all(reg.is_live(s) for s in idle)  # nothing was evicted to try it again
+
+        assert SessionOps.add_user_message.retry_safe
+        await session.add_user_message("hello")  # tried again once idle actors made room
+        assert not all(reg.is_live(s) for s in idle)
+        await session.pin("keep this")
+        assert [p.text for p in (await session.memory()).pins] == ["keep this"]
+        assert [m.content for m in await session.messages() if m.role == "user"] == ["hello"]
     finally:
         await reg.aclose()

@@ -17,6 +17,7 @@ from duragent.session import (
     SessionUnavailableError,
 )
 from duragent.session.bridge import ask
+from duragent.session.operations import SessionOps
 from duragent.store import SessionStore
 from tests.conftest import Calendar
 from tests.polling import eventually
@@ -131,7 +132,7 @@ async def test_an_ask_to_a_stopped_actor_fails_at_once(tmp_path: Path) -> None:
         ref = reg._live[sid].ref
         await reg.stop(sid)
         with pytest.raises(SessionUnavailableError):
-            await ask(ref, "info", within=5)
+            await ask(ref, 5, SessionOps.info)
     finally:
         await reg.aclose()
 

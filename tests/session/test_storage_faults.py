@@ -233,7 +233,7 @@ async def test_each_message_of_a_turn_the_disk_cut_short_is_told_its_own_recorde
         first = asyncio.create_task(h.runner.run(sid, "start"))
         await started.wait()  # steered at the tool boundary: any earlier would skip the tool
         second = asyncio.create_task(h.runner.run(sid, "and also this"))
-        assert await eventually(lambda: "and also this" in h.runner._active[sid].inbox.pending())
+        assert await eventually(lambda: "and also this" in h.runner._lines.steered(sid))
         ops.failing = True  # the disk fills before the turn's reply is written
         gate.set()
         outcomes = await asyncio.gather(first, second, return_exceptions=True)

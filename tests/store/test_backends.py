@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from duragent.config import StoreConfig
-from duragent.core.redact import redact_secrets
+from duragent.observability.redact import redact_secrets
 from duragent.store import SessionStore
 from duragent.store.backends import default_node_id, session_storage
 

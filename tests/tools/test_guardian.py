@@ -22,9 +22,9 @@ import httpx
 import pytest
 
 from duragent.testing import Reply, ScriptedLLMServer, ToolCallReply
+from duragent.testing.serve_process import ServeProcess
 from duragent.tools._process import run_process
 from duragent.tools.guardian import containment
-from tests.gateways.serve_process import ServeProcess
 from tests.polling import eventually
 from tests.tools.processes.test_serve_restart import ready
 from tests.tools.sandbox_support import bwrap

@@ -201,7 +201,7 @@ async def test_a_disk_fault_while_remembering_leaves_no_half_entry(ctx: ToolCont
 
 async def test_today_is_the_process_calendar_s_day(ctx: ToolContext) -> None:
     """Without a clock of its own the tool reads ``duragent.core.clock``: a process that
-    simulates a year (``bench/year.py``) files notes under the simulated day."""
+    simulates a year (``bench/year``) files notes under the simulated day."""
     use_time_source(lambda: datetime(2027, 2, 3, 12, 0).timestamp())
     try:
         await MemoryTool().run({"action": "remember", "content": "Met Ana."}, ctx)

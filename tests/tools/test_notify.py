@@ -19,7 +19,7 @@ from starlette.routing import Route
 from duragent.testing import Reply, ToolCallReply
 from duragent.tools.bash import BashTool
 from duragent.tools.notify import NOTIFIER, Notifier, safe_url
-from duragent.tools.policy import Delivery, Notify, Policy
+from duragent.tools.policy import Notify, NotifyTarget, Policy
 from duragent.tools.policy_files import PolicyError, load_policy
 from tests.tools.local_http import serving
 from tests.turns.turn_fixtures import harness
@@ -126,7 +126,7 @@ async def test_a_slow_webhook_never_delays_the_caller_and_its_timeout_is_logged(
     notifier = Notifier(timeout=0.3)
     with serving(hook.app()) as port:
         url = f"http://127.0.0.1:{port}/services/T0/B0/XXSECRETXX"
-        policy = Policy(notify=Notify(True, (), (Delivery("webhook", url),)))
+        policy = Policy(notify=Notify(True, (), (NotifyTarget("webhook", url),)))
         notifier.after_call(policy, "bash", "make deploy", session_id="s", agent="a", success=True)
         assert hook.bodies == []  # returned before anything was sent (not timed: a busy machine)
         with caplog.at_level(logging.WARNING, logger="duragent.tools.notify"):
@@ -142,7 +142,7 @@ async def test_an_unreachable_webhook_is_logged_without_its_secret(
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]  # bound, not listening: connections are refused
         url = f"http://127.0.0.1:{port}/hook?token=s3cr3t-value"
-        policy = Policy(notify=Notify(True, (), (Delivery("webhook", url),)))
+        policy = Policy(notify=Notify(True, (), (NotifyTarget("webhook", url),)))
         notifier = Notifier()
         with caplog.at_level(logging.WARNING, logger="duragent.tools.notify"):
             notifier.after_call(policy, "bash", "ls", session_id="s", agent="a", success=True)
@@ -199,7 +199,7 @@ def test_the_tiers_merge_patterns_and_deliveries_and_any_tier_enables(tmp_path: 
     assert load_policy(workspace, agent).notify == Notify(
         enabled=True,
         patterns=("bash:git push*", "cli:deploy"),
-        deliveries=(Delivery("webhook", "https://hooks.example/a"), Delivery("log")),
+        deliveries=(NotifyTarget("webhook", "https://hooks.example/a"), NotifyTarget("log")),
     )
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from duragent.cli.templates import AGENT_POLICY, WORKSPACE_POLICY
 from duragent.errors import ConfigError, StorageError
-from duragent.tools.policy import Decision, Delivery, Notify, Policy
+from duragent.tools.policy import Decision, Notify, NotifyTarget, Policy
 from duragent.tools.policy_files import PolicyError, load_policy, save_allow_always
 from tests.store.failing_ops import FailingFileOps
 
@@ -143,7 +143,10 @@ def test_notify_is_parsed_into_the_policy(workspace_file: Path, agent_dir: Path)
         notify=Notify(
             enabled=True,
             patterns=("bash:git push*",),
-            deliveries=(Delivery("log"), Delivery("webhook", "https://example.invalid/hook")),
+            deliveries=(
+                NotifyTarget("log"),
+                NotifyTarget("webhook", "https://example.invalid/hook"),
+            ),
         ),
     )
 

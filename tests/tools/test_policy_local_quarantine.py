@@ -16,6 +16,8 @@ import pytest
 from duragent.cli.doctor import run_checks
 from duragent.cli.findings import Level
 from duragent.testing import Reply, ToolCallReply
+from duragent.tools import policy_files
+from duragent.tools.policy import Policy
 from duragent.tools.policy_files import (
     load_policy,
     local_policies_set_aside,
@@ -137,3 +139,105 @@ async def test_a_local_policy_broken_while_serving_is_moved_aside_on_the_next_tu
         assert [r["record"] for r in ready["skipped_records"]["policies"]] == [
             str(agent / "_quarantine" / "policy.local.yaml")
         ]
+
+
+# --- what makes the policy stricter survives the file being set aside ------------------------
+
+DENIES_RM = 'deny:\n  - "rm *"\n  - 42\nallow:\n  - "bash:touch *"\n'
+
+
+def restarted(workspace_file: Path, agent: Path) -> Policy:
+    """The policy a new process reads: nothing cached, the files as they are now."""
+    policy_files._loaded.clear()
+    return load_policy(workspace_file, agent)
+
+
+def test_the_deny_rules_of_a_broken_local_file_keep_denying_also_after_a_restart(
+    tmp_path: Path,
+) -> None:
+    agent = tmp_path / "bot"
+    agent.mkdir()
+    (agent / "policy.local.yaml").write_text(DENIES_RM)
+
+    for policy in (load_policy(tmp_path / "policy.yaml", agent), restarted(tmp_path / "x", agent)):
+        assert policy.decide("bash", "rm -rf x").decision == "deny"
+        assert policy.decide("bash", "touch x").decision == "ask"  # its allow: never
+        assert policy.allow == ()
+    assert (agent / "_quarantine" / "policy.local.yaml").read_text() == DENIES_RM
+    fresh = (agent / "policy.local.yaml").read_text()
+    assert "_quarantine/policy.local.yaml" in fresh  # a comment names the copy set aside
+    kept = read_policy_file(agent / "policy.local.yaml")[0]
+    assert kept.deny == ("rm *",)
+    # an entry that could not be read may have been a deny: what was not allowed is asked
+    assert kept.mode == "ask"
+    [record] = local_policies_set_aside([agent])
+    assert "kept" in record["reason"]
+    # the next "allow always" adds to that file; the kept rules stay
+    save_allow_always(agent, "bash", "date")
+    again = read_policy_file(agent / "policy.local.yaml")[0]
+    assert (again.deny, again.allow, again.mode) == (("rm *",), ("bash:date",), "ask")
+    assert "_quarantine/policy.local.yaml" in (agent / "policy.local.yaml").read_text()
+
+
+def test_a_broken_local_file_in_restrict_mode_stays_restrict(tmp_path: Path) -> None:
+    agent = tmp_path / "bot"
+    agent.mkdir()
+    (agent / "policy.yaml").write_text(ASK + "allow:\n  - 'bash:ls *'\n")
+    (agent / "policy.local.yaml").write_text("mode: restrict\nallow:\n  - 'bash:touch *'\n  - 7\n")
+
+    for policy in (load_policy(tmp_path / "w.yaml", agent), restarted(tmp_path / "w.yaml", agent)):
+        assert policy.mode == "restrict"
+        assert policy.decide("bash", "touch x").decision == "deny"
+        assert policy.decide("bash", "ls -la").decision == "allow"  # the person's own file
+    assert read_policy_file(agent / "policy.local.yaml")[0].mode == "restrict"
+
+
+def test_a_looser_mode_of_a_broken_local_file_is_not_kept(tmp_path: Path) -> None:
+    (tmp_path / "w.yaml").write_text("mode: restrict\n")
+    agent = tmp_path / "bot"
+    agent.mkdir()
+    (agent / "policy.local.yaml").write_text("mode: dangerous\ndeny:\n  - {}\n")
+
+    assert load_policy(tmp_path / "w.yaml", agent).mode == "restrict"
+    assert restarted(tmp_path / "w.yaml", agent).mode == "restrict"
+    assert not (agent / "policy.local.yaml").exists()  # nothing stricter to keep
+
+
+@pytest.mark.parametrize("above", ["", "mode: dangerous\n", "mode: ask\n"])
+def test_a_local_file_that_is_not_yaml_leaves_every_command_not_allowed_asked(
+    tmp_path: Path, above: str
+) -> None:
+    agent = tmp_path / "bot"
+    agent.mkdir()
+    (agent / "policy.yaml").write_text(above + "allow:\n  - 'bash:ls *'\n")
+    (agent / "policy.local.yaml").write_text('deny: ["rm *"\nallow: [\n')
+
+    for policy in (load_policy(tmp_path / "w.yaml", agent), restarted(tmp_path / "w.yaml", agent)):
+        assert policy.mode == "ask"
+        assert policy.decide("bash", "rm -rf x").decision == "ask"
+        assert policy.decide("bash", "ls").decision == "allow"
+    assert (agent / "_quarantine" / "policy.local.yaml").exists()
+
+
+def test_a_broken_local_file_that_cannot_be_moved_aside_still_denies(tmp_path: Path) -> None:
+    agent = tmp_path / "bot"
+    agent.mkdir()
+    (agent / "_quarantine").write_text("a file where the folder would go\n")
+    (agent / "policy.local.yaml").write_text(DENIES_RM)
+
+    for policy in (load_policy(tmp_path / "w.yaml", agent), restarted(tmp_path / "w.yaml", agent)):
+        assert policy.decide("bash", "rm -rf x").decision == "deny"
+        assert policy.decide("bash", "touch x").decision == "ask"
+    assert (agent / "policy.local.yaml").read_text() == DENIES_RM  # left as it was
+
+
+def test_allow_always_on_a_broken_file_keeps_its_deny_rules(tmp_path: Path) -> None:
+    agent = tmp_path / "bot"
+    agent.mkdir()
+    (agent / "policy.local.yaml").write_text(
+        'mode: restrict\ndeny:\n  - "bash:git push *"\n  - []\n'
+    )
+    save_allow_always(agent, "bash", "git push origin")  # the file broke after the turn asked
+    policy = load_policy(tmp_path / "w.yaml", agent)
+    assert policy.mode == "restrict"
+    assert policy.decide("bash", "git push origin").decision == "deny"

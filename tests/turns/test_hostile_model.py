@@ -4,7 +4,7 @@ One ``duragent serve`` process (agents ``bot``, mode dangerous, and ``asker``, m
 fake model in another process. Each attack runs while a probe polls ``/livez``; afterwards the
 same session must answer a normal turn, and the last test kills the server and checks every
 attacked session again after a restart. The sizes are kept small enough for the default
-suite; ``bench/hostile_model.py`` runs the issue's full sizes.
+suite; ``bench/http/hostile_model.py`` runs the issue's full sizes.
 """
 
 from __future__ import annotations

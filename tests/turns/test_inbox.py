@@ -58,7 +58,7 @@ async def test_an_http_message_the_loop_never_read_gets_a_reply_of_its_own(
         first = asyncio.create_task(h.runner.run(sid, "start"))
         assert await eventually(started.is_set)
         second = asyncio.create_task(h.runner.run(sid, "and this"))
-        assert await eventually(lambda: "and this" in h.runner._active[sid].inbox.pending())
+        assert await eventually(lambda: "and this" in h.runner._lines.steered(sid))
         gate.set()
         one, two = await asyncio.gather(first, second)
     assert isinstance(one, Complete)

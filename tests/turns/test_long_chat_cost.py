@@ -10,7 +10,7 @@ average at 6), not these counts: ~1.1× when written.
 
 When a turn paid the SDK's per-message transform it did hundreds of calls per message (~100×
 here); 2× catches ~7 calls a message coming back. The timed version, with its 1.2× target on
-a quiet machine, is ``bench/http_api.py`` (f).
+a quiet machine, is ``bench/http/api.py`` (f).
 """
 
 from __future__ import annotations

@@ -281,7 +281,7 @@ async def test_a_summary_leaves_room_for_several_turns_before_the_next_one(
     the latest message on top; the longer summary then shrank the budget (it is in the fixed
     part): the history sat at ~0.56 of it against a 0.70 threshold. Now what stays verbatim,
     latest message included, is ``keep_recent`` of the budget *after* the summary, and the
-    tier keeps less of a small window (0.20 at 4K, 0.25 at 8K). ``bench/summary_cadence.py``
+    tier keeps less of a small window (0.20 at 4K, 0.25 at 8K). ``bench/context/summary_cadence.py``
     measures the same at 32K and with tools.
     """
     async with harness(

@@ -12,6 +12,8 @@ import pytest
 
 from duragent.core.events import EventType
 from duragent.llm import RetryPolicy
+from duragent.session.operations import SessionOps
+from duragent.session.ops import Op
 from duragent.testing import Fault, Reply, ToolCallReply
 from duragent.tools.base import ToolOutcome
 from duragent.turns import Complete, Failed
@@ -64,16 +66,16 @@ async def test_a_plain_turn_talks_to_its_session_twice(tmp_path: Path) -> None:
     async with harness(tmp_path) as h:
         h.server.enqueue(Reply(text="Hello there!"))
         sid = await h.runner.start_session("bot")
-        ops: list[str] = []
+        ops: list[Op[Any, ..., Any]] = []
         call = h.registry.call
 
-        async def counting(session_id: str, op: str, **kwargs: Any) -> Any:
+        async def counting(session_id: str, op: Op[Any, ..., Any], *args: Any, **kw: Any) -> Any:
             ops.append(op)
-            return await call(session_id, op, **kwargs)
+            return await call(session_id, op, *args, **kw)
 
-        h.registry.call = counting  # type: ignore[method-assign]
+        h.registry.call = counting  # type: ignore[method-assign, assignment]
         await h.runner.run(sid, "hi")
-    assert ops == ["add_user_message", "add_assistant_response"]
+    assert ops == [SessionOps.add_user_message, SessionOps.add_assistant_response]
 
 
 async def test_a_cancelled_turn_keeps_its_tool_results_and_closes_the_call_it_cut_short(
@@ -121,13 +123,15 @@ async def test_a_turn_cancelled_while_recording_its_error_still_writes_its_tool_
         sid = await h.runner.start_session("bot")
         call, recording = h.registry.call, asyncio.Event()
 
-        async def stuck_error_record(session_id: str, op: str, **kwargs: Any) -> Any:
-            if op == "record_error":  # e.g. waiting for session capacity
+        async def stuck_error_record(
+            session_id: str, op: Op[Any, ..., Any], *args: Any, **kwargs: Any
+        ) -> Any:
+            if op is SessionOps.record_error:  # e.g. waiting for session capacity
                 recording.set()
                 await asyncio.Event().wait()
-            return await call(session_id, op, **kwargs)
+            return await call(session_id, op, *args, **kwargs)
 
-        h.registry.call = stuck_error_record  # type: ignore[method-assign]
+        h.registry.call = stuck_error_record  # type: ignore[method-assign, assignment]
         task = asyncio.create_task(h.runner.run(sid, "go"))
         await recording.wait()
         await cancel(task)
@@ -141,7 +145,7 @@ async def test_finished_turns_leave_no_per_session_state_in_memory(tmp_path: Pat
         for sid in sids:
             h.server.enqueue(Reply(text="ok"))
             await h.runner.run(sid, "hi")
-        assert h.runner._active == {}  # months of chats must not mean one entry per chat
+        assert len(h.runner._lines) == 0  # months of chats must not mean one entry per chat
         assert not any(h.runner.is_running(sid) for sid in sids)
 
 
@@ -291,7 +295,7 @@ async def test_a_message_sent_mid_loop_steers_it_at_the_next_tool_boundary(
         await started.wait()
         second = asyncio.create_task(h.runner.run(sid, "actually, stop"))
         # recorded and handed to the running loop, however long that takes on a busy machine
-        assert await eventually(lambda: "actually, stop" in h.runner._active[sid].inbox.pending())
+        assert await eventually(lambda: "actually, stop" in h.runner._lines.steered(sid))
         gate.set()
         one, two = await asyncio.gather(first, second)
         events = await events_of(h, sid)
@@ -435,7 +439,7 @@ async def test_a_message_that_arrives_while_the_answer_is_written_is_answered_to
         first = asyncio.create_task(h.runner.run(sid, "question A"))
         assert await eventually(lambda: len(h.server.requests) == 1)
         second = asyncio.create_task(h.runner.run(sid, "and B"))
-        assert await eventually(lambda: "and B" in h.runner._active[sid].inbox.pending())
+        assert await eventually(lambda: "and B" in h.runner._lines.steered(sid))
         one, two = await asyncio.gather(first, second)
         events = await events_of(h, sid)
     assert isinstance(one, Complete)

@@ -15,10 +15,10 @@ from collections.abc import Callable, Sequence
 
 from duragent.agents import AgentCatalog
 from duragent.config.workspace import DiscordConfig, RouteConfig
-from duragent.core.tasks import BackgroundTasks
 from duragent.frontkit import GatewayChats, OutboundPort, Router, gateway_chats
 from duragent.gateways.discord.messages import GATEWAY
 from duragent.gateways.discord.service import GUILD_READY_SECONDS, DiscordGateway
+from duragent.lifecycle.tasks import BackgroundTasks
 from duragent.store.cluster import Cluster
 from duragent.turns import TurnRunner
 

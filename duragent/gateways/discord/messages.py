@@ -25,7 +25,7 @@ import discord
 
 from duragent.frontkit import ButtonPress, ChatType, InboundMessage, Sender
 
-__all__ = ["GATEWAY", "BotIdentity", "press_of", "translate"]
+__all__ = ["GATEWAY", "DiscordBotIdentity", "press_of", "translate"]
 
 GATEWAY = "discord"
 
@@ -34,7 +34,7 @@ _CONVERSATION = (discord.MessageType.default, discord.MessageType.reply)
 
 
 @dataclass(frozen=True, slots=True)
-class BotIdentity:
+class DiscordBotIdentity:
     """The bot as ``/users/@me`` describes it: how mentions and replies to it are recognised."""
 
     user_id: int
@@ -54,7 +54,7 @@ def chat_type_of(message: discord.Message) -> ChatType:
     return "dm"
 
 
-def translate(message: discord.Message, bot: BotIdentity) -> InboundMessage | None:
+def translate(message: discord.Message, bot: DiscordBotIdentity) -> InboundMessage | None:
     """The message as the kit's value, or ``None`` for one the kit does not handle."""
     if message.author.bot or message.type not in _CONVERSATION:
         return None
@@ -96,7 +96,7 @@ def press_of(interaction: discord.Interaction, custom_id: str) -> ButtonPress | 
     )
 
 
-def _readable(message: discord.Message, bot: BotIdentity) -> str:
+def _readable(message: discord.Message, bot: DiscordBotIdentity) -> str:
     """The text with the bot's leading mention dropped and other mentions as ``@name``."""
     text = message.content
     while (lead := _USER_MENTION.match(text.lstrip())) and int(lead[1]) == bot.user_id:

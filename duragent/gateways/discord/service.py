@@ -33,9 +33,6 @@ import discord
 
 from duragent.config.workspace import DISCORD_TOKEN_HELP as TOKEN_HELP
 from duragent.config.workspace import DiscordConfig
-from duragent.core.metrics import Metrics
-from duragent.core.redact import redact_secrets
-from duragent.core.tasks import BackgroundTasks
 from duragent.errors import ConfigError, DuragentError
 from duragent.frontkit import (
     PAUSES,
@@ -48,9 +45,12 @@ from duragent.frontkit import (
 from duragent.gateways.discord.buttons import ApprovalButton
 from duragent.gateways.discord.endpoints import DISCORD_API, use_api
 from duragent.gateways.discord.lanes import ChatLanes
-from duragent.gateways.discord.messages import BotIdentity, press_of, translate
+from duragent.gateways.discord.messages import DiscordBotIdentity, press_of, translate
 from duragent.gateways.discord.outbound import DiscordOutbound
 from duragent.gateways.discord.rate_limits import RateLimitCounter
+from duragent.lifecycle.tasks import BackgroundTasks
+from duragent.observability.metrics import Metrics
+from duragent.observability.redact import redact_secrets
 
 __all__ = ["INTENT_HELP", "DiscordGateway", "intents"]
 
@@ -140,7 +140,7 @@ class DiscordGateway:
         self._serving: asyncio.Task[None] | None = None
         self._restore_api: Callable[[], None] | None = None
         self._handler: ChatHandler | None = None
-        self._identity: BotIdentity | None = None
+        self._identity: DiscordBotIdentity | None = None
         self._ready = asyncio.Event()
         self._open = asyncio.Event()
         self._lanes = ChatLanes()
@@ -196,7 +196,7 @@ class DiscordGateway:
                 "or gateways.discord.base_url"
             ) from exc
         assert client.user is not None
-        self._identity = BotIdentity(user_id=client.user.id, username=client.user.name)
+        self._identity = DiscordBotIdentity(user_id=client.user.id, username=client.user.name)
         self.outbound = DiscordOutbound(
             client, delivery_retry_seconds=self._config.delivery_retry_seconds
         )

@@ -27,9 +27,9 @@ from pathlib import Path
 
 from duragent.agents import AgentCatalog
 from duragent.config.workspace import ExternalGatewayConfig, RouteConfig
-from duragent.core.tasks import BackgroundTasks
 from duragent.frontkit import GatewayChats, OutboundPort, OwnerRelay, Router, gateway_chats
 from duragent.gateways.external.service import DEFAULT_TIMINGS, ExternalGateway, Timings
+from duragent.lifecycle.tasks import BackgroundTasks
 from duragent.store.cluster import Cluster
 from duragent.turns import TurnRunner
 

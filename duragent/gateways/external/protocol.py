@@ -255,7 +255,7 @@ class _Event(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
 
-class Sender(_Event):
+class SenderEvent(_Event):
     """Who wrote a message or pressed a button (``sender``)."""
 
     id: str
@@ -323,7 +323,7 @@ class MessageReceived(_Event):
     type: Literal["message_received"]
     message_id: str
     chat_id: str
-    sender: Sender
+    sender: SenderEvent
     content: Content
     routing: Routing
     reply_to: str | None = None
@@ -339,7 +339,7 @@ class CallbackQuery(_Event):
     type: Literal["callback_query"]
     callback_query_id: str
     chat_id: str
-    sender: Sender
+    sender: SenderEvent
     message_id: str
     data: str
 

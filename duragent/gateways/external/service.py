@@ -40,15 +40,14 @@ from pathlib import Path
 from typing import Protocol
 
 from duragent.config.workspace import ExternalGatewayConfig
-from duragent.core.tasks import BackgroundTasks
 from duragent.frontkit import (
     ButtonPress,
+    ChatHandler,
     InboundBusyError,
     InboundMessage,
     OutboundPort,
     WebhookReceiver,
 )
-from duragent.frontkit import ChatHandler as KitChatHandler
 from duragent.gateways.external import protocol
 from duragent.gateways.external.launch import Launch
 from duragent.gateways.external.outbound import ACK_TIMEOUT, WAIT_FOR_GATEWAY, ExternalOutbound
@@ -62,15 +61,16 @@ from duragent.gateways.external.supervisor import (
     Supervisor,
 )
 from duragent.gateways.external.translate import message_of, press_of
+from duragent.lifecycle.tasks import BackgroundTasks
 
-__all__ = ["DEFAULT_TIMINGS", "ChatHandler", "ExternalGateway", "Timings"]
+__all__ = ["DEFAULT_TIMINGS", "ExternalChatHandler", "ExternalGateway", "Timings"]
 
 log = logging.getLogger(__name__)
 
 MAX_IN_FLIGHT = 256
 
 
-class ChatHandler(KitChatHandler, Protocol):
+class ExternalChatHandler(ChatHandler, Protocol):
     """The kit's chat front, told the bot's name once the gateway says it (``ready``)."""
 
     def bot_named(self, username: str) -> None:
@@ -104,7 +104,7 @@ class ExternalGateway:
         config: ExternalGatewayConfig,
         index: int,
         config_dir: Path,
-        handler_for: Callable[[OutboundPort], ChatHandler],
+        handler_for: Callable[[OutboundPort], ExternalChatHandler],
         tasks: BackgroundTasks,
         *,
         timings: Timings = DEFAULT_TIMINGS,
@@ -124,7 +124,7 @@ class ExternalGateway:
         self._recovery_started = False
         self._slots = asyncio.Semaphore(max_in_flight)
         self._tails: dict[str, asyncio.Task[None]] = {}
-        self._handler: ChatHandler | None = None
+        self._handler: ExternalChatHandler | None = None
         self.supervisor: Supervisor | None = None
         self.outbound: ExternalOutbound | None = None
         self.ready: protocol.Ready | None = None
@@ -264,7 +264,7 @@ class ExternalGateway:
             self._recovery_started = True
             self._tasks.spawn(self._recover(self._handler), name=f"gateway-{self.name}-recovery")
 
-    async def _recover(self, handler: ChatHandler) -> None:
+    async def _recover(self, handler: ExternalChatHandler) -> None:
         try:
             await handler.recover()
         except Exception:

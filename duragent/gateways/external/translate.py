@@ -23,7 +23,7 @@ __all__ = ["message_of", "press_of"]
 _CHAT_TYPES: dict[str, ChatType] = {"dm": "dm", "group": "group", "channel": "channel"}
 
 
-def _sender(sender: protocol.Sender) -> Sender:
+def _sender(sender: protocol.SenderEvent) -> Sender:
     return Sender(id=sender.id, username=sender.username, display_name=sender.display_name)
 
 

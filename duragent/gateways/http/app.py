@@ -41,8 +41,8 @@ from duragent.gateways.http.services import HttpServices
 from duragent.gateways.http.sessions import SessionRoutes
 from duragent.gateways.http.stream import OpenStreams
 from duragent.gateways.http.webhooks import webhook_routes
-from duragent.session import SessionNotFoundError, SessionQuarantinedError
 from duragent.store import is_database_unreachable, is_disk_full
+from duragent.turns import SessionNotFoundError, SessionQuarantinedError
 
 __all__ = ["HttpServices", "agent_detail", "build_app"]
 
@@ -161,7 +161,7 @@ def build_app(services: HttpServices) -> Starlette:
         skipped = dict(services.skipped_records())  # bad records set aside: reported only
         if skipped:
             extra["skipped_records"] = skipped
-        store_health = services.turns.registry.store.health
+        store_health = services.turns.sessions.store_health
         failure = await asyncio.to_thread(store_health.check)  # files: no I/O unless failed
         # which store, as the API's 503s name it ("database": PostgreSQL, reached by check())
         kind = "database" if services.config.store.backend == "postgres" else "files"

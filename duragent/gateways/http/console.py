@@ -37,8 +37,8 @@ from duragent.gateways.http.paging import MAX_MESSAGES_LIMIT, limited, read_limi
 from duragent.gateways.http.problem import ProblemError
 from duragent.gateways.http.security import check_access
 from duragent.gateways.http.services import HttpServices
-from duragent.session import SessionNotFoundError, events_to_messages
 from duragent.store import SnapshotCorruptError
+from duragent.turns import SessionNotFoundError, events_to_messages
 
 __all__ = ["CONSOLE_HEADERS", "console_routes"]
 
@@ -122,14 +122,14 @@ class ConsoleRoutes:
         """GET /ui/api/sessions: the listing, with each session's front end and chat."""
         check_access(request, self._token(), admin=False)
         limit = read_limit(request, default=100, maximum=_MAX_CONSOLE_SESSIONS)
-        registry = self.s.turns.registry
-        listed = await registry.list_sessions(limit=limit.value)
+        queries = self.s.turns.sessions
+        listed = await queries.list_sessions(limit=limit.value)
 
         def heads() -> list[dict[str, Any]]:
             out = []
             for entry in listed:
                 try:
-                    head = registry.store.header(entry["session_id"]) or {}
+                    head = queries.header(entry["session_id"]) or {}
                 except (StorageError, SnapshotCorruptError):  # the listing says why
                     head = {}
                 out.append(
@@ -148,13 +148,13 @@ class ConsoleRoutes:
         """GET /ui/api/sessions/{id}: the session, its pending approval and whole history."""
         check_access(request, self._token(), admin=False)
         session_id = request.path_params["session_id"]
-        registry = self.s.turns.registry
+        queries = self.s.turns.sessions
         try:
-            info = await registry.info(session_id)
+            info = await queries.info(session_id)
         except (SessionNotFoundError, OSError):
             raise ProblemError(404, "session not found") from None
         limit = read_limit(request, default=1000, maximum=MAX_MESSAGES_LIMIT)
-        events = await registry.handle(session_id).events(include_archive=True)
+        events = await queries.events(session_id, include_archive=True)
         pending = info.pending_approval
         body = {
             "session": {

@@ -43,7 +43,6 @@ from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from duragent.core.metrics import Metrics
 from duragent.errors import StorageError
 from duragent.frontkit.hops import (
     FORWARDED_AT,
@@ -56,6 +55,7 @@ from duragent.frontkit.hops import (
 )
 from duragent.gateways.http.problem import ProblemError
 from duragent.gateways.http.security import MAX_BODY_BYTES
+from duragent.observability.metrics import Metrics
 from duragent.store import FencedWriteError, LeaseHeldError, NodeDirectory
 
 __all__ = [

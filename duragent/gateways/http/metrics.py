@@ -15,10 +15,10 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
-from duragent.core.metrics import exposition_content_type
 from duragent.gateways.http.problem import ProblemError
 from duragent.gateways.http.security import check_access
 from duragent.gateways.http.services import HttpServices
+from duragent.observability.metrics import exposition_content_type
 
 __all__ = ["MetricsRoute"]
 

@@ -32,14 +32,14 @@ import re
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from duragent.core.logctx import log_context, new_turn_id
 from duragent.core.snapshot import SessionStatus
 from duragent.errors import AgentNotFoundError
 from duragent.frontkit import await_turn
+from duragent.gateways.http.cut_turns import TURN_INTERRUPTED, interrupted_detail
 from duragent.gateways.http.openai_stream import ChunkWire
 from duragent.gateways.http.openai_wire import (
     SESSION_HEADER,
-    ChatRequest,
+    OpenAIChatRequest,
     OpenAIError,
     completion,
     error_response,
@@ -50,8 +50,8 @@ from duragent.gateways.http.security import read_json
 from duragent.gateways.http.services import HttpServices
 from duragent.gateways.http.sessions import message_key
 from duragent.gateways.http.stream import TURN_HEADER, OpenStreams, stream_turn
-from duragent.session import SessionInfo, SessionNotFoundError
-from duragent.turns import Failed
+from duragent.observability.logctx import log_context, new_turn_id
+from duragent.turns import Duplicate, Failed, SessionInfo, SessionNotFoundError
 
 __all__ = ["FRONT_END", "OpenAIRoutes"]
 
@@ -102,13 +102,13 @@ class OpenAIRoutes:
         except OpenAIError as exc:
             return error_response(exc)
 
-    async def _session(self, chat: ChatRequest) -> SessionInfo:
+    async def _session(self, chat: OpenAIChatRequest) -> SessionInfo:
         """The session ``chat`` continues or starts (see the module docstring)."""
-        registry = self.s.turns.registry
+        sessions = self.s.turns.sessions
         key = chat.key
         if key is not None and _SESSION_ID.fullmatch(key):
             try:
-                info = await registry.info(key)
+                info = await sessions.info(key)
             except SessionNotFoundError:
                 info = None  # not a session here: the client's own name for a conversation
             if info is not None:
@@ -133,9 +133,9 @@ class OpenAIRoutes:
             session_id = await self.s.turns.start_session(chat.model, gateway=FRONT_END)
         else:
             session_id = await self.s.turns.session_for_chat(FRONT_END, key, chat.model)
-        return await registry.info(session_id)
+        return await sessions.info(session_id)
 
-    async def _turn(self, chat: ChatRequest, info: SessionInfo, key: str | None) -> Response:
+    async def _turn(self, chat: OpenAIChatRequest, info: SessionInfo, key: str | None) -> Response:
         session_id = info.session_id
         turn_id = new_turn_id()
         headers = {TURN_HEADER: turn_id, SESSION_HEADER: session_id}
@@ -182,6 +182,16 @@ class OpenAIRoutes:
                 retry=False,  # the message and the failure are recorded
                 headers=headers,
             )
+        if isinstance(result, Duplicate) and result.interruption is not None:
+            cut = result.interruption
+            if cut.reply is None:  # cut, and nothing answered it: never "duplicate"
+                raise OpenAIError(
+                    409,
+                    interrupted_detail(cut),
+                    code=TURN_INTERRUPTED,
+                    retry=False,  # the message is recorded once; a retry is a new turn
+                    headers=headers,
+                )
         return JSONResponse(completion(result, chat.model, turn_id), headers=headers)
 
 

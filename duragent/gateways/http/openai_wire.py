@@ -26,11 +26,11 @@ from typing import Any
 from starlette.responses import JSONResponse
 
 from duragent.core.clock import now_seconds
-from duragent.turns import AwaitingApproval, Complete, Duplicate, Failed, TurnResult
+from duragent.turns import AwaitingApproval, Complete, Duplicate, Failed, Interruption, TurnResult
 
 __all__ = [
     "SESSION_HEADER",
-    "ChatRequest",
+    "OpenAIChatRequest",
     "OpenAIError",
     "approval_text",
     "completion",
@@ -126,7 +126,7 @@ def _bad(message: str, param: str | None = None, code: str | None = None) -> Ope
 
 
 @dataclass(frozen=True, slots=True)
-class ChatRequest:
+class OpenAIChatRequest:
     """What a ``POST /v1/chat/completions`` asks for."""
 
     model: str
@@ -168,7 +168,7 @@ def _key(value: object, name: str) -> str | None:
     return value
 
 
-def parse_chat_request(body: Mapping[str, Any], header_key: str | None) -> ChatRequest:
+def parse_chat_request(body: Mapping[str, Any], header_key: str | None) -> OpenAIChatRequest:
     """Read and check a request body (400 naming the field on any mistake)."""
     model = body.get("model")
     if not isinstance(model, str) or not model.strip():
@@ -208,7 +208,7 @@ def parse_chat_request(body: Mapping[str, Any], header_key: str | None) -> ChatR
         _key(body.get("user"), "user"),
     )
     key = next((k for k in keys if k is not None), None)
-    return ChatRequest(model, content, key, bool(stream), include_usage)
+    return OpenAIChatRequest(model, content, key, bool(stream), include_usage)
 
 
 def completion_id(turn_id: str) -> str:
@@ -241,6 +241,8 @@ def reply_text(result: TurnResult) -> str:
             return "\n\n".join([*earlier, content])
         case AwaitingApproval():
             return approval_text(result)
+        case Duplicate(interruption=Interruption(reply=str(reply))):  # cut, then went on
+            return reply
         case Duplicate() | Failed():
             return ""
 
@@ -262,6 +264,10 @@ def extension(result: TurnResult, turn_id: str) -> dict[str, Any]:
         "turn_id": turn_id,
         "status": result.status,
     }
+    if isinstance(result, Complete | Duplicate) and result.interruption is not None:
+        out["interruption"] = result.interruption.to_dict()  # what became of the cut turn
+        if result.interruption.reply is not None:
+            out["status"] = Complete.status  # answered, by the turn that went on
     if isinstance(result, AwaitingApproval):
         out["approval"] = {
             "call_id": result.call_id,

@@ -25,8 +25,7 @@ from duragent.gateways.http.openapi_schemas import (
 from duragent.gateways.http.problem import ProblemError
 from duragent.gateways.http.security import read_json
 from duragent.gateways.http.services import HttpServices
-from duragent.session import SessionNotFoundError
-from duragent.turns import PinRefusedError
+from duragent.turns import PinRefusedError, SessionNotFoundError
 
 __all__ = ["MAX_PIN_CHARS", "PIN_KINDS", "PinRoutes", "pin_paths"]
 
@@ -43,18 +42,18 @@ class PinRoutes:
     def __init__(self, services: HttpServices) -> None:
         self.s = services
 
-    async def _handle(self, request: Request) -> Any:
-        session_id = request.path_params["session_id"]
-        registry = self.s.turns.registry
+    async def _session(self, request: Request) -> str:
+        """The request's session id, once it is known to exist (404 otherwise)."""
+        session_id: str = request.path_params["session_id"]
         try:
-            await registry.info(session_id)
+            await self.s.turns.sessions.info(session_id)
         except (SessionNotFoundError, OSError):
             raise ProblemError(404, "session not found") from None
-        return registry.handle(session_id)
+        return session_id
 
     async def list(self, request: Request) -> Response:
         """GET …/pins → {pins, task, summary}."""
-        memory = await (await self._handle(request)).memory()
+        memory = await self.s.turns.sessions.memory(await self._session(request))
         summary = memory.summary
         return JSONResponse(
             {
@@ -88,7 +87,7 @@ class PinRoutes:
         kind = body.get("kind", "note")
         if kind not in PIN_KINDS:
             raise ProblemError(400, f"field 'kind' must be one of {', '.join(PIN_KINDS)}")
-        session_id = (await self._handle(request)).session_id
+        session_id = await self._session(request)
         try:
             pin_id = await self.s.turns.pin(session_id, text, kind=kind, source="operator")
         except PinRefusedError as exc:  # it could never be sent: every turn would fail
@@ -107,8 +106,8 @@ class PinRoutes:
 
     async def delete(self, request: Request) -> Response:
         """DELETE …/pins/{pin_id} → 204 (404 when there is no such pin)."""
-        handle = await self._handle(request)
-        if not await handle.unpin(request.path_params["pin_id"]):
+        session_id = await self._session(request)
+        if not await self.s.turns.unpin(session_id, request.path_params["pin_id"]):
             raise ProblemError(404, "no such pin in this session")
         return Response(status_code=204)
 

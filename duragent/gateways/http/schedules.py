@@ -1,7 +1,7 @@
 """``/api/v1/schedules``: list, read with run history, create, cancel, run now.
 
-The scheduler is another front end, so HTTP reaches it only through the ``ScheduleDesk``
-port the runtime hands over (``HttpServices.schedule_desk``; None when ``scheduler.enabled``
+The scheduler is another front end, so HTTP reaches it only through the ``SchedulesPort``
+the runtime hands over (``HttpServices.schedule_desk``; None when ``scheduler.enabled``
 is false: 503). Same access rules and problem+json as every other route; the desk's errors
 map to statuses: not found 404, a bad field 400 (the message names it, its value and the
 range allowed), refused 409, the scheduler not running 503.
@@ -25,10 +25,10 @@ from duragent.errors import (
 from duragent.gateways.http.problem import ProblemError
 from duragent.gateways.http.security import read_json
 
-__all__ = ["ScheduleDesk", "ScheduleRoutes"]
+__all__ = ["ScheduleRoutes", "SchedulesPort"]
 
 
-class ScheduleDesk(Protocol):
+class SchedulesPort(Protocol):
     """What HTTP asks of the scheduler (``duragent.scheduler.desk`` implements it)."""
 
     def list(self, agent: str | None = None) -> list[dict[str, Any]]:
@@ -55,10 +55,10 @@ class ScheduleDesk(Protocol):
 class ScheduleRoutes:
     """The handlers (see module docstring)."""
 
-    def __init__(self, desk: Callable[[], ScheduleDesk | None]) -> None:
+    def __init__(self, desk: Callable[[], SchedulesPort | None]) -> None:
         self._desk = desk
 
-    def _open(self) -> ScheduleDesk:
+    def _open(self) -> SchedulesPort:
         desk = self._desk()
         if desk is None:
             raise ProblemError(503, "the scheduler is disabled (scheduler.enabled: false)")

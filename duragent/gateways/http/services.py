@@ -7,11 +7,11 @@ from typing import Protocol
 
 from duragent.agents import AgentCatalog
 from duragent.config import WorkspaceConfig
-from duragent.core.tasks import BackgroundTasks
 from duragent.frontkit import OwnerRelay, WebhookReceiver
 from duragent.frontkit.delivery import Delivery
 from duragent.gateways.http.forwarding import SessionForwarding
-from duragent.gateways.http.schedules import ScheduleDesk
+from duragent.gateways.http.schedules import SchedulesPort
+from duragent.lifecycle.tasks import BackgroundTasks
 from duragent.turns import TurnRunner
 
 __all__ = ["HttpServices"]
@@ -44,7 +44,7 @@ class HttpServices(Protocol):
         ...
 
     @property
-    def schedule_desk(self) -> ScheduleDesk | None:
+    def schedule_desk(self) -> SchedulesPort | None:
         """The scheduler's JSON operations (None when the scheduler is disabled)."""
         ...
 

@@ -15,10 +15,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from duragent.core.logctx import log_context, new_turn_id
 from duragent.core.snapshot import SessionStatus
 from duragent.errors import AgentNotFoundError, LLMError
-from duragent.frontkit import ChatRef as KitChat
 from duragent.frontkit import await_turn
 from duragent.gateways.http.cut_turns import interrupted_problem, reply_body
 from duragent.gateways.http.forwarding import IDEMPOTENCY_KEY
@@ -33,7 +31,7 @@ from duragent.gateways.http.problem import ProblemError, failed_turn_status
 from duragent.gateways.http.security import read_json
 from duragent.gateways.http.services import HttpServices
 from duragent.gateways.http.stream import TURN_HEADER, OpenStreams, stream_turn
-from duragent.session import SessionNotFoundError, events_to_messages
+from duragent.observability.logctx import log_context, new_turn_id
 from duragent.turns import (
     DECISIONS,
     ApprovalError,
@@ -43,7 +41,9 @@ from duragent.turns import (
     Failed,
     Interruption,
     NoPendingApprovalError,
+    SessionNotFoundError,
     TurnResult,
+    events_to_messages,
 )
 
 __all__ = ["SessionRoutes"]
@@ -141,7 +141,7 @@ class SessionRoutes:
 
     async def _known(self, session_id: str) -> dict[str, Any]:
         try:
-            info = await self.s.turns.registry.info(session_id)
+            info = await self.s.turns.sessions.info(session_id)
         except SessionNotFoundError:
             raise ProblemError(404, "session not found") from None
         # SessionQuarantinedError: the app answers 409 with the reason (every time)
@@ -181,7 +181,7 @@ class SessionRoutes:
     async def list(self, request: Request) -> Response:
         """GET /api/v1/sessions?limit=N (newest first)."""
         limit = read_limit(request, default=100, maximum=MAX_SESSIONS_LIMIT)
-        sessions = await self.s.turns.registry.list_sessions(limit=limit.value)
+        sessions = await self.s.turns.sessions.list_sessions(limit=limit.value)
         return limited({"sessions": sessions}, limit)
 
     async def get(self, request: Request) -> Response:
@@ -192,7 +192,7 @@ class SessionRoutes:
     async def delete(self, request: Request) -> Response:
         """DELETE /api/v1/sessions/{id} → 204."""
         try:
-            await self.s.turns.registry.delete(_session_id(request))
+            await self.s.turns.delete(_session_id(request))
         except SessionNotFoundError:
             raise ProblemError(404, "session not found") from None
         return Response(status_code=204)
@@ -202,7 +202,7 @@ class SessionRoutes:
         session_id = _session_id(request)
         info = await self._known(session_id)
         if info["status"] != SessionStatus.COMPLETED.value:
-            await self.s.turns.registry.complete(session_id)
+            await self.s.turns.complete(session_id)
             info = await self._known(session_id)
         return JSONResponse(info)
 
@@ -215,8 +215,7 @@ class SessionRoutes:
         include_tools = _BOOLEANS.get(raw_tools.lower())
         if include_tools is None:
             raise ProblemError(400, f"include_tools must be true or false, got {quoted(raw_tools)}")
-        session = self.s.turns.registry.handle(session_id)
-        events = await session.events(include_archive=True)
+        events = await self.s.turns.sessions.events(session_id, include_archive=True)
         messages = events_to_messages(events, include_tools=include_tools)
         return limited({"messages": messages[-limit.value :]}, limit)
 
@@ -279,19 +278,18 @@ class SessionRoutes:
         decided here). Delivered in the background, recorded once (``frontkit.delivery``):
         the HTTP answer does not wait for the platform.
         """
-        chat = (await self.s.turns.registry.info(session_id)).chat
+        chat = (await self.s.turns.sessions.info(session_id)).chat
         delivery = self.s.chat_delivery(chat.gateway) if chat is not None else None
         if chat is None or delivery is None:
             return
-        where = KitChat(chat.gateway, chat.chat_id)
 
         async def deliver() -> None:
             try:
-                await delivery.deliver(where, result)
+                await delivery.deliver(chat, result)
             except Exception as exc:  # the chat's recovery delivers an owed reply at start
-                log.warning("session %s: could not deliver to %s: %s", session_id, where, exc)
+                log.warning("session %s: could not deliver to %s: %s", session_id, chat, exc)
 
-        self.s.tasks.spawn(deliver(), name=f"deliver-{where.target}")
+        self.s.tasks.spawn(deliver(), name=f"deliver-{chat.target}")
 
     async def approve(self, request: Request) -> Response:
         """POST /api/v1/sessions/{id}/approve {call_id, decision}."""

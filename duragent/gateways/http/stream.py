@@ -31,10 +31,8 @@ from typing import Any
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from duragent.core.logctx import current, log_context
 from duragent.core.messages import ToolCall, Usage
 from duragent.core.snapshot import SessionStatus
-from duragent.core.tasks import BackgroundTasks
 from duragent.gateways.http.cut_turns import (
     TURN_INTERRUPTED,
     interrupted_detail,
@@ -42,6 +40,8 @@ from duragent.gateways.http.cut_turns import (
     lost_to,
     taken_over_detail,
 )
+from duragent.lifecycle.tasks import BackgroundTasks
+from duragent.observability.logctx import current, log_context
 from duragent.turns import (
     CLIENT_LEFT,
     AwaitingApproval,

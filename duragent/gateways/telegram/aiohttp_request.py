@@ -116,7 +116,7 @@ class AiohttpRequest(BaseRequest):
             raise TimedOut from exc
         except aiohttp.ClientError as exc:
             raise NetworkError(f"aiohttp.{type(exc).__name__}: {exc}") from exc
-        # the URL holds the bot token: the root handlers' filter (core/redact.py) hides it
+        # the URL holds the bot token: the root handlers' filter (observability/redact.py) hides it
         log.debug("%s %s: HTTP %d", method, url, response.status)
         return response.status, payload
 

@@ -19,9 +19,9 @@ from collections.abc import Callable, Sequence
 
 from duragent.agents import AgentCatalog
 from duragent.config.workspace import RouteConfig, TelegramConfig
-from duragent.core.tasks import BackgroundTasks
 from duragent.frontkit import GatewayChats, OutboundPort, OwnerRelay, Router, gateway_chats
 from duragent.gateways.telegram.service import TelegramGateway
+from duragent.lifecycle.tasks import BackgroundTasks
 from duragent.store.cluster import Cluster
 from duragent.turns import TurnRunner
 

@@ -31,9 +31,6 @@ from telegram.ext import Application, ApplicationBuilder
 
 from duragent.config.workspace import TELEGRAM_TOKEN_HELP as TOKEN_HELP
 from duragent.config.workspace import TelegramConfig
-from duragent.core.metrics import Metrics
-from duragent.core.redact import redact_secrets
-from duragent.core.tasks import BackgroundTasks
 from duragent.errors import ConfigError, DuragentError
 from duragent.frontkit import (
     ButtonPress,
@@ -47,8 +44,11 @@ from duragent.gateways.telegram.aiohttp_request import AiohttpRequest
 from duragent.gateways.telegram.limits import ChatRateLimiter, RateCounts
 from duragent.gateways.telegram.outbound import MAX_TYPING_IN_FLIGHT, TelegramOutbound
 from duragent.gateways.telegram.polling import FatalPollingError, poll_updates
-from duragent.gateways.telegram.updates import ALLOWED_UPDATES, BotIdentity, translate
+from duragent.gateways.telegram.updates import ALLOWED_UPDATES, TelegramBotIdentity, translate
 from duragent.gateways.telegram.webhook import TelegramWebhook, webhook_path, webhook_secret
+from duragent.lifecycle.tasks import BackgroundTasks
+from duragent.observability.metrics import Metrics
+from duragent.observability.redact import redact_secrets
 from duragent.store.cluster import Cluster
 
 __all__ = ["TelegramGateway", "bot_api_base"]
@@ -95,7 +95,7 @@ class TelegramGateway:
         self._app: Application | None = None  # type: ignore[type-arg]
         self._poller: asyncio.Task[None] | None = None
         self._handler: ChatHandler | None = None
-        self._identity: BotIdentity | None = None
+        self._identity: TelegramBotIdentity | None = None
         self._typing_bot: Bot | None = None
         self.state = "stopped"
         self.outbound: TelegramOutbound | None = None
@@ -165,7 +165,7 @@ class TelegramGateway:
                 "gateways.telegram.base_url"
             ) from exc
         me = app.bot.bot
-        self._identity = BotIdentity(user_id=me.id, username=me.username or "")
+        self._identity = TelegramBotIdentity(user_id=me.id, username=me.username or "")
         typing_bot = Bot(  # "typing…" is not a message: no rate limiter, a pool of its own
             token,
             base_url=base,
@@ -262,7 +262,7 @@ class TelegramGateway:
 
 
 def _counts(metrics: Metrics | None) -> RateCounts | None:
-    """Telegram's 429s and retries as ``core.metrics`` counters (None: metrics off)."""
+    """Telegram's 429s and retries as ``observability.metrics`` counters (None: metrics off)."""
     if metrics is None:
         return None
     return RateCounts(

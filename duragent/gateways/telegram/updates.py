@@ -19,7 +19,7 @@ from telegram import Message, MessageEntity, Update, User
 
 from duragent.frontkit import ButtonPress, ChatType, InboundMessage, Sender
 
-__all__ = ["ALLOWED_UPDATES", "BotIdentity", "translate"]
+__all__ = ["ALLOWED_UPDATES", "TelegramBotIdentity", "translate"]
 
 GATEWAY = "telegram"
 
@@ -51,7 +51,7 @@ _KINDS = (
 
 
 @dataclass(frozen=True, slots=True)
-class BotIdentity:
+class TelegramBotIdentity:
     """The bot as ``getMe`` describes it: how mentions and replies to it are recognised."""
 
     user_id: int
@@ -59,7 +59,7 @@ class BotIdentity:
 
 
 def translate(
-    update: Update, bot: BotIdentity, *, gateway: str = GATEWAY
+    update: Update, bot: TelegramBotIdentity, *, gateway: str = GATEWAY
 ) -> InboundMessage | ButtonPress | None:
     """The update as the kit's value, or ``None`` for an update the kit does not handle."""
     if update.callback_query is not None:
@@ -128,7 +128,7 @@ def _kind(message: Message) -> str:
     return "other"
 
 
-def _triggers(message: Message, bot: BotIdentity) -> tuple[bool, bool]:
+def _triggers(message: Message, bot: TelegramBotIdentity) -> tuple[bool, bool]:
     """Whether the message mentions the bot, and whether it replies to one of its messages."""
     entities = (
         message.parse_entities() if message.text is not None else message.parse_caption_entities()

@@ -4,9 +4,18 @@ The registry reads the map on the event loop, where a query would block; so the 
 loaded at ``open`` and written through (database first: the copy never runs ahead of what is
 stored). With several nodes another node may map a chat (or end its session) meanwhile, so
 the registry finds a chat's session with ``fetch`` (a query, in a thread): read-through,
-and the local copy follows what it read. A row the code cannot use (its session id names no
-possible session: ``chat_index.check_entry``) is skipped at every read and reported
-(``skipped``), never fatal; it stays in the table until the chat is mapped again.
+and the local copy follows what it read.
+
+A row the code cannot use (its key or session id names no possible session:
+``chat_index.check_entry``) is moved to the ``chats_quarantine`` table (schema 5) with why,
+in one transaction (``DELETE … RETURNING`` feeding the ``INSERT``: two nodes reading it at
+once move it once), wherever it is read (``load``, ``fetch``); it is reported (``skipped``,
+``chat_problems`` for ``doctor``) until someone deletes it there. Left in ``chats`` it would
+block its chat: a new session's conditional mapping (``claim``) never replaces a row it did
+not find, so every message would be served from the bad row's "session". A row whose
+session no longer exists (deleted, or quarantined by hand) is valid and stays: the chat's
+next message starts a new session that replaces it (``SessionRegistry.for_chat``); until
+then it is reported too.
 """
 
 from __future__ import annotations
@@ -14,13 +23,104 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterable
+from typing import Any
 
+from psycopg import Connection
+from psycopg.rows import TupleRow
+
+from duragent.core.events import now_rfc3339
 from duragent.store.chat_index import ChatKey, check_entry
 from duragent.store.postgres.connection import Database
 
-__all__ = ["PostgresChats"]
+__all__ = ["PostgresChats", "chat_problems"]
 
 log = logging.getLogger(__name__)
+
+_ROWS = (
+    "SELECT c.gateway, c.chat_id, c.agent, c.session_id, "
+    "NOT EXISTS (SELECT 1 FROM sessions s WHERE s.session_id = c.session_id "
+    "AND s.quarantined_at IS NULL), "
+    "EXISTS (SELECT 1 FROM sessions s WHERE s.session_id = c.session_id "
+    "AND s.quarantined_at IS NOT NULL) "
+    "FROM chats c"
+)
+_MOVE_ASIDE = (
+    "WITH moved AS (DELETE FROM chats WHERE gateway = %s AND chat_id = %s AND agent = %s "
+    "AND session_id = %s RETURNING gateway, chat_id, agent, session_id) "
+    "INSERT INTO chats_quarantine (gateway, chat_id, agent, session_id, reason) "
+    "SELECT gateway, chat_id, agent, session_id, %s FROM moved RETURNING quarantine_key"
+)
+_SET_ASIDE = (
+    "SELECT quarantine_key, gateway, chat_id, agent, reason FROM chats_quarantine "
+    "ORDER BY quarantine_key"
+)
+
+
+def _record(key: Iterable[object]) -> str:
+    return f"chats table row {[str(p) for p in key]}"
+
+
+def _aside_record(row: tuple[Any, ...]) -> dict[str, str]:
+    """A ``chats_quarantine`` row as ``skipped`` reports it."""
+    return {
+        "record": _record(row[1:4]),
+        "reason": str(row[4]),
+        "moved_to": f"chats_quarantine table row {row[0]}",
+    }
+
+
+def _gone_record(key: ChatKey, session_id: str, quarantined: bool) -> dict[str, str]:
+    where = "quarantined" if quarantined else "no live row in sessions"
+    return {
+        "record": _record(key),
+        "reason": f"its session {session_id} no longer exists ({where}); the chat's next "
+        "message starts a new session, which replaces this row",
+    }
+
+
+def _move_aside(
+    conn: Connection[TupleRow], key: tuple[object, ...], session_id: object, why: str
+) -> list[dict[str, str]]:
+    """Move the row (if it still holds ``session_id``) to ``chats_quarantine``: its record.
+
+    Empty when another node moved it (or someone changed it) first.
+    """
+    reason = f"{now_rfc3339()} {why}"
+    row = conn.execute(_MOVE_ASIDE, (*key, session_id, reason)).fetchone()
+    return [] if row is None else [_aside_record((row[0], *key, reason))]
+
+
+def _log_moved(moved: list[dict[str, str]]) -> None:
+    for record in moved:
+        log.error("%s moved to %s: %s", record["record"], record["moved_to"], record["reason"])
+
+
+def _problem(key: tuple[object, ...], session_id: object) -> str | None:
+    """Why the row cannot be used, or None."""
+    try:
+        check_entry(key, session_id)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def chat_problems(db: Database) -> list[dict[str, str]]:
+    """What the server would move aside, what it did, and rows whose session is gone.
+
+    Read only (``doctor``): ``record`` and ``reason`` each (``moved_to`` for rows already in
+    ``chats_quarantine``). Needs schema 5.
+    """
+    with db.transaction("reading the chat map") as conn:
+        rows = conn.execute(_ROWS).fetchall()
+        aside = conn.execute(_SET_ASIDE).fetchall()
+    found = []
+    for g, c, a, s, gone, quarantined in rows:
+        problem = _problem((g, c, a), s)
+        if problem is not None:
+            found.append({"record": _record((g, c, a)), "reason": problem})
+        elif gone:
+            found.append(_gone_record((g, c, a), s, quarantined))
+    return found + [_aside_record(row) for row in aside]
 
 
 class PostgresChats:
@@ -30,41 +130,42 @@ class PostgresChats:
         self._db = db
         self._lock = threading.Lock()
         self._map: dict[ChatKey, str] = {}
-        self._skipped: dict[ChatKey, dict[str, str]] = {}
+        self._aside: dict[str, dict[str, str]] = {}
+        self._gone: dict[ChatKey, tuple[str, dict[str, str]]] = {}
 
     def load(self) -> None:
-        """Read every mapping; rows the code cannot use are skipped and reported."""
-        with self._db.transaction("loading the chat map") as conn:
-            rows = conn.execute("SELECT gateway, chat_id, agent, session_id FROM chats").fetchall()
+        """Read every mapping; rows the code cannot use are moved aside and reported."""
         fresh: dict[ChatKey, str] = {}
+        gone: dict[ChatKey, tuple[str, dict[str, str]]] = {}
+        moved: list[dict[str, str]] = []
+        with self._db.transaction("loading the chat map") as conn:
+            rows = conn.execute(_ROWS).fetchall()
+            for g, c, a, s, missing, quarantined in rows:
+                problem = _problem((g, c, a), s)
+                if problem is not None:
+                    moved += _move_aside(conn, (g, c, a), s, problem)
+                    continue
+                fresh[(g, c, a)] = s
+                if missing:
+                    gone[(g, c, a)] = (s, _gone_record((g, c, a), s, quarantined))
+            aside = conn.execute(_SET_ASIDE).fetchall()
+        if gone:
+            log.warning(
+                "chats table: %d chat(s) map to a session that no longer exists (each chat's "
+                "next message starts a new session; reported until then)",
+                len(gone),
+            )
+        _log_moved(moved)  # once, by the node that moved them
         with self._lock:
-            self._skipped = {}
-            for g, c, a, s in rows:
-                found = self._usable_locked((g, c, a), s)
-                if found is not None:
-                    fresh[found[0]] = found[1]
             self._map = fresh
+            self._gone = gone
+            self._aside = {r["moved_to"]: r for r in map(_aside_record, aside)}
 
     def skipped(self) -> list[dict[str, str]]:
-        """Rows skipped by the last reads (``/readyz``, ``doctor``)."""
+        """Rows moved aside, and rows whose session is gone (``/readyz``)."""
         with self._lock:
-            return list(self._skipped.values())
-
-    def _usable_locked(
-        self, key: tuple[object, ...], session_id: object
-    ) -> tuple[ChatKey, str] | None:
-        """The row as a mapping, or None (recorded in ``skipped`` and logged once)."""
-        try:
-            return check_entry(key, session_id), str(session_id)
-        except ValueError as exc:
-            where = tuple(str(p) for p in key)
-            if where not in self._skipped:
-                log.error("chats table: row %s skipped: %s", list(where), exc)
-            self._skipped[(where[0], where[1], where[2])] = {
-                "record": f"chats table row {list(where)}",
-                "reason": str(exc),
-            }
-            return None
+            gone = [r for key, (sid, r) in self._gone.items() if self._map.get(key) == sid]
+            return list(self._aside.values()) + gone
 
     def get(self, key: ChatKey) -> str | None:
         """The session serving ``key``."""
@@ -72,15 +173,23 @@ class PostgresChats:
             return self._map.get(key)
 
     def fetch(self, key: ChatKey) -> str | None:
-        """The session serving ``key`` as stored now; the local copy is updated to it."""
+        """The session serving ``key`` as stored now; the local copy is updated to it.
+
+        A row the code cannot use is moved aside (then the chat maps nothing).
+        """
         with self._db.transaction("reading the chat map") as conn:
             row = conn.execute(
                 "SELECT session_id FROM chats WHERE gateway = %s AND chat_id = %s AND agent = %s",
                 key,
             ).fetchone()
+            found = str(row[0]) if row else None
+            problem = _problem(key, found) if row else None
+            moved = _move_aside(conn, key, found, problem) if problem is not None else []
+        if problem is not None:
+            found = None
+            _log_moved(moved)
         with self._lock:
-            usable = self._usable_locked(key, row[0]) if row else None
-            found = usable[1] if usable else None
+            self._aside.update((r["moved_to"], r) for r in moved)
             if found is None:
                 self._map.pop(key, None)
             else:

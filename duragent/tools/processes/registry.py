@@ -85,7 +85,7 @@ CLEANUP_AFTER_SECONDS = 30 * 60.0
 
 
 @dataclass(slots=True)
-class _Entry:
+class _TrackedJob:
     meta: ProcessMeta
     local: LocalJob | None = None
     killed: asyncio.Event = field(default_factory=asyncio.Event)
@@ -115,7 +115,7 @@ class ProcessRegistry:
         self.cleanup_after = cleanup_after
         self.cleanup_every = cleanup_every
         self.kill_grace = kill_grace
-        self._entries: dict[str, _Entry] = {}
+        self._entries: dict[str, _TrackedJob] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._dedupe = Dedupe()
         self._reporting: set[str] = set()
@@ -163,7 +163,7 @@ class ProcessRegistry:
     async def _recover(self, meta: ProcessMeta) -> None:
         if not meta.status.terminal:
             if meta.tmux_session is not None and await self.tmux.has_session(meta.tmux_session):
-                entry = self._entries[meta.handle] = _Entry(meta)
+                entry = self._entries[meta.handle] = _TrackedJob(meta)
                 self._monitor(entry)
                 log.info("background process %s re-attached (tmux)", meta.handle)
                 return
@@ -174,7 +174,7 @@ class ProcessRegistry:
                 meta = replace(meta.ended(ProcessStatus("lost")), notified=False)
             self._set(meta)
             log.info("background process %s ended while the server was down", meta.handle)
-        self._entries[meta.handle] = _Entry(meta)
+        self._entries[meta.handle] = _TrackedJob(meta)
 
     @staticmethod
     def _kill_leftover(meta: ProcessMeta) -> None:
@@ -216,7 +216,7 @@ class ProcessRegistry:
             write_meta(self.directory, meta)
         except (OSError, ValueError) as exc:
             raise ProcessError(f"spawn failed: cannot record the job: {exc}") from exc
-        entry = self._entries[handle] = _Entry(meta)
+        entry = self._entries[handle] = _TrackedJob(meta)
         # Recorded, so it must end up watched: a cancellation (the tool call's time limit)
         # waits for the start to finish and the watch to begin, then goes through. Before,
         # one landing while the process started left a job no one watched or reported.
@@ -229,7 +229,7 @@ class ProcessRegistry:
             raise
         return entry.meta
 
-    async def _start(self, entry: _Entry, request: SpawnRequest) -> None:
+    async def _start(self, entry: _TrackedJob, request: SpawnRequest) -> None:
         """Start the recorded job's command and watch it (ProcessError if it cannot start)."""
         meta = entry.meta
         try:
@@ -257,11 +257,11 @@ class ProcessRegistry:
             raise ProcessError(f"spawn failed: {exc}") from exc
         self._monitor(entry)
 
-    def _monitor(self, entry: _Entry) -> None:
+    def _monitor(self, entry: _TrackedJob) -> None:
         entry.done = asyncio.get_running_loop().create_future()
         self._spawn_task(self._watch(entry))
 
-    async def _watch(self, entry: _Entry) -> None:
+    async def _watch(self, entry: _TrackedJob) -> None:
         meta = entry.meta
         left = float(meta.timeout_seconds) - (now() - meta.spawned_at).total_seconds()
         timeout = max(left, 0.0) if meta.timeout_seconds > 0 else None  # None: no limit
@@ -336,7 +336,7 @@ class ProcessRegistry:
 
     # --- queries and actions (all for jobs the caller reaches only) ---------------------------
 
-    def owned(self, handle: str, reach: Reach) -> _Entry:
+    def owned(self, handle: str, reach: Reach) -> _TrackedJob:
         """The job, if ``reach`` lets the caller see it (ProcessError otherwise).
 
         A job out of reach is "not found", exactly like a missing one: a chat must not
@@ -347,7 +347,7 @@ class ProcessRegistry:
             raise ProcessError(f"process not found: {handle}")
         return entry
 
-    def running(self, handle: str, reach: Reach) -> _Entry:
+    def running(self, handle: str, reach: Reach) -> _TrackedJob:
         """The job if the caller reaches it and it still runs."""
         entry = self.owned(handle, reach)
         if entry.meta.status.terminal:

@@ -31,11 +31,11 @@ from typing import Any
 
 from duragent.agents import load_catalog
 from duragent.config.workspace import DiscordConfig, RouteConfig
-from duragent.core.metrics import Metrics
-from duragent.core.tasks import BackgroundTasks
 from duragent.frontkit import ButtonPress, ChatRef, InboundMessage, Sender
 from duragent.gateways.discord import DiscordGateway, build_discord_gateway
+from duragent.lifecycle.tasks import BackgroundTasks
 from duragent.llm import RetryPolicy
+from duragent.observability.metrics import Metrics
 from duragent.session import RegistrySettings, SessionRegistry
 from duragent.store import SessionStore
 from duragent.testing import FakeDiscord, ScriptedLLMServer

@@ -21,10 +21,10 @@ import httpx
 from duragent.config import load_workspace
 from duragent.runtime import Runtime
 from duragent.testing import FakeDiscord, ScriptedLLMServer
+from duragent.testing.discord_campaign import TOKEN
 from tests.gateways.telegram.rig import agent_yaml, echo_reply
 
-TOKEN = "MTI0MjQyNDI0MjQyNDI0MjQy.GAbc12.abcdefghijklmnopqrstuvwxyz0123456789AB"
-"""Shaped like a Discord bot token (the gateway checks the shape before any call)."""
+__all__ = ["TOKEN", "Rig", "discord_rig"]
 
 
 @dataclass

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from duragent.core.metrics import Metrics
 from duragent.frontkit.outbox import UNDELIVERED
 from duragent.frontkit.queue import TURN_FAILED
+from duragent.observability.metrics import Metrics
 from duragent.testing import Reply
 from duragent.testing.discord_objects import Person
 from tests.context.quoted_wire import quoted_texts, spoken

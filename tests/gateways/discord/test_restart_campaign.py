@@ -1,7 +1,7 @@
 """The Discord restart campaign, short: chats keep writing while ``duragent serve`` is SIGKILLed.
 
-The long run is ``bench/discord_restarts.py``; both use ``restart_campaign.py``, whose
-docstring defines "accepted" on a platform that delivers each message once (messages written
+The long run is ``bench/restarts/discord.py``; both use ``duragent.testing.discord_campaign``,
+whose docstring defines "accepted" on a platform that delivers each message once (messages written
 while no bot is connected, or in flight to a killed process, are counted apart, never as
 lost). A failure's ``problems`` name the chat and message; the workspace, ``calls.jsonl``
 (every REST call) and each serving process's log stay in ``tmp_path``.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.gateways.discord.restart_campaign import run_campaign
+from duragent.testing.discord_campaign import run_campaign
 
 
 async def test_every_delivered_message_is_answered_once_in_order_across_two_kills(

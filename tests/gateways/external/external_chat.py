@@ -25,9 +25,9 @@ from typing import Any
 
 from duragent.agents import load_catalog
 from duragent.config.workspace import ExternalGatewayConfig, RouteConfig
-from duragent.core.tasks import BackgroundTasks
 from duragent.frontkit import ButtonPress, ChatRef, InboundMessage, approval_prompt
 from duragent.gateways.external import ExternalGateway, Timings, build_external_gateway
+from duragent.lifecycle.tasks import BackgroundTasks
 from duragent.llm import RetryPolicy
 from duragent.session import RegistrySettings, SessionRegistry
 from duragent.store import SessionStore

@@ -1,12 +1,12 @@
 """The external gateway restart campaign, short: ``duragent serve`` SIGKILLed behind a gateway.
 
-The long run is ``bench/external_restarts.py``; both use ``restart_campaign.py``, whose
-docstring defines what the platform does in each mode. With the ``ack`` capability nothing
-is lost: every message answered exactly once. A gateway written for the reference (no
-``ack``) cannot know what was still in the pipe when ``serve`` died: such messages are counted
-apart, never as missing, and everything duragent recorded is answered exactly once. A
-failure's ``problems`` name the chat and message; the workspace, ``commands.jsonl`` and each
-serving process's log stay in ``tmp_path``.
+The long run is ``bench/restarts/external.py``; both use ``duragent.testing.external_campaign``,
+whose docstring defines what the platform does in each mode. With the ``ack`` capability nothing is
+lost: every message answered exactly once. A gateway written for the reference (no ``ack``) cannot
+know what was still in the pipe when ``serve`` died: such messages are counted apart, never as
+missing, and everything duragent recorded is answered exactly once. A failure's ``problems`` name
+the chat and message; the workspace, ``commands.jsonl`` and each serving process's log stay in
+``tmp_path``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.gateways.external.restart_campaign import run_campaign
+from duragent.testing.external_campaign import run_campaign
 
 
 @pytest.mark.parametrize("ack", [True, False], ids=["ack", "reference"])

@@ -13,9 +13,9 @@ import pytest
 from duragent.agents import AgentCatalog
 from duragent.config import load_workspace
 from duragent.config.workspace import WorkspaceConfig
-from duragent.core.tasks import BackgroundTasks
 from duragent.frontkit import WebhookReceiver
 from duragent.gateways.http import HttpServer, build_app
+from duragent.lifecycle.tasks import BackgroundTasks
 from duragent.turns import TurnRunner
 
 

@@ -247,3 +247,63 @@ async def test_a_streamed_turn_cut_by_a_take_over_says_so_and_how_to_get_its_out
     assert [(t["name"], t["outcome"]) for t in again[-2][1]["tool_calls"]] == [
         ("bash", "interrupted")
     ]
+
+
+async def test_the_openai_endpoint_answers_a_cut_turn_as_interrupted_never_duplicate(
+    cluster: Cluster,
+) -> None:
+    c = cluster
+    sid = await new_session(c)
+    key = {"Idempotency-Key": "cut-4"}
+    body = {
+        "model": "bot",
+        "session_id": sid,
+        "messages": [{"role": "user", "content": c.waiting_command()}],
+    }
+    completions = "/v1/chat/completions"
+    sending = await c.cut_on_n1(
+        lambda: c.client.post(c.url(c.n1, completions), json=body, headers=key)
+    )
+    later = await c.client.post(
+        c.url(c.n2, f"/api/v1/sessions/{sid}/messages"), json={"content": "hello"}
+    )
+    c.release()
+    cut = await sending
+    again = await c.client.post(c.url(c.n2, completions), json=body, headers=key)
+    assert later.status_code == 200, later.text
+    for answer in (cut, again):
+        assert answer.status_code == 409, answer.text
+        error = answer.json()["error"]
+        assert error["code"] == "turn_interrupted"
+        assert "interrupted" in error["message"]
+        assert answer.headers["x-should-retry"] == "false"
+
+
+async def test_the_openai_endpoint_answers_a_cut_turn_that_went_on_with_its_reply(
+    cluster: Cluster,
+) -> None:
+    c = cluster
+    sid = await new_session(c)
+    key = {"Idempotency-Key": "cut-5"}
+    body = {
+        "model": "bot",
+        "session_id": sid,
+        "messages": [{"role": "user", "content": c.waiting_command()}],
+    }
+    completions = "/v1/chat/completions"
+    sending = await c.cut_on_n1(
+        lambda: c.client.post(c.url(c.n1, completions), json=body, headers=key)
+    )
+    retried = await c.client.post(c.url(c.n2, completions), json=body, headers=key)
+    c.release()
+    cut = await sending
+    assert retried.status_code == 200, retried.text
+    assert cut.status_code == 200, cut.text
+    reply = retried.json()["choices"][0]["message"]["content"]
+    assert reply.startswith("after the tool: Error: tool execution interrupted")
+    answer = cut.json()
+    assert answer["choices"][0]["message"]["content"] == reply
+    assert answer["duragent"]["status"] == "complete"  # never "duplicate"
+    assert [
+        (t["name"], t["outcome"]) for t in answer["duragent"]["interruption"]["tool_calls"]
+    ] == [("bash", "interrupted")]

@@ -36,10 +36,10 @@ import httpx
 
 from duragent.agents import load_catalog
 from duragent.config.workspace import RouteConfig, TelegramConfig
-from duragent.core.tasks import BackgroundTasks
 from duragent.frontkit import ButtonPress, ChatRef, InboundMessage, Sender
 from duragent.gateways.telegram import TelegramGateway, build_telegram_gateway
 from duragent.gateways.telegram.render import APPROVAL_HEADER
+from duragent.lifecycle.tasks import BackgroundTasks
 from duragent.llm import RetryPolicy
 from duragent.session import RegistrySettings, SessionRegistry
 from duragent.store import SessionStore

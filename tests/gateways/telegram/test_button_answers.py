@@ -1,6 +1,6 @@
 """Answering a button press: cosmetic (the toast), so Telegram refusing it must not fail the press.
 
-Found by ``bench/year.py``: after a restart a press of a prompt that was asked again is
+Found by ``bench/year``: after a restart a press of a prompt that was asked again is
 "no longer waiting"; answering its callback query a second time (the killed process had
 answered it) gets Telegram's "query is too old", and the exception failed the whole update:
 retried six times, then skipped with the updates queued behind it in that chat (user messages

@@ -26,8 +26,8 @@ from duragent.gateways.http.forwarding import FORWARDED_AT, FORWARDED_BY
 from duragent.gateways.telegram.webhook import SECRET_HEADER
 from duragent.runtime import Runtime
 from duragent.testing import FakeTelegram, ScriptedLLMServer
+from duragent.testing.serve_process import ServeProcess
 from duragent.testing.telegram_faults import FaultRule
-from tests.gateways.serve_process import ServeProcess
 from tests.gateways.telegram.rig import BOT, TOKEN, echo_reply, write_workspace
 from tests.polling import eventually
 

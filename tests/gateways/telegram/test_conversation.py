@@ -52,7 +52,7 @@ async def test_a_direct_message_gets_one_reply_with_typing_and_few_calls(
 async def test_messages_dated_a_year_ago_or_a_year_ahead_are_answered_like_any_other(
     tmp_path: Path,
 ) -> None:
-    """No update is judged by its date (``bench/year.py`` dates them by a simulated clock)."""
+    """No update is judged by its date (``bench/year`` dates them by a simulated clock)."""
     now = int(time.time())
     async with telegram_rig(tmp_path) as rig:
         rig.llm.enqueue(Reply(text="old one"), Reply(text="new one"))

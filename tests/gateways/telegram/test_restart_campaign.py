@@ -1,8 +1,8 @@
 """The restart campaign, short: chats keep writing while ``duragent serve`` is SIGKILLed twice.
 
-The long run (1,000 messages, 50 chats, 5+ kills) is ``bench/telegram_restarts.py``; both use
-``restart_campaign.py``, whose docstring defines each check. A failure's ``problems`` name the
-chat and message; the workspace, ``calls.jsonl`` (every Bot API call) and each serving
+The long run (1,000 messages, 50 chats, 5+ kills) is ``bench/restarts/telegram.py``; both use
+``duragent.testing.telegram_campaign``, whose docstring defines each check. A failure's ``problems``
+name the chat and message; the workspace, ``calls.jsonl`` (every Bot API call) and each serving
 process's log stay in ``tmp_path``.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.gateways.telegram.restart_campaign import run_campaign
+from duragent.testing.telegram_campaign import run_campaign
 
 
 async def test_every_message_is_answered_once_in_order_across_two_kills(tmp_path: Path) -> None:

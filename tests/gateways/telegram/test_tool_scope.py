@@ -31,8 +31,8 @@ async def test_a_dm_is_neither_listed_nor_read_by_another_dms_session_tool(
         rig.tg.push_message(ALICE, SECRET, user_id=ALICE, first_name="Alice")
         assert await rig.replies(ALICE) == [f"re: {SECRET}"]
         await rig.settle()
-        registry = rig.runtime.turns.registry
-        (alices,) = [sid for _agent, sid in registry.sessions_of_chat("telegram", str(ALICE))]
+        queries = rig.runtime.turns.sessions
+        (alices,) = [sid for _agent, sid in queries.sessions_of_chat("telegram", str(ALICE))]
         rig.llm.enqueue(
             session_call("c1", action="list"),
             session_call("c2", action="read", session_id=alices),

@@ -7,9 +7,9 @@ from typing import Any
 from telegram import Bot, Update
 
 from duragent.frontkit import ButtonPress, InboundMessage
-from duragent.gateways.telegram.updates import BotIdentity, translate
+from duragent.gateways.telegram.updates import TelegramBotIdentity, translate
 
-BOT = BotIdentity(user_id=999, username="DuraBot")
+BOT = TelegramBotIdentity(user_id=999, username="DuraBot")
 _bot = Bot("123:" + "a" * 35)
 
 

@@ -23,8 +23,8 @@ import httpx
 import pytest
 
 from duragent.testing import Reply, ScriptedLLMServer, ToolCallReply
+from duragent.testing.serve_process import ServeProcess
 from duragent.tools.processes.meta import pid_start_time
-from tests.gateways.serve_process import ServeProcess
 from tests.polling import eventually
 from tests.tools.processes.helpers import needs_tmux
 from tests.turns.turn_fixtures import agent_yaml

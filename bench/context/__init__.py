@@ -1,0 +1,1 @@
+"""Token counting and the context window: fitting a request, summaries, their cadence."""

@@ -1,0 +1,1 @@
+"""What several benchmarks share: the printed table, the text corpus, ``/proc`` readings."""

@@ -1,0 +1,93 @@
+"""The campaigns' plan: a chat's outstanding messages, counted without walking its history."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+from duragent.testing.campaign_verdict import IN_FLIGHT, INTERRUPTED, Chat, Message, mark_answers
+from tests.work import lines_run
+
+
+def _chat(n: int) -> Chat:
+    return Chat(0, 7, False, [Message(7, i, f"t{i}") for i in range(n)])
+
+
+def _naive(chat: Chat) -> int:
+    return sum(
+        1 for m in chat.messages[: chat.next] if m.answered_at is None and m.undelivered is None
+    )
+
+
+def test_outstanding_counts_sent_messages_neither_answered_nor_lost_in_any_order() -> None:
+    rng = random.Random(5)
+    chat = _chat(300)
+    while chat.next < len(chat.messages) or _naive(chat):
+        if chat.next < len(chat.messages) and rng.random() < 0.6:
+            chat.next += 1
+        open_ = [m for m in chat.messages[: chat.next] if m.answered_at is None]
+        if open_ and rng.random() < 0.5:
+            m = rng.choice(open_)  # out of order too
+            if rng.random() < 0.1:
+                m.undelivered = IN_FLIGHT
+            else:
+                m.answered_at = 1.0
+        assert chat.outstanding() == _naive(chat)
+
+
+def test_asking_every_tick_costs_what_is_open_not_the_whole_history() -> None:
+    """20,000 settled messages and one open, against walking them all: counted in Python lines
+    run (``tests/work.py``, 11 against 40,007 when written), not timed."""
+    chat = _chat(20_001)
+    chat.next = len(chat.messages)
+    for m in chat.messages[:-1]:
+        m.answered_at = 1.0
+    chat.outstanding()  # the cursor catches up once
+
+    def work(count: Callable[[Chat], int]) -> int:
+        return lines_run(lambda: count(chat))
+
+    assert work(Chat.outstanding) * 50 < work(_naive)
+
+
+def _tools(n: int) -> list[Message]:
+    return [Message(7, i, f"#q7n{i}#", tool=True) for i in range(n)]
+
+
+def test_a_reply_answers_the_messages_whose_mark_it_carries() -> None:
+    first, second = _tools(2)
+    assert mark_answers([first, second], f"done: 42-{second.token}", 5.0) == [second]
+    assert (first.answered_at, second.answered_at) == (None, 5.0)
+    assert not second.interrupted
+
+
+def test_a_cut_call_reply_answers_the_pressed_tool_messages() -> None:
+    first, second = _tools(2)
+    second.pressed_at = 1.0
+    assert mark_answers([first, second], f"bash: Error: {INTERRUPTED}", 5.0) == [second]
+    assert second.interrupted
+    assert not second.cut_unasked
+
+
+def test_a_call_cut_before_its_approval_was_asked_is_answered_by_the_reply_that_says_so() -> None:
+    """A kill between recording the call and asking for its approval: the restart closes the
+    call and the chat is told; the chat was never prompted, so nothing was pressed."""
+    first, second = _tools(2)
+    assert mark_answers([first, second], f"bash: Error: {INTERRUPTED}", 5.0) == [first]
+    assert first.interrupted
+    assert first.cut_unasked
+    assert second.answered_at is None
+
+
+def test_a_held_approval_is_not_taken_for_a_call_a_kill_cut() -> None:
+    """Its prompt was shown and is held over the kill: the restart asks again."""
+    (held,) = _tools(1)
+    held.prompts = 1
+    assert mark_answers([held], f"bash: Error: {INTERRUPTED}", 5.0) == []
+    assert held.answered_at is None
+
+
+def test_a_reply_with_a_mark_and_a_cut_call_answers_only_its_own_message() -> None:
+    first, second = _tools(2)
+    assert mark_answers([first, second], f"re 42-{second.token}: {INTERRUPTED}", 5.0) == [second]
+    assert first.answered_at is None
