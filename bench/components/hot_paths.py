@@ -25,7 +25,7 @@ from collections.abc import Callable
 from openai._streaming import SSEDecoder
 
 from duragent.llm._sse import SSEEvents
-from duragent.testing.campaign_verdict import Chat, Message
+from duragent.testing.campaign_verdict import CampaignMessage, Chat
 from duragent.testing.telegram_calls import CallLog
 
 
@@ -65,7 +65,7 @@ def call_log() -> tuple[float, float]:
 
 
 def outstanding() -> tuple[float, float]:
-    chat = Chat(0, 7, False, [Message(7, i, f"t{i}") for i in range(20_001)])
+    chat = Chat(0, 7, False, [CampaignMessage(7, i, f"t{i}") for i in range(20_001)])
     chat.next = len(chat.messages)
     for m in chat.messages[:-1]:
         m.answered_at = 1.0

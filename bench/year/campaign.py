@@ -46,7 +46,7 @@ from bench.year.clock import ClockDriver
 from bench.year.commands import ChatCommand, due, plan_commands, reset_probes, take_reply
 from bench.year.model import ROWS, secret_of
 from duragent.testing import FakeTelegram
-from duragent.testing.campaign_verdict import INTERRUPTED, Chat, Message, answer_tokens
+from duragent.testing.campaign_verdict import INTERRUPTED, CampaignMessage, Chat, answer_tokens
 from duragent.testing.serve_process import ServeProcess
 from duragent.testing.telegram_campaign import WRITER, TelegramCampaign
 from duragent.testing.telegram_faults import FaultRule
@@ -221,7 +221,7 @@ class YearCampaign(TelegramCampaign):
         start = rng.randrange(0, max(1, len(self.prose) - size))
         return self.prose[start : start + size].replace("@", " ").replace("#", " ")
 
-    def text_of(self, chat: Chat, m: Message) -> str:
+    def text_of(self, chat: Chat, m: CampaignMessage) -> str:
         rng = random.Random(m.token)
         if chat.group:
             text = m.text("@" + self.tg.bot_username)
@@ -268,7 +268,7 @@ class YearCampaign(TelegramCampaign):
         """The chat's next message is due on the clock, and no command comes first."""
         return self._due_in_chat(chat, chat.next) <= self.clock.ms and not self._command_first(chat)
 
-    def write(self, chat: Chat, m: Message) -> dict[str, Any]:
+    def write(self, chat: Chat, m: CampaignMessage) -> dict[str, Any]:
         self.pushed_sim[m.token] = self.clock.ms
         self.last_active[chat.chat_id] = self.clock.ms
         update = super().write(chat, m)
@@ -333,7 +333,7 @@ class YearCampaign(TelegramCampaign):
         """Tokens of tool messages whose call a kill cut before its approval was asked."""
         return [m.token for chat in self.plan for m in chat.messages if m.cut_unasked]
 
-    def press(self, m: Message) -> None:
+    def press(self, m: CampaignMessage) -> None:
         super().press(m)
         self.last_active[self.plan_chat(m).chat_id] = self.clock.ms
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from duragent.frontkit.commands import NO_SESSION_TO_RESET, RESET_DONE
-from duragent.testing.campaign_verdict import Chat, Sent
+from duragent.testing.campaign_verdict import Chat, SentText
 from duragent.testing.serve_process import ServeProcess
 
 __all__ = [
@@ -60,8 +60,8 @@ class ChatCommand:
     kind: Kind
     after_reset: bool = False
     pushed_at: float | None = None
-    reply: Sent | None = None
-    copies: list[Sent] = field(default_factory=list)
+    reply: SentText | None = None
+    copies: list[SentText] = field(default_factory=list)
     """Later sends of the same text (or "No active session to reset.") to this chat."""
 
     @property
@@ -105,7 +105,7 @@ def due(commands: list[ChatCommand], next_ordinal: int) -> ChatCommand | None:
     return None
 
 
-def take_reply(commands: list[ChatCommand], sent: Sent) -> bool:
+def take_reply(commands: list[ChatCommand], sent: SentText) -> bool:
     """Place ``sent`` (not a prompt, no answer token): the reply of the command waiting for
     one, or a copy of the last answered command's (False: neither)."""
     answered = None

@@ -3,7 +3,7 @@
 ```
  asyncio code ──handle.op()──▶ SessionActor (pykka thread, one per live session)
       ▲                        │  SessionState.apply(event)   (pure rules, same for replay)
-      └── Reply via            ├─▶ EventLog.append + fsync    (events.jsonl)
+      └── ActorReply via       ├─▶ EventLog.append + fsync    (events.jsonl)
           call_soon_threadsafe └─▶ SnapshotFile.write         (state.yaml, atomic)
 ```
 

@@ -2,8 +2,8 @@
 
 All of a session's file I/O happens on this thread, so an fsync never blocks the event loop
 and many sessions fsync in parallel. Requests arrive as ``bridge.Request`` messages and are
-answered through their ``Reply``; an operation that fails answers with its exception and the
-actor keeps running.
+answered through their ``ActorReply``; an operation that fails answers with its exception
+and the actor keeps running.
 
 The durability rules, snapshots and recovery live in ``journal``; the operations a loaded
 session serves in ``operations``; this module is the thread: start (create, or load and

@@ -1,7 +1,7 @@
 """Asking a pykka actor from asyncio without ever blocking the event loop.
 
 ``await pykka_future`` calls a blocking ``get()`` on the loop thread (measured: 300 ms
-stalls). Instead the request carries a ``Reply`` that the actor thread resolves through the
+stalls). Instead the request carries a ``ActorReply`` that the actor thread resolves through the
 loop's completion queue (one ``call_soon_threadsafe`` per batch of answers; measured 43–88 µs
 a round trip, no extra threads). Every ask has a timeout; a stopped actor fails the ask at once
 with ``SessionUnavailableError``.
@@ -26,7 +26,7 @@ from duragent.session.deadlines import Deadlines
 from duragent.session.ops import Op
 
 __all__ = [
-    "Reply",
+    "ActorReply",
     "Request",
     "SessionTimeoutError",
     "SessionUnavailableError",
@@ -89,7 +89,7 @@ class _Completions:
                 future.set_result(value)
 
 
-class Reply:
+class ActorReply:
     """Resolves an asyncio future from any thread, at most once."""
 
     __slots__ = ("_completions", "_future")
@@ -123,7 +123,7 @@ class Request:
         op: Op[Any, ..., Any],
         args: tuple[Any, ...] = (),
         kwargs: Mapping[str, Any] = _NO_KWARGS,
-        reply: Reply | None = None,
+        reply: ActorReply | None = None,
     ) -> None:
         self.op = op
         self.args = args
@@ -184,7 +184,7 @@ async def ask(
     side = _side(loop)
     future: asyncio.Future[R] = loop.create_future()
     try:
-        ref.tell(Request(op, args, kwargs, Reply(side.completions, future)))
+        ref.tell(Request(op, args, kwargs, ActorReply(side.completions, future)))
     except pykka.ActorDeadError:
         raise SessionUnavailableError(f"session actor for {op.name!r} is stopped") from None
     entry = side.deadlines.watch(future, within, _NO_ANSWER, op.name, within)

@@ -13,7 +13,7 @@ import asyncio
 import time
 from abc import ABC, abstractmethod
 
-from duragent.testing.campaign_verdict import Message
+from duragent.testing.campaign_verdict import CampaignMessage
 
 __all__ = ["CampaignLoop"]
 
@@ -32,7 +32,7 @@ class CampaignLoop(ABC):
         self.stall_seconds = stall_seconds
         self.kills_done = 0
         self.answered = 0
-        self.held: list[Message] = []
+        self.held: list[CampaignMessage] = []
         """Approval prompts held back to be pressed after the next kill."""
         self.restarting: asyncio.Task[None] | None = None
 

@@ -38,10 +38,10 @@ __all__ = [
     "CHATTER",
     "GROUP_WINDOW",
     "TOOL_EVERY",
+    "CampaignMessage",
     "CampaignResult",
     "Chat",
-    "Message",
-    "Sent",
+    "SentText",
     "answer_tokens",
     "group_model",
     "mark_answers",
@@ -54,9 +54,9 @@ __all__ = [
 ]
 
 OFFLINE = "offline"
-"""``Message.undelivered``: written while no serving process was connected."""
+"""``CampaignMessage.undelivered``: written while no serving process was connected."""
 IN_FLIGHT = "in flight"
-"""``Message.undelivered``: reached a process that was killed before it recorded the message."""
+"""``CampaignMessage.undelivered``: reached a process killed before it recorded the message."""
 
 GROUP_WINDOW = 3
 """Mentions a group may have waiting for replies at once."""
@@ -74,7 +74,7 @@ CHATTER_TOKEN = re.compile(r"#k\d+n\d+#")
 
 
 @dataclass
-class Message:
+class CampaignMessage:
     """One message a chat will send, and what becomes of it."""
 
     chat: int
@@ -121,7 +121,7 @@ class Chat:
     index: int
     chat_id: int
     group: bool
-    messages: list[Message]
+    messages: list[CampaignMessage]
     next: int = 0
     settled: int = 0
     """Every message before this index is answered or known lost (``outstanding``'s cursor)."""
@@ -146,7 +146,7 @@ class Chat:
 
 
 @dataclass
-class Sent:
+class SentText:
     """A message the bot sent (an answer or an approval prompt), traced to its process."""
 
     chat_id: int
@@ -221,7 +221,7 @@ def plan(chats: int, messages: int, rng: random.Random, *, group_every: int = 3)
         msgs = []
         for k in range(count):
             token = f"#q{i}n{k}#"
-            m = Message(i, k, token)
+            m = CampaignMessage(i, k, token)
             if group:
                 m.chatter = [f"#k{i}n{k * CHATTER + c}#" for c in range(CHATTER)]
             elif k % TOOL_EVERY == TOOL_EVERY - 1:
@@ -263,7 +263,7 @@ def answer_tokens(text: str) -> list[str]:
     return ANSWER.findall(text)
 
 
-def mark_answers(waiting: list[Message], text: str, at: float) -> list[Message]:
+def mark_answers(waiting: list[CampaignMessage], text: str, at: float) -> list[CampaignMessage]:
     """Mark the waiting messages (oldest first) that the reply ``text`` answers; return them.
 
     A reply answers the messages whose mark it carries. A reply saying a kill cut a call
@@ -290,7 +290,7 @@ def mark_answers(waiting: list[Message], text: str, at: float) -> list[Message]:
 
 def verdict(
     chats: list[Chat],
-    sent: list[Sent],
+    sent: list[SentText],
     serve: ServeProcess,
     kill_times: list[float],
     wall: float,
@@ -302,7 +302,7 @@ def verdict(
     offline = in_flight = unchecked = 0
     once = missing = duplicated = dup_after_kill = joint = 0
     order_violations = 0
-    sends_by_chat: dict[int, list[Sent]] = defaultdict(list)
+    sends_by_chat: dict[int, list[SentText]] = defaultdict(list)
     for s in sent:
         sends_by_chat[s.chat_id].append(s)
     buffer_checks = buffers_intact = buffers_across_kill = 0
@@ -361,7 +361,7 @@ def verdict(
                 problems.append(f"chat {chat.chat_id}: answers out of order")
     twice_after_kill = twice_real = 0
     for chat_id, sends in sends_by_chat.items():
-        by_text: dict[str, list[Sent]] = defaultdict(list)
+        by_text: dict[str, list[SentText]] = defaultdict(list)
         for s in sends:
             by_text[s.text].append(s)
         for text, copies in by_text.items():
@@ -410,7 +410,7 @@ def verdict(
     return result
 
 
-def all_resent_after_kill(serve: ServeProcess, copies: list[Sent]) -> bool:
+def all_resent_after_kill(serve: ServeProcess, copies: list[SentText]) -> bool:
     """Each copy after the first came from a later process, and the one before it was killed."""
     for before, after in itertools.pairwise(copies):
         if not (after.lifetime > before.lifetime >= 0 and serve.killed[before.lifetime]):

@@ -50,10 +50,10 @@ from duragent.testing.campaign_verdict import (
     GROUP_WINDOW,
     IN_FLIGHT,
     OFFLINE,
+    CampaignMessage,
     CampaignResult,
     Chat,
-    Message,
-    Sent,
+    SentText,
     answer_tokens,
     group_model,
     mark_answers,
@@ -100,7 +100,7 @@ def write_campaign_workspace(root: Path, *, discord_url: str, llm_url: str) -> P
 
 
 @dataclass
-class Delivery:
+class DiscordDelivery:
     """How one message of the campaign's reached (or missed) the bot."""
 
     discord_id: str
@@ -108,7 +108,7 @@ class Delivery:
     """The serving process connected when it was dispatched (-1: none)."""
 
 
-class _Campaign(CampaignLoop):
+class _DiscordCampaign(CampaignLoop):
     def __init__(
         self,
         dc: FakeDiscord,
@@ -131,15 +131,15 @@ class _Campaign(CampaignLoop):
         self.total = total
         self.kill_times: list[float] = []
         self.seen_calls = 0
-        self.sent: list[Sent] = []
-        self.deliveries: dict[str, Delivery] = {}
+        self.sent: list[SentText] = []
+        self.deliveries: dict[str, DiscordDelivery] = {}
         """Per token (answerable messages and chatter lines)."""
         self.offline_waiting: set[str] = set()
         """Tokens written while no bot was connected: their chat waits for the next start."""
         self.press_lifetime: dict[str, int] = {}
         self.down = False
         """Between a kill and the next process serving."""
-        self.after_restart: list[Message] = []
+        self.after_restart: list[CampaignMessage] = []
         """Presses due while no bot was connected: made once the next process serves."""
         self.presses_repeated = 0
 
@@ -157,7 +157,7 @@ class _Campaign(CampaignLoop):
             text = str(call.body.get("content", ""))
             components = call.body.get("components") or []
             lifetime = self.serve.lifetime_of(call.time)
-            self.sent.append(Sent(chat_id, text, call.time, lifetime, bool(components)))
+            self.sent.append(SentText(chat_id, text, call.time, lifetime, bool(components)))
             chat = self.by_id.get(chat_id)
             if chat is None:
                 continue
@@ -168,7 +168,7 @@ class _Campaign(CampaignLoop):
             self.answered += len(mark_answers(list(waiting.values()), text, call.time))
 
     def take_prompt(
-        self, waiting: dict[str, Message], text: str, message_id: int, components: Any
+        self, waiting: dict[str, CampaignMessage], text: str, message_id: int, components: Any
     ) -> None:
         for token in answer_tokens(text):
             m = waiting.get(token)
@@ -189,14 +189,14 @@ class _Campaign(CampaignLoop):
 
     # -- what users do ------------------------------------------------------------------------
 
-    def press_soon(self, m: Message) -> None:
+    def press_soon(self, m: CampaignMessage) -> None:
         """Press now if a bot is there to get it, else once the next process serves."""
         if self.down or self.connected_lifetime() < 0:
             self.after_restart.append(m)
             return
         asyncio.get_running_loop().create_task(self.press(m))
 
-    async def press(self, m: Message) -> None:
+    async def press(self, m: CampaignMessage) -> None:
         assert m.prompt_id is not None
         assert m.prompt_data is not None
         m.pressed_at = time.monotonic()
@@ -214,7 +214,7 @@ class _Campaign(CampaignLoop):
         lifetime = self.connected_lifetime()
         mentions = [self.dc.bot] if text.startswith(f"<@{self.dc.bot.id}>") else []
         sent = await self.dc.push_message(chat_id, text, author, mentions=mentions)
-        self.deliveries[token] = Delivery(str(sent["id"]), lifetime)
+        self.deliveries[token] = DiscordDelivery(str(sent["id"]), lifetime)
         return lifetime >= 0
 
     def waiting_on(self, chat: Chat) -> int:
@@ -321,7 +321,7 @@ async def run_campaign(
                     await dc.add_channel(chat.chat_id)
             config = write_campaign_workspace(root, discord_url=dc.url, llm_url=llm.openai_base_url)
             serve = ServeProcess(config, gateway="discord")
-            campaign = _Campaign(dc, serve, root, the_plan, kills, rng, stall_seconds)
+            campaign = _DiscordCampaign(dc, serve, root, the_plan, kills, rng, stall_seconds)
             started = time.monotonic()
             serve.start()
             try:

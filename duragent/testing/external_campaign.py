@@ -48,10 +48,10 @@ from duragent.testing.campaign_loop import CampaignLoop
 from duragent.testing.campaign_verdict import (
     GROUP_WINDOW,
     IN_FLIGHT,
+    CampaignMessage,
     CampaignResult,
     Chat,
-    Message,
-    Sent,
+    SentText,
     answer_tokens,
     group_model,
     mark_answers,
@@ -98,7 +98,7 @@ def write_campaign_workspace(root: Path, *, args: list[str], llm_url: str) -> Pa
 
 
 @dataclass
-class Delivery:
+class ExternalDelivery:
     """The platform's record of one message (answerable or chatter)."""
 
     message_id: str
@@ -106,7 +106,7 @@ class Delivery:
     child: FakeChild
 
 
-class _Campaign(CampaignLoop):
+class _ExternalCampaign(CampaignLoop):
     def __init__(
         self,
         control: GatewayControl,
@@ -133,9 +133,9 @@ class _Campaign(CampaignLoop):
         self.kill_times: list[float] = []
         self.read_upto: dict[int, int] = {}
         """Per child (pid): how many of its commands ``read_sends`` has read."""
-        self.sent: list[Sent] = []
-        self.after_restart: list[Message] = []
-        self.deliveries: dict[str, Delivery] = {}
+        self.sent: list[SentText] = []
+        self.after_restart: list[CampaignMessage] = []
+        self.deliveries: dict[str, ExternalDelivery] = {}
         """Per token (answerable messages and chatter lines)."""
         self.presses: dict[str, tuple[FakeChild, str]] = {}
         """Per token: the child its last press went to, and the press's callback id."""
@@ -168,7 +168,7 @@ class _Campaign(CampaignLoop):
         chat_id = int(command["chat_id"])
         text = str(command.get("content", ""))
         keyboard = command.get("inline_keyboard")
-        self.sent.append(Sent(chat_id, text, at, self.lifetime(child), keyboard is not None))
+        self.sent.append(SentText(chat_id, text, at, self.lifetime(child), keyboard is not None))
         chat = self.by_id.get(chat_id)
         if chat is None:
             return
@@ -180,7 +180,9 @@ class _Campaign(CampaignLoop):
             return
         self.answered += len(mark_answers(list(waiting.values()), text, at))
 
-    def take_prompt(self, waiting: dict[str, Message], text: str, prompt: int, data: str) -> None:
+    def take_prompt(
+        self, waiting: dict[str, CampaignMessage], text: str, prompt: int, data: str
+    ) -> None:
         for token in answer_tokens(text):
             m = waiting.get(token)
             if m is None:
@@ -200,14 +202,14 @@ class _Campaign(CampaignLoop):
 
     # -- what users do ------------------------------------------------------------------------
 
-    def press_soon(self, m: Message) -> None:
+    def press_soon(self, m: CampaignMessage) -> None:
         """Press now if a gateway is there to take it, else once the next one is."""
         if self.child is None:
             self.after_restart.append(m)
             return
         asyncio.get_running_loop().create_task(self.press(m))
 
-    async def press(self, m: Message) -> None:
+    async def press(self, m: CampaignMessage) -> None:
         assert m.prompt_id is not None
         assert m.prompt_data is not None
         child = self.child
@@ -230,7 +232,7 @@ class _Campaign(CampaignLoop):
         with contextlib.suppress(ConnectionError):
             await child.emit(event)
 
-    def plan_of(self, m: Message) -> Chat:
+    def plan_of(self, m: CampaignMessage) -> Chat:
         return next(c for c in self.plan if c.index == m.chat)
 
     def sender(self, chat: Chat) -> str:
@@ -248,7 +250,7 @@ class _Campaign(CampaignLoop):
             mentions_bot=mention,
         )
         assert self.child is not None
-        self.deliveries[token] = Delivery(str(self.next_id), event, self.child)
+        self.deliveries[token] = ExternalDelivery(str(self.next_id), event, self.child)
         with contextlib.suppress(ConnectionError):  # it died: sent again after the restart
             await self.child.emit(event)
 
@@ -326,7 +328,7 @@ class _Campaign(CampaignLoop):
         """
         return any(m.tool and m.prompt_id is None for c in self.plan for m in c.messages)
 
-    def message_of(self, token: str) -> Message | None:
+    def message_of(self, token: str) -> CampaignMessage | None:
         for chat in self.plan:
             for m in chat.messages:
                 if m.token == token:
@@ -380,7 +382,7 @@ async def run_campaign(
             args = control.command("--capabilities", capabilities)["args"]
             config = write_campaign_workspace(root, args=args, llm_url=llm.openai_base_url)
             serve = ServeProcess(config, gateway=GATEWAY)
-            campaign = _Campaign(
+            campaign = _ExternalCampaign(
                 control, serve, root, the_plan, kills, rng, ack=ack, stall_seconds=stall_seconds
             )
             started = time.monotonic()

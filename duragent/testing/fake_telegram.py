@@ -61,7 +61,7 @@ from duragent.testing._telegram_http import read_params, respond
 from duragent.testing.telegram_calls import CallLog, EarlyRetry, RecordedCall
 from duragent.testing.telegram_faults import FaultBook, FaultRule
 from duragent.testing.telegram_methods import BotMethods, chat_id_of, error
-from duragent.testing.telegram_objects import ChatType, Sender, user_object
+from duragent.testing.telegram_objects import ChatType, TelegramUser, user_object
 from duragent.testing.telegram_store import ChatStore, UpdateQueue
 from duragent.testing.telegram_updates import (
     callback_query_update,
@@ -118,7 +118,7 @@ class FakeTelegram(EmbeddedAiohttpServer):
         prefix = token.split(":", 1)[0]
         bot_id = int(prefix) if prefix.isdigit() else 1
         self.bot: dict[str, Any] = user_object(
-            Sender(id=bot_id, first_name=bot_name, username=bot_username, is_bot=True)
+            TelegramUser(id=bot_id, first_name=bot_name, username=bot_username, is_bot=True)
         )
         self.bot.update(
             can_join_groups=True, can_read_all_group_messages=False, supports_inline_queries=False

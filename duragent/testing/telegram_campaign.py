@@ -53,10 +53,10 @@ from duragent.testing import FakeTelegram, ScriptedLLMServer
 from duragent.testing.campaign_loop import CampaignLoop
 from duragent.testing.campaign_verdict import (
     GROUP_WINDOW,
+    CampaignMessage,
     CampaignResult,
     Chat,
-    Message,
-    Sent,
+    SentText,
     answer_tokens,
     group_model,
     mark_answers,
@@ -139,9 +139,9 @@ class TelegramCampaign(CampaignLoop):
         self.kill_times: list[float] = []
         self.pushed = 0
         self.seen_calls = 0
-        self.sent: list[Sent] = []
+        self.sent: list[SentText] = []
 
-    def pending_by_token(self, chat: Chat) -> dict[str, Message]:
+    def pending_by_token(self, chat: Chat) -> dict[str, CampaignMessage]:
         """The chat's messages written and not answered yet, by token."""
         return {m.token: m for m in chat.messages[: chat.next] if m.answered_at is None}
 
@@ -157,7 +157,7 @@ class TelegramCampaign(CampaignLoop):
             text = str(call.params.get("text", ""))
             prompt = "reply_markup" in call.params
             lifetime = self.serve.lifetime_of(call.time)
-            self.sent.append(Sent(chat_id, text, call.time, lifetime, prompt))
+            self.sent.append(SentText(chat_id, text, call.time, lifetime, prompt))
             chat = self.by_id.get(chat_id)
             if chat is None:
                 continue
@@ -185,7 +185,7 @@ class TelegramCampaign(CampaignLoop):
                 continue
             self.answered += len(mark_answers(list(waiting.values()), text, call.time))
 
-    def press(self, m: Message) -> None:
+    def press(self, m: CampaignMessage) -> None:
         """Press "Allow Once" on ``m``'s approval prompt."""
         chat = self.plan_chat(m)
         assert m.prompt_id is not None
@@ -193,7 +193,7 @@ class TelegramCampaign(CampaignLoop):
         self.tg.push_callback_query(chat.chat_id, m.prompt_id, data=m.prompt_data, user_id=WRITER)
         m.pressed_at = time.monotonic()
 
-    def plan_chat(self, m: Message) -> Chat:
+    def plan_chat(self, m: CampaignMessage) -> Chat:
         """The chat ``m`` belongs to."""
         return next(c for c in self.plan if c.index == m.chat)
 
@@ -204,11 +204,11 @@ class TelegramCampaign(CampaignLoop):
         """
         return True
 
-    def text_of(self, chat: Chat, m: Message) -> str:
-        """What the user writes for ``m`` (default: ``Message.text``)."""
+    def text_of(self, chat: Chat, m: CampaignMessage) -> str:
+        """What the user writes for ``m`` (default: ``CampaignMessage.text``)."""
         return m.text(f"@{self.tg.bot_username}")
 
-    def write(self, chat: Chat, m: Message) -> dict[str, Any]:
+    def write(self, chat: Chat, m: CampaignMessage) -> dict[str, Any]:
         """Push ``m``, after its lines of chatter, to the fake; returns its update."""
         for n, line in enumerate(m.chatter):
             self.tg.push_message(chat.chat_id, f"just chatting {line}", user_id=500 + n)

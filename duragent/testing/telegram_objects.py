@@ -18,7 +18,7 @@ from duragent.testing.telegram_html import utf16_len
 
 __all__ = [
     "ChatType",
-    "Sender",
+    "TelegramUser",
     "chat_object",
     "detect_entities",
     "document_object",
@@ -34,7 +34,7 @@ _MENTION_OR_COMMAND = re.compile(r"(?<![\w@/])(@[A-Za-z0-9_]{3,32}|/[A-Za-z0-9_]
 
 
 @dataclass(frozen=True)
-class Sender:
+class TelegramUser:
     """A chat member who sends a pushed message or presses a button."""
 
     id: int
@@ -44,7 +44,7 @@ class Sender:
     language_code: str | None = "en"
 
     @classmethod
-    def default_for(cls, chat_id: int) -> Sender:
+    def default_for(cls, chat_id: int) -> TelegramUser:
         """The sender a test means when it names none: the chat's own user, or user 1 in groups.
 
         In a private chat Telegram's chat id is the user's id.
@@ -53,7 +53,7 @@ class Sender:
         return cls(id=user_id, first_name=f"User{user_id}", username=f"user{user_id}")
 
 
-def user_object(sender: Sender) -> dict[str, Any]:
+def user_object(sender: TelegramUser) -> dict[str, Any]:
     """The ``User`` JSON of a sender."""
     user: dict[str, Any] = {
         "id": sender.id,
@@ -72,7 +72,7 @@ def chat_object(
     chat_type: ChatType,
     *,
     title: str | None = None,
-    sender: Sender | None = None,
+    sender: TelegramUser | None = None,
     is_forum: bool = False,
 ) -> dict[str, Any]:
     """The ``Chat`` JSON: private chats carry the user's names, the others a title."""
@@ -80,7 +80,7 @@ def chat_object(
         raise ValueError(f"chat_type must be one of {', '.join(CHAT_TYPES)}, not {chat_type!r}")
     chat: dict[str, Any] = {"id": chat_id, "type": chat_type}
     if chat_type == "private":
-        who = sender or Sender.default_for(chat_id)
+        who = sender or TelegramUser.default_for(chat_id)
         chat["first_name"] = who.first_name
         if who.username:
             chat["username"] = who.username

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from duragent.testing.telegram_objects import ChatType, Sender, chat_object
+from duragent.testing.telegram_objects import ChatType, TelegramUser, chat_object
 
 __all__ = ["ChatStore", "UpdateQueue"]
 
@@ -46,7 +46,7 @@ class ChatStore:
         chat_type: ChatType | None = None,
         *,
         title: str | None = None,
-        sender: Sender | None = None,
+        sender: TelegramUser | None = None,
         is_forum: bool = False,
     ) -> dict[str, Any]:
         """The chat's JSON, created on first mention (type from the id's sign when not given)."""

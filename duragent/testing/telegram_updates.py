@@ -15,7 +15,7 @@ from typing import Any
 
 from duragent.testing.telegram_objects import (
     ChatType,
-    Sender,
+    TelegramUser,
     detect_entities,
     document_object,
     photo_sizes,
@@ -34,10 +34,10 @@ def sender_for(
     user_id: int | None = None,
     username: str | None = None,
     first_name: str | None = None,
-) -> Sender:
-    """The sender named by a push (defaults: the chat's user, see ``Sender.default_for``)."""
-    default = Sender.default_for(chat_id if user_id is None else user_id)
-    return Sender(
+) -> TelegramUser:
+    """The sender named by a push (defaults: the chat's user, see ``TelegramUser.default_for``)."""
+    default = TelegramUser.default_for(chat_id if user_id is None else user_id)
+    return TelegramUser(
         id=default.id,
         first_name=first_name or default.first_name,
         username=username if username is not None else default.username,
@@ -50,7 +50,7 @@ def message_update(
     chat_id: int,
     text: str | None = None,
     *,
-    sender: Sender,
+    sender: TelegramUser,
     chat_type: ChatType | None = None,
     chat_title: str | None = None,
     entities: list[dict[str, Any]] | None = None,
@@ -137,7 +137,7 @@ def callback_query_update(
     chat_id: int,
     message_id: int,
     *,
-    sender: Sender,
+    sender: TelegramUser,
     data: str | None = None,
     button: str | None = None,
     stale: bool = False,

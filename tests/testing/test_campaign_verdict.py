@@ -5,12 +5,18 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from duragent.testing.campaign_verdict import IN_FLIGHT, INTERRUPTED, Chat, Message, mark_answers
+from duragent.testing.campaign_verdict import (
+    IN_FLIGHT,
+    INTERRUPTED,
+    CampaignMessage,
+    Chat,
+    mark_answers,
+)
 from tests.work import lines_run
 
 
 def _chat(n: int) -> Chat:
-    return Chat(0, 7, False, [Message(7, i, f"t{i}") for i in range(n)])
+    return Chat(0, 7, False, [CampaignMessage(7, i, f"t{i}") for i in range(n)])
 
 
 def _naive(chat: Chat) -> int:
@@ -50,8 +56,8 @@ def test_asking_every_tick_costs_what_is_open_not_the_whole_history() -> None:
     assert work(Chat.outstanding) * 50 < work(_naive)
 
 
-def _tools(n: int) -> list[Message]:
-    return [Message(7, i, f"#q7n{i}#", tool=True) for i in range(n)]
+def _tools(n: int) -> list[CampaignMessage]:
+    return [CampaignMessage(7, i, f"#q7n{i}#", tool=True) for i in range(n)]
 
 
 def test_a_reply_answers_the_messages_whose_mark_it_carries() -> None:

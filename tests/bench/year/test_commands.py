@@ -8,7 +8,7 @@ from typing import Any
 
 from bench.year.commands import ChatCommand, check_commands
 from duragent.frontkit.commands import RESET_DONE
-from duragent.testing.campaign_verdict import Sent
+from duragent.testing.campaign_verdict import SentText
 from duragent.testing.serve_process import ServeProcess
 
 
@@ -21,12 +21,12 @@ def test_the_commands_verdict_fails_a_reset_that_kept_the_session_and_an_unexpla
 
     def chat(after_reset: str, reset_reply: str, copy_lifetime: int) -> Any:
         status = ChatCommand(1001, 2, "status", pushed_at=1.0)
-        status.reply = Sent(1001, old, 1.0, 0, False)
-        status.copies = [Sent(1001, old, 2.0, copy_lifetime, False)]
+        status.reply = SentText(1001, old, 1.0, 0, False)
+        status.copies = [SentText(1001, old, 2.0, copy_lifetime, False)]
         reset = ChatCommand(1001, 9, "reset", pushed_at=3.0)
-        reset.reply = Sent(1001, reset_reply, 3.0, 1, False)
+        reset.reply = SentText(1001, reset_reply, 3.0, 1, False)
         again = ChatCommand(1001, 10, "status", after_reset=True, pushed_at=4.0)
-        again.reply = Sent(1001, after_reset, 4.0, 1, False)
+        again.reply = SentText(1001, after_reset, 4.0, 1, False)
         return check_commands({1001: [status, reset, again]}, serve)
 
     new = old.replace("A" * 26, "B" * 26)
