@@ -19,7 +19,8 @@
   ``errors``: why an approval was refused (``NoPendingApprovalError``,
   ``ApprovalMismatchError``, both ``ApprovalError``).
 - ``sink``: where a streaming front end receives a turn's progress.
-- ``lines``: each session's turn state (one loop at a time, writes between turns, waiting
+- ``between_turns``: the runner's writes outside turns (creating and ending sessions, pins,
+  a scheduled message, chatter, deliveries); ``lines``: each session's turn state (one loop at a time, writes between turns, waiting
   for a loop or a decision without polling); ``sessions``: ``SessionQueries``, the
   read-only port front ends read sessions through (they never import ``duragent.session``).
 

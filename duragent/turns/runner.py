@@ -14,7 +14,12 @@ for approval cancels that approval (the call is recorded as skipped and the deci
 
 A chat queue splits a turn in two: ``accept`` records the message at once (and steers it
 into a running loop, if asked), so the platform's update is confirmed without waiting for a
-model; ``answer`` later runs the turn for what was recorded, recording nothing again.
+model; ``answer`` later runs the turn for what was recorded, recording nothing again. A
+message that starts its turn at once is recorded with what the turn starts from, and
+``answer`` reuses that when the session took no write since: a chat turn asks its session
+twice, as an HTTP turn does (issue 35). Each session's turn state is ``lines``; what the
+runner writes outside turns (sessions, pins, scheduled messages, deliveries) is
+``between_turns``.
 """
 
 from __future__ import annotations
@@ -27,29 +32,25 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from duragent.agents import Agent, AgentCatalog
-from duragent.context.budget import BudgetSettings
 from duragent.core.approval import DECISIONS, ApprovalDecision
 from duragent.core.messages import Message
-from duragent.core.snapshot import DEFAULT_SILENT_BUFFER_CAP, SessionStatus
 from duragent.errors import StorageError
 from duragent.observability.logctx import current, turn_scope
 from duragent.observability.metrics import Metrics
 from duragent.session import (
-    NewSession,
     SessionHandle,
     SessionRegistry,
     UserMessageResult,
-    actor_message_limit,
 )
 from duragent.tools.base import SessionReader, Tool
 from duragent.tools.sandbox import TRUST, Sandbox
+from duragent.turns.between_turns import BetweenTurns
 from duragent.turns.context import ContextFactory
 from duragent.turns.driving import Resumed, TurnDriver, cancel_approval
 from duragent.turns.errors import ApprovalError
 from duragent.turns.inbox import Inbox
 from duragent.turns.interruptions import noting_interruption, recorded_outcome
 from duragent.turns.lines import Line, Lines
-from duragent.turns.pins import add_pin
 from duragent.turns.providers import ProviderPool
 from duragent.turns.recorded import Accepted, Incoming, Recorded, needs_restating
 from duragent.turns.result import AwaitingApproval, TurnResult, copy_result
@@ -69,7 +70,7 @@ def _recorded(lines: Lines, line: Line, seq: int, tell: Callable[[int], None] | 
         tell(seq)
 
 
-class TurnRunner:
+class TurnRunner(BetweenTurns):
     """Runs turns for every front end (see module docstring)."""
 
     def __init__(
@@ -109,55 +110,6 @@ class TurnRunner:
         self._driver = TurnDriver(contexts, agents)
         self._pin_rooms = contexts.pin_rooms
         self._lines = Lines()
-
-    # --- sessions ---------------------------------------------------------------------------
-
-    def _new_session(
-        self,
-        agent: Agent,
-        gateway: str | None,
-        chat_id: str | None,
-        chat_type: str | None = None,
-    ) -> NewSession:
-        window = agent.model.max_input_tokens or BudgetSettings.for_model(agent.model.name).window
-        access = agent.spec.access
-        return NewSession(
-            agent=agent.name,
-            on_disconnect=agent.spec.session.on_disconnect,
-            gateway=gateway,
-            gateway_chat_id=chat_id,
-            gateway_chat_type=chat_type,
-            message_limit=actor_message_limit(window),
-            rollover=agent.spec.session.compaction,
-            silent_cap=(
-                access.groups.context_buffer.max_messages if access else DEFAULT_SILENT_BUFFER_CAP
-            ),
-        )
-
-    async def start_session(
-        self, agent_name: str, *, gateway: str | None = None, chat_id: str | None = None
-    ) -> str:
-        """Create a session for ``agent_name`` (raises AgentNotFoundError)."""
-        agent = self._agents().get(agent_name)
-        return await self._registry.create(self._new_session(agent, gateway, chat_id))
-
-    async def session_for_chat(
-        self, gateway: str, chat_id: str, agent_name: str, chat_type: str | None = None
-    ) -> str:
-        """The chat's session, created on first use (exactly one under concurrency).
-
-        ``chat_type`` (``dm``, ``group``…) is kept with a new session, for recovery.
-        """
-        agent = self._agents().get(agent_name)
-        return await self._registry.for_chat(
-            (gateway, chat_id, agent_name), self._new_session(agent, gateway, chat_id, chat_type)
-        )
-
-    async def pin(self, session_id: str, text: str, *, kind: str, source: str) -> str:
-        """Pin ``text`` in the session; ``PinRefusedError`` when its agent has no room for it."""
-        agent = self._agents().get((await self._registry.info(session_id)).agent)
-        session = self._registry.handle(session_id)
-        return await add_pin(session, agent, self._pin_rooms, text, kind=kind, source=source)
 
     @property
     def agents(self) -> Callable[[], AgentCatalog]:
@@ -449,99 +401,3 @@ class TurnRunner:
                 if active.decision_seq is None:
                     raise
                 raise exc.after_recording(active.decision_seq) from exc
-
-    async def approval_decided(self, session_id: str) -> None:
-        """Return once the session has no approval pending (at once when it has none).
-
-        Woken by every decision and cancellation this runner records; a decision made
-        elsewhere is seen within ``lines.DECISION_BACKSTOP_SECONDS``.
-        """
-        while (await self._registry.info(session_id)).pending_approval is not None:
-            await self._lines.approval_change()
-
-    # --- writes that are not turns: each under the session's line ------------------------
-
-    async def post(self, session_id: str, text: str) -> int:
-        """Add an assistant message nobody asked for (a scheduled message); its seq.
-
-        Written between turns (``Lines.between_turns``): never inside a running turn's
-        records. It answers what the last turn answered, so it does not leave a person's
-        message looking answered.
-        """
-        async with self._lines.between_turns(session_id):
-            session = self._registry.handle(session_id)
-            answered = (await session.info()).last_answered_seq
-            return await session.add_assistant_response(text, answers_seq=answered)
-
-    async def record_unanswered(
-        self,
-        session_id: str,
-        text: str,
-        *,
-        sender_id: str,
-        sender_name: str | None,
-        platform_message_id: str | None,
-        silent: bool,
-    ) -> int | None:
-        """Record a message no turn answers: a group's chatter (``silent``) or a passive one.
-
-        ``silent`` chatter goes to the context buffer (None when it was a duplicate); a
-        passive user message joins the conversation without a turn.
-        """
-        session = self._registry.handle(session_id)
-        if silent:
-            return await session.add_silent_message(
-                text,
-                sender_id=sender_id,
-                sender_name=sender_name,
-                platform_message_id=platform_message_id,
-            )
-        result = await session.add_user_message(
-            text,
-            sender_id=sender_id,
-            sender_name=sender_name,
-            platform_message_id=platform_message_id,
-            passive=True,  # owed no answer: recovery must not answer it after a restart
-        )
-        return result.seq
-
-    async def record_delivery(self, session_id: str, reply_seq: int, target: str) -> None:
-        """The reply ``reply_seq`` reached ``target`` (idempotent).
-
-        Not waited for when the session's actor is live: the person has the message, the
-        record only keeps a restart from sending it again, and the actor writes it before
-        anything asked after it (the chat's next turn included). A failure is the actor's
-        to log; this process never sends the reply again either way (``Delivery``).
-        """
-        await self._registry.handle(session_id).record_delivery(reply_seq, target, wait=False)
-
-    async def unpin(self, session_id: str, pin_id: str) -> bool:
-        """Remove a pin; whether it was there."""
-        return await self._registry.handle(session_id).unpin(pin_id)
-
-    async def end_chat(self, key: tuple[str, str, str]) -> str | None:
-        """Complete the chat's session (``/reset``); its id, or None when it had none."""
-        ended = await self._registry.end_chat(key)
-        self._lines.approvals_changed()
-        return ended
-
-    async def complete(self, session_id: str) -> None:
-        """Complete the session (files kept)."""
-        await self._registry.complete(session_id)
-        self._lines.approvals_changed()
-
-    async def delete(self, session_id: str) -> None:
-        """Stop the session and delete its files."""
-        await self._registry.delete(session_id)
-        self._lines.approvals_changed()
-
-    async def interrupted(self, session_id: str, partial: str) -> None:
-        """A streaming client left (on_disconnect: pause): keep what was said, pause."""
-        session = self._registry.handle(session_id)
-        if partial.strip():
-            await session.add_assistant_response(partial, durable=True)
-        await session.set_status(SessionStatus.PAUSED)
-
-    async def set_status(self, session_id: str, status: SessionStatus) -> None:
-        """Record a status change (durable + snapshot)."""
-        await self._registry.handle(session_id).set_status(status)
