@@ -36,7 +36,8 @@ What happens to a message (``QueueSpec`` of the agent's access block):
 Never wedged: whatever a turn does — a reply, a failure, a timeout (``turn_timeout``), an
 exception, a cancellation — the session's line moves on or is released; a message arriving
 after a cancelled drain starts a new one (the reference stayed "busy" forever when its
-handler was cancelled). A turn that times out or raises gets a short apology in the chat.
+handler was cancelled). A turn that times out or raises gets a short apology in the chat,
+recorded as the turn's failed end (an ``error`` event: a restart does not answer it again).
 A reply that exists is never apologised for: while the platform refuses it for a while, the
 gateway's ``Outbox`` waits it out and the session's next turn waits behind it (its messages
 are recorded meanwhile, as always; ``turn_timeout`` bounds the turn, not the delivery); one
@@ -398,7 +399,28 @@ class SessionQueues:
                 await self._tell(entry, UNDELIVERED)
         except Exception as exc:  # a timeout, a storage error, a bug: the line moves on
             log.error("session %s: turn for seq %d ended early: %s", session_id, entry.seq, exc)
+            await self._tell_failed(session_id, entry, exc)
+
+    async def _tell_failed(self, session_id: str, entry: _PendingTurn, exc: Exception) -> None:
+        """Record the turn as failed and send the apology as its delivered end.
+
+        Recorded, the messages are settled: a restart does not answer them again after the
+        person was told to send them again (two turns for one message). When even the record
+        fails (the store is away), the apology is sent anyway.
+        """
+        code = "turn_timeout" if isinstance(exc, TimeoutError) else "turn_failed"
+        try:
+            seq = await self._turns.record_failure(session_id, code, str(exc) or code)
+        except Exception as again:
+            log.error("session %s: the failed turn was not recorded: %s", session_id, again)
             await self._tell(entry, TURN_FAILED)
+            return
+        try:
+            await self._chat.delivery.tell_failure(
+                entry.chat, session_id, seq, TURN_FAILED, entry.reply_to
+            )
+        except Exception as again:
+            log.warning("could not tell %s that its turn failed: %s", entry.chat.target, again)
 
     async def _tell(self, entry: _PendingTurn, text: str) -> None:
         try:

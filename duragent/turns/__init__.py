@@ -20,9 +20,11 @@
   ``ApprovalMismatchError``, both ``ApprovalError``).
 - ``sink``: where a streaming front end receives a turn's progress.
 - ``between_turns``: the runner's writes outside turns (creating and ending sessions, pins,
-  a scheduled message, chatter, deliveries); ``lines``: each session's turn state (one loop at a time, writes between turns, waiting
-  for a loop or a decision without polling); ``sessions``: ``SessionQueries``, the
-  read-only port front ends read sessions through (they never import ``duragent.session``).
+  a scheduled message, chatter, deliveries, a failed turn's record); ``lines``: each
+  session's turn state (one loop at a time, writes between turns, waiting for a loop or a
+  decision without polling, the context kept from ``accept``); ``sessions``:
+  ``SessionQueries``, the read-only port front ends read sessions through (they never
+  import ``duragent.session``).
 
 Above ``duragent.session`` (it writes through the typed ``SessionHandle``) and below the front
 ends. As with ``duragent.session``, front ends use only this namespace, never its modules.

@@ -129,6 +129,15 @@ class BetweenTurns:
         )
         return result.seq
 
+    async def record_failure(self, session_id: str, code: str, message: str) -> int:
+        """Record that a turn ended without an answer (an ``error`` event); its seq.
+
+        For a turn its front end gave up on (``turn_timeout``): the messages it was for are
+        settled, so a restart does not answer them again after the person was told to.
+        """
+        async with self._lines.between_turns(session_id):
+            return await self._registry.handle(session_id).record_error(code, message)
+
     async def record_delivery(self, session_id: str, reply_seq: int, target: str) -> None:
         """The reply ``reply_seq`` reached ``target`` (idempotent).
 

@@ -377,3 +377,20 @@ async def test_many_chats_at_once_keep_each_chats_order(tmp_path: Path) -> None:
     for chat in chats:
         expected = [(f"p{i}", f"re: {chat.chat_id}-{i}") for i in range(per_chat)]
         assert kit.replies(chat) == expected
+
+
+async def test_a_turn_that_times_out_is_recorded_as_failed_so_a_restart_does_not_answer_it_again(
+    tmp_path: Path,
+) -> None:
+    """The apology says "you can send it again": a restart must not answer it a second time."""
+    async with queue_kit(tmp_path, turn_timeout=1.0) as kit:
+        kit.start_held_turn()
+        sid = await kit.offer("stuck", "p1", spec())
+        assert await eventually(lambda: kit.replies() == [("p1", TURN_FAILED)])
+        assert await eventually(lambda: len(kit.queues) == 0)
+        progress = await kit.h.runner.sessions.progress(sid)
+        events = await kit.h.registry.handle(sid).events()
+    errors = [e for e in events if e.type == EventType.ERROR]
+    assert [e.data["code"] for e in errors] == ["turn_timeout"]
+    assert not progress.awaits_answer  # settled: recovery leaves it alone
+    assert not progress.undelivered  # and the apology counts as its delivered end

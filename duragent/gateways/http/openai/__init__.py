@@ -1,0 +1,7 @@
+"""The OpenAI-compatible API: ``POST /v1/chat/completions`` and ``GET /v1/models``.
+
+- ``routes``: maps OpenAI's request onto a durable session and a normal turn, and back;
+- ``wire``: OpenAI's chat-completions JSON (request, completion, error), nothing else;
+- ``stream``: a turn as ``chat.completion.chunk`` events (the lifecycle is ``api.stream``'s);
+- ``errors``: middleware turning every problem+json answer under ``/v1/`` into OpenAI's shape.
+"""
