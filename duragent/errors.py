@@ -13,6 +13,8 @@ the rest are defined here. Base classes from Python follow a name in parentheses
     ├── NotFoundError (LookupError)
     │   ├── AgentNotFoundError
     │   ├── SessionNotFoundError    no session with this id on disk [session.launcher]
+    │   ├── SessionEndedError       the session is completed: it takes no new turn
+    │   │                           [session.operations]
     │   └── ScheduleNotFoundError   no such schedule (of this agent) [scheduler.front]
     ├── TokenizerError              an encoding could not be loaded offline
     ├── StorageError (OSError)      the disk refused a read or write (full, permission, I/O):

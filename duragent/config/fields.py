@@ -97,7 +97,7 @@ _QUEUE = "duragent.frontkit.queue"
 _HOOKS = "duragent.turns.hooks"
 _SCHEDULES = "duragent.scheduler.model"
 _TELEGRAM = "duragent.gateways.telegram.service"
-_HTTP = "duragent.gateways.http.server"
+_HTTP = "duragent.gateways.http.server.uvicorn_server"
 _ROUTES = "duragent.frontkit.routing"
 _SANDBOX = "duragent.tools.sandbox"
 
@@ -122,8 +122,8 @@ FIELDS: dict[Format, dict[str, Fate]] = {
         "spec.instructions": Use(_SPEC, "load_agent"),
         "spec.skills_dir": Use(_SPEC, "load_agent"),
         "spec.allow_external_files": Use(_SPEC, "load_agent"),
-        "spec.session.on_disconnect": Use("duragent.turns.runner", "_new_session"),
-        "spec.session.compaction": Use("duragent.turns.runner", "_new_session"),
+        "spec.session.on_disconnect": Use("duragent.turns.between_turns", "_new_session"),
+        "spec.session.compaction": Use("duragent.turns.between_turns", "_new_session"),
         "spec.session.ttl_hours": Use("duragent.runtime.server", "_ttl_hours"),
         "spec.session.max_tool_iterations": Use("duragent.turns.context", "build"),
         "spec.session.max_tool_calls_per_response": Use("duragent.turns.context", "build"),
@@ -250,14 +250,14 @@ FIELDS: dict[Format, dict[str, Fate]] = {
         "server.port": Use("duragent.runtime.server", "Runtime.__init__"),
         "server.request_timeout_seconds": Use("duragent.runtime.fronts", "_chat_platform"),
         "server.idle_timeout_seconds": Use("duragent.runtime.server", "Runtime.__init__"),
-        "server.keep_alive_interval_seconds": Use("duragent.gateways.http.sessions", "stream"),
+        "server.keep_alive_interval_seconds": Use("duragent.gateways.http.api.sessions", "stream"),
         "server.max_connections": Use("duragent.runtime.startup", "descriptor_budget"),
         "server.admin_token": Use("duragent.gateways.http.app", "admin"),
         "server.api_token": Use("duragent.gateways.http.app", "api"),
         "server.pin_python_threads": Use("duragent.runtime.server", "_tune"),
         "server.metrics": Use("duragent.runtime.server", "Runtime.__init__"),
-        "server.allowed_hosts": Use("duragent.gateways.http.browser", "request_problem"),
-        "server.allowed_origins": Use("duragent.gateways.http.browser", "request_problem"),
+        "server.allowed_hosts": Use("duragent.gateways.http.server.browser", "request_problem"),
+        "server.allowed_origins": Use("duragent.gateways.http.server.browser", "request_problem"),
         "server.header_timeout_seconds": Use(_HTTP, "HttpServer.__init__"),
         "server.body_timeout_seconds": Use(_HTTP, "HttpServer.__init__"),
         "server.connection_idle_timeout_seconds": Use(_HTTP, "HttpServer.__init__"),
@@ -315,11 +315,11 @@ FIELDS: dict[Format, dict[str, Fate]] = {
         "sandbox.env": Use(_SANDBOX, "for_workspace"),
     },
     "policy": {
-        "apiVersion": Use("duragent.tools.policy_files", "_parse_tier"),
-        "kind": Use("duragent.tools.policy_files", "_parse_tier"),
-        "mode": Use("duragent.tools.policy_files", "_parse_tier"),
-        "allow": Use("duragent.tools.policy_files", "_parse_tier"),
-        "deny": Use("duragent.tools.policy_files", "_parse_tier"),
+        "apiVersion": Use("duragent.tools.policy_tier", "parse_tier"),
+        "kind": Use("duragent.tools.policy_tier", "parse_tier"),
+        "mode": Use("duragent.tools.policy_tier", "parse_tier"),
+        "allow": Use("duragent.tools.policy_tier", "parse_tier"),
+        "deny": Use("duragent.tools.policy_tier", "parse_tier"),
         "notify.enabled": Use("duragent.tools.notify", "after_call"),
         "notify.patterns": Use("duragent.tools.policy", "should_notify"),
         "notify.deliveries[].type": Use("duragent.tools.notify", "_one"),

@@ -196,7 +196,7 @@ class GatewaysConfig(Section):
     def _names_are_unique(self) -> GatewaysConfig:
         taken: set[str] = set()
         for i, gateway in enumerate(self.external):
-            if gateway.name == "openai":  # gateways/http/openai_api.py keys its sessions so
+            if gateway.name == "openai":  # gateways/http/openai/routes.py keys its sessions so
                 raise ValueError(
                     f"external[{i}].name 'openai' is the OpenAI-compatible API's (/v1): give "
                     "this gateway another name"

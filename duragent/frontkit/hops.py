@@ -2,9 +2,10 @@
 
 With a shared store a request or a chat message sometimes belongs on the node that owns a
 session (``store.ownership``). Two things carry it there: the HTTP front end proxies a
-request (``gateways/http/forwarding.py``), and the kit hands over a chat message that reached
-a node by polling or a load-balanced plugin (``frontkit/relay.py``). Both go through this
-module, so there is one way to sign, one way to decide that a node is gone, and one client:
+request (``gateways/http/cluster/forwarding.py``), and the kit hands over a chat message
+that reached a node by polling or a load-balanced plugin (``frontkit/relay.py``). Both go
+through this module, so there is one way to sign, one way to decide that a node is gone, and
+one client:
 
 - **Signature**: ``HMAC-SHA256`` with the deployment's key (``NodeDirectory.secret``) over the
   method, the path and query, the time, the sender, a request key and the body's hash. The

@@ -31,7 +31,7 @@ from duragent.frontkit import (
 )
 from duragent.frontkit.delivery import Deliveries, Delivery
 from duragent.gateways.http import HttpServer, build_app
-from duragent.gateways.http.forwarding import SessionForwarding
+from duragent.gateways.http.cluster.forwarding import SessionForwarding
 from duragent.lifecycle.services import (
     Entry,
     Hooks,

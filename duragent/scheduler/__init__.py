@@ -6,10 +6,12 @@ goes through the kit's ``OutboundPort`` and ``Delivery`` (``duragent.frontkit``)
 - ``model``: a schedule in the reference's file format (parsed with file/field errors);
   ``timing``: due times on APScheduler 3.11's triggers (cron in IANA zones, DST);
 - ``runs``: the run log's lines and the durable state they add up to;
-  ``service``: the loop (at most once per due time, coalescing, grace, retries, the cap);
+  ``service``: the loop (at most once per due time, the cap), ``catch_up`` (coalescing,
+  grace, interrupted runs), ``attempts`` (retries);
   ``clock``: the wall clock or a test's;
 - ``chat``: a payload run through ``TurnRunner`` and delivered by ``Delivery``;
-  ``front``: ``Schedules``, the service and its operations (tool, HTTP, CLI);
+  ``front``: ``Schedules``, the service and its operations (tool, HTTP, CLI); ``leading``:
+  the loop on the leader only when several nodes share the schedules;
   ``tool``: the ``schedule`` tool; ``desk``: schedules as JSON (HTTP, CLI).
 
 See specs/202611240545.scheduler.md.

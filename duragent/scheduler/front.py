@@ -26,10 +26,11 @@ from duragent.agents import AgentCatalog
 from duragent.core.caller import OPERATOR, Caller
 from duragent.core.ids import new_ulid
 from duragent.errors import ConfigError, DuragentError, NotFoundError, ServiceUnavailableError
-from duragent.frontkit import OutboundPort, run_as_leader
+from duragent.frontkit import OutboundPort
 from duragent.scheduler.bounds import TimingProblem
 from duragent.scheduler.chat import ChatPayloads
 from duragent.scheduler.clock import Clock, SystemClock
+from duragent.scheduler.leading import SchedulerLeadership, take_changes
 from duragent.scheduler.loading import DECLARED_EPOCH, ScheduleLoader, declared_id
 from duragent.scheduler.model import (
     At,
@@ -59,10 +60,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-REFRESH_SECONDS = 2.0
-"""With several nodes: how often each re-reads the shared schedules (a schedule created on
-another node is run by the leader at most this late, well within any grace)."""
 
 
 class ScheduleNotFoundError(NotFoundError):
@@ -158,7 +155,7 @@ class Schedules:
 
         With several nodes the loop runs on the holder of the ``scheduler`` leader lease;
         every node keeps the schedules (listings, the ``schedule`` tool) and re-reads them
-        every ``REFRESH_SECONDS``, so a schedule created or cancelled on another node is seen.
+        (``leading``), so a schedule created or cancelled on another node is seen.
         A start that fails is remembered (``down``): new schedules are then refused.
         """
         self._failure = None
@@ -172,66 +169,18 @@ class Schedules:
         if self._cluster is None:
             await self.scheduler.start(self.load())
             return
-        self.scheduler.passive = True
-        self.scheduler.reset(*await self._read_off_loop())
-        leading = run_as_leader(
-            self._cluster.leaders, "scheduler", self._lead, on_lost=self._follow
-        )
-        self._tasks = [
-            asyncio.create_task(leading, name="scheduler-leader"),
-            asyncio.create_task(self._refresh_forever(), name="scheduler-refresh"),
-        ]
-
-    async def _lead(self) -> None:
-        """This node leads: read every run log afresh (the last leader's runs) and loop."""
-        self.scheduler.passive = False
-        self.scheduler.reset(*await self._read_off_loop())
-        await self.scheduler.run_forever()
-
-    async def _read_off_loop(
-        self, only_new: bool = False
-    ) -> tuple[list[Schedule], dict[str, RunState]]:
-        """The schedules and their run states, read in a thread (the database may be slow).
-
-        ``only_new``: the run states of the schedules the loop does not know yet only.
-        """
-
-        def read() -> tuple[list[Schedule], dict[str, RunState]]:
-            loaded = self.load()
-            unread = [s for s in loaded if not only_new or self.scheduler.get(s.id) is None]
-            return loaded, self.scheduler.read_states(unread)
-
-        return await asyncio.to_thread(read)
-
-    async def _follow(self) -> None:
-        """This node lost the lead: its runs are interrupted; it only keeps the schedules."""
-        await self.scheduler.stop()
-        self.scheduler.passive = True
-
-    async def _refresh_forever(self) -> None:
-        while True:
-            await asyncio.sleep(REFRESH_SECONDS)
-            try:
-                self.refresh(*await self._read_off_loop(only_new=True))
-            except OSError as exc:  # StorageError: the database is away; try again later
-                log.warning("schedules could not be re-read from %s: %s", self._described, exc)
+        leadership = SchedulerLeadership(self.scheduler, self._cluster, self.load, self._described)
+        self._tasks = await leadership.start()
 
     def refresh(
         self, loaded: list[Schedule] | None = None, states: dict[str, RunState] | None = None
     ) -> None:
-        """Take the schedules created, changed or removed elsewhere (other nodes).
+        """Take the schedules created, changed or removed elsewhere (``leading.take_changes``).
 
         ``loaded``: what ``load`` returned just now (read again when not given); ``states``:
         the run states of the new ones among them (read from the run logs when not given).
         """
-        current = {s.id: s for s in (self.load() if loaded is None else loaded)}
-        for schedule in current.values():
-            known = self.scheduler.get(schedule.id)
-            if known is None or schedule_document(known) != schedule_document(schedule):
-                self.scheduler.put(schedule, (states or {}).get(schedule.id))
-        for schedule in self.scheduler.schedules():
-            if schedule.id not in current:
-                self.scheduler.remove(schedule.id)
+        take_changes(self.scheduler, self.load() if loaded is None else loaded, states)
 
     async def stop(self) -> None:
         """Stop the loop; runs in progress are recorded as interrupted."""

@@ -5,11 +5,8 @@ run log) and the next due time after it (``timing.next_due``). It sleeps until t
 one (``Clock.wait_until``; woken early when schedules change or a run ends), then for each
 schedule that is due:
 
-- **coalesces**: of the due times that passed, only the newest may run; the older ones are
-  recorded as one ``missed`` line (never a burst of catch-up runs);
-- **grace**: a due time later than its grace (``one_shot_grace_seconds`` for ``at``,
-  ``recurring_grace_seconds`` otherwise) is recorded as ``missed`` instead of run — a
-  one-shot missed while the server was down runs once on start if younger than its grace;
+- **catches up** (``catch_up``): of the due times that passed, only the newest may run, and
+  only within its grace; the others are recorded as one ``missed`` line;
 - **starts** it: the cursor moves in memory at once, and the run's ``running`` line is on
   disk (fsync'd) before the payload does anything, so after a crash that due time is never
   started again. With several nodes (``claims``), the due time is first claimed in the
@@ -20,13 +17,11 @@ schedule that is due:
   that cannot be written is tried again until the due time's grace has passed).
   At most ``max_concurrent_runs`` run at once (the rest wait their turn).
 
-A run ends in exactly one outcome line (``runs``). A failed attempt is retried with capped,
-jittered exponential backoff when the schedule has a ``retry`` block; a recurring schedule
-keeps its next due time whatever the outcome. At start, a run the log shows as started and
-not ended was interrupted: it is recorded so, and — if it had not yet written into a session
-— run again for the same due time (as often as its retry policy allows, at least once: the
-kill was not the run's failure). (Once it has written, the
-chat's own recovery answers or delivers what it wrote; running it again would say it twice.)
+A run ends in exactly one outcome line (``runs``), after its attempts (``attempts``: retries
+with backoff as its ``retry`` block allows); a recurring schedule keeps its next due time
+whatever the outcome. At start, a run the log shows as started and not ended was
+interrupted: it is recorded so and, if it wrote nothing yet, run again for the same due time
+(``catch_up.interrupted``).
 """
 
 from __future__ import annotations
@@ -36,13 +31,16 @@ import logging
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
+from functools import partial
 
 from duragent.errors import ConfigError
 from duragent.observability.metrics import Metrics
+from duragent.scheduler.attempts import run_attempts
+from duragent.scheduler.catch_up import grace_seconds, interrupted, passed
 from duragent.scheduler.claiming import claim_in_grace
 from duragent.scheduler.clock import Clock
-from duragent.scheduler.model import At, Every, Schedule
+from duragent.scheduler.model import At, Schedule
 from duragent.scheduler.payloads import (
     PayloadRunner,
     Record,
@@ -164,8 +162,10 @@ class Scheduler:
                 self._append(slot, {"status": "registered", "cursor": to_ms(self._clock.now())})
         slot.schedule = schedule
         slot.fault = None
+        after = slot.state.cursor or schedule.created_at  # never ran: due times after creation
         try:
-            slot.next = self._next_after_cursor(slot) if schedule.status == "active" else None
+            active = schedule.status == "active"
+            slot.next = next_due(schedule.timing, after, schedule.created_at) if active else None
         except Exception as exc:  # one schedule's bad timing never stops the others
             self._set_aside(slot, exc)
         self._changed.set()
@@ -202,33 +202,12 @@ class Scheduler:
         self._slots.pop(schedule_id, None)
         self._changed.set()
 
-    def _next_after_cursor(self, slot: _Slot) -> datetime | None:
-        s = slot.schedule
-        after = slot.state.cursor or s.created_at  # never ran: due times after its creation
-        return next_due(s.timing, after, s.created_at)
-
     def _interrupted(self, slot: _Slot, run: Dangling) -> None:
-        """A run the log shows started and never ended (module docstring)."""
-        retry = slot.schedule.retry
-        # A kill is not the run's failure: a run that wrote nothing gets one more attempt
-        # even without a ``retry`` block (safe: nothing of it is anywhere), or its due time
-        # would be missed; interrupted again, it is recorded so (no crash loop).
-        again = max(1, retry.max_retries) if retry is not None else 1
-        if not run.recorded and run.attempt <= again:
-            error = "interrupted: the server stopped during the run"
-            entry = {"status": "retry", "due": to_ms(run.due), "attempt": run.attempt}
-            self._append(slot, entry | {"error": error})
+        """A run the log shows started and never ended (``catch_up.interrupted``)."""
+        line, again = interrupted(slot.schedule, run)
+        self._append(slot, line)
+        if again:
             slot.resume = run
-            return
-        self._append(
-            slot,
-            {
-                "status": "interrupted",
-                "due": to_ms(run.due),
-                "error": "the server stopped during the run"
-                + (" (the chat's recovery completes what it wrote)" if run.recorded else ""),
-            },
-        )
 
     # --- the loop ----------------------------------------------------------------------------
 
@@ -260,47 +239,23 @@ class Scheduler:
         return started
 
     def _due(self, slot: _Slot, now: datetime) -> int:
-        s = slot.schedule
+        """Start the newest passed due time if within its grace; the rest are missed."""
         assert slot.next is not None
-        first, latest, count = slot.next, slot.next, 1
-        after: datetime | None
-        if isinstance(s.timing, Every):  # straight to the newest passed due time
-            step = timedelta(seconds=s.timing.every_seconds)
-            extra = (now - first) // step
-            latest, count = first + extra * step, 1 + extra
-            after = next_due(s.timing, latest, s.created_at)  # None past ``bounds.LATEST``
-        else:
-            while (after := next_due(s.timing, latest, s.created_at)) is not None and after <= now:
-                latest, count = after, count + 1
-        run = (now - latest).total_seconds() <= self._grace(s)
-        slot.next = after
-        missed = count - 1 if run else count
-        if missed:
-            last_missed = self._before(slot, latest, first, missed) if run else latest
+        due = passed(slot.schedule, slot.next, now, grace_seconds(slot.schedule, self.settings))
+        slot.next = due.next
+        if due.missed:
             self._append(
                 slot,
-                {"status": "missed", "due": to_ms(last_missed), "first_due": to_ms(first),
-                 "count": missed, "next_run_at": _ms(slot.next),
+                {"status": "missed", "due": to_ms(due.last_missed), "first_due": to_ms(due.first),
+                 "count": due.missed, "next_run_at": _ms(slot.next),
                  "error": "not run: the server was down or busy at that time"},
             )  # fmt: skip
-        if run:
-            self._start(slot, latest, 1)
+        if due.run is not None:
+            self._start(slot, due.run, 1)
             return 1
-        if isinstance(s.timing, At):
+        if isinstance(slot.schedule.timing, At):
             self._complete(slot)
         return 0
-
-    def _before(self, slot: _Slot, latest: datetime, first: datetime, missed: int) -> datetime:
-        """The due time just before ``latest`` (the newest of the ``missed`` ones)."""
-        s = slot.schedule
-        if isinstance(s.timing, Every):
-            return latest - timedelta(seconds=s.timing.every_seconds)
-        when = first
-        for _ in range(missed - 1):
-            after = next_due(s.timing, when, s.created_at)
-            assert after is not None
-            when = after
-        return when
 
     def _start(self, slot: _Slot, due: datetime, attempt: int) -> None:
         key = to_ms(due)
@@ -324,13 +279,8 @@ class Scheduler:
     async def _claim(self, s: Schedule, due: datetime) -> bool:
         """Whether this node starts ``due``: claimed in the database (``claiming``)."""
         assert self._claims is not None
-        return await claim_in_grace(self._claims, s.id, due, self._clock, self._grace(s))
-
-    def _grace(self, s: Schedule) -> float:
-        """How late a due time of ``s`` may still start (seconds)."""
-        if isinstance(s.timing, At):
-            return self.settings.one_shot_grace_seconds
-        return self.settings.recurring_grace_seconds
+        grace = grace_seconds(s, self.settings)
+        return await claim_in_grace(self._claims, s.id, due, self._clock, grace)
 
     async def _attempts_recorded(self, slot: _Slot, due: datetime, attempt: int) -> None:
         """The attempts, with the run recorded interrupted if the server stops meanwhile."""
@@ -345,45 +295,30 @@ class Scheduler:
             log.exception("schedule %s: run for %s failed", slot.schedule.id, due)
 
     async def _attempts(self, slot: _Slot, due: datetime, attempt: int) -> None:
+        """The run's attempts (``attempts``), then its outcome line."""
         s = slot.schedule
         started = self._clock.now()
-        total = 1 + (s.retry.max_retries if s.retry else 0)
-        due_ms = to_ms(due)
-
-        async def record(session_id: str, seq: int) -> None:
-            await self._append_off_loop(slot, {"status": "recorded", "due": due_ms,
-                                               "session_id": session_id, "seq": seq})  # fmt: skip
-
-        while True:
-            if self.get(s.id) is None or slot.schedule.status != "active":
-                await self._append_off_loop(
-                    slot, {"status": "error", "due": due_ms, "error": "cancelled"}
-                )
-                return
-            await self._append_off_loop(
-                slot, {"status": "running", "due": due_ms, "attempt": attempt}
-            )
-            try:
-                report = await self._payloads.run(slot.schedule, due, record)
-            except Exception as exc:  # a payload runner's bug must not stop the schedule
-                log.exception("schedule %s: payload failed", s.id)
-                report = RunReport(error=f"{type(exc).__name__}: {exc}")
-            if report.error is None or attempt >= total:
-                break
-            await self._append_off_loop(slot, {"status": "retry", "due": due_ms, "attempt": attempt,
-                                "error": report.error})  # fmt: skip
-            assert s.retry is not None
-            await self._clock.sleep(
-                backoff_seconds(attempt, s.retry.initial_delay_ms, s.retry.max_delay_ms, self._rng)
-            )
-            attempt += 1
+        ran = await run_attempts(
+            s,
+            due,
+            attempt,
+            current=lambda: slot.schedule,
+            wanted=lambda: self.get(s.id) is not None and slot.schedule.status == "active",
+            payloads=self._payloads,
+            clock=self._clock,
+            rng=self._rng,
+            append=partial(self._append_off_loop, slot),
+        )
+        if ran is None:
+            return
+        report, attempt = ran
         error = report.error
         if error is not None and attempt > 1:
             error += f" (after {attempt} attempts)"
         duration = int((self._clock.now() - started).total_seconds() * 1000)
         entry: dict[str, object] = {
             "status": "ok" if error is None else "error",
-            "due": due_ms,
+            "due": to_ms(due),
             "duration_ms": duration,
             "next_run_at": _ms(slot.next),
         }

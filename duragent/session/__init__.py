@@ -10,7 +10,8 @@
 - ``state``: checkpointed/pending messages, Layer 1 window, tool-result placement.
 - ``actor``: the thread: create or load (quarantine what cannot be trusted), dispatch, stop.
 - ``operations``: what a loaded session serves, each an ``@op`` (``ops``: the typed actor
-  boundary, a request carries the method itself); ``journal``: durability rules.
+  boundary, a request carries the method itself; ``answers``: what they hand back);
+  ``journal``: durability rules.
 - ``handle``: those operations as typed async methods (the only way above the registry).
 - ``bridge``: non-blocking asks with timeouts; ``admission``/``gate``: asks in flight.
 - ``registry``: lazy start, chat → session; ``eviction``: LRU, idle and descriptor bounds;
@@ -37,6 +38,7 @@ from duragent.session.actor import (
 from duragent.session.bridge import SessionTimeoutError, SessionUnavailableError
 from duragent.session.handle import SessionHandle
 from duragent.session.history import events_to_messages
+from duragent.session.operations import SessionEndedError
 from duragent.session.progress import ChatProgress
 from duragent.session.registry import RegistrySettings, SessionNotFoundError, SessionRegistry
 from duragent.session.state import SessionState, actor_message_limit
@@ -48,6 +50,7 @@ __all__ = [
     "NewSession",
     "PendingApproval",
     "RegistrySettings",
+    "SessionEndedError",
     "SessionHandle",
     "SessionInfo",
     "SessionNotFoundError",

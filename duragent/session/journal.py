@@ -18,7 +18,7 @@ Recovery (``load``): snapshot + replay of the log after ``checkpoint_seq`` throu
 ``SessionState.apply`` as the live path, then interrupted tool calls get a persisted
 "interrupted" result and a session left running is settled. Events the snapshot says were
 written but that cannot be found (``store.integrity``) are taken from the archive or the
-session is refused (quarantine), never resumed without them.
+session is refused (quarantine), never resumed without them (``replay`` reads them).
 
 Storage failures: an ``OSError`` of the machine (full, permission, I/O, descriptors) becomes
 a ``StorageError`` naming the file, and each write reports to ``store.health`` (``/readyz``).
@@ -30,20 +30,17 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from duragent.core.events import Event, EventType, now_rfc3339
+from duragent.core.events import Event, now_rfc3339
 from duragent.core.snapshot import DEFAULT_SILENT_BUFFER_CAP, SessionSnapshot, SessionStatus
+from duragent.session.replay import events_after, rebuild_without_snapshot
 from duragent.session.state import INTERRUPTED_RESULT, SessionState
 from duragent.store import (
-    ReadReport,
-    SessionFilesInconsistentError,
     SessionLog,
     SessionSnapshots,
     SessionStorage,
     SharedStorage,
-    SnapshotCorruptError,
     storage_error,
 )
-from duragent.store.integrity import merge_events, missing_events
 
 __all__ = ["BATCH_SIZE", "SNAPSHOT_EVERY", "Journal", "NewSession"]
 
@@ -204,77 +201,15 @@ class Journal:
         self._store.remove_stale_temp_files(self.session_id)
         snapshot = self._snapshots.read()
         if snapshot is None:
-            snapshot, events = self._rebuild_without_snapshot()
+            snapshot, events = rebuild_without_snapshot(self.session_id, self._log, self._snapshots)
         else:
-            events = self._events_after(snapshot)
+            events = events_after(self.session_id, self._log, self._snapshots, snapshot)
         state = SessionState(snapshot)
         for event in events:
             state.apply(event)
         self._state = state
         self._last_snapshot_seq = snapshot.last_event_seq
         self._repair_after_crash(state)
-
-    def _events_after(self, snapshot: SessionSnapshot) -> list[Event]:
-        """The events to replay on ``snapshot``; every one it says was written, or raise."""
-        start = snapshot.replay_from_seq
-        events, report = self._log.read(start)
-        self._report(report)
-        problem = missing_events(events, start, snapshot.last_event_seq)
-        if problem is None:
-            return events
-        log.error("session %s: %s; looking in the archive", self.session_id, problem)
-        merged = merge_events(events, (e for e in self._log.read_archive() if e.seq > start))
-        if missing_events(merged, start, snapshot.last_event_seq) is not None:
-            raise SessionFilesInconsistentError(self._log.path, problem)
-        log.error("session %s: the missing events were recovered from the archive", self.session_id)
-        return merged
-
-    def _rebuild_without_snapshot(self) -> tuple[SessionSnapshot, list[Event]]:
-        """No state.yaml: rebuild from the whole log (archive first) if it is complete.
-
-        Normal right after a crash during creation (the first event is written before the
-        first snapshot); anything longer means the snapshot was lost, which is logged.
-        """
-        events, report = self._log.read(0)
-        self._report(report)
-        if not events or events[0].seq != 1:  # rolled over: the start is in the archive
-            events = merge_events(self._log.read_archive(), events)
-        first = events[0] if events else None
-        if first is None or first.type != EventType.SESSION_START or first.seq != 1:
-            raise SnapshotCorruptError(self._snapshots.path, "no snapshot and no log start")
-        problem = missing_events(events, 0, 0)
-        if problem is not None:
-            raise SessionFilesInconsistentError(self._log.path, f"no snapshot, and {problem}")
-        if len(events) > 1:
-            log.error(
-                "session %s: %s is missing; rebuilt from %d logged events",
-                self.session_id,
-                self._snapshots.path,
-                len(events),
-            )
-        now = first.timestamp or now_rfc3339()
-        snapshot = SessionSnapshot(
-            session_id=self.session_id,
-            agent=str(first.data.get("agent", "")),
-            created_at=now,
-            updated_at=now,
-        )
-        return snapshot, events
-
-    def _report(self, report: ReadReport) -> None:
-        if report.missing and self._snapshots.exists():
-            log.error("session %s: %s is missing", self.session_id, self._log.path)
-        if not report.clean:
-            log.warning(
-                "session %s log: %d malformed, %d duplicate, %d out of order, torn tail %s, "
-                "gaps %s",
-                self.session_id,
-                report.skipped_malformed,
-                report.skipped_duplicates,
-                report.out_of_order,
-                report.torn_tail,
-                report.gaps,
-            )
 
     def _repair_after_crash(self, state: SessionState) -> None:
         """Persist results for interrupted tool calls; settle a status left 'running'.

@@ -16,97 +16,33 @@ fails at once, as an unsafe one does.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from duragent.core.approval import ApprovalDecision, PendingApproval
-from duragent.core.caller import ChatRef
 from duragent.core.clock import utc_now
 from duragent.core.events import Event, EventType
 from duragent.core.messages import Message, ToolCall, Usage
 from duragent.core.snapshot import SessionStatus
+from duragent.errors import NotFoundError
+from duragent.session.answers import SessionInfo, UserMessageResult, chat_ref
 from duragent.session.journal import Journal
-from duragent.session.memory_ops import MemoryOps, MemoryView
+from duragent.session.memory_ops import MemoryOps
 from duragent.session.ops import op
 from duragent.session.state import UNFINISHED_RESULT, SessionState
 
-__all__ = ["SessionInfo", "SessionOps", "UserMessageResult"]
+__all__ = ["SessionEndedError", "SessionInfo", "SessionOps", "UserMessageResult"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SessionInfo:
-    """A read-only summary of a session."""
+class SessionEndedError(NotFoundError):
+    """The session is completed: it takes no new turn (its history stays readable)."""
 
-    session_id: str
-    agent: str
-    status: SessionStatus
-    created_at: str
-    updated_at: str
-    on_disconnect: str
-    gateway: str | None
-    gateway_chat_id: str | None
-    message_count: int
-    last_seq: int
-    pending_approval: PendingApproval | None
-    last_delivered_seq: int = 0
-    """The newest reply a chat front end recorded as handed to its chat (0: none)."""
-    gateway_chat_type: str | None = None
-    """The chat's type as its platform said when the session began (None: not known)."""
-    last_reply_seq: int = 0
-    """The newest final reply (an assistant message without tool calls; 0: none)."""
-    last_user_seq: int = 0
-    """The newest user message owed an answer (0: none; a passive one is not)."""
-    last_settled_seq: int = 0
-    """The newest final reply, recorded failure or approval request (0: none)."""
-    last_answered_seq: int = 0
-    """The newest user message a turn's end answered (see ``SessionSnapshot``)."""
-    last_decided_seq: int = 0
-    """The newest decision on an approval (see ``SessionSnapshot``)."""
-    tokens_day: str = ""
-    """The UTC day ``tokens_today`` counts (see ``SessionSnapshot``)."""
-    tokens_today: int = 0
-    """Model tokens the session's calls used on ``tokens_day``."""
-
-    @property
-    def chat(self) -> ChatRef | None:
-        """The chat the session belongs to (None: an HTTP, CLI or task session)."""
-        return _chat(self.gateway, self.gateway_chat_id, self.gateway_chat_type)
-
-    @property
-    def awaits_answer(self) -> bool:
-        """A user message was recorded after the last one a turn's end answered.
-
-        What a crash between accepting a message and answering it leaves behind (a chat's
-        recovery runs its turn), and what a message a running turn did not see leaves.
-        """
-        return self.last_user_seq > self.last_answered_seq
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class UserMessageResult:
-    """Outcome of recording an inbound message."""
-
-    seq: int
-    duplicate: bool = False
-    answered: bool = False
-    agent: str = ""
-    """With ``with_context``: the session's agent (else empty)."""
-    pending_approval: PendingApproval | None = None
-    """With ``with_context``: the approval the session is waiting for, if any."""
-    messages: list[Message] | None = None
-    """With ``with_context``: the Layer 1 window, this message included."""
-    memory: MemoryView | None = None
-    """With ``with_context``: the summary, pins and task (the summaries tier's block)."""
-    chat: ChatRef | None = None
-    """With ``with_context``: the chat the session belongs to (who the turn acts for)."""
-    tokens_day: str = ""
-    tokens_today: int = 0
-    """With ``with_context``: the session's model tokens of the day (the chat's quota)."""
-
-
-def _chat(gateway: str | None, chat_id: str | None, kind: str | None) -> ChatRef | None:
-    return None if gateway is None or chat_id is None else ChatRef(gateway, chat_id, kind)
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        super().__init__(
+            f"session {session_id} has ended (status completed): it takes no more "
+            "messages; create a new session"
+        )
 
 
 class SessionOps(MemoryOps):
@@ -172,6 +108,8 @@ class SessionOps(MemoryOps):
         instead of three. A ``passive`` message is owed no answer: a restart's recovery does
         not answer it and it does not keep the session from its TTL.
         """
+        if with_context and self.state.status is SessionStatus.COMPLETED:
+            raise SessionEndedError(self.state.session_id)  # before anything is written
         if platform_message_id:
             seen = self.state.seen_platform_id(platform_message_id)
             if seen is not None:
@@ -225,7 +163,7 @@ class SessionOps(MemoryOps):
             pending_approval=_pending(state.pending_approval),
             messages=state.messages(),
             memory=self.memory(),
-            chat=_chat(state.gateway, state.gateway_chat_id, state.gateway_chat_type),
+            chat=chat_ref(state.gateway, state.gateway_chat_id, state.gateway_chat_type),
             tokens_day=state.tokens_day,
             tokens_today=state.tokens_today,
         )

@@ -1,6 +1,6 @@
 """What the nodes of one workspace share to do each thing once: ``Cluster``, in memory here.
 
-Three protocols (``protocols``): ``InboundLedger`` (a platform message handled once),
+Three protocols (``cluster_protocols``): ``InboundLedger`` (a platform message handled once),
 ``LeaderLeases`` (a loop such as long polling run on one node) and ``RunClaims`` (a schedule
 due time started once). With ``store.backend: postgres`` they are tables every node sees
 (``postgres.cluster``); with files there is one node (the serve lock keeps a second server
@@ -20,7 +20,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from duragent.store.protocols import (
+from duragent.store.cluster_protocols import (
     ClaimOutcome,
     InboundLedger,
     LeaderLeases,

@@ -8,6 +8,7 @@ backends pass one contract suite (``tests/store/test_session_storage_contract.py
 Schedules and run logs have a file and a PostgreSQL backend (one contract suite,
 ``tests/store/test_schedule_storage_contract.py``); summaries have none yet: their protocol
 is here, small, so LLM summarisation starts from a shape instead of a new concrete store.
+What several nodes sharing a workspace ask of it is in ``cluster_protocols`` (named here too).
 
 Shared rules for every protocol:
 
@@ -24,13 +25,20 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Protocol
 
 from duragent.core.events import Event
 from duragent.core.snapshot import SessionSnapshot
 from duragent.store.chat_index import ChatKey
+from duragent.store.cluster_protocols import (
+    ClaimOutcome,
+    InboundLedger,
+    LeaderLeases,
+    OrphanedChats,
+    RunClaims,
+    SharedStorage,
+)
 from duragent.store.event_log import ReadReport
-from duragent.store.ownership import NodeDirectory
 from duragent.store.saved_outputs import SavedOutputLimits
 
 __all__ = [
@@ -334,132 +342,4 @@ class SummaryStorage(Protocol):
 
     def add(self, session_id: str, summary: dict[str, Any]) -> None:
         """Durably store a new summary (it must start after the latest one ends)."""
-        ...
-
-
-ClaimOutcome = Literal["first", "duplicate", "busy"]
-"""``first``: handle it; ``duplicate``: handled already; ``busy``: another node handles it now."""
-
-
-class InboundLedger(Protocol):
-    """Which platform messages were taken in, shared by every node serving the workspace.
-
-    The same Telegram update, Discord message or external-gateway message delivered to two
-    nodes (a webhook retried through a load balancer) is handled by the first claim only.
-    A claim lasts a hold (a few lease periods); one whose node died before ``settle`` is taken
-    over after it, so a redelivered message is never lost (the session's own platform-id
-    de-duplication then recognises one that was recorded after all). Files: one node, so the
-    ledger is this process's memory and the session's de-duplication is the durable one.
-    """
-
-    def claim(self, gateway: str, chat_id: str, message_id: str) -> ClaimOutcome:
-        """Claim the message for this node (see ``ClaimOutcome``)."""
-        ...
-
-    def settle(self, gateway: str, chat_id: str, message_id: str) -> None:
-        """The claimed message is recorded (or deliberately dropped): a duplicate from now on."""
-        ...
-
-    def release(self, gateway: str, chat_id: str, message_id: str) -> None:
-        """The claimed message could not be recorded: a redelivery may claim it at once."""
-        ...
-
-
-class LeaderLeases(Protocol):
-    """Leases for loops that must run on one node only (long polling, the scheduler's loop)."""
-
-    node_id: str
-    seconds: float
-    """How long a lease lasts unless renewed: another node takes over after it."""
-
-    def acquire(self, name: str) -> bool:
-        """Take or renew the lease ``name`` for this node; whether this node holds it now."""
-        ...
-
-    def release(self, name: str) -> None:
-        """Give the lease up (this node stops the loop), so another takes over at once."""
-        ...
-
-
-class RunClaims(Protocol):
-    """Schedule due times started, one claim per (schedule id, due time) cluster-wide."""
-
-    def claim(self, schedule_id: str, due_ms: int) -> bool:
-        """Whether this node may start that due time (False: claimed before, by any node)."""
-        ...
-
-
-class OrphanedChats(Protocol):
-    """Chats whose session no live node serves: what another node must finish for them.
-
-    A node that died left its sessions' leases to expire; an undelivered reply, an approval
-    never shown or a message never answered in them is then finished elsewhere (the
-    gateway's recovery, run by the holder of a leader lease). One node (files) has none.
-    """
-
-    def chats(self, gateway: str, *, owned_by: str | None = None) -> list[tuple[str, str]]:
-        """``(chat_id, session_id)`` of ``gateway``'s chats whose session's lease expired.
-
-        With ``owned_by`` (a node starting): those whose lease is free or is that node's too.
-        """
-        ...
-
-    def adopt(self, session_ids: list[str]) -> None:
-        """Mark the expired leases of ``session_ids`` free: they were examined and finished."""
-
-    def serving_node(self, gateway: str, chat_id: str) -> str | None:
-        """The node holding a live lease on a session of the chat (None: no node serves it)."""
-        ...
-
-
-@runtime_checkable
-class SharedStorage(Protocol):
-    """A ``SessionStorage`` several nodes share (PostgreSQL): session leases and fresh reads.
-
-    The file and memory backends are not shared (one process owns a workspace: the serve
-    lock), so they do not implement this; the session layer checks ``isinstance``. See
-    ``store.ownership`` for the errors and ``store/postgres/leases.py`` for the fence.
-    """
-
-    @property
-    def node_id(self) -> str:
-        """This node's name in leases."""
-        ...
-
-    @property
-    def nodes(self) -> NodeDirectory:
-        """The deployment's nodes: where each answers, whether it is alive."""
-        ...
-
-    @property
-    def lease_seconds(self) -> float:
-        """How long a lease lasts without renewal."""
-        ...
-
-    @property
-    def fenced_writes(self) -> int:
-        """Writes of this node the epoch fence refused since start."""
-        ...
-
-    def own(self, session_id: str) -> None:
-        """Claim the session for this node before loading it (a new epoch fences the old one).
-
-        ``LeaseHeldError`` when another node's lease is live.
-        """
-        ...
-
-    def renew_leases(self) -> list[str]:
-        """Renew every lease this node holds, in one round trip; the sessions it lost."""
-        ...
-
-    def fetch_chat(self, key: ChatKey) -> str | None:
-        """The chat's session as stored now (another node may have mapped it); may block."""
-        ...
-
-    def map_chat(self, key: ChatKey, session_id: str, replacing: str | None) -> str:
-        """Map the chat to ``session_id`` if it still maps to ``replacing``; the session it maps.
-
-        One insert wins when two nodes make a chat's first session at once (the loser is told
-        the winner's session); may block.
-        """
         ...

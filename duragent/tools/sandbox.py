@@ -10,9 +10,10 @@ What a ``bubblewrap`` process sees (an allowlist, so what is not named is not th
 - the **system** read-only: ``/usr``, ``/bin``, ``/sbin``, ``/lib*``, ``/etc``, ``/opt``, the
   Python that runs duragent (``.py`` CLI tools use it), and the workspace's ``tools`` folder;
   a fresh ``/proc``, a minimal ``/dev`` and an empty private ``/tmp`` for the call;
-- the **agent's folder** writable, except its definition (``agents.protected``): ``agent.yaml``,
-  ``SOUL.md``, ``SYSTEM_PROMPT.md``, ``INSTRUCTIONS.md``, ``skills/``, ``directives/``,
-  ``tools/`` and every top-level entry ``agent.yaml`` names are read-only mounts; its
+- the **agent's folder** writable, except its definition (``agents.protected``; the mounts
+  are ``sandbox_mounts``'): ``agent.yaml``, ``SOUL.md``, ``SYSTEM_PROMPT.md``,
+  ``INSTRUCTIONS.md``, ``skills/``, ``directives/``, ``tools/`` and every top-level entry
+  ``agent.yaml`` names are read-only mounts; its
   ``policy.yaml``, ``policy.local.yaml`` and ``.env`` are covered by an empty read-only file.
   Missing ones are created empty first, so the sandbox cannot create one either (a tool must
   never write its own permissions or prompts). If one is a symlink, or ``agent.yaml`` names
@@ -53,9 +54,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from duragent.agents.protected import LOCAL_POLICY_FILE, AgentEntries, agent_entries
+from duragent.agents.protected import LOCAL_POLICY_FILE, agent_entries
 from duragent.config.workspace import SandboxConfig, WorkspacePaths
 from duragent.errors import ConfigError
+from duragent.tools.sandbox_mounts import cover_secrets, protect_definition
 
 __all__ = [
     "BASE_ENV",
@@ -214,7 +216,7 @@ class Confinement:
                 args += ["--ro-bind", str(absolute), str(absolute)]
                 mounted.append(absolute)
         entries = agent_entries(agent_dir)
-        covers = _protect(agent_dir, entries)
+        covers = protect_definition(agent_dir, entries)
         whole = entries.whole_folder or covers is None
         args += ["--ro-bind" if whole else "--bind", str(agent_dir), str(agent_dir)]
         remount: list[str] = []
@@ -227,7 +229,7 @@ class Confinement:
                 remount += ["--remount-ro", str(hidden)]
             else:
                 args += ["--ro-bind", "/dev/null", str(hidden)]
-        args += covers or _hide_secrets(agent_dir, entries)
+        args += covers or cover_secrets(agent_dir, entries)
         args += ["--bind", str(scratch), str(scratch), *remount, "--remount-ro", "/"]
         args += ["--chdir", os.path.abspath(cwd), "--", *argv]
         confined = sandbox.filter_env(env)
@@ -243,53 +245,6 @@ class Confinement:
         scratch = Path(os.path.abspath(root)) / self.session_id
         scratch.mkdir(parents=True, exist_ok=True, mode=0o700)
         return scratch
-
-
-def _protect(agent_dir: Path, entries: AgentEntries) -> list[str] | None:
-    """The mounts that keep the agent's definition unchanged (``agents.protected``).
-
-    Every protected top-level entry becomes a mount point: read-only, or covered by an empty
-    file for secrets. A mount point cannot be written, renamed over, deleted or replaced by a
-    symlink from inside; a missing entry is created empty first (a folder for ``skills`` and
-    the like) so the sandbox cannot create it either. None when an entry is a symlink (a
-    mount would land on its target): the caller then shows the whole folder read-only.
-    """
-    args: list[str] = []
-    for name in entries.names:
-        path = agent_dir / name
-        if path.is_symlink():
-            return None
-        if not path.exists():
-            if name in entries.folders:
-                path.mkdir(exist_ok=True)
-            else:
-                _create_empty(path, 0o600 if name in entries.hidden else 0o644)
-        if name not in entries.hidden:
-            args += ["--ro-bind", str(path), str(path)]
-        elif path.is_dir():
-            args += ["--tmpfs", str(path), "--remount-ro", str(path)]
-        else:
-            args += ["--ro-bind", "/dev/null", str(path)]
-    return args
-
-
-def _hide_secrets(agent_dir: Path, entries: AgentEntries) -> list[str]:
-    """Covers for the policy files and ``.env`` of a folder shown read-only as a whole."""
-    args: list[str] = []
-    for name in entries.hidden:
-        path = agent_dir / name
-        if path.is_file() and not path.is_symlink():
-            args += ["--ro-bind", "/dev/null", str(path)]
-    return args
-
-
-def _create_empty(path: Path, mode: int = 0o644) -> None:
-    """An empty file at ``path`` (kept if another call made it first)."""
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
-    except FileExistsError:
-        return
-    os.close(fd)
 
 
 def probe(sandbox: Sandbox) -> str | None:

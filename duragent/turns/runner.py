@@ -35,7 +35,7 @@ from duragent.agents import Agent, AgentCatalog
 from duragent.core.approval import DECISIONS, ApprovalDecision
 from duragent.core.messages import Message
 from duragent.errors import StorageError
-from duragent.observability.logctx import current, turn_scope
+from duragent.observability.logctx import current, log_context, turn_scope
 from duragent.observability.metrics import Metrics
 from duragent.session import (
     SessionHandle,
@@ -253,12 +253,13 @@ class TurnRunner(BetweenTurns):
         try:
             async with active.lock:
                 recorded = await self._context(session, inbound)
-                if recorded.duplicate and recorded.answered:  # what its turn recorded
-                    result: TurnResult = await recorded_outcome(session, recorded.seq)
-                else:
-                    result = await self._turn(session, recorded, active, sink, inbound)
-                    if recorded.duplicate and isinstance(inbound, Incoming):  # a cut turn's
-                        result = await noting_interruption(session, recorded.seq, result)
+                with log_context(agent=recorded.agent or None):  # HTTP reads no info first
+                    if recorded.duplicate and recorded.answered:  # what its turn recorded
+                        result: TurnResult = await recorded_outcome(session, recorded.seq)
+                    else:
+                        result = await self._turn(session, recorded, active, sink, inbound)
+                        if recorded.duplicate and isinstance(inbound, Incoming):  # cut turn's
+                            result = await noting_interruption(session, recorded.seq, result)
         except BaseException as exc:
             future.set_exception(exc)
             future.exception()  # the waiters re-raise it; never "exception never retrieved"

@@ -16,6 +16,7 @@ from duragent.core.events import Event
 from duragent.core.messages import Message
 from duragent.session import (
     ChatProgress,
+    SessionEndedError,
     SessionInfo,
     SessionNotFoundError,
     SessionQuarantinedError,
@@ -29,6 +30,7 @@ __all__ = [
     "ChatProgress",
     "MemoryView",
     "PendingApproval",
+    "SessionEndedError",
     "SessionInfo",
     "SessionNotFoundError",
     "SessionQuarantinedError",

@@ -26,7 +26,7 @@ from duragent.config.workspace import WorkspaceConfig
 from duragent.errors import ConfigError
 from duragent.runtime import Runtime
 from duragent.tools.policy_check import check_policy_file, policy_json_schema
-from duragent.tools.policy_files import _KNOWN_FIELDS
+from duragent.tools.policy_tier import _KNOWN_FIELDS
 
 SCHEMAS: dict[Format, Any] = {
     "agent": agent_json_schema,

@@ -175,7 +175,7 @@ async def test_a_streaming_client_gets_a_summary_event_when_one_is_written(
 
     from sse_starlette import ServerSentEvent
 
-    from duragent.gateways.http.stream import QueueSink
+    from duragent.gateways.http.api.stream import QueueSink
 
     async with harness(tmp_path, responder=responder(), context=ON) as h:
         sid = await h.runner.start_session("bot")

@@ -23,23 +23,23 @@ from starlette.routing import Route
 from duragent.agents import Agent
 from duragent.agents.exposure import served_value
 from duragent.errors import AgentNotFoundError, StorageError
-from duragent.gateways.http.browser import BrowserGuard
-from duragent.gateways.http.console import console_routes
-from duragent.gateways.http.crash import CrashGuard
-from duragent.gateways.http.health import ServerHealth
-from duragent.gateways.http.limits import ConcurrencyLimit
-from duragent.gateways.http.metrics import MetricsRoute
-from duragent.gateways.http.openai_api import OpenAIRoutes
-from duragent.gateways.http.openai_errors import OpenAIErrors
-from duragent.gateways.http.openapi import openapi_document
-from duragent.gateways.http.pins import PinRoutes
-from duragent.gateways.http.problem import ProblemError, problem
-from duragent.gateways.http.relay import RELAY_PATH, relay_route
-from duragent.gateways.http.schedules import ScheduleRoutes
-from duragent.gateways.http.security import check_access
+from duragent.gateways.http.api.pins import PinRoutes
+from duragent.gateways.http.api.schedules import ScheduleRoutes
+from duragent.gateways.http.api.sessions import SessionRoutes
+from duragent.gateways.http.api.stream import OpenStreams
+from duragent.gateways.http.cluster.relay import RELAY_PATH, relay_route
+from duragent.gateways.http.console.routes import console_routes
+from duragent.gateways.http.openai.errors import OpenAIErrors
+from duragent.gateways.http.openai.routes import OpenAIRoutes
+from duragent.gateways.http.openapi.document import openapi_document
+from duragent.gateways.http.server.browser import BrowserGuard
+from duragent.gateways.http.server.crash import CrashGuard
+from duragent.gateways.http.server.health import ServerHealth
+from duragent.gateways.http.server.limits import ConcurrencyLimit
+from duragent.gateways.http.server.metrics import MetricsRoute
+from duragent.gateways.http.server.problem import ProblemError, problem
+from duragent.gateways.http.server.security import check_access
 from duragent.gateways.http.services import HttpServices
-from duragent.gateways.http.sessions import SessionRoutes
-from duragent.gateways.http.stream import OpenStreams
 from duragent.gateways.http.webhooks import webhook_routes
 from duragent.store import is_database_unreachable, is_disk_full
 from duragent.turns import SessionNotFoundError, SessionQuarantinedError
@@ -107,7 +107,7 @@ def _route(path: str, **handlers: Handler) -> Route:
 
 def build_app(services: HttpServices) -> Starlette:
     """The ASGI app serving ``services``."""
-    streams = OpenStreams()  # told by HttpServer.stop that the server stops (stream.py)
+    streams = OpenStreams()  # told by HttpServer.stop that the server stops (api/stream.py)
     routes_impl = SessionRoutes(services, streams)
     openai = OpenAIRoutes(services, streams)
     schedules = ScheduleRoutes(lambda: services.schedule_desk)
@@ -124,7 +124,7 @@ def build_app(services: HttpServices) -> Starlette:
     forwarding = services.forwarding
 
     def session_api(handler: Handler) -> Handler:
-        """``api`` for one session's routes: served where the session lives (forwarding.py)."""
+        """``api`` for one session's routes: served where the session lives (cluster/forwarding)."""
         if forwarding is None:
             return api(handler)
         hops = forwarding
@@ -171,7 +171,7 @@ def build_app(services: HttpServices) -> Starlette:
             reason: str | None = f"the session store cannot write: {failure}"
         elif down:
             reason = "; ".join(f"service {name} cannot run: {why}" for name, why in down.items())
-        else:  # see health.py for what ready means; ready also means started
+        else:  # see server/health.py for what ready means; ready also means started
             reason = services.starting() or health.not_ready_reason()
         if reason is not None:  # workspace_hash: the launcher still knows us
             return problem(503, reason, instance="/readyz", extra=extra)
@@ -334,7 +334,7 @@ def build_app(services: HttpServices) -> Starlette:
     if forwarding is not None and services.relay is not None:  # chat messages between nodes
         routes.append(relay_route(services.relay, forwarding))
         public.add(RELAY_PATH)
-    routes += console_routes(services)  # /ui: the web console (console.py)
+    routes += console_routes(services)  # /ui: the web console (console/routes.py)
     app = Starlette(
         routes=routes,
         middleware=[  # outermost first; an unclaimed exception reaches CrashGuard
@@ -351,7 +351,7 @@ def build_app(services: HttpServices) -> Starlette:
             StorageError: on_storage,
         },
     )
-    app.state.server_config = services.config.server  # read by HttpServer (server.py)
+    app.state.server_config = services.config.server  # read by HttpServer (server/uvicorn_server)
     app.state.health = health
     app.state.open_streams = streams
     return app

@@ -9,8 +9,8 @@ from duragent.agents import AgentCatalog
 from duragent.config import WorkspaceConfig
 from duragent.frontkit import OwnerRelay, WebhookReceiver
 from duragent.frontkit.delivery import Delivery
-from duragent.gateways.http.forwarding import SessionForwarding
-from duragent.gateways.http.schedules import SchedulesPort
+from duragent.gateways.http.api.schedules import SchedulesPort
+from duragent.gateways.http.cluster.forwarding import SessionForwarding
 from duragent.lifecycle.tasks import BackgroundTasks
 from duragent.turns import TurnRunner
 

@@ -10,7 +10,7 @@ paths are exempt from the loopback Host check (``BrowserGuard``'s public paths).
 With several nodes (a shared store), the load balancer hands a chat's updates to any node,
 but the chat's session lives on the node holding its lease. A receiver whose chat session
 another node owns raises ``LeaseHeldError``; the update is then served like a session
-request (``forwarding.SessionForwarding``): forwarded, signed, to the same path on the live
+request (``cluster.forwarding.SessionForwarding``): forwarded, signed, to the same path on the live
 owner, whose answer (200 once recorded there) is Telegram's; taken over here when the owner
 is gone (its lease expired or it left); served again after a fenced write. A signed hop is
 handled on the receiving node and never forwarded again. So a chat is answered by one node,
@@ -26,7 +26,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from duragent.frontkit import WebhookReceiver
-from duragent.gateways.http.forwarding import SessionForwarding
+from duragent.gateways.http.cluster.forwarding import SessionForwarding
 
 __all__ = ["MAX_WEBHOOK_BODY", "webhook_routes"]
 

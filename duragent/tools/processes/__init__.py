@@ -1,8 +1,9 @@
 """Background jobs: the ``background_process`` tool and the registry that runs its jobs.
 
 ``meta`` (the on-disk record), ``tmux`` (interactive jobs), ``jobs`` (starting and watching
-one job), ``reports`` (what a session is told, and when), ``registry`` (every job of
-the workspace, restart), ``tool`` (the model's actions).
+one job), ``reports`` (what a session is told, and when), ``job_table`` (the jobs known,
+on disk first, each caller seeing its own), ``registry`` (running every job of the workspace,
+restart), ``tool`` (the model's actions).
 See ``specs/202611240815.background-processes.md``.
 """
 

@@ -23,8 +23,8 @@ kills plain jobs and leaves them for the next start to report the same way.
 whose recovery raises, is moved to ``processes/_quarantine/`` with its reason and listed by
 ``skipped`` (``/readyz``'s ``skipped_records``); every other job is recovered and listed.
 
-Ended jobs are forgotten (their two files deleted) ``cleanup_after`` seconds (30 min, as
-the reference) after they ended, once reported.
+The jobs are kept in a ``job_table.JobTable`` (on disk first, each caller seeing only its
+own, ended ones forgotten 30 min after they ended, once reported); this module runs them.
 """
 
 from __future__ import annotations
@@ -32,20 +32,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 from collections.abc import Coroutine
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from duragent.core.ids import new_ulid
 from duragent.tools._process import kill_group
+from duragent.tools.processes.job_table import CLEANUP_AFTER_SECONDS, JobTable, TrackedJob
 from duragent.tools.processes.jobs import (
     KILL_GRACE_SECONDS,
-    LocalJob,
     ProcessError,
     SpawnRequest,
-    read_lines,
     start_local,
     tmux_outcome,
     watch_tmux,
@@ -81,20 +79,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-CLEANUP_AFTER_SECONDS = 30 * 60.0
 
-
-@dataclass(slots=True)
-class _TrackedJob:
-    meta: ProcessMeta
-    local: LocalJob | None = None
-    killed: asyncio.Event = field(default_factory=asyncio.Event)
-    done: asyncio.Future[ProcessMeta] | None = None
-    watcher: asyncio.Task[None] | None = None
-    waited: bool = False  # a ``wait: true`` caller took the outcome as its tool result
-
-
-class ProcessRegistry:
+class ProcessRegistry(JobTable):
     """Every background job of the workspace (see module docstring)."""
 
     def __init__(
@@ -108,14 +94,12 @@ class ProcessRegistry:
         cleanup_every: float = 300.0,
         kill_grace: float = KILL_GRACE_SECONDS,
     ) -> None:
-        self.directory = directory
+        super().__init__(directory, cleanup_after=cleanup_after)
         self.events = events
         self.tmux = tmux or Tmux()
         self.poll_seconds = poll_seconds
-        self.cleanup_after = cleanup_after
         self.cleanup_every = cleanup_every
         self.kill_grace = kill_grace
-        self._entries: dict[str, _TrackedJob] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._dedupe = Dedupe()
         self._reporting: set[str] = set()
@@ -163,7 +147,7 @@ class ProcessRegistry:
     async def _recover(self, meta: ProcessMeta) -> None:
         if not meta.status.terminal:
             if meta.tmux_session is not None and await self.tmux.has_session(meta.tmux_session):
-                entry = self._entries[meta.handle] = _TrackedJob(meta)
+                entry = self._entries[meta.handle] = TrackedJob(meta)
                 self._monitor(entry)
                 log.info("background process %s re-attached (tmux)", meta.handle)
                 return
@@ -174,7 +158,7 @@ class ProcessRegistry:
                 meta = replace(meta.ended(ProcessStatus("lost")), notified=False)
             self._set(meta)
             log.info("background process %s ended while the server was down", meta.handle)
-        self._entries[meta.handle] = _TrackedJob(meta)
+        self._entries[meta.handle] = TrackedJob(meta)
 
     @staticmethod
     def _kill_leftover(meta: ProcessMeta) -> None:
@@ -216,7 +200,7 @@ class ProcessRegistry:
             write_meta(self.directory, meta)
         except (OSError, ValueError) as exc:
             raise ProcessError(f"spawn failed: cannot record the job: {exc}") from exc
-        entry = self._entries[handle] = _TrackedJob(meta)
+        entry = self._entries[handle] = TrackedJob(meta)
         # Recorded, so it must end up watched: a cancellation (the tool call's time limit)
         # waits for the start to finish and the watch to begin, then goes through. Before,
         # one landing while the process started left a job no one watched or reported.
@@ -229,7 +213,7 @@ class ProcessRegistry:
             raise
         return entry.meta
 
-    async def _start(self, entry: _TrackedJob, request: SpawnRequest) -> None:
+    async def _start(self, entry: TrackedJob, request: SpawnRequest) -> None:
         """Start the recorded job's command and watch it (ProcessError if it cannot start)."""
         meta = entry.meta
         try:
@@ -257,11 +241,11 @@ class ProcessRegistry:
             raise ProcessError(f"spawn failed: {exc}") from exc
         self._monitor(entry)
 
-    def _monitor(self, entry: _TrackedJob) -> None:
+    def _monitor(self, entry: TrackedJob) -> None:
         entry.done = asyncio.get_running_loop().create_future()
         self._spawn_task(self._watch(entry))
 
-    async def _watch(self, entry: _TrackedJob) -> None:
+    async def _watch(self, entry: TrackedJob) -> None:
         meta = entry.meta
         left = float(meta.timeout_seconds) - (now() - meta.spawned_at).total_seconds()
         timeout = max(left, 0.0) if meta.timeout_seconds > 0 else None  # None: no limit
@@ -334,52 +318,7 @@ class ProcessRegistry:
         except Exception:
             log.exception("background process %s: the halted screen was not reported", handle)
 
-    # --- queries and actions (all for jobs the caller reaches only) ---------------------------
-
-    def owned(self, handle: str, reach: Reach) -> _TrackedJob:
-        """The job, if ``reach`` lets the caller see it (ProcessError otherwise).
-
-        A job out of reach is "not found", exactly like a missing one: a chat must not
-        learn another chat's handles.
-        """
-        entry = self._entries.get(handle)
-        if entry is None or not reach(entry.meta):
-            raise ProcessError(f"process not found: {handle}")
-        return entry
-
-    def running(self, handle: str, reach: Reach) -> _TrackedJob:
-        """The job if the caller reaches it and it still runs."""
-        entry = self.owned(handle, reach)
-        if entry.meta.status.terminal:
-            raise ProcessError("process is not running")
-        return entry
-
-    def get(self, handle: str) -> ProcessMeta | None:
-        """A job's meta, whoever owns it (for tests and the runtime)."""
-        entry = self._entries.get(handle)
-        return entry.meta if entry is not None else None
-
-    def running_in_chat(self, agent: str, gateway: str, chat_id: str) -> int:
-        """How many of ``agent``'s jobs started from the chat still run (its quota)."""
-        return sum(
-            1
-            for e in self._entries.values()
-            if not e.meta.status.terminal
-            and e.meta.agent == agent
-            and (e.meta.gateway, e.meta.chat_id) == (gateway, chat_id)
-        )
-
-    def listing(self, reach: Reach) -> list[ProcessMeta]:
-        """The jobs the caller reaches, oldest first."""
-        metas = [e.meta for e in self._entries.values() if reach(e.meta)]
-        return sorted(metas, key=lambda m: m.spawned_at)
-
-    def read_log(self, handle: str, reach: Reach, offset: int, limit: int) -> str:
-        """Lines ``offset`` … ``offset + limit - 1`` of the job's log (0-based)."""
-        try:
-            return read_lines(self.owned(handle, reach).meta.log_path, offset, limit)
-        except OSError as exc:  # its text names the log's path: the reason only
-            raise ProcessError(f"io error: {exc.strerror or type(exc).__name__}") from exc
+    # --- actions (all for jobs the caller reaches only) -------------------------------------
 
     async def kill(self, handle: str, reach: Reach) -> None:
         """Stop a job (recorded as ``killed`` at once; its session is told as for any end)."""
@@ -438,34 +377,6 @@ class ProcessRegistry:
             entry.watcher = None
 
     # --- housekeeping ------------------------------------------------------------------------
-
-    def _set(self, meta: ProcessMeta) -> None:
-        """Record ``meta`` (on disk first, then in memory)."""
-        try:
-            write_meta(self.directory, meta)
-        except (OSError, ValueError):  # ValueError: it would not read back (never written)
-            log.exception("background process %s: its state could not be written", meta.handle)
-        entry = self._entries.get(meta.handle)
-        if entry is not None:
-            entry.meta = meta
-
-    def cleanup(self) -> list[str]:
-        """Forget ended, reported jobs older than ``cleanup_after``; their handles."""
-        current = now()
-        gone = [
-            handle
-            for handle, entry in self._entries.items()
-            if entry.meta.status.terminal
-            and entry.meta.notified
-            and entry.meta.completed_at is not None
-            and (current - entry.meta.completed_at).total_seconds() > self.cleanup_after
-        ]
-        for handle in gone:
-            meta = self._entries.pop(handle).meta
-            for path in (meta.log_path, meta_path(self.directory, handle)):
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(path)
-        return gone
 
     async def _cleanup_loop(self) -> None:
         """Every ``cleanup_every``: forget old jobs, report again those not yet reported."""

@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from duragent.config import load_workspace
-from duragent.gateways.http.forwarding import FORWARDED_AT, FORWARDED_BY
+from duragent.gateways.http.cluster.forwarding import FORWARDED_AT, FORWARDED_BY
 from duragent.gateways.telegram.webhook import SECRET_HEADER
 from duragent.runtime import Runtime
 from duragent.testing import FakeTelegram, ScriptedLLMServer

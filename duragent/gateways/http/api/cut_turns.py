@@ -1,7 +1,7 @@
 """What an HTTP client is told about a turn that was cut: its recorded outcome, never a guess.
 
 A turn is cut when the node running it stops, or loses the session to another node (its
-lease ran out while it stalled, and another node took the session over: ``forwarding``).
+lease ran out while it stalled, and another node took the session over: ``cluster.forwarding``).
 Its message is recorded once, under its key (``sessions.message_key``); whoever goes on with
 the session records the calls left open as interrupted. Each client of that message then
 gets what was recorded (``duragent.turns.Interruption``):
@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from duragent.errors import StorageError
-from duragent.gateways.http.problem import ProblemError
+from duragent.gateways.http.server.problem import ProblemError
 from duragent.store import FencedWriteError, LeaseHeldError
 from duragent.turns import CallOutcome, Interruption
 

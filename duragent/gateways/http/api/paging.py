@@ -17,7 +17,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from duragent.gateways.http.problem import ProblemError
+from duragent.gateways.http.server.problem import ProblemError
 
 __all__ = [
     "LIMIT_CLAMPED_FIELD",

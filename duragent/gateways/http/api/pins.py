@@ -13,7 +13,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from duragent.gateways.http.openapi_schemas import (
+from duragent.gateways.http.openapi.schemas import (
     AUTH,
     NON_BLANK,
     SESSION_ID,
@@ -22,8 +22,8 @@ from duragent.gateways.http.openapi_schemas import (
     json_response,
     problem,
 )
-from duragent.gateways.http.problem import ProblemError
-from duragent.gateways.http.security import read_json
+from duragent.gateways.http.server.problem import ProblemError
+from duragent.gateways.http.server.security import read_json
 from duragent.gateways.http.services import HttpServices
 from duragent.turns import PinRefusedError, SessionNotFoundError
 

@@ -22,8 +22,8 @@ from duragent.errors import (
     ServiceUnavailableError,
     StorageError,
 )
-from duragent.gateways.http.problem import ProblemError
-from duragent.gateways.http.security import read_json
+from duragent.gateways.http.server.problem import ProblemError
+from duragent.gateways.http.server.security import read_json
 
 __all__ = ["ScheduleRoutes", "SchedulesPort"]
 

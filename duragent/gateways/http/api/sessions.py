@@ -18,19 +18,19 @@ from starlette.responses import JSONResponse, Response
 from duragent.core.snapshot import SessionStatus
 from duragent.errors import AgentNotFoundError, LLMError
 from duragent.frontkit import await_turn
-from duragent.gateways.http.cut_turns import interrupted_problem, reply_body
-from duragent.gateways.http.forwarding import IDEMPOTENCY_KEY
-from duragent.gateways.http.paging import (
+from duragent.gateways.http.api.cut_turns import interrupted_problem, reply_body
+from duragent.gateways.http.api.paging import (
     MAX_MESSAGES_LIMIT,
     MAX_SESSIONS_LIMIT,
     limited,
     quoted,
     read_limit,
 )
-from duragent.gateways.http.problem import ProblemError, failed_turn_status
-from duragent.gateways.http.security import read_json
+from duragent.gateways.http.api.stream import TURN_HEADER, OpenStreams, stream_turn
+from duragent.gateways.http.cluster.forwarding import IDEMPOTENCY_KEY
+from duragent.gateways.http.server.problem import ProblemError, failed_turn_status
+from duragent.gateways.http.server.security import read_json
 from duragent.gateways.http.services import HttpServices
-from duragent.gateways.http.stream import TURN_HEADER, OpenStreams, stream_turn
 from duragent.observability.logctx import log_context, new_turn_id
 from duragent.turns import (
     DECISIONS,
@@ -41,6 +41,7 @@ from duragent.turns import (
     Failed,
     Interruption,
     NoPendingApprovalError,
+    SessionEndedError,
     SessionNotFoundError,
     TurnResult,
     events_to_messages,
@@ -84,7 +85,7 @@ def message_key(request: Request) -> str | None:
     mid-turn) gets its turn, and one whose cut turn was settled by another request gets what
     was recorded (``cut_turns``: the reply it went on to, or 409 "turn_interrupted"). The
     key is the client's ``Idempotency-Key`` header, or the one a
-    node gave a request it forwards (``forwarding``: the same request served again elsewhere
+    node gave a request it forwards (``cluster.forwarding``: the same request served again elsewhere
     after its first owner went away must not record the message a second time).
     """
     key: str | None = getattr(request.state, "message_key", None)
@@ -224,11 +225,10 @@ class SessionRoutes:
         session_id = _session_id(request)
         body = await read_json(request)
         content = _text_field(body, "content")
-        info = await self._open(session_id)
         turn = {TURN_HEADER: new_turn_id()}
-        with log_context(
-            session_id=session_id, agent=info["agent"], front_end="http", turn_id=turn[TURN_HEADER]
-        ):
+        # No read first (a turn is two round trips to the session): a session that does not
+        # exist or has ended is refused by the turn before anything is written (404 both).
+        with log_context(session_id=session_id, front_end="http", turn_id=turn[TURN_HEADER]):
             try:
                 result = await await_turn(
                     self.s.tasks,
@@ -243,6 +243,8 @@ class SessionRoutes:
                     "the background and its reply will appear in GET …/messages",
                     headers=turn,
                 ) from None
+            except SessionEndedError as exc:
+                raise ProblemError(404, str(exc), headers=turn) from None
             try:
                 response = _reply(result)
             except ProblemError as exc:

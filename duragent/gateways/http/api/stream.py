@@ -33,7 +33,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from duragent.core.messages import ToolCall, Usage
 from duragent.core.snapshot import SessionStatus
-from duragent.gateways.http.cut_turns import (
+from duragent.gateways.http.api.cut_turns import (
     TURN_INTERRUPTED,
     interrupted_detail,
     interrupted_fields,
@@ -159,7 +159,7 @@ def _done(result: TurnResult) -> list[ServerSentEvent]:
 class StreamWire:
     """How a streamed turn is written: duragent's named events, or OpenAI's chunks.
 
-    ``openai_stream.ChunkWire`` is the other one. The lifecycle (the turn's task, a client
+    ``openai.stream.ChunkWire`` is the other one. The lifecycle (the turn's task, a client
     that leaves, a server that stops) is the hard part and exists once, in
     :func:`stream_turn`; a wire only says what goes on the wire.
     """

@@ -14,7 +14,7 @@ front); ``SessionForwarding.serve`` runs the route's handler and:
 - ``FencedWriteError`` (this node lost the session while paused; the registry already
   dropped the actor), before or after the request's message was recorded: served again from
   the top, which finds the new owner (forward) or takes the session back. The request's
-  message key (``sessions.message_key``) makes the message recorded once wherever it is
+  message key (``api.sessions.message_key``) makes the message recorded once wherever it is
   served, and a recorded one without an answer gets its turn there.
 
 Forwarding, not redirect: clients (and the reference's CLI) do not follow redirects on POST,
@@ -53,8 +53,8 @@ from duragent.frontkit.hops import (
     Hops,
     sign,
 )
-from duragent.gateways.http.problem import ProblemError
-from duragent.gateways.http.security import MAX_BODY_BYTES
+from duragent.gateways.http.server.problem import ProblemError
+from duragent.gateways.http.server.security import MAX_BODY_BYTES
 from duragent.observability.metrics import Metrics
 from duragent.store import FencedWriteError, LeaseHeldError, NodeDirectory
 
@@ -73,7 +73,7 @@ log = logging.getLogger(__name__)
 Handler = Callable[[Request], Awaitable[Response]]
 
 IDEMPOTENCY_KEY = "idempotency-key"
-"""A client's key for a message (``sessions.message_key``): the same key, recorded once."""
+"""A client's key for a message (``api.sessions.message_key``): the same key, recorded once."""
 _PASSED_ON = (
     "authorization",
     "content-type",
@@ -169,7 +169,7 @@ class SessionForwarding:
         deadline = time.monotonic() + self._lease + 2.0
         await _keep_body(request)  # read once: the handler reads it, and a retry or hop again
         # One key for every place this request is served (here, the owner, here again after
-        # the owner went away): its message is recorded once (``sessions.message_key``).
+        # the owner went away): its message is recorded once (``api.sessions.message_key``).
         given = request.headers.get(REQUEST_KEY) if hop else request.headers.get(IDEMPOTENCY_KEY)
         request.state.message_key = given or uuid.uuid4().hex
         fenced = 0

@@ -19,8 +19,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from duragent.frontkit import RELAY_PATH, OwnerRelay
-from duragent.gateways.http.forwarding import SessionForwarding
-from duragent.gateways.http.problem import ProblemError
+from duragent.gateways.http.cluster.forwarding import SessionForwarding
+from duragent.gateways.http.server.problem import ProblemError
 
 __all__ = ["RELAY_PATH", "relay_route"]
 

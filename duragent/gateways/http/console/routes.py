@@ -12,8 +12,8 @@ HTML). A strict Content-Security-Policy (scripts only from ``/ui/static``, no in
 no ``eval``) makes an escaping mistake inert rather than exploitable.
 
 In loopback mode (no token) the shell is served to loopback clients only, and the browser
-checks of ``browser.py`` (Host, Origin, JSON bodies) apply to every console request, as to the
-API: ``/ui`` is in the ``api_token`` family.
+checks of ``server/browser.py`` (Host, Origin, JSON bodies) apply to every console request, as
+to the API: ``/ui`` is in the ``api_token`` family.
 
 The two ``/ui/api`` routes are read-only views the public API does not give in one call: the
 sessions with their front end and chat, and one session's whole history with tool traffic,
@@ -33,16 +33,16 @@ from starlette.routing import Route
 
 from duragent.core.events import Event, EventType
 from duragent.errors import StorageError
-from duragent.gateways.http.paging import MAX_MESSAGES_LIMIT, limited, read_limit
-from duragent.gateways.http.problem import ProblemError
-from duragent.gateways.http.security import check_access
+from duragent.gateways.http.api.paging import MAX_MESSAGES_LIMIT, limited, read_limit
+from duragent.gateways.http.server.problem import ProblemError
+from duragent.gateways.http.server.security import check_access
 from duragent.gateways.http.services import HttpServices
 from duragent.store import SnapshotCorruptError
 from duragent.turns import SessionNotFoundError, events_to_messages
 
 __all__ = ["CONSOLE_HEADERS", "console_routes"]
 
-_STATIC = resources.files("duragent.gateways.http") / "console_static"
+_STATIC = resources.files("duragent.gateways.http.console") / "static"
 _TYPES = {
     "console.js": "text/javascript; charset=utf-8",
     "console.css": "text/css; charset=utf-8",

@@ -1,6 +1,6 @@
 """Every error under ``/v1/`` in OpenAI's shape, whoever answered it.
 
-The OpenAI routes answer their own errors in OpenAI's shape (``openai_wire.OpenAIError``),
+The OpenAI routes answer their own errors in OpenAI's shape (``wire.OpenAIError``),
 but most refusals come from code every route shares and that speaks RFC 7807 problem+json:
 bearer auth (401), the body-size cap (413), the browser guard (403/415), the connection
 limit (429/503), an unknown method (405), a quarantined session (409), a full disk (507), a
@@ -18,8 +18,8 @@ import json
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from duragent.gateways.http.openai_wire import dumps, error_body
-from duragent.gateways.http.problem import PROBLEM_CONTENT_TYPE
+from duragent.gateways.http.openai.wire import dumps, error_body
+from duragent.gateways.http.server.problem import PROBLEM_CONTENT_TYPE
 
 __all__ = ["OPENAI_PATH_PREFIX", "OpenAIErrors"]
 

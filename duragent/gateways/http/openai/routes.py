@@ -15,13 +15,13 @@ Without a key each call starts a fresh session: an ordinary session (listed by
 ``GET /api/v1/sessions``, expired by the agent's ``ttl_hours`` like any other) that can be
 continued by sending its id back.
 
-**Several nodes** (a shared store): the route runs through ``forwarding.SessionForwarding``
+**Several nodes** (a shared store): the route runs through ``cluster.forwarding.SessionForwarding``
 like ``/api/v1/sessions/{id}/…``: a conversation whose session another node owns is answered
 by that node (the request forwarded as a signed hop, a stream passed through chunk by
 chunk), or here once a gone owner's lease ran out. The message carries the request's key
-(``sessions.message_key``): served again after a fenced write, it is recorded once.
+(``api.sessions.message_key``): served again after a fenced write, it is recorded once.
 
-**Errors** are OpenAI's shape (``openai_wire``); the app turns the problem+json answers of
+**Errors** are OpenAI's shape (``wire``); the app turns the problem+json answers of
 shared code (auth, body size, quarantine, storage) into it for every ``/v1/`` path.
 """
 
@@ -35,9 +35,11 @@ from starlette.responses import JSONResponse, Response
 from duragent.core.snapshot import SessionStatus
 from duragent.errors import AgentNotFoundError
 from duragent.frontkit import await_turn
-from duragent.gateways.http.cut_turns import TURN_INTERRUPTED, interrupted_detail
-from duragent.gateways.http.openai_stream import ChunkWire
-from duragent.gateways.http.openai_wire import (
+from duragent.gateways.http.api.cut_turns import TURN_INTERRUPTED, interrupted_detail
+from duragent.gateways.http.api.sessions import message_key
+from duragent.gateways.http.api.stream import TURN_HEADER, OpenStreams, stream_turn
+from duragent.gateways.http.openai.stream import ChunkWire
+from duragent.gateways.http.openai.wire import (
     SESSION_HEADER,
     OpenAIChatRequest,
     OpenAIError,
@@ -45,11 +47,9 @@ from duragent.gateways.http.openai_wire import (
     error_response,
     parse_chat_request,
 )
-from duragent.gateways.http.problem import failed_turn_status
-from duragent.gateways.http.security import read_json
+from duragent.gateways.http.server.problem import failed_turn_status
+from duragent.gateways.http.server.security import read_json
 from duragent.gateways.http.services import HttpServices
-from duragent.gateways.http.sessions import message_key
-from duragent.gateways.http.stream import TURN_HEADER, OpenStreams, stream_turn
 from duragent.observability.logctx import log_context, new_turn_id
 from duragent.turns import Duplicate, Failed, SessionInfo, SessionNotFoundError
 

@@ -1,7 +1,7 @@
 """A turn streamed as OpenAI's ``chat.completion.chunk`` events, ending with ``data: [DONE]``.
 
 The lifecycle (the turn's task, a client that leaves, a server that stops) is
-``stream.stream_turn``'s, shared with duragent's own stream; this is only the wire:
+``api.stream.stream_turn``'s, shared with duragent's own stream; this is only the wire:
 
 - first chunk: ``delta: {"role": "assistant", "content": ""}``;
 - each text delta of the model: a chunk with ``delta.content``;
@@ -9,7 +9,7 @@ The lifecycle (the turn's task, a client that leaves, a server that stops) is
   ``tool_calls`` would try to run them). Text the model wrote *before* a tool call has been
   streamed already, so the streamed text can be longer than the stored reply, which keeps
   only the last answer (as the non-streaming response does);
-- a pending approval: the words of ``openai_wire.approval_text`` as content;
+- a pending approval: the words of ``wire.approval_text`` as content;
 - the last chunk: empty delta, ``finish_reason: "stop"`` and the ``duragent`` extension;
 - with ``stream_options.include_usage``: one more chunk with ``choices: []`` and ``usage``
   (every other chunk carries ``usage: null``), as OpenAI does;
@@ -26,7 +26,8 @@ from sse_starlette import ServerSentEvent
 
 from duragent.core.clock import now_seconds
 from duragent.core.messages import ToolCall
-from duragent.gateways.http.openai_wire import (
+from duragent.gateways.http.api.stream import SERVER_STOPPING, QueueSink, StreamWire
+from duragent.gateways.http.openai.wire import (
     approval_text,
     completion_id,
     dumps,
@@ -35,8 +36,7 @@ from duragent.gateways.http.openai_wire import (
     finish_reason,
     usage_body,
 )
-from duragent.gateways.http.problem import failed_turn_status
-from duragent.gateways.http.stream import SERVER_STOPPING, QueueSink, StreamWire
+from duragent.gateways.http.server.problem import failed_turn_status
 from duragent.turns import AwaitingApproval, Complete, Duplicate, Failed, TurnResult
 
 __all__ = ["ChunkSink", "ChunkWire"]

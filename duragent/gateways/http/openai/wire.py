@@ -1,6 +1,6 @@
 """OpenAI's chat-completions JSON: reading a request, writing a completion or an error.
 
-Only the wire format lives here (no sessions, no turns: ``openai_api`` does that), so what
+Only the wire format lives here (no sessions, no turns: ``routes`` does that), so what
 the SDK sees is reviewable in one place against OpenAI's API reference.
 
 What a request means here (see ``specs/202611240850.openai-api-and-json-logs.md``):

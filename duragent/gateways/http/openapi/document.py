@@ -2,7 +2,7 @@
 
 Written by hand next to the routes so it says exactly what they do; a fuzz test
 (schemathesis) checks the server against it. The paths are here; the response helpers, the
-shared schemas and the stream's events are in ``openapi_schemas``.
+shared schemas and the stream's events are in ``schemas``.
 """
 
 from __future__ import annotations
@@ -10,8 +10,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from duragent.gateways.http.openapi_openai import openai_paths
-from duragent.gateways.http.openapi_schemas import (
+from duragent.gateways.http.api.paging import MAX_MESSAGES_LIMIT, MAX_SESSIONS_LIMIT
+from duragent.gateways.http.api.pins import pin_paths
+from duragent.gateways.http.openapi.openai_paths import openai_paths
+from duragent.gateways.http.openapi.schemas import (
     AUTH,
     COMMON,
     IDEMPOTENCY_KEY,
@@ -28,8 +30,6 @@ from duragent.gateways.http.openapi_schemas import (
     ref,
     stream_event,
 )
-from duragent.gateways.http.paging import MAX_MESSAGES_LIMIT, MAX_SESSIONS_LIMIT
-from duragent.gateways.http.pins import pin_paths
 
 _READY_STORAGE = {
     "type": "object",
@@ -354,7 +354,7 @@ def _document(version: str) -> dict[str, Any]:
 
 
 def schedule_paths() -> dict[str, Any]:
-    """``/api/v1/schedules`` (``schedules.py``)."""
+    """``/api/v1/schedules`` (``api/schedules.py``)."""
     schedule = {
         "type": "object",
         "required": ["id", "agent", "schedule", "payload", "status"],

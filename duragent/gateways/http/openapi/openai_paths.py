@@ -1,6 +1,6 @@
-"""The OpenAPI paths of the OpenAI-compatible API (``openai_api``), merged into ``openapi``.
+"""The OpenAPI paths of the OpenAI-compatible API (``openai.routes``), merged into ``document``.
 
-Errors here are OpenAI's error object in ``application/json`` (``openai_errors`` rewrites
+Errors here are OpenAI's error object in ``application/json`` (``openai.errors`` rewrites
 the shared code's problem+json), so these paths have their own response helpers. The
 request schema lists only the fields the server checks: a field it ignores (``temperature``,
 ``tools``…) is allowed by ``additionalProperties`` and never refused, so the fuzz test's
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from duragent.gateways.http.openai_wire import MAX_KEY_CHARS, SESSION_HEADER
-from duragent.gateways.http.openapi_schemas import NON_BLANK, json_body, json_response
+from duragent.gateways.http.openai.wire import MAX_KEY_CHARS, SESSION_HEADER
+from duragent.gateways.http.openapi.schemas import NON_BLANK, json_body, json_response
 
 __all__ = ["openai_paths"]
 

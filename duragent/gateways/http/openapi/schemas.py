@@ -1,6 +1,6 @@
 """The parts the OpenAPI document is built from: response helpers, shared schemas, SSE events.
 
-Split from ``openapi`` (which keeps the document and its paths) so neither passes 400 lines;
+Split from ``document`` (which keeps the document and its paths) so neither passes 400 lines;
 these parts are what several paths share.
 """
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from duragent.gateways.http.paging import LIMIT_CLAMPED_FIELD, LIMIT_CLAMPED_HEADER
-from duragent.gateways.http.problem import PROBLEM_TYPES
+from duragent.gateways.http.api.paging import LIMIT_CLAMPED_FIELD, LIMIT_CLAMPED_HEADER
+from duragent.gateways.http.server.problem import PROBLEM_TYPES
 
 __all__ = [
     "AUTH",
@@ -46,7 +46,7 @@ def json_response(schema: dict[str, Any], description: str = "OK") -> dict[str, 
 
 
 def limit_parameter(default: int, maximum: int) -> dict[str, Any]:
-    """``?limit=N`` of a list endpoint (see ``paging``: clamped above ``maximum``)."""
+    """``?limit=N`` of a list endpoint (see ``api.paging``: clamped above ``maximum``)."""
     return {
         "name": "limit",
         "in": "query",

@@ -32,7 +32,7 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from duragent.config.workspace import ServerConfig
-from duragent.gateways.http.problem import problem
+from duragent.gateways.http.server.problem import problem
 
 __all__ = ["BrowserGuard", "has_body", "is_loopback_name", "request_problem", "split_host"]
 

@@ -22,7 +22,7 @@ import logging
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from duragent.gateways.http.problem import problem
+from duragent.gateways.http.server.problem import problem
 
 __all__ = ["CrashGuard"]
 

@@ -19,9 +19,9 @@ from collections import deque
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from duragent.gateways.http.browser import has_body
-from duragent.gateways.http.health import ServerHealth
-from duragent.gateways.http.security import MAX_BODY_BYTES
+from duragent.gateways.http.server.browser import has_body
+from duragent.gateways.http.server.health import ServerHealth
+from duragent.gateways.http.server.security import MAX_BODY_BYTES
 
 __all__ = ["ConcurrencyLimit"]
 

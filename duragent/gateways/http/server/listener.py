@@ -42,7 +42,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from duragent.gateways.http.health import ServerHealth
+from duragent.gateways.http.server.health import ServerHealth
 
 __all__ = [
     "ACCEPT_RETRY_SECONDS",

@@ -15,8 +15,8 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
-from duragent.gateways.http.problem import ProblemError
-from duragent.gateways.http.security import check_access
+from duragent.gateways.http.server.problem import ProblemError
+from duragent.gateways.http.server.security import check_access
 from duragent.gateways.http.services import HttpServices
 from duragent.observability.metrics import exposition_content_type
 

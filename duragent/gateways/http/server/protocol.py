@@ -37,8 +37,8 @@ from uvicorn.config import Config
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.server import ServerState
 
-from duragent.gateways.http.listener import ConnectionHooks
-from duragent.gateways.http.problem import PROBLEM_CONTENT_TYPE, problem
+from duragent.gateways.http.server.listener import ConnectionHooks
+from duragent.gateways.http.server.problem import PROBLEM_CONTENT_TYPE, problem
 
 __all__ = ["TimedH11Protocol", "timed_protocol"]
 

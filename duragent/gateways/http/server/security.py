@@ -22,7 +22,7 @@ from typing import Any
 
 from starlette.requests import Request
 
-from duragent.gateways.http.problem import ProblemError
+from duragent.gateways.http.server.problem import ProblemError
 
 __all__ = ["MAX_BODY_BYTES", "check_access", "is_loopback", "read_json"]
 

@@ -25,10 +25,10 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from duragent.config.workspace import ServerConfig
-from duragent.gateways.http.health import ServerHealth
-from duragent.gateways.http.listener import Acceptor
-from duragent.gateways.http.protocol import TimedH11Protocol, timed_protocol
-from duragent.gateways.http.stream import OpenStreams
+from duragent.gateways.http.api.stream import OpenStreams
+from duragent.gateways.http.server.health import ServerHealth
+from duragent.gateways.http.server.listener import Acceptor
+from duragent.gateways.http.server.protocol import TimedH11Protocol, timed_protocol
 
 __all__ = ["HttpServer"]
 

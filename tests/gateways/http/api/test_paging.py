@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from duragent.gateways.http.paging import (
+from duragent.gateways.http.api.paging import (
     LIMIT_CLAMPED_FIELD,
     LIMIT_CLAMPED_HEADER,
     MAX_MESSAGES_LIMIT,

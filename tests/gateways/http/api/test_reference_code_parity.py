@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from duragent.gateways.http import stream as stream_module
-from duragent.gateways.http.problem import PROBLEM_TYPES
+from duragent.gateways.http.api import stream as stream_module
+from duragent.gateways.http.server.problem import PROBLEM_TYPES
 from duragent.testing import Reply
+from tests.gateways.http.api.test_stream import read_events
 from tests.gateways.http.api_fixtures import served
-from tests.gateways.http.test_stream import read_events
 
 
 def test_problem_types_use_the_reference_codes_urns_and_no_410() -> None:

@@ -12,7 +12,7 @@ import httpx
 import jsonschema  # type: ignore[import-untyped]
 
 from duragent.config import load_workspace
-from duragent.gateways.http.openapi_schemas import stream_event
+from duragent.gateways.http.openapi.schemas import stream_event
 from duragent.runtime import Runtime
 from duragent.testing import Reply, ToolCallReply
 from duragent.turns.loop import CLIENT_LEFT_RESULT

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from duragent.config import load_workspace
-from duragent.gateways.http.forwarding import (
+from duragent.gateways.http.cluster.forwarding import (
     FORWARDED_AT,
     FORWARDED_BY,
     MOVED,

@@ -12,9 +12,9 @@ import pytest
 from duragent.config import load_workspace
 from duragent.frontkit import RELAY_PATH, InboundMessage, Sender
 from duragent.frontkit.relay import to_wire
-from duragent.gateways.http.forwarding import FORWARDED_AT, FORWARDED_BY, SIGNATURE, sign
+from duragent.gateways.http.cluster.forwarding import FORWARDED_AT, FORWARDED_BY, SIGNATURE, sign
 from duragent.runtime import Runtime
-from tests.gateways.http.test_forwarding import node_workspace, url
+from tests.gateways.http.cluster.test_forwarding import node_workspace, url
 from tests.store import postgres_db
 
 MESSAGE = InboundMessage(

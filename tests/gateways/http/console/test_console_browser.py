@@ -11,7 +11,7 @@ import pytest
 
 from duragent.testing import Reply, ToolCallReply
 from tests.gateways.http.api_fixtures import Served, served
-from tests.gateways.http.browser_support import Watched, browser, watched
+from tests.gateways.http.console.browser_support import Watched, browser, watched
 
 __all__ = ["browser", "watched"]  # fixtures, imported to be found
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import httpx
 
-from duragent.gateways.http.console import CONSOLE_HEADERS
+from duragent.gateways.http.console.routes import CONSOLE_HEADERS
 from duragent.testing import Reply, ToolCallReply
 from tests.gateways.http.api_fixtures import served
 

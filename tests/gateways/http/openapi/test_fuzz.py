@@ -36,7 +36,7 @@ import schemathesis
 
 from duragent import __version__
 from duragent.config import load_workspace
-from duragent.gateways.http.openapi import openapi_document
+from duragent.gateways.http.openapi.document import openapi_document
 from duragent.runtime import Runtime
 
 pytestmark = pytest.mark.timeout(240)

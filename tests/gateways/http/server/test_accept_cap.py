@@ -22,9 +22,9 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
 from duragent.config.workspace import ServerConfig
-from duragent.gateways.http.health import ServerHealth
-from duragent.gateways.http.listener import Acceptor
-from duragent.gateways.http.server import HttpServer
+from duragent.gateways.http.server.health import ServerHealth
+from duragent.gateways.http.server.listener import Acceptor
+from duragent.gateways.http.server.uvicorn_server import HttpServer
 
 LIMIT = 20
 REQUEST = b"GET /%s HTTP/1.1\r\nHost: localhost\r\n\r\n"
@@ -197,7 +197,7 @@ async def test_out_of_descriptors_the_loop_backs_off_says_why_and_then_accepts(
     acceptor.start()
     writer: asyncio.StreamWriter | None = None
     try:
-        with caplog.at_level(logging.WARNING, "duragent.gateways.http.listener"):
+        with caplog.at_level(logging.WARNING, "duragent.gateways.http.server.listener"):
             reader, writer = await asyncio.open_connection(*listener.getsockname())
             assert await asyncio.wait_for(reader.readexactly(5), LIMIT) == b"hello"
         assert health.not_ready_reason() == "cannot accept new connections: Too many open files"

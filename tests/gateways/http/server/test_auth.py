@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from duragent.gateways.http.security import is_loopback
+from duragent.gateways.http.server.security import is_loopback
 from tests.gateways.http.api_fixtures import served
 
 TOKENS = "  api_token: api-secret\n  admin_token: admin-secret\n"

@@ -8,7 +8,7 @@ import pytest
 from starlette.datastructures import Headers
 
 from duragent.config.workspace import ServerConfig
-from duragent.gateways.http.browser import is_loopback_name, request_problem, split_host
+from duragent.gateways.http.server.browser import is_loopback_name, request_problem, split_host
 from tests.gateways.http.api_fixtures import served
 
 PROBLEM = "application/problem+json"

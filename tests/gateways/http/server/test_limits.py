@@ -7,7 +7,7 @@ import asyncio
 import httpx
 from starlette.types import Receive, Scope, Send
 
-from duragent.gateways.http.limits import ConcurrencyLimit
+from duragent.gateways.http.server.limits import ConcurrencyLimit
 
 
 class SlowApp:

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 import duragent.gateways.http as http_package
-from duragent.gateways.http.openapi import openapi_document
-from duragent.gateways.http.problem import (
+from duragent.gateways.http.openapi.document import openapi_document
+from duragent.gateways.http.server.problem import (
     PROBLEM_TYPES,
     ProblemError,
     UnregisteredProblemError,
@@ -41,7 +41,8 @@ def statuses_in_source() -> dict[int, list[str]]:
     """Status → where: first arguments of the calls that answer one, values assigned to a
     ``status`` variable, and ``request_problem``'s ``return status, detail`` tuples."""
     found: dict[int, list[str]] = {}
-    for path in sorted(Path(http_package.__file__).parent.glob("*.py")):
+    root = Path(http_package.__file__).parent
+    for path in sorted(root.rglob("*.py")):  # every subpackage: server/, api/, openai/…
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             codes: set[int] = set()
             if isinstance(node, ast.Call) and node.args:
@@ -59,7 +60,7 @@ def statuses_in_source() -> dict[int, list[str]]:
             for code in codes:
                 if code >= 400:
                     line = getattr(node, "lineno", 0)
-                    found.setdefault(code, []).append(f"{path.name}:{line}")
+                    found.setdefault(code, []).append(f"{path.relative_to(root)}:{line}")
     return found
 
 

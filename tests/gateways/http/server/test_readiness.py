@@ -9,7 +9,7 @@ from pathlib import Path
 from duragent.agents import load_catalog
 from duragent.cli.launcher import ensure_server
 from duragent.config import load_workspace
-from duragent.gateways.http.health import ServerHealth
+from duragent.gateways.http.server.health import ServerHealth
 from duragent.testing import Reply
 from tests.gateways.http.api_fixtures import Served, served
 from tests.turns.turn_fixtures import agent_yaml

@@ -18,12 +18,9 @@ from duragent.cli.findings import Level
 from duragent.testing import Reply, ToolCallReply
 from duragent.tools import policy_files
 from duragent.tools.policy import Policy
-from duragent.tools.policy_files import (
-    load_policy,
-    local_policies_set_aside,
-    read_policy_file,
-    save_allow_always,
-)
+from duragent.tools.policy_files import load_policy, save_allow_always
+from duragent.tools.policy_quarantine import local_policies_set_aside
+from duragent.tools.policy_tier import read_policy_file
 from tests.gateways.http.api_fixtures import served
 
 ASK = "apiVersion: duragent/v1alpha1\nkind: Policy\nmode: ask\n"

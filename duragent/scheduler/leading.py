@@ -1,0 +1,112 @@
+"""The scheduler on several nodes: the loop runs on the leader only, every node keeps up.
+
+With ``store.backend: postgres`` every node shares the schedules and their run logs. The loop
+(``service.Scheduler``) runs on the holder of the ``scheduler`` leader lease
+(``frontkit.run_as_leader``); when a node becomes leader it reads every run log afresh (the
+last leader's runs, and one it left unfinished, are then in its cursors), and when it loses
+the lead its runs are interrupted and it goes passive. Every node, leader or not, re-reads
+the shared schedules every ``REFRESH_SECONDS`` (``take_changes``), so listings and the
+``schedule`` tool see what another node created or cancelled. Kept apart from ``front`` (the
+operations) because this is only how the loop is placed, never what a caller may do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from duragent.frontkit import run_as_leader
+from duragent.scheduler.model import Schedule, schedule_document
+from duragent.scheduler.runs import RunState
+from duragent.scheduler.service import Scheduler
+from duragent.store.cluster import Cluster
+
+__all__ = ["REFRESH_SECONDS", "SchedulerLeadership", "take_changes"]
+
+log = logging.getLogger(__name__)
+
+REFRESH_SECONDS = 2.0
+"""With several nodes: how often each re-reads the shared schedules (a schedule created on
+another node is run by the leader at most this late, well within any grace)."""
+
+
+def take_changes(
+    scheduler: Scheduler, loaded: list[Schedule], states: dict[str, RunState] | None = None
+) -> None:
+    """Hand ``scheduler`` the schedules created, changed or removed elsewhere (other nodes).
+
+    ``loaded``: every schedule as read just now; ``states``: the run states of the new ones
+    among them (read from the run logs when not given).
+    """
+    current = {s.id: s for s in loaded}
+    for schedule in current.values():
+        known = scheduler.get(schedule.id)
+        if known is None or schedule_document(known) != schedule_document(schedule):
+            scheduler.put(schedule, (states or {}).get(schedule.id))
+    for schedule in scheduler.schedules():
+        if schedule.id not in current:
+            scheduler.remove(schedule.id)
+
+
+class SchedulerLeadership:
+    """The loop placed on the leader, the schedules kept fresh everywhere (module docstring)."""
+
+    def __init__(
+        self,
+        scheduler: Scheduler,
+        cluster: Cluster,
+        load: Callable[[], list[Schedule]],
+        described: str,
+    ) -> None:
+        """``load``: every usable schedule (blocking); ``described``: where they are, for logs."""
+        self.scheduler = scheduler
+        self._cluster = cluster
+        self._load = load
+        self._described = described
+
+    async def start(self) -> list[asyncio.Task[None]]:
+        """Take the schedules passively, then campaign for the lead and refresh: the tasks."""
+        self.scheduler.passive = True
+        self.scheduler.reset(*await self._read_off_loop())
+        leading = run_as_leader(
+            self._cluster.leaders, "scheduler", self._lead, on_lost=self._follow
+        )
+        return [
+            asyncio.create_task(leading, name="scheduler-leader"),
+            asyncio.create_task(self._refresh_forever(), name="scheduler-refresh"),
+        ]
+
+    async def _lead(self) -> None:
+        """This node leads: read every run log afresh (the last leader's runs) and loop."""
+        self.scheduler.passive = False
+        self.scheduler.reset(*await self._read_off_loop())
+        await self.scheduler.run_forever()
+
+    async def _read_off_loop(
+        self, only_new: bool = False
+    ) -> tuple[list[Schedule], dict[str, RunState]]:
+        """The schedules and their run states, read in a thread (the database may be slow).
+
+        ``only_new``: the run states of the schedules the loop does not know yet only.
+        """
+
+        def read() -> tuple[list[Schedule], dict[str, RunState]]:
+            loaded = self._load()
+            unread = [s for s in loaded if not only_new or self.scheduler.get(s.id) is None]
+            return loaded, self.scheduler.read_states(unread)
+
+        return await asyncio.to_thread(read)
+
+    async def _follow(self) -> None:
+        """This node lost the lead: its runs are interrupted; it only keeps the schedules."""
+        await self.scheduler.stop()
+        self.scheduler.passive = True
+
+    async def _refresh_forever(self) -> None:
+        while True:
+            await asyncio.sleep(REFRESH_SECONDS)
+            try:
+                take_changes(self.scheduler, *await self._read_off_loop(only_new=True))
+            except OSError as exc:  # StorageError: the database is away; try again later
+                log.warning("schedules could not be re-read from %s: %s", self._described, exc)
