@@ -62,6 +62,9 @@ class ChatDriver(Protocol):
     llm: ScriptedLLMServer
     registry: SessionRegistry
     bot_username: str
+    quotes_in_direct_messages: bool
+    """Whether a reply in a DM quotes the message it answers (Telegram's do not: a DM is its
+    own thread, so ``reply_parameters`` go with group replies only)."""
 
     async def message(self, msg: InboundMessage) -> None:
         """Hand ``msg`` to the adapter; returns once the adapter accepted it."""

@@ -63,6 +63,7 @@ class MemoryChat:
     """A ``ChatDriver`` over the kit alone (see module docstring)."""
 
     bot_username = BOT_USERNAME
+    quotes_in_direct_messages = True
 
     def __init__(self, root: Path, llm: ScriptedLLMServer, setup: ChatSetup) -> None:
         self.root = root

@@ -122,7 +122,7 @@ async def test_a_timeout_kills_the_whole_process_group_and_says_so(ctx: ToolCont
     command = "echo $$; sleep 1000 & sleep 1000 & (sleep 1000; echo never) & wait"
     started = time.monotonic()
     outcome = await BashTool(timeout=0.5).run({"command": command}, ctx)
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 120  # the sleeps run 1,000 s unless killed
     assert not outcome.success
     assert "timed out after 0.5 s" in outcome.content
     pgid = int(outcome.content.splitlines()[0])
@@ -132,7 +132,7 @@ async def test_a_timeout_kills_the_whole_process_group_and_says_so(ctx: ToolCont
 async def test_background_children_do_not_outlive_a_finished_command(ctx: ToolContext) -> None:
     started = time.monotonic()
     outcome = await BashTool().run({"command": "echo $$; sleep 1000 &"}, ctx)
-    assert time.monotonic() - started < 5, "a child holding stdout must not keep us waiting"
+    assert time.monotonic() - started < 120, "a child holding stdout must not hold us 1,000 s"
     assert outcome.success
     assert survivors(int(outcome.content.split()[0])) == []
 
@@ -154,7 +154,7 @@ async def test_a_process_that_escaped_the_group_ends_with_the_call(ctx: ToolCont
     escaped = int(outcome.content.split()[0])
     try:
         assert outcome.success
-        assert elapsed < 6, "the escaped process holds stdout: it must not hold the call"
+        assert elapsed < 120, "the escaped process holds stdout: it must not hold the call"
         gone = await eventually(lambda: not alive(escaped))
         assert gone, "a process that left the group outlived its call"
     finally:
@@ -167,19 +167,12 @@ async def test_a_cancelled_call_kills_the_command(ctx: ToolContext) -> None:
     task = asyncio.create_task(
         BashTool().run({"command": f"echo $$ > {marker}; sleep 1000 & sleep 1000"}, ctx)
     )
-    for _ in range(500):
-        if marker.exists() and marker.read_text().strip():
-            break
-        await asyncio.sleep(0.01)
+    assert await eventually(lambda: marker.exists() and bool(marker.read_text().strip()))
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
     pgid = int(marker.read_text())
-    for _ in range(200):
-        if not living_members(pgid):
-            break
-        await asyncio.sleep(0.01)
-    assert living_members(pgid) == []
+    assert await eventually(lambda: not living_members(pgid))
 
 
 async def test_ten_megabytes_of_output_are_capped_while_reading(ctx: ToolContext) -> None:
@@ -195,7 +188,7 @@ async def test_ten_megabytes_of_output_are_capped_while_reading(ctx: ToolContext
     assert outcome.content.endswith(TRUNCATION_MARKER)
     assert len(outcome.content) == 256 * 1024 + len(TRUNCATION_MARKER)
     assert peak < 3 * 1024 * 1024, f"peak Python memory {peak} bytes"
-    assert elapsed < 10
+    assert elapsed < 120  # capped while reading: never a wait for all 10 MB to be kept
 
 
 async def test_the_cap_is_shared_by_stdout_and_stderr(ctx: ToolContext) -> None:

@@ -93,7 +93,7 @@ async def test_a_script_shares_the_bash_timeout_and_output_cap(
     )
     started = time.monotonic()
     outcome = await slow.run({}, ctx)
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 120  # the sleeps run 1,000 s unless killed
     assert "timed out after 0.3 s" in outcome.content
     loud = CliTool(
         "loud", script(tmp_path / "loud.sh", "yes | head -c 100000"), "L.", output_cap=1024

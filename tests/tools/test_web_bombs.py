@@ -1,8 +1,12 @@
 """Compressed bodies that expand enormously: the web tool reads only the capped start of them.
 
-The fetch runs in a child process so its peak memory (``VmHWM``) is its own, next to a ticker
-coroutine that records the longest gap the event loop left it; the stall is compared with the
-same child's gap while fetching an ordinary 1 MiB page, not with a wall-clock constant.
+The fetch runs in a child process so its peak memory (``VmHWM``) is its own. The memory is
+what the test asserts: the old stall came from one zlib call expanding the whole bomb (256 MiB
+of zeros, a 256+ MiB object) on the event loop, so a bounded memory growth means no call
+decoded more than the cap (``web_body.STEP`` per call), and the loop cannot have stalled on
+it. A ticker records the longest gap the loop left it next to the gap of an ordinary 1 MiB
+page; both are printed (``-s``) for the spec, not compared: a busy machine stretches gaps, not
+memory (issue 34).
 """
 
 from __future__ import annotations
@@ -145,7 +149,6 @@ def test_a_gzip_gzip_bomb_is_read_to_the_cap_without_memory_growth_or_a_loop_sta
     assert measured["success"], measured
     assert "only the start was read" in measured["content"]
     assert measured["growth_mb"] < 64, measured  # 256 MiB of zeros decoded would be 256+
-    assert measured["gap"] <= max(5 * measured["plain_gap"], 0.2), measured
 
 
 @pytest.mark.parametrize("encoding", ["gzip", "deflate", "gzip,gzip"])

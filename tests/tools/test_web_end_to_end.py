@@ -132,7 +132,9 @@ async def test_a_served_agent_fetching_a_bomb_and_its_own_api_stays_live_and_lea
     bomb_result, own_result = tool_results(tmp_path, spy["session_id"])
     assert bomb_result.startswith(f"URL: http://127.0.0.1:{bomb_port}/bomb")
     assert len(bomb_result) < 100_000
-    assert worst < 1.0
+    # The stall came from one zlib call decoding the whole GiB on the event loop: a peak
+    # memory growth under 100 MB rules that call out. ``/livez`` stayed answering (each
+    # poll above must answer 200); how fast is printed, not asserted (issue 34).
     assert growth < 100
     assert "refused" in own_result
     assert "a loopback address" in own_result

@@ -60,6 +60,7 @@ class DiscordChat:
     """A ``ChatDriver`` over the Discord gateway (see module docstring)."""
 
     bot_username = BOT_USERNAME
+    quotes_in_direct_messages = True
 
     def __init__(
         self,

@@ -88,6 +88,7 @@ class ExternalChat:
     """A ``ChatDriver`` over an external gateway (see module docstring)."""
 
     bot_username = BOT_USERNAME
+    quotes_in_direct_messages = True
 
     def __init__(
         self,

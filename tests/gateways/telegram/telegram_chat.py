@@ -79,6 +79,7 @@ class TelegramChat:
     """A ``ChatDriver`` over the Telegram gateway (see module docstring)."""
 
     bot_username = BOT_USERNAME
+    quotes_in_direct_messages = False
 
     def __init__(
         self, root: Path, llm: ScriptedLLMServer, tg: FakeTelegram, setup: ChatSetup

@@ -19,15 +19,6 @@ from tests.frontkit.contract_strangers import *  # noqa: F403
 from tests.gateways.telegram.telegram_chat import telegram_chat
 
 
-@pytest.mark.skip(  # type: ignore[no-redef]  # replaces the imported test
-    reason="Telegram does not quote the message a DM reply answers (a DM is its own thread: "
-    "outbound.py sends reply_parameters in groups only); answered-once and redelivery over "
-    "Telegram: test_conversation.py::test_an_update_delivered_twice_is_answered_once"
-)
-async def test_a_direct_message_is_answered_once() -> None:
-    """Replaces the contract's test of the same name (it checks a DM reply quotes its message)."""
-
-
 @pytest.fixture
 def open_chat(tmp_path: Path) -> Callable[[ChatSetup], AbstractAsyncContextManager[ChatDriver]]:
     return lambda setup: telegram_chat(tmp_path, setup)

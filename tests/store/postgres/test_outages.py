@@ -89,7 +89,7 @@ def test_a_batch_retried_after_a_lost_commit_answer_is_written_once() -> None:
 
 def test_while_the_database_is_away_a_write_fails_in_about_a_second_not_after_the_timeout() -> None:
     outage = postgres_db.Outage()
-    with store_through(outage, timeout=20) as store:
+    with store_through(outage, timeout=120) as store:
         store.create("s1")
         log = store.event_log("s1")
         log.append([Event.user_message(1, content="before")])
@@ -102,8 +102,8 @@ def test_while_the_database_is_away_a_write_fails_in_about_a_second_not_after_th
         with pytest.raises(StorageError):
             log.append([Event.user_message(2, content="during")])
         second = time.monotonic() - began
-    assert first < 20 / 4  # the pool's refused attempts end the wait, not connect_timeout
-    assert second < 20 / 4
+    assert first < 120 / 4  # the pool's refused attempts end the wait, not the 120 s timeout
+    assert second < 120 / 4
 
 
 @pytest.mark.slow  # ~12 s: an outage longer than the pool's first backoff steps
