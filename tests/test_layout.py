@@ -22,7 +22,6 @@ SECTION = "## Modules over 400 lines"
 MAX_LINES = 400
 
 LONG_MODULES = {
-    "duragent/frontkit/queue.py": "being merged into one per-session line (issue 35); split then",
     "duragent/gateways/external/protocol.py": (
         "the external gateway wire protocol's command and event models, field for field as "
         "the reference writes them, in one place"
@@ -64,7 +63,9 @@ LONG_MODULES = {
         "the agentic loop (model call, tool calls, steering, hooks, limits) as one sequence "
         "read top to bottom, one call's path being calls already"
     ),
-    "duragent/turns/runner.py": "being merged into one per-session line (issue 35); split then",
+    "duragent/turns/runner.py": (
+        "the turn runner, whose HTTP run joins the session's line next (issue 35); split then"
+    ),
 }
 """Module (path from the repository root) → why it is over ``MAX_LINES``: one sentence."""
 

@@ -15,8 +15,9 @@
 - ``chat``: ``ChatTurns``, an inbound chat message through to its delivered reply.
 - ``running``: ``await_turn``, waiting for a turn that continues under the runtime's
   ``BackgroundTasks`` if the waiter gives up (HTTP's 408, a cancelled request).
-- ``queue``: ``SessionQueues``, a chat's messages recorded at once and answered one turn at
-  a time (batch / sequential / drop, overflow, per-sender debounce).
+- ``queue``: ``SessionQueues``, a chat gateway's messages submitted to their session's line
+  (``TurnRunner.submit``: the order, batch / sequential / drop, overflow and debounce, is
+  ``turns.ordering``) and each due turn run and delivered in the chat (the line's ``Front``).
 - ``notices``: ``SessionNotices``, news no person typed (a background job ended) added to
   its session and answered there, the reply delivered as a chat's; ``ProcessNotices``, the
   background jobs' port onto it.

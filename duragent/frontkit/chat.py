@@ -21,7 +21,6 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 
 from duragent.agents.spec import ContextBufferSpec
 from duragent.frontkit.delivery import Delivery
@@ -32,6 +31,7 @@ from duragent.observability.logctx import log_context, new_turn_id
 from duragent.turns import (
     ApprovalDecision,
     ApprovalMismatchError,
+    Inbound,
     NoPendingApprovalError,
     TurnRunner,
 )
@@ -45,23 +45,6 @@ TYPING_EVERY_SECONDS = 4.0
 
 NOTHING_PENDING = "Nothing is waiting for a decision any more."
 OTHER_CALL_PENDING = "That request is no longer the one waiting for a decision."
-
-
-@dataclass(frozen=True, slots=True)
-class Inbound:
-    """One message from a chat, as a gateway hands it over."""
-
-    chat: ChatRef
-    text: str
-    agent: str
-    """The agent this chat talks to (the gateway's routing decides)."""
-    sender_id: str | None = None
-    sender_name: str | None = None
-    message_id: str | None = None
-    """The platform's id: a redelivery is recognised by it, and the reply answers it."""
-    context_buffer: ContextBufferSpec | None = None
-    """A group turn under ``activation: mention`` (silent buffer): the group's recent chatter,
-    read from the session's durable buffer when the turn starts, is given to it as a block."""
 
 
 class ChatTurns:

@@ -38,6 +38,7 @@ from duragent.turns.endings import apology_for
 from duragent.turns.errors import ApprovalError, ApprovalMismatchError, NoPendingApprovalError
 from duragent.turns.inbox import Steered
 from duragent.turns.loop import CLIENT_LEFT
+from duragent.turns.ordering import Front, Inbound, PendingTurn
 from duragent.turns.providers import ProviderPool
 from duragent.turns.result import (
     AwaitingApproval,
@@ -75,10 +76,13 @@ __all__ = [
     "Complete",
     "Duplicate",
     "Failed",
+    "Front",
+    "Inbound",
     "Interruption",
     "MemoryView",
     "NoPendingApprovalError",
     "PendingApproval",
+    "PendingTurn",
     "PinRefusedError",
     "PinnedTooLargeError",
     "ProviderPool",

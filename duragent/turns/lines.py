@@ -1,26 +1,33 @@
-"""``Lines``: each session's turn state in memory: one loop at a time, and who waits for it.
+"""``Lines``: each session's line in memory: one loop at a time, and what waits for a turn.
 
-A session's ``Line`` holds the lock a turn's records are written under, the running loop's
-future and inbox (steering), and the decision an approval just recorded. Everything that
-writes to a session outside a turn (a scheduled message, a note) takes the same lock, after
-the running loop ended, so it never lands between a turn's records (issue 35). Whoever must
-wait for a loop to end, or for an approval to be decided, waits on an event here instead of
-polling.
+A session's ``Line`` is the one owner of its conversation's order (issue 35): it holds the
+lock a turn's records are written under, the running loop's future and inbox (steering), the
+decision an approval just recorded, and, for a chat, what waits for a turn of its own
+(``turns.ordering``: waiting and steered messages, debounce buffers, the queue rules).
+Everything that writes to a session outside a turn (a scheduled message, a note) takes the
+same lock, after the running loop ended, so it never lands between a turn's records. Whoever
+must wait for a loop to end, or for an approval to be decided, waits on an event here instead
+of polling.
 
-Entries live only while some call holds them (``hold``): a server runs for months, and one
-entry per chat ever seen would grow without bound.
+Lines live only while something holds, runs, waits or is buffered on them (``idle``): a
+server runs for months, and one entry per chat ever seen would grow without bound.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from duragent.agents.spec import QueueSpec
 from duragent.session import UserMessageResult
 from duragent.turns.inbox import Inbox
+
+if TYPE_CHECKING:
+    from duragent.turns.ordering import Front, PendingTurn
 from duragent.turns.result import TurnResult
 
 __all__ = ["Line", "Lines"]
@@ -42,11 +49,41 @@ class Line:
     running: asyncio.Future[TurnResult] | None = None
     decision_seq: int | None = None  # the approval ``approve`` recorded, for its caller
     users: int = 0  # calls holding this entry (``Lines.hold``)
+    # --- what waits for a turn of its own (``turns.ordering``) ---
+    queue: QueueSpec = field(default_factory=QueueSpec)
+    front: Front | None = None
+    """The front end the waiting turns are answered through (the last to submit)."""
+    offer_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    """Messages are recorded in the order they were submitted (never waits for a model)."""
+    offers: int = 0
+    drain: asyncio.Task[None] | None = None
+    waiting: deque[PendingTurn] = field(default_factory=deque)
+    steered: list[PendingTurn] = field(default_factory=list)
+    buffers: dict[str, tuple[PendingTurn, asyncio.TimerHandle]] = field(default_factory=dict)
+    held_through: int = 0
+    """The newest seq a waiting turn answers (queued, buffered, steered or running): a
+    redelivered message at or below it already has its turn coming."""
 
     def loop_running(self) -> asyncio.Future[TurnResult] | None:
         """The running loop's future, or None when no loop runs."""
         running = self.running
         return running if running is not None and not running.done() else None
+
+    @property
+    def busy(self) -> bool:
+        """A drain runs the waiting turns (a turn runs, or is due)."""
+        return self.drain is not None
+
+    def pending(self) -> int:
+        """Messages waiting for an answer while the session is busy."""
+        buffered = sum(len(entry.texts) for entry, _ in self.buffers.values())
+        return buffered + sum(len(e.texts) for e in (*self.waiting, *self.steered))
+
+    def idle(self) -> bool:
+        """Nothing holds, runs, waits, is buffered or is being offered: it can be forgotten."""
+        return not (
+            self.users or self.busy or self.offers or self.waiting or self.steered or self.buffers
+        )
 
 
 class Lines:
@@ -64,19 +101,32 @@ class Lines:
     def __len__(self) -> int:
         return len(self._lines)
 
-    @contextlib.contextmanager
-    def hold(self, session_id: str) -> Iterator[Line]:
-        """The session's line, dropped once no call is using it."""
+    def all(self) -> list[Line]:
+        """Every line in memory now."""
+        return list(self._lines.values())
+
+    def line(self, session_id: str) -> Line:
+        """The session's line, made if it has none (``forget_if_idle`` drops it again)."""
         line = self._lines.get(session_id)
         if line is None:
             line = self._lines[session_id] = Line()
+        return line
+
+    def forget_if_idle(self, session_id: str, line: Line) -> None:
+        """Drop the line once it is idle (and still the session's)."""
+        if line.idle() and self._lines.get(session_id) is line:
+            del self._lines[session_id]
+
+    @contextlib.contextmanager
+    def hold(self, session_id: str) -> Iterator[Line]:
+        """The session's line, dropped once no call is using it."""
+        line = self.line(session_id)
         line.users += 1
         try:
             yield line
         finally:
             line.users -= 1
-            if not line.users and self._lines.get(session_id) is line:
-                del self._lines[session_id]
+            self.forget_if_idle(session_id, line)
 
     def running(self, session_id: str) -> asyncio.Future[TurnResult] | None:
         """The session's running loop, or None."""

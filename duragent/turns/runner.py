@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from duragent.agents import Agent, AgentCatalog
+from duragent.agents.spec import QueueSpec
 from duragent.core.approval import DECISIONS, ApprovalDecision
 from duragent.core.messages import Message
 from duragent.errors import StorageError
@@ -51,6 +52,7 @@ from duragent.turns.errors import ApprovalError
 from duragent.turns.inbox import Inbox
 from duragent.turns.interruptions import noting_interruption, recorded_outcome
 from duragent.turns.lines import Line, Lines
+from duragent.turns.ordering import Front, Inbound, Ordering
 from duragent.turns.providers import ProviderPool
 from duragent.turns.recorded import Accepted, Incoming, Recorded, needs_restating
 from duragent.turns.result import AwaitingApproval, TurnResult, copy_result
@@ -110,6 +112,8 @@ class TurnRunner(BetweenTurns):
         self._driver = TurnDriver(contexts, agents)
         self._pin_rooms = contexts.pin_rooms
         self._lines = Lines()
+        self.ordering = Ordering(self, self._lines)
+        """Each chat's waiting turns, on its session's line (``submit``)."""
 
     @property
     def agents(self) -> Callable[[], AgentCatalog]:
@@ -198,6 +202,16 @@ class TurnRunner(BetweenTurns):
             if steer and line.loop_running() is not None:
                 return Accepted(recorded.seq, steered=line.inbox.put(content))
         return Accepted(recorded.seq)
+
+    async def submit(
+        self, session_id: str, inbound: Inbound, queue: QueueSpec, front: Front
+    ) -> None:
+        """Record a chat's message in order and give it its turn by ``queue``'s rules.
+
+        Returns once the message is on disk (or dropped or rejected by the rules), never
+        waiting for a model; its turn is answered through ``front`` (``turns.ordering``).
+        """
+        await self.ordering.submit(session_id, inbound, queue, front)
 
     async def answer(
         self,

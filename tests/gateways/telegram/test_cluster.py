@@ -262,6 +262,7 @@ async def test_a_polled_update_for_a_chat_another_node_serves_is_answered_once_b
         tg.push_message(42, "hello")
         assert await eventually(lambda: tg.sent_messages(42) == ["re: hello"])
         (session,) = chat_sessions(a, 42)
+        assert await eventually(lambda: not a.tasks)  # the reply's delivery is recorded too
         await a.registry.stop(session)  # idle: a let it go
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{b.http_port}") as client:
             web = await client.post(  # the user also talks to the session over HTTP, on b
