@@ -41,8 +41,8 @@ class TokenQuota:
 
     def _today(self) -> int:
         today = utc_now().date().isoformat()
-        if today != self._day:
-            self._day, self._used = today, 0 if today > self._day else self._used
+        if today > self._day:  # a new day starts from zero (a clock set back keeps counting)
+            self._day, self._used = today, 0
         return self._used
 
     def spent(self, usage: Usage | None) -> None:

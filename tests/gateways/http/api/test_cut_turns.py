@@ -249,27 +249,34 @@ async def test_a_streamed_turn_cut_by_a_take_over_says_so_and_how_to_get_its_out
     ]
 
 
+COMPLETIONS = "/v1/chat/completions"
+
+
+def openai_chat(c: Cluster, sid: str) -> dict[str, Any]:
+    """A chat completion continuing ``sid`` whose turn's bash call waits for the test."""
+    return {
+        "model": "bot",
+        "session_id": sid,
+        "messages": [{"role": "user", "content": c.waiting_command()}],
+    }
+
+
 async def test_the_openai_endpoint_answers_a_cut_turn_as_interrupted_never_duplicate(
     cluster: Cluster,
 ) -> None:
     c = cluster
     sid = await new_session(c)
     key = {"Idempotency-Key": "cut-4"}
-    body = {
-        "model": "bot",
-        "session_id": sid,
-        "messages": [{"role": "user", "content": c.waiting_command()}],
-    }
-    completions = "/v1/chat/completions"
+    body = openai_chat(c, sid)
     sending = await c.cut_on_n1(
-        lambda: c.client.post(c.url(c.n1, completions), json=body, headers=key)
+        lambda: c.client.post(c.url(c.n1, COMPLETIONS), json=body, headers=key)
     )
     later = await c.client.post(
         c.url(c.n2, f"/api/v1/sessions/{sid}/messages"), json={"content": "hello"}
     )
     c.release()
     cut = await sending
-    again = await c.client.post(c.url(c.n2, completions), json=body, headers=key)
+    again = await c.client.post(c.url(c.n2, COMPLETIONS), json=body, headers=key)
     assert later.status_code == 200, later.text
     for answer in (cut, again):
         assert answer.status_code == 409, answer.text
@@ -285,16 +292,11 @@ async def test_the_openai_endpoint_answers_a_cut_turn_that_went_on_with_its_repl
     c = cluster
     sid = await new_session(c)
     key = {"Idempotency-Key": "cut-5"}
-    body = {
-        "model": "bot",
-        "session_id": sid,
-        "messages": [{"role": "user", "content": c.waiting_command()}],
-    }
-    completions = "/v1/chat/completions"
+    body = openai_chat(c, sid)
     sending = await c.cut_on_n1(
-        lambda: c.client.post(c.url(c.n1, completions), json=body, headers=key)
+        lambda: c.client.post(c.url(c.n1, COMPLETIONS), json=body, headers=key)
     )
-    retried = await c.client.post(c.url(c.n2, completions), json=body, headers=key)
+    retried = await c.client.post(c.url(c.n2, COMPLETIONS), json=body, headers=key)
     c.release()
     cut = await sending
     assert retried.status_code == 200, retried.text
