@@ -16,6 +16,8 @@ the rest are defined here. Base classes from Python follow a name in parentheses
     │   ├── SessionEndedError       the session is completed: it takes no new turn
     │   │                           [session.operations]
     │   └── ScheduleNotFoundError   no such schedule (of this agent) [scheduler.front]
+    ├── SessionAgentMismatchError   the session belongs to another agent than the turn named
+    │                               [session.operations]
     ├── TokenizerError              an encoding could not be loaded offline
     ├── StorageError (OSError)      the disk refused a read or write (full, permission, I/O):
     │   │                           the data already on disk is intact, retry after the fix
@@ -30,7 +32,7 @@ the rest are defined here. Base classes from Python follow a name in parentheses
     ├── InboundBusyError            another node is recording this platform message now
     │                               [frontkit.chats]
     ├── RelayFailedError            the chat's owner did not take a message handed to it
-    │                               [frontkit.relay]
+    │                               [cluster.relay]
     ├── GatewayDownError            an external gateway's child is not running or not reading
     │                               [gateways.external.supervisor]
     ├── GatewayCommandError         an external gateway answered ``command_error``

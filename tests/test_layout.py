@@ -63,9 +63,6 @@ LONG_MODULES = {
         "the agentic loop (model call, tool calls, steering, hooks, limits) as one sequence "
         "read top to bottom, one call's path being calls already"
     ),
-    "duragent/turns/runner.py": (
-        "the turn runner, whose HTTP run joins the session's line next (issue 35); split then"
-    ),
 }
 """Module (path from the repository root) → why it is over ``MAX_LINES``: one sentence."""
 

@@ -5,8 +5,9 @@ server (``duragent.testing``, real HTTP on 127.0.0.1, run in its own thread). Co
 (best of a few calls):
 
 - ``call``: the whole streamed call through the provider (pre-built body, cached fragments);
-- ``sdk create``: the same request through the SDK's own ``create()`` (the path used before:
-  the SDK's per-parameter transform and serialisation);
+- ``sdk create``: the same request through the SDK's own ``create()`` (the OpenAI SDK's own
+  client for OpenAI, which the provider no longer uses: specs/202612050800.openai-transport.md;
+  the Anthropic provider's SDK client);
 - ``build``: building the body alone, warm cache (the per-turn cost in a long session);
 - ``block``: the longest CPU stretch the event loop was held while building a cold body.
 
@@ -21,6 +22,8 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
+
+import openai
 
 from duragent.llm.anthropic_provider import (
     DEFAULT_MAX_TOKENS,
@@ -73,8 +76,10 @@ async def row(
     server: ScriptedLLMServer,
     provider: OpenAICompatibleProvider | AnthropicProvider,
     size: int,
+    sdk: openai.AsyncOpenAI,
 ) -> str:
-    """One line of the table for one provider and history size."""
+    """One line of the table for one provider and history size (``sdk``: the OpenAI SDK's
+    own client, the path the provider took before it posted through aiohttp)."""
     request = ChatRequest(messages=long_history(size))
     block = await longest_block(provider._body(request, stream=True))  # cold cache
 
@@ -91,7 +96,7 @@ async def row(
                 "stream": True,
                 "stream_options": {"include_usage": True},
             }
-            stream = await provider._client.chat.completions.create(**openai_params)
+            stream = await sdk.chat.completions.create(**openai_params)
         else:
             system, turns, _ = to_anthropic_request(request.messages)
             anthropic_params: dict[str, Any] = {
@@ -106,7 +111,7 @@ async def row(
             pass
 
     call = await best(server, through_provider)
-    sdk = await best(server, through_sdk)
+    by_sdk = await best(server, through_sdk)
     builds = []
     for _ in range(CALLS):
         started = time.perf_counter()
@@ -114,7 +119,7 @@ async def row(
         builds.append(time.perf_counter() - started)
     build = min(builds) * 1000
     name = "openai" if isinstance(provider, OpenAICompatibleProvider) else "anthropic"
-    return f"{name:<10}{size:>9}{call:>10.2f}{sdk:>13.2f}{build:>9.3f}{block:>9.3f}"
+    return f"{name:<10}{size:>9}{call:>10.2f}{by_sdk:>13.2f}{build:>9.3f}{block:>9.3f}"
 
 
 async def main() -> None:
@@ -129,10 +134,12 @@ async def main() -> None:
         print(
             f"{'provider':<10}{'messages':>9}{'call':>10}{'sdk create':>13}{'build':>9}{'block':>9}"
         )
+        sdk = openai.AsyncOpenAI(api_key="k", base_url=server.openai_base_url, max_retries=0)
         for provider in providers:
             for size in SIZES:
-                print(await row(server, provider, size), flush=True)
+                print(await row(server, provider, size, sdk), flush=True)
             await provider.aclose()
+        await sdk.close()
     finally:
         server.stop_thread()
 

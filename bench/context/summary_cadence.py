@@ -38,7 +38,7 @@ from typing import Any
 from bench.context import turns as context_turns
 from bench.rigs.corpus import Texts, english
 from duragent.context.tokens import TokenCounter, counter_for_model
-from duragent.core.events import EventType
+from duragent.core.payloads import EventType, SummaryData
 from duragent.testing import RecordedRequest, Reply, ScriptedLLMServer
 from duragent.testing.local_runner import local_runner, request_tokens
 from duragent.turns import Complete
@@ -150,11 +150,8 @@ async def chat_session(window: int, turns: int) -> Cadence:
 
 def kept_shares(events: list[Any]) -> list[float]:
     """Each summary's ``tokens_after`` / ``tokens_before``: the share of the history it kept."""
-    return [
-        int(e.data.get("tokens_after") or 0) / int(e.data["tokens_before"])
-        for e in events
-        if e.type == EventType.SUMMARY and e.data.get("tokens_before")
-    ]
+    summaries = [SummaryData.of(e.data) for e in events if e.type == EventType.SUMMARY]
+    return [s.tokens_after / s.tokens_before for s in summaries if s.tokens_before]
 
 
 def tools_session(window: int, turns: int) -> Cadence:

@@ -36,8 +36,8 @@ from typing import Any
 from bench.rigs.corpus import Texts
 from duragent.context.summaries import REFERENCE_HEADER
 from duragent.context.tokens import TokenCounter, counter_for_model
-from duragent.core.events import EventType
 from duragent.core.messages import Message, ToolDefinition
+from duragent.core.payloads import EventType, SummaryData
 from duragent.testing import RecordedRequest, Reply, ScriptedLLMServer, ToolCallReply
 from duragent.testing.local_runner import local_runner, request_tokens
 from duragent.tools.base import PolicyType, ToolContext, ToolOutcome
@@ -258,7 +258,7 @@ async def run_variant(window: int, context: str, turns: int, texts: Texts) -> Re
         events = await local.events(sid)
         limit = local.limit
     budgets = request_tokens(events)
-    rounds = [e.data for e in events if e.type == EventType.SUMMARY]
+    rounds = [SummaryData.of(e.data) for e in events if e.type == EventType.SUMMARY]
     return Result(
         tokens=budgets,
         limit=limit,
@@ -266,7 +266,7 @@ async def run_variant(window: int, context: str, turns: int, texts: Texts) -> Re
         failed=failed,
         summaries=len(rounds),
         summary_tokens=script.summary_tokens,
-        summary_rounds_ok=[r["round"] for r in rounds] == list(range(1, len(rounds) + 1)),
+        summary_rounds_ok=[r.round for r in rounds] == list(range(1, len(rounds) + 1)),
         script=script,
         seconds=time.perf_counter() - started,
         summary_turns=summary_turns(events),

@@ -243,16 +243,20 @@ def plan_summary(
     running sums instead of splitting and counting the whole history again (~0.7 ms at 450
     messages, every turn, once the history nears the threshold). Same answer either way.
     """
-    last_user = next(
-        (i for i in range(len(history) - 1, -1, -1) if history[i].role is Role.USER), None
-    )
-    candidates = history[:last_user] if last_user is not None else history
-    if not force:  # the common case, cheaply: counts are cached per message
-        rough = counter.sum_messages(history)
+    if not force:  # the common case, cheaply: counts are cached per message, sums by index
+        rough = (
+            index.message_tokens(history, counter)
+            if index is not None
+            else counter.sum_messages(history)
+        )
         if rough <= settings.threshold * budget * 0.9:
             return None
         if index is not None and _under_threshold(history, counter, budget, settings, index):
             return None
+    last_user = next(
+        (i for i in range(len(history) - 1, -1, -1) if history[i].role is Role.USER), None
+    )
+    candidates = history[:last_user] if last_user is not None else history
     units = split(candidates)
     costs = [sum(counter.count_message(m) for m in u.messages) for u in units]
     tail = sum(counter.count_message(m) for m in history[len(candidates) :])

@@ -82,33 +82,88 @@ class EstimateCounter:
     name = "estimate"
 
     def count_text(self, text: str) -> int:
-        """Estimated tokens of ``text`` (never zero for non-empty text)."""
+        """Estimated tokens of ``text`` (never zero for non-empty text).
+
+        The character classes are counted in C (``bytes.translate`` to one class byte per
+        character, then ``bytes.count``): a Python step per character cost ~3 % of a turn.
+        """
         if not text:
             return 0
         if text.isascii():
-            punct = sum(1 for ch in text if not ch.isalnum() and not ch.isspace())
-            spaces = text.count(" ") + text.count("\n")
-            digits = sum(1 for ch in text if ch.isdigit())
+            classes = text.encode("ascii").translate(_ASCII_CLASSES)
+            punct = classes.count(b"p")
+            spaces = classes.count(b"s")
+            digits = classes.count(b"d")
             letters = len(text) - punct - spaces - digits
             estimate = letters / LETTERS_PER_TOKEN + digits + punct * 0.7 + spaces * 0.08
+        elif len(text) > _EXACT_SUM_CHARS:
+            estimate = _estimate_by_character(text)
         else:
-            estimate = 0.0
-            for ch in text:
-                o = ord(ch)
-                if o < 128:
-                    if ch.isdigit():
-                        estimate += 1.0
-                    elif ch.isalnum():
-                        estimate += 1 / LETTERS_PER_TOKEN
-                    elif ch.isspace():
-                        estimate += 0.08
-                    else:
-                        estimate += 0.7
-                elif o < 0x0800:  # Latin-1 accents, Greek, Cyrillic, Hebrew, Arabic
-                    estimate += 0.7
-                else:  # CJK, Indic, emoji, symbols
-                    estimate += 1.3
+            classes = text.encode("utf-8", "surrogatepass").translate(_UTF8_CLASSES)
+            estimate = (
+                classes.count(b"l") / LETTERS_PER_TOKEN
+                + classes.count(b"d")
+                + classes.count(b"p") * 0.7
+                + classes.count(b"s") * 0.08
+                + classes.count(b"h") * 1.3
+            )
         return max(1, int(estimate + 0.999))
+
+
+def _ascii_class(ch: str, *, all_spaces: bool) -> bytes:
+    """The class byte of an ASCII character: ``d``igit, ``l``etter, ``s``pace, ``p``unct."""
+    if ch.isdigit():
+        return b"d"
+    if ch.isalnum():
+        return b"l"
+    if ch.isspace():
+        # pure ASCII text has always counted only " " and "\n" as spaces, other whitespace
+        # (tabs, CR) as letters; mixed text counts every whitespace character as a space
+        return b"s" if all_spaces or ch in " \n" else b"l"
+    return b"p"
+
+
+_ASCII_CLASSES = b"".join(_ascii_class(chr(i), all_spaces=False) for i in range(128)) + bytes(128)
+"""``translate`` table for pure ASCII text (bytes 128+ never occur there)."""
+
+_UTF8_CLASSES = (
+    b"".join(_ascii_class(chr(i), all_spaces=True) for i in range(128))
+    + b"c" * 64  # 0x80-0xBF continue a character: not counted
+    + b"p" * 32  # 0xC0-0xDF start U+0080-U+07FF (accents, Greek, Cyrillic, …): 0.7 like punct
+    + b"h" * 32  # 0xE0-0xFF start U+0800 and above, surrogates included (CJK, emoji): 1.3
+)
+"""``translate`` table for UTF-8 bytes: one class byte per character (its first byte)."""
+
+_EXACT_SUM_CHARS = 1_000_000
+"""Up to this length the class counts give exactly the per-character sum's estimate.
+
+The per-character loop (``_estimate_by_character``) adds floats one by one; the counts add
+five products. The true value is a multiple of 1/700 (2/7, 1, 0.08, 0.7, 1.3 are), so it is
+at least 0.3/700 from any rounding boundary ``k - 0.999``; the loop's rounding error is at
+most ~0.65·n²·2⁻⁵³ (n characters, each at most 1.3), under 1e-4 for n = 10⁶, and the counts'
+is far smaller. Beyond, the loop runs so the numbers never change.
+"""
+
+
+def _estimate_by_character(text: str) -> float:
+    """The estimate of non-ASCII ``text``, one character at a time (the original sum)."""
+    estimate = 0.0
+    for ch in text:
+        o = ord(ch)
+        if o < 128:
+            if ch.isdigit():
+                estimate += 1.0
+            elif ch.isalnum():
+                estimate += 1 / LETTERS_PER_TOKEN
+            elif ch.isspace():
+                estimate += 0.08
+            else:
+                estimate += 0.7
+        elif o < 0x0800:  # Latin-1 accents, Greek, Cyrillic, Hebrew, Arabic
+            estimate += 0.7
+        else:  # CJK, Indic, emoji, symbols
+            estimate += 1.3
+    return estimate
 
 
 class TiktokenCounter:
@@ -259,10 +314,10 @@ class TokenCounter:
         message of a session's window is, by the request that first carried it) costs
         ~40 ns a message instead of a Python call each.
         """
-        counts = list(map(self._cache.get, map(id, messages)))
-        if None in counts:
+        try:  # a None (an uncounted message) stops the sum: cheaper than looking for one first
+            return sum(cast("list[int]", list(map(self._cache.get, map(id, messages)))))
+        except TypeError:
             return sum(map(self.count_message, messages))
-        return sum(cast("list[int]", counts))  # no None left
 
     def count_messages(self, messages: Iterable[Message]) -> int:
         """Tokens of a whole request's messages, including the per-request priming."""

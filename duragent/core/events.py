@@ -3,28 +3,28 @@
 The wire shape is the reference's: ``{"seq": N, "timestamp": RFC3339, "type": T, ...payload}``
 with the payload fields flattened into the object. ``Event`` keeps the payload as a mapping
 so that unknown types (written by a newer version) are kept and passed through untouched;
-the constructors below are the only way our code *writes* each known type, so every field
-name and shape lives in one place.
+the constructors below are the only way our code *writes* each known type, each through the
+type's view in ``core.payloads`` (which readers use too), so every field name lives there.
 
 Known types (reference §2.5, plus ours marked *):
 
 | type | payload |
 |---|---|
 | session_start | agent, on_disconnect, gateway?, gateway_chat_id?, gateway_chat_type? |
-| user_message | content, sender_id?, sender_name?, platform_message_id* |
+| user_message | content, sender_id?, sender_name?, platform_message_id*, passive* |
 | assistant_response | agent, content, tool_calls? [{call_id, tool_name, arguments}], usage?, |
-|   | message_id*, budget* |
+|   | message_id*, budget*, answers_seq* |
 | assistant_message | agent, content, usage? (legacy, read only) |
 | tool_call | call_id, tool_name, arguments (legacy, read only) |
 | tool_result | call_id, result {success, content} |
 | tools_skipped | call_ids [], reason |
-| approval_required | call_id, command, requester_id* |
+| approval_required | call_id, command, tool_name*, arguments*, tool_type*, requester_id* |
 | approval_decision | call_id, decision (allow_once / allow_always / deny) |
 | status_change | from, to |
 | silent_message | content, sender_id, sender_name?, platform_message_id* — group chatter kept |
 |   | for context, never model history (the session's durable context buffer) |
 | error | code, message |
-| session_end | reason |
+| session_end | reason (the reference's; read only) |
 | delivery* | reply_seq, target — a reply was handed to its chat (sent once, even across restarts) |
 | summary* | round, summary, through_seq, messages, tokens_before, tokens_after, model, |
 |   | usage?, extractive — the oldest ``messages`` of the window were replaced by ``summary`` |
@@ -36,7 +36,6 @@ Known types (reference §2.5, plus ours marked *):
 
 from __future__ import annotations
 
-import enum
 import json
 import re
 import time
@@ -44,39 +43,36 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from duragent.core.approval import ApprovalDecision, PendingApproval
 from duragent.core.clock import now_seconds
 from duragent.core.messages import ToolCall, Usage
 from duragent.core.nesting import loads_bounded
+from duragent.core.payloads import (
+    ApprovalDecisionData,
+    ApprovalRequiredData,
+    AssistantResponseData,
+    DeliveryData,
+    ErrorData,
+    EventType,
+    PayloadView,
+    PinData,
+    SessionStartData,
+    SilentMessageData,
+    StatusChangeData,
+    SteeringData,
+    SummaryData,
+    ToolCallRecord,
+    ToolResultData,
+    ToolsSkippedData,
+    UnpinData,
+    UserMessageData,
+)
 
 __all__ = [
     "Event",
     "EventType",
-    "call_from_record",
     "now_rfc3339",
 ]
-
-
-class EventType(enum.StrEnum):
-    """Every event type this version writes or understands."""
-
-    SESSION_START = "session_start"
-    SESSION_END = "session_end"
-    USER_MESSAGE = "user_message"
-    ASSISTANT_MESSAGE = "assistant_message"
-    ASSISTANT_RESPONSE = "assistant_response"
-    TOOL_CALL = "tool_call"
-    TOOL_RESULT = "tool_result"
-    TOOLS_SKIPPED = "tools_skipped"
-    APPROVAL_REQUIRED = "approval_required"
-    APPROVAL_DECISION = "approval_decision"
-    STATUS_CHANGE = "status_change"
-    SILENT_MESSAGE = "silent_message"
-    ERROR = "error"
-    DELIVERY = "delivery"
-    SUMMARY = "summary"
-    PIN = "pin"
-    UNPIN = "unpin"
-    STEERING = "steering"
 
 
 _second_prefix: tuple[int, str] = (-1, "")
@@ -140,16 +136,20 @@ class Event:
 
     @classmethod
     def make(cls, seq: int, kind: EventType, **data: Any) -> Event:
-        """An event of ``kind`` now; ``None`` values are omitted from the payload.
+        """An event of ``kind`` now with the payload ``data``; ``None`` values are omitted.
 
-        Lone surrogates (possible in JSON input, impossible in UTF-8 files) become U+FFFD
-        here, so what the session holds in memory is exactly what is on disk.
+        For a payload no view describes (a record in an older form, in tests); the package
+        writes each type with its constructor below. Lone surrogates (possible in JSON input,
+        impossible in UTF-8 files) become U+FFFD here, so what the session holds in memory is
+        exactly what is on disk.
         """
+        return cls(seq=seq, timestamp=now_rfc3339(), type=kind.value, data=_stored(data))
+
+    @classmethod
+    def with_payload(cls, seq: int, kind: EventType, payload: PayloadView) -> Event:
+        """An event of ``kind`` now, carrying ``payload`` (as ``make``: no ``None`` values)."""
         return cls(
-            seq=seq,
-            timestamp=now_rfc3339(),
-            type=kind.value,
-            data={k: _clean(v) for k, v in data.items() if v is not None},
+            seq=seq, timestamp=now_rfc3339(), type=kind.value, data=_stored(payload.to_data())
         )
 
     @classmethod
@@ -164,15 +164,14 @@ class Event:
         gateway_chat_type: str | None = None,
     ) -> Event:
         """The first event of every session."""
-        return cls.make(
-            seq,
-            EventType.SESSION_START,
+        start = SessionStartData(
             agent=agent,
             on_disconnect=on_disconnect,
             gateway=gateway,
             gateway_chat_id=gateway_chat_id,
             gateway_chat_type=gateway_chat_type,
         )
+        return cls.with_payload(seq, EventType.SESSION_START, start)
 
     @classmethod
     def user_message(
@@ -190,16 +189,14 @@ class Event:
         ``passive``: recorded for later turns to read, owed no answer (a group's passive
         member, or a message not addressed to the bot); written only when true.
         """
-        extra = {"passive": True} if passive else {}
-        return cls.make(
-            seq,
-            EventType.USER_MESSAGE,
+        message = UserMessageData(
             content=content,
             sender_id=sender_id,
             sender_name=sender_name,
             platform_message_id=platform_message_id,
-            **extra,
+            passive=passive,
         )
+        return cls.with_payload(seq, EventType.USER_MESSAGE, message)
 
     @classmethod
     def assistant_response(
@@ -219,43 +216,60 @@ class Event:
         ``answers_seq``: the newest user message a final reply answers, when that is not every
         message before it (a ``sequential`` chat queue's turn; see ``SessionState``).
         """
-        calls = [_call_record(c) for c in tool_calls]
-        return cls.make(
-            seq,
-            EventType.ASSISTANT_RESPONSE,
+        response = AssistantResponseData(
             agent=agent,
             content=content,
-            tool_calls=calls or None,
+            tool_calls=[ToolCallRecord.from_call(c).to_data() for c in tool_calls],
             usage=usage.to_dict() if usage else None,
             message_id=message_id,
             budget=dict(budget) if budget else None,
             answers_seq=answers_seq,
         )
+        return cls.with_payload(seq, EventType.ASSISTANT_RESPONSE, response)
 
     @classmethod
     def tool_result(cls, seq: int, *, call_id: str, success: bool, content: str) -> Event:
         """What a tool returned (already truncated to the agent's limit)."""
-        return cls.make(
+        return cls.with_payload(
             seq,
             EventType.TOOL_RESULT,
-            call_id=call_id,
-            result={"success": success, "content": content},
+            ToolResultData(call_id=call_id, success=success, content=content),
         )
 
     @classmethod
     def tools_skipped(cls, seq: int, *, call_ids: Sequence[str], reason: str) -> Event:
         """Calls that were not run (approval needed, user interrupted, …)."""
-        return cls.make(seq, EventType.TOOLS_SKIPPED, call_ids=list(call_ids), reason=reason)
+        skipped = ToolsSkippedData(call_ids=tuple(call_ids), reason=reason)
+        return cls.with_payload(seq, EventType.TOOLS_SKIPPED, skipped)
+
+    @classmethod
+    def approval_required(cls, seq: int, approval: PendingApproval) -> Event:
+        """A call waits for a person's decision: the whole approval, so a crash loses none."""
+        asked = ApprovalRequiredData(
+            call_id=approval.call_id,
+            command=approval.command,
+            tool_name=approval.tool_name,
+            arguments=dict(approval.arguments),
+            tool_type=approval.tool_type,
+            requester_id=approval.requester_id,
+        )
+        return cls.with_payload(seq, EventType.APPROVAL_REQUIRED, asked)
+
+    @classmethod
+    def approval_decision(cls, seq: int, *, call_id: str, decision: ApprovalDecision) -> Event:
+        """A person decided on the pending approval (stored by the decision's wire name)."""
+        decided = ApprovalDecisionData(call_id=call_id, decision=ApprovalDecision(decision).value)
+        return cls.with_payload(seq, EventType.APPROVAL_DECISION, decided)
 
     @classmethod
     def status_change(cls, seq: int, *, old: str, new: str) -> Event:
         """The session's status changed."""
-        return cls.make(seq, EventType.STATUS_CHANGE, **{"from": old, "to": new})
+        return cls.with_payload(seq, EventType.STATUS_CHANGE, StatusChangeData(old=old, new=new))
 
     @classmethod
     def error(cls, seq: int, *, code: str, message: str) -> Event:
         """Something failed that the operator should be able to see in the log."""
-        return cls.make(seq, EventType.ERROR, code=code, message=message)
+        return cls.with_payload(seq, EventType.ERROR, ErrorData(code=code, message=message))
 
     @classmethod
     def silent_message(
@@ -268,24 +282,25 @@ class Event:
         platform_message_id: str | None = None,
     ) -> Event:
         """Group chatter the agent only listens to (its context buffer, never its history)."""
-        return cls.make(
-            seq,
-            EventType.SILENT_MESSAGE,
+        chatter = SilentMessageData(
             content=content,
             sender_id=sender_id,
             sender_name=sender_name,
             platform_message_id=platform_message_id,
         )
+        return cls.with_payload(seq, EventType.SILENT_MESSAGE, chatter)
 
     @classmethod
     def steering(cls, seq: int, *, content: str) -> Event:
         """Steering text an ``after_tool`` hook added after a tool call succeeded."""
-        return cls.make(seq, EventType.STEERING, content=content)
+        return cls.with_payload(seq, EventType.STEERING, SteeringData(content=content))
 
     @classmethod
     def delivery(cls, seq: int, *, reply_seq: int, target: str) -> Event:
         """The reply with event ``reply_seq`` was handed to ``target``."""
-        return cls.make(seq, EventType.DELIVERY, reply_seq=reply_seq, target=target)
+        return cls.with_payload(
+            seq, EventType.DELIVERY, DeliveryData(reply_seq=reply_seq, target=target)
+        )
 
     @classmethod
     def summary(
@@ -307,9 +322,7 @@ class Event:
         ``through_seq`` is the newest event those messages came from; the summarised
         messages stay in the log (and the archive): only the model's window changes.
         """
-        return cls.make(
-            seq,
-            EventType.SUMMARY,
+        record = SummaryData(
             round=round,
             summary=summary,
             through_seq=through_seq,
@@ -318,28 +331,29 @@ class Event:
             tokens_after=tokens_after,
             model=model,
             usage=usage.to_dict() if usage else None,
-            extractive=extractive or None,
+            extractive=extractive,
         )
+        return cls.with_payload(seq, EventType.SUMMARY, record)
 
     @classmethod
     def pin(cls, seq: int, *, pin_id: str, kind: str, text: str, source: str) -> Event:
         """A section present in every request and never summarised."""
-        payload = {"pin_id": pin_id, "kind": kind, "text": text, "source": source}
-        # not ``make``: its own parameter is called ``kind``
-        return cls(
-            seq=seq,
-            timestamp=now_rfc3339(),
-            type=EventType.PIN.value,
-            data={k: _clean(v) for k, v in payload.items()},
+        return cls.with_payload(
+            seq, EventType.PIN, PinData(pin_id=pin_id, kind=kind, text=text, source=source)
         )
 
     @classmethod
     def unpin(cls, seq: int, *, pin_id: str) -> Event:
         """The pin ``pin_id`` is no longer sent."""
-        return cls.make(seq, EventType.UNPIN, pin_id=pin_id)
+        return cls.with_payload(seq, EventType.UNPIN, UnpinData(pin_id=pin_id))
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _stored(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """``payload`` as recorded: ``None`` values left out, lone surrogates replaced."""
+    return {k: _clean(v) for k, v in payload.items() if v is not None}
 
 
 def _clean(value: Any) -> Any:
@@ -350,37 +364,3 @@ def _clean(value: Any) -> Any:
     if isinstance(value, list):
         return [_clean(v) for v in value]
     return value
-
-
-def _call_record(call: ToolCall) -> dict[str, Any]:
-    """A tool call as stored: arguments as a JSON value (the reference's shape).
-
-    Arguments that are not valid JSON are stored as ``null`` like the reference does, plus
-    ``arguments_raw`` with the exact text, so recovery shows the model what it really sent.
-    """
-    record: dict[str, Any] = {"call_id": call.id, "tool_name": call.name}
-    text = call.arguments.strip()
-    if not text:
-        record["arguments"] = {}
-        return record
-    try:
-        record["arguments"] = json.loads(text)
-    except (json.JSONDecodeError, RecursionError):  # nested too deep for the parser: as text
-        record["arguments"] = None
-        record["arguments_raw"] = call.arguments
-    return record
-
-
-def call_from_record(record: Mapping[str, Any]) -> ToolCall:
-    """The ToolCall a stored call record describes (inverse of the writer)."""
-    raw = record.get("arguments_raw")
-    if isinstance(raw, str):
-        arguments = raw
-    else:
-        value = record.get("arguments")
-        arguments = "{}" if value is None else json.dumps(value, ensure_ascii=False)
-    return ToolCall(
-        id=str(record.get("call_id", "")),
-        name=str(record.get("tool_name", "")),
-        arguments=arguments,
-    )

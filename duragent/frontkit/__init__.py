@@ -21,10 +21,10 @@
 - ``notices``: ``SessionNotices``, news no person typed (a background job ended) added to
   its session and answered there, the reply delivered as a chat's; ``ProcessNotices``, the
   background jobs' port onto it.
-- ``relay``: ``OwnerRelay``, a chat message that reached a node other than its session's
-  owner (Telegram polling, a load-balanced plugin) handed to the owner as a signed hop
-  (``hops``: the one node-to-node scheme, shared with the HTTP forwarding), or served here
-  once a gone owner's lease ran out.
+- ``relayed``: ``ChatRelay``, a chat message that reached a node other than its session's
+  owner (Telegram polling, a load-balanced plugin) encoded and handed to the owner over the
+  cluster's relay (``cluster.OwnerRelay``, a signed hop), and those handed here run through
+  their gateway's pipeline.
 - ``recovery``: ``recover_chats``, at a gateway's start: replies written and not delivered
   are sent once, messages accepted and not answered are answered.
 - ``inbound``: ``InboundMessage``, ``Sender``, ``ButtonPress`` (what a platform hands over);
@@ -35,7 +35,9 @@
   requester check, toasts).
 
 The outcomes themselves (``Complete``, ``AwaitingApproval``, ``Duplicate``, ``Failed``) and
-the approval errors live in ``duragent.turns``, which returns and raises them.
+the approval errors live in ``duragent.turns``, which returns and raises them; how nodes
+share work (leader leases, ``run_as_leader``; signed hops; the relay) lives in
+``duragent.cluster``, one layer down, which front ends import directly.
 
 Its own layer, below ``gateways.*`` and ``scheduler`` and above ``turns``, so every front end
 (HTTP, Telegram, Discord, the scheduler) can import it while they still never import each
@@ -63,17 +65,15 @@ from duragent.frontkit.outbound import (
 )
 from duragent.frontkit.queue import Dispatcher, SessionQueues
 from duragent.frontkit.recovery import RecoveryReport, recover_chats
-from duragent.frontkit.relay import RELAY_PATH, OwnerRelay, RelayFailedError
+from duragent.frontkit.relayed import ChatRelay
 from duragent.frontkit.routing import RouteQuery, Router
 from duragent.frontkit.running import await_turn
 from duragent.frontkit.service import ChatGateway, WebhookReceiver
-from duragent.frontkit.singleton import run_as_leader
 from duragent.frontkit.unsaved import NOT_SAVED, PAUSES, record_or_tell
 
 __all__ = [
     "NOT_SAVED",
     "PAUSES",
-    "RELAY_PATH",
     "Admission",
     "ApprovalButtons",
     "Button",
@@ -82,6 +82,7 @@ __all__ = [
     "ChatGateway",
     "ChatHandler",
     "ChatRef",
+    "ChatRelay",
     "ChatTurns",
     "ChatType",
     "Deliveries",
@@ -94,10 +95,8 @@ __all__ = [
     "MemoryOutbound",
     "MeteredOutbound",
     "OutboundPort",
-    "OwnerRelay",
     "ProcessNotices",
     "RecoveryReport",
-    "RelayFailedError",
     "RouteQuery",
     "Router",
     "Sender",
@@ -115,5 +114,4 @@ __all__ = [
     "metered",
     "record_or_tell",
     "recover_chats",
-    "run_as_leader",
 ]

@@ -29,6 +29,7 @@ from typing import Protocol, TypeVar
 from duragent.agents import AgentCatalog
 from duragent.agents.roles import access_of
 from duragent.agents.spec import ContextBufferSpec, QueueSpec
+from duragent.cluster import run_as_leader
 from duragent.errors import DuragentError, NotFoundError
 from duragent.frontkit.access import GROUP_CHAT_TYPES, mention_context
 from duragent.frontkit.chat import TYPING_EVERY_SECONDS, ChatTurns
@@ -38,9 +39,8 @@ from duragent.frontkit.outbound import OutboundPort, metered
 from duragent.frontkit.owners import defer_to_owner, serve_when_free
 from duragent.frontkit.queue import SessionQueues
 from duragent.frontkit.recovery import RecoveryReport, recover_chats
-from duragent.frontkit.relay import OwnerRelay, Relayed
+from duragent.frontkit.relayed import ChatRelay, Relayed
 from duragent.frontkit.routing import Router
-from duragent.frontkit.singleton import run_as_leader
 from duragent.lifecycle.tasks import BackgroundTasks
 from duragent.store.cluster import Cluster, local_cluster
 from duragent.turns import TurnRunner
@@ -98,8 +98,8 @@ class GatewayChats:
     """Its ``inbound`` ledger takes each platform message once across nodes."""
     fans_out: bool = False
     """Every node receives every message (Discord): the chat's owner takes it (``owners``)."""
-    relay: OwnerRelay | None = None
-    """Several nodes, each message reaching one: handed to the chat's owner (``relay``)."""
+    relay: ChatRelay | None = None
+    """Several nodes, each message reaching one: handed to the chat's owner (``relayed``)."""
     _sweepers: list[asyncio.Task[None]] = field(default_factory=list)
 
     async def message(self, msg: InboundMessage) -> None:
@@ -130,7 +130,7 @@ class GatewayChats:
         """``handle`` where the chat's session lives.
 
         A platform that fans out: after the chat's owner had its turn to claim first
-        (``owners``). One that hands each message to one node: at the owner (``relay``).
+        (``owners``). One that hands each message to one node: at the owner (``relayed``).
         """
         if not self.fans_out:
             relay = self.relay
@@ -268,7 +268,7 @@ def gateway_chats(
     is_group: Callable[[str], bool] | None = None,
     cluster: Cluster | None = None,
     fans_out: bool = False,
-    relay: OwnerRelay | None = None,
+    relay: ChatRelay | None = None,
 ) -> GatewayChats:
     """The kit for ``gateway`` over ``outbound`` (its adapter calls this once the bot is known).
 

@@ -32,7 +32,7 @@ from duragent.errors import AgentNotFoundError, NotFoundError
 from duragent.frontkit.delivery import Deliveries
 from duragent.frontkit.outbound import ChatRef, OutboundPort
 from duragent.tools.processes import ProcessMeta
-from duragent.turns import Steered, TurnResult, TurnRunner
+from duragent.turns import TurnResult, TurnRunner
 
 __all__ = ["ProcessNotices", "SessionNotices"]
 
@@ -63,11 +63,11 @@ class SessionNotices:
         accepted = await self._turns.accept(session_id, text, platform_message_id=notice_id)
         if accepted.duplicate and (accepted.answered or chat is not None):
             return None  # answered, or the chat's recovery answers it
-        if accepted.steered is not None and await self._read_by_running_turn(
-            session_id, accepted.steered
-        ):
-            return None
-        if (await self._turns.sessions.info(session_id)).pending_approval is not None:
+        if accepted.steered is not None:  # the one steering rule (``turns.steering``)
+            await self._turns.loop_ended(session_id)
+            if not accepted.steered.needs_own_turn:
+                return None  # read by a turn that answered, or kept by one that paused
+        elif (await self._turns.sessions.info(session_id)).pending_approval is not None:
             log.info("session %s: notice %s is left for the paused turn", session_id, notice_id)
             return None
         result = await self._turns.answer(session_id, accepted.seq, text)
@@ -84,11 +84,6 @@ class SessionNotices:
             else:
                 await delivery.deliver(chat, result)
         return result
-
-    async def _read_by_running_turn(self, session_id: str, ticket: Steered) -> bool:
-        """Wait for the running loop to end; whether it read the notice."""
-        await self._turns.loop_ended(session_id)
-        return ticket.read
 
 
 class ProcessNotices:

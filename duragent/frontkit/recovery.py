@@ -42,7 +42,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from duragent.agents.spec import ContextBufferSpec, QueueSpec
-from duragent.core.events import Event, EventType
+from duragent.core.events import Event
+from duragent.core.payloads import (
+    ApprovalRequiredData,
+    AssistantResponseData,
+    ErrorData,
+    EventType,
+    UserMessageData,
+)
 from duragent.frontkit.delivery import Delivery
 from duragent.frontkit.outbound import ChatRef
 from duragent.frontkit.queue import SessionQueues
@@ -172,14 +179,15 @@ async def _ask_again(
         settled is not None
         and settled.type == EventType.APPROVAL_REQUIRED
         and pending is not None
-        and settled.data.get("call_id") == pending.call_id
+        and ApprovalRequiredData.of(settled.data).call_id == pending.call_id
     ):
         await parts.delivery.ask(chat, progress.session_id, pending.call_id, pending.command)
         return
     if settled is not None and settled.type == EventType.ERROR:
         # a failed turn whose notice may never have reached the chat: silence would leave the
         # person waiting for ever, so it is told (at least once, as a reply is)
-        text = apology_for(str(settled.data.get("message") or settled.data.get("code") or ""))
+        failure = ErrorData.of(settled.data)
+        text = apology_for(failure.message or failure.code)
         await parts.delivery.tell_failure(
             chat, progress.session_id, settled.seq, text, _reply_to(events, settled.seq)
         )
@@ -193,8 +201,7 @@ def _reply_to(events: list[Event], seq: int) -> str | None:
     """The platform id of the newest user message before ``seq`` (what a reply quotes)."""
     for event in reversed(events):
         if event.seq < seq and event.type == EventType.USER_MESSAGE:
-            pid = event.data.get("platform_message_id")
-            return None if pid is None else str(pid)
+            return UserMessageData.of(event.data).platform_message_id
     return None
 
 
@@ -202,24 +209,25 @@ async def _deliver(
     chat: ChatRef, progress: ChatProgress, events: list[Event], delivery: Delivery
 ) -> bool:
     """Send the final replies after ``last_delivered_seq``, in order, recorded as one."""
-    replies: list[Event] = []
+    replies: list[tuple[int, AssistantResponseData]] = []
     reply_to: str | None = None
     for event in events:
         if event.seq <= progress.last_delivered_seq:
             continue
         if event.type == EventType.USER_MESSAGE and not replies:
-            reply_to = event.data.get("platform_message_id") or reply_to
-        elif _is_final_reply(event):
-            replies.append(event)
+            reply_to = UserMessageData.of(event.data).platform_message_id or reply_to
+        elif (reply := _final_reply(event)) is not None:
+            replies.append((event.seq, reply))
     if not replies:
         return False
-    texts = [str(e.data.get("content") or "") for e in replies]
+    texts = [reply.content for _, reply in replies]
+    last_seq, last = replies[-1]
     result = Complete(
         session_id=progress.session_id,
         content=texts[-1],
         earlier=tuple(texts[:-1]),
-        reply_seq=replies[-1].seq,
-        message_id=replies[-1].data.get("message_id"),
+        reply_seq=last_seq,
+        message_id=last.message_id,
     )
     await delivery.deliver(chat, result, reply_to=reply_to)
     return True
@@ -232,27 +240,26 @@ def _resume(chat: ChatRef, progress: ChatProgress, events: list[Event], parts: _
     message; otherwise one turn for them all) and, in a group whose agent answers mentions,
     the context buffer's block.
     """
-    waiting = [
-        e
-        for e in events
-        if e.type == EventType.USER_MESSAGE
-        and e.seq > progress.last_answered_seq
-        and not e.data.get("passive")  # recorded to be read, owed no answer
-    ]
+    waiting: list[tuple[int, UserMessageData]] = []  # (seq, message)
+    for e in events:
+        if e.type == EventType.USER_MESSAGE and e.seq > progress.last_answered_seq:
+            message = UserMessageData.of(e.data)
+            if not message.passive:  # recorded to be read, owed no answer
+                waiting.append((e.seq, message))
     if not waiting:
         return False
     queue, buffer = parts.settings(progress.agent, chat.chat_id, progress.chat_type)
-    batches = [[e] for e in waiting] if queue.mode == "sequential" else [waiting]
+    batches = [[m] for m in waiting] if queue.mode == "sequential" else [waiting]
     for batch in batches:
-        first = batch[0].data
+        (_, first), (last_seq, _) = batch[0], batch[-1]
         parts.queues.resume(
             progress.session_id,
             chat,
-            batch[-1].seq,
-            "\n".join(str(e.data.get("content") or "") for e in batch),
-            first.get("platform_message_id"),
+            last_seq,
+            "\n".join(message.content for _, message in batch),
+            first.platform_message_id,
             queue=queue,
-            sender_id=first.get("sender_id"),
+            sender_id=first.sender_id,
             context_buffer=buffer,
         )
     return True
@@ -268,16 +275,16 @@ async def _go_on(chat: ChatRef, progress: ChatProgress, parts: _Parts) -> bool:
     ]
     if not asked:
         return False
-    message = asked[0].data
+    message = UserMessageData.of(asked[0].data)
     queue, buffer = parts.settings(progress.agent, chat.chat_id, progress.chat_type)
     parts.queues.resume(
         progress.session_id,
         chat,
         progress.last_user_seq,
-        str(message.get("content") or ""),
-        message.get("platform_message_id"),
+        message.content,
+        message.platform_message_id,
         queue=queue,
-        sender_id=message.get("sender_id"),
+        sender_id=message.sender_id,
         context_buffer=buffer,
     )
     return True
@@ -297,6 +304,9 @@ async def _events_after(sessions: SessionQueries, session_id: str, since: int) -
     return await sessions.events(session_id, after_seq=since, include_archive=True)
 
 
-def _is_final_reply(event: Event) -> bool:
-    kinds = (EventType.ASSISTANT_RESPONSE, EventType.ASSISTANT_MESSAGE)
-    return event.type in kinds and not event.data.get("tool_calls")
+def _final_reply(event: Event) -> AssistantResponseData | None:
+    """The model's final reply ``event`` records (None: another event, or a tool call)."""
+    if event.type not in (EventType.ASSISTANT_RESPONSE, EventType.ASSISTANT_MESSAGE):
+        return None
+    reply = AssistantResponseData.of(event.data)
+    return None if reply.tool_calls else reply

@@ -1,24 +1,27 @@
 """Shared helpers for mapping HTTP failures to duragent's LLMError tree.
 
-Both SDK-based providers funnel their failures through ``error_for_status`` so that a given
-status means the same thing (and is retried the same way) whichever API answered it:
+Both providers funnel their failures through ``error_for_status`` so that a given status
+means the same thing (and is retried the same way) whichever API answered it:
 
 - an HTTP error answer maps by status (429, 401/403, 400/413/422, 5xx incl. 529);
 - an error *event inside a 200 stream* carries no useful status, so its ``type``/``code``
   (``overloaded_error``, ``rate_limit_error``, ``server_error`` …) is mapped to the status the
   same failure would have had as a plain answer (``status_for_error_type``);
-- a transport failure the SDK lets escape while a stream is read (``httpx2`` errors such as
-  "peer closed connection without sending complete message body") is a connection error or
-  a timeout, never an "unreadable response" (``transport_failure``);
-- the SDKs' aiohttp transport (the one the providers use) reports a refused or dropped
-  connection as a *connect timeout* (its exception table maps every ``ClientConnectionError``
-  to ``ConnectTimeout``), so what the SDK calls a timeout is checked against its root cause
-  (``timeout_or_connection``): "timed out" is said only of a real timeout.
+- a transport failure the Anthropic SDK lets escape while a stream is read (``httpx2`` errors
+  such as "peer closed connection without sending complete message body") is a connection
+  error or a timeout, never an "unreadable response" (``transport_failure``);
+- the Anthropic SDK's aiohttp transport reports a refused or dropped connection as a *connect
+  timeout* (its exception table maps every ``ClientConnectionError`` to ``ConnectTimeout``),
+  so what the SDK calls a timeout is checked against its root cause
+  (``timeout_or_connection``): "timed out" is said only of a real timeout. The OpenAI-
+  compatible provider talks aiohttp itself and passes aiohttp's own errors to the same two
+  helpers, so both providers word the same failure alike.
 """
 
 from __future__ import annotations
 
 import email.utils
+import json
 import time
 from collections.abc import Mapping
 
@@ -39,10 +42,13 @@ from duragent.errors import (
 
 __all__ = [
     "CONTEXT_LENGTH_MARKERS",
+    "connection_failure",
     "error_for_status",
     "looks_like_context_overflow",
     "parse_retry_after",
     "status_for_error_type",
+    "status_message",
+    "timeout_or_connection",
     "transport_failure",
 ]
 
@@ -143,6 +149,26 @@ def error_for_status(
     if status == 408:  # the server gave up waiting: a timeout, worth another attempt
         return LLMTimeoutError(message, status=recorded, provider=provider)
     return LLMBadRequestError(message, status=recorded, provider=provider)
+
+
+def status_message(status: int, raw: bytes) -> tuple[str, str]:
+    """The OpenAI SDK's message for a non-2xx answer, and the error's ``code`` (``""`` when none).
+
+    ``Error code: 429``, followed by `` - <message>`` when the body is JSON with an
+    ``error.message`` (or a top-level ``message``); the rest of the body stays out of it.
+    """
+    message = f"Error code: {status}"
+    try:
+        body = json.loads(raw.decode("utf-8", "replace").strip())
+    except ValueError:
+        return message, ""
+    error = body.get("error", body) if isinstance(body, dict) else None
+    if not isinstance(error, dict):
+        return message, ""
+    said = error.get("message")
+    if isinstance(said, str) and said:
+        message += f" - {said}"
+    return message, str(error.get("code") or "")
 
 
 _REAL_TIMEOUTS = (TimeoutError, aiohttp.ServerTimeoutError)

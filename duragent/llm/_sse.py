@@ -1,45 +1,46 @@
 """A lean reader of a chat-completions event stream, for ``OpenAICompatibleProvider.stream``.
 
 Why: a reply streams one event per token (or word), and the ``openai`` SDK's ``AsyncStream``
-spends per event a line splitter and decoder in pure Python that build an object per line and
+spent per event a line splitter and decoder in pure Python that built an object per line and
 per event, then an ``is_mapping`` through ``typing`` and a ``process_data`` call. With replies
 of ~1 KB (~170 events) that was most of the serving process's CPU per turn — more than the
 whole rest of a Telegram or HTTP turn (``bench/gateways/telegram_cpu.py``; spec
-``202611241730.telegram-turn-cost.md``).
+``202611241730.telegram-turn-cost.md``). The provider now posts through its own aiohttp
+session (spec ``202612050800.openai-transport.md``), and ``chat_chunks`` reads the response
+body straight from aiohttp's ``StreamReader``: one generator from bytes to chunks, since each
+layer costs every token a resumption.
 
-``LeanStream`` is the SDK's ``AsyncStream`` (same construction by the SDK's client, same
-response, close and drain) with ``__stream__`` replaced: the bytes are split into events
-with ``bytes`` operations, one event at a time, and each event's data is parsed once. What it
-yields and raises is what the SDK's stream yields and raises for the same bytes:
+What it yields and raises is what the SDK's stream yielded and raised for the same bytes, as
+the provider mapped it:
 
 - lines end at CR, LF or CRLF; a line is decoded as UTF-8 (strictly, as the SDK does); an
   empty line dispatches the event when it has an ``event``, ``data``, ``id`` or ``retry``
   field; ``:`` starts a comment; ``data`` lines join with a newline; other fields are ignored;
-- ``[DONE]`` ends the stream (an HTTP/1.1 body is drained for the connection's reuse);
-- an event named ``thread.*`` is yielded as ``{"data": …, "event": …}`` (the SDK's legacy
-  mode); ``error`` in a mapping raises ``openai.APIError`` with the SDK's message;
-- a transport timeout while reading raises ``openai.APITimeoutError``, another request error
-  ``openai.APIConnectionError``, as the SDK's ``_iter_events`` does.
+- ``[DONE]`` ends the stream (the rest of the body is drained for the connection's reuse);
+  each other event's data is parsed as JSON once;
+- ``error`` in a JSON object is a failure inside a stream that had already answered 200: it
+  raises the ``LLMError`` its ``type``/``code`` stands for (``status_for_error_type``);
+- transport failures (``aiohttp.ClientError``, timeouts) are left to the provider to map.
+
+Dropped with the SDK: its "legacy" wrapping of ``thread.*`` events (the Assistants API's, never
+sent by a chat-completions endpoint).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
-import ssl
-from collections.abc import AsyncIterator, Mapping
-from typing import Any, cast
+from collections.abc import AsyncGenerator
+from typing import Any
 
-import anyio
-import anyio.lowlevel
-import httpx
-import httpx2
-import openai
+import aiohttp
 
-__all__ = ["LeanStream", "SSEEvents"]
+from duragent.errors import LLMError, LLMResponseError
+from duragent.llm._http_errors import error_for_status, status_for_error_type
 
-_TIMEOUTS = (httpx2.TimeoutException, httpx.TimeoutException)
-_REQUEST_ERRORS = (httpx2.RequestError, httpx.RequestError, ssl.SSLError, anyio.EndOfStream)
+__all__ = ["SSEEvents", "chat_chunks", "stream_error"]
+
 _DRAIN_SECONDS = 0.1
 
 
@@ -118,71 +119,54 @@ class SSEEvents:
         return None
 
 
-class LeanStream(openai.AsyncStream[object]):
-    """The SDK's stream of plain JSON chunks, decoded by ``SSEEvents`` (module docstring)."""
-
-    def __aiter__(self) -> AsyncIterator[object]:
-        """The events themselves (the SDK wraps them in one more generator per stream)."""
-        return self._iterator
-
-    async def __stream__(self) -> AsyncIterator[object]:
-        """One generator from bytes to chunks: each layer costs every token a resumption."""
-        response = self.response
-        options = self._options
-        legacy = options is None or getattr(options, "stream_mode", "legacy") == "legacy"
-        synthesize = options is not None and getattr(options, "synthesize_event_and_data", False)
-        decoder = SSEEvents()
-        reads = response.aiter_bytes()
-        try:
-            while True:
-                try:
-                    chunk = await anext(reads)
-                except StopAsyncIteration:
-                    decoder.finish()
-                    return
-                except _TIMEOUTS as err:
-                    raise openai.APITimeoutError(request=response.request) from err
-                except _REQUEST_ERRORS as err:
-                    raise openai.APIConnectionError(request=response.request) from err
-                for event, data in decoder.feed(chunk):
-                    if data.startswith("[DONE]"):
-                        if response.http_version == "HTTP/1.1":
-                            await _drain(response)
-                        return
-                    parsed: Any = json.loads(data)
-                    if legacy and event and event.startswith("thread."):
-                        yield {"data": parsed, "event": event}
-                        continue
-                    if legacy and isinstance(parsed, Mapping) and parsed.get("error"):
-                        raise _stream_error(response, parsed["error"])
-                    yield {"data": parsed, "event": event} if synthesize else parsed
-        finally:
-            await response.aclose()
+async def chat_chunks(content: aiohttp.StreamReader, provider: str) -> AsyncGenerator[Any, None]:
+    """The JSON chunks of a chat-completions stream, up to ``[DONE]`` or the body's end."""
+    decoder = SSEEvents()
+    while True:
+        chunk = await content.readany()
+        if not chunk:
+            decoder.finish()
+            return
+        for _event, data in decoder.feed(chunk):
+            if data.startswith("[DONE]"):
+                if not content.is_eof():
+                    await _drain(content)
+                return
+            parsed: Any = json.loads(data)
+            if isinstance(parsed, dict) and parsed.get("error"):
+                raise stream_error(parsed["error"], provider)
+            yield parsed
 
 
-def _stream_error(response: httpx2.Response, error: Any) -> openai.APIError:
-    """The SDK's ``APIError`` for an ``error`` object inside a 200 stream."""
-    message = error.get("message") if isinstance(error, Mapping) else None
+async def _drain(content: aiohttp.StreamReader) -> None:
+    """Read what follows ``[DONE]`` (the chunked body's end), for the connection's reuse.
+
+    Released before its end, a response's connection is closed, and the next call pays a
+    new one (a quarter of streamed calls did against the fake server). At most 0.1 s, as the
+    SDK drained; a failure here must not turn a complete answer into one.
+    """
+    with contextlib.suppress(aiohttp.ClientError, TimeoutError):
+        async with asyncio.timeout(_DRAIN_SECONDS):
+            while await content.readany():
+                pass
+
+
+def stream_error(error: object, provider: str) -> LLMError:
+    """The failure an ``error`` object inside a 200 stream stands for.
+
+    Classified by its ``type``/``code`` as the same failure would have been as a plain answer;
+    an ``error`` that is not an object says nothing to classify by (an unreadable response).
+    """
+    message = error.get("message") if isinstance(error, dict) else None
     if not message or not isinstance(message, str):
         message = "An error occurred during streaming"
-    return openai.APIError(message=message, request=response.request, body=error)
-
-
-async def _drain(response: httpx2.Response) -> None:
-    """What the SDK does at ``[DONE]`` on HTTP/1.1: read the rest of the body, for reuse.
-
-    At most 0.1 s; the response is closed whatever happens.
-    """
-    if response.is_closed:
-        return
-    try:
-        with anyio.move_on_after(_DRAIN_SECONDS):
-            # the transport's bytes, as the SDK reads them (``aiter_raw`` refuses a body
-            # already being read)
-            async for _ in cast(AsyncIterator[bytes], response.stream):
-                await anyio.lowlevel.checkpoint()
-    except (*_REQUEST_ERRORS, httpx2.StreamError, httpx.StreamError):
-        pass  # cleanup must not turn a complete answer into a failure
-    finally:
-        with anyio.CancelScope(shield=True):
-            await response.aclose()
+    if not isinstance(error, dict):
+        return LLMResponseError(f"{provider}: unreadable response: {message}", provider=provider)
+    code = str(error.get("code") or "")
+    return error_for_status(
+        status_for_error_type(code, str(error.get("type") or "")),
+        f"{provider} stream error: {message}",
+        provider=provider,
+        details=(code,),
+        http_status=0,
+    )

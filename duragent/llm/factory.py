@@ -1,4 +1,4 @@
-"""Build a provider from an agent's model settings: name → SDK client, URL and credentials.
+"""Build a provider from an agent's model settings: name → provider, URL and credentials.
 
 | provider     | default base_url                 | key from            |
 |--------------|----------------------------------|---------------------|
@@ -98,14 +98,18 @@ def build_provider(
         if problem:
             raise LLMAuthError(problem, provider=provider)
         key_env = info.key_env if info else _custom_key_env(provider)
-        key = (environ.get(key_env) if key_env else None) or "not-needed"
-        # The SDKs are imported on first use: together they cost ~3 s of start-up, which
-        # every CLI command and crash-recovery restart would otherwise pay.
+        key = (environ.get(key_env) if key_env else None) or None
+        # The providers are imported on first use: their imports (the Anthropic SDK, aiohttp)
+        # cost start-up time that every CLI command and crash-recovery restart would pay.
         if provider == "anthropic":
             from duragent.llm.anthropic_provider import AnthropicProvider
 
+            # the SDK refuses to send a request without some key
             inner = AnthropicProvider(
-                model=model, api_key=key, base_url=url, timeout_seconds=timeout_seconds
+                model=model,
+                api_key=key or "not-needed",
+                base_url=url,
+                timeout_seconds=timeout_seconds,
             )
         else:
             from duragent.llm.openai_compat import OpenAICompatibleProvider
@@ -114,7 +118,7 @@ def build_provider(
                 name=provider,
                 model=model,
                 base_url=url,
-                api_key=key,
+                api_key=key,  # none: no Authorization header at all (e.g. Ollama)
                 timeout_seconds=timeout_seconds,
             )
     return ResilientProvider(

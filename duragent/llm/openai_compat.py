@@ -1,20 +1,36 @@
 """OpenAI-compatible chat completions: OpenAI, OpenRouter, Ollama and any ``base_url``.
 
-Built on the official ``openai`` async SDK (its HTTP client, SSE parsing and types); this module
-only translates messages and tools, assembles streamed tool calls, and maps the SDK's errors to
-``duragent.errors``. SDK retries are off: ``ResilientProvider`` owns retries so that backoff,
-jitter and Retry-After behave the same for every provider.
+This module translates messages and tools, posts ``{base_url}/chat/completions`` through the
+provider's own ``aiohttp.ClientSession`` and reads the answer as plain JSON: a streamed one
+through ``_sse.chat_chunks`` (tool calls assembled from their fragments), errors mapped to
+``duragent.errors`` through ``_http_errors``.
+
+Why not the ``openai`` SDK, which this was built on: with the body pre-built (``_wire_body``)
+and the chunks read as plain JSON, the SDK's request machinery (an httpx request, headers and
+URL per call, an idempotency key, a deep copy of the options, its send path over aiohttp and
+its stream wrappers) was what was left of a model call's cost: 0.45–0.75 ms of serving CPU
+per call. What the SDK did that matters to a server is done here (spec
+``202612050800.openai-transport.md``): the same body bytes, URL and ``Authorization``,
+``Content-Type`` and ``Accept`` headers, ``OpenAI-Organization``/``OpenAI-Project`` from
+``OPENAI_ORG_ID``/``OPENAI_PROJECT_ID``, its connect and read timeouts, proxies from the
+environment, redirects followed, and its error message for a non-2xx answer. No retries:
+``ResilientProvider`` owns them, so that backoff, jitter and Retry-After behave the same for
+every provider.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import os
 from collections.abc import AsyncIterator
 from typing import Any
 
-import openai
-from openai.types.chat import ChatCompletion
+import aiohttp
+from aiohttp.helpers import get_env_proxy_for_url
+from yarl import URL
 
+from duragent import __version__
 from duragent.core.messages import Message, Role, ToolCall, Usage
 from duragent.errors import (
     LLMConnectionError,
@@ -24,12 +40,11 @@ from duragent.errors import (
 from duragent.llm._http_errors import (
     connection_failure,
     error_for_status,
-    status_for_error_type,
+    status_message,
     timeout_or_connection,
-    transport_failure,
 )
 from duragent.llm._json_fields import integer, items, obj, text
-from duragent.llm._sse import LeanStream
+from duragent.llm._sse import chat_chunks
 from duragent.llm._wire_body import FragmentCache, dumps, json_array, json_object
 from duragent.llm.limits import ReplyGuard, checked_calls, repair_text
 from duragent.llm.types import (
@@ -42,6 +57,8 @@ from duragent.llm.types import (
 )
 
 __all__ = ["OpenAICompatibleProvider", "to_openai_messages"]
+
+log = logging.getLogger(__name__)
 
 _PROGRESS = StreamProgress()
 _MAX_NAME = 256
@@ -76,40 +93,42 @@ _FRAGMENTS: FragmentCache[bytes] = FragmentCache(lambda m: dumps(_openai_message
 """Each message's serialised wire form, kept while the message lives (see ``_wire_body``)."""
 
 
+_USER_AGENT = f"duragent/{__version__}"
+_MAX_CONNECTIONS = 1000
+"""The SDK's connection limit per client (aiohttp's own default, 100, would queue turns)."""
+_KEEPALIVE_SECONDS = 5.0
+"""How long an idle connection is kept for reuse (the SDK's ``keepalive_expiry``)."""
+
+
 def _map_error(exc: Exception, provider: str) -> LLMError:
-    if isinstance(exc, openai.APITimeoutError):
+    """A transport failure as the SDK's timeout and connection errors were mapped."""
+    if isinstance(exc, TimeoutError):  # aiohttp's connect and read timeouts included
         return timeout_or_connection(exc, provider)
-    if isinstance(exc, openai.APIConnectionError):
+    if isinstance(exc, aiohttp.ClientError):
         return connection_failure(exc, provider)
-    if isinstance(exc, openai.APIResponseValidationError):
-        return LLMResponseError(f"{provider}: unreadable response: {exc}", provider=provider)
-    if isinstance(exc, openai.APIStatusError):
-        status = exc.status_code
-        headers = dict(exc.response.headers) if exc.response is not None else {}
-        body = exc.body if isinstance(exc.body, dict) else {}
-        return error_for_status(
-            status,
-            f"{provider} answered {status}: {exc.message}",
-            provider=provider,
-            headers=headers,
-            details=(str(body.get("code") or ""),),
-        )
-    if isinstance(exc, openai.APIError) and isinstance(exc.body, dict):
-        # ``data: {"error": {...}}`` inside a stream that had already answered 200: classify
-        # it by its type/code as the same failure would have been as a plain answer.
-        code = str(exc.body.get("code") or "")
-        status = status_for_error_type(code, str(exc.body.get("type") or ""))
-        return error_for_status(
-            status,
-            f"{provider} stream error: {exc.message}",
-            provider=provider,
-            details=(code,),
-            http_status=0,
-        )
-    transport = transport_failure(exc, provider)
-    if transport is not None:
-        return transport
     return LLMResponseError(f"{provider}: unreadable response: {exc}", provider=provider)
+
+
+def chat_url(base_url: str) -> str:
+    """``{base_url}/chat/completions``, joined as the SDK joins it (one slash in between)."""
+    return (base_url if base_url.endswith("/") else base_url + "/") + "chat/completions"
+
+
+def _env_proxy(url: str) -> tuple[URL | None, aiohttp.BasicAuth | None]:
+    """The proxy ``HTTP(S)_PROXY``/``NO_PROXY`` give for ``url``, read once, as httpx did.
+
+    Not aiohttp's ``trust_env``: that looks the proxy and ``~/.netrc`` up again on every
+    request, each in a worker thread (two thread hops per model call).
+    """
+    try:
+        return get_env_proxy_for_url(URL(url))
+    except LookupError:
+        return None, None
+
+
+def _count(raw: dict[str, Any], key: str) -> int:
+    """A token count of a plain answer, read as leniently as the SDK's model did."""
+    return int(raw.get(key) or 0)
 
 
 def _usage_of(raw: dict[str, Any]) -> Usage:
@@ -120,17 +139,8 @@ def _usage_of(raw: dict[str, Any]) -> Usage:
     )
 
 
-def _usage(raw: Any) -> Usage | None:
-    if raw is None:
-        return None
-    return Usage(
-        prompt_tokens=int(getattr(raw, "prompt_tokens", 0) or 0),
-        completion_tokens=int(getattr(raw, "completion_tokens", 0) or 0),
-    )
-
-
 class OpenAICompatibleProvider:
-    """A chat-completions endpoint reached through ``openai.AsyncOpenAI``."""
+    """A chat-completions endpoint reached over the provider's own aiohttp session."""
 
     def __init__(
         self,
@@ -138,20 +148,57 @@ class OpenAICompatibleProvider:
         name: str,
         model: str,
         base_url: str,
-        api_key: str,
+        api_key: str | None,
         timeout_seconds: float = 300,
         default_headers: dict[str, str] | None = None,
+        organization: str | None = None,
+        project: str | None = None,
     ) -> None:
+        """``api_key`` ``None`` or empty: no ``Authorization`` header (a local server).
+
+        ``organization``/``project`` default to ``OPENAI_ORG_ID``/``OPENAI_PROJECT_ID``, as
+        the SDK read them; ``default_headers`` are sent with every request and win.
+        """
         self.name = name
         self.model = model
-        self._client = openai.AsyncOpenAI(
-            api_key=api_key,
-            base_url=base_url,
-            timeout=timeout_seconds,
-            max_retries=0,
-            default_headers=default_headers,
-            http_client=openai.DefaultAioHttpClient(timeout=timeout_seconds),
+        self._url = chat_url(base_url)
+        headers: dict[str, str] = {}
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
+        headers["Accept"] = "application/json"
+        headers["Content-Type"] = "application/json"
+        headers["User-Agent"] = _USER_AGENT
+        organization = organization or os.environ.get("OPENAI_ORG_ID")
+        project = project or os.environ.get("OPENAI_PROJECT_ID")
+        if organization:
+            headers["OpenAI-Organization"] = organization
+        if project:
+            headers["OpenAI-Project"] = project
+        headers.update(default_headers or {})
+        self._headers = headers
+        # The SDK's float timeout: connect, pool and each read limited, the whole call not
+        # (ResilientProvider owns the call's deadline).
+        self._timeout = aiohttp.ClientTimeout(
+            total=None,
+            connect=timeout_seconds,
+            sock_connect=timeout_seconds,
+            sock_read=timeout_seconds,
         )
+        self._proxy, self._proxy_auth = _env_proxy(self._url)
+        self._session: aiohttp.ClientSession | None = None
+
+    def _client(self) -> aiohttp.ClientSession:
+        """The session, made on first use: aiohttp binds it to the running loop."""
+        session = self._session
+        if session is None:
+            session = self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(
+                    limit=_MAX_CONNECTIONS, keepalive_timeout=_KEEPALIVE_SECONDS
+                ),
+                headers=self._headers,
+                timeout=self._timeout,
+            )
+        return session
 
     async def _body(self, request: ChatRequest, *, stream: bool) -> bytes:
         """The request body as the SDK's ``create()`` would send it, byte for byte.
@@ -174,50 +221,87 @@ class OpenAICompatibleProvider:
             fields.append(("tools", dumps([t.to_openai() for t in request.tools])))
         return json_object(fields)
 
-    async def _post(self, request: ChatRequest, *, stream: bool) -> Any:
-        """``POST /chat/completions`` through the SDK's client with a pre-built body."""
-        return await self._client.post(
-            "/chat/completions",
-            content=await self._body(request, stream=stream),
-            cast_to=ChatCompletion,
-            options={"security": {"bearer_auth": True}},
-            stream=stream,
-            # plain JSON per chunk: the SDK's typed chunk models cost more than the rest of
-            # the call (see ``_json_fields``)
-            stream_cls=LeanStream,
+    async def _post(self, request: ChatRequest, *, stream: bool) -> aiohttp.ClientResponse:
+        """``POST /chat/completions`` with a pre-built body; a non-2xx answer raises.
+
+        The caller releases the response (its body read to the end, the connection is kept
+        for the next call; read part-way, it is closed).
+        """
+        body = await self._body(request, stream=stream)
+        response = await self._client().post(
+            self._url, data=body, proxy=self._proxy, proxy_auth=self._proxy_auth
+        )
+        log.debug("model call: POST %s: %d", self._url, response.status)  # one line, as httpx's
+        if 200 <= response.status < 300:
+            return response
+        try:
+            message, code = status_message(response.status, await response.read())
+        finally:
+            response.release()
+        raise error_for_status(
+            response.status,
+            f"{self.name} answered {response.status}: {message}",
+            provider=self.name,
+            headers=response.headers,
+            details=(code,),
         )
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         """One non-streaming chat completion."""
         try:
-            raw = await self._post(request, stream=False)
+            response = await self._post(request, stream=False)
+            try:
+                raw = await response.read()
+            finally:
+                response.release()
         except LLMError:
             raise
         except Exception as exc:
             raise _map_error(exc, self.name) from exc
         try:
-            choice = raw.choices[0]
-            msg = choice.message
-            calls = tuple(
-                ToolCall(
-                    id=c.id,
-                    name=c.function.name,
-                    arguments=c.function.arguments or "{}",
-                )
-                for c in (msg.tool_calls or [])
-                if getattr(c, "function", None) is not None
-            )
-            return ChatResponse(
-                content=repair_text(msg.content or ""),
-                tool_calls=checked_calls(calls, request.limits),
-                usage=_usage(raw.usage),
-                finish_reason=choice.finish_reason,
-                model=raw.model,
-            )
-        except (AttributeError, IndexError, TypeError) as exc:
+            answer = json.loads(raw)
+        except ValueError as exc:
+            raise LLMResponseError(
+                f"{self.name}: unreadable response: {exc}", provider=self.name
+            ) from exc
+        try:
+            return self._response(answer, request)
+        except (IndexError, TypeError, ValueError) as exc:
             raise LLMResponseError(
                 f"{self.name}: response has no usable choice: {exc}", provider=self.name
             ) from exc
+
+    def _response(self, answer: Any, request: ChatRequest) -> ChatResponse:
+        """A plain answer's first choice; a wrong shape raises ``IndexError``/``ValueError``."""
+        raw = obj(answer, "response")
+        choice = obj(items(raw, "choices")[0], "choice")
+        msg = obj(choice.get("message"), "message")
+        calls = []
+        for i, raw_call in enumerate(items(msg, "tool_calls")):
+            call = obj(raw_call, "tool_call")
+            if call.get("function") is None:
+                continue
+            function = obj(call["function"], "function")
+            calls.append(
+                ToolCall(
+                    id=text(call, "id") or f"call_{i}",
+                    name=text(function, "name") or "",
+                    arguments=text(function, "arguments") or "{}",
+                )
+            )
+        usage = raw.get("usage")
+        return ChatResponse(
+            content=repair_text(text(msg, "content") or ""),
+            tool_calls=checked_calls(calls, request.limits),
+            usage=None
+            if usage is None
+            else Usage(
+                prompt_tokens=_count(obj(usage, "usage"), "prompt_tokens"),
+                completion_tokens=_count(usage, "completion_tokens"),
+            ),
+            finish_reason=text(choice, "finish_reason"),
+            model=text(raw, "model"),
+        )
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         """Stream text deltas; tool-call fragments are assembled into the final response."""
@@ -228,51 +312,57 @@ class OpenAICompatibleProvider:
         model: str | None = None
         received = 0
         try:
-            chunks = await self._post(request, stream=True)
-            async for data in chunks:
-                received += 1
-                chunk = obj(data)
-                model = text(chunk, "model") or model
-                if chunk.get("usage") is not None:
-                    usage = _usage_of(obj(chunk["usage"], "usage"))
-                shown = False
-                for raw_choice in items(chunk, "choices"):
-                    choice = obj(raw_choice, "choice")
-                    finish = text(choice, "finish_reason") or finish
-                    delta = obj(choice.get("delta"), "delta")
-                    content = text(delta, "content")
-                    if content:
-                        piece = guard.text(content)
-                        if piece:
-                            shown = True
-                            yield TextDelta(piece)
-                    for raw_frag in items(delta, "tool_calls"):
-                        frag = obj(raw_frag, "tool_call")
-                        index = integer(frag, "index")
-                        slot = calls.get(index)
-                        if slot is None:
-                            slot = calls[index] = {"id": "", "name": ""}
-                            guard.new_call()
-                        call_id = text(frag, "id")
-                        if call_id and len(call_id) <= _MAX_NAME:
-                            slot["id"] = call_id
-                        if frag.get("function") is not None:
-                            function = obj(frag["function"], "function")
-                            name = text(function, "name") or ""
-                            # OpenAI sends the name once; some compatible servers repeat it
-                            # in every fragment, which must not double it.
-                            if name != slot["name"] and len(slot["name"]) < _MAX_NAME:
-                                slot["name"] += name
-                            guard.argument(index, text(function, "arguments") or "")
-                if not shown:
-                    yield _PROGRESS
-                if guard.stopped:  # past a limit: stop reading (closing drops the connection)
-                    await chunks.close()
-                    finish = "length"
-                    break
+            response = await self._post(request, stream=True)
+            chunks = chat_chunks(response.content, self.name)
+            try:
+                async for data in chunks:
+                    received += 1
+                    chunk = obj(data)
+                    model = text(chunk, "model") or model
+                    if chunk.get("usage") is not None:
+                        usage = _usage_of(obj(chunk["usage"], "usage"))
+                    shown = False
+                    for raw_choice in items(chunk, "choices"):
+                        choice = obj(raw_choice, "choice")
+                        finish = text(choice, "finish_reason") or finish
+                        delta = obj(choice.get("delta"), "delta")
+                        content = text(delta, "content")
+                        if content:
+                            piece = guard.text(content)
+                            if piece:
+                                shown = True
+                                yield TextDelta(piece)
+                        for raw_frag in items(delta, "tool_calls"):
+                            frag = obj(raw_frag, "tool_call")
+                            index = integer(frag, "index")
+                            slot = calls.get(index)
+                            if slot is None:
+                                slot = calls[index] = {"id": "", "name": ""}
+                                guard.new_call()
+                            call_id = text(frag, "id")
+                            if call_id and len(call_id) <= _MAX_NAME:
+                                slot["id"] = call_id
+                            if frag.get("function") is not None:
+                                function = obj(frag["function"], "function")
+                                name = text(function, "name") or ""
+                                # OpenAI sends the name once; some compatible servers repeat it
+                                # in every fragment, which must not double it.
+                                if name != slot["name"] and len(slot["name"]) < _MAX_NAME:
+                                    slot["name"] += name
+                                guard.argument(index, text(function, "arguments") or "")
+                    if not shown:
+                        yield _PROGRESS
+                    if guard.stopped:  # past a limit: stop reading (the connection is dropped)
+                        finish = "length"
+                        break
+            finally:
+                await chunks.aclose()
+                response.release()  # read to its end, the connection is kept, else closed
         except LLMError:
             raise
-        except (json.JSONDecodeError, ValueError) as exc:
+        except aiohttp.ClientError as exc:  # before ValueError: aiohttp's InvalidURL is one
+            raise _map_error(exc, self.name) from exc
+        except ValueError as exc:  # JSON, UTF-8 or a field of the wrong type
             raise LLMResponseError(
                 f"{self.name}: malformed stream data: {exc}", provider=self.name
             ) from exc
@@ -302,5 +392,7 @@ class OpenAICompatibleProvider:
         )
 
     async def aclose(self) -> None:
-        """Close the HTTP client."""
-        await self._client.close()
+        """Close the HTTP session (its connections)."""
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()

@@ -14,12 +14,13 @@ from pathlib import Path
 
 from duragent.agents import Agent, AgentCatalog
 from duragent.agents.roles import access_of
+from duragent.cluster import OwnerRelay
 from duragent.config import WorkspaceConfig
 from duragent.errors import ConfigError
 from duragent.frontkit import (
     ChatGateway,
+    ChatRelay,
     OutboundPort,
-    OwnerRelay,
     ProcessNotices,
     SessionNotices,
     WebhookReceiver,
@@ -69,12 +70,14 @@ class Fronts:
         self.cluster = cluster_storage(registry.store)
         """What the nodes serving the workspace share (inbound ledger, leader leases…)."""
         store = registry.store
-        self.relay = (
+        self.owner_relay = (
             OwnerRelay(store.nodes, store.lease_seconds)
             if isinstance(store, SharedStorage)
             else None
         )
-        """Several nodes: chat messages handed to their session's owner (``frontkit.relay``)."""
+        """Several nodes: payloads handed to their session's owner (``cluster.relay``)."""
+        self.relay = None if self.owner_relay is None else ChatRelay(self.owner_relay)
+        """The chat gateways' messages over it (``frontkit.relayed``)."""
         self.schedules: Schedules | None = None
         """The scheduler front end, once built (None when ``scheduler.enabled`` is false)."""
         self._turns: TurnRunner | None = None
@@ -122,7 +125,7 @@ class Fronts:
 
     def relay_service(self) -> Service | None:
         """Closing the relay's connections (started before the gateways, stopped after)."""
-        relay = self.relay
+        relay = self.owner_relay
         if relay is None:
             return None
         return Hooks(stop=relay.aclose)

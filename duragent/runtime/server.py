@@ -23,10 +23,10 @@ from typing import ClassVar
 
 from duragent import __version__
 from duragent.agents import AgentCatalog, load_catalog
+from duragent.cluster import OwnerRelay
 from duragent.config import LoadedWorkspace, WorkspaceConfig
 from duragent.frontkit import (
     OutboundPort,
-    OwnerRelay,
     WebhookReceiver,
 )
 from duragent.frontkit.delivery import Deliveries, Delivery
@@ -155,8 +155,8 @@ class Runtime:
             metrics=self.metrics,
         )
         self.processes = self._fronts.serve_with(self._turns)
-        if self.metrics is not None and self._fronts.relay is not None:
-            self._fronts.relay.instrument(self.metrics)
+        if self.metrics is not None and self._fronts.owner_relay is not None:
+            self._fronts.owner_relay.instrument(self.metrics)
 
     # --- HttpServices ---------------------------------------------------------------------
 
@@ -199,7 +199,7 @@ class Runtime:
     @property
     def relay(self) -> OwnerRelay | None:
         """Chat messages handed between nodes (a shared store only)."""
-        return self._fronts.relay
+        return self._fronts.owner_relay
 
     @property
     def forwarding(self) -> SessionForwarding | None:

@@ -11,7 +11,9 @@ goes through the kit's ``OutboundPort`` and ``Delivery`` (``duragent.frontkit``)
   ``clock``: the wall clock or a test's;
 - ``chat``: a payload run through ``TurnRunner`` and delivered by ``Delivery``;
   ``front``: ``Schedules``, the service and its operations (tool, HTTP, CLI); ``leading``:
-  the loop on the leader only when several nodes share the schedules;
+  the loop on the leader only when several nodes share the schedules (under
+  ``cluster.run_as_leader``); ``claiming``: a due time claimed once across nodes, through
+  an outage (scheduling logic over the store's ``RunClaims``, so it stays here);
   ``tool``: the ``schedule`` tool; ``desk``: schedules as JSON (HTTP, CLI).
 
 See specs/202611240545.scheduler.md.

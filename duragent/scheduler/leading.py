@@ -2,7 +2,7 @@
 
 With ``store.backend: postgres`` every node shares the schedules and their run logs. The loop
 (``service.Scheduler``) runs on the holder of the ``scheduler`` leader lease
-(``frontkit.run_as_leader``); when a node becomes leader it reads every run log afresh (the
+(``cluster.run_as_leader``); when a node becomes leader it reads every run log afresh (the
 last leader's runs, and one it left unfinished, are then in its cursors), and when it loses
 the lead its runs are interrupted and it goes passive. Every node, leader or not, re-reads
 the shared schedules every ``REFRESH_SECONDS`` (``take_changes``), so listings and the
@@ -16,7 +16,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from duragent.frontkit import run_as_leader
+from duragent.cluster.leaders import run_as_leader
 from duragent.scheduler.model import Schedule, schedule_document
 from duragent.scheduler.runs import RunState
 from duragent.scheduler.service import Scheduler

@@ -20,6 +20,9 @@
 - ``progress``: where a chat session stands (undelivered reply, unanswered message), read
   from the snapshot header when it is current, for a gateway's recovery at start.
 
+How several nodes share the sessions (the leases the registry renews, a new chat's session
+mapped once across nodes) is ``duragent.cluster``, one layer down, which the registry uses.
+
 Turns (the agentic loop and the runner every front end calls) live in ``duragent.turns``,
 one layer up. This package's own namespace is the surface front ends (``gateways.*``,
 ``scheduler``) may use; its submodules are internals (import-linter forbids them to front
@@ -38,7 +41,7 @@ from duragent.session.actor import (
 from duragent.session.bridge import SessionTimeoutError, SessionUnavailableError
 from duragent.session.handle import SessionHandle
 from duragent.session.history import events_to_messages
-from duragent.session.operations import SessionEndedError
+from duragent.session.operations import SessionAgentMismatchError, SessionEndedError
 from duragent.session.progress import ChatProgress
 from duragent.session.registry import RegistrySettings, SessionNotFoundError, SessionRegistry
 from duragent.session.state import SessionState, actor_message_limit
@@ -50,6 +53,7 @@ __all__ = [
     "NewSession",
     "PendingApproval",
     "RegistrySettings",
+    "SessionAgentMismatchError",
     "SessionEndedError",
     "SessionHandle",
     "SessionInfo",

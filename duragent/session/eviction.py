@@ -13,7 +13,7 @@ specs/202611232150.workspace-lock-and-descriptors.md):
 - an actor being asked (``busy``) or awaiting a tool result is never evicted (its restart would
   mark the call interrupted), and an evicted actor stays registered until its stop is
   answered, so a request arriving meanwhile queues behind the stop, never beside it;
-- an actor whose session another node took (a shared store's lease, ``session.leases``) is
+- an actor whose session another node took (a shared store's lease, ``cluster.leases``) is
   dropped whatever it is doing, with the same care (``drop``).
 """
 

@@ -68,11 +68,13 @@ class SessionHandle:
         platform_message_id: str | None = None,
         with_context: bool = False,
         passive: bool = False,
+        agent: str | None = None,
     ) -> UserMessageResult:
         """Durably record an inbound message (a redelivered platform id is not re-added).
 
         ``with_context``: also return what a turn starts from (one round trip, not three).
         ``passive``: a message no turn answers (read by later turns, owed no answer).
+        ``agent``: refuse (``SessionAgentMismatchError``) a session of another agent.
         """
         return await self._registry.call(
             self.session_id,
@@ -83,6 +85,7 @@ class SessionHandle:
             platform_message_id=platform_message_id,
             with_context=with_context,
             passive=passive,
+            agent=agent,
         )
 
     async def turn_context(self, seq: int) -> UserMessageResult:

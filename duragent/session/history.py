@@ -11,7 +11,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from duragent.core.events import Event, EventType
+from duragent.core.events import Event
+from duragent.core.payloads import (
+    AssistantResponseData,
+    EventType,
+    SteeringData,
+    SummaryData,
+    ToolCallRecord,
+    ToolResultData,
+    ToolsSkippedData,
+    UserMessageData,
+)
 
 __all__ = ["events_to_messages"]
 
@@ -20,61 +30,59 @@ def events_to_messages(events: Sequence[Event], *, include_tools: bool) -> list[
     """User and assistant messages (and tool traffic and hook steering when asked), in order."""
     out: list[dict[str, Any]] = []
     for e in events:
-        d = e.data
         if e.type == EventType.USER_MESSAGE:
+            message = UserMessageData.of(e.data)
             item: dict[str, Any] = {
                 "role": "user",
-                "content": d.get("content", ""),
+                "content": message.content,
                 "seq": e.seq,
                 "timestamp": e.timestamp,
             }
-            if d.get("sender_id"):
-                item["sender_id"] = d["sender_id"]
-            if d.get("sender_name"):
-                item["sender_name"] = d["sender_name"]
+            if message.sender_id:
+                item["sender_id"] = message.sender_id
+            if message.sender_name:
+                item["sender_name"] = message.sender_name
             out.append(item)
         elif e.type in (EventType.ASSISTANT_RESPONSE, EventType.ASSISTANT_MESSAGE):
-            calls = d.get("tool_calls") or []
+            response = AssistantResponseData.of(e.data)
+            calls = [ToolCallRecord.of(c) for c in response.tool_calls]
             if calls and not include_tools:
                 continue
             item = {
                 "role": "assistant",
-                "content": d.get("content", ""),
+                "content": response.content,
                 "seq": e.seq,
                 "timestamp": e.timestamp,
             }
-            if d.get("message_id"):
-                item["message_id"] = d["message_id"]
+            if response.message_id:
+                item["message_id"] = response.message_id
             if calls:
                 item["tool_calls"] = [
-                    {
-                        "call_id": c.get("call_id"),
-                        "name": c.get("tool_name"),
-                        "arguments": c.get("arguments"),
-                    }
+                    {"call_id": c.call_id, "name": c.tool_name, "arguments": c.arguments}
                     for c in calls
                 ]
             out.append(item)
         elif e.type == EventType.SUMMARY:
+            summary = SummaryData.of(e.data)
             out.append(
                 {
                     "role": "summary",
-                    "content": d.get("summary", ""),
-                    "round": d.get("round", 0),
-                    "through_seq": d.get("through_seq", 0),
-                    "messages": d.get("messages", 0),
+                    "content": summary.summary,
+                    "round": summary.round,
+                    "through_seq": summary.through_seq,
+                    "messages": summary.messages,
                     "seq": e.seq,
                     "timestamp": e.timestamp,
                 }
             )
         elif include_tools and e.type == EventType.TOOL_RESULT:
-            result = d.get("result") or {}
+            result = ToolResultData.of(e.data)
             out.append(
                 {
                     "role": "tool",
-                    "call_id": d.get("call_id"),
-                    "success": bool(result.get("success", False)),
-                    "content": result.get("content", ""),
+                    "call_id": result.call_id,
+                    "success": bool(result.success),
+                    "content": result.content,
                     "seq": e.seq,
                     "timestamp": e.timestamp,
                 }
@@ -84,21 +92,22 @@ def events_to_messages(events: Sequence[Event], *, include_tools: bool) -> list[
             out.append(
                 {
                     "role": "steering",
-                    "content": d.get("content", ""),
+                    "content": SteeringData.of(e.data).content,
                     "seq": e.seq,
                     "timestamp": e.timestamp,
                 }
             )
         elif include_tools and e.type == EventType.TOOLS_SKIPPED:
+            skipped = ToolsSkippedData.of(e.data)
             out.extend(
                 {
                     "role": "tool",
                     "call_id": call_id,
                     "success": False,
-                    "content": f"Skipped: {d.get('reason', '')}",
+                    "content": f"Skipped: {skipped.reason}",
                     "seq": e.seq,
                     "timestamp": e.timestamp,
                 }
-                for call_id in d.get("call_ids") or []
+                for call_id in skipped.call_ids
             )
     return out

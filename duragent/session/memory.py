@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from duragent.core.payloads import PinData, SummaryData
+
 __all__ = ["ContextMemory", "Pin", "SummaryRecord"]
 
 
@@ -40,13 +42,15 @@ class SummaryRecord:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> SummaryRecord:
-        """Inverse of ``to_dict`` (also reads a ``summary`` event's payload)."""
+    def from_dict(cls, snapshot: Mapping[str, Any]) -> SummaryRecord:
+        """Inverse of ``to_dict``: the ``summary`` event's fields, and the event's ``seq``."""
+        return cls.of_event(int(snapshot.get("seq") or 0), SummaryData.of(snapshot))
+
+    @classmethod
+    def of_event(cls, seq: int, summary: SummaryData) -> SummaryRecord:
+        """The record of the ``summary`` event ``seq``."""
         return cls(
-            round=int(data.get("round") or 0),
-            text=str(data.get("summary") or ""),
-            through_seq=int(data.get("through_seq") or 0),
-            seq=int(data.get("seq") or 0),
+            round=summary.round, text=summary.summary, through_seq=summary.through_seq, seq=seq
         )
 
 
@@ -67,13 +71,13 @@ class Pin:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Pin:
-        """Inverse of ``to_dict``."""
-        return cls(
-            pin_id=str(data.get("pin_id") or ""),
-            kind=str(data.get("kind") or "note"),
-            text=str(data.get("text") or ""),
-            source=str(data.get("source") or "user"),
-        )
+        """Inverse of ``to_dict`` (the ``pin`` event's payload: the same mapping)."""
+        return cls.of_event(PinData.of(data))
+
+    @classmethod
+    def of_event(cls, pin: PinData) -> Pin:
+        """The pin a ``pin`` event adds."""
+        return cls(pin_id=pin.pin_id, kind=pin.kind, text=pin.text, source=pin.source)
 
 
 @dataclass(slots=True)
@@ -96,22 +100,22 @@ class ContextMemory:
             task=task,
         )
 
-    def pin(self, data: Mapping[str, Any]) -> None:
+    def pin(self, event: PinData) -> None:
         """Apply a ``pin`` event (a pin with the same id is replaced)."""
-        pin = Pin.from_dict(data)
+        pin = Pin.of_event(event)
         if pin.pin_id:
             self.pins.pop(pin.pin_id, None)
             self.pins[pin.pin_id] = pin
 
-    def unpin(self, data: Mapping[str, Any]) -> None:
+    def unpin(self, pin_id: str) -> None:
         """Apply an ``unpin`` event (unknown ids are ignored)."""
-        self.pins.pop(str(data.get("pin_id") or ""), None)
+        self.pins.pop(pin_id, None)
 
-    def summarised(self, seq: int, data: Mapping[str, Any]) -> bool:
-        """Apply a ``summary`` event's record; False when the memory already holds it."""
+    def summarised(self, seq: int, summary: SummaryData) -> bool:
+        """Apply the ``summary`` event ``seq``; False when the memory already holds it."""
         if self.summary is not None and self.summary.seq >= seq:
             return False
-        self.summary = SummaryRecord.from_dict({**data, "seq": seq})
+        self.summary = SummaryRecord.of_event(seq, summary)
         return True
 
     def snapshot_fields(self) -> dict[str, Any]:

@@ -21,10 +21,10 @@ from typing import Any
 
 from duragent.core.approval import ApprovalDecision, PendingApproval
 from duragent.core.clock import utc_now
-from duragent.core.events import Event, EventType
+from duragent.core.events import Event
 from duragent.core.messages import Message, ToolCall, Usage
 from duragent.core.snapshot import SessionStatus
-from duragent.errors import NotFoundError
+from duragent.errors import DuragentError, NotFoundError
 from duragent.session.answers import SessionInfo, UserMessageResult, chat_ref
 from duragent.session.journal import Journal
 from duragent.session.memory_ops import MemoryOps
@@ -43,6 +43,16 @@ class SessionEndedError(NotFoundError):
             f"session {session_id} has ended (status completed): it takes no more "
             "messages; create a new session"
         )
+
+
+class SessionAgentMismatchError(DuragentError):
+    """The session belongs to another agent than the turn named (nothing was written)."""
+
+    def __init__(self, session_id: str, agent: str, expected: str) -> None:
+        self.session_id = session_id
+        self.agent = agent
+        self.expected = expected
+        super().__init__(f"session {session_id} belongs to agent {agent!r}, not {expected!r}")
 
 
 class SessionOps(MemoryOps):
@@ -100,16 +110,21 @@ class SessionOps(MemoryOps):
         platform_message_id: str | None = None,
         with_context: bool = False,
         passive: bool = False,
+        agent: str | None = None,
     ) -> UserMessageResult:
         """Durably record an inbound message (a redelivered platform id is not re-added).
 
         ``with_context`` also returns what a turn starts from (agent, pending approval,
         message window), so a turn costs one round trip to the actor before the model call
         instead of three. A ``passive`` message is owed no answer: a restart's recovery does
-        not answer it and it does not keep the session from its TTL.
+        not answer it and it does not keep the session from its TTL. ``agent``: the agent
+        the caller expects the session to be of (the OpenAI endpoint's ``model``); another
+        raises ``SessionAgentMismatchError`` before anything is written.
         """
         if with_context and self.state.status is SessionStatus.COMPLETED:
             raise SessionEndedError(self.state.session_id)  # before anything is written
+        if agent is not None and agent != self.state.agent:
+            raise SessionAgentMismatchError(self.state.session_id, self.state.agent, agent)
         if platform_message_id:
             seen = self.state.seen_platform_id(platform_message_id)
             if seen is not None:
@@ -257,9 +272,7 @@ class SessionOps(MemoryOps):
         """A tool call waits for approval: record it and snapshot (survives restarts)."""
         # the whole approval, not just what a client shows: a crash between this event and
         # the snapshot must leave a call that still runs once approved
-        event = Event.make(
-            self._journal.next_seq(), EventType.APPROVAL_REQUIRED, **approval.to_dict()
-        )
+        event = Event.approval_required(self._journal.next_seq(), approval)
         seq = self._journal.record(event, durable=True)
         self.state.pending_approval = approval.to_dict()
         self._journal.snapshot()
@@ -268,11 +281,8 @@ class SessionOps(MemoryOps):
     @op(retry_safe=False)  # an event, then a snapshot, like setting it
     def resolve_pending_approval(self, call_id: str, decision: ApprovalDecision) -> int:
         """Record the decision on the pending approval and clear it (durable + snapshot)."""
-        event = Event.make(
-            self._journal.next_seq(),
-            EventType.APPROVAL_DECISION,
-            call_id=call_id,
-            decision=ApprovalDecision(decision).value,  # the wire name on disk
+        event = Event.approval_decision(
+            self._journal.next_seq(), call_id=call_id, decision=decision
         )
         seq = self._journal.record(event, durable=True)
         self.state.pending_approval = None

@@ -11,7 +11,7 @@
 - ``aclose`` stops every actor; each flushes and snapshots first. How an actor is started
   (once under concurrency) and asked (through the admission gate) is ``launcher``.
 - With a store several nodes share (``SharedStorage``): leases are renewed while actors live
-  (``leases.LeaseKeeper``); an actor whose write was fenced, or whose lease was found lost,
+  (``cluster.LeaseKeeper``); an actor whose write was fenced, or whose lease was found lost,
   is dropped at once (``FencedWriteError`` reaches the caller, who serves the request again
   where the session lives now); store lookups run in threads (each is a query) and a
   chat's session is read through to the database (another node may have mapped it).
@@ -28,6 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, ParamSpec, TypeVar
 
+from duragent.cluster.chat_claims import ANY_MAPPING, AnyMapping, map_created_session
+from duragent.cluster.leases import LeaseKeeper
 from duragent.core.clock import utc_now
 from duragent.core.ids import new_session_id
 from duragent.core.snapshot import SessionStatus
@@ -35,12 +37,10 @@ from duragent.errors import DuragentError
 from duragent.observability.metrics import Metrics
 from duragent.session.actor import NewSession, SessionActor, SessionInfo, SessionQuarantinedError
 from duragent.session.bridge import Request, SessionUnavailableError
-from duragent.session.chat_claims import ANY_MAPPING, AnyMapping, map_created_session
 from duragent.session.eviction import PRESSURE_RETRIES, Evictor, Live
 from duragent.session.handle import SessionHandle
 from duragent.session.keyed_locks import KeyedLocks
 from duragent.session.launcher import ActorLauncher, SessionNotFoundError
-from duragent.session.leases import LeaseKeeper
 from duragent.session.listing import QUARANTINED, UNAVAILABLE, SessionListing
 from duragent.session.operations import SessionOps, idle_past
 from duragent.session.ops import Op
@@ -117,9 +117,9 @@ class SessionRegistry:
         is live ``for_chat`` asks them nothing. A ``set_status``, a not-found or quarantined
         answer, or a delete drops one."""
         self._reaper: asyncio.Task[None] | None = None
-        self.leases = (
-            LeaseKeeper(store, self._evictor.drop) if isinstance(store, SharedStorage) else None
-        )
+        shared = store if isinstance(store, SharedStorage) else None  # a Protocol check: once
+        self._shared: SharedStorage | None = shared
+        self.leases = LeaseKeeper(shared, self._evictor.drop) if shared is not None else None
         """Renews this node's session leases (a shared store only)."""
         self._lease_task: asyncio.Task[None] | None = None
         self._closed = False
@@ -242,8 +242,8 @@ class SessionRegistry:
 
     async def _chat_of(self, key: ChatKey) -> str | None:
         """The chat's mapped session: read through to a shared store (in a thread)."""
-        if isinstance(self.store, SharedStorage):
-            return await asyncio.to_thread(self.store.fetch_chat, key)
+        if self._shared is not None:
+            return await asyncio.to_thread(self._shared.fetch_chat, key)
         return self.store.chats.get(key)
 
     async def chat_session(self, key: ChatKey) -> str | None:
@@ -425,8 +425,8 @@ class SessionRegistry:
         exists = await asyncio.to_thread(self.store.exists, session_id)
         if not exists and session_id not in self._live:
             raise await asyncio.to_thread(self._actors.missing, session_id)
-        if isinstance(self.store, SharedStorage) and session_id not in self._live:
-            await asyncio.to_thread(self.store.own, session_id)  # LeaseHeldError: forwarded
+        if self._shared is not None and session_id not in self._live:
+            await asyncio.to_thread(self._shared.own, session_id)  # LeaseHeldError: forwarded
         await self._actors.stop(session_id)
         await asyncio.to_thread(self.store.delete, session_id)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 
 from duragent.core.events import Event, EventType, now_rfc3339
+from duragent.core.payloads import SessionStartData
 from duragent.core.snapshot import SessionSnapshot
 from duragent.store import (
     ReadReport,
@@ -75,7 +76,7 @@ def rebuild_without_snapshot(
     now = first.timestamp or now_rfc3339()
     snapshot = SessionSnapshot(
         session_id=session_id,
-        agent=str(first.data.get("agent", "")),
+        agent=SessionStartData.of(first.data).agent,
         created_at=now,
         updated_at=now,
     )

@@ -29,12 +29,31 @@ from __future__ import annotations
 
 import contextlib
 from collections import OrderedDict, deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from duragent.core.events import Event, EventType, call_from_record
+from duragent.core.events import Event
 from duragent.core.messages import Message, Role, ToolCall, steering_message
+from duragent.core.payloads import (
+    ApprovalDecisionData,
+    ApprovalRequiredData,
+    AssistantResponseData,
+    DeliveryData,
+    EventType,
+    PinData,
+    SessionStartData,
+    SilentMessageData,
+    StatusChangeData,
+    SteeringData,
+    SummaryData,
+    ToolCallRecord,
+    ToolResultData,
+    ToolsSkippedData,
+    UnpinData,
+    UserMessageData,
+    usage_tokens,
+)
 from duragent.core.snapshot import BufferedMessage, SessionSnapshot, SessionStatus
 from duragent.session.memory import ContextMemory
 
@@ -227,89 +246,163 @@ class SessionState:
     # --- the one way state changes --------------------------------------------------------
 
     def apply(self, event: Event) -> None:
-        """Apply one event (live or replayed). Unknown types are ignored."""
-        data = event.data
-        kind = event.type
+        """Apply one event (live or replayed). Unknown types are ignored.
+
+        Each type has its rule (``_RULES``: one dictionary look-up, where a chain of
+        comparisons with the ``EventType`` members cost about 0.1 µs per type passed, on every
+        event of a long replay); each rule reads the payload through its type's view
+        (``core.payloads``), which says what a field an older record lacks reads as.
+        """
         self._applying = event.seq
-        if kind == EventType.USER_MESSAGE:
-            self._append(Message.user(str(data.get("content", ""))))
-            if self.memory.task is None:
-                self.memory.task = str(data.get("content", ""))
-            pid = data.get("platform_message_id")
-            if pid:
-                self._remember_platform_id(str(pid), event.seq)
-            if not data.get("passive"):  # owed an answer (a passive one is only read)
-                self.last_user_seq = max(self.last_user_seq, event.seq)
-            self._after_turn_message(event.seq)
-        elif kind in (EventType.ASSISTANT_RESPONSE, EventType.ASSISTANT_MESSAGE):
-            self._apply_assistant(event)
-        elif kind == EventType.TOOL_CALL:
-            self._apply_legacy_tool_call(data)
-        elif kind == EventType.TOOL_RESULT:
-            result = data.get("result") or {}
-            content = result.get("content", "") if isinstance(result, Mapping) else str(result)
-            self._add_result(str(data.get("call_id", "")), str(content))
-        elif kind == EventType.TOOLS_SKIPPED:
-            reason = str(data.get("reason", "skipped"))
-            for call_id in data.get("call_ids") or []:
-                self._add_result(str(call_id), f"Skipped: {reason}")
-        elif kind == EventType.STEERING:
-            self._append(steering_message(str(data.get("content", ""))))
-        elif kind == EventType.STATUS_CHANGE:
-            self.status = _status(data.get("to"), self.status)
-        elif kind == EventType.SESSION_END:
-            self.status = SessionStatus.COMPLETED
-        elif kind == EventType.ERROR:
-            self.last_settled_seq = max(self.last_settled_seq, event.seq)  # a failed turn
-            self.last_answered_seq = max(self.last_answered_seq, event.seq)
-            self.last_failed_seq = max(self.last_failed_seq, event.seq)
-        elif kind == EventType.APPROVAL_REQUIRED:
-            self.last_settled_seq = max(self.last_settled_seq, event.seq)
-            self.last_answered_seq = max(self.last_answered_seq, event.seq)
-            if event.seq <= self._snapshot_seq:
-                pass  # the snapshot's approval is this one's outcome, tool name and all
-            elif self.pending_approval is None or self.pending_approval.get("call_id") != data.get(
-                "call_id"
-            ):
-                self.pending_approval = self._approval_from(data)
-        elif kind == EventType.SILENT_MESSAGE:
-            self._buffer(event)
-        elif kind == EventType.APPROVAL_DECISION:
-            self.last_decided_seq = max(self.last_decided_seq, event.seq)
-            if (
-                event.seq > self._snapshot_seq
-                and self.pending_approval
-                and self.pending_approval.get("call_id") == data.get("call_id")
-            ):
-                self.pending_approval = None
-        elif kind == EventType.DELIVERY:
-            self.last_delivered_seq = max(self.last_delivered_seq, int(data.get("reply_seq", 0)))
-        elif kind == EventType.SUMMARY:
-            self._apply_summary(event)
-        elif kind == EventType.PIN:
-            self.memory.pin(data)
-        elif kind == EventType.UNPIN:
-            self.memory.unpin(data)
-        elif kind == EventType.SESSION_START:
-            self.agent = str(data.get("agent", self.agent))
-            self.on_disconnect = str(data.get("on_disconnect") or self.on_disconnect)
-            self.gateway = data.get("gateway", self.gateway)
-            self.gateway_chat_id = data.get("gateway_chat_id", self.gateway_chat_id)
-            self.gateway_chat_type = data.get("gateway_chat_type", self.gateway_chat_type)
-        if kind in _USES_TOKENS and event.seq > self._snapshot_seq:
-            self._count_tokens(event)
+        rule = _RULES.get(event.type)
+        if rule is not None:
+            rule(self, event)
         self.last_seq = max(self.last_seq, event.seq)
         if event.timestamp:
             self.updated_at = event.timestamp
 
+    # --- one rule per event type ------------------------------------------------------------
+
+    def _on_user_message(self, event: Event) -> None:
+        message = UserMessageData.of(event.data)
+        self._append(Message.user(message.content))
+        if self.memory.task is None:
+            self.memory.task = message.content
+        if message.platform_message_id:
+            self._remember_platform_id(message.platform_message_id, event.seq)
+        if not message.passive:  # owed an answer (a passive one is only read)
+            self.last_user_seq = max(self.last_user_seq, event.seq)
+        self._after_turn_message(event.seq)
+
+    def _on_assistant(self, event: Event) -> None:
+        seq = event.seq
+        response = AssistantResponseData.of(event.data)
+        calls = response.calls()
+        content = response.content
+        self._append(Message.assistant(content if (content or not calls) else None, calls))
+        if not calls:
+            self.last_final_reply_seq = max(self.last_final_reply_seq, seq)
+            self.last_settled_seq = max(self.last_settled_seq, seq)
+            answers = response.answers_seq
+            through = seq if answers is None else answers
+            self.last_answered_seq = max(self.last_answered_seq, through)
+        self._after_turn_message(seq)
+        self._count_tokens(event, response.usage)
+
+    def _on_legacy_tool_call(self, event: Event) -> None:
+        call = ToolCallRecord.of(event.data).to_call()
+        target = self.pending if self.pending else self.checkpointed
+        if target and target[-1].role is Role.ASSISTANT and not target[-1].tool_call_id:
+            last = target[-1]
+            self._origin.pop(id(last), None)
+            target[-1] = Message.assistant(last.content, (*last.tool_calls, call))
+            self._origin[id(target[-1])] = self._applying
+        else:
+            target.append(Message.assistant(None, (call,)))
+            self._origin[id(target[-1])] = self._applying
+        self._outstanding[call.id] = None
+
+    def _on_tool_result(self, event: Event) -> None:
+        result = ToolResultData.of(event.data)
+        self._add_result(result.call_id, result.content)
+
+    def _on_tools_skipped(self, event: Event) -> None:
+        skipped = ToolsSkippedData.of(event.data)
+        for call_id in skipped.call_ids:
+            self._add_result(call_id, f"Skipped: {skipped.reason}")
+
+    def _on_steering(self, event: Event) -> None:
+        self._append(steering_message(SteeringData.of(event.data).content))
+
+    def _on_status_change(self, event: Event) -> None:
+        self.status = _status(StatusChangeData.of(event.data).new, self.status)
+
+    def _on_session_end(self, event: Event) -> None:
+        self.status = SessionStatus.COMPLETED
+
+    def _on_error(self, event: Event) -> None:
+        self.last_settled_seq = max(self.last_settled_seq, event.seq)  # a failed turn
+        self.last_answered_seq = max(self.last_answered_seq, event.seq)
+        self.last_failed_seq = max(self.last_failed_seq, event.seq)
+
+    def _on_approval_required(self, event: Event) -> None:
+        self.last_settled_seq = max(self.last_settled_seq, event.seq)
+        self.last_answered_seq = max(self.last_answered_seq, event.seq)
+        if event.seq <= self._snapshot_seq:
+            return  # the snapshot's approval is this one's outcome, tool name and all
+        asked = ApprovalRequiredData.of(event.data)
+        if self.pending_approval is None or self.pending_approval.get("call_id") != asked.call_id:
+            self.pending_approval = self._approval_from(event.data, asked)
+
+    def _on_approval_decision(self, event: Event) -> None:
+        self.last_decided_seq = max(self.last_decided_seq, event.seq)
+        if (
+            event.seq > self._snapshot_seq
+            and self.pending_approval
+            and self.pending_approval.get("call_id") == ApprovalDecisionData.of(event.data).call_id
+        ):
+            self.pending_approval = None
+
+    def _on_silent_message(self, event: Event) -> None:
+        if self.silent and event.seq <= self.silent[-1].seq:
+            return  # replayed over a snapshot that holds it already
+        chatter = SilentMessageData.of(event.data)
+        self.silent.append(  # the deque's maxlen drops the oldest
+            BufferedMessage(
+                seq=event.seq,
+                timestamp=event.timestamp,
+                content=chatter.content,
+                platform_message_id=chatter.platform_message_id,
+            )
+        )
+
+    def _on_delivery(self, event: Event) -> None:
+        delivered = DeliveryData.of(event.data).reply_seq
+        self.last_delivered_seq = max(self.last_delivered_seq, delivered)
+
+    def _on_summary(self, event: Event) -> None:
+        """The oldest ``messages`` of the window leave it; the summary stands for them."""
+        summary = SummaryData.of(event.data)
+        self._count_tokens(event, summary.usage)
+        if not self.memory.summarised(event.seq, summary):
+            return  # already reflected (replayed over a snapshot that holds it)
+        self.checkpointed.extend(self.pending)  # a checkpoint at the summary: see docstring
+        self.pending = []
+        self.checkpoint_seq = max(self.checkpoint_seq, event.seq)
+        count = max(0, summary.messages)
+        self._forget(self.checkpointed[:count])
+        del self.checkpointed[:count]
+        while self.checkpointed and self.checkpointed[0].role is Role.TOOL:
+            self._forget(self.checkpointed[:1])
+            del self.checkpointed[0]
+
+    def _on_pin(self, event: Event) -> None:
+        self.memory.pin(PinData.of(event.data))
+
+    def _on_unpin(self, event: Event) -> None:
+        self.memory.unpin(UnpinData.of(event.data).pin_id)
+
+    def _on_session_start(self, event: Event) -> None:
+        start = SessionStartData.of(event.data)
+        self.agent = start.agent or self.agent
+        self.on_disconnect = start.on_disconnect or self.on_disconnect
+        if start.gateway is not None:
+            self.gateway = start.gateway
+        if start.gateway_chat_id is not None:
+            self.gateway_chat_id = start.gateway_chat_id
+        if start.gateway_chat_type is not None:
+            self.gateway_chat_type = start.gateway_chat_type
+
     # --- helpers ----------------------------------------------------------------------------
 
-    def _count_tokens(self, event: Event) -> None:
-        """Add a model call's usage to its day's total (a new day starts from zero)."""
-        usage = event.data.get("usage")
-        if not isinstance(usage, Mapping):
+    def _count_tokens(self, event: Event, usage: Mapping[str, Any] | None) -> None:
+        """Add a model call's usage to its day's total (a new day starts from zero).
+
+        Not for an event the snapshot already counted.
+        """
+        if usage is None or event.seq <= self._snapshot_seq:
             return
-        tokens = int(usage.get("prompt_tokens") or 0) + int(usage.get("completion_tokens") or 0)
+        tokens = usage_tokens(usage)
         day = _parse_time(event.timestamp).date().isoformat()
         if day != self.tokens_day:
             if day < self.tokens_day:
@@ -317,16 +410,18 @@ class SessionState:
             self.tokens_day, self.tokens_today = day, 0
         self.tokens_today += tokens
 
-    def _approval_from(self, data: Mapping[str, Any]) -> dict[str, Any]:
+    def _approval_from(
+        self, data: Mapping[str, Any], asked: ApprovalRequiredData
+    ) -> dict[str, Any]:
         """The pending approval an ``approval_required`` event (replayed) describes.
 
         The event holds the whole approval; one written before it did (``call_id`` and
         ``command`` only) takes the tool's name and arguments from the call it asks about,
         which is in the history already (the assistant message that made it).
         """
-        approval = {k: v for k, v in data.items() if v is not None}
-        if approval.get("tool_name") is None:
-            call = self._call_in_history(str(data.get("call_id", "")))
+        approval = {k: v for k, v in data.items() if v is not None}  # unknown fields too
+        if asked.tool_name is None:
+            call = self._call_in_history(asked.call_id)
             if call is not None:
                 approval["tool_name"] = call.name
                 # unparsable arguments stay out: running the call reports them, as before
@@ -341,64 +436,11 @@ class SessionState:
                     return call
         return None
 
-    def _buffer(self, event: Event) -> None:
-        if self.silent and event.seq <= self.silent[-1].seq:
-            return  # replayed over a snapshot that holds it already
-        pid = event.data.get("platform_message_id")
-        self.silent.append(  # the deque's maxlen drops the oldest
-            BufferedMessage(
-                seq=event.seq,
-                timestamp=event.timestamp,
-                content=str(event.data.get("content", "")),
-                platform_message_id=None if pid is None else str(pid),
-            )
-        )
-
-    def _apply_assistant(self, event: Event) -> None:
-        data = event.data
-        calls = tuple(call_from_record(c) for c in (data.get("tool_calls") or []))
-        content = str(data.get("content") or "")
-        self._append(Message.assistant(content if (content or not calls) else None, calls))
-        if not calls:
-            self.last_final_reply_seq = max(self.last_final_reply_seq, event.seq)
-            self.last_settled_seq = max(self.last_settled_seq, event.seq)
-            answers = data.get("answers_seq")
-            through = int(answers) if isinstance(answers, int) else event.seq
-            self.last_answered_seq = max(self.last_answered_seq, through)
-        self._after_turn_message(event.seq)
-
-    def _apply_summary(self, event: Event) -> None:
-        """The oldest ``messages`` of the window leave it; the summary stands for them."""
-        if not self.memory.summarised(event.seq, event.data):
-            return  # already reflected (replayed over a snapshot that holds it)
-        self.checkpointed.extend(self.pending)  # a checkpoint at the summary: see docstring
-        self.pending = []
-        self.checkpoint_seq = max(self.checkpoint_seq, event.seq)
-        count = max(0, int(event.data.get("messages") or 0))
-        self._forget(self.checkpointed[:count])
-        del self.checkpointed[:count]
-        while self.checkpointed and self.checkpointed[0].role is Role.TOOL:
-            self._forget(self.checkpointed[:1])
-            del self.checkpointed[0]
-
     def _forget(self, messages: list[Message]) -> None:
         for message in messages:
             self._origin.pop(id(message), None)
             for call in message.tool_calls:
                 self._outstanding.pop(call.id, None)
-
-    def _apply_legacy_tool_call(self, data: Mapping[str, Any]) -> None:
-        call = call_from_record(data)
-        target = self.pending if self.pending else self.checkpointed
-        if target and target[-1].role is Role.ASSISTANT and not target[-1].tool_call_id:
-            last = target[-1]
-            self._origin.pop(id(last), None)
-            target[-1] = Message.assistant(last.content, (*last.tool_calls, call))
-            self._origin[id(target[-1])] = self._applying
-        else:
-            target.append(Message.assistant(None, (call,)))
-            self._origin[id(target[-1])] = self._applying
-        self._outstanding[call.id] = None
 
     def _track(self, message: Message) -> None:
         self._origin[id(message)] = self._applying
@@ -459,7 +501,27 @@ class SessionState:
             self._origin.pop(id(message), None)
 
 
-_USES_TOKENS = (EventType.ASSISTANT_RESPONSE, EventType.ASSISTANT_MESSAGE, EventType.SUMMARY)
+_RULES: dict[str, Callable[[SessionState, Event], None]] = {
+    EventType.USER_MESSAGE.value: SessionState._on_user_message,
+    EventType.ASSISTANT_RESPONSE.value: SessionState._on_assistant,
+    EventType.ASSISTANT_MESSAGE.value: SessionState._on_assistant,
+    EventType.TOOL_CALL.value: SessionState._on_legacy_tool_call,
+    EventType.TOOL_RESULT.value: SessionState._on_tool_result,
+    EventType.TOOLS_SKIPPED.value: SessionState._on_tools_skipped,
+    EventType.STEERING.value: SessionState._on_steering,
+    EventType.STATUS_CHANGE.value: SessionState._on_status_change,
+    EventType.SESSION_END.value: SessionState._on_session_end,
+    EventType.ERROR.value: SessionState._on_error,
+    EventType.APPROVAL_REQUIRED.value: SessionState._on_approval_required,
+    EventType.APPROVAL_DECISION.value: SessionState._on_approval_decision,
+    EventType.SILENT_MESSAGE.value: SessionState._on_silent_message,
+    EventType.DELIVERY.value: SessionState._on_delivery,
+    EventType.SUMMARY.value: SessionState._on_summary,
+    EventType.PIN.value: SessionState._on_pin,
+    EventType.UNPIN.value: SessionState._on_unpin,
+    EventType.SESSION_START.value: SessionState._on_session_start,
+}
+"""Each event type's rule, keyed by the plain string an event read from the log carries."""
 
 
 def _index_of_call(messages: list[Message], call_id: str) -> int | None:

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from duragent.agents import Agent, AgentCatalog, load_catalog
-from duragent.core.events import Event, EventType
+from duragent.core.events import Event
+from duragent.core.payloads import AssistantResponseData, EventType
 from duragent.llm import RetryPolicy
 from duragent.session import RegistrySettings, SessionRegistry
 from duragent.store import SessionStore
@@ -113,8 +114,9 @@ def workspace_runner(
 
 def request_tokens(events: Sequence[Event]) -> list[int]:
     """The tokens of each model request the session made, as its replies recorded them."""
-    return [
-        int(e.data["budget"]["request_tokens"])
+    budgets = [
+        AssistantResponseData.of(e.data).budget
         for e in events
-        if e.type == EventType.ASSISTANT_RESPONSE and e.data.get("budget")
+        if e.type == EventType.ASSISTANT_RESPONSE
     ]
+    return [int(budget["request_tokens"]) for budget in budgets if budget]

@@ -6,8 +6,12 @@
                                           └──── SessionHandle (duragent.session) ◀── Recorder
 ```
 
-- ``runner``: when a turn runs (one loop per session, steering, approvals, cut-short turns);
-  ``inbox``: the running loop's messages and which it read (``Steered`` tickets);
+- ``runner``: when a turn runs (one loop per session, approvals, cut-short turns);
+  ``steering``: a message that arrives while its session's loop runs joins it (the one
+  implementation: HTTP waits for the loop, a chat queue gives what it left a turn);
+  ``inbox``: the running loop's messages, which it read and how it ended (``Steered``
+  tickets, ``Steered.needs_own_turn`` the one rule); ``ordering``: a chat's messages
+  recorded at once and answered in turns by its queue rules (``TurnRunner.submit``);
   ``driving``: a turn's loop run to its end, and the rest of a turn after an approval.
 - ``loop``: the agentic loop, including resuming a call a person decided on;
   ``call_limits``: calls per response and per turn.
@@ -54,6 +58,7 @@ from duragent.turns.sessions import (
     ChatProgress,
     MemoryView,
     PendingApproval,
+    SessionAgentMismatchError,
     SessionEndedError,
     SessionInfo,
     SessionNotFoundError,
@@ -86,6 +91,7 @@ __all__ = [
     "PinRefusedError",
     "PinnedTooLargeError",
     "ProviderPool",
+    "SessionAgentMismatchError",
     "SessionEndedError",
     "SessionInfo",
     "SessionNotFoundError",

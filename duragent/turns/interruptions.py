@@ -17,7 +17,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from duragent.core.events import Event, EventType, call_from_record
+from duragent.core.events import Event
+from duragent.core.payloads import (
+    AssistantResponseData,
+    EventType,
+    ToolResultData,
+    ToolsSkippedData,
+    UserMessageData,
+)
 from duragent.session import SessionHandle
 from duragent.session.state import INTERRUPTED_RESULT, UNFINISHED_RESULT
 from duragent.turns.loop import cancelled_result
@@ -50,24 +57,22 @@ def interruption_of(events: Sequence[Event], seq: int) -> Interruption | None:
         data = event.data
         kind = event.type
         cut = "interrupted" in outcomes.values()
-        if kind == EventType.USER_MESSAGE and cut and not data.get("passive"):
+        if kind == EventType.USER_MESSAGE and cut and not UserMessageData.of(data).passive:
             break  # a later message's turn went on from the cut one: none answered it
         if kind in _ASSISTANT:
-            records = data.get("tool_calls") or []
-            if not records:
+            response = AssistantResponseData.of(data)
+            if not response.tool_calls:
                 if not cut:
                     return None
                 return _cut(seq, names, outcomes, event)
-            for record in records:
-                call = call_from_record(record)
+            for call in response.calls():
                 names[call.id] = call.name
         elif kind == EventType.TOOL_RESULT:
-            result = data.get("result")
-            result = result if isinstance(result, dict) else {"content": str(result)}
-            outcomes[str(data.get("call_id", ""))] = _outcome(result)
+            result = ToolResultData.of(data)
+            outcomes[result.call_id] = _outcome(result)
         elif kind == EventType.TOOLS_SKIPPED:
-            for call_id in data.get("call_ids") or []:
-                outcomes[str(call_id)] = "skipped"
+            for call_id in ToolsSkippedData.of(data).call_ids:
+                outcomes[call_id] = "skipped"
         elif kind == EventType.APPROVAL_REQUIRED:
             return None
         elif kind == EventType.ERROR:
@@ -100,11 +105,10 @@ async def noting_interruption(session: SessionHandle, seq: int, result: TurnResu
     return result if found is None else dataclasses.replace(result, interruption=found)
 
 
-def _outcome(result: dict[str, object]) -> str:
-    content = str(result.get("content", ""))
-    if content.startswith(INTERRUPTED_RESULTS):
+def _outcome(result: ToolResultData) -> str:
+    if result.content.startswith(INTERRUPTED_RESULTS):
         return "interrupted"
-    return "failed" if result.get("success") is False else "ran"
+    return "failed" if result.success is False else "ran"
 
 
 def _cut(
@@ -117,11 +121,11 @@ def _cut(
     )
     if reply is None:
         return Interruption(message_seq=seq, calls=calls)
-    message_id = reply.data.get("message_id")
+    response = AssistantResponseData.of(reply.data)
     return Interruption(
         message_seq=seq,
         calls=calls,
-        reply=str(reply.data.get("content") or ""),
-        message_id=None if message_id is None else str(message_id),
+        reply=response.content,
+        message_id=response.message_id,
         reply_seq=reply.seq,
     )

@@ -191,6 +191,7 @@ class _TurnMemo:
     def __init__(self) -> None:
         self.units = TurnCache()
         self._tools: tuple[list[ToolDefinition], int] | None = None
+        self._fixed: tuple[str, str, TokenCounter, object, int] | None = None
         self._sent: list[Message] = []
         self._sent_turn_length = 0
 
@@ -221,12 +222,29 @@ class _TurnMemo:
         return self._tools
 
     def fixed(self, ctx: LoopContext) -> int:
-        """The prompt (with the note a context adds), the context and the tools' cost."""
+        """The prompt (with the note a context adds), the context and the tools' cost.
+
+        Kept by the texts, counter and tool definitions it was counted from: it is asked at
+        least twice a turn, and the prompt's ``Message`` is new each time, so the counter's
+        per-message cache never answered.
+        """
+        tools = self.tools(ctx)
+        memo = self._fixed
+        if (
+            memo is not None
+            and memo[0] == ctx.system_prompt
+            and memo[1] == ctx.context
+            and memo[2] is ctx.counter
+            and memo[3] is tools
+        ):
+            return memo[4]
         quoted = bool(ctx.context.strip())
         prompt = with_note(ctx.system_prompt) if quoted else ctx.system_prompt
         cost = ctx.counter.count_message(Message.system(prompt)) if prompt.strip() else 0
         cost += ctx.counter.count_message(Message.user(ctx.context)) if quoted else 0
-        return cost + self.tools(ctx)[1]
+        cost += tools[1]
+        self._fixed = (ctx.system_prompt, ctx.context, ctx.counter, tools, cost)
+        return cost
 
 
 async def _call_model(

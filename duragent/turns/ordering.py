@@ -362,27 +362,19 @@ class Ordering:
             log.error("session %s: turn for seq %d ended early: %s", session_id, entry.seq, exc)
 
     async def _requeue_unanswered(self, session_id: str, line: Line) -> None:
-        """Messages handed to a loop that ended without reading them get a turn of their own.
+        """Messages handed to a loop that left them unsettled get a turn of their own.
 
-        The loop's tickets say which it read. One it did not read waits for its turn, unless
-        the loop paused on an approval asked after it arrived: the model sees it when that
-        turn goes on (a message recorded after the request is a new message, which cancels
-        the approval, as any would).
+        Each ticket says how its loop ended (``Steered.needs_own_turn``, the one steering
+        rule, ``turns.steering``): read by a loop that answered, nothing more is due; kept
+        by a loop that paused on an approval, the model sees it when that turn goes on;
+        anything else waits for one more turn. Nothing is asked of the session.
         """
         if not line.steered:
             return
+        if not all(t.settled for entry in line.steered for t in entry.tickets):
+            await self._lines.loop_ended(session_id)  # steered into a loop begun after ours
         steered, line.steered = line.steered, []
-        try:
-            info = await self._runner.sessions.info(session_id)
-        except Exception as exc:
-            log.error("session %s: could not check what the turn answered: %s", session_id, exc)
-            return
-        paused = info.pending_approval is not None
-        left = _merged(
-            e
-            for e in steered
-            if e.seq > info.last_settled_seq or (not paused and not all(t.read for t in e.tickets))
-        )
+        left = _merged(e for e in steered if any(t.needs_own_turn for t in e.tickets))
         if left is not None:
             line.waiting.appendleft(left)
 

@@ -43,6 +43,8 @@ class Incoming:
     sender_name: str | None
     platform_message_id: str | None
     context_blocks: Sequence[str] = ()
+    agent: str | None = None
+    """The agent the session must be of (refused before writing when it is another)."""
 
     async def record(
         self, session: SessionHandle, *, with_context: bool = False
@@ -54,6 +56,7 @@ class Incoming:
             sender_name=self.sender_name,
             platform_message_id=self.platform_message_id,
             with_context=with_context,
+            agent=self.agent,
         )
 
 

@@ -49,15 +49,16 @@ from duragent.turns.between_turns import BetweenTurns
 from duragent.turns.context import ContextFactory
 from duragent.turns.driving import Resumed, TurnDriver, cancel_approval
 from duragent.turns.errors import ApprovalError
-from duragent.turns.inbox import Inbox
+from duragent.turns.inbox import Ending, Inbox
 from duragent.turns.interruptions import noting_interruption, recorded_outcome
 from duragent.turns.lines import Line, Lines
 from duragent.turns.ordering import Front, Inbound, Ordering
 from duragent.turns.providers import ProviderPool
 from duragent.turns.recorded import Accepted, Incoming, Recorded, needs_restating
-from duragent.turns.result import AwaitingApproval, TurnResult, copy_result
+from duragent.turns.result import TurnResult
 from duragent.turns.sessions import SessionQueries
 from duragent.turns.sink import TurnSink
+from duragent.turns.steering import ending_of, join_running
 
 __all__ = ["DECISIONS", "Accepted", "TurnResult", "TurnRunner"]
 
@@ -145,6 +146,7 @@ class TurnRunner(BetweenTurns):
         platform_message_id: str | None = None,
         sink: TurnSink | None = None,
         context_blocks: Sequence[str] = (),
+        agent: str | None = None,
     ) -> TurnResult:
         """Run one turn for an inbound message (the only entry point front ends use).
 
@@ -152,14 +154,17 @@ class TurnRunner(BetweenTurns):
         recent chatter: people wrote it, so never as system text), counted against the
         budget, never stored; a message that joins a
         running turn brings none (that turn's prompt is built). ``sender_id`` is the turn's
-        requester: an approval it asks for records it.
+        requester: an approval it asks for records it. ``agent``: the agent the session must
+        be of (``SessionAgentMismatchError`` before anything is written, when it is another).
         """
         with turn_scope(session_id), self._lines.hold(session_id) as active:  # logctx
             return await self._run(
                 self._registry.handle(session_id),
                 active,
                 sink,
-                Incoming(content, sender_id, sender_name, platform_message_id, context_blocks),
+                Incoming(
+                    content, sender_id, sender_name, platform_message_id, context_blocks, agent
+                ),
             )
 
     async def accept(
@@ -258,11 +263,26 @@ class TurnRunner(BetweenTurns):
         running = active.running
         if running is not None and not running.done():
             assert isinstance(inbound, Incoming), "answer waits for the running loop first"
-            return await self._steer(session, active, running, inbound, sink)
+            own = inbound  # the message needs its own turn: after the running one
+            return await join_running(
+                session,
+                active,
+                running,
+                inbound,
+                lambda seq: self.answer(
+                    session.session_id,
+                    seq,
+                    own.content,
+                    sink=sink,
+                    context_blocks=own.context_blocks,
+                    sender_id=own.sender_id,
+                ),
+            )
         future: asyncio.Future[TurnResult] = asyncio.get_running_loop().create_future()
         active.running = future  # claimed before any await: later messages steer this turn
         inbox = active.inbox = Inbox()
         recorded: UserMessageResult | None = None  # the message, once on disk
+        ending = Ending.CUT  # until the loop returns: what it read was answered by nothing
         began = time.perf_counter()
         try:
             async with active.lock:
@@ -274,6 +294,7 @@ class TurnRunner(BetweenTurns):
                         result = await self._turn(session, recorded, active, sink, inbound)
                         if recorded.duplicate and isinstance(inbound, Incoming):  # cut turn's
                             result = await noting_interruption(session, recorded.seq, result)
+                    ending = ending_of(result)
         except BaseException as exc:
             future.set_exception(exc)
             future.exception()  # the waiters re-raise it; never "exception never retrieved"
@@ -281,7 +302,8 @@ class TurnRunner(BetweenTurns):
                 raise exc.after_recording(recorded.seq) from exc  # a retry would record it twice
             raise
         finally:
-            inbox.close()  # with the future, in one step: nothing is handed over unread after
+            inbox.close(ending)  # with the future, in one step: nothing is handed
+            # over unread after, and what was steered in knows if it still needs a turn
             if self._metrics is not None and recorded is not None and recorded.agent:
                 front_end = current().get("front_end", "other")  # bound by each front end
                 self._metrics.turn(front_end, recorded.agent, time.perf_counter() - began)
@@ -301,51 +323,6 @@ class TurnRunner(BetweenTurns):
             if kept is not None and self._registry.unchanged_since(session.session_id, kept[1]):
                 return kept[0]
         return await inbound.record(session, with_context=True)
-
-    async def _steer(
-        self,
-        session: SessionHandle,
-        active: Line,
-        running: asyncio.Future[TurnResult],
-        inbound: Incoming,
-        sink: TurnSink | None,
-    ) -> TurnResult:
-        """A loop runs: record the message, hand it to that loop, share its result.
-
-        If that loop ends without reading the message (it ended while the message was being
-        recorded, stopped at ``max_tool_iterations``…), the message gets a turn of its own: a
-        reply that was written without it does not answer it. A loop that paused on an
-        approval keeps it (the model sees it when the turn goes on).
-        """
-        recorded = await inbound.record(session)
-        if recorded.duplicate and recorded.answered:
-            return await recorded_outcome(session, recorded.seq)
-        ticket = None
-        if not recorded.duplicate:  # (a redelivered copy shares the turn its first copy has)
-            running = active.running or running  # it may have ended while this was recorded
-            ticket = active.inbox.put(inbound.content) if not running.done() else None
-            if ticket is None:
-                return await self._own_turn(session, recorded.seq, inbound, sink)
-        try:
-            result = await asyncio.shield(running)
-        except StorageError as exc:  # this caller's message is on disk too
-            raise exc.after_recording(recorded.seq) from exc
-        if ticket is not None and not ticket.read and not isinstance(result, AwaitingApproval):
-            return await self._own_turn(session, recorded.seq, inbound, sink)
-        return copy_result(result, steered=True)
-
-    async def _own_turn(
-        self, session: SessionHandle, seq: int, inbound: Incoming, sink: TurnSink | None
-    ) -> TurnResult:
-        """A recorded message no loop read: its turn, once the running one (if any) ended."""
-        return await self.answer(
-            session.session_id,
-            seq,
-            inbound.content,
-            sink=sink,
-            context_blocks=inbound.context_blocks,
-            sender_id=inbound.sender_id,
-        )
 
     async def _turn(
         self,

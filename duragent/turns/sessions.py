@@ -16,6 +16,7 @@ from duragent.core.events import Event
 from duragent.core.messages import Message
 from duragent.session import (
     ChatProgress,
+    SessionAgentMismatchError,
     SessionEndedError,
     SessionInfo,
     SessionNotFoundError,
@@ -30,6 +31,7 @@ __all__ = [
     "ChatProgress",
     "MemoryView",
     "PendingApproval",
+    "SessionAgentMismatchError",
     "SessionEndedError",
     "SessionInfo",
     "SessionNotFoundError",

@@ -81,8 +81,8 @@ async def test_every_line_is_json_and_a_turn_can_be_followed_by_its_id(tmp_path:
         assert {r["front_end"] for r in mine} == {front_end}
         assert {r["agent"] for r in mine} == {"bot"}
         assert len({r["session_id"] for r in mine}) == 1
-        # The model call of the turn carries it too (the HTTP client's line, at -vv).
-        assert any(r["logger"].startswith(("httpx", "openai")) for r in mine), mine
+        # The model call of the turn carries it too (the provider's line, at -vv).
+        assert any(r["logger"].startswith("duragent.llm") for r in mine), mine
 
 
 async def test_text_stays_the_default(tmp_path: Path) -> None:

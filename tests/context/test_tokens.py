@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 import subprocess
 import sys
 import textwrap
@@ -9,6 +10,8 @@ from pathlib import Path
 
 import pytest
 import tiktoken
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from duragent.context import offline_encodings
 from duragent.context.offline_encodings import get_offline_encoding
@@ -282,3 +285,78 @@ def test_chunks_rejoin_to_the_text_and_never_split_a_surrogate_pair() -> None:
     pieces = split_for_tokenizer(text)
     assert "".join(pieces) == text
     assert all(len(p) <= CHUNK_CHARS for p in pieces)
+
+
+def _estimate_one_character_at_a_time(text: str) -> int:
+    """``EstimateCounter.count_text`` as it was written before the class counts (the reference)."""
+    if not text:
+        return 0
+    if text.isascii():
+        punct = sum(1 for ch in text if not ch.isalnum() and not ch.isspace())
+        spaces = text.count(" ") + text.count("\n")
+        digits = sum(1 for ch in text if ch.isdigit())
+        letters = len(text) - punct - spaces - digits
+        estimate = letters / 3.5 + digits + punct * 0.7 + spaces * 0.08
+    else:
+        estimate = 0.0
+        for ch in text:
+            o = ord(ch)
+            if o < 128:
+                if ch.isdigit():
+                    estimate += 1.0
+                elif ch.isalnum():
+                    estimate += 1 / 3.5
+                elif ch.isspace():
+                    estimate += 0.08
+                else:
+                    estimate += 0.7
+            elif o < 0x0800:
+                estimate += 0.7
+            else:
+                estimate += 1.3
+    return max(1, int(estimate + 0.999))
+
+
+_ALPHABETS = [
+    "".join(map(chr, range(128))),  # every ASCII character, controls and \x1c-\x1f included
+    "abc xyz 0123456789 \n\t\r\x0b\x0c",
+    " " * 5 + "\n" * 3 + "\t" * 2,
+    "éüßñçøåæœ Ωλπ Жщы שלום مرحبا \u00a0\u0080\u07ff",
+    "日本語の文章です。中文汉字한국어 \u0800\uffff",
+    "😀🎉👍🏽🧑‍💻\U0010ffff\ud800\udfff",  # emoji, a ZWJ sequence, the last code point, surrogates
+    '{"key": [1, 2.5, null], "x": "y"}; def f(a): return a * 2  # -> ok',
+]
+
+
+@given(st.lists(st.sampled_from(_ALPHABETS), min_size=1, max_size=4), st.randoms())
+@settings(max_examples=400, deadline=None)
+def test_the_estimate_counts_exactly_as_the_character_by_character_sum_did(
+    parts: list[str], rnd: random.Random
+) -> None:
+    text = "".join(rnd.choice(part) * rnd.randint(0, 40) for part in parts for _ in range(8))
+    assert EstimateCounter().count_text(text) == _estimate_one_character_at_a_time(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        *[
+            "",
+            " ",
+            "\n",
+            "\t",
+            "a",
+            "7",
+            "?",
+            "é",
+            "日",
+            "😀",
+            "\ud800",
+            " " * 4096,
+            "\t\r\n" * 999,
+        ],
+        *[ENGLISH, CODE, JSON_TEXT, CJK, ENGLISH + "—", CODE + "é" * 50, JSON_TEXT * 8 + "日本"],
+    ],
+)
+def test_the_estimate_of_known_texts_is_the_character_by_character_sum(text: str) -> None:
+    assert EstimateCounter().count_text(text) == _estimate_one_character_at_a_time(text)

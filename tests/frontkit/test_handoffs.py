@@ -78,3 +78,25 @@ async def test_a_write_between_recording_and_answering_makes_the_turn_read_its_c
     request = kit.h.server.requests[-1].json["messages"]
     assert any(m.get("content") == "a scheduled note in between" for m in request)
     assert result.content == "re: hello"
+
+
+async def test_a_batch_message_steered_into_a_running_turn_costs_one_ask(tmp_path: Path) -> None:
+    """The ticket says how the loop ended: nothing is asked of the session afterwards (the
+    chat queue used to ask ``info`` to learn whether the turn paused)."""
+    async with queue_kit(tmp_path) as kit:
+        await kit.offer("first", "p0", spec())  # the session's first reply reads state
+        assert await eventually(lambda: len(kit.replies()) == 1)
+        assert await eventually(lambda: len(kit.queues) == 0)
+        kit.start_held_turn()
+        await kit.offer("start", "p1", spec())
+        assert await eventually(kit.started.is_set)
+        counted = Counted(kit.h.registry)
+        await kit.offer("also this", "p2", spec())
+        steered = list(counted.asks)
+        kit.gate.set()
+        assert await eventually(lambda: len(kit.replies()) == 2)
+        assert await eventually(lambda: len(kit.queues) == 0)
+        asks = list(counted.asks)
+    assert steered == [SessionOps.add_user_message]
+    assert SessionOps.info not in asks
+    assert kit.replies()[-1] == ("p1", "re: also this")

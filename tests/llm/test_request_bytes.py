@@ -4,13 +4,16 @@ Each test sends one rich request (system prompt, user text with non-ASCII, an as
 tool calls, tool results, tools, temperature, max tokens, streaming) twice to the real fake
 server over HTTP: once through the SDK's own ``create()`` with the classic parameters, once
 through the provider. The recorded bodies must be byte-identical, and so must the headers that
-do not vary per request.
+do not vary per request (for the OpenAI-compatible provider, which no longer sends the SDK's
+``X-Stainless-*`` telemetry nor its User-Agent, the headers a server acts on).
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
+import openai
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -69,10 +72,31 @@ def _stable_headers(recorded: RecordedRequest) -> dict[str, str]:
     return {k: v for k, v in recorded.headers.items() if k not in _VARYING_HEADERS}
 
 
+_SERVED_HEADERS = ("authorization", "content-type", "accept")
+"""What an OpenAI-compatible server reads of the headers the SDK sent."""
+
+
 def _assert_same_request(by_sdk: RecordedRequest, by_provider: RecordedRequest) -> None:
     assert by_provider.path == by_sdk.path
     assert by_provider.raw == by_sdk.raw
     assert _stable_headers(by_provider) == _stable_headers(by_sdk)
+
+
+def _assert_same_openai_request(by_sdk: RecordedRequest, by_provider: RecordedRequest) -> None:
+    assert by_provider.path == by_sdk.path
+    assert by_provider.raw == by_sdk.raw
+    served = {k: by_sdk.headers[k] for k in _SERVED_HEADERS}
+    assert {k: by_provider.headers.get(k) for k in _SERVED_HEADERS} == served
+
+
+@pytest.fixture
+async def openai_sdk(server: ScriptedLLMServer) -> AsyncIterator[openai.AsyncOpenAI]:
+    """The SDK's own client, as the provider was built on it (the reference)."""
+    client = openai.AsyncOpenAI(
+        api_key="sk-test", base_url=server.openai_base_url, max_retries=0, timeout=5
+    )
+    yield client
+    await client.close()
 
 
 def _openai_sdk_params(provider: OpenAICompatibleProvider, request: ChatRequest) -> dict[str, Any]:
@@ -92,32 +116,35 @@ def _openai_sdk_params(provider: OpenAICompatibleProvider, request: ChatRequest)
 
 @pytest.mark.parametrize("with_tools", [True, False])
 async def test_the_openai_provider_streams_the_bytes_the_sdk_would_send(
-    server: ScriptedLLMServer, openai_provider: OpenAICompatibleProvider, with_tools: bool
+    server: ScriptedLLMServer,
+    openai_provider: OpenAICompatibleProvider,
+    openai_sdk: openai.AsyncOpenAI,
+    with_tools: bool,
 ) -> None:
     request = rich_request(streamed_tools=with_tools)
     server.enqueue(Reply(text="a"), Reply(text="b"))
     params = _openai_sdk_params(openai_provider, request)
-    chunks = await openai_provider._client.chat.completions.create(
+    chunks = await openai_sdk.chat.completions.create(
         **params, stream=True, stream_options={"include_usage": True}
     )
     async for _ in chunks:
         pass
     await collect(openai_provider.stream(request))
     by_sdk, by_provider = server.requests
-    _assert_same_request(by_sdk, by_provider)
+    _assert_same_openai_request(by_sdk, by_provider)
 
 
 async def test_the_openai_provider_completes_with_the_bytes_the_sdk_would_send(
-    server: ScriptedLLMServer, openai_provider: OpenAICompatibleProvider
+    server: ScriptedLLMServer,
+    openai_provider: OpenAICompatibleProvider,
+    openai_sdk: openai.AsyncOpenAI,
 ) -> None:
     request = rich_request()
     server.enqueue(Reply(text="a"), Reply(text="b"))
-    await openai_provider._client.chat.completions.create(
-        **_openai_sdk_params(openai_provider, request)
-    )
+    await openai_sdk.chat.completions.create(**_openai_sdk_params(openai_provider, request))
     await openai_provider.complete(request)
     by_sdk, by_provider = server.requests
-    _assert_same_request(by_sdk, by_provider)
+    _assert_same_openai_request(by_sdk, by_provider)
 
 
 def _anthropic_sdk_params(provider: AnthropicProvider, request: ChatRequest) -> dict[str, Any]:

@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+from typing import Any
+
 from duragent.core.events import Event, EventType
 from duragent.core.messages import Role, ToolCall
 from duragent.core.snapshot import SessionSnapshot, SessionStatus
 from duragent.session.state import (
+    _RULES,
     CHECKPOINT_THRESHOLD,
     SessionState,
     actor_message_limit,
@@ -173,6 +176,42 @@ def test_unknown_events_change_nothing_but_the_seq() -> None:
     assert state.messages() == []
     assert state.last_seq == 1
     assert state.updated_at == "t2"
+
+
+def test_every_event_type_has_its_rule() -> None:
+    assert set(_RULES) == {kind.value for kind in EventType}
+
+
+def test_a_log_in_the_legacy_forms_replays_as_it_always_did() -> None:
+    """The reference's ``assistant_message`` and ``tool_call``, a result of bare text, a skip
+    without a reason, a delivery without a target: read with the defaults they always had."""
+    records: list[tuple[EventType, dict[str, Any]]] = [
+        (EventType.USER_MESSAGE, {"content": "hi"}),
+        (EventType.ASSISTANT_MESSAGE, {"agent": "a", "content": "looking"}),
+        (EventType.TOOL_CALL, {"call_id": "c1", "tool_name": "bash", "arguments": {"a": 1}}),
+        (EventType.TOOL_RESULT, {"call_id": "c1", "result": "a b"}),
+        (EventType.TOOL_CALL, {"call_id": "c2", "tool_name": "bash", "arguments": {}}),
+        (EventType.TOOLS_SKIPPED, {"call_ids": ["c2"]}),
+        (EventType.ASSISTANT_MESSAGE, {"content": "done", "usage": {"prompt_tokens": 3}}),
+        (EventType.DELIVERY, {"reply_seq": 7}),
+        (EventType.SESSION_END, {"reason": "bye"}),
+    ]
+    day = "2026-11-22T00:00:00.000Z"
+    state = replayed(
+        [Event(seq, day, kind.value, data) for seq, (kind, data) in enumerate(records, 1)]
+    )
+    assert [(m.role, m.text, [c.id for c in m.tool_calls]) for m in state.messages()] == [
+        (Role.USER, "hi", []),
+        (Role.ASSISTANT, "looking", ["c1"]),
+        (Role.TOOL, "a b", []),
+        (Role.ASSISTANT, "", ["c2"]),
+        (Role.TOOL, "Skipped: skipped", []),
+        (Role.ASSISTANT, "done", []),
+    ]
+    assert state.messages()[1].tool_calls[0].arguments == '{"a": 1}'
+    assert (state.last_final_reply_seq, state.last_delivered_seq) == (7, 7)
+    assert state.tokens_today == 3
+    assert state.status is SessionStatus.COMPLETED
 
 
 def test_a_replay_over_a_snapshot_keeps_its_pending_approval_whole() -> None:

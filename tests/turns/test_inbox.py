@@ -8,7 +8,7 @@ from typing import Any
 
 from duragent.testing import Reply, ToolCallReply
 from duragent.turns import Complete
-from duragent.turns.inbox import Inbox
+from duragent.turns.inbox import Ending, Inbox
 from tests.polling import eventually
 from tests.turns.turn_fixtures import FnTool, harness
 
@@ -35,6 +35,48 @@ def test_a_closed_inbox_refuses_messages_and_returns_what_was_never_read() -> No
     assert not unread.read
     assert not inbox.is_open
     assert inbox.put("too late") is None
+
+
+def test_closing_stamps_every_ticket_with_how_the_loop_ended() -> None:
+    inbox = Inbox()
+    read, unread = inbox.put("read"), inbox.put("unread")
+    inbox.take()
+    late = inbox.put("late")
+    assert read is not None
+    assert unread is not None
+    assert late is not None
+    assert not read.settled
+    inbox.close(Ending.PAUSED)
+    assert [t.ending for t in (read, unread, late)] == [Ending.PAUSED] * 3
+
+
+def test_an_answering_loop_settles_only_what_it_read() -> None:
+    inbox = Inbox()
+    read = inbox.put("read")
+    inbox.take()
+    unread = inbox.put("unread")
+    inbox.close(Ending.ANSWERED)
+    assert read is not None
+    assert unread is not None
+    assert not read.needs_own_turn
+    assert unread.needs_own_turn
+
+
+def test_a_paused_loop_keeps_even_what_it_never_read() -> None:
+    inbox = Inbox()
+    unread = inbox.put("unread")
+    inbox.close(Ending.PAUSED)
+    assert unread is not None
+    assert not unread.needs_own_turn  # the model sees it when the turn goes on
+
+
+def test_a_cut_loop_settles_nothing_it_read() -> None:
+    inbox = Inbox()
+    read = inbox.put("read")
+    inbox.take()
+    inbox.close(Ending.CUT)
+    assert read is not None
+    assert read.needs_own_turn
 
 
 async def test_an_http_message_the_loop_never_read_gets_a_reply_of_its_own(

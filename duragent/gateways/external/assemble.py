@@ -6,7 +6,7 @@ per-session queues, the router over ``routes[]`` (matching the entry's ``name``)
 ``ChatFront`` pipeline and ``recover_chats``.
 
 With several nodes, a gateway without ``fans_out`` (its platform hands each message to one
-node) hands a message for a chat another node serves to that node (``frontkit.relay``);
+node) hands a message for a chat another node serves to that node (``frontkit.relayed``);
 with ``fans_out`` the owner receives its own copy and the others defer (``frontkit.owners``).
 
 ``ExternalGateways`` is the one runtime service for all of them: it starts each in turn, and
@@ -27,7 +27,7 @@ from pathlib import Path
 
 from duragent.agents import AgentCatalog
 from duragent.config.workspace import ExternalGatewayConfig, RouteConfig
-from duragent.frontkit import GatewayChats, OutboundPort, OwnerRelay, Router, gateway_chats
+from duragent.frontkit import ChatRelay, GatewayChats, OutboundPort, Router, gateway_chats
 from duragent.gateways.external.service import DEFAULT_TIMINGS, ExternalGateway, Timings
 from duragent.lifecycle.tasks import BackgroundTasks
 from duragent.store.cluster import Cluster
@@ -49,7 +49,7 @@ def build_external_gateway(
     routes: Sequence[RouteConfig],
     request_timeout: float | None = None,
     cluster: Cluster | None = None,
-    relay: OwnerRelay | None = None,
+    relay: ChatRelay | None = None,
     timings: Timings = DEFAULT_TIMINGS,
 ) -> ExternalGateway:
     """The service for ``gateways.external[index]``; its chat front is built when it starts."""

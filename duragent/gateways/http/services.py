@@ -6,8 +6,9 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from duragent.agents import AgentCatalog
+from duragent.cluster import OwnerRelay
 from duragent.config import WorkspaceConfig
-from duragent.frontkit import OwnerRelay, WebhookReceiver
+from duragent.frontkit import WebhookReceiver
 from duragent.frontkit.delivery import Delivery
 from duragent.gateways.http.api.schedules import SchedulesPort
 from duragent.gateways.http.cluster.forwarding import SessionForwarding

@@ -7,7 +7,7 @@ router over ``routes[]``, the ``ChatFront`` pipeline, and the recovery of what a
 unfinished, which the gateway runs before it takes the first update.
 
 With several nodes and long polling, the polling node hands an update for a chat whose
-session another node serves to that node (``relay``: ``frontkit.relay``), and takes those
+session another node serves to that node (``relay``: ``frontkit.relayed``), and takes those
 handed to it when it stands by. In webhook mode the HTTP front end forwards the update's
 request itself (``gateways/http/webhooks.py``), so no relay is given.
 """
@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 
 from duragent.agents import AgentCatalog
 from duragent.config.workspace import RouteConfig, TelegramConfig
-from duragent.frontkit import GatewayChats, OutboundPort, OwnerRelay, Router, gateway_chats
+from duragent.frontkit import ChatRelay, GatewayChats, OutboundPort, Router, gateway_chats
 from duragent.gateways.telegram.service import TelegramGateway
 from duragent.lifecycle.tasks import BackgroundTasks
 from duragent.store.cluster import Cluster
@@ -44,7 +44,7 @@ def build_telegram_gateway(
     routes: Sequence[RouteConfig],
     request_timeout: float | None = None,
     cluster: Cluster | None = None,
-    relay: OwnerRelay | None = None,
+    relay: ChatRelay | None = None,
 ) -> TelegramGateway:
     """The Telegram service; its chat front is built when it starts."""
     router = Router(routes, catalog)

@@ -21,6 +21,13 @@ What Telegram needs that the kit does not know about:
   guarantee is "at least once per crash" for the same reason.
 - **Approvals** are one message with the kit's three inline buttons (``approval_buttons``:
   labels and payloads the kit reads back when one is pressed).
+- **Raw sends.** ``sendMessage`` and ``sendChatAction`` go through ``Bot._post`` (``_call``),
+  the step every PTB method takes, with the Bot API's own parameter names: the request layer,
+  the rate limiter (``ExtBot._do_post``) and PTB's errors (``RetryAfter``, ``BadRequest``,
+  ``Forbidden``, ``TimedOut``…) are all as for ``Bot.send_message``, but the answer stays the
+  Bot API's dict instead of being rebuilt as a ``Message`` (a third of a send's CPU, issue
+  35), of which only ``message_id`` is read. ``Bot.do_api_request`` would do the same but
+  warns (an error under pytest) on every call to a method PTB has a typed form of.
 """
 
 from __future__ import annotations
@@ -31,9 +38,9 @@ import logging
 import warnings
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, Message, ReplyParameters
+from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup
 from telegram.constants import ChatAction, ParseMode
 from telegram.error import BadRequest, NetworkError, RetryAfter
 
@@ -87,6 +94,15 @@ async def _busy_as_such(call: Awaitable[T]) -> T:
         raise PlatformBusyError(f"telegram: {exc.message}") from exc
 
 
+async def _call(bot: Bot, method: str, params: dict[str, Any]) -> Any:
+    """The Bot API's answer to ``method`` as PTB's request layer returns it (a dict or a bool).
+
+    ``params`` are the Bot API's names; ``None`` values are left out (as PTB's methods do);
+    ``TelegramObject`` values are sent as their JSON.
+    """
+    return await bot._post(method, params)
+
+
 def _entities_refused(exc: BadRequest) -> bool:
     return "can't parse entities" in exc.message.lower() or "can't find end" in exc.message.lower()
 
@@ -118,7 +134,7 @@ class TelegramOutbound:
     ) -> SentMessage:
         """Send ``text`` as one or more messages; the last one sent."""
         quote = reply_to if reply_to and _is_group(chat) else None
-        last: Message | None = None
+        last: int | None = None
         # Markdown that shows nothing ("[](url)", "#", an empty code block) is shown as written:
         # the model said something, and Telegram refuses an empty message.
         chunks = render_chunks(text) or render_text_chunks(text)
@@ -129,7 +145,7 @@ class TelegramOutbound:
                 quote = None  # only the first chunk quotes
         if last is None:  # nothing visible to send: the kit skips blank replies before this
             raise ValueError("send_text was given a reply with nothing to show")
-        return SentMessage(chat, str(last.message_id))
+        return SentMessage(chat, str(last))
 
     async def _send_chunk(
         self,
@@ -138,8 +154,9 @@ class TelegramOutbound:
         plain: str,
         quote: str | None,
         markup: InlineKeyboardMarkup | None = None,
-    ) -> Message:
-        reply = ReplyParameters(int(quote), allow_sending_without_reply=True) if quote else None
+    ) -> int:
+        """The id of the message sent (``quote``: the message it replies to)."""
+        reply = {"message_id": int(quote), "allow_sending_without_reply": True} if quote else None
         return await _busy_as_such(self._send_formatted(chat, html, plain, reply, markup))
 
     async def _send_formatted(
@@ -147,18 +164,12 @@ class TelegramOutbound:
         chat: ChatRef,
         html: str,
         plain: str,
-        reply: ReplyParameters | None,
+        reply: dict[str, Any] | None,
         markup: InlineKeyboardMarkup | None,
-    ) -> Message:
+    ) -> int:
         try:
             return await self._retrying(
-                lambda: self._bot.send_message(
-                    chat.chat_id,
-                    html,
-                    parse_mode=ParseMode.HTML,
-                    reply_parameters=reply,
-                    reply_markup=markup,
-                )
+                lambda: self._send_message(chat, html, ParseMode.HTML, reply, markup)
             )
         except BadRequest as exc:
             if not _entities_refused(exc):
@@ -167,10 +178,27 @@ class TelegramOutbound:
                 "telegram refused the formatting of a reply in %s; sent as plain text", chat.target
             )
             return await self._retrying(
-                lambda: self._bot.send_message(
-                    chat.chat_id, plain, reply_parameters=reply, reply_markup=markup
-                )
+                lambda: self._send_message(chat, plain, None, reply, markup)
             )
+
+    async def _send_message(
+        self,
+        chat: ChatRef,
+        text: str,
+        parse_mode: str | None,
+        reply: dict[str, Any] | None,
+        markup: InlineKeyboardMarkup | None = None,
+    ) -> int:
+        """``sendMessage`` with what ``Bot.send_message`` would send; the new message's id."""
+        params = {
+            "chat_id": chat.chat_id,
+            "text": text,
+            "parse_mode": parse_mode,
+            "reply_parameters": reply,
+            "reply_markup": markup,
+        }
+        sent = await _call(self._bot, "sendMessage", params)
+        return int(sent["message_id"])
 
     async def send_typing(self, chat: ChatRef) -> None:
         """Show "typing…" (Telegram shows it for about five seconds)."""
@@ -178,7 +206,11 @@ class TelegramOutbound:
             return  # a courtesy: under a burst, replies matter more than "typing…"
         self._typing_in_flight += 1
         try:
-            await self._typing_bot.send_chat_action(chat.chat_id, ChatAction.TYPING)
+            await _call(
+                self._typing_bot,
+                "sendChatAction",
+                {"chat_id": chat.chat_id, "action": ChatAction.TYPING},
+            )
         finally:
             self._typing_in_flight -= 1
 
@@ -194,11 +226,11 @@ class TelegramOutbound:
         sent = await self.outbox.send(
             chat, lambda: self._send_chunk(chat, prompt.html, prompt.plain, None, keyboard)
         )
-        return SentMessage(chat, str(sent.message_id))
+        return SentMessage(chat, str(sent))
 
     async def _notice(self, chat: ChatRef, text: str) -> None:
         """The kit's one-time notice that a message was given up (plain text, tried once)."""
-        await self._bot.send_message(chat.chat_id, text)
+        await self._send_message(chat, text, None, None)
 
     async def edit(self, message: SentMessage, text: str) -> None:
         """Replace a message's text (and remove its buttons)."""

@@ -18,7 +18,7 @@ are not handled twice. Two kinds of failure:
 - **transient** (``OSError``: the disk or the database refused the write; ``UNHANDED``:
   no node took the update — another node records it now (``InboundBusyError``), or the
   chat's session is owned by a node that neither took it from the relay nor let its lease
-  run out (``LeaseHeldError``, ``RelayFailedError``: ``frontkit.relay``)): the update is
+  run out (``LeaseHeldError``, ``RelayFailedError``: ``cluster.relay``)): the update is
   asked for again for as long as it takes, the pause growing to ``BACKOFF[-1]``. Before,
   these counted towards the poison limit below, so a database outage longer than the first
   five pauses (~48 s) skipped every message that arrived during it, and nobody was told;
@@ -39,7 +39,8 @@ from dataclasses import dataclass, field
 from telegram import Bot, Update
 from telegram.error import Conflict, Forbidden, InvalidToken, NetworkError, TelegramError
 
-from duragent.frontkit import InboundBusyError, RelayFailedError
+from duragent.cluster import RelayFailedError
+from duragent.frontkit import InboundBusyError
 from duragent.gateways.telegram.updates import ALLOWED_UPDATES
 from duragent.store import LeaseHeldError
 

@@ -29,6 +29,7 @@ from telegram import Bot, Update
 from telegram.error import InvalidToken, NetworkError, TelegramError
 from telegram.ext import Application, ApplicationBuilder
 
+from duragent.cluster import run_as_leader
 from duragent.config.workspace import TELEGRAM_TOKEN_HELP as TOKEN_HELP
 from duragent.config.workspace import TelegramConfig
 from duragent.errors import ConfigError, DuragentError
@@ -38,7 +39,6 @@ from duragent.frontkit import (
     InboundMessage,
     OutboundPort,
     WebhookReceiver,
-    run_as_leader,
 )
 from duragent.gateways.telegram.aiohttp_request import AiohttpRequest
 from duragent.gateways.telegram.limits import ChatRateLimiter, RateCounts

@@ -4,7 +4,7 @@ With ``fans_out: true`` (a platform like Discord: every connected node receives 
 event) the node serving the chat takes each message; the other defers, finds it taken, and
 answers nothing. Each node runs the fake gateway child; the test emits each message to both.
 Without it (a load-balanced platform: each message reaches one node) a node that gets a
-message for a chat the other node serves hands it to that node (``frontkit.relay``).
+message for a chat the other node serves hands it to that node (``cluster.relay``).
 """
 
 from __future__ import annotations

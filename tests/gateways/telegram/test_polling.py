@@ -15,8 +15,8 @@ from contextlib import asynccontextmanager
 import pytest
 from telegram import Bot, Update
 
+from duragent.cluster import RelayFailedError
 from duragent.errors import StorageError
-from duragent.frontkit import RelayFailedError
 from duragent.gateways.telegram.polling import MAX_ATTEMPTS, poll_updates
 from duragent.gateways.telegram.service import bot_api_base
 from duragent.store import LeaseHeldError

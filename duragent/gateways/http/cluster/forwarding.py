@@ -18,7 +18,7 @@ front); ``SessionForwarding.serve`` runs the route's handler and:
   served, and a recorded one without an answer gets its turn there.
 
 Forwarding, not redirect: clients (and the reference's CLI) do not follow redirects on POST,
-and the owner's address may be internal. The hop is signed (``frontkit/hops.py``, the one
+and the owner's address may be internal. The hop is signed (``cluster/hops.py``, the one
 scheme, shared with the chat relay): ``HMAC-SHA256`` over the method, path, time, sender and
 body hash with the deployment's key (``cluster_secret``), so a
 forwarded request is authenticated as coming from a node, is served by the owner even when
@@ -43,8 +43,7 @@ from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from duragent.errors import StorageError
-from duragent.frontkit.hops import (
+from duragent.cluster.hops import (
     FORWARDED_AT,
     FORWARDED_BY,
     MOVED,
@@ -53,6 +52,7 @@ from duragent.frontkit.hops import (
     Hops,
     sign,
 )
+from duragent.errors import StorageError
 from duragent.gateways.http.server.problem import ProblemError
 from duragent.gateways.http.server.security import MAX_BODY_BYTES
 from duragent.observability.metrics import Metrics

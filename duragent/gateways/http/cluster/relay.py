@@ -2,10 +2,10 @@
 
 A chat message that reached a node whose chat session another node owns (Telegram long
 polling runs on one node; a load-balanced external gateway hands each message to one) is
-handed to the owner as a signed hop (``frontkit.relay``). This route is its receiving end:
+handed to the owner as a signed hop (``cluster.relay``). This route is its receiving end:
 it serves nothing but signed hops (403 for anything else, whatever ``api_token`` says, and
 403 for a forged one; 503 for one older than a lease, which its sender has given up on),
-and answers what the kit's ``OwnerRelay.receive`` decided: 200 once the message is recorded
+and answers what the relay's ``OwnerRelay.receive`` decided: 200 once the message is recorded
 here, 503 with ``x-duragent-moved`` when this node does not own the session either.
 
 Exempt from the loopback Host check (like a webhook): nodes address each other by the
@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from duragent.frontkit import RELAY_PATH, OwnerRelay
+from duragent.cluster import RELAY_PATH, OwnerRelay
 from duragent.gateways.http.cluster.forwarding import SessionForwarding
 from duragent.gateways.http.server.problem import ProblemError
 

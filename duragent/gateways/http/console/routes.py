@@ -31,7 +31,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from duragent.core.events import Event, EventType
+from duragent.core.events import Event
+from duragent.core.payloads import (
+    ApprovalDecisionData,
+    ApprovalRequiredData,
+    AssistantResponseData,
+    EventType,
+)
 from duragent.errors import StorageError
 from duragent.gateways.http.api.paging import MAX_MESSAGES_LIMIT, limited, read_limit
 from duragent.gateways.http.server.problem import ProblemError
@@ -76,16 +82,18 @@ def _with_budget(events: list[Event]) -> list[dict[str, Any]]:
     approvals: dict[str, dict[str, Any]] = {}
     for event in events:
         if event.type == EventType.ASSISTANT_RESPONSE:
-            found = {k: event.data[k] for k in ("budget", "usage") if event.data.get(k)}
+            response = AssistantResponseData.of(event.data)
+            shown = (("budget", response.budget), ("usage", response.usage))
+            found = {name: value for name, value in shown if value}
             if found:
                 extra[event.seq] = found
         elif event.type == EventType.APPROVAL_REQUIRED:
-            call = str(event.data.get("call_id", ""))
-            approvals[call] = {"command": event.data.get("command", ""), "decision": None}
+            asked = ApprovalRequiredData.of(event.data)
+            approvals[asked.call_id] = {"command": asked.command, "decision": None}
         elif event.type == EventType.APPROVAL_DECISION:
-            call = str(event.data.get("call_id", ""))
-            if call in approvals:
-                approvals[call]["decision"] = event.data.get("decision")
+            decided = ApprovalDecisionData.of(event.data)
+            if decided.call_id in approvals:
+                approvals[decided.call_id]["decision"] = decided.decision
     messages = events_to_messages(events, include_tools=True)
     for item in messages:
         item.update(extra.get(item["seq"], {}))

@@ -51,7 +51,14 @@ from duragent.gateways.http.server.problem import failed_turn_status
 from duragent.gateways.http.server.security import read_json
 from duragent.gateways.http.services import HttpServices
 from duragent.observability.logctx import log_context, new_turn_id
-from duragent.turns import Duplicate, Failed, SessionInfo, SessionNotFoundError
+from duragent.turns import (
+    Duplicate,
+    Failed,
+    SessionAgentMismatchError,
+    SessionEndedError,
+    SessionInfo,
+    SessionNotFoundError,
+)
 
 __all__ = ["FRONT_END", "OpenAIRoutes"]
 
@@ -97,10 +104,37 @@ class OpenAIRoutes:
                 self.s.catalog.get(chat.model)
             except AgentNotFoundError:
                 raise _no_model(chat.model) from None
-            info = await self._session(chat)
-            return await self._turn(chat, info, message_key(request))
+            if chat.stream:  # the stream needs the session's on_disconnect before it opens
+                info = await self._session(chat)
+                return await self._turn(chat, info.session_id, message_key(request), info)
+            return await self._unread_turn(chat, message_key(request))
         except OpenAIError as exc:
             return error_response(exc)
+
+    async def _unread_turn(self, chat: OpenAIChatRequest, key: str | None) -> Response:
+        """A turn with no read before it: two round trips to the session, as any turn.
+
+        A key that looks like a session id is taken as one; the turn itself refuses a
+        session of another agent, or an ended one, before writing anything (issue 35). A key
+        that is not a session here is the client's own name for a conversation.
+        """
+        named = chat.key
+        if named is not None and _SESSION_ID.fullmatch(named):
+            try:
+                return await self._turn(chat, named, key)
+            except SessionNotFoundError:
+                pass  # not a session here: the client's own name for a conversation
+            except SessionAgentMismatchError as exc:
+                raise _agent_mismatch(named, exc.agent, chat.model) from None
+            except SessionEndedError:
+                raise _ended(named) from None
+        return await self._turn(chat, await self._new_or_keyed(chat), key)
+
+    async def _new_or_keyed(self, chat: OpenAIChatRequest) -> str:
+        """The session of ``chat.key`` (made on first use), or a new one without a key."""
+        if chat.key is None:
+            return await self.s.turns.start_session(chat.model, gateway=FRONT_END)
+        return await self.s.turns.session_for_chat(FRONT_END, chat.key, chat.model)
 
     async def _session(self, chat: OpenAIChatRequest) -> SessionInfo:
         """The session ``chat`` continues or starts (see the module docstring)."""
@@ -113,36 +147,26 @@ class OpenAIRoutes:
                 info = None  # not a session here: the client's own name for a conversation
             if info is not None:
                 if info.agent != chat.model:
-                    raise OpenAIError(
-                        400,
-                        f"session {key} belongs to agent {info.agent!r}, not {chat.model!r}: "
-                        "use that model, or another session_id",
-                        param="session_id",
-                        code="session_agent_mismatch",
-                    )
+                    raise _agent_mismatch(key, info.agent, chat.model)
                 if info.status is SessionStatus.COMPLETED:
-                    raise OpenAIError(
-                        404,
-                        f"session {key} has ended: it takes no more messages; omit session_id "
-                        "(or use a new one) to start a new conversation",
-                        param="session_id",
-                        code="session_ended",
-                    )
+                    raise _ended(key)
                 return info
-        if key is None:
-            session_id = await self.s.turns.start_session(chat.model, gateway=FRONT_END)
-        else:
-            session_id = await self.s.turns.session_for_chat(FRONT_END, key, chat.model)
-        return await sessions.info(session_id)
+        return await sessions.info(await self._new_or_keyed(chat))
 
-    async def _turn(self, chat: OpenAIChatRequest, info: SessionInfo, key: str | None) -> Response:
-        session_id = info.session_id
+    async def _turn(
+        self,
+        chat: OpenAIChatRequest,
+        session_id: str,
+        key: str | None,
+        info: SessionInfo | None = None,
+    ) -> Response:
+        """The turn, streamed (``info``: the session, read before the stream opens) or not."""
         turn_id = new_turn_id()
         headers = {TURN_HEADER: turn_id, SESSION_HEADER: session_id}
         with log_context(
             session_id=session_id, agent=chat.model, front_end=FRONT_END, turn_id=turn_id
         ):
-            if chat.stream:
+            if info is not None:
                 response: Response = stream_turn(
                     self.s.turns,
                     self.s.tasks,
@@ -160,7 +184,9 @@ class OpenAIRoutes:
             try:
                 result = await await_turn(
                     self.s.tasks,
-                    self.s.turns.run(session_id, chat.content, platform_message_id=key),
+                    self.s.turns.run(
+                        session_id, chat.content, platform_message_id=key, agent=chat.model
+                    ),
                     wait_at_most=self.s.config.server.request_timeout_seconds,
                     name=f"openai-turn-{session_id}",
                 )
@@ -193,6 +219,26 @@ class OpenAIRoutes:
                     headers=headers,
                 )
         return JSONResponse(completion(result, chat.model, turn_id), headers=headers)
+
+
+def _agent_mismatch(session_id: str, agent: str, model: str) -> OpenAIError:
+    return OpenAIError(
+        400,
+        f"session {session_id} belongs to agent {agent!r}, not {model!r}: "
+        "use that model, or another session_id",
+        param="session_id",
+        code="session_agent_mismatch",
+    )
+
+
+def _ended(session_id: str) -> OpenAIError:
+    return OpenAIError(
+        404,
+        f"session {session_id} has ended: it takes no more messages; omit session_id "
+        "(or use a new one) to start a new conversation",
+        param="session_id",
+        code="session_ended",
+    )
 
 
 def _no_model(name: str) -> OpenAIError:

@@ -9,9 +9,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from duragent.cluster import RELAY_PATH
 from duragent.config import load_workspace
-from duragent.frontkit import RELAY_PATH, InboundMessage, Sender
-from duragent.frontkit.relay import to_wire
+from duragent.frontkit import InboundMessage, Sender
+from duragent.frontkit.relayed import to_wire
 from duragent.gateways.http.cluster.forwarding import FORWARDED_AT, FORWARDED_BY, SIGNATURE, sign
 from duragent.runtime import Runtime
 from tests.gateways.http.cluster.test_forwarding import node_workspace, url

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from duragent.frontkit import ButtonPress, InboundMessage, Sender
-from duragent.frontkit.relay import from_wire, to_wire
+from duragent.frontkit.relayed import from_wire, to_wire
 
 
 def test_a_relayed_message_or_press_reads_back_as_it_was_sent() -> None:

@@ -1,4 +1,4 @@
-"""A chat message handed to the node that owns its chat's session: the kit's relay.
+"""A payload handed to the node that owns its session: the cluster's relay.
 
 With several nodes on one database, a chat's session lives on the node whose actor holds its
 lease. Some platforms hand a message to a node that is not that one and never to the owner:
@@ -11,25 +11,29 @@ lease. Some platforms hand a message to a node that is not that one and never to
 
 Before, the node met ``LeaseHeldError`` until the owner's actor went idle (minutes): polling
 asked Telegram for the update again and again and skipped it after five attempts (lost); a
-plugin's message failed. Now ``OwnerRelay.serve`` runs the kit's pipeline here and, when it
-meets another node's lease:
+plugin's message failed. Now ``OwnerRelay.serve`` runs the handling here and, when it meets
+another node's lease:
 
-- **live owner** (registered, heartbeat fresh): the message, translated (``InboundMessage``
-  or ``ButtonPress``), is POSTed to the owner's ``RELAY_PATH`` as a signed hop
-  (``frontkit/hops.py``: the same scheme as the HTTP forwarding, no second one). The owner
-  runs it through the same pipeline (``GatewayChats.front``), so its own in-order queue
-  records and answers it, and replies through its own connection to the platform. Its 200
-  means "recorded" (or deliberately dropped); only then does ``serve`` return, and only then
-  does polling confirm the update's offset.
+- **live owner** (registered, heartbeat fresh): the payload (the message, encoded by its
+  sender: ``frontkit.relayed``) is POSTed to the owner's ``RELAY_PATH`` as a signed hop
+  (``cluster/hops.py``: the same scheme as the HTTP forwarding, no second one). The owner
+  hands it to its ``Receiver`` (the chat gateways' pipeline, ``GatewayChats.front``), so its
+  own in-order queue records and answers it, and replies through its own connection to the
+  platform. Its 200 means "recorded" (or deliberately dropped); only then does ``serve``
+  return, and only then does polling confirm the update's offset.
 - **owner moved on** (it answers 503 with ``x-duragent-moved``, or this node's write was
   fenced): looked up again, up to ``MAX_ATTEMPTS`` times.
 - **owner gone** (not registered, heartbeat stale, unreachable, or stalling while the hop
-  waits): not waited on beyond its lease: ``serve`` retries the pipeline here until the
+  waits): not waited on beyond its lease: ``serve`` retries the handling here until the
   lease expires (at most a lease and ``EXTRA_SECONDS``), and this node takes the session
   over (its actor replays it from the database).
 - **nobody took it** (the owner answered an error, or the lease never ran out):
   ``RelayFailedError`` or ``LeaseHeldError`` reaches the adapter, which does not confirm the
   message (polling asks Telegram for it again, never skipping it for this reason).
+
+The relay knows leases, nodes and hops, not what it carries: the payload is bytes its
+sender encoded and its receiver decodes (``frontkit.relayed`` for chat messages), so the
+cluster layer needs none of the chat kit's types.
 
 Exactly once: the sending node keeps its claim on the message in the inbound ledger while
 the owner records it, and settles it once the owner answered 200; the owner therefore
@@ -41,25 +45,29 @@ after the owner recorded it) is recognised by its platform id in the session
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict
-from typing import Any, Protocol
+from typing import NamedTuple, Protocol
 
+from duragent.cluster.hops import MOVED, Hops
 from duragent.errors import DuragentError, StorageError
-from duragent.frontkit.hops import MOVED, Hops
-from duragent.frontkit.inbound import ButtonPress, InboundMessage, Sender
 from duragent.observability.metrics import Metrics
 from duragent.store import FencedWriteError, LeaseHeldError, NodeDirectory, NodeRecord
 
-__all__ = ["EXTRA_SECONDS", "RELAY_PATH", "OwnerRelay", "RelayFailedError", "Relayed"]
+__all__ = [
+    "EXTRA_SECONDS",
+    "RELAY_PATH",
+    "OwnerRelay",
+    "Receiver",
+    "RelayFailedError",
+    "Unpacked",
+]
 
 log = logging.getLogger(__name__)
 
 RELAY_PATH = "/api/v1/cluster/chat-messages"
-"""Where a node takes a chat message another node hands over (signed hops only)."""
+"""Where a node takes a payload another node hands over (signed hops only): chat messages."""
 MAX_ATTEMPTS = 6
 """Times the owner is looked up again (it moved on, or this node's write was fenced)."""
 EXTRA_SECONDS = 2.0
@@ -67,44 +75,30 @@ EXTRA_SECONDS = 2.0
 POLL_SECONDS = 0.5
 """While a gone owner's lease runs out, the session is claimed again this often."""
 
-Relayed = InboundMessage | ButtonPress
-
 
 class RelayFailedError(DuragentError):
     """The chat's owner did not take the message: it is recorded nowhere, deliver it again."""
 
 
-class ChatReceiver(Protocol):
-    """What takes a relayed message on the owner: a gateway's pipeline, without the ledger."""
+class Unpacked(NamedTuple):
+    """A payload handed to this node, decoded by its ``Receiver``."""
 
-    async def message(self, msg: InboundMessage) -> None:
-        """Route, check and record ``msg`` (returns once it is on disk or dropped)."""
+    label: str
+    """What it is, for the log (a chat message's chat)."""
+    record: Callable[[], Awaitable[None]]
+    """Record it here: returns once it is on disk or deliberately dropped."""
+
+
+class Receiver(Protocol):
+    """What takes the payloads other nodes hand to this one (the chat gateways' pipelines)."""
+
+    def unpack(self, body: bytes) -> Unpacked | None:
+        """``body`` decoded, with how to record it here, without the inbound ledger.
+
+        None: nothing on this node takes it now (its gateway did not start here), so its
+        sender hands it again later; ``ValueError``: ``body`` encodes no payload.
+        """
         ...
-
-    async def press(self, press: ButtonPress) -> None:
-        """Act on a button press."""
-        ...
-
-
-def to_wire(value: Relayed) -> bytes:
-    """The JSON body of a hop carrying ``value``."""
-    kind = "message" if isinstance(value, InboundMessage) else "press"
-    return json.dumps({"kind": kind, "value": asdict(value)}, ensure_ascii=False).encode()
-
-
-def from_wire(body: bytes) -> Relayed:
-    """The value a hop carries (``ValueError`` when the body is not one)."""
-    try:
-        data = json.loads(body)
-        fields: dict[str, Any] = dict(data["value"])
-        sender = Sender(**fields.pop("sender"))
-        if data["kind"] == "message":
-            return InboundMessage(sender=sender, **fields)
-        if data["kind"] == "press":
-            return ButtonPress(sender=sender, **fields)
-    except (TypeError, KeyError, AttributeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"not a relayed chat message: {exc}") from None
-    raise ValueError(f"not a relayed chat message: kind {data['kind']!r}")
 
 
 def _fenced(exc: BaseException) -> bool:
@@ -115,11 +109,11 @@ def _fenced(exc: BaseException) -> bool:
 
 
 class OwnerRelay:
-    """Hands chat messages to their session's owner, and takes those handed here (see above)."""
+    """Hands payloads (chat messages) to their session's owner, takes those handed here."""
 
     def __init__(self, nodes: NodeDirectory, lease_seconds: float) -> None:
         self.hops = Hops(nodes, lease_seconds)
-        self._receivers: dict[str, ChatReceiver] = {}
+        self._receiver: Receiver | None = None
         self.relayed = 0
         """Messages handed to their owner since start."""
         self.taken_over = 0
@@ -141,9 +135,9 @@ class OwnerRelay:
             labels=("outcome",),
         )
 
-    def register(self, gateway: str, receiver: ChatReceiver) -> None:
-        """Take messages of ``gateway`` handed here with ``receiver`` (its pipeline)."""
-        self._receivers[gateway] = receiver
+    def listen(self, receiver: Receiver) -> None:
+        """Take the payloads other nodes hand here with ``receiver`` (``receive``)."""
+        self._receiver = receiver
 
     async def aclose(self) -> None:
         """Close the connections to other nodes."""
@@ -151,8 +145,12 @@ class OwnerRelay:
 
     # --- the node a message reached --------------------------------------------------------
 
-    async def serve(self, value: Relayed, handle: Callable[[], Awaitable[None]]) -> None:
-        """``handle()`` here, at the live owner of the chat's session, or here after it left."""
+    async def serve(self, label: str, body: bytes, handle: Callable[[], Awaitable[None]]) -> None:
+        """``handle()`` here, at the live owner of the session, or here after it left.
+
+        ``body``: what ``handle`` handles, encoded (JSON) for the owner's ``Receiver``;
+        ``label``: what it is, for the log (a chat message's chat).
+        """
         deadline: float | None = None
         attempts = 0
         while True:
@@ -166,7 +164,7 @@ class OwnerRelay:
                 attempts += 1  # the registry dropped the actor: look for the owner again
                 if attempts >= MAX_ATTEMPTS:
                     raise
-                log.warning("%s: %s; handled again where the session lives", value.chat.target, exc)
+                log.warning("%s: %s; handled again where the session lives", label, exc)
                 continue
             else:
                 if deadline is not None:
@@ -174,7 +172,7 @@ class OwnerRelay:
                 return
             node = await self.hops.live_node(held.owner)
             if node is not None:
-                outcome = await self._hand_over(node, value)
+                outcome = await self._hand_over(node, label, body)
                 if outcome == "recorded":
                     self.relayed += 1
                     return
@@ -193,15 +191,14 @@ class OwnerRelay:
             wait = min(held.expires_in + 0.05, POLL_SECONDS, deadline - now)
             log.info(
                 "%s: node %s is gone; taking the session over in %.2f s",
-                value.chat.target,
+                label,
                 held.owner,
                 wait,
             )
             await asyncio.sleep(wait)
 
-    async def _hand_over(self, node: NodeRecord, value: Relayed) -> str:
+    async def _hand_over(self, node: NodeRecord, label: str, body: bytes) -> str:
         """``recorded``, ``moved`` (look again) or ``gone``; ``RelayFailedError`` on an error."""
-        body = to_wire(value)
         headers = {"content-type": "application/json", "accept-encoding": "identity"}
         headers |= await self.hops.signed("POST", RELAY_PATH, body)
         outgoing = self.hops.client.build_request(
@@ -219,40 +216,35 @@ class OwnerRelay:
         if answer.status_code == 503 and MOVED in answer.headers:
             return "moved"
         raise RelayFailedError(
-            f"{value.chat.target}: node {node.node_id} did not take the message handed to it "
+            f"{label}: node {node.node_id} did not take the message handed to it "
             f"(HTTP {answer.status_code}: {answer.text[:200]}); it is delivered again"
         )
 
     # --- the owner -------------------------------------------------------------------------
 
     async def receive(self, body: bytes) -> tuple[int, dict[str, str]]:
-        """Record a message another node handed here: the HTTP status and headers to answer.
+        """Record a payload another node handed here: the HTTP status and headers to answer.
 
         The caller checked the hop's signature. No ledger claim: the sender holds it.
         """
         try:
-            value = from_wire(body)
+            unpacked = None if self._receiver is None else self._receiver.unpack(body)
         except ValueError as exc:
-            log.warning("a relayed chat message was refused: %s", exc)
+            log.warning("a payload handed here was refused: %s", exc)
             return 400, {}
-        receiver = self._receivers.get(value.gateway)
-        if receiver is None:  # the gateway failed to start here: the sender tries again later
-            log.warning("%s: handed a message; its gateway does not run here", value.chat.target)
+        if unpacked is None:  # what takes it failed to start here: the sender tries again later
             return 503, {"Retry-After": "1"}
         try:
-            if isinstance(value, InboundMessage):
-                await receiver.message(value)
-            else:
-                await receiver.press(value)
+            await unpacked.record()
         except LeaseHeldError as exc:  # moved on since the sender looked: it looks again
             return 503, {"Retry-After": "1", MOVED: exc.owner}
         except StorageError as exc:
             if _fenced(exc):
                 return 503, {"Retry-After": "1", MOVED: "?"}
-            log.exception("%s: a message handed here could not be recorded", value.chat.target)
+            log.exception("%s: a message handed here could not be recorded", unpacked.label)
             return 500, {}
         except Exception:
-            log.exception("%s: a message handed here could not be recorded", value.chat.target)
+            log.exception("%s: a message handed here could not be recorded", unpacked.label)
             return 500, {}
         self.received += 1
         return 200, {}

@@ -15,14 +15,11 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
-from duragent.store import ChatKey, SharedStorage
+from duragent.store import ChatKey, SessionStorage, SharedStorage
 
-if TYPE_CHECKING:
-    from duragent.session.registry import SessionRegistry
-
-__all__ = ["ANY_MAPPING", "AnyMapping", "map_created_session"]
+__all__ = ["ANY_MAPPING", "AnyMapping", "SessionMaker", "map_created_session"]
 
 log = logging.getLogger(__name__)
 
@@ -36,8 +33,24 @@ class AnyMapping(enum.Enum):
 ANY_MAPPING: Literal[AnyMapping.ANY] = AnyMapping.ANY
 
 
+class SessionMaker(Protocol):
+    """What the mapping needs of the node's session registry (``session.SessionRegistry``).
+
+    A port, not the registry itself: ``cluster`` sits below ``session`` (layers contract).
+    """
+
+    @property
+    def store(self) -> SessionStorage:
+        """Where the registry's sessions and the chat map are stored."""
+        ...
+
+    async def delete(self, session_id: str) -> None:
+        """Stop the session and delete it."""
+        ...
+
+
 async def map_created_session(
-    registry: SessionRegistry,
+    registry: SessionMaker,
     key: ChatKey,
     session_id: str,
     replacing: str | Literal[AnyMapping.ANY] | None,

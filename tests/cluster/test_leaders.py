@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from duragent.frontkit import run_as_leader
+from duragent.cluster import run_as_leader
 from duragent.store.cluster import MemoryCluster
 from tests.polling import eventually
 

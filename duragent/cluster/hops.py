@@ -2,8 +2,8 @@
 
 With a shared store a request or a chat message sometimes belongs on the node that owns a
 session (``store.ownership``). Two things carry it there: the HTTP front end proxies a
-request (``gateways/http/cluster/forwarding.py``), and the kit hands over a chat message
-that reached a node by polling or a load-balanced plugin (``frontkit/relay.py``). Both go
+request (``gateways/http/cluster/forwarding.py``), and the relay hands over a chat message
+that reached a node by polling or a load-balanced plugin (``cluster/relay.py``). Both go
 through this module, so there is one way to sign, one way to decide that a node is gone, and
 one client:
 
@@ -18,8 +18,8 @@ one client:
 - **Addresses** come from the ``nodes`` table, never from a request: a hop is not an open
   proxy.
 
-Its own module in the kit (not the HTTP front end) because front ends never import each
-other, and the sender of a chat message is a chat gateway.
+In ``cluster`` (not the HTTP front end) because front ends never import each other, and the
+sender of a chat message is a chat gateway.
 """
 
 from __future__ import annotations
