@@ -86,6 +86,27 @@ class EventType(enum.StrEnum):
     STEERING = "steering"
 
 
+def _said(data: Mapping[str, Any]) -> tuple[str, str | None, str | None, str | None]:
+    """What a person's message carries: its text, sender id and name, platform id.
+
+    Read for every user and group message, live and in every replay: the usual value (a
+    string, or an absent sender) costs no call.
+    """
+    get = data.get
+    content, sender, name, pid = (
+        get("content"),
+        get("sender_id"),
+        get("sender_name"),
+        get("platform_message_id"),
+    )
+    return (
+        content if content.__class__ is str else as_text(content),
+        sender if sender is None or sender.__class__ is str else str(sender),
+        name if name is None or name.__class__ is str else str(name),
+        pid if pid is None or pid.__class__ is str else str(pid),
+    )
+
+
 class UserMessageData(NamedTuple):
     """A message from the user or a group member.
 
@@ -101,23 +122,7 @@ class UserMessageData(NamedTuple):
     @classmethod
     def of(cls, data: Mapping[str, Any]) -> UserMessageData:
         """The view of a ``user_message`` payload."""
-        get = data.get
-        content, sender, name, pid = (
-            get("content"),
-            get("sender_id"),
-            get("sender_name"),
-            get("platform_message_id"),
-        )
-        return new_view(
-            cls,
-            (
-                content if content.__class__ is str else as_text(content),
-                sender if sender is None or sender.__class__ is str else str(sender),
-                name if name is None or name.__class__ is str else str(name),
-                pid if pid is None or pid.__class__ is str else str(pid),
-                bool(get("passive")),
-            ),
-        )
+        return new_view(cls, (*_said(data), bool(data.get("passive"))))
 
     def to_data(self) -> dict[str, Any]:
         """The payload as written (``passive`` only when true, so older readers agree)."""
@@ -339,22 +344,7 @@ class SilentMessageData(NamedTuple):
     @classmethod
     def of(cls, data: Mapping[str, Any]) -> SilentMessageData:
         """The view of a ``silent_message`` payload."""
-        get = data.get
-        content, sender, name, pid = (
-            get("content"),
-            get("sender_id"),
-            get("sender_name"),
-            get("platform_message_id"),
-        )
-        return new_view(
-            cls,
-            (
-                content if content.__class__ is str else as_text(content),
-                sender if sender is None or sender.__class__ is str else str(sender),
-                name if name is None or name.__class__ is str else str(name),
-                pid if pid is None or pid.__class__ is str else str(pid),
-            ),
-        )
+        return new_view(cls, _said(data))
 
     def to_data(self) -> dict[str, Any]:
         """The payload as written."""

@@ -77,6 +77,9 @@ class UserMessageResult:
     answered: bool = False
     agent: str = ""
     """With ``with_context``: the session's agent (else empty)."""
+    on_disconnect: str = ""
+    """With ``with_context``: what a streaming client that leaves does to the turn
+    (``pause`` or ``continue``; else empty), so a stream learns it from this round trip."""
     pending_approval: PendingApproval | None = None
     """With ``with_context``: the approval the session is waiting for, if any."""
     messages: list[Message] | None = None

@@ -175,6 +175,7 @@ class SessionOps(MemoryOps):
             seq=seq,
             duplicate=duplicate,
             agent=state.agent,
+            on_disconnect=state.on_disconnect,
             pending_approval=_pending(state.pending_approval),
             messages=state.messages(),
             memory=self.memory(),

@@ -269,6 +269,7 @@ class TurnRunner(BetweenTurns):
                 active,
                 running,
                 inbound,
+                sink,
                 lambda seq: self.answer(
                     session.session_id,
                     seq,
@@ -287,6 +288,8 @@ class TurnRunner(BetweenTurns):
         try:
             async with active.lock:
                 recorded = await self._context(session, inbound)
+                if sink is not None:  # a stream opens now: its facts came with the message
+                    await sink.opened(recorded.agent, recorded.on_disconnect)
                 with log_context(agent=recorded.agent or None):  # HTTP reads no info first
                     if recorded.duplicate and recorded.answered:  # what its turn recorded
                         result: TurnResult = await recorded_outcome(session, recorded.seq)

@@ -1,6 +1,9 @@
-"""Where a running turn reports progress (tokens, tool calls, results, approvals).
+"""Where a running turn reports progress (its opening, tokens, tool calls, results, approvals).
 
-Front ends that stream (SSE, the CLI) implement ``TurnSink``; the others pass ``None``.
+Front ends that stream (SSE, the CLI) implement ``TurnSink``; the others pass ``None``. A
+stream opens only once its message is recorded (``opened``): the same round trip to the
+session that records it says which agent answers and what a client that leaves does, so a
+streamed turn asks its session no more than a plain one does (issue 35).
 """
 
 from __future__ import annotations
@@ -14,6 +17,20 @@ __all__ = ["TurnSink"]
 
 class TurnSink(Protocol):
     """Receives a turn's progress as it happens."""
+
+    async def opened(self, agent: str, on_disconnect: str) -> None:
+        """The turn's message is on disk: the stream may open (told before any progress).
+
+        A stream opens once its message is recorded, and learns from that same round trip
+        the session's ``agent`` and its disconnect policy (``pause`` or ``continue``), so no
+        read of the session comes first. Both are empty when the request runs no loop of its
+        own: its message was steered into the loop already running (which cancelling this
+        request never cancels: its caller owns it), or it was a copy of a message already
+        answered. A client that leaves such a request only stops waiting. A steered message
+        the loop left unread gets its own turn afterwards, which tells ``opened`` again, with
+        the session's values.
+        """
+        ...
 
     async def token(self, text: str) -> None:
         """A piece of reply text."""

@@ -7,7 +7,9 @@ its next boundary; when the loop ends it stamps every ticket with how it ended, 
 callers wait for that differently, by what they are:
 
 - an HTTP request (``TurnRunner.run``, ``join_running`` here) waits for the loop and answers
-  with its result (``steered``), or runs the message's own turn when the loop left it;
+  with its result (``steered``), or runs the message's own turn when the loop left it; a
+  stream opens once the message is recorded (``TurnSink.opened``, with no disconnect policy:
+  cancelling the request never cancels the loop, so a client that leaves only stops waiting);
 - a chat queue (``turns.ordering``, ``batch`` mode) returns as soon as the message is on disk
   and, once the turn it was steered into ended, gives what that turn left one more turn.
 """
@@ -24,6 +26,7 @@ from duragent.turns.interruptions import recorded_outcome
 from duragent.turns.lines import Line
 from duragent.turns.recorded import Incoming
 from duragent.turns.result import AwaitingApproval, TurnResult, copy_result
+from duragent.turns.sink import TurnSink
 
 __all__ = ["ending_of", "join_running"]
 
@@ -38,6 +41,7 @@ async def join_running(
     line: Line,
     running: asyncio.Future[TurnResult],
     inbound: Incoming,
+    sink: TurnSink | None,
     own_turn: Callable[[int], Awaitable[TurnResult]],
 ) -> TurnResult:
     """A loop runs: record ``inbound``, hand it to that loop, answer with the loop's result.
@@ -46,8 +50,16 @@ async def join_running(
     while the message was being recorded, stopped at ``max_tool_iterations``…), the message
     gets a turn of its own (``own_turn(seq)``): a reply written without it does not answer
     it. A redelivered copy of a message already steered shares the turn its first copy has.
+
+    ``sink`` is told ``opened`` once the message is on disk, with no agent and no disconnect
+    policy: recorded without the turn's context, it learnt neither, and this request runs no
+    loop of its own (the running loop's caller owns it, and the wait on it is shielded), so a
+    client that leaves only stops waiting. Its own turn, if it gets one, tells ``opened``
+    again, with the session's values.
     """
     recorded = await inbound.record(session)
+    if sink is not None:
+        await sink.opened("", "")
     if recorded.duplicate and recorded.answered:
         return await recorded_outcome(session, recorded.seq)
     ticket = None

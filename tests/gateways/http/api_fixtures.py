@@ -7,11 +7,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 
 from duragent.config import load_workspace
 from duragent.runtime import Runtime
+from duragent.session.ops import Op
 from duragent.testing import ScriptedLLMServer
 
 
@@ -77,3 +79,16 @@ async def served(
                 yield Served(runtime, client, llm, root)
         finally:
             await runtime.aclose()
+
+
+def counted_asks(registry: Any) -> list[Op[Any, ..., Any]]:
+    """Every ask of a session actor from now on, in order, by operation (a turn's round trips)."""
+    asks: list[Op[Any, ..., Any]] = []
+    call = registry.call
+
+    async def counting(session_id: str, op: Op[Any, ..., Any], *args: Any, **kw: Any) -> Any:
+        asks.append(op)
+        return await call(session_id, op, *args, **kw)
+
+    registry.call = counting
+    return asks

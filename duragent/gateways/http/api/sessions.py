@@ -4,7 +4,8 @@ An ended session (status ``completed``: ``POST …/end``, a chat's ``/reset``, T
 takes no more turns: messages, stream and approve answer 404, as the reference's code does
 (it drops an ended session from its registry; its documentation's 410 ``session_ended`` is
 not what it answers). Its summary and history stay readable here, where the reference
-forgets them.
+forgets them. Messages and stream read nothing first: the turn itself refuses an ended or
+missing session before writing anything (two round trips to the session per turn, issue 35).
 """
 
 from __future__ import annotations
@@ -258,20 +259,25 @@ class SessionRoutes:
         session_id = _session_id(request)
         body = await read_json(request)
         content = _text_field(body, "content")
-        info = await self._open(session_id)
         server = self.s.config.server
-        with log_context(agent=info["agent"], front_end="http"):  # stream_turn keeps these
-            return stream_turn(
-                self.s.turns,
-                self.s.tasks,
-                session_id,
-                content,
-                on_disconnect=str(info["on_disconnect"]),
-                keep_alive=server.keep_alive_interval_seconds,
-                streams=self.streams,
-                turn_id=new_turn_id(),
-                message_key=message_key(request),
-            )
+        # No read first, as ``send``: the stream opens once the turn recorded its message, and
+        # learns the session's agent (for the logs) and on_disconnect from that round trip.
+        with log_context(front_end="http"):  # stream_turn keeps these
+            try:
+                return await stream_turn(
+                    self.s.turns,
+                    self.s.tasks,
+                    session_id,
+                    content,
+                    keep_alive=server.keep_alive_interval_seconds,
+                    streams=self.streams,
+                    turn_id=new_turn_id(),
+                    message_key=message_key(request),
+                )
+            except SessionEndedError as exc:
+                raise ProblemError(404, str(exc)) from None
+            except SessionNotFoundError:
+                raise ProblemError(404, "session not found") from None
 
     async def _tell_chat(self, session_id: str, result: TurnResult) -> None:
         """A chat's session resumed over HTTP: the rest of its turn goes to the chat too.

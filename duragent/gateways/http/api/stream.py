@@ -7,6 +7,15 @@ Events: ``start`` {} → ``token`` {content} … ``tool_call`` {call_id, name, a
 Keep-alive comments every ``keep_alive_interval_seconds``. Tools run here exactly as in the
 synchronous endpoint (the reference's stream never ran them).
 
+No read of the session comes first: the turn starts, and the response opens once its message
+is recorded (``TurnSink.opened``), which brings the session's agent and disconnect policy
+from that same round trip (a streamed turn asks its session twice, as a plain one, issue
+35). Whatever the turn raises before its message is recorded (no such session, an ended one,
+one of another agent, one another node owns, a disk that refused the write) is raised
+before the stream opens, and the app answers it as it does for any request (404, 409, a
+forward to the owner node, 503…): nothing was written.
+The queue the events go through is ``stream_queue``.
+
 When the server stops, an open stream gets ``STOP_GRACE_SECONDS`` to finish its turn (within
 uvicorn's own 10 s grace); a turn still running then is cancelled ("the server is stopping"),
 its partial reply persisted and the session paused, as for a client that left with ``pause``,
@@ -17,7 +26,9 @@ If the client disconnects: with ``on_disconnect: pause`` the turn is cancelled (
 it cut short gets the result "cancelled: the client disconnected" before the turn ends), the
 partial reply is persisted and the session paused (the next turn makes it active again);
 with ``continue`` the turn finishes in the background and is persisted (status ``running``
-meanwhile, then ``active``).
+meanwhile, then ``active``). A request that runs no loop of its own (its message was steered
+into the running one, which its own caller owns, or was answered already) has no policy: a
+client that leaves it only stops waiting.
 """
 
 from __future__ import annotations
@@ -31,7 +42,7 @@ from typing import Any
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from duragent.core.messages import ToolCall, Usage
+from duragent.core.messages import Usage
 from duragent.core.snapshot import SessionStatus
 from duragent.gateways.http.api.cut_turns import (
     TURN_INTERRUPTED,
@@ -40,12 +51,12 @@ from duragent.gateways.http.api.cut_turns import (
     lost_to,
     taken_over_detail,
 )
+from duragent.gateways.http.api.stream_queue import OpenStreams, QueueSink, Stopping
 from duragent.lifecycle.tasks import BackgroundTasks
 from duragent.observability.logctx import current, log_context
 from duragent.turns import (
     CLIENT_LEFT,
     AwaitingApproval,
-    CallOutcome,
     Complete,
     Duplicate,
     Failed,
@@ -70,52 +81,6 @@ TURN_HEADER = "X-Duragent-Turn"
 """The response header naming the turn a request ran (also in the log lines it caused)."""
 SERVER_STOPPING = "the server is stopping"
 """Why a streaming turn was cancelled when the server stopped (the cancel message)."""
-
-
-class _Stopping:
-    """The marker a stopping server puts in each open stream's queue."""
-
-
-_STOPPING = _Stopping()
-
-
-class QueueSink:
-    """A TurnSink that turns progress into SSE events on a queue."""
-
-    def __init__(self) -> None:
-        self.queue: asyncio.Queue[ServerSentEvent | _Stopping | None] = asyncio.Queue()
-        self.partial: list[str] = []
-        self.calls: dict[str, CallOutcome] = {}
-        """The turn's calls as this node saw them: ``ran``/``failed`` once their result came,
-        ``interrupted`` until then (what a stream cut by a take-over reports)."""
-
-    def _put(self, event: str, data: dict[str, Any]) -> None:
-        self.queue.put_nowait(ServerSentEvent(data=json.dumps(data), event=event))
-
-    async def token(self, text: str) -> None:
-        """Forward a text delta."""
-        self.partial.append(text)
-        self._put("token", {"content": text})
-
-    async def tool_call(self, call: ToolCall) -> None:
-        """Forward a tool call."""
-        self.partial.clear()  # text before a tool call is not the final reply
-        self.calls[call.id] = CallOutcome(call.id, call.name, "interrupted")
-        self._put("tool_call", {"call_id": call.id, "name": call.name, "arguments": call.arguments})
-
-    async def tool_result(self, call_id: str, success: bool, content: str) -> None:
-        """Forward a tool result."""
-        if (seen := self.calls.get(call_id)) is not None:
-            self.calls[call_id] = CallOutcome(call_id, seen.name, "ran" if success else "failed")
-        self._put("tool_result", {"call_id": call_id, "success": success, "content": content})
-
-    async def approval_required(self, call_id: str, command: str) -> None:
-        """Forward an approval request."""
-        self._put("approval_required", {"call_id": call_id, "command": command})
-
-    async def summary(self, round_: int, through_seq: int, messages: int) -> None:
-        """Forward the marker of a summary written during this turn."""
-        self._put("summary", {"round": round_, "through_seq": through_seq, "messages": messages})
 
 
 def _failed(
@@ -189,85 +154,75 @@ class StreamWire:
         return [ServerSentEvent(data="{}", event="cancelled")]
 
 
-class OpenStreams:
-    """The streams being written, told when the server stops (no cost per event)."""
-
-    def __init__(self) -> None:
-        self._sinks: set[QueueSink] = set()
-        self.stopping = False
-
-    def add(self, sink: QueueSink) -> None:
-        """Track ``sink`` (told at once if the server is already stopping)."""
-        self._sinks.add(sink)
-        if self.stopping:
-            sink.queue.put_nowait(_STOPPING)
-
-    def discard(self, sink: QueueSink) -> None:
-        """Stop tracking ``sink``."""
-        self._sinks.discard(sink)
-
-    def server_stopping(self) -> None:
-        """Tell every open stream that the server is stopping."""
-        self.stopping = True
-        for sink in self._sinks:
-            sink.queue.put_nowait(_STOPPING)
-
-
 _AFTER_DISCONNECT = {
     "pause": "the turn stops, its partial reply is kept and the session is paused",
     "continue": "the turn continues in the background",
+    "": "the request runs no loop of its own, so it only stops waiting for one",
 }
 
 
-def stream_turn(
+async def stream_turn(
     turns: TurnRunner,
     tasks: BackgroundTasks,
     session_id: str,
     content: str,
     *,
-    on_disconnect: str,
     keep_alive: float,
     streams: OpenStreams | None = None,
     wire: StreamWire | None = None,
     turn_id: str,
     message_key: str | None = None,
+    agent: str | None = None,
 ) -> EventSourceResponse:
     """The SSE response running one turn (its task, and any clean-up, owned by ``tasks``).
 
+    The turn starts first and the response opens once its message is recorded
+    (``TurnSink.opened``), which also says the session's agent and disconnect policy: no
+    read of the session comes first (a streamed turn asks it twice, as a plain one, issue
+    35). What the turn raised before that (no such session, an ended one, one of another
+    agent than ``agent``, one another node owns: ``LeaseHeldError``, forwarded by the app)
+    is raised here. A request cancelled while it waits leaves
+    the turn running to its end (``tasks`` owns it).
+
     ``turn_id`` is named in the ``X-Duragent-Turn`` header and the opening event, and bound
-    (with everything else ``log_context`` holds here) to every log line the turn causes.
-    ``message_key``: the message's idempotency key (``sessions.message_key``), if any.
+    (with everything else ``log_context`` holds here, and the agent once known) to every log
+    line the turn causes. ``message_key``: the message's idempotency key
+    (``sessions.message_key``), if any.
     """
     chosen = wire if wire is not None else StreamWire()
     sink = chosen.sink()
     bound = {**current(), "session_id": session_id, "turn_id": turn_id}  # the caller's too
     open_streams = streams if streams is not None else OpenStreams()
+    refused: list[BaseException] = []
 
     async def run() -> None:
         try:
             try:
                 result = await turns.run(
-                    session_id, content, sink=sink, platform_message_id=message_key
+                    session_id, content, sink=sink, platform_message_id=message_key, agent=agent
                 )
                 events = chosen.ending(result)
             except (asyncio.CancelledError, KeyboardInterrupt, SystemExit):
                 raise
             except BaseException as exc:  # also a library's panic, which is no Exception
-                owner = lost_to(exc)
-                if owner is not None:  # another node took the session over mid-turn
-                    log.warning("stream turn cut: this node lost the session: %s", exc)
-                    events = _taken_over(chosen, owner, sink, message_key)
-                else:
-                    log.exception("stream turn failed")
-                    events = chosen.failure(str(exc) or type(exc).__name__)
+                if not sink.is_open.is_set():
+                    refused.append(exc)  # nothing was written: the request is refused
+                    return
+                events = _failure(chosen, sink, exc, message_key)
             for event in events:
                 sink.queue.put_nowait(event)
         finally:
             sink.queue.put_nowait(None)
 
+    with log_context(**bound):  # the task copies the context it is created in
+        task = tasks.spawn(run(), name=f"stream-{session_id}")
+    await _opened_or_ended(task, sink)
+    if refused:
+        raise refused[0]
+    if sink.agent:
+        bound["agent"] = sink.agent  # for the clean-up after a client left
+
     async def events() -> AsyncIterator[ServerSentEvent]:
-        with log_context(**bound):  # the task copies the context it is created in
-            task = tasks.spawn(run(), name=f"stream-{session_id}")
         finished = False
         deadline: float | None = None
         open_streams.add(sink)
@@ -290,7 +245,7 @@ def stream_turn(
                 if item is None:
                     finished = True
                     return
-                if isinstance(item, _Stopping):
+                if isinstance(item, Stopping):
                     if deadline is None:
                         deadline = asyncio.get_running_loop().time() + STOP_GRACE_SECONDS
                     continue
@@ -306,19 +261,41 @@ def stream_turn(
                 log.info(
                     "stream %s: the client disconnected before the turn ended; %s",
                     session_id,
-                    _AFTER_DISCONNECT.get(on_disconnect, on_disconnect),
+                    _AFTER_DISCONNECT.get(sink.on_disconnect, sink.on_disconnect),
                 )
                 # The generator is being cancelled (anyio cancels every await in its scope),
                 # so the clean-up runs as a task of its own.
                 with log_context(**bound):
                     tasks.spawn(
-                        _client_left(turns, tasks, session_id, task, sink, on_disconnect),
+                        _client_left(turns, tasks, session_id, task, sink),
                         name=f"stream-{session_id}-client-left",
                     )
 
     return EventSourceResponse(
         events(), ping=int(max(1, keep_alive)), send_timeout=30, headers={TURN_HEADER: turn_id}
     )
+
+
+async def _opened_or_ended(task: asyncio.Task[None], sink: QueueSink) -> None:
+    """Wait until the turn's message is recorded (``sink`` was told) or its task ended."""
+    opened = asyncio.ensure_future(sink.is_open.wait())
+    try:
+        await asyncio.wait((task, opened), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        opened.cancel()
+
+
+def _failure(
+    wire: StreamWire, sink: QueueSink, exc: BaseException, message_key: str | None
+) -> list[ServerSentEvent]:
+    """The last events of a turn that raised once its stream was open (or could open)."""
+    with log_context(agent=sink.agent or None):  # the turn's own scope bound it, and ended
+        owner = lost_to(exc)
+        if owner is not None:  # another node took the session over mid-turn
+            log.warning("stream turn cut: this node lost the session: %s", exc)
+            return _taken_over(wire, owner, sink, message_key)
+        log.exception("stream turn failed", exc_info=exc)
+        return wire.failure(str(exc) or type(exc).__name__)
 
 
 def _taken_over(
@@ -358,11 +335,11 @@ async def _client_left(
     session_id: str,
     task: asyncio.Task[None],
     sink: QueueSink,
-    on_disconnect: str,
 ) -> None:
-    if task.done():
+    """What a client that left does to the turn: the policy ``opened`` said last."""
+    if task.done() or sink.on_disconnect == "":  # no loop of its own: only stop waiting
         return
-    if on_disconnect == "continue":
+    if sink.on_disconnect == "continue":
         await turns.set_status(session_id, SessionStatus.RUNNING)
 
         def finished(_: asyncio.Task[None]) -> None:

@@ -32,7 +32,6 @@ import re
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from duragent.core.snapshot import SessionStatus
 from duragent.errors import AgentNotFoundError
 from duragent.frontkit import await_turn
 from duragent.gateways.http.api.cut_turns import TURN_INTERRUPTED, interrupted_detail
@@ -56,7 +55,6 @@ from duragent.turns import (
     Failed,
     SessionAgentMismatchError,
     SessionEndedError,
-    SessionInfo,
     SessionNotFoundError,
 )
 
@@ -104,9 +102,6 @@ class OpenAIRoutes:
                 self.s.catalog.get(chat.model)
             except AgentNotFoundError:
                 raise _no_model(chat.model) from None
-            if chat.stream:  # the stream needs the session's on_disconnect before it opens
-                info = await self._session(chat)
-                return await self._turn(chat, info.session_id, message_key(request), info)
             return await self._unread_turn(chat, message_key(request))
         except OpenAIError as exc:
             return error_response(exc)
@@ -115,8 +110,9 @@ class OpenAIRoutes:
         """A turn with no read before it: two round trips to the session, as any turn.
 
         A key that looks like a session id is taken as one; the turn itself refuses a
-        session of another agent, or an ended one, before writing anything (issue 35). A key
-        that is not a session here is the client's own name for a conversation.
+        session of another agent, or an ended one, before writing anything (issue 35), and
+        before a stream opens (``stream_turn`` raises the refusal). A key that is not a
+        session here is the client's own name for a conversation.
         """
         named = chat.key
         if named is not None and _SESSION_ID.fullmatch(named):
@@ -136,48 +132,25 @@ class OpenAIRoutes:
             return await self.s.turns.start_session(chat.model, gateway=FRONT_END)
         return await self.s.turns.session_for_chat(FRONT_END, chat.key, chat.model)
 
-    async def _session(self, chat: OpenAIChatRequest) -> SessionInfo:
-        """The session ``chat`` continues or starts (see the module docstring)."""
-        sessions = self.s.turns.sessions
-        key = chat.key
-        if key is not None and _SESSION_ID.fullmatch(key):
-            try:
-                info = await sessions.info(key)
-            except SessionNotFoundError:
-                info = None  # not a session here: the client's own name for a conversation
-            if info is not None:
-                if info.agent != chat.model:
-                    raise _agent_mismatch(key, info.agent, chat.model)
-                if info.status is SessionStatus.COMPLETED:
-                    raise _ended(key)
-                return info
-        return await sessions.info(await self._new_or_keyed(chat))
-
-    async def _turn(
-        self,
-        chat: OpenAIChatRequest,
-        session_id: str,
-        key: str | None,
-        info: SessionInfo | None = None,
-    ) -> Response:
-        """The turn, streamed (``info``: the session, read before the stream opens) or not."""
+    async def _turn(self, chat: OpenAIChatRequest, session_id: str, key: str | None) -> Response:
+        """The turn, streamed (opened once its message is recorded: ``stream_turn``) or not."""
         turn_id = new_turn_id()
         headers = {TURN_HEADER: turn_id, SESSION_HEADER: session_id}
         with log_context(
             session_id=session_id, agent=chat.model, front_end=FRONT_END, turn_id=turn_id
         ):
-            if info is not None:
-                response: Response = stream_turn(
+            if chat.stream:
+                response: Response = await stream_turn(
                     self.s.turns,
                     self.s.tasks,
                     session_id,
                     chat.content,
-                    on_disconnect=info.on_disconnect,
                     keep_alive=self.s.config.server.keep_alive_interval_seconds,
                     streams=self.streams,
                     wire=ChunkWire(chat.model, turn_id, include_usage=chat.include_usage),
                     turn_id=turn_id,
                     message_key=key,
+                    agent=chat.model,
                 )
                 response.headers[SESSION_HEADER] = session_id
                 return response

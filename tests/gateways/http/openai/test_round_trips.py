@@ -1,36 +1,23 @@
 """A completion that names its session talks to it twice: its message with context, its reply.
 
-The endpoint used to read the session first (is it this model's agent, has it ended): a
-third round trip to the session's actor per turn (issue 35). The turn now refuses a session
-of another agent, or an ended one, itself, before anything is written.
+The endpoint used to read the session first (is it this model's agent, has it ended; a
+stream also for its disconnect policy): a third round trip to the session's actor per turn
+(issue 35). The turn now refuses a session of another agent, or an ended one, itself, before
+anything is written (and before a stream opens).
 """
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any
 
 import httpx
 
 from duragent.config import load_workspace
 from duragent.runtime import Runtime
 from duragent.session.operations import SessionOps
-from duragent.session.ops import Op
 from duragent.testing import Reply, ScriptedLLMServer
-from tests.gateways.http.api_fixtures import served, write_workspace
-
-
-def counted_asks(registry: Any) -> list[Op[Any, ..., Any]]:
-    asks: list[Op[Any, ..., Any]] = []
-    call = registry.call
-
-    async def counting(session_id: str, op: Op[Any, ..., Any], *args: Any, **kw: Any) -> Any:
-        asks.append(op)
-        return await call(session_id, op, *args, **kw)
-
-    registry.call = counting
-    return asks
+from tests.gateways.http.api_fixtures import counted_asks, served, write_workspace
 
 
 async def test_a_completion_continuing_a_session_asks_it_twice(tmp_path: Path) -> None:
@@ -46,6 +33,27 @@ async def test_a_completion_continuing_a_session_asks_it_twice(tmp_path: Path) -
     assert sent.status_code == 200, sent.text
     assert sent.json()["choices"][0]["message"]["content"] == "Hello!"
     assert sent.headers["x-duragent-session"] == sid
+    assert turn == [SessionOps.add_user_message, SessionOps.add_assistant_response]
+
+
+async def test_a_streamed_completion_continuing_a_session_asks_it_twice(tmp_path: Path) -> None:
+    async with served(tmp_path) as s:
+        sid = (await s.client.post("/api/v1/sessions", json={"agent": "bot"})).json()["session_id"]
+        asks = counted_asks(s.runtime.registry)
+        s.server.enqueue(Reply(text="Hello!"))
+        body = {
+            "model": "bot",
+            "messages": [{"role": "user", "content": "hi"}],
+            "session_id": sid,
+            "stream": True,
+        }
+        async with s.client.stream("POST", "/v1/chat/completions", json=body) as response:
+            text = (await response.aread()).decode()
+        turn = list(asks)
+    assert response.status_code == 200, text
+    assert response.headers["x-duragent-session"] == sid
+    assert '"content":"Hello!"' in text.replace(" ", "")
+    assert text.rstrip().endswith("data: [DONE]")
     assert turn == [SessionOps.add_user_message, SessionOps.add_assistant_response]
 
 
@@ -98,3 +106,22 @@ async def test_a_session_of_another_agent_is_refused_with_nothing_written(
     assert "belongs to agent 'bot', not 'other'" in error["message"]
     assert history.json()["messages"] == []
     assert llm.requests == []
+
+
+async def test_a_stream_to_an_ended_session_is_refused_before_it_opens(tmp_path: Path) -> None:
+    async with served(tmp_path) as s:
+        sid = (await s.client.post("/api/v1/sessions", json={"agent": "bot"})).json()["session_id"]
+        assert (await s.client.post(f"/api/v1/sessions/{sid}/end")).status_code < 300
+        body = {
+            "model": "bot",
+            "messages": [{"role": "user", "content": "hi"}],
+            "session_id": sid,
+            "stream": True,
+        }
+        sent = await s.client.post("/v1/chat/completions", json=body)
+        history = await s.client.get(f"/api/v1/sessions/{sid}/messages")
+    assert sent.status_code == 404, sent.text
+    error = sent.json()["error"]
+    assert (error["code"], error["param"]) == ("session_ended", "session_id")
+    assert history.json()["messages"] == []
+    assert s.server.requests == []
