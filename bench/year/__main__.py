@@ -20,7 +20,8 @@ Telegram restart campaign of ``duragent.testing.telegram_campaign``);
 Prints the table (and PASS or FAIL), writes ``--json`` (default ``year.json``) and the
 picture ``--png`` (default ``year.png``; needs matplotlib: ``pip install -e '.[bench]'``).
 Exit status 1 when any check failed. ``--keep DIR`` keeps the workspace, the logs and the
-fake Telegram's record (``calls.jsonl``: every Bot API call but ``getUpdates``).
+fake Telegram's record (``calls.jsonl``: every Bot API call but ``getUpdates``) and, when the
+run stalled, ``stall.json`` (each chat still waiting, and for what).
 """
 
 from __future__ import annotations

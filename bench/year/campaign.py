@@ -48,7 +48,7 @@ from bench.year.model import ROWS, secret_of
 from duragent.testing import FakeTelegram
 from duragent.testing.campaign_verdict import INTERRUPTED, CampaignMessage, Chat, answer_tokens
 from duragent.testing.serve_process import ServeProcess
-from duragent.testing.telegram_campaign import WRITER, TelegramCampaign
+from duragent.testing.telegram_campaign import TelegramCampaign, writer_of
 from duragent.testing.telegram_faults import FaultRule
 
 __all__ = ["YearCampaign", "note_of", "telegram_faults"]
@@ -286,7 +286,7 @@ class YearCampaign(TelegramCampaign):
         if command is None:
             return False
         if command.pushed_at is None and chat.outstanding() == 0:
-            self.tg.push_message(chat.chat_id, command.text, user_id=WRITER)
+            self.tg.push_message(chat.chat_id, command.text, user_id=writer_of(chat))
             command.pushed_at = time.monotonic()
             self.last_active[chat.chat_id] = self.clock.ms
         return True
@@ -340,6 +340,48 @@ class YearCampaign(TelegramCampaign):
     async def kill_and_restart(self) -> None:
         self.kill_sim_ms.append(self.clock.ms)
         await super().kill_and_restart()
+
+    def on_stall(self) -> None:
+        """Write ``stall.json`` beside the clock: what each waiting chat waits for."""
+        chats = []
+        for chat in self.plan:
+            waiting = [m.token for m in chat.messages[: chat.next] if m.answered_at is None]
+            due_ms = self._due_in_chat(chat, chat.next) if chat.next < len(chat.messages) else None
+            command = due(self.commands.get(chat.chat_id, []), chat.next)
+            if not waiting and command is None and (due_ms is None or due_ms > self.clock.ms):
+                continue
+            chats.append(
+                {
+                    "chat": chat.chat_id,
+                    "next": chat.next,
+                    "of": len(chat.messages),
+                    "waiting": waiting,
+                    "next_due_ms": due_ms,
+                    "command": None
+                    if command is None
+                    else {
+                        "text": command.text,
+                        "pushed": command.pushed_at is not None,
+                        "replied": command.reply is not None,
+                    },
+                }
+            )
+        state = {
+            "clock_ms": self.clock.ms,
+            "target_ms": self._time_of(self.answered + len(self.plan)),
+            "brake_ms": self._run_in_progress(),
+            "answered": self.answered,
+            "pushed": self.pushed,
+            "kills_done": self.kills_done,
+            "next_kill_at": self.kill_points[self.kills_done]
+            if self.kills_done < len(self.kill_points)
+            else None,
+            "held": [m.token for m in self.held],
+            "updates_unconfirmed": len(self.tg.pending_updates()),
+            "polls_waiting": self.tg.polls_waiting,
+            "chats": chats,
+        }
+        (self.clock.path.parent / "stall.json").write_text(json.dumps(state, indent=1))
 
     def done(self) -> bool:
         self._advance_clock()

@@ -34,6 +34,7 @@ from bench.year.schedule import ScheduleCheck, check_schedule
 from bench.year.timing import DAY_MS, START, expected, runs, settle, timing
 from bench.year.ttl import OVERRUN_HOLD, OVERRUN_HOURS, TtlCheck, check_ttl, ttl_hours_for
 from bench.year.workspace import TOKEN, write_workspace
+from duragent.frontkit.rates import RATE_FIELD
 from duragent.testing import FakeTelegram, ScriptedLLMServer
 from duragent.testing.campaign_verdict import (
     INTERRUPTED,
@@ -309,6 +310,9 @@ def _gather(
     )
     problems.extend(probe.readyz_failures[:10])
     problems.extend(f"log: {line[:200]}" for line in silent[:10])
+    limited = sorted({s.chat_id for s in sent if RATE_FIELD in s.text})
+    if limited:  # each chat's person writes at a person's pace: never a flood
+        problems.append(f"{len(limited)} chat(s) told they wrote too fast: {limited[:10]}")
     if model.overflows:
         problems.append(f"{model.overflows} request(s) over the model's window")
     duragent = root / ".duragent"

@@ -35,6 +35,8 @@ class CampaignLoop(ABC):
         self.held: list[CampaignMessage] = []
         """Approval prompts held back to be pressed after the next kill."""
         self.restarting: asyncio.Task[None] | None = None
+        self.stalled = False
+        """Whether ``run`` gave up after ``stall_seconds`` without an answer."""
 
     @abstractmethod
     def read_sends(self) -> None:
@@ -55,6 +57,10 @@ class CampaignLoop(ABC):
     @abstractmethod
     async def press_leftovers(self) -> None:
         """Press what is still held once the kills ran out."""
+
+    def on_stall(self) -> None:
+        """Called once when ``run`` gives up: a campaign may record why nothing came."""
+        return None
 
     def may_kill(self) -> bool:
         """Whether the next kill may come now that its point is reached (default: yes)."""
@@ -89,6 +95,8 @@ class CampaignLoop(ABC):
             ):
                 self._kill()  # only held approvals wait: kill now rather than never
             elif self.restarting is None and time.monotonic() - last_progress > self.stall_seconds:
+                self.stalled = True
+                self.on_stall()
                 break  # the verdict names what never came
             await asyncio.sleep(TICK_SECONDS)
         if self.restarting is not None:

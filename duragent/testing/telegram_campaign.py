@@ -68,19 +68,38 @@ from duragent.testing.serve_process import ServeProcess
 
 __all__ = [
     "TOKEN",
-    "WRITER",
     "TelegramCampaign",
+    "chatterer_of",
     "dump_calls",
     "run_campaign",
     "write_campaign_workspace",
+    "writer_of",
 ]
 
 TOKEN = "123456:" + "C" * 35
 """A token that looks real (the config checks its shape); the fake accepts only this one."""
 DRAIN_SECONDS = 0.3
 """After a kill, before the next start: the fake reads what the killed process had sent."""
-WRITER = 700
-"""The user who writes every answerable message (and so may approve its tool call)."""
+GROUP_PEOPLE = 1_000_000
+"""Group ``i``'s people are ``GROUP_PEOPLE + 100 * i`` (its writer) and the ids after it
+(its chatterers)."""
+
+
+def writer_of(chat: Chat) -> int:
+    """The user who writes ``chat``'s answerable messages (and so may approve its calls).
+
+    A DM's is the chat's own id (on Telegram a private chat's id is its user's); a group's is
+    its own person. One person for every chat would be one sender writing to every chat at
+    once: over ``messages_per_sender_per_minute`` whenever the campaign writes a burst (the
+    simulated year writes many at one simulated minute), and the bot rightly stops reading.
+    """
+    return GROUP_PEOPLE + 100 * chat.index if chat.group else chat.chat_id
+
+
+def chatterer_of(chat: Chat, n: int) -> int:
+    """The ``n``-th person chatting in group ``chat`` (never its writer)."""
+    return writer_of(chat) + 1 + n
+
 
 _CONFIG = """\
 server:
@@ -190,7 +209,9 @@ class TelegramCampaign(CampaignLoop):
         chat = self.plan_chat(m)
         assert m.prompt_id is not None
         assert m.prompt_data is not None
-        self.tg.push_callback_query(chat.chat_id, m.prompt_id, data=m.prompt_data, user_id=WRITER)
+        self.tg.push_callback_query(
+            chat.chat_id, m.prompt_id, data=m.prompt_data, user_id=writer_of(chat)
+        )
         m.pressed_at = time.monotonic()
 
     def plan_chat(self, m: CampaignMessage) -> Chat:
@@ -211,9 +232,11 @@ class TelegramCampaign(CampaignLoop):
     def write(self, chat: Chat, m: CampaignMessage) -> dict[str, Any]:
         """Push ``m``, after its lines of chatter, to the fake; returns its update."""
         for n, line in enumerate(m.chatter):
-            self.tg.push_message(chat.chat_id, f"just chatting {line}", user_id=500 + n)
+            self.tg.push_message(
+                chat.chat_id, f"just chatting {line}", user_id=chatterer_of(chat, n)
+            )
         m.pushed_at = time.monotonic()
-        return self.tg.push_message(chat.chat_id, self.text_of(chat, m), user_id=WRITER)
+        return self.tg.push_message(chat.chat_id, self.text_of(chat, m), user_id=writer_of(chat))
 
     async def write_more(self) -> None:
         """Each chat writes up to its window (DMs one, groups ``GROUP_WINDOW``)."""
