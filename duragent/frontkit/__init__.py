@@ -1,10 +1,12 @@
 """The front-end kit: what every front end shares, so no gateway copies another's glue.
 
 ```
- platform SDK ──Inbound──▶ ChatTurns ──▶ TurnRunner (duragent.turns)
-       ▲                      │  session_for_chat, typing, run / approve
-       │                      ▼
- OutboundPort ◀──────────  Delivery   (each reply once; steered joiners send nothing)
+ platform SDK ──Inbound──▶ ChatFront ──▶ SessionQueues ──▶ TurnRunner.submit (the line's order)
+       ▲                   (session)     (recorded)              │
+       │                                                         ▼ each due turn
+       │                                 Delivery ◀──────── ChatTurns (typing, answer / approve)
+       │                                    │
+ OutboundPort ◀─────────────────────────────┘   (each reply once; steered joiners send nothing)
 ```
 
 - ``outbound``: the ``OutboundPort`` Protocol a chat gateway implements (``send_text``,

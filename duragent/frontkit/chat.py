@@ -1,14 +1,16 @@
-"""``ChatTurns``: a chat message in, its reply out — the part every chat gateway shares.
+"""``ChatTurns``: a chat's due turn run and its reply delivered — what every chat gateway shares.
 
 A chat gateway (Telegram, Discord) only translates: an SDK update becomes an ``Inbound``,
-and ``OutboundPort`` calls become SDK calls. Everything between is here, once:
+and ``OutboundPort`` calls become SDK calls. The kit's pipeline (``ChatFront``) finds the
+chat's session and hands the message to the chat queue (``SessionQueues``), which records it
+and, once its turn is due, runs it here under the runtime's ``BackgroundTasks`` (a platform's
+polling loop never waits for a model; a turn running at shutdown is cancelled cleanly). There
+is no other way in: one path for every chat message, the one production runs. Here, once:
 
-- the chat's session (``TurnRunner.session_for_chat``: exactly one per chat, agent and
-  gateway, however many first messages race);
+- the turn for messages already recorded (``answer``), shown the group's recent chatter when
+  a group message addressed the bot;
 - "typing…" while the turn runs (refreshed, since platforms expire it; a refusal is logged
   and never ends the turn);
-- the turn, run under the runtime's ``BackgroundTasks`` (``submit``), so a platform's polling
-  loop never waits for a model and a turn running at shutdown is cancelled cleanly;
 - delivery of the reply once (``Delivery``: a message that joined a running turn sends
   nothing; a reply already recorded as delivered is not sent again);
 - a person's decision on a pending tool call, with "nothing waits" and "another call waits"
@@ -76,34 +78,8 @@ class ChatTurns:
 
     @property
     def tasks(self) -> BackgroundTasks:
-        """The runtime's task owner (background turns, decisions)."""
+        """The runtime's task owner (decisions run under it)."""
         return self._tasks
-
-    def submit(self, inbound: Inbound) -> asyncio.Task[SentMessage | None]:
-        """Handle ``inbound`` in the background (owned by the runtime's task owner)."""
-        return self._tasks.spawn(self.receive(inbound), name=f"chat-{inbound.chat.target}")
-
-    async def receive(self, inbound: Inbound) -> SentMessage | None:
-        """Run the message's turn and deliver its reply; the message sent last, if any."""
-        chat = inbound.chat
-        session_id = await self._turns.session_for_chat(chat.gateway, chat.chat_id, inbound.agent)
-        with log_context(  # the turn's lines, its delivery's too, name it (observability/logctx.py)
-            session_id=session_id,
-            agent=inbound.agent,
-            front_end=chat.gateway,
-            turn_id=new_turn_id(),
-        ):
-            blocks = await self._group_blocks(session_id, inbound.context_buffer)
-            async with self._typing(chat):
-                result = await self._turns.run(
-                    session_id,
-                    inbound.text,
-                    sender_id=inbound.sender_id,
-                    sender_name=inbound.sender_name,
-                    platform_message_id=inbound.message_id,
-                    context_blocks=blocks,
-                )
-            return await self.delivery.deliver(chat, result, reply_to=inbound.message_id)
 
     async def answer(
         self,
@@ -123,7 +99,7 @@ class ChatTurns:
         What a chat queue (``SessionQueues``) calls once a message it accepted is due:
         ``TurnRunner.answer`` records nothing, ``text`` is what the turn answers. With
         ``context_buffer`` (a group message that addressed the bot), the group's recent
-        chatter is shown to the model as a block, as ``receive`` does.
+        chatter is shown to the model as a block.
 
         ``turn_timeout`` bounds the turn (``TimeoutError``), not its delivery: a reply that
         exists may wait out the platform's refusals for longer (``Outbox``), and raises

@@ -2,9 +2,9 @@
 
 ``contract_chat`` drives a chat adapter through ``ChatDriver``; this is the driver with no
 platform at all (the kit's pipeline, a real session registry on a tmp dir, the scripted LLM
-over HTTP, ``DirectDispatcher``). A platform adapter's driver (Telegram over the fake Bot API
-server, later Discord) implements the same methods by sending real updates and reading what
-the platform was asked to show.
+over HTTP, the production chat queue through ``DirectDispatcher``). A platform adapter's
+driver (Telegram over the fake Bot API server, later Discord) implements the same methods by
+sending real updates and reading what the platform was asked to show.
 """
 
 from __future__ import annotations
