@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import tomllib
 from importlib.metadata import version
 from pathlib import Path
@@ -35,3 +36,26 @@ def test_the_installed_version_is_inside_the_bounds(name: str) -> None:
         f"{name} {version(name)} is installed but pyproject says {requirement}; move the "
         "bound as the spec says, or install a version inside it"
     )
+
+
+CHAT_SDKS = ("python-telegram-bot", "markdown-it-py", "discord.py")
+
+
+@pytest.mark.parametrize("name", CHAT_SDKS)
+def test_a_chat_platforms_sdk_comes_with_the_main_install(name: str) -> None:
+    """README's Telegram steps left a silent bot when the SDK was an extra (issue 39)."""
+    assert name in requirements()
+
+
+def test_the_old_extras_still_install_for_scripts_that_name_them() -> None:
+    extras = tomllib.loads(PYPROJECT.read_text())["project"]["optional-dependencies"]
+    assert extras["telegram"] == []
+    assert extras["discord"] == []
+
+
+def test_nothing_a_user_reads_says_to_install_a_chat_extra() -> None:
+    root = PYPROJECT.parent
+    texts = [root / "README.md", *sorted((root / "duragent").rglob("*.py"))]
+    extra = re.compile(r"duragent\[(telegram|discord|\{name\})\]")
+    said = [str(p.relative_to(root)) for p in texts if extra.search(p.read_text("utf-8"))]
+    assert said == []

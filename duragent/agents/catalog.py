@@ -1,12 +1,12 @@
 """Scan the agents directory: every good agent loads, every broken one is reported.
 
 One broken agent never stops the others: its errors are kept in ``AgentCatalog.broken`` (shown
-by ``duragent doctor`` and logged at start-up) and the rest are served.
+by ``duragent doctor`` and ``agent list``, logged by ``serve`` at start-up and on reload) and
+the rest are served. Loading logs nothing itself: each of those callers says it once.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,8 +15,6 @@ from duragent.agents.loader import AGENT_FILENAME, Agent, load_agent
 from duragent.errors import AgentNotFoundError, ConfigError
 
 __all__ = ["AgentCatalog", "load_catalog"]
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,8 +64,7 @@ def load_catalog(
             agent = load_agent(entry, workspace_directives=workspace_directives, env=env)
             if check is not None:
                 check(agent)
-        except ConfigError as exc:
-            log.error("agent in %s not loaded:\n%s", entry, exc)
+        except ConfigError as exc:  # said by the caller: serve logs it, doctor shows it
             broken[entry] = exc
             continue
         if agent.name in agents:

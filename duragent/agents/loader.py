@@ -3,7 +3,10 @@
 Loading is all-or-nothing per agent: any error raises ``ConfigErrors`` listing every problem
 found in that folder, each with file, line, field, value and fix. Problems that do not stop
 the agent from working (an unknown key, a skill with a bad name) are kept as warnings on the
-agent and shown by ``duragent doctor``.
+agent and shown by ``duragent doctor``. ``check_agent`` is the same reading without raising:
+it goes on past an unset ``${VAR}`` and past fields that fail validation
+(``config.checkup``), so one run of ``doctor`` names every problem of a broken agent, its
+warnings included.
 """
 
 from __future__ import annotations
@@ -17,13 +20,21 @@ from duragent.agents.directives import Directive, load_directives
 from duragent.agents.exposure import exposure_warnings
 from duragent.agents.skills import Skill, load_skills
 from duragent.agents.spec import KNOWN_PROVIDERS, AgentManifest, AgentSpec, ModelSpec
-from duragent.config.envvars import expand_env
+from duragent.config.checkup import by_line, parse_all
 from duragent.config.fields import unsupported_warnings
-from duragent.config.validation import unknown_key_warnings, validate_document
+from duragent.config.validation import unknown_key_warnings, validate_all
+from duragent.config.wording import did_you_mean
 from duragent.config.yamlio import LocatedYaml, load_yaml_text, read_text
 from duragent.errors import ConfigError, ConfigErrors
 
-__all__ = ["AGENT_FILENAME", "KNOWN_BUILTIN_TOOLS", "Agent", "load_agent"]
+__all__ = [
+    "AGENT_FILENAME",
+    "KNOWN_BUILTIN_TOOLS",
+    "Agent",
+    "AgentCheck",
+    "check_agent",
+    "load_agent",
+]
 
 AGENT_FILENAME = "agent.yaml"
 
@@ -131,6 +142,7 @@ def _prompt(
 
 def _check_model(model: ModelSpec, doc: LocatedYaml, errors: list[ConfigError]) -> None:
     if model.provider not in KNOWN_PROVIDERS and not model.base_url:
+        close = did_you_mean(model.provider, KNOWN_PROVIDERS)
         errors.append(
             ConfigError(
                 "unknown provider and no base_url",
@@ -139,8 +151,8 @@ def _check_model(model: ModelSpec, doc: LocatedYaml, errors: list[ConfigError]) 
                 field="spec.model.provider",
                 value=model.provider,
                 allowed=", ".join(KNOWN_PROVIDERS),
-                fix="use a known provider, or set spec.model.base_url to an OpenAI-compatible "
-                "server",
+                fix=(f"{close} Or" if close else "use a known provider, or")
+                + " set spec.model.base_url to an OpenAI-compatible server",
             )
         )
 
@@ -157,6 +169,8 @@ def _tool_warnings(spec: AgentSpec, doc: LocatedYaml) -> list[ConfigError]:
                     field=f"spec.tools[{i}].name",
                     value=tool.name,
                     allowed=", ".join(KNOWN_BUILTIN_TOOLS),
+                    fix=did_you_mean(tool.name, KNOWN_BUILTIN_TOOLS)
+                    or "use one of the allowed names, or remove the entry",
                 )
             )
         elif tool.name == "record_decision" and spec.session.context.summaries.enabled is False:
@@ -213,6 +227,17 @@ def _hook_warnings(spec: AgentSpec, doc: LocatedYaml) -> list[ConfigError]:
     return found
 
 
+@dataclass(frozen=True, slots=True)
+class AgentCheck:
+    """One agent folder read through: the agent if it loads, every error, every warning."""
+
+    agent: Agent | None
+    errors: tuple[ConfigError, ...]
+    warnings: tuple[ConfigError, ...]
+    parsed: bool = True
+    """False when ``agent.yaml`` could not be read or parsed as YAML (one error says why)."""
+
+
 def load_agent(
     agent_dir: Path,
     *,
@@ -220,18 +245,40 @@ def load_agent(
     env: Mapping[str, str] | None = None,
 ) -> Agent:
     """Load and validate the agent in ``agent_dir``; raise ConfigErrors on any error."""
+    check = check_agent(agent_dir, workspace_directives=workspace_directives, env=env)
+    if check.agent is not None:
+        return check.agent
+    if not check.parsed and len(check.errors) == 1:
+        raise check.errors[0]
+    raise ConfigErrors(list(check.errors))
+
+
+def check_agent(
+    agent_dir: Path,
+    *,
+    workspace_directives: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> AgentCheck:
+    """Every problem of the agent in ``agent_dir`` (module docstring); never raises for one."""
     file = agent_dir / AGENT_FILENAME
-    raw = read_text(file)
-    text = expand_env(raw, file=file, env=env)
-    doc = load_yaml_text(text, file=file)
+    try:
+        raw = read_text(file)
+    except ConfigError as exc:
+        return AgentCheck(None, (exc,), (), parsed=False)
+    doc, expanded, stopped = parse_all(raw, file=file, env=env)
+    if doc is None:
+        return AgentCheck(None, tuple(by_line([*expanded.problems, *stopped])), (), parsed=False)
     written = doc.data
-    if text != raw:  # keep the file's own ${VAR} text: the agents API serves that
+    if expanded.text != raw:  # keep the file's own ${VAR} text: the agents API serves that
         try:
             written = load_yaml_text(raw, file=file).data
         except ConfigError:
             written = None
-    manifest = validate_document(AgentManifest, doc, what="agent.yaml")
-    errors: list[ConfigError] = []
+    manifest, invalid, doc = validate_all(AgentManifest, doc, what="agent.yaml")
+    if manifest is None:
+        errors = by_line([*expanded.problems, *expanded.independent(invalid)])
+        return AgentCheck(None, tuple(errors), ())
+    errors = list(invalid)
     _check_model(manifest.spec.model, doc, errors)
     spec = manifest.spec
     external = spec.allow_external_files
@@ -257,8 +304,7 @@ def load_agent(
                     fix=f"create {agent_dir / tool.command} or fix the path",
                 )
             )
-    if errors:
-        raise ConfigErrors(errors)
+    errors = by_line([*expanded.problems, *expanded.independent(errors)])
     warnings = unknown_key_warnings(manifest, doc) + _tool_warnings(spec, doc)
     warnings += unsupported_warnings("agent", doc) + _hook_warnings(spec, doc)
     warnings += exposure_warnings(agent_dir, manifest, written, doc)
@@ -281,10 +327,13 @@ def load_agent(
         # ``../shared-skills``) is fine; anything farther needs the opt-in.
         confine_to=None if external else agent_dir.resolve().parent,
     )
+    warnings = expanded.independent(warnings) + skill_problems
+    if errors:
+        return AgentCheck(None, tuple(errors), tuple(warnings))
     directives = load_directives(
         workspace_directives or agent_dir / "__none__", agent_dir / "directives"
     )
-    return Agent(
+    agent = Agent(
         name=manifest.metadata.name,
         directory=agent_dir,
         manifest=manifest,
@@ -293,6 +342,7 @@ def load_agent(
         instructions=instructions,
         skills=tuple(skills),
         directives=tuple(directives),
-        warnings=tuple(warnings + skill_problems),
+        warnings=tuple(warnings),
         written=written,
     )
+    return AgentCheck(agent, (), tuple(warnings))

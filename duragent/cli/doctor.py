@@ -11,7 +11,8 @@ import json
 import os
 from pathlib import Path
 
-from duragent.agents import load_catalog
+from duragent.agents import AgentCatalog, load_catalog
+from duragent.cli.doctor_agents import agent_findings, config_findings
 from duragent.cli.doctor_files import (
     chat_index_findings,
     policy_findings,
@@ -19,22 +20,17 @@ from duragent.cli.doctor_files import (
     sandbox_findings,
     schedule_findings,
 )
-from duragent.cli.doctor_store import read_store
+from duragent.cli.doctor_store import StoreReport, read_store
 from duragent.cli.findings import Finding, Level
-from duragent.config import WorkspaceConfig, load_workspace
+from duragent.config import WorkspaceConfig
+from duragent.config.checkup import WorkspaceCheck, check_workspace, is_stand_in
+from duragent.config.wording import did_you_mean
 from duragent.context.offline_encodings import OFFLINE_ENCODINGS, get_offline_encoding
-from duragent.errors import ConfigError, ConfigErrors, DuragentError
+from duragent.errors import ConfigError, DuragentError
 from duragent.gateways.external.launch import Launch
-from duragent.llm import credential_problem
-from duragent.turns.agent_budget import agent_budget, budget_check, budget_settings
-from duragent.turns.summaries import describe_summaries
+from duragent.turns.agent_budget import budget_check
 
 __all__ = ["Finding", "Level", "render_json", "render_text", "run_checks"]
-
-
-def _config_findings(check: str, exc: ConfigError, level: Level = Level.ERROR) -> list[Finding]:
-    errors = exc.errors if isinstance(exc, ConfigErrors) else [exc]
-    return [Finding(level, check, e.render(), None) for e in errors]
 
 
 def _is_loopback(host: str) -> bool:
@@ -47,12 +43,18 @@ def _is_loopback(host: str) -> bool:
 
 
 def run_checks(config_file: Path) -> list[Finding]:
-    """Every check, in order; never raises for a problem in the workspace."""
+    """Every check, in order; never raises for a problem in the workspace.
+
+    Every independent problem is said in one run: a ``duragent.yaml`` with errors is checked
+    on without the fields in error (their defaults instead), and each broken agent is read
+    through to its end (``doctor_agents``).
+    """
     found: list[Finding] = []
-    try:
-        ws = load_workspace(config_file)
-    except ConfigError as exc:
-        return _config_findings("config", exc)
+    check = check_workspace(config_file)
+    found.extend(config_findings("config", check.errors))
+    ws = check.loaded
+    if ws is None:
+        return found
     paths = ws.paths
     if not ws.exists and not paths.workspace.is_dir():
         found.append(
@@ -64,10 +66,13 @@ def run_checks(config_file: Path) -> list[Finding]:
             )
         )
         return found
-    found.append(Finding(Level.OK, "config", f"{paths.config_file} loaded"))
-    for warning in ws.warnings:
-        found.extend(_config_findings("config", warning, Level.WARNING))
-    store = read_store(ws.config.store, server_host=ws.config.server.host)
+    if not check.errors:
+        found.append(Finding(Level.OK, "config", f"{paths.config_file} loaded"))
+    found.extend(config_findings("config", check.warnings, Level.WARNING))
+    if is_stand_in(ws.config.store.dsn):  # its unset variable is said above
+        store = StoreReport([])
+    else:
+        store = read_store(ws.config.store, server_host=ws.config.server.host)
     found.extend(store.findings)
 
     catalog = load_catalog(
@@ -75,41 +80,7 @@ def run_checks(config_file: Path) -> list[Finding]:
         workspace_directives=paths.directives,
         check=budget_check(paths.workspace),
     )
-    for path, error in sorted(catalog.broken.items()):
-        found.extend(_config_findings(f"agent {path.name}", error))
-    if not catalog.agents and not catalog.broken:
-        found.append(
-            Finding(
-                Level.WARNING,
-                "agents",
-                f"no agents in {paths.agents}",
-                "create one with `duragent agent create NAME`",
-            )
-        )
-    for name in catalog.names():
-        agent = catalog.agents[name]
-        check = f"agent {name}"
-        found.append(Finding(Level.OK, check, f"{agent.model.provider}/{agent.model.name}"))
-        found.append(
-            Finding(Level.OK, check, f"budget: {agent_budget(agent, paths.workspace).describe()}")
-        )
-        settings = budget_settings(agent)
-        found.append(Finding(Level.OK, check, settings.describe_tier()))
-        found.append(Finding(Level.OK, check, describe_summaries(agent, settings.window)))
-        for warning in agent.warnings:
-            found.extend(_config_findings(check, warning, Level.WARNING))
-        problem = credential_problem(agent.model.provider, agent.model.base_url)
-        if problem:
-            found.append(Finding(Level.ERROR, check, problem, "set the variable, then restart"))
-        if agent.model.provider == "offline":
-            found.append(
-                Finding(
-                    Level.WARNING,
-                    check,
-                    "uses the offline model: replies are fixed text, not AI",
-                    f"set spec.model in {agent.directory / 'agent.yaml'} to a real provider",
-                )
-            )
+    found.extend(agent_findings(paths, catalog))
 
     config = ws.config
     found.extend(policy_findings(paths))
@@ -119,16 +90,7 @@ def run_checks(config_file: Path) -> list[Finding]:
     found.extend(process_findings(config.sandbox))
     found.extend(_gateway_findings(config))
     found.extend(_external_findings(config, paths.config_file))
-    for i, route in enumerate(config.routes):
-        if route.agent not in catalog.agents:
-            found.append(
-                Finding(
-                    Level.ERROR,
-                    "routes",
-                    f"routes[{i}] names agent '{route.agent}', which is not loaded",
-                    f"use one of: {', '.join(catalog.names()) or '(no agents)'}",
-                )
-            )
+    found.extend(_route_findings(check, catalog))
     if not _is_loopback(config.server.host) and not config.server.api_token:
         found.append(
             Finding(
@@ -193,8 +155,8 @@ def _external_findings(config: WorkspaceConfig, config_file: Path) -> list[Findi
     found: list[Finding] = []
     shadowed = config.gateways.shadowed()  # not started (a config warning says so)
     for index, gateway in enumerate(config.gateways.external):
-        if index in shadowed:
-            continue
+        if index in shadowed or any(map(is_stand_in, [gateway.command, *gateway.args])):
+            continue  # not started, or its unset variable is said already
         check = f"gateway {gateway.name}"
         try:
             launch = Launch.of(gateway, index, config_file.parent)
@@ -217,7 +179,7 @@ def _gateway_findings(config: WorkspaceConfig) -> list[Finding]:
     found: list[Finding] = []
     telegram = config.gateways.telegram
     if telegram is not None and telegram.enabled:
-        problem = telegram.token_problem()
+        problem = None if is_stand_in(telegram.bot_token) else telegram.token_problem()
         if problem:
             found.append(Finding(Level.ERROR, "gateway telegram", problem))
         else:
@@ -228,7 +190,7 @@ def _gateway_findings(config: WorkspaceConfig) -> list[Finding]:
         found.append(Finding(Level.OK, "gateway telegram", "disabled (enabled: false)"))
     discord = config.gateways.discord
     if discord is not None and discord.enabled:
-        problem = discord.token_problem()
+        problem = None if is_stand_in(discord.bot_token) else discord.token_problem()
         if problem:
             found.append(Finding(Level.ERROR, "gateway discord", problem))
         else:
@@ -238,4 +200,27 @@ def _gateway_findings(config: WorkspaceConfig) -> list[Finding]:
         found.append(Finding(Level.OK, "gateway discord", "disabled (enabled: false)"))
     if telegram is None and discord is None and not config.gateways.external:
         found.append(Finding(Level.OK, "gateways", "none configured (HTTP API only)"))
+    return found
+
+
+def _route_findings(check: WorkspaceCheck, catalog: AgentCatalog) -> list[Finding]:
+    """Each rule naming an agent that is not loaded (its chats are not answered)."""
+    assert check.loaded is not None  # checked by the caller
+    found = []
+    names = catalog.names()
+    for i, route in enumerate(check.loaded.config.routes):
+        if route.agent in catalog.agents:
+            continue
+        listed = f"use one of: {', '.join(names)}" if names else "add the agent"
+        close = did_you_mean(route.agent, names)
+        broken = route.agent in {path.name for path in catalog.broken}
+        problem = ConfigError(
+            f"names agent '{route.agent}', which is not loaded"
+            + (" (its errors are above)" if broken else ""),
+            file=check.doc.file if check.doc else None,
+            line=check.doc.line_of(("routes", i, "agent")) if check.doc else None,
+            field=f"routes[{i}].agent",
+            fix="fix its errors" if broken else f"{close} ({listed})" if close else listed,
+        )
+        found.append(Finding(Level.ERROR, "routes", problem.render()))
     return found

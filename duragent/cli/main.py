@@ -41,10 +41,10 @@ from duragent.cli.options import (
     GlobalFlagsGroup,
     ModelOpt,
     ProviderOpt,
-    missing_config,
 )
 from duragent.cli.scaffold import DEFAULT_MODELS, check_agent, scaffold_agent, scaffold_workspace
-from duragent.config import CONFIG_FILENAME, load_workspace
+from duragent.cli.workspaces import open_workspace, workspace_problem
+from duragent.config import CONFIG_FILENAME
 from duragent.llm.factory import PROVIDERS
 from duragent.observability.logrepeat import collapse_repeats
 from duragent.turns.agent_budget import budget_check
@@ -96,12 +96,6 @@ def _reported_here(logger: str) -> Iterator[None]:
     finally:
         for log, was in zip(loggers, before, strict=True):
             log.disabled = was
-
-
-def _require_config(config: Path) -> None:
-    problem = missing_config(config)
-    if problem:
-        raise _fail(problem)
 
 
 def _setup_logging(verbose: int, quiet: bool) -> None:
@@ -214,8 +208,7 @@ def agent_list(
         for a in data.get("agents", []):
             typer.echo(f"{a['name']:<24} {a.get('description') or ''}")
         return
-    _require_config(config)
-    ws = load_workspace(config)
+    ws = open_workspace(config)
     directory = ws.paths.root / agents_dir if agents_dir else ws.paths.agents
     with _reported_here("duragent.agents"):  # broken agents are listed below
         catalog = load_catalog(
@@ -244,8 +237,7 @@ def agent_create(
     no_interactive: NoInteractiveOpt = False,
 ) -> None:
     """Scaffold a new agent in the workspace's agents directory."""
-    _require_config(config)
-    ws = load_workspace(config)
+    ws = open_workspace(config)
     interactive = not no_interactive and sys.stdin.isatty()
     chosen = provider or _ask(f"Provider ({', '.join(PROVIDERS)})", "offline", interactive)
     check_agent(name, chosen)
@@ -270,12 +262,10 @@ def doctor(
 
     With -q only errors (and the summary line) are printed.
     """
-    problem = missing_config(config)
+    problem = workspace_problem(config)
     if problem:
         findings = [
-            doctor_mod.Finding(
-                doctor_mod.Level.ERROR, "config", problem, "run `duragent init` or pass -c"
-            )
+            doctor_mod.Finding(doctor_mod.Level.ERROR, "config", problem.problem, problem.fix)
         ]
     else:
         with _reported_here("duragent.agents"):  # doctor prints broken agents itself

@@ -28,7 +28,6 @@ __all__ = [
     "ProviderOpt",
     "ServerOpt",
     "hoist_global_flags",
-    "missing_config",
 ]
 
 DEFAULT_CONFIG = Path(CONFIG_FILENAME)
@@ -104,17 +103,3 @@ class GlobalFlagsGroup(TyperGroup):
         """Parse with the verbosity flags moved in front of the subcommand."""
         result: list[str] = super().parse_args(ctx, hoist_global_flags(list(args)))
         return result
-
-
-def missing_config(config: Path) -> str | None:
-    """A sentence naming the file when ``-c``/DURAGENT_CONFIG names one that does not exist.
-
-    The default (``duragent.yaml`` in the current directory) may be absent: commands then
-    say there is no workspace here. A path given on purpose that is not there is named.
-    """
-    if config == DEFAULT_CONFIG or config.exists():
-        return None
-    return (
-        f"{config} does not exist (from -c/--config or DURAGENT_CONFIG); pass the right path, "
-        "or run `duragent init` to create a workspace"
-    )

@@ -16,8 +16,8 @@ from typing import Annotated
 import typer
 
 from duragent.cli.errors import fail, handles_errors
-from duragent.cli.options import DEFAULT_CONFIG, ConfigOpt, missing_config
-from duragent.config import load_workspace
+from duragent.cli.options import DEFAULT_CONFIG, ConfigOpt
+from duragent.cli.workspaces import open_workspace
 from duragent.core.clock import utc_now
 from duragent.frontkit.pairing import (
     CODE_TTL_SECONDS,
@@ -38,10 +38,7 @@ AgentOpt = Annotated[
 
 def _books(config: Path, agent: str | None) -> list[PairingBook]:
     """The pairing books the command looks at: ``agent``'s, or every one the workspace has."""
-    problem = missing_config(config)
-    if problem:
-        raise fail(problem)
-    workspace = load_workspace(config).paths.workspace
+    workspace = open_workspace(config).paths.workspace
     if agent is not None:
         return [book_for(workspace, agent)]
     folder = workspace / PAIRING_DIR

@@ -24,7 +24,8 @@ from duragent.cli.client import ApiClient
 from duragent.cli.errors import fail as _fail
 from duragent.cli.errors import handles_errors, is_quiet
 from duragent.cli.launcher import START_TIMEOUT_SECONDS, ensure_server, running_server
-from duragent.cli.options import DEFAULT_CONFIG, ConfigOpt, PortOpt, ServerOpt, missing_config
+from duragent.cli.options import DEFAULT_CONFIG, ConfigOpt, PortOpt, ServerOpt
+from duragent.cli.workspaces import open_workspace
 from duragent.config import load_workspace
 from duragent.store import SessionStore
 
@@ -56,13 +57,8 @@ def client_for(
     running keeps the agents it was started with, and the user is told so rather than
     having the flag ignored without a word.
     """
-    problem = missing_config(config)
-    if problem and server is None:
-        raise ValueError(problem)
-    ws = load_workspace(config)
     if server is None:
-        if not ws.exists and not ws.paths.workspace.is_dir():
-            raise ValueError(f"no workspace at {ws.paths.root}; run `duragent init` or pass -c")
+        ws = open_workspace(config, needed=("server",))
         if agents_dir and running_server(ws, wait=START_TIMEOUT_SECONDS) is not None:
             _announce(
                 f"note: --agents-dir {agents_dir} applies only to a server started by this "
@@ -70,8 +66,10 @@ def client_for(
                 "(stop it with `duragent serve stop` to use this one)"
             )
         server = ensure_server(ws, port, announce=_announce, agents_dir=agents_dir)
-    elif agents_dir:
-        _announce(f"note: --agents-dir {agents_dir} has no effect with --server {server}")
+    else:  # the workspace, if any, only for its token
+        ws = load_workspace(config, needed=("server",))
+        if agents_dir:
+            _announce(f"note: --agents-dir {agents_dir} has no effect with --server {server}")
     token = ws.config.server.api_token
     return ApiClient(server, token=token)
 
@@ -221,7 +219,7 @@ def restore_session(config: Path, session_id: str) -> Path:
     next request (it reads the folder then), loads it and checks it again: files that are
     still bad are quarantined again with the new reason.
     """
-    ws = load_workspace(config)
+    ws = open_workspace(config)
     store = SessionStore(ws.paths.sessions)
     try:
         return store.restore(session_id)

@@ -26,14 +26,9 @@ from duragent.cli.client import ApiClient, ApiError
 from duragent.cli.errors import fail, handles_errors
 from duragent.cli.launcher import LaunchError, running_server
 from duragent.cli.logformat import LogFormat, use_log_format
-from duragent.cli.options import (
-    DEFAULT_CONFIG,
-    ConfigOpt,
-    HostOpt,
-    PortOpt,
-    missing_config,
-)
-from duragent.config import CONFIG_FILENAME, LoadedWorkspace, load_workspace
+from duragent.cli.options import DEFAULT_CONFIG, ConfigOpt, HostOpt, PortOpt
+from duragent.cli.workspaces import open_workspace, workspace_problem
+from duragent.config import LoadedWorkspace, load_workspace
 from duragent.runtime import Runtime
 from duragent.store.serve_lock import Holder, lock_files, read_holder
 
@@ -88,10 +83,7 @@ def uptime(started: str | None, now: datetime | None = None) -> str | None:
 def _workspace(ctx: typer.Context, config: Path | None) -> LoadedWorkspace:
     """The workspace named by the subcommand's ``-c``, else by ``serve``'s."""
     chosen: Path = config if config is not None else _given(ctx).get("config", DEFAULT_CONFIG)
-    problem = missing_config(chosen)
-    if problem:
-        raise fail(problem)
-    return load_workspace(chosen)
+    return open_workspace(chosen, needed=("server",))
 
 
 def _given(ctx: typer.Context) -> dict[str, Any]:
@@ -224,6 +216,28 @@ def _reload(ws: LoadedWorkspace) -> None:
     for broken in result.get("broken") or []:
         first = str(broken.get("error", "")).splitlines()[0:1]
         typer.echo(f"  not loaded: {broken.get('path')}: {first[0] if first else ''}")
+    for line in _changes(result.get("changes") or {}):
+        typer.echo(f"  {line}")
+    for note in result.get("notes") or []:
+        typer.echo(f"  note: {note}")
+
+
+def _changes(changes: dict[str, Any]) -> list[str]:
+    """What a reload changed, one line per kind (``agents changed: bot (spec.tools)``)."""
+    lines = []
+    for what in ("agents", "schedules"):
+        found: dict[str, Any] = changes.get(what) or {}
+        parts: dict[str, list[str]] = found.get("parts") or {}
+        for kind in ("added", "removed", "changed"):
+            names = [
+                f"{name} ({', '.join(parts[name])})"
+                if kind == "changed" and name in parts
+                else name
+                for name in found.get(kind) or []
+            ]
+            if names:
+                lines.append(f"{what} {kind}: {', '.join(names)}")
+    return lines
 
 
 def register(app: typer.Typer) -> None:
@@ -289,15 +303,10 @@ def register(app: typer.Typer) -> None:
                 )
             return
         use_log_format(log_format)  # before the workspace is read: its warnings too
-        problem = missing_config(config)
+        problem = workspace_problem(config)
         if problem:
-            raise fail(problem)
-        ws = load_workspace(config)
-        if not ws.exists and not ws.paths.workspace.is_dir():
-            raise fail(
-                f"no workspace at {ws.paths.root} (no {CONFIG_FILENAME}, no .duragent/); "
-                "run `duragent init` or pass -c"
-            )
+            raise fail(str(problem))
+        ws = load_workspace(config)  # every ${VAR}: serving uses every field
         runtime = Runtime(ws, host=host, port=port, agents_dir=agents_dir, ephemeral=ephemeral)
         asyncio.run(runtime.run_until_stopped())
 
@@ -325,5 +334,9 @@ def register(app: typer.Typer) -> None:
     def reload_agents(
         ctx: typer.Context, config: _SUBCOMMAND_CONFIG = None, port: _SUBCOMMAND_PORT = None
     ) -> None:
-        """Re-read the agents folder in the running server (no restart, sessions kept)."""
+        """Re-read the agents folder in the running server (no restart, sessions kept).
+
+        Everything the agent files declare is taken: tools, access, hooks and schedules (a
+        schedule removed from spec.schedules never runs again); prints what changed.
+        """
         _reload(_workspace(ctx, config))

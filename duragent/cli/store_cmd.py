@@ -19,6 +19,7 @@ import typer
 
 from duragent.cli.errors import fail, handles_errors
 from duragent.cli.options import DEFAULT_CONFIG, ConfigOpt
+from duragent.cli.workspaces import open_workspace
 from duragent.config import load_workspace
 from duragent.config.store import StoreConfig
 from duragent.store.backends import schedule_storage, session_storage
@@ -54,7 +55,7 @@ def _postgres_config(config: StoreConfig, dsn: str | None) -> StoreConfig:
 
 
 def _open(config_file: Path, backend: Backend, dsn: str | None) -> SessionStorage:
-    workspace = load_workspace(config_file)
+    workspace = open_workspace(config_file, needed=("store",))
     store_config = workspace.config.store
     if backend is Backend.POSTGRES:
         store_config = _postgres_config(store_config, dsn)
@@ -88,7 +89,7 @@ def register(app: typer.Typer) -> None:
         """Apply pending schema migrations to the configured PostgreSQL store."""
         from duragent.store.postgres import Database, current_version, migrate
 
-        store_config = _postgres_config(load_workspace(config).config.store, dsn)
+        store_config = _postgres_config(load_workspace(config, needed=("store",)).config.store, dsn)
         db = Database(store_config.dsn or "", schema=store_config.db_schema, max_size=1)
         try:
             db.open()
@@ -110,7 +111,7 @@ def register(app: typer.Typer) -> None:
         """Copy every session (events, archive, snapshot, chats), then compare each history."""
         if source is target:
             raise fail("--from and --to name the same store")
-        paths = load_workspace(config).paths
+        paths = open_workspace(config, needed=("store",)).paths
         # The server's lock: a server serving this workspace would write while we copy.
         lock = ServeLock.acquire(paths.workspace, paths.sessions)
         try:

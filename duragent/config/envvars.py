@@ -6,6 +6,11 @@
 - ``${`` without a closing ``}`` is an error; nesting is not supported.
 - Lines whose first non-blank character is ``#`` are comments and are not expanded, so a
   commented-out example never fails on a missing variable.
+
+A command that does not use every field (``agent create`` needs paths, not the Telegram
+token) passes ``unset``: a required variable that is not set is then listed there instead of
+raised, and expands to nothing; the caller decides which of those it needs
+(``config.env_scope``).
 """
 
 from __future__ import annotations
@@ -28,20 +33,38 @@ of a line into a "comment")."""
 
 
 def expand_env(
-    text: str, *, file: Path | str | None = None, env: Mapping[str, str] | None = None
+    text: str,
+    *,
+    file: Path | str | None = None,
+    env: Mapping[str, str] | None = None,
+    unset: list[ConfigError] | None = None,
 ) -> str:
-    """Return ``text`` with every ``${VAR}`` reference replaced (see module docstring)."""
+    """Return ``text`` with every ``${VAR}`` reference replaced (see module docstring).
+
+    Args:
+        text: the configuration text.
+        file: named in errors.
+        env: the variables (default: the process environment).
+        unset: when given, a required variable that is not set is appended here (the error
+            it would raise, with its line) and expands to the empty string.
+    """
     environ = os.environ if env is None else env
     out: list[str] = []
     for lineno, line in enumerate(_LINE_BREAK.split(text), start=1):
         if line.lstrip().startswith("#") or "$" not in line:
             out.append(line)
             continue
-        out.append(_expand_line(line, lineno, file, environ))
+        out.append(_expand_line(line, lineno, file, environ, unset))
     return "".join(out)
 
 
-def _expand_line(line: str, lineno: int, file: Path | str | None, env: Mapping[str, str]) -> str:
+def _expand_line(
+    line: str,
+    lineno: int,
+    file: Path | str | None,
+    env: Mapping[str, str],
+    unset: list[ConfigError] | None,
+) -> str:
     result: list[str] = []
     i = 0
     while i < len(line):
@@ -82,12 +105,15 @@ def _expand_line(line: str, lineno: int, file: Path | str | None, env: Mapping[s
         if sep:
             result.append(value if value else default)
         elif value is None:
-            raise ConfigError(
+            error = ConfigError(
                 f"environment variable {name} is not set",
                 file=file,
                 line=lineno,
                 fix=f"export {name}=… or write ${{{name}:-default}}",
             )
+            if unset is None:
+                raise error
+            unset.append(error)
         else:
             result.append(value)
         i = end + 1

@@ -9,11 +9,15 @@ a stray character fails with a clear message instead of at the platform's first 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from duragent.config.section import Section
+from duragent.config.wording import did_you_mean
+from duragent.config.yamlio import LocatedYaml
+from duragent.errors import ConfigError
 
 __all__ = [
     "DISCORD_TOKEN_HELP",
@@ -26,6 +30,7 @@ __all__ = [
     "RouteConfig",
     "RouteMatch",
     "TelegramConfig",
+    "route_warnings",
 ]
 
 
@@ -244,3 +249,33 @@ class RouteConfig(Section):
 
     match: RouteMatch = RouteMatch()
     agent: str
+
+
+def route_warnings(
+    gateways: GatewaysConfig, routes: Sequence[RouteConfig], doc: LocatedYaml
+) -> list[ConfigError]:
+    """A rule whose ``match.gateway`` names no configured gateway: it can never match."""
+    names = sorted(
+        {
+            *(n for n, g in (("telegram", gateways.telegram), ("discord", gateways.discord)) if g),
+            *(g.name for g in gateways.external),
+        }
+    )
+    found = []
+    for i, route in enumerate(routes):
+        wanted = route.match.gateway
+        if wanted is None or wanted.lower() in {n.lower() for n in names}:
+            continue
+        listed = f"use one of: {', '.join(names)}" if names else "configure it under gateways:"
+        close = did_you_mean(wanted, [*names, "telegram", "discord"])
+        found.append(
+            ConfigError(
+                "no gateway of this name is configured: the rule never matches",
+                file=doc.file,
+                line=doc.line_of(("routes", i, "match", "gateway")),
+                field=f"routes[{i}].match.gateway",
+                value=wanted,
+                fix=f"{close} ({listed})" if close else listed,
+            )
+        )
+    return found

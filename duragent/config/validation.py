@@ -1,29 +1,35 @@
 """Turn pydantic validation failures into errors a person can act on.
 
 Every error names the file, the line (from the YAML node tree), the dotted field path as
-written in the file, the value found and, for enums, the values allowed. Unknown keys are
-not errors (the reference ignores them, and newer files must load in older runtimes) but
-they are reported as warnings, because a typo such as ``max_tool_iteration`` would otherwise
-be silently ignored.
+written in the file, the value found and what to write (in plain words: ``wording``). Unknown
+keys are not errors (the reference ignores them, and newer files must load in older runtimes)
+but they are reported as warnings, because a typo such as ``max_tool_iteration`` would
+otherwise be silently ignored. ``validate_all`` goes on past the fields that fail, so
+``doctor`` names every problem of a file in one run.
 """
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Sequence
-from typing import Any, TypeVar
+import copy
+from typing import Any, Generic, NamedTuple, TypeVar
 
+import yaml
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
+from duragent.config.wording import close_match, dotted, field_path, to_config_error
 from duragent.config.yamlio import LocatedYaml
 from duragent.errors import ConfigError, ConfigErrors
 
-__all__ = ["empty_means_default", "unknown_key_warnings", "validate_document"]
+__all__ = [
+    "Validated",
+    "empty_means_default",
+    "unknown_key_warnings",
+    "validate_all",
+    "validate_document",
+]
 
 M = TypeVar("M", bound=BaseModel)
-
-_MISSING = object()
 
 
 def empty_means_default(model: type[BaseModel], data: Any) -> Any:
@@ -56,183 +62,178 @@ def _container_default(default: Any) -> bool:
 
 def validate_document(model: type[M], doc: LocatedYaml, *, what: str) -> M:
     """Validate ``doc.data`` as ``model``; raise ConfigErrors listing every problem by line."""
-    data = doc.data
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise ConfigError(
-            f"{what} must be a YAML mapping of keys to values",
-            file=doc.file,
-            line=doc.line_of(()),
-            value=type(data).__name__,
-        )
+    shape = _not_a_mapping(doc, what)
+    if shape is not None:
+        raise shape
+    instance, errors, _ = validate_all(model, doc, what=what)
+    if errors:
+        raise ConfigErrors(errors)
+    assert instance is not None  # no error: validated
+    return instance
+
+
+def _not_a_mapping(doc: LocatedYaml, what: str) -> ConfigError | None:
+    if doc.data is None or isinstance(doc.data, dict):
+        return None
+    return ConfigError(
+        f"{what} must be a YAML mapping of keys to values",
+        file=doc.file,
+        line=doc.line_of(()),
+        value=type(doc.data).__name__,
+    )
+
+
+_SALVAGE_ROUNDS = 8
+
+
+class Validated(NamedTuple, Generic[M]):
+    """``validate_all``'s result."""
+
+    model: M | None
+    """The document without the fields that failed; None when that is not enough."""
+    errors: list[ConfigError]
+    """Every problem of the document as written, in line order."""
+    doc: LocatedYaml
+    """What ``model`` was made of: the document less the fields that failed (lines intact)."""
+
+
+def validate_all(model: type[M], doc: LocatedYaml, *, what: str) -> Validated[M]:
+    """Every problem of ``doc`` as ``model``, and the model the rest of it makes.
+
+    The model is validated again without the fields that failed (so they take their
+    defaults, and a list item that failed is left out), so later checks (unknown fields, tool
+    names) still see the rest of the file: one run says everything. It is None when the rest
+    is not enough (a required section failed).
+    """
+    shape = _not_a_mapping(doc, what)
+    if shape is not None:
+        return Validated(None, [shape], doc)
+    data = doc.data if doc.data is not None else {}
     try:
-        return model.model_validate(data)
+        return Validated(model.model_validate(data), [], doc)
     except ValidationError as exc:
-        errors = [_to_config_error(e, doc) for e in exc.errors()]
-        # pydantic reports in field-declaration order; people read files top to bottom.
-        errors.sort(key=lambda e: e.line if e.line is not None else 0)
-        raise ConfigErrors(errors) from None
+        errors = _translated(exc.errors(), doc, model)
+        failed = exc.errors()
+    salvaged = LocatedYaml(copy.deepcopy(data), copy.deepcopy(doc.root), doc.file)
+    for _ in range(_SALVAGE_ROUNDS):
+        if not _drop_failed(salvaged, [field_path(e["loc"], salvaged.data) for e in failed]):
+            break
+        try:
+            return Validated(model.model_validate(salvaged.data), errors, salvaged)
+        except ValidationError as exc:
+            failed = exc.errors()
+    return Validated(None, errors, doc)
 
 
-def _has_key(node: Any, part: str | int) -> bool:
-    if isinstance(node, dict):
-        return part in node
-    return isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+def _translated(
+    failed: list[ErrorDetails], doc: LocatedYaml, model: type[BaseModel]
+) -> list[ConfigError]:
+    """One ConfigError per field, in line order (a union's members said together)."""
+    by_field: dict[tuple[str | int, ...], list[ErrorDetails]] = {}
+    for err in failed:
+        by_field.setdefault(tuple(field_path(err["loc"], doc.data)), []).append(err)
+    errors = []
+    for same in by_field.values():
+        kinds = [e["type"] for e in same]
+        errors.append(to_config_error(same[0], doc, model, kinds if len(same) > 1 else None))
+    # pydantic reports in field-declaration order; people read files top to bottom.
+    errors.sort(key=lambda e: e.line if e.line is not None else 0)
+    return errors
 
 
-def _field_path(loc: Sequence[str | int], data: Any) -> list[str | int]:
-    """The part of pydantic's ``loc`` that names keys in the file (drops union tags)."""
-    path: list[str | int] = []
-    node: Any = data
-    for i, part in enumerate(loc):
-        last = i == len(loc) - 1
-        if _has_key(node, part):
-            path.append(part)
-            node = node[part]
-        elif last or not isinstance(node, dict):
-            path.append(part)
-            node = _MISSING
-        # else: a union/validator tag pydantic inserted; it is not a key in the file.
-    return path
+_DROP = object()
 
 
-def _dotted(path: Sequence[str | int]) -> str:
-    out = ""
-    for part in path:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else str(part)
-    return out
+def _drop_failed(doc: LocatedYaml, paths: list[list[str | int]]) -> bool:
+    """Remove what failed from ``doc``; False when nothing can be removed (the root failed).
+
+    A value that failed is removed; a missing required field takes its section (or its list
+    item) with it, as the section cannot be made without it. The node tree loses the same
+    entries, so the lines of what stays are still found by its new path.
+    """
+    marked = False
+    for path in paths:
+        while path:
+            parent = _node_at(doc.data, path[:-1])
+            if isinstance(parent, dict | list) and _has(parent, path[-1]):
+                parent[path[-1]] = _DROP  # type: ignore[index]
+                _mark_node(doc.root, path)
+                marked = True
+                break
+            path = path[:-1]  # missing here: the section holding it goes
+    _sweep(doc.data)  # list items shift only now, after every path was marked
+    _sweep_nodes(doc.root)
+    return marked
 
 
-def _close_key(wanted: str, candidates: Sequence[object]) -> str | None:
-    """The candidate that looks like a misspelling of ``wanted`` (``modle`` for ``model``)."""
-    names = [c for c in candidates if isinstance(c, str) and c != wanted]
-    matches = difflib.get_close_matches(wanted, names, n=1, cutoff=0.75)
-    return matches[0] if matches else None
-
-
-def _node_at(data: Any, path: Sequence[str | int]) -> Any:
+def _node_at(data: Any, path: list[str | int]) -> Any:
     node = data
     for part in path:
-        if not _has_key(node, part):
-            return _MISSING
-        node = node[part]
+        if not (isinstance(node, dict | list) and _has(node, part)):
+            return None
+        node = node[part]  # type: ignore[index]
     return node
 
 
-def _to_config_error(err: ErrorDetails, doc: LocatedYaml) -> ConfigError:
-    path = _field_path(err["loc"], doc.data)
-    field = _dotted(path)
-    line = doc.line_of(path)
-    kind = err["type"]
-    ctx = err.get("ctx") or {}
-    value = err.get("input")
-    if kind == "missing":
-        leaf = path[-1] if path else "value"
-        parent = _node_at(doc.data, path[:-1])
-        typo = (
-            _close_key(leaf, list(parent))
-            if isinstance(parent, dict) and isinstance(leaf, str)
-            else None
-        )
-        if typo is not None:
-            typo_line = doc.line_of([*path[:-1], typo])
-            where = f" (line {typo_line})" if typo_line is not None else ""
-            return ConfigError(
-                f"required field is missing; '{typo}'{where} looks like a misspelling of it",
-                file=doc.file,
-                line=line,
-                field=field,
-                fix=f"rename '{typo}' to '{leaf}'",
+def _has(node: dict[Any, Any] | list[Any], part: str | int) -> bool:
+    if isinstance(node, dict):
+        return part in node
+    return isinstance(part, int) and 0 <= part < len(node)
+
+
+def _sweep(node: Any) -> None:
+    """Take out the values marked ``_DROP``."""
+    if isinstance(node, dict):
+        for key in [k for k, v in node.items() if v is _DROP]:
+            del node[key]
+        for value in node.values():
+            _sweep(value)
+    elif isinstance(node, list):
+        node[:] = [item for item in node if item is not _DROP]
+        for item in node:
+            _sweep(item)
+
+
+_DROPPED_TAG = "!duragent-dropped"
+
+
+def _mark_node(root: yaml.Node | None, path: list[str | int]) -> None:
+    """Tag the node tree's entry at ``path`` for ``_sweep_nodes`` (as ``line_of`` finds it)."""
+    node = root
+    for i, part in enumerate(path):
+        last = i == len(path) - 1
+        if isinstance(node, yaml.MappingNode):
+            pair = next(
+                (
+                    kv
+                    for kv in node.value
+                    if isinstance(kv[0], yaml.ScalarNode) and kv[0].value == str(part)
+                ),
+                None,
             )
-        return ConfigError(
-            "required field is missing",
-            file=doc.file,
-            line=line,
-            field=field,
-            fix=f"add '{leaf}: …' here",
-        )
-    if kind == "literal_error":
-        expected = str(ctx.get("expected", "")).replace("'", "")
-        return ConfigError(
-            "invalid value",
-            file=doc.file,
-            line=line,
-            field=field,
-            value=value,
-            allowed=expected,
-        )
-    if kind in {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}:
-        bound = next(iter(ctx.values()), None)
-        words = {
-            "greater_than": "greater than",
-            "greater_than_equal": "at least",
-            "less_than": "less than",
-            "less_than_equal": "at most",
-        }[kind]
-        return ConfigError(
-            f"must be {words} {bound}",
-            file=doc.file,
-            line=line,
-            field=field,
-            value=value,
-        )
-    if kind == "string_too_short" and ctx.get("min_length") == 1:
-        return ConfigError("must not be empty", file=doc.file, line=line, field=field, value=value)
-    if kind in {"union_tag_invalid", "union_tag_not_found"}:
-        # A tagged list item such as spec.tools[i]: point at its tag key, not at the item.
-        tag = str(ctx.get("discriminator", "type")).strip("'\"")
-        tag_path = [*path, tag]
-        expected = str(ctx.get("expected_tags", "")).replace("'", "")
-        if kind == "union_tag_not_found":
-            return ConfigError(
-                "required field is missing",
-                file=doc.file,
-                line=doc.line_of(tag_path),
-                field=_dotted(tag_path),
-                allowed=expected or None,
-                fix=f"add '{tag}: …' here",
-            )
-        return ConfigError(
-            "invalid value",
-            file=doc.file,
-            line=doc.line_of(tag_path),
-            field=_dotted(tag_path),
-            value=ctx.get("tag"),
-            allowed=expected or None,
-        )
-    if kind in {"model_type", "model_attributes_type", "dict_type"}:
-        if value is None:
-            return ConfigError(
-                "is empty but must be a mapping of keys to values",
-                file=doc.file,
-                line=line,
-                field=field,
-                fix="indent its keys under it (or delete the line if the section is optional)",
-            )
-        return ConfigError(
-            "must be a mapping of keys to values",
-            file=doc.file,
-            line=line,
-            field=field,
-            value=type(value).__name__ if isinstance(value, list) else value,
-        )
-    if kind == "list_type":
-        return ConfigError(
-            "must be a list ('- item' lines)",
-            file=doc.file,
-            line=line,
-            field=field,
-            value=type(value).__name__ if isinstance(value, dict) else value,
-        )
-    message = err["msg"]
-    if message.startswith("Value error, "):
-        message = message[len("Value error, ") :]
-    shown = value if not isinstance(value, dict | list) else None
-    return ConfigError(message, file=doc.file, line=line, field=field, value=shown)
+            if pair is None:
+                return
+            target = pair[0] if last else pair[1]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            if not 0 <= part < len(node.value):
+                return
+            target = node.value[part]
+        else:
+            return
+        if last:
+            target.tag = _DROPPED_TAG
+        node = target
+
+
+def _sweep_nodes(node: yaml.Node | None) -> None:
+    if isinstance(node, yaml.MappingNode):
+        node.value = [(k, v) for k, v in node.value if k.tag != _DROPPED_TAG]
+        for _, value in node.value:
+            _sweep_nodes(value)
+    elif isinstance(node, yaml.SequenceNode):
+        node.value = [item for item in node.value if item.tag != _DROPPED_TAG]
+        for item in node.value:
+            _sweep_nodes(item)
 
 
 def unknown_key_warnings(
@@ -244,15 +245,17 @@ def unknown_key_warnings(
     known = sorted((f.alias or name) for name, f in type(model).model_fields.items())
     for key in extra:
         path = (*prefix, key)
-        close = _close_key(key, known)
+        close = close_match(key, known)
         found.append(
             ConfigError(
                 "unknown field (ignored)",
                 file=doc.file,
                 line=doc.line_of(path),
-                field=_dotted(path),
+                field=dotted(path),
                 allowed=", ".join(known),
-                fix=f"did you mean '{close}'?" if close else None,
+                fix=f"did you mean '{close}'?"
+                if close
+                else "remove it, or rename it to one of the allowed fields",
             )
         )
     for name, info in type(model).model_fields.items():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
@@ -20,6 +21,7 @@ from pydantic import (
     field_validator,
 )
 
+from duragent.config.env_scope import expand_needed
 from duragent.config.envvars import expand_env
 from duragent.config.fields import unsupported_warnings
 from duragent.config.gateways import (
@@ -33,6 +35,7 @@ from duragent.config.gateways import (
     RouteConfig,
     RouteMatch,
     TelegramConfig,
+    route_warnings,
 )
 from duragent.config.hosts import check_host_name, check_origin
 from duragent.config.section import Section
@@ -63,6 +66,8 @@ __all__ = [
     "WorkspaceConfig",
     "WorkspacePaths",
     "load_workspace",
+    "workspace_paths",
+    "workspace_warnings",
 ]
 
 CONFIG_FILENAME = "duragent.yaml"
@@ -276,30 +281,67 @@ def _resolve(base: Path, value: str | None, default: Path) -> Path:
     return p if p.is_absolute() else (base / p)
 
 
-def load_workspace(config_file: Path | str = CONFIG_FILENAME) -> LoadedWorkspace:
-    """Load and validate ``duragent.yaml``; a missing file yields all defaults."""
+def _read(path: Path, needed: Collection[str] | None) -> tuple[WorkspaceConfig, LocatedYaml]:
+    text = read_text(path)
+    if needed is None:
+        doc = load_yaml_text(expand_env(text, file=path), file=path)
+        return validate_document(WorkspaceConfig, doc, what="duragent.yaml"), doc
+    doc, unset = expand_needed(text, file=path, needed=needed)
+    try:
+        return validate_document(WorkspaceConfig, doc, what="duragent.yaml"), doc
+    except ConfigError:
+        if unset:  # what is left may not validate without them (a route missing a field)
+            raise unset[0] from None
+        raise
+
+
+def load_workspace(
+    config_file: Path | str = CONFIG_FILENAME, *, needed: Collection[str] | None = None
+) -> LoadedWorkspace:
+    """Load and validate ``duragent.yaml``; a missing file yields all defaults.
+
+    Args:
+        config_file: the file, or its directory.
+        needed: the top-level sections (dotted prefixes, e.g. ``("server",)``) whose
+            ``${VAR}``s must be set; unset ones elsewhere leave their field out
+            (``config.env_scope``). None, for ``serve`` and ``doctor``: every one.
+    """
     path = Path(config_file).expanduser().absolute()
     if path.is_dir():
         path = path / CONFIG_FILENAME
-    root = path.parent
     exists = path.is_file()
     if exists:
-        text = expand_env(read_text(path), file=path)
-        doc = load_yaml_text(text, file=path)
-        config = validate_document(WorkspaceConfig, doc, what="duragent.yaml")
-        warnings = (
-            *unknown_key_warnings(config, doc),
-            *unsupported_warnings("workspace", doc),
-            *_shadowed_warnings(config, doc),
-        )
+        config, doc = _read(path, needed)
+        warnings = workspace_warnings(config, doc)
     else:
         config = WorkspaceConfig()
         warnings = ()
+    paths = workspace_paths(config, path)
+    return LoadedWorkspace(config=config, paths=paths, warnings=warnings, exists=exists)
+
+
+def workspace_warnings(config: WorkspaceConfig, doc: LocatedYaml) -> tuple[ConfigError, ...]:
+    """What a valid ``duragent.yaml`` still gets wrong, each with its line.
+
+    Unknown fields (likely typos), fields with no effect, gateways not started, routes that
+    can never match.
+    """
+    return (
+        *unknown_key_warnings(config, doc),
+        *unsupported_warnings("workspace", doc),
+        *_shadowed_warnings(config, doc),
+        *route_warnings(config.gateways, config.routes, doc),
+    )
+
+
+def workspace_paths(config: WorkspaceConfig, config_file: Path) -> WorkspacePaths:
+    """The workspace's folders, ``config``'s relative paths taken from ``config_file``'s."""
+    root = config_file.parent
     ws = _resolve(root, config.workspace, root / ".duragent")
     sessions = _resolve(root, config.services.session.path, ws / "sessions")
-    paths = WorkspacePaths(
+    return WorkspacePaths(
         root=root,
-        config_file=path,
+        config_file=config_file,
         workspace=ws,
         agents=_resolve(root, config.agents_dir, ws / "agents"),
         sessions=sessions,
@@ -310,4 +352,3 @@ def load_workspace(config_file: Path | str = CONFIG_FILENAME) -> LoadedWorkspace
         policy=ws / "policy.yaml",
         logs=ws / "logs",
     )
-    return LoadedWorkspace(config=config, paths=paths, warnings=warnings, exists=exists)

@@ -56,6 +56,38 @@ class LocatedYaml:
                 return line
         return line
 
+    def paths_on(self, line: int) -> list[tuple[str | int, ...]]:
+        """The key paths of the values (and keys) written on 1-based ``line``.
+
+        A block scalar counts for every line it spans. Used to tell which fields a
+        ``${VAR}`` on that line fills.
+        """
+        found: dict[tuple[str | int, ...], None] = {}  # an ordered set: a key and its value
+
+        def spans(node: yaml.Node) -> bool:
+            return (
+                node.start_mark.line + 1
+                <= line
+                <= max(node.start_mark.line + 1, node.end_mark.line + (node.end_mark.column > 0))
+            )
+
+        def walk(node: yaml.Node, path: tuple[str | int, ...]) -> None:
+            if isinstance(node, yaml.MappingNode):
+                for k, v in node.value:
+                    key = (*path, k.value if isinstance(k, yaml.ScalarNode) else "?")
+                    if spans(k):
+                        found[key] = None
+                    walk(v, key)
+            elif isinstance(node, yaml.SequenceNode):
+                for i, item in enumerate(node.value):
+                    walk(item, (*path, i))
+            elif spans(node):
+                found[path] = None
+
+        if self.root is not None:
+            walk(self.root, ())
+        return list(found)
+
 
 def read_text(path: Path) -> str:
     """Read a UTF-8 file, turning OS and decoding errors into ConfigError."""

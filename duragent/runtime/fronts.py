@@ -139,10 +139,11 @@ class Fronts:
             return None
         try:
             build = builder()
-        except ImportError as exc:
+        except ImportError as exc:  # the SDK is a dependency: the install itself is broken
             raise ConfigError(
-                f"gateways.{name} is enabled but {sdk} is not installed: "
-                f"pip install 'duragent[{name}]'"
+                f"gateways.{name} is enabled but {sdk}, which duragent installs, cannot be "
+                f"imported ({exc}): reinstall duragent (`pip install -e .` in a clone, "
+                "`pip install --force-reinstall duragent` otherwise)"
             ) from exc
         gateway = build(
             config,

@@ -23,6 +23,7 @@ from typing import ClassVar
 
 from duragent import __version__
 from duragent.agents import AgentCatalog, load_catalog
+from duragent.agents.reloading import Reloaded
 from duragent.cluster import OwnerRelay
 from duragent.config import LoadedWorkspace, WorkspaceConfig
 from duragent.frontkit import (
@@ -45,6 +46,7 @@ from duragent.observability.metrics import Metrics
 from duragent.runtime.endpoints import Endpoint, endpoint_changes, endpoint_of
 from duragent.runtime.expiry import sweep_forever
 from duragent.runtime.fronts import Fronts
+from duragent.runtime.reloads import reloaded
 from duragent.runtime.startup import descriptor_budget, report_agents
 from duragent.scheduler import Clock, ScheduleDesk, Schedules, SystemClock
 from duragent.session import RegistrySettings, SessionRegistry
@@ -212,8 +214,20 @@ class Runtime:
             return "the model providers are still starting (their SDKs are being loaded)"
         return None
 
+    async def reload(self) -> Reloaded:
+        """``reload-agents``: the catalog swapped, the declared schedules taken (``reloads``).
+
+        What it changed comes back: agents and declared schedules added, removed, changed.
+        """
+        before = self._catalog
+        return await reloaded(before, self.reload_agents(), self._fronts.schedules)
+
     def reload_agents(self) -> AgentCatalog:
-        """Re-read the agents directory and swap the catalog atomically."""
+        """Re-read the agents directory and swap the catalog atomically.
+
+        The catalog alone (what the start does, before the scheduler): ``reload`` is the
+        reload an operator asks for, which the scheduler's declared schedules follow.
+        """
         self._catalog = load_catalog(
             self._agents_dir,
             workspace_directives=self.workspace.paths.directives,

@@ -29,9 +29,14 @@ log = logging.getLogger(__name__)
 def report_agents(
     catalog: AgentCatalog, workspace_policy: Path, env: Mapping[str, str] | None
 ) -> None:
-    """Log broken agents, agents' warnings, broken policy files and models it cannot call."""
-    for path, error in catalog.broken.items():
-        log.error("agent %s not loaded: %s", path.name, error)
+    """Log broken agents, agents' warnings, broken policy files and models it cannot call.
+
+    Each broken agent once (the catalog does not log it), with all its problems; a warning
+    that applies to several agents (the offline model, a key that is not set) once, naming
+    them.
+    """
+    for path, error in sorted(catalog.broken.items()):
+        log.error("agent %s not loaded: %s", path.name, _indented(error.render()))
     policies = [workspace_policy]
     for agent in catalog.agents.values():
         for warning in agent.warnings:
@@ -44,21 +49,50 @@ def report_agents(
             log.error("policy file: %s (turns of its agents fail until it is fixed)", error)
         for warning in warnings:
             log.warning("policy file: %s", warning)
-    for agent in catalog.agents.values():
+    cannot_call: dict[str, list[str]] = {}
+    offline: list[str] = []
+    for name in catalog.names():
+        agent = catalog.agents[name]
         problem = credential_problem(agent.model.provider, agent.model.base_url, env)
         if problem:  # as doctor says it; otherwise the first turn is the first to know
-            log.warning(
-                "agent '%s' cannot call its model: %s (its turns fail until then)",
-                agent.name,
-                problem,
-            )
+            cannot_call.setdefault(problem, []).append(name)
         if agent.model.provider == "offline":
-            log.warning(
-                "agent '%s' uses the offline model: replies are fixed text, not AI "
-                "(set spec.model in %s to use a real model)",
-                agent.name,
-                agent.directory / "agent.yaml",
-            )
+            offline.append(name)
+    for problem, names in cannot_call.items():
+        log.warning(
+            "%s cannot call %s model: %s (%s turns fail until then)",
+            _agents(names),
+            "its" if len(names) == 1 else "their",
+            problem,
+            "its" if len(names) == 1 else "their",
+        )
+    if offline:
+        where = (
+            catalog.agents[offline[0]].directory / "agent.yaml"
+            if len(offline) == 1
+            else "each one's agent.yaml"
+        )
+        log.warning(
+            "%s %s the offline model: replies are fixed text, not AI (set spec.model in %s "
+            "to use a real model)",
+            _agents(offline),
+            "uses" if len(offline) == 1 else "use",
+            where,
+        )
+
+
+def _agents(names: list[str]) -> str:
+    """``agent 'a'`` or ``agents 'a', 'b'``."""
+    quoted = ", ".join(f"'{n}'" for n in names)
+    return f"agent {quoted}" if len(names) == 1 else f"agents {quoted}"
+
+
+def _indented(text: str) -> str:
+    """One problem on the line; several on lines of their own below it."""
+    lines = text.splitlines()
+    if len(lines) == 1:
+        return text
+    return "".join(f"\n  {line}" for line in lines)
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,9 @@ goes through the kit's ``OutboundPort`` and ``Delivery`` (``duragent.frontkit``)
   the loop on the leader only when several nodes share the schedules (under
   ``cluster.run_as_leader``); ``claiming``: a due time claimed once across nodes, through
   an outage (scheduling logic over the store's ``RunClaims``, so it stays here);
-  ``tool``: the ``schedule`` tool; ``desk``: schedules as JSON (HTTP, CLI).
+  ``tool``: the ``schedule`` tool; ``desk``: schedules as JSON (HTTP, CLI);
+  ``declared``: declared schedules added, changed and removed by a reload of the agents
+  (``slots`` keeps a removed one's run until it ends).
 
 See specs/202611240545.scheduler.md.
 """

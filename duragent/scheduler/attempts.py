@@ -20,7 +20,7 @@ from duragent.scheduler.model import Schedule
 from duragent.scheduler.payloads import PayloadRunner, RunReport, backoff_seconds
 from duragent.scheduler.runs import to_ms
 
-__all__ = ["Append", "run_attempts"]
+__all__ = ["Append", "outcome", "run_attempts"]
 
 log = logging.getLogger(__name__)
 
@@ -71,3 +71,23 @@ async def run_attempts(
             backoff_seconds(attempt, s.retry.initial_delay_ms, s.retry.max_delay_ms, rng)
         )
         attempt += 1
+
+
+def outcome(
+    report: RunReport, attempt: int, due: datetime, duration_ms: int, next_run_at: int | None
+) -> dict[str, object]:
+    """The run's outcome line (``ok`` or ``error``) after its last attempt, number ``attempt``."""
+    error = report.error
+    if error is not None and attempt > 1:
+        error += f" (after {attempt} attempts)"
+    entry: dict[str, object] = {
+        "status": "ok" if error is None else "error",
+        "due": to_ms(due),
+        "duration_ms": duration_ms,
+        "next_run_at": next_run_at,
+    }
+    if error is not None:
+        entry["error"] = error
+    if report.session_id is not None:
+        entry["session_id"] = report.session_id
+    return entry

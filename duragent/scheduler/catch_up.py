@@ -83,14 +83,20 @@ def _before(s: Schedule, latest: datetime, first: datetime, missed: int) -> date
     return when
 
 
-def interrupted(schedule: Schedule, run: Dangling) -> tuple[dict[str, object], bool]:
-    """The run-log line for a run the server stopped during, and whether to run it again."""
+def interrupted(
+    schedule: Schedule, run: Dangling, *, removed: bool = False
+) -> tuple[dict[str, object], bool]:
+    """The run-log line for a run the server stopped during, and whether to run it again.
+
+    ``removed``: the schedule was removed since (a declared one no longer declared): its due
+    times before it was declared again are not its to run, that one included.
+    """
     retry = schedule.retry
     # A kill is not the run's failure: a run that wrote nothing gets one more attempt even
     # without a ``retry`` block (safe: nothing of it is anywhere), or its due time would be
     # missed; interrupted again, it is recorded so (no crash loop).
     again = max(1, retry.max_retries) if retry is not None else 1
-    if not run.recorded and run.attempt <= again:
+    if not run.recorded and run.attempt <= again and not removed:
         error = "interrupted: the server stopped during the run"
         retried = {"status": "retry", "due": to_ms(run.due), "attempt": run.attempt}
         return retried | {"error": error}, True

@@ -2,11 +2,12 @@
 
 It owns the schedules (``.duragent/schedules`` files, or the database's ``schedules`` table
 with ``store.backend: postgres``, so every node sees the same), the agents' declared schedules
-(``spec.schedules[]``), the loop (``service.Scheduler``) and the payload runner
-(``chat.ChatPayloads``). The ``schedule`` tool, HTTP ``/api/v1/schedules`` and the CLI all go
-through its few operations (``new`` + ``add``, ``cancel``, ``listing``, ``run_now``…), which check
-what a caller may do (an agent only touches its own schedules; a chat only those delivering to
-it: ``caller``, see ``reaches``) and write files before the loop sees the change.
+(``spec.schedules[]``; taken again when the agents are reloaded: ``take_declared``), the loop
+(``service.Scheduler``) and the payload runner (``chat.ChatPayloads``). The ``schedule`` tool,
+HTTP ``/api/v1/schedules`` and the CLI all go through its few operations (``new`` + ``add``,
+``cancel``, ``listing``, ``run_now``…), which check what a caller may do (an agent only touches
+its own schedules; a chat only those delivering to it: ``caller``, see ``reaches``) and write
+files before the loop sees the change.
 
 Loading never deletes or rewrites a file it cannot read: it is skipped, moved aside with its
 reason and reported (``loading``), and every other schedule runs. A scheduler that cannot
@@ -30,7 +31,8 @@ from duragent.frontkit import OutboundPort
 from duragent.scheduler.bounds import TimingProblem
 from duragent.scheduler.chat import ChatPayloads
 from duragent.scheduler.clock import Clock, SystemClock
-from duragent.scheduler.leading import SchedulerLeadership, take_changes
+from duragent.scheduler.declared import NOT_LEADING
+from duragent.scheduler.leading import SchedulerLeadership, take_changes, take_declared
 from duragent.scheduler.loading import DECLARED_EPOCH, ScheduleLoader, declared_id
 from duragent.scheduler.model import (
     At,
@@ -107,6 +109,8 @@ class Schedules:
             self._described = "the database"
         self._cluster = cluster if cluster is not None and cluster.shared else None
         self._tasks: list[asyncio.Task[None]] = []
+        self._leadership: SchedulerLeadership | None = None
+        self._taking = asyncio.Lock()  # one ``take_declared`` at a time
         self._loader = ScheduleLoader(self.files, agents)
         self._failure: str | None = None
         self._agents = agents
@@ -170,7 +174,22 @@ class Schedules:
             await self.scheduler.start(self.load())
             return
         leadership = SchedulerLeadership(self.scheduler, self._cluster, self.load, self._described)
+        self._leadership = leadership
         self._tasks = await leadership.start()
+
+    async def take_declared(self) -> str | None:
+        """Take the schedules the agents declare now (after a reload), as ``declared`` says.
+
+        One node: at once (``leading.take_declared``). Several: every schedule is re-read at
+        once (``leading``); a note when another node runs the loop (the reload's answer shows
+        it). Raises ``OSError`` when a run log or the database cannot be read.
+        """
+        if self._leadership is not None:
+            await self._leadership.refresh()
+            return NOT_LEADING if self.scheduler.passive else None
+        async with self._taking:
+            await take_declared(self.scheduler, self.declared())
+        return None
 
     def refresh(
         self, loaded: list[Schedule] | None = None, states: dict[str, RunState] | None = None
@@ -228,7 +247,8 @@ class Schedules:
         Refused with ``SchedulerUnavailableError`` when the scheduler cannot run it
         (``down``), ``ConfigError`` naming the field when its timing is out of range
         (``timing.check_timing``: what the tool and HTTP checked already, checked here for
-        every caller), ``ScheduleRefusedError`` for a past ``at`` or an unknown agent.
+        every caller) and for a past ``at`` (a bad value: 400), ``ScheduleRefusedError`` for
+        an unknown agent.
         """
         down = self.down()
         if down is not None:
@@ -237,10 +257,15 @@ class Schedules:
         if problem is not None:
             raise _invalid(timing, problem)
         now = self.clock.now()
-        if isinstance(timing, At) and timing.at <= now:
-            raise ScheduleRefusedError(
-                f"'at' must be in the future (it is {timing.at.isoformat()}, now is "
-                f"{now.isoformat()})"
+        if isinstance(timing, At) and timing.at <= now:  # a bad value (400), not a refusal
+            raise _invalid(
+                timing,
+                TimingProblem(
+                    "at",
+                    f"'at' must be in the future (it is {timing.at.isoformat()}, now is "
+                    f"{now.isoformat()})",
+                    "give a time after now, with its offset (e.g. 2030-01-01T09:00:00Z)",
+                ),
             )
         if agent not in self._agents().agents:
             raise ScheduleRefusedError(f"no agent named '{agent}'")

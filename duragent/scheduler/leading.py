@@ -6,8 +6,10 @@ With ``store.backend: postgres`` every node shares the schedules and their run l
 last leader's runs, and one it left unfinished, are then in its cursors), and when it loses
 the lead its runs are interrupted and it goes passive. Every node, leader or not, re-reads
 the shared schedules every ``REFRESH_SECONDS`` (``take_changes``), so listings and the
-``schedule`` tool see what another node created or cancelled. Kept apart from ``front`` (the
-operations) because this is only how the loop is placed, never what a caller may do.
+``schedule`` tool see what another node created or cancelled; a reload of the agents re-reads
+them at once (``refresh``), with the schedules this node's agent files declare now. Kept
+apart from ``front`` (the operations) because this is only how the loop is placed, never
+what a caller may do. ``take_declared`` is a reload's re-read on one node.
 """
 
 from __future__ import annotations
@@ -17,12 +19,13 @@ import logging
 from collections.abc import Callable
 
 from duragent.cluster.leaders import run_as_leader
-from duragent.scheduler.model import Schedule, schedule_document
+from duragent.scheduler.declared import comparable
+from duragent.scheduler.model import Schedule
 from duragent.scheduler.runs import RunState
 from duragent.scheduler.service import Scheduler
 from duragent.store.cluster import Cluster
 
-__all__ = ["REFRESH_SECONDS", "SchedulerLeadership", "take_changes"]
+__all__ = ["REFRESH_SECONDS", "SchedulerLeadership", "take_changes", "take_declared"]
 
 log = logging.getLogger(__name__)
 
@@ -34,19 +37,40 @@ another node is run by the leader at most this late, well within any grace)."""
 def take_changes(
     scheduler: Scheduler, loaded: list[Schedule], states: dict[str, RunState] | None = None
 ) -> None:
-    """Hand ``scheduler`` the schedules created, changed or removed elsewhere (other nodes).
+    """Hand ``scheduler`` the schedules created, changed or removed elsewhere.
 
-    ``loaded``: every schedule as read just now; ``states``: the run states of the new ones
-    among them (read from the run logs when not given).
+    Elsewhere: on other nodes, or in the agent files (declared ones, after a reload:
+    ``declared``). ``loaded``: every schedule as read just now; ``states``: the run states of
+    the new ones among them (read from the run logs when not given).
     """
     current = {s.id: s for s in loaded}
     for schedule in current.values():
         known = scheduler.get(schedule.id)
-        if known is None or schedule_document(known) != schedule_document(schedule):
+        if known is None or comparable(known) != comparable(schedule):
             scheduler.put(schedule, (states or {}).get(schedule.id))
     for schedule in scheduler.schedules():
         if schedule.id not in current:
             scheduler.remove(schedule.id)
+
+
+async def take_declared(scheduler: Scheduler, declared: list[Schedule]) -> None:
+    """One node: hand ``scheduler`` the schedules the agents declare now (after a reload).
+
+    The stored ones are the loop's already (this process alone writes them). The run logs of
+    the new ones are read in a thread; when that fails, the rest is taken all the same (no
+    removed one runs again) and the error raised: the new ones wait for the next reload.
+    """
+    unknown = [s for s in declared if scheduler.get(s.id) is None]
+    failed: OSError | None = None
+    try:
+        states = await asyncio.to_thread(scheduler.read_states, unknown)
+    except OSError as exc:
+        states, failed = {}, exc
+        declared = [s for s in declared if s not in unknown]
+    stored = [s for s in scheduler.schedules() if s.declared_in is None]
+    take_changes(scheduler, stored + declared, states)
+    if failed is not None:
+        raise failed
 
 
 class SchedulerLeadership:
@@ -64,6 +88,9 @@ class SchedulerLeadership:
         self._cluster = cluster
         self._load = load
         self._described = described
+        self._reading = asyncio.Lock()
+        """One read-and-take at a time: a read begun before a reload is never taken after
+        the reload's own (it would bring back what the reload removed)."""
 
     async def start(self) -> list[asyncio.Task[None]]:
         """Take the schedules passively, then campaign for the lead and refresh: the tasks."""
@@ -79,9 +106,19 @@ class SchedulerLeadership:
 
     async def _lead(self) -> None:
         """This node leads: read every run log afresh (the last leader's runs) and loop."""
-        self.scheduler.passive = False
-        self.scheduler.reset(*await self._read_off_loop())
+        async with self._reading:
+            self.scheduler.passive = False
+            self.scheduler.reset(*await self._read_off_loop())
         await self.scheduler.run_forever()
+
+    async def refresh(self) -> None:
+        """Take the schedules as stored and declared now (a reload of the agents calls it).
+
+        Raises ``OSError`` (``StorageError``) when the database cannot be read: the next
+        periodic refresh takes them then.
+        """
+        async with self._reading:
+            take_changes(self.scheduler, *await self._read_off_loop(only_new=True))
 
     async def _read_off_loop(
         self, only_new: bool = False
@@ -107,6 +144,6 @@ class SchedulerLeadership:
         while True:
             await asyncio.sleep(REFRESH_SECONDS)
             try:
-                take_changes(self.scheduler, *await self._read_off_loop(only_new=True))
+                await self.refresh()
             except OSError as exc:  # StorageError: the database is away; try again later
                 log.warning("schedules could not be re-read from %s: %s", self._described, exc)

@@ -65,6 +65,10 @@ class Skipped:
         return doc | ({"moved_to": self.moved_to} if self.moved_to else {})
 
 
+_Found = tuple[list[ConfigError], list[Skipped]]
+"""What a read skipped: the problems, and the same as reported (``Skipped``)."""
+
+
 class ScheduleLoader:
     """Reads stored and declared schedules, setting bad ones aside (module docstring)."""
 
@@ -72,10 +76,22 @@ class ScheduleLoader:
         self.files = files
         self._agents = agents
         self._logged: set[str] = set()
-        self.problems: list[ConfigError] = []
-        """What the last ``load`` skipped, each naming file and field (quarantined or not)."""
-        self.skipped: list[Skipped] = []
+        self._stored: _Found = ([], [])
+        self._declared: _Found = ([], [])
+
+    @property
+    def problems(self) -> list[ConfigError]:
+        """What the last reads skipped, each naming file and field (quarantined or not).
+
+        The stored schedules' as the last ``load`` found them, the declared ones' as the last
+        ``declared`` did (a reload of the agents reads those again, and only those).
+        """
+        return self._stored[0] + self._declared[0]
+
+    @property
+    def skipped(self) -> list[Skipped]:
         """The same, as reported; with where each file was moved."""
+        return self._stored[1] + self._declared[1]
 
     def path(self, schedule_id: str) -> Path:
         """Where a schedule is kept, for messages (a file, or a row of the database)."""
@@ -85,46 +101,50 @@ class ScheduleLoader:
 
     def load(self) -> list[Schedule]:
         """Every usable schedule, stored then declared; bad ones set aside and reported."""
-        self.problems = []
-        self.skipped = []
+        return self.stored() + self.declared()
+
+    def stored(self) -> list[Schedule]:
+        """The usable schedule files (or rows); bad ones set aside and reported."""
+        reported: _Found = ([], [])
         if isinstance(self.files, ScheduleFiles):  # moved aside earlier: still reported
             for path, reason in self.files.quarantined().items():
-                self.skipped.append(Skipped(str(path), reason, str(path)))
+                reported[1].append(Skipped(str(path), reason, str(path)))
         found: list[Schedule] = []
         for sched_id in self.files.ids():
-            schedule = self._read(sched_id)
+            schedule = self._read(sched_id, reported)
             if schedule is not None:
                 found.append(schedule)
-        return found + self.declared()
+        self._stored = reported
+        return found
 
-    def _read(self, sched_id: str) -> Schedule | None:
+    def _read(self, sched_id: str, into: _Found) -> Schedule | None:
         path = self.path(sched_id)
         try:
             schedule = parse_schedule(self.files.get(sched_id), file=path)
         except StorageError:
             raise
         except yaml.YAMLError as exc:
-            self._bad(sched_id, ConfigError(f"YAML syntax error: {exc}", file=path))
+            self._bad(into, sched_id, ConfigError(f"YAML syntax error: {exc}", file=path))
             return None
         except ConfigError as exc:
-            self._bad(sched_id, exc)
+            self._bad(into, sched_id, exc)
             return None
         except OSError as exc:  # the disk's fault, not the record's: left where it is
-            self._report(ConfigError(f"could not be read: {exc}", file=path), moved_to=None)
+            self._report(ConfigError(f"could not be read: {exc}", file=path), None, into)
             return None
         except Exception as exc:  # whatever else a record can make a parser raise
             cause = f"could not be read: {type(exc).__name__}: {exc}"
-            self._bad(sched_id, ConfigError(cause, file=path))
+            self._bad(into, sched_id, ConfigError(cause, file=path))
             return None
         if schedule.id != sched_id:
-            self._bad(sched_id, ConfigError(
+            self._bad(into, sched_id, ConfigError(
                 "does not match the file name", file=path, field="id", value=schedule.id,
                 fix=f"set id: {sched_id} or rename the file",
             ))  # fmt: skip
             return None
         return schedule
 
-    def _bad(self, sched_id: str, error: ConfigError) -> None:
+    def _bad(self, into: _Found, sched_id: str, error: ConfigError) -> None:
         """A record that cannot be used: moved aside when it is a file, and reported."""
         moved: Path | None = None
         if isinstance(self.files, ScheduleFiles):
@@ -132,23 +152,25 @@ class ScheduleLoader:
                 moved = self.files.quarantine(sched_id, error.render())
             except OSError as exc:
                 log.error("schedule %s could not be moved aside: %s", sched_id, exc)
-        self._report(error, moved_to=moved)
+        self._report(error, moved, into)
 
-    def _report(self, error: ConfigError, moved_to: Path | None) -> None:
+    def _report(self, error: ConfigError, moved_to: Path | None, into: _Found) -> None:
         if moved_to is not None:
             log.error("schedule skipped and moved to %s: %s", moved_to, error)
         elif str(error) not in self._logged:  # re-read every few seconds with several nodes
             self._logged.add(str(error))
             log.error("schedule skipped (it is kept as it is): %s", error)
-        self.problems.append(error)
+        into[0].append(error)
         where = str(error.file) if error.file is not None else "(unknown)"
-        self.skipped.append(Skipped(where, error.render(), str(moved_to) if moved_to else None))
+        into[1].append(Skipped(where, error.render(), str(moved_to) if moved_to else None))
 
     def declared(self) -> list[Schedule]:
-        """The schedules agents declare in ``spec.schedules[]`` (bad ones reported)."""
+        """The schedules agents declare in ``spec.schedules[]`` now (bad ones reported)."""
         found, problems = read_declared(self._agents())
+        reported: _Found = ([], [])
         for problem in problems:
-            self._report(problem, moved_to=None)
+            self._report(problem, None, reported)
+        self._declared = reported
         return found
 
     def report(self) -> list[dict[str, str]]:

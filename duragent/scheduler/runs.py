@@ -13,8 +13,10 @@ before the newest ``due`` in the log.
   stopped during the run) or ``missed`` (not run: late beyond the grace, or coalesced; it
   covers ``first_due``…``due``, ``count`` due times), with ``duration_ms``, ``error`` and
   ``next_run_at`` (ms) as the reference writes them;
-- ``registered`` (``cursor``): a declared schedule first seen; due times before are not
-  its to run.
+- ``registered`` (``cursor``): a declared schedule first seen, declared again after it was
+  removed, or its timing changed (``reason`` says which); due times before are not its to run;
+- ``removed`` (``reason``): a declared schedule no longer declared (a reload); it does not
+  run again unless declared again, and then only from a new ``registered`` line.
 
 ``RunState.fold`` reads the lines back into the reference's runtime fields, which it kept
 in memory only (``last_run_at``, ``last_status``, ``last_error``, ``last_duration_ms``,
@@ -67,6 +69,8 @@ class RunState:
     next_run_at: datetime | None = None
     running_since: datetime | None = None
     dangling: Dangling | None = None
+    removed: bool = False
+    """The newest of its ``removed`` and ``registered`` lines is ``removed``."""
 
     @classmethod
     def fold(cls, entries: Iterable[Mapping[str, Any]]) -> RunState:
@@ -83,7 +87,9 @@ class RunState:
         due = _time(entry.get("due")) or _time(entry.get("cursor"))
         if due is not None and (self.cursor is None or due > self.cursor):
             self.cursor = due
-        if status == "running" and due is not None and ts is not None:
+        if status in ("removed", "registered"):
+            self.removed = status == "removed"
+        elif status == "running" and due is not None and ts is not None:
             since = self.running_since if self._same(due) and self.running_since else ts
             self.running_since = since
             attempt = entry.get("attempt")

@@ -30,16 +30,16 @@ import asyncio
 import logging
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
 
 from duragent.errors import ConfigError
 from duragent.observability.metrics import Metrics
-from duragent.scheduler.attempts import run_attempts
+from duragent.scheduler.attempts import outcome, run_attempts
 from duragent.scheduler.catch_up import grace_seconds, interrupted, passed
 from duragent.scheduler.claiming import claim_in_grace
 from duragent.scheduler.clock import Clock
+from duragent.scheduler.declared import registration, removal
 from duragent.scheduler.model import At, Schedule
 from duragent.scheduler.payloads import (
     PayloadRunner,
@@ -50,6 +50,7 @@ from duragent.scheduler.payloads import (
 )
 from duragent.scheduler.run_writes import RunLogWriter
 from duragent.scheduler.runs import Dangling, RunState, count_line, to_ms
+from duragent.scheduler.slots import Slot, Slots
 from duragent.scheduler.timing import next_due
 from duragent.store.protocols import RunClaims, RunLogStorage
 
@@ -66,19 +67,6 @@ log = logging.getLogger(__name__)
 
 STOP_FLUSH_SECONDS = 5.0
 """How long stopping waits for run-log lines still on their way to the database."""
-
-
-@dataclass(slots=True)
-class _Slot:
-    """One schedule as the loop tracks it."""
-
-    schedule: Schedule
-    state: RunState
-    next: datetime | None = None
-    task: asyncio.Task[None] | None = None
-    resume: Dangling | None = None  # an interrupted run to attempt again
-    seen: set[int] = field(default_factory=set)  # due times started in this process (ms)
-    fault: str | None = None  # why its due times could not be computed (it is set aside)
 
 
 class Scheduler:
@@ -109,7 +97,7 @@ class Scheduler:
         self._clock = clock
         self.settings = settings = settings or SchedulerSettings()
         self._rng = rng or random.Random()
-        self._slots: dict[str, _Slot] = {}
+        self._slots = Slots()
         self._limit = asyncio.Semaphore(settings.max_concurrent_runs)
         self._changed = asyncio.Event()
         self._loop: asyncio.Task[None] | None = None
@@ -149,17 +137,21 @@ class Scheduler:
         return {s.id: RunState.fold(self._runs.recent(s.id, 1_000_000)) for s in schedules}
 
     def put(self, schedule: Schedule, state: RunState | None = None) -> None:
-        """Add or replace a schedule; a new one's ``state`` is read from its run log if None."""
+        """Add or replace a schedule; a new one's ``state`` is read from its run log if None.
+
+        A declared schedule first seen, declared again or given another timing is registered
+        from now (``declared.registration``); one removed while its run went on takes that
+        run's slot back, so the run is neither started again nor taken for interrupted.
+        """
         slot = self._slots.get(schedule.id)
+        before = slot.schedule if slot is not None else None
         if slot is None:
-            if state is None:
-                state = RunState.fold(self._runs.recent(schedule.id, 1_000_000))
-            slot = _Slot(schedule, state)
+            slot = self._slots.take_back(schedule.id) or self._fresh(schedule, state)
             self._slots[schedule.id] = slot
-            if state.dangling is not None and not self.passive:
-                self._interrupted(slot, state.dangling)
-            if schedule.declared_in is not None and state.cursor is None and not self.passive:
-                self._append(slot, {"status": "registered", "cursor": to_ms(self._clock.now())})
+        reason = None if self.passive else registration(before, schedule, slot.state)
+        if reason is not None:
+            line = {"status": "registered", "cursor": to_ms(self._clock.now()), "reason": reason}
+            self._append(slot, line)
         slot.schedule = schedule
         slot.fault = None
         after = slot.state.cursor or schedule.created_at  # never ran: due times after creation
@@ -170,11 +162,20 @@ class Scheduler:
             self._set_aside(slot, exc)
         self._changed.set()
 
+    def _fresh(self, schedule: Schedule, state: RunState | None) -> Slot:
+        """A slot for a schedule not known yet, its run left interrupted taken care of."""
+        if state is None:
+            state = RunState.fold(self._runs.recent(schedule.id, 1_000_000))
+        slot = Slot(schedule, state)
+        if state.dangling is not None and not self.passive:
+            self._interrupted(slot, state.dangling)
+        return slot
+
     def faults(self) -> dict[str, str]:
         """Schedules set aside because their due times could not be computed, with why."""
         return {k: slot.fault for k, slot in sorted(self._slots.items()) if slot.fault}
 
-    def _set_aside(self, slot: _Slot, exc: Exception) -> None:
+    def _set_aside(self, slot: Slot, exc: Exception) -> None:
         """Stop timing ``slot`` (its due times raised ``exc``); the loop goes on for the rest.
 
         ``timing.next_due`` cannot overflow for a validated schedule (``bounds``); this is
@@ -198,13 +199,25 @@ class Scheduler:
             self.put(schedule, (states or {}).get(schedule.id))
 
     def remove(self, schedule_id: str) -> None:
-        """Forget a schedule (a declared one no longer declared); a running run finishes."""
-        self._slots.pop(schedule_id, None)
+        """Forget a schedule (a declared one no longer declared): it never starts again.
+
+        A run in progress finishes (its retries stop: ``attempts``) and its lines go to the
+        run log, which stays; a declared one gets a ``removed`` line (``declared``).
+        """
+        slot = self._slots.retire(schedule_id)  # kept aside while its run goes on
+        if slot is None:
+            return
+        slot.next = None
+        if slot.schedule.declared_in is not None and not self.passive:
+            try:  # it is removed all the same: not known, never started again
+                self._append(slot, {"status": "removed", "reason": removal(slot.schedule)})
+            except OSError as exc:
+                log.error("schedule %s: its removal could not be logged: %s", schedule_id, exc)
         self._changed.set()
 
-    def _interrupted(self, slot: _Slot, run: Dangling) -> None:
+    def _interrupted(self, slot: Slot, run: Dangling) -> None:
         """A run the log shows started and never ended (``catch_up.interrupted``)."""
-        line, again = interrupted(slot.schedule, run)
+        line, again = interrupted(slot.schedule, run, removed=slot.state.removed)
         self._append(slot, line)
         if again:
             slot.resume = run
@@ -238,7 +251,7 @@ class Scheduler:
                     self._set_aside(slot, exc)
         return started
 
-    def _due(self, slot: _Slot, now: datetime) -> int:
+    def _due(self, slot: Slot, now: datetime) -> int:
         """Start the newest passed due time if within its grace; the rest are missed."""
         assert slot.next is not None
         due = passed(slot.schedule, slot.next, now, grace_seconds(slot.schedule, self.settings))
@@ -257,7 +270,7 @@ class Scheduler:
             self._complete(slot)
         return 0
 
-    def _start(self, slot: _Slot, due: datetime, attempt: int) -> None:
+    def _start(self, slot: Slot, due: datetime, attempt: int) -> None:
         key = to_ms(due)
         if key in slot.seen and attempt == 1:  # defensive: never twice in one process
             log.error("schedule %s: due time %s was started already", slot.schedule.id, due)
@@ -267,13 +280,14 @@ class Scheduler:
         claim = attempt == 1 and self._claims is not None
         slot.task = asyncio.create_task(self._run(slot, due, attempt, claim=claim))
 
-    async def _run(self, slot: _Slot, due: datetime, attempt: int, *, claim: bool) -> None:
+    async def _run(self, slot: Slot, due: datetime, attempt: int, *, claim: bool) -> None:
         try:
             if claim and not await self._claim(slot.schedule, due):
                 return
             await self._attempts_recorded(slot, due, attempt)
         finally:
             slot.task = None
+            self._slots.ended(slot)
             self._changed.set()
 
     async def _claim(self, s: Schedule, due: datetime) -> bool:
@@ -282,7 +296,7 @@ class Scheduler:
         grace = grace_seconds(s, self.settings)
         return await claim_in_grace(self._claims, s.id, due, self._clock, grace)
 
-    async def _attempts_recorded(self, slot: _Slot, due: datetime, attempt: int) -> None:
+    async def _attempts_recorded(self, slot: Slot, due: datetime, attempt: int) -> None:
         """The attempts, with the run recorded interrupted if the server stops meanwhile."""
         try:
             async with self._limit:
@@ -294,7 +308,7 @@ class Scheduler:
         except Exception:
             log.exception("schedule %s: run for %s failed", slot.schedule.id, due)
 
-    async def _attempts(self, slot: _Slot, due: datetime, attempt: int) -> None:
+    async def _attempts(self, slot: Slot, due: datetime, attempt: int) -> None:
         """The run's attempts (``attempts``), then its outcome line."""
         s = slot.schedule
         started = self._clock.now()
@@ -311,26 +325,12 @@ class Scheduler:
         )
         if ran is None:
             return
-        report, attempt = ran
-        error = report.error
-        if error is not None and attempt > 1:
-            error += f" (after {attempt} attempts)"
         duration = int((self._clock.now() - started).total_seconds() * 1000)
-        entry: dict[str, object] = {
-            "status": "ok" if error is None else "error",
-            "due": to_ms(due),
-            "duration_ms": duration,
-            "next_run_at": _ms(slot.next),
-        }
-        if error is not None:
-            entry["error"] = error
-        if report.session_id is not None:
-            entry["session_id"] = report.session_id
-        await self._append_off_loop(slot, entry)
+        await self._append_off_loop(slot, outcome(*ran, due, duration, _ms(slot.next)))
         if isinstance(s.timing, At):
             self._complete(slot)
 
-    def _complete(self, slot: _Slot) -> None:
+    def _complete(self, slot: Slot) -> None:
         slot.schedule = slot.schedule.with_status("completed")
         slot.next = None
         try:
@@ -338,21 +338,21 @@ class Scheduler:
         except (OSError, ConfigError):
             log.exception("schedule %s: could not record it completed", slot.schedule.id)
 
-    def _append(self, slot: _Slot, entry: dict[str, object]) -> None:
+    def _append(self, slot: Slot, entry: dict[str, object]) -> None:
         """Record a decision of the loop (not awaited with a database: ``run_writes``)."""
         now = self._clock.now()
         line = {"ts": to_ms(now)} | {k: v for k, v in entry.items() if v is not None}
         self._writes.write_behind(slot.schedule.id, line)
         self._applied(slot, line, now)
 
-    async def _append_off_loop(self, slot: _Slot, entry: dict[str, object]) -> None:
+    async def _append_off_loop(self, slot: Slot, entry: dict[str, object]) -> None:
         """Record a step of a run, in the log before the run goes on (``run_writes``)."""
         now = self._clock.now()
         line = {"ts": to_ms(now)} | {k: v for k, v in entry.items() if v is not None}
         await self._writes.write(slot.schedule.id, line)
         self._applied(slot, line, now)
 
-    def _applied(self, slot: _Slot, line: dict[str, object], now: datetime) -> None:
+    def _applied(self, slot: Slot, line: dict[str, object], now: datetime) -> None:
         slot.state.apply(line)
         if self.metrics is not None:
             count_line(self.metrics, line, now)
@@ -374,7 +374,7 @@ class Scheduler:
 
     async def drain(self) -> None:
         """Wait until no run is in progress (tests, shutdown)."""
-        while tasks := [s.task for s in self._slots.values() if s.task is not None]:
+        while tasks := self._slots.running():
             await asyncio.wait(tasks)
 
     async def start(self, schedules: Sequence[Schedule]) -> None:
@@ -385,7 +385,7 @@ class Scheduler:
 
     async def stop(self) -> None:
         """Stop the loop; runs in progress are cancelled and recorded as interrupted."""
-        tasks = [s.task for s in self._slots.values() if s.task is not None]
+        tasks = self._slots.running()
         if self._loop is not None:
             tasks.append(self._loop)
             self._loop = None

@@ -2,11 +2,12 @@
 
 Its own module because its rule is not the registry's: *nothing accepted disappears from
 view*. A listing starts no actor: live sessions are described by their actor, the others by
-their snapshot header. Each entry names the chat the session serves (``gateway`` and
-``gateway_chat_id``, None for an HTTP or CLI session): the ``session`` tool shows a chat only
-its own sessions. A session the listing cannot describe is still listed, with a
-``status`` that is not a ``SessionStatus`` and a ``reason`` (fields added to the usual entry,
-none renamed):
+their snapshot header. Each entry names the chat the session serves (``gateway``,
+``gateway_chat_id`` and ``gateway_chat_type``, None for an HTTP or CLI session): the
+``session`` tool shows a chat only its own sessions, and the web console lists each session
+with the same front end and chat its page shows. A session the listing cannot describe is
+still listed, with a ``status`` that is not a ``SessionStatus`` and a ``reason`` (fields
+added to the usual entry, none renamed):
 
 - ``quarantined``: its files could not be trusted; moved aside, with the reason recorded;
 - ``unavailable``: the machine refuses to read its ``state.yaml`` (``StorageError``: EACCES,
@@ -87,6 +88,7 @@ class SessionListing:
             "updated_at": info.updated_at,
             "gateway": info.gateway,
             "gateway_chat_id": info.gateway_chat_id,
+            "gateway_chat_type": info.gateway_chat_type,
         }
 
     def _header(self, session_id: str) -> dict[str, Any]:
@@ -121,6 +123,7 @@ def _entry(
         "updated_at": str(head.get("updated_at") or head.get("snapshot_at") or ""),
         "gateway": _chat_field(head, "gateway"),
         "gateway_chat_id": _chat_field(head, "gateway_chat_id"),
+        "gateway_chat_type": _chat_field(head, "gateway_chat_type"),
     }
     if reason is not None:
         entry["reason"] = reason

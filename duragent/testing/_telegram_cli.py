@@ -57,6 +57,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             loop.add_signal_handler(sig, fake.request_stop)
         print(f"listening on {fake.url}", flush=True)
         print(f"bot API: {fake.base_url}{fake.token}/<method>  (PTB base_url={fake.base_url})")
+        telegram = f"{{base_url: {fake.url}, bot_token: {fake.token}}}"
+        print(f"duragent.yaml: gateways: {{telegram: {telegram}}}")
         print(
             f"""push:    curl -X POST {fake.url}/_fake/message -d '{{"chat_id":1,"text":"hi"}}'"""
         )

@@ -5,7 +5,7 @@ python-telegram-bot client against this server instead of api.telegram.org: the 
 path (HTTP, long polling, JSON parsing, error mapping to ``BadRequest``/``RetryAfter``) is
 exercised, without network or a real bot::
 
-    async with FakeTelegram(token="123:ABC") as tg:
+    async with FakeTelegram() as tg:                        # DEFAULT_TOKEN, a free port
         bot = telegram.Bot(tg.token, base_url=tg.base_url)   # base_url is f"{tg.url}/bot"
         tg.push_message(chat_id=42, text="hi")              # what a user does
         ...                                                 # the gateway answers
@@ -26,7 +26,7 @@ Three ways to run it:
 - ``with FakeTelegram(...)`` on its own loop in a daemon thread (sync tests);
 - in another process, for tests that SIGKILL the bot process (and by hand)::
 
-      python -m duragent.testing.fake_telegram --port 8081 --token 123:ABC
+      python -m duragent.testing.fake_telegram --port 8081
       curl -X POST localhost:8081/_fake/message -d '{"chat_id": 1, "text": "hi"}'
       curl localhost:8081/_fake/sent?chat_id=1
       curl -X POST localhost:8081/_fake/faults \\
@@ -74,7 +74,9 @@ __all__ = ["DEFAULT_TOKEN", "FakeTelegram"]
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TOKEN = "123456:TEST-fake-telegram-token"
+DEFAULT_TOKEN = "123456:TEST-fake-telegram-token-for-tests-only"
+"""Shaped like @BotFather's (``<bot id>:<35 or so of [A-Za-z0-9_-]>``), so duragent's own
+check (``TelegramConfig.token_problem``) takes it: the fake and the product agree by default."""
 MAX_POLL_TIMEOUT = 50.0
 """Longest ``getUpdates`` wait honoured (Telegram's own cap is about 50 s)."""
 _CONFLICT = (

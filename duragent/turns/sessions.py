@@ -95,10 +95,6 @@ class SessionQueries:
         """``(agent, session_id)`` of every session mapped for one chat."""
         return self._registry.sessions_of_chat(gateway, chat_id)
 
-    def header(self, session_id: str) -> dict[str, Any] | None:
-        """The session's snapshot header (cheap; no actor is started)."""
-        return self._registry.store.header(session_id)
-
     @property
     def store_health(self) -> WriteHealth:
         """Whether the session store takes writes now (``/readyz``)."""

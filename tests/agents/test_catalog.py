@@ -45,7 +45,7 @@ def test_one_broken_agent_does_not_stop_the_others(
     broken = write_agent("broken", manifest("broken").replace("kind: Agent", "kind: Nope"))
     write_agent("also-good")
 
-    with caplog.at_level(logging.ERROR, logger="duragent.agents.catalog"):
+    with caplog.at_level(logging.DEBUG, logger="duragent.agents"):
         catalog = load_catalog(agents_dir(tmp_path))
 
     assert catalog.names() == ["also-good", "good"]
@@ -55,7 +55,7 @@ def test_one_broken_agent_does_not_stop_the_others(
     assert str(err) == (
         f"{broken / 'agent.yaml'}:2: kind: invalid value (got 'Nope'; allowed: Agent)"
     )
-    assert f"agent in {broken} not loaded" in caplog.text
+    assert caplog.text == ""  # the caller says it (serve logs it once, doctor shows it)
 
 
 def test_yaml_syntax_error_in_one_agent_is_kept_as_broken(

@@ -267,7 +267,21 @@ def test_unknown_builtin_tool_is_a_warning_with_its_line(write_agent: WriteAgent
     assert (warning.field, warning.line, warning.value) == ("spec.tools[1].name", 13, "teleport")
     assert str(warning) == (
         f"{folder / 'agent.yaml'}:13: spec.tools[1].name: unknown builtin tool (skipped) "
-        f"(got 'teleport'; allowed: {', '.join(KNOWN_BUILTIN_TOOLS)})"
+        f"(got 'teleport'; allowed: {', '.join(KNOWN_BUILTIN_TOOLS)}). "
+        "Fix: use one of the allowed names, or remove the entry"
+    )
+
+
+def test_a_misspelt_builtin_tool_name_says_which_tool_was_meant(write_agent: WriteAgent) -> None:
+    text = HEADER.format(name="a") + "  tools:\n    - type: builtin\n      name: bsh\n"
+    folder = write_agent("a", text)
+
+    [warning] = load_agent(folder).warnings
+
+    assert (warning.field, warning.value, warning.fix) == (
+        "spec.tools[0].name",
+        "bsh",
+        "did you mean 'bash'?",
     )
 
 

@@ -350,13 +350,33 @@ def test_file_problems_found_after_validation_are_all_reported(
     ]
 
 
-def test_unset_environment_variable_in_agent_yaml_names_it(write_agent: WriteAgent) -> None:
+def test_unset_environment_variable_in_agent_yaml_names_it_and_its_field(
+    write_agent: WriteAgent,
+) -> None:
     folder = write_agent("a", HEADER + "    base_url: ${LLM_URL}\n")
 
     with pytest.raises(ConfigError) as info:
         load_agent(folder, env={})
 
     assert str(info.value) == (
-        f"{folder / 'agent.yaml'}:9: environment variable LLM_URL is not set. "
-        "Fix: export LLM_URL=… or write ${LLM_URL:-default}"
+        f"{folder / 'agent.yaml'}:9: spec.model.base_url: environment variable LLM_URL is not "
+        "set. Fix: export LLM_URL=… or write ${LLM_URL:-default}"
     )
+
+
+def test_an_unset_variable_does_not_hide_the_other_errors_of_the_file(
+    write_agent: WriteAgent,
+) -> None:
+    text = HEADER.replace("kind: Agent", "kind: Robot") + (
+        "    base_url: ${LLM_URL}\n  session:\n    max_tool_iterations: ten\n"
+    )
+    folder = write_agent("a", text)
+
+    with pytest.raises(ConfigErrors) as info:
+        load_agent(folder, env={})
+
+    assert [(e.line, e.field, e.reason) for e in info.value.errors] == [
+        (2, "kind", "invalid value"),
+        (9, "spec.model.base_url", "environment variable LLM_URL is not set"),
+        (11, "spec.session.max_tool_iterations", "must be a whole number"),
+    ]

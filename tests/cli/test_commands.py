@@ -122,7 +122,7 @@ def test_doctor_reports_every_problem_with_its_fix_and_fails(tmp_path: Path) -> 
     assert "agent.yaml:11" in out
     assert "OPENAI_API_KEY is not set" in out
     assert "gateways.telegram.bot_token" in out
-    assert "routes[0] names agent 'ghost'" in out
+    assert f"{config}:5: routes[0].agent: names agent 'ghost', which is not loaded" in out
     assert "no api_token" in out
 
 

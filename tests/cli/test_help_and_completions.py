@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import pty
+import select
 import shutil
 import subprocess
 import sys
@@ -14,6 +16,7 @@ from typer.testing import CliRunner
 
 from duragent.cli.completions import COMPLETE_VAR
 from duragent.cli.main import app
+from tests.system_packages import apt_install
 
 runner = CliRunner()
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,7 +64,7 @@ def _shell_env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-@pytest.mark.parametrize("shell", ["bash", "zsh", "fish", "powershell"])
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish", "powershell", "elvish"])
 def test_completions_print_a_script_that_calls_duragent_back(shell: str) -> None:
     result = runner.invoke(app, ["completions", shell])
     assert result.exit_code == 0, result.output
@@ -70,9 +73,22 @@ def test_completions_print_a_script_that_calls_duragent_back(shell: str) -> None
 
 
 def test_an_unknown_shell_is_a_usage_error() -> None:
-    result = runner.invoke(app, ["completions", "elvish"])
+    result = runner.invoke(app, ["completions", "tcsh"])
     assert result.exit_code == 2
-    assert "elvish" in result.output
+    assert "tcsh" in result.output
+
+
+def test_a_script_loaded_by_a_shells_start_up_file_prints_no_hint(tmp_path: Path) -> None:
+    """``eval "$(duragent completions bash)"`` in ~/.bashrc must not greet every new shell."""
+    done = subprocess.run(
+        ["duragent", "completions", "bash"],
+        env=_shell_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")
@@ -114,3 +130,54 @@ def test_python_dash_m_answers_the_same_completion_variable(tmp_path: Path) -> N
     )
     assert out.returncode == 0, out.stderr
     assert "reload-agents" in out.stdout
+
+
+def _interactive(argv: list[str], env: dict[str, str], cwd: Path) -> str:
+    """What an interactive shell (on a terminal of its own) prints until it exits."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=cwd)
+    os.close(slave)
+    out = b""
+    try:
+        while select.select([master], [], [], 60)[0]:
+            try:
+                data = os.read(master, 4096)
+            except OSError:  # the terminal's other end closed: the shell exited
+                break
+            if not data:
+                break
+            out += data
+    finally:
+        os.close(master)
+        proc.kill()
+        proc.wait()
+    return out.decode(errors="replace")
+
+
+@pytest.fixture(scope="session")
+def elvish() -> None:
+    """Elvish, installed once per run where the suite may (``tests.system_packages``)."""
+    if shutil.which("elvish") is None:
+        why = apt_install("elvish")
+        if why is not None:
+            pytest.skip(why)
+
+
+@pytest.mark.usefixtures("elvish")
+def test_the_elvish_script_completes_subcommands_flags_and_paths(tmp_path: Path) -> None:
+    env = {**_shell_env(tmp_path), "HOME": str(tmp_path), "XDG_RUNTIME_DIR": str(tmp_path)}
+    (tmp_path / "my-workspace").mkdir()
+    rc = tmp_path / "rc.elv"  # what the hint says to put in ~/.config/elvish/rc.elv, then
+    rc.write_text(
+        "eval (duragent completions elvish | slurp)\n"
+        "var complete = $edit:completion:arg-completer[duragent]\n"
+        "echo 'serve:' ($complete duragent serve s)\n"
+        "echo 'chat:' ($complete duragent chat --age)\n"
+        "echo 'init:' ($complete duragent init my)\n"
+        "exit 0\n"
+    )
+    out = _interactive(["elvish", "-rc", str(rc)], env, tmp_path)
+    lines = {line.split(":")[0]: line for line in out.splitlines() if ":" in line}
+    assert set(lines["serve"].split()[1:]) == {"status", "stop"}, out
+    assert set(lines["chat"].split()[1:]) == {"--agent", "--agents-dir"}, out
+    assert "my-workspace/" in lines["init"], out  # a path, through Elvish's own completion

@@ -112,3 +112,32 @@ def test_serve_without_a_workspace_says_how_to_make_one(tmp_path: Path) -> None:
     out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 1
     assert "duragent init" in out
+
+
+def test_serve_logs_a_broken_agents_error_once_and_a_shared_warning_once(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "duragent.yaml").write_text("")
+    agent = (
+        "apiVersion: duragent/v1alpha1\nkind: Agent\nmetadata:\n  name: {name}\nspec:\n"
+        "  model:\n    provider: offline\n    name: duragent-offline\n{extra}"
+    )
+    broken_extra = "  session:\n    max_tool_iterations: ten\n"
+    for name, extra in (("ada", ""), ("bob", ""), ("broken", broken_extra)):
+        folder = tmp_path / ".duragent" / "agents" / name
+        folder.mkdir(parents=True)
+        (folder / "agent.yaml").write_text(agent.format(name=name, extra=extra))
+    port = free_port()
+    proc = start_serve("-c", str(tmp_path / "duragent.yaml"), "--port", str(port))
+    try:
+        wait_ready(port, proc)
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert out.count("spec.session.max_tool_iterations") == 1, out  # not logged twice
+    assert "agent broken not loaded" in out
+    assert "must be a whole number (got 'ten')" in out
+    assert out.count("offline model") == 1, out
+    assert "agents 'ada', 'bob' use the offline model" in out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -151,6 +152,44 @@ def test_reload_agents_loads_a_new_agent_into_the_running_server(
     assert lines[1].startswith(f"  not loaded: {broken}: ")
     status = cli("serve", "status", cwd=tmp_path)
     assert "  Agents: assistant, helper" in status.stdout.splitlines()
+
+
+DAILY = """\
+  schedules:
+    - name: daily
+      schedule: {cron: {expr: "0 9 * * *"}}
+      payload: {message: {message: "good morning"}}
+"""
+
+
+def listed_schedules(root: Path) -> list[str]:
+    result = cli("schedule", "list", "--json", cwd=root)
+    assert result.returncode == 0, result.stderr
+    return [s["id"] for s in json.loads(result.stdout)["schedules"]]
+
+
+def test_reload_agents_says_what_changed_and_takes_the_declared_schedules(
+    tmp_path: Path, served: subprocess.Popen[str]
+) -> None:
+    agent_yaml = tmp_path / ".duragent" / "agents" / "assistant" / "agent.yaml"
+    agent_yaml.write_text(AGENT.format(name="assistant") + DAILY)
+    add_agent(tmp_path, "helper")
+    result = cli("serve", "reload-agents", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "Reloaded 2 agents",
+        "  agents added: helper",
+        "  agents changed: assistant (spec.schedules)",
+        "  schedules added: decl_assistant_daily",
+    ]
+    assert listed_schedules(tmp_path) == ["decl_assistant_daily"]
+    agent_yaml.write_text(AGENT.format(name="assistant"))
+    result = cli("serve", "reload-agents", cwd=tmp_path)
+    assert result.stdout.splitlines()[1:] == [
+        "  agents changed: assistant (spec.schedules)",
+        "  schedules removed: decl_assistant_daily",
+    ]
+    assert listed_schedules(tmp_path) == []
 
 
 def test_stop_shuts_the_server_down_gracefully_and_waits_for_it(

@@ -130,8 +130,7 @@ def test_validate_document_errors_are_in_file_order_not_model_order() -> None:
         "w.yaml:2: sessions.compaction: invalid value (got 1; allowed: discard, archive or "
         "disabled)",
         "w.yaml:4: server.max_connections: must be greater than 0 (got 0)",
-        "w.yaml:5: server.port: Input should be a valid integer, unable to parse string as an "
-        "integer (got 'x')",
+        "w.yaml:5: server.port: must be a whole number (got 'x'). Fix: write e.g. `port: 8080`",
     ]
     assert info.value.line == 2
 
@@ -162,5 +161,14 @@ def test_unknown_key_warnings_list_known_keys_of_the_section() -> None:
 
     assert (
         str(warning)
-        == "w.yaml:3: sandbox.level: unknown field (ignored) (allowed: env, mode, network)"
+        == "w.yaml:3: sandbox.level: unknown field (ignored) (allowed: env, mode, network). "
+        "Fix: remove it, or rename it to one of the allowed fields"
     )
+
+
+def test_paths_on_a_line_name_the_fields_written_there() -> None:
+    doc = load_yaml_text(DOC + "note: |\n  one\n  two\n")
+    assert doc.paths_on(3) == [("server", "port")]
+    assert doc.paths_on(7) == [("routes", 1, "match", "gateway")]
+    assert doc.paths_on(11) == [("note",)]  # the second line of a block of text
+    assert doc.paths_on(1) == [("server",)]

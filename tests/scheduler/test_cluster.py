@@ -13,17 +13,20 @@ from collections import Counter
 from collections.abc import Coroutine, Iterator
 from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from duragent.agents import AgentCatalog
+from duragent.agents import AgentCatalog, load_catalog
 from duragent.scheduler import Every, ManualClock, Schedules
 from duragent.scheduler.clock import SystemClock
+from duragent.scheduler.declared import NOT_LEADING
 from duragent.scheduler.model import schedule_document
 from duragent.scheduler.service import Scheduler
 from duragent.store.cluster import Cluster
+from tests.polling import eventually
 from tests.scheduler.rig import START, RecordingPayloads, schedule
 
 postgres_db = pytest.importorskip("tests.store.postgres_db")
@@ -201,3 +204,90 @@ async def test_a_database_outage_while_leading_stops_no_loop_and_blocks_no_event
         print(f"longest event-loop stall: {max(stalls) * 1000:.0f} ms")
         assert after_the_outage  # the loop lived through the outage
         assert max(stalls) < 0.5  # no database wait on the event loop (the pool waits ~1 s)
+
+
+KEEPER = """\
+apiVersion: duragent/v1alpha1
+kind: Agent
+metadata:
+  name: helper
+spec:
+  model:
+    provider: offline
+    name: duragent-offline
+  schedules:
+    - name: keeper
+      schedule: {every: {every_seconds: 60}}
+      payload: {message: {message: "tick"}}
+"""
+ADDED = """\
+    - name: added
+      schedule: {every: {every_seconds: 60}}
+      payload: {message: {message: "tock"}}
+"""
+
+
+def ran_count(ran: list[tuple[str, datetime]], count: int) -> bool:
+    return len(ran) == count
+
+
+def declaring(root: Path, text: str) -> AgentCatalog:
+    """The catalog of one agent file (``helper``) as a reload of it reads it."""
+    folder = root / "agents" / "helper"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "agent.yaml").write_text(text)
+    catalog = load_catalog(root / "agents")
+    assert not catalog.broken, catalog.broken
+    return catalog
+
+
+async def test_a_reload_on_the_leading_node_takes_declared_schedules_and_others_say_so(
+    tmp_path: Path,
+) -> None:
+    with shared_schema() as schema, ExitStack() as stack:
+        clock = ManualClock(START + timedelta(seconds=30))
+        keeper = declaring(tmp_path / "k", KEEPER)
+        added = declaring(tmp_path / "a", KEEPER + ADDED)
+        catalogs = {"a": keeper, "b": keeper}  # each node's own agent files
+
+        def node(name: str) -> Schedules:
+            db = open_db(stack, schema)
+            return Schedules(
+                Path("/nonexistent/schedules"),
+                agents=lambda: catalogs[name],
+                payloads=RecordingPayloads(),
+                clock=clock,
+                storage=(PostgresSchedules(db), PostgresRunLog(db)),
+                cluster=postgres_cluster(db, name, lease_seconds=30),
+            )
+
+        a, b = node("a"), node("b")
+        await a.start()
+        assert await eventually(lambda: not a.scheduler.passive)  # the first to start leads
+        await b.start()
+        try:
+            catalogs["b"] = added  # reloaded on b only: listed there, and b says who runs it
+            assert await b.take_declared() == NOT_LEADING
+            assert [s.id for s in b.listing()] == ["decl_helper_added", "decl_helper_keeper"]
+            assert [s.id for s in a.listing()] == ["decl_helper_keeper"]
+            catalogs["a"] = added  # reloaded on the leader: run from its next due time
+            assert await a.take_declared() is None
+            ran = a.scheduler._payloads.runs  # type: ignore[attr-defined]
+            clock.set(START + timedelta(minutes=1))
+            assert await eventually(lambda: len(ran) == 2)
+            catalogs["a"] = catalogs["b"] = keeper  # removed everywhere: it never runs again
+            assert await a.take_declared() is None
+            assert await b.take_declared() == NOT_LEADING
+            for minutes in (2, 3):
+                clock.set(START + timedelta(minutes=minutes))
+                assert await eventually(partial(ran_count, ran, minutes + 1))
+            assert b.scheduler._payloads.runs == []  # type: ignore[attr-defined]
+        finally:
+            await b.stop()
+            await a.stop()
+        assert sorted(ran) == [
+            ("decl_helper_added", START + timedelta(minutes=1)),
+            *[("decl_helper_keeper", START + timedelta(minutes=m)) for m in (1, 2, 3)],
+        ]
+        lines = a.runs.recent("decl_helper_added", 100)
+        assert [line["status"] for line in lines] == ["registered", "running", "ok", "removed"]

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from duragent.agents import load_catalog
+from duragent.errors import ConfigError
 from duragent.scheduler import (
     At,
     Cron,
@@ -130,14 +131,15 @@ async def test_a_created_schedule_is_written_and_only_its_agent_can_cancel_it(
     assert [s.status for s in again.load()] == ["cancelled"]
 
 
-def test_a_one_shot_in_the_past_is_refused(
+def test_a_one_shot_in_the_past_is_a_bad_value_naming_its_field(
     tmp_path: Path, write_agent: Callable[..., Path]
 ) -> None:
     write_agent("reporter")
-    with pytest.raises(ScheduleRefusedError, match="must be in the future"):
+    with pytest.raises(ConfigError, match="must be in the future") as raised:
         make(tmp_path).new(
             agent="reporter", timing=At(START - timedelta(seconds=1)), payload=MessagePayload("x")
         )
+    assert raised.value.field == "schedule.at.at"
 
 
 async def test_a_declared_schedule_cannot_be_cancelled_through_the_api(

@@ -66,6 +66,7 @@ async def test_a_bad_field_is_a_problem_naming_it(tmp_path: Path) -> None:
         past = datetime.now(UTC) - timedelta(hours=1)
         late = {**DAILY, "schedule": {"at": {"at": past.isoformat()}}}
         answer = await s.client.post("/api/v1/schedules", json=late)
-        assert answer.status_code == 409
+        assert answer.status_code == 400  # a bad value, as the cron above: not a refusal
         assert "must be in the future" in answer.json()["detail"]
+        assert answer.json()["field"] == "schedule.at.at"
         assert (await s.client.get("/api/v1/schedules/sched_nope")).status_code == 404

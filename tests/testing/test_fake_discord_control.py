@@ -13,6 +13,7 @@ import time
 
 import httpx
 
+from duragent.config.gateways import DiscordConfig
 from duragent.testing import FakeDiscord
 from duragent.testing.fake_discord import DEFAULT_DISCORD_TOKEN
 
@@ -86,3 +87,7 @@ def test_the_cli_serves_the_fake_in_its_own_process() -> None:
         if child.stdout is not None:
             child.stdout.close()
     assert status == 0
+
+
+def test_the_default_token_passes_duragents_own_token_check() -> None:
+    assert DiscordConfig(bot_token=DEFAULT_DISCORD_TOKEN).token_problem() is None

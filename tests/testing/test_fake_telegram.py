@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -15,7 +16,9 @@ import telegram
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 from telegram.ext import ApplicationBuilder, ContextTypes, MessageHandler, filters
 
-from duragent.testing.fake_telegram import FakeTelegram
+from duragent.config import load_workspace
+from duragent.config.gateways import TelegramConfig
+from duragent.testing.fake_telegram import DEFAULT_TOKEN, FakeTelegram
 from duragent.testing.telegram_faults import FaultRule
 from tests.polling import eventually
 
@@ -464,3 +467,33 @@ def test_the_cli_serves_the_fake_in_its_own_process() -> None:
         if child.stdout is not None:
             child.stdout.close()
     assert status == 0
+
+
+def test_the_default_token_passes_duragents_own_token_check() -> None:
+    assert TelegramConfig(bot_token=DEFAULT_TOKEN).token_problem() is None
+
+
+def test_the_cli_without_a_token_prints_a_gateway_config_duragent_accepts(
+    tmp_path: Path,
+) -> None:
+    child = subprocess.Popen(
+        [sys.executable, "-m", "duragent.testing.fake_telegram", "--port", "0"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        url = child.stdout.readline().split()[-1]
+        lines = iter(child.stdout.readline, "")
+        printed = next(line for line in lines if line.startswith("duragent.yaml: "))
+        (tmp_path / "duragent.yaml").write_text(printed.removeprefix("duragent.yaml: "))
+        telegram = load_workspace(tmp_path).config.gateways.telegram
+        assert telegram is not None
+        assert telegram.token_problem() is None
+        assert telegram.base_url == url
+        assert httpx.get(f"{url}/bot{telegram.bot_token}/getMe").json()["ok"] is True
+    finally:
+        child.terminate()
+        child.wait(10)
+        if child.stdout is not None:
+            child.stdout.close()

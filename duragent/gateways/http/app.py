@@ -214,7 +214,8 @@ def build_app(services: HttpServices) -> Starlette:
         return JSONResponse({"status": "shutting_down", "message": "Shutdown initiated"})
 
     async def reload_agents(_: Request) -> Response:
-        catalog = services.reload_agents()
+        done = await services.reload()
+        catalog = done.catalog
         names = catalog.names()
         # ``message`` is the reference's plain-text answer; ``broken``: folders not loaded.
         broken = [{"path": str(path), "error": str(err)} for path, err in catalog.broken.items()]
@@ -227,6 +228,14 @@ def build_app(services: HttpServices) -> Starlette:
                 # model endpoints or key sources changed since the server started (a WARNING
                 # in the log too): an edited agent.yaml could send the provider key elsewhere
                 "endpoint_changes": list(catalog.endpoint_changes),
+                # what this reload changed: agents (and in each, which parts) and the
+                # schedules they declare (``decl_<agent>_<name>``); notes on where it applies
+                "changes": {
+                    "agents": done.agents.document()
+                    | {"parts": {name: list(parts) for name, parts in done.parts.items()}},
+                    "schedules": done.schedules.document(),
+                },
+                "notes": list(done.notes),
             }
         )
 

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from duragent.agents import AgentCatalog
+from duragent.agents.reloading import Reloaded
 from duragent.cluster import OwnerRelay
 from duragent.config import WorkspaceConfig
 from duragent.frontkit import WebhookReceiver
@@ -95,6 +96,9 @@ class HttpServices(Protocol):
         """Ask the process to stop; False if a shutdown is already under way."""
         ...
 
-    def reload_agents(self) -> AgentCatalog:
-        """Re-read the agents directory."""
+    async def reload(self) -> Reloaded:
+        """Re-read the agents directory and take what the agents declare (their schedules).
+
+        What the reload changed comes back with the catalog now served.
+        """
         ...

@@ -23,7 +23,6 @@ Everything that changes state goes through the public API (create, stream, appro
 
 from __future__ import annotations
 
-import asyncio
 from importlib import resources
 from typing import Any
 
@@ -37,13 +36,12 @@ from duragent.core.payloads import (
     ApprovalRequiredData,
     AssistantResponseData,
     EventType,
+    ToolsSkippedData,
 )
-from duragent.errors import StorageError
 from duragent.gateways.http.api.paging import MAX_MESSAGES_LIMIT, limited, read_limit
 from duragent.gateways.http.server.problem import ProblemError
 from duragent.gateways.http.server.security import check_access
 from duragent.gateways.http.services import HttpServices
-from duragent.store import SnapshotCorruptError
 from duragent.turns import SessionNotFoundError, events_to_messages
 
 __all__ = ["CONSOLE_HEADERS", "console_routes"]
@@ -72,6 +70,21 @@ def _static(name: str) -> bytes:
     return (_STATIC / name).read_bytes()
 
 
+def _front_end(gateway: str | None, chat_id: str | None, chat_type: str | None) -> dict[str, str]:
+    """How the console names a session's front end and chat: the listing's and the page's.
+
+    One function for both views, fed by the same facts (the listing's entry and the session's
+    info both carry ``gateway``, ``gateway_chat_id`` and ``gateway_chat_type``), so the
+    overview cannot name a session otherwise than its page does. No gateway reads "http": the
+    HTTP API starts its sessions without one (so does a schedule without a chat destination,
+    which the scheduler would have to record for the console to name it). No chat is "".
+    """
+    chat = chat_id or ""
+    if chat and chat_type:
+        chat += f" ({chat_type})"
+    return {"front_end": gateway or "http", "chat": chat}
+
+
 def _with_budget(events: list[Event]) -> list[dict[str, Any]]:
     """The history with tools, each model answer carrying its budget record and usage.
 
@@ -90,6 +103,14 @@ def _with_budget(events: list[Event]) -> list[dict[str, Any]]:
         elif event.type == EventType.APPROVAL_REQUIRED:
             asked = ApprovalRequiredData.of(event.data)
             approvals[asked.call_id] = {"command": asked.command, "decision": None}
+        elif event.type == EventType.TOOLS_SKIPPED:
+            # a newer message cancels a waiting call: skipped with the reason, then ``deny``
+            # recorded; the console shows the reason, not a decision nobody made
+            skipped = ToolsSkippedData.of(event.data)
+            for call_id in skipped.call_ids:
+                waiting = approvals.get(call_id)
+                if waiting is not None and waiting["decision"] is None:
+                    waiting["cancelled"] = skipped.reason
         elif event.type == EventType.APPROVAL_DECISION:
             decided = ApprovalDecisionData.of(event.data)
             if decided.call_id in approvals:
@@ -127,30 +148,22 @@ class ConsoleRoutes:
         return Response(_static(name), media_type=_TYPES[name], headers=CONSOLE_HEADERS)
 
     async def sessions(self, request: Request) -> Response:
-        """GET /ui/api/sessions: the listing, with each session's front end and chat."""
+        """GET /ui/api/sessions: the listing, with each session's front end and chat.
+
+        The listing's entries already name the chat (from the actor, or the snapshot header's
+        ``config``); the console adds only how it shows them, as the session view does.
+        """
         check_access(request, self._token(), admin=False)
         limit = read_limit(request, default=100, maximum=_MAX_CONSOLE_SESSIONS)
-        queries = self.s.turns.sessions
-        listed = await queries.list_sessions(limit=limit.value)
-
-        def heads() -> list[dict[str, Any]]:
-            out = []
-            for entry in listed:
-                try:
-                    head = queries.header(entry["session_id"]) or {}
-                except (StorageError, SnapshotCorruptError):  # the listing says why
-                    head = {}
-                out.append(
-                    entry
-                    | {
-                        "gateway": head.get("gateway"),
-                        "gateway_chat_id": head.get("gateway_chat_id"),
-                        "gateway_chat_type": head.get("gateway_chat_type"),
-                    }
-                )
-            return out
-
-        return limited({"sessions": await asyncio.to_thread(heads)}, limit)
+        listed = await self.s.turns.sessions.list_sessions(limit=limit.value)
+        sessions = [
+            entry
+            | _front_end(
+                entry.get("gateway"), entry.get("gateway_chat_id"), entry.get("gateway_chat_type")
+            )
+            for entry in listed
+        ]
+        return limited({"sessions": sessions}, limit)
 
     async def session(self, request: Request) -> Response:
         """GET /ui/api/sessions/{id}: the session, its pending approval and whole history."""
@@ -178,6 +191,7 @@ class ConsoleRoutes:
                 "last_seq": info.last_seq,
                 # a user message no turn has answered yet: a turn is (or should be) under way
                 "awaiting_reply": info.awaits_answer,
+                **_front_end(info.gateway, info.gateway_chat_id, info.gateway_chat_type),
             },
             "pending_approval": (
                 None

@@ -21,6 +21,12 @@ by that node (the request forwarded as a signed hop, a stream passed through chu
 chunk), or here once a gone owner's lease ran out. The message carries the request's key
 (``api.sessions.message_key``): served again after a fenced write, it is recorded once.
 
+**Models** are the agents; a model's ``created`` is when its ``agent.yaml`` was last
+modified.
+
+**What it says**: every model call's words of the turn, a blank line apart, the same
+streamed or not (``text``).
+
 **Errors** are OpenAI's shape (``wire``); the app turns the problem+json answers of
 shared code (auth, body size, quarantine, storage) into it for every ``/v1/`` path.
 """
@@ -32,12 +38,15 @@ import re
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from duragent.agents import Agent
+from duragent.agents.loader import AGENT_FILENAME
 from duragent.errors import AgentNotFoundError
 from duragent.frontkit import await_turn
 from duragent.gateways.http.api.cut_turns import TURN_INTERRUPTED, interrupted_detail
 from duragent.gateways.http.api.sessions import message_key
 from duragent.gateways.http.api.stream import TURN_HEADER, OpenStreams, stream_turn
 from duragent.gateways.http.openai.stream import ChunkWire
+from duragent.gateways.http.openai.text import TextSink
 from duragent.gateways.http.openai.wire import (
     SESSION_HEADER,
     OpenAIChatRequest,
@@ -76,22 +85,20 @@ class OpenAIRoutes:
         self.s = services
         self.streams = streams
 
-    def _model_entry(self, name: str) -> dict[str, object]:
-        return {"id": name, "object": "model", "created": 0, "owned_by": "duragent"}
-
     async def models(self, _: Request) -> Response:
         """GET /v1/models: every agent, as a model."""
-        data = [self._model_entry(name) for name in self.s.catalog.names()]
+        catalog = self.s.catalog
+        data = [_model_entry(catalog.get(name)) for name in catalog.names()]
         return JSONResponse({"object": "list", "data": data})
 
     async def model(self, request: Request) -> Response:
         """GET /v1/models/{model}: one agent, as a model (404 in OpenAI's shape)."""
         name = request.path_params["model"]
         try:
-            self.s.catalog.get(name)
+            agent = self.s.catalog.get(name)
         except AgentNotFoundError:
             return error_response(_no_model(name))
-        return JSONResponse(self._model_entry(name))
+        return JSONResponse(_model_entry(agent))
 
     async def chat(self, request: Request) -> Response:
         """POST /v1/chat/completions: one turn of the agent named by ``model``."""
@@ -154,11 +161,16 @@ class OpenAIRoutes:
                 )
                 response.headers[SESSION_HEADER] = session_id
                 return response
+            words = TextSink()  # what the stream would have sent (``text``)
             try:
                 result = await await_turn(
                     self.s.tasks,
                     self.s.turns.run(
-                        session_id, chat.content, platform_message_id=key, agent=chat.model
+                        session_id,
+                        chat.content,
+                        platform_message_id=key,
+                        sink=words,
+                        agent=chat.model,
                     ),
                     wait_at_most=self.s.config.server.request_timeout_seconds,
                     name=f"openai-turn-{session_id}",
@@ -191,7 +203,22 @@ class OpenAIRoutes:
                     retry=False,  # the message is recorded once; a retry is a new turn
                     headers=headers,
                 )
-        return JSONResponse(completion(result, chat.model, turn_id), headers=headers)
+        content = words.content(result)
+        return JSONResponse(completion(result, content, chat.model, turn_id), headers=headers)
+
+
+def _model_entry(agent: Agent) -> dict[str, object]:
+    """An agent as OpenAI's model object.
+
+    ``created`` is when the agent's ``agent.yaml`` was last modified (whole seconds since
+    the epoch): a real time, the same in the list and alone and across restarts, that moves
+    when the agent is redefined. 0 if the file is gone (the agent is served until a reload).
+    """
+    try:
+        created = int((agent.directory / AGENT_FILENAME).stat().st_mtime)
+    except OSError:
+        created = 0
+    return {"id": agent.name, "object": "model", "created": created, "owned_by": "duragent"}
 
 
 def _agent_mismatch(session_id: str, agent: str, model: str) -> OpenAIError:

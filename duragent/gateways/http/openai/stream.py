@@ -4,12 +4,13 @@ The lifecycle (the turn's task, a client that leaves, a server that stops) is
 ``api.stream.stream_turn``'s, shared with duragent's own stream; this is only the wire:
 
 - first chunk: ``delta: {"role": "assistant", "content": ""}``;
-- each text delta of the model: a chunk with ``delta.content``;
+- each text delta of the model: a chunk with ``delta.content``; the first delta of a model
+  call after a tool call starts with a blank line. The deltas join into exactly the content
+  of the plain answer for the same turn (``text``: every model call's words, in order);
 - tool calls and results are not sent (tools run on the server; a client that saw
-  ``tool_calls`` would try to run them). Text the model wrote *before* a tool call has been
-  streamed already, so the streamed text can be longer than the stored reply, which keeps
-  only the last answer (as the non-streaming response does);
-- a pending approval: the words of ``wire.approval_text`` as content;
+  ``tool_calls`` would try to run them);
+- a pending approval: the words of ``wire.approval_text`` as content, after a blank line;
+  a request that ran no loop of its own: the reply of the turn that answered it;
 - the last chunk: empty delta, ``finish_reason: "stop"`` and the ``duragent`` extension;
 - with ``stream_options.include_usage``: one more chunk with ``choices: []`` and ``usage``
   (every other chunk carries ``usage: null``), as OpenAI does;
@@ -27,8 +28,8 @@ from sse_starlette import ServerSentEvent
 from duragent.core.clock import now_seconds
 from duragent.core.messages import ToolCall
 from duragent.gateways.http.api.stream import SERVER_STOPPING, QueueSink, StreamWire
+from duragent.gateways.http.openai.text import TurnText
 from duragent.gateways.http.openai.wire import (
-    approval_text,
     completion_id,
     dumps,
     error_body,
@@ -37,7 +38,7 @@ from duragent.gateways.http.openai.wire import (
     usage_body,
 )
 from duragent.gateways.http.server.problem import failed_turn_status
-from duragent.turns import AwaitingApproval, Complete, Duplicate, Failed, TurnResult
+from duragent.turns import Failed, TurnResult
 
 __all__ = ["ChunkSink", "ChunkWire"]
 
@@ -86,18 +87,25 @@ class _Chunks:
 class ChunkSink(QueueSink):
     """A TurnSink writing text deltas as chunks; tool progress stays on the server."""
 
-    def __init__(self, chunks: _Chunks) -> None:
+    def __init__(self, chunks: _Chunks, text: TurnText) -> None:
         super().__init__()
         self._chunks = chunks
+        self._text = text
 
     async def token(self, text: str) -> None:
-        """A content delta."""
+        """A content delta (after a blank line when a new model call's words begin)."""
         self.partial.append(text)
-        self.queue.put_nowait(self._chunks.chunk({"content": text}))
+        delta = self._text.add(text)
+        if delta:
+            self.queue.put_nowait(self._chunks.chunk({"content": delta}))
 
     async def tool_call(self, call: ToolCall) -> None:
-        """Not sent (see the module docstring); the stored reply starts afresh."""
+        """Not sent (see the module docstring); the next words begin after a blank line.
+
+        The partial reply a cut turn keeps starts afresh (it is the text after the call).
+        """
         self.partial.clear()
+        self._text.tool_call()
 
     async def tool_result(self, call_id: str, success: bool, content: str) -> None:
         """Not sent."""
@@ -111,24 +119,22 @@ class ChunkWire(StreamWire):
 
     def __init__(self, model: str, turn_id: str, *, include_usage: bool) -> None:
         self._chunks = _Chunks(model, turn_id, include_usage)
+        self._text = TurnText()
 
     def sink(self) -> QueueSink:
         """A :class:`ChunkSink`."""
-        return ChunkSink(self._chunks)
+        return ChunkSink(self._chunks, self._text)
 
     def opening(self, turn_id: str) -> list[ServerSentEvent]:
         """The role chunk."""
         return [self._chunks.chunk({"role": "assistant", "content": ""})]
 
     def ending(self, result: TurnResult) -> list[ServerSentEvent]:
-        """The last content (a pending approval's words), the finish chunk, usage, [DONE]."""
-        match result:
-            case Failed(content=content, code=code):
-                return self.failure(content, failed_turn_status(code))
-            case AwaitingApproval():
-                events = [self._chunks.chunk({"content": approval_text(result)})]
-            case Complete() | Duplicate():
-                events = []
+        """The last content (``TurnText.ending``), the finish chunk, usage, [DONE]."""
+        if isinstance(result, Failed):
+            return self.failure(result.content, failed_turn_status(result.code))
+        last = self._text.ending(result)
+        events = [self._chunks.chunk({"content": last})] if last else []
         ext = extension(result, self._chunks.turn_id)
         events.append(self._chunks.chunk({}, finish_reason(result), duragent=ext))
         if self._chunks.include_usage:

@@ -235,7 +235,11 @@ def approval_text(result: AwaitingApproval) -> str:
 
 
 def reply_text(result: TurnResult) -> str:
-    """The assistant message's content for ``result`` (Failed is an error, not a reply)."""
+    """The reply ``result`` holds (Failed is an error, not a reply).
+
+    Only the final reply (and those to messages that came while it was written): the words
+    before a tool call are not in it. What a completion says is ``text.TurnText``'s.
+    """
     match result:
         case Complete(content=content, earlier=earlier):
             return "\n\n".join([*earlier, content])
@@ -278,8 +282,11 @@ def extension(result: TurnResult, turn_id: str) -> dict[str, Any]:
     return out
 
 
-def completion(result: TurnResult, model: str, turn_id: str) -> dict[str, Any]:
-    """A ``chat.completion`` object for a turn that ended (not Failed)."""
+def completion(result: TurnResult, content: str, model: str, turn_id: str) -> dict[str, Any]:
+    """A ``chat.completion`` object for a turn that ended (not Failed) saying ``content``.
+
+    ``content`` is what the stream of the same turn would have sent (``text.TextSink``).
+    """
     return {
         "id": completion_id(turn_id),
         "object": "chat.completion",
@@ -289,7 +296,7 @@ def completion(result: TurnResult, model: str, turn_id: str) -> dict[str, Any]:
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": reply_text(result), "refusal": None},
+                "message": {"role": "assistant", "content": content, "refusal": None},
                 "logprobs": None,
                 "finish_reason": finish_reason(result),
             }

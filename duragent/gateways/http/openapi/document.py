@@ -341,13 +341,53 @@ def _document(version: str) -> dict[str, Any]:
                                         "base_url host or key variable differs from when the "
                                         "server started (also logged as a WARNING)",
                                     },
+                                    "changes": reload_changes(),
+                                    "notes": {
+                                        "type": "array",
+                                        "items": text,
+                                        "description": "Where the change took effect, when it "
+                                        "matters: with several nodes, the one that runs the "
+                                        "scheduler runs what its own agent files declare",
+                                    },
                                 },
                             },
-                            "The agents now served, and the folders that failed to load",
+                            "The agents now served, the folders that failed to load, and what "
+                            "the reload changed",
                         ),
                         "403": problem("Admin access denied, or Host/Origin not allowed"),
                     },
                 }
+            },
+        },
+    }
+
+
+def reload_changes() -> dict[str, Any]:
+    """What ``reload-agents`` changed: agents and the schedules they declare, by name / id."""
+    names = {"type": "array", "items": {"type": "string"}}
+    fields = {"added": names, "removed": names, "changed": names}
+    parts = {
+        "type": "object",
+        "additionalProperties": names,
+        "description": "For each changed agent, what changed in it (metadata, spec.tools, "
+        "spec.access, spec.hooks, spec.schedules…, soul, skills…)",
+    }
+    required = ["added", "removed", "changed"]
+    return {
+        "type": "object",
+        "required": ["agents", "schedules"],
+        "properties": {
+            "agents": {
+                "type": "object",
+                "required": required,
+                "properties": fields | {"parts": parts},
+            },
+            "schedules": {
+                "type": "object",
+                "required": required,
+                "properties": fields,
+                "description": "Schedules declared in spec.schedules (ids decl_<agent>_<name>): "
+                "added ones run their due times from now on, removed ones never run again",
             },
         },
     }
@@ -386,7 +426,7 @@ def schedule_paths() -> dict[str, Any]:
                 "requestBody": json_body(schedule_body()),
                 "responses": {
                     "201": json_response(schedule, "Created"),
-                    "409": problem("Refused: 'at' in the past or no such agent"),
+                    "409": problem("Refused: no such agent"),
                     "413": problem("Body too large"),
                     **COMMON,
                     "503": down,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import re
+from importlib import resources
 from pathlib import Path
 
 import httpx
@@ -10,10 +12,12 @@ import httpx
 from duragent.gateways.http.console.routes import CONSOLE_HEADERS
 from duragent.testing import Reply, ToolCallReply
 from tests.gateways.http.api_fixtures import served
+from tests.gateways.telegram.rig import telegram_rig
 
 TOKEN = "console-secret-7f3a"
 BASH_TOOL = "  tools:\n    - type: builtin\n      name: bash\n"
 ASK = "apiVersion: duragent/v1alpha1\nkind: Policy\nmode: ask\n"
+STATIC = resources.files("duragent.gateways.http.console") / "static"
 
 
 async def test_the_shell_is_the_same_static_page_for_everyone_and_forbids_inline_script(
@@ -38,6 +42,14 @@ async def test_the_shell_is_the_same_static_page_for_everyone_and_forbids_inline
         assert script.headers["content-type"].startswith("text/javascript")
         assert "innerHTML" not in script.text.replace("never assigns innerHTML", "")
         assert missing.status_code == other.status_code == 404
+
+
+def test_the_script_puts_children_into_the_page_only_through_its_helper_that_drops_nulls() -> None:
+    """``append``/``prepend``/``replaceChildren`` print a null argument as the text "null"."""
+    script = (STATIC / "console.js").read_text()
+    calls = re.findall(r"\.(?:append|prepend|replaceChildren)\(([^)]{0,9})", script)
+    assert calls  # the helper itself is found
+    assert all(arg.startswith("...nodes(") for arg in calls), calls
 
 
 async def test_the_console_views_need_the_api_token_like_the_api(tmp_path: Path) -> None:
@@ -117,3 +129,55 @@ async def test_the_view_says_a_reply_is_awaited_while_a_turn_runs(tmp_path: Path
         assert during["awaiting_reply"] is True
         assert (await turn).status_code == 200
         assert (await s.client.get(view)).json()["session"]["awaiting_reply"] is False
+
+
+async def test_the_listing_names_each_sessions_front_end_and_chat_as_its_own_view_does(
+    tmp_path: Path,
+) -> None:
+    fields = ("gateway", "gateway_chat_id", "gateway_chat_type", "front_end", "chat")
+    async with telegram_rig(tmp_path) as rig:
+        rig.tg.push_message(42, "hello", first_name="Ann")
+        await rig.replies(42)
+        await rig.settle()
+        made = await rig.http.post("/api/v1/sessions", json={"agent": "bot"})
+        http_sid = made.json()["session_id"]
+        said = {"model": "bot", "messages": [{"role": "user", "content": "hi"}]}
+        openai_sid = (await rig.http.post("/v1/chat/completions", json=said)).headers[
+            "x-duragent-session"
+        ]
+        listing = (await rig.http.get("/ui/api/sessions")).json()["sessions"]
+        views = {
+            e["session_id"]: (await rig.http.get(f"/ui/api/sessions/{e['session_id']}")).json()
+            for e in listing
+        }
+    listed = {e["session_id"]: e for e in listing}
+    [telegram_sid] = set(listed) - {http_sid, openai_sid}
+    telegram = listed[telegram_sid]
+    assert (telegram["gateway"], telegram["gateway_chat_id"]) == ("telegram", "42")
+    assert listed[openai_sid]["gateway"] == "openai"
+    for sid, entry in listed.items():
+        page = views[sid]["session"]
+        assert {k: entry[k] for k in fields} == {k: page[k] for k in fields}, sid
+    assert (telegram["front_end"], telegram["chat"]) == ("telegram", "42 (dm)")
+    assert (listed[openai_sid]["front_end"], listed[openai_sid]["chat"]) == ("openai", "")
+    assert (listed[http_sid]["front_end"], listed[http_sid]["chat"]) == ("http", "")
+
+
+async def test_a_call_cancelled_by_a_newer_message_is_marked_cancelled_not_denied(
+    tmp_path: Path,
+) -> None:
+    async with served(tmp_path, tools=BASH_TOOL, policy=ASK) as s:
+        sid = (await s.client.post("/api/v1/sessions", json={"agent": "bot"})).json()["session_id"]
+        call = ToolCallReply(name="bash", arguments={"command": "echo x"}, id="c1")
+        s.server.enqueue(Reply(tool_calls=[call]), Reply(text="never mind then"))
+        path = f"/api/v1/sessions/{sid}/messages"
+        assert (await s.client.post(path, json={"content": "run"})).status_code == 202
+        assert (await s.client.post(path, json={"content": "no, stop"})).status_code == 200
+        view = (await s.client.get(f"/ui/api/sessions/{sid}")).json()
+    [call_shown] = [c for m in view["messages"] for c in m.get("tool_calls") or ()]
+    assert call_shown["approval"] == {
+        "command": "echo x",
+        "decision": "deny",  # as recorded
+        "cancelled": "approval cancelled: a new message arrived first",
+    }
+    assert view["pending_approval"] is None

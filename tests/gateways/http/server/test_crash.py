@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from duragent.agents import AgentCatalog
+from duragent.agents.reloading import Reloaded
 from duragent.config import load_workspace
 from duragent.config.workspace import WorkspaceConfig
 from duragent.frontkit import WebhookReceiver
@@ -74,7 +75,7 @@ class BrokenServices:
     def request_shutdown(self) -> bool:
         return True
 
-    def reload_agents(self) -> AgentCatalog:
+    async def reload(self) -> Reloaded:
         raise RuntimeError("a bug")
 
 

@@ -1,6 +1,8 @@
 // The duragent web console: fetches the JSON API and builds the page with DOM calls.
 // Rule: text a user or a model wrote only ever enters the page as a text node
 // (el() children, textContent); this file never assigns innerHTML or builds markup strings.
+// Rule: a value that may be missing is shown as nothing, never as "null" or "undefined":
+// children only enter the page through nodes() (el, fill, add), text through show() or line().
 "use strict";
 
 const TOKEN_KEY = "duragent.api_token";
@@ -17,19 +19,34 @@ const BUDGET_LABELS = [
 
 const state = { sessionId: null, lastSeen: null, streaming: false, timer: null };
 
+function missing(value) { return value === null || value === undefined || value === false; }
+
+// A value as text: nothing when it is missing (the DOM would print "null" or "undefined").
+function show(value) { return value === null || value === undefined ? "" : String(value); }
+
+// Text from parts, a missing part adding nothing.
+function line(...parts) { return parts.map(show).join(""); }
+
+// Children as nodes: missing ones (a panel that is not there) left out, values as text nodes.
+// replaceChildren()/append() would print a null child as the text "null".
+function nodes(children) {
+  return children.flat(Infinity).filter((child) => !missing(child))
+    .map((child) => (child instanceof Node ? child : document.createTextNode(String(child))));
+}
+
+function fill(parent, ...children) { parent.replaceChildren(...nodes(children)); return parent; }
+
+function add(parent, ...children) { parent.append(...nodes(children)); return parent; }
+
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
   for (const [key, value] of Object.entries(attrs || {})) {
-    if (value === null || value === undefined || value === false) continue;
+    if (missing(value)) continue;
     if (key === "class") node.className = value;
     else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
     else node.setAttribute(key, value === true ? "" : String(value));
   }
-  for (const child of children.flat()) {
-    if (child === null || child === undefined || child === false) continue;
-    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
-  }
-  return node;
+  return add(node, children);
 }
 
 function token() { return sessionStorage.getItem(TOKEN_KEY); }
@@ -58,7 +75,7 @@ async function api(path, options) {
 }
 
 function showLogin(message) {
-  document.getElementById("view").replaceChildren();
+  fill(document.getElementById("view"));
   document.getElementById("login").hidden = false;
   document.getElementById("logout").hidden = true;
   document.getElementById("login-error").textContent = message || "";
@@ -71,13 +88,13 @@ function fail(error) {
     return;
   }
   const shown = document.getElementById("error");
-  const text = String(error.message || error);
+  const text = show(error && (error.message || error)) || "failed";
   if (shown) shown.textContent = text;  // a failing poll says so once, not once a poll
-  else document.getElementById("view").prepend(el("p", { class: "error", role: "alert", id: "error" }, text));
+  else document.getElementById("view").prepend(...nodes([el("p", { class: "error", role: "alert", id: "error" }, text)]));
 }
 
 function clip(text, code) {
-  const value = String(text === null || text === undefined ? "" : text);
+  const value = show(text);
   const lines = value.split("\n").length;
   if (value.length <= LONG_CHARS && lines <= LONG_LINES) {
     return code ? el("pre", {}, value) : el("div", { class: "text" }, value);
@@ -95,7 +112,26 @@ function when(stamp) {
 }
 
 function statusBadge(status) {
-  return el("span", { class: "status " + String(status).replace(/[^a-z_]/g, "") }, status);
+  return el("span", { class: "status " + show(status).replace(/[^a-z_]/g, "") }, status);
+}
+
+// What the overview's row and the session's page both say of a session, from the same fields
+// (the server's front_end and chat, one function for both views): each marked data-field.
+function facts(s) {
+  return {
+    agent: show(s.agent), status: statusBadge(s.status), front_end: show(s.front_end),
+    chat: show(s.chat), updated: when(s.updated_at),
+  };
+}
+
+// The session page's header line: the facts of its overview row, laid out as a sentence.
+function factsLine(s) {
+  const f = Object.fromEntries(Object.entries(facts(s)).map(([field, value]) =>
+    [field, el(field === "agent" ? "b" : "span", { "data-field": field }, value)]));
+  return el("div", { class: "row", id: "facts" }, f.agent, f.status,
+    el("span", { class: "muted" }, f.front_end, s.chat ? " · " : null, f.chat),
+    el("span", { class: "muted" }, "last activity ", f.updated),
+    s.awaiting_reply ? el("span", { class: "status running", id: "replying" }, "replying…") : null);
 }
 
 // --- the overview: agents and sessions -------------------------------------------------
@@ -118,11 +154,9 @@ async function overview() {
     el("td", {}, a.name), el("td", {}, a.description || ""), el("td", { class: "wide" }, a.version || "")));
   const sessionRows = listing.sessions.map((s) => el("tr", { "data-session": s.session_id },
     el("td", {}, el("a", { href: "/ui/sessions/" + encodeURIComponent(s.session_id) }, s.session_id)),
-    el("td", {}, s.agent), el("td", {}, statusBadge(s.status)),
-    el("td", {}, s.gateway || "http"),
-    el("td", { class: "wide" }, s.gateway_chat_id ? s.gateway_chat_id + (s.gateway_chat_type ? " (" + s.gateway_chat_type + ")" : "") : ""),
-    el("td", {}, when(s.updated_at))));
-  view.replaceChildren(
+    Object.entries(facts(s)).map(([field, value]) =>
+      el("td", { class: field === "chat" ? "wide" : null, "data-field": field }, value))));
+  fill(view,
     el("h1", {}, "Agents"),
     el("table", { class: "table", id: "agents" },
       el("tr", {}, el("th", {}, "name"), el("th", {}, "description"), el("th", { class: "wide" }, "version")),
@@ -141,41 +175,45 @@ async function overview() {
 function budgetBlock(message) {
   const budget = message.budget;
   if (!budget) return null;
-  const line = "budget: " + (budget.request_tokens || 0) + " / " + (budget.limit || 0) +
-    " tokens (window " + (budget.window || 0) + ")";
+  const said = line("budget: ", budget.request_tokens || 0, " / ", budget.limit || 0,
+    " tokens (window ", budget.window || 0, ")");
   const rows = BUDGET_LABELS.filter(([key]) => key in budget)
-    .map(([key, label]) => [el("dt", {}, label), el("dd", {}, String(budget[key]))]);
+    .map(([key, label]) => [el("dt", {}, label), el("dd", {}, show(budget[key]))]);
   if (message.usage) {
     for (const [key, value] of Object.entries(message.usage)) {
-      rows.push([el("dt", {}, "usage " + key), el("dd", {}, String(value))]);
+      rows.push([el("dt", {}, "usage " + key), el("dd", {}, show(value))]);
     }
   }
-  return el("details", { class: "budget" }, el("summary", {}, line), el("dl", {}, rows.flat()));
+  return el("details", { class: "budget" }, el("summary", {}, said), el("dl", {}, rows.flat()));
+}
+
+// A call a newer message cancelled was recorded as skipped (its reason) and then "deny":
+// the reason is what happened; nobody denied it.
+function approvalLine(approval) {
+  const outcome = approval.cancelled || line("approval: ", approval.decision || "pending");
+  return line(outcome, approval.command ? " — " + approval.command : "");
 }
 
 function toolCall(call) {
-  const args = JSON.stringify(call.arguments, null, 2);
-  const approval = call.approval
-    ? el("div", { class: "muted" }, "approval: " + (call.approval.decision || "pending") +
-      (call.approval.command ? " — " + call.approval.command : ""))
-    : null;
+  const args = show(JSON.stringify(call.arguments, null, 2));
+  const approval = call.approval ? el("div", { class: "muted" }, approvalLine(call.approval)) : null;
   return el("div", { class: "call" },
     el("div", { class: "who" }, "tool call", el("b", {}, call.name || "?"), el("span", {}, call.call_id || "")),
     clip(args, true), approval);
 }
 
 function messageNode(m) {
-  const head = el("div", { class: "who" }, el("b", {}, m.role), el("span", {}, "#" + m.seq),
+  const head = el("div", { class: "who" }, el("b", {}, m.role), el("span", {}, line("#", m.seq)),
     el("span", {}, when(m.timestamp)), m.sender_name ? el("span", {}, m.sender_name) : null);
   if (m.role === "summary") {
     return el("div", { class: "msg summary", "data-seq": m.seq }, head,
       el("details", { class: "summary-marker" },
-        el("summary", {}, "Summary round " + m.round + ": " + m.messages +
-          " earlier messages replaced (through #" + m.through_seq + ")"),
+        el("summary", {}, line("Summary round ", m.round, ": ", m.messages,
+          " earlier messages replaced (through #", m.through_seq, ")")),
         el("div", { class: "text" }, m.content)));
   }
   if (m.role === "tool") {
-    head.append(el("span", { class: m.success ? "" : "error" }, m.success ? "ok" : "failed"),
+    add(head, el("span", { class: m.success ? "" : "error" }, m.success ? "ok" : "failed"),
       el("span", {}, m.call_id || ""));
   }
   const body = m.role === "tool" ? clip(m.content, true) : el("div", { class: "text" }, m.content);
@@ -197,7 +235,7 @@ function approvalPanel(sessionId, pending) {
     } catch (error) { fail(error); }
     await session(sessionId);
   };
-  panel.append(el("div", { class: "row" },
+  add(panel, el("div", { class: "row" },
     el("button", { class: "primary", type: "button", onclick: decide("allow_once") }, "Allow once"),
     el("button", { type: "button", onclick: decide("allow_always") }, "Allow always"),
     el("button", { class: "danger", type: "button", onclick: decide("deny") }, "Deny")));
@@ -205,13 +243,14 @@ function approvalPanel(sessionId, pending) {
 }
 
 function memoryPanel(memory) {
-  if (!memory || (!memory.summary && !memory.pins.length && !memory.task)) return null;
+  const pins = (memory && memory.pins) || [];
+  if (!memory || (!memory.summary && !pins.length && !memory.task)) return null;
   const parts = [];
   if (memory.task) parts.push(el("div", {}, el("b", {}, "task: "), clip(memory.task)));
-  for (const pin of memory.pins) parts.push(el("div", {}, el("b", {}, "pin (" + pin.kind + "): "), clip(pin.text)));
+  for (const pin of pins) parts.push(el("div", {}, el("b", {}, line("pin (", pin.kind, "): ")), clip(pin.text)));
   if (memory.summary) {
     parts.push(el("details", { class: "summary-marker" },
-      el("summary", {}, "current summary (round " + memory.summary.round + ", through #" + memory.summary.through_seq + ")"),
+      el("summary", {}, line("current summary (round ", memory.summary.round, ", through #", memory.summary.through_seq, ")")),
       el("div", { class: "text" }, memory.summary.content)));
   }
   return el("details", { class: "card", id: "memory" }, el("summary", {}, "What the model is told it knows"), parts);
@@ -243,12 +282,8 @@ async function session(sessionId) {
   const keep = chat && chat.querySelector("textarea").value;
   const history = el("div", { id: "history" }, data.messages.map(messageNode));
   const ended = s.status === "completed";
-  view.replaceChildren(
-    el("div", { class: "card" },
-      el("div", { class: "row" }, el("b", {}, s.agent), statusBadge(s.status),
-        el("span", { class: "muted" }, (s.gateway || "http") + (s.gateway_chat_id ? " · " + s.gateway_chat_id : "")),
-        el("span", { class: "muted" }, "last activity " + when(s.updated_at)),
-        s.awaiting_reply ? el("span", { class: "status running", id: "replying" }, "replying…") : null)),
+  fill(view,
+    el("div", { class: "card" }, factsLine(s)),
     memoryPanel(memory),
     history,
     data.pending_approval ? approvalPanel(sessionId, data.pending_approval) : null,
@@ -278,7 +313,7 @@ async function streamTurn(sessionId, content) {
     el("div", { class: "text" }, content));
   const reply = el("div", { class: "text", id: "streamed" });
   const answer = el("div", { class: "msg assistant live" }, el("div", { class: "who" }, el("b", {}, "assistant"), "streaming…"), reply);
-  live.replaceChildren(mine, answer);
+  fill(live, mine, answer);
   document.getElementById("send").disabled = true;
   try {
     const response = await api("/api/v1/sessions/" + encodeURIComponent(sessionId) + "/stream",
@@ -313,19 +348,19 @@ async function streamTurn(sessionId, content) {
 }
 
 function onEvent(event, data, reply, answer) {
-  if (event === "token") reply.textContent += data.content;
+  if (event === "token") reply.textContent += show(data.content);
   else if (event === "tool_call") {
     reply.textContent = "";
-    answer.append(toolCall({ name: data.name, call_id: data.call_id, arguments: data.arguments }));
+    add(answer, toolCall({ name: data.name, call_id: data.call_id, arguments: data.arguments }));
   } else if (event === "tool_result") {
-    answer.append(el("div", { class: "msg tool" }, el("div", { class: "who" }, el("b", {}, "tool"),
+    add(answer, el("div", { class: "msg tool" }, el("div", { class: "who" }, el("b", {}, "tool"),
       data.success ? "ok" : "failed"), clip(data.content, true)));
   } else if (event === "approval_required") {
-    answer.append(el("div", { class: "muted" }, "approval required: " + data.command));
+    add(answer, el("div", { class: "muted" }, line("approval required: ", data.command)));
   } else if (event === "error") {
-    answer.append(el("p", { class: "error" }, data.message));
+    add(answer, el("p", { class: "error" }, data.message));
   } else if (event === "summary") {
-    answer.append(el("div", { class: "muted" }, "summary round " + data.round + " written"));
+    add(answer, el("div", { class: "muted" }, line("summary round ", data.round, " written")));
   }
 }
 
