@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from duragent.agents.directives import Directive, load_directives
+from duragent.agents.directives import Directive, load_directives, with_runtime_defaults
 from duragent.agents.exposure import exposure_warnings
 from duragent.agents.skills import Skill, load_skills
 from duragent.agents.spec import KNOWN_PROVIDERS, AgentManifest, AgentSpec, ModelSpec
@@ -330,8 +330,10 @@ def check_agent(
     warnings = expanded.independent(warnings) + skill_problems
     if errors:
         return AgentCheck(None, tuple(errors), tuple(warnings))
-    directives = load_directives(
-        workspace_directives or agent_dir / "__none__", agent_dir / "directives"
+    directives = with_runtime_defaults(
+        load_directives(workspace_directives or agent_dir / "__none__", agent_dir / "directives"),
+        memory=spec.memory is not None,
+        agent_dir=agent_dir,
     )
     agent = Agent(
         name=manifest.metadata.name,

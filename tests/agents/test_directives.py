@@ -6,7 +6,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from duragent.agents import load_agent
-from duragent.agents.directives import Directive, load_directives, render_directives_block
+from duragent.agents.directives import (
+    MEMORY_DIRECTIVE,
+    Directive,
+    load_directives,
+    render_directives_block,
+)
+from duragent.agents.system_prompt import build_system_prompt
+from tests.conftest import AGENT_YAML
 
 WriteAgent = Callable[..., Path]
 
@@ -118,3 +125,34 @@ def test_render_directives_block_is_a_heading_and_one_bullet_each() -> None:
 
 def test_render_directives_block_of_nothing_is_empty() -> None:
     assert render_directives_block([]) == ""
+
+
+REMEMBERS = AGENT_YAML.format(name="keeper") + "  memory:\n    backend: filesystem\n"
+
+
+def test_an_agent_with_memory_is_told_what_its_memory_is_for(write_agent: WriteAgent) -> None:
+    agent = load_agent(write_agent("keeper", REMEMBERS))
+
+    assert [d.source for d in agent.directives] == ["memory"]
+    prompt = build_system_prompt(agent)
+    assert MEMORY_DIRECTIVE in prompt
+    assert "`recall`" in prompt
+    assert "`remember`" in prompt
+
+
+def test_an_agent_without_memory_gets_no_memory_directive(write_agent: WriteAgent) -> None:
+    agent = load_agent(write_agent("plain"))
+
+    assert agent.directives == ()
+    assert MEMORY_DIRECTIVE not in build_system_prompt(agent)
+
+
+def test_a_memory_directive_file_replaces_the_runtime_one(
+    write_agent: WriteAgent, tmp_path: Path
+) -> None:
+    ws = tmp_path / ".duragent" / "directives"
+    write(ws, "memory.md", "Remember only what the user asks you to.")
+    agent = load_agent(write_agent("keeper", REMEMBERS), workspace_directives=ws)
+
+    assert [d.text for d in agent.directives] == ["Remember only what the user asks you to."]
+    assert MEMORY_DIRECTIVE not in build_system_prompt(agent)
