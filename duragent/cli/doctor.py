@@ -15,6 +15,7 @@ from duragent.agents import AgentCatalog, load_catalog
 from duragent.cli.doctor_agents import agent_findings, config_findings
 from duragent.cli.doctor_files import (
     chat_index_findings,
+    migration_findings,
     policy_findings,
     process_findings,
     sandbox_findings,
@@ -86,6 +87,7 @@ def run_checks(config_file: Path) -> list[Finding]:
     found.extend(policy_findings(paths))
     found.extend(schedule_findings(paths, catalog, store.schedules))
     found.extend(chat_index_findings(paths))
+    found.extend(migration_findings(paths))
     found.extend(sandbox_findings(config.sandbox, paths, api_token=config.server.api_token))
     found.extend(process_findings(config.sandbox))
     found.extend(_gateway_findings(config))

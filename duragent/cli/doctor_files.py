@@ -21,6 +21,7 @@ from duragent.errors import ConfigError
 from duragent.scheduler.loading import read_declared
 from duragent.scheduler.model import At, Cron, Every, Schedule, parse_schedule
 from duragent.store.chat_index import read_problems
+from duragent.store.reference_migration import MIGRATED_SUFFIX, migration_status
 from duragent.store.schedule_files import ScheduleFiles
 from duragent.tools import sandbox as sandboxes
 from duragent.tools.guardian import FALLBACK_FIX, containment
@@ -35,6 +36,7 @@ from duragent.tools.policy_files import (
 
 __all__ = [
     "chat_index_findings",
+    "migration_findings",
     "policy_findings",
     "process_findings",
     "sandbox_findings",
@@ -295,3 +297,32 @@ def chat_index_findings(paths: WorkspacePaths) -> list[Finding]:
         )
         for p in read_problems(paths.sessions)
     ]
+
+
+def migration_findings(paths: WorkspacePaths) -> list[Finding]:
+    """Sessions converted from the reference's ``state.json``, and those still to convert.
+
+    Read only: ``serve`` converts them at start (``store.reference_migration``).
+    """
+    status = migration_status(paths.sessions)
+    found: list[Finding] = []
+    if status.migrated:
+        found.append(
+            Finding(
+                Level.OK,
+                "migration",
+                f"{len(status.migrated)} session(s) migrated from the reference's state.json "
+                f"to state.yaml; originals kept as {paths.sessions}/<id>/state.json"
+                f"{MIGRATED_SUFFIX} (back: duragent session export ID --format reference)",
+            )
+        )
+    if status.waiting:
+        found.append(
+            Finding(
+                Level.OK,
+                "migration",
+                f"{len(status.waiting)} session(s) still in the reference's state.json: the "
+                "next start converts them",
+            )
+        )
+    return found

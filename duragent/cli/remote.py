@@ -1,7 +1,7 @@
 """Commands that talk to a server: ``chat``, ``attach``, ``session list|show|delete``.
 
-``session restore`` is the exception: it moves a quarantined session's files back, with or
-without a server running.
+``session restore`` and ``session export`` (``session_export``) are the exceptions: they work
+on the session files, with or without a server running.
 
 Each finds the workspace's server (``--server`` to name one), starting one in the background
 when none is running (see ``launcher``).
@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from duragent.cli import session_export
 from duragent.cli.chat import ChatSession, line_reader
 from duragent.cli.client import ApiClient
 from duragent.cli.errors import fail as _fail
@@ -77,9 +78,12 @@ def client_for(
 def register(app: typer.Typer) -> None:
     """Add the commands to ``app``."""
     session_app = typer.Typer(
-        help="List, show, delete and restore sessions.", no_args_is_help=True, rich_markup_mode=None
+        help="List, show, delete, restore and export sessions.",
+        no_args_is_help=True,
+        rich_markup_mode=None,
     )
     app.add_typer(session_app, name="session")
+    session_export.register(session_app)
 
     @app.command()
     @handles_errors

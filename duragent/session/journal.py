@@ -18,7 +18,10 @@ Recovery (``load``): snapshot + replay of the log after ``checkpoint_seq`` throu
 ``SessionState.apply`` as the live path, then interrupted tool calls get a persisted
 "interrupted" result and a session left running is settled. Events the snapshot says were
 written but that cannot be found (``store.integrity``) are taken from the archive or the
-session is refused (quarantine), never resumed without them (``replay`` reads them).
+session is refused (quarantine), never resumed without them (``replay`` reads them). A
+snapshot without the session's original task (the reference's) gets the first user message
+of the whole conversation, archive included, not the first one replayed
+(``store.original_task``).
 
 Storage failures: an ``OSError`` of the machine (full, permission, I/O, descriptors) becomes
 a ``StorageError`` naming the file, and each write reports to ``store.health`` (``/readyz``).
@@ -41,6 +44,7 @@ from duragent.store import (
     SharedStorage,
     storage_error,
 )
+from duragent.store.original_task import original_task
 
 __all__ = ["BATCH_SIZE", "SNAPSHOT_EVERY", "Journal", "NewSession"]
 
@@ -204,6 +208,7 @@ class Journal:
             snapshot, events = rebuild_without_snapshot(self.session_id, self._log, self._snapshots)
         else:
             events = events_after(self.session_id, self._log, self._snapshots, snapshot)
+            snapshot.task = original_task(self._log, snapshot)  # not the first replayed one
         state = SessionState(snapshot)
         for event in events:
             state.apply(event)

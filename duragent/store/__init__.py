@@ -8,7 +8,9 @@
   ``duragent.yaml`` selects (``store.backend``); ``copy`` moves sessions between them.
 - ``event_log``: ``events.jsonl`` append-with-fsync, torn-tail safe, de-duplicating reads,
   rollover (config: ``compaction``) to ``events.archive.jsonl``.
-- ``snapshot_file``: atomic ``state.yaml`` (reads the reference's ``state.json`` too).
+- ``snapshot_file``: atomic ``state.yaml`` (reads the reference's ``state.json`` too);
+  ``reference_migration``: the reference's sessions converted at first start;
+  ``original_task``: a session's first user message, archive included.
 - ``saved_outputs``: full copies of tool outputs Layer 3a cut (``outputs/`` per session).
 - ``chat_index``: chat key → session id without opening every session.
 - ``atomic``: the one atomic replacement (temp file, fsync, rename, fsync of the folder).

@@ -314,6 +314,30 @@ class EventLog:
         except FileNotFoundError:
             return 0
 
+    def first_archived(self, event_type: str) -> Event | None:
+        """The oldest archived event of ``event_type``, reading the archive no further.
+
+        The archive is appended in seq order, so the first such line is the oldest. A long
+        session's original task (its first user message) is there, near the start of a file
+        that may be far larger than that one line (``store.original_task``). Read directly,
+        like ``last_seq``: a lookup, not one of the owner's durable paths.
+        """
+        needle = b'"' + event_type.encode() + b'"'
+        try:
+            with self.archive_path.open("rb") as file:
+                for line in file:
+                    if needle not in line:
+                        continue  # most lines: no parse
+                    try:
+                        event = Event.from_json(line)
+                    except ValueError:
+                        continue  # a torn line
+                    if event.type == event_type:
+                        return event
+        except FileNotFoundError:
+            return None
+        return None
+
     def read_archive(self) -> list[Event]:
         """Every archived event (for full-history reads), in order, de-duplicated."""
         try:

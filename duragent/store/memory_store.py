@@ -68,6 +68,9 @@ class _MemoryLog:
     def read_archive(self) -> list[Event]:
         return sorted(self._session.archive, key=_seq)
 
+    def first_archived(self, event_type: str) -> Event | None:
+        return next((e for e in self.read_archive() if e.type == event_type), None)
+
     def last_seq(self) -> int | None:
         return max((e.seq for e in self._session.events or []), default=0)
 

@@ -81,6 +81,10 @@ class SessionLog(Protocol):
         """Every archived event, in order, de-duplicated."""
         ...
 
+    def first_archived(self, event_type: str) -> Event | None:
+        """The oldest archived event of ``event_type`` (None: none), read without the rest."""
+        ...
+
     def last_seq(self) -> int | None:
         """The newest event's seq, read cheaply by a non-owner (0: none; None: cannot tell)."""
         ...

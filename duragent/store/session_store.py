@@ -4,6 +4,7 @@
 sessions/<session_id>/events.jsonl   state.yaml   events.archive.jsonl   outputs/
 sessions/chats.jsonl                  chat key → session id
 sessions/_quarantine/<session_id>/    sessions whose files could not be trusted (+ REASON.txt)
+sessions/<session_id>/state.json.migrated   the reference's snapshot, kept once converted
 ```
 
 A quarantined session is kept, listed with its reason, and refused (never resumed as an empty
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from duragent.core.events import now_rfc3339
+from duragent.store import reference_migration as migration
 from duragent.store.atomic import atomic_write
 from duragent.store.chat_index import ChatIndex, ChatKey, check_entry
 from duragent.store.event_log import EVENTS_FILENAME, EventLog
@@ -62,19 +64,64 @@ class SessionStore:
         recovered from the snapshot headers: each chat's newest session that is not completed.
         An entry whose session folder is gone is kept (the registry starts that chat a new
         session on its next message, logging why) and reported until then
-        (``ChatIndex.find_gone``: one listing of the folder, no reads).
+        (``ChatIndex.find_gone``: one listing of the folder, no reads). Sessions the
+        reference left (``state.json``) are converted first (``reference_migration``).
         """
         self.root.mkdir(parents=True, exist_ok=True)
         self.chats.load()
+        self._migrate_reference_sessions()
         if self.chats.damaged:
             added = self.chats.recover(self._chats_from_headers().items())
             log.error("chat index: %d chat(s) recovered from the session snapshots", added)
         self.chats.find_gone(set(self.list_ids()), set(self.quarantined()))
 
-    def _chats_from_headers(self) -> dict[ChatKey, str]:
-        """Each chat's newest not-completed session, as the snapshot headers record it."""
+    def _migrate_reference_sessions(self) -> None:
+        """Convert the sessions the reference left (``reference_migration``: why and how).
+
+        Each step is done for every session before the next starts, so a crash anywhere
+        leaves each one readable and the next start resumes: a session keeps its
+        ``state.json`` (which marks it as still to do) until its ``state.yaml`` is written
+        and its chat mapped.
+        """
+        waiting = migration.waiting_ids(self.root)
+        if not waiting:
+            return
+        ready: list[str] = []
+        for session_id in waiting:
+            try:
+                migration.convert(self.root / session_id, self.ops)
+            except (OSError, SnapshotCorruptError) as exc:  # loads as before, or quarantined
+                log.error("session %s: its state.json was not converted: %s", session_id, exc)
+                continue
+            ready.append(session_id)
+        try:
+            mapped = self.chats.recover(self._chats_from_headers(ready).items())
+        except OSError as exc:  # nothing set aside: the next start maps them again
+            log.error("chat index: the migrated sessions' chats not mapped: %s", exc)
+            return
+        moved = 0
+        for session_id in ready:
+            try:
+                migration.set_aside(self.root / session_id, self.ops)
+            except OSError as exc:  # state.yaml is read first; the next start retries
+                log.error("session %s: could not set state.json aside: %s", session_id, exc)
+                continue
+            moved += 1
+        log.info(
+            "migrated %d session(s) of the reference (%d chat(s) mapped): state.json became "
+            "state.yaml; each original is kept as <session>/state.json%s",
+            moved,
+            mapped,
+            migration.MIGRATED_SUFFIX,
+        )
+
+    def _chats_from_headers(self, ids: list[str] | None = None) -> dict[ChatKey, str]:
+        """Each chat's newest not-completed session, as the snapshot headers record it.
+
+        Among ``ids`` only, when given (the sessions just migrated).
+        """
         found: dict[ChatKey, str] = {}
-        for session_id in self.list_ids():  # sorted oldest first: the newest wins
+        for session_id in self.list_ids() if ids is None else sorted(ids):  # the newest wins
             try:
                 head = self.header(session_id) or {}
             except (OSError, SnapshotCorruptError) as exc:  # the session's own problem

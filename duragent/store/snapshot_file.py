@@ -116,11 +116,16 @@ class SnapshotFile:
     def read(self) -> SessionSnapshot | None:
         """The snapshot, or None when the session has none yet."""
         if self.path.exists():
-            path = self.path
-        elif self.legacy_path.exists():
-            path = self.legacy_path
-        else:
-            return None
+            return self._read(self.path)
+        if self.legacy_path.exists():
+            return self._read(self.legacy_path)
+        return None
+
+    def read_legacy(self) -> SessionSnapshot | None:
+        """The reference's ``state.json`` even beside a ``state.yaml`` (``reference_migration``)."""
+        return self._read(self.legacy_path)
+
+    def _read(self, path: Path) -> SessionSnapshot | None:
         try:
             raw = self._ops.read_bytes(path)
         except FileNotFoundError:

@@ -176,6 +176,19 @@ def test_rolling_over_again_archives_each_event_once(store: SessionStorage) -> N
     assert seqs(log.read()[0]) == [7, 8]
 
 
+def test_the_first_archived_event_of_a_kind_is_the_oldest_one(store: SessionStorage) -> None:
+    log = store.event_log(created(store))
+    assert log.first_archived("user_message") is None  # no archive yet
+    start = Event.session_start(1, agent="assistant", on_disconnect="pause")
+    decoy = Event.assistant_response(2, agent="assistant", content='"user_message"')
+    log.append([start, decoy, user(3, "the task"), user(4, "later"), user(5)])
+    log.roll_over(4, archive=True)
+    first = log.first_archived("user_message")
+    assert first is not None
+    assert (first.seq, first.data["content"]) == (3, "the task")
+    assert log.first_archived("tool_result") is None
+
+
 def test_a_rollover_with_nothing_old_changes_nothing(store: SessionStorage) -> None:
     log = store.event_log(created(store))
     log.append([user(5), user(6)])

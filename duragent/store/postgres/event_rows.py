@@ -71,8 +71,13 @@ class PostgresLog:
         self.io_seconds += time.perf_counter() - began
         self.appended_bytes += sum(len(line) + 1 for line in lines)
 
-    def _select(self, where: str, params: tuple[object, ...]) -> list[str] | None:
-        """Event texts of the live session matching ``where``; None when no log was written."""
+    def _select(
+        self, where: str, params: tuple[object, ...], *, first: bool = False
+    ) -> list[str] | None:
+        """Event texts of the live session matching ``where``; None when no log was written.
+
+        ``first``: only the oldest one.
+        """
         with self._db.transaction(f"reading session {self.session_id}") as conn:
             row = conn.execute(
                 "SELECT session_key, log_written FROM sessions "
@@ -82,7 +87,8 @@ class PostgresLog:
             if row is None or not row[1]:
                 return None
             rows = conn.execute(
-                f"SELECT event::text FROM events WHERE session_key = %s AND {where} ORDER BY seq",
+                f"SELECT event::text FROM events WHERE session_key = %s AND {where} ORDER BY seq"
+                + (" LIMIT 1" if first else ""),
                 (row[0], *params),
             ).fetchall()
         return [str(r[0]) for r in rows]
@@ -103,6 +109,12 @@ class PostgresLog:
     def read_archive(self) -> list[Event]:
         """Every archived event, in order."""
         return _events(self._select("archived", ()) or [], ReadReport())
+
+    def first_archived(self, event_type: str) -> Event | None:
+        """The oldest archived event of ``event_type`` (one row read)."""
+        texts = self._select("archived AND event->>'type' = %s", (event_type,), first=True)
+        events = _events(texts or [], ReadReport())
+        return events[0] if events else None
 
     def last_seq(self) -> int | None:
         """The newest live seq (0: none; None: the database cannot be asked now)."""
