@@ -253,6 +253,7 @@ class BudgetReport:
     results_masked: int = 0
     results_pruned: int = 0
     groups_dropped: int = 0
+    calls_left_out: int = 0
     results_shrunk: int = 0
     calls_repaired: int = 0
     orphans_dropped: int = 0
@@ -265,6 +266,7 @@ class BudgetReport:
             ("results_masked", self.results_masked),
             ("results_pruned", self.results_pruned),
             ("groups_dropped", self.groups_dropped),
+            ("calls_left_out", self.calls_left_out),
             ("results_shrunk", self.results_shrunk),
             ("calls_repaired", self.calls_repaired),
             ("orphans_dropped", self.orphans_dropped),

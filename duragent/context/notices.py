@@ -12,6 +12,9 @@ same strategy and carries exactly one indicator, with the original size and the 
 (issue 14 item 3: the second cut used to slice the first notice away and report only the
 already-truncated size). Only an indicator at the exact place 3a puts it is read back, so a
 tool output merely quoting one is taken as plain text.
+
+The runtime's notice for tool calls a request leaves out (``calls_left_out_notice``) is here
+too: like the others it says exactly what is missing and where the full record is.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ __all__ = [
     "SAVED_ID",
     "Cut",
     "Strategy",
+    "calls_left_out_notice",
     "compose",
     "indicator",
     "read_cut",
@@ -85,6 +89,22 @@ def removed_notice(original: int, saved: str | None = None) -> str:
     return (
         f"[result removed to fit the context window: kept ~0 of ~{original} tokens"
         f"{saved_suffix(saved)}]"
+    )
+
+
+def calls_left_out_notice(calls: int, iterations: int) -> str:
+    """The runtime's notice for a request that leaves out this turn's oldest iterations.
+
+    Said exactly: a model told "some calls" cannot tell which of its calls still count, and
+    one told nothing makes them again (issue 38 item 1). The records are on disk: the
+    session's log keeps every call and result, and outputs Layer 3a cut are saved whole.
+    """
+    noun = "call" if calls == 1 else "calls"
+    steps = "iteration" if iterations == 1 else "iterations"
+    return (
+        f"[tool calls left out — the first {calls} tool {noun} of this turn ({iterations} "
+        f"{steps}) are not shown, to fit the context window; they ran, and their records are "
+        "kept on disk with any saved outputs (tool_output reads saved outputs)]"
     )
 
 

@@ -9,10 +9,12 @@ destructive first:
 2. Pin the latest user message (always kept).
 3. Layer 3b: in this turn, only the first ``keep_first`` and last ``keep_last`` tool results
    stay visible; the middle ones read ``[result masked — ~N tokens removed]``.
-4. Layer 3c: while this turn does not fit beside the fixed part, the pinned message and the
-   truncation notice, drop its oldest whole iteration groups (call + results), never the
-   latest group and never a user message. Still over: shrink the latest group's results.
-   Still over: ``ContextOverflowError`` — never an overflowing request.
+4. While this turn does not fit beside the fixed part, the pinned message and the truncation
+   notice (``turn_fit``): masking widens (oldest first, every result but the latest
+   iteration's), the latest results shrink to a floor, and only then Layer 3c leaves out the
+   oldest whole iterations (call + results; never the latest, never a user message) with a
+   notice saying how many calls are not shown. Still over: the latest results shrink
+   further. Still over: ``ContextOverflowError`` — never an overflowing request.
 Before all of them, the quoted blocks — the summaries tier's *reference block* (pinned
 sections and the current summary, ``context.summaries``) and a turn's ``context`` (a group's
 recent chatter) — are counted in the fixed part, like the prompt: no layer ever drops them.
@@ -37,17 +39,15 @@ from __future__ import annotations
 
 import functools
 import itertools
-import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol
 
 from duragent.context.budget import BudgetReport, BudgetSettings, ContextOverflowError
 from duragent.context.history_index import HistoryCache, HistoryFit
-from duragent.context.notices import Cut, compose, read_cut, removed_notice, saved_suffix
 from duragent.context.pruning import prune_history
 from duragent.context.quoting import with_note
 from duragent.context.tokens import REQUEST_OVERHEAD_TOKENS, TokenCounter
-from duragent.context.truncation import fit_prefix, fit_suffix
+from duragent.context.turn_fit import fit_turn, masked_notice
 from duragent.context.units import (
     MISSING_RESULT,
     TurnCache,
@@ -67,17 +67,10 @@ __all__ = [
     "truncation_notice",
 ]
 
-_masked: weakref.WeakKeyDictionary[Message, Message] = weakref.WeakKeyDictionary()
-
 
 def truncation_notice(omitted: int) -> str:
     """The notice placed after the system prompt when history was left out."""
     return f"[conversation truncated — {omitted} older messages omitted]"
-
-
-def masked_notice(tokens: int, saved: str | None = None) -> str:
-    """What a masked tool result reads (naming the saved full output, if there is one)."""
-    return f"[result masked — ~{tokens} tokens removed{saved_suffix(saved)}]"
 
 
 @functools.lru_cache(maxsize=256)
@@ -104,17 +97,6 @@ def _reported(units: Iterator[Unit], report: BudgetReport) -> Iterator[Unit]:
 
 
 _cost = unit_cost
-
-
-def _mask(message: Message, counter: TokenCounter) -> Message:
-    cached = _masked.get(message)
-    if cached is None:
-        cut = read_cut(message.text)  # a 3a-cut result: say its size before any cut
-        removed = cut.original if cut is not None else counter.count_message(message)
-        saved = cut.saved if cut is not None else None
-        cached = Message.tool(message.tool_call_id or "", masked_notice(removed, saved))
-        _masked[message] = cached
-    return cached
 
 
 def fit_request(
@@ -153,28 +135,13 @@ def fit_request(
         if block is not None:
             fixed += counter.count_message(block)
 
-    # --- this turn: normalise, then 3b masking ------------------------------------------
+    # --- this turn: normalise (3b masking follows, in ``fit_turn``) ------------------------
     if turn_cache is not None:
         turn_units = turn_cache.update(turn, report)
     else:
         turn_units = split(turn)
         for unit in turn_units:
             unit.report_to(report)
-    tool_slots = [(u, k) for u in turn_units if u.group for k in u.results]
-    keep_first, keep_last = settings.keep_first, settings.keep_last
-    if (keep_first or keep_last) and len(tool_slots) > keep_first + keep_last:
-        for unit, k in tool_slots[keep_first : len(tool_slots) - keep_last]:
-            if k not in unit.masked:
-                result, masked = unit.messages[k], _mask(unit.messages[k], counter)
-                if counter.count_message(masked) >= counter.count_message(result):
-                    continue  # a result shorter than its mask is kept: it costs less
-                unit.messages[k] = masked
-                unit.masked.add(k)
-                unit.tokens = 0  # changed: recount below
-            report.results_masked += 1
-    turn_cost = 0
-    for unit in turn_units:
-        turn_cost += unit.tokens or _cost(unit, counter)
 
     # --- the latest user message is pinned; the least history can cost -------------------
     hist: _History = (
@@ -190,17 +157,17 @@ def fit_request(
     # rest of it when that is cheaper than the notice (a few tiny messages).
     floor = fixed + pinned_cost + (hist.floor(notice_cost) if hist_total else 0)
 
-    # --- 3c: this turn alone against what is left (never the latest group, never history) --
-    groups = [u for u in turn_units if u.group]
-    while floor + turn_cost > limit and len(groups) > 1:
-        victim = groups.pop(0)
-        turn_units.remove(victim)
-        turn_cost -= victim.tokens
-        report.groups_dropped += 1
-    # --- still over: the latest group's results shrink -------------------------------------
-    if floor + turn_cost > limit:
-        _shrink_results(turn_units, floor + turn_cost - limit, counter, report)
-        turn_cost = sum(u.tokens for u in turn_units)
+    # --- 3b widening, then 3c: this turn alone against what is left (``turn_fit``) -------
+    fit = fit_turn(
+        turn_units,
+        limit - floor,
+        keep_first=settings.keep_first,
+        keep_last=settings.keep_last,
+        limit=limit,
+        counter=counter,
+        report=report,
+    )
+    turn_units, turn_cost = fit.units, fit.tokens + fit.notice_tokens
     if floor + turn_cost > limit:
         raise ContextOverflowError(floor + turn_cost, limit)
 
@@ -224,7 +191,9 @@ def fit_request(
     # which may be written with fewer digits (fewer tokens): report what is sent.
     notice = Message.system(truncation_notice(omitted)) if omitted else None
     notice_sent = counter.count_message(notice) if notice is not None else 0
-    needed = fixed + notice_sent + chosen.tokens + pinned_cost + turn_cost
+    needed = (
+        fixed + notice_sent + chosen.tokens + pinned_cost + turn_cost
+    )  # calls notice in turn_cost
 
     # --- assemble ----------------------------------------------------------------------------
     # the runtime's system messages first, then what people, tools and models wrote
@@ -233,6 +202,8 @@ def fit_request(
         out.append(system_msg)
     if notice is not None:
         out.append(notice)
+    if fit.notice is not None:
+        out.append(fit.notice)  # this turn's calls left out (``turn_fit``)
     if reference_msg is not None:
         out.append(reference_msg)
     if context_msg is not None and not pinned:
@@ -349,49 +320,3 @@ class _PlainHistory:
             repaired=self._report.calls_repaired,
             orphans=self._report.orphans_dropped,
         )
-
-
-def _shrink_results(
-    units: list[Unit], excess: int, counter: TokenCounter, report: BudgetReport
-) -> None:
-    """Cut this turn's tool results (largest first) until ``excess`` tokens are gone.
-
-    A result 3a already cut is cut again from what 3a kept, with its strategy, and keeps one
-    indicator naming its original size (``notices``); any other result is cut from the head.
-    """
-    slots = [(u, k) for u in units if u.group for k in u.results]
-    slots.sort(key=lambda s: counter.count_message(s[0].messages[s[1]]), reverse=True)
-    for unit, k in slots:
-        for _ in range(3):  # token counts are not additive; re-check after each cut
-            if excess <= 0:
-                return
-            message = unit.messages[k]
-            current = counter.count_text(message.text)
-            text = _recut(message.text, current - excess, counter)
-            if counter.count_text(text) >= current:
-                break
-            before = unit.tokens
-            unit.messages[k] = Message.tool(message.tool_call_id or "", text)
-            excess -= before - _cost(unit, counter)
-            report.results_shrunk += 1
-
-
-def _recut(text: str, target: int, counter: TokenCounter) -> str:
-    """``text`` cut to about ``target`` tokens, its single indicator naming the original size."""
-    cut = read_cut(text) or Cut(text, "", counter.count_text(text), "head")
-    head, tail, original, strategy = cut.head, cut.tail, cut.original, cut.strategy
-    # the indicator and its separators
-    probe = compose(strategy, "", "", original, original, cut.saved)
-    room = target - counter.count_text(probe) - 2
-    if room <= 0:
-        return removed_notice(original, cut.saved)
-    new_head = new_tail = ""
-    if strategy == "head":
-        new_head = fit_prefix(head, room, counter)
-    elif strategy == "tail":
-        new_tail = fit_suffix(tail, room, counter)
-    else:
-        new_head = fit_prefix(head, room // 2, counter)
-        new_tail = fit_suffix(tail, room - room // 2, counter)
-    kept = counter.count_text(new_head) + counter.count_text(new_tail)
-    return compose(strategy, new_head, new_tail, kept, original, cut.saved)

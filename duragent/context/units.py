@@ -111,8 +111,10 @@ def split(messages: Sequence[Message]) -> list[Unit]:
 class TurnCache:
     """The current turn's units, kept between the loop's calls so each call costs O(new).
 
-    Within one turn messages are only appended, masking only grows (the middle widens) and a
-    dropped group stays dropped, so what was decided for the older units still holds.
+    Within one turn messages are only appended and masking only grows (a turn only grows, so
+    a result that had to be masked still has to be), so the masks written into the older
+    units still hold. Which iterations a request leaves out, and how far the latest results
+    shrink, is decided per request (``turn_fit``): the cache keeps every unit.
     """
 
     __slots__ = ("boundary", "units")

@@ -1,6 +1,7 @@
 """History is fitted after this turn's groups (seed 002: 3c always preserves history).
 
-Order: the latest user message, then 3c on this turn alone, then history into what is left.
+Order: the latest user message, then 3b/3c on this turn alone (``turn_fit``), then history
+into what is left.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ def call(call_id: str) -> Message:
     return Message.assistant(None, (ToolCall(id=call_id, name="t", arguments="{}"),))
 
 
-def test_dropping_iteration_groups_keeps_the_short_history_that_then_fits() -> None:
-    # issue 14 item 2: 20 short history messages, three ~7,222-token groups, 16K window
+def test_fitting_the_turn_keeps_the_short_history_that_then_fits() -> None:
+    # issue 14 item 2: 20 short history messages, three ~7,222-token groups, 16K window;
+    # since issue 38 the older two results are masked instead of their iterations dropped
     history = [
         Message.user(f"q{i:02d}" + "." * 13) if i % 2 == 0 else Message.assistant("a" * 16)
         for i in range(20)
@@ -38,10 +40,11 @@ def test_dropping_iteration_groups_keeps_the_short_history_that_then_fits() -> N
     out, report = fit_request(
         system="S", history=history, turn=turn, counter=CHARS, settings=budget
     )
-    assert report.groups_dropped == 2
+    assert report.groups_dropped == 0
+    assert report.results_masked == 2
     assert report.history_omitted == 0
     assert [m.text for m in out[1:22]] == [m.text for m in history]
-    assert [m.tool_call_id for m in out if m.role is Role.TOOL] == ["c2"]
+    assert [m.tool_call_id for m in out if m.role is Role.TOOL] == ["c0", "c1", "c2"]
     assert report.request_tokens <= budget.limit
 
 
@@ -52,7 +55,8 @@ def test_history_fills_what_the_turn_leaves_when_some_must_still_go() -> None:
         turn += [call(f"c{g}"), Message.tool(f"c{g}", "r" * 1_000)]
     budget = BudgetSettings(window=3_000, output_reserve=0, safety_ratio=0.0, keep_first=0)
     _, report = fit_request(system="", history=history, turn=turn, counter=CHARS, settings=budget)
-    assert report.groups_dropped == 2
+    assert report.groups_dropped == 0  # the two older results are masked (issue 38)
+    assert report.results_masked == 2
     assert 0 < report.history_omitted < 30
     # nothing else would fit: the next omitted message costs more than the free room
     assert budget.limit - report.request_tokens < CHARS.count_message(history[0])

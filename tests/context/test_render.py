@@ -152,7 +152,9 @@ def test_masking_is_off_at_zero_zero_and_when_few_results() -> None:
         assert [m.text for m in out if m.role is Role.TOOL] == ["x", "y"]
 
 
-def test_oldest_iteration_groups_are_dropped_but_never_the_latest_or_history() -> None:
+def test_older_results_are_masked_before_any_iteration_group_is_dropped() -> None:
+    # issue 38: with 3b off (0/0) and no room, masking still widens before 3c drops a call
+    # (3c used to send c3 and c4 only, with no word of c0–c2)
     turn: list[Message] = []
     for i in range(5):
         turn += [call(f"c{i}"), Message.tool(f"c{i}", "z" * 100)]
@@ -162,13 +164,17 @@ def test_oldest_iteration_groups_are_dropped_but_never_the_latest_or_history() -
         history=history,
         turn=turn,
         counter=CHARS,
-        settings=settings(300, keep_first=0, keep_last=0),
+        settings=settings(340, keep_first=0, keep_last=0),
     )
     ids = [m.tool_call_id for m in out if m.role is Role.TOOL]
-    assert ids == ["c3", "c4"]
+    assert ids == ["c0", "c1", "c2", "c3", "c4"]
+    shown = [m.text for m in out if m.role is Role.TOOL]
+    assert all(t == masked_notice(MESSAGE_OVERHEAD_TOKENS + 2 + 100) for t in shown[:4])
+    assert shown[4].startswith("z")  # the latest result is shrunk, not masked
     assert out[0].text == "keep me"
-    assert report.groups_dropped == 3
-    assert report.request_tokens <= 300
+    assert report.groups_dropped == 0
+    assert report.results_masked == 4
+    assert report.request_tokens <= 340
 
 
 def test_a_single_huge_latest_group_is_shrunk_to_fit() -> None:

@@ -21,8 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from duragent.context.budget import BudgetSettings, ContextOverflowError
-from duragent.context.notices import removed_notice
-from duragent.context.render import fit_request, truncation_notice
+from duragent.context.notices import calls_left_out_notice, removed_notice
+from duragent.context.render import fit_request, masked_notice, truncation_notice
 from duragent.context.tokens import EstimateCounter, TokenCounter, counter_for_model
 from duragent.context.units import Unit, split
 from duragent.core.messages import Message, Role, ToolCall, ToolDefinition
@@ -178,6 +178,20 @@ def test_no_request_overflows_or_breaks_provider_rules(
             full = counter.count_message(result) if result is not None else 0
             least = counter.count_message(Message.tool(call.id, removed_notice(full)))
             floor += min(full, least) if result is not None else least
+        # older iterations: each call with its results masked, or the notice that leaves
+        # them all out (issue 38: calls are never left out silently), whichever is less
+        older = [m for m in turn if m.role is Role.ASSISTANT][:-1]
+        if older:
+            least = sum(counter.count_message(m) for m in older)
+            for m in turn[: turn.index(last_group[0])]:
+                if m.role is Role.TOOL:
+                    mask = Message.tool(
+                        m.tool_call_id or "", masked_notice(counter.count_message(m))
+                    )
+                    least += min(counter.count_message(m), counter.count_message(mask))
+            calls = sum(len(m.tool_calls) for m in older)
+            notice = Message.system(calls_left_out_notice(calls, len(older)))
+            floor += min(least, counter.count_message(notice))
         legitimate = floor > budget.limit
         assert legitimate, "ContextOverflowError although a valid request was possible"
         return
