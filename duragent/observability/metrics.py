@@ -37,6 +37,7 @@ CONTEXT_ACTIONS: Mapping[str, str] = {
     "results_shrunk": "truncated",
     "results_masked": "masked",
     "groups_dropped": "groups_dropped",
+    "calls_left_out": "calls_left_out",
     "results_pruned": "pruned",
 }
 """The budget report's counters of what fitting a request did, as ``action`` labels."""
@@ -180,7 +181,8 @@ class Metrics:
         )
         self.context_items = Counter(
             "duragent_context_items",
-            "Messages trimmed, results truncated, masked or pruned, call groups dropped.",
+            "Messages trimmed, results truncated, masked or pruned, call groups dropped, calls "
+            "left out (the request's notice says how many).",
             ["agent", "action"],
             registry=r,
         )
