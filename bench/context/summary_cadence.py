@@ -15,7 +15,11 @@ workloads:
 
 For each: summaries written, the turn of the first, turns between consecutive summaries
 (median and least), the share of the history a summary kept (``tokens_after`` /
-``tokens_before``, the summary included), tokens per agent call, overflows and failed turns.
+``tokens_before``, the summary included), tokens per agent call, summary calls and their
+tokens (in + out, counted with the agent's tokenizer) per 100 turns, the summary calls' share
+of all model tokens (agent requests + summary calls, as table (c) of
+``bench/context/fitting.py`` counts them), overflows and failed turns. Issue 38's targets: a
+summary share of at most 15 % at 8K and 5 % at 32K, both workloads.
 To measure other code on the same workload, run it from that checkout's root with
 ``PYTHONPATH`` set to this one (the working directory comes first: its ``duragent`` is run).
 
@@ -38,6 +42,7 @@ from typing import Any
 from bench.context import turns as context_turns
 from bench.rigs.corpus import Texts, english
 from duragent.context.tokens import TokenCounter, counter_for_model
+from duragent.core.messages import Message
 from duragent.core.payloads import EventType, SummaryData
 from duragent.testing import RecordedRequest, Reply, ScriptedLLMServer
 from duragent.testing.local_runner import local_runner, request_tokens
@@ -60,11 +65,22 @@ class Cadence:
     tokens: list[int]
     limit: int
     failed: int
+    summary_tokens: int
+    """Every summary call's tokens, prompt and completion (the agent's tokenizer)."""
 
     @property
     def gaps(self) -> list[int]:
         t = self.summary_turns
         return [b - a for a, b in itertools.pairwise(t)]
+
+    @property
+    def share(self) -> float:
+        """Summary calls' tokens over all model tokens (agent requests + summary calls)."""
+        total = sum(self.tokens) + self.summary_tokens
+        return self.summary_tokens / total if total else 0.0
+
+    def per_100(self, value: float) -> float:
+        return 100 * value / self.turns
 
     def cells(self) -> list[str]:
         gaps = self.gaps
@@ -76,6 +92,9 @@ class Cadence:
             str(min(gaps)) if gaps else "-",
             f"{statistics.median(self.kept):.2f}" if self.kept else "-",
             f"{statistics.fmean(self.tokens):,.0f}",
+            f"{self.per_100(len(self.summary_turns)):.1f}",
+            f"{self.per_100(self.summary_tokens):,.0f}",
+            f"{100 * self.share:.1f} %",
             f"{sum(1 for t in self.tokens if t > self.limit)} / {self.failed}",
         ]
 
@@ -86,6 +105,7 @@ class ChatScript:
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
         self.prose = english().split()
+        self.summary_tokens = 0
 
     def words(self, seed: int, tokens: int = 130) -> str:
         """Prose of about ``tokens`` tokens, from a seeded place."""
@@ -108,7 +128,13 @@ class ChatScript:
                 if self.counter.count_text(candidate) > allowance * 0.9:
                     break
                 text = candidate
-            return Reply(text=text)
+            texts = [str(m.get("content") or "") for m in messages]
+            prompt = self.counter.count_messages(
+                [Message.system(texts[0]), *(Message.user(t) for t in texts[1:])]
+            )
+            out = self.counter.count_text(text)
+            self.summary_tokens += prompt + out
+            return Reply(text=text, prompt_tokens=prompt, completion_tokens=out)
         return Reply(text=self.words(len(messages) * 7919))
 
 
@@ -145,6 +171,7 @@ async def chat_session(window: int, turns: int) -> Cadence:
         tokens=request_tokens(events),
         limit=limit,
         failed=failed,
+        summary_tokens=script.summary_tokens,
     )
 
 
@@ -166,6 +193,7 @@ def tools_session(window: int, turns: int) -> Cadence:
         tokens=result.tokens,
         limit=result.limit,
         failed=result.failed,
+        summary_tokens=result.summary_tokens,
     )
 
 
@@ -186,6 +214,9 @@ def main(quick: bool) -> None:
         "(least)",
         "kept",
         "tokens/call",
+        "summaries/100 turns",
+        "summary tokens/100 turns",
+        "summary share",
         "overflows / failed",
     ]
     widths = [max(len(h), *(len(r.cells()[i]) for r in rows)) for i, h in enumerate(head)]
@@ -197,6 +228,7 @@ def main(quick: bool) -> None:
             {
                 "seconds": round(time.perf_counter() - started),
                 "summary_turns": {f"{r.workload} {r.window}": r.summary_turns for r in rows},
+                "summary_share": {f"{r.workload} {r.window}": round(r.share, 4) for r in rows},
             }
         )
     )

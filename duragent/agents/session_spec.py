@@ -113,7 +113,8 @@ class SummariesSpec(_Spec):
         gt=0,
         lt=1,
         description="Share of the history budget kept verbatim after a summary, latest "
-        "message included (default: 0.2 below 8K, 0.3 to 32K, 0.25 from 32K).",
+        "message included: the low-water mark a summary goes down to (default: 0.2 below "
+        "8K, 0.3 to 32K, 0.25 from 32K).",
     )
     max_summary_tokens: int | None = Field(
         default=None, ge=64, description="Longest summary (default: a tenth of the window, ≤ 2000)."

@@ -1,7 +1,10 @@
-"""The summaries tier's pure parts: its settings, when to summarise, what, and the block.
+"""The summaries tier's pure parts: its settings, pins and the block.
+
+When and what to summarise is ``context.summary_plan`` (re-exported here).
 
 The tier (``specs/202611240835.summaries.md``) sits on top of Layers 1–3: when the history a
-request would carry passes ``threshold`` of its budget, the oldest part of the Layer 1 window
+request would carry passes the trigger (``threshold`` of its budget; ``summary_plan`` and
+``specs/202612051200.summary-cadence.md``), the oldest part of the Layer 1 window
 — cut at a unit boundary (``units``), never the latest user message or anything after it —
 is summarised by an LLM (``turns.summaries``), and the summary is rendered with the pinned
 sections in one *reference block*: a quoted user-role message before the history (never
@@ -15,18 +18,19 @@ property tests drive them over generated histories.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from duragent.context.budget import BudgetSettings
-from duragent.context.history_index import HistoryCache
 from duragent.context.quoting import QUOTED_HEADER, quote, quoted_block
+from duragent.context.summary_plan import (
+    SummaryPlan,
+    carried,
+    history_budget,
+    plan_summary,
+)
 from duragent.context.tiers import tier_for
-from duragent.context.tokens import LETTERS_PER_TOKEN, REQUEST_OVERHEAD_TOKENS, TokenCounter
+from duragent.context.tokens import LETTERS_PER_TOKEN, TokenCounter
 from duragent.context.truncation import fit_prefix
-from duragent.context.units import split, unit_cost
-from duragent.core.messages import Message, Role
 from duragent.errors import DuragentError
 
 __all__ = [
@@ -34,6 +38,7 @@ __all__ = [
     "PinnedTooLargeError",
     "SummaryPlan",
     "SummarySettings",
+    "carried",
     "check_new_pin",
     "history_budget",
     "pinned_cost",
@@ -172,9 +177,10 @@ def summary_settings(
     """The tier's settings for a ``window``-token model: configured values, else defaults.
 
     Defaults come from the window's tier (``context.tiers``: one table holds every per-window
-    default): summarise from 0.70 of the history budget; keep the newest 0.20 of it verbatim
+    default): summarise from 0.70 of the history budget (as requests carry it,
+    ``context.summary_plan``); keep the newest 0.20 of it verbatim (the low-water mark)
     below 8K, 0.30 to 32K and 0.25 from 32K (still 5,000 tokens there; measured in
-    ``bench/context/fitting.py`` (c): −40 % total tokens over a 500-turn session at 32K with
+    ``bench/context/fitting.py`` (c): −42 % total tokens over a 500-turn session at 32K with
     the task kept; ``bench/context/summary_cadence.py``: a summary every 5 chat turns at 4K);
     the summary's length 256–2,048 tokens, never above a tenth of the window, at least 64;
     pins take at most a quarter of the history budget. On unless ``enabled`` is false.
@@ -193,117 +199,6 @@ def summary_settings(
         pinned_share=pinned_share if pinned_share is not None else 0.25,
         pin_task=pin_task,
     )
-
-
-def history_budget(settings: BudgetSettings, fixed: int) -> int:
-    """What Layer 2 may spend on history when the fixed part costs ``fixed`` tokens."""
-    available = settings.limit - fixed - REQUEST_OVERHEAD_TOKENS
-    if settings.max_history_tokens > 0:
-        available = min(available, settings.max_history_tokens)
-    return max(0, available)
-
-
-@dataclass(frozen=True, slots=True)
-class SummaryPlan:
-    """The oldest ``count`` messages of the history are to be summarised."""
-
-    count: int
-    tokens_before: int
-    """What the whole history (up to the latest user message) cost when planned."""
-    tokens_summarised: int
-
-
-def plan_summary(
-    history: Sequence[Message],
-    counter: TokenCounter,
-    budget: int,
-    settings: SummarySettings,
-    *,
-    force: bool = False,
-    index: HistoryCache | None = None,
-    growth: int = 0,
-) -> SummaryPlan | None:
-    """What to summarise, or None when the history is under ``threshold × budget``.
-
-    Only messages before the latest user message are candidates, cut at a unit boundary (a
-    call and its results stay together). What stays verbatim — the newest candidates *and*
-    the latest user message with what follows it — is at most ``keep_recent`` of the budget
-    the history will have once the summary is written: ``budget − growth``, ``growth`` being
-    what the reference block may grow by (the new summary is longer than the current one
-    and sits in the fixed part). Measured so, a summary leaves the history at ``keep_recent``
-    of its budget, ``threshold − keep_recent`` of it away from the next summary; measured
-    against the budget before the summary (and without the latest message), it left the
-    history at ~0.56 of a 4K window's budget against a 0.70 threshold: a summary every two
-    turns (``bench/context/summary_cadence.py``). ``force`` (the provider said "too long") plans
-    even under the threshold and keeps at most ``keep_recent`` of the history as it is. None
-    also when there is nothing old enough to summarise.
-
-    ``index`` is the session's ``HistoryCache`` (the one ``fit_request`` gets): the question
-    asked before every turn, "is the history over the threshold?", is then answered from its
-    running sums instead of splitting and counting the whole history again (~0.7 ms at 450
-    messages, every turn, once the history nears the threshold). Same answer either way.
-    """
-    if not force:  # the common case, cheaply: counts are cached per message, sums by index
-        rough = (
-            index.message_tokens(history, counter)
-            if index is not None
-            else counter.sum_messages(history)
-        )
-        if rough <= settings.threshold * budget * 0.9:
-            return None
-        if index is not None and _under_threshold(history, counter, budget, settings, index):
-            return None
-    last_user = next(
-        (i for i in range(len(history) - 1, -1, -1) if history[i].role is Role.USER), None
-    )
-    candidates = history[:last_user] if last_user is not None else history
-    units = split(candidates)
-    costs = [sum(counter.count_message(m) for m in u.messages) for u in units]
-    tail = sum(counter.count_message(m) for m in history[len(candidates) :])
-    total = sum(costs) + tail
-    if not force and total <= settings.threshold * budget:
-        return None
-    keep_room = settings.keep_recent * max(0, budget - growth)
-    if force:  # the provider counts more than we do: keep a share of what there is
-        keep_room = min(keep_room, settings.keep_recent * total)
-    keep_room -= tail  # the latest message stays whatever it costs: it is part of the share
-    kept = 0
-    cut = len(units)
-    while cut > 0 and kept + costs[cut - 1] <= keep_room:
-        kept += costs[cut - 1]
-        cut -= 1
-    summarised = units[:cut]
-    while summarised and not summarised[-1].messages:
-        summarised.pop()  # never end on dropped orphans: the cut lands on a real message
-    count = sum(u.source for u in summarised)
-    if count == 0:
-        return None
-    return SummaryPlan(count, total, sum(costs[: len(summarised)]))
-
-
-def _under_threshold(
-    history: Sequence[Message],
-    counter: TokenCounter,
-    budget: int,
-    settings: SummarySettings,
-    index: HistoryCache,
-) -> bool:
-    """Whether the history is at most ``threshold × budget``, from ``index``'s running sums.
-
-    The exact total of ``plan_summary``: the units before the latest user message, then the
-    rest message by message. False when unsure (no user message; no unit starts there).
-    """
-    index.units(history, counter, functools.partial(unit_cost, counter=counter))
-    last_user = next(
-        (i for i in range(len(history) - 1, -1, -1) if history[i].role is Role.USER), None
-    )
-    if last_user is None:
-        return False
-    before = index.cost_before(last_user, functools.partial(unit_cost, counter=counter))
-    if before is None:
-        return False
-    total = before + counter.sum_messages(history[last_user:])
-    return total <= settings.threshold * budget
 
 
 def reference_block(

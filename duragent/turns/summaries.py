@@ -3,9 +3,10 @@
 ``SummaryTier`` is what the loop sees (``LoopContext.summaries``): ``block`` renders the
 reference block (pins, task, current summary) that ``fit_request`` sends, quoted, as the
 first user-role message (``context.quoting``: never system text); ``before_turn``
-summarises the oldest history when it passes the threshold (at most ``ROUNDS_PER_TURN``
-rounds); ``on_overflow`` does it unconditionally when the provider said
-"context length exceeded", so the loop can retry once with a smaller history.
+summarises the oldest history when it passes the trigger, sized as requests carry it
+(``context.summary_plan``; at most ``ROUNDS_PER_TURN`` rounds); ``on_overflow`` does it
+unconditionally when the provider said "context length exceeded", so the loop can retry
+once with a smaller history.
 
 Order of a summary (the durability rule of ``specs/202611240835.summaries.md``): the model
 writes it → the ``summary`` event is fsync'd and applied by the session actor (the window
@@ -203,11 +204,13 @@ class SummaryTier:
         return plan is not None and await self._summarise(history, plan)
 
     def _plan(self, history: list[Message], fixed: int, *, force: bool) -> SummaryPlan | None:
+        """The plan, sized as requests carry the history (``context.summary_plan``)."""
         block = self.block(fixed)
         # with a block, the system prompt ends with the runtime's note (``fit_request``)
         reference = self._counter.count_text(block) + self._note() if block else 0
         budget = history_budget(self._budget, fixed + reference)
         after = history_budget(self._budget, fixed + reference + self._block_growth())
+        summary = self._memory.summary
         return plan_summary(
             history,
             self._counter,
@@ -216,6 +219,8 @@ class SummaryTier:
             force=force,
             index=self._history_cache,
             growth=budget - after,
+            prune=self._budget.prune,
+            previous=self._counter.count_text(summary.text) if summary else 0,
         )
 
     def _block_growth(self) -> int:
@@ -252,7 +257,7 @@ class SummaryTier:
                 text, usage = await write_summary(
                     self._summariser,
                     previous=previous,
-                    messages=part,
+                    messages=plan.messages or part,  # as requests carried them
                     counter=self._counter,
                     max_tokens=max_tokens,
                     input_room=self._input_room(),
