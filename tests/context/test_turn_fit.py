@@ -53,8 +53,14 @@ def call(call_id: str, command: str = "ls") -> Message:
     return Message.assistant(None, (ToolCall(id=call_id, name="bash", arguments=arguments),))
 
 
-def chars_settings(window: int, **kw: int) -> BudgetSettings:
-    return BudgetSettings(window=window, output_reserve=0, safety_ratio=0.0, **kw)
+def chars_settings(window: int, *, keep_first: int = 2, keep_last: int = 5) -> BudgetSettings:
+    return BudgetSettings(
+        window=window,
+        output_reserve=0,
+        safety_ratio=0.0,
+        keep_first=keep_first,
+        keep_last=keep_last,
+    )
 
 
 # --- examples ---------------------------------------------------------------------------------
