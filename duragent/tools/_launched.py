@@ -13,6 +13,7 @@ import contextlib
 import os
 import signal
 import socket
+import subprocess
 from dataclasses import dataclass
 
 from duragent.tools._reaper import release_group
@@ -101,6 +102,21 @@ class Launched:
             await self.protocol.exited.wait()
         finally:
             self.transport.close()
+            _reap(self.transport)
+
+
+def _reap(transport: asyncio.SubprocessTransport) -> None:
+    """Wait for a guardian the close just killed (its loop ended before it exited).
+
+    Closing a running process's transport SIGKILLs it but nobody waits for it any more: the
+    process stays a zombie and its ``Popen`` warns "still running" wherever it is collected
+    (a test suite saw that warning land on an unrelated test). Right after SIGKILL the wait
+    is a few milliseconds; it happens only when the wait for the exit was cancelled.
+    """
+    popen = transport.get_extra_info("subprocess")
+    if isinstance(popen, subprocess.Popen) and popen.returncode is None:
+        with contextlib.suppress(subprocess.TimeoutExpired, OSError):
+            popen.wait(timeout=1.0)
 
 
 _closing: set[asyncio.Future[None]] = set()
