@@ -15,8 +15,6 @@
 - ``delivery``: ``Delivery``, a ``TurnResult`` handed to its chat exactly once, recorded as
   a durable ``delivery`` event.
 - ``chat``: ``ChatTurns``, an inbound chat message through to its delivered reply.
-- ``running``: ``await_turn``, waiting for a turn that continues under the runtime's
-  ``BackgroundTasks`` if the waiter gives up (HTTP's 408, a cancelled request).
 - ``queue``: ``SessionQueues``, a chat gateway's messages submitted to their session's line
   (``TurnRunner.submit``: the order, batch / sequential / drop, overflow and debounce, is
   ``turns.ordering``) and each due turn run and delivered in the chat (the line's ``Front``).
@@ -69,7 +67,6 @@ from duragent.frontkit.queue import Dispatcher, SessionQueues
 from duragent.frontkit.recovery import RecoveryReport, recover_chats
 from duragent.frontkit.relayed import ChatRelay
 from duragent.frontkit.routing import RouteQuery, Router
-from duragent.frontkit.running import await_turn
 from duragent.frontkit.service import ChatGateway, WebhookReceiver
 from duragent.frontkit.unsaved import NOT_SAVED, PAUSES, record_or_tell
 
@@ -110,7 +107,6 @@ __all__ = [
     "admit",
     "approval_buttons",
     "approval_prompt",
-    "await_turn",
     "gateway_chats",
     "mention_context",
     "metered",

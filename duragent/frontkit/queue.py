@@ -30,7 +30,7 @@ from duragent.frontkit.chat import ChatTurns, Inbound
 from duragent.frontkit.outbound import ChatRef, OutboundPort
 from duragent.frontkit.outbox import UNDELIVERED, UndeliveredError
 from duragent.lifecycle.tasks import BackgroundTasks
-from duragent.turns import PendingTurn, TurnRunner
+from duragent.turns import PendingTurn, Queued, TurnRunner
 
 __all__ = ["TURN_FAILED", "Dispatcher", "SessionQueues"]
 
@@ -87,7 +87,7 @@ class SessionQueues:
         Raises what recording raised (``StorageError``…): the message is not accepted, and
         the pipeline should not confirm the update, so the platform delivers it again.
         """
-        await self._turns.submit(session_id, inbound, queue, self)
+        await self._turns.submit(session_id, inbound, Queued(queue, self))
 
     def resume(
         self,

@@ -1,12 +1,14 @@
 """Turns: the one turn runner every front end calls, and the agentic loop it drives.
 
 ```
- front end ──TurnRunner.run/approve──▶ runner ──run_loop──▶ loop ──▶ LLM, tools
+ front end ──TurnRunner.submit/approve──▶ runner ──run_loop──▶ loop ──▶ LLM, tools
                                           │                   │
                                           └──── SessionHandle (duragent.session) ◀── Recorder
 ```
 
 - ``runner``: when a turn runs (one loop per session, approvals, cut-short turns);
+  ``tickets``: how a submitter waits (``Queued``: a chat's queue answers it; ``Waited``: a
+  request awaits its ``Ticket``);
   ``steering``: a message that arrives while its session's loop runs joins it (the one
   implementation: HTTP waits for the loop, a chat queue gives what it left a turn);
   ``inbox``: the running loop's messages, which it read and how it ended (``Steered``
@@ -44,6 +46,7 @@ from duragent.turns.inbox import Steered
 from duragent.turns.loop import CLIENT_LEFT
 from duragent.turns.ordering import Front, Inbound, PendingTurn
 from duragent.turns.providers import ProviderPool
+from duragent.turns.recorded import Incoming
 from duragent.turns.result import (
     AwaitingApproval,
     CallOutcome,
@@ -67,6 +70,7 @@ from duragent.turns.sessions import (
     events_to_messages,
 )
 from duragent.turns.sink import TurnSink
+from duragent.turns.tickets import Queued, Ticket, Waited
 
 __all__ = [
     "CLIENT_LEFT",
@@ -83,6 +87,7 @@ __all__ = [
     "Failed",
     "Front",
     "Inbound",
+    "Incoming",
     "Interruption",
     "MemoryView",
     "NoPendingApprovalError",
@@ -91,6 +96,7 @@ __all__ = [
     "PinRefusedError",
     "PinnedTooLargeError",
     "ProviderPool",
+    "Queued",
     "SessionAgentMismatchError",
     "SessionEndedError",
     "SessionInfo",
@@ -98,9 +104,11 @@ __all__ = [
     "SessionQuarantinedError",
     "SessionQueries",
     "Steered",
+    "Ticket",
     "TurnResult",
     "TurnRunner",
     "TurnSink",
+    "Waited",
     "apology_for",
     "events_to_messages",
 ]

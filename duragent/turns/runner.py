@@ -1,25 +1,20 @@
-"""The one turn runner: every front end runs a turn through ``TurnRunner.run``.
+"""The one turn runner: every front end starts a turn through ``TurnRunner.submit``.
 
 A turn: persist the inbound message (fsync'd before anything else happens, de-duplicated by
 platform id) → build the context → run the agentic loop → persist the reply (fsync'd before it
-is returned) → return it. HTTP, Telegram, Discord, the scheduler and the CLI all call this;
-nothing else orchestrates a turn.
+is returned) → return it. HTTP, Telegram, Discord, the scheduler and the CLI all come here;
+nothing else orchestrates a turn. How a submitter waits (a chat's queue, a request's ticket)
+is ``turns.tickets``; each session's order (one loop at a time, what waits) is its line
+(``turns.lines``, ``turns.ordering``); a message that arrives while a loop runs joins it
+(``turns.steering``). A message that arrives while a tool call waits for approval cancels
+that approval (the call recorded as skipped, the decision as ``deny``) and starts a turn.
 
-Concurrency per session: one loop at a time. A message that arrives while a loop runs is
-persisted at once, handed to the running loop (which reads it at its next tool boundary), and
-its caller receives the running turn's result, if that loop read it; a message the loop ended
-without reading (``inbox``) gets a turn of its own. A message that arrives while a tool call waits
-for approval cancels that approval (the call is recorded as skipped and the decision as
-``deny``) and starts a normal turn, so nothing is left dangling.
-
-A chat queue splits a turn in two: ``accept`` records the message at once (and steers it
-into a running loop, if asked), so the platform's update is confirmed without waiting for a
-model; ``answer`` later runs the turn for what was recorded, recording nothing again. A
-message that starts its turn at once is recorded with what the turn starts from, and
-``answer`` reuses that when the session took no write since: a chat turn asks its session
-twice, as an HTTP turn does (issue 35). Each session's turn state is ``lines``; what the
-runner writes outside turns (sessions, pins, scheduled messages, deliveries) is
-``between_turns``.
+A queued turn is split in two: ``accept`` records the message at once (and steers it into a
+running loop, if asked), so the platform's update is confirmed without waiting for a model;
+``answer`` later runs the turn for what was recorded, recording nothing again. A message that
+starts its turn at once is recorded with what the turn starts from, and ``answer`` reuses
+that when the session took no write since: a chat turn asks its session twice, as an HTTP
+turn does (issue 35). What the runner writes outside turns is ``between_turns``.
 """
 
 from __future__ import annotations
@@ -30,9 +25,9 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import overload
 
 from duragent.agents import Agent, AgentCatalog
-from duragent.agents.spec import QueueSpec
 from duragent.core.approval import DECISIONS, ApprovalDecision
 from duragent.core.messages import Message
 from duragent.errors import StorageError
@@ -52,13 +47,14 @@ from duragent.turns.errors import ApprovalError
 from duragent.turns.inbox import Ending, Inbox
 from duragent.turns.interruptions import noting_interruption, recorded_outcome
 from duragent.turns.lines import Line, Lines
-from duragent.turns.ordering import Front, Inbound, Ordering
+from duragent.turns.ordering import Inbound, Ordering
 from duragent.turns.providers import ProviderPool
 from duragent.turns.recorded import Accepted, Incoming, Recorded, needs_restating
 from duragent.turns.result import TurnResult
 from duragent.turns.sessions import SessionQueries
 from duragent.turns.sink import TurnSink
 from duragent.turns.steering import ending_of, join_running
+from duragent.turns.tickets import Queued, Ticket, Waited
 
 __all__ = ["DECISIONS", "Accepted", "TurnResult", "TurnRunner"]
 
@@ -148,24 +144,45 @@ class TurnRunner(BetweenTurns):
         context_blocks: Sequence[str] = (),
         agent: str | None = None,
     ) -> TurnResult:
-        """Run one turn for an inbound message (the only entry point front ends use).
+        """A waited submission in one call (scripts, tests): ``submit`` with ``Waited``."""
+        incoming = Incoming(
+            content, sender_id, sender_name, platform_message_id, context_blocks, agent
+        )
+        ticket = await self.submit(session_id, incoming, Waited(sink=sink))
+        return await ticket
 
-        ``context_blocks`` are quoted before this message in the turn it starts (a group's
-        recent chatter: people wrote it, so never as system text), counted against the
-        budget, never stored; a message that joins a
-        running turn brings none (that turn's prompt is built). ``sender_id`` is the turn's
-        requester: an approval it asks for records it. ``agent``: the agent the session must
-        be of (``SessionAgentMismatchError`` before anything is written, when it is another).
+    @overload
+    async def submit(self, session_id: str, message: Inbound, how: Queued) -> None: ...
+
+    @overload
+    async def submit(self, session_id: str, message: Incoming, how: Waited) -> Ticket: ...
+
+    async def submit(
+        self, session_id: str, message: Inbound | Incoming, how: Queued | Waited
+    ) -> Ticket | None:
+        """Give the session's line a message: the one way every front end starts a turn.
+
+        ``Queued`` (a chat): returns once the message is on disk (or dropped or rejected by
+        the queue rules), never waiting for a model; its turn is answered through the
+        front end (``turns.ordering``). ``Waited`` (HTTP, the OpenAI endpoint): returns the
+        ``Ticket`` of its turn at once (``turns.tickets``): the message is recorded and
+        steered into the running loop, or starts its own turn. ``Incoming.context_blocks``
+        are quoted before the message in the turn it starts (a group's recent chatter: never
+        system text), counted against the budget, never stored; ``Incoming.agent`` is the
+        agent the session must be of (``SessionAgentMismatchError`` before any write).
         """
+        if isinstance(how, Queued):
+            assert isinstance(message, Inbound), "a queued message comes from a chat"
+            await self.ordering.submit(session_id, message, how.queue, how.front)
+            return None
+        assert isinstance(message, Incoming), "a waited message is recorded by its turn"
+        return Ticket(self._waited(session_id, message, how.sink), how)
+
+    async def _waited(
+        self, session_id: str, message: Incoming, sink: TurnSink | None
+    ) -> TurnResult:
         with turn_scope(session_id), self._lines.hold(session_id) as active:  # logctx
-            return await self._run(
-                self._registry.handle(session_id),
-                active,
-                sink,
-                Incoming(
-                    content, sender_id, sender_name, platform_message_id, context_blocks, agent
-                ),
-            )
+            return await self._run(self._registry.handle(session_id), active, sink, message)
 
     async def accept(
         self,
@@ -208,16 +225,6 @@ class TurnRunner(BetweenTurns):
                 return Accepted(recorded.seq, steered=line.inbox.put(content))
         return Accepted(recorded.seq)
 
-    async def submit(
-        self, session_id: str, inbound: Inbound, queue: QueueSpec, front: Front
-    ) -> None:
-        """Record a chat's message in order and give it its turn by ``queue``'s rules.
-
-        Returns once the message is on disk (or dropped or rejected by the rules), never
-        waiting for a model; its turn is answered through ``front`` (``turns.ordering``).
-        """
-        await self.ordering.submit(session_id, inbound, queue, front)
-
     async def answer(
         self,
         session_id: str,
@@ -232,17 +239,12 @@ class TurnRunner(BetweenTurns):
         """Run a turn for messages ``accept`` recorded, up to ``seq``; nothing is recorded.
 
         ``only_through``: later messages wait for turns of their own (a ``sequential`` chat
-        queue), so the reply records that it answers up to ``seq`` only, and a recovery
-        after a crash still finds them waiting.
-
-        ``content`` is what the turn answers (the messages' text, joined by newlines). Unless
-        the conversation already ends with exactly those messages (replies or later messages
-        were recorded after them: they waited while another turn ran), the model is shown
-        ``content`` again at the end, so the request ends with the words this turn answers
-        (not on disk: the messages are there already, in arrival order) — except when only
-        this turn's own tool exchange follows them (a crash cut it after its calls were
-        recorded): it goes on from their results (``needs_restating``). A loop running for
-        the session is waited for first; this turn never joins it.
+        queue): the reply records that it answers up to ``seq`` only, so a recovery after a
+        crash still finds them waiting. ``content`` is what the turn answers (the messages'
+        text, joined by newlines); when replies or later messages were recorded after them,
+        the model is shown ``content`` again at the end (not on disk), unless only this
+        turn's own tool exchange follows them (``needs_restating``). A running loop is
+        waited for first; this turn never joins it.
         """
         with turn_scope(session_id), self._lines.hold(session_id) as active:
             while (running := active.running) is not None and not running.done():

@@ -18,7 +18,6 @@ from starlette.responses import JSONResponse, Response
 
 from duragent.core.snapshot import SessionStatus
 from duragent.errors import AgentNotFoundError, LLMError
-from duragent.frontkit import await_turn
 from duragent.gateways.http.api.cut_turns import interrupted_problem, reply_body
 from duragent.gateways.http.api.paging import (
     MAX_MESSAGES_LIMIT,
@@ -40,11 +39,13 @@ from duragent.turns import (
     Complete,
     Duplicate,
     Failed,
+    Incoming,
     Interruption,
     NoPendingApprovalError,
     SessionEndedError,
     SessionNotFoundError,
     TurnResult,
+    Waited,
     events_to_messages,
 )
 
@@ -231,11 +232,12 @@ class SessionRoutes:
         # exist or has ended is refused by the turn before anything is written (404 both).
         with log_context(session_id=session_id, front_end="http", turn_id=turn[TURN_HEADER]):
             try:
-                result = await await_turn(
-                    self.s.tasks,
-                    self.s.turns.run(session_id, content, platform_message_id=message_key(request)),
-                    wait_at_most=self.s.config.server.request_timeout_seconds,
-                    name=f"turn-{session_id}",
+                message = Incoming(content, None, None, message_key(request))
+                ticket = await self.s.turns.submit(
+                    session_id, message, Waited(self.s.tasks, name=f"turn-{session_id}")
+                )
+                result = await ticket.result(
+                    wait_at_most=self.s.config.server.request_timeout_seconds
                 )
             except TimeoutError:
                 raise ProblemError(

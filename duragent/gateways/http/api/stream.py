@@ -60,9 +60,11 @@ from duragent.turns import (
     Complete,
     Duplicate,
     Failed,
+    Incoming,
     Interruption,
     TurnResult,
     TurnRunner,
+    Waited,
 )
 
 __all__ = [
@@ -198,9 +200,9 @@ async def stream_turn(
     async def run() -> None:
         try:
             try:
-                result = await turns.run(
-                    session_id, content, sink=sink, platform_message_id=message_key, agent=agent
-                )
+                message = Incoming(content, None, None, message_key, agent=agent)
+                ticket = await turns.submit(session_id, message, Waited(sink=sink))
+                result = await ticket  # this task owns the turn: cancelling it stops the turn
                 events = chosen.ending(result)
             except (asyncio.CancelledError, KeyboardInterrupt, SystemExit):
                 raise

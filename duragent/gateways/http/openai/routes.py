@@ -41,7 +41,6 @@ from starlette.responses import JSONResponse, Response
 from duragent.agents import Agent
 from duragent.agents.loader import AGENT_FILENAME
 from duragent.errors import AgentNotFoundError
-from duragent.frontkit import await_turn
 from duragent.gateways.http.api.cut_turns import TURN_INTERRUPTED, interrupted_detail
 from duragent.gateways.http.api.sessions import message_key
 from duragent.gateways.http.api.stream import TURN_HEADER, OpenStreams, stream_turn
@@ -62,9 +61,11 @@ from duragent.observability.logctx import log_context, new_turn_id
 from duragent.turns import (
     Duplicate,
     Failed,
+    Incoming,
     SessionAgentMismatchError,
     SessionEndedError,
     SessionNotFoundError,
+    Waited,
 )
 
 __all__ = ["FRONT_END", "OpenAIRoutes"]
@@ -163,17 +164,11 @@ class OpenAIRoutes:
                 return response
             words = TextSink()  # what the stream would have sent (``text``)
             try:
-                result = await await_turn(
-                    self.s.tasks,
-                    self.s.turns.run(
-                        session_id,
-                        chat.content,
-                        platform_message_id=key,
-                        sink=words,
-                        agent=chat.model,
-                    ),
-                    wait_at_most=self.s.config.server.request_timeout_seconds,
-                    name=f"openai-turn-{session_id}",
+                message = Incoming(chat.content, None, None, key, agent=chat.model)
+                how = Waited(self.s.tasks, words, name=f"openai-turn-{session_id}")
+                ticket = await self.s.turns.submit(session_id, message, how)
+                result = await ticket.result(
+                    wait_at_most=self.s.config.server.request_timeout_seconds
                 )
             except TimeoutError:
                 raise OpenAIError(
