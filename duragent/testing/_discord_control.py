@@ -8,6 +8,8 @@ request is answered 400 ``{"error": ...}`` naming the field and what it takes.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +42,30 @@ def _int(body: dict[str, Any], key: str, default: int | None = None) -> int:
     return value
 
 
+_ATTACHMENT_KEYS = frozenset(
+    {"filename", "data_base64", "content_type", "width", "height", "description", "voice_seconds"}
+)
+
+
+def _attachments(fake: FakeDiscord, body: dict[str, Any]) -> list[dict[str, Any]]:
+    """``attachments``: ``[{"filename", "data_base64", ...}]`` (``FakeDiscord.attachment``)."""
+    found = body.get("attachments", [])
+    if not isinstance(found, list) or not all(isinstance(a, dict) for a in found):
+        raise ValueError("'attachments' must be a list of objects")
+    made = []
+    for given in found:
+        unknown = sorted(set(given) - _ATTACHMENT_KEYS)
+        if unknown or not isinstance(given.get("filename"), str):
+            raise ValueError(f"an attachment takes {sorted(_ATTACHMENT_KEYS)} (filename needed)")
+        options = {k: v for k, v in given.items() if k not in ("filename", "data_base64")}
+        try:
+            data = base64.b64decode(str(given.get("data_base64", "")), validate=True)
+        except binascii.Error as exc:
+            raise ValueError(f"'data_base64' is not base64: {exc}") from exc
+        made.append(fake.attachment(data, given["filename"], **options))
+    return made
+
+
 def control_routes(fake: FakeDiscord) -> list[web.RouteDef]:
     """The routes of the control API of ``fake``."""
 
@@ -56,7 +82,8 @@ def control_routes(fake: FakeDiscord) -> list[web.RouteDef]:
     async def message(request: web.Request) -> web.StreamResponse:
         """A user writes: the message's id, and how many bot connections it reached.
 
-        Body: ``{"channel_id", "content", "author_id"?, "author_name"?, "mention_bot"?}``.
+        Body: ``{"channel_id", "content", "author_id"?, "author_name"?, "mention_bot"?,
+        "attachments"?: [{"filename", "data_base64", "content_type"?, ...}]}``.
         """
         try:
             body = await _object(request)
@@ -65,11 +92,14 @@ def control_routes(fake: FakeDiscord) -> list[web.RouteDef]:
             content = body.get("content")
             if not isinstance(content, str):
                 raise ValueError(f"'content' must be a string, got {content!r}")
-        except ValueError as exc:
+            attachments = _attachments(fake, body)
+        except (TypeError, ValueError) as exc:
             return _problem(str(exc))
         mentions = [fake.bot] if body.get("mention_bot") else []
         reached = fake.gateway.connected
-        sent = await fake.push_message(channel, content, author, mentions=mentions)
+        sent = await fake.push_message(
+            channel, content, author, mentions=mentions, attachments=attachments
+        )
         return web.json_response({"id": sent["id"], "reached": reached})
 
     async def calls(request: web.Request) -> web.StreamResponse:
@@ -86,8 +116,18 @@ def control_routes(fake: FakeDiscord) -> list[web.RouteDef]:
         found = fake.calls(request.query.get("method"), since=since)
         return web.json_response([c.to_json(answer=answers) for c in found])
 
+    async def downloads(request: web.Request) -> web.StreamResponse:
+        """``?attachment_id=``: times one attachment (or all of them) was downloaded."""
+        raw = request.query.get("attachment_id")
+        try:
+            count = fake.attachment_downloads(raw)
+        except (LookupError, ValueError) as exc:
+            return _problem(str(exc))
+        return web.json_response({"attachment_id": raw, "downloads": count})
+
     return [
         web.get("/_fake/info", info),
         web.post("/_fake/message", message),
         web.get("/_fake/calls", calls),
+        web.get("/_fake/downloads", downloads),
     ]

@@ -9,6 +9,8 @@ naming what was wrong.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import inspect
 import json
 from collections.abc import Awaitable, Callable
@@ -61,6 +63,32 @@ def _pusher(push: Callable[..., dict[str, Any]]) -> Handler:
     return endpoint
 
 
+def _media_pusher(push: Callable[..., dict[str, Any]]) -> Handler:
+    """``push_media`` over HTTP: the bytes travel as ``data_base64``."""
+    accepted = sorted({*inspect.signature(push).parameters, "data_base64"} - {"data"})
+
+    async def endpoint(request: web.Request) -> web.StreamResponse:
+        try:
+            body = await _body(request)
+        except ValueError as exc:
+            return _problem(f"the body is not JSON: {exc}")
+        if not isinstance(body, dict) or not isinstance(body.get("data_base64"), str):
+            return _problem(f'expected {{"chat_id", "kind", "data_base64", ...}}; keys: {accepted}')
+        unknown = sorted(set(body) - set(accepted))
+        if unknown:
+            return _problem(f"unknown key(s) {unknown}; accepted: {accepted}")
+        try:
+            data = base64.b64decode(body.pop("data_base64"), validate=True)
+        except (binascii.Error, ValueError) as exc:
+            return _problem(f"data_base64 is not base64: {exc}")
+        try:
+            return _json(push(data=data, **body))
+        except (TypeError, ValueError, LookupError) as exc:
+            return _problem(str(exc))
+
+    return endpoint
+
+
 def control_routes(fake: FakeTelegram) -> list[web.RouteDef]:
     """The routes of the control API of ``fake``."""
 
@@ -106,6 +134,13 @@ def control_routes(fake: FakeTelegram) -> list[web.RouteDef]:
         key: int | str = int(chat_id) if chat_id.lstrip("-").isdigit() else chat_id
         return _json({"chat_id": key, "times": fake.send_times(key)})
 
+    async def downloads(request: web.Request) -> web.StreamResponse:
+        file_id = request.query.get("file_id")
+        try:
+            return _json({"file_id": file_id, "downloads": fake.downloads(file_id)})
+        except LookupError as exc:
+            return _problem(str(exc))
+
     async def early_retries(_request: web.Request) -> web.StreamResponse:
         found = fake.early_retries()
         return _json(
@@ -138,11 +173,13 @@ def control_routes(fake: FakeTelegram) -> list[web.RouteDef]:
         web.post("/_fake/message", _pusher(fake.push_message)),
         web.post("/_fake/edited_message", _pusher(fake.push_edited_message)),
         web.post("/_fake/callback_query", _pusher(fake.push_callback_query)),
+        web.post("/_fake/media", _media_pusher(fake.push_media)),
         web.post("/_fake/update", push_update),
         web.get("/_fake/updates", updates),
         web.get("/_fake/calls", calls),
         web.get("/_fake/sent", sent),
         web.get("/_fake/send_times", send_times),
+        web.get("/_fake/downloads", downloads),
         web.get("/_fake/early_retries", early_retries),
         web.route("*", "/_fake/faults", faults),
     ]

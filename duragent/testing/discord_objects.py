@@ -19,6 +19,7 @@ __all__ = [
     "PUBLIC_THREAD",
     "Person",
     "application_object",
+    "attachment_object",
     "channel_object",
     "guild_object",
     "interaction_object",
@@ -209,6 +210,44 @@ def message_object(
         }
         message["referenced_message"] = reference
     return message
+
+
+def attachment_object(
+    attachment_id: int,
+    filename: str,
+    size: int,
+    url: str,
+    proxy_url: str,
+    *,
+    content_type: str | None = None,
+    width: int | None = None,
+    height: int | None = None,
+    description: str | None = None,
+    duration_secs: float | None = None,
+    waveform: str | None = None,
+) -> dict[str, Any]:
+    """An attachment of a message, as discord.py's ``Attachment`` reads it.
+
+    Images carry ``width``/``height``, voice messages ``duration_secs`` and ``waveform``
+    (base64 of up to 256 amplitude bytes).
+    """
+    attachment: dict[str, Any] = {
+        "id": str(attachment_id),
+        "filename": filename,
+        "size": size,
+        "url": url,
+        "proxy_url": proxy_url,
+    }
+    optional = {
+        "content_type": content_type,
+        "width": width,
+        "height": height,
+        "description": description,
+        "duration_secs": duration_secs,
+        "waveform": waveform,
+    }
+    attachment.update({k: v for k, v in optional.items() if v is not None})
+    return attachment
 
 
 def interaction_object(

@@ -25,6 +25,15 @@ to one interaction is refused with 40060). Anything else is a 404, recorded. ``r
 scripts 429 answers with ``retry_after``, which discord.py must wait out itself; ``refuse``
 scripts 403 Missing Access (a channel the bot lost access to).
 
+Attachments (``_discord_files``): ``attachment(data, filename)`` keeps the bytes and returns
+the attachment object to pass in ``push_message(attachments=[...])``; its signed ``url`` and
+``proxy_url`` are served by this fake, so discord.py's ``Attachment.read()`` works, and
+``attachment_downloads(id)`` counts the downloads::
+
+    photo = dc.attachment(png_bytes, "cat.png")         # image: width/height read from it
+    await dc.push_message(200, "look", ANN, attachments=[photo])
+    assert dc.attachment_downloads(int(photo["id"])) == 1
+
 Each call is stamped with an index and ``time.monotonic()`` (the same clock in every process
 of one machine), so a benchmark or a restart campaign can read calls incrementally
 (``calls(since=...)``) and trace a reply to the process that sent it. Run in a process of its
@@ -46,6 +55,7 @@ from typing import Any
 from aiohttp import web
 
 from duragent.testing._aiohttp_server import EmbeddedAiohttpServer
+from duragent.testing._discord_files import DiscordCdn
 from duragent.testing.discord_gateway import GatewaySessions
 from duragent.testing.discord_objects import (
     DM_CHANNEL,
@@ -66,6 +76,8 @@ __all__ = ["DEFAULT_DISCORD_TOKEN", "DiscordCall", "FakeDiscord", "Person"]
 DEFAULT_DISCORD_TOKEN = "MTAwMDAwMDAwMDAwMDAwMDAw.GfAkEd.fake-discord-token-for-tests-only_0"
 DEFAULT_GUILD = 900
 MESSAGE_CONTENT = 1 << 15
+IS_VOICE_MESSAGE = 1 << 13
+"""A message's flag when its one attachment is a voice message."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +150,8 @@ class FakeDiscord(EmbeddedAiohttpServer):
         self._keep_calls = keep_calls
         self._limits: dict[str, list[float]] = {}
         self._refusals: dict[str, int] = {}
+        self.cdn = DiscordCdn()
+        """The attachments' bytes and download counts (``fail_next`` scripts failures)."""
         self.gateway = GatewaySessions(lambda: self.token, self._refusal, self._greeting)
         """The websocket side: ``identified``, ``resumed``, ``connected``."""
 
@@ -150,6 +164,7 @@ class FakeDiscord(EmbeddedAiohttpServer):
         app = web.Application()
         app.router.add_get("/gateway", self.gateway.serve)
         app.router.add_route("*", "/api/v10/{tail:.*}", self._rest)
+        app.router.add_routes(self.cdn.routes())
         app.router.add_routes(control_routes(self))
         app.on_shutdown.append(self._close_sessions)
         return app
@@ -201,9 +216,25 @@ class FakeDiscord(EmbeddedAiohttpServer):
                 attachments=attachments,
                 stickers=stickers,
             )
+            if any("waveform" in a for a in attachments):
+                message["flags"] |= IS_VOICE_MESSAGE
             self._messages[int(message["id"])] = message
         await self.gateway.dispatch("MESSAGE_CREATE", message)
         return message
+
+    def attachment(self, data: bytes, filename: str, **options: Any) -> dict[str, Any]:
+        """A file a user attaches (served at its ``url``): the object for ``push_message``.
+
+        Options (``DiscordCdn.attachment``): ``content_type``, ``width``, ``height``,
+        ``description``, ``voice_seconds`` (a voice message). Call it while the fake serves.
+        """
+        if self._loop is None:
+            raise RuntimeError("start the fake Discord before making attachments")
+        return self.cdn.attachment(self.url, next(self._ids), data, filename, **options)
+
+    def attachment_downloads(self, attachment_id: int | str | None = None) -> int:
+        """Times the bot downloaded an attachment (without an id: every attachment)."""
+        return self.cdn.downloads(None if attachment_id is None else int(attachment_id))
 
     async def press(
         self, message_id: int, custom_id: str, presser: Person, *, as_first_sent: bool = False

@@ -24,6 +24,19 @@ pipe takes them: ``message_received`` spread over ``--chats`` chats, or ``pong``
 ``--noise``, then relay) and ``garbage`` (every kind of bad line, then one good message with
 the text ``after the garbage``, then relay). Standard library only, so it starts in tens of
 milliseconds.
+
+Media: ``media_message`` builds a ``message_received`` whose ``content`` is ``media`` with a
+``url``, as the reference's protocol carries a photo, voice note or document; the bytes are
+served from the test's process by ``MediaFileServer`` (``_gateway_files``: download counts,
+scripted failures and expired links; imported from here on first use, so the child itself
+stays on the standard library)::
+
+    async with MediaFileServer() as files:
+        url = files.add(ogg_bytes, "voice.oga", "audio/ogg")
+        await child.emit(media_message("42", url, media_type="voice", message_id="v1",
+                                       sender_id="42"))
+        ...
+        assert files.downloads(url) == 1
 """
 
 from __future__ import annotations
@@ -35,9 +48,12 @@ import socket
 import sys
 import threading
 import time
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
-__all__ = ["main"]
+if TYPE_CHECKING:
+    from duragent.testing._gateway_files import MediaFileServer
+
+__all__ = ["MediaFileServer", "main", "media_message", "message"]
 
 
 class _Child:
@@ -217,6 +233,46 @@ def message(
         },
         **extra,
     }
+
+
+def media_message(
+    chat_id: str,
+    url: str,
+    *,
+    message_id: str,
+    sender_id: str,
+    media_type: str = "image",
+    caption: str | None = None,
+    mime_type: str | None = None,
+    file_name: str | None = None,
+    size: int | None = None,
+    chat_type: str = "dm",
+    **extra: Any,
+) -> dict[str, Any]:
+    """A ``message_received`` event with ``media`` content at ``url``, as a gateway writes it.
+
+    ``media_type`` is the reference's (``image``, ``voice``, ``audio``, ``video``,
+    ``document``…); ``caption`` is the text sent with it. ``mime_type``, ``file_name`` and
+    ``size`` are not in the reference's protocol (its parser ignores them): given, they are
+    added to ``content`` for a gateway that says more.
+    """
+    event = message(
+        chat_id, "", message_id=message_id, sender_id=sender_id, chat_type=chat_type, **extra
+    )
+    content: dict[str, Any] = {"type": "media", "media_type": media_type, "url": url}
+    more = {"caption": caption, "mime_type": mime_type, "file_name": file_name, "size": size}
+    content.update({k: v for k, v in more.items() if v is not None})
+    event["content"] = content
+    return event
+
+
+def __getattr__(name: str) -> Any:
+    """``MediaFileServer`` on first use (aiohttp would slow the child's start)."""
+    if name == "MediaFileServer":
+        from duragent.testing._gateway_files import MediaFileServer
+
+        return MediaFileServer
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -15,6 +15,12 @@ One server answers both ``POST /v1/chat/completions`` (OpenAI format) and ``POST
 once the queue is empty, from an optional ``responder`` function of the request. With neither,
 the server answers 418 "script exhausted", which clients treat as a non-retryable error.
 
+Media: ``images(i)`` lists the images request ``i`` carried (OpenAI ``image_url`` parts,
+Anthropic ``image`` blocks: decoded bytes, type, size; ``_llm_images``), and
+``strict_images=True`` refuses with the provider's 400 an image it would refuse.
+``POST /v1/audio/transcriptions`` (``_llm_audio``) answers the ``transcript`` given, or the
+ones queued with ``enqueue_transcripts``, and records each upload in ``transcriptions``.
+
 Three ways to run it:
 
 - ``async with ScriptedLLMServer(...)`` in the test's event loop;
@@ -22,7 +28,9 @@ Three ways to run it:
 - ``python -m duragent.testing.fake_llm_server --port 0 --script s.json`` in another process
   (crash tests). It prints ``listening on http://127.0.0.1:PORT``; ``POST /_fake/script``
   appends items, ``GET /_fake/requests`` lists what was received and ``GET /_fake/served``
-  says how many answers it finished and the seconds they took (``served``).
+  says how many answers it finished and the seconds they took (``served``);
+  ``POST /_fake/transcripts`` queues transcripts (a list) or sets the default
+  (``{"default": …}``), ``GET /_fake/transcriptions`` lists the uploads.
 """
 
 from __future__ import annotations
@@ -48,6 +56,8 @@ from starlette.types import Scope
 
 from duragent.testing._app import LLMEndpoint
 from duragent.testing._lifecycle import ServerLifecycle
+from duragent.testing._llm_audio import AudioUpload, TranscriptItem, TranscriptScript
+from duragent.testing._llm_images import RequestImage, image_refusal, request_images
 from duragent.testing._sockets import listen
 from duragent.testing.script import (
     Fault,
@@ -120,6 +130,10 @@ class ScriptedLLMServer(ServerLifecycle):
             benchmark of a long chat sets it low: every request carries the whole history,
             and thousands of parsed bodies kept alive make this server's garbage collector,
             not the client, the cost that grows with the chat.
+        transcript: what ``/v1/audio/transcriptions`` answers once its queue is empty
+            (``None``: 418 "script exhausted").
+        strict_images: answer 400, as the provider would, a request with an image it would
+            refuse (``RequestImage.problem``), without using a scripted answer.
     """
 
     name = "fake LLM server"
@@ -133,6 +147,8 @@ class ScriptedLLMServer(ServerLifecycle):
         host: str = "127.0.0.1",
         port: int = 0,
         keep_requests: int | None = None,
+        transcript: str | None = None,
+        strict_images: bool = False,
     ) -> None:
         self.host = host
         self.port = port
@@ -149,6 +165,8 @@ class ScriptedLLMServer(ServerLifecycle):
         self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        self._transcripts = TranscriptScript(transcript)
+        self.strict_images = strict_images
 
     # -- the script -----------------------------------------------------------------------
 
@@ -189,6 +207,28 @@ class ScriptedLLMServer(ServerLifecycle):
         with self._lock:
             return self._served, self._serving_seconds
 
+    def images(self, index: int = -1) -> list[RequestImage]:
+        """The images request ``index`` of ``requests`` carried (default: the latest)."""
+        return request_images(self.requests[index])
+
+    @property
+    def transcript(self) -> str | None:
+        """The transcript answered once the queued ones are used (``None``: 418)."""
+        return self._transcripts.default
+
+    @transcript.setter
+    def transcript(self, text: str | None) -> None:
+        self._transcripts.default = text
+
+    def enqueue_transcripts(self, *items: TranscriptItem) -> None:
+        """Answer the next transcription requests with these transcripts (or ``Fault`` s)."""
+        self._transcripts.enqueue(items)
+
+    @property
+    def transcriptions(self) -> list[AudioUpload]:
+        """Every audio upload answered, in order (bytes, file name, model, fields)."""
+        return self._transcripts.uploads
+
     def _count_served(self, seconds: float) -> None:
         with self._lock:
             self._served += 1
@@ -214,7 +254,9 @@ class ScriptedLLMServer(ServerLifecycle):
             )
             self._requests.append(recorded)
             self._received += 1
-            item = self._queue.popleft() if self._queue else None
+            item: ScriptItem | None = image_refusal(recorded) if self.strict_images else None
+            if item is None and self._queue:  # a refused image uses no scripted answer
+                item = self._queue.popleft()
         if self.on_request is not None:
             self.on_request(recorded)
         if item is None and self.responder is not None:
@@ -269,6 +311,7 @@ class ScriptedLLMServer(ServerLifecycle):
             routes=[
                 Route("/v1/chat/completions", chat, methods=["POST"]),
                 Route("/v1/messages", messages, methods=["POST"]),
+                *self._transcripts.routes(),
                 Route("/_fake/script", self._admin_script, methods=["POST"]),
                 Route("/_fake/requests", self._admin_requests, methods=["GET"]),
                 Route("/_fake/served", self._admin_served, methods=["GET"]),

@@ -15,10 +15,21 @@ exercised, without network or a real bot::
 Methods (``/bot<token>/<method>``, JSON, form or query parameters): getMe, getUpdates (long
 polling: ``offset`` confirms, ``timeout`` waits, a newer poll ends an older one with 409),
 sendMessage, sendChatAction, editMessageText, editMessageReplyMarkup, answerCallbackQuery,
-set/delete/getWebhookInfo, set/get/deleteMyCommands, close, logOut. Any other method is
+set/delete/getWebhookInfo, set/get/deleteMyCommands, getFile, close, logOut. Any other method is
 answered 404 "Not Found: method not found" and recorded; a wrong token 401 "Unauthorized".
 Validation follows Telegram where a gateway can break it (``telegram_methods``,
 ``telegram_html``); faults are scripted with ``FaultRule`` (``telegram_faults``).
+
+Files: ``push_photo``/``push_voice``/``push_audio``/``push_document``/``push_video`` (or
+``push_media``) send the bytes a test supplies (``_telegram_media``); the bot downloads them
+with ``getFile`` and ``GET /file/bot<token>/<file_path>`` (``base_file_url`` is
+python-telegram-bot's ``base_file_url``), and ``downloads(file_id)`` counts the downloads
+(``_telegram_files``: limits, errors, and faults under the method name ``downloadFile``)::
+
+    update = tg.push_photo(42, jpeg_bytes, caption="look")
+    bot = telegram.Bot(tg.token, base_url=tg.base_url, base_file_url=tg.base_file_url)
+    ...                                                 # the gateway downloads the photo
+    assert tg.downloads(update["message"]["photo"][-1]["file_id"]) == 1
 
 Three ways to run it:
 
@@ -35,7 +46,9 @@ Three ways to run it:
 
   Control endpoints (JSON in and out, outside ``/bot``): ``GET /_fake/info``;
   ``POST /_fake/message``, ``/_fake/edited_message``, ``/_fake/callback_query`` (keyword
-  arguments of the ``push_*`` methods) and ``/_fake/update`` (``{"kind", "payload"}``);
+  arguments of the ``push_*`` methods), ``/_fake/media`` (``push_media``'s, the bytes as
+  ``data_base64``) and ``/_fake/update`` (``{"kind", "payload"}``);
+  ``GET /_fake/downloads?file_id=`` (download counts);
   ``GET /_fake/updates`` (unconfirmed); ``GET /_fake/calls?method=&since=&chat_id=&answers=0``
   (``answers=0``: the calls without the Bot API's answers, for a load generator's polls);
   ``GET /_fake/sent?chat_id=``; ``GET /_fake/send_times?chat_id=``;
@@ -57,7 +70,9 @@ from aiohttp import web
 
 from duragent.testing import telegram_calls
 from duragent.testing._aiohttp_server import EmbeddedAiohttpServer
+from duragent.testing._telegram_files import MAX_FILE_SIZE, FileServer, FileStore
 from duragent.testing._telegram_http import read_params, respond
+from duragent.testing._telegram_media import TelegramMediaPushes
 from duragent.testing.telegram_calls import CallLog, EarlyRetry, RecordedCall
 from duragent.testing.telegram_faults import FaultBook, FaultRule
 from duragent.testing.telegram_methods import BotMethods, chat_id_of, error
@@ -85,7 +100,7 @@ _CONFLICT = (
 )
 
 
-class FakeTelegram(EmbeddedAiohttpServer):
+class FakeTelegram(TelegramMediaPushes, EmbeddedAiohttpServer):
     """An in-process fake of the Telegram Bot API (see the module docstring).
 
     Args:
@@ -100,6 +115,8 @@ class FakeTelegram(EmbeddedAiohttpServer):
             times are always kept in full.
         clock: the Unix time messages and edits are dated with (default: the wall clock;
             ``bench/year`` passes its simulated one).
+        file_size_limit: the largest file ``getFile`` serves (Telegram's 20 MB for bots; a
+            test of the limit lowers it rather than pushing 20 MB).
     """
 
     def __init__(
@@ -114,6 +131,7 @@ class FakeTelegram(EmbeddedAiohttpServer):
         first_update_id: int = 1,
         keep_calls: int | None = None,
         clock: Callable[[], float] = time.time,
+        file_size_limit: int = MAX_FILE_SIZE,
     ) -> None:
         super().__init__(host, port)
         self.token = token
@@ -128,6 +146,8 @@ class FakeTelegram(EmbeddedAiohttpServer):
         self._store = ChatStore(strict_chats=strict_chats, clock=clock)
         self._updates = UpdateQueue(first_update_id)
         self._methods = BotMethods(self.bot, self._store, self._updates)
+        self._files = FileStore(file_size_limit)
+        self._methods.table["getFile"] = self._files.get_file
         self._log = CallLog(keep_calls)
         self._faults = FaultBook()
         self._lock = threading.Lock()
@@ -141,6 +161,11 @@ class FakeTelegram(EmbeddedAiohttpServer):
     def base_url(self) -> str:
         """python-telegram-bot's ``base_url`` (it appends ``<token>/<method>``)."""
         return f"{self.url}/bot"
+
+    @property
+    def base_file_url(self) -> str:
+        """python-telegram-bot's ``base_file_url`` (it appends ``<token>/<file_path>``)."""
+        return f"{self.url}/file/bot"
 
     @property
     def bot_username(self) -> str:
@@ -283,6 +308,11 @@ class FakeTelegram(EmbeddedAiohttpServer):
         """The most messages delivered to the chat in any window of ``seconds`` (its peak rate)."""
         return telegram_calls.busiest_window(self.send_times(chat_id), seconds)
 
+    def downloads(self, file_id: str | None = None) -> int:
+        """Times the bot downloaded a pushed file whole (without ``file_id``: all files)."""
+        with self._lock:
+            return self._files.downloads(file_id)
+
     def early_retries(self) -> list[EarlyRetry]:
         """Calls into a chat made before the ``retry_after`` of its last 429 had passed."""
         return telegram_calls.early_retries(self.calls())
@@ -312,6 +342,8 @@ class FakeTelegram(EmbeddedAiohttpServer):
 
         app = web.Application()
         app.router.add_route("*", "/bot{token}/{method}", self._bot_api)
+        files = FileServer(self._files, lambda: self.token, self._faults, self._lock, self._pause)
+        app.router.add_get("/file/bot{token}/{path:.+}", files.serve)
         app.router.add_routes(control_routes(self))
         return app
 
