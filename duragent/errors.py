@@ -15,6 +15,8 @@ the rest are defined here. Base classes from Python follow a name in parentheses
     │   ├── SessionNotFoundError    no session with this id on disk [session.launcher]
     │   ├── SessionEndedError       the session is completed: it takes no new turn
     │   │                           [session.operations]
+    │   ├── AttachmentNotFoundError no attachment with this hash in this session
+    │   │                           [store.attachment_blobs]
     │   └── ScheduleNotFoundError   no such schedule (of this agent) [scheduler.front]
     ├── SessionAgentMismatchError   the session belongs to another agent than the turn named
     │                               [session.operations]
@@ -60,6 +62,8 @@ the rest are defined here. Base classes from Python follow a name in parentheses
     ├── ContextOverflowError        even the minimum request exceeds the window [context.budget]
     ├── PinnedTooLargeError         pinned sections exceed their share [context.summaries]
     ├── PinRefusedError             a new pin would pass the pins' room [context.summaries]
+    ├── ImageRejectedError (ValueError)   bytes that are no image we read (PNG, JPEG, WebP,
+    │                               GIF), or a decompression bomb
     └── LLMError                    a provider call failed
         ├── LLMTimeoutError         the per-call timeout expired (retryable)
         ├── LLMConnectionError      no connection / reset (retryable)
@@ -98,6 +102,7 @@ __all__ = [
     "ConfigErrors",
     "ContextLengthExceededError",
     "DuragentError",
+    "ImageRejectedError",
     "LLMAuthError",
     "LLMBadRequestError",
     "LLMConnectionError",
@@ -250,6 +255,20 @@ class StorageError(DuragentError, OSError):
 
 class TokenizerError(DuragentError):
     """A tokenizer encoding could not be loaded (offline data missing or corrupt)."""
+
+
+class ImageRejectedError(DuragentError, ValueError):
+    """An image that cannot be sent to a model: not one (or not a format we read), or a bomb.
+
+    A decompression bomb is a small file that claims (and would decode to) a huge canvas:
+    ``llm.images.fit_image`` refuses it from its header, before decoding a pixel. The message
+    is one sentence a person can be told; ``reason`` is ``not_an_image``, ``too_many_pixels``
+    or ``too_large`` (no encoding fits the provider's byte limit).
+    """
+
+    def __init__(self, message: str, *, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class LLMError(DuragentError):

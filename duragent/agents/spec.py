@@ -113,6 +113,11 @@ class ModelSpec(_Spec):
     pricing: PricingSpec | None = Field(
         default=None, description="Optional prices; when set, each call's cost is recorded."
     )
+    vision: bool | None = Field(
+        default=None,
+        description="Whether the model can see images (they are sent to it); when unset, "
+        "decided from the model name by a table of known vision models (unknown: no).",
+    )
 
     @field_validator("provider")
     @classmethod

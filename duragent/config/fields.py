@@ -117,6 +117,7 @@ FIELDS: dict[Format, dict[str, Fate]] = {
         "spec.model.max_output_tokens": Use("duragent.turns.agent_budget", "budget_settings"),
         "spec.model.pricing.input_per_million": Use("duragent.agents.spec", "cost"),
         "spec.model.pricing.output_per_million": Use("duragent.agents.spec", "cost"),
+        "spec.model.vision": Use("duragent.llm.vision", "can_see"),
         "spec.soul": Use(_SPEC, "check_agent"),
         "spec.system_prompt": Use(_SPEC, "check_agent"),
         "spec.instructions": Use(_SPEC, "check_agent"),

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from duragent.core.approval import ApprovalDecision, PendingApproval
+from duragent.core.attachments import Attachment
 from duragent.core.clock import now_seconds
 from duragent.core.messages import ToolCall, Usage
 from duragent.core.nesting import loads_bounded
@@ -183,11 +184,13 @@ class Event:
         sender_name: str | None = None,
         platform_message_id: str | None = None,
         passive: bool = False,
+        attachments: Sequence[Attachment] = (),
     ) -> Event:
         """A message from the user (or a group member).
 
         ``passive``: recorded for later turns to read, owed no answer (a group's passive
         member, or a message not addressed to the bot); written only when true.
+        ``attachments``: what it carried (their bytes stored first); written only when some.
         """
         message = UserMessageData(
             content=content,
@@ -195,6 +198,7 @@ class Event:
             sender_name=sender_name,
             platform_message_id=platform_message_id,
             passive=passive,
+            attachments=tuple(attachments),
         )
         return cls.with_payload(seq, EventType.USER_MESSAGE, message)
 

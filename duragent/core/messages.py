@@ -13,6 +13,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from duragent.core.attachments import Attachment
+
 __all__ = [
     "STEERING_PREFIX",
     "Message",
@@ -67,13 +69,15 @@ class Message:
     """One message of a conversation.
 
     Equality is identity (``eq=False``): two messages with the same text are still different
-    turns, and the token-count cache keys on the object.
+    turns, and the token-count cache keys on the object. ``attachments``: what a person's
+    message carried (photos, voice notes, files), stored beside the session by hash.
     """
 
     role: Role
     content: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
+    attachments: tuple[Attachment, ...] = ()
 
     @classmethod
     def system(cls, content: str) -> Message:
@@ -81,9 +85,9 @@ class Message:
         return cls(role=Role.SYSTEM, content=content)
 
     @classmethod
-    def user(cls, content: str) -> Message:
-        """A user message."""
-        return cls(role=Role.USER, content=content)
+    def user(cls, content: str, attachments: tuple[Attachment, ...] = ()) -> Message:
+        """A user message, with what it carried."""
+        return cls(role=Role.USER, content=content, attachments=attachments)
 
     @classmethod
     def assistant(cls, content: str | None, tool_calls: tuple[ToolCall, ...] = ()) -> Message:

@@ -22,6 +22,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple, Protocol
 
+from duragent.core.attachments import Attachment, attachments_of
 from duragent.core.messages import ToolCall
 from duragent.core.payload_fields import as_mapping, as_maybe_seq, as_text, new_view
 from duragent.core.progress_payloads import (
@@ -111,6 +112,9 @@ class UserMessageData(NamedTuple):
     """A message from the user or a group member.
 
     ``passive``: recorded for later turns to read, owed no answer; written only when true.
+    ``attachments``: what the message carried, recorded in its own event so the two are
+    durable together; written only when there are some, and a record that is not an
+    attachment is skipped on reading (``attachments_of``), never failing a replay.
     """
 
     content: str = ""
@@ -118,14 +122,17 @@ class UserMessageData(NamedTuple):
     sender_name: str | None = None
     platform_message_id: str | None = None
     passive: bool = False
+    attachments: tuple[Attachment, ...] = ()
 
     @classmethod
     def of(cls, data: Mapping[str, Any]) -> UserMessageData:
         """The view of a ``user_message`` payload."""
-        return new_view(cls, (*_said(data), bool(data.get("passive"))))
+        carried = data.get("attachments")
+        found = () if carried is None else attachments_of(carried)
+        return new_view(cls, (*_said(data), bool(data.get("passive")), found))
 
     def to_data(self) -> dict[str, Any]:
-        """The payload as written (``passive`` only when true, so older readers agree)."""
+        """The payload as written (``passive``, ``attachments`` only when set: as before)."""
         data: dict[str, Any] = {
             "content": self.content,
             "sender_id": self.sender_id,
@@ -134,6 +141,8 @@ class UserMessageData(NamedTuple):
         }
         if self.passive:
             data["passive"] = True
+        if self.attachments:
+            data["attachments"] = [a.to_data() for a in self.attachments]
         return data
 
 

@@ -10,7 +10,8 @@ Schema versions: "1" and "2" are the reference's ``state.json`` (v1: replay from
 inbound de-duplication and delivery bookkeeping, and the group context buffer: the
 reference keeps it in memory only and loses it on restart). A snapshot written before the
 buffer existed reads as an empty buffer. The summaries tier added ``summary``, ``pins`` and
-``task`` (optional keys, absent in older files: none of them).
+``task`` (optional keys, absent in older files: none of them); a user message's
+``attachments`` (issue 36) likewise, written only when it has some.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from duragent.core.attachments import attachments_of
 from duragent.core.messages import Message, Role, ToolCall
 
 __all__ = [
@@ -62,6 +64,8 @@ def message_to_dict(message: Message) -> dict[str, Any]:
         ]
     if message.tool_call_id is not None:
         out["tool_call_id"] = message.tool_call_id
+    if message.attachments:  # ours (issue 36): written only when there are some
+        out["attachments"] = [a.to_data() for a in message.attachments]
     return out
 
 
@@ -77,11 +81,13 @@ def message_from_dict(data: Mapping[str, Any]) -> Message:
         for c in (data.get("tool_calls") or [])
     )
     content = data.get("content")
+    carried = data.get("attachments")
     return Message(
         role=role,
         content=None if content is None else str(content),
         tool_calls=calls,
         tool_call_id=data.get("tool_call_id"),
+        attachments=() if carried is None else attachments_of(carried),
     )
 
 

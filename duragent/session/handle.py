@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from duragent.core.approval import ApprovalDecision, PendingApproval
+from duragent.core.attachments import Attachment
 from duragent.core.events import Event
 from duragent.core.messages import Message, ToolCall, Usage
 from duragent.core.snapshot import SessionStatus
@@ -69,12 +70,15 @@ class SessionHandle:
         with_context: bool = False,
         passive: bool = False,
         agent: str | None = None,
+        attachments: Sequence[Attachment] = (),
     ) -> UserMessageResult:
         """Durably record an inbound message (a redelivered platform id is not re-added).
 
         ``with_context``: also return what a turn starts from (one round trip, not three).
         ``passive``: a message no turn answers (read by later turns, owed no answer).
         ``agent``: refuse (``SessionAgentMismatchError``) a session of another agent.
+        ``attachments``: what it carried, in the same event; their bytes stored first
+        (``store.AttachmentStorage.put``), else ``AttachmentNotFoundError``, nothing written.
         """
         return await self._registry.call(
             self.session_id,
@@ -86,6 +90,7 @@ class SessionHandle:
             with_context=with_context,
             passive=passive,
             agent=agent,
+            attachments=attachments,
         )
 
     async def turn_context(self, seq: int) -> UserMessageResult:

@@ -42,6 +42,8 @@ def events_to_messages(events: Sequence[Event], *, include_tools: bool) -> list[
                 item["sender_id"] = message.sender_id
             if message.sender_name:
                 item["sender_name"] = message.sender_name
+            if message.attachments:  # as the event records them (kind, mime, size, hash, …)
+                item["attachments"] = [a.to_data() for a in message.attachments]
             out.append(item)
         elif e.type in (EventType.ASSISTANT_RESPONSE, EventType.ASSISTANT_MESSAGE):
             response = AssistantResponseData.of(e.data)

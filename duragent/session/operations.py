@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from duragent.core.approval import ApprovalDecision, PendingApproval
+from duragent.core.attachments import Attachment
 from duragent.core.clock import utc_now
 from duragent.core.events import Event
 from duragent.core.messages import Message, ToolCall, Usage
@@ -30,6 +31,7 @@ from duragent.session.journal import Journal
 from duragent.session.memory_ops import MemoryOps
 from duragent.session.ops import op
 from duragent.session.state import UNFINISHED_RESULT, SessionState
+from duragent.store import AttachmentNotFoundError, SessionStorage
 
 __all__ = ["SessionEndedError", "SessionInfo", "SessionOps", "UserMessageResult"]
 
@@ -63,6 +65,7 @@ class SessionOps(MemoryOps):
     """
 
     _journal: Journal
+    _store: SessionStorage
 
     @property
     def state(self) -> SessionState:
@@ -111,6 +114,7 @@ class SessionOps(MemoryOps):
         with_context: bool = False,
         passive: bool = False,
         agent: str | None = None,
+        attachments: Sequence[Attachment] = (),
     ) -> UserMessageResult:
         """Durably record an inbound message (a redelivered platform id is not re-added).
 
@@ -119,7 +123,11 @@ class SessionOps(MemoryOps):
         instead of three. A ``passive`` message is owed no answer: a restart's recovery does
         not answer it and it does not keep the session from its TTL. ``agent``: the agent
         the caller expects the session to be of (the OpenAI endpoint's ``model``); another
-        raises ``SessionAgentMismatchError`` before anything is written.
+        raises ``SessionAgentMismatchError`` before anything is written. ``attachments``: what
+        the message carried, recorded in the same event (durable with it, or not at all);
+        their bytes must be stored first (``SessionStorage.attachments``), or
+        ``AttachmentNotFoundError`` is raised before anything is written, so no event ever
+        names a blob that is not there.
         """
         if with_context and self.state.status is SessionStatus.COMPLETED:
             raise SessionEndedError(self.state.session_id)  # before anything is written
@@ -134,6 +142,8 @@ class SessionOps(MemoryOps):
                 self._journal.close_open_calls(UNFINISHED_RESULT)  # a turn resumes it
                 self._resume_if_paused()
                 return self._with_context(seen, duplicate=True)
+        if attachments:
+            self._check_stored(attachments)
         if with_context:  # a new turn: whatever an earlier one left open is over
             self._journal.close_open_calls(UNFINISHED_RESULT, durable=False)  # written below
         seq = self._journal.record(
@@ -144,6 +154,7 @@ class SessionOps(MemoryOps):
                 sender_name=sender_name,
                 platform_message_id=platform_message_id,
                 passive=passive,
+                attachments=attachments,
             ),
             durable=True,
         )
@@ -151,6 +162,13 @@ class SessionOps(MemoryOps):
             return UserMessageResult(seq=seq)
         self._resume_if_paused()
         return self._with_context(seq)
+
+    def _check_stored(self, attachments: Sequence[Attachment]) -> None:
+        """Raise ``AttachmentNotFoundError`` for the first attachment whose bytes are not stored."""
+        blobs = self._store.attachments(self.state.session_id)
+        for attachment in attachments:
+            if not blobs.has(attachment.sha256):
+                raise AttachmentNotFoundError(attachment.sha256, self.state.session_id)
 
     @op(retry_safe=True)  # closes only calls still open
     def turn_context(self, seq: int) -> UserMessageResult:

@@ -265,7 +265,7 @@ class SessionState:
 
     def _on_user_message(self, event: Event) -> None:
         message = UserMessageData.of(event.data)
-        self._append(Message.user(message.content))
+        self._append(Message.user(message.content, message.attachments))
         if self.memory.task is None:
             self.memory.task = message.content
         if message.platform_message_id:

@@ -12,6 +12,8 @@
   ``reference_migration``: the reference's sessions converted at first start;
   ``original_task``: a session's first user message, archive included.
 - ``saved_outputs``: full copies of tool outputs Layer 3a cut (``outputs/`` per session).
+- ``attachment_blobs``: the bytes of the photos, voice notes and files messages carry,
+  content-addressed (``attachments/`` per session).
 - ``chat_index``: chat key → session id without opening every session.
 - ``atomic``: the one atomic replacement (temp file, fsync, rename, fsync of the folder).
 - ``fileops``: the OS calls, replaceable to inject disk failures in tests.
@@ -22,6 +24,7 @@ Imports only ``core``, ``config`` (the ``store:`` section) and ``errors``.
 
 from __future__ import annotations
 
+from duragent.store.attachment_blobs import AttachmentNotFoundError
 from duragent.store.chat_index import ChatIndex, ChatKey
 from duragent.store.event_log import EventLog, ReadReport
 from duragent.store.fileops import OS_FILE_OPS, FileOps
@@ -34,6 +37,7 @@ from duragent.store.health import (
 from duragent.store.memory_store import MemorySessionStore
 from duragent.store.ownership import FencedWriteError, LeaseHeldError, NodeDirectory, NodeRecord
 from duragent.store.protocols import (
+    AttachmentStorage,
     ChatMap,
     RunLogStorage,
     SavedOutputStorage,
@@ -61,6 +65,8 @@ from duragent.store.snapshot_file import (
 __all__ = [
     "OS_FILE_OPS",
     "STATE_FILENAME",
+    "AttachmentNotFoundError",
+    "AttachmentStorage",
     "ChatIndex",
     "ChatKey",
     "ChatMap",

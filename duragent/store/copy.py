@@ -2,16 +2,17 @@
 
 ``duragent store copy --from file --to postgres`` uses it to move a workspace. For each live
 session: its archived and live events (archived ones archived again in the target), its
-snapshot, its saved tool outputs (kept as they are: no retention or cap applied) and the
-chats it serves. Afterwards every session's whole history (archive + live events, as their
-JSON lines, the snapshot and the outputs) is read back from both sides and compared; a
-difference is reported by session and never hidden. A session the target already holds with
-the same history is skipped (the copy can be run again after an interruption); one it holds
-with a *different* history is left alone and reported as a conflict, except the one
-unfinished copy an interrupted run leaves: the snapshot is each session's last write, so a
-target session without one, whose events are the start of the source's, is removed and
-copied again (``redone``). Quarantined sessions are
-not copied (their files cannot be trusted): they are listed so a person can restore them first.
+snapshot, its saved tool outputs (kept as they are: no retention or cap applied), its
+attachments and the chats it serves. Afterwards every session's whole history (archive +
+live events, as their JSON lines, the snapshot, the outputs and the attachments' hashes:
+the target computes each one from the bytes it stored) is read back from both sides and
+compared; a difference is reported by session and never hidden. A session the target already
+holds with the same history is skipped (the copy can be run again after an interruption);
+one it holds with a *different* history is left alone and reported as a conflict, except the
+one unfinished copy an interrupted run leaves: the snapshot is each session's last write, so
+a target session without one, whose events are the start of the source's, is removed and
+copied again (``redone``). Quarantined sessions are not copied (their files cannot be
+trusted): they are listed so a person can restore them first.
 
 Schedules and their run logs are copied too (``copy_schedules``): the scheduler reads them
 from the store the workspace uses, so a workspace moving to PostgreSQL keeps its schedules.
@@ -120,6 +121,8 @@ def history_differences(source: SessionStorage, target: SessionStorage, sid: str
         src_out.read(i) != dst_out.read(i) for i in src_out.ids()
     ):
         found.append("the saved tool outputs differ")
+    if source.attachments(sid).hashes() != target.attachments(sid).hashes():
+        found.append("the attachments differ")
     return found
 
 
@@ -171,6 +174,9 @@ def copy_sessions(source: SessionStorage, target: SessionStorage) -> CopyReport:
             copies = target.saved_outputs(sid, _KEEP_ALL)
             for output_id in outputs.ids():
                 copies.save(output_id, outputs.read(output_id))
+            blobs, blob_copies = source.attachments(sid), target.attachments(sid)
+            for sha in blobs.hashes():  # before the snapshot, as everything else
+                blob_copies.put(blobs.read(sha))
             snapshot = source.snapshot(sid).read()
             if snapshot is not None:  # last: a target session without one is unfinished
                 target.snapshot(sid).write(snapshot)

@@ -18,6 +18,7 @@ from typing import Any
 
 from duragent.core.events import Event, now_rfc3339
 from duragent.core.snapshot import SessionSnapshot
+from duragent.store.attachment_blobs import MemoryAttachments
 from duragent.store.chat_index import ChatKey
 from duragent.store.event_log import EVENTS_FILENAME, ReadReport
 from duragent.store.saved_outputs import DEFAULT_LIMITS, MemorySavedOutputs, SavedOutputLimits
@@ -37,6 +38,7 @@ class _Session:
     reason: str = ""
     created: bool = False  # listed once created, as a folder is
     outputs: dict[str, str] = field(default_factory=dict)  # saved full tool outputs
+    attachments: dict[str, bytes] = field(default_factory=dict)  # sha256 → bytes
 
     @property
     def written(self) -> bool:
@@ -244,6 +246,17 @@ class MemorySessionStore:
     ) -> MemorySavedOutputs:
         """The saved full tool outputs of ``session_id``."""
         return MemorySavedOutputs(self._session(session_id).outputs, limits)
+
+    def attachments(self, session_id: str) -> MemoryAttachments:
+        """The attachments of ``session_id`` (gone with it; moved by quarantine)."""
+        self._validate(session_id)
+
+        def live() -> dict[str, bytes] | None:
+            with self._lock:
+                session = self._live.get(session_id)
+            return None if session is None else session.attachments
+
+        return MemoryAttachments(live, session_id)
 
     def remove_stale_temp_files(self, session_id: str) -> None:
         """No write leaves anything behind."""

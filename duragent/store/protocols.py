@@ -42,6 +42,7 @@ from duragent.store.event_log import ReadReport
 from duragent.store.saved_outputs import SavedOutputLimits
 
 __all__ = [
+    "AttachmentStorage",
     "ChatMap",
     "ClaimOutcome",
     "InboundLedger",
@@ -200,6 +201,49 @@ class SavedOutputStorage(Protocol):
         ...
 
 
+class AttachmentStorage(Protocol):
+    """One session's attachments: their bytes, addressed by SHA-256 (``attachment_blobs``).
+
+    Content-addressed, so storing is idempotent (a redelivered photo is one blob, and a put
+    repeated after a crash writes nothing new) and a hash in an event names exactly one
+    content. Every method refuses a ``sha256`` that is not a content hash
+    (``core.attachments.is_content_hash``) with ``ValueError`` before using it, so no name
+    reaches outside the session's blobs; an unknown hash is ``AttachmentNotFoundError``.
+    Deleting the session deletes its blobs; quarantine and restore take them along.
+    """
+
+    def put(self, data: bytes) -> str:
+        """Keep ``data`` durably, all or nothing; returns its hash (``content_hash``).
+
+        The same bytes again write nothing. ``FileNotFoundError`` when the session is not
+        live (never created, deleted or quarantined): blobs never outlive their session.
+        """
+        ...
+
+    def has(self, sha256: str) -> bool:
+        """Whether the blob is stored."""
+        ...
+
+    def read(self, sha256: str) -> bytes:
+        """The blob's bytes."""
+        ...
+
+    def size(self, sha256: str) -> int:
+        """The blob's length in bytes, without reading it."""
+        ...
+
+    def hashes(self) -> list[str]:
+        """Every stored blob's hash, sorted."""
+        ...
+
+    def export(self, sha256: str, dest: Path) -> None:
+        """Write a copy of the blob to ``dest`` (replaced atomically), for code that reads files.
+
+        A copy, never the stored blob itself: a tool may change the file it is given.
+        """
+        ...
+
+
 class SessionStorage(Protocol):
     """Every session, live or quarantined: what the session layer needs of storage.
 
@@ -267,6 +311,10 @@ class SessionStorage(Protocol):
 
     def saved_outputs(self, session_id: str, limits: SavedOutputLimits) -> SavedOutputStorage:
         """The saved full tool outputs of ``session_id`` (readable only through this object)."""
+        ...
+
+    def attachments(self, session_id: str) -> AttachmentStorage:
+        """The attachments of ``session_id``: photos, voice notes and files its messages carried."""
         ...
 
     def delete(self, session_id: str) -> None:

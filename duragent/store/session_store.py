@@ -1,7 +1,7 @@
 """The sessions directory: one folder per session, plus the chat index and quarantine.
 
 ```
-sessions/<session_id>/events.jsonl   state.yaml   events.archive.jsonl   outputs/
+sessions/<session_id>/events.jsonl   state.yaml   events.archive.jsonl   outputs/   attachments/
 sessions/chats.jsonl                  chat key → session id
 sessions/_quarantine/<session_id>/    sessions whose files could not be trusted (+ REASON.txt)
 sessions/<session_id>/state.json.migrated   the reference's snapshot, kept once converted
@@ -24,6 +24,7 @@ from typing import Any
 from duragent.core.events import now_rfc3339
 from duragent.store import reference_migration as migration
 from duragent.store.atomic import atomic_write
+from duragent.store.attachment_blobs import AttachmentFiles
 from duragent.store.chat_index import ChatIndex, ChatKey, check_entry
 from duragent.store.event_log import EVENTS_FILENAME, EventLog
 from duragent.store.fileops import OS_FILE_OPS, FileOps
@@ -202,13 +203,22 @@ class SessionStore:
         """The saved full tool outputs of ``session_id`` (``saved_outputs``)."""
         return SavedOutputFiles(self.directory(session_id), limits, self.ops)
 
+    def attachments(self, session_id: str) -> AttachmentFiles:
+        """The attachments of ``session_id`` (``attachment_blobs``: in its folder)."""
+        return AttachmentFiles(self.directory(session_id), self.ops)
+
     def remove_stale_temp_files(self, session_id: str) -> None:
-        """Temp files of writes a crash interrupted (their targets were never replaced)."""
+        """Temp files of writes a crash interrupted (their targets were never replaced).
+
+        The session's own files are written by its actor alone, which is loading now; its
+        attachments' temp files only when a crash left them (``attachment_blobs``).
+        """
         for stale in self.directory(session_id).glob("*.tmp"):
             try:
                 stale.unlink()
             except OSError as exc:
                 log.warning("could not remove %s: %s", stale, exc)
+        self.attachments(session_id).remove_stale_temp_files()
 
     def delete(self, session_id: str) -> None:
         """Remove the session's folder and its chat mappings (missing is fine)."""

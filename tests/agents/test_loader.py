@@ -330,3 +330,12 @@ def test_example_agent_loads_with_its_prompts() -> None:
     assert agent.soul == (EXAMPLE_AGENT / "SOUL.md").read_text(encoding="utf-8")
     assert agent.system_prompt == (EXAMPLE_AGENT / "SYSTEM_PROMPT.md").read_text(encoding="utf-8")
     assert agent.manifest.metadata.labels == {"example": "true"}
+
+
+def test_model_vision_is_unset_by_default_and_read_when_written(write_agent: WriteAgent) -> None:
+    assert load_agent(write_agent("a", HEADER.format(name="a"))).model.vision is None
+    for written, read in (("true", True), ("false", False)):
+        folder = write_agent("b", HEADER.format(name="b") + f"    vision: {written}\n")
+        agent = load_agent(folder)
+        assert agent.model.vision is read
+        assert agent.warnings == ()

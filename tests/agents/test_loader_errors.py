@@ -380,3 +380,13 @@ def test_an_unset_variable_does_not_hide_the_other_errors_of_the_file(
         (9, "spec.model.base_url", "environment variable LLM_URL is not set"),
         (11, "spec.session.max_tool_iterations", "must be a whole number"),
     ]
+
+
+def test_model_vision_that_is_not_a_boolean_is_rejected_with_its_line(
+    write_agent: WriteAgent,
+) -> None:
+    folder = write_agent("a", HEADER + "    vision: sometimes\n")
+
+    error = only_error(folder)
+
+    assert (error.line, error.field) == (9, "spec.model.vision")

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from duragent.core.approval import ApprovalDecision, PendingApproval
+from duragent.core.attachments import Attachment, AttachmentKind, content_hash
 from duragent.core.events import Event
 from duragent.core.messages import ToolCall, Usage
 from duragent.core.payloads import (
@@ -30,6 +31,16 @@ from duragent.core.payloads import (
 )
 
 PACKAGE = Path(__file__).resolve().parents[2] / "duragent"
+PHOTO = Attachment(
+    kind=AttachmentKind.IMAGE,
+    mime="image/jpeg",
+    size=3,
+    sha256=content_hash(b"jpg"),
+    name="holiday.jpg",
+    platform_id="tg-file-1",
+    width=640,
+    height=480,
+)
 
 WRITTEN: list[Callable[[], Event]] = [
     lambda: Event.session_start(
@@ -41,7 +52,13 @@ WRITTEN: list[Callable[[], Event]] = [
         gateway_chat_type="group",
     ),
     lambda: Event.user_message(
-        2, content="hi", sender_id="u1", sender_name="Ann", platform_message_id="p1", passive=True
+        2,
+        content="hi",
+        sender_id="u1",
+        sender_name="Ann",
+        platform_message_id="p1",
+        passive=True,
+        attachments=[PHOTO],
     ),
     lambda: Event.assistant_response(
         3,
@@ -128,6 +145,43 @@ def test_a_payload_of_nulls_reads_as_the_views_defaults(kind: str) -> None:
 def test_a_user_message_without_passive_is_owed_an_answer() -> None:
     assert UserMessageData.of({"content": "hi"}).passive is False
     assert "passive" not in UserMessageData(content="hi").to_data()  # written as before
+
+
+def test_a_user_message_without_attachments_is_written_as_before() -> None:
+    assert "attachments" not in UserMessageData(content="hi").to_data()
+    assert UserMessageData.of({"content": "hi"}).attachments == ()
+
+
+def test_a_user_messages_attachments_read_back_as_written() -> None:
+    event = Event.user_message(1, content="look", attachments=[PHOTO])
+    assert event.data["attachments"] == [PHOTO.to_data()]
+    assert UserMessageData.of(Event.from_json(event.to_json()).data).attachments == (PHOTO,)
+
+
+@pytest.mark.parametrize(
+    "junk",
+    [
+        "not a list",
+        7,
+        {"kind": "image"},
+        [None, 3, "x", [], {}],
+        [{"kind": "sticker", "mime": "image/webp", "size": 1, "sha256": "0" * 64}],
+        [{"kind": "image", "mime": "image/png", "size": 1, "sha256": "../../etc/passwd"}],
+        [{"kind": "image", "mime": "image/png", "size": 1e999, "sha256": "0" * 64}],
+        [{"kind": "image", "mime": "image/png", "size": -1, "sha256": "0" * 64}],
+    ],
+)
+def test_attachment_records_that_are_not_attachments_are_skipped_never_failing_replay(
+    junk: object,
+) -> None:
+    data = {"content": "hi", "platform_message_id": "p1", "attachments": junk}
+    message = UserMessageData.of(data)
+    assert (message.content, message.platform_message_id, message.attachments) == ("hi", "p1", ())
+
+
+def test_one_damaged_attachment_record_costs_only_itself() -> None:
+    records = [{"kind": "image"}, PHOTO.to_data(), "junk"]
+    assert UserMessageData.of({"content": "hi", "attachments": records}).attachments == (PHOTO,)
 
 
 def test_a_tool_result_whose_result_is_plain_text_reads_it_as_its_content() -> None:

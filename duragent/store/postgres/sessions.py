@@ -9,8 +9,9 @@ session's lease epoch (``leases``); the database being unreachable is a ``Storag
 An append whose COMMIT was never acknowledged is settled by the next fenced write (``doubt``).
 
 The chat map (``chats``) and the health (``health``) are their own modules, and so are the
-per-session views the store hands out: the event log (``event_rows``) and the snapshot
-(``snapshot_rows``). ``EventSeqConflictError`` is importable from here, as before.
+per-session views the store hands out: the event log (``event_rows``), the snapshot
+(``snapshot_rows``), saved outputs (``outputs``) and attachments (``attachment_rows``).
+``EventSeqConflictError`` is importable from here, as before.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from psycopg.rows import TupleRow
 from duragent.core.events import now_rfc3339
 from duragent.errors import StorageError
 from duragent.store.chat_index import ChatKey
+from duragent.store.postgres.attachment_rows import PostgresAttachments
 from duragent.store.postgres.chats import PostgresChats
 from duragent.store.postgres.connection import Database
 from duragent.store.postgres.doubt import CommitsInDoubt
@@ -237,6 +239,10 @@ class PostgresSessionStore:
     ) -> PostgresSavedOutputs:
         """The saved full tool outputs of ``session_id``."""
         return PostgresSavedOutputs(self, self._validate(session_id), limits)
+
+    def attachments(self, session_id: str) -> PostgresAttachments:
+        """The attachments of ``session_id`` (``attachment_rows``)."""
+        return PostgresAttachments(self, self._validate(session_id))
 
     def header(self, session_id: str, *, quarantined: bool = False) -> dict[str, Any] | None:
         """The snapshot's metadata without its conversation, or None without one."""

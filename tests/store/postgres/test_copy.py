@@ -30,6 +30,10 @@ def snapshot(sid: str, last: int) -> SessionSnapshot:
     )
 
 
+def photo(sid: str) -> bytes:
+    return f"\x89PNG photo of {sid}\x00".encode() * 1000
+
+
 def file_workspace(sessions: Path) -> SessionStore:
     """Sessions as a real workspace has them: archived, discarded, fresh, quarantined."""
     store = SessionStore(sessions)
@@ -45,6 +49,8 @@ def file_workspace(sessions: Path) -> SessionStore:
         store.snapshot(sid).write(snapshot(sid, 4 * n - 1))
         outputs = store.saved_outputs(sid)
         outputs.save(outputs.new_id(), f"full output of {sid}\n" * n)
+        if n % 2:
+            store.attachments(sid).put(photo(sid))
         store.chats.set(("telegram", str(n), "assistant"), sid)
     store.create("01SEMPTY")  # made room for, nothing written
     store.create("01SBAD")
@@ -75,6 +81,9 @@ def test_every_session_moves_with_its_whole_history(
     assert [e.seq for e in target.event_log("01S2").read()[0]] == [5, 6, 7]
     assert target.event_log("01S4").read_archive() == []  # discarded stays discarded
     assert dict(target.chats.items()) == dict(source.chats.items())
+    blobs = target.attachments("01S3")
+    assert [blobs.read(sha) for sha in blobs.hashes()] == [photo("01S3")]
+    assert target.attachments("01S2").hashes() == []
 
     again = copy_sessions(source, target)  # an interrupted copy can simply be run again
     assert again.ok
@@ -105,8 +114,8 @@ def test_the_cli_migrates_and_copies_a_workspace(tmp_path: Path) -> None:
         migrated = runner.invoke(app, ["store", "migrate", "-c", str(config)], env=env)
         assert migrated.exit_code == 0, migrated.output
         assert (
-            f"schema {schema}: version 5; applied: 1 initial, 2 saved_outputs, "
-            "3 exactly_once, 4 nodes, 5 chats_quarantine" in migrated.output
+            f"schema {schema}: version 6; applied: 1 initial, 2 saved_outputs, "
+            "3 exactly_once, 4 nodes, 5 chats_quarantine, 6 attachments" in migrated.output
         )
         copied = runner.invoke(
             app, ["store", "copy", "--from", "file", "--to", "postgres", "-c", str(config)], env=env
@@ -180,3 +189,12 @@ def test_a_workspace_copied_there_and_back_is_the_same(
     assert back.list_ids() == source.list_ids()
     for sid in source.list_ids():
         assert history_differences(source, back, sid) == []
+
+
+def test_an_attachment_missing_in_the_target_is_a_difference(
+    tmp_path: Path, target: PostgresSessionStore
+) -> None:
+    source = file_workspace(tmp_path / "sessions")
+    assert copy_sessions(source, target).ok
+    source.attachments("01S1").put(b"sent after the copy")
+    assert history_differences(source, target, "01S1") == ["the attachments differ"]
