@@ -30,7 +30,8 @@
   session's turn state (one loop at a time, writes between turns, waiting for a loop or a
   decision without polling, the context kept from ``accept``); ``sessions``:
   ``SessionQueries``, the read-only port front ends read sessions through (they never
-  import ``duragent.session``).
+  import ``duragent.session``); ``attachments``: ``SessionAttachments``, where a front end
+  keeps a message's photos, voice notes and files before submitting it.
 
 Above ``duragent.session`` (it writes through the typed ``SessionHandle``) and below the front
 ends. As with ``duragent.session``, front ends use only this namespace, never its modules.
@@ -40,6 +41,7 @@ from __future__ import annotations
 
 from duragent.context.summaries import PinnedTooLargeError, PinRefusedError
 from duragent.core.approval import DECISIONS, ApprovalDecision
+from duragent.store import AttachmentNotFoundError
 from duragent.turns.endings import apology_for
 from duragent.turns.errors import ApprovalError, ApprovalMismatchError, NoPendingApprovalError
 from duragent.turns.inbox import Steered
@@ -79,6 +81,7 @@ __all__ = [
     "ApprovalDecision",
     "ApprovalError",
     "ApprovalMismatchError",
+    "AttachmentNotFoundError",
     "AwaitingApproval",
     "CallOutcome",
     "ChatProgress",

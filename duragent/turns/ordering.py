@@ -54,6 +54,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from duragent.agents.spec import ContextBufferSpec, QueueSpec
+from duragent.core.attachments import Attachment
 from duragent.core.caller import ChatRef
 from duragent.lifecycle.tasks import BackgroundTasks
 from duragent.turns.inbox import Steered
@@ -82,6 +83,8 @@ class Inbound:
     context_buffer: ContextBufferSpec | None = None
     """A group turn under ``activation: mention`` (silent buffer): the group's recent chatter,
     read from the session's durable buffer when the turn starts, is given to it as a block."""
+    attachments: tuple[Attachment, ...] = ()
+    """Photos, voice notes, files it carried, kept first (``TurnRunner.attachments``)."""
 
 
 class Front(Protocol):
@@ -232,6 +235,7 @@ class Ordering:
             platform_message_id=inbound.message_id,
             steer=busy and spec.mode == "batch",
             starts_turn=not (busy or line.buffers),  # its turn starts right after this
+            attachments=inbound.attachments,
         )
         if accepted.answered:
             log.info("session %s: message %s was answered already", session_id, inbound.message_id)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from duragent.core.attachments import Attachment
 from duragent.core.messages import Message, Role, is_steering
 from duragent.session import SessionHandle, UserMessageResult
 from duragent.turns.inbox import Steered
@@ -45,6 +46,8 @@ class Incoming:
     context_blocks: Sequence[str] = ()
     agent: str | None = None
     """The agent the session must be of (refused before writing when it is another)."""
+    attachments: tuple[Attachment, ...] = ()
+    """What it carried, kept first (``TurnRunner.attachments``), named in its event."""
 
     async def record(
         self, session: SessionHandle, *, with_context: bool = False
@@ -57,6 +60,7 @@ class Incoming:
             platform_message_id=self.platform_message_id,
             with_context=with_context,
             agent=self.agent,
+            attachments=self.attachments,
         )
 
 

@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import overload
 
 from duragent.agents import Agent, AgentCatalog
-from duragent.core.approval import DECISIONS, ApprovalDecision
+from duragent.core.approval import DECISIONS
+from duragent.core.attachments import Attachment
 from duragent.core.messages import Message
 from duragent.errors import StorageError
 from duragent.observability.logctx import current, log_context, turn_scope
@@ -40,10 +41,11 @@ from duragent.session import (
 )
 from duragent.tools.base import SessionReader, Tool
 from duragent.tools.sandbox import TRUST, Sandbox
+from duragent.turns.approving import Approving
+from duragent.turns.attachments import SessionAttachments
 from duragent.turns.between_turns import BetweenTurns
 from duragent.turns.context import ContextFactory
-from duragent.turns.driving import Resumed, TurnDriver, cancel_approval
-from duragent.turns.errors import ApprovalError
+from duragent.turns.driving import TurnDriver, cancel_approval
 from duragent.turns.inbox import Ending, Inbox
 from duragent.turns.interruptions import noting_interruption, recorded_outcome
 from duragent.turns.lines import Line, Lines
@@ -61,15 +63,7 @@ __all__ = ["DECISIONS", "Accepted", "TurnResult", "TurnRunner"]
 log = logging.getLogger(__name__)
 
 
-def _recorded(lines: Lines, line: Line, seq: int, tell: Callable[[int], None] | None) -> None:
-    """The decision is on disk: note it for ``approve``'s error path, tell the waiters."""
-    line.decision_seq = seq
-    lines.approvals_changed()
-    if tell is not None:
-        tell(seq)
-
-
-class TurnRunner(BetweenTurns):
+class TurnRunner(BetweenTurns, Approving):
     """Runs turns for every front end (see module docstring)."""
 
     def __init__(
@@ -90,6 +84,8 @@ class TurnRunner(BetweenTurns):
         self._registry = registry
         self.sessions = SessionQueries(registry)
         """What front ends may read of sessions (they write only through this runner)."""
+        self.attachments = SessionAttachments(registry)
+        """Where a front end keeps a message's bytes before submitting it."""
         self.workspace_dir = workspace_dir
         """The workspace's ``.duragent`` folder (chat front ends keep pairing files there)."""
         self._agents = agents
@@ -194,6 +190,7 @@ class TurnRunner(BetweenTurns):
         platform_message_id: str | None = None,
         steer: bool = True,
         starts_turn: bool = False,
+        attachments: tuple[Attachment, ...] = (),
     ) -> Accepted:
         """Record an inbound message now; its turn runs later (``answer``), or not at all.
 
@@ -209,7 +206,9 @@ class TurnRunner(BetweenTurns):
         the message is recorded with what its turn starts from, in the same round trip, and
         ``answer`` reuses that if the session took no write in between (else asks again).
         """
-        incoming = Incoming(content, sender_id, sender_name, platform_message_id)
+        incoming = Incoming(
+            content, sender_id, sender_name, platform_message_id, attachments=attachments
+        )
         handle = self._registry.handle(session_id)
         if starts_turn and self._lines.running(session_id) is None:
             recorded = await incoming.record(handle, with_context=True)
@@ -363,38 +362,3 @@ class TurnRunner(BetweenTurns):
             chat=recorded.chat,
             tokens=(recorded.tokens_day, recorded.tokens_today),
         )
-
-    async def approve(
-        self,
-        session_id: str,
-        call_id: str,
-        decision: ApprovalDecision | str,
-        *,
-        sink: TurnSink | None = None,
-        on_recorded: Callable[[int], None] | None = None,
-    ) -> Resumed:
-        """Resolve the pending approval and continue the turn it paused.
-
-        ``on_recorded`` gets the decision's seq once it is on disk (before the call runs).
-
-        ``decision`` is an ``ApprovalDecision`` or its wire name (anything else raises
-        ``ApprovalError``). Nothing pending raises ``NoPendingApprovalError``; a pending call
-        other than ``call_id`` raises ``ApprovalMismatchError`` (both ``ApprovalError``s).
-        """
-        if decision not in DECISIONS:
-            raise ApprovalError(f"decision must be one of {', '.join(DECISIONS)}, got {decision!r}")
-        with turn_scope(session_id), self._lines.hold(session_id) as active:
-            active.decision_seq = None
-            try:
-                async with active.lock:
-                    return await self._driver.approve(
-                        self._registry.handle(session_id),
-                        call_id,
-                        ApprovalDecision(decision),
-                        sink,
-                        on_recorded=lambda seq: _recorded(self._lines, active, seq, on_recorded),
-                    )
-            except StorageError as exc:  # the decision on disk must not be sent again
-                if active.decision_seq is None:
-                    raise
-                raise exc.after_recording(active.decision_seq) from exc
