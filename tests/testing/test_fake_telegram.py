@@ -7,7 +7,6 @@ import datetime as dtm
 import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -25,22 +24,7 @@ from tests.polling import eventually
 CHAT = 42
 
 
-@pytest.fixture(autouse=True)
-def timedelta_periods(monkeypatch: pytest.MonkeyPatch) -> None:
-    """PTB 22 warns when a ``RetryAfter`` is made without opting in to timedelta periods."""
-    monkeypatch.setenv("PTB_TIMEDELTA", "1")
-
-
-@pytest.fixture
-async def tg() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
-
-
-@pytest.fixture
-async def bot(tg: FakeTelegram) -> AsyncIterator[telegram.Bot]:
-    async with telegram.Bot(tg.token, base_url=tg.base_url) as client:
-        yield client
+pytestmark = pytest.mark.usefixtures("timedelta_periods")
 
 
 def keyboard(*pairs: tuple[str, str]) -> InlineKeyboardMarkup:

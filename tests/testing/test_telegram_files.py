@@ -9,7 +9,6 @@ mapping are exercised against the fake as against Telegram.
 from __future__ import annotations
 
 import base64
-from collections.abc import AsyncIterator
 
 import httpx
 import pytest
@@ -23,24 +22,7 @@ CHAT = 42
 OGG = b"OggS\x00\x02" + bytes(range(200))
 
 
-@pytest.fixture(autouse=True)
-def timedelta_periods(monkeypatch: pytest.MonkeyPatch) -> None:
-    """PTB 22 warns when a duration is read without opting in to timedelta periods."""
-    monkeypatch.setenv("PTB_TIMEDELTA", "1")
-
-
-@pytest.fixture
-async def tg() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
-
-
-@pytest.fixture
-async def bot(tg: FakeTelegram) -> AsyncIterator[telegram.Bot]:
-    async with telegram.Bot(
-        tg.token, base_url=tg.base_url, base_file_url=tg.base_file_url
-    ) as client:
-        yield client
+pytestmark = pytest.mark.usefixtures("timedelta_periods")
 
 
 async def only_message(bot: telegram.Bot) -> telegram.Message:
