@@ -18,6 +18,7 @@ from typing import Any
 
 from duragent.agents.directives import Directive, load_directives, with_runtime_defaults
 from duragent.agents.exposure import exposure_warnings
+from duragent.agents.protected import in_files_folder
 from duragent.agents.skills import Skill, load_skills
 from duragent.agents.spec import KNOWN_PROVIDERS, AgentManifest, AgentSpec, ModelSpec
 from duragent.config.checkup import by_line, parse_all
@@ -227,6 +228,33 @@ def _hook_warnings(spec: AgentSpec, doc: LocatedYaml) -> list[ConfigError]:
     return found
 
 
+def _files_folder_errors(agent_dir: Path, spec: AgentSpec, doc: LocatedYaml) -> list[ConfigError]:
+    """A prompt, skill or tool file in ``files/``, where every chat's tools write, is refused."""
+    named: list[tuple[tuple[str | int, ...], str, str | None]] = [
+        (("spec", key), f"spec.{key}", getattr(spec, key))
+        for key in ("soul", "system_prompt", "instructions", "skills_dir")
+    ]
+    for i, tool in enumerate(spec.tools):
+        if tool.type == "cli":
+            named.extend(
+                (("spec", "tools", i, key), f"spec.tools[{i}].{key}", getattr(tool, key))
+                for key in ("command", "readme")
+            )
+    return [
+        ConfigError(
+            "a definition file may not be in the agent's files folder: it holds the files "
+            "people send, and tools write there",
+            file=doc.file,
+            line=doc.line_of(path),
+            field=field,
+            value=value,
+            fix="move it out of files/ and point the field at its new place",
+        )
+        for path, field, value in named
+        if value is not None and in_files_folder(agent_dir, value)
+    ]
+
+
 @dataclass(frozen=True, slots=True)
 class AgentCheck:
     """One agent folder read through: the agent if it loads, every error, every warning."""
@@ -304,6 +332,7 @@ def check_agent(
                     fix=f"create {agent_dir / tool.command} or fix the path",
                 )
             )
+    errors += _files_folder_errors(agent_dir, spec, doc)
     errors = by_line([*expanded.problems, *expanded.independent(errors)])
     warnings = unknown_key_warnings(manifest, doc) + _tool_warnings(spec, doc)
     warnings += unsupported_warnings("agent", doc) + _hook_warnings(spec, doc)

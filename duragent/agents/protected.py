@@ -11,6 +11,11 @@ reload on. Two places keep tools away from them, both from this list:
 - in trust mode, the file-writing builtins (``memory``, background job logs) ask
   ``write_refusal`` before writing, so a symlink planted by a command cannot redirect them.
 
+The agent's ``files`` folder (``agents.chat_files``: the documents people send, per chat) is
+the opposite: data that tools of every chat write, so it is never part of the definition.
+The loader refuses a definition path in it (``in_files_folder``); should ``agent.yaml`` name
+one anyway (a reload that has not been accepted yet), the whole folder is shown read-only.
+
 Protection is by **top-level entry** of the agent's folder: a prompt at ``prompts/soul.md``
 protects the whole ``prompts`` folder. A mount point cannot be renamed, deleted or replaced
 from inside the sandbox, but the folder holding one can: protecting only the file would let a
@@ -27,6 +32,7 @@ from typing import Any
 
 import yaml
 
+from duragent.agents.chat_files import FILES_FOLDER
 from duragent.config.envvars import expand_env
 from duragent.errors import ConfigError
 
@@ -40,6 +46,7 @@ __all__ = [
     "WORKSPACE_FILES",
     "AgentEntries",
     "agent_entries",
+    "in_files_folder",
     "write_refusal",
 ]
 
@@ -125,6 +132,20 @@ def _top_entry(agent_dir: Path, value: str) -> tuple[str, bool] | None:
     return None if first == ".." else (first, len(parts) > 1)
 
 
+def in_files_folder(agent_dir: Path, value: str) -> bool:
+    """Whether the definition path ``value`` lies in the agent's ``files`` folder.
+
+    By its name (``files/x.md``, ``./a/../files``) or, symlinks followed, by where it leads:
+    a prompt there could be rewritten by any chat's tool, as could a skill or a script.
+    """
+    folder = Path(os.path.abspath(agent_dir))
+    found = _top_entry(folder, value)
+    if found is not None and found[0] == FILES_FOLDER:
+        return True
+    real = Path(os.path.realpath(os.path.join(folder, os.path.expanduser(value))))
+    return _inside(real, Path(os.path.realpath(folder / FILES_FOLDER)))
+
+
 def agent_entries(agent_dir: Path) -> AgentEntries:
     """The protected entries of ``agent_dir``: fixed names plus every one ``agent.yaml`` names."""
     named, unreadable = _named_paths(agent_dir)
@@ -138,7 +159,7 @@ def agent_entries(agent_dir: Path) -> AgentEntries:
         if found is None:
             continue
         first, nested = found
-        if first == ".":
+        if first in (".", FILES_FOLDER):  # the folder itself, or where tools write: no entry
             whole = True
             continue
         if first not in read_only and first not in hidden:

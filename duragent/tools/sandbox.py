@@ -20,6 +20,10 @@ What a ``bubblewrap`` process sees (an allowlist, so what is not named is not th
   the folder itself, the whole folder is read-only. A file the *server* replaces by rename
   while a sandboxed process runs loses its cover for that process (the kernel detaches a
   mount whose file is replaced outside it): such a process can then change the new file;
+- of the agent's **received files** (``files/<session id>/``, ``agents.chat_files``) only
+  the calling session's own folder, writable; ``files`` itself is an empty read-only tmpfs,
+  so another chat's documents are not there at all. Under ``trust`` there is no such
+  boundary: a command sees every chat's files, as it sees the whole machine;
 - a **per-session scratch folder** (``<workspace>/scratch/<session_id>``), writable, kept
   between calls, and the process's ``HOME``;
 - nothing else of the workspace: sessions, other agents (absent, not just read-only),
@@ -57,7 +61,7 @@ from typing import Literal
 from duragent.agents.protected import LOCAL_POLICY_FILE, agent_entries
 from duragent.config.workspace import SandboxConfig, WorkspacePaths
 from duragent.errors import ConfigError
-from duragent.tools.sandbox_mounts import cover_secrets, protect_definition
+from duragent.tools.sandbox_mounts import chat_files_mounts, cover_secrets, protect_definition
 
 __all__ = [
     "BASE_ENV",
@@ -230,6 +234,9 @@ class Confinement:
             else:
                 args += ["--ro-bind", "/dev/null", str(hidden)]
         args += covers or cover_secrets(agent_dir, entries)
+        files, files_remount = chat_files_mounts(agent_dir, self.session_id, writable=not whole)
+        args += files
+        remount += files_remount
         args += ["--bind", str(scratch), str(scratch), *remount, "--remount-ro", "/"]
         args += ["--chdir", os.path.abspath(cwd), "--", *argv]
         confined = sandbox.filter_env(env)

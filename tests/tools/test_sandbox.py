@@ -353,10 +353,13 @@ async def test_no_sandboxed_command_can_change_any_file_of_the_agents_definition
     assert "DONE" not in text, text
     assert "NO-BETA" in text  # other agents are not there at all
     after = tree(agent)
-    # Missing names became empty placeholders (a folder for the definition folders); nothing
-    # else changed, and nothing was left behind under a protected name.
+    # Missing names became empty placeholders (a folder for the definition folders), and the
+    # session's files folder its mount point; nothing else changed, and nothing was left
+    # behind under a protected name.
     made = {name: after.pop(name) for name in set(after) - set(before)}
-    assert made == {"SOUL.md": "", "INSTRUCTIONS.md": "", "policy.local.yaml": "", "t": "evil\n"}
+    placeholders = {"SOUL.md": "", "INSTRUCTIONS.md": "", "policy.local.yaml": ""}
+    files = {"files": "dir", "files/s_mine": "dir"}
+    assert made == {**placeholders, **files, "t": "evil\n"}
     assert after == before
     # The working area is writable as before: the folder itself, memory/, the scratch folder.
     ok, text = await bash(ctx, "echo a > notes.txt && mkdir -p memory && echo b > memory/x.md")
