@@ -42,6 +42,15 @@ def _int(body: dict[str, Any], key: str, default: int | None = None) -> int:
     return value
 
 
+def _query_int(request: web.Request, key: str) -> int | None:
+    raw = request.query.get(key)
+    if raw is None or raw == "":
+        return None
+    if not raw.isdigit():
+        raise ValueError(f"{key!r} must be a Discord id (digits), got {raw!r}")
+    return int(raw)
+
+
 _ATTACHMENT_KEYS = frozenset(
     {"filename", "data_base64", "content_type", "width", "height", "description", "voice_seconds"}
 )
@@ -125,9 +134,59 @@ def control_routes(fake: FakeDiscord) -> list[web.RouteDef]:
             return _problem(str(exc))
         return web.json_response({"attachment_id": raw, "downloads": count})
 
+    async def sent_files(request: web.Request) -> web.StreamResponse:
+        """``?channel_id=&data=0``: the bot's files, bytes as ``data_base64`` unless ``data=0``."""
+        try:
+            channel = _query_int(request, "channel_id")
+        except ValueError as exc:
+            return _problem(str(exc))
+        data = request.query.get("data") != "0"
+        return web.json_response([f.to_json(data=data) for f in fake.sent_files(channel)])
+
+    async def edits(request: web.Request) -> web.StreamResponse:
+        """``?channel_id=&message_id=``: the bot's accepted edits (request bodies), in order."""
+        try:
+            channel = _query_int(request, "channel_id")
+            message_id = _query_int(request, "message_id")
+        except ValueError as exc:
+            return _problem(str(exc))
+        if channel is None:
+            return _problem("edits needs ?channel_id=")
+        return web.json_response(fake.edits(channel, message_id))
+
+    async def messages_now(request: web.Request) -> web.StreamResponse:
+        """``?channel_id=``: the bot's messages as they read now, and the ids it deleted."""
+        try:
+            channel = _query_int(request, "channel_id")
+        except ValueError as exc:
+            return _problem(str(exc))
+        if channel is None:
+            return _problem("final_texts needs ?channel_id=")
+        return web.json_response(
+            {"texts": fake.final_texts(channel), "deleted": fake.deleted(channel)}
+        )
+
+    async def rate_limit(request: web.Request) -> web.StreamResponse:
+        """``{"method", "path", "retry_after": [seconds, ...]}``: the next calls answered 429."""
+        try:
+            body = await _object(request)
+            method, path, waits = body.get("method"), body.get("path"), body.get("retry_after")
+            if not isinstance(method, str) or not isinstance(path, str):
+                raise ValueError("'method' and 'path' (under /api/v10) must be strings")
+            if not isinstance(waits, list) or not all(isinstance(w, int | float) for w in waits):
+                raise ValueError("'retry_after' must be a list of seconds")
+        except ValueError as exc:
+            return _problem(str(exc))
+        fake.rate_limit(method, path, *waits)
+        return web.json_response({"method": method, "path": path, "retry_after": waits})
+
     return [
         web.get("/_fake/info", info),
         web.post("/_fake/message", message),
         web.get("/_fake/calls", calls),
         web.get("/_fake/downloads", downloads),
+        web.get("/_fake/sent_files", sent_files),
+        web.get("/_fake/edits", edits),
+        web.get("/_fake/final_texts", messages_now),
+        web.post("/_fake/rate_limit", rate_limit),
     ]

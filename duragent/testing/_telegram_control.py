@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from duragent.testing._telegram_control_outbound import outbound_routes
 from duragent.testing.telegram_faults import FaultRule
 
 if TYPE_CHECKING:
@@ -182,4 +183,5 @@ def control_routes(fake: FakeTelegram) -> list[web.RouteDef]:
         web.get("/_fake/downloads", downloads),
         web.get("/_fake/early_retries", early_retries),
         web.route("*", "/_fake/faults", faults),
+        *outbound_routes(fake),
     ]

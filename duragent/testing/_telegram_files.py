@@ -59,7 +59,14 @@ class FileStore:
         self._numbers = itertools.count(1)
 
     def add(
-        self, data: bytes, *, kind: str, folder: str, extension: str, mime_type: str, chat_id: int
+        self,
+        data: bytes,
+        *,
+        kind: str,
+        folder: str,
+        extension: str,
+        mime_type: str,
+        chat_id: int | str,
     ) -> TelegramFile:
         """Keep ``data`` as a new file (``kind`` names its ids: ``photo-3``, ``voice-4``)."""
         number = next(self._numbers)

@@ -4,6 +4,12 @@ Telegram accepts parameters in the query string, as form data (python-telegram-b
 strings as they are, everything else JSON-encoded — ``reply_markup={"inline_keyboard":...}``,
 ``chat_id=42``, ``disable_notification=true``) or as a JSON body. The fake decodes form values
 by trying JSON, except for fields that are always text, so a text "42" stays a string.
+
+Files come as parts of a multipart/form-data body (python-telegram-bot's ``InputFile``):
+each becomes a ``TelegramUpload`` under its part's name, which is the file parameter itself
+(``photo``) or a name another parameter points to as ``attach://<name>``. A
+``TelegramUpload`` is a dict of what the call log shows (file name, type, size) that carries
+the bytes beside it, so a logged call stays plain JSON.
 """
 
 from __future__ import annotations
@@ -13,7 +19,10 @@ from typing import Any
 
 from aiohttp import web
 
-__all__ = ["read_params", "respond"]
+__all__ = ["MAX_REQUEST_SIZE", "TelegramUpload", "read_params", "respond"]
+
+MAX_REQUEST_SIZE = 50 * 1024 * 1024 + 64 * 1024
+"""The largest request read: a 50 MB upload (Telegram's limit for bots) and its parameters."""
 
 _TEXT_FIELDS = frozenset(
     {
@@ -30,8 +39,32 @@ _TEXT_FIELDS = frozenset(
         "business_connection_id",
         "message_effect_id",
         "emoji",
+        "photo",
+        "document",
+        "voice",
+        "audio",
+        "video",
+        "thumbnail",
+        "file_id",
     }
 )
+
+
+class TelegramUpload(dict[str, Any]):
+    """A file uploaded in a multipart body: ``{"file_name", "mime_type", "size"}`` and ``data``.
+
+    ``url`` is set (and shown) when the fake fetched the file from a URL the bot gave.
+    """
+
+    def __init__(self, data: bytes, file_name: str, mime_type: str, url: str | None = None):
+        shown: dict[str, Any] = {"file_name": file_name, "mime_type": mime_type, "size": len(data)}
+        if url is not None:
+            shown["url"] = url
+        super().__init__(shown)
+        self.data = data
+        self.file_name = file_name
+        self.mime_type = mime_type
+        self.url = url
 
 
 def _decode(name: str, value: str) -> Any:
@@ -63,10 +96,15 @@ async def read_params(request: web.Request) -> dict[str, Any] | tuple[int, dict[
             }
         params.update(body)
         return params
-    form = await request.post()
+    try:
+        form = await request.post()
+    except web.HTTPRequestEntityTooLarge:
+        return 413, {"ok": False, "error_code": 413, "description": "Request Entity Too Large"}
     for name, value in form.items():
-        if isinstance(value, str):  # uploaded files are not looked at
+        if isinstance(value, str):
             params[name] = _decode(name, value)
+        elif isinstance(value, web.FileField):
+            params[name] = TelegramUpload(value.file.read(), value.filename, value.content_type)
     return params
 
 

@@ -31,20 +31,27 @@ from duragent.testing.telegram_objects import ChatType
 from duragent.testing.telegram_store import ChatStore, UpdateQueue
 from duragent.testing.telegram_updates import message_update, sender_for
 
-__all__ = ["MEDIA_KINDS", "MediaKind", "TelegramMediaPushes"]
+__all__ = [
+    "DEFAULT_TYPES",
+    "FOLDERS",
+    "MEDIA_KINDS",
+    "MediaKind",
+    "TelegramMediaPushes",
+    "file_extension",
+]
 
 MediaKind = Literal["photo", "voice", "audio", "document", "video"]
 MEDIA_KINDS: tuple[str, ...] = get_args(MediaKind)
 _THUMBNAIL_BOXES = (90, 320, 800)
 """Longest sides of the smaller ``PhotoSize`` entries Telegram adds (its ``s``, ``m``, ``x``)."""
-_FOLDERS = {
+FOLDERS = {
     "photo": "photos",
     "voice": "voice",
     "audio": "music",
     "document": "documents",
     "video": "videos",
 }
-_DEFAULT_TYPES = {
+DEFAULT_TYPES = {
     "photo": "image/jpeg",
     "voice": "audio/ogg",
     "audio": "audio/mpeg",
@@ -54,7 +61,8 @@ _DEFAULT_TYPES = {
 _EXTENSIONS = {"audio/ogg": "oga", "audio/mpeg": "mp3", "image/jpeg": "jpg", "video/mp4": "mp4"}
 
 
-def _extension(file_name: str | None, mime_type: str) -> str:
+def file_extension(file_name: str | None, mime_type: str) -> str:
+    """The extension of a file's path on the file server: its name's, else its type's."""
     if file_name and "." in file_name:
         return file_name.rsplit(".", 1)[1]
     return _EXTENSIONS.get(mime_type) or (mimetypes.guess_extension(mime_type) or ".bin")[1:]
@@ -131,14 +139,14 @@ class TelegramMediaPushes:
             if kind == "photo":
                 message["photo"] = self._photo(chat_id, data, width, height, thumbnails)
             else:
-                media_type = mime_type or _DEFAULT_TYPES[kind]
+                media_type = mime_type or DEFAULT_TYPES[kind]
                 if kind == "document" and mime_type is None and file_name:
                     media_type = mimetypes.guess_type(file_name)[0] or media_type
                 stored = self._files.add(
                     data,
                     kind=kind,
-                    folder=_FOLDERS[kind],
-                    extension=_extension(file_name, media_type),
+                    folder=FOLDERS[kind],
+                    extension=file_extension(file_name, media_type),
                     mime_type=media_type,
                     chat_id=chat_id,
                 )
@@ -180,7 +188,7 @@ class TelegramMediaPushes:
 
     def _photo(
         self,
-        chat_id: int,
+        chat_id: int | str,
         data: bytes,
         width: int | None,
         height: int | None,
@@ -205,14 +213,14 @@ class TelegramMediaPushes:
         sizes.append(self._photo_size(chat_id, data, (width, height)))
         return sizes
 
-    def _photo_size(self, chat_id: int, data: bytes, size: tuple[int, int]) -> dict[str, Any]:
+    def _photo_size(self, chat_id: int | str, data: bytes, size: tuple[int, int]) -> dict[str, Any]:
         real = sniff_image(data)
         mime_type = real.mime if real is not None else "image/jpeg"
         stored = self._files.add(
             data,
             kind="photo",
-            folder=_FOLDERS["photo"],
-            extension=_extension(None, mime_type),
+            folder=FOLDERS["photo"],
+            extension=file_extension(None, mime_type),
             mime_type=mime_type,
             chat_id=chat_id,
         )

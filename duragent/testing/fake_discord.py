@@ -25,8 +25,18 @@ to one interaction is refused with 40060). Anything else is a 404, recorded. ``r
 scripts 429 answers with ``retry_after``, which discord.py must wait out itself; ``refuse``
 scripts 403 Missing Access (a channel the bot lost access to).
 
-Attachments (``_discord_files``): ``attachment(data, filename)`` keeps the bytes and returns
-the attachment object to pass in ``push_message(attachments=[...])``; its signed ``url`` and
+Files the bot sends (``_discord_outbound``; discord.py's multipart ``payload_json`` and
+``files[n]``, on a send or an edit) are served by the fake's CDN and recorded:
+``sent_files(channel_id)``. Edits (``edits(channel_id, message_id)``: bodies, in order) change
+the kept message (``message(id)``, ``final_texts``) and are echoed as MESSAGE_UPDATE; a DELETE
+removes it (``deleted``). ``rate_limit``'s 429 carries Discord's headers too::
+
+    await channel.send("chart", file=discord.File(io.BytesIO(png_bytes), "chart.png"))
+    (sent,) = dc.sent_files(200)
+    assert (sent.filename, sent.data) == ("chart.png", png_bytes)
+
+Attachments users send (``_discord_files``): ``attachment(data, filename)`` keeps the bytes and
+returns the attachment object to pass in ``push_message(attachments=[...])``; its signed ``url`` and
 ``proxy_url`` are served by this fake, so discord.py's ``Attachment.read()`` works, and
 ``attachment_downloads(id)`` counts the downloads::
 
@@ -43,7 +53,6 @@ own (``python -m duragent.testing.fake_discord``), the fake is driven over HTTP 
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import json
 import sys
@@ -56,6 +65,14 @@ from aiohttp import web
 
 from duragent.testing._aiohttp_server import EmbeddedAiohttpServer
 from duragent.testing._discord_files import DiscordCdn
+from duragent.testing._discord_outbound import (
+    BotUploads,
+    RestBody,
+    SentAttachment,
+    UploadedPart,
+    rate_limit_headers,
+    read_body,
+)
 from duragent.testing.discord_gateway import GatewaySessions
 from duragent.testing.discord_objects import (
     DM_CHANNEL,
@@ -152,6 +169,8 @@ class FakeDiscord(EmbeddedAiohttpServer):
         self._refusals: dict[str, int] = {}
         self.cdn = DiscordCdn()
         """The attachments' bytes and download counts (``fail_next`` scripts failures)."""
+        self.uploads = BotUploads(self.cdn)
+        """The bot's files (``upload_limit``: bytes one message may carry)."""
         self.gateway = GatewaySessions(lambda: self.token, self._refusal, self._greeting)
         """The websocket side: ``identified``, ``resumed``, ``connected``."""
 
@@ -161,7 +180,7 @@ class FakeDiscord(EmbeddedAiohttpServer):
         """The gateway websocket, the REST routes and the ``/_fake`` control endpoints."""
         from duragent.testing._discord_control import control_routes
 
-        app = web.Application()
+        app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_get("/gateway", self.gateway.serve)
         app.router.add_route("*", "/api/v10/{tail:.*}", self._rest)
         app.router.add_routes(self.cdn.routes())
@@ -311,11 +330,36 @@ class FakeDiscord(EmbeddedAiohttpServer):
         """A message as it is now (edits applied)."""
         return self._messages.get(message_id)
 
-    def edits(self, channel_id: int) -> list[dict[str, Any]]:
-        """The bot's edits in a channel (request bodies), in order."""
+    def edits(self, channel_id: int, message_id: int | None = None) -> list[dict[str, Any]]:
+        """The bot's accepted edits in a channel (of one message): request bodies, in order."""
         prefix = f"/channels/{channel_id}/messages/"
         return [
-            c.body for c in self.calls("PATCH") if c.path.startswith(prefix) and c.status == 200
+            c.body
+            for c in self.calls("PATCH")
+            if c.status == 200
+            and c.path.startswith(prefix)
+            and message_id in (None, int(c.path.removeprefix(prefix)))
+        ]
+
+    def sent_files(self, channel_id: int | None = None) -> list[SentAttachment]:
+        """Files the bot attached to messages (in one channel), sends and edits, in order."""
+        return self.uploads.of(lambda s: channel_id is None or s.channel_id == channel_id)
+
+    def deleted(self, channel_id: int) -> list[int]:
+        """Ids of the messages the bot deleted in a channel, in order."""
+        prefix = f"/channels/{channel_id}/messages/"
+        return [
+            int(c.path.removeprefix(prefix))
+            for c in self.calls("DELETE")
+            if c.path.startswith(prefix) and c.status == 204
+        ]
+
+    def final_texts(self, channel_id: int) -> list[str]:
+        """The bot's messages in a channel as they read now (edits applied, deleted gone)."""
+        return [
+            m["content"]
+            for m in self._messages.values()
+            if m["channel_id"] == str(channel_id) and m["author"]["id"] == str(self.bot.id)
         ]
 
     def interaction_answers(self) -> list[dict[str, Any]]:
@@ -352,23 +396,30 @@ class FakeDiscord(EmbeddedAiohttpServer):
     async def _rest(self, request: web.Request) -> web.Response:
         arrived = time.monotonic()
         path = "/" + request.match_info["tail"]
-        body: dict[str, Any] = {}
-        if request.can_read_body:
-            with contextlib.suppress(ValueError):
-                body = await request.json()
-        status, answer = self._answer(request, path, body)
+        read = await read_body(request)
+        body = read.body if isinstance(read, RestBody) else {}
+        if isinstance(read, RestBody):
+            status, answer = self._answer(request, path, read.body, read.files)
+        else:
+            status, answer = read
         self._record(
             DiscordCall(
                 request.method, path, body, status, copy.deepcopy(answer), self._call_count, arrived
             )
         )
-        if request.method == "POST" and status == 200 and path.endswith("/messages"):
-            await self.gateway.dispatch("MESSAGE_CREATE", answer)
+        message_call = path.startswith("/channels/") and "/messages" in path
+        event = {"POST": "MESSAGE_CREATE", "PATCH": "MESSAGE_UPDATE"}.get(request.method)
+        if message_call and event and status == 200:
+            await self.gateway.dispatch(event, answer)
         if status == 204:
+            if message_call and request.method == "DELETE":
+                channel_id, message_id = path.split("/")[2], path.rsplit("/", 1)[1]
+                gone = {"id": message_id, "channel_id": channel_id}
+                await self.gateway.dispatch("MESSAGE_DELETE", gone)
             return web.Response(status=204)
         headers = {"Content-Type": "application/json"}  # discord.py compares it exactly
         if status == 429:
-            headers["Via"] = "1.1 google"  # discord.py: a rate limit, not a Cloudflare ban
+            headers.update(rate_limit_headers(float(answer["retry_after"]), path))
         return web.Response(body=json.dumps(answer).encode(), status=status, headers=headers)
 
     def _record(self, call: DiscordCall) -> None:
@@ -378,7 +429,9 @@ class FakeDiscord(EmbeddedAiohttpServer):
         if keep is not None and len(self._calls) > 2 * keep:  # trimmed in batches: cheap
             del self._calls[:-keep]
 
-    def _answer(self, request: web.Request, path: str, body: dict[str, Any]) -> tuple[int, Any]:
+    def _answer(
+        self, request: web.Request, path: str, body: dict[str, Any], files: list[UploadedPart]
+    ) -> tuple[int, Any]:
         key = f"{request.method} {path}"
         if self._refusals.get(key):
             self._refusals[key] -= 1
@@ -404,11 +457,16 @@ class FakeDiscord(EmbeddedAiohttpServer):
             limit = {"total": 1000, "remaining": 999, "reset_after": 0, "max_concurrency": 1}
             return 200, {"url": url, "shards": 1, "session_start_limit": limit}
         if parts[0] == "channels" and len(parts) >= 2 and parts[1].isdigit():
-            return self._channel_call(request.method, int(parts[1]), parts[2:], body)
+            return self._channel_call(request.method, int(parts[1]), parts[2:], body, files)
         return 404, {"message": "404: Not Found", "code": 0}
 
     def _channel_call(
-        self, method: str, channel_id: int, rest: list[str], body: dict[str, Any]
+        self,
+        method: str,
+        channel_id: int,
+        rest: list[str],
+        body: dict[str, Any],
+        files: list[UploadedPart],
     ) -> tuple[int, Any]:
         channel = self._channels.setdefault(channel_id, channel_object(channel_id, DM_CHANNEL))
         guild = self.guild_id if channel["type"] != DM_CHANNEL else None
@@ -418,8 +476,11 @@ class FakeDiscord(EmbeddedAiohttpServer):
             return 204, None
         if method == "POST" and rest == ["messages"]:
             content = str(body.get("content") or "")
-            if not content.strip() or len(content) > 2000:
+            if len(content) > 2000 or not (content.strip() or files):
                 return 400, {"message": "Invalid Form Body", "code": 50035}
+            attachments = self.uploads.attachments(self.url, self._ids, body, files)
+            if isinstance(attachments, tuple):
+                return attachments
             ref = body.get("message_reference") or {}
             reference = self._messages.get(int(ref.get("message_id", 0) or 0))
             components = list(body.get("components") or [])
@@ -431,21 +492,23 @@ class FakeDiscord(EmbeddedAiohttpServer):
                 guild_id=guild,
                 reference=reference,
                 components=components,
+                attachments=attachments,
             )
             if ref and reference is None:  # replying to a deleted message: still sent
                 message["message_reference"] = {"message_id": str(ref["message_id"])}
             self._messages[int(message["id"])] = message
             self._first_components[int(message["id"])] = components
+            self.uploads.record(message, [], "send")
             return 200, message
-        if method == "PATCH" and len(rest) == 2 and rest[0] == "messages" and rest[1].isdigit():
-            edited = self._messages.get(int(rest[1]))
-            if edited is None or edited["channel_id"] != str(channel_id):
+        if len(rest) == 2 and rest[0] == "messages" and rest[1].isdigit():
+            found = self._messages.get(int(rest[1]))
+            if found is None or found["channel_id"] != str(channel_id):
                 return 404, {"message": "Unknown Message", "code": 10008}
-            if "content" in body:
-                edited["content"] = body["content"]
-            if "components" in body:
-                edited["components"] = body["components"] or []
-            return 200, edited
+            if method == "PATCH":
+                return self.uploads.edit(found, body, files, self.url, self._ids)
+            if method == "DELETE":
+                del self._messages[int(rest[1])]
+                return 204, None
         return 404, {"message": "404: Not Found", "code": 0}
 
     def _interaction_callback(self, interaction_id: int, body: dict[str, Any]) -> tuple[int, Any]:

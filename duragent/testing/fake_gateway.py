@@ -12,8 +12,13 @@ the test (``GatewayControl`` in ``gateway_control``, listening on the socket):
 - what the test sends is done: ``{"emit": {…}}`` writes the event (and reports
   ``{"emitted": <message_id>}`` once it is in the pipe), ``{"raw": "…"}`` writes
   the text as it is (``raw_hex`` for bytes that are not UTF-8), ``{"refuse": {"code", "message"}}``
-  answers the next command with ``command_error``, ``{"hold": true}`` stops answering
-  commands (a platform that hangs), ``{"exit": n}`` exits with ``n``;
+  answers the next command with ``command_error`` (with ``"only": "<type>"`` the next of that
+  type, with ``"times": n`` that many), ``{"hold": true}`` stops answering commands (a
+  platform that hangs), ``{"exit": n}`` exits with ``n``;
+- each answer it writes is reported as ``{"answered": {…}}`` (the ``message_id`` given);
+- a ``send_media`` whose ``media`` is not the protocol's (``source`` ``url`` with a ``url``,
+  or ``base64`` with ``data`` and ``mime_type``) is answered ``command_error``
+  ``invalid_request``, as a gateway that cannot read it would;
 - end of file on stdin (duragent died) ends it with 0, the contract every gateway keeps,
   unless ``--ignore-stdin-eof`` (to prove the parent-death signal alone is enough);
   ``--ignore-shutdown`` ignores both (a gateway that must be killed).
@@ -42,6 +47,7 @@ stays on the standard library)::
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
 import socket
@@ -64,7 +70,7 @@ class _Child:
         self.control = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.control.connect(args.control)
         self.sent = 0
-        self.refusal: dict[str, Any] | None = None
+        self.refusals: list[dict[str, Any]] = []
         self.holding = False
         self.started = time.monotonic()
 
@@ -167,9 +173,13 @@ class _Child:
         request_id = command.get("request_id")
         if request_id is None or self.args.no_ack or self.holding:
             return
-        if self.refusal is not None:
-            refusal, self.refusal = self.refusal, None
-            self.emit({"type": "command_error", "request_id": request_id, **refusal})
+        refusal = self.refusal_for(str(kind))
+        if refusal is None and kind == "send_media":
+            problem = media_problem(command.get("media"))
+            if problem is not None:
+                refusal = {"code": "invalid_request", "message": problem}
+        if refusal is not None:
+            self.answered({"type": "command_error", "request_id": request_id, **refusal})
             return
         if kind == "ping":
             uptime = int(time.monotonic() - self.started)
@@ -186,7 +196,21 @@ class _Child:
         if kind in ("send_message", "send_media"):
             self.sent += 1
             ok["message_id"] = f"g{self.sent}"
-        self.emit(ok)
+        self.answered(ok)
+
+    def answered(self, event: dict[str, Any]) -> None:
+        self.emit(event)
+        self.tell({"answered": event})
+
+    def refusal_for(self, kind: str) -> dict[str, Any] | None:
+        """The first scripted refusal for a command of ``kind``, used up by one."""
+        for refusal in self.refusals:
+            if refusal["only"] in (None, kind):
+                refusal["times"] -= 1
+                if refusal["times"] <= 0:
+                    self.refusals.remove(refusal)
+                return {"code": refusal["code"], "message": refusal["message"]}
+        return None
 
     def from_control(self) -> None:
         with self.control.makefile("rb") as lines:
@@ -203,10 +227,29 @@ class _Child:
                 elif "hold" in order:
                     self.holding = bool(order["hold"])
                 elif "refuse" in order:
-                    self.refusal = dict(order["refuse"])
+                    refusal = {**order["refuse"], "only": order.get("only")}
+                    self.refusals.append({**refusal, "times": int(order.get("times", 1))})
                 elif "exit" in order:
                     self.exit(int(order["exit"]))
         self.exit(3)  # the test went away: do not outlive it
+
+
+def media_problem(media: Any) -> str | None:
+    """What is wrong with a ``send_media`` command's ``media``, or ``None``."""
+    if not isinstance(media, dict):
+        return "media must be an object tagged by 'source'"
+    source = media.get("source")
+    if source == "url":
+        return None if isinstance(media.get("url"), str) else "a url media needs 'url'"
+    if source != "base64":
+        return f"unknown media source {source!r} (url or base64)"
+    if not isinstance(media.get("data"), str) or not isinstance(media.get("mime_type"), str):
+        return "a base64 media needs 'data' and 'mime_type'"
+    try:
+        base64.b64decode(media["data"], validate=True)
+    except ValueError:
+        return "media 'data' is not base64"
+    return None
 
 
 def message(

@@ -15,8 +15,9 @@ exercised, without network or a real bot::
 Methods (``/bot<token>/<method>``, JSON, form or query parameters): getMe, getUpdates (long
 polling: ``offset`` confirms, ``timeout`` waits, a newer poll ends an older one with 409),
 sendMessage, sendChatAction, editMessageText, editMessageReplyMarkup, answerCallbackQuery,
-set/delete/getWebhookInfo, set/get/deleteMyCommands, getFile, close, logOut. Any other method is
-answered 404 "Not Found: method not found" and recorded; a wrong token 401 "Unauthorized".
+set/delete/getWebhookInfo, set/get/deleteMyCommands, getFile, close, logOut, sendPhoto,
+sendDocument, sendVoice, sendAudio, sendVideo, sendMessageDraft, deleteMessage. Any other method
+is answered 404 "Not Found: method not found" and recorded; a wrong token 401 "Unauthorized".
 Validation follows Telegram where a gateway can break it (``telegram_methods``,
 ``telegram_html``); faults are scripted with ``FaultRule`` (``telegram_faults``).
 
@@ -30,6 +31,17 @@ python-telegram-bot's ``base_file_url``), and ``downloads(file_id)`` counts the 
     bot = telegram.Bot(tg.token, base_url=tg.base_url, base_file_url=tg.base_file_url)
     ...                                                 # the gateway downloads the photo
     assert tg.downloads(update["message"]["photo"][-1]["file_id"]) == 1
+
+What the bot sends back and changes (``_telegram_outbound``): ``sent_files`` (the bytes, name,
+type and caption of each photo, document, voice note, audio or video: uploaded, re-sent by
+``file_id`` or fetched from a URL), ``edits`` and ``message_text``/``final_texts`` (a message
+as it reads after its edits), ``drafts`` (``sendMessageDraft``), ``deleted``, and the command
+menus by scope and language (``commands``, ``command_menus``). Faults match these methods by
+name like any other (``FaultRule.too_many_requests(method="editMessageText")``)::
+
+    await bot.send_photo(42, photo=png_bytes, caption="<b>chart</b>", parse_mode="HTML")
+    (sent,) = tg.sent_files(42, "photo")
+    assert (sent.data, sent.caption) == (png_bytes, "chart")
 
 Three ways to run it:
 
@@ -48,7 +60,9 @@ Three ways to run it:
   ``POST /_fake/message``, ``/_fake/edited_message``, ``/_fake/callback_query`` (keyword
   arguments of the ``push_*`` methods), ``/_fake/media`` (``push_media``'s, the bytes as
   ``data_base64``) and ``/_fake/update`` (``{"kind", "payload"}``);
-  ``GET /_fake/downloads?file_id=`` (download counts);
+  ``GET /_fake/downloads?file_id=`` (download counts); ``GET /_fake/sent_files?chat_id=&kind=``
+  (bytes as ``data_base64``), ``/_fake/edits``, ``/_fake/drafts``, ``/_fake/deleted``,
+  ``/_fake/final_texts``, ``/_fake/message_now?chat_id=&message_id=``, ``/_fake/commands``;
   ``GET /_fake/updates`` (unconfirmed); ``GET /_fake/calls?method=&since=&chat_id=&answers=0``
   (``answers=0``: the calls without the Bot API's answers, for a load generator's polls);
   ``GET /_fake/sent?chat_id=``; ``GET /_fake/send_times?chat_id=``;
@@ -71,8 +85,9 @@ from aiohttp import web
 from duragent.testing import telegram_calls
 from duragent.testing._aiohttp_server import EmbeddedAiohttpServer
 from duragent.testing._telegram_files import MAX_FILE_SIZE, FileServer, FileStore
-from duragent.testing._telegram_http import read_params, respond
+from duragent.testing._telegram_http import MAX_REQUEST_SIZE, read_params, respond
 from duragent.testing._telegram_media import TelegramMediaPushes
+from duragent.testing._telegram_outbound import TelegramOutboundRecords
 from duragent.testing.telegram_calls import CallLog, EarlyRetry, RecordedCall
 from duragent.testing.telegram_faults import FaultBook, FaultRule
 from duragent.testing.telegram_methods import BotMethods, chat_id_of, error
@@ -100,7 +115,7 @@ _CONFLICT = (
 )
 
 
-class FakeTelegram(TelegramMediaPushes, EmbeddedAiohttpServer):
+class FakeTelegram(TelegramMediaPushes, TelegramOutboundRecords, EmbeddedAiohttpServer):
     """An in-process fake of the Telegram Bot API (see the module docstring).
 
     Args:
@@ -148,6 +163,7 @@ class FakeTelegram(TelegramMediaPushes, EmbeddedAiohttpServer):
         self._methods = BotMethods(self.bot, self._store, self._updates)
         self._files = FileStore(file_size_limit)
         self._methods.table["getFile"] = self._files.get_file
+        self._install_outbound(self._photo)
         self._log = CallLog(keep_calls)
         self._faults = FaultBook()
         self._lock = threading.Lock()
@@ -340,7 +356,7 @@ class FakeTelegram(TelegramMediaPushes, EmbeddedAiohttpServer):
         """The aiohttp application: the Bot API and the ``/_fake`` control endpoints."""
         from duragent.testing._telegram_control import control_routes
 
-        app = web.Application()
+        app = web.Application(client_max_size=MAX_REQUEST_SIZE)
         app.router.add_route("*", "/bot{token}/{method}", self._bot_api)
         files = FileServer(self._files, lambda: self.token, self._faults, self._lock, self._pause)
         app.router.add_get("/file/bot{token}/{path:.+}", files.serve)
@@ -368,11 +384,14 @@ class FakeTelegram(TelegramMediaPushes, EmbeddedAiohttpServer):
             return self._drop(request, method, params, arrived, None, fault.kind)
         if fault is not None and fault.kind != "drop_after":
             return self._answer(method, params, arrived, *fault.answer(), fault=fault.kind)
-        if method == "getUpdates":
+        resolved = await self._outbound.resolve_url(method, params)  # a file given by URL
+        if isinstance(resolved, tuple):
+            status, body = resolved
+        elif method == "getUpdates":
             status, body = await self._poll(params)
         else:
             with self._lock:
-                status, body = self._methods.call(method, params)
+                status, body = self._methods.call(method, resolved)
         if fault is not None:
             return self._drop(request, method, params, arrived, body, fault.kind)
         return self._answer(method, params, arrived, status, body)

@@ -10,8 +10,16 @@
         sent = await child.command("send_message")   # what duragent wrote to the child
 
 Each child that starts connects and is a ``FakeChild`` (``children``, in start order): its
-pid, the commands duragent wrote to it, and ``emit`` / ``raw`` / ``refuse`` / ``hold`` /
-``exit`` to act as the platform. ``closed`` is set when the child's connection ends (it
+pid, the commands duragent wrote to it and the answers the child gave (``answers``: the
+``message_id`` of each message sent), and ``emit`` / ``raw`` / ``refuse`` / ``hold`` /
+``exit`` to act as the platform. Files duragent sent (``send_media``) read back decoded with
+``sent_media`` (the bytes of a ``base64`` medium, the ``url`` of the other kind)::
+
+    await child.refuse("rate_limited", "slow down", command="send_media")  # the next one
+    sent = await child.command("send_media")
+    (media,) = child.sent_media("42")
+    assert (media.file_name, media.data, media.caption) == ("chart.png", png_bytes, "chart")
+ ``closed`` is set when the child's connection ends (it
 exited or was killed). The socket lives in a short temporary directory (unix socket paths
 are limited to about 100 bytes).
 """
@@ -19,6 +27,8 @@ are limited to about 100 bytes).
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import contextlib
 import json
 import shutil
@@ -26,15 +36,54 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from duragent.testing.fake_gateway import message
 
-__all__ = ["FakeChild", "GatewayControl", "message"]
+__all__ = ["FakeChild", "GatewayControl", "SentMedia", "message"]
 
 WAIT_SECONDS = 15.0
+
+
+@dataclass(frozen=True)
+class SentMedia:
+    """One ``send_media`` command, its medium decoded."""
+
+    request_id: str
+    chat_id: str
+    source: str
+    """``base64`` (the bytes are in ``data``) or ``url``."""
+    mime_type: str | None
+    file_name: str | None
+    caption: str | None
+    data: bytes | None = None
+    url: str | None = None
+
+    @classmethod
+    def of(cls, command: dict[str, Any]) -> SentMedia:
+        """Read a ``send_media`` command (``ValueError`` when its medium is not the protocol's)."""
+        media = command.get("media")
+        if not isinstance(media, dict) or media.get("source") not in ("base64", "url"):
+            raise ValueError(f"not a protocol medium: {media!r}")
+        data = None
+        if media["source"] == "base64":
+            try:
+                data = base64.b64decode(str(media.get("data", "")), validate=True)
+            except binascii.Error as exc:
+                raise ValueError(f"media data is not base64: {exc}") from exc
+        return cls(
+            str(command.get("request_id", "")),
+            str(command.get("chat_id", "")),
+            str(media["source"]),
+            media.get("mime_type"),
+            media.get("filename"),
+            command.get("caption"),
+            data,
+            media.get("url"),
+        )
 
 
 class FakeChild:
@@ -51,6 +100,8 @@ class FakeChild:
         self.emitted: set[str] = set()
         """Message ids of events the child wrote to its stdout (they reach duragent even if
         the child dies next: the pipe keeps them)."""
+        self.answers: dict[str, dict[str, Any]] = {}
+        """``request_id`` → the ``command_ok`` / ``command_error`` the child answered."""
         self.closed = asyncio.Event()
         self._writer = writer
         self._changed = asyncio.Event()
@@ -70,9 +121,17 @@ class FakeChild:
         else:
             await self._order({"raw": data})
 
-    async def refuse(self, code: str, message: str) -> None:
-        """Make the child answer the next command with ``command_error``."""
-        await self._order({"refuse": {"code": code, "message": message}})
+    async def refuse(
+        self, code: str, message: str, *, command: str | None = None, times: int = 1
+    ) -> None:
+        """Make the child answer the next command (of type ``command``) with ``command_error``.
+
+        ``times``: that many commands, one after another. Protocol codes: ``chat_not_found``,
+        ``message_not_found``, ``rate_limited``, ``unauthorized``, ``platform_error``,
+        ``invalid_request``, ``not_connected``.
+        """
+        refusal = {"refuse": {"code": code, "message": message}, "only": command, "times": times}
+        await self._order(refusal)
 
     async def hold(self) -> None:
         """Make the child stop answering commands (they are still passed to the test)."""
@@ -86,6 +145,14 @@ class FakeChild:
     def of_type(self, kind: str) -> list[dict[str, Any]]:
         """The commands of one type duragent wrote to this child, in order."""
         return [c for c in self.commands if c.get("type") == kind]
+
+    def sent_media(self, chat_id: str | None = None) -> list[SentMedia]:
+        """The ``send_media`` commands (for one chat), decoded, in order (refused ones too)."""
+        return [
+            SentMedia.of(c)
+            for c in self.of_type("send_media")
+            if chat_id is None or c.get("chat_id") == chat_id
+        ]
 
     async def command(
         self,
@@ -102,6 +169,14 @@ class FakeChild:
                         return found
                 self._changed.clear()
                 await self._changed.wait()
+
+    async def answer(self, request_id: str, *, within: float = WAIT_SECONDS) -> dict[str, Any]:
+        """The child's answer to command ``request_id`` (waiting for it)."""
+        async with asyncio.timeout(within):
+            while request_id not in self.answers:
+                self._changed.clear()
+                await self._changed.wait()
+        return self.answers[request_id]
 
     def _received(self, command: dict[str, Any]) -> None:
         self.commands.append(command)
@@ -174,6 +249,10 @@ class GatewayControl:
                         self.on_command(child, report["command"])
                 elif "emitted" in report and child is not None:
                     child.emitted.add(str(report["emitted"]))
+                elif "answered" in report and child is not None:
+                    answer = report["answered"]
+                    child.answers[str(answer.get("request_id"))] = answer
+                    child._changed.set()
         except (ConnectionError, asyncio.CancelledError):
             pass
         finally:

@@ -27,7 +27,19 @@ __all__ = [
 ]
 
 SEND_METHODS = frozenset(
-    {"sendMessage", "editMessageText", "editMessageReplyMarkup", "sendChatAction"}
+    {
+        "sendMessage",
+        "editMessageText",
+        "editMessageReplyMarkup",
+        "sendChatAction",
+        "sendPhoto",
+        "sendDocument",
+        "sendVoice",
+        "sendAudio",
+        "sendVideo",
+        "sendMessageDraft",
+        "deleteMessage",
+    }
 )
 """Calls that act on a chat, and that flood control (429) applies to."""
 

@@ -6,6 +6,8 @@ production (400 → ``BadRequest``, 401 → ``InvalidToken``, 409 → ``Conflict
 chat gateway can break are checked: text length after HTML parsing, malformed HTML, empty text,
 unknown chats (with ``strict_chats``), replies to missing messages, edits that change nothing.
 ``getUpdates`` here answers only what is available now; the long-poll wait is the server's.
+Files sent, drafts, deletions and the command menu are methods of their own modules
+(``_telegram_outbound_media``, ``_telegram_edits``, ``_telegram_commands``), added to ``table``.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 from duragent.testing.telegram_html import EntityParseError, ParsedText, parse_html
 from duragent.testing.telegram_store import ChatStore, UpdateQueue
 
-__all__ = ["MAX_MESSAGE_LENGTH", "Answer", "BotMethods", "error"]
+__all__ = ["MAX_MESSAGE_LENGTH", "Answer", "BotMethods", "chat_id_of", "error", "int_param", "ok"]
 
 Answer = tuple[int, dict[str, Any]]
 MAX_MESSAGE_LENGTH = 4096
@@ -63,7 +65,8 @@ def chat_id_of(params: dict[str, Any]) -> int | str | None:
     return value if isinstance(value, int | str) else None
 
 
-def _int(params: dict[str, Any], name: str, default: int | None = None) -> int | None:
+def int_param(params: dict[str, Any], name: str, default: int | None = None) -> int | None:
+    """An integer parameter (form values arrive as text), or ``default``."""
     value = params.get(name, default)
     if isinstance(value, str) and value.lstrip("-").isdigit():
         return int(value)
@@ -79,7 +82,6 @@ class BotMethods:
         self.updates = updates
         self.webhook_url = ""
         self.allowed_updates: frozenset[str] | None = None
-        self.commands: list[Any] = []
         self.table: dict[str, Callable[[dict[str, Any]], Answer]] = {
             "getMe": lambda _params: ok(self.bot),
             "getUpdates": self.get_updates,
@@ -91,9 +93,6 @@ class BotMethods:
             "setWebhook": self.set_webhook,
             "deleteWebhook": self.delete_webhook,
             "getWebhookInfo": self.get_webhook_info,
-            "setMyCommands": self.set_my_commands,
-            "getMyCommands": lambda _params: ok(self.commands),
-            "deleteMyCommands": self.delete_my_commands,
             "close": lambda _params: ok(True),
             "logOut": lambda _params: ok(True),
         }
@@ -118,8 +117,8 @@ class BotMethods:
         allowed = params.get("allowed_updates")
         if isinstance(allowed, list):
             self.allowed_updates = frozenset(allowed) if allowed else None
-        self.updates.confirm(_int(params, "offset"))
-        limit = min(max(_int(params, "limit", 100) or 100, 1), 100)
+        self.updates.confirm(int_param(params, "offset"))
+        limit = min(max(int_param(params, "limit", 100) or 100, 1), 100)
         return ok(self.updates.available(limit, self.allowed_updates))
 
     def set_webhook(self, params: dict[str, Any]) -> Answer:
@@ -145,19 +144,6 @@ class BotMethods:
                 "pending_update_count": len(self.updates.pending()),
             }
         )
-
-    def set_my_commands(self, params: dict[str, Any]) -> Answer:
-        """Remember the command menu."""
-        commands = params.get("commands")
-        if not isinstance(commands, list):
-            return error(400, "Bad Request: can't parse commands JSON object")
-        self.commands = commands
-        return ok(True)
-
-    def delete_my_commands(self, _params: dict[str, Any]) -> Answer:
-        """Forget the command menu."""
-        self.commands = []
-        return ok(True)
 
     # -- messages -----------------------------------------------------------------------------
 
@@ -193,6 +179,21 @@ class BotMethods:
         parsed = self.render(params)
         if not isinstance(parsed, ParsedText):
             return parsed
+        message = self.new_message(chat_id, params)
+        if isinstance(message, tuple):
+            return message
+        message["text"] = parsed.text
+        if parsed.entities:
+            message["entities"] = parsed.entities
+        self.store.remember(dict(message))  # edits change the kept copy, not this answer
+        return ok(message)
+
+    def new_message(self, chat_id: int | str, params: dict[str, Any]) -> dict[str, Any] | Answer:
+        """A numbered bot message in the chat with its reply, thread and keyboard, not kept yet.
+
+        The caller adds the content (text, or a file and its caption) and ``store.remember`` s
+        it; an unknown chat, a reply to a missing message or a bad keyboard is the error answer.
+        """
         chat = self.store.known_chat(chat_id)
         if chat is None:
             return error(400, "Bad Request: chat not found")
@@ -207,10 +208,8 @@ class BotMethods:
             message["sender_chat"] = chat
         else:
             message["from"] = self.bot
-        message.update(chat=chat, date=self.store.now(), text=parsed.text)
-        if parsed.entities:
-            message["entities"] = parsed.entities
-        thread = _int(params, "message_thread_id")
+        message.update(chat=chat, date=self.store.now())
+        thread = int_param(params, "message_thread_id")
         if thread is not None:
             message["message_thread_id"] = thread
             if chat.get("is_forum"):
@@ -221,8 +220,7 @@ class BotMethods:
             }
         if markup is not None:
             message["reply_markup"] = markup
-        self.store.remember(dict(message))  # edits change the kept copy, not this answer
-        return ok(message)
+        return message
 
     def _replied(
         self, chat_id: int | str, params: dict[str, Any]
@@ -230,10 +228,10 @@ class BotMethods:
         reply = params.get("reply_parameters")
         allow_missing = params.get("allow_sending_without_reply") is True
         if isinstance(reply, dict):
-            message_id = _int(reply, "message_id")
+            message_id = int_param(reply, "message_id")
             allow_missing = reply.get("allow_sending_without_reply") is True
         else:
-            message_id = _int(params, "reply_to_message_id")
+            message_id = int_param(params, "reply_to_message_id")
         if message_id is None:
             return None
         replied = self.store.message(chat_id, message_id)
@@ -242,7 +240,7 @@ class BotMethods:
         return replied
 
     def _bot_message(self, params: dict[str, Any]) -> dict[str, Any] | Answer:
-        chat_id, message_id = chat_id_of(params), _int(params, "message_id")
+        chat_id, message_id = chat_id_of(params), int_param(params, "message_id")
         if chat_id is None or message_id is None:
             return error(400, "Bad Request: message identifier is not specified")
         message = self.store.message(chat_id, message_id)

@@ -9,59 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import base64
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
 
 import discord
 import httpx
 import pytest
 
-from duragent.gateways.discord.endpoints import use_api
 from duragent.testing import FakeDiscord
 from duragent.testing.discord_objects import Person
+from tests.testing.discord_client import Listening
 from tests.testing.images import png
 
 CHANNEL = 200
 ANN = Person(7, "ann", global_name="Ann")
-
-
-@dataclass
-class Listening:
-    """A connected discord.py client and the messages it received."""
-
-    dc: FakeDiscord
-    client: discord.Client
-    received: asyncio.Queue[discord.Message]
-
-
-@pytest.fixture
-async def listening() -> AsyncIterator[Listening]:
-    async with FakeDiscord() as dc:
-        await dc.add_channel(CHANNEL)
-        restore = use_api(dc.url)
-        intents = discord.Intents.default()
-        intents.message_content = True
-        client = discord.Client(intents=intents, guild_ready_timeout=0.01)
-        received: asyncio.Queue[discord.Message] = asyncio.Queue()
-        ready = asyncio.Event()
-
-        @client.event
-        async def on_ready() -> None:
-            ready.set()
-
-        @client.event
-        async def on_message(message: discord.Message) -> None:
-            await received.put(message)
-
-        await client.login(dc.token)
-        running = asyncio.create_task(client.connect(reconnect=False))
-        try:
-            await asyncio.wait_for(ready.wait(), 30)
-            yield Listening(dc, client, received)
-        finally:
-            await client.close()
-            await asyncio.wait_for(running, 30)
-            restore()
 
 
 async def test_discord_py_reads_an_image_attachment_from_the_fake(listening: Listening) -> None:
