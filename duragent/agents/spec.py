@@ -118,6 +118,15 @@ class ModelSpec(_Spec):
         description="Whether the model can see images (they are sent to it); when unset, "
         "decided from the model name by a table of known vision models (unknown: no).",
     )
+    attachment_turns: int = Field(
+        default=3,
+        ge=1,
+        le=1000,
+        description="For how many turns, counting the one it came with, an image is sent to a "
+        "model that can see and a text file's text is inlined; after that each is one line "
+        "naming the file, which the agent's tools can still open. When the window is short, "
+        "images give way to those lines before any history is left out.",
+    )
 
     @field_validator("provider")
     @classmethod

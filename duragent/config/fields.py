@@ -100,6 +100,10 @@ _TELEGRAM = "duragent.gateways.telegram.service"
 _HTTP = "duragent.gateways.http.server.uvicorn_server"
 _ROUTES = "duragent.frontkit.routing"
 _SANDBOX = "duragent.tools.sandbox"
+_DISCORD = "duragent.gateways.discord.service"
+_EXT = "duragent.gateways.external"
+_MEDIA = "duragent.runtime.media"
+_BUDGET = "duragent.turns.agent_budget"
 
 FIELDS: dict[Format, dict[str, Fate]] = {
     "agent": {
@@ -118,6 +122,7 @@ FIELDS: dict[Format, dict[str, Fate]] = {
         "spec.model.pricing.input_per_million": Use("duragent.agents.spec", "cost"),
         "spec.model.pricing.output_per_million": Use("duragent.agents.spec", "cost"),
         "spec.model.vision": Use("duragent.llm.vision", "can_see"),
+        "spec.model.attachment_turns": Use("duragent.turns.images", "Attachments.for_turn"),
         "spec.soul": Use(_SPEC, "check_agent"),
         "spec.system_prompt": Use(_SPEC, "check_agent"),
         "spec.instructions": Use(_SPEC, "check_agent"),
@@ -133,32 +138,16 @@ FIELDS: dict[Format, dict[str, Fate]] = {
         "spec.session.max_tool_argument_bytes": Use("duragent.turns.context", "build"),
         "spec.session.max_tool_argument_depth": Use("duragent.turns.context", "build"),
         "spec.session.llm_timeout_seconds": Use("duragent.turns.providers", "_build"),
-        "spec.session.context.max_history_tokens": Use(
-            "duragent.turns.agent_budget", "budget_settings"
-        ),
-        "spec.session.context.max_tool_result_tokens": Use(
-            "duragent.turns.agent_budget", "budget_settings"
-        ),
-        "spec.session.context.tool_result_truncation": Use(
-            "duragent.turns.agent_budget", "budget_settings"
-        ),
-        "spec.session.context.tool_result_keep_first": Use(
-            "duragent.turns.agent_budget", "budget_settings"
-        ),
-        "spec.session.context.tool_result_keep_last": Use(
-            "duragent.turns.agent_budget", "budget_settings"
-        ),
+        "spec.session.context.max_history_tokens": Use(_BUDGET, "budget_settings"),
+        "spec.session.context.max_tool_result_tokens": Use(_BUDGET, "budget_settings"),
+        "spec.session.context.tool_result_truncation": Use(_BUDGET, "budget_settings"),
+        "spec.session.context.tool_result_keep_first": Use(_BUDGET, "budget_settings"),
+        "spec.session.context.tool_result_keep_last": Use(_BUDGET, "budget_settings"),
         "spec.session.context.full_prompt": Use("duragent.turns.agent_budget", "budget_settings"),
         "spec.session.context.prune.enabled": Use("duragent.turns.agent_budget", "budget_settings"),
-        "spec.session.context.prune.protect_tokens": Use(
-            "duragent.turns.agent_budget", "budget_settings"
-        ),
-        "spec.session.context.prune.minimum_tokens": Use(
-            "duragent.turns.agent_budget", "budget_settings"
-        ),
-        "spec.session.context.prune.protected_tools": Use(
-            "duragent.turns.agent_budget", "budget_settings"
-        ),
+        "spec.session.context.prune.protect_tokens": Use(_BUDGET, "budget_settings"),
+        "spec.session.context.prune.minimum_tokens": Use(_BUDGET, "budget_settings"),
+        "spec.session.context.prune.protected_tools": Use(_BUDGET, "budget_settings"),
         "spec.session.context.saved_outputs.enabled": Use(
             "duragent.turns.context", "_saved_outputs"
         ),
@@ -278,23 +267,30 @@ FIELDS: dict[Format, dict[str, Fate]] = {
         "gateways.telegram.max_messages_per_second_per_chat": Use(_TELEGRAM, "_start"),
         "gateways.telegram.delivery_retry_seconds": Use(_TELEGRAM, "_start"),
         "gateways.discord.enabled": Use("duragent.runtime.fronts", "_chat_platform"),
-        "gateways.discord.bot_token": Use("duragent.gateways.discord.service", "_start"),
-        "gateways.discord.base_url": Use("duragent.gateways.discord.service", "_start"),
-        "gateways.discord.delivery_retry_seconds": Use(
-            "duragent.gateways.discord.service", "_start"
-        ),
-        "gateways.external[].name": Use("duragent.gateways.external.assemble", "chats"),
-        "gateways.external[].command": Use("duragent.gateways.external.launch", "of"),
-        "gateways.external[].args": Use("duragent.gateways.external.launch", "of"),
-        "gateways.external[].env": Use("duragent.gateways.external.launch", "of"),
-        "gateways.external[].restart": Use("duragent.gateways.external.service", "start"),
-        "gateways.external[].fans_out": Use("duragent.gateways.external.assemble", "chats"),
+        "gateways.discord.bot_token": Use(_DISCORD, "_start"),
+        "gateways.discord.base_url": Use(_DISCORD, "_start"),
+        "gateways.discord.delivery_retry_seconds": Use(_DISCORD, "_start"),
+        "gateways.external[].name": Use(f"{_EXT}.assemble", "chats"),
+        "gateways.external[].command": Use(f"{_EXT}.launch", "of"),
+        "gateways.external[].args": Use(f"{_EXT}.launch", "of"),
+        "gateways.external[].env": Use(f"{_EXT}.launch", "of"),
+        "gateways.external[].restart": Use(f"{_EXT}.service", "start"),
+        "gateways.external[].fans_out": Use(f"{_EXT}.assemble", "chats"),
         "gateways.external[].delivery_retry_seconds": Use(
-            "duragent.gateways.external.service", "ExternalGateway.start"
+            f"{_EXT}.service", "ExternalGateway.start"
         ),
-        "gateways.external[].bot_username": Use(
-            "duragent.gateways.external.assemble", "build_external_gateway"
-        ),
+        "gateways.external[].bot_username": Use(f"{_EXT}.assemble", "build_external_gateway"),
+        "media.max_bytes.image": Use(_MEDIA, "media_settings"),
+        "media.max_bytes.voice": Use(_MEDIA, "media_settings"),
+        "media.max_bytes.audio": Use(_MEDIA, "media_settings"),
+        "media.max_bytes.video": Use(_MEDIA, "media_settings"),
+        "media.max_bytes.document": Use(_MEDIA, "media_settings"),
+        "media.transcription.provider": Use(_MEDIA, "_transcriber"),
+        "media.transcription.base_url": Use(_MEDIA, "_transcriber"),
+        "media.transcription.model": Use(_MEDIA, "_transcriber"),
+        "media.transcription.api_key_env": Use(_MEDIA, "_transcriber"),
+        "media.transcription.language": Use(_MEDIA, "_transcriber"),
+        "media.allow_private": Use("duragent.runtime.fronts", "Fronts.external"),
         "routes[].match.gateway": Use(_ROUTES, "_matches"),
         "routes[].match.chat_type": Use(_ROUTES, "_matches"),
         "routes[].match.chat_id": Use(_ROUTES, "_matches"),

@@ -38,6 +38,7 @@ from duragent.config.gateways import (
     route_warnings,
 )
 from duragent.config.hosts import check_host_name, check_origin
+from duragent.config.media import MediaConfig
 from duragent.config.section import Section
 from duragent.config.store import StoreConfig
 from duragent.config.validation import (
@@ -56,6 +57,7 @@ __all__ = [
     "ExternalGatewayConfig",
     "GatewayConfig",
     "GatewaysConfig",
+    "MediaConfig",
     "RestartPolicy",
     "RouteConfig",
     "RouteMatch",
@@ -221,6 +223,7 @@ class WorkspaceConfig(Section):
     sandbox: SandboxConfig = SandboxConfig()
     scheduler: SchedulerConfig = SchedulerConfig()
     store: StoreConfig = StoreConfig()
+    media: MediaConfig = MediaConfig()
 
 
 @dataclass(frozen=True, slots=True)

@@ -257,6 +257,9 @@ class BudgetReport:
     results_shrunk: int = 0
     calls_repaired: int = 0
     orphans_dropped: int = 0
+    images_sent: int = 0
+    images_left_out: int = 0
+    """Images a model that can see was sent, and recent ones left as placeholders for room."""
 
     def to_dict(self) -> dict[str, int]:
         """Only the non-zero counters, plus the sizes (keeps events small)."""
@@ -270,6 +273,8 @@ class BudgetReport:
             ("results_shrunk", self.results_shrunk),
             ("calls_repaired", self.calls_repaired),
             ("orphans_dropped", self.orphans_dropped),
+            ("images_sent", self.images_sent),
+            ("images_left_out", self.images_left_out),
         )
         return {
             "window": self.window,

@@ -290,7 +290,7 @@ class TokenCounter:
         return tokens
 
     def count_message(self, message: Message) -> int:
-        """Tokens one message costs in a request: content, tool calls, id and framing."""
+        """Tokens one message costs in a request: content, tool calls, id, images, framing."""
         cached = self._cache.get(id(message))
         if cached is not None:
             return cached
@@ -300,6 +300,8 @@ class TokenCounter:
             total += self.text.count_text(call.id) + 3
         if message.tool_call_id:
             total += self.text.count_text(message.tool_call_id)
+        if type(message) is not Message:  # ``llm.types.ImageMessage``: its images' tokens
+            total += getattr(message, "image_tokens", 0)
         key = id(message)
         with self._lock:
             if key not in self._cache:

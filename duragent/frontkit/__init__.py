@@ -33,6 +33,11 @@
   ``routing`` (``Router``), ``access`` (``admit``), ``commands`` (``/reset``, ``/status``),
   ``group_context`` (the durable context buffer's block) and ``approvals`` (buttons,
   requester check, toasts).
+- ``media``: ``MediaRef`` (a file a message carries, not yet downloaded), ``MediaSource``
+  (how a platform's files are downloaded), ``MediaLimits`` / ``MediaSettings``;
+  ``media_intake``: ``MediaIntake``, a message's files kept in its session before the
+  message is recorded (limits, transcription, the chat's files folder); ``media_index``:
+  which platform files a session holds already (nothing downloaded twice).
 
 The outcomes themselves (``Complete``, ``AwaitingApproval``, ``Duplicate``, ``Failed``) and
 the approval errors live in ``duragent.turns``, which returns and raises them; how nodes
@@ -53,7 +58,16 @@ from duragent.frontkit.chat import ChatTurns, Inbound
 from duragent.frontkit.chats import ChatHandler, GatewayChats, InboundBusyError, gateway_chats
 from duragent.frontkit.delivery import Deliveries, Delivery
 from duragent.frontkit.gateway import ChatFront
-from duragent.frontkit.inbound import ButtonPress, ChatType, InboundMessage, Sender
+from duragent.frontkit.inbound import ButtonPress, ChatType, InboundMessage, MediaRef, Sender
+from duragent.frontkit.media import (
+    Fetched,
+    MediaLimits,
+    MediaSettings,
+    MediaSource,
+    MediaTooLargeError,
+    MediaUnavailableError,
+)
+from duragent.frontkit.media_intake import MediaIntake
 from duragent.frontkit.memory import MemoryOutbound, Sent
 from duragent.frontkit.notices import ProcessNotices, SessionNotices
 from duragent.frontkit.outbound import (
@@ -87,10 +101,18 @@ __all__ = [
     "Deliveries",
     "Delivery",
     "Dispatcher",
+    "Fetched",
     "GatewayChats",
     "Inbound",
     "InboundBusyError",
     "InboundMessage",
+    "MediaIntake",
+    "MediaLimits",
+    "MediaRef",
+    "MediaSettings",
+    "MediaSource",
+    "MediaTooLargeError",
+    "MediaUnavailableError",
     "MemoryOutbound",
     "MeteredOutbound",
     "OutboundPort",

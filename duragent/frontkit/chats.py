@@ -35,6 +35,8 @@ from duragent.frontkit.access import GROUP_CHAT_TYPES, mention_context
 from duragent.frontkit.chat import TYPING_EVERY_SECONDS, ChatTurns
 from duragent.frontkit.gateway import ChatFront
 from duragent.frontkit.inbound import ButtonPress, InboundMessage
+from duragent.frontkit.media import MediaSettings, MediaSource
+from duragent.frontkit.media_intake import MediaIntake
 from duragent.frontkit.outbound import OutboundPort, metered
 from duragent.frontkit.owners import defer_to_owner, serve_when_free
 from duragent.frontkit.queue import SessionQueues
@@ -269,6 +271,8 @@ def gateway_chats(
     cluster: Cluster | None = None,
     fans_out: bool = False,
     relay: ChatRelay | None = None,
+    media: MediaSource | None = None,
+    media_settings: MediaSettings | None = None,
 ) -> GatewayChats:
     """The kit for ``gateway`` over ``outbound`` (its adapter calls this once the bot is known).
 
@@ -278,7 +282,9 @@ def gateway_chats(
     ``fans_out``: every node receives every message (Discord), so the chat's owner takes it;
     ``relay``: with several nodes, a message for a chat another node serves is handed to that
     node (not with ``fans_out``: the owner receives its own copy), and messages other nodes
-    hand here go through this gateway's pipeline.
+    hand here go through this gateway's pipeline; ``media``: how the platform's files are
+    downloaded (None: a message's files are not taken in, its caption is), taken in by
+    ``media_settings`` (limits, transcription).
     """
     outbound = metered(outbound, gateway, turns.metrics)
     chat = ChatTurns(turns, outbound, tasks, typing_every=typing_every)
@@ -286,7 +292,8 @@ def gateway_chats(
     if turns.metrics is not None:
         turns.metrics.chat_queue(gateway, queues.pending)
     log.info("%s: %s", gateway, router.startup_note())
-    front = ChatFront(chat, router, catalog, queues, bot_username=bot_username)
+    intake = None if media is None else MediaIntake(turns, outbound, media, media_settings)
+    front = ChatFront(chat, router, catalog, queues, bot_username=bot_username, media=intake)
     if relay is not None:
         relay.register(gateway, front)
     return GatewayChats(

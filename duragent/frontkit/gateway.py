@@ -18,8 +18,11 @@ this order (spec ``202611240305.chat-gateway-core``):
    ``activation: mention`` in ``silent`` buffer mode, goes to the durable context buffer; a
    passive sender (or ``passive`` buffer mode) is recorded as a user message, not answered;
 6. **label**: a group message reaches the model as ``<display name|username|id>: text``;
-7. **non-text** content without a caption is answered with one polite sentence (in a group
-   only when it addressed the bot);
+7. **media** (``media_intake``, when the gateway gave the kit a ``MediaIntake``): the photos,
+   voice notes and files of a message that will be answered are downloaded, kept in the
+   session and named by the message (a voice note's text is its transcript); other
+   **non-text** content without a caption (a sticker, a location) is answered with one
+   polite sentence (in a group only when it addressed the bot);
 8. **dispatch**: the message is offered to the ``Dispatcher`` (the per-session queue), which
    records it durably before returning and runs its turn later.
 
@@ -37,6 +40,7 @@ from collections.abc import Callable
 from duragent.agents import AgentCatalog
 from duragent.agents.roles import access_of
 from duragent.agents.spec import QueueSpec
+from duragent.core.attachments import Attachment
 from duragent.errors import NotFoundError
 from duragent.frontkit.access import GROUP_CHAT_TYPES, admit
 from duragent.frontkit.approvals import ApprovalButtons
@@ -49,6 +53,7 @@ from duragent.frontkit.commands import (
     run_command,
 )
 from duragent.frontkit.inbound import ButtonPress, InboundMessage
+from duragent.frontkit.media_intake import MediaIntake
 from duragent.frontkit.pairing_chat import ChatPairing, parse_pair
 from duragent.frontkit.queue import Dispatcher
 from duragent.frontkit.rates import RATE_FIELD, SenderRates
@@ -58,7 +63,9 @@ __all__ = ["NON_TEXT_REPLY", "ChatFront"]
 
 log = logging.getLogger(__name__)
 
-NON_TEXT_REPLY = "Sorry, I can only read text messages (a caption works too)."
+NON_TEXT_REPLY = (
+    "Sorry, I cannot read that kind of message: send me text, a photo, a voice note or a file."
+)
 
 
 class ChatFront:
@@ -72,8 +79,11 @@ class ChatFront:
         dispatcher: Dispatcher,
         *,
         bot_username: str | None = None,
+        media: MediaIntake | None = None,
     ) -> None:
+        """``media``: how the gateway's files are taken in (None: captions only)."""
         self._chat = chat
+        self.media = media
         self._router = router
         self._agents = agents
         self._dispatcher = dispatcher
@@ -157,9 +167,16 @@ class ChatFront:
         if admission.action in ("buffer", "record"):
             if labelled is None:
                 log.debug("%s: nothing to keep of a %s message", where, msg.content_kind)
-            else:
+            else:  # its files are not kept: an unanswered record names none (yet)
                 await self._keep(session_id, msg, labelled, silent=admission.action == "buffer")
             return
+        attachments: tuple[Attachment, ...] = ()
+        if msg.media and self.media is not None:
+            taken = await self.media.take(session_id, msg, agent.directory)
+            if taken is None:
+                return  # every file refused and no caption: the person was told why
+            attachments = taken.attachments
+            labelled = f"{label}: {taken.text}".rstrip() if is_group else taken.text
         if labelled is None:
             if is_group and not (msg.mentions_bot or msg.reply_to_bot):
                 log.debug("%s: a %s not addressed to the bot; ignored", where, msg.content_kind)
@@ -175,6 +192,7 @@ class ChatFront:
             sender_name=label,
             message_id=msg.message_id,
             context_buffer=admission.buffer,
+            attachments=attachments,
         )
         await self._dispatcher.offer(session_id, inbound, queue)
 

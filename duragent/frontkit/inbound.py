@@ -9,12 +9,14 @@ the decisions read.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
+from duragent.core.attachments import AttachmentKind
 from duragent.frontkit.outbound import ChatRef
 
-__all__ = ["ButtonPress", "ChatType", "InboundMessage", "Sender"]
+__all__ = ["ButtonPress", "ChatType", "InboundMessage", "MediaRef", "Sender"]
 
 ChatType = Literal["dm", "group", "channel"]
 """Telegram's ``private`` is ``dm`` and its ``supergroup`` is ``group``, as in the reference."""
@@ -32,6 +34,54 @@ class Sender:
     def label(self) -> str:
         """How a group message names its sender to the model: display name, username, id."""
         return self.display_name or self.username or self.id
+
+
+@dataclass(frozen=True, slots=True)
+class MediaRef:
+    """A file a message carries, as its platform describes it: not downloaded yet.
+
+    Plain data (a message handed to another node over the relay carries it as JSON): the
+    gateway's ``MediaSource`` (``frontkit.media``) downloads it by ``platform_id`` or ``url``
+    where the message is recorded, after the kit decided the message is kept at all.
+    """
+
+    kind: AttachmentKind
+    platform_id: str
+    """The platform's id for the file, recorded with the attachment (Telegram's ``file_id``,
+    a Discord attachment id, a gateway's URL)."""
+    unique_id: str | None = None
+    """An id the same file keeps across deliveries (Telegram's ``file_unique_id``): a
+    redelivered update is recognised by it, and nothing is downloaded twice."""
+    url: str | None = None
+    """Where its bytes are, for a platform that links them (Discord's CDN, a gateway's)."""
+    name: str | None = None
+    """The sender's file name (a photo or a voice note has none)."""
+    mime: str | None = None
+    size: int | None = None
+    """The size the platform declares (checked against the limit before downloading)."""
+
+    @property
+    def key(self) -> str:
+        """What identifies the file across deliveries of its message."""
+        return self.unique_id or self.platform_id
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> MediaRef:
+        """A reference read back from its JSON form (``KeyError``/``ValueError`` if none)."""
+        size = data.get("size")
+        return cls(
+            kind=AttachmentKind(str(data["kind"])),
+            platform_id=str(data["platform_id"]),
+            unique_id=_text(data.get("unique_id")),
+            url=_text(data.get("url")),
+            name=_text(data.get("name")),
+            mime=_text(data.get("mime")),
+            size=None if size is None else int(size),
+        )
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +105,8 @@ class InboundMessage:
     reply_to_message_id: str | None = None
     edited: bool = False
     """An edit of a message sent earlier (``message_id`` is the edited message's)."""
+    media: tuple[MediaRef, ...] = ()
+    """The photo, voice note, audio, video or files it carries (``text`` is their caption)."""
 
     @property
     def chat(self) -> ChatRef:

@@ -17,7 +17,7 @@ from dataclasses import asdict
 from typing import Any, Protocol
 
 from duragent.cluster import OwnerRelay, Unpacked
-from duragent.frontkit.inbound import ButtonPress, InboundMessage, Sender
+from duragent.frontkit.inbound import ButtonPress, InboundMessage, MediaRef, Sender
 
 __all__ = ["ChatReceiver", "ChatRelay", "Relayed", "from_wire", "to_wire"]
 
@@ -51,10 +51,11 @@ def from_wire(body: bytes) -> Relayed:
         fields: dict[str, Any] = dict(data["value"])
         sender = Sender(**fields.pop("sender"))
         if data["kind"] == "message":
-            return InboundMessage(sender=sender, **fields)
+            media = tuple(MediaRef.of(ref) for ref in fields.pop("media", None) or ())
+            return InboundMessage(sender=sender, media=media, **fields)
         if data["kind"] == "press":
             return ButtonPress(sender=sender, **fields)
-    except (TypeError, KeyError, AttributeError, json.JSONDecodeError) as exc:
+    except (TypeError, KeyError, AttributeError, ValueError) as exc:  # JSONDecodeError too
         raise ValueError(f"not a relayed chat message: {exc}") from None
     raise ValueError(f"not a relayed chat message: kind {data['kind']!r}")
 

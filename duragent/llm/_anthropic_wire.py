@@ -14,6 +14,8 @@ from typing import Any, NamedTuple
 
 from duragent.core.messages import Message, Role
 from duragent.llm._wire_body import FragmentCache, Slicer, dumps, json_array
+from duragent.llm.image_parts import anthropic_user_content
+from duragent.llm.types import ImageMessage
 
 __all__ = ["FRAGMENTS", "PLACEHOLDER_FIRST_USER", "Fragment", "parse_input", "turns_body"]
 
@@ -35,9 +37,10 @@ class Fragment(NamedTuple):
     ``role`` is the turn it belongs to (``b"user"`` or ``b"assistant"``), or ``b""`` when it
     adds no content block (a system message, hoisted; an assistant message with nothing to
     say). ``kind`` is ``system``, ``result`` (a ``tool_result`` block), ``user`` (a text
-    block) or ``assistant`` (text and ``tool_use`` blocks); ``blocks`` its serialised
-    content blocks, comma-joined (for ``system``: the UTF-8 text, empty when blank); ``turn``
-    the whole turn it makes when no neighbour merges with it.
+    block; an ``ImageMessage``'s image blocks first) or ``assistant`` (text and ``tool_use``
+    blocks); ``blocks`` its serialised content blocks, comma-joined (for ``system``: the
+    UTF-8 text, empty when blank); ``turn`` the whole turn it makes when no neighbour merges
+    with it.
     """
 
     role: bytes
@@ -82,6 +85,9 @@ def _message_fragment(m: Message) -> Fragment:
             for c in m.tool_calls
         )
         return _fragment("assistant", b",".join(dumps(b) for b in blocks))
+    if type(m) is ImageMessage:  # image blocks, then its text (when any)
+        images = anthropic_user_content(m.text if m.text.strip() else "", m.images)
+        return _fragment("user", b",".join(dumps(b) for b in images))
     text = m.text if m.text.strip() else "(empty)"
     return _fragment("user", dumps({"type": "text", "text": text}))
 

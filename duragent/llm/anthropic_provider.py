@@ -42,10 +42,12 @@ from duragent.llm._http_errors import (
 )
 from duragent.llm._json_fields import integer, obj, text
 from duragent.llm._wire_body import dumps, json_object
+from duragent.llm.image_parts import anthropic_user_content
 from duragent.llm.limits import ReplyGuard, checked_calls, repair_text
 from duragent.llm.types import (
     ChatRequest,
     ChatResponse,
+    ImageMessage,
     ResponseDone,
     StreamEvent,
     StreamProgress,
@@ -108,6 +110,8 @@ def to_anthropic_request(
                 for c in m.tool_calls
             )
             add("assistant", blocks)
+        elif type(m) is ImageMessage:
+            add("user", anthropic_user_content(m.text if m.text.strip() else "", m.images))
         else:
             add("user", [{"type": "text", "text": m.text if m.text.strip() else "(empty)"}])
     if not turns or turns[0]["role"] != "user":

@@ -32,11 +32,7 @@ from yarl import URL
 
 from duragent import __version__
 from duragent.core.messages import Message, Role, ToolCall, Usage
-from duragent.errors import (
-    LLMConnectionError,
-    LLMError,
-    LLMResponseError,
-)
+from duragent.errors import LLMConnectionError, LLMError, LLMResponseError
 from duragent.llm._http_errors import (
     connection_failure,
     error_for_status,
@@ -46,10 +42,12 @@ from duragent.llm._http_errors import (
 from duragent.llm._json_fields import integer, items, obj, text
 from duragent.llm._sse import chat_chunks
 from duragent.llm._wire_body import FragmentCache, dumps, json_array, json_object
+from duragent.llm.image_parts import openai_user_content
 from duragent.llm.limits import ReplyGuard, checked_calls, repair_text
 from duragent.llm.types import (
     ChatRequest,
     ChatResponse,
+    ImageMessage,
     ResponseDone,
     StreamEvent,
     StreamProgress,
@@ -81,6 +79,8 @@ def _openai_message(m: Message) -> dict[str, Any]:
                 for c in m.tool_calls
             ],
         }
+    if type(m) is ImageMessage:  # its images as ``image_url`` parts after its text
+        return {"role": "user", "content": openai_user_content(m.text, m.images)}
     return {"role": m.role.value, "content": m.text}
 
 

@@ -6,16 +6,37 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from duragent.core.messages import Message, ToolCall, ToolDefinition, Usage
+from duragent.llm.image_size import FittedImage
 from duragent.llm.limits import OutputLimits
 
 __all__ = [
     "ChatRequest",
     "ChatResponse",
+    "ImageMessage",
     "ResponseDone",
     "StreamEvent",
     "StreamProgress",
     "TextDelta",
 ]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class ImageMessage(Message):
+    """A user message sent with its images as the provider's native parts.
+
+    Made per turn by ``turns.images`` for a model that can see (``vision.can_see``), from
+    the images of a message that fitted the request; every other message, and this one
+    when its images do not fit, is plain text (``context.attachments``). ``images`` are
+    fitted to the provider's limits (``images.fit_image``); ``image_tokens`` is what they
+    cost by the provider's formula (``image_size.image_tokens``), added to the text's count
+    by ``TokenCounter.count_message`` so the budget holds. A subclass rather than a request
+    field: each provider's per-message fragment cache keys on the message object, so a
+    message's wire form with images and without are different objects, and a text-only
+    request does no work for images at all.
+    """
+
+    images: tuple[FittedImage, ...] = field(default=(), repr=False)
+    image_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

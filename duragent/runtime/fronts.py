@@ -4,11 +4,13 @@ Each chat platform is built only when its ``duragent.yaml`` section asks for it 
 imported only then); every one is handed the same turn runner and background tasks. What
 runs outside a chat's own front end but must reach a chat (a scheduled run, a background job
 that ended) finds it here by gateway name (``outbound_port``). ``Runtime`` lists the services
-built here in its ``SERVICES``; this module only builds them.
+built here in its ``SERVICES``; this module only builds them. Every chat gateway takes files
+in by the same ``media:`` settings (``runtime.media``), built once.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,6 +22,7 @@ from duragent.errors import ConfigError
 from duragent.frontkit import (
     ChatGateway,
     ChatRelay,
+    MediaSettings,
     OutboundPort,
     ProcessNotices,
     SessionNotices,
@@ -28,6 +31,7 @@ from duragent.frontkit import (
 )
 from duragent.lifecycle.services import Hooks, Service
 from duragent.lifecycle.tasks import BackgroundTasks
+from duragent.runtime.media import media_settings
 from duragent.scheduler import Clock, Destination, SchedulerSettings, Schedules, ScheduleTool
 from duragent.session import SessionRegistry
 from duragent.store import SharedStorage
@@ -40,8 +44,8 @@ __all__ = ["Fronts", "GatewayBuilder"]
 
 GatewayBuilder = Callable[..., ChatGateway]
 """A chat platform's ``build_<name>_gateway(config, turns, tasks, *, catalog, routes,
-request_timeout, cluster)`` (imported only when the platform is configured); Telegram's also
-takes ``relay``."""
+request_timeout, cluster, media)`` (imported only when the platform is configured);
+Telegram's also takes ``relay``."""
 
 
 class Fronts:
@@ -82,6 +86,14 @@ class Fronts:
         """The scheduler front end, once built (None when ``scheduler.enabled`` is false)."""
         self._turns: TurnRunner | None = None
         self._processes: ProcessRegistry | None = None
+        self._media: MediaSettings | None = None
+
+    @property
+    def media(self) -> MediaSettings:
+        """How the chat gateways take photos, voice notes and files in (``media:``)."""
+        if self._media is None:
+            self._media = media_settings(self._config.media, os.environ)
+        return self._media
 
     def serve_with(self, turns: TurnRunner) -> ProcessRegistry:
         """Use ``turns`` for every front end; returns the background-job registry.
@@ -153,6 +165,7 @@ class Fronts:
             routes=self._config.routes,
             request_timeout=self._config.server.request_timeout_seconds,
             cluster=self.cluster,
+            media=self.media,
             **extra,
         )
         self._gateways[gateway.name] = gateway
@@ -180,6 +193,8 @@ class Fronts:
                 request_timeout=self._config.server.request_timeout_seconds,
                 cluster=self.cluster,
                 relay=self.relay,
+                media=self.media,
+                allow_private=self._config.media.allow_private,
             )
             for index, config in configs
         ]

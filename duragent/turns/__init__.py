@@ -18,7 +18,8 @@
 - ``loop``: the agentic loop, including resuming a call a person decided on;
   ``call_limits``: calls per response and per turn.
 - ``context``: what a turn runs with (provider, tools, policy, budget, prompt, recorder);
-  ``agent_budget``: an agent's context budget; ``providers``: one LLM client per model.
+  ``agent_budget``: an agent's context budget; ``providers``: one LLM client per model;
+  ``images``: a turn's photos and files in its requests (images fitted once, off the loop).
 - ``endings``: the durable trace of a turn cut short or failed; ``result``: ``TurnResult``,
   the union of ``Complete``, ``AwaitingApproval``, ``Duplicate`` and ``Failed``;
   ``interruptions``: what became of a message whose turn was cut (``Interruption``);

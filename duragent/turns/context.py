@@ -37,6 +37,7 @@ from duragent.tools.tool_output import TOOL_OUTPUT, ToolOutputTool
 from duragent.turns.agent_budget import budget_settings
 from duragent.turns.decision_tool import DecisionTool
 from duragent.turns.hooks import effective_hooks
+from duragent.turns.images import Attachments
 from duragent.turns.inbox import Inbox
 from duragent.turns.loop import LoopContext
 from duragent.turns.pins import PinRooms
@@ -145,6 +146,8 @@ class ContextFactory:
         self._extra_tools = extra_tools
         self._env = env
         self._histories: OrderedDict[str, HistoryCache] = OrderedDict()
+        self.attachments = Attachments(registry.store.attachments)
+        """Each session's attachments as requests show them, and the fitted images' cache."""
         self.pin_rooms = PinRooms(workspace_dir)
         """Each agent's room for pins (``turns.pins``): turns and new pins use the same."""
 
@@ -217,6 +220,7 @@ class ContextFactory:
         metrics = self._metrics
         meter = metrics.meter(agent.name, agent.model.name) if metrics is not None else None
         history_cache = self._history_cache(session_id)
+        attachments = self.attachments.for_turn(session_id, agent, budget, counter)
         tier = SummaryTier(
             session=handle,
             settings=summaries,
@@ -235,6 +239,7 @@ class ContextFactory:
             pin_room=self.pin_rooms.room(agent),
             history_cache=history_cache,
             spent=quota.spent if quota is not None else None,
+            carried=attachments.carried,
         )
         extra = self._extra_tools(agent, session_id) if self._extra_tools else ()
         listed = {t.name for t in spec.tools if t.type == "builtin"}
@@ -294,6 +299,7 @@ class ContextFactory:
             summaries=tier,
             hooks=effective_hooks(spec),
             quota=quota,
+            attachments=attachments,
         )
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -59,6 +59,7 @@ from duragent.tools.policy import Policy
 from duragent.turns.call_limits import within_limits
 from duragent.turns.calls import decided, execute, store_result
 from duragent.turns.hooks import after_tool
+from duragent.turns.images import TurnAttachments
 from duragent.turns.sink import TurnSink
 from duragent.turns.summaries import SummaryTier
 from duragent.turns.token_quota import TokenQuota
@@ -160,6 +161,9 @@ class LoopContext:
     rebuild_tools: Callable[[], Mapping[str, Tool]] | None = None
     """The turn's tools built again (after ``reload_tools``: new scripts on disk)."""
     meter: CallMeter | None = None
+    attachments: TurnAttachments | None = None
+    """How messages with attachments read in requests, images included (``turns.images``);
+    None: as plain text."""
     quota: TokenQuota | None = None
     """Asked before each model call (summaries too): a refusal ends the turn with it as the
     reply, recorded (``turns.token_quota``: the chat's tokens for today are spent)."""
@@ -256,10 +260,13 @@ async def _call_model(
     summarised = False
     for attempt in range(CONTEXT_RETRIES + 1):
         tier = ctx.summaries
+        carried: tuple[Sequence[Message], Sequence[Message]] = (history, turn)
+        if ctx.attachments is not None:  # attachments as lines; images given back below
+            carried = await ctx.attachments.prepare(history, turn)
         messages, report = fit_request(
             system=ctx.system_prompt,
-            history=history,
-            turn=turn,
+            history=carried[0],
+            turn=carried[1],
             tools=tools,
             counter=ctx.counter,
             settings=budget,
@@ -269,6 +276,8 @@ async def _call_model(
             reference=tier.block(cache.fixed(ctx)) if tier is not None else "",
             context=ctx.context,
         )
+        if ctx.attachments is not None:
+            messages = ctx.attachments.show(messages, report, budget.limit)
         request = ChatRequest(
             messages=messages,
             tools=tools,
@@ -328,6 +337,8 @@ async def run_loop(
     if ctx.summaries is not None:
         if await _refused(ctx, outcome):  # summarising is a model call too
             return outcome
+        if ctx.attachments is not None:  # the tier sizes the history as requests carry it
+            await ctx.attachments.prepare(history, turn)
         await ctx.summaries.before_turn(history, cache.fixed(ctx))
     steer: list[str] = []  # this response's after_tool texts, added after all its results
     while True:

@@ -18,10 +18,12 @@ written again by a later turn); after it, recovery replays the event and never a
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from duragent.agents import Agent
+from duragent.agents.chat_files import FILES_FOLDER, chat_file
+from duragent.context.attachment_lines import described
 from duragent.context.budget import BudgetSettings
 from duragent.context.history_index import HistoryCache
 from duragent.context.quoting import RUNTIME_NOTE, quote
@@ -121,9 +123,16 @@ class SummaryTier:
         pin_room: int,
         history_cache: HistoryCache | None = None,
         spent: Callable[[Usage | None], None] | None = None,
+        carried: Callable[[list[Message]], Sequence[Message]] | None = None,
     ) -> None:
-        """``spent``: told each summary call's usage (the chat's daily token quota)."""
+        """The tier of one turn.
+
+        ``spent``: told each summary call's usage (the chat's daily token quota);
+        ``carried``: the history as requests carry it (messages with attachments as their
+        text, ``turns.images``), message for message.
+        """
         self._session = session
+        self._carried = carried
         self._spent = spent
         self._pin_room = pin_room
         self._history_cache = history_cache  # the session's, as the loop's (``plan_summary``)
@@ -212,7 +221,7 @@ class SummaryTier:
         after = history_budget(self._budget, fixed + reference + self._block_growth())
         summary = self._memory.summary
         return plan_summary(
-            history,
+            self._carried(history) if self._carried is not None else history,
             self._counter,
             budget,
             self.settings,
@@ -246,6 +255,8 @@ class SummaryTier:
 
     async def _summarise(self, history: list[Message], plan: SummaryPlan) -> bool:
         part = history[: plan.count]
+        # photos and files as their lines (names, sizes, paths), never their bytes
+        folder = f"{FILES_FOLDER}/{self._session.session_id}"
         previous = self._memory.summary.text if self._memory.summary else None
         max_tokens = self.settings.max_summary_tokens
         usage: Usage | None = None
@@ -257,7 +268,10 @@ class SummaryTier:
                 text, usage = await write_summary(
                     self._summariser,
                     previous=previous,
-                    messages=plan.messages or part,  # as requests carried them
+                    messages=[  # as requests carried them; a photo or file as its lines
+                        described(m, folder, chat_file) if m.attachments else c
+                        for m, c in zip(part, plan.messages or part, strict=True)
+                    ],
                     counter=self._counter,
                     max_tokens=max_tokens,
                     input_room=self._input_room(),
@@ -269,7 +283,8 @@ class SummaryTier:
                     exc,
                 )
         if not text.strip():
-            text = extractive_summary(previous, part, self._counter, max_tokens)
+            said = [described(m, folder, chat_file) for m in part]
+            text = extractive_summary(previous, said, self._counter, max_tokens)
             extractive = True
             usage = None
         if usage is not None:

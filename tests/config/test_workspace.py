@@ -265,7 +265,7 @@ def test_unknown_key_is_a_warning_naming_the_key_and_line(tmp_path: Path) -> Non
     [warning] = loaded.warnings
     assert (warning.field, warning.line, warning.file) == ("sesions", 2, config)
     assert str(warning) == (
-        f"{config}:2: sesions: unknown field (ignored) (allowed: agents_dir, gateways, "
+        f"{config}:2: sesions: unknown field (ignored) (allowed: agents_dir, gateways, media, "
         "routes, sandbox, scheduler, server, services, sessions, store, workspace, world_memory). "
         "Fix: did you mean 'sessions'?"
     )

@@ -192,6 +192,17 @@ async def session_events(driver: ChatDriver, chat: ChatRef, agent: str = "bot") 
     return [e.type for e in await driver.registry.handle(sid).events()]
 
 
+async def recorded_attachments(
+    driver: ChatDriver, chat: ChatRef, agent: str = "bot"
+) -> list[dict[str, Any]]:
+    """The attachments the chat's current session's user messages name, in order."""
+    sid = await driver.registry.chat_session((chat.gateway, chat.chat_id, agent))
+    if sid is None:
+        return []
+    events = await driver.registry.handle(sid).events()
+    return [a for e in events if e.type == "user_message" for a in e.data.get("attachments", [])]
+
+
 @dataclass(frozen=True, slots=True)
 class Platform:
     """The names the tables use, for a platform whose gateway or group id is not Telegram's."""

@@ -17,6 +17,7 @@ chat are the requester's, and a button still works after a restart.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -24,6 +25,7 @@ import pytest
 
 from duragent.context.quoting import quoted_block
 from duragent.frontkit import ChatRef, Sender
+from duragent.frontkit.gateway import NON_TEXT_REPLY
 from duragent.testing import Reply
 from tests.context.quoted_wire import quoted_texts, spoken
 from tests.frontkit.chat_contract_kit import (
@@ -37,6 +39,7 @@ from tests.frontkit.chat_contract_kit import (
     ChatSetup,
     OpenChat,
     last_prompt,
+    recorded_attachments,
     said,
     session_events,
 )
@@ -69,28 +72,28 @@ async def test_a_group_message_reaches_the_model_labelled_with_its_sender(
         assert users == ["Ann: hello", "bob: hello", "1003: hello"]
 
 
-@pytest.mark.parametrize(
-    ("kind", "caption", "expected"),
-    [
-        ("photo", "look at this", "caption answered"),
-        ("sticker", None, "polite"),
-        ("photo", "   ", "polite"),
-    ],
-)
-async def test_non_text_messages_are_answered_politely_and_captions_count_as_text(
-    open_chat: OpenChat, kind: str, caption: str | None, expected: str
+@pytest.mark.parametrize("caption", ["look at this", "   ", None])
+async def test_a_photo_is_taken_in_and_answered_with_or_without_a_caption(
+    open_chat: OpenChat, caption: str | None
 ) -> None:
     async with open_chat(ChatSetup()) as chat:
-        chat.llm.enqueue(Reply(text="caption answered"))
-        await chat.message(said(DM, caption, kind=kind))
+        chat.llm.enqueue(Reply(text="a nice photo"))
+        await chat.message(said(DM, caption, kind="photo"))
         await chat.settle()
-        texts = chat.texts(DM)
-        assert len(texts) == 1
-        if expected == "polite":
-            assert "only read text" in texts[0]
-            assert chat.llm.requests == []
-        else:
-            assert texts == ["caption answered"]
+        assert chat.texts(DM) == ["a nice photo"]
+        assert len(chat.llm.requests) == 1
+        if caption and caption.strip():
+            assert caption in json.dumps(last_prompt(chat)[-1])
+        [kept] = await recorded_attachments(chat, DM)
+        assert (kept["kind"], kept["mime"]) == ("image", "image/png")
+
+
+async def test_other_non_text_messages_are_answered_politely(open_chat: OpenChat) -> None:
+    async with open_chat(ChatSetup()) as chat:
+        await chat.message(said(DM, None, kind="sticker"))
+        await chat.settle()
+        assert chat.texts(DM) == [NON_TEXT_REPLY]
+        assert chat.llm.requests == []
 
 
 async def test_non_text_in_a_group_is_answered_only_when_it_addresses_the_bot(
@@ -98,10 +101,9 @@ async def test_non_text_in_a_group_is_answered_only_when_it_addresses_the_bot(
 ) -> None:
     async with open_chat(ChatSetup(access={"groups": {"activation": "always"}})) as chat:
         await chat.message(said(GROUP, None, kind="sticker"))
-        await chat.message(said(GROUP, None, kind="photo", mention=True))
+        await chat.message(said(GROUP, None, kind="sticker", mention=True))
         await chat.settle()
-        assert len(chat.texts(GROUP)) == 1
-        assert "only read text" in chat.texts(GROUP)[0]
+        assert chat.texts(GROUP) == [NON_TEXT_REPLY]
         assert await session_events(chat, GROUP) == ["session_start"]
 
 

@@ -2,7 +2,8 @@
 
 ``contract_chat`` drives a chat adapter through ``ChatDriver``; this is the driver with no
 platform at all (the kit's pipeline, a real session registry on a tmp dir, the scripted LLM
-over HTTP, the production chat queue through ``DirectDispatcher``). A platform adapter's
+over HTTP, the production chat queue through ``DirectDispatcher``, files taken in from memory:
+a ``photo`` carries ``PHOTO``). A platform adapter's
 driver (Telegram over the fake Bot API server, later Discord) implements the same methods by
 sending real updates and reading what the platform was asked to show.
 """
@@ -12,17 +13,22 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from duragent.agents import load_catalog
 from duragent.config.workspace import RouteConfig
+from duragent.core.attachments import AttachmentKind
 from duragent.frontkit import (
     ButtonPress,
     ChatFront,
     ChatRef,
     ChatTurns,
     InboundMessage,
+    MediaIntake,
+    MediaRef,
+    MediaSettings,
     MemoryOutbound,
     Router,
     approval_buttons,
@@ -37,9 +43,12 @@ from duragent.turns import TurnRunner
 from duragent.turns.providers import ProviderPool
 from tests.frontkit.chat_contract_kit import ChatSetup, run_scheduled_task
 from tests.frontkit.direct_dispatcher import DirectDispatcher
+from tests.frontkit.media_kit import MemorySource, png
 from tests.polling import eventually
 
 BOT_USERNAME = "duragent_bot"
+PHOTO = png(64, 48)
+"""What a contract test's photo shows, on every platform."""
 
 
 def agent_yaml(name: str, base_url: str, access: dict[str, Any] | None) -> str:
@@ -83,6 +92,7 @@ class MemoryChat:
         assert not self.catalog.broken, self.catalog.broken
         self.routes = [RouteConfig.model_validate(r) for r in setup.routes]
         self.providers = ProviderPool(policy=RetryPolicy(initial_delay=0.01, max_delay=0.05))
+        self.files = MemorySource({"photo": PHOTO})
 
     async def start(self) -> None:
         workspace = self.root / ".duragent"
@@ -109,6 +119,7 @@ class MemoryChat:
             lambda: self.catalog,
             self.dispatcher,
             bot_username=BOT_USERNAME,
+            media=MediaIntake(self.runner, self.outbound, self.files, MediaSettings()),
         )
 
     async def stop(self) -> None:
@@ -118,6 +129,8 @@ class MemoryChat:
     # --- the ChatDriver methods ---------------------------------------------------------
 
     async def message(self, msg: InboundMessage) -> None:
+        if msg.content_kind == "photo" and not msg.media:  # a platform says where its bytes are
+            msg = replace(msg, media=(MediaRef(AttachmentKind.IMAGE, "photo"),))
         await self.front.message(msg)
 
     async def press(self, press: ButtonPress) -> None:

@@ -15,7 +15,14 @@ from collections.abc import Callable, Sequence
 
 from duragent.agents import AgentCatalog
 from duragent.config.workspace import DiscordConfig, RouteConfig
-from duragent.frontkit import GatewayChats, OutboundPort, Router, gateway_chats
+from duragent.frontkit import (
+    GatewayChats,
+    MediaSettings,
+    MediaSource,
+    OutboundPort,
+    Router,
+    gateway_chats,
+)
 from duragent.gateways.discord.messages import GATEWAY
 from duragent.gateways.discord.service import GUILD_READY_SECONDS, DiscordGateway
 from duragent.lifecycle.tasks import BackgroundTasks
@@ -40,16 +47,21 @@ def build_discord_gateway(
     request_timeout: float | None = None,
     cluster: Cluster | None = None,
     guild_ready_seconds: float = GUILD_READY_SECONDS,
+    media: MediaSettings | None = None,
 ) -> DiscordGateway:
     """The Discord service; its chat front is built once the bot has logged in.
 
     ``guild_ready_seconds``: how long discord.py waits after READY for further guilds (its
-    default, 2 s; tests against one fake guild make it short).
+    default, 2 s; tests against one fake guild make it short); ``media``: how attachments
+    are taken in (``media:`` of duragent.yaml).
     """
     router = Router(routes, catalog)
 
     def chats(
-        outbound: OutboundPort, bot_username: str, is_group: Callable[[str], bool]
+        outbound: OutboundPort,
+        bot_username: str,
+        is_group: Callable[[str], bool],
+        files: MediaSource,
     ) -> GatewayChats:
         return gateway_chats(
             GATEWAY,
@@ -64,6 +76,8 @@ def build_discord_gateway(
             fans_out=True,  # every connected node receives every event
             typing_every=TYPING_EVERY_SECONDS,
             is_group=is_group,
+            media=files,
+            media_settings=media,
         )
 
     return DiscordGateway(

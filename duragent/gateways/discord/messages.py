@@ -11,7 +11,9 @@ where it has them:
 - the bot's own mention at the start of the text is dropped (``@bot /status`` is the command
   ``/status``, ``@bot hello`` reaches the model as ``hello``; a bare ``@bot`` as the bot's
   name), and other user mentions read as ``@name``, so the model sees names, not ``<@1234>``;
-- an attachment's kind is read from its content type; its message text counts as a caption;
+- an attachment's kind is read from its content type (an ``audio/*`` one of a voice message
+  is a voice note); each is passed on as a ``MediaRef`` the kit downloads from its signed
+  CDN link (``media``), and its message text counts as a caption;
 - messages by bots (this one included) and system messages (joins, pins, thread starts) are
   not for the kit.
 """
@@ -23,9 +25,10 @@ from dataclasses import dataclass
 
 import discord
 
-from duragent.frontkit import ButtonPress, ChatType, InboundMessage, Sender
+from duragent.core.attachments import AttachmentKind
+from duragent.frontkit import ButtonPress, ChatType, InboundMessage, MediaRef, Sender
 
-__all__ = ["GATEWAY", "DiscordBotIdentity", "press_of", "translate"]
+__all__ = ["GATEWAY", "DiscordBotIdentity", "media_of", "press_of", "translate"]
 
 GATEWAY = "discord"
 
@@ -78,6 +81,33 @@ def translate(message: discord.Message, bot: DiscordBotIdentity) -> InboundMessa
         reply_to_message_id=(
             str(reference.message_id) if reference and reference.message_id else None
         ),
+        media=media_of(message),
+    )
+
+
+def media_of(message: discord.Message) -> tuple[MediaRef, ...]:
+    """The message's attachments, each as the kit's ``MediaRef`` (its CDN link to fetch)."""
+    voice = message.flags.voice
+    return tuple(
+        MediaRef(
+            _attachment_kind(item, voice=voice),
+            str(item.id),
+            unique_id=str(item.id),
+            url=item.url,
+            name=item.filename or None,
+            mime=item.content_type,
+            size=item.size,
+        )
+        for item in message.attachments
+    )
+
+
+def _attachment_kind(item: discord.Attachment, *, voice: bool) -> AttachmentKind:
+    family = (item.content_type or "").split("/", 1)[0]
+    if family == "audio":
+        return AttachmentKind.VOICE if voice or item.is_voice_message() else AttachmentKind.AUDIO
+    return {"image": AttachmentKind.IMAGE, "video": AttachmentKind.VIDEO}.get(
+        family, AttachmentKind.DOCUMENT
     )
 
 

@@ -38,6 +38,7 @@ from duragent.frontkit import (
     PAUSES,
     ChatHandler,
     InboundBusyError,
+    MediaSource,
     OutboundPort,
     WebhookReceiver,
     record_or_tell,
@@ -45,6 +46,7 @@ from duragent.frontkit import (
 from duragent.gateways.discord.buttons import ApprovalButton
 from duragent.gateways.discord.endpoints import DISCORD_API, use_api
 from duragent.gateways.discord.lanes import ChatLanes
+from duragent.gateways.discord.media import DiscordMedia
 from duragent.gateways.discord.messages import DiscordBotIdentity, press_of, translate
 from duragent.gateways.discord.outbound import DiscordOutbound
 from duragent.gateways.discord.rate_limits import RateLimitCounter
@@ -67,8 +69,9 @@ INTENT_HELP = (
 )
 
 
-HandlerFor = Callable[[OutboundPort, str, Callable[[str], bool]], ChatHandler]
-"""``(outbound, bot username, is_group(chat_id))`` → the chat front, once the bot is known."""
+HandlerFor = Callable[[OutboundPort, str, Callable[[str], bool], MediaSource], ChatHandler]
+"""``(outbound, bot username, is_group(chat_id), media)`` → the chat front, once the bot is
+known (``media``: how attachments are downloaded)."""
 
 
 # The bot never joins voice: discord.py's warnings about missing voice libraries are noise.
@@ -200,7 +203,9 @@ class DiscordGateway:
         self.outbound = DiscordOutbound(
             client, delivery_retry_seconds=self._config.delivery_retry_seconds
         )
-        self._handler = self._handler_for(self.outbound, client.user.name, self._is_group)
+        self._handler = self._handler_for(
+            self.outbound, client.user.name, self._is_group, DiscordMedia(client)
+        )
         self._connection = asyncio.create_task(self._connect(client), name="discord-gateway")
         self._serving = asyncio.create_task(self._serve_when_ready(), name="discord-ready")
         done, _ = await asyncio.wait(

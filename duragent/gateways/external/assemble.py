@@ -3,7 +3,8 @@
 Each ``gateways.external[]`` entry becomes an ``ExternalGateway`` whose chat front is the
 kit's, exactly as Telegram's: ``ChatTurns`` over the gateway's ``ExternalOutbound``, the
 per-session queues, the router over ``routes[]`` (matching the entry's ``name``), the
-``ChatFront`` pipeline and ``recover_chats``.
+``ChatFront`` pipeline and ``recover_chats``. Files a gateway links in ``media`` content are
+downloaded by ``GatewayMedia`` (``media``: public addresses and ``media.allow_private``).
 
 With several nodes, a gateway without ``fans_out`` (its platform hands each message to one
 node) hands a message for a chat another node serves to that node (``frontkit.relayed``);
@@ -27,7 +28,15 @@ from pathlib import Path
 
 from duragent.agents import AgentCatalog
 from duragent.config.workspace import ExternalGatewayConfig, RouteConfig
-from duragent.frontkit import ChatRelay, GatewayChats, OutboundPort, Router, gateway_chats
+from duragent.frontkit import (
+    ChatRelay,
+    GatewayChats,
+    MediaSettings,
+    OutboundPort,
+    Router,
+    gateway_chats,
+)
+from duragent.gateways.external.media import DEFAULT_ALLOW_PRIVATE, GatewayMedia
 from duragent.gateways.external.service import DEFAULT_TIMINGS, ExternalGateway, Timings
 from duragent.lifecycle.tasks import BackgroundTasks
 from duragent.store.cluster import Cluster
@@ -51,9 +60,16 @@ def build_external_gateway(
     cluster: Cluster | None = None,
     relay: ChatRelay | None = None,
     timings: Timings = DEFAULT_TIMINGS,
+    media: MediaSettings | None = None,
+    allow_private: Sequence[str] = DEFAULT_ALLOW_PRIVATE,
 ) -> ExternalGateway:
-    """The service for ``gateways.external[index]``; its chat front is built when it starts."""
+    """The service for ``gateways.external[index]``; its chat front is built when it starts.
+
+    ``media``: how the files its messages link are taken in; ``allow_private``: the
+    non-public addresses they may be downloaded from (``media.allow_private``).
+    """
     router = Router(routes, catalog)
+    files = GatewayMedia(allow_private)
 
     def chats(outbound: OutboundPort) -> GatewayChats:
         return gateway_chats(
@@ -68,6 +84,8 @@ def build_external_gateway(
             cluster=cluster,
             relay=relay,
             fans_out=config.fans_out,  # every node's plugin receives every message
+            media=files,
+            media_settings=media,
         )
 
     return ExternalGateway(config, index, config_dir, chats, tasks, timings=timings)

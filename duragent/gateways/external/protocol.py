@@ -23,7 +23,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 __all__ = [
     "ACK_CAPABILITY",
@@ -271,6 +271,22 @@ class Content(_Event):
     media_type: str | None = None
     caption: str | None = None
     url: str | None = None
+    mime_type: str | None = None
+    """Ours, optional with ``media`` (the reference ignores them): the file's type, its name
+    and its size in bytes, when the gateway knows them (a value of another shape is dropped,
+    never the message)."""
+    file_name: str | None = None
+    size: int | None = None
+
+    @field_validator("mime_type", "file_name", mode="before")
+    @classmethod
+    def _text_or_none(cls, value: object) -> object:
+        return value if isinstance(value, str) and value.strip() else None
+
+    @field_validator("size", mode="before")
+    @classmethod
+    def _size_or_none(cls, value: object) -> object:
+        return value if type(value) is int and value >= 0 else None
 
     def as_text(self) -> str | None:
         """The text of a text message, the caption of a media message, else None."""

@@ -19,7 +19,15 @@ from collections.abc import Callable, Sequence
 
 from duragent.agents import AgentCatalog
 from duragent.config.workspace import RouteConfig, TelegramConfig
-from duragent.frontkit import ChatRelay, GatewayChats, OutboundPort, Router, gateway_chats
+from duragent.frontkit import (
+    ChatRelay,
+    GatewayChats,
+    MediaSettings,
+    MediaSource,
+    OutboundPort,
+    Router,
+    gateway_chats,
+)
 from duragent.gateways.telegram.service import TelegramGateway
 from duragent.lifecycle.tasks import BackgroundTasks
 from duragent.store.cluster import Cluster
@@ -45,11 +53,16 @@ def build_telegram_gateway(
     request_timeout: float | None = None,
     cluster: Cluster | None = None,
     relay: ChatRelay | None = None,
+    media: MediaSettings | None = None,
 ) -> TelegramGateway:
-    """The Telegram service; its chat front is built when it starts."""
-    router = Router(routes, catalog)
+    """The Telegram service; its chat front is built when it starts.
 
-    def chats(outbound: OutboundPort, bot_username: str) -> GatewayChats:
+    ``media``: how photos, voice notes and files are taken in (``media:`` of duragent.yaml).
+    """
+    router = Router(routes, catalog)
+    media = media or MediaSettings()
+
+    def chats(outbound: OutboundPort, bot_username: str, files: MediaSource) -> GatewayChats:
         return gateway_chats(
             "telegram",
             outbound,
@@ -62,6 +75,15 @@ def build_telegram_gateway(
             cluster=cluster,
             relay=None if config.webhook_url else relay,
             is_group=is_group_chat,
+            media=files,
+            media_settings=media,
         )
 
-    return TelegramGateway(config, chats, tasks, metrics=turns.metrics, cluster=cluster)
+    return TelegramGateway(
+        config,
+        chats,
+        tasks,
+        metrics=turns.metrics,
+        cluster=cluster,
+        max_photo_bytes=media.limits.image,
+    )

@@ -37,11 +37,13 @@ from duragent.frontkit import (
     ButtonPress,
     ChatHandler,
     InboundMessage,
+    MediaSource,
     OutboundPort,
     WebhookReceiver,
 )
 from duragent.gateways.telegram.aiohttp_request import AiohttpRequest
 from duragent.gateways.telegram.limits import ChatRateLimiter, RateCounts
+from duragent.gateways.telegram.media import TelegramMedia
 from duragent.gateways.telegram.outbound import MAX_TYPING_IN_FLIGHT, TelegramOutbound
 from duragent.gateways.telegram.polling import FatalPollingError, poll_updates
 from duragent.gateways.telegram.updates import ALLOWED_UPDATES, TelegramBotIdentity, translate
@@ -76,17 +78,22 @@ class TelegramGateway:
     def __init__(
         self,
         config: TelegramConfig,
-        handler_for: Callable[[OutboundPort, str], ChatHandler],
+        handler_for: Callable[[OutboundPort, str, MediaSource], ChatHandler],
         tasks: BackgroundTasks,
         *,
         metrics: Metrics | None = None,
         cluster: Cluster | None = None,
+        max_photo_bytes: int | None = None,
     ) -> None:
-        """``handler_for(outbound, bot_username)`` builds the chat front once the bot is known.
+        """``handler_for(outbound, bot_username, media)`` builds the chat front, bot known.
+
+        ``media`` is how the chats' files are downloaded.
 
         ``metrics``: where Telegram's 429s and the sends retried after them are counted;
-        ``cluster``: with several nodes, long polling runs on the holder of its leader lease.
+        ``cluster``: with several nodes, long polling runs on the holder of its leader lease;
+        ``max_photo_bytes``: of a photo's sizes, the largest within it is taken.
         """
+        self._max_photo_bytes = max_photo_bytes
         self._cluster = cluster
         self._config = config
         self._metrics = metrics
@@ -179,7 +186,9 @@ class TelegramGateway:
             typing_bot=typing_bot,
             delivery_retry_seconds=self._config.delivery_retry_seconds,
         )
-        self._handler = self._handler_for(self.outbound, self._identity.username)
+        self._handler = self._handler_for(
+            self.outbound, self._identity.username, TelegramMedia(app.bot)
+        )
         await self._handler.recover()  # recovered turns come first in each chat's line
         if self._config.webhook_url:
             await self._set_webhook(app.bot, token, self._config.webhook_url)
@@ -233,7 +242,7 @@ class TelegramGateway:
     async def _handle(self, update: Update) -> None:
         assert self._identity is not None
         assert self._handler is not None
-        value = translate(update, self._identity)
+        value = translate(update, self._identity, max_photo_bytes=self._max_photo_bytes)
         if isinstance(value, InboundMessage):
             await self._handler.message(value)
         elif isinstance(value, ButtonPress):

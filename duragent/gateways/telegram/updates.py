@@ -5,10 +5,12 @@ the kit's types, so the Discord gateway and external plugins share every decisio
 reference's Telegram gateway for the facts: ``private`` is a DM, ``supergroup`` a group; the
 bot is mentioned by an ``@username`` entity (case-insensitive) or a text mention of its user
 id; a reply to one of the bot's messages triggers it too; a topic's ``message_thread_id`` is
-kept. Improved: a photo, document or voice note with a caption is answered from its caption,
-and one without text is still passed on (as ``text=None`` with its kind) so the kit can answer
-politely instead of ignoring the person. Edited messages and channel posts are not asked for
-(``ALLOWED_UPDATES``), as in the reference, where an edit is not a new turn.
+kept. Improved: a photo, voice note, audio, document or video is passed on with its files
+(``media``: ``MediaRef`` s the kit downloads, keeps and shows the model) and its caption as
+the text; other content without text (a sticker, a location) is passed on as ``text=None``
+with its kind, so the kit can answer politely instead of ignoring the person. Edited messages
+and channel posts are not asked for (``ALLOWED_UPDATES``), as in the reference, where an edit
+is not a new turn.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 from telegram import Message, MessageEntity, Update, User
 
 from duragent.frontkit import ButtonPress, ChatType, InboundMessage, Sender
+from duragent.gateways.telegram.media import media_of
 
 __all__ = ["ALLOWED_UPDATES", "TelegramBotIdentity", "translate"]
 
@@ -59,9 +62,16 @@ class TelegramBotIdentity:
 
 
 def translate(
-    update: Update, bot: TelegramBotIdentity, *, gateway: str = GATEWAY
+    update: Update,
+    bot: TelegramBotIdentity,
+    *,
+    gateway: str = GATEWAY,
+    max_photo_bytes: int | None = None,
 ) -> InboundMessage | ButtonPress | None:
-    """The update as the kit's value, or ``None`` for an update the kit does not handle."""
+    """The update as the kit's value, or ``None`` for an update the kit does not handle.
+
+    ``max_photo_bytes``: a photo's largest size within it is the one taken.
+    """
     if update.callback_query is not None:
         query = update.callback_query
         message = query.message
@@ -92,6 +102,7 @@ def translate(
         mentions_bot=mentions,
         reply_to_bot=replies,
         reply_to_message_id=str(reply_to.message_id) if reply_to else None,
+        media=media_of(message, max_photo_bytes=max_photo_bytes),
     )
 
 

@@ -15,7 +15,8 @@ How the kit's values map to Discord:
 - ``mentions_bot`` is ``<@bot>`` at the start of the text and the bot in ``mentions`` (the
   gateway drops its own leading mention, so the model reads the same text); ``reply_to_bot``
   is a reply to a message the bot sent earlier;
-- a photo is an image attachment, a sticker a sticker item, the text its caption;
+- a photo is ``PHOTO`` attached (served by the fake's CDN), a sticker a sticker item, the
+  text its caption;
 - the same kit message id is the same Discord message, dispatched again (a redelivery);
 - a press on a message the bot has since edited carries the message as first sent (still on
   the user's screen: a double tap); a press on a message from an earlier life (an id the fake
@@ -24,14 +25,14 @@ How the kit's values map to Discord:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 from duragent.agents import load_catalog
 from duragent.config.workspace import DiscordConfig, RouteConfig
-from duragent.frontkit import ButtonPress, ChatRef, InboundMessage, Sender
+from duragent.frontkit import ButtonPress, ChatRef, InboundMessage, MediaSettings, Sender
 from duragent.gateways.discord import DiscordGateway, build_discord_gateway
 from duragent.lifecycle.tasks import BackgroundTasks
 from duragent.llm import RetryPolicy
@@ -44,7 +45,7 @@ from duragent.tools.base import Tool
 from duragent.turns import TurnRunner
 from duragent.turns.providers import ProviderPool
 from tests.frontkit.chat_contract_kit import ChatSetup, Platform, run_scheduled_task
-from tests.frontkit.memory_chat import BOT_USERNAME, agent_yaml
+from tests.frontkit.memory_chat import BOT_USERNAME, PHOTO, agent_yaml
 from tests.polling import eventually
 
 GROUP_ID = "100200"
@@ -69,8 +70,10 @@ class DiscordChat:
         dc: FakeDiscord,
         setup: ChatSetup,
         metrics: Metrics | None = None,
+        media: MediaSettings | None = None,
     ) -> None:
         self.metrics = metrics
+        self.media = media
         self.llm = llm
         self.dc = dc
         self.setup = setup
@@ -116,6 +119,7 @@ class DiscordChat:
             catalog=lambda: self.catalog,
             routes=self.routes,
             guild_ready_seconds=0.01,
+            media=self.media,
         )
         self._pushed = 0
         await self.gateway.start()
@@ -222,7 +226,7 @@ class DiscordChat:
         if msg.reply_to_bot:
             fields["reply_to"] = self.dc.plant_message(int(msg.chat_id), "an earlier answer", [])
         if msg.content_kind == "photo":
-            fields["attachments"] = [_attachment("photo.png", "image/png")]
+            fields["attachments"] = [self.dc.attachment(PHOTO, "photo.png")]
         elif msg.content_kind == "sticker":
             fields["stickers"] = [{"id": "77", "name": "smile", "format_type": 1}]
         elif msg.content_kind != "text":
@@ -230,25 +234,17 @@ class DiscordChat:
         return fields
 
 
-def _attachment(filename: str, content_type: str) -> dict[str, Any]:
-    url = f"https://cdn.example/{filename}"
-    return {
-        "id": "55",
-        "filename": filename,
-        "size": 1,
-        "url": url,
-        "proxy_url": url,
-        "content_type": content_type,
-    }
-
-
 @asynccontextmanager
 async def discord_chat(
-    root: Path, setup: ChatSetup, metrics: Metrics | None = None
+    root: Path,
+    setup: ChatSetup,
+    metrics: Metrics | None = None,
+    media: Callable[[ScriptedLLMServer], MediaSettings] | None = None,
 ) -> AsyncIterator[DiscordChat]:
+    """The driver; ``media(llm)``: how files are taken in (it may transcribe with ``llm``)."""
     async with ScriptedLLMServer() as llm, FakeDiscord(bot_username=BOT_USERNAME) as dc:
         await dc.add_channel(int(GROUP_ID))
-        driver = DiscordChat(root, llm, dc, setup, metrics)
+        driver = DiscordChat(root, llm, dc, setup, metrics, None if media is None else media(llm))
         await driver.start()
         try:
             yield driver

@@ -9,7 +9,8 @@ contract's chats are called (``chat_contract_kit.GATEWAY``): an external gateway
 whatever ``duragent.yaml`` says, and the reference's own Telegram gateway can run this way.
 
 How the kit's values map to the protocol: a text message is ``text`` content; a photo or
-sticker is ``media`` content with that ``media_type`` and the text as its caption; the chat
+sticker is ``media`` content with that ``media_type`` and the text as its caption (a photo's
+``url`` is ``PHOTO`` on a ``MediaFileServer`` the driver runs); the chat
 type, mention and reply-to-bot flags are the event's own fields. The fake confirms each
 ``send_message`` with ``message_id`` ``g1``, ``g2``… per child, which is how the driver knows
 the approval message's id. The fake says the bot's name in ``ready`` (``bot_username``, our
@@ -18,38 +19,47 @@ optional extension), so ``/status@duragent_bot`` is a command.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 from duragent.agents import load_catalog
 from duragent.config.workspace import ExternalGatewayConfig, RouteConfig
-from duragent.frontkit import ButtonPress, ChatRef, InboundMessage, approval_prompt
+from duragent.frontkit import (
+    ButtonPress,
+    ChatRef,
+    InboundMessage,
+    MediaSettings,
+    approval_prompt,
+)
 from duragent.gateways.external import ExternalGateway, Timings, build_external_gateway
 from duragent.lifecycle.tasks import BackgroundTasks
 from duragent.llm import RetryPolicy
 from duragent.session import RegistrySettings, SessionRegistry
 from duragent.store import SessionStore
 from duragent.testing import Responder, ScriptedLLMServer
+from duragent.testing._gateway_files import MediaFileServer
 from duragent.testing.gateway_control import FakeChild, GatewayControl
 from duragent.tools.base import Tool
 from duragent.turns import TurnRunner
 from duragent.turns.providers import ProviderPool
 from tests.frontkit.chat_contract_kit import GATEWAY, ChatSetup, run_scheduled_task
-from tests.frontkit.memory_chat import BOT_USERNAME, agent_yaml
+from tests.frontkit.memory_chat import BOT_USERNAME, PHOTO, agent_yaml
 from tests.polling import eventually
 
 FAST = Timings(initial_backoff=0.01, max_backoff=0.05, grace=2.0, ack_timeout=5.0)
 PROMPT_HEAD, PROMPT_TAIL = approval_prompt("\0").split("\0")
 
 
-def event_of(msg: InboundMessage) -> dict[str, Any]:
-    """``msg`` as the ``message_received`` event a gateway writes."""
+def event_of(msg: InboundMessage, url: str | None = None) -> dict[str, Any]:
+    """``msg`` as the ``message_received`` event a gateway writes (``url``: its file's)."""
     if msg.content_kind == "text":
         content: dict[str, Any] = {"type": "text", "text": msg.text or ""}
     else:
         content = {"type": "media", "media_type": msg.content_kind}
+        if url is not None:
+            content["url"] = url
         if msg.text is not None:
             content["caption"] = msg.text
     sender = {"id": msg.sender.id, "username": msg.sender.username}
@@ -98,7 +108,12 @@ class ExternalChat:
         setup: ChatSetup,
         *options: str,
         timings: Timings = FAST,
+        files: MediaFileServer | None = None,
+        media: MediaSettings | None = None,
     ) -> None:
+        self.files = files
+        self.media = media
+        """Where a photo's bytes are served (None: a photo is sent without a link)."""
         self.llm = llm
         self.control = control
         self.setup = setup
@@ -146,6 +161,7 @@ class ExternalChat:
             catalog=lambda: self.catalog,
             routes=self.routes,
             timings=self.timings,
+            media=self.media,
         )
         self.emitted = 0
         index = len(self.control.children)
@@ -167,7 +183,10 @@ class ExternalChat:
         assert await eventually(lambda: self.gateway.handled >= wanted), "event never taken"
 
     async def message(self, msg: InboundMessage) -> None:
-        await self.emit(event_of(msg))
+        url = None
+        if msg.content_kind == "photo" and self.files is not None:
+            url = self.files.add(PHOTO, "photo.png")
+        await self.emit(event_of(msg, url))
 
     async def press(self, press: ButtonPress) -> None:
         await self.emit(press_event(press))
@@ -235,12 +254,21 @@ async def external_chat(
     *options: str,
     timings: Timings = FAST,
     responder: Responder | None = None,
+    media: Callable[[ScriptedLLMServer], MediaSettings] | None = None,
 ) -> AsyncIterator[ExternalChat]:
     """The driver over a fake gateway child (``options``: the fake's), named as the contract's
-    chats are, telling its bot name in ``ready`` as a gateway may."""
+    chats are, telling its bot name in ``ready`` as a gateway may; ``media(llm)``: how files
+    are taken in (it may transcribe with ``llm``)."""
     options = ("--bot-username", BOT_USERNAME, *options)
-    async with ScriptedLLMServer(responder=responder) as llm, GatewayControl() as control:
-        driver = ExternalChat(root, llm, control, setup, *options, timings=timings)
+    async with (
+        ScriptedLLMServer(responder=responder) as llm,
+        GatewayControl() as control,
+        MediaFileServer() as files,
+    ):
+        settings = None if media is None else media(llm)
+        driver = ExternalChat(
+            root, llm, control, setup, *options, timings=timings, files=files, media=settings
+        )
         await driver.start()
         try:
             yield driver

@@ -7,8 +7,11 @@ from typing import Any
 
 import pytest
 
+from duragent.core.attachments import AttachmentKind
+from duragent.frontkit import MediaRef
 from duragent.gateways.external import protocol
 from duragent.gateways.external.translate import message_of, press_of
+from duragent.testing.fake_gateway import media_message
 from duragent.testing.gateway_control import message
 
 
@@ -87,3 +90,61 @@ def test_a_button_press_keeps_its_ids_and_payload() -> None:
         "approve:deny:abcd1234",
     )
     assert press.sender.id == "42"
+
+
+@pytest.mark.parametrize(
+    ("media_type", "kind", "name"),
+    [
+        ("image", AttachmentKind.IMAGE, "cat.png"),
+        ("photo", AttachmentKind.IMAGE, "cat.png"),
+        ("voice", AttachmentKind.VOICE, None),
+        ("audio", AttachmentKind.AUDIO, "cat.png"),
+        ("video_note", AttachmentKind.VIDEO, "cat.png"),
+        ("Document", AttachmentKind.DOCUMENT, "cat.png"),
+        ("file", AttachmentKind.DOCUMENT, "cat.png"),
+    ],
+)
+def test_media_content_with_a_link_is_a_file_the_kit_downloads(
+    media_type: str, kind: AttachmentKind, name: str | None
+) -> None:
+    url = "https://files.example/m/1/cat.png?sig=1"
+    event = parsed(media_message("42", url, media_type=media_type, message_id="m", sender_id="9"))
+    assert isinstance(event, protocol.MessageReceived)
+    assert message_of("wa", event).media == (MediaRef(kind, url, url=url, name=name),)
+
+
+def test_what_a_gateway_says_of_a_file_is_kept_and_a_malformed_extra_dropped() -> None:
+    url = "https://files.example/x"
+    said = media_message(
+        "42",
+        url,
+        media_type="document",
+        message_id="m",
+        sender_id="9",
+        file_name="q.pdf",
+        mime_type="application/pdf",
+        size=77,
+    )
+    event = parsed(said)
+    assert isinstance(event, protocol.MessageReceived)
+    [ref] = message_of("wa", event).media
+    assert (ref.name, ref.mime, ref.size) == ("q.pdf", "application/pdf", 77)
+    said["content"] |= {"size": -1, "file_name": 5, "mime_type": ["x"]}
+    event = parsed(said)
+    assert isinstance(event, protocol.MessageReceived)
+    [ref] = message_of("wa", event).media
+    assert (ref.name, ref.mime, ref.size) == (None, None, None)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        {"type": "media", "media_type": "image"},
+        {"type": "media", "media_type": "sticker", "url": "https://files.example/s.webp"},
+        {"type": "location", "url": "https://files.example/s.png"},
+    ],
+)
+def test_content_without_a_file_to_take_carries_none(content: dict[str, Any]) -> None:
+    event = parsed(message("42", "", message_id="m", sender_id="9") | {"content": content})
+    assert isinstance(event, protocol.MessageReceived)
+    assert message_of("wa", event).media == ()

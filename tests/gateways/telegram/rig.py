@@ -25,6 +25,7 @@ import pytest
 from duragent.config import load_workspace
 from duragent.runtime import Runtime
 from duragent.testing import FakeTelegram, RecordedRequest, Reply, ScriptedLLMServer
+from duragent.testing._telegram_files import MAX_FILE_SIZE
 from duragent.testing.telegram_calls import RecordedCall
 from tests.polling import eventually
 
@@ -123,16 +124,29 @@ def write_workspace(
     routes: list[dict[str, Any]] | None = None,
     tools: list[Any] | None = None,
     policy: str | None = None,
+    media: dict[str, Any] | None = None,
 ) -> None:
     config: dict[str, Any] = {"server": {"host": "127.0.0.1"}, "gateways": {"telegram": telegram}}
     if routes:
         config["routes"] = routes
+    if media is not None:
+        config["media"] = media
     (root / "duragent.yaml").write_text(json.dumps(config))
     agent = root / ".duragent" / "agents" / "bot"
     agent.mkdir(parents=True, exist_ok=True)
     (agent / "agent.yaml").write_text(agent_yaml(llm_url, access, tools or []))
     if policy is not None:
         (agent / "policy.yaml").write_text(policy)
+
+
+def _with_llm(media: dict[str, Any] | None, llm_url: str) -> dict[str, Any] | None:
+    """``media`` with a transcription ``base_url`` of ``"<llm>"`` pointed at ``llm_url``."""
+    if media is None or "transcription" not in media:
+        return media
+    spoken = dict(media["transcription"])
+    if spoken.get("base_url") == "<llm>":
+        spoken["base_url"] = llm_url
+    return {**media, "transcription": spoken}
 
 
 async def _start_runtime(root: Path) -> tuple[Runtime, httpx.AsyncClient]:
@@ -152,12 +166,20 @@ async def telegram_rig(
     routes: list[dict[str, Any]] | None = None,
     tools: list[Any] | None = None,
     policy: str | None = None,
+    media: dict[str, Any] | None = None,
+    file_size_limit: int | None = None,
     **telegram: Any,
 ) -> AsyncIterator[Rig]:
     """Serve a workspace whose one agent ``bot`` answers Telegram (extra ``gateways.telegram``
-    fields as keywords); the fake accepts ``fake_token`` (default: the configured token)."""
+    fields as keywords); the fake accepts ``fake_token`` (default: the configured token).
+
+    ``media``: the ``media:`` section (a ``transcription.base_url`` of ``"<llm>"`` is the
+    scripted model server's); ``file_size_limit``: the largest file the fake lets the bot
+    download (Telegram's 20 MB by default).
+    """
+    limit = MAX_FILE_SIZE if file_size_limit is None else file_size_limit
     async with (
-        FakeTelegram(token=fake_token or token, bot_username=BOT) as tg,
+        FakeTelegram(token=fake_token or token, bot_username=BOT, file_size_limit=limit) as tg,
         ScriptedLLMServer(responder=echo_reply) as llm,
     ):
         section = {"bot_token": token, "base_url": tg.url, "poll_timeout_seconds": 1, **telegram}
@@ -169,6 +191,7 @@ async def telegram_rig(
             routes=routes,
             tools=tools,
             policy=policy,
+            media=_with_llm(media, llm.openai_base_url),
         )
         runtime, client = await _start_runtime(root)
         rig = Rig(tg, llm, root, runtime, client)

@@ -16,6 +16,7 @@ How the kit's values map to Telegram:
 - ``mentions_bot`` is a ``text_mention`` entity of the bot on the first character, so the text
   the model reads is the same; a message without text cannot mention anyone on Telegram, so
   there it is a reply to one of the bot's messages (the other way to address the bot);
+- a photo is ``PHOTO`` in the sizes Telegram sends, each downloadable from the fake;
 - the kit's message ids (``p17``) become Telegram ids from 100,000 up, far from the ids the
   fake gives the bot's messages; the same kit id is the same Telegram message (redelivery);
 - a press of a button the bot has since edited away is a stale press (still on the user's
@@ -45,12 +46,12 @@ from duragent.session import RegistrySettings, SessionRegistry
 from duragent.store import SessionStore
 from duragent.testing import FakeTelegram, ScriptedLLMServer
 from duragent.testing.telegram_calls import RecordedCall
-from duragent.testing.telegram_objects import photo_sizes, sticker_object
+from duragent.testing.telegram_objects import sticker_object
 from duragent.tools.base import Tool
 from duragent.turns import TurnRunner
 from duragent.turns.providers import ProviderPool
 from tests.frontkit.chat_contract_kit import ChatSetup, run_scheduled_task
-from tests.frontkit.memory_chat import BOT_USERNAME, agent_yaml
+from tests.frontkit.memory_chat import BOT_USERNAME, PHOTO, agent_yaml
 from tests.gateways.telegram.rig import TOKEN
 from tests.polling import eventually
 
@@ -232,7 +233,7 @@ class TelegramChat:
         else:
             file_id = f"file-{message_id}"
             if msg.content_kind == "photo":
-                payload["photo"] = photo_sizes(file_id)
+                payload["photo"] = self._stored_photo(chat_id)
             elif msg.content_kind == "sticker":
                 payload["sticker"] = sticker_object(file_id, "🙂")
             else:
@@ -254,6 +255,15 @@ class TelegramChat:
 
     def _bot(self) -> dict[str, Any]:
         return dict(self.tg.bot)
+
+    def _stored_photo(self, chat_id: int) -> list[dict[str, Any]]:
+        """``PHOTO``'s sizes, kept by the fake as a pushed photo's are (so they download).
+
+        The driver builds its own updates (its ids, mentions, replies), so it asks the fake
+        for the photo part alone.
+        """
+        with self.tg._lock:
+            return self.tg._photo(chat_id, PHOTO, None, None, ())
 
     async def _confirmed(self, update: dict[str, Any]) -> None:
         """Wait until the gateway confirmed ``update`` (it is recorded, or dropped)."""

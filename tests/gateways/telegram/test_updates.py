@@ -6,7 +6,8 @@ from typing import Any
 
 from telegram import Bot, Update
 
-from duragent.frontkit import ButtonPress, InboundMessage
+from duragent.core.attachments import AttachmentKind
+from duragent.frontkit import ButtonPress, InboundMessage, MediaRef
 from duragent.gateways.telegram.updates import TelegramBotIdentity, translate
 
 BOT = TelegramBotIdentity(user_id=999, username="DuraBot")
@@ -93,6 +94,49 @@ def test_a_photo_with_a_caption_is_answered_from_its_caption() -> None:
     assert (msg.text, msg.content_kind) == ("what is this?", "photo")
 
 
+def _size(name: str, side: int, file_size: int | None) -> dict[str, Any]:
+    size = {"file_id": name, "file_unique_id": f"u-{name}", "width": side, "height": side}
+    return size if file_size is None else {**size, "file_size": file_size}
+
+
+def test_a_photo_is_passed_on_as_its_largest_size_within_the_image_limit() -> None:
+    sizes = [_size("s", 90, 1_000), _size("m", 320, 20_000), _size("x", 1280, 300_000)]
+    message = _update({"photo": sizes, "caption": "hi"})
+    [within] = _media(translate(message, BOT, max_photo_bytes=50_000))
+    assert within == MediaRef(AttachmentKind.IMAGE, "m", unique_id="u-m", size=20_000)
+    [largest] = _media(translate(message, BOT))
+    assert largest.platform_id == "x"
+    [over] = _media(translate(message, BOT, max_photo_bytes=10))
+    assert over.platform_id == "x", "none fits: the largest, for the kit to refuse and say so"
+
+
+def test_voice_audio_documents_and_videos_are_passed_on_with_what_telegram_says() -> None:
+    voice = {"file_id": "v", "file_unique_id": "uv", "duration": 2, "mime_type": "audio/ogg"}
+    msg = _message(voice={**voice, "file_size": 900})
+    assert msg.media == (
+        MediaRef(AttachmentKind.VOICE, "v", unique_id="uv", mime="audio/ogg", size=900),
+    )
+    assert (msg.text, msg.content_kind) == (None, "voice")
+    document = {"file_id": "d", "file_unique_id": "ud", "file_name": "a.pdf"}
+    [doc] = _message(document={**document, "mime_type": "application/pdf"}).media
+    assert (doc.kind, doc.name, doc.mime, doc.size) == (
+        AttachmentKind.DOCUMENT,
+        "a.pdf",
+        "application/pdf",
+        None,
+    )
+    video = {"file_id": "m", "file_unique_id": "um", "width": 2, "height": 2, "duration": 1}
+    assert _message(video=video).media[0].kind is AttachmentKind.VIDEO
+    audio = {"file_id": "a", "file_unique_id": "ua", "duration": 9, "file_name": "song.mp3"}
+    assert _message(audio=audio).media[0].kind is AttachmentKind.AUDIO
+    assert _message(text="just words").media == ()
+
+
+def _media(value: InboundMessage | ButtonPress | None) -> tuple[MediaRef, ...]:
+    assert isinstance(value, InboundMessage)
+    return value.media
+
+
 def test_a_sticker_without_text_is_passed_on_as_its_kind() -> None:
     sticker = {
         "file_id": "f",
@@ -104,7 +148,7 @@ def test_a_sticker_without_text_is_passed_on_as_its_kind() -> None:
         "is_video": False,
     }
     msg = _message(sticker=sticker)
-    assert (msg.text, msg.content_kind) == (None, "sticker")
+    assert (msg.text, msg.content_kind, msg.media) == (None, "sticker", ())
 
 
 def test_a_button_press_names_the_chat_the_presser_and_the_message_with_the_buttons() -> None:
