@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -30,7 +30,7 @@ from duragent.cli.workspaces import open_workspace
 from duragent.config import load_workspace
 from duragent.store import SessionStore
 
-__all__ = ["client_for", "register"]
+__all__ = ["attachment_lines", "client_for", "register"]
 
 
 def _announce(message: str) -> None:
@@ -186,6 +186,8 @@ def register(app: typer.Typer) -> None:
             for m in messages:
                 label = m["role"] if m["role"] != "tool" else f"tool {m.get('call_id')}"
                 console.print(Text.assemble((f"{label}>", "bold"), " ", str(m.get("content", ""))))
+                for line in attachment_lines(m):
+                    console.print(Text(line), soft_wrap=True)  # whole: the path is copied
         finally:
             client.close()
 
@@ -214,6 +216,29 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"deleted {session_id}")
         finally:
             client.close()
+
+
+def _size(size: int) -> str:
+    for unit, scale in (("MB", 1024 * 1024), ("KB", 1024)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size} bytes"
+
+
+def attachment_lines(message: dict[str, Any]) -> list[str]:
+    """What ``session show`` prints under a message for each attachment it carried.
+
+    Its kind, name, type and size, and the path its bytes are downloaded from (with the
+    API's token: ``GET <server><url>``); a voice note's transcript on a line of its own.
+    """
+    lines: list[str] = []
+    for item in message.get("attachments") or ():
+        name = item.get("name") or "(no name)"
+        what = f"{item.get('mime')}, {_size(int(item.get('size', 0)))}"
+        lines.append(f"  [{item.get('kind')}] {name} ({what}) {item.get('url')}")
+        if item.get("transcript"):
+            lines.append(f"    transcript: {item['transcript']}")
+    return lines
 
 
 def restore_session(config: Path, session_id: str) -> Path:

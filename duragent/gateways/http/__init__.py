@@ -13,8 +13,8 @@ Layout, one concern per subpackage:
 - ``server/``: plumbing every route shares: uvicorn in the runtime's loop (:class:`HttpServer`),
   the accept loop and timeouts, the connection limit, auth, browser checks, problem+json,
   readiness and ``/metrics``;
-- ``api/``: duragent's REST API under ``/api/v1`` (sessions, the SSE stream, cut turns, pins,
-  schedules, paging);
+- ``api/``: duragent's REST API under ``/api/v1`` (sessions, the SSE stream, attachments in
+  and out, cut turns, pins, schedules, paging);
 - ``openai/``: the OpenAI-compatible API under ``/v1`` (routes, wire format, stream, errors);
 - ``openapi/``: the hand-written OpenAPI document served at ``/openapi.json``;
 - ``console/``: the web console at ``/ui`` and its static files;

@@ -36,6 +36,7 @@ from duragent.gateways.http.server.browser import BrowserGuard
 from duragent.gateways.http.server.crash import CrashGuard
 from duragent.gateways.http.server.health import ServerHealth
 from duragent.gateways.http.server.limits import ConcurrencyLimit
+from duragent.gateways.http.server.media_limits import UploadLimits
 from duragent.gateways.http.server.metrics import MetricsRoute
 from duragent.gateways.http.server.problem import ProblemError, problem
 from duragent.gateways.http.server.security import check_access
@@ -316,6 +317,10 @@ def build_app(services: HttpServices) -> Starlette:
             POST=session_api(routes_impl.send),
         ),
         _route(f"{v1}/sessions/{{session_id}}/stream", POST=session_api(routes_impl.stream)),
+        _route(
+            f"{v1}/sessions/{{session_id}}/attachments/{{sha256}}",
+            GET=session_api(routes_impl.attachment),
+        ),
         _route(f"{v1}/sessions/{{session_id}}/approve", POST=session_api(routes_impl.approve)),
         _route(f"{v1}/sessions/{{session_id}}/end", POST=session_api(routes_impl.end)),
         _route(
@@ -362,5 +367,6 @@ def build_app(services: HttpServices) -> Starlette:
     )
     app.state.server_config = services.config.server  # read by HttpServer (server/uvicorn_server)
     app.state.health = health
+    app.state.upload_limits = UploadLimits.of(services.config)  # media.max_bytes, for uploads
     app.state.open_streams = streams
     return app

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from duragent.gateways.http.server.media_limits import DEFAULT_LIMITS
 from duragent.testing import Reply
 from tests.gateways.http.api_fixtures import served
 
@@ -77,7 +78,11 @@ async def test_bad_input_is_a_400_or_404_or_413_problem_never_a_500(tmp_path: Pa
             assert response.status_code == status, (method, path, response.text)
             assert response.headers["content-type"] == PROBLEM
             assert response.json()["status"] == status
-        huge = b'{"content": "' + b"x" * (2 * 1024 * 1024 + 10) + b'"}'
+        huge = b'{"agent": "' + b"x" * (2 * 1024 * 1024 + 10) + b'"}'
+        too_big = await s.client.post("/api/v1/sessions", content=huge, headers=JSON)
+        assert too_big.status_code == 413
+        # a message may carry attachments: its routes take more (test_uploads), not unbounded
+        huge = b'{"content": "' + b"x" * (DEFAULT_LIMITS.body + 10) + b'"}'
         too_big = await s.client.post(
             f"/api/v1/sessions/{sid}/messages", content=huge, headers=JSON
         )
@@ -113,6 +118,7 @@ async def test_the_openapi_document_describes_every_route(tmp_path: Path) -> Non
         "/api/v1/sessions/{session_id}/messages",
         "/api/v1/sessions/{session_id}/stream",
         "/api/v1/sessions/{session_id}/approve",
+        "/api/v1/sessions/{session_id}/attachments/{sha256}",
         "/api/admin/v1/shutdown",
         "/api/admin/v1/reload-agents",
         "/metrics",

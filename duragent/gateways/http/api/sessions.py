@@ -1,4 +1,10 @@
-"""Session routes: create, list, get, delete, end, messages (sync turn), stream, history, approve.
+"""Session routes: create, list, get, delete, end, messages, stream, history, approve, files.
+
+``files``: an attachment's bytes (``GET …/attachments/{sha256}``).
+
+A message may carry attachments (``uploads``: JSON base64 parts or a multipart form); their
+bytes are kept in the session before the message is submitted, so its event never names a
+file that is not stored. History lists them with a download path (``attachments``).
 
 An ended session (status ``completed``: ``POST …/end``, a chat's ``/reset``, TTL expiry)
 takes no more turns: messages, stream and approve answer 404, as the reference's code does
@@ -18,7 +24,9 @@ from starlette.responses import JSONResponse, Response
 
 from duragent.core.snapshot import SessionStatus
 from duragent.errors import AgentNotFoundError, LLMError
+from duragent.gateways.http.api.attachments import download, with_attachment_urls
 from duragent.gateways.http.api.cut_turns import interrupted_problem, reply_body
+from duragent.gateways.http.api.keeping import keep_uploads
 from duragent.gateways.http.api.paging import (
     MAX_MESSAGES_LIMIT,
     MAX_SESSIONS_LIMIT,
@@ -27,6 +35,7 @@ from duragent.gateways.http.api.paging import (
     read_limit,
 )
 from duragent.gateways.http.api.stream import TURN_HEADER, OpenStreams, stream_turn
+from duragent.gateways.http.api.uploads import read_message
 from duragent.gateways.http.cluster.forwarding import IDEMPOTENCY_KEY
 from duragent.gateways.http.server.problem import ProblemError, failed_turn_status
 from duragent.gateways.http.server.security import read_json
@@ -219,20 +228,27 @@ class SessionRoutes:
         if include_tools is None:
             raise ProblemError(400, f"include_tools must be true or false, got {quoted(raw_tools)}")
         events = await self.s.turns.sessions.events(session_id, include_archive=True)
-        messages = events_to_messages(events, include_tools=include_tools)
-        return limited({"messages": messages[-limit.value :]}, limit)
+        messages = events_to_messages(events, include_tools=include_tools)[-limit.value :]
+        with_attachment_urls(session_id, messages)
+        return limited({"messages": messages}, limit)
+
+    async def attachment(self, request: Request) -> Response:
+        """GET /api/v1/sessions/{id}/attachments/{sha256}: the bytes a message carried."""
+        session_id = _session_id(request)
+        return await download(self.s.turns, session_id, request.path_params["sha256"])
 
     async def send(self, request: Request) -> Response:
-        """POST /api/v1/sessions/{id}/messages {content}: a full turn, tools included."""
+        """POST /api/v1/sessions/{id}/messages {content, attachments}: a full turn."""
         session_id = _session_id(request)
-        body = await read_json(request)
-        content = _text_field(body, "content")
+        new = await read_message(request)
+        key = message_key(request)
         turn = {TURN_HEADER: new_turn_id()}
         # No read first (a turn is two round trips to the session): a session that does not
         # exist or has ended is refused by the turn before anything is written (404 both).
         with log_context(session_id=session_id, front_end="http", turn_id=turn[TURN_HEADER]):
+            attachments = await keep_uploads(self.s, session_id, new.uploads)
             try:
-                message = Incoming(content, None, None, message_key(request))
+                message = Incoming(new.content, None, None, key, attachments=attachments)
                 ticket = await self.s.turns.submit(
                     session_id, message, Waited(self.s.tasks, name=f"turn-{session_id}")
                 )
@@ -257,24 +273,26 @@ class SessionRoutes:
         return response
 
     async def stream(self, request: Request) -> Response:
-        """POST /api/v1/sessions/{id}/stream {content}: the turn as SSE."""
+        """POST /api/v1/sessions/{id}/stream {content, attachments}: the turn as SSE."""
         session_id = _session_id(request)
-        body = await read_json(request)
-        content = _text_field(body, "content")
+        new = await read_message(request)
+        key = message_key(request)
         server = self.s.config.server
         # No read first, as ``send``: the stream opens once the turn recorded its message, and
         # learns the session's agent (for the logs) and on_disconnect from that round trip.
         with log_context(front_end="http"):  # stream_turn keeps these
+            attachments = await keep_uploads(self.s, session_id, new.uploads)
             try:
                 return await stream_turn(
                     self.s.turns,
                     self.s.tasks,
                     session_id,
-                    content,
+                    new.content,
                     keep_alive=server.keep_alive_interval_seconds,
                     streams=self.streams,
                     turn_id=new_turn_id(),
-                    message_key=message_key(request),
+                    message_key=key,
+                    attachments=attachments,
                 )
             except SessionEndedError as exc:
                 raise ProblemError(404, str(exc)) from None

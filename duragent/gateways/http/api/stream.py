@@ -37,13 +37,15 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
+from duragent.core.attachments import Attachment
 from duragent.core.messages import Usage
 from duragent.core.snapshot import SessionStatus
+from duragent.gateways.http.api.attachments import attachment_views
 from duragent.gateways.http.api.cut_turns import (
     TURN_INTERRUPTED,
     interrupted_detail,
@@ -135,9 +137,17 @@ class StreamWire:
         """The sink the turn reports its progress to (it puts events on its queue)."""
         return QueueSink()
 
-    def opening(self, turn_id: str) -> list[ServerSentEvent]:
-        """The first events: ``start`` naming the turn."""
-        return [ServerSentEvent(data=json.dumps({"turn_id": turn_id}), event="start")]
+    def opening(
+        self, turn_id: str, attachments: Sequence[dict[str, Any]] = ()
+    ) -> list[ServerSentEvent]:
+        """The first events: ``start`` naming the turn.
+
+        With the message's attachments, if it has any, as history shows them (with ``url``).
+        """
+        data: dict[str, Any] = {"turn_id": turn_id}
+        if attachments:
+            data["attachments"] = list(attachments)
+        return [ServerSentEvent(data=json.dumps(data), event="start")]
 
     def ending(self, result: TurnResult) -> list[ServerSentEvent]:
         """The last events of a turn that ended."""
@@ -175,6 +185,7 @@ async def stream_turn(
     turn_id: str,
     message_key: str | None = None,
     agent: str | None = None,
+    attachments: tuple[Attachment, ...] = (),
 ) -> EventSourceResponse:
     """The SSE response running one turn (its task, and any clean-up, owned by ``tasks``).
 
@@ -189,7 +200,8 @@ async def stream_turn(
     ``turn_id`` is named in the ``X-Duragent-Turn`` header and the opening event, and bound
     (with everything else ``log_context`` holds here, and the agent once known) to every log
     line the turn causes. ``message_key``: the message's idempotency key
-    (``sessions.message_key``), if any.
+    (``sessions.message_key``), if any. ``attachments``: what the message carries, kept in
+    the session already (``uploads.keep_uploads``); the ``start`` event lists them.
     """
     chosen = wire if wire is not None else StreamWire()
     sink = chosen.sink()
@@ -200,7 +212,9 @@ async def stream_turn(
     async def run() -> None:
         try:
             try:
-                message = Incoming(content, None, None, message_key, agent=agent)
+                message = Incoming(
+                    content, None, None, message_key, agent=agent, attachments=attachments
+                )
                 ticket = await turns.submit(session_id, message, Waited(sink=sink))
                 result = await ticket  # this task owns the turn: cancelling it stops the turn
                 events = chosen.ending(result)
@@ -229,7 +243,7 @@ async def stream_turn(
         deadline: float | None = None
         open_streams.add(sink)
         try:
-            for opening in chosen.opening(turn_id):
+            for opening in chosen.opening(turn_id, attachment_views(session_id, attachments)):
                 yield opening
             while True:
                 if deadline is None:

@@ -54,7 +54,7 @@ from duragent.cluster.hops import (
 )
 from duragent.errors import StorageError
 from duragent.gateways.http.server.problem import ProblemError
-from duragent.gateways.http.server.security import MAX_BODY_BYTES
+from duragent.gateways.http.server.security import read_body
 from duragent.observability.metrics import Metrics
 from duragent.store import FencedWriteError, LeaseHeldError, NodeDirectory
 
@@ -103,16 +103,10 @@ def _target(request: Request) -> str:
 
 
 async def _keep_body(request: Request) -> None:
-    """Read the body into the request (at most ``MAX_BODY_BYTES``: 413 beyond)."""
+    """Read the body into the request (at most the path's ``body_limit``: 413 beyond)."""
     if hasattr(request, "_body"):
         return
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise ProblemError(413, f"request body exceeds {MAX_BODY_BYTES} bytes")
-        chunks.append(chunk)
-    request._body = b"".join(chunks)
+    request._body = await read_body(request)
 
 
 class SessionForwarding:

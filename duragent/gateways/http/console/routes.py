@@ -11,6 +11,11 @@ browser only as JSON, which the script puts into the page with ``textContent`` (
 HTML). A strict Content-Security-Policy (scripts only from ``/ui/static``, no inline script,
 no ``eval``) makes an escaping mistake inert rather than exploitable.
 
+A message's attachments are listed under it with their download links; an image is shown
+as a thumbnail. Both are fetched by the script with the token, like everything else, and
+shown from a ``blob:`` URL of the script's own making (hence ``img-src blob:``): a link or an
+``<img>`` pointing at the API would carry no token.
+
 In loopback mode (no token) the shell is served to loopback clients only, and the browser
 checks of ``server/browser.py`` (Host, Origin, JSON bodies) apply to every console request, as
 to the API: ``/ui`` is in the ``api_token`` family.
@@ -38,6 +43,7 @@ from duragent.core.payloads import (
     EventType,
     ToolsSkippedData,
 )
+from duragent.gateways.http.api.attachments import with_attachment_urls
 from duragent.gateways.http.api.paging import MAX_MESSAGES_LIMIT, limited, read_limit
 from duragent.gateways.http.server.problem import ProblemError
 from duragent.gateways.http.server.security import check_access
@@ -53,7 +59,7 @@ _TYPES = {
 }
 CONSOLE_HEADERS = {
     "Content-Security-Policy": (
-        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob:; "
         "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
     ),
     "X-Content-Type-Options": "nosniff",
@@ -177,6 +183,8 @@ class ConsoleRoutes:
         limit = read_limit(request, default=1000, maximum=MAX_MESSAGES_LIMIT)
         events = await queries.events(session_id, include_archive=True)
         pending = info.pending_approval
+        messages = _with_budget(events)[-limit.value :]
+        with_attachment_urls(session_id, messages)
         body = {
             "session": {
                 "session_id": info.session_id,
@@ -203,7 +211,7 @@ class ConsoleRoutes:
                     "arguments": dict(pending.arguments),
                 }
             ),
-            "messages": _with_budget(events)[-limit.value :],
+            "messages": messages,
         }
         return limited(body, limit)
 

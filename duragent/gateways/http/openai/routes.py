@@ -27,6 +27,10 @@ modified.
 **What it says**: every model call's words of the turn, a blank line apart, the same
 streamed or not (``text``).
 
+**Images**: ``image_url`` parts with ``data:`` URLs become the new message's image
+attachments (``parts``), kept in the session before the message is submitted, as
+``POST /api/v1/sessions/{id}/messages`` keeps its uploads. Remote URLs are refused (``wire``).
+
 **Errors** are OpenAI's shape (``wire``); the app turns the problem+json answers of
 shared code (auth, body size, quarantine, storage) into it for every ``/v1/`` path.
 """
@@ -42,8 +46,11 @@ from duragent.agents import Agent
 from duragent.agents.loader import AGENT_FILENAME
 from duragent.errors import AgentNotFoundError
 from duragent.gateways.http.api.cut_turns import TURN_INTERRUPTED, interrupted_detail
+from duragent.gateways.http.api.keeping import keep_uploads
 from duragent.gateways.http.api.sessions import message_key
 from duragent.gateways.http.api.stream import TURN_HEADER, OpenStreams, stream_turn
+from duragent.gateways.http.api.uploads import Upload
+from duragent.gateways.http.openai.parts import image_uploads
 from duragent.gateways.http.openai.stream import ChunkWire
 from duragent.gateways.http.openai.text import TextSink
 from duragent.gateways.http.openai.wire import (
@@ -54,6 +61,7 @@ from duragent.gateways.http.openai.wire import (
     error_response,
     parse_chat_request,
 )
+from duragent.gateways.http.server.media_limits import upload_limits
 from duragent.gateways.http.server.problem import failed_turn_status
 from duragent.gateways.http.server.security import read_json
 from duragent.gateways.http.services import HttpServices
@@ -110,11 +118,15 @@ class OpenAIRoutes:
                 self.s.catalog.get(chat.model)
             except AgentNotFoundError:
                 raise _no_model(chat.model) from None
-            return await self._unread_turn(chat, message_key(request))
+            where = f"messages[{len(body['messages']) - 1}].content"
+            uploads = await image_uploads(chat.images, where, upload_limits(request.scope))
+            return await self._unread_turn(chat, message_key(request), uploads)
         except OpenAIError as exc:
             return error_response(exc)
 
-    async def _unread_turn(self, chat: OpenAIChatRequest, key: str | None) -> Response:
+    async def _unread_turn(
+        self, chat: OpenAIChatRequest, key: str | None, uploads: list[Upload]
+    ) -> Response:
         """A turn with no read before it: two round trips to the session, as any turn.
 
         A key that looks like a session id is taken as one; the turn itself refuses a
@@ -125,14 +137,14 @@ class OpenAIRoutes:
         named = chat.key
         if named is not None and _SESSION_ID.fullmatch(named):
             try:
-                return await self._turn(chat, named, key)
+                return await self._turn(chat, named, key, uploads)
             except SessionNotFoundError:
                 pass  # not a session here: the client's own name for a conversation
             except SessionAgentMismatchError as exc:
                 raise _agent_mismatch(named, exc.agent, chat.model) from None
             except SessionEndedError:
                 raise _ended(named) from None
-        return await self._turn(chat, await self._new_or_keyed(chat), key)
+        return await self._turn(chat, await self._new_or_keyed(chat), key, uploads)
 
     async def _new_or_keyed(self, chat: OpenAIChatRequest) -> str:
         """The session of ``chat.key`` (made on first use), or a new one without a key."""
@@ -140,13 +152,20 @@ class OpenAIRoutes:
             return await self.s.turns.start_session(chat.model, gateway=FRONT_END)
         return await self.s.turns.session_for_chat(FRONT_END, chat.key, chat.model)
 
-    async def _turn(self, chat: OpenAIChatRequest, session_id: str, key: str | None) -> Response:
-        """The turn, streamed (opened once its message is recorded: ``stream_turn``) or not."""
+    async def _turn(
+        self, chat: OpenAIChatRequest, session_id: str, key: str | None, uploads: list[Upload]
+    ) -> Response:
+        """The turn, streamed (opened once its message is recorded: ``stream_turn``) or not.
+
+        The message's images are kept in the session first (``SessionNotFoundError`` when it
+        is not one: the key is then the client's own name for a conversation).
+        """
         turn_id = new_turn_id()
         headers = {TURN_HEADER: turn_id, SESSION_HEADER: session_id}
         with log_context(
             session_id=session_id, agent=chat.model, front_end=FRONT_END, turn_id=turn_id
         ):
+            attachments = await keep_uploads(self.s, session_id, uploads)
             if chat.stream:
                 response: Response = await stream_turn(
                     self.s.turns,
@@ -159,12 +178,15 @@ class OpenAIRoutes:
                     turn_id=turn_id,
                     message_key=key,
                     agent=chat.model,
+                    attachments=attachments,
                 )
                 response.headers[SESSION_HEADER] = session_id
                 return response
             words = TextSink()  # what the stream would have sent (``text``)
             try:
-                message = Incoming(chat.content, None, None, key, agent=chat.model)
+                message = Incoming(
+                    chat.content, None, None, key, agent=chat.model, attachments=attachments
+                )
                 how = Waited(self.s.tasks, words, name=f"openai-turn-{session_id}")
                 ticket = await self.s.turns.submit(session_id, message, how)
                 result = await ticket.result(

@@ -21,6 +21,7 @@ The lifecycle (the turn's task, a client that leaves, a server that stops) is
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from sse_starlette import ServerSentEvent
@@ -125,8 +126,10 @@ class ChunkWire(StreamWire):
         """A :class:`ChunkSink`."""
         return ChunkSink(self._chunks, self._text)
 
-    def opening(self, turn_id: str) -> list[ServerSentEvent]:
-        """The role chunk."""
+    def opening(
+        self, turn_id: str, attachments: Sequence[dict[str, Any]] = ()
+    ) -> list[ServerSentEvent]:
+        """The role chunk (OpenAI's chunks have no place for the message's attachments)."""
         return [self._chunks.chunk({"role": "assistant", "content": ""})]
 
     def ending(self, result: TurnResult) -> list[ServerSentEvent]:

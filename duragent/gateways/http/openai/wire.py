@@ -10,8 +10,12 @@ What a request means here (see ``specs/202611240850.openai-api-and-json-logs.md`
   are the client's copy of the conversation and are not read: the durable session is the
   source of truth (its history, its summaries, the agent's own system prompt), so a client
   cannot rewrite what the agent remembers, and resending them costs nothing.
-- Content is a string or a list of ``text`` parts (joined by newlines); anything else
-  (images, audio) is refused with 400 rather than silently dropped.
+- Content is a string or a list of parts: ``text`` parts (joined by newlines) and
+  ``image_url`` parts whose URL is a ``data:`` URL (``data:image/png;base64,…``), kept as
+  the message's image attachments (``parts``). A remote ``http(s)`` image URL is refused
+  with 400: the server never fetches a URL a client names (it could be made to reach
+  addresses only it can see); send the image inline. Other parts (audio, files) are refused
+  with 400 rather than silently dropped.
 - Sampling fields (``temperature``, ``max_tokens``, ``tools``…) are accepted and ignored:
   the agent's YAML decides them, and tools run on the server.
 """
@@ -19,6 +23,7 @@ What a request means here (see ``specs/202611240850.openai-api-and-json-logs.md`
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -26,10 +31,12 @@ from typing import Any
 from starlette.responses import JSONResponse
 
 from duragent.core.clock import now_seconds
+from duragent.gateways.http.server.media_limits import MAX_ATTACHMENTS
 from duragent.turns import AwaitingApproval, Complete, Duplicate, Failed, Interruption, TurnResult
 
 __all__ = [
     "SESSION_HEADER",
+    "ImagePart",
     "OpenAIChatRequest",
     "OpenAIError",
     "approval_text",
@@ -126,6 +133,17 @@ def _bad(message: str, param: str | None = None, code: str | None = None) -> Ope
 
 
 @dataclass(frozen=True, slots=True)
+class ImagePart:
+    """An ``image_url`` part with a ``data:`` URL, not yet decoded (``parts`` does that)."""
+
+    field: str
+    """Where it was: ``messages[0].content[1]`` (its URL is ``….image_url.url``)."""
+    mime: str
+    data: str
+    """The URL's base64 text."""
+
+
+@dataclass(frozen=True, slots=True)
 class OpenAIChatRequest:
     """What a ``POST /v1/chat/completions`` asks for."""
 
@@ -135,27 +153,68 @@ class OpenAIChatRequest:
     """The conversation key (``session_id``, then the header, then ``user``); None: fresh."""
     stream: bool
     include_usage: bool
+    images: tuple[ImagePart, ...] = ()
+    """The new message's images (``data:`` URLs), kept as its attachments."""
 
 
-def _text_of(content: object, where: str) -> str:
+_DATA_URL = re.compile(r"data:([^;,]*)((?:;[^;,]*)*),(.*)", re.DOTALL | re.IGNORECASE)
+
+
+def _image_of(part: Mapping[str, Any], at: str) -> ImagePart:
+    """An ``image_url`` part: a ``data:`` URL of an image (400 for anything else)."""
+    field = f"{at}.image_url.url"
+    holder = part.get("image_url")
+    url = holder.get("url") if isinstance(holder, dict) else holder
+    if not isinstance(url, str):
+        raise _bad(f"{at}.image_url.url must be a string (a data: URL)", field)
+    if url[:8].lower().startswith(("http://", "https://")):
+        raise _bad(
+            f"{field}: this server does not fetch images from URLs (it would reach whatever "
+            "address a client names); send the image inline as a data: URL "
+            "(data:image/png;base64,…)",
+            field,
+            "unsupported_value",
+        )
+    found = _DATA_URL.fullmatch(url)
+    flags = [flag.strip().lower() for flag in found[2].split(";")] if found else []
+    if found is None or "base64" not in flags:
+        raise _bad(f"{field} must be a base64 data: URL (data:image/png;base64,…)", field)
+    mime = found[1].strip().lower()
+    if not mime.startswith("image/"):
+        raise _bad(f"{field} is {mime or 'untyped'}: only images are taken here", field)
+    return ImagePart(at, mime, found[3])
+
+
+def _input_of(content: object, where: str) -> tuple[str, tuple[ImagePart, ...]]:
+    """The text (parts joined by newlines) and the images of a message's ``content``."""
     if isinstance(content, str):
-        return content
+        return content, ()
     if not isinstance(content, list):
-        raise _bad(f"{where}.content must be a string or a list of text parts", where)
+        raise _bad(f"{where}.content must be a string or a list of parts", where)
     texts: list[str] = []
+    images: list[ImagePart] = []
     for i, part in enumerate(content):
-        if not isinstance(part, dict) or part.get("type") != "text":
-            kind = part.get("type") if isinstance(part, dict) else type(part).__name__
+        kind = part.get("type") if isinstance(part, dict) else type(part).__name__
+        if isinstance(part, dict) and kind == "image_url":
+            images.append(_image_of(part, f"{where}.content[{i}]"))
+            continue
+        if not isinstance(part, dict) or kind != "text":
             raise _bad(
-                f"{where}.content[{i}] is of type {kind!r}: only text parts are supported "
-                "(an agent's model and tools are configured on the server)",
+                f"{where}.content[{i}] is of type {kind!r}: only text and image_url parts are "
+                "supported (an agent's model and tools are configured on the server)",
                 f"{where}.content",
             )
         text = part.get("text")
         if not isinstance(text, str):
             raise _bad(f"{where}.content[{i}].text must be a string", f"{where}.content")
         texts.append(text)
-    return "\n".join(texts)
+    if len(images) > MAX_ATTACHMENTS:
+        raise _bad(
+            f"{where}.content has {len(images)} images, more than the {MAX_ATTACHMENTS} a "
+            "message may carry",
+            f"{where}.content",
+        )
+    return "\n".join(texts), tuple(images)
 
 
 def _key(value: object, name: str) -> str | None:
@@ -187,8 +246,8 @@ def parse_chat_request(body: Mapping[str, Any], header_key: str | None) -> OpenA
             "messages are the client's copy; the server keeps the conversation)",
             "messages",
         )
-    content = _text_of(last.get("content"), where)
-    if not content.strip():
+    content, images = _input_of(last.get("content"), where)
+    if not content.strip() and not images:
         raise _bad(f"{where}.content is empty", f"{where}.content")
     stream = body.get("stream", False)
     if stream is not None and not isinstance(stream, bool):
@@ -208,7 +267,7 @@ def parse_chat_request(body: Mapping[str, Any], header_key: str | None) -> OpenA
         _key(body.get("user"), "user"),
     )
     key = next((k for k in keys if k is not None), None)
-    return OpenAIChatRequest(model, content, key, bool(stream), include_usage)
+    return OpenAIChatRequest(model, content, key, bool(stream), include_usage, images)
 
 
 def completion_id(turn_id: str) -> str:

@@ -12,6 +12,11 @@ from typing import Any
 
 from duragent.gateways.http.api.paging import MAX_MESSAGES_LIMIT, MAX_SESSIONS_LIMIT
 from duragent.gateways.http.api.pins import pin_paths
+from duragent.gateways.http.openapi.attachment_paths import (
+    attachment_paths,
+    attachment_schemas,
+    message_body,
+)
 from duragent.gateways.http.openapi.openai_paths import openai_paths
 from duragent.gateways.http.openapi.schemas import (
     AUTH,
@@ -57,7 +62,7 @@ def _document(version: str) -> dict[str, Any]:
         "info": {"title": "duragent", "version": version},
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
-            "schemas": component_schemas(),
+            "schemas": component_schemas() | attachment_schemas(),
         },
         "security": [{"bearer": []}, {}],
         "paths": {
@@ -200,7 +205,7 @@ def _document(version: str) -> dict[str, Any]:
                 "post": {
                     "summary": "Send a message and wait for the reply (runs tools)",
                     "parameters": [SESSION_ID, IDEMPOTENCY_KEY],
-                    "requestBody": json_body(ref("Content")),
+                    "requestBody": message_body(),
                     "responses": {
                         "200": json_response(ref("Reply")),
                         "202": json_response(ref("Pending"), "A tool call waits for approval"),
@@ -212,7 +217,7 @@ def _document(version: str) -> dict[str, Any]:
                             "cut and never answered (code turn_interrupted: message_recorded, "
                             "message_seq, tool_calls with each call's outcome)"
                         ),
-                        "413": problem("Body too large"),
+                        "413": problem("Body too large, or an attachment (the problem's field)"),
                         "502": problem("The model failed"),
                         **COMMON,
                     },
@@ -222,7 +227,7 @@ def _document(version: str) -> dict[str, Any]:
                 "post": {
                     "summary": "Send a message; the reply streams as Server-Sent Events",
                     "parameters": [SESSION_ID, IDEMPOTENCY_KEY],
-                    "requestBody": json_body(ref("Content")),
+                    "requestBody": message_body(),
                     "responses": {
                         "200": {
                             "description": "start, token, tool_call, tool_result, "
@@ -231,7 +236,7 @@ def _document(version: str) -> dict[str, Any]:
                         },
                         "404": problem("No such session, or it has ended"),
                         "409": problem("Quarantined"),
-                        "413": problem("Body too large"),
+                        "413": problem("Body too large, or an attachment (the problem's field)"),
                         **COMMON,
                     },
                 }
@@ -278,6 +283,7 @@ def _document(version: str) -> dict[str, Any]:
                     },
                 }
             },
+            **attachment_paths(),
             **schedule_paths(),
             **openai_paths(),
             **pin_paths(),

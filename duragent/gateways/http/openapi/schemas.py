@@ -179,7 +179,14 @@ def stream_event() -> dict[str, Any]:
     )
     return {
         "oneOf": [
-            _event("start", _object(["turn_id"], turn_id=text)),
+            _event(
+                "start",
+                _object(
+                    ["turn_id"],
+                    turn_id=text,
+                    attachments={"type": "array", "items": ref("Attachment")},
+                ),
+            ),
             _event("token", _object(["content"], content=text)),
             _event(
                 "tool_call",
@@ -237,7 +244,10 @@ def stream_event() -> dict[str, Any]:
 
 
 def component_schemas() -> dict[str, Any]:
-    """``components.schemas``: the problem, session, reply, pending, message and content bodies."""
+    """``components.schemas``: the problem, session, reply, pending and message bodies.
+
+    The attachment schemas are ``attachment_paths.attachment_schemas``.
+    """
     text = {"type": "string"}
     return {
         "Problem": {
@@ -314,11 +324,7 @@ def component_schemas() -> dict[str, Any]:
                 "call_id": text,
                 "success": {"type": "boolean"},
                 "tool_calls": {"type": "array"},
+                "attachments": {"type": "array", "items": ref("Attachment")},
             },
-        },
-        "Content": {
-            "type": "object",
-            "required": ["content"],
-            "properties": {"content": NON_BLANK},
         },
     }

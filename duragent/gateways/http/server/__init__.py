@@ -7,6 +7,7 @@
 - ``limits``: ``server.max_connections`` requests served at once, the rest wait for a slot;
 - ``health``: what ``/readyz`` reports about accepting and free slots;
 - ``security``: bearer tokens, loopback-only without one, the body-size cap, reading JSON;
+- ``media_limits``: how much a message's attachments (and so its body) may weigh;
 - ``browser``: Host, Origin and content-type checks against web pages in the user's browser;
 - ``crash``: an exception no handler claimed becomes a clean 500;
 - ``problem``: RFC 7807 problem+json, one registered type per status;

@@ -19,6 +19,10 @@ same-origin. Three checks close this, before routing and before any slot is take
   (a browser can only send ``application/json`` cross-site after a preflight, which this
   server never grants). 415. With a token a page cannot forge the request anyway, so scripts
   written for the reference that post JSON without the header (``curl -d``) keep working.
+  The one exception is a message with files (``multipart/form-data`` on
+  ``/api/v1/sessions/{id}/messages`` and ``…/stream``), which a form could post cross-site:
+  such a page would still need the session's id, a random ULID it cannot read from this
+  server (no CORS is ever granted), and a browser that sends no ``Origin`` with it.
 
 Which family a path belongs to: ``/api/admin/…`` is guarded by ``admin_token``, everything
 else (API, health, and any later web console) by ``api_token``.
@@ -32,6 +36,7 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from duragent.config.workspace import ServerConfig
+from duragent.gateways.http.server.media_limits import takes_form_uploads
 from duragent.gateways.http.server.problem import problem
 
 __all__ = ["BrowserGuard", "has_body", "is_loopback_name", "request_problem", "split_host"]
@@ -104,9 +109,13 @@ def request_problem(
         )
     if not token and method in _BODY_METHODS and has_body(headers):
         media = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        forms = takes_form_uploads(path)
+        if media == "multipart/form-data" and forms:
+            return None
         if media != "application/json":
             shown = media or "none"
-            return 415, f"request bodies must be application/json (got {shown})"
+            allowed = "application/json or multipart/form-data" if forms else "application/json"
+            return 415, f"request bodies must be {allowed} (got {shown})"
     return None
 
 

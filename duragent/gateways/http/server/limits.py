@@ -6,9 +6,10 @@ stream holds its slot until it ends. Health checks (``/livez``, ``/readyz``) nev
 overloaded server must still say it is alive (and ``/readyz`` that it is busy: the slots in
 use are counted in :class:`ServerHealth`).
 
-A request's body (up to the 2 MiB limit) is read *before* its slot is taken: a client that
-uploads slowly, or trickles a byte now and then, waits outside the limit (cut off by
-``server.body_timeout_seconds``) instead of keeping others out.
+A request's body (up to its path's limit: 2 MiB, more for a message with attachments) is
+read *before* its slot is taken: a client that uploads slowly, or trickles a byte now and
+then, waits outside the limit (cut off by ``server.body_timeout_seconds``) instead of keeping
+others out.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from duragent.gateways.http.server.browser import has_body
 from duragent.gateways.http.server.health import ServerHealth
-from duragent.gateways.http.server.security import MAX_BODY_BYTES
+from duragent.gateways.http.server.media_limits import body_limit
 
 __all__ = ["ConcurrencyLimit"]
 
@@ -43,7 +44,7 @@ class ConcurrencyLimit:
             await self.app(scope, receive, send)
             return
         if has_body(Headers(scope=scope)):
-            receive = await _read_body_first(receive)
+            receive = await _read_body_first(receive, body_limit(scope))
         async with self._slots:
             self.health.busy += 1
             try:
@@ -52,8 +53,8 @@ class ConcurrencyLimit:
                 self.health.busy -= 1
 
 
-async def _read_body_first(receive: Receive) -> Receive:
-    """Receive the body now (stopping past ``MAX_BODY_BYTES``); replay it to the app later.
+async def _read_body_first(receive: Receive, limit: int) -> Receive:
+    """Receive the body now (stopping past ``limit`` bytes); replay it to the app later.
 
     Past the limit the rest is left to the app, which answers 413 as it reads on. A
     disconnect is replayed too, so the app sees the client gone.
@@ -66,7 +67,7 @@ async def _read_body_first(receive: Receive) -> Receive:
         size += len(message.get("body", b""))
         if message["type"] != "http.request" or not message.get("more_body"):
             break
-        if size > MAX_BODY_BYTES:
+        if size > limit:
             break
 
     async def replay() -> Message:

@@ -69,9 +69,16 @@ PROBLEM_TYPES: Mapping[int, ProblemType] = {
         "the session's pins no longer fit its agent (detail names them and how to unpin), or "
         "the message's turn was cut and never answered (code turn_interrupted).",
     ),
-    413: ProblemType("payload-too-large", "Payload Too Large", "The body exceeds 2 MiB."),
+    413: ProblemType(
+        "payload-too-large",
+        "Payload Too Large",
+        "The body exceeds 2 MiB (a message with attachments: more), or an attachment exceeds "
+        "its kind's size (field names it).",
+    ),
     415: ProblemType(
-        "unsupported-media-type", "Unsupported Media Type", "Bodies must be application/json."
+        "unsupported-media-type",
+        "Unsupported Media Type",
+        "Bodies must be application/json (a message with files: or multipart/form-data).",
     ),
     429: ProblemType("too-many-requests", "Too Many Requests", "Slow down and retry."),
     500: ProblemType(

@@ -5,7 +5,8 @@
   Failure: 401.
 - ``/api/admin/*``: the same with ``server.admin_token``; failure: 403.
 - Health routes are public.
-- Bodies over 2 MiB are refused with 413 before they are read into memory.
+- Bodies over 2 MiB are refused with 413 before they are read into memory; a message's
+  routes take more (its attachments: ``media_limits``).
 
 What a browser could still do to a loopback server (CSRF, DNS rebinding) is refused earlier,
 by ``browser.py``; slow and idle connections are cut by ``protocol.py``.
@@ -13,6 +14,7 @@ by ``browser.py``; slow and idle connections are cut by ``protocol.py``.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import ipaddress
@@ -22,11 +24,13 @@ from typing import Any
 
 from starlette.requests import Request
 
+from duragent.gateways.http.server.media_limits import MAX_BODY_BYTES, body_limit
 from duragent.gateways.http.server.problem import ProblemError
 
-__all__ = ["MAX_BODY_BYTES", "check_access", "is_loopback", "read_json"]
+__all__ = ["MAX_BODY_BYTES", "check_access", "is_loopback", "read_body", "read_json"]
 
-MAX_BODY_BYTES = 2 * 1024 * 1024
+_PARSED_ON_THE_LOOP = 256 * 1024
+"""A larger JSON body (a message's base64 attachments) is parsed off the event loop."""
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")  # the only way JSON can spell one
@@ -67,21 +71,31 @@ def check_access(request: Request, token: str | None, *, admin: bool) -> None:
         )
 
 
-async def read_json(request: Request) -> dict[str, Any]:
-    """The request body as a JSON object: 413 when too big, 400 when not a JSON object."""
+async def read_body(request: Request, limit: int | None = None) -> bytes:
+    """The request body, at most ``limit`` bytes (the path's ``body_limit``): 413 beyond."""
+    most = body_limit(request.scope) if limit is None else limit
+    too_big = f"request body exceeds {most} bytes"
     length = request.headers.get("content-length")
-    if length is not None and length.isdigit() and int(length) > MAX_BODY_BYTES:
-        raise ProblemError(413, f"request body exceeds {MAX_BODY_BYTES} bytes")
+    if length is not None and length.isdigit() and int(length) > most:
+        raise ProblemError(413, too_big, extra={"limit": most})
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
         size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise ProblemError(413, f"request body exceeds {MAX_BODY_BYTES} bytes")
+        if size > most:
+            raise ProblemError(413, too_big, extra={"limit": most})
         chunks.append(chunk)
-    raw = b"".join(chunks) or b"null"
+    return b"".join(chunks)
+
+
+async def read_json(request: Request, limit: int | None = None) -> dict[str, Any]:
+    """The request body as a JSON object: 413 when too big, 400 when not a JSON object."""
+    raw = await read_body(request, limit) or b"null"
     try:
-        body = json.loads(raw)
+        if len(raw) > _PARSED_ON_THE_LOOP:
+            body = await asyncio.to_thread(json.loads, raw)
+        else:
+            body = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise ProblemError(400, f"request body is not valid JSON: {exc}") from None
     except RecursionError:  # "[[[[…" a few thousand deep

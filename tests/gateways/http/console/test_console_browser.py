@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import logging
 import re
 from pathlib import Path
 
 import pytest
+from PIL import Image
 
 from duragent.testing import Reply, ToolCallReply
 from tests.gateways.http.api_fixtures import Served, served
@@ -214,3 +216,54 @@ async def test_an_open_session_page_follows_a_turn_run_by_another_client(
         assert await page.locator("#history .msg.user", has_text="other client").count() == 1
         assert await page.locator("#replying").count() == 0
         assert (await turn).status_code == 200
+
+
+def png_bytes() -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", (40, 30), (20, 120, 220)).save(out, "PNG")
+    return out.getvalue()
+
+
+async def test_attachments_show_under_their_message_an_image_as_a_thumbnail_fetched_with_the_token(
+    tmp_path: Path, watched: Watched
+) -> None:
+    page = watched.page
+    picture, report = png_bytes(), b"%PDF-1.4 quarterly numbers"
+    hostile = "<img src=x onerror=alert(1)>.pdf"  # no quote: a form's client escapes it
+    async with served(tmp_path, token=TOKEN, server_yaml=f"  api_token: {TOKEN}\n") as s:
+        sid = await new_session(s)
+        s.server.enqueue(Reply(text="seen"))
+        sent = await s.client.post(
+            f"/api/v1/sessions/{sid}/messages",
+            data={"content": "two files"},
+            files=[
+                ("photo", ("blue.png", picture, "image/png")),
+                ("doc", (hostile, report, "application/pdf")),
+            ],
+        )
+        assert sent.status_code == 200, sent.text
+        await page.goto(f"{base(s)}/ui/sessions/{sid}")
+        await page.fill("#token", TOKEN)
+        await page.click("#login-form button")
+        user = page.locator("#history .msg.user", has_text="two files")
+        thumb = user.locator('.attachment[data-kind="image"] img.thumb')
+        await thumb.wait_for()
+        await page.wait_for_function(
+            "() => (document.querySelector('img.thumb') || {}).naturalWidth === 40"
+        )
+        assert (await thumb.get_attribute("src") or "").startswith("blob:")
+        document = user.locator('.attachment[data-kind="document"]')
+        assert "application/pdf" in await document.inner_text()
+        link = document.locator("a.attachment-link")
+        assert await link.inner_text() == hostile  # text, never markup
+        assert await page.locator("#history img").count() == 1  # the thumbnail alone
+        async with page.expect_download() as downloading:
+            await link.click()
+        download = await downloading.value
+        assert download.suggested_filename.endswith("onerror=alert(1)_.pdf")  # Chrome's own _
+        saved = Path(await download.path())
+        assert await asyncio.to_thread(saved.read_bytes) == report
+        assert await page.evaluate("window.__pwned") is None
+        assert watched.dialogs == []
+        assert not any(TOKEN in url for url in watched.requests)
+        assert watched.errors == []

@@ -181,3 +181,24 @@ async def test_a_call_cancelled_by_a_newer_message_is_marked_cancelled_not_denie
         "cancelled": "approval cancelled: a new message arrived first",
     }
     assert view["pending_approval"] is None
+
+
+async def test_the_session_view_lists_a_messages_attachments_with_their_download_path(
+    tmp_path: Path,
+) -> None:
+    async with served(tmp_path) as s:
+        sid = (await s.client.post("/api/v1/sessions", json={"agent": "bot"})).json()["session_id"]
+        s.server.enqueue(Reply(text="got it"))
+        await s.client.post(
+            f"/api/v1/sessions/{sid}/messages",
+            data={"content": "a note"},
+            files=[("f", ("note.txt", b"remember the milk", "text/plain"))],
+        )
+        view = (await s.client.get(f"/ui/api/sessions/{sid}")).json()
+        shell = await s.client.get("/ui")
+    (user,) = [m for m in view["messages"] if m["role"] == "user"]
+    (shown,) = user["attachments"]
+    assert (shown["name"], shown["kind"], shown["size"]) == ("note.txt", "document", 17)
+    assert shown["url"] == f"/api/v1/sessions/{sid}/attachments/{shown['sha256']}"
+    # the script shows images from blob: URLs of bytes it fetched with the token
+    assert "img-src 'self' blob:;" in shell.headers["content-security-policy"]

@@ -191,12 +191,14 @@ async def test_a_bad_request_is_a_400_naming_the_field(tmp_path: Path) -> None:
             {"messages": [{"role": "assistant", "content": "x"}]},
             {"messages": []},
             {"messages": [{"role": "user", "content": [{"type": "image_url"}]}]},
+            {"messages": [{"role": "user", "content": [{"type": "input_audio"}]}]},
             {"messages": [{"role": "user", "content": "x"}], "extra_body": {"session_id": 5}},
         ]
         for case in bad:
             with pytest.raises(openai.BadRequestError) as caught:
                 await client.chat.completions.create(model="bot", **case)
-            assert caught.value.param in ("messages", "messages[0].content", "session_id")
+            params = ("messages", "messages[0].content", "session_id")
+            assert caught.value.param in (*params, "messages[0].content[0].image_url.url")
         raw = await s.client.post(
             "/v1/chat/completions",
             content=b"{nope",

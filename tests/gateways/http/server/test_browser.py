@@ -143,3 +143,23 @@ def test_only_loopback_names_count_as_local(name: str, loopback: bool) -> None:
 
 def test_a_request_without_host_or_origin_passes_like_a_cli_client() -> None:
     assert request_problem("GET", "/api/v1/agents", Headers({}), ServerConfig()) is None
+
+
+@pytest.mark.parametrize(
+    ("path", "taken"),
+    [
+        ("/api/v1/sessions/session_x/messages", True),
+        ("/api/v1/sessions/session_x/stream", True),
+        ("/api/v1/sessions", False),
+        ("/api/v1/sessions/session_x/approve", False),
+        ("/v1/chat/completions", False),  # OpenAI's API is JSON
+        ("/api/v1/sessions/a/b/messages", False),
+    ],
+)
+def test_without_a_token_a_form_is_taken_only_by_a_messages_routes(path: str, taken: bool) -> None:
+    form = Headers({"content-type": "multipart/form-data; boundary=x", "content-length": "9"})
+    assert (request_problem("POST", path, form, ServerConfig()) is None) is taken
+    cross_site = Headers({**form, "origin": "https://evil.example"})
+    refused = request_problem("POST", path, cross_site, ServerConfig())
+    assert refused is not None
+    assert refused[0] == 403

@@ -18,6 +18,9 @@ const BUDGET_LABELS = [
 ];
 
 const state = { sessionId: null, lastSeen: null, streaming: false, timer: null };
+// An attachment's url → a promise of a blob: URL of its bytes, fetched once with the token
+// (a hash names bytes that never change; a link or an <img> to the API would carry no token).
+const blobs = new Map();
 
 function missing(value) { return value === null || value === undefined || value === false; }
 
@@ -218,8 +221,61 @@ function messageNode(m) {
   }
   const body = m.role === "tool" ? clip(m.content, true) : el("div", { class: "text" }, m.content);
   const calls = (m.tool_calls || []).map(toolCall);
+  const said = m.content || (m.role !== "assistant" && !(m.attachments || []).length);
   return el("div", { class: "msg " + m.role, "data-seq": m.seq }, head,
-    m.content || m.role !== "assistant" ? body : null, calls, budgetBlock(m));
+    said ? body : null, attachmentList(m), calls, budgetBlock(m));
+}
+
+// --- attachments: listed under their message, images as thumbnails ------------------------
+
+function byteSize(size) {
+  const units = [["MB", 1048576], ["KB", 1024]];
+  for (const [unit, scale] of units) if (size >= scale) return (size / scale).toFixed(1) + " " + unit;
+  return line(size, " bytes");
+}
+
+function blobOf(url) {
+  if (!blobs.has(url)) {
+    const fetched = api(url, { raw: true, headers: { Accept: "*/*" } }).then(async (response) => {
+      if (!response.ok) throw new Error("HTTP " + response.status);
+      return URL.createObjectURL(await response.blob());
+    });
+    fetched.catch(() => blobs.delete(url));  // the next view tries again
+    blobs.set(url, fetched);
+  }
+  return blobs.get(url);
+}
+
+async function save(a) {
+  try {
+    const link = el("a", { href: await blobOf(a.url), download: a.name || a.kind, hidden: true });
+    add(document.body, link);
+    link.click();
+    link.remove();
+  } catch (error) { fail(error); }
+}
+
+function attachmentNode(a) {
+  const label = a.name || a.kind;
+  const preview = el("span", { class: "preview" });
+  if (a.kind === "image") {
+    const img = el("img", { class: "thumb", alt: label });
+    fill(preview, img);
+    blobOf(a.url).then((src) => { img.src = src; })
+      .catch(() => fill(preview, el("span", { class: "muted" }, "(no preview)")));
+  }
+  const link = el("a", { href: a.url, class: "attachment-link", onclick: (event) => {
+    event.preventDefault();
+    save(a);
+  } }, label);
+  return el("div", { class: "attachment", "data-kind": a.kind, "data-sha256": a.sha256 },
+    preview, link, el("span", { class: "muted" }, line(a.kind, " · ", byteSize(a.size), " · ", a.mime)),
+    a.transcript ? el("div", { class: "muted" }, line("transcript: ", a.transcript)) : null);
+}
+
+function attachmentList(m) {
+  const items = m.attachments || [];
+  return items.length ? el("div", { class: "attachments" }, items.map(attachmentNode)) : null;
 }
 
 function approvalPanel(sessionId, pending) {
