@@ -64,6 +64,10 @@ the rest are defined here. Base classes from Python follow a name in parentheses
     ├── PinRefusedError             a new pin would pass the pins' room [context.summaries]
     ├── ImageRejectedError (ValueError)   bytes that are no image we read (PNG, JPEG, WebP,
     │                               GIF), or a decompression bomb
+    ├── MediaError                  a file a message carries could not be taken in
+    │   │                           [frontkit.media]
+    │   ├── MediaTooLargeError      over its kind's limit or the platform's [frontkit.media]
+    │   └── MediaUnavailableError   it could not be downloaded [frontkit.media]
     └── LLMError                    a provider call failed
         ├── LLMTimeoutError         the per-call timeout expired (retryable)
         ├── LLMConnectionError      no connection / reset (retryable)
