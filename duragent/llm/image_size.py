@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import base64
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 __all__ = [
@@ -67,11 +67,18 @@ class FittedImage:
     mime: str
     width: int
     height: int
+    _encoded: list[str] = field(default_factory=list, repr=False, compare=False)
 
     @property
     def base64(self) -> str:
-        """The bytes as the request carries them."""
-        return base64.b64encode(self.data).decode("ascii")
+        """The bytes as the request carries them.
+
+        Encoded once: a fitted image is cached and sent again with every request while it is
+        recent (``spec.model.attachment_turns``).
+        """
+        if not self._encoded:
+            self._encoded.append(base64.b64encode(self.data).decode("ascii"))
+        return self._encoded[0]
 
 
 def formula_of(provider: str) -> ImageFormula:
