@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from duragent.core.attachments import Attachment, AttachmentKind
+from duragent.llm._wire_body import dumps
 from duragent.llm.image_size import Detail, FittedImage
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "human_size",
     "openai_image_part",
     "openai_user_content",
+    "openai_user_fragment",
 ]
 
 CAPTION_CHARS = 300
@@ -67,6 +69,20 @@ def openai_user_content(
     parts: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
     parts.extend(openai_image_part(image, detail=detail) for image in images)
     return parts
+
+
+def openai_user_fragment(text: str, images: Sequence[FittedImage]) -> bytes:
+    """The serialised user message ``openai_user_content`` makes, byte for byte.
+
+    Each image's part is serialised once (the image is sent again every turn while recent).
+    """
+    parts = [dumps({"type": "text", "text": text})] if text else []
+    for image in images:
+        part = image.forms.get("openai_part")
+        if part is None:
+            part = image.forms["openai_part"] = dumps(openai_image_part(image))
+        parts.append(part)
+    return b'{"role":"user","content":[' + b",".join(parts) + b"]}"
 
 
 def anthropic_image_block(image: FittedImage) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import base64
 import math
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 __all__ = [
     "ANTHROPIC_MAX_EDGE",
@@ -67,18 +67,17 @@ class FittedImage:
     mime: str
     width: int
     height: int
-    _encoded: list[str] = field(default_factory=list, repr=False, compare=False)
+    forms: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """Its wire forms, made once each (``base64``, ``image_parts``): a fitted image is cached
+    and sent again with every request while it is recent (``spec.model.attachment_turns``)."""
 
     @property
     def base64(self) -> str:
-        """The bytes as the request carries them.
-
-        Encoded once: a fitted image is cached and sent again with every request while it is
-        recent (``spec.model.attachment_turns``).
-        """
-        if not self._encoded:
-            self._encoded.append(base64.b64encode(self.data).decode("ascii"))
-        return self._encoded[0]
+        """The bytes as the request carries them (encoded once)."""
+        encoded = self.forms.get("base64")
+        if encoded is None:
+            encoded = self.forms["base64"] = base64.b64encode(self.data).decode("ascii")
+        return str(encoded)
 
 
 def formula_of(provider: str) -> ImageFormula:

@@ -1,21 +1,18 @@
 """OpenAI-compatible chat completions: OpenAI, OpenRouter, Ollama and any ``base_url``.
 
-This module translates messages and tools, posts ``{base_url}/chat/completions`` through the
-provider's own ``aiohttp.ClientSession`` and reads the answer as plain JSON: a streamed one
-through ``_sse.chat_chunks`` (tool calls assembled from their fragments), errors mapped to
-``duragent.errors`` through ``_http_errors``.
+Translates messages and tools, posts ``{base_url}/chat/completions`` through its own
+``aiohttp.ClientSession``, reads the answer as JSON (streamed: ``_sse.chat_chunks``), errors
+mapped through ``_http_errors``.
 
 Why not the ``openai`` SDK, which this was built on: with the body pre-built (``_wire_body``)
-and the chunks read as plain JSON, the SDK's request machinery (an httpx request, headers and
-URL per call, an idempotency key, a deep copy of the options, its send path over aiohttp and
-its stream wrappers) was what was left of a model call's cost: 0.45–0.75 ms of serving CPU
-per call. What the SDK did that matters to a server is done here (spec
-``202612050800.openai-transport.md``): the same body bytes, URL and ``Authorization``,
-``Content-Type`` and ``Accept`` headers, ``OpenAI-Organization``/``OpenAI-Project`` from
-``OPENAI_ORG_ID``/``OPENAI_PROJECT_ID``, its connect and read timeouts, proxies from the
-environment, redirects followed, and its error message for a non-2xx answer. No retries:
-``ResilientProvider`` owns them, so that backoff, jitter and Retry-After behave the same for
-every provider.
+and chunks read as plain JSON, its request machinery (an httpx request, headers and URL per
+call, an idempotency key, a deep copy of the options, its send path and stream wrappers) was
+what was left of a call's cost (0.45–0.75 ms of serving CPU). What it did that matters to a
+server is done here (spec ``202612050800.openai-transport.md``): the same body bytes, URL and
+``Authorization``, ``Content-Type`` and ``Accept`` headers, ``OpenAI-Organization``/
+``OpenAI-Project`` from ``OPENAI_ORG_ID``/``OPENAI_PROJECT_ID``, its timeouts, proxies from the
+environment, redirects followed, its error message for a non-2xx answer. Retries are
+``ResilientProvider``'s.
 """
 
 from __future__ import annotations
@@ -42,7 +39,7 @@ from duragent.llm._http_errors import (
 from duragent.llm._json_fields import integer, items, obj, text
 from duragent.llm._sse import chat_chunks
 from duragent.llm._wire_body import FragmentCache, dumps, json_array, json_object
-from duragent.llm.image_parts import openai_user_content
+from duragent.llm.image_parts import openai_user_content, openai_user_fragment
 from duragent.llm.limits import ReplyGuard, checked_calls, repair_text
 from duragent.llm.types import (
     ChatRequest,
@@ -89,8 +86,14 @@ def to_openai_messages(messages: list[Message] | tuple[Message, ...]) -> list[di
     return [_openai_message(m) for m in messages]
 
 
-_FRAGMENTS: FragmentCache[bytes] = FragmentCache(lambda m: dumps(_openai_message(m)))
-"""Each message's serialised wire form, kept while the message lives (see ``_wire_body``)."""
+def _fragment(m: Message) -> bytes:
+    """A message's serialised wire form (an image's part is serialised once per image)."""
+    if type(m) is ImageMessage:
+        return openai_user_fragment(m.text, m.images)
+    return dumps(_openai_message(m))
+
+
+_FRAGMENTS: FragmentCache[bytes] = FragmentCache(_fragment)  # kept while the message lives
 
 
 _USER_AGENT = f"duragent/{__version__}"
