@@ -11,8 +11,7 @@ what was left of a call's cost (0.45–0.75 ms of serving CPU). What it did that
 server is done here (spec ``202612050800.openai-transport.md``): the same body bytes, URL and
 ``Authorization``, ``Content-Type`` and ``Accept`` headers, ``OpenAI-Organization``/
 ``OpenAI-Project`` from ``OPENAI_ORG_ID``/``OPENAI_PROJECT_ID``, its timeouts, proxies from the
-environment, redirects followed, its error message for a non-2xx answer. Retries are
-``ResilientProvider``'s.
+environment, redirects, its error message for a non-2xx answer (retries: ``ResilientProvider``).
 """
 
 from __future__ import annotations
