@@ -18,7 +18,8 @@ For each: summaries written, the turn of the first, turns between consecutive su
 ``tokens_before``, the summary included), tokens per agent call, summary calls and their
 tokens (in + out, counted with the agent's tokenizer) per 100 turns, the summary calls' share
 of all model tokens (agent requests + summary calls, as table (c) of
-``bench/context/fitting.py`` counts them), overflows and failed turns. Issue 38's targets: a
+``bench/context/fitting.py`` counts them), the agent requests that left history out (a
+turn's own calls took its room mid-turn), overflows and failed turns. Issue 38's targets: a
 summary share of at most 15 % at 8K and 5 % at 32K, both workloads.
 To measure other code on the same workload, run it from that checkout's root with
 ``PYTHONPATH`` set to this one (the working directory comes first: its ``duragent`` is run).
@@ -67,6 +68,8 @@ class Cadence:
     failed: int
     summary_tokens: int
     """Every summary call's tokens, prompt and completion (the agent's tokenizer)."""
+    left_out: int
+    """Agent requests that left history out (mid-turn, when the turn took the room)."""
 
     @property
     def gaps(self) -> list[int]:
@@ -95,6 +98,7 @@ class Cadence:
             f"{self.per_100(len(self.summary_turns)):.1f}",
             f"{self.per_100(self.summary_tokens):,.0f}",
             f"{100 * self.share:.1f} %",
+            f"{self.left_out} / {len(self.tokens)}",
             f"{sum(1 for t in self.tokens if t > self.limit)} / {self.failed}",
         ]
 
@@ -172,6 +176,7 @@ async def chat_session(window: int, turns: int) -> Cadence:
         limit=limit,
         failed=failed,
         summary_tokens=script.summary_tokens,
+        left_out=context_turns.history_left_out(events),
     )
 
 
@@ -194,6 +199,7 @@ def tools_session(window: int, turns: int) -> Cadence:
         limit=result.limit,
         failed=result.failed,
         summary_tokens=result.summary_tokens,
+        left_out=result.history_left_out,
     )
 
 
@@ -217,6 +223,7 @@ def main(quick: bool) -> None:
         "summaries/100 turns",
         "summary tokens/100 turns",
         "summary share",
+        "history left out",
         "overflows / failed",
     ]
     widths = [max(len(h), *(len(r.cells()[i]) for r in rows)) for i, h in enumerate(head)]

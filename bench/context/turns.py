@@ -228,6 +228,8 @@ class Result:
     seconds: float
     summary_turns: list[int] = field(default_factory=list)
     """The turn each summary was written in (``summary_turns``)."""
+    history_left_out: int = 0
+    """Agent requests that left history out (``history_left_out``)."""
 
     @property
     def overflows(self) -> int:
@@ -270,7 +272,14 @@ async def run_variant(window: int, context: str, turns: int, texts: Texts) -> Re
         script=script,
         seconds=time.perf_counter() - started,
         summary_turns=summary_turns(events),
+        history_left_out=history_left_out(events),
     )
+
+
+def history_left_out(events: list[Any]) -> int:
+    """Agent requests whose budget report says history was left out (``history_omitted``)."""
+    budgets = [e.data.get("budget") for e in events if e.type == EventType.ASSISTANT_RESPONSE]
+    return sum(1 for budget in budgets if budget and budget.get("history_omitted"))
 
 
 def summary_turns(events: list[Any]) -> list[int]:

@@ -5,29 +5,42 @@ costs as much as it did then, in every request. Pruning replaces old outputs wit
 marker *in the request only*: ``events.jsonl`` and the session's window keep every output, so
 turning pruning off (or a larger window) brings them back.
 
-It runs on the history Layer 2 chose to send (``render.fit_request``, step 6), so the request
-carries the same conversation for fewer tokens, and the session's ``HistoryCache`` is never
-involved. The rule is a pure function of those messages, the policy and the counter, so a render
-with the cache and one without give the same request:
+It runs on the whole history before Layer 2 (``render.fit_request``, step 5). Layer 2 sends
+the whole history when it fits at these carried sizes — the sizes the summaries tier counts
+(``context.summary_plan``), so a history under its trigger is never cut — and otherwise
+chooses by full size and sends what it chose as carried (below). The rule is a pure
+function of the messages, the policy and the counter, so a render with the session's
+``HistoryCache`` and one without give the same request:
 
-- Candidates: every tool result in the chosen history (the current turn is never pruned:
-  Layer 3b handles it), except results of ``protected_tools`` (found by the call that made
-  them).
-- Let ``T`` be their total cost and ``P_i`` the running total, oldest first. With
-  ``M = minimum × ⌊(T − protect) / minimum⌋`` (0 while ``T − protect < minimum``), the
-  candidates with ``P_i ≤ M`` are pruned, provided that saves at least ``minimum`` tokens
-  (the markers' cost deducted) — otherwise none is.
+- Candidates: every tool result in the history (the current turn is never pruned: Layer 3b
+  handles it), except results of ``protected_tools`` (found by the call that made them).
+- Let ``T`` be their total cost and ``S_i`` where candidate ``i`` starts in the running
+  total, oldest first. With ``M = minimum × ⌊(T − protect) / minimum⌋`` (0 while
+  ``T − protect < minimum``), the candidates with ``S_i < M`` are pruned, except the newest,
+  provided that saves at least ``minimum`` tokens (the markers' cost deducted) — otherwise
+  none is.
 
-So the newest ``protect`` tokens of outputs are never pruned (``T − M ≥ protect``), and the
-pruned set grows in steps of ``minimum`` tokens of output, as the seed's batches of at least
-20K do (the seed stores what it pruned; anchoring the steps at the start of what is sent gives
-batches without stored state). A result already smaller than its marker is left alone.
+So an output stays only when it lies wholly within the newest ``T − M`` tokens of outputs
+(``protect ≤ T − M < protect + minimum``), or is the newest: as seed 000 counts an output
+into the protected span only while the running total stays within it, the output that
+crosses the span's edge is pruned. (Keeping it, as this rule first did, let one capped
+output beside the span double what every request carried: two 8,000-token outputs at 32K,
+more than the summaries tier's whole trigger.) The newest output, the one the model read
+last, stays whatever its size. The pruned set grows in steps of ``minimum`` tokens of output,
+as the seed's batches of at least 20K do (the seed stores what it pruned; anchoring the
+steps at the start of the history gives batches without stored state). A result already
+smaller than its marker is left alone.
 
-Why prune what is sent instead of pruning first and letting Layer 2 fill the room it frees:
-the second sends *more* old conversation for the same tokens (the benchmark measured +2.5 %
-to +5 % tokens per session), while seed 000's point, and a small local model's need (seed
-003: quality drops as the window fills), is fewer tokens. Remembering what left the window is
-the summaries tier's job.
+Why the whole history is pruned first: Layer 2 used to choose by full size and prune only
+what it chose, so a history the requests carried easily was judged by sizes no request
+carried: one heavy turn (six capped outputs) outgrew the budget and the next turn had to
+summarise or leave history out (``specs/202612051200.summary-cadence.md``). Why Layer 2
+still chooses by full size once some history must go: filling the room pruning frees with
+older conversation costs the tokens pruning is there to save (seed 000's point, and a small
+local model's, seed 003: quality drops as the window fills) — measured without summaries,
+requests then cost 11–14 % *more* than with no pruning at all (``bench/README.md``, "Issue
+38: summary cadence (session 17)"). Remembering what left the window is the summaries
+tier's job.
 
 The marker keeps the call visible (the model still sees what it asked) and says how large
 the output was; when the output had been cut by Layer 3a and saved in full, the marker keeps
@@ -83,6 +96,13 @@ class Pruned:
     messages: list[Message]
     count: int  # results replaced by a marker
     saved: int  # tokens saved (the markers' cost deducted)
+    replaced: dict[int, Message] = field(default_factory=dict)
+    """``id`` of each replaced result → its marker."""
+
+    @property
+    def markers(self) -> frozenset[int]:
+        """``id`` of each marker in ``messages``."""
+        return frozenset(id(m) for m in self.replaced.values())
 
 
 def prune_history(history: list[Message], policy: PrunePolicy, counter: TokenCounter) -> Pruned:
@@ -114,11 +134,12 @@ def prune_history(history: list[Message], policy: PrunePolicy, counter: TokenCou
     bound = steps * minimum
     chosen: list[tuple[int, Message]] = []
     saved = 0
-    running = 0
+    start = 0  # where the candidate starts in the running total
+    newest = candidates[-1]
     for i, size in zip(candidates, sizes, strict=True):
-        running += size
-        if running > bound:
+        if start >= bound or i == newest:
             break
+        start += size
         marker = _marker(history[i], counter, size)
         gain = size - count(marker)
         if gain > 0:
@@ -129,4 +150,4 @@ def prune_history(history: list[Message], policy: PrunePolicy, counter: TokenCou
     out = list(history)
     for i, marker in chosen:
         out[i] = marker
-    return Pruned(out, len(chosen), saved)
+    return Pruned(out, len(chosen), saved, {id(history[i]): m for i, m in chosen})

@@ -23,16 +23,22 @@ the reference block first after the system messages, the context right before th
 user message (or first, when Layer 2 pinned none), and the system prompt then ends with
 ``RUNTIME_NOTE`` saying they are data (``specs/202612050100.authority-follows-the-author.md``).
 
-5. Layer 2: history newest → oldest into what the turn left, within ``max_history_tokens``;
-   never start on an orphaned result; a ``[conversation truncated — N older messages
-   omitted]`` system message (right after the system prompt) when anything was left out.
-   History is fitted *after* 3c so a dropped group's room goes to history (seed 002: 3c
-   always preserves history); the walk is greedy, so nothing is omitted while the free room
-   is at least the next omitted unit's cost.
-6. Pruning (when the settings say so): in the history chosen, tool outputs older than a
-   protected recent span become one-line markers (``pruning``), so the same conversation
-   costs fewer tokens. It runs on what Layer 2 chose, a pure function of those messages, so
-   the session's history cache is untouched and cached and uncached renders agree.
+5. Pruning (when the settings say so): in the history, tool outputs older than a protected
+   recent span become one-line markers (``pruning``). It runs on the whole history, a pure
+   function of its messages (the markers are made once per output and reused), so cached
+   and uncached renders agree and the session's history cache sees the same messages from
+   request to request until a step of pruning replaces some.
+6. Layer 2: history newest → oldest into what the turn left, within ``max_history_tokens``.
+   While the whole history fits as carried (old outputs as their markers) it is all sent:
+   the summaries tier counts the same carried sizes (``context.summary_plan``), so a history
+   under its trigger is never cut. When some must go, the units are chosen by full size, as
+   before pruning existed, and sent as carried: the room pruning frees is not refilled with
+   older conversation (``pruning``). Never start on an orphaned result; a ``[conversation
+   truncated — N older messages omitted]`` system message (right after the system prompt)
+   when anything was left out. History is fitted *after* 3c so a dropped group's room goes
+   to history (seed 002: 3c always preserves history); the walk is greedy, so nothing is
+   omitted while the free room is at least the next omitted unit's cost (by the size the
+   walk chose by). What is counted is what is sent.
 """
 
 from __future__ import annotations
@@ -44,7 +50,7 @@ from typing import Protocol
 
 from duragent.context.budget import BudgetReport, BudgetSettings, ContextOverflowError
 from duragent.context.history_index import HistoryCache, HistoryFit
-from duragent.context.pruning import prune_history
+from duragent.context.pruning import Pruned, prune_history
 from duragent.context.quoting import with_note
 from duragent.context.tokens import REQUEST_OVERHEAD_TOKENS, TokenCounter
 from duragent.context.turn_fit import fit_turn, masked_notice
@@ -143,11 +149,18 @@ def fit_request(
         for unit in turn_units:
             unit.report_to(report)
 
+    # --- pruning first: old outputs as the markers a request carries (``pruning``) --------
+    carried = history if isinstance(history, list) else list(history)
+    pruned: Pruned | None = None
+    if settings.prune is not None:
+        pruned = prune_history(carried, settings.prune, counter)
+        carried = pruned.messages
+
     # --- the latest user message is pinned; the least history can cost -------------------
     hist: _History = (
-        _IndexedHistory(history_cache, history, counter)
+        _IndexedHistory(history_cache, carried, counter)
         if history_cache is not None
-        else _PlainHistory(history, counter)
+        else _PlainHistory(carried, counter)
     )
     pinned = hist.pinned
     pinned_cost = sum(u.tokens or _cost(u, counter) for u in pinned)
@@ -180,12 +193,12 @@ def fit_request(
     )
     budget = min(budget, limit - fixed - turn_cost) - pinned_cost
     chosen = hist.fill(budget, notice_cost)
+    if pruned is not None and pruned.count:
+        if chosen.source < hist_total:  # some must go: chosen by full size (``pruning``)
+            chosen = _by_full_size(history, pruned, budget, notice_cost, counter)
+        report.results_pruned = _count_in(chosen.messages, pruned.markers)
     report.calls_repaired += chosen.repaired
     report.orphans_dropped += chosen.orphans
-    if settings.prune is not None:  # old outputs of what is sent → markers (``pruning``)
-        pruned = prune_history(chosen.messages, settings.prune, counter)
-        chosen.messages, report.results_pruned = pruned.messages, pruned.count
-        chosen.tokens -= pruned.saved
     omitted = hist_total - chosen.source
     # The notice was budgeted for the most messages it could name; it names ``omitted``,
     # which may be written with fewer digits (fewer tokens): report what is sent.
@@ -217,6 +230,41 @@ def fit_request(
     report.history_sent = chosen.sent + sum(len(u.messages) for u in pinned)
     report.request_tokens = needed
     return out, report
+
+
+def _by_full_size(
+    history: Sequence[Message], pruned: Pruned, budget: int, notice_cost: int, counter: TokenCounter
+) -> HistoryFit:
+    """Layer 2's choice by full size, then sent as carried (old outputs as their markers).
+
+    When history must be left out anyway, filling the room pruning frees with older
+    conversation would cost tokens pruning is there to save (``pruning``); so the units are
+    the ones a full-size fill chooses, each old output then replaced by the marker the whole
+    history's pruning gave it, and the cost counted again as sent. A plain walk (its cost is
+    what it reaches, about what is sent): the session's cache holds the carried messages.
+    """
+    chosen = _PlainHistory(history, counter).fill(budget, notice_cost)
+    replaced = pruned.replaced
+    messages: list[Message] = []
+    tokens = chosen.tokens
+    for message in chosen.messages:
+        marker = replaced.get(id(message))
+        if marker is None:
+            messages.append(message)
+        else:
+            messages.append(marker)
+            tokens -= counter.count_message(message) - counter.count_message(marker)
+    chosen.messages, chosen.tokens = messages, tokens
+    return chosen
+
+
+def _count_in(messages: list[Message], ids: frozenset[int]) -> int:
+    """How many of ``messages`` are among ``ids`` (by identity)."""
+    count = 0
+    for message in messages:
+        if id(message) in ids:
+            count += 1
+    return count
 
 
 class _History(Protocol):

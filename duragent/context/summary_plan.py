@@ -2,20 +2,29 @@
 
 Issue 38 item 2 (``specs/202612051200.summary-cadence.md``): a summary is a model call that
 reads the current summary and writes the next, and it came every other turn in tightly
-capped chats and after nearly every turn in tool-heavy ones. Three rules set the cadence:
+capped chats and after nearly every turn in tool-heavy ones. Four rules set the cadence:
 
 - **Count what a request carries.** Old tool outputs a request sends as pruning markers
   (``context.pruning``, when the agent prunes) count as their markers — the very
-  ``prune_history`` ``render.fit_request`` applies; outputs are cut by Layer 3a when
-  stored. Counted at full size they passed the trigger after almost every tool turn while
-  the requests held a fraction of them. Layer 2 still chooses history by full size, so the
-  tier also summarises when the history at full size passes ``full_share`` of its budget
-  (0.85): a request does not leave out history that no summary holds, with room for the
-  turn's own calls.
-- **Hysteresis.** The trigger is ``threshold`` of the history budget; a summary leaves the
-  history at the *low-water mark*, ``keep_recent`` of the budget it will have once the
-  summary is in the block, latest message included (``keep_recent / threshold`` of the
-  trigger: 0.29 below 8K, 0.43 to 32K, 0.36 from 32K, ``context.tiers``).
+  ``prune_history`` ``render.fit_request`` applies before Layer 2 fills the history by
+  these sizes; outputs are cut by Layer 3a when stored. So the history this plan sizes is
+  exactly what requests carry: under the trigger a request leaves none of it out.
+- **Hysteresis.** A summary leaves the history at the *low-water mark*, ``keep_recent`` of
+  the budget it will have once the summary is in the block, latest message included; the
+  next is due when the history passes the trigger (``context.tiers``: 70 % of the history
+  budget, keep 20–30 %).
+- **A turn that calls the model c times carries the history c times.** The tier's
+  ``threshold`` is the trigger of a chat (one call a turn). Every call of a turn sends the
+  history, while a summary is paid once: between summaries the history grows from the
+  low-water mark ``K`` by ``g`` tokens a turn, so over ``G`` turns the calls carry ``c·(K +
+  G·g/2)`` a turn and the summaries cost ``(G·g + 2·S)/G`` a turn (what it folds in, plus
+  reading and writing a summary of ``S``): least in all at ``G ∝ 1/√c``. The trigger of a
+  history whose turns make ``c`` calls on average is therefore ``K + (threshold − K)/√c``
+  (``trigger_share``): a chat's is the threshold, a tool-heavy chat of 3–4 calls a turn
+  summarises at about half of its budget. Counted at full size instead, the old outputs
+  passed the trigger after almost every tool turn; counted as carried at the chat's
+  threshold, tool-heavy requests carried half again as much history (table (c) +8 % and
+  +25 % tokens at 8K and 32K).
 - **Nothing is summarised again for little.** While a request still carries the whole
   history, a round waits until it folds in at least ``FOLD_FACTOR`` times what the current
   summary costs: the call re-reads that summary and rewrites it, and folding in less mostly
@@ -29,6 +38,7 @@ Pure functions over messages: the property tests drive them over generated histo
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -46,10 +56,12 @@ if TYPE_CHECKING:
 __all__ = [
     "FOLD_FACTOR",
     "SummaryPlan",
+    "calls_per_turn",
     "carried",
-    "full_share",
     "history_budget",
     "plan_summary",
+    "trigger_share",
+    "wait_share",
 ]
 
 FOLD_FACTOR = 2
@@ -59,19 +71,45 @@ writes the next one, about as long, so the new text is then at least the unchang
 the call processes (module docstring)."""
 
 
-def full_share(threshold: float) -> float:
-    """How much of its budget the history may take at full size before a summary is due.
+def wait_share(threshold: float) -> float:
+    """How much of its budget the history may take, as carried, while a small round waits.
 
-    Layer 2 chooses the history a request carries by full size, and a turn's own calls and
-    results take their room from the history's; the trigger (``threshold``, counted as
-    carried) leaves them ``1 − threshold`` of the budget. The history at full size may take
-    half of that too, ``(1 + threshold) / 2`` (0.85 by default). Counted at full size
-    alone (0.7) the tier summarised after nearly every tool turn; up to the whole budget
-    (1.0), requests left history out mid-turn twice as often (47 against 22 of 733 calls
-    over 200 tool-heavy turns at 32K) and carried so much more that table (c)'s 32K saving
-    fell from −41.8 % to −40.7 % (``specs/202612051200.summary-cadence.md``).
+    A turn's own calls and results take their room from the history's, so the fold rule
+    (``FOLD_FACTOR``) lets a round wait only while the history leaves the turn half of what
+    the threshold leaves it: ``(1 + threshold) / 2`` (0.85 by default). Beyond it a round is
+    written however little it folds in, so a request mid-turn does not leave history out
+    for want of a summary.
     """
     return (1 + threshold) / 2
+
+
+def calls_per_turn(history: Sequence[Message]) -> float:
+    """Model calls per turn in ``history``: its assistant messages per user message, ≥ 1.
+
+    Each assistant message is one model call (a tool-calling step or an answer), each user
+    message starts a turn; a chat is 1, a turn of three tool iterations 4. Role checks
+    only, no calls: it is asked before every turn.
+    """
+    users = calls = 0
+    for message in history:
+        role = message.role
+        if role is Role.USER:
+            users += 1
+        elif role is Role.ASSISTANT:
+            calls += 1
+    return max(1.0, calls / max(1, users))
+
+
+def trigger_share(settings: SummarySettings, calls: float = 1.0) -> float:
+    """The share of the history budget past which a summary is due (module docstring).
+
+    ``threshold`` for a chat (``calls`` = 1); for ``calls`` model calls a turn, the
+    distance above the low-water mark (``keep_recent``) shrinks by ``√calls``.
+    """
+    keep, threshold = settings.keep_recent, settings.threshold
+    if calls <= 1 or keep >= threshold:
+        return threshold
+    return keep + (threshold - keep) / math.sqrt(calls)
 
 
 def history_budget(settings: BudgetSettings, fixed: int) -> int:
@@ -124,54 +162,43 @@ def plan_summary(
     """What to summarise, or None while the history as carried is under the trigger.
 
     Sizes are what a request carries (``carried``; ``prune`` is the agent's pruning, None
-    when it does not prune); the trigger is ``threshold × budget``, or the history at full
-    size past ``full_share × budget`` (Layer 2 chooses by full size). Only messages before
-    the latest user message are candidates, cut at a unit boundary (a call and its results
-    stay together). What stays verbatim — the newest candidates *and* the latest user message
-    with what follows it — is at most ``keep_recent`` of the budget the history will have
-    once the summary is written (the low-water mark): ``budget − growth``, ``growth`` being
-    what the reference block may grow by (the new summary is longer than the current one
-    and sits in the fixed part). ``previous`` is what the current summary costs: while the
-    history fits, a round folding in less than ``FOLD_FACTOR × previous`` waits (module
-    docstring). ``force`` (the provider said "too long") plans even under the trigger,
-    whatever the round folds in, and keeps at most ``keep_recent`` of the history as it
-    is. None also when there is nothing old enough to summarise.
+    when it does not prune, the very sizes Layer 2 fills by); the trigger is
+    ``trigger_share`` of ``budget``: the threshold, nearer the low-water mark when the
+    history's turns make several model calls. Only messages before the latest user message
+    are candidates, cut at a unit boundary (a call and its results stay together). What
+    stays verbatim — the newest candidates *and* the latest user message with what follows
+    it — is at most ``keep_recent`` of the budget the history will have once the summary is
+    written (the low-water mark): ``budget − growth``, ``growth`` being what the reference
+    block may grow by (the new summary is longer than the current one and sits in the
+    fixed part). ``previous`` is what the current summary costs: while the history is within
+    ``wait_share`` of its budget, a round folding in less than ``FOLD_FACTOR × previous``
+    waits (module docstring). ``force`` (the provider said "too long") plans even under the
+    trigger, whatever the round folds in, and keeps at most ``keep_recent`` of the history
+    as it is. None also when there is nothing old enough to summarise.
 
-    ``index`` is the session's ``HistoryCache`` (the one ``fit_request`` gets): the question
-    asked before every turn, "is the history over the trigger?", is then answered from its
-    running sums while the history at full size is under it (a request never carries
-    more). Same answer either way.
+    ``index`` is the session's ``HistoryCache`` (the one ``fit_request`` gets, and given the
+    same carried messages): the question asked before every turn, "is the history over the
+    trigger?", is then answered from its running sums. Same answer either way.
     """
-    limit = settings.threshold * budget
+    limit = trigger_share(settings, calls_per_turn(history)) * budget
     if not force:  # the common case, cheaply: counts are cached per message, sums by index
         rough = (
             index.message_tokens(history, counter)
             if index is not None
             else counter.sum_messages(history)
         )
-        if rough <= limit * 0.9:
-            return None
-        if index is not None and _under(history, counter, limit, index):
+        if rough <= limit * 0.9:  # a request never carries more than the full size
             return None
     shown = carried(history, prune, counter)
-    replaced = {id(h): c for h, c in zip(history, shown, strict=True) if h is not c}
-    last_user = next(
-        (i for i in range(len(history) - 1, -1, -1) if history[i].role is Role.USER), None
-    )
-    candidates = history[:last_user] if last_user is not None else history
+    if not force and index is not None and _under(shown, counter, limit, index):
+        return None
+    last_user = next((i for i in range(len(shown) - 1, -1, -1) if shown[i].role is Role.USER), None)
+    candidates = shown[:last_user] if last_user is not None else shown
     units = split(candidates)
-    count_message = counter.count_message
-    full = [sum(map(count_message, u.messages)) for u in units]
-    costs = [sum(count_message(replaced.get(id(m), m)) for m in u.messages) for u in units]
-    rest = shown[len(candidates) :]
-    tail = sum(map(count_message, rest))
+    costs = [counter.sum_messages(u.messages) for u in units]
+    tail = counter.sum_messages(shown[len(candidates) :])
     total = sum(costs) + tail
-    # Layer 2 chooses history by full size: past ``full_share`` it may leave some out
-    fits = (
-        sum(full) + counter.sum_messages(history[len(candidates) :])
-        <= full_share(settings.threshold) * budget
-    )
-    if not force and total <= limit and fits:
+    if not force and total <= limit:
         return None
     keep_room = settings.keep_recent * max(0, budget - growth)
     if force:  # the provider counts more than we do: keep a share of what there is
@@ -189,6 +216,7 @@ def plan_summary(
     folded = sum(costs[: len(summarised)])
     if count == 0:
         return None
+    fits = total <= wait_share(settings.threshold) * budget
     if not force and fits and folded < FOLD_FACTOR * previous:
         return None  # it can wait: the request still carries it all (module docstring)
     return SummaryPlan(count, total, folded, tuple(shown[:count]))
@@ -197,10 +225,11 @@ def plan_summary(
 def _under(
     history: Sequence[Message], counter: TokenCounter, limit: float, index: HistoryCache
 ) -> bool:
-    """Whether the history at full size is at most ``limit``, from ``index``'s running sums.
+    """Whether ``history`` (as carried) costs at most ``limit``, from ``index``'s sums.
 
-    The total ``plan_summary`` computes when nothing is pruned: the units before the latest
-    user message, then the rest message by message. False when unsure (no user message; no
+    The total ``plan_summary`` computes: the units before the latest user message, then the
+    rest message by message. ``fit_request`` hands the index the same carried messages, so
+    its sums carry over from request to request. False when unsure (no user message; no
     unit starts there).
     """
     index.units(history, counter, functools.partial(unit_cost, counter=counter))

@@ -13,7 +13,7 @@ tier        window        tool result  prune protect  prune minimum   summaries 
 ``2K``      < 4,000       25 % limit   20 % history   10 % history    70 %, keep 20 %  no
 ``4K``      4,000–7,999   30 % limit   20 % history   10 % history    70 %, keep 20 %  no
 ``8K``      8,000–31,999  35 % limit   30 % history   10 % history    70 %, keep 30 %  yes
-``32K``     ≥ 32,000      35 % limit   40 % history   10 % history    70 %, keep 25 %  yes
+``32K``     ≥ 32,000      35 % limit   20 % history   10 % history    70 %, keep 25 %  yes
 ==========  ============  ===========  =============  ==============  ===============  ===========
 
 "summaries": from which share of the history budget old history is summarised, and how much
@@ -27,9 +27,17 @@ tool-heavy turns ago word for word (``tests/turns/test_intent_survival.py``).
 Pruning works on the history a request carries (``context.pruning``), so its span must be a
 small enough share of that history to ever leave something to prune: in a 4K window the
 history holds two or three capped outputs, and protecting 20 % of it keeps the newest one.
+And the protected span plus one step of pruning must fit between the summaries' low-water
+mark and trigger (``threshold − keep``): the outputs a request still carries whole then never
+force a summary on their own. At 32K the span was 40 % (8,000 of a 20,000-token budget,
+one capped output, plus a step of 2,000): outputs alone passed the trigger and the tier
+summarised every 2–3 tool-heavy turns; at 20 % it summarises every 8 or so, and table (c)
+of ``bench/context/fitting.py`` spends fewer tokens, not more
+(``specs/202612051200.summary-cadence.md``).
 Every share is capped by the seeds' absolute values (tool results 8,000 tokens, prune protect
-40,000, prune minimum 20,000), so a large window with a large history budget gets exactly the
-seeds' numbers, and the 32K tier keeps the 8,000-token tool-result cap agents had before.
+40,000, prune minimum 20,000), so a large window with a large history budget (200,000 and
+more) gets exactly the seeds' numbers, and the 32K tier keeps the 8,000-token tool-result cap
+agents had before.
 "limit" is the request limit (window − reply reserve − 10 %); "history" is the history budget
 (``min(limit, max_history_tokens)``). The boundaries are decimal (32,000 is 32K) so the common
 ``max_input_tokens: 32000`` lands where its writer expects.
@@ -102,7 +110,7 @@ TIERS: tuple[Tier, ...] = (
     Tier("2K", "2–4K", 0, 0.25, 0.20, 0.10, 0.70, 256, 0.20, False),
     Tier("4K", "4–8K", 4_000, 0.30, 0.20, 0.10, 0.70, 512, 0.20, False),
     Tier("8K", "8–32K", 8_000, 0.35, 0.30, 0.10, 0.70, 1_024, 0.30, True),
-    Tier("32K", "32K+", 32_000, 0.35, 0.40, 0.10, 0.70, 2_048, 0.25, True),
+    Tier("32K", "32K+", 32_000, 0.35, 0.20, 0.10, 0.70, 2_048, 0.25, True),
 )
 
 

@@ -1,9 +1,11 @@
 """When the summaries tier summarises, counted as requests carry the history (issue 38 item 2).
 
 The plan (``context.summary_plan``) counts old tool outputs as the pruning markers a request
-carries, waits while a round would mostly rewrite the current summary and the request still
-carries everything, and hands the summariser the history as carried. Examples first, then
-the plan's guarantees over generated histories with pruning on.
+carries (the sizes Layer 2 fills by), brings the trigger nearer the low-water mark when each
+turn makes several model calls (each carries the history), waits while a round would mostly
+rewrite the current summary and the request still carries everything, and hands the
+summariser the history as carried. Examples first, then the plan's guarantees over
+generated histories with pruning on.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from duragent.context.budget import BudgetSettings, ContextOverflowError
 from duragent.context.pruning import PrunePolicy, prune_history
 from duragent.context.render import HistoryCache, fit_request
 from duragent.context.summaries import history_budget, plan_summary, summary_settings
+from duragent.context.summary_plan import calls_per_turn, trigger_share
 from duragent.context.tokens import counter_for_model
 from duragent.context.units import split
 from duragent.core.messages import Message, Role, ToolCall
@@ -60,6 +63,42 @@ def test_old_tool_outputs_count_as_the_pruning_markers_a_request_carries() -> No
     assert shown < 7_000
     assert plan_summary(history, COUNTER, 10_000, SETTINGS) is not None  # as before
     assert plan_summary(history, COUNTER, 10_000, SETTINGS, prune=policy) is None
+
+
+def calls_turns(turns: int, calls: int) -> list[Message]:
+    """``turns`` turns of a question, ``calls`` steps of one call with a 40-token result each,
+    and an answer; then the next question."""
+    history: list[Message] = []
+    for t in range(turns):
+        history.append(Message.user(words(t, 30)))
+        for c in range(calls):
+            call = ToolCall(id=f"c{t}x{c}", name="fetch_log", arguments="{}")
+            history.append(Message.assistant(None, (call,)))
+            history.append(Message.tool(call.id, words(100 * t + c, 40)))
+        history.append(Message.assistant(words(200 + t, 60)))
+    history.append(Message.user(words(turns, 30)))
+    return history
+
+
+def test_a_history_whose_turns_make_several_calls_is_summarised_nearer_the_low_water_mark() -> None:
+    """Each call of a turn sends the history again: a turn of four calls carries it four
+    times, a summary is paid once. At 60 % of its budget a chat waits for the 70 % trigger;
+    a history of four calls a turn is past its trigger, 25 % + 45 %/√4 ≈ 47.5 % (it waited
+    for 70 % too)."""
+    tools = calls_turns(8, 3)
+    chat = [Message.user(words(0, 30))]
+    while COUNTER.sum_messages(chat) < COUNTER.sum_messages(tools):
+        chat += [Message.assistant(words(len(chat), 60)), Message.user(words(len(chat), 30))]
+    assert calls_per_turn(chat) == 1.0
+    assert calls_per_turn(tools) == 32 / 9  # 8 turns of 4 calls, 9 user messages
+    assert trigger_share(SETTINGS) == 0.7
+    assert abs(trigger_share(SETTINGS, 4.0) - 0.475) < 1e-9
+    room = int(COUNTER.sum_messages(chat) / 0.6)
+
+    assert plan_summary(chat, COUNTER, room, SETTINGS) is None
+    plan = plan_summary(tools, COUNTER, room, SETTINGS)
+    assert plan is not None
+    assert plan.tokens_before == COUNTER.sum_messages(tools)  # nothing pruned: full size
 
 
 def test_a_plan_hands_the_summariser_the_history_as_requests_carry_it() -> None:

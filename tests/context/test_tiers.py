@@ -50,6 +50,16 @@ def test_every_tier_leaves_a_tool_result_well_inside_one_request() -> None:
     assert (big.prune.protect, big.prune.minimum) == (40_000, 20_000)
 
 
+def test_every_tiers_protected_span_and_one_step_fit_between_low_water_and_trigger() -> None:
+    """The outputs a request still carries whole (the protected span, and up to one step of
+    pruning more) never pass the summaries trigger on their own: at 32K they were 40 % + 10 %
+    of the history against a 70 % trigger and a 25 % low-water mark, and tool-heavy chats
+    summarised every 2–3 turns (``specs/202612051200.summary-cadence.md``)."""
+    for tier in TIERS:
+        room = tier.summary_threshold - tier.summary_keep_recent
+        assert tier.prune_protect_share + tier.prune_minimum_share <= room + 1e-9, tier.name
+
+
 def test_small_tiers_send_a_compact_prompt_and_large_ones_the_full_one() -> None:
     assert [t.full_prompt for t in TIERS] == [False, False, True, True]
     assert not BudgetSettings.for_model("gpt-4o", max_input_tokens=4096).full_prompt

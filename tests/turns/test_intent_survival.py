@@ -37,7 +37,14 @@ async def survive(tmp_path: Path, window: int, turns: int) -> dict[str, Any]:
         sid = await h.runner.start_session("bot")
         results = [await h.runner.run(sid, FIRST)]
         for i in range(turns):
-            text = NEWER if i == turns - 5 else f"filler {i}: note the heron count {i * 7}"
+            # long enough that the history reaches the summary trigger as requests carry it
+            # (old outputs counted as their pruning markers)
+            text = (
+                NEWER
+                if i == turns - 5
+                else f"filler {i}: note the heron count {i * 7}"
+                + ". the herons gathered by the reeds at dusk" * 20
+            )
             results.append(await h.runner.run(sid, text))
         events = await h.registry.handle(sid).events(include_archive=True)
         requests = list(h.server.requests)

@@ -4,7 +4,8 @@ A real runner and session store, the scripted model over HTTP answering the agen
 summariser. A summary is a model call that reads the previous summary and writes the next;
 in a tightly capped chat it came every other turn, and in a tool-heavy one after nearly
 every turn, because the tier counted tool outputs at full size that requests carried as
-pruning markers (``context.summary_plan``, ``specs/202612051200.summary-cadence.md``).
+pruning markers (``context.summary_plan``, ``specs/202612051200.summary-cadence.md``), and
+while Layer 2 chose the history by full size one heavy turn forced a summary the next.
 """
 
 from __future__ import annotations
@@ -96,11 +97,12 @@ async def test_a_tool_heavy_chat_counts_old_outputs_as_the_markers_requests_carr
     tmp_path: Path,
 ) -> None:
     """Each turn fetches two ~600-token outputs; with pruning on, requests carry all but the
-    newest ~8,000–10,000 tokens of outputs as one-line markers. Counted at full size the
-    history passed the trigger (70 % of its 20,000-token budget) every 7 turns (5 summaries
-    in 40 turns); counted as carried, a summary is due when that passes the trigger or the
-    history at full size passes 85 % of the budget (Layer 2 chooses by full size): every 9
-    turns, and no request leaves history out meanwhile."""
+    newest ~4,000–6,000 tokens of outputs as one-line markers, and Layer 2 fills the request
+    by those sizes. Counted at full size the history passed the trigger (70 % of its
+    20,000-token budget) every 7 turns (5 summaries in 40 turns); counted as carried but
+    with Layer 2 choosing by full size, whenever the full size passed 85 % of the budget (3,
+    every 9 turns); now the carried history passes its trigger (three calls a turn: ~51 %)
+    once in 40 turns, and no request leaves history out meanwhile."""
     fetch = FnTool("fetch", lambda args: prose(int(args.get("x", 0)), 600))
     async with harness(
         tmp_path,
@@ -113,8 +115,64 @@ async def test_a_tool_heavy_chat_counts_old_outputs_as_the_markers_requests_carr
             assert isinstance(await h.runner.run(sid, prose(2000 + t, 30)), Complete)
         events = await h.registry.handle(sid).events(include_archive=True)
     at = summary_turns(events)
-    assert 2 <= len(at) <= 4, at  # 5 before
+    assert len(at) <= 2, at  # 5, then 3 before
+    assert all(t >= 20 for t in at), at
     assert all(b - a >= 8 for a, b in itertools.pairwise(at)), at
     budgets = [e.data["budget"] for e in events if e.data.get("budget")]
     assert any(b.get("results_pruned") for b in budgets)  # pruning shrank outputs
     assert all(not b.get("history_omitted") for b in budgets)
+
+
+def three_calls_then_an_answer(request: RecordedRequest) -> ScriptItem:
+    """The agent: after each user message, three ``fetch`` calls in turn, then an answer."""
+    messages = request.json["messages"]
+    done = 0
+    for message in reversed(messages):
+        if message["role"] == "user":
+            break
+        done += message["role"] == "tool"
+    if done < 3:
+        return Reply(tool_calls=[ToolCallReply(name="fetch", arguments={"x": str(len(messages))})])
+    return Reply(text=prose(len(messages), 80))
+
+
+async def test_a_tool_heavy_chat_in_an_8k_window_goes_turns_between_summaries(
+    tmp_path: Path,
+) -> None:
+    """Each turn reads three ~1,500-token outputs in an 8K window (history budget ~5,000):
+    one turn's outputs pass the budget at full size. While Layer 2 chose history by full size
+    the next turn had to summarise: 28 summaries in 30 turns, one every turn from the third.
+    Now old outputs count as the markers a request carries, in the summaries tier and in
+    Layer 2 alike, and the newest is the only one carried whole: a summary every five turns,
+    and the first request of every turn carries the whole history."""
+    fetch = FnTool("fetch", lambda args: prose(int(args.get("x", 0)), 1_500))
+    async with harness(
+        tmp_path,
+        tools=[fetch],
+        responder=responder(agent=three_calls_then_an_answer, summariser=sizeable_summary),
+        max_input_tokens=8_192,
+        context="{prune: {enabled: true}}",
+    ) as h:
+        sid = await h.runner.start_session("bot")
+        for t in range(30):
+            assert isinstance(await h.runner.run(sid, prose(3000 + t, 30)), Complete)
+        events = await h.registry.handle(sid).events(include_archive=True)
+    at = summary_turns(events)
+    assert 2 <= len(at) <= 7, at  # 28 before
+    assert all(b - a >= 4 for a, b in itertools.pairwise(at)), at
+    budgets = [e.data["budget"] for e in events if e.data.get("budget")]
+    assert any(b.get("results_pruned") for b in budgets)
+    assert all(not b.get("history_omitted") for b in first_of_each_turn(events))
+
+
+def first_of_each_turn(events: list[Event]) -> list[dict[str, int]]:
+    """The budget report of each turn's first model request."""
+    firsts: list[dict[str, int]] = []
+    waiting = False
+    for event in events:
+        if event.type == EventType.USER_MESSAGE:
+            waiting = True
+        elif waiting and event.type == EventType.ASSISTANT_RESPONSE:
+            waiting = False
+            firsts.append(event.data.get("budget") or {})
+    return firsts
