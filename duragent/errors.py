@@ -81,7 +81,8 @@ the rest are defined here. Base classes from Python follow a name in parentheses
 Outside the tree, signals that never leave the package that raises them (each is caught
 there and turned into an answer): ``ProblemError`` (an HTTP handler's problem+json answer),
 ``ApiError`` and ``LaunchError`` (the CLI's client and launcher), ``BodyError``, ``_Full``
-and ``ForbiddenAddress`` (the web tool's refusals), ``WireShapeError`` (a streamed chunk of
+and ``ForbiddenAddress`` (the web tool's refusals), ``_NotSendable`` (a file ``send_file``
+refuses: told to the model), ``WireShapeError`` (a streamed chunk of
 the wrong shape; the providers turn it into ``LLMResponseError``), ``UnregisteredProblemError``
 (a handler answering a status with no problem type: a bug, raised where it is made),
 ``FatalPollingError`` (Telegram refusing the bot; the gateway's state says so),

@@ -49,6 +49,7 @@ KNOWN_BUILTIN_TOOLS = (
     "background_process",
     "tool_output",
     "record_decision",
+    "send_file",
 )
 
 

@@ -182,6 +182,11 @@ class SessionSpec(_Spec):
         description="A tool call whose arguments' JSON nests deeper is refused.",
     )
     llm_timeout_seconds: int = Field(default=300, gt=0)
+    stream_replies: bool = Field(
+        default=True,
+        description="Chat replies (Telegram, Discord) show as they are written: a preview "
+        "message edited as text arrives, then the formatted reply in its place.",
+    )
     ttl_hours: int | None = Field(default=None, ge=0, description="0 disables expiry.")
     compaction: Literal["discard", "archive", "disabled"] | None = None
     context: ContextSpec = ContextSpec()

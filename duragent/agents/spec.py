@@ -261,10 +261,80 @@ class ScheduleSpec(_Spec):
     )
 
 
+RUNTIME_COMMANDS = frozenset({"start", "help", "reset", "status", "pin", "unpin", "pair"})
+"""The chat commands the runtime answers itself (``frontkit.commands``): an agent's own
+commands (``spec.chat.commands``) may not take these names."""
+
+
+class ChatCommandSpec(_Spec):
+    """``spec.chat.commands[]``: a command of the agent's own, offered in the chat's menu.
+
+    The runtime does not run it: the message goes to the model like any other (the agent's
+    instructions say what it means); in a group it addresses the bot as a mention does.
+    """
+
+    command: str = Field(
+        pattern=r"^[a-z0-9_]{1,32}$",
+        description="The name without its slash: 1-32 of a-z, 0-9 and _ (Telegram's rule).",
+    )
+    description: str = Field(
+        min_length=1, max_length=256, description="One line, for the menu and for /help."
+    )
+
+    @field_validator("command")
+    @classmethod
+    def _not_the_runtimes(cls, value: str) -> str:
+        if value in RUNTIME_COMMANDS:
+            raise ValueError(f"/{value} is answered by the runtime; give the command another name")
+        return value
+
+    @field_validator("description")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("a command's description must not be blank")
+        return value.strip()
+
+
+class ChatSpec(_Spec):
+    """``spec.chat``: what the runtime itself answers in a chat, on every chat gateway.
+
+    In either message ``{commands}`` is replaced by the commands the reader may use (an
+    owner sees the owners' too).
+    """
+
+    start_message: str | None = Field(
+        default=None,
+        description="The answer to /start. Unset: a greeting naming the agent and saying how "
+        "to talk to it.",
+    )
+    help_message: str | None = Field(
+        default=None,
+        description="The answer to /help. Unset: how to talk to the agent, then the commands "
+        "the reader may use.",
+    )
+    commands: list[ChatCommandSpec] = Field(
+        default=[],
+        max_length=50,
+        description="The agent's own commands, shown in the command menu and by /help; a "
+        "message with one goes to the model.",
+    )
+
+    @field_validator("commands")
+    @classmethod
+    def _unique(cls, value: list[ChatCommandSpec]) -> list[ChatCommandSpec]:
+        names = [c.command for c in value]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"commands named twice: {', '.join(twice)}")
+        return value
+
+
 class AgentSpec(_Spec):
     """``spec``: everything that shapes the agent's behaviour."""
 
     model: ModelSpec
+    chat: ChatSpec = ChatSpec()
     soul: str | None = Field(default=None, description="Path to SOUL.md, relative to the agent.")
     system_prompt: str | None = None
     instructions: str | None = None

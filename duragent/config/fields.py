@@ -138,6 +138,7 @@ FIELDS: dict[Format, dict[str, Fate]] = {
         "spec.session.max_tool_argument_bytes": Use("duragent.turns.context", "build"),
         "spec.session.max_tool_argument_depth": Use("duragent.turns.context", "build"),
         "spec.session.llm_timeout_seconds": Use("duragent.turns.providers", "_build"),
+        "spec.session.stream_replies": Use("duragent.frontkit.preview", "Previews.streams"),
         "spec.session.context.max_history_tokens": Use(_BUDGET, "budget_settings"),
         "spec.session.context.max_tool_result_tokens": Use(_BUDGET, "budget_settings"),
         "spec.session.context.tool_result_truncation": Use(_BUDGET, "budget_settings"),
@@ -214,6 +215,10 @@ FIELDS: dict[Format, dict[str, Fate]] = {
         "spec.access.groups.queue.reject_message": Use(_QUEUE, "_admit"),
         "spec.access.groups.queue.debounce.enabled": Use(_QUEUE, "_offer"),
         "spec.access.groups.queue.debounce.window_ms": Use(_QUEUE, "_offer"),
+        "spec.chat.start_message": Use("duragent.frontkit.commands", "start_text"),
+        "spec.chat.help_message": Use("duragent.frontkit.commands", "help_text"),
+        "spec.chat.commands[].command": Use("duragent.frontkit.commands", "commands_for"),
+        "spec.chat.commands[].description": Use("duragent.frontkit.commands", "commands_for"),
         "spec.memory.backend": Checked(
             "filesystem is the only backend; the section enables memory"
         ),

@@ -218,7 +218,8 @@ class AssistantResponseData(NamedTuple):
     """The model's answer (also the view of the legacy ``assistant_message``).
 
     ``answers_seq``: the newest user message a final reply answers, when that is not every
-    message before it (a ``sequential`` chat queue's turn).
+    message before it (a ``sequential`` chat queue's turn). ``attachments``: the files a
+    final reply carries, as recorded (``tools.send_file.ReplyFile`` views them); only if any.
     """
 
     agent: str = ""
@@ -229,6 +230,7 @@ class AssistantResponseData(NamedTuple):
     message_id: str | None = None
     budget: Mapping[str, Any] | None = None
     answers_seq: int | None = None
+    attachments: Sequence[Mapping[str, Any]] = ()
 
     @classmethod
     def of(cls, data: Mapping[str, Any]) -> AssistantResponseData:
@@ -254,6 +256,7 @@ class AssistantResponseData(NamedTuple):
                 else str(message_id),
                 budget if budget is None or budget.__class__ is dict else as_mapping(budget),
                 answers if answers is None or answers.__class__ is int else as_maybe_seq(answers),
+                get("attachments") or (),
             ),
         )
 
@@ -273,6 +276,7 @@ class AssistantResponseData(NamedTuple):
             "message_id": self.message_id,
             "budget": self.budget or None,
             "answers_seq": self.answers_seq,
+            **({"attachments": list(self.attachments)} if self.attachments else {}),
         }
 
 

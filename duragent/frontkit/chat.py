@@ -13,6 +13,8 @@ is no other way in: one path for every chat message, the one production runs. He
   and never ends the turn);
 - delivery of the reply once (``Delivery``: a message that joined a running turn sends
   nothing; a reply already recorded as delivered is not sent again);
+- the reply shown as it is written, where the platform can and the agent wants it
+  (``preview``: a preview message edited as text arrives, final in place);
 - a person's decision on a pending tool call, with "nothing waits" and "another call waits"
   told apart by class (``NoPendingApprovalError``, ``ApprovalMismatchError``).
 """
@@ -28,6 +30,7 @@ from duragent.agents.spec import ContextBufferSpec
 from duragent.frontkit.delivery import Delivery
 from duragent.frontkit.group_context import read_group_context
 from duragent.frontkit.outbound import ChatRef, OutboundPort, SentMessage
+from duragent.frontkit.preview import Previews
 from duragent.lifecycle.tasks import BackgroundTasks
 from duragent.observability.logctx import log_context, new_turn_id
 from duragent.turns import (
@@ -65,6 +68,9 @@ class ChatTurns:
         self._tasks = tasks
         self._typing_every = typing_every
         self.delivery = Delivery(turns, outbound, agents=turns.agents)
+        self.previews = Previews.over(outbound, turns.workspace_dir, turns.agents)
+        """Replies shown as they are written (None: the platform shows no previews)."""
+        self.delivery.previews = self.previews
 
     @property
     def turns(self) -> TurnRunner:
@@ -104,20 +110,35 @@ class ChatTurns:
         ``turn_timeout`` bounds the turn (``TimeoutError``), not its delivery: a reply that
         exists may wait out the platform's refusals for longer (``Outbox``), and raises
         ``UndeliveredError`` if it is given up, never ``TimeoutError``.
+
+        With previews, the reply is shown as it is written (``preview``); a turn that raises
+        deletes its preview (the failure is told instead), one cancelled leaves it to the
+        next start's recovery.
         """
+        stream = None if self.previews is None else self.previews.stream(chat, session_id, reply_to)
         with log_context(session_id=session_id, front_end=chat.gateway, turn_id=new_turn_id()):
-            async with asyncio.timeout(turn_timeout):
-                blocks = await self._group_blocks(session_id, context_buffer)
-                async with self._typing(chat):
-                    result = await self._turns.answer(
-                        session_id,
-                        seq,
-                        text,
-                        context_blocks=blocks,
-                        sender_id=sender_id,
-                        only_through=only_through,
-                    )
-            return await self.delivery.deliver(chat, result, reply_to=reply_to)
+            try:
+                async with asyncio.timeout(turn_timeout):
+                    blocks = await self._group_blocks(session_id, context_buffer)
+                    async with self._typing(chat):
+                        result = await self._turns.answer(
+                            session_id,
+                            seq,
+                            text,
+                            sink=stream,
+                            context_blocks=blocks,
+                            sender_id=sender_id,
+                            only_through=only_through,
+                        )
+            except asyncio.CancelledError:
+                if stream is not None:
+                    stream.stop()
+                raise
+            except BaseException:
+                if stream is not None:
+                    await stream.discard()
+                raise
+            return await self.delivery.deliver(chat, result, reply_to=reply_to, stream=stream)
 
     async def _group_blocks(
         self, session_id: str, buffer: ContextBufferSpec | None

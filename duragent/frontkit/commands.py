@@ -15,13 +15,24 @@ files kept): the chat's next message starts a new session.
 ``/pin <text>`` (ours, the summaries tier) pins ``text`` in the chat's session: it is sent
 with every later request and never summarised; ``/unpin <id>`` removes it. Unlike the two
 above, these take an argument; the same addressing and access rules apply.
+
+``/start`` and ``/help`` (ours; spec ``202612051900.start-help-menu``) are answered here, not
+by the model: ``spec.chat.start_message`` / ``help_message``, or a greeting naming the agent
+and the commands the reader may use (``commands_for``: an owner also sees ``/pair`` where it
+works). ``/start`` may carry an argument (Telegram's deep links: ``/start <payload>``). The
+same list, with the agent's own ``spec.chat.commands``, is what a platform's command menu
+offers. Nothing of either is recorded: they start no session.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
+from duragent.agents import Agent
+from duragent.agents.roles import access_of
 from duragent.turns import PinRefusedError, TurnRunner
 
 __all__ = [
@@ -29,12 +40,21 @@ __all__ = [
     "NO_SESSION_TO_RESET",
     "RESET_DONE",
     "STATUS_FAILED",
+    "ChatCommand",
     "Command",
+    "Intro",
     "addressed_to",
+    "agent_command",
+    "commands_for",
+    "greeting",
+    "help_text",
     "parse_command",
+    "parse_intro",
     "parse_pin",
     "pin_reply",
     "run_command",
+    "start_text",
+    "stranger_start",
 ]
 
 PIN_USAGE = "Usage: /pin <text to keep in mind for the rest of this conversation>"
@@ -149,3 +169,135 @@ def _minute(stamp: str) -> str:
     except ValueError:
         return stamp
     return moment.strftime("%Y-%m-%d %H:%M UTC")
+
+
+# --- /start, /help and the command menu -----------------------------------------------------
+
+Intro = Literal["start", "help"]
+
+
+@dataclass(frozen=True, slots=True)
+class ChatCommand:
+    """A command as a person is offered it: in ``/help`` and in a platform's command menu."""
+
+    name: str
+    """Without the slash; ``^[a-z0-9_]{1,32}$`` (Telegram's rule, the strictest)."""
+    description: str
+    """One line of at most 256 characters (Telegram's limit)."""
+    arguments: str = ""
+    """What follows the name, as ``/help`` shows it (``<text>``)."""
+
+
+START = ChatCommand("start", "Who I am and how to talk to me")
+HELP = ChatCommand("help", "What I can do and the commands you may use")
+_MEMBERS = (
+    ChatCommand("reset", "End this conversation: the next message starts a new one"),
+    ChatCommand("status", "This conversation's session: its id, status and start"),
+    ChatCommand("pin", "Keep something in mind for the rest of this conversation", "<text>"),
+    ChatCommand("unpin", "Forget a pin", "<pin id>"),
+)
+PAIR = ChatCommand("pair", "Approve a pairing code (alone: the codes waiting)", "[code]")
+
+
+def commands_for(agent: Agent, *, owner: bool, group: bool) -> tuple[ChatCommand, ...]:
+    """The commands a person let in may use in a chat of ``agent``, in menu order.
+
+    ``/start`` in direct messages (in a group it is Telegram's deep-link form, answered but
+    not offered); ``/pair`` to an owner in a direct message under ``dm.policy: pairing``, the
+    only place it does anything; then the agent's own ``spec.chat.commands``.
+    """
+    runtime = [*((START,) if not group else ()), HELP, *_MEMBERS]
+    if owner and not group and access_of(agent.spec.access).dm.policy == "pairing":
+        runtime.append(PAIR)
+    own = [ChatCommand(c.command, c.description) for c in agent.spec.chat.commands]
+    return (*runtime, *own)
+
+
+def _head(text: str | None, bot_username: str | None) -> tuple[str, str] | None:
+    """``(name, rest)`` of a text that starts with a command for this bot (bare or ``@`` it)."""
+    if not text or not text.strip().startswith("/"):
+        return None
+    head, _, rest = text.strip().partition(" ")
+    if "\n" in head:
+        head, _, more = head.partition("\n")
+        rest = f"{more} {rest}"
+    name, at, target = head[1:].partition("@")
+    if at and (not bot_username or target.lower() != bot_username.lstrip("@").lower()):
+        return None
+    return name, rest.strip()
+
+
+def parse_intro(text: str | None, bot_username: str | None) -> Intro | None:
+    """``start`` or ``help`` when ``text`` is that command for this bot (arguments ignored)."""
+    found = _head(text, bot_username)
+    if found is None or found[0] not in ("start", "help"):
+        return None
+    return "start" if found[0] == "start" else "help"
+
+
+def agent_command(text: str | None, bot_username: str | None, agent: Agent) -> bool:
+    """Whether ``text`` starts with one of the agent's own commands (for this bot).
+
+    Such a message goes to the model; in a group it addresses the bot, since the menu
+    offered it there (a bare one too: Telegram omits ``@bot`` when the bot is alone).
+    """
+    found = _head(text, bot_username)
+    return found is not None and any(c.command == found[0] for c in agent.spec.chat.commands)
+
+
+def greeting(agent: Agent) -> str:
+    """The first line of the default ``/start``: the agent's name and description."""
+    about = agent.manifest.metadata.description
+    return f"Hi! I am {agent.name}." + (f" {about.strip()}" if about and about.strip() else "")
+
+
+def _how_to_talk(agent: Agent, *, group: bool, bot_username: str | None) -> str:
+    if not group:
+        return "Write to me here and I will answer."
+    if access_of(agent.spec.access).groups.activation == "always":
+        return "I read this group and answer what is said here."
+    me = f" (@{bot_username.lstrip('@')})" if bot_username else ""
+    return f"Mention me{me} or reply to one of my messages and I will answer."
+
+
+def _listed(commands: Sequence[ChatCommand]) -> str:
+    """The commands as ``/help`` lists them, one a line (``/start`` and ``/help`` left out)."""
+    lines = [
+        f"/{c.name}{' ' + c.arguments if c.arguments else ''} — {c.description}"
+        for c in commands
+        if c not in (START, HELP)
+    ]
+    return "\n".join(lines)
+
+
+def start_text(
+    agent: Agent, commands: Sequence[ChatCommand], *, group: bool, bot_username: str | None
+) -> str:
+    """The answer to ``/start``: ``spec.chat.start_message``, or a greeting and how to talk."""
+    written = agent.spec.chat.start_message
+    if written is not None and written.strip():
+        return written.replace("{commands}", _listed(commands)).strip()
+    talk = _how_to_talk(agent, group=group, bot_username=bot_username)
+    return f"{greeting(agent)}\n{talk} /help lists what else I can do."
+
+
+def help_text(
+    agent: Agent, commands: Sequence[ChatCommand], *, group: bool, bot_username: str | None
+) -> str:
+    """The answer to ``/help``: ``spec.chat.help_message``, or how to talk and the commands."""
+    written = agent.spec.chat.help_message
+    if written is not None and written.strip():
+        return written.replace("{commands}", _listed(commands)).strip()
+    talk = _how_to_talk(agent, group=group, bot_username=bot_username)
+    return f"{talk}\n\nCommands:\n{_listed(commands)}"
+
+
+def stranger_start(agent: Agent, told: str) -> str:
+    """``/start`` or ``/help`` from a stranger under pairing: the greeting, then ``told``.
+
+    ``told`` says how to pair (``pairing_chat.code_text``); the stranger may run nothing, so
+    no command is listed (``{commands}`` in ``start_message`` is left empty).
+    """
+    written = agent.spec.chat.start_message
+    first = written.replace("{commands}", "").strip() if written and written.strip() else ""
+    return f"{first or greeting(agent)}\n\n{told}"

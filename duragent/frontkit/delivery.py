@@ -42,6 +42,20 @@ the disk only by records another ``Delivery`` made (the scheduler's, for the sam
 those are records of other replies: each reply is handed to one ``Delivery``, whose own
 records and ``_sending`` set stop it sending that reply twice, and a restart reads the disk.
 
+A reply shown as it was written (``preview``) comes with its turn's ``ReplyStream``: its
+first text is put in the preview's place instead of being sent, the rest as usual, and the
+preview's record is removed before the ``delivery`` record is written (a crash in between
+sends the reply again, as above; the other order could have a restart delete it). A result
+with no reply to show (a duplicate, a failure) deletes the preview; an approval request
+follows the text the preview showed. After a crash, ``recovery`` hands over the preview the
+crash left the same way.
+
+A reply's files (``Complete.attachments``: ``send_file``'s) follow its text, read from the
+session's attachments; one ``delivery`` record, written after the last part, covers them all,
+so a crash between parts sends the whole reply again after the restart (at least once per
+crash, as a long reply split in several messages is). A file the platform refuses outright
+is told in a line instead (``_files``).
+
 HTTP does not use ``Delivery``: its reply is the response to the request that asked (every
 request, a steered one included, must be answered), and there is no chat to re-send to
 after a restart — the client reads ``GET …/messages``. So HTTP sessions record no
@@ -59,7 +73,17 @@ from duragent.errors import NotFoundError
 from duragent.frontkit.approval_rights import unanswerable_note
 from duragent.frontkit.outbound import ChatRef, OutboundPort, SentMessage
 from duragent.frontkit.outbox import UndeliveredError
-from duragent.turns import AwaitingApproval, Complete, Duplicate, Failed, TurnResult, TurnRunner
+from duragent.frontkit.preview import Previews, ReplyStream
+from duragent.tools.send_file import ReplyFile
+from duragent.turns import (
+    AttachmentNotFoundError,
+    AwaitingApproval,
+    Complete,
+    Duplicate,
+    Failed,
+    TurnResult,
+    TurnRunner,
+)
 
 __all__ = ["Deliveries", "Delivery"]
 
@@ -86,22 +110,38 @@ class Delivery:
         no note is sent)."""
         self._sending: set[tuple[str, int]] = set()  # (session, reply_seq) being sent now
         self._delivered: OrderedDict[str, int] = OrderedDict()  # session → last delivered seq
+        self.previews: Previews | None = None
+        """The gateway's reply previews (``ChatTurns`` sets them; recovery reads them)."""
 
     async def deliver(
-        self, chat: ChatRef, result: TurnResult, *, reply_to: str | None = None
+        self,
+        chat: ChatRef,
+        result: TurnResult,
+        *,
+        reply_to: str | None = None,
+        stream: ReplyStream | None = None,
     ) -> SentMessage | None:
-        """Send ``result`` to ``chat``; the message sent last, or None when nothing was sent."""
-        if result.steered:
+        """Send ``result`` to ``chat``; the message sent last, or None when nothing was sent.
+
+        ``stream``: the turn's reply as it was shown while written (module docstring).
+        """
+        if result.steered or isinstance(result, Duplicate):
+            if stream is not None:
+                await stream.discard()
             return None  # the caller whose message started the turn sends its reply
         match result:
-            case Duplicate():
-                return None
             case Complete(content=text, reply_seq=seq, earlier=earlier):
                 texts = (*earlier, text)
-                return await self._once(chat, result.session_id, seq, texts, reply_to)
+                return await self._once(
+                    chat, result.session_id, seq, texts, reply_to, stream, files=result.attachments
+                )
             case AwaitingApproval():
+                if stream is not None:
+                    await stream.settle()
                 return await self.ask(chat, result.session_id, result.call_id, result.command)
             case Failed(content=text):
+                if stream is not None:
+                    await stream.discard()
                 sent = await self._outbound.send_text(chat, text, reply_to=reply_to)
                 await self._record_settled(chat, result.session_id)
                 return sent
@@ -113,19 +153,32 @@ class Delivery:
         reply_seq: int | None,
         texts: tuple[str, ...],
         reply_to: str | None,
+        stream: ReplyStream | None = None,
+        *,
+        files: tuple[ReplyFile, ...] = (),
     ) -> SentMessage | None:
         if reply_seq is None:  # nothing on disk to record against (not produced today)
-            return await self._texts(chat, texts, reply_to)
+            sent = await self._texts(chat, texts, reply_to, stream)
+            if stream is not None:
+                await stream.close()
+            return sent
         key = (session_id, reply_seq)
         if key in self._sending:
+            if stream is not None:
+                await stream.discard()
             return None
         self._sending.add(key)  # before any await: a second caller sees it at once
         try:
             if reply_seq <= await self._last_delivered(session_id):
                 log.info("session %s: reply %d was delivered already", session_id, reply_seq)
+                if stream is not None:
+                    await stream.discard()
                 return None
             try:
-                sent = await self._texts(chat, texts, reply_to)
+                sent = await self._texts(chat, texts, reply_to, stream)
+                sent = await self._files(chat, session_id, files, reply_to, sent)
+                if stream is not None:  # the whole reply is out: its preview is forgotten
+                    await stream.close()
             except UndeliveredError:
                 raise
             except Exception as exc:  # refused outright: the reply exists, the turn did not fail
@@ -255,13 +308,59 @@ class Delivery:
         return kept
 
     async def _texts(
-        self, chat: ChatRef, texts: tuple[str, ...], reply_to: str | None
+        self,
+        chat: ChatRef,
+        texts: tuple[str, ...],
+        reply_to: str | None,
+        stream: ReplyStream | None = None,
     ) -> SentMessage | None:
-        """Send each non-blank text in order (platforms refuse empty messages); the last sent."""
+        """Send each non-blank text in order (platforms refuse empty messages); the last sent.
+
+        With a ``stream`` whose preview is in the chat, the first text takes its place.
+        """
         sent: SentMessage | None = None
+        shown = stream
         for text in texts:
-            if text.strip():
-                sent = await self._outbound.send_text(chat, text, reply_to=reply_to)
+            if not text.strip():
+                continue
+            in_place = None if shown is None else await shown.finish(text)
+            shown = None
+            sent = in_place or await self._outbound.send_text(chat, text, reply_to=reply_to)
+        return sent
+
+    async def _files(
+        self,
+        chat: ChatRef,
+        session_id: str,
+        files: tuple[ReplyFile, ...],
+        reply_to: str | None,
+        sent: SentMessage | None,
+    ) -> SentMessage | None:
+        """Send the reply's files after its text, in order; the last message sent.
+
+        A file refused outright (too large for the platform) or whose bytes are gone is told
+        in a line instead; a refusal for a while is the outbox's to wait out.
+        """
+        for file in files:
+            name = file.file_name
+            try:
+                data = await self._turns.attachments.read(session_id, file.attachment.sha256)
+                sent = await self._outbound.send_file(
+                    chat,
+                    data,
+                    kind=file.attachment.kind,
+                    name=name,
+                    mime=file.attachment.mime,
+                    caption=file.caption,
+                    reply_to=reply_to if sent is None else None,
+                )
+            except UndeliveredError:
+                raise
+            except Exception as exc:
+                log.warning("session %s: %s took no %s: %s", session_id, chat.target, name, exc)
+                lost = isinstance(exc, AttachmentNotFoundError)
+                why = "its stored copy is missing" if lost else "the chat platform refused it"
+                sent = await self._outbound.send_text(chat, f"(I could not send {name}: {why}.)")
         return sent
 
 

@@ -10,13 +10,18 @@ this order (spec ``202611240305.chat-gateway-core``):
    a pairing code instead (``pairing_chat``), and nothing of the message is kept; then the
    sender's **rate** (``rates``: ``messages_per_sender_per_minute``, owners exempt): over
    it → dropped, the sender told once per window;
-3. **slash commands** (``/reset``, ``/status``, ``/pin``, ``/pair``; after the gate, and
-   only from a sender whose disposition is ``allow``, so a passive or silent member cannot
-   reset a group; ``/pair`` is an owner's). A command is a trigger like a mention;
+3. **slash commands** (``/start``, ``/help``, ``/reset``, ``/status``, ``/pin``, ``/pair``;
+   after the gate, and only from a sender whose disposition is ``allow``, so a passive or
+   silent member cannot reset a group; ``/pair`` is an owner's; ``/start`` and ``/help`` list
+   the commands the sender may use). A command is a trigger like a mention, and so is one of
+   the agent's own (``spec.chat.commands``), which goes to the model. A stranger's ``/start``
+   under pairing gets the greeting with their code;
 4. **session** for ``(gateway, chat_id, agent)`` (exactly one under concurrency);
 5. **disposition and mention gating**: a silent sender, or an unaddressed message under
    ``activation: mention`` in ``silent`` buffer mode, goes to the durable context buffer; a
-   passive sender (or ``passive`` buffer mode) is recorded as a user message, not answered;
+   passive sender (or ``passive`` buffer mode) is recorded as a user message, not answered.
+   Either keeps the text (a caption) and names the files it carried (``[photo, not
+   downloaded]``): a file nobody answers is never downloaded, as it would be kept unread;
 6. **label**: a group message reaches the model as ``<display name|username|id>: text``;
 7. **media** (``media_intake``, when the gateway gave the kit a ``MediaIntake``): the photos,
    voice notes and files of a message that will be answered are downloaded, kept in the
@@ -37,8 +42,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from duragent.agents import AgentCatalog
-from duragent.agents.roles import access_of
+from duragent.agents import Agent, AgentCatalog
+from duragent.agents.roles import access_of, is_owner
 from duragent.agents.spec import QueueSpec
 from duragent.core.attachments import Attachment
 from duragent.errors import NotFoundError
@@ -47,12 +52,19 @@ from duragent.frontkit.approvals import ApprovalButtons
 from duragent.frontkit.chat import ChatTurns, Inbound
 from duragent.frontkit.commands import (
     addressed_to,
+    agent_command,
+    commands_for,
+    help_text,
     parse_command,
+    parse_intro,
     parse_pin,
     pin_reply,
     run_command,
+    start_text,
+    stranger_start,
 )
 from duragent.frontkit.inbound import ButtonPress, InboundMessage
+from duragent.frontkit.media import noun
 from duragent.frontkit.media_intake import MediaIntake
 from duragent.frontkit.pairing_chat import ChatPairing, parse_pair
 from duragent.frontkit.queue import Dispatcher
@@ -117,13 +129,15 @@ class ChatFront:
             chat_type=msg.chat_type,
             chat_id=msg.chat_id,
             sender_id=msg.sender.id,
-            triggered=not is_group or self._addressed(msg),
+            triggered=not is_group or self._addressed(msg, agent),
             paired=self._pairing.paired(agent_name, msg.gateway) if pairing else (),
         )
         if admission.action == "drop":
             log.info("dropped %s for agent %r: %s", where, agent_name, admission.reason)
             if pairing:  # a stranger under dm.policy: pairing is given a code, nothing kept
                 told = await self._pairing.stranger(agent_name, msg)
+                if told is not None and parse_intro(msg.text, self.bot_username) is not None:
+                    told = stranger_start(agent, told)
                 if told is not None:
                     await self._chat.outbound.send_text(msg.chat, told, reply_to=msg.message_id)
             return
@@ -132,7 +146,7 @@ class ChatFront:
             agent=agent_name,
             gateway=msg.gateway,
             sender_id=msg.sender.id,
-            addressed=not is_group or self._addressed(msg),
+            addressed=not is_group or self._addressed(msg, agent),
         )
         if not rate.admitted:  # nothing recorded, no turn; told once per window
             if rate.notice is None:
@@ -142,6 +156,14 @@ class ChatFront:
             await self._chat.outbound.send_text(msg.chat, rate.notice, reply_to=msg.message_id)
             return
         turns = self._chat.turns
+        intro = parse_intro(msg.text, self.bot_username)
+        if intro is not None and admission.disposition == "allow":
+            owner = is_owner(access, msg.gateway, msg.sender.id)
+            known = commands_for(agent, owner=owner, group=is_group)
+            write = start_text if intro == "start" else help_text
+            reply = write(agent, known, group=is_group, bot_username=self.bot_username)
+            await self._chat.outbound.send_text(msg.chat, reply, reply_to=msg.message_id)
+            return
         command = parse_command(msg.text, self.bot_username)
         if command is not None and admission.disposition == "allow":
             key = (msg.gateway, msg.chat_id, agent_name)
@@ -165,9 +187,11 @@ class ChatFront:
         text = msg.text if msg.text and msg.text.strip() else None
         labelled = f"{label}: {text}" if is_group and text is not None else text
         if admission.action in ("buffer", "record"):
-            if labelled is None:
+            kept = _unanswered(msg, text)  # its files are named, never downloaded
+            if kept is None:
                 log.debug("%s: nothing to keep of a %s message", where, msg.content_kind)
-            else:  # its files are not kept: an unanswered record names none (yet)
+            else:
+                labelled = f"{label}: {kept}" if is_group else kept
                 await self._keep(session_id, msg, labelled, silent=admission.action == "buffer")
             return
         attachments: tuple[Attachment, ...] = ()
@@ -196,21 +220,40 @@ class ChatFront:
         )
         await self._dispatcher.offer(session_id, inbound, queue)
 
-    def _addressed(self, msg: InboundMessage) -> bool:
+    def _addressed(self, msg: InboundMessage, agent: Agent) -> bool:
         """Whether a group message addresses the bot (it may then trigger a turn).
 
-        A mention, a reply to the bot, or a command: one addressed by name (``/x@bot``) or
-        one the kit runs (``/reset``, ``/status``, ``/pin``, ``/pair``).
+        A mention, a reply to the bot, or a command: one addressed by name (``/x@bot``), one
+        the kit runs (``/start``, ``/help``, ``/reset``, ``/status``, ``/pin``, ``/pair``) or
+        one of the agent's own (``spec.chat.commands``). A photo or file is addressed the
+        same way, by its caption or by replying to the bot.
         """
         text, bot = msg.text, self.bot_username
         return (
             msg.mentions_bot
             or msg.reply_to_bot
             or addressed_to(text, bot)
+            or parse_intro(text, bot) is not None
             or parse_command(text, bot) is not None
             or parse_pin(text, bot) is not None
             or parse_pair(text, bot) is not None
+            or agent_command(text, bot, agent)
         )
+
+    def agent_for(
+        self, gateway: str, chat_type: str, chat_id: str = "", sender_id: str = ""
+    ) -> Agent | None:
+        """The agent ``routes`` give a chat (no id: any chat no id-specific rule names).
+
+        For a platform's command menu, which is per kind of chat, not per message.
+        """
+        name = self._router.route(RouteQuery(gateway, chat_type, chat_id, sender_id))
+        return None if name is None else self._agents().agents.get(name)
+
+    @property
+    def catalog(self) -> AgentCatalog:
+        """The agents as loaded now (a reload swaps it: a menu built from it is redone)."""
+        return self._agents()
 
     async def _keep(
         self, session_id: str, msg: InboundMessage, labelled: str, *, silent: bool
@@ -228,3 +271,14 @@ class ChatFront:
     async def press(self, press: ButtonPress) -> None:
         """Answer a press on a button the kit sent (an approval's decision)."""
         await self._buttons.press(press)
+
+
+def _unanswered(msg: InboundMessage, text: str | None) -> str | None:
+    """What is kept of a message nobody answers: its files named, then its text (or None).
+
+    The files are not downloaded (the person did not address the bot, and they would be
+    kept unread); the line lets a later turn know one was sent and that it was not seen.
+    """
+    files = " ".join(f"[{noun(ref.kind)}, not downloaded]" for ref in msg.media)
+    kept = " ".join(part for part in (files, text) if part)
+    return kept or None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from duragent.core.attachments import AttachmentKind
 from duragent.frontkit.outbound import ChatRef, SentMessage
 
 __all__ = ["MemoryOutbound", "Sent"]
@@ -18,9 +19,11 @@ __all__ = ["MemoryOutbound", "Sent"]
 class Sent:
     """One action the port was asked to perform.
 
-    ``kind`` is ``text``, ``typing``, ``approval``, ``edit`` or ``toast`` (a button press
-    answered: its ``message_id`` is the press's id and its chat is ``_NO_CHAT``); ``text``
-    is the text sent (the command, for an approval); ``call_id`` is the approval's call.
+    ``kind`` is ``text``, ``file``, ``typing``, ``approval``, ``edit`` or ``toast`` (a button
+    press answered: its ``message_id`` is the press's id and its chat is ``_NO_CHAT``);
+    ``text`` is the text sent (the command, for an approval; the caption, for a file);
+    ``call_id`` is the approval's call. A file's bytes, name, type and kind (``photo``…, as
+    ``AttachmentKind`` names it) are in ``data``, ``name``, ``mime`` and ``media``.
     """
 
     kind: str
@@ -29,6 +32,10 @@ class Sent:
     message_id: str | None = None
     reply_to: str | None = None
     call_id: str | None = None
+    data: bytes | None = None
+    name: str | None = None
+    mime: str | None = None
+    media: AttachmentKind | None = None
 
 
 _NO_CHAT = ChatRef("", "")
@@ -42,6 +49,8 @@ class MemoryOutbound:
     actions: list[Sent] = field(default_factory=list)
     fail_typing: bool = False
     """Raise from ``send_typing`` (a platform that refuses the courtesy)."""
+    refuse_files: int = 0
+    """Refuse that many ``send_file`` calls outright (a platform that will not take a file)."""
     _next: int = 0
 
     def texts(self, chat: ChatRef | None = None) -> list[str]:
@@ -49,6 +58,10 @@ class MemoryOutbound:
         return [
             a.text for a in self.actions if a.kind == "text" and (chat is None or a.chat == chat)
         ]
+
+    def files(self, chat: ChatRef | None = None) -> list[Sent]:
+        """The files sent (to ``chat``, when given), in order."""
+        return [a for a in self.actions if a.kind == "file" and (chat is None or a.chat == chat)]
 
     def of_kind(self, kind: str) -> list[Sent]:
         """The actions of one kind, in order."""
@@ -64,6 +77,29 @@ class MemoryOutbound:
         """Record a text message."""
         sent = self._message(chat)
         self.actions.append(Sent("text", chat, text, sent.message_id, reply_to))
+        return sent
+
+    async def send_file(
+        self,
+        chat: ChatRef,
+        data: bytes,
+        *,
+        kind: AttachmentKind,
+        name: str,
+        mime: str,
+        caption: str | None = None,
+        reply_to: str | None = None,
+    ) -> SentMessage:
+        """Record a file (or refuse it, while ``refuse_files`` lasts)."""
+        if self.refuse_files > 0:
+            self.refuse_files -= 1
+            raise ValueError(f"{name} refused")
+        sent = self._message(chat)
+        self.actions.append(
+            Sent(
+                "file", chat, caption or "", sent.message_id, reply_to, None, data, name, mime, kind
+            )
+        )
         return sent
 
     async def send_typing(self, chat: ChatRef) -> None:

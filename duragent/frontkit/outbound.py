@@ -1,8 +1,8 @@
 """The outbound port: what a front end can do in a chat, whatever the platform.
 
-Telegram, Discord and the scheduler's deliveries all need the same few actions — send text,
-show "typing…", ask a person to approve a tool call, edit a message already sent — and the
-kit's glue (``Delivery``, ``ChatTurns``) is written once against this ``Protocol``. A chat
+Telegram, Discord and the scheduler's deliveries all need the same few actions — send text or
+a file, show "typing…", ask a person to approve a tool call, edit a message already sent — and
+the kit's glue (``Delivery``, ``ChatTurns``) is written once against this ``Protocol``. A chat
 gateway implements it over its SDK; tests use ``MemoryOutbound``. HTTP does not implement it:
 an HTTP reply is the response to its request, not a message pushed into a chat.
 ``ChatRef`` is ``core.caller``'s, the chat reference every layer shares (re-exported here).
@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from duragent.core.attachments import AttachmentKind
 from duragent.core.caller import ChatRef
 from duragent.observability.metrics import Metrics
 
@@ -38,6 +39,23 @@ class OutboundPort(Protocol):
         self, chat: ChatRef, text: str, *, reply_to: str | None = None
     ) -> SentMessage:
         """Send ``text`` (split as the platform needs), as a reply to ``reply_to`` if given."""
+        ...
+
+    async def send_file(
+        self,
+        chat: ChatRef,
+        data: bytes,
+        *,
+        kind: AttachmentKind,
+        name: str,
+        mime: str,
+        caption: str | None = None,
+        reply_to: str | None = None,
+    ) -> SentMessage:
+        """Send a file as ``kind`` (a photo, a voice note…), in the chat's line as a reply is.
+
+        A platform that refuses the file as ``kind`` may send it as a document instead.
+        """
         ...
 
     async def send_typing(self, chat: ChatRef) -> None:
@@ -77,6 +95,28 @@ class MeteredOutbound:
         """Send and count (see ``OutboundPort.send_text``)."""
         try:
             sent = await self.inner.send_text(chat, text, reply_to=reply_to)
+        except BaseException:
+            self._failed.inc()
+            raise
+        self._ok.inc()
+        return sent
+
+    async def send_file(
+        self,
+        chat: ChatRef,
+        data: bytes,
+        *,
+        kind: AttachmentKind,
+        name: str,
+        mime: str,
+        caption: str | None = None,
+        reply_to: str | None = None,
+    ) -> SentMessage:
+        """Send and count (see ``OutboundPort.send_file``)."""
+        try:
+            sent = await self.inner.send_file(
+                chat, data, kind=kind, name=name, mime=mime, caption=caption, reply_to=reply_to
+            )
         except BaseException:
             self._failed.inc()
             raise

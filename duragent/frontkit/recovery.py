@@ -6,10 +6,10 @@ before it takes new updates, so recovered turns come first in each chat's line):
 - **A reply written but not delivered** (killed between the reply's fsync and the platform
   accepting it, or between that and the ``delivery`` record). Every final reply after
   ``last_delivered_seq`` is sent through ``Delivery``, in order, as a reply to the user
-  message before it, and recorded. At least once, at most once more per crash: a crash after
-  the platform accepted the message and before the record is indistinguishable from one
-  before (no platform lets a send and a local fsync be one step). Running recovery twice
-  sends nothing the second time.
+  message before it, with the files it carries (``send_file``'s), and recorded. At least
+  once, at most once more per crash: a crash after the platform accepted the message and
+  before the record is indistinguishable from one before (no platform lets a send and a
+  local fsync be one step). Running recovery twice sends nothing the second time.
 - **An approval asked but never shown** (killed between the ``approval_required`` event and
   the prompt reaching the chat): asked again, with its buttons (``Delivery.ask`` records it
   once sent). A failure whose notice was never recorded as delivered is told again (the
@@ -26,6 +26,11 @@ before it takes new updates, so recovered turns come first in each chat's line):
   chat queue (``SessionQueues.resume``), which delivers the reply. A pending approval asked
   after the message is not "unanswered": it waits for a button. A turn that failed (its
   ``error`` event) was answered with the failure and is not run again.
+
+A reply that was streaming into the chat (``preview``) left its preview message there, and
+its record (``preview_store``). The preview is handed to ``Delivery`` with the reply it was
+showing, which takes its place (one final message, not a half preview and a second one);
+when no reply was written (the turn runs again, or it failed) the preview is deleted first.
 
 Cheap for thousands of chats: the gateway's sessions come from the chat index (no reads),
 and each one's standing from its snapshot header and the last line of its event log
@@ -52,7 +57,9 @@ from duragent.core.payloads import (
 )
 from duragent.frontkit.delivery import Delivery
 from duragent.frontkit.outbound import ChatRef
+from duragent.frontkit.preview import ReplyStream
 from duragent.frontkit.queue import SessionQueues
+from duragent.tools.send_file import ReplyFile
 from duragent.turns import ChatProgress, Complete, SessionQueries, apology_for
 
 __all__ = ["ChatSettings", "RecoveryReport", "default_settings", "recover_chats"]
@@ -107,6 +114,9 @@ async def recover_chats(
     """
     report = RecoveryReport()
     limit = asyncio.Semaphore(concurrency)
+    if chats is None:
+        chats = sessions.chat_sessions(gateway)
+    previews = await _previews_left(gateway, delivery, {sid for _, sid in chats})
 
     async def one(chat_id: str, session_id: str) -> None:
         async with limit:
@@ -116,14 +126,13 @@ async def recover_chats(
                     session_id,
                     _Parts(sessions, delivery, queues, settings),
                     report,
+                    previews.get(session_id),
                 )
             except Exception as exc:  # one broken session must not stop the others
                 report.failed += 1
                 report.failed_sessions.add(session_id)
                 log.error("%s: recovering session %s failed: %s", gateway, session_id, exc)
 
-    if chats is None:
-        chats = sessions.chat_sessions(gateway)
     report.checked = len(chats)
     await asyncio.gather(*(one(chat_id, sid) for chat_id, sid in chats))
     if report.delivered or report.resumed or report.failed:
@@ -146,7 +155,26 @@ class _Parts:
     settings: ChatSettings
 
 
-async def _recover(chat: ChatRef, session_id: str, parts: _Parts, report: RecoveryReport) -> None:
+async def _previews_left(
+    gateway: str, delivery: Delivery, sessions: set[str]
+) -> dict[str, ReplyStream]:
+    """The previews a crash left in the chats, by session (none without previews)."""
+    if delivery.previews is None:
+        return {}
+    try:
+        return await delivery.previews.recovered(gateway, sessions)
+    except Exception as exc:  # the chats are recovered anyway; the previews next start
+        log.error("%s: reading the previews left in chats failed: %s", gateway, exc)
+        return {}
+
+
+async def _recover(
+    chat: ChatRef,
+    session_id: str,
+    parts: _Parts,
+    report: RecoveryReport,
+    preview: ReplyStream | None = None,
+) -> None:
     progress = await parts.sessions.progress(session_id)
     if not (
         progress.undelivered
@@ -154,11 +182,15 @@ async def _recover(chat: ChatRef, session_id: str, parts: _Parts, report: Recove
         or progress.settled_unsent
         or progress.turn_unfinished
     ):
+        if preview is not None:  # nothing is owed: what it shows is no reply of its own
+            await preview.discard()
         return
     since = min(progress.last_delivered_seq, progress.last_answered_seq)
     events = await _events_after(parts.sessions, session_id, since)
-    if progress.undelivered and await _deliver(chat, progress, events, parts.delivery):
+    if progress.undelivered and await _deliver(chat, progress, events, parts.delivery, preview):
         report.delivered += 1
+    elif preview is not None:  # no reply to put in its place: the turn runs again, or failed
+        await preview.discard()
     if progress.settled_unsent and not progress.awaits_answer:
         await _ask_again(chat, progress, events, parts)
     if progress.awaits_answer:  # its turn runs from the end of the window: all of it
@@ -206,7 +238,11 @@ def _reply_to(events: list[Event], seq: int) -> str | None:
 
 
 async def _deliver(
-    chat: ChatRef, progress: ChatProgress, events: list[Event], delivery: Delivery
+    chat: ChatRef,
+    progress: ChatProgress,
+    events: list[Event],
+    delivery: Delivery,
+    preview: ReplyStream | None,
 ) -> bool:
     """Send the final replies after ``last_delivered_seq``, in order, recorded as one."""
     replies: list[tuple[int, AssistantResponseData]] = []
@@ -228,8 +264,9 @@ async def _deliver(
         earlier=tuple(texts[:-1]),
         reply_seq=last_seq,
         message_id=last.message_id,
+        attachments=tuple(f for _, r in replies for f in ReplyFile.files_of(r.attachments)),
     )
-    await delivery.deliver(chat, result, reply_to=reply_to)
+    await delivery.deliver(chat, result, reply_to=reply_to, stream=preview)
     return True
 
 

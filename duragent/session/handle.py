@@ -26,6 +26,7 @@ from duragent.core.messages import Message, ToolCall, Usage
 from duragent.core.snapshot import SessionStatus
 from duragent.session.memory_ops import MemoryView, SummaryRecorded
 from duragent.session.operations import SessionInfo, SessionOps, UserMessageResult
+from duragent.tools.send_file import ReplyFile
 
 if TYPE_CHECKING:
     from duragent.session.registry import SessionRegistry
@@ -107,10 +108,12 @@ class SessionHandle:
         budget: dict[str, Any] | None = None,
         durable: bool | None = None,
         answers_seq: int | None = None,
+        attachments: Sequence[ReplyFile] = (),
     ) -> int:
         """Record the model's answer (a final reply is durable by default); its seq.
 
         ``answers_seq``: the newest message a final reply answers, when not all before it.
+        ``attachments``: the files a final reply carries (``send_file``), stored first.
         """
         return await self._registry.call(
             self.session_id,
@@ -122,6 +125,7 @@ class SessionHandle:
             budget=budget,
             durable=durable,
             answers_seq=answers_seq,
+            attachments=attachments,
         )
 
     async def add_tool_result(self, call_id: str, success: bool, content: str) -> int:

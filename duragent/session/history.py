@@ -4,6 +4,8 @@ Reads the full history (archive + live log), so messages that left the in-memory
 still available. Tool calls and results are included only on request. Where a summary
 replaced messages in the model's window, a ``summary`` marker appears (round, the summary,
 ``through_seq``): the messages before it are still listed, the model no longer sees them.
+A message's ``attachments`` are listed as recorded: a user's files, and those the agent sent
+with a reply (``send_file``, with their ``caption``), so a front end shows both alike.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from duragent.core.payloads import (
     ToolsSkippedData,
     UserMessageData,
 )
+from duragent.tools.send_file import ReplyFile
 
 __all__ = ["events_to_messages"]
 
@@ -58,6 +61,9 @@ def events_to_messages(events: Sequence[Event], *, include_tools: bool) -> list[
             }
             if response.message_id:
                 item["message_id"] = response.message_id
+            files = ReplyFile.files_of(response.attachments) if response.attachments else ()
+            if files:  # what the reply carried (``send_file``), as recorded
+                item["attachments"] = [f.to_data() for f in files]
             if calls:
                 item["tool_calls"] = [
                     {"call_id": c.call_id, "name": c.tool_name, "arguments": c.arguments}

@@ -24,6 +24,7 @@ from duragent.core.attachments import Attachment
 from duragent.core.clock import utc_now
 from duragent.core.events import Event
 from duragent.core.messages import Message, ToolCall, Usage
+from duragent.core.payloads import AssistantResponseData, EventType
 from duragent.core.snapshot import SessionStatus
 from duragent.errors import DuragentError, NotFoundError
 from duragent.session.answers import SessionInfo, UserMessageResult, chat_ref
@@ -32,6 +33,7 @@ from duragent.session.memory_ops import MemoryOps
 from duragent.session.ops import op
 from duragent.session.state import UNFINISHED_RESULT, SessionState
 from duragent.store import AttachmentNotFoundError, SessionStorage
+from duragent.tools.send_file import ReplyFile
 
 __all__ = ["SessionEndedError", "SessionInfo", "SessionOps", "UserMessageResult"]
 
@@ -212,8 +214,11 @@ class SessionOps(MemoryOps):
         budget: dict[str, Any] | None = None,
         durable: bool | None = None,
         answers_seq: int | None = None,
+        attachments: Sequence[ReplyFile] = (),
     ) -> int:
         """Record the model's answer; a final reply (no tool calls) is durable by default."""
+        if attachments:  # the files a final reply carries (``send_file``): stored first
+            self._check_stored([file.attachment for file in attachments])
         event = Event.assistant_response(
             self._journal.next_seq(),
             agent=self.state.agent,
@@ -224,6 +229,10 @@ class SessionOps(MemoryOps):
             budget=budget,
             answers_seq=answers_seq,
         )
+        if attachments:
+            records = [file.to_data() for file in attachments]
+            view = AssistantResponseData.of(event.data)._replace(attachments=records)
+            event = Event.with_payload(event.seq, EventType.ASSISTANT_RESPONSE, view)
         return self._journal.record(event, durable=not tool_calls if durable is None else durable)
 
     @op(retry_safe=False)

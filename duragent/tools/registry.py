@@ -8,8 +8,9 @@ to services the YAML cannot describe. ``tool_output`` (reads outputs Layer 3a cu
 may be listed; the turn loop also offers it on its own once a session has a saved output.
 
 Builtins that need runtime services this module does not have (``schedule``,
-``background_process``) are left to the runtime to inject; unknown builtin names are skipped
-(the loader has already warned about them).
+``background_process``; ``record_decision`` and ``send_file``, which the turn builds with its
+session's summaries and reply: ``turns.context``) are left to the runtime to inject; unknown
+builtin names are skipped (the loader has already warned about them).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ BUILTIN_FACTORIES: Mapping[str, Callable[[], Tool]] = {
 }
 """Builtins this module builds itself, by the name used in ``agent.yaml``."""
 
-RUNTIME_BUILTINS = frozenset({"schedule", "background_process", "record_decision"})
+RUNTIME_BUILTINS = frozenset({"schedule", "background_process", "record_decision", "send_file"})
 """Builtins that need runtime services; the runtime passes them in ``extra``."""
 
 

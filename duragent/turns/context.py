@@ -16,6 +16,7 @@ from pathlib import Path
 from duragent.agents import Agent
 from duragent.agents.access_spec import AccessSpec
 from duragent.agents.roles import access_of, caller_for
+from duragent.agents.spec import BuiltinToolSpec
 from duragent.agents.system_prompt import build_system_prompt
 from duragent.context.quoting import quoted_block
 from duragent.context.render import HistoryCache
@@ -33,6 +34,7 @@ from duragent.tools.base import SessionReader, Tool, ToolContext
 from duragent.tools.policy_files import load_policy
 from duragent.tools.registry import build_tools
 from duragent.tools.sandbox import TRUST, Sandbox
+from duragent.tools.send_file import ReplyFile, SendFileTool
 from duragent.tools.tool_output import TOOL_OUTPUT, ToolOutputTool
 from duragent.turns.agent_budget import budget_settings
 from duragent.turns.decision_tool import DecisionTool
@@ -42,6 +44,7 @@ from duragent.turns.inbox import Inbox
 from duragent.turns.loop import LoopContext
 from duragent.turns.pins import PinRooms
 from duragent.turns.providers import ProviderPool
+from duragent.turns.reply_files import ReplyShelf
 from duragent.turns.sink import TurnSink
 from duragent.turns.summaries import SummaryTier, agent_summary_settings
 from duragent.turns.token_quota import TokenQuota
@@ -91,6 +94,7 @@ class _ActorRecorder:
         usage: Usage | None,
         budget: dict[str, int],
         message_id: str | None,
+        files: Sequence[ReplyFile] = (),
     ) -> int:
         return await self._session.add_assistant_response(
             content,
@@ -100,6 +104,7 @@ class _ActorRecorder:
             budget=budget,
             durable=True,  # a response with calls too: no tool may run before it is on disk
             answers_seq=None if tool_calls else self._answers_seq,
+            attachments=files,
         )
 
     async def tool_result(self, call_id: str, success: bool, content: str) -> None:
@@ -150,6 +155,8 @@ class ContextFactory:
         """Each session's attachments as requests show them, and the fitted images' cache."""
         self.pin_rooms = PinRooms(workspace_dir)
         """Each agent's room for pins (``turns.pins``): turns and new pins use the same."""
+        self.reply_files = ReplyShelf(registry.store.attachments)
+        """The files ``send_file`` kept for each session's next reply (``turns.reply_files``)."""
 
     def _history_cache(self, session_id: str) -> HistoryCache:
         """The session's history cache; the least recently used go beyond ``HISTORY_CACHES``."""
@@ -245,6 +252,11 @@ class ContextFactory:
         listed = {t.name for t in spec.tools if t.type == "builtin"}
         if summaries.enabled and "record_decision" in listed:  # it pins its own decisions
             extra = (*extra, DecisionTool(handle, tier))
+        files = self.reply_files.for_session(session_id)
+        if "send_file" in listed:  # URLs reach what the agent's web tool may reach
+            web = [t for t in spec.tools if isinstance(t, BuiltinToolSpec) and t.name == "web"]
+            allowed = web[0].allow_private if web else ()
+            extra = (*extra, SendFileTool(files, allow_private=allowed))
 
         outputs = self._saved_outputs(session_id, agent)
 
@@ -300,6 +312,7 @@ class ContextFactory:
             hooks=effective_hooks(spec),
             quota=quota,
             attachments=attachments,
+            reply_files=files,
         )
 
 

@@ -56,6 +56,7 @@ from duragent.llm import (
 from duragent.observability.metrics import CallMeter, error_kind
 from duragent.tools.base import Tool, ToolContext
 from duragent.tools.policy import Policy
+from duragent.tools.send_file import ReplyFile, ReplyFiles
 from duragent.turns.call_limits import within_limits
 from duragent.turns.calls import decided, execute, store_result
 from duragent.turns.hooks import after_tool
@@ -100,8 +101,11 @@ class Recorder(Protocol):
         usage: Usage | None,
         budget: dict[str, int],
         message_id: str | None,
+        files: Sequence[ReplyFile] = (),
     ) -> int:
         """Record a model response, durably (fsync'd) before this returns.
+
+        ``files``: what a final reply carries (``send_file``'s, waiting in ``reply_files``).
 
         A response with tool calls too: a tool's side effects must never happen before the
         record that explains them is on disk (a crash would leave an effect without a cause).
@@ -164,6 +168,8 @@ class LoopContext:
     attachments: TurnAttachments | None = None
     """How messages with attachments read in requests, images included (``turns.images``);
     None: as plain text."""
+    reply_files: ReplyFiles | None = None
+    """The files ``send_file`` attached, handed to the next final reply (``turns.reply_files``)."""
     quota: TokenQuota | None = None
     """Asked before each model call (summaries too): a refusal ends the turn with it as the
     reply, recorded (``turns.token_quota``: the chat's tokens for today are spent)."""
@@ -187,6 +193,8 @@ class LoopOutcome:
     budgets: list[dict[str, int]] = field(default_factory=list)
     earlier: list[str] = field(default_factory=list)
     """Final replies written before ``content`` (a message arrived while each was written)."""
+    attachments: list[ReplyFile] = field(default_factory=list)
+    """The files the turn's final replies carry (``send_file``), in order."""
 
 
 class _TurnMemo:
@@ -363,7 +371,7 @@ async def run_loop(
         if not calls:
             message_id = new_message_id()
             outcome.reply_seq = await ctx.recorder.assistant(
-                response.content, (), usage, budget, message_id
+                response.content, (), usage, budget, message_id, _files(ctx, outcome)
             )
             outcome.content = response.content
             outcome.message_id = message_id
@@ -424,7 +432,9 @@ async def run_loop(
                 "want me to keep going."
             )
             message_id = new_message_id()
-            outcome.reply_seq = await ctx.recorder.assistant(note, (), None, budget, message_id)
+            outcome.reply_seq = await ctx.recorder.assistant(
+                note, (), None, budget, message_id, _files(ctx, outcome)
+            )
             outcome.content = note
             outcome.message_id = message_id
             if ctx.sink is not None:
@@ -438,12 +448,21 @@ async def _refused(ctx: LoopContext, outcome: LoopOutcome) -> bool:
     if refusal is None:
         return False
     message_id = new_message_id()
-    outcome.reply_seq = await ctx.recorder.assistant(refusal, (), None, {}, message_id)
+    outcome.reply_seq = await ctx.recorder.assistant(
+        refusal, (), None, {}, message_id, _files(ctx, outcome)
+    )
     outcome.content = refusal
     outcome.message_id = message_id
     if ctx.sink is not None:
         await ctx.sink.token(refusal)
     return True
+
+
+def _files(ctx: LoopContext, outcome: LoopOutcome) -> tuple[ReplyFile, ...]:
+    """The files waiting for the final reply about to be recorded, now the outcome's too."""
+    files = ctx.reply_files.take() if ctx.reply_files is not None else ()
+    outcome.attachments.extend(files)
+    return files
 
 
 async def _add_steering(ctx: LoopContext, turn: list[Message], steer: list[str]) -> None:

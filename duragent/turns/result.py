@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from duragent.core.messages import Usage
+from duragent.tools.send_file import ReplyFile
 from duragent.turns.loop import LoopOutcome
 
 __all__ = [
@@ -108,6 +109,10 @@ class Complete(_Outcome):
     interruption: Interruption | None = None
     """Set when this turn went on from one that was cut (the same message sent again after
     its node stopped or lost the session): what became of the cut turn's calls."""
+    attachments: tuple[ReplyFile, ...] = ()
+    """The files the replies carry (``send_file``), in order, durable with them: a chat
+    sends them after the text (``frontkit.delivery``); their bytes are the session's
+    attachments, read by ``sha256`` (``TurnRunner.attachments.read``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -183,6 +188,7 @@ def outcome_result(session_id: str, outcome: LoopOutcome) -> Complete | Awaiting
         reply_seq=outcome.reply_seq,
         usage=outcome.usage,
         earlier=tuple(outcome.earlier),
+        attachments=tuple(outcome.attachments),
     )
 
 

@@ -317,7 +317,7 @@ def test_unknown_keys_are_warnings_with_their_dotted_path_and_line(
     assert agent.warnings[0].allowed == (
         "compaction, context, llm_timeout_seconds, max_reply_bytes, max_tool_argument_bytes, "
         "max_tool_argument_depth, max_tool_calls_per_response, max_tool_calls_per_turn, "
-        "max_tool_iterations, on_disconnect, ttl_hours"
+        "max_tool_iterations, on_disconnect, stream_replies, ttl_hours"
     )
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from duragent.agents import load_catalog
 from duragent.agents.spec import QueueSpec
+from duragent.core.attachments import AttachmentKind
 from duragent.frontkit import ChatRef, ChatTurns, Inbound, SentMessage
 from duragent.frontkit.queue import SessionQueues
 from duragent.lifecycle.tasks import BackgroundTasks
@@ -90,6 +91,19 @@ class FileOutbound:
         self._die_at("after_send")
         self._count += 1
         return SentMessage(chat, f"s{self._count}")
+
+    async def send_file(
+        self,
+        chat: ChatRef,
+        data: bytes,
+        *,
+        kind: AttachmentKind,
+        name: str,
+        mime: str,
+        caption: str | None = None,
+        reply_to: str | None = None,
+    ) -> SentMessage:
+        raise AssertionError("no files in this test")
 
     async def send_typing(self, chat: ChatRef) -> None:
         self._die_at("typing")

@@ -394,7 +394,7 @@ async def test_pin_keeps_a_text_in_every_request_and_unpin_removes_it(
         ("/status@DURAGENT_BOT", True),
         ("/status@other_bot", False),
         ("/status now", False),
-        ("/help", False),
+        ("/weather", False),
         ("status", False),
     ],
 )

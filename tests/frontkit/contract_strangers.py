@@ -68,7 +68,7 @@ async def test_without_an_access_block_commands_in_a_group_need_no_mention(
         chat.llm.enqueue(Reply(text="help from the model"))
         await chat.message(said(GROUP, "/status", ANN))
         await chat.message(said(GROUP, "/pin Standup is at 10.", ANN))
-        await chat.message(said(GROUP, f"/help@{chat.bot_username}", BOB))
+        await chat.message(said(GROUP, f"/weather@{chat.bot_username}", BOB))
         await chat.settle()
         texts = chat.texts(GROUP)
     assert texts[0] == "No active session."

@@ -16,6 +16,13 @@ What Discord needs that the kit does not know about:
   ``PlatformBusyError`` to the kit's ``Outbox``, which waits it out in the chat's line,
   message by message (those already sent are not sent again), until
   ``gateways.discord.delivery_retry_seconds`` have passed.
+- **Files** are a message with the file attached (``discord.File``) and the caption as its
+  text, in the chat's line like a reply.
+- **Previews** of replies being written (``frontkit.preview``): one message, edited at most
+  every ``PREVIEW_EVERY`` seconds (the gateway's streamed replies together, previews, edits
+  and final texts, ``PREVIEW_RATE`` calls a second, well under Discord's 50 requests a
+  second), cut to one message; then the reply in its place, split as ``send_text`` splits it
+  (a preview deleted meanwhile: a new message).
 - **Approvals** are one message with the kit's three buttons (``ApprovalButton``: the kit's
   payloads as ``custom_id``). A press is answered through the interaction it came with
   (``answer_button``), kept here from the press until it is answered.
@@ -24,6 +31,7 @@ What Discord needs that the kit does not know about:
 from __future__ import annotations
 
 import functools
+import io
 import logging
 from collections.abc import Awaitable
 from typing import Any, TypeVar
@@ -31,6 +39,7 @@ from typing import Any, TypeVar
 import aiohttp
 import discord
 
+from duragent.core.attachments import AttachmentKind
 from duragent.frontkit import ChatRef, SentMessage, approval_buttons, approval_prompt
 from duragent.frontkit.outbox import DELIVERY_RETRY_SECONDS, Outbox, PlatformBusyError
 from duragent.gateways.discord.buttons import approval_view
@@ -44,6 +53,11 @@ QUIET = discord.AllowedMentions(everyone=False, users=False, roles=False, replie
 """What a reply may ping: only the person it answers."""
 
 T = TypeVar("T")
+
+PREVIEW_EVERY = 1.2
+"""Seconds between two edits of a reply's preview in one channel."""
+PREVIEW_RATE = 20.0
+"""Calls a second of streamed replies (previews, edits, final texts), over every channel."""
 
 
 async def _busy_as_such(call: Awaitable[T]) -> T:
@@ -66,6 +80,8 @@ async def _busy_as_such(call: Awaitable[T]) -> T:
 
 class DiscordOutbound:
     """Sends to Discord channels through ``client`` (see module docstring)."""
+
+    preview_rate = PREVIEW_RATE
 
     def __init__(
         self, client: discord.Client, *, delivery_retry_seconds: float = DELIVERY_RETRY_SECONDS
@@ -95,6 +111,37 @@ class DiscordOutbound:
                 reference = None  # only the first message replies
         assert last is not None
         return SentMessage(chat, str(last.id))
+
+    async def send_file(
+        self,
+        chat: ChatRef,
+        data: bytes,
+        *,
+        kind: AttachmentKind,
+        name: str,
+        mime: str,
+        caption: str | None = None,
+        reply_to: str | None = None,
+    ) -> SentMessage:
+        """One message with the file attached and the caption as its text (cut to one message).
+
+        Every kind is an attachment (Discord shows images, audio and video in place); a file
+        over the channel's upload limit is refused (413), which the kit tells the chat.
+        """
+        channel = self._channel(chat)
+        text = split_message(caption)[0] if caption and split_message(caption) else None
+        reference = _reference(chat, reply_to)
+
+        async def attempt() -> discord.Message:
+            file = discord.File(io.BytesIO(data), filename=name)  # read by each try
+            if reference is None:
+                return await _busy_as_such(channel.send(text, file=file, allowed_mentions=QUIET))
+            return await _busy_as_such(
+                channel.send(text, file=file, reference=reference, allowed_mentions=QUIET)
+            )
+
+        sent = await self.outbox.send(chat, attempt)
+        return SentMessage(chat, str(sent.id))
 
     async def send_typing(self, chat: ChatRef) -> None:
         """Show "typing…" (Discord shows it for about ten seconds, or until the bot sends)."""
@@ -127,6 +174,69 @@ class DiscordOutbound:
             return
         partial = self._channel(message.chat).get_partial_message(int(message.message_id))
         await partial.edit(content=chunks[0], view=None, allowed_mentions=QUIET)
+
+    # -- previews of replies being written (``frontkit.preview_port``) ------------------------
+
+    def preview_every(self, chat: ChatRef) -> float:
+        """The same in every channel (Discord's limits are per route, not per kind of chat)."""
+        return PREVIEW_EVERY
+
+    def preview_text(self, text: str) -> str:
+        """``text`` stripped, cut to one message with an ellipsis."""
+        shown = text.strip()
+        if text_units(shown) <= DISCORD_TEXT_LIMIT:
+            return shown
+        cut = shown[: DISCORD_TEXT_LIMIT - 1]
+        while text_units(cut) > DISCORD_TEXT_LIMIT - 1:
+            cut = cut[:-1]
+        return cut + "…"
+
+    async def send_preview(
+        self, chat: ChatRef, text: str, *, reply_to: str | None = None
+    ) -> SentMessage:
+        """The preview as a reply to ``reply_to`` (tried once)."""
+        reference = _reference(chat, reply_to)
+        sent = await _send(self._channel(chat), self.preview_text(text), reference)
+        return SentMessage(chat, str(sent.id))
+
+    async def edit_preview(self, message: SentMessage, text: str) -> None:
+        """The preview's new text (tried once: a refusal only slows the preview)."""
+        partial = self._channel(message.chat).get_partial_message(int(message.message_id))
+        await _busy_as_such(partial.edit(content=self.preview_text(text), allowed_mentions=QUIET))
+
+    async def finish_preview(
+        self, message: SentMessage, text: str, *, reply_to: str | None = None
+    ) -> SentMessage:
+        """The reply's first message in the preview's place, the others after it."""
+        chat = message.chat
+        chunks = split_message(text)
+        if not chunks:
+            raise ValueError("finish_preview was given a reply with nothing to show")
+        channel = self._channel(chat)
+
+        async def in_place() -> discord.Message | SentMessage:
+            partial = channel.get_partial_message(int(message.message_id))
+            try:
+                await _busy_as_such(partial.edit(content=chunks[0], allowed_mentions=QUIET))
+            except discord.NotFound:
+                log.info("discord: preview %s is gone; reply sent anew", message.message_id)
+                return await _send(channel, chunks[0], _reference(chat, reply_to))
+            return message
+
+        async with self.outbox.lane(chat) as handed:
+            last = await self.outbox.persist(chat, in_place, since=handed)
+            for chunk in chunks[1:]:  # one waits out a refusal; the ones sent stay sent
+                send = functools.partial(_send, channel, chunk, None)
+                last = await self.outbox.persist(chat, send, since=handed)
+        return last if isinstance(last, SentMessage) else SentMessage(chat, str(last.id))
+
+    async def delete_message(self, message: SentMessage) -> None:
+        """Delete a message the bot sent (one already gone is done)."""
+        partial = self._channel(message.chat).get_partial_message(int(message.message_id))
+        try:
+            await _busy_as_such(partial.delete())
+        except discord.NotFound:
+            return
 
     def hold(self, interaction: discord.Interaction[Any]) -> str:
         """Keep a press's interaction until the kit answers it; its ``callback_id``."""

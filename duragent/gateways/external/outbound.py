@@ -27,20 +27,23 @@ message waits in its chat's line and is sent again, with a growing pause, until
 of the message itself and is raised at once.
 
 **Capabilities.** A gateway that listed capabilities in ``ready`` and left out ``typing`` gets
-no ``send_typing`` (a courtesy), and one without ``edit`` no ``edit_message`` (the approval's
-text stays; the decision is in the toast). Typing is never confirmed (it has no
+no ``send_typing`` (a courtesy), one without ``edit`` no ``edit_message`` (the approval's
+text stays; the decision is in the toast), and one without ``media`` no ``send_media`` (a
+file is refused, and the kit says so in the chat). Typing is never confirmed (it has no
 ``request_id``): it is written or dropped, never waited for.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import itertools
 import logging
 import os
 from collections.abc import Awaitable, Callable
 
+from duragent.core.attachments import AttachmentKind
 from duragent.errors import DuragentError
 from duragent.frontkit import ChatRef, SentMessage, approval_buttons, approval_prompt
 from duragent.frontkit.outbox import DELIVERY_RETRY_SECONDS, Outbox, PlatformBusyError
@@ -51,6 +54,7 @@ from duragent.gateways.external.protocol import (
     CommandOk,
     EditMessage,
     InlineButton,
+    SendMedia,
     SendMessage,
     SendTyping,
 )
@@ -148,6 +152,38 @@ class ExternalOutbound:
         """Send ``text`` (the gateway formats and splits it); the message as confirmed."""
         request_id = self._request_id()
         command = SendMessage(request_id, chat.chat_id, text, reply_to=reply_to)
+        ok = await self.outbox.send(chat, lambda: self._busy_as_such(command, request_id))
+        return SentMessage(chat, ok.message_id if ok and ok.message_id else request_id)
+
+    async def send_file(
+        self,
+        chat: ChatRef,
+        data: bytes,
+        *,
+        kind: AttachmentKind,
+        name: str,
+        mime: str,
+        caption: str | None = None,
+        reply_to: str | None = None,
+    ) -> SentMessage:
+        """A ``send_media`` of the bytes (``base64`` with type and name) and the caption.
+
+        The protocol has no kind and no reply for a medium: the gateway sends it by its type.
+        A gateway whose ``ready`` left out ``media`` is not asked (``GatewayCommandError``
+        ``unsupported``: the kit tells the chat instead).
+        """
+        if not self._can("media"):
+            raise GatewayCommandError(
+                self._name, "send_media", "unsupported", "the gateway did not list 'media'"
+            )
+        request_id = self._request_id()
+        medium = {
+            "source": "base64",
+            "data": base64.b64encode(data).decode("ascii"),
+            "mime_type": mime,
+            "filename": name,
+        }
+        command = SendMedia(request_id, chat.chat_id, medium, caption=caption)
         ok = await self.outbox.send(chat, lambda: self._busy_as_such(command, request_id))
         return SentMessage(chat, ok.message_id if ok and ok.message_id else request_id)
 

@@ -19,6 +19,11 @@ What Telegram needs that the kit does not know about:
   are not sent again), until ``gateways.telegram.delivery_retry_seconds`` have passed; a
   send that timed out may have arrived, so a retry can repeat one chunk — the kit's delivery
   guarantee is "at least once per crash" for the same reason.
+- **Files** go with their kind's method (``sendPhoto``, ``sendDocument``, ``sendVoice``,
+  ``sendAudio``, ``sendVideo``) as a multipart upload, in the chat's line like a reply: a
+  kind Telegram refuses for the file is sent as a document instead.
+- **Previews** of replies being written (``frontkit.preview``): sent plain, edited, then
+  finished in place with the formatted reply (``previews``, a mixin of this class).
 - **Approvals** are one message with the kit's three inline buttons (``approval_buttons``:
   labels and payloads the kit reads back when one is pressed).
 - **Raw sends.** ``sendMessage`` and ``sendChatAction`` go through ``Bot._post`` (``_call``),
@@ -40,12 +45,14 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any, TypeVar
 
-from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup
+from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, InputFile
 from telegram.constants import ChatAction, ParseMode
 from telegram.error import BadRequest, NetworkError, RetryAfter
 
+from duragent.core.attachments import AttachmentKind
 from duragent.frontkit import ChatRef, SentMessage, approval_buttons
 from duragent.frontkit.outbox import DELIVERY_RETRY_SECONDS, Outbox, PlatformBusyError
+from duragent.gateways.telegram.previews import TelegramPreviews
 from duragent.gateways.telegram.render import (
     render_approval_prompt,
     render_chunks,
@@ -63,6 +70,19 @@ MAX_TYPING_IN_FLIGHT = 16
 
 RETRY_PAUSES = (0.5, 1.0, 2.0)
 """Pauses before each retry of a send that failed on the network or with a 5xx."""
+
+MEDIA_METHODS = {
+    AttachmentKind.IMAGE: ("sendPhoto", "photo"),
+    AttachmentKind.DOCUMENT: ("sendDocument", "document"),
+    AttachmentKind.VOICE: ("sendVoice", "voice"),
+    AttachmentKind.AUDIO: ("sendAudio", "audio"),
+    AttachmentKind.VIDEO: ("sendVideo", "video"),
+}
+"""Each kind of file → the Bot API method that sends it and the parameter holding the file."""
+MAX_CAPTION = 1024
+"""Characters a caption may hold (a longer one is cut, marked with an ellipsis)."""
+UPLOAD_SECONDS = 120.0
+"""How long an upload and Telegram's answer to it may take (a file is up to 50 MB)."""
 
 
 def _is_group(chat: ChatRef) -> bool:
@@ -103,12 +123,20 @@ async def _call(bot: Bot, method: str, params: dict[str, Any]) -> Any:
     return await bot._post(method, params)
 
 
+def _too_large(exc: NetworkError) -> bool:
+    """Telegram's 413 ("Request Entity Too Large"), or its "file is too big"."""
+    message = exc.message.lower()
+    return "too large" in message or "too big" in message
+
+
 def _entities_refused(exc: BadRequest) -> bool:
     return "can't parse entities" in exc.message.lower() or "can't find end" in exc.message.lower()
 
 
-class TelegramOutbound:
+class TelegramOutbound(TelegramPreviews):
     """Sends to Telegram chats through ``bot`` (see module docstring)."""
+
+    _busy = staticmethod(_busy_as_such)
 
     def __init__(
         self,
@@ -227,6 +255,70 @@ class TelegramOutbound:
             chat, lambda: self._send_chunk(chat, prompt.html, prompt.plain, None, keyboard)
         )
         return SentMessage(chat, str(sent))
+
+    async def send_file(
+        self,
+        chat: ChatRef,
+        data: bytes,
+        *,
+        kind: AttachmentKind,
+        name: str,
+        mime: str,
+        caption: str | None = None,
+        reply_to: str | None = None,
+    ) -> SentMessage:
+        """Upload a file with its kind's method (``MEDIA_METHODS``), in the chat's line.
+
+        The caption goes as plain text (cut at ``MAX_CAPTION``). A photo, voice note, audio
+        or video Telegram refuses as such (an image it cannot process, a person whose privacy
+        settings refuse voice messages) is sent again as a document.
+        """
+        quote = reply_to if reply_to and _is_group(chat) else None
+        if caption and len(caption) > MAX_CAPTION:
+            caption = caption[: MAX_CAPTION - 1] + "…"
+        upload = functools.partial(self._upload, chat, data, name, mime, caption, quote)
+
+        async def attempt() -> int:
+            try:
+                return await _busy_as_such(upload(kind))
+            except BadRequest as exc:
+                if kind is AttachmentKind.DOCUMENT or _too_large(exc):
+                    raise
+                log.info("telegram refused %s as %s (%s); sent as a document", name, kind, exc)
+                return await _busy_as_such(upload(AttachmentKind.DOCUMENT))
+
+        return SentMessage(chat, str(await self.outbox.send(chat, attempt)))
+
+    async def _upload(
+        self,
+        chat: ChatRef,
+        data: bytes,
+        name: str,
+        mime: str,
+        caption: str | None,
+        quote: str | None,
+        kind: AttachmentKind,
+    ) -> int:
+        """One ``sendPhoto``/``sendDocument``/… of ``data`` (multipart); the message's id."""
+        method, field = MEDIA_METHODS[kind]
+        upload = InputFile(data, filename=name)
+        upload.mimetype = mime
+        reply = {"message_id": int(quote), "allow_sending_without_reply": True} if quote else None
+        params = {"chat_id": chat.chat_id, field: upload, "caption": caption}
+        params["reply_parameters"] = reply
+
+        async def post() -> Any:
+            try:
+                return await self._bot._post(
+                    method, params, read_timeout=UPLOAD_SECONDS, write_timeout=UPLOAD_SECONDS
+                )
+            except NetworkError as exc:  # a 413 is one: no retry can make the file smaller
+                if isinstance(exc, BadRequest) or not _too_large(exc):
+                    raise
+                raise BadRequest(exc.message) from exc
+
+        sent = await self._retrying(post)
+        return int(sent["message_id"])
 
     async def _notice(self, chat: ChatRef, text: str) -> None:
         """The kit's one-time notice that a message was given up (plain text, tried once)."""

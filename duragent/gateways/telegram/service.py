@@ -9,7 +9,9 @@ this service as optional, so HTTP keeps serving), then receive updates by long p
 (``webhook``, on every node: each update is taken once through the inbound ledger). Every
 update becomes the kit's value (``updates``) and goes to the chat front (``handler.message``
 / ``handler.press``), which routes, checks access, records and queues it; replies come back
-through ``TelegramOutbound``.
+through ``TelegramOutbound``. Once it serves, the bot's command menu is set and kept in step
+with the agents (``commands_menu``: ``setMyCommands`` per scope, again after
+``reload-agents``); a menu Telegram refuses is logged and never stops the gateway.
 
 The bot token is registered with the log redactor before the first request: httpx logs every
 request URL, and Telegram's URLs contain the token.
@@ -36,12 +38,14 @@ from duragent.errors import ConfigError, DuragentError
 from duragent.frontkit import (
     ButtonPress,
     ChatHandler,
+    GatewayChats,
     InboundMessage,
     MediaSource,
     OutboundPort,
     WebhookReceiver,
 )
 from duragent.gateways.telegram.aiohttp_request import AiohttpRequest
+from duragent.gateways.telegram.commands_menu import MenuKeeper
 from duragent.gateways.telegram.limits import ChatRateLimiter, RateCounts
 from duragent.gateways.telegram.media import TelegramMedia
 from duragent.gateways.telegram.outbound import MAX_TYPING_IN_FLIGHT, TelegramOutbound
@@ -101,6 +105,7 @@ class TelegramGateway:
         self._tasks = tasks
         self._app: Application | None = None  # type: ignore[type-arg]
         self._poller: asyncio.Task[None] | None = None
+        self._menus: asyncio.Task[None] | None = None
         self._handler: ChatHandler | None = None
         self._identity: TelegramBotIdentity | None = None
         self._typing_bot: Bot | None = None
@@ -197,6 +202,9 @@ class TelegramGateway:
             self._poller = asyncio.create_task(self._poll_once(app.bot), name="telegram-polling")
             log.info("telegram: serving @%s by long polling", self._identity.username)
             self.state = "running"
+        if isinstance(self._handler, GatewayChats):  # the menu is the kit's (a test's is not)
+            keeper = MenuKeeper(app.bot, self._handler.front)
+            self._menus = asyncio.create_task(keeper.run(), name="telegram-menu")
 
     async def _set_webhook(self, bot: Bot, token: str, url: str) -> None:
         secret = webhook_secret(self._config.webhook_secret, token)
@@ -252,11 +260,12 @@ class TelegramGateway:
         """Stop receiving updates and close the HTTP client."""
         if self._handler is not None:
             await self._handler.close()  # its sweep for chats other nodes left
-        poller, self._poller = self._poller, None
-        if poller is not None:
-            poller.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await poller
+        for task in (self._menus, self._poller):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._menus = self._poller = None
         app, self._app = self._app, None
         if app is not None:
             await app.shutdown()

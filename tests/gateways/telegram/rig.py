@@ -32,8 +32,10 @@ from tests.polling import eventually
 TOKEN = "123456:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1"
 """Shaped like @BotFather's tokens (the gateway checks the shape before any call)."""
 BOT = "duragent_test_bot"
-POLLING = frozenset({"getUpdates", "getMe", "deleteWebhook", "setWebhook"})
-"""Calls that are not about any message (receiving updates, learning who the bot is)."""
+POLLING = frozenset(
+    {"getUpdates", "getMe", "deleteWebhook", "setWebhook", "setMyCommands", "deleteMyCommands"}
+)
+"""Calls that are not about any message (receiving updates, who the bot is, its menu)."""
 
 BASH_TOOL = [{"type": "builtin", "name": "bash"}]
 ASK_POLICY = "apiVersion: duragent/v1alpha1\nkind: Policy\nmode: ask\n"

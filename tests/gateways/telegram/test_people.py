@@ -45,12 +45,12 @@ async def test_without_an_access_block_a_group_gets_replies_only_when_it_address
         )
         await rig.replies(GROUP, 2)
         rig.tg.push_message(GROUP, "/status", user_id=9, first_name="Eve")
-        rig.tg.push_message(GROUP, f"/help@{BOT}", user_id=9, first_name="Eve")
+        rig.tg.push_message(GROUP, f"/weather@{BOT}", user_id=9, first_name="Eve")
         texts = await rig.replies(GROUP, 4)
         await rig.settle()
     assert texts[1] == "re: Eve: and why?"
     assert texts[2].startswith("Session: ")
-    assert texts[3] == f"re: Eve: /help@{BOT}"
+    assert texts[3] == f"re: Eve: /weather@{BOT}"
     assert len(rig.tg.sent_messages(GROUP)) == 4
 
 

@@ -3,7 +3,10 @@
 History (``GET …/messages``), the console and the stream's ``start`` event describe each
 attachment as its ``user_message`` event records it (kind, mime, size, sha256, name,
 transcript, pixels) plus ``url``: the path of ``GET /api/v1/sessions/{id}/attachments/{sha256}``,
-which answers its bytes under the API's own authentication.
+which answers its bytes under the API's own authentication. The files the agent sent with a
+reply (``send_file``) are described the same way, plus their ``caption``, as its
+``assistant_response`` records them: HTTP has no chat to push a file to, so the reply (JSON,
+the stream's ``done``, history) carries the link to it.
 
 The download is served so a browser never runs or renders it as a page of this origin: a
 file is always ``Content-Disposition: attachment`` (with a file name stripped of anything a
@@ -11,7 +14,9 @@ header or a file system could misread), ``X-Content-Type-Options: nosniff`` and 
 ``sandbox`` Content-Security-Policy. Its ``Content-Type`` is the one recorded (a media type
 without parameters: ``uploads`` keeps no more). An attachment is found by its hash among
 the messages of the session (archive included): bytes kept for a message that was never
-recorded (a refused or failed request) are not served, nor are another session's.
+recorded (a refused or failed request) are not served, nor are another session's; a reply's
+files are found the same way, by the ``assistant_response`` that names them (the bytes
+``send_file`` kept for a reply never recorded are not served).
 """
 
 from __future__ import annotations
@@ -26,8 +31,9 @@ from starlette.responses import Response
 
 from duragent.core.attachments import Attachment, is_content_hash
 from duragent.core.events import Event
-from duragent.core.payloads import EventType, UserMessageData
+from duragent.core.payloads import AssistantResponseData, EventType, UserMessageData
 from duragent.gateways.http.server.problem import ProblemError
+from duragent.tools.send_file import ReplyFile
 from duragent.turns import AttachmentNotFoundError, TurnRunner
 
 __all__ = [
@@ -35,6 +41,7 @@ __all__ = [
     "attachment_url",
     "attachment_views",
     "download",
+    "reply_file_views",
     "safe_filename",
     "with_attachment_urls",
 ]
@@ -63,6 +70,15 @@ def attachment_views(session_id: str, attachments: Iterable[Attachment]) -> list
     return [a.to_data() | {"url": attachment_url(session_id, a.sha256)} for a in attachments]
 
 
+def reply_file_views(session_id: str, files: Iterable[ReplyFile]) -> list[dict[str, Any]]:
+    """A reply's files as the API shows them: as recorded (``caption`` too) and ``url``.
+
+    The same shape as history's records of them, so a client reads a reply and a listed
+    message alike.
+    """
+    return [f.to_data() | {"url": attachment_url(session_id, f.attachment.sha256)} for f in files]
+
+
 def with_attachment_urls(session_id: str, messages: Sequence[dict[str, Any]]) -> None:
     """Give each attachment of the history's messages its ``url`` (in place)."""
     for message in messages:
@@ -88,12 +104,20 @@ def safe_filename(attachment: Attachment) -> str:
     return f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{encoded}"
 
 
+def _named(event: Event) -> Iterable[Attachment]:
+    """The attachments one event names: a user's message's, or the files of a reply."""
+    if event.type == EventType.USER_MESSAGE:
+        return UserMessageData.of(event.data).attachments
+    if event.type == EventType.ASSISTANT_RESPONSE:
+        files = ReplyFile.files_of(AssistantResponseData.of(event.data).attachments)
+        return (f.attachment for f in files)
+    return ()
+
+
 def _recorded(events: Sequence[Event], sha256: str) -> Attachment | None:
     """The newest record of the attachment with this hash among the session's messages."""
     for event in reversed(events):
-        if event.type != EventType.USER_MESSAGE:
-            continue
-        for attachment in UserMessageData.of(event.data).attachments:
+        for attachment in _named(event):
             if attachment.sha256 == sha256:
                 return attachment
     return None

@@ -43,12 +43,21 @@ TURN_INTERRUPTED = "turn_interrupted"
 
 
 def reply_body(
-    message_id: str | None, content: str, interruption: Interruption | None
+    message_id: str | None,
+    content: str,
+    interruption: Interruption | None,
+    attachments: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
-    """``POST …/messages``' reply shape, with ``interruption`` when the turn was cut."""
+    """``POST …/messages``' reply shape, with ``interruption`` when the turn was cut.
+
+    ``attachments``: the files the reply carries (``attachments.reply_file_views``), only
+    when it has some: a client that knows nothing of them sees the shape it always saw.
+    """
     body: dict[str, Any] = {"message_id": message_id, "role": "assistant", "content": content}
     if interruption is not None:
         body["interruption"] = interruption.to_dict()
+    if attachments:
+        body["attachments"] = [dict(item) for item in attachments]
     return body
 
 

@@ -4,7 +4,10 @@
 
 A message may carry attachments (``uploads``: JSON base64 parts or a multipart form); their
 bytes are kept in the session before the message is submitted, so its event never names a
-file that is not stored. History lists them with a download path (``attachments``).
+file that is not stored. History lists them with a download path (``attachments``). The
+files the agent sends with a reply (``send_file``) come back the same way: in the reply's
+``attachments`` (``POST …/messages``, ``…/approve``, the stream's ``done``) and on the
+assistant's message in history, each with the path of its bytes.
 
 An ended session (status ``completed``: ``POST …/end``, a chat's ``/reset``, TTL expiry)
 takes no more turns: messages, stream and approve answer 404, as the reference's code does
@@ -24,7 +27,11 @@ from starlette.responses import JSONResponse, Response
 
 from duragent.core.snapshot import SessionStatus
 from duragent.errors import AgentNotFoundError, LLMError
-from duragent.gateways.http.api.attachments import download, with_attachment_urls
+from duragent.gateways.http.api.attachments import (
+    download,
+    reply_file_views,
+    with_attachment_urls,
+)
 from duragent.gateways.http.api.cut_turns import interrupted_problem, reply_body
 from duragent.gateways.http.api.keeping import keep_uploads
 from duragent.gateways.http.api.paging import (
@@ -110,8 +117,9 @@ def message_key(request: Request) -> str | None:
 def _reply(result: TurnResult) -> Response:
     """``POST …/messages``: the turn's outcome as JSON (a steered request gets the reply too)."""
     match result:
-        case Complete(message_id=message_id, content=content, interruption=cut):
-            return JSONResponse(reply_body(message_id, content, cut))
+        case Complete(message_id=message_id, content=content, interruption=cut, attachments=files):
+            files_shown = reply_file_views(result.session_id, files)
+            return JSONResponse(reply_body(message_id, content, cut, files_shown))
         case AwaitingApproval(call_id=call_id, command=command):
             return JSONResponse(
                 {"session_id": result.session_id, "call_id": call_id, "command": command},
@@ -131,10 +139,15 @@ def _reply(result: TurnResult) -> Response:
 def _resumed(result: Complete | AwaitingApproval | Failed) -> Response:
     """``POST …/approve``: the outcome of the turn the decision resumed, as JSON."""
     match result:
-        case Complete(message_id=message_id, content=content):
-            return JSONResponse(
-                {"status": "complete", "message_id": message_id, "content": content}
-            )
+        case Complete(message_id=message_id, content=content, attachments=files):
+            body: dict[str, Any] = {
+                "status": "complete",
+                "message_id": message_id,
+                "content": content,
+            }
+            if files:  # sent before the pause or after it, they go with this reply
+                body["attachments"] = reply_file_views(result.session_id, files)
+            return JSONResponse(body)
         case AwaitingApproval(call_id=call_id, command=command):
             return JSONResponse(
                 {"status": "pending_approval", "call_id": call_id, "command": command},

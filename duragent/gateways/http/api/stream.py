@@ -1,7 +1,8 @@
 """``POST /api/v1/sessions/{id}/stream``: a turn as Server-Sent Events.
 
 Events: ``start`` {} → ``token`` {content} … ``tool_call`` {call_id, name, arguments} →
-``tool_result`` {call_id, success, content} → … → ``done`` {message_id, status, usage} or
+``tool_result`` {call_id, success, content} → … → ``done`` {message_id, status, usage, and
+``attachments`` when the reply carries files} or
 ``approval_required`` {call_id, command} then ``done``, or ``error`` {message}, or
 ``cancelled`` {} (as the reference's code names it) when the server stopped the turn.
 Keep-alive comments every ``keep_alive_interval_seconds``. Tools run here exactly as in the
@@ -45,7 +46,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from duragent.core.attachments import Attachment
 from duragent.core.messages import Usage
 from duragent.core.snapshot import SessionStatus
-from duragent.gateways.http.api.attachments import attachment_views
+from duragent.gateways.http.api.attachments import attachment_views, reply_file_views
 from duragent.gateways.http.api.cut_turns import (
     TURN_INTERRUPTED,
     interrupted_detail,
@@ -107,10 +108,12 @@ def _done(result: TurnResult) -> list[ServerSentEvent]:
     match result:
         case Failed(content=content):
             return _failed(content)
-        case Complete(message_id=message_id, usage=usage, interruption=cut):
+        case Complete(message_id=message_id, usage=usage, interruption=cut, attachments=files):
             payload.update(message_id=message_id, usage=usage.to_dict())
             if cut is not None:
                 payload["interruption"] = cut.to_dict()
+            if files:  # what ``send_file`` attached, with the path of its bytes
+                payload["attachments"] = reply_file_views(result.session_id, files)
         case AwaitingApproval(usage=usage, call_id=call_id, command=command):
             payload.update(usage=usage.to_dict(), call_id=call_id, command=command)
         case Duplicate(interruption=Interruption(reply=str(reply)) as cut):  # cut, went on

@@ -30,6 +30,8 @@ streamed or not (``text``).
 **Images**: ``image_url`` parts with ``data:`` URLs become the new message's image
 attachments (``parts``), kept in the session before the message is submitted, as
 ``POST /api/v1/sessions/{id}/messages`` keeps its uploads. Remote URLs are refused (``wire``).
+Files the agent sends back (``send_file``) are listed in the completion's ``duragent``
+extension with the path of their bytes, not in its content (``wire`` says why).
 
 **Errors** are OpenAI's shape (``wire``); the app turns the problem+json answers of
 shared code (auth, body size, quarantine, storage) into it for every ``/v1/`` path.

@@ -18,6 +18,15 @@ What a request means here (see ``specs/202611240850.openai-api-and-json-logs.md`
   with 400 rather than silently dropped.
 - Sampling fields (``temperature``, ``max_tokens``, ``tools``…) are accepted and ignored:
   the agent's YAML decides them, and tools run on the server.
+
+Files the agent sends with its reply (``send_file``) are listed in the ``duragent`` extension
+(``attachments``: kind, mime, size, sha256, name, caption and the ``url`` of their bytes, as
+``GET /api/v1/sessions/{id}/messages`` lists them), not in ``content``. OpenAI's message has
+no place for a file, and a markdown link in the content would not open: the path is the
+server's, a chat client resolves it against its own page; an absolute address needs the
+server's public one, which a request does not tell (a proxy, a forward between nodes); and
+the download asks for the API's bearer token, which a link does not carry. The content
+stays the agent's words, the same streamed or not.
 """
 
 from __future__ import annotations
@@ -31,6 +40,7 @@ from typing import Any
 from starlette.responses import JSONResponse
 
 from duragent.core.clock import now_seconds
+from duragent.gateways.http.api.attachments import reply_file_views
 from duragent.gateways.http.server.media_limits import MAX_ATTACHMENTS
 from duragent.turns import AwaitingApproval, Complete, Duplicate, Failed, Interruption, TurnResult
 
@@ -327,6 +337,8 @@ def extension(result: TurnResult, turn_id: str) -> dict[str, Any]:
         "turn_id": turn_id,
         "status": result.status,
     }
+    if isinstance(result, Complete) and result.attachments:  # the files the reply carries
+        out["attachments"] = reply_file_views(result.session_id, result.attachments)
     if isinstance(result, Complete | Duplicate) and result.interruption is not None:
         out["interruption"] = result.interruption.to_dict()  # what became of the cut turn
         if result.interruption.reply is not None:

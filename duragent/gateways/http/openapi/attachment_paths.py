@@ -2,7 +2,9 @@
 
 In: a message's body (``POST …/messages`` and ``…/stream``), JSON with base64 attachments or
 a ``multipart/form-data`` form (``api.uploads``). Out: the ``Attachment`` of history, the
-console and the stream's ``start`` event, and the path of its bytes (``api.attachments``).
+console and the stream's ``start`` event, of a reply that carries the agent's files
+(``send_file``: the reply, the stream's ``done``, the OpenAI completion's ``duragent``
+extension, each with its ``caption``), and the path of its bytes (``api.attachments``).
 The request schemas say exactly what the server takes (the fuzz test holds it to them): the
 base64 and media type patterns are the ones the server checks.
 """
@@ -100,6 +102,10 @@ def attachment_schemas() -> dict[str, Any]:
             "name": _TEXT,
             "platform_id": {**_TEXT, "description": "The chat platform's id of the file"},
             "transcript": {**_TEXT, "description": "A voice note's text, once transcribed"},
+            "caption": {
+                **_TEXT,
+                "description": "A file the agent sent with its reply: the caption it goes with",
+            },
             "width": count,
             "height": count,
         },
@@ -140,8 +146,9 @@ def attachment_paths() -> dict[str, Any]:
         "/api/v1/sessions/{session_id}/attachments/{sha256}": {
             "get": {
                 "summary": "The bytes of an attachment a message of the session carried",
-                "description": "The url of an attachment in GET …/messages. Content-Type is "
-                "the type recorded for it; it is always served as a download.",
+                "description": "The url of an attachment in GET …/messages (a user's file, or "
+                "one the agent sent with a reply). Content-Type is the type recorded for it; "
+                "it is always served as a download.",
                 "parameters": [
                     SESSION_ID,
                     {

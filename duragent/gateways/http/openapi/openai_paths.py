@@ -12,7 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from duragent.gateways.http.openai.wire import MAX_KEY_CHARS, SESSION_HEADER
-from duragent.gateways.http.openapi.schemas import NON_BLANK, json_body, json_response
+from duragent.gateways.http.openapi.schemas import (
+    NON_BLANK,
+    REPLY_FILES,
+    json_body,
+    json_response,
+)
 
 __all__ = ["openai_paths"]
 
@@ -99,6 +104,12 @@ _EXTENSION = {
         "turn_id": _TEXT,
         "status": {"enum": ["complete", "awaiting_approval", "duplicate"]},
         "approval": {"type": "object", "required": ["call_id", "command", "approve_url"]},
+        "attachments": {
+            **REPLY_FILES,
+            "description": "The files the agent sent with the reply (send_file), each with the "
+            "url of its bytes (the API's bearer token); not in the content: OpenAI's message "
+            "has no place for a file. Present only when there are some",
+        },
     },
 }
 

@@ -16,6 +16,7 @@ __all__ = [
     "COMMON",
     "IDEMPOTENCY_KEY",
     "NON_BLANK",
+    "REPLY_FILES",
     "SESSION_ID",
     "STORAGE",
     "component_schemas",
@@ -117,6 +118,13 @@ CUT_CALLS = {
         },
     },
 }
+REPLY_FILES = {
+    "type": "array",
+    "minItems": 1,
+    "items": ref("Attachment"),
+    "description": "The files the agent sent with the reply (send_file), each with its url; "
+    "present only when there are some",
+}
 NON_BLANK = {"type": "string", "minLength": 1, "pattern": "\\S"}  # not only whitespace
 AUTH = {
     "401": problem("Missing or invalid bearer token, or a non-loopback client"),
@@ -214,6 +222,7 @@ def stream_event() -> dict[str, Any]:
                     call_id=text,
                     command=text,
                     interruption={"$ref": "#/components/schemas/Interruption"},
+                    attachments=REPLY_FILES,
                 ),
             ),
             _event(
@@ -290,6 +299,7 @@ def component_schemas() -> dict[str, Any]:
                 "status": text,
                 "session_id": text,
                 "interruption": {"$ref": "#/components/schemas/Interruption"},
+                "attachments": REPLY_FILES,
             },
         },
         "Interruption": {

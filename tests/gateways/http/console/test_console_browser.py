@@ -267,3 +267,39 @@ async def test_attachments_show_under_their_message_an_image_as_a_thumbnail_fetc
         assert watched.dialogs == []
         assert not any(TOKEN in url for url in watched.requests)
         assert watched.errors == []
+
+
+async def test_a_file_the_agent_sent_shows_under_its_reply_with_its_caption(
+    tmp_path: Path, watched: Watched
+) -> None:
+    page = watched.page
+    picture = png_bytes()
+    send_file = "  tools:\n    - type: builtin\n      name: send_file\n"
+    server_yaml = f"  api_token: {TOKEN}\n"
+    async with served(tmp_path, token=TOKEN, server_yaml=server_yaml, tools=send_file) as s:
+        (s.root / ".duragent" / "agents" / "bot" / "chart.png").write_bytes(picture)
+        sid = await new_session(s)
+        call = ToolCallReply(
+            name="send_file", arguments={"path": "chart.png", "caption": "<b>Q3</b>"}
+        )
+        s.server.enqueue(Reply(tool_calls=[call]), Reply(text="Here is the chart."))
+        sent = await s.client.post(f"/api/v1/sessions/{sid}/messages", json={"content": "chart"})
+        assert sent.status_code == 200, sent.text
+        await page.goto(f"{base(s)}/ui/sessions/{sid}")
+        await page.fill("#token", TOKEN)
+        await page.click("#login-form button")
+        reply = page.locator("#history .msg.assistant", has_text="Here is the chart.")
+        file = reply.locator('.attachment[data-kind="image"]')
+        await file.locator("img.thumb").wait_for()
+        await page.wait_for_function(
+            "() => (document.querySelector('img.thumb') || {}).naturalWidth === 40"
+        )
+        assert await file.locator(".caption").inner_text() == "<b>Q3</b>"  # text, never markup
+        link = file.locator("a.attachment-link")
+        assert await link.inner_text() == "chart.png"
+        async with page.expect_download() as downloading:
+            await link.click()
+        saved = Path(await (await downloading.value).path())
+        assert await asyncio.to_thread(saved.read_bytes) == picture
+        assert watched.errors == []
+        assert not any(TOKEN in url for url in watched.requests)

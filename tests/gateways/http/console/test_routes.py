@@ -183,6 +183,27 @@ async def test_a_call_cancelled_by_a_newer_message_is_marked_cancelled_not_denie
     assert view["pending_approval"] is None
 
 
+async def test_the_session_view_lists_the_files_the_agent_sent_under_its_reply(
+    tmp_path: Path,
+) -> None:
+    report = b"%PDF-1.4 the numbers"
+    send_file = "  tools:\n    - type: builtin\n      name: send_file\n"
+    async with served(tmp_path, tools=send_file) as s:
+        (s.root / ".duragent" / "agents" / "bot" / "report.pdf").write_bytes(report)
+        sid = (await s.client.post("/api/v1/sessions", json={"agent": "bot"})).json()["session_id"]
+        call = ToolCallReply(name="send_file", arguments={"path": "report.pdf", "caption": "Q3"})
+        s.server.enqueue(Reply(tool_calls=[call]), Reply(text="Attached."))
+        await s.client.post(f"/api/v1/sessions/{sid}/messages", json={"content": "the report"})
+        view = (await s.client.get(f"/ui/api/sessions/{sid}")).json()
+        replies = [m for m in view["messages"] if m["role"] == "assistant"]
+        (shown,) = replies[-1]["attachments"]
+        got = await s.client.get(shown["url"])
+    assert replies[-1]["content"] == "Attached."
+    assert (shown["name"], shown["kind"], shown["caption"]) == ("report.pdf", "document", "Q3")
+    assert shown["url"] == f"/api/v1/sessions/{sid}/attachments/{shown['sha256']}"
+    assert got.content == report
+
+
 async def test_the_session_view_lists_a_messages_attachments_with_their_download_path(
     tmp_path: Path,
 ) -> None:

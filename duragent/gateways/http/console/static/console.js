@@ -227,6 +227,7 @@ function messageNode(m) {
 }
 
 // --- attachments: listed under their message, images as thumbnails ------------------------
+// A user's files and those the agent sent with a reply (send_file, with a caption) alike.
 
 function byteSize(size) {
   const units = [["MB", 1048576], ["KB", 1024]];
@@ -270,6 +271,7 @@ function attachmentNode(a) {
   } }, label);
   return el("div", { class: "attachment", "data-kind": a.kind, "data-sha256": a.sha256 },
     preview, link, el("span", { class: "muted" }, line(a.kind, " · ", byteSize(a.size), " · ", a.mime)),
+    a.caption ? el("div", { class: "caption" }, a.caption) : null,  // a file the agent sent
     a.transcript ? el("div", { class: "muted" }, line("transcript: ", a.transcript)) : null);
 }
 

@@ -1,0 +1,122 @@
+"""``PreviewStore``: which previews are in chats, on disk, so a crash never leaves one half.
+
+A reply streamed into a chat is a message edited as the reply is written (``preview``). A
+process killed while it streams leaves that message in the chat with half the reply. After
+the restart the reply is delivered (it was written) or its turn runs again (it was not), and
+without a trace of the preview the chat would end with the half preview *and* a second
+message. So a preview's id is recorded here, durably, before its first edit, and removed once
+the reply is final in its place; recovery (``recovery.recover_chats``) finds what is left and
+edits the preview into the reply, or deletes it when the turn runs again.
+
+One small JSON file per preview in the workspace's ``.duragent/previews/`` (front ends write
+into a session's store only through ``TurnRunner``; this is the chat's state, not the
+conversation's), written all or nothing (``atomic_write``) and removed with the folder
+fsync'd: a removal lost in a crash after the reply's delivery was recorded would have the next
+start delete the delivered reply. Only a crash between the preview's send and its record (one
+fsync) leaves a preview nothing knows of, as a crash between a send and its ``delivery``
+record leaves a reply sent twice. With several nodes each keeps its own (as the media index).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from duragent.frontkit.outbound import ChatRef, SentMessage
+from duragent.store.atomic import atomic_write
+from duragent.store.fileops import OS_FILE_OPS
+
+__all__ = ["PreviewRecord", "PreviewStore"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class PreviewRecord:
+    """A preview message in a chat, for the session whose reply it shows."""
+
+    session_id: str
+    message: SentMessage
+
+    def to_json(self) -> dict[str, str]:
+        """What the file holds."""
+        chat = self.message.chat
+        return {
+            "session_id": self.session_id,
+            "gateway": chat.gateway,
+            "chat_id": chat.chat_id,
+            "message_id": self.message.message_id,
+        }
+
+    @classmethod
+    def of(cls, data: object) -> PreviewRecord:
+        """Read a file's JSON (``ValueError``/``KeyError``/``TypeError`` when it is not one)."""
+        if not isinstance(data, dict):
+            raise TypeError("a preview record is a JSON object")
+        chat = ChatRef(str(data["gateway"]), str(data["chat_id"]))
+        return cls(str(data["session_id"]), SentMessage(chat, str(data["message_id"])))
+
+    @property
+    def order(self) -> tuple[int, str]:
+        """Sorts a session's previews oldest first (platform ids grow with time)."""
+        mid = self.message.message_id
+        return (int(mid), mid) if mid.isdigit() else (0, mid)
+
+
+class PreviewStore:
+    """The preview records of a workspace (see module docstring)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def _file(self, record: PreviewRecord) -> Path:
+        chat = record.message.chat
+        key = "\0".join((record.session_id, chat.target, record.message.message_id))
+        return self.folder / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.json"
+
+    async def save(self, record: PreviewRecord) -> None:
+        """Record a preview durably (before its first edit)."""
+        await asyncio.to_thread(self._write, record)
+
+    def _write(self, record: PreviewRecord) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        atomic_write(self._file(record), json.dumps(record.to_json()).encode())
+
+    async def drop(self, record: PreviewRecord) -> None:
+        """Forget a preview (its reply is final, or it was deleted), durably."""
+        await asyncio.to_thread(self._remove, record)
+
+    def _remove(self, record: PreviewRecord) -> None:
+        path = self._file(record)
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            return
+        OS_FILE_OPS.fsync_dir(self.folder)
+
+    def load(self, gateway: str) -> list[PreviewRecord]:
+        """Every preview recorded in ``gateway``'s chats (files that do not read are skipped).
+
+        A file that does not read cannot be a preview's: ``atomic_write`` never leaves one
+        half written. Such a file (copied in by hand, say) is logged and left alone.
+        """
+        found: list[PreviewRecord] = []
+        try:
+            paths = sorted(self.folder.glob("*.json"))
+        except OSError:
+            return found
+        for path in paths:
+            try:
+                record = PreviewRecord.of(json.loads(path.read_text(encoding="utf-8")))
+            except FileNotFoundError:
+                continue
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                log.warning("preview record %s does not read (%s); left alone", path, exc)
+                continue
+            if record.message.chat.gateway == gateway:
+                found.append(record)
+        return found
