@@ -117,7 +117,7 @@ class Model:
 
 
 @dataclass
-class Load:
+class ChatLoad:
     """The chats, their messages and what the fake saw."""
 
     chats: int
@@ -165,7 +165,7 @@ class Load:
                         event.set()
 
 
-async def drive(fake: FakeClient, load: Load) -> None:
+async def drive(fake: FakeClient, load: ChatLoad) -> None:
     """Every chat's closed loop, the chats starting over ``load.stagger`` seconds."""
     earlier = await fake.get_json("/_fake/calls", {"answers": "0"})
     since = earlier[-1]["index"] + 1 if earlier else 0  # an earlier phase's calls are not ours
@@ -212,7 +212,7 @@ def most_within(times: list[float], window: float) -> int:
     return most
 
 
-def report(label: str, load: Load, started: dict[tuple[int, int], float], cpu: float) -> None:
+def report(label: str, load: ChatLoad, started: dict[tuple[int, int], float], cpu: float) -> None:
     by_chat: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for call in load.calls:
         by_chat[int(call["chat_id"])].append(call)
@@ -270,7 +270,7 @@ def report(label: str, load: Load, started: dict[tuple[int, int], float], cpu: f
     row(f"{label}: serve CPU per reply", f"{cpu / max(1, replies) * 1e3:.1f} ms")
 
 
-def _edits(load: Load, by_chat: dict[int, list[dict[str, Any]]], replies: int) -> str:
+def _edits(load: ChatLoad, by_chat: dict[int, list[dict[str, Any]]], replies: int) -> str:
     edits = sum(1 for c in load.calls if c["method"] == "editMessageText")
     most = max(
         (sum(1 for c in cs if c["method"] == "editMessageText") for cs in by_chat.values()),
@@ -310,7 +310,7 @@ async def phase(
             await serve.wait_ready()
             pid = serve.pid
             assert pid is not None
-            load = Load(args.chats, args.messages, args.stagger, first_n, THINK[profile])
+            load = ChatLoad(args.chats, args.messages, args.stagger, first_n, THINK[profile])
             model.started.clear()
             before = user_system(pid)
             await drive(fake, load)
