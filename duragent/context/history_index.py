@@ -27,7 +27,7 @@ import operator
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from itertools import accumulate
+from itertools import accumulate, compress, count, islice
 from typing import TYPE_CHECKING
 
 from duragent.context.units import Unit, split
@@ -130,12 +130,18 @@ class HistoryCache:
         if counter is not self._counter:
             self._reset(counter)  # another counter: nothing carries over
         units, starts = self._units, self._starts
-        dropped = self._dropped_from_front(history)
-        base = self._base + (0 if dropped is None else dropped)
+        continued = _continuation(self._messages, history)
+        dropped = 0 if continued is None else continued[0]
+        base = self._base + dropped
         # reuse the whole units that start at or after the cut, except the last one (it may
-        # have gained results); with no continuation nothing is reused
-        keep_from = len(units) if dropped is None else bisect.bisect_left(starts, base)
+        # have gained results) and any from the first message that is not the same object
+        # (a message with attachments changes form when its images age); with no
+        # continuation nothing is reused
+        keep_from = len(units) if continued is None else bisect.bisect_left(starts, base)
         keep_to = max(keep_from, len(units) - 1)
+        if continued is not None and continued[1] < len(self._messages) - dropped:
+            changed = bisect.bisect_right(starts, base + continued[1]) - 1
+            keep_to = max(keep_from, min(keep_to, changed))
         if keep_from < keep_to:
             head_end, tail_start = starts[keep_from] - base, starts[keep_to] - base
         else:
@@ -188,21 +194,6 @@ class HistoryCache:
             self._counted_from = first_new
             self._cost = list(accumulate(tail_costs, initial=0))
 
-    def _dropped_from_front(self, history: Sequence[Message]) -> int | None:
-        """How many old messages were cut from the front, if ``history`` continues them."""
-        old = self._messages
-        if not old or not history:
-            return None
-        first = history[0]
-        try:
-            dropped = old.index(first)  # identity: messages compare by identity
-        except ValueError:
-            return None
-        kept = len(old) - dropped
-        if kept > len(history) or not all(map(operator.is_, old[dropped:], history[:kept])):
-            return None
-        return dropped
-
     def message_tokens(self, history: Sequence[Message], counter: TokenCounter) -> int:
         """``counter.sum_messages(history)``, counting only what changed since the last call.
 
@@ -214,16 +205,19 @@ class HistoryCache:
         """
         new = history if isinstance(history, list) else list(history)
         old, sums = self._summed, self._summed_sums
-        dropped = _continued(old, new) if counter is self._summed_by else None
-        if dropped is None:
+        continued = _continuation(old, new) if counter is self._summed_by else None
+        if continued is None:
             old.clear()
             sums = [0]
             kept = 0
         else:
-            kept = len(old) - dropped
+            dropped, kept = continued
             if dropped:
                 del old[:dropped]
                 sums = sums[dropped:]
+            if kept < len(old):  # a message changed (or the history ends sooner): recount on
+                del old[kept:]
+                sums = sums[: kept + 1]
         fresh = new[kept:]
         old.extend(fresh)
         sums += list(accumulate(map(counter.count_message, fresh), initial=sums[-1]))[1:]
@@ -338,11 +332,14 @@ class HistoryCache:
         )
 
 
-def _continued(old: list[Message], new: list[Message]) -> int | None:
-    """How many messages ``new`` dropped from the front of ``old`` if it continues it.
+def _continuation(old: list[Message], new: Sequence[Message]) -> tuple[int, int] | None:
+    """How ``new`` continues ``old``: (messages dropped from ``old``'s front, messages the same).
 
-    Messages compare by identity (``eq=False``), so ``index`` and ``==`` on the lists run in
-    C without a Python call per message.
+    ``new`` continues ``old`` when its first message is one of ``old``'s; its first ``same``
+    messages are then ``old``'s from there, the same objects, and what follows is new or
+    changed (a message with attachments takes another form when its images age). None when
+    it does not continue it. Messages compare by identity (``eq=False``), so ``index``,
+    ``==`` and the search for the first change run in C without a Python call per message.
     """
     if not old or not new:
         return None
@@ -351,9 +348,11 @@ def _continued(old: list[Message], new: list[Message]) -> int | None:
     except ValueError:
         return None
     kept = len(old) - dropped
-    if kept > len(new) or old[dropped:] != new[:kept]:
-        return None
-    return dropped
+    if kept <= len(new) and old[dropped:] == new[:kept]:
+        return dropped, kept
+    ends = min(kept, len(new))
+    changed = compress(count(), map(operator.is_not, islice(old, dropped, None), new))
+    return dropped, next(changed, ends)
 
 
 def _messages_of(units: list[Unit]) -> list[Message]:

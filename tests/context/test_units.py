@@ -1,13 +1,15 @@
 """The history cache changes what a request costs to build, never what the request is.
 
 Oracle test: over random conversations whose window slides (messages appended at the end,
-dropped at the start), the reordered or replaced histories a cache cannot continue, and a
-change of counter, ``fit_request`` with one persistent ``HistoryCache`` returns exactly what
+dropped at the start), a message replaced by another object in the middle (as a message with
+attachments changes form when its images age), the reordered or replaced histories a cache
+cannot continue, and a change of counter, ``fit_request`` with one persistent ``HistoryCache`` returns exactly what
 it returns without one: the same messages and the same report.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 from unittest.mock import patch
 
@@ -37,7 +39,11 @@ def render(history: list[Message], turn: list[Message], budget: BudgetSettings, 
 
 
 windows = st.lists(
-    st.tuples(st.integers(0, 6), st.integers(0, 8), st.sampled_from(["slide", "shuffle", "swap"])),
+    st.tuples(
+        st.integers(0, 6),
+        st.integers(0, 8),
+        st.sampled_from(["slide", "shuffle", "swap", "replace"]),
+    ),
     min_size=1,
     max_size=8,
 )
@@ -84,10 +90,36 @@ def slide(
         history = conversation[start:end]
         if how == "shuffle" and step % 3 == 2:
             history = random.sample(history, len(history))  # not a continuation
+        if how == "replace":
+            history = replaced(history, random)
         counter = COUNTERS[step % 2] if how == "swap" else COUNTERS[0]
         cached = render(history, turn, budget, counter=counter, history_cache=cache)
         plain = render(history, turn, budget, counter=counter)
         assert cached == plain
+
+
+def replaced(history: list[Message], random: Any) -> list[Message]:
+    """``history`` with one message, at random, replaced by a changed copy (a new object)."""
+    if not history:
+        return history
+    i = random.randrange(len(history))
+    changed = dataclasses.replace(history[i], content=f"{history[i].content} (changed)")
+    return [*history[:i], changed, *history[i + 1 :]]
+
+
+def test_a_message_that_changes_form_is_split_again_with_what_follows_it_only() -> None:
+    conversation = [
+        Message.user(f"question {i}") if i % 2 == 0 else Message.assistant(f"answer {i}")
+        for i in range(300)
+    ]
+    cache, counter = HistoryCache(), COUNTERS[0]
+    first = cache.units(conversation, counter)
+    aged = dataclasses.replace(conversation[290], content="question 290 [image: seen before]")
+    second = cache.units([*conversation[:290], aged, *conversation[291:]], counter)
+    assert second[0] is first[0]  # the units before the change are kept
+    assert second[-11] is first[-11]
+    assert second[-10] is not first[-10]  # the changed message's unit, and those after it
+    assert second[-10].messages[0] is aged
 
 
 def test_a_sliding_window_reuses_the_units_it_already_counted() -> None:
