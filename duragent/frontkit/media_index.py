@@ -10,9 +10,13 @@ the intake asks it before downloading and, when the session's store still holds 
 (``SessionAttachments.has``), reuses the record: no download, no transcription.
 
 It lives in the workspace's ``.duragent/media/`` (front ends never write into a session's
-store but through ``TurnRunner``), one JSON-lines file per session, each line appended and
-fsync'd right after the bytes were kept. A line that does not read (a torn last line after a
-crash) is skipped: that file is downloaded again, which is the worst it costs. With several
+store but through ``TurnRunner``), one JSON-lines file per session, each line appended
+right after the bytes were kept. It is not fsync'd: a killed process's writes are in the
+kernel's page cache and survive it, so a redelivery after a SIGKILL finds the line; only a
+machine that loses power may lose the last lines, and a lost or torn line (one that does not
+read is skipped) costs one download again, nothing else — the blob store keeps the same
+bytes once. It is a cache of downloads, not a record: the ``user_message`` event, fsync'd,
+is. With several
 nodes each keeps its own (a redelivery to another node downloads once more). A deleted
 session's file stays (small; its hashes are no longer held, so it is never trusted).
 
@@ -26,7 +30,6 @@ import asyncio
 import hashlib
 import json
 import logging
-import os
 import re
 import threading
 from collections import OrderedDict
@@ -92,15 +95,10 @@ class MediaIndex:
 
     def _append(self, path: Path, line: str) -> None:
         with self._lock:
-            created = not path.exists()
-            if created:
+            if not path.parent.is_dir():
                 path.parent.mkdir(parents=True, exist_ok=True)
             with path.open("a", encoding="utf-8") as file:
-                file.write(line + "\n")
-                file.flush()
-                os.fsync(file.fileno())
-            if created:
-                _sync_folder(path.parent)
+                file.write(line + "\n")  # not fsync'd: module docstring
 
     async def tell_once(self, chat: str) -> bool:
         """Whether ``chat`` has not been told yet (it is marked told when this returns True)."""
@@ -123,17 +121,3 @@ class MediaIndex:
 
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _sync_folder(folder: Path) -> None:
-    """Make a new file's name durable (its folder's entry), where the platform allows it."""
-    try:
-        handle = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(handle)
-    except OSError:
-        pass
-    finally:
-        os.close(handle)

@@ -40,8 +40,14 @@ def atomic_write(
     keep_mode: bool = False,
     new_file_mode: int | None = None,
     hidden_temp: bool = False,
+    durable: bool = True,
 ) -> None:
     """Replace ``path`` with ``data``: temporary file, fsync, rename, fsync of the folder.
+
+    - ``durable=False`` leaves out both fsyncs: a reader, and a process killed and started
+      again, still see the old content or the new, never a mix; only a machine that loses
+      power may be left with an empty file. For a copy that can be made again (a chat's
+      copy of a stored attachment), never for anything that is the only record.
 
     - ``keep_mode``: the new file gets the permissions of the one it replaces (a file a
       person edits keeps what they set); a new file gets ``new_file_mode``.
@@ -61,7 +67,8 @@ def atomic_write(
             fd = ops.open_new(tmp, mode)
             try:
                 write_all(ops, fd, data)
-                ops.fsync(fd)
+                if durable:
+                    ops.fsync(fd)
             finally:
                 ops.close(fd)
             ops.replace(tmp, path)
@@ -69,7 +76,8 @@ def atomic_write(
             with contextlib.suppress(OSError):
                 tmp.unlink(missing_ok=True)
             raise
-        ops.fsync_dir(path.parent)
+        if durable:
+            ops.fsync_dir(path.parent)
     except OSError as exc:
         error = storage_error(f"writing {path}", exc)
         if error is exc:  # the files are wrong (a folder in the way), not the machine

@@ -74,8 +74,12 @@ def checked_hash(sha256: str) -> str:
 
 
 def export_bytes(data: bytes, dest: Path, ops: FileOps = OS_FILE_OPS) -> None:
-    """Write ``data`` to ``dest`` all or nothing (a reader never sees half a copy)."""
-    atomic_write(dest, data, ops)
+    """Write ``data`` to ``dest`` all or nothing (a reader never sees half a copy).
+
+    Not fsync'd: the copy is made again from the stored blob whenever it is missing or
+    empty (``atomic_write``'s ``durable=False``), so a photo is not written durably twice.
+    """
+    atomic_write(dest, data, ops, durable=False)
 
 
 class AttachmentFiles:

@@ -309,9 +309,21 @@ def _transcribed(attachment: Attachment) -> bool:
     )
 
 
+def _copied(dest: Path) -> bool:
+    """Whether the chat's copy is there.
+
+    An empty file is the remains of an unsynced copy on a machine that lost power
+    (``export_bytes``): it is made again.
+    """
+    try:
+        return dest.stat().st_size > 0
+    except FileNotFoundError:
+        return False
+
+
 def _copy_missing(storage: AttachmentStorage, wanted: list[tuple[str, Path]]) -> None:
     for sha256, dest in wanted:
-        if dest.exists():
+        if _copied(dest):
             continue
         try:
             dest.parent.mkdir(parents=True, exist_ok=True)

@@ -25,10 +25,12 @@ from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError
 from duragent.core.attachments import AttachmentKind
 from duragent.frontkit import Fetched, MediaRef, MediaTooLargeError, MediaUnavailableError
 
-__all__ = ["BOT_DOWNLOAD_LIMIT", "DOWNLOAD_TIMEOUT", "TelegramMedia", "media_of"]
+__all__ = ["BOT_DOWNLOAD_LIMIT", "DOWNLOAD_TIMEOUT", "MAX_DOWNLOADS", "TelegramMedia", "media_of"]
 
 DOWNLOAD_TIMEOUT = 120.0
 """Seconds a file's download may take (20 MB over a slow link)."""
+MAX_DOWNLOADS = 8
+"""Downloads at once (the files bot's connections; more wait for one)."""
 BOT_DOWNLOAD_LIMIT = 20 * 1024 * 1024
 """The largest file the Bot API lets a bot download (``getFile``: "file is too big")."""
 
@@ -97,7 +99,11 @@ def _photo_size(sizes: tuple[PhotoSize, ...], limit: int | None) -> PhotoSize:
 
 
 class TelegramMedia:
-    """Telegram files downloaded through the bot (the kit's ``MediaSource``)."""
+    """Telegram files downloaded through the bot (the kit's ``MediaSource``).
+
+    The gateway gives it a bot of its own, without the rate limiter: ``getFile`` is not a
+    message, and Telegram's message limits are not spent on it.
+    """
 
     def __init__(self, bot: Bot) -> None:
         self._bot = bot

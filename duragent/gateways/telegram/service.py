@@ -47,7 +47,7 @@ from duragent.frontkit import (
 from duragent.gateways.telegram.aiohttp_request import AiohttpRequest
 from duragent.gateways.telegram.commands_menu import MenuKeeper
 from duragent.gateways.telegram.limits import ChatRateLimiter, RateCounts
-from duragent.gateways.telegram.media import TelegramMedia
+from duragent.gateways.telegram.media import MAX_DOWNLOADS, TelegramMedia
 from duragent.gateways.telegram.outbound import MAX_TYPING_IN_FLIGHT, TelegramOutbound
 from duragent.gateways.telegram.polling import FatalPollingError, poll_updates
 from duragent.gateways.telegram.updates import ALLOWED_UPDATES, TelegramBotIdentity, translate
@@ -109,6 +109,7 @@ class TelegramGateway:
         self._handler: ChatHandler | None = None
         self._identity: TelegramBotIdentity | None = None
         self._typing_bot: Bot | None = None
+        self._files_bot: Bot | None = None
         self.state = "stopped"
         self.outbound: TelegramOutbound | None = None
         self.webhook: tuple[str, WebhookReceiver] | None = None
@@ -178,21 +179,18 @@ class TelegramGateway:
             ) from exc
         me = app.bot.bot
         self._identity = TelegramBotIdentity(user_id=me.id, username=me.username or "")
-        typing_bot = Bot(  # "typing…" is not a message: no rate limiter, a pool of its own
-            token,
-            base_url=base,
-            base_file_url=files,
-            request=AiohttpRequest(connections=MAX_TYPING_IN_FLIGHT),
-        )
-        await typing_bot.initialize()
-        self._typing_bot = typing_bot
+        # "typing…" and file downloads are not messages: bots without the rate limiter (a
+        # photo's getFile never takes a reply's place in Telegram's budget), each with a
+        # connection pool of its own (a 20 MB download never holds up "typing…")
+        typing_bot = self._typing_bot = await _side_bot(token, base, files, MAX_TYPING_IN_FLIGHT)
+        files_bot = self._files_bot = await _side_bot(token, base, files, MAX_DOWNLOADS)
         self.outbound = TelegramOutbound(
             app.bot,
             typing_bot=typing_bot,
             delivery_retry_seconds=self._config.delivery_retry_seconds,
         )
         self._handler = self._handler_for(
-            self.outbound, self._identity.username, TelegramMedia(app.bot)
+            self.outbound, self._identity.username, TelegramMedia(files_bot)
         )
         await self._handler.recover()  # recovered turns come first in each chat's line
         if self._config.webhook_url:
@@ -272,11 +270,21 @@ class TelegramGateway:
             # After a failed ``initialize`` (rejected token) the app never counts as started
             # and its ``shutdown`` does nothing, but the bot's HTTP client is open: close it.
             await app.bot.shutdown()
-        typing_bot, self._typing_bot = self._typing_bot, None
-        if typing_bot is not None:
-            await typing_bot.shutdown()
+        for side in (self._typing_bot, self._files_bot):
+            if side is not None:
+                await side.shutdown()
+        self._typing_bot = self._files_bot = None
         if not keep_state:
             self.state = "stopped"
+
+
+async def _side_bot(token: str, base: str, files: str, connections: int) -> Bot:
+    """A bot for calls that are not messages: no rate limiter, its own connections."""
+    bot = Bot(
+        token, base_url=base, base_file_url=files, request=AiohttpRequest(connections=connections)
+    )
+    await bot.initialize()
+    return bot
 
 
 def _counts(metrics: Metrics | None) -> RateCounts | None:
