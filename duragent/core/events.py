@@ -300,11 +300,10 @@ class Event:
         return cls.with_payload(seq, EventType.STEERING, SteeringData(content=content))
 
     @classmethod
-    def delivery(cls, seq: int, *, reply_seq: int, target: str) -> Event:
-        """The reply with event ``reply_seq`` was handed to ``target``."""
-        return cls.with_payload(
-            seq, EventType.DELIVERY, DeliveryData(reply_seq=reply_seq, target=target)
-        )
+    def delivery(cls, seq: int, *, reply_seq: int, target: str, parts: int | None = None) -> Event:
+        """The reply with event ``reply_seq`` (its first ``parts`` parts) reached ``target``."""
+        delivered = DeliveryData(reply_seq=reply_seq, target=target, parts=parts)
+        return cls.with_payload(seq, EventType.DELIVERY, delivered)
 
     @classmethod
     def summary(

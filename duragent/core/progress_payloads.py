@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 from duragent.core.payload_fields import (
     as_mapping,
+    as_maybe_seq,
     as_maybe_text,
     as_number,
     as_text,
@@ -178,10 +179,17 @@ class SessionEndData(NamedTuple):
 
 
 class DeliveryData(NamedTuple):
-    """The reply with event ``reply_seq`` was handed to ``target`` (sent once, ever)."""
+    """The reply with event ``reply_seq`` was handed to ``target`` (sent once, ever).
+
+    ``parts``: only its first ``parts`` parts were (a reply sent as several messages records
+    each but the last as it goes: ``frontkit.delivery``); None, the whole reply. Written only
+    when partial, so a whole reply's record is the same as before parts were counted, and an
+    older record (without the field) reads as the whole reply it meant.
+    """
 
     reply_seq: int = 0
     target: str = ""
+    parts: int | None = None
 
     @classmethod
     def of(cls, data: Mapping[str, Any]) -> DeliveryData:
@@ -192,12 +200,16 @@ class DeliveryData(NamedTuple):
             (
                 seq if seq.__class__ is int else as_number(seq),
                 target if target.__class__ is str else as_text(target),
+                as_maybe_seq(data.get("parts")),
             ),
         )
 
     def to_data(self) -> dict[str, Any]:
-        """The payload as written."""
-        return {"reply_seq": self.reply_seq, "target": self.target}
+        """The payload as written (``parts`` only when partial)."""
+        data: dict[str, Any] = {"reply_seq": self.reply_seq, "target": self.target}
+        if self.parts is not None:
+            data["parts"] = self.parts
+        return data
 
 
 class SummaryData(NamedTuple):

@@ -158,6 +158,10 @@ class SessionSnapshot:
     """Seq of the user message that carried each id (parallel to ``recent_platform_ids``)."""
     last_final_reply_seq: int = 0
     last_delivered_seq: int = 0
+    delivering_seq: int = 0
+    delivered_parts: int = 0
+    """The reply after ``last_delivered_seq`` whose first ``delivered_parts`` parts reached
+    its chat (a ``delivery`` event with ``parts``); 0: none is part-way. Written only then."""
     last_user_seq: int = 0
     """The newest user message owed an answer (a passive one is not; a chat's recovery compares
     it with ``last_answered_seq``)."""
@@ -251,6 +255,11 @@ class SessionSnapshot:
             "recent_platform_ids": list(self.recent_platform_ids),
             "recent_platform_seqs": list(self.recent_platform_seqs),
             "silent_buffer": [m.to_dict() for m in self.silent_buffer],
+            **(
+                {"delivering": {"seq": self.delivering_seq, "parts": self.delivered_parts}}
+                if self.delivering_seq
+                else {}
+            ),
             **({"summary": dict(self.summary)} if self.summary else {}),
             **({"pins": [dict(p) for p in self.pins]} if self.pins else {}),
             **({"task": self.task} if self.task is not None else {}),
@@ -291,6 +300,9 @@ class SessionSnapshot:
         tokens = data.get("tokens_today") or {}
         if not isinstance(tokens, Mapping):
             raise ValueError("tokens_today must be a mapping (day, tokens)")
+        delivering = data.get("delivering") or {}
+        if not isinstance(delivering, Mapping):
+            raise ValueError("delivering must be a mapping (seq, parts)")
         return cls(
             schema_version=version,
             session_id=str(data["session_id"]),
@@ -314,6 +326,8 @@ class SessionSnapshot:
             recent_platform_seqs=[int(x) for x in (data.get("recent_platform_seqs") or [])],
             last_final_reply_seq=int(data.get("last_final_reply_seq") or 0),
             last_delivered_seq=int(data.get("last_delivered_seq") or 0),
+            delivering_seq=int(delivering.get("seq") or 0),
+            delivered_parts=int(delivering.get("parts") or 0),
             last_user_seq=int(data.get("last_user_seq") or 0),
             last_settled_seq=int(data.get("last_settled_seq") or 0),
             last_answered_seq=int(

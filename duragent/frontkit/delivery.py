@@ -18,10 +18,14 @@ reply exists and stays on disk, not recorded as delivered), which tells the chat
 
 A crash between sending and recording leaves that one reply unrecorded: handed over again
 after the restart, it is sent again (at least once, no more than once per crash: no platform
-lets a send and a local fsync be one step). A redelivered platform message that was already
-answered comes back from the runner as ``Duplicate`` and sends nothing. The replies a crash
-left unsent (after ``last_delivered_seq``) are found and handed over again at a gateway's
-start by ``recovery.recover_chats``.
+lets a send and a local fsync be one step). A reply of several messages (its texts, then its
+files: ``reply_parts``) is recorded part by part: a ``delivery`` record with ``parts`` after
+each part but the last, durable before the next part goes, then the whole reply's record (a
+reply of one part writes that one alone, as before). Handed over again, it sends only the
+parts after those recorded: a crash re-sends at most the part that was in flight. A
+redelivered platform message that was already answered comes back from the runner as
+``Duplicate`` and sends nothing. The replies a crash left unsent (after
+``last_delivered_seq``) are handed over again at a gateway's start by ``recover_chats``.
 
 A turn can write more than one reply: a message that arrives while the final answer is being
 written is answered by another pass of the loop (``Complete.earlier`` holds the replies
@@ -36,25 +40,25 @@ requester, and the agent names no owner on the gateway: ``approval_rights``) is 
 note saying so and how to name an owner, so it never waits silently.
 
 What was delivered is read from the session once per process (``SessionInfo``) and then
-kept here, per session, as the newest seq this ``Delivery`` recorded (a bounded LRU): the
-check before a send then costs no call to the session's actor. The kept value can be behind
-the disk only by records another ``Delivery`` made (the scheduler's, for the same chat), and
-those are records of other replies: each reply is handed to one ``Delivery``, whose own
-records and ``_sending`` set stop it sending that reply twice, and a restart reads the disk.
+kept here, per session, as this ``Delivery`` recorded it (``DeliveredMark``, a bounded LRU):
+the check before a send then costs no call to the session's actor. The kept mark can be
+behind the disk only by records another ``Delivery`` made (the scheduler's, for the same
+chat), and those are records of other replies: each reply is handed to one ``Delivery``,
+whose own records and ``_sending`` set stop it sending that reply twice, and a restart reads
+the disk.
 
 A reply shown as it was written (``preview``) comes with its turn's ``ReplyStream``: its
 first text is put in the preview's place instead of being sent, the rest as usual, and the
-preview's record is removed before the ``delivery`` record is written (a crash in between
-sends the reply again, as above; the other order could have a restart delete it). A result
-with no reply to show (a duplicate, a failure) deletes the preview; an approval request
-follows the text the preview showed. After a crash, ``recovery`` hands over the preview the
-crash left the same way.
+preview's record is removed before that part's ``delivery`` record is written (a crash in
+between sends the part again, as above; the other order could have a restart delete it). A
+reply whose first part is recorded already has nothing to put there: its preview goes. A
+result with no reply to show (a duplicate, a failure) deletes the preview; an approval
+request follows the text the preview showed. After a crash, ``recovery`` hands over the
+preview the crash left the same way.
 
 A reply's files (``Complete.attachments``: ``send_file``'s) follow its text, read from the
-session's attachments; one ``delivery`` record, written after the last part, covers them all,
-so a crash between parts sends the whole reply again after the restart (at least once per
-crash, as a long reply split in several messages is). A file the platform refuses outright
-is told in a line instead (``_files``).
+session's attachments, each a part of its own. A file the platform refuses outright is told
+in a line instead (``reply_parts.send_reply_file``).
 
 HTTP does not use ``Delivery``: its reply is the response to the request that asked (every
 request, a steered one included, must be answered), and there is no chat to re-send to
@@ -74,9 +78,9 @@ from duragent.frontkit.approval_rights import unanswerable_note
 from duragent.frontkit.outbound import ChatRef, OutboundPort, SentMessage
 from duragent.frontkit.outbox import UndeliveredError
 from duragent.frontkit.preview import Previews, ReplyStream
+from duragent.frontkit.reply_parts import DeliveredMark, ReplyPart, reply_parts, send_reply_file
 from duragent.tools.send_file import ReplyFile
 from duragent.turns import (
-    AttachmentNotFoundError,
     AwaitingApproval,
     Complete,
     Duplicate,
@@ -90,7 +94,7 @@ __all__ = ["Deliveries", "Delivery"]
 log = logging.getLogger(__name__)
 
 KEPT_SESSIONS = 10_000
-"""Sessions whose delivered seq is kept in memory (the least recently used go first)."""
+"""Sessions whose delivered mark is kept in memory (the least recently used go first)."""
 
 
 class Delivery:
@@ -109,7 +113,7 @@ class Delivery:
         """Whose ``spec.access`` says whether anyone in a chat may answer an approval (None:
         no note is sent)."""
         self._sending: set[tuple[str, int]] = set()  # (session, reply_seq) being sent now
-        self._delivered: OrderedDict[str, int] = OrderedDict()  # session → last delivered seq
+        self._delivered: OrderedDict[str, DeliveredMark] = OrderedDict()  # session → its mark
         self.previews: Previews | None = None
         """The gateway's reply previews (``ChatTurns`` sets them; recovery reads them)."""
 
@@ -157,11 +161,9 @@ class Delivery:
         *,
         files: tuple[ReplyFile, ...] = (),
     ) -> SentMessage | None:
+        parts = reply_parts(texts, files)
         if reply_seq is None:  # nothing on disk to record against (not produced today)
-            sent = await self._texts(chat, texts, reply_to, stream)
-            if stream is not None:
-                await stream.close()
-            return sent
+            return await self._parts(chat, session_id, None, parts, 0, reply_to, stream)
         key = (session_id, reply_seq)
         if key in self._sending:
             if stream is not None:
@@ -169,16 +171,14 @@ class Delivery:
             return None
         self._sending.add(key)  # before any await: a second caller sees it at once
         try:
-            if reply_seq <= await self._last_delivered(session_id):
+            done = (await self._mark(session_id)).parts_of(reply_seq)
+            if done is None:
                 log.info("session %s: reply %d was delivered already", session_id, reply_seq)
                 if stream is not None:
                     await stream.discard()
                 return None
             try:
-                sent = await self._texts(chat, texts, reply_to, stream)
-                sent = await self._files(chat, session_id, files, reply_to, sent)
-                if stream is not None:  # the whole reply is out: its preview is forgotten
-                    await stream.close()
+                sent = await self._parts(chat, session_id, reply_seq, parts, done, reply_to, stream)
             except UndeliveredError:
                 raise
             except Exception as exc:  # refused outright: the reply exists, the turn did not fail
@@ -266,13 +266,13 @@ class Delivery:
         """Record ``seq`` (a turn's end the chat need not get again) as delivered."""
         await self._record(chat, session_id, seq)
 
-    async def _last_delivered(self, session_id: str) -> int:
+    async def _mark(self, session_id: str) -> DeliveredMark:
         kept = self._delivered.get(session_id)
         if kept is not None:
             self._delivered.move_to_end(session_id)
             return kept
-        seq = (await self._turns.sessions.info(session_id)).last_delivered_seq
-        return self._keep(session_id, seq)
+        read = DeliveredMark.of(await self._turns.sessions.info(session_id))
+        return self._keep(session_id, lambda _: read)
 
     async def _record_sent(self, chat: ChatRef, session_id: str, seq: int) -> None:
         """Record what the chat has just been sent; a failure here is not the turn's.
@@ -285,7 +285,7 @@ class Delivery:
         try:
             await self._record(chat, session_id, seq)
         except Exception as exc:
-            self._keep(session_id, seq)
+            self._keep(session_id, lambda mark: mark.whole(seq))
             log.warning(
                 "session %s: %s got event %d, but recording its delivery failed (%s); "
                 "a restart before the store recovers may send it again",
@@ -297,70 +297,71 @@ class Delivery:
 
     async def _record(self, chat: ChatRef, session_id: str, seq: int) -> None:
         await self._turns.record_delivery(session_id, seq, chat.target)
-        self._keep(session_id, seq)
+        self._keep(session_id, lambda mark: mark.whole(seq))
 
-    def _keep(self, session_id: str, seq: int) -> int:
-        """Remember ``seq`` as delivered for the session (a high-water mark); returns it."""
-        kept = max(seq, self._delivered.pop(session_id, seq))
+    async def _record_part(self, chat: ChatRef, session_id: str, seq: int, parts: int) -> None:
+        """Record that reply ``seq``'s first ``parts`` parts reached the chat (module docstring).
+
+        Durable before the next part is sent. A record that fails is kept in memory (this
+        process does not send those parts again) and the reply goes on: the person waits for
+        the rest, and only a restart before the store recovers may send them again.
+        """
+        try:
+            await self._turns.record_delivery(session_id, seq, chat.target, parts=parts)
+        except Exception as exc:
+            log.warning(
+                "session %s: part %d of event %d went, unrecorded: %s", session_id, parts, seq, exc
+            )
+        if session_id in self._delivered:  # read before the reply's first part went (``_once``)
+            self._keep(session_id, lambda mark: mark.part(seq, parts))
+
+    def _keep(
+        self, session_id: str, change: Callable[[DeliveredMark], DeliveredMark]
+    ) -> DeliveredMark:
+        """Remember the session's mark as ``change`` leaves it (high-water marks); returns it."""
+        kept = change(self._delivered.pop(session_id, DeliveredMark()))
         self._delivered[session_id] = kept
         if len(self._delivered) > KEPT_SESSIONS:
             self._delivered.popitem(last=False)
         return kept
 
-    async def _texts(
-        self,
-        chat: ChatRef,
-        texts: tuple[str, ...],
-        reply_to: str | None,
-        stream: ReplyStream | None = None,
-    ) -> SentMessage | None:
-        """Send each non-blank text in order (platforms refuse empty messages); the last sent.
-
-        With a ``stream`` whose preview is in the chat, the first text takes its place.
-        """
-        sent: SentMessage | None = None
-        shown = stream
-        for text in texts:
-            if not text.strip():
-                continue
-            in_place = None if shown is None else await shown.finish(text)
-            shown = None
-            sent = in_place or await self._outbound.send_text(chat, text, reply_to=reply_to)
-        return sent
-
-    async def _files(
+    async def _parts(
         self,
         chat: ChatRef,
         session_id: str,
-        files: tuple[ReplyFile, ...],
+        reply_seq: int | None,
+        parts: tuple[ReplyPart, ...],
+        done: int,
         reply_to: str | None,
-        sent: SentMessage | None,
+        stream: ReplyStream | None,
     ) -> SentMessage | None:
-        """Send the reply's files after its text, in order; the last message sent.
+        """Send the reply's parts after the first ``done``, in order; the last message sent.
 
-        A file refused outright (too large for the platform) or whose bytes are gone is told
-        in a line instead; a refusal for a while is the outbox's to wait out.
+        Each text is sent as a reply to ``reply_to``; a file quotes it only as the reply's
+        first part. With a ``stream`` whose preview is in the chat, the first text takes its
+        place, and the preview is forgotten once that part is out. Each part but the last is
+        recorded (``reply_seq`` None: nothing is).
         """
-        for file in files:
-            name = file.file_name
-            try:
-                data = await self._turns.attachments.read(session_id, file.attachment.sha256)
-                sent = await self._outbound.send_file(
-                    chat,
-                    data,
-                    kind=file.attachment.kind,
-                    name=name,
-                    mime=file.attachment.mime,
-                    caption=file.caption,
-                    reply_to=reply_to if sent is None else None,
+        if done and stream is not None:  # the part its preview was for reached the chat
+            await stream.discard()
+            stream = None
+        sent: SentMessage | None = None
+        for number, part in enumerate(parts[done:], start=done + 1):
+            if isinstance(part, ReplyFile):
+                quote = reply_to if number == 1 else None
+                sent = await send_reply_file(
+                    self._turns, self._outbound, chat, session_id, part, quote
                 )
-            except UndeliveredError:
-                raise
-            except Exception as exc:
-                log.warning("session %s: %s took no %s: %s", session_id, chat.target, name, exc)
-                lost = isinstance(exc, AttachmentNotFoundError)
-                why = "its stored copy is missing" if lost else "the chat platform refused it"
-                sent = await self._outbound.send_text(chat, f"(I could not send {name}: {why}.)")
+            else:
+                in_place = None if stream is None else await stream.finish(part)
+                sent = in_place or await self._outbound.send_text(chat, part, reply_to=reply_to)
+            if stream is not None:
+                await stream.close()
+                stream = None
+            if reply_seq is not None and number < len(parts):
+                await self._record_part(chat, session_id, reply_seq, number)
+        if stream is not None:  # nothing was sent: the preview goes
+            await stream.close()
         return sent
 
 

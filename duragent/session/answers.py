@@ -36,6 +36,10 @@ class SessionInfo:
     pending_approval: PendingApproval | None
     last_delivered_seq: int = 0
     """The newest reply a chat front end recorded as handed to its chat (0: none)."""
+    delivering_seq: int = 0
+    delivered_parts: int = 0
+    """The reply after ``last_delivered_seq`` delivered part-way, and how many of its parts
+    reached the chat (0, 0: none is part-way; see ``SessionSnapshot``)."""
     gateway_chat_type: str | None = None
     """The chat's type as its platform said when the session began (None: not known)."""
     last_reply_seq: int = 0
@@ -57,6 +61,12 @@ class SessionInfo:
     def chat(self) -> ChatRef | None:
         """The chat the session belongs to (None: an HTTP, CLI or task session)."""
         return chat_ref(self.gateway, self.gateway_chat_id, self.gateway_chat_type)
+
+    def parts_delivered(self, reply_seq: int) -> int | None:
+        """How many parts of reply ``reply_seq`` reached the chat (None: all of it)."""
+        if reply_seq <= self.last_delivered_seq:
+            return None
+        return self.delivered_parts if reply_seq == self.delivering_seq else 0
 
     @property
     def awaits_answer(self) -> bool:

@@ -161,21 +161,30 @@ class SessionHandle:
         )
 
     async def record_delivery(
-        self, reply_seq: int, target: str, *, wait: bool = True
+        self, reply_seq: int, target: str, *, parts: int | None = None, wait: bool = True
     ) -> int | None:
         """Durably record that reply ``reply_seq`` reached ``target`` (None: already recorded).
 
-        ``SessionInfo.last_delivered_seq`` reads it back, after a restart too. ``wait=False``:
-        sent to the live actor without waiting for the write (None; one hand-off, not an
-        ask's two), which runs it before anything asked after it; asked as usual when the
-        actor is not live.
+        ``parts``: only its first ``parts`` parts did (None: all of it). ``SessionInfo``
+        reads it back (``last_delivered_seq``, ``parts_delivered``), after a restart too.
+        ``wait=False``: sent to the live actor without waiting for the write (None; one
+        hand-off, not an ask's two), which runs it before anything asked after it; asked as
+        usual when the actor is not live.
         """
         if not wait and self._registry.tell(
-            self.session_id, SessionOps.record_delivery, reply_seq=reply_seq, target=target
+            self.session_id,
+            SessionOps.record_delivery,
+            reply_seq=reply_seq,
+            target=target,
+            parts=parts,
         ):
             return None
         return await self._registry.call(
-            self.session_id, SessionOps.record_delivery, reply_seq=reply_seq, target=target
+            self.session_id,
+            SessionOps.record_delivery,
+            reply_seq=reply_seq,
+            target=target,
+            parts=parts,
         )
 
     # --- the context buffer (group chatter the agent only listens to) ----------------------

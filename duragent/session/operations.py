@@ -92,6 +92,8 @@ class SessionOps(MemoryOps):
             last_seq=s.last_seq,
             pending_approval=_pending(s.pending_approval),
             last_delivered_seq=s.last_delivered_seq,
+            delivering_seq=s.delivering_seq,
+            delivered_parts=s.delivered_parts,
             last_reply_seq=s.last_final_reply_seq,
             last_user_seq=s.last_user_seq,
             last_settled_seq=s.last_settled_seq,
@@ -325,15 +327,12 @@ class SessionOps(MemoryOps):
         )
 
     @op(retry_safe=True)  # idempotent
-    def record_delivery(self, reply_seq: int, target: str) -> int | None:
-        """Durably record that the reply ``reply_seq`` was handed to ``target``.
-
-        None (nothing written) when that reply, or a later one, is already recorded: a
-        reply is delivered once, so a second record would only repeat the first.
-        """
-        if reply_seq <= self.state.last_delivered_seq:
+    def record_delivery(self, reply_seq: int, target: str, parts: int | None = None) -> int | None:
+        """Durably record reply ``reply_seq`` (its first ``parts``; None: all) as sent, once."""
+        if not self.state.delivery_news(reply_seq, parts):
             return None
-        event = Event.delivery(self._journal.next_seq(), reply_seq=reply_seq, target=target)
+        seq = self._journal.next_seq()
+        event = Event.delivery(seq, reply_seq=reply_seq, target=target, parts=parts)
         return self._journal.record(event, durable=True)
 
     @op(retry_safe=True)  # a durable write: withdrawn when it fails

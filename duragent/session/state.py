@@ -23,6 +23,9 @@ through the same ``apply``, so a recovered session is exactly the live one.
   never replayed under it) and becomes the current summary; ``pin`` / ``unpin`` change the
   pinned sections; the first user message is the session's task. Each message's origin seq
   is kept, so a summary can say which events it covers (``through_seq``).
+- Deliveries: ``last_delivered_seq`` is the newest reply delivered whole (a high-water mark);
+  a reply sent part by part keeps how many parts reached its chat (``delivering_seq``,
+  ``delivered_parts``, in the snapshot too) until its whole delivery is recorded.
 """
 
 from __future__ import annotations
@@ -103,6 +106,10 @@ class SessionState:
         self.last_seq = snapshot.last_event_seq
         self.last_final_reply_seq = snapshot.last_final_reply_seq
         self.last_delivered_seq = snapshot.last_delivered_seq
+        self.delivering_seq = snapshot.delivering_seq
+        self.delivered_parts = snapshot.delivered_parts
+        """The reply being delivered part by part, and how many of its parts reached the chat
+        (``DeliveryData.parts``); 0, 0 once it is delivered whole (or none is part-way)."""
         self.last_user_seq = snapshot.last_user_seq
         self.last_settled_seq = snapshot.last_settled_seq
         self.last_answered_seq = snapshot.last_answered_seq
@@ -189,6 +196,20 @@ class SessionState:
         told = self.last_failed_seq > user_seq and self.last_delivered_seq >= self.last_failed_seq
         return self.last_final_reply_seq > user_seq or waiting or told
 
+    def delivery_news(self, reply_seq: int, parts: int | None) -> bool:
+        """Whether a delivery of ``reply_seq`` (its first ``parts`` parts; None: all) is news.
+
+        Not when that reply or a later one was delivered whole, nor when as many of its parts
+        (or a later reply's) are recorded already: each part is recorded once.
+        """
+        if reply_seq <= self.last_delivered_seq:
+            return False
+        if parts is None:
+            return True
+        if reply_seq == self.delivering_seq:
+            return parts > self.delivered_parts
+        return reply_seq > self.delivering_seq and parts > 0
+
     def buffered_platform_id(self, platform_id: str) -> bool:
         """Whether the context buffer holds the message with ``platform_id`` (a redelivery)."""
         return any(m.platform_message_id == platform_id for m in self.silent)
@@ -231,6 +252,8 @@ class SessionState:
             recent_platform_seqs=list(self.platform_ids.values()),
             last_final_reply_seq=self.last_final_reply_seq,
             last_delivered_seq=self.last_delivered_seq,
+            delivering_seq=self.delivering_seq,
+            delivered_parts=self.delivered_parts,
             last_user_seq=self.last_user_seq,
             last_settled_seq=self.last_settled_seq,
             last_answered_seq=self.last_answered_seq,
@@ -357,8 +380,13 @@ class SessionState:
         )
 
     def _on_delivery(self, event: Event) -> None:
-        delivered = DeliveryData.of(event.data).reply_seq
-        self.last_delivered_seq = max(self.last_delivered_seq, delivered)
+        delivered = DeliveryData.of(event.data)
+        if delivered.parts is None:  # the whole reply: what came before it is delivered too
+            self.last_delivered_seq = max(self.last_delivered_seq, delivered.reply_seq)
+            if self.delivering_seq <= self.last_delivered_seq:
+                self.delivering_seq = self.delivered_parts = 0
+        elif self.delivery_news(delivered.reply_seq, delivered.parts):  # not replayed twice
+            self.delivering_seq, self.delivered_parts = delivered.reply_seq, delivered.parts
 
     def _on_summary(self, event: Event) -> None:
         """The oldest ``messages`` of the window leave it; the summary stands for them."""

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from duragent.agents import Agent, AgentCatalog
 from duragent.context.budget import BudgetSettings
+from duragent.core.payloads import AssistantResponseData
 from duragent.core.snapshot import DEFAULT_SILENT_BUFFER_CAP, SessionStatus
 from duragent.session import NewSession, SessionRegistry, actor_message_limit
 from duragent.turns.lines import Lines
@@ -85,17 +86,31 @@ class BetweenTurns:
         while (await self._registry.info(session_id)).pending_approval is not None:
             await self._lines.approval_change()
 
-    async def post(self, session_id: str, text: str) -> int:
-        """Add an assistant message nobody asked for (a scheduled message); its seq.
+    async def post(
+        self, session_id: str, text: str, *, key: str | None = None, again: bool = False
+    ) -> tuple[int, bool]:
+        """Add an assistant message nobody asked for (a scheduled message); (seq, duplicate).
 
         Written between turns (``Lines.between_turns``): never inside a running turn's
         records. It answers what the last turn answered, so it does not leave a person's
-        message looking answered.
+        message looking answered. ``key`` is kept as its ``message_id``, so that ``again``
+        (a later attempt of the same write, whose caller may have been killed after it and
+        before it noted it) finds it in the session, archive included, instead of saying it
+        twice: ``duplicate``, nothing written. Only ``again`` reads the log: a first attempt
+        costs no read.
         """
         async with self._lines.between_turns(session_id):
             session = self._registry.handle(session_id)
+            if key is not None and again:
+                for event in await session.events(include_archive=True):
+                    if (
+                        event.type == "assistant_response"
+                        and AssistantResponseData.of(event.data).message_id == key
+                    ):
+                        return event.seq, True
             answered = (await session.info()).last_answered_seq
-            return await session.add_assistant_response(text, answers_seq=answered)
+            seq = await session.add_assistant_response(text, message_id=key, answers_seq=answered)
+            return seq, False
 
     async def record_unanswered(
         self,
@@ -138,15 +153,22 @@ class BetweenTurns:
         async with self._lines.between_turns(session_id):
             return await self._registry.handle(session_id).record_error(code, message)
 
-    async def record_delivery(self, session_id: str, reply_seq: int, target: str) -> None:
+    async def record_delivery(
+        self, session_id: str, reply_seq: int, target: str, *, parts: int | None = None
+    ) -> None:
         """The reply ``reply_seq`` reached ``target`` (idempotent).
 
         Not waited for when the session's actor is live: the person has the message, the
         record only keeps a restart from sending it again, and the actor writes it before
         anything asked after it (the chat's next turn included). A failure is the actor's
         to log; this process never sends the reply again either way (``Delivery``).
+
+        ``parts``: only the reply's first ``parts`` parts reached it (a reply sent part by
+        part). Waited for, durable: the next part is sent only once a crash would not send
+        this one again.
         """
-        await self._registry.handle(session_id).record_delivery(reply_seq, target, wait=False)
+        session = self._registry.handle(session_id)
+        await session.record_delivery(reply_seq, target, parts=parts, wait=parts is not None)
 
     async def unpin(self, session_id: str, pin_id: str) -> bool:
         """Remove a pin; whether it was there."""

@@ -210,6 +210,16 @@ def test_a_pin_without_a_kind_or_source_is_a_users_note() -> None:
     assert PinData.of({"pin_id": "p", "text": "t", "kind": ""}) == PinData("p", "note", "t", "user")
 
 
+def test_a_delivery_counts_its_parts_only_when_partial_and_an_old_one_is_whole() -> None:
+    whole = DeliveryData(reply_seq=7, target="telegram:1")
+    assert whole.to_data() == {"reply_seq": 7, "target": "telegram:1"}  # written as before
+    assert DeliveryData.of({"reply_seq": 7, "target": "telegram:1"}).parts is None
+    partial = DeliveryData(reply_seq=7, target="telegram:1", parts=2)
+    assert partial.to_data() == {"reply_seq": 7, "target": "telegram:1", "parts": 2}
+    assert DeliveryData.of(partial.to_data()) == partial
+    assert DeliveryData.of({"reply_seq": 7, "parts": "junk"}).parts is None
+
+
 def test_values_of_another_json_type_are_converted_as_readers_always_did() -> None:
     assert UserMessageData.of({"content": 5, "platform_message_id": 12}).content == "5"
     assert UserMessageData.of({"platform_message_id": 12}).platform_message_id == "12"

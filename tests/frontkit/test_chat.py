@@ -212,4 +212,5 @@ async def test_every_reply_a_turn_wrote_reaches_the_chat_in_order(tmp_path: Path
         assert await kit.settled()
         info = await kit.h.registry.info(sid)
     assert outbound.texts() == ["answer A", "answer to both"]
-    assert info.last_delivered_seq == info.last_seq - 1  # the last reply, then its delivery
+    # the last reply, the record of its first part (the earlier reply), then its delivery
+    assert info.last_delivered_seq == info.last_seq - 2

@@ -26,7 +26,7 @@ def chart_then_reply(h: Harness, text: str = "Here it is.") -> None:
     h.server.enqueue(Reply(tool_calls=[call]), Reply(text=text))
 
 
-async def test_the_text_then_the_file_are_sent_once_under_one_delivery_record(
+async def test_the_text_then_the_file_are_sent_once_each_recorded_as_it_goes(
     tmp_path: Path,
 ) -> None:
     outbound = MemoryOutbound()
@@ -54,7 +54,8 @@ async def test_the_text_then_the_file_are_sent_once_under_one_delivery_record(
     assert sent.message_id == file.message_id
     assert again is None
     assert [e.data for e in events if e.type == EventType.DELIVERY] == [
-        {"reply_seq": result.reply_seq, "target": "telegram:42"}
+        {"reply_seq": result.reply_seq, "target": "telegram:42", "parts": 1},
+        {"reply_seq": result.reply_seq, "target": "telegram:42"},
     ]
     assert info.last_delivered_seq == result.reply_seq
 

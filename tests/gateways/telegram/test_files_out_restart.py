@@ -1,11 +1,11 @@
-"""A SIGKILL after a reply with a file is recorded, before the file reaches Telegram, loses nothing.
+"""A SIGKILL while a reply's file is on its way to Telegram re-sends only that file.
 
 ``duragent serve`` runs as a real child (``ServeProcess``) against the fake Bot API. The
-model sends a chart with its reply; the reply is written (with its file), its text reaches
-the chat, and the ``sendPhoto`` is held by the fake; the server is SIGKILLed while it waits.
-The next server's recovery sends the reply again with its file: the photo arrives once, and
-the ``delivery`` record covers it. The text comes twice: one record covers the whole reply,
-so a crash between its parts sends all of it again (``frontkit.delivery``).
+model sends a file with its reply; the reply is written (with its file), its text reaches
+the chat and is recorded as the reply's first part (a ``delivery`` event with ``parts``), and
+the file's request is held by the fake; the server is SIGKILLed while it waits. The next
+server's recovery sends only the parts after those recorded: the text is not sent again,
+and the whole reply's ``delivery`` record follows the file (``frontkit.delivery``).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from tests.gateways.telegram.rig import BOT, TOKEN, echo_reply, write_workspace
 from tests.polling import eventually
 
 PHOTO = png(64, 40)
+NOTES = b"minutes of the meeting\n" * 40
 
 
 def deliveries(workspace: Path) -> list[dict[str, object]]:
@@ -55,18 +56,68 @@ async def test_a_sigkill_before_the_file_is_sent_delivers_it_once_after_the_rest
             serve.start()
             await serve.wait_ready()
             tg.push_message(42, "the chart please")
-            assert await eventually(lambda: held.fired == 1, within=60), "no sendPhoto held"
+            assert await eventually(lambda: held.fired == 1, within=120), "no sendPhoto held"
             assert tg.sent_messages(42) == ["Here is the chart."]
-            assert deliveries(workspace) == []
+            assert [d.get("parts") for d in deliveries(workspace)] == [1]  # the text's record
             serve.kill()
 
             serve.start()
             await serve.wait_ready()
-            assert await eventually(lambda: len(deliveries(workspace)) == 1, within=60)
+            assert await eventually(lambda: len(deliveries(workspace)) == 2, within=120)
         finally:
             serve.stop()
         files = tg.sent_files(42)
         texts = tg.sent_messages(42)
     assert [(f.kind, f.data) for f in files] == [("photo", PHOTO)]
-    assert texts == ["Here is the chart.", "Here is the chart."]
+    assert texts == ["Here is the chart."]  # once: its part was recorded before the kill
+    assert "parts" not in deliveries(workspace)[-1]  # the whole reply
+    assert len(llm.requests) == 2  # the turn was not run again
+
+
+async def test_a_sigkill_while_a_document_is_held_sends_the_text_once_and_the_document_again(
+    tmp_path: Path,
+) -> None:
+    """Killed while the fake holds ``sendDocument``: the text once, the document once or twice.
+
+    The text was recorded as the reply's first part before the document went, so the
+    restarted server's recovery sends the document only. The document's own request was in
+    flight when the process died: no platform lets a send and a local fsync be one step, so
+    the part in flight is at least once by nature (Telegram may have taken it before the
+    kill; this fake holds it until the test ends, so here it arrives once), never more than
+    once per crash.
+    """
+    workspace = tmp_path / ".duragent"
+    async with (
+        FakeTelegram(token=TOKEN, bot_username=BOT) as tg,
+        ScriptedLLMServer(responder=echo_reply) as llm,
+    ):
+        section = {"bot_token": TOKEN, "base_url": tg.url, "poll_timeout_seconds": 1}
+        tools = [{"type": "builtin", "name": "send_file"}]
+        write_workspace(tmp_path, llm_url=llm.openai_base_url, telegram=section, tools=tools)
+        (workspace / "agents" / "bot" / "notes.txt").write_bytes(NOTES)
+        held = FaultRule.slow(3600, method="sendDocument", times=1)
+        tg.add_fault(held)
+        call = ToolCallReply(name="send_file", arguments={"path": "notes.txt"}, id="f1")
+        llm.enqueue(Reply(tool_calls=[call]), Reply(text="Here are the notes."))
+        serve = ServeProcess(tmp_path / "duragent.yaml")
+        try:
+            serve.start()
+            await serve.wait_ready()
+            tg.push_message(42, "the notes please")
+            assert await eventually(lambda: held.fired == 1, within=120), "no sendDocument held"
+            assert tg.sent_messages(42) == ["Here are the notes."]
+            assert [d.get("parts") for d in deliveries(workspace)] == [1]
+            serve.kill()
+
+            serve.start()
+            await serve.wait_ready()
+            assert await eventually(lambda: len(deliveries(workspace)) == 2, within=120)
+        finally:
+            serve.stop()
+        documents = tg.sent_files(42)
+        texts = tg.sent_messages(42)
+    assert texts == ["Here are the notes."]
+    assert 1 <= len(documents) <= 2
+    assert {(f.kind, f.data) for f in documents} == {("document", NOTES)}
+    assert "parts" not in deliveries(workspace)[-1]
     assert len(llm.requests) == 2  # the turn was not run again
