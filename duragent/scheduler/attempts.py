@@ -59,7 +59,7 @@ async def run_attempts(
             return None
         await append({"status": "running", "due": due_ms, "attempt": attempt})
         try:
-            report = await payloads.run(current(), due, record)
+            report = await payloads.run(current(), due, record, attempt)
         except Exception as exc:  # a payload runner's bug must not stop the schedule
             log.exception("schedule %s: payload failed", s.id)
             report = RunReport(error=f"{type(exc).__name__}: {exc}")

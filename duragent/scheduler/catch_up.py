@@ -10,10 +10,13 @@ functions of the schedule, its due times and the clock, so the rules read in one
   ``recurring_grace_seconds`` otherwise) is recorded as ``missed`` instead of run — a
   one-shot missed while the server was down runs once on start if younger than its grace;
 - **interrupted runs**: a run the log shows as started and not ended is recorded so, and —
-  if it had not yet written into a session — run again for the same due time (as often as
+  unless the log has its ``recorded`` line — run again for the same due time (as often as
   its retry policy allows, at least once: the kill was not the run's failure). Once it has
   written, the chat's own recovery answers or delivers what it wrote; running it again would
-  say it twice.
+  say it twice. The log alone cannot tell a run killed before its write from one killed
+  after it and before its ``recorded`` line, so the session tells: the attempt again writes
+  under the same key (``<schedule>@<due ms>``, ``chat``), finds what the killed one wrote,
+  and records it instead of writing it again.
 """
 
 from __future__ import annotations
@@ -92,9 +95,10 @@ def interrupted(
     times before it was declared again are not its to run, that one included.
     """
     retry = schedule.retry
-    # A kill is not the run's failure: a run that wrote nothing gets one more attempt even
-    # without a ``retry`` block (safe: nothing of it is anywhere), or its due time would be
-    # missed; interrupted again, it is recorded so (no crash loop).
+    # A kill is not the run's failure: a run not known to have written gets one more attempt
+    # even without a ``retry`` block, or its due time would be missed. Safe: that attempt
+    # looks in the session for what the killed one wrote (module docstring) and writes
+    # nothing twice. Interrupted again, it is recorded so (no crash loop).
     again = max(1, retry.max_retries) if retry is not None else 1
     if not run.recorded and run.attempt <= again and not removed:
         error = "interrupted: the server stopped during the run"

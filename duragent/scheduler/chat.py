@@ -4,7 +4,12 @@
   conversation knows what was said; it answers nothing the person wrote, ``answers_seq``
   stays where it was) and then delivered through the kit's ``Delivery`` to the gateway's
   ``OutboundPort``. Recording first means a crash between the two leaves a reply the
-  gateway's own recovery (``frontkit.recover_chats``) delivers at its start, once.
+  gateway's own recovery (``frontkit.recover_chats``) delivers at its start, once. It is
+  written under the key ``<schedule>@<due ms>`` (its ``message_id``): a later attempt for the
+  same due time finds it (``BetweenTurns.post``) instead of writing it twice — a kill after
+  the write and before the run log's ``recorded`` line runs the due time again
+  (``catch_up.interrupted``), and that attempt records the message found and leaves it to
+  the chat's recovery. One this process wrote and failed to deliver is delivered again.
 - ``task``: one turn through the turn runner, exactly as a chat message: ``accept`` records
   the reference's ``[Scheduled Task]`` prompt with the platform id ``<schedule>@<due ms>``
   (so a retry never records it twice), ``answer`` runs the loop, and ``Delivery`` sends the
@@ -45,17 +50,23 @@ class ChatPayloads:
     def __init__(self, turns: TurnRunner, outbound: Callable[[str], OutboundPort | None]) -> None:
         self._turns = turns
         self._deliveries = Deliveries(turns, outbound, agents=turns.agents)
+        self._unsent: set[str] = set()
+        """Messages this process wrote and has not delivered (yet): a retry delivers them."""
         self.task_sessions: set[str] = set()
         """Sessions running a scheduled task now: they are offered no ``schedule`` tool."""
 
-    async def run(self, schedule: Schedule, due: datetime, record: Record) -> RunReport:
+    async def run(
+        self, schedule: Schedule, due: datetime, record: Record, attempt: int = 1
+    ) -> RunReport:
         """Run ``schedule``'s payload for ``due`` (module docstring)."""
         try:
-            return await self._run(schedule, due, record)
+            return await self._run(schedule, due, record, attempt)
         except AgentNotFoundError:
             return RunReport(error=f"agent '{schedule.agent}' is not loaded: nothing ran")
 
-    async def _run(self, schedule: Schedule, due: datetime, record: Record) -> RunReport:
+    async def _run(
+        self, schedule: Schedule, due: datetime, record: Record, attempt: int
+    ) -> RunReport:
         dest = schedule.destination
         delivery = None
         if dest is not None:
@@ -68,34 +79,36 @@ class ChatPayloads:
         else:
             session_id = await self._turns.start_session(schedule.agent)
         chat = ChatRef(dest.gateway, dest.chat_id) if dest is not None else None
+        key = f"{schedule.id}@{to_ms(due)}"  # the same on every attempt for this due time
         if isinstance(schedule.payload, MessagePayload):
-            return await self._message(schedule.payload.message, session_id, chat, delivery, record)
+            text = schedule.payload.message
+            return await self._message(text, key, attempt, session_id, chat, delivery, record)
         prompt = TASK_PROMPT.format(task=schedule.payload.task)
         if schedule.process_handle:  # as the reference: the task knows which job it watches
             prompt += f"\n\nLinked process handle: {schedule.process_handle}"
-        return await self._task(
-            prompt,
-            f"{schedule.id}@{to_ms(due)}",
-            session_id,
-            chat,
-            delivery,
-            record,
-        )
+        return await self._task(prompt, key, session_id, chat, delivery, record)
 
     async def _message(
         self,
         text: str,
+        key: str,
+        attempt: int,
         session_id: str,
         chat: ChatRef | None,
         delivery: Delivery | None,
         record: Record,
     ) -> RunReport:
-        seq = await self._turns.post(session_id, text)  # between turns, never inside one
+        # between turns, never inside one; a later attempt finds an earlier one's write
+        seq, duplicate = await self._turns.post(session_id, text, key=key, again=attempt > 1)
         await record(session_id, seq)
+        if duplicate and key not in self._unsent:  # an earlier process's: its chat recovers it
+            return RunReport(session_id=session_id)
         if chat is not None and delivery is not None:
+            self._unsent.add(key)
             await delivery.deliver(
                 chat, Complete(session_id=session_id, content=text, reply_seq=seq)
             )
+        self._unsent.discard(key)
         return RunReport(session_id=session_id)
 
     async def _task(

@@ -31,8 +31,14 @@ class RunReport:
 class PayloadRunner(Protocol):
     """Runs a schedule's payload for one due time (``chat.ChatPayloads`` in the server)."""
 
-    async def run(self, schedule: Schedule, due: datetime, record: Record) -> RunReport:
-        """Deliver the message or run the task; expected failures are a report, not raised."""
+    async def run(
+        self, schedule: Schedule, due: datetime, record: Record, attempt: int = 1
+    ) -> RunReport:
+        """Deliver the message or run the task; expected failures are a report, not raised.
+
+        ``attempt`` > 1: an earlier attempt for ``due`` may have written into the session
+        (then failed, or was killed before its ``recorded`` line): it must not write again.
+        """
         ...
 
 

@@ -7,7 +7,8 @@ before the newest ``due`` in the log.
 
 - ``running`` (``due``, ``attempt``): written and fsync'd *before* an attempt starts;
 - ``recorded`` (``due``, ``session_id``, ``seq``): the run wrote into a session (its user
-  message or the delivered text), so the session's own recovery owns it from now on;
+  message or the delivered text), so the session's own recovery owns it from now on (a kill
+  between that write and this line: the next attempt finds the write by its key, ``chat``);
 - ``retry`` (``due``, ``attempt``, ``error``): an attempt failed and another follows;
 - the outcome, exactly one per due time: ``ok``, ``error``, ``interrupted`` (the server
   stopped during the run) or ``missed`` (not run: late beyond the grace, or coalesced; it

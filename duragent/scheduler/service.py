@@ -20,8 +20,8 @@ schedule that is due:
 A run ends in exactly one outcome line (``runs``), after its attempts (``attempts``: retries
 with backoff as its ``retry`` block allows); a recurring schedule keeps its next due time
 whatever the outcome. At start, a run the log shows as started and not ended was
-interrupted: it is recorded so and, if it wrote nothing yet, run again for the same due time
-(``catch_up.interrupted``).
+interrupted: it is recorded so and, unless it is known to have written, run again for the
+same due time, which finds in the session what it may have written (``catch_up.interrupted``).
 """
 
 from __future__ import annotations

@@ -174,7 +174,7 @@ async def run_kill_campaign(
         runs = {k: _lines(folder / "runs" / f"sched_tick{k}.jsonl") for k in range(schedules)}
         session_ids = {e["session_id"] for r in runs.values() for e in r if "session_id" in e}
         recorded = sum(1 for r in runs.values() for e in r if e["status"] == "recorded")
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 120
         while len(tg.sent_messages(CHAT)) < recorded and time.monotonic() < deadline:  # noqa: ASYNC110
             await asyncio.sleep(0.1)
         serve.stop()

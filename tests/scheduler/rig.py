@@ -25,7 +25,9 @@ class RecordingPayloads:
     runs: list[tuple[str, datetime]] = field(default_factory=list)
     failures_left: int = 0
 
-    async def run(self, schedule: Schedule, due: datetime, record: Record) -> RunReport:
+    async def run(
+        self, schedule: Schedule, due: datetime, record: Record, attempt: int = 1
+    ) -> RunReport:
         self.runs.append((schedule.id, due))
         if self.failures_left:
             self.failures_left -= 1

@@ -35,7 +35,9 @@ class HeldPayloads:
     runs: list[tuple[str, datetime]] = field(default_factory=list)
     release: asyncio.Event = field(default_factory=asyncio.Event)
 
-    async def run(self, schedule: Schedule, due: datetime, record: Record) -> RunReport:
+    async def run(
+        self, schedule: Schedule, due: datetime, record: Record, attempt: int = 1
+    ) -> RunReport:
         self.runs.append((schedule.id, due))
         await self.release.wait()
         return RunReport()

@@ -210,12 +210,12 @@ async def test_at_most_the_configured_number_of_runs_are_in_progress_at_once(
         running = 0
         peak = 0
 
-        async def run(self, schedule, due, record):
+        async def run(self, schedule, due, record, attempt=1):
             Slow.running += 1
             Slow.peak = max(Slow.peak, Slow.running)
             await asyncio.sleep(0.001)
             Slow.running -= 1
-            return await super().run(schedule, due, record)
+            return await super().run(schedule, due, record, attempt)
 
     clock, payloads = ManualClock(START), Slow()
     scheduler = make_scheduler(tmp_path, clock, payloads, SchedulerSettings(max_concurrent_runs=3))
