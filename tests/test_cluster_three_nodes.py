@@ -87,10 +87,10 @@ class Node:
             self.proc.send_signal(signal.SIGCONT)
             self.proc.terminate()
             try:
-                self.proc.wait(20)
+                self.proc.wait(120)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
-                self.proc.wait(10)
+                self.proc.wait(120)
 
 
 class Clients:
@@ -208,7 +208,7 @@ async def campaign(base: Path, *, sessions_n: int, phase: float, drain: bool) ->
     with postgres_db.fresh_schema() as schema:
         nodes = [Node(base, schema, f"node{i}") for i in range(3)]
         try:
-            async with httpx.AsyncClient(timeout=30) as client:
+            async with httpx.AsyncClient(timeout=120) as client:
                 for node in nodes:
                     await node.ready(client)
                 sessions = []
@@ -224,7 +224,7 @@ async def campaign(base: Path, *, sessions_n: int, phase: float, drain: bool) ->
                 killed.signal(signal.SIGKILL)  # requests in flight through it are cut
                 killed_at = time.monotonic()
                 killed.up = False
-                killed.proc.wait(10)
+                killed.proc.wait(120)
                 await asyncio.sleep(LEASE + phase)
                 paused.up = False  # no new requests straight to it
                 for _ in range(2000 if drain else 0):  # its answers still come (≤ 10 s)

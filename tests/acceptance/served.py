@@ -100,7 +100,7 @@ class Served:
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = workspace.root / f"serve-{self.port}.log"
         self.proc: subprocess.Popen[bytes] | None = None
-        self.http = httpx.Client(base_url=self.url, timeout=30)
+        self.http = httpx.Client(base_url=self.url, timeout=120)
 
     def __enter__(self) -> Served:
         self.start()
@@ -142,10 +142,10 @@ class Served:
             return
         self.proc.send_signal(signal.SIGTERM)
         try:
-            self.proc.wait(30)
+            self.proc.wait(120)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-            self.proc.wait(10)
+            self.proc.wait(120)
 
     # --- the HTTP API, as a client uses it ---------------------------------------------------
 

@@ -204,7 +204,7 @@ def test_pin_and_unpin_in_a_telegram_chat_change_the_sessions_pins(tmp_path: Pat
         )
 
         def replies(count: int) -> list[str]:
-            deadline = time.monotonic() + 20
+            deadline = time.monotonic() + 120
             while len(telegram.sent_messages(77)) < count and time.monotonic() < deadline:
                 time.sleep(0.05)
             return telegram.sent_messages(77)

@@ -85,7 +85,7 @@ def test_a_script_loaded_by_a_shells_start_up_file_prints_no_hint(tmp_path: Path
         env=_shell_env(tmp_path),
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
@@ -109,7 +109,7 @@ def test_the_bash_script_completes_subcommands_and_flags(tmp_path: Path) -> None
         env=env,
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=120,
         check=True,
     ).stdout
     serve_line = next(line for line in out.splitlines() if line.startswith("serve:"))
@@ -126,7 +126,7 @@ def test_python_dash_m_answers_the_same_completion_variable(tmp_path: Path) -> N
         "_TYPER_COMPLETE_ARGS": "duragent serve reload",
     }
     out = subprocess.run(
-        [sys.executable, "-m", "duragent"], env=env, capture_output=True, text=True, timeout=30
+        [sys.executable, "-m", "duragent"], env=env, capture_output=True, text=True, timeout=120
     )
     assert out.returncode == 0, out.stderr
     assert "reload-agents" in out.stdout

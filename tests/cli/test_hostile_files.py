@@ -16,8 +16,9 @@ from pathlib import Path
 import httpx
 
 from duragent.testing import Reply, ScriptedLLMServer
-from tests.cli.test_restart_approval import free_port, start, wait_ready
+from tests.cli.test_restart_approval import free_port, start
 from tests.gateways.http.api_fixtures import write_workspace
+from tests.polling import until_ready
 
 DEEP = "[" * 50_000 + "]" * 50_000
 
@@ -59,7 +60,7 @@ async def test_serve_keeps_serving_the_other_agents_when_one_has_nested_files(
         add_agents(tmp_path)
         server = start(tmp_path / "duragent.yaml", port)
         try:
-            await wait_ready(url)
+            await until_ready(url, alive=lambda: server.poll() is None)
             async with httpx.AsyncClient(base_url=url, timeout=60) as client:
                 names = [a["name"] for a in (await client.get("/api/v1/agents")).json()["agents"]]
                 assert names == ["bot", "pol"]

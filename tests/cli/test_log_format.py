@@ -15,18 +15,7 @@ import httpx
 from duragent.testing import Reply, ScriptedLLMServer
 from tests.cli.test_serve import free_port
 from tests.gateways.http.api_fixtures import write_workspace
-
-
-async def _ready(port: int, proc: asyncio.subprocess.Process) -> None:
-    async with httpx.AsyncClient() as client:
-        for _ in range(400):
-            assert proc.returncode is None, "serve exited early"
-            try:
-                await client.get(f"http://127.0.0.1:{port}/livez", timeout=1)
-                return
-            except httpx.TransportError:
-                await asyncio.sleep(0.05)
-    raise AssertionError("serve did not start")
+from tests.polling import until_ready
 
 
 async def serve_and_talk(
@@ -42,9 +31,9 @@ async def serve_and_talk(
     )  # fmt: skip
     turns: dict[str, str] = {}
     try:
-        await _ready(port, proc)
         base = f"http://127.0.0.1:{port}"
-        async with httpx.AsyncClient(base_url=base, timeout=20) as client:
+        await until_ready(base, path="/livez", alive=lambda: proc.returncode is None)
+        async with httpx.AsyncClient(base_url=base, timeout=120) as client:
             sid = (await client.post("/api/v1/sessions", json={"agent": "bot"})).json()
             reply = await client.post(
                 f"/api/v1/sessions/{sid['session_id']}/messages", json={"content": "hi"}
@@ -56,7 +45,7 @@ async def serve_and_talk(
             )
             turns["openai"] = done.headers["x-duragent-turn"]
         proc.send_signal(signal.SIGTERM)
-        out, _ = await asyncio.wait_for(proc.communicate(), 20)
+        out, _ = await asyncio.wait_for(proc.communicate(), 120)
     finally:
         if proc.returncode is None:
             proc.kill()

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 
 from duragent.testing import Reply, ScriptedLLMServer, ToolCallReply
 from tests.gateways.http.api_fixtures import write_workspace
+from tests.polling import until_ready
 
 POLICY = "apiVersion: duragent/v1alpha1\nkind: Policy\nmode: ask\n"
 TOOLS = "  tools:\n    - type: builtin\n      name: bash\n"
@@ -35,19 +34,6 @@ def start(config: Path, port: int) -> subprocess.Popen[bytes]:
     )
 
 
-async def wait_ready(url: str) -> None:
-    deadline = time.monotonic() + 30
-    async with httpx.AsyncClient() as client:
-        while time.monotonic() < deadline:
-            try:
-                if (await client.get(f"{url}/readyz")).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            await asyncio.sleep(0.05)
-    raise AssertionError("server did not start")
-
-
 async def test_an_approval_pending_when_the_process_is_killed_completes_after_restart(
     tmp_path: Path,
 ) -> None:
@@ -66,8 +52,8 @@ async def test_an_approval_pending_when_the_process_is_killed_completes_after_re
         )
         first = start(config, port)
         try:
-            await wait_ready(url)
-            async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+            await until_ready(url, alive=lambda: first.poll() is None)
+            async with httpx.AsyncClient(base_url=url, timeout=120) as client:
                 sid = (await client.post("/api/v1/sessions", json={"agent": "bot"})).json()[
                     "session_id"
                 ]
@@ -78,11 +64,11 @@ async def test_an_approval_pending_when_the_process_is_killed_completes_after_re
                 assert paused.json()["call_id"] == "c1"
         finally:
             first.send_signal(signal.SIGKILL)
-            first.wait(10)
+            first.wait(120)
         second = start(config, port)
         try:
-            await wait_ready(url)
-            async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+            await until_ready(url, alive=lambda: second.poll() is None)
+            async with httpx.AsyncClient(base_url=url, timeout=120) as client:
                 info = (await client.get(f"/api/v1/sessions/{sid}")).json()
                 assert info["status"] == "paused"
                 assert info["pending_approval"] is True
@@ -97,7 +83,7 @@ async def test_an_approval_pending_when_the_process_is_killed_completes_after_re
                 ).json()["messages"]
         finally:
             second.send_signal(signal.SIGTERM)
-            second.wait(15)
+            second.wait(120)
     assert done.status_code == 200
     assert done.json()["content"] == "The command printed survived."
     tool = next(m for m in history if m["role"] == "tool")

@@ -62,7 +62,7 @@ def test_serve_on_the_examples_answers_health_and_stops_gracefully(sig: signal.S
         agents = httpx.get(f"http://127.0.0.1:{port}/api/v1/agents").json()["agents"]
         assert [a["name"] for a in agents] == ["assistant"]
         proc.send_signal(sig)
-        out, _ = proc.communicate(timeout=60)
+        out, _ = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -78,7 +78,7 @@ def test_a_busy_port_is_one_clear_error_line(tmp_path: Path) -> None:
         busy.listen()
         port = busy.getsockname()[1]
         proc = start_serve("-c", str(EXAMPLES), "--port", str(port))
-        out, _ = proc.communicate(timeout=30)
+        out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 1
     assert f"error: cannot listen on 127.0.0.1:{port}" in out
     assert "--port" in out
@@ -91,7 +91,7 @@ def test_a_broken_config_is_reported_with_file_and_line_and_verbose_adds_the_tra
     config = tmp_path / "duragent.yaml"
     config.write_text("server:\n  port: 8080\nsessions:\n  compaction: shred\n")
     proc = start_serve("-c", str(config))
-    out, _ = proc.communicate(timeout=30)
+    out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 1
     assert f"error: {config}:4: sessions.compaction: invalid value" in out
     assert "'shred'" in out
@@ -101,7 +101,7 @@ def test_a_broken_config_is_reported_with_file_and_line_and_verbose_adds_the_tra
         [sys.executable, "-m", "duragent", "-v", "serve", "-c", str(config)],
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=120,
     )
     assert verbose.returncode == 1
     assert "Traceback" in verbose.stderr
@@ -109,7 +109,7 @@ def test_a_broken_config_is_reported_with_file_and_line_and_verbose_adds_the_tra
 
 def test_serve_without_a_workspace_says_how_to_make_one(tmp_path: Path) -> None:
     proc = start_serve("-c", str(tmp_path / "duragent.yaml"))
-    out, _ = proc.communicate(timeout=30)
+    out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 1
     assert "duragent init" in out
 
@@ -132,7 +132,7 @@ def test_serve_logs_a_broken_agents_error_once_and_a_shared_warning_once(
     try:
         wait_ready(port, proc)
         proc.send_signal(signal.SIGTERM)
-        out, _ = proc.communicate(timeout=60)
+        out, _ = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()

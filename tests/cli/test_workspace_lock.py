@@ -30,7 +30,7 @@ def stop(proc: subprocess.Popen[str]) -> str:
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
     try:
-        out, _ = proc.communicate(timeout=20)
+        out, _ = proc.communicate(timeout=120)
     except subprocess.TimeoutExpired:
         proc.kill()
         out, _ = proc.communicate()
@@ -50,7 +50,7 @@ def test_a_second_serve_on_the_same_workspace_fails_at_once_naming_the_first(
             "-c", str(tmp_path / "alias" / "duragent.yaml"), "--port", str(second_port)
         )
         try:
-            out, _ = second.communicate(timeout=30)
+            out, _ = second.communicate(timeout=120)
         finally:
             if second.poll() is None:
                 second.kill()
@@ -70,7 +70,7 @@ def test_a_killed_server_leaves_no_lock_behind(tmp_path: Path) -> None:
     first = start_serve("-c", str(config), "--port", str(port))
     wait_ready(port, first)
     first.send_signal(signal.SIGKILL)
-    first.communicate(timeout=20)
+    first.communicate(timeout=120)
     port = free_port()
     again = start_serve("-c", str(config), "--port", str(port))
     try:

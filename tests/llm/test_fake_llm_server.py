@@ -283,7 +283,7 @@ def test_the_command_line_server_serves_a_script_file_and_records_requests(
                 seen = http.get("/_fake/requests").json()
         finally:
             child.send_signal(signal.SIGTERM)
-            assert child.wait(timeout=10) == 0
+            assert child.wait(timeout=120) == 0
     assert first["choices"][0]["message"]["content"] == "from the file"
     assert second["content"][0]["text"] == "default"
     assert [r["path"] for r in seen] == [CHAT, MESSAGES, CHAT]

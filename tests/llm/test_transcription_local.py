@@ -53,7 +53,7 @@ def stand_in_module(seen: StandIn) -> types.ModuleType:
     class WhisperModel:
         def __init__(self, model: str, **options: Any) -> None:
             seen.loading.set()
-            seen.load_gate.wait(timeout=30)
+            seen.load_gate.wait(timeout=120)
             seen.loads.append((model, options))
 
         def transcribe(self, audio: io.BytesIO, language: str | None = None) -> Any:

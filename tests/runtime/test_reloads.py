@@ -52,7 +52,7 @@ async def serving(root: Path, clock: ManualClock) -> AsyncIterator[httpx.AsyncCl
     await runtime.start()
     try:
         url = f"http://127.0.0.1:{runtime.http_port}"
-        async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+        async with httpx.AsyncClient(base_url=url, timeout=120) as client:
             yield client
     finally:
         await runtime.aclose()

@@ -716,7 +716,7 @@ class Worker:
         if proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
+        proc.wait(timeout=120)
         if proc.stdout is not None:
             proc.stdout.close()
 
@@ -726,7 +726,7 @@ class Worker:
         except OSError:
             return ""
 
-    def wait_for(self, prefix: str, timeout: float = 30.0) -> str:
+    def wait_for(self, prefix: str, timeout: float = 120.0) -> str:
         """The next stdout line starting with ``prefix``; WorkerFailedError if none comes."""
         assert self.proc is not None
         assert self.proc.stdout is not None
@@ -745,13 +745,13 @@ class Worker:
             if ready:
                 chunk = os.read(fd, 65536)
                 if not chunk:
-                    code = self.proc.wait(timeout=10)
+                    code = self.proc.wait(timeout=120)
                     raise WorkerFailedError(
                         f"worker exited with {code} before {prefix!r}:\n{self.stderr_tail()}"
                     )
                 self._buffer += chunk
 
-    def wait_exit(self, timeout: float = 30.0) -> int:
+    def wait_exit(self, timeout: float = 120.0) -> int:
         """Wait for the worker to end by itself; its exit status (negative: a signal)."""
         assert self.proc is not None
         return self.proc.wait(timeout=timeout)
@@ -770,7 +770,7 @@ class Worker:
             _wait_stopped(proc.pid)
             phases = read_phases(self.phase_file)
         os.kill(proc.pid, signal.SIGKILL)
-        code = proc.wait(timeout=30)
+        code = proc.wait(timeout=120)
         if code != -signal.SIGKILL:
             raise WorkerFailedError(f"worker exited with {code}:\n{self.stderr_tail()}")
         return phases

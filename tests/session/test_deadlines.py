@@ -41,4 +41,4 @@ async def test_a_deadline_after_a_finished_longer_one_still_fires() -> None:
     second = loop.create_future()
     deadlines.watch(second, 0.05, "second")
     with pytest.raises(Expired, match="second"):
-        await asyncio.wait_for(second, 2.0)
+        await asyncio.wait_for(second, 120)

@@ -108,7 +108,7 @@ async def test_a_cap_lowered_for_descriptors_holds_even_for_recently_used_actors
         ids = [await reg.create(NewSession(agent="bot")) for _ in range(12)]
         for sid in ids:
             await reg.handle(sid).add_user_message(content="hi")
-        for _ in range(100):
+        for _ in range(6_000):
             if reg.live_count <= 4:
                 break
             await asyncio.sleep(0.02)

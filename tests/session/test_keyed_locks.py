@@ -29,7 +29,7 @@ async def test_ten_thousand_concurrent_chats_are_dropped_once_all_let_go() -> No
             await release.wait()
 
     tasks = [asyncio.create_task(hold(i)) for i in range(10_000)]
-    await asyncio.wait_for(all_inside.wait(), timeout=30)
+    await asyncio.wait_for(all_inside.wait(), timeout=120)
     assert len(locks) == 10_000  # each chat held at once: all distinct, none blocked
     release.set()
     await asyncio.gather(*tasks)

@@ -27,7 +27,7 @@ class HeldSnapshots(OsFileOps):
     def replace(self, source: Path, target: Path) -> None:
         if target.name == "state.yaml":
             self.entered.set()
-            self.release.wait(30)
+            self.release.wait(120)
         super().replace(source, target)
 
 
@@ -44,7 +44,7 @@ async def test_the_ask_that_makes_a_snapshot_due_is_answered_before_the_snapshot
     answered = 0
     snapshotting = False
     while not snapshotting:
-        await asyncio.wait_for(session.add_user_message(f"message {answered}"), 10)
+        await asyncio.wait_for(session.add_user_message(f"message {answered}"), 120)
         answered += 1
         assert answered <= 2 * SNAPSHOT_EVERY, "no snapshot became due"
         snapshotting = await asyncio.to_thread(ops.entered.wait, 0.05)
@@ -53,7 +53,7 @@ async def test_the_ask_that_makes_a_snapshot_due_is_answered_before_the_snapshot
     await asyncio.sleep(0.2)
     assert not queued.done()  # the next ask waits for the actor, which is writing
     ops.release.set()
-    await asyncio.wait_for(queued, 10)
+    await asyncio.wait_for(queued, 120)
     await registry.aclose()
     restarted = SessionRegistry(SessionStore(tmp_path), RegistrySettings())
     await restarted.open()

@@ -74,7 +74,7 @@ async def test_an_actor_that_failed_to_load_does_not_stay_running(tmp_path: Path
         for _ in range(3):
             with pytest.raises(StorageError):
                 await reg.info(sid)
-        for _ in range(50):  # the failed actors stop on their own threads
+        for _ in range(6_000):  # the failed actors stop on their own threads
             if len(pykka.ActorRegistry.get_all()) <= before:
                 break
             await asyncio.sleep(0.02)

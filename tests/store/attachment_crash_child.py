@@ -114,7 +114,7 @@ class Child:
         if proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
+        proc.wait(timeout=120)
         for stream in (proc.stdout, proc.stderr):
             if stream is not None:
                 stream.close()

@@ -45,9 +45,9 @@ async def connected_client(dc: FakeDiscord) -> AsyncIterator[Listening]:
     await client.login(dc.token)
     running = asyncio.create_task(client.connect(reconnect=False))
     try:
-        await asyncio.wait_for(ready.wait(), 30)
+        await asyncio.wait_for(ready.wait(), 120)
         yield Listening(dc, client, received)
     finally:
         await client.close()
-        await asyncio.wait_for(running, 30)
+        await asyncio.wait_for(running, 120)
         restore()

@@ -28,7 +28,7 @@ async def test_discord_py_reads_an_image_attachment_from_the_fake(listening: Lis
     picture = png(640, 480)
     photo = dc.attachment(picture, "cat photo.png", description="a cat")
     await dc.push_message(CHANNEL, "look", ANN, attachments=[photo])
-    message = await asyncio.wait_for(listening.received.get(), 30)
+    message = await asyncio.wait_for(listening.received.get(), 120)
     (attachment,) = message.attachments
     assert (attachment.filename, attachment.size) == ("cat photo.png", len(picture))
     assert (attachment.content_type, attachment.width, attachment.height) == ("image/png", 640, 480)
@@ -44,7 +44,7 @@ async def test_a_voice_message_is_flagged_as_discord_sends_it(listening: Listeni
     dc = listening.dc
     voice = dc.attachment(b"OggS-voice", "voice-message.ogg", voice_seconds=3.5)
     await dc.push_message(CHANNEL, "", ANN, attachments=[voice])
-    message = await asyncio.wait_for(listening.received.get(), 30)
+    message = await asyncio.wait_for(listening.received.get(), 120)
     (attachment,) = message.attachments
     assert attachment.is_voice_message()
     assert (attachment.duration, attachment.content_type) == (3.5, "audio/ogg")
@@ -59,7 +59,7 @@ async def test_a_failed_download_raises_in_discord_py_and_is_not_counted(
     document = dc.attachment(b"%PDF-1.7 notes", "notes.pdf")
     assert document["content_type"] == "application/pdf"
     await dc.push_message(CHANNEL, "the notes", ANN, attachments=[document])
-    (attachment,) = (await asyncio.wait_for(listening.received.get(), 30)).attachments
+    (attachment,) = (await asyncio.wait_for(listening.received.get(), 120)).attachments
     dc.cdn.fail_next(1, status=503)
     with pytest.raises(discord.HTTPException):
         await attachment.read()

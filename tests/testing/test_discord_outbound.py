@@ -33,7 +33,7 @@ async def text_channel(listening: Listening) -> discord.TextChannel:
 
 async def own_echo(listening: Listening) -> discord.Message:
     """The MESSAGE_CREATE of the bot's own message, as Discord echoes it."""
-    return await asyncio.wait_for(listening.received.get(), 30)
+    return await asyncio.wait_for(listening.received.get(), 120)
 
 
 async def test_a_message_with_files_is_recorded_with_their_bytes_and_names(

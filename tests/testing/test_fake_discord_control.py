@@ -83,7 +83,7 @@ def test_the_cli_serves_the_fake_in_its_own_process() -> None:
         assert me["bot"] is True
     finally:
         child.terminate()
-        status = child.wait(10)
+        status = child.wait(120)
         if child.stdout is not None:
             child.stdout.close()
     assert status == 0

@@ -46,7 +46,7 @@ async def test_a_long_poll_waiting_for_updates_receives_one_pushed_later(
     poll = asyncio.create_task(bot.get_updates(timeout=10))
     assert await eventually(lambda: tg.polls_waiting == 1)
     tg.push_message(CHAT, "hello there")
-    updates = await asyncio.wait_for(poll, 5)
+    updates = await asyncio.wait_for(poll, 120)
     assert [u.message.text for u in updates if u.message] == ["hello there"]
     message = updates[0].message
     assert message is not None
@@ -102,7 +102,7 @@ async def test_a_newer_poll_ends_an_older_one_with_conflict(
     async with telegram.Bot(tg.token, base_url=tg.base_url) as second_instance:
         await second_instance.get_updates()
     with pytest.raises(telegram.error.Conflict, match="terminated by other getUpdates"):
-        await asyncio.wait_for(older, 5)
+        await asyncio.wait_for(older, 120)
 
 
 # -- what users send ---------------------------------------------------------------------------
@@ -447,7 +447,7 @@ def test_the_cli_serves_the_fake_in_its_own_process() -> None:
         assert me["result"]["is_bot"] is True
     finally:
         child.terminate()
-        status = child.wait(10)
+        status = child.wait(120)
         if child.stdout is not None:
             child.stdout.close()
     assert status == 0
@@ -478,6 +478,6 @@ def test_the_cli_without_a_token_prints_a_gateway_config_duragent_accepts(
         assert httpx.get(f"{url}/bot{telegram.bot_token}/getMe").json()["ok"] is True
     finally:
         child.terminate()
-        child.wait(10)
+        child.wait(120)
         if child.stdout is not None:
             child.stdout.close()

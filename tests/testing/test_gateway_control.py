@@ -43,7 +43,7 @@ class Plugin:
 
     async def event(self) -> object:
         assert self.process.stdout is not None
-        line = await asyncio.wait_for(self.process.stdout.readline(), 30)
+        line = await asyncio.wait_for(self.process.stdout.readline(), 120)
         return parse_event(line.decode())
 
 
@@ -64,7 +64,7 @@ async def plugin() -> AsyncIterator[Plugin]:
         finally:
             assert process.stdin is not None
             process.stdin.close()
-            assert await asyncio.wait_for(process.wait(), 30) == 0
+            assert await asyncio.wait_for(process.wait(), 120) == 0
 
 
 def base64_media(data: bytes, mime_type: str, filename: str | None = None) -> dict[str, object]:

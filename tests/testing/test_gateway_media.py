@@ -30,7 +30,7 @@ class Plugin:
 
     async def event(self) -> str:
         assert self.process.stdout is not None
-        line = await asyncio.wait_for(self.process.stdout.readline(), 30)
+        line = await asyncio.wait_for(self.process.stdout.readline(), 120)
         return line.decode()
 
 
@@ -51,7 +51,7 @@ async def plugin() -> AsyncIterator[Plugin]:
         finally:
             assert process.stdin is not None
             process.stdin.close()  # end of input: the child exits 0
-            assert await asyncio.wait_for(process.wait(), 30) == 0
+            assert await asyncio.wait_for(process.wait(), 120) == 0
 
 
 async def test_a_media_message_points_at_a_file_served_and_counted() -> None:

@@ -23,7 +23,7 @@ def serving(app: ASGIApp, host: str = "127.0.0.1") -> Iterator[int]:
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 120
     while not server.started and time.monotonic() < deadline:
         time.sleep(0.01)
     assert server.started

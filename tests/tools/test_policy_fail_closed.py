@@ -244,7 +244,7 @@ def test_whatever_echo_star_allows_runs_only_echo_in_real_bash(
     script = 'trap \'printf "%q\\n" "$BASH_COMMAND" >> "$TRACE"\' DEBUG; set -T; eval "$CMD"'
     env = {"PATH": "/nonexistent", "CMD": command, "TRACE": str(trace), "HOME": str(work)}
     run = subprocess.run(
-        ["/bin/bash", "-c", script], cwd=work, env=env, capture_output=True, timeout=10, input=b""
+        ["/bin/bash", "-c", script], cwd=work, env=env, capture_output=True, timeout=120, input=b""
     )
     ran = [line for line in trace.read_text().splitlines() if line.strip()]
     harness = ("set\\ -T", "eval\\ ")

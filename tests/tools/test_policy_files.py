@@ -479,7 +479,7 @@ def test_concurrent_approvals_are_all_kept(workspace_file: Path, agent_dir: Path
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(timeout=30)
+        thread.join(timeout=120)
 
     assert errors == []
     allow = load_policy(workspace_file, agent_dir).allow

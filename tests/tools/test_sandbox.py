@@ -226,7 +226,7 @@ async def test_a_process_that_left_the_group_still_ends_with_the_sandboxed_call(
     assert (ok, text) == (True, "started\n")
     # Unconfined, `setsid` escapes the process group; in the sandbox its pid namespace ends
     # with the call, and everything in it.
-    for _ in range(100):
+    for _ in range(6_000):
         if not running("sleep 4242.5"):
             break
         await asyncio.sleep(0.02)

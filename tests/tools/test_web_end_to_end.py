@@ -23,8 +23,9 @@ from starlette.routing import Route
 
 from duragent.core.events import EventType
 from duragent.testing import Reply, ScriptedLLMServer, ToolCallReply
-from tests.cli.test_restart_approval import free_port, start, wait_ready
+from tests.cli.test_restart_approval import free_port, start
 from tests.gateways.http.api_fixtures import write_workspace
+from tests.polling import until_ready
 from tests.session.test_crash_recovery import logged_events
 from tests.tools.local_http import serving
 
@@ -90,7 +91,7 @@ async def test_a_served_agent_fetching_a_bomb_and_its_own_api_stays_live_and_lea
         write_workspace(tmp_path, llm.openai_base_url, tools=tools)
         server = start(tmp_path / "duragent.yaml", port)
         try:
-            await wait_ready(url)
+            await until_ready(url, alive=lambda: server.poll() is None)
             async with httpx.AsyncClient(base_url=url, timeout=60) as client:
                 victim = (await client.post("/api/v1/sessions", json={"agent": "bot"})).json()
                 spy = (await client.post("/api/v1/sessions", json={"agent": "bot"})).json()
@@ -126,7 +127,7 @@ async def test_a_served_agent_fetching_a_bomb_and_its_own_api_stays_live_and_lea
                 )
         finally:
             server.kill()
-            server.wait(10)
+            server.wait(120)
     print(f"livez worst {worst:.3f} s, server peak memory growth {growth:.0f} MB")
     assert answered.status_code < 400, answered.text
     bomb_result, own_result = tool_results(tmp_path, spy["session_id"])

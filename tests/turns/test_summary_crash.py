@@ -45,18 +45,18 @@ def run_until(
         line = proc.stdout.readline().decode()
         assert line.startswith("SEEDED "), line
         sid = line.split()[1]
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 120
         while not ready(list(server.requests)):
             assert proc.poll() is None, "the worker died"
             assert time.monotonic() < deadline, "the worker never got there"
             time.sleep(0.01)
         proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
+        proc.wait(120)
         return sid
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.wait(10)
+            proc.wait(120)
         if proc.stdout is not None:
             proc.stdout.close()
 

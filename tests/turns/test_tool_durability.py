@@ -18,8 +18,9 @@ import httpx
 from duragent.core.events import EventType
 from duragent.session.state import INTERRUPTED_RESULT
 from duragent.testing import Reply, ScriptedLLMServer, ToolCallReply
-from tests.cli.test_restart_approval import free_port, start, wait_ready
+from tests.cli.test_restart_approval import free_port, start
 from tests.gateways.http.api_fixtures import write_workspace
+from tests.polling import until_ready
 from tests.session.crash_worker import wait_until_gone
 from tests.session.test_crash_recovery import logged_events
 
@@ -31,8 +32,8 @@ def read_if_written(path: Path) -> str:
 
 
 async def wait_for_file(path: Path) -> str:
-    """The file's text once the tool has written it (30 s at most)."""
-    deadline = time.monotonic() + 30
+    """The file's text once the tool has written it (120 s at most)."""
+    deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if text := read_if_written(path):
             return text
@@ -60,7 +61,7 @@ async def test_a_server_killed_while_a_tool_runs_has_the_call_on_disk_and_leaves
         )
         server = start(config, port)
         try:
-            await wait_ready(url)
+            await until_ready(url, alive=lambda: server.poll() is None)
             async with httpx.AsyncClient(base_url=url, timeout=60) as client:
                 sid = (await client.post("/api/v1/sessions", json={"agent": "bot"})).json()[
                     "session_id"
@@ -70,13 +71,13 @@ async def test_a_server_killed_while_a_tool_runs_has_the_call_on_disk_and_leaves
                 )
                 pgid = int(await wait_for_file(side))  # the tool has started
                 server.send_signal(signal.SIGKILL)
-                server.wait(10)
+                server.wait(120)
                 with contextlib.suppress(httpx.HTTPError):
                     await turn
         finally:
             if server.poll() is None:
                 server.kill()
-                server.wait(10)
+                server.wait(120)
 
         survivors = wait_until_gone(pgid)
         folder = tmp_path / ".duragent" / "sessions" / sid
@@ -88,12 +89,12 @@ async def test_a_server_killed_while_a_tool_runs_has_the_call_on_disk_and_leaves
 
         restarted = start(config, port)
         try:
-            await wait_ready(url)
-            async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+            await until_ready(url, alive=lambda: restarted.poll() is None)
+            async with httpx.AsyncClient(base_url=url, timeout=120) as client:
                 info = (await client.get(f"/api/v1/sessions/{sid}")).json()
         finally:
             restarted.send_signal(signal.SIGTERM)
-            restarted.wait(15)
+            restarted.wait(120)
 
     assert survivors == [], f"processes of the tool's group outlived the server: {survivors}"
     assert [c["call_id"] for e in calls for c in e.data["tool_calls"]] == ["c1"]

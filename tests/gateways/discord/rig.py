@@ -70,7 +70,7 @@ async def discord_rig(
         (agent / "agent.yaml").write_text(agent_yaml(llm.openai_base_url, None, []))
         runtime = Runtime(load_workspace(root), port=0)
         await runtime.start()
-        http = httpx.AsyncClient(base_url=f"http://127.0.0.1:{runtime.http_port}", timeout=30)
+        http = httpx.AsyncClient(base_url=f"http://127.0.0.1:{runtime.http_port}", timeout=120)
         try:
             yield Rig(dc, llm, runtime, http)
         finally:

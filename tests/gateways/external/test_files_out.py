@@ -62,7 +62,7 @@ async def test_a_send_media_refused_for_now_is_sent_again_until_taken(tmp_path: 
         offer_chart(chat)
         await chat.child.refuse("rate_limited", "slow down", command="send_media")
         await chat.emit(message("42", "the chart please", message_id="m1", sender_id="42"))
-        assert await eventually(lambda: len(chat.child.sent_media("42")) == 2, within=30)
+        assert await eventually(lambda: len(chat.child.sent_media("42")) == 2, within=120)
         await chat.settle()
         sent = chat.child.sent_media("42")
         texts = [c["content"] for c in chat.child.of_type("send_message")]

@@ -74,7 +74,7 @@ async def served(
         headers = {"authorization": f"Bearer {token}"} if token else {}
         try:
             async with httpx.AsyncClient(
-                base_url=f"http://127.0.0.1:{runtime.http_port}", headers=headers, timeout=30
+                base_url=f"http://127.0.0.1:{runtime.http_port}", headers=headers, timeout=120
             ) as client:
                 yield Served(runtime, client, llm, root)
         finally:

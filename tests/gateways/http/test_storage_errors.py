@@ -32,7 +32,7 @@ async def _user_texts(client: httpx.AsyncClient, sid: str) -> list[str]:
 
 
 async def _wait_ready(client: httpx.AsyncClient) -> httpx.Response:
-    for _ in range(100):  # the probe runs at most once a second
+    for _ in range(1_200):  # the probe runs at most once a second
         ready = await client.get("/readyz")
         if ready.status_code == 200:
             return ready
@@ -149,7 +149,7 @@ async def test_a_disk_that_fills_during_the_turn_answers_507_and_the_retry_is_an
         turn = asyncio.create_task(
             s.client.post(f"/api/v1/sessions/{sid}/messages", json={"content": "question"})
         )
-        for _ in range(200):  # the message is recorded once the model has been asked
+        for _ in range(12_000):  # the message is recorded once the model has been asked
             if s.server.requests:
                 break
             await asyncio.sleep(0.01)

@@ -154,7 +154,7 @@ def _with_llm(media: dict[str, Any] | None, llm_url: str) -> dict[str, Any] | No
 async def _start_runtime(root: Path) -> tuple[Runtime, httpx.AsyncClient]:
     runtime = Runtime(load_workspace(root), port=0)
     await runtime.start()
-    client = httpx.AsyncClient(base_url=f"http://127.0.0.1:{runtime.http_port}", timeout=30)
+    client = httpx.AsyncClient(base_url=f"http://127.0.0.1:{runtime.http_port}", timeout=120)
     return runtime, client
 
 

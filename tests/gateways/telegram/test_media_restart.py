@@ -35,7 +35,7 @@ async def test_a_sigkill_between_download_and_turn_loses_nothing_and_downloads_o
         try:
             serve.start()
             await serve.wait_ready()
-            assert await eventually(lambda: tg.polls_waiting >= 1, within=30)
+            assert await eventually(lambda: tg.polls_waiting >= 1, within=120)
             # The poll waiting now has passed the fault check: the *next* one, which would
             # confirm the photo's update, is held until the fake stops.
             tg.add_fault(FaultRule.slow(3600, method="getUpdates", times=1))
@@ -48,7 +48,7 @@ async def test_a_sigkill_between_download_and_turn_loses_nothing_and_downloads_o
             serve.start()
             await serve.wait_ready()
             assert await eventually(lambda: tg.sent_messages(42) == ["A red photo."], within=60)
-            assert await eventually(lambda: not tg.pending_updates(), within=30)
+            assert await eventually(lambda: not tg.pending_updates(), within=120)
         finally:
             serve.stop()
         photo_id = update["message"]["photo"][-1]["file_id"]

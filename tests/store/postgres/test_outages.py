@@ -31,7 +31,7 @@ def store_through(outage: postgres_db.Outage, timeout: float = 5) -> Iterator[Po
             outage.down()
 
 
-def wait_until_healthy(store: PostgresSessionStore, seconds: float = 10) -> float:
+def wait_until_healthy(store: PostgresSessionStore, seconds: float = 120) -> float:
     """Seconds until the store answers again."""
     began = time.monotonic()
     while store.health.check(min_interval=0) is not None:

@@ -30,5 +30,5 @@ async def test_a_spawn_cancelled_while_its_process_starts_is_still_reported_when
         if not r.registry.listing(reach_of("bot", OPERATOR)):
             return  # cut before the job was recorded: nothing to report
         gate.touch()
-        message = await r.told.wait_ended(within=10)
+        message = await r.told.wait_ended(within=120)
     assert "Status: completed (exit 0)" in message

@@ -94,7 +94,7 @@ def jobs(tmp_path: Path) -> dict[str, dict[str, Any]]:
 async def test_a_plain_job_dies_with_a_killed_server_and_its_session_hears_it_after_restart(
     tmp_path: Path,
 ) -> None:
-    async with workspace(tmp_path) as (llm, serve), httpx.AsyncClient(timeout=30) as client:
+    async with workspace(tmp_path) as (llm, serve), httpx.AsyncClient(timeout=120) as client:
         serve.start()
         await ready(serve)
         sid = (await client.post(f"{serve.url}/api/v1/sessions", json={"agent": "bot"})).json()[
@@ -134,7 +134,7 @@ async def test_an_interactive_job_outlives_a_killed_server_and_is_reattached(
     monkeypatch.setenv("TMUX_TMPDIR", str(tmux_dir))  # the children's private tmux server
     gate = tmp_path / "go"
     try:
-        async with workspace(tmp_path) as (llm, serve), httpx.AsyncClient(timeout=30) as client:
+        async with workspace(tmp_path) as (llm, serve), httpx.AsyncClient(timeout=120) as client:
             serve.start()
             await ready(serve)
             created = await client.post(f"{serve.url}/api/v1/sessions", json={"agent": "bot"})

@@ -206,7 +206,7 @@ async def test_a_disconnect_during_a_tool_records_its_result_before_the_next_tur
             async for line in response.aiter_lines():
                 if line.startswith("event: tool_call"):
                     break
-        for _ in range(200):
+        for _ in range(2_400):
             info = (await s.client.get(f"/api/v1/sessions/{sid}")).json()
             if info["status"] == "paused":
                 break
@@ -220,7 +220,7 @@ async def test_a_disconnect_during_a_tool_records_its_result_before_the_next_tur
         await restarted.start()
         try:
             async with httpx.AsyncClient(
-                base_url=f"http://127.0.0.1:{restarted.http_port}", timeout=30
+                base_url=f"http://127.0.0.1:{restarted.http_port}", timeout=120
             ) as client:
                 after_restart = (await client.get(f"/api/v1/sessions/{sid}")).json()["status"]
         finally:

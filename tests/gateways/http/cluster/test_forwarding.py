@@ -61,7 +61,7 @@ async def test_a_message_sent_to_another_node_is_answered_by_the_owner(
     two_nodes: tuple[Runtime, Runtime],
 ) -> None:
     owner, other = two_nodes
-    async with httpx.AsyncClient(timeout=30) as client:
+    async with httpx.AsyncClient(timeout=120) as client:
         made = await client.post(f"{url(owner)}/api/v1/sessions", json={"agent": "alpha"})
         sid = made.json()["session_id"]
         sent = [
@@ -86,7 +86,7 @@ async def test_a_message_sent_to_another_node_is_answered_by_the_owner(
 
 async def test_a_forged_forwarding_header_is_refused(two_nodes: tuple[Runtime, Runtime]) -> None:
     owner, _ = two_nodes
-    async with httpx.AsyncClient(timeout=30) as client:
+    async with httpx.AsyncClient(timeout=120) as client:
         made = await client.post(f"{url(owner)}/api/v1/sessions", json={"agent": "alpha"})
         sid = made.json()["session_id"]
         forged = await client.get(
@@ -100,7 +100,7 @@ async def test_a_session_whose_owner_stopped_is_taken_over(
     two_nodes: tuple[Runtime, Runtime], write_agent: Callable[..., Path]
 ) -> None:
     owner, other = two_nodes
-    async with httpx.AsyncClient(timeout=30) as client:
+    async with httpx.AsyncClient(timeout=120) as client:
         made = await client.post(f"{url(owner)}/api/v1/sessions", json={"agent": "alpha"})
         sid = made.json()["session_id"]
         await client.post(f"{url(owner)}/api/v1/sessions/{sid}/messages", json={"content": "a"})
@@ -116,7 +116,7 @@ async def test_a_message_recorded_by_an_owner_that_went_away_is_answered_once_el
     two_nodes: tuple[Runtime, Runtime],
 ) -> None:
     first, second = two_nodes
-    async with httpx.AsyncClient(timeout=30) as client:
+    async with httpx.AsyncClient(timeout=120) as client:
         made = await client.post(f"{url(first)}/api/v1/sessions", json={"agent": "alpha"})
         sid = made.json()["session_id"]
         # the first owner recorded the message, then went away before its turn ran
@@ -151,7 +151,7 @@ async def test_a_hop_is_never_forwarded_again_and_an_old_one_is_not_served(
             SIGNATURE: sign(key, "POST", target, stamp, "n1", body),
         }
 
-    async with httpx.AsyncClient(timeout=30) as client:
+    async with httpx.AsyncClient(timeout=120) as client:
         made = await client.post(f"{url(owner)}/api/v1/sessions", json={"agent": "alpha"})
         sid = made.json()["session_id"]
         target = f"/api/v1/sessions/{sid}/messages"
@@ -200,7 +200,7 @@ async def test_an_openai_conversation_continued_on_another_node_is_answered_by_i
     def turn(content: str, **extra: object) -> dict[str, object]:
         return {"model": "alpha", "messages": [{"role": "user", "content": content}], **extra}
 
-    async with httpx.AsyncClient(timeout=30) as client:
+    async with httpx.AsyncClient(timeout=120) as client:
         first = await client.post(f"{url(owner)}/v1/chat/completions", json=turn("m0", user="u1"))
         sid = first.headers["x-duragent-session"]
         by_key = await client.post(f"{url(other)}/v1/chat/completions", json=turn("m1", user="u1"))

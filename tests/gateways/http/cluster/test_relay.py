@@ -56,7 +56,7 @@ async def test_only_a_signed_hop_is_taken_and_one_for_a_gateway_not_running_here
             SIGNATURE: signature or real,
         }
 
-    async with httpx.AsyncClient(base_url=url(node), timeout=30) as client:
+    async with httpx.AsyncClient(base_url=url(node), timeout=120) as client:
         plain = await client.post(
             RELAY_PATH, content=body, headers={"content-type": "application/json"}
         )

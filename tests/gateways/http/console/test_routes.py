@@ -121,7 +121,7 @@ async def test_the_view_says_a_reply_is_awaited_while_a_turn_runs(tmp_path: Path
         s.server.enqueue(Reply(text="slow", delay=0.5))
         path = f"/api/v1/sessions/{sid}/messages"
         turn = asyncio.create_task(s.client.post(path, json={"content": "hi"}))
-        for _ in range(50):
+        for _ in range(12_000):
             during = (await s.client.get(view)).json()["session"]
             if during["last_seq"] > 1:
                 break

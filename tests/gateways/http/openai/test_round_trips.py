@@ -85,7 +85,7 @@ async def test_a_session_of_another_agent_is_refused_with_nothing_written(
         await runtime.start()
         try:
             base = f"http://127.0.0.1:{runtime.http_port}"
-            async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+            async with httpx.AsyncClient(base_url=base, timeout=120) as client:
                 made = await client.post("/api/v1/sessions", json={"agent": "bot"})
                 sid = made.json()["session_id"]
                 sent = await client.post(

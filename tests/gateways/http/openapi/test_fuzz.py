@@ -174,7 +174,7 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
     thread.start()
     try:
         server = LiveServer(base_url=f"http://127.0.0.1:{thread.port()}")
-        with httpx.Client(base_url=server.base_url, timeout=30) as client:
+        with httpx.Client(base_url=server.base_url, timeout=120) as client:
             _seed(client, server)
         yield server
     finally:
@@ -277,7 +277,7 @@ schema = schemathesis.openapi.from_dict(_fuzzed_document(), config=CONFIG).exclu
 
 
 def test_the_fuzzed_document_is_the_served_one(live_server: LiveServer) -> None:
-    served = httpx.get(f"{live_server.base_url}/openapi.json", timeout=10)
+    served = httpx.get(f"{live_server.base_url}/openapi.json", timeout=120)
     assert served.json() == openapi_document(__version__)
 
 
@@ -338,7 +338,7 @@ def test_inputs_that_once_broke_the_contract(
         live_server.base_url + path.format(sid=sid),
         content=body,
         headers={"content-type": "application/json"},
-        timeout=10,
+        timeout=120,
     )
     assert response.status_code == status, response.text
     if status >= 400:
@@ -348,7 +348,7 @@ def test_inputs_that_once_broke_the_contract(
 
 def test_a_405_is_a_problem_listing_every_method_of_the_path(live_server: LiveServer) -> None:
     sid = live_server.ids["session-0"]
-    response = httpx.put(f"{live_server.base_url}/api/v1/sessions/{sid}/messages", timeout=10)
+    response = httpx.put(f"{live_server.base_url}/api/v1/sessions/{sid}/messages", timeout=120)
     assert response.status_code == 405
     assert response.headers["content-type"] == PROBLEM
     assert response.headers["allow"] == "GET, HEAD, POST"
@@ -357,7 +357,7 @@ def test_a_405_is_a_problem_listing_every_method_of_the_path(live_server: LiveSe
 def test_approve_checks_the_whole_body_and_names_a_stale_call_id(
     live_server: LiveServer,
 ) -> None:
-    with httpx.Client(base_url=live_server.base_url, timeout=30) as client:
+    with httpx.Client(base_url=live_server.base_url, timeout=120) as client:
         sid = client.post("/api/v1/sessions", json={"agent": "bot"}).json()["session_id"]
         asked = client.post(f"/api/v1/sessions/{sid}/messages", json={"content": APPROVAL_REQUEST})
         call_id = asked.json()["call_id"]

@@ -99,7 +99,7 @@ class Conn:
 
 
 async def _until(predicate: Any) -> None:
-    for _ in range(2000):
+    for _ in range(12_000):
         if predicate():
             return
         await asyncio.sleep(0.01)

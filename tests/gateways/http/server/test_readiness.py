@@ -17,7 +17,7 @@ from tests.turns.turn_fixtures import agent_yaml
 
 async def until_ready(s: Served) -> None:
     """Until /readyz says ready (the runtime warms its providers as it starts)."""
-    for _ in range(200):
+    for _ in range(2_400):
         if (await s.client.get("/readyz")).status_code == 200:
             return
         await asyncio.sleep(0.05)
@@ -37,7 +37,7 @@ async def test_readyz_says_unavailable_while_every_slot_is_held(tmp_path: Path) 
                     pass
 
         holder = asyncio.create_task(stream())
-        for _ in range(200):
+        for _ in range(2_400):
             busy = await s.client.get("/readyz")
             if busy.status_code == 503:
                 break
@@ -54,7 +54,7 @@ async def test_readyz_says_unavailable_while_every_slot_is_held(tmp_path: Path) 
         holder.cancel()  # the client leaves: its slot is freed
         with contextlib.suppress(asyncio.CancelledError):
             await holder
-        for _ in range(200):
+        for _ in range(2_400):
             ready = await s.client.get("/readyz")
             if ready.status_code == 200:
                 break
