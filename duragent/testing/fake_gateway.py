@@ -14,7 +14,9 @@ the test (``GatewayControl`` in ``gateway_control``, listening on the socket):
   the text as it is (``raw_hex`` for bytes that are not UTF-8), ``{"refuse": {"code", "message"}}``
   answers the next command with ``command_error`` (with ``"only": "<type>"`` the next of that
   type, with ``"times": n`` that many), ``{"hold": true}`` stops answering commands (a
-  platform that hangs), ``{"exit": n}`` exits with ``n``;
+  platform that hangs), ``{"exit": n}`` exits with ``n``; ``refuse`` and ``hold`` are
+  reported as ``{"applied": …}`` once in effect (the test waits for it: its orders and
+  duragent's commands arrive on two channels);
 - each answer it writes is reported as ``{"answered": {…}}`` (the ``message_id`` given);
 - a ``send_media`` whose ``media`` is not the protocol's (``source`` ``url`` with a ``url``,
   or ``base64`` with ``data`` and ``mime_type``) is answered ``command_error``
@@ -226,9 +228,11 @@ class _Child:
                     self.write(bytes.fromhex(order["raw_hex"]))
                 elif "hold" in order:
                     self.holding = bool(order["hold"])
+                    self.tell({"applied": "hold"})
                 elif "refuse" in order:
                     refusal = {**order["refuse"], "only": order.get("only")}
                     self.refusals.append({**refusal, "times": int(order.get("times", 1))})
+                    self.tell({"applied": "refuse"})
                 elif "exit" in order:
                     self.exit(int(order["exit"]))
         self.exit(3)  # the test went away: do not outlive it

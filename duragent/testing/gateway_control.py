@@ -100,6 +100,8 @@ class FakeChild:
         self.emitted: set[str] = set()
         """Message ids of events the child wrote to its stdout (they reach duragent even if
         the child dies next: the pipe keeps them)."""
+        self.applied = 0
+        """How many state-changing orders (``refuse``, ``hold``) the child has applied."""
         self.answers: dict[str, dict[str, Any]] = {}
         """``request_id`` → the ``command_ok`` / ``command_error`` the child answered."""
         self.closed = asyncio.Event()
@@ -131,11 +133,24 @@ class FakeChild:
         ``invalid_request``, ``not_connected``.
         """
         refusal = {"refuse": {"code": code, "message": message}, "only": command, "times": times}
-        await self._order(refusal)
+        await self._applied(refusal)
 
     async def hold(self) -> None:
         """Make the child stop answering commands (they are still passed to the test)."""
-        await self._order({"hold": True})
+        await self._applied({"hold": True})
+
+    async def _applied(self, order: dict[str, Any], *, within: float = WAIT_SECONDS) -> None:
+        """Give ``order`` and return once the child has applied it.
+
+        Orders and duragent's commands reach the child on two channels (its control socket,
+        its stdin): without the wait, a command written right after could be read first.
+        """
+        wanted = self.applied + 1
+        await self._order(order)
+        async with asyncio.timeout(within):
+            while self.applied < wanted:
+                self._changed.clear()
+                await self._changed.wait()
 
     async def exit(self, code: int) -> None:
         """Make the child exit with ``code``."""
@@ -249,6 +264,9 @@ class GatewayControl:
                         self.on_command(child, report["command"])
                 elif "emitted" in report and child is not None:
                     child.emitted.add(str(report["emitted"]))
+                elif "applied" in report and child is not None:
+                    child.applied += 1
+                    child._changed.set()
                 elif "answered" in report and child is not None:
                     answer = report["answered"]
                     child.answers[str(answer.get("request_id"))] = answer
