@@ -18,11 +18,12 @@ reply exists and stays on disk, not recorded as delivered), which tells the chat
 
 A crash between sending and recording leaves that one reply unrecorded: handed over again
 after the restart, it is sent again (at least once, no more than once per crash: no platform
-lets a send and a local fsync be one step). A reply of several messages (its texts, then its
-files: ``reply_parts``) is recorded part by part: a ``delivery`` record with ``parts`` after
-each part but the last, durable before the next part goes, then the whole reply's record (a
-reply of one part writes that one alone, as before). Handed over again, it sends only the
-parts after those recorded: a crash re-sends at most the part that was in flight. A
+lets a send and a local fsync be one step). A reply of several messages (its texts, each as
+the messages the port splits it into, then its files: ``reply_parts``) is recorded part by
+part, a part being one message: a ``delivery`` record with ``parts`` after each part but the
+last, durable before the next part goes, then the whole reply's record (a reply of one
+message writes that one alone, as before). Handed over again, it sends only the parts after
+those recorded: a crash re-sends at most the message that was in flight. A
 redelivered platform message that was already answered comes back from the runner as
 ``Duplicate`` and sends nothing. The replies a crash left unsent (after
 ``last_delivered_seq``) are handed over again at a gateway's start by ``recover_chats``.
@@ -48,10 +49,11 @@ whose own records and ``_sending`` set stop it sending that reply twice, and a r
 the disk.
 
 A reply shown as it was written (``preview``) comes with its turn's ``ReplyStream``: its
-first text is put in the preview's place instead of being sent, the rest as usual, and the
-preview's record is removed before that part's ``delivery`` record is written (a crash in
-between sends the part again, as above; the other order could have a restart delete it). A
-reply whose first part is recorded already has nothing to put there: its preview goes. A
+first part (its first text's first message) is put in the preview's place instead of being
+sent, the rest as usual, and the preview's record is removed before that part's
+``delivery`` record is written (a crash in between sends the part again, as above; the other
+order could have a restart delete it). A reply whose first part is recorded already has
+nothing to put there: its preview goes. A
 result with no reply to show (a duplicate, a failure) deletes the preview; an approval
 request follows the text the preview showed. After a crash, ``recovery`` hands over the
 preview the crash left the same way.
@@ -78,7 +80,7 @@ from duragent.frontkit.approval_rights import unanswerable_note
 from duragent.frontkit.outbound import ChatRef, OutboundPort, SentMessage
 from duragent.frontkit.outbox import UndeliveredError
 from duragent.frontkit.preview import Previews, ReplyStream
-from duragent.frontkit.reply_parts import DeliveredMark, ReplyPart, reply_parts, send_reply_file
+from duragent.frontkit.reply_parts import DeliveredMark, ReplyPart, reply_parts, send_part
 from duragent.tools.send_file import ReplyFile
 from duragent.turns import (
     AwaitingApproval,
@@ -161,7 +163,7 @@ class Delivery:
         *,
         files: tuple[ReplyFile, ...] = (),
     ) -> SentMessage | None:
-        parts = reply_parts(texts, files)
+        parts = reply_parts(texts, files, self._outbound.pieces)
         if reply_seq is None:  # nothing on disk to record against (not produced today)
             return await self._parts(chat, session_id, None, parts, 0, reply_to, stream)
         key = (session_id, reply_seq)
@@ -337,24 +339,22 @@ class Delivery:
     ) -> SentMessage | None:
         """Send the reply's parts after the first ``done``, in order; the last message sent.
 
-        Each text is sent as a reply to ``reply_to``; a file quotes it only as the reply's
-        first part. With a ``stream`` whose preview is in the chat, the first text takes its
-        place, and the preview is forgotten once that part is out. Each part but the last is
-        recorded (``reply_seq`` None: nothing is).
+        Quoting ``reply_to`` as ``send_part`` does. With a ``stream`` whose preview is in the
+        chat, the first part takes its place when it is a text's, and the preview is
+        forgotten once that part is out. Each part but the last is recorded (``reply_seq``
+        None: nothing is).
         """
         if done and stream is not None:  # the part its preview was for reached the chat
             await stream.discard()
             stream = None
         sent: SentMessage | None = None
         for number, part in enumerate(parts[done:], start=done + 1):
-            if isinstance(part, ReplyFile):
-                quote = reply_to if number == 1 else None
-                sent = await send_reply_file(
-                    self._turns, self._outbound, chat, session_id, part, quote
-                )
-            else:
-                in_place = None if stream is None else await stream.finish(part)
-                sent = in_place or await self._outbound.send_text(chat, part, reply_to=reply_to)
+            in_place = None
+            if stream is not None and not isinstance(part, ReplyFile):
+                in_place = await stream.finish(part.text)
+            sent = in_place or await send_part(
+                self._turns, self._outbound, chat, session_id, part, number, reply_to
+            )
             if stream is not None:
                 await stream.close()
                 stream = None

@@ -2,7 +2,9 @@
 
 Shipped with the kit (not in ``duragent.testing``) because it is a plain implementation of
 the port, with no servers or files: tests of a gateway, of the scheduler's deliveries and of
-the kit itself drive the real glue through it and read ``actions`` back.
+the kit itself drive the real glue through it and read ``actions`` back. With ``text_limit``
+it splits a long text into messages as a platform does (plain cuts every ``text_limit``
+characters), so a reply of several messages can be tested without a platform's fake.
 """
 
 from __future__ import annotations
@@ -51,6 +53,8 @@ class MemoryOutbound:
     """Raise from ``send_typing`` (a platform that refuses the courtesy)."""
     refuse_files: int = 0
     """Refuse that many ``send_file`` calls outright (a platform that will not take a file)."""
+    text_limit: int | None = None
+    """Characters a text message holds (None: any text is one message)."""
     _next: int = 0
 
     def texts(self, chat: ChatRef | None = None) -> list[str]:
@@ -71,10 +75,27 @@ class MemoryOutbound:
         self._next += 1
         return SentMessage(chat, f"m{self._next}")
 
+    def pieces(self, text: str) -> tuple[str, ...]:
+        """``text`` cut every ``text_limit`` characters; blank pieces are not messages."""
+        size = self.text_limit or max(len(text), 1)
+        cut = (text[start : start + size] for start in range(0, len(text), size))
+        return tuple(piece for piece in cut if piece.strip())
+
     async def send_text(
         self, chat: ChatRef, text: str, *, reply_to: str | None = None
     ) -> SentMessage:
-        """Record a text message."""
+        """Record a text message for each of its ``pieces`` (the first one quoting)."""
+        if self.text_limit is None:  # as written, even blank: what a test hands over is seen
+            return self._text(chat, text, reply_to)
+        pieces = self.pieces(text)
+        if not pieces:
+            raise ValueError("send_text was given a text with nothing to show")
+        sent = self._text(chat, pieces[0], reply_to)
+        for piece in pieces[1:]:
+            sent = self._text(chat, piece, None)
+        return sent
+
+    def _text(self, chat: ChatRef, text: str, reply_to: str | None) -> SentMessage:
         sent = self._message(chat)
         self.actions.append(Sent("text", chat, text, sent.message_id, reply_to))
         return sent

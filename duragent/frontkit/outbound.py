@@ -6,6 +6,12 @@ the kit's glue (``Delivery``, ``ChatTurns``) is written once against this ``Prot
 gateway implements it over its SDK; tests use ``MemoryOutbound``. HTTP does not implement it:
 an HTTP reply is the response to its request, not a message pushed into a chat.
 ``ChatRef`` is ``core.caller``'s, the chat reference every layer shares (re-exported here).
+
+A text too long for one message is split by the port (``pieces``), the platform's way
+(Telegram formats, then cuts at 4,096 characters; Discord cuts at 2,000). ``Delivery`` asks
+for the pieces and sends each with a ``send_text`` call of its own, so each message of a
+reply is recorded as delivered on its own (``reply_parts``): a crash between two messages of
+a long text re-sends only the one in flight.
 """
 
 from __future__ import annotations
@@ -35,10 +41,23 @@ class OutboundPort(Protocol):
     ``send_typing``, which is a courtesy whose failure never ends a turn.
     """
 
+    def pieces(self, text: str) -> tuple[str, ...]:
+        """``text`` as the messages ``send_text`` sends it, in order (none for a blank text).
+
+        Pure: the same text gives the same pieces in any process (a recovery after a restart
+        counts them as the crashed process did). A piece is sent by ``send_text`` as the one
+        message it is, exactly as in the whole text's send (a port whose pieces are no longer
+        the text as written, Telegram's formatted HTML, knows its own pieces apart).
+        """
+        ...
+
     async def send_text(
         self, chat: ChatRef, text: str, *, reply_to: str | None = None
     ) -> SentMessage:
-        """Send ``text`` (split as the platform needs), as a reply to ``reply_to`` if given."""
+        """Send ``text`` as its ``pieces``, the first as a reply to ``reply_to`` if given.
+
+        Returns the last message sent.
+        """
         ...
 
     async def send_file(
@@ -88,6 +107,10 @@ class MeteredOutbound:
         self.inner = inner
         self._ok = metrics.gateway_sends.labels(gateway, "ok")
         self._failed = metrics.gateway_sends.labels(gateway, "failed")
+
+    def pieces(self, text: str) -> tuple[str, ...]:
+        """The inner port's (see ``OutboundPort.pieces``)."""
+        return self.inner.pieces(text)
 
     async def send_text(
         self, chat: ChatRef, text: str, *, reply_to: str | None = None

@@ -1,13 +1,17 @@
 """A reply as the parts it reaches its chat in, and what a ``Delivery`` knows was delivered.
 
 A reply is sent as several messages one after another: its texts (``Complete.earlier``, then
-its last text; blank ones are never sent) and then the files ``send_file`` gave it, in their
-order. Each is a *part*, numbered in that order, which depends only on the reply as recorded:
-a recovery after a crash builds the same parts from the same events, so "the first k parts"
-means the same messages before and after a restart. ``Delivery`` records each part but the
-last as it goes (``DeliveryData.parts``) and skips, when the reply is handed over again, the
-parts recorded already (``DeliveredMark``). A long text the platform's port splits into
-several messages (``OutboundPort.send_text``) is one part: the port sends it in one call.
+its last text; blank ones are never sent), each as the messages the platform's port splits
+it into (``OutboundPort.pieces``: Telegram's 4,096 characters, Discord's 2,000), and then the
+files ``send_file`` gave it, in their order. Each message is a *part*, numbered in that
+order, which depends only on the reply as recorded and the port's split (pure): a recovery
+after a crash builds the same parts from the same events, so "the first k parts" means the
+same messages before and after a restart. ``Delivery`` records each part but the last as it
+goes (``DeliveryData.parts``) and skips, when the reply is handed over again, the parts
+recorded already (``DeliveredMark``): a crash between two messages of a long text re-sends
+only the one in flight. A text's first message quotes what the reply answers, as the whole
+text did (the ports quote only a text's first message); a file quotes it only as the reply's
+first part.
 
 A file is sent here (``send_reply_file``): its bytes read from the session's attachments, a
 file the platform refuses outright (too large) or whose bytes are gone told in a line
@@ -17,6 +21,8 @@ instead, which then is the part that reached the chat.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from duragent.frontkit.outbound import ChatRef, OutboundPort, SentMessage
@@ -24,20 +30,59 @@ from duragent.frontkit.outbox import UndeliveredError
 from duragent.tools.send_file import ReplyFile
 from duragent.turns import AttachmentNotFoundError, SessionInfo, TurnRunner
 
-__all__ = ["DeliveredMark", "ReplyPart", "reply_parts", "send_reply_file"]
+__all__ = ["DeliveredMark", "ReplyPart", "TextPiece", "reply_parts", "send_part", "send_reply_file"]
 
 log = logging.getLogger(__name__)
 
-ReplyPart = str | ReplyFile
-"""A text sent as one message (as the port splits it), or a file."""
+
+@dataclass(frozen=True, slots=True)
+class TextPiece:
+    """One message of one of a reply's texts, as the port split it (``OutboundPort.pieces``)."""
+
+    text: str
+    first: bool
+    """The text's first message: it quotes what the reply answers, as the whole text did."""
 
 
-def reply_parts(texts: tuple[str, ...], files: tuple[ReplyFile, ...]) -> tuple[ReplyPart, ...]:
-    """The parts of a reply, in the order they are sent: its non-blank texts, then its files.
+ReplyPart = TextPiece | ReplyFile
+"""One message of a reply: a message of one of its texts, or a file."""
 
-    Blank texts are left out (platforms refuse empty messages), so they are never counted.
+
+def reply_parts(
+    texts: tuple[str, ...],
+    files: tuple[ReplyFile, ...],
+    pieces: Callable[[str], tuple[str, ...]],
+) -> tuple[ReplyPart, ...]:
+    """The parts of a reply, in the order they are sent: its texts' messages, then its files.
+
+    ``pieces`` is the port's split. Blank texts are left out (platforms refuse empty
+    messages), so they are never counted.
     """
-    return (*(text for text in texts if text.strip()), *files)
+    parts: list[ReplyPart] = []
+    for text in texts:
+        if text.strip():
+            parts.extend(TextPiece(piece, not n) for n, piece in enumerate(pieces(text)))
+    return (*parts, *files)
+
+
+async def send_part(
+    turns: TurnRunner,
+    outbound: OutboundPort,
+    chat: ChatRef,
+    session_id: str,
+    part: ReplyPart,
+    number: int,
+    reply_to: str | None,
+) -> SentMessage:
+    """Send part ``number`` (from 1) of a reply; the message sent.
+
+    A text's first message quotes ``reply_to``; a file, only as the reply's first part.
+    """
+    if isinstance(part, TextPiece):
+        quote = reply_to if part.first else None
+        return await outbound.send_text(chat, part.text, reply_to=quote)
+    quote = reply_to if number == 1 else None
+    return await send_reply_file(turns, outbound, chat, session_id, part, quote)
 
 
 class DeliveredMark(NamedTuple):

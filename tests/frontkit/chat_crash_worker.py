@@ -77,6 +77,9 @@ class FileOutbound:
         if point == self._kill_at:
             os.kill(os.getpid(), signal.SIGKILL)
 
+    def pieces(self, text: str) -> tuple[str, ...]:
+        return (text,) if text.strip() else ()
+
     async def send_text(
         self, chat: ChatRef, text: str, *, reply_to: str | None = None
     ) -> SentMessage:

@@ -4,6 +4,8 @@ What Discord needs that the kit does not know about:
 
 - **Length.** Discord renders the model's Markdown itself; a reply longer than 2,000
   characters is sent as several messages, never cut inside a code block (``split``).
+  ``pieces`` gives the kit those messages: each fits one, so ``send_text`` sends it as it is
+  and a reply can go out, and be recorded, message by message (``frontkit.reply_parts``).
 - **Replies.** The first message of a reply answers the message that triggered it (a Discord
   reply, allowed to go out if that message was deleted meanwhile). The model's text never
   pings anyone (``@everyone``, roles and users it writes stay text); only the person being
@@ -94,10 +96,14 @@ class DiscordOutbound:
     def _channel(self, chat: ChatRef) -> discord.PartialMessageable:
         return self._client.get_partial_messageable(int(chat.chat_id))
 
+    def pieces(self, text: str) -> tuple[str, ...]:
+        """The messages ``send_text`` sends ``text`` as (``split_message``'s)."""
+        return tuple(split_message(text))
+
     async def send_text(
         self, chat: ChatRef, text: str, *, reply_to: str | None = None
     ) -> SentMessage:
-        """Send ``text`` as one or more messages; the last one sent."""
+        """Send ``text`` as its ``pieces``, the first replying; the last one sent."""
         channel = self._channel(chat)
         chunks = split_message(text)
         if not chunks:  # the kit skips blank replies before this

@@ -1,8 +1,11 @@
 """``ExternalOutbound``: the kit's ``OutboundPort`` as protocol commands to a gateway's child.
 
 Each kit action is one command; the gateway formats and splits for its platform, so the text
-goes out as the Markdown the model wrote (the reference does the same). Approvals are a
-``send_message`` with the kit's three buttons as an ``inline_keyboard``.
+goes out as the Markdown the model wrote (the reference does the same). The protocol names
+no message length, so a text is one piece (``pieces``): the kit records it as delivered once
+the gateway confirms all of it, and a crash while the gateway sends its messages sends it
+whole again. Approvals are a ``send_message`` with the kit's three buttons as an
+``inline_keyboard``.
 
 **Confirmation.** A reply is recorded as delivered only once the gateway confirms it, so a
 command is written and then its ``command_ok`` (or ``command_error``) awaited, matched by
@@ -145,6 +148,10 @@ class ExternalOutbound:
                 )
 
     # --- the port -------------------------------------------------------------------------
+
+    def pieces(self, text: str) -> tuple[str, ...]:
+        """``text`` whole: the gateway splits it, past what duragent sees (module docstring)."""
+        return (text,) if text.strip() else ()
 
     async def send_text(
         self, chat: ChatRef, text: str, *, reply_to: str | None = None

@@ -6,6 +6,9 @@ What Telegram needs that the kit does not know about:
   and split into chunks of at most 4,096 visible characters, never inside a tag or a code
   block (``render``). When Telegram still refuses a chunk's HTML ("can't parse entities"),
   that chunk is sent again as plain text, so a reply is never lost to a formatting slip.
+  ``pieces`` gives the kit those chunks (``RenderedPiece``: the chunk's HTML), and
+  ``send_text`` sends one as the chunk it is, so a reply can go out, and be recorded, chunk
+  by chunk (``frontkit.reply_parts``).
 - **Replies in groups.** In a group the first chunk answers the message that triggered it
   (``reply_parameters``, allowed to go out even if that message was deleted); in a DM the
   conversation is the thread, so no quote. Telegram ids tell the two apart: a user's chat id
@@ -54,9 +57,10 @@ from duragent.frontkit import ChatRef, SentMessage, approval_buttons
 from duragent.frontkit.outbox import DELIVERY_RETRY_SECONDS, Outbox, PlatformBusyError
 from duragent.gateways.telegram.previews import TelegramPreviews
 from duragent.gateways.telegram.render import (
+    RenderedPiece,
+    message_chunks,
     render_approval_prompt,
     render_chunks,
-    render_text_chunks,
 )
 
 __all__ = ["TelegramOutbound"]
@@ -157,15 +161,17 @@ class TelegramOutbound(TelegramPreviews):
         self._pauses = retry_pauses
         self.outbox = Outbox("telegram", self._notice, retry_for=delivery_retry_seconds)
 
+    def pieces(self, text: str) -> tuple[str, ...]:
+        """The chunks ``send_text`` sends ``text`` as, each its HTML (``RenderedPiece``)."""
+        return tuple(RenderedPiece(chunk) for chunk in message_chunks(text))
+
     async def send_text(
         self, chat: ChatRef, text: str, *, reply_to: str | None = None
     ) -> SentMessage:
-        """Send ``text`` as one or more messages; the last one sent."""
+        """Send ``text`` (Markdown, or one of its ``pieces``) as its chunks; the last one sent."""
         quote = reply_to if reply_to and _is_group(chat) else None
         last: int | None = None
-        # Markdown that shows nothing ("[](url)", "#", an empty code block) is shown as written:
-        # the model said something, and Telegram refuses an empty message.
-        chunks = render_chunks(text) or render_text_chunks(text)
+        chunks = message_chunks(text)
         async with self.outbox.lane(chat) as handed:
             for chunk in chunks:  # a chunk waits out a refusal; the ones sent stay sent
                 send = functools.partial(self._send_chunk, chat, chunk.html, chunk.plain, quote)

@@ -16,8 +16,9 @@ Telegram (a mixin of ``TelegramOutbound``, whose bot, outbox and sends it uses):
 - **Final in place.** The reply is rendered and split as ``send_text`` does; the first chunk
   is edited into the preview (HTML, or plain when Telegram refuses its entities; "message is
   not modified" means it already reads so), the others are sent after it, each waiting out
-  refusals in the chat's ``Outbox`` line. A preview someone deleted, or too old to edit, is
-  replaced by a new message.
+  refusals in the chat's ``Outbox`` line. ``Delivery`` hands over a reply's first chunk
+  alone (a ``RenderedPiece``, its one chunk) and sends the others itself. A preview someone
+  deleted, or too old to edit, is replaced by a new message.
 - **Deleting** a preview that is already gone is done; one Telegram will not delete (older
   than 48 hours in a group) is left as it is, logged.
 """
@@ -36,7 +37,7 @@ from telegram.error import BadRequest
 from duragent.frontkit import ChatRef, SentMessage
 from duragent.frontkit.outbox import Outbox
 from duragent.gateways.telegram.html_split import RenderedChunk
-from duragent.gateways.telegram.render import render_chunks, render_text_chunks
+from duragent.gateways.telegram.render import message_chunks
 from duragent.gateways.telegram.telegram_html import TELEGRAM_TEXT_LIMIT, prefix_end, utf16_len
 
 __all__ = ["DM_EVERY", "GROUP_EVERY", "PREVIEW_RATE", "TelegramPreviews"]
@@ -120,7 +121,7 @@ class TelegramPreviews:
         """The reply in the preview's place, then its other chunks (see module docstring)."""
         chat = message.chat
         quote = reply_to if reply_to and chat.chat_id.startswith("-") else None
-        chunks = render_chunks(text) or render_text_chunks(text)
+        chunks = message_chunks(text)
         if not chunks:
             raise ValueError("finish_preview was given a reply with nothing to show")
         async with self.outbox.lane(chat) as handed:

@@ -4,6 +4,11 @@ Pure functions, no SDK: the gateway calls ``render_chunks`` on a model's reply a
 each chunk with ``parse_mode=HTML``; when Telegram answers 400 "can't parse entities" for
 one, it sends that chunk's ``plain`` without a parse mode (the same visible text, so it fits
 the same limit). A blank reply renders to no chunk at all: nothing is sent.
+
+A reply's chunks are handed to the kit as ``RenderedPiece``s (``TelegramOutbound.pieces``), so
+that ``Delivery`` can send and record them one by one: each is the chunk's HTML, and
+``message_chunks`` sends it as that one chunk instead of reading it as Markdown again (which
+would escape its tags and show them).
 """
 
 from __future__ import annotations
@@ -21,7 +26,9 @@ from duragent.gateways.telegram.telegram_html import (
 __all__ = [
     "TELEGRAM_TEXT_LIMIT",
     "RenderedChunk",
+    "RenderedPiece",
     "markdown_to_html",
+    "message_chunks",
     "render_approval_prompt",
     "render_chunks",
     "render_text_chunks",
@@ -39,6 +46,34 @@ def render_chunks(markdown: str, limit: int = TELEGRAM_TEXT_LIMIT) -> list[Rende
 def render_text_chunks(text: str, limit: int = TELEGRAM_TEXT_LIMIT) -> list[RenderedChunk]:
     """``text`` shown exactly as written (no Markdown): notices, errors, echoed input."""
     return split_pieces([text] if text else [], limit)
+
+
+class RenderedPiece(str):
+    """One message of a rendered reply: the chunk's HTML as a string, its ``chunk`` kept.
+
+    A ``str`` so the kit handles it as the text of a message (``OutboundPort.pieces``), its
+    own type so the port knows it is ready to send (``message_chunks``).
+    """
+
+    chunk: RenderedChunk
+
+    def __new__(cls, chunk: RenderedChunk) -> RenderedPiece:
+        """The piece of ``chunk``: its HTML, the chunk kept for sending."""
+        piece = super().__new__(cls, chunk.html)
+        piece.chunk = chunk
+        return piece
+
+
+def message_chunks(text: str) -> list[RenderedChunk]:
+    """The messages ``text`` goes out as (none for a blank text).
+
+    A ``RenderedPiece`` is the one message it is. Markdown is rendered, or shown as written
+    when it shows nothing ("[](url)", "#", an empty code block): the model said something,
+    and Telegram refuses an empty message.
+    """
+    if isinstance(text, RenderedPiece):
+        return [text.chunk]
+    return render_chunks(text) or render_text_chunks(text)
 
 
 def render_approval_prompt(command: str, limit: int = TELEGRAM_TEXT_LIMIT) -> RenderedChunk:
