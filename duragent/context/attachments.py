@@ -117,7 +117,7 @@ def _state_key(state: AttachmentState) -> object:
 class AttachmentView:
     """One session's messages with attachments, as requests carry them (module docstring)."""
 
-    __slots__ = ("_anchor", "_final", "_hits", "_length", "_out", "_policy", "_renders")
+    __slots__ = ("_anchor", "_final", "_hits", "_length", "_out", "_policy", "_renders", "shown")
 
     def __init__(self) -> None:
         self._policy: AttachmentPolicy | None = None
@@ -127,6 +127,10 @@ class AttachmentView:
         self._final = 0  # hits[:final] are decided for good, and in ``_out``
         self._out: list[Message] | None = None  # it as carried (None: it had no hits)
         self._renders: weakref.WeakKeyDictionary[Message, _Rendered] = weakref.WeakKeyDictionary()
+        self.shown: dict[Message, ImageMessage] = {}
+        """The image forms the last request could show, by their text form: the same objects
+        from request to request while their images do not change, so the token counter's and
+        the providers' caches (by identity) find them (``TurnAttachments.prepare``)."""
 
     def plan(
         self, history: Sequence[Message], turn: Sequence[Message], policy: AttachmentPolicy

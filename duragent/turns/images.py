@@ -192,7 +192,6 @@ class TurnAttachments:
         self._storage = storage
         self._counter = counter
         self._files = files
-        self._shown: dict[Message, ImageMessage] = {}  # text form → image form, this turn
         self._candidates: dict[Message, ImageMessage] = {}
         # what ``prepare`` found for each message: was it recent, and its states
         self._states: dict[Message, tuple[bool, list[AttachmentState]]] = {}
@@ -217,13 +216,13 @@ class TurnAttachments:
                 inlined = await self._inlined(work, plan.wants(work))
                 await self._copy_out(work.message.attachments)
                 plan.place(work, states, inlined)
-        shown = {}
+        kept, shown = self._view.shown, {}
         for pending, (text, fitted) in plan.candidates.items():
-            form = self._shown.get(pending)
-            if form is None or form.images != fitted:
-                form = self._shown[pending] = image_message(text, fitted, self.policy)
+            form = kept.get(pending)
+            if form is None or form.images != fitted or form.content != text:
+                form = image_message(text, fitted, self.policy)
             shown[pending] = form
-        self._candidates = shown
+        self._view.shown = self._candidates = shown  # only this request's: bounded
         return plan.finish()
 
     def carried(self, history: Sequence[Message]) -> Sequence[Message]:
