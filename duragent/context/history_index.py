@@ -134,14 +134,15 @@ class HistoryCache:
         dropped = 0 if continued is None else continued[0]
         base = self._base + dropped
         # reuse the whole units that start at or after the cut, except the last one (it may
-        # have gained results) and any from the first message that is not the same object
-        # (a message with attachments changes form when its images age); with no
-        # continuation nothing is reused
+        # have gained results) and, from the first message that is not the same object (a
+        # message with attachments changes form when its images age), the unit it is in and
+        # the one before (what follows a unit decides where it ends: a tool result there
+        # would have joined it); with no continuation nothing is reused
         keep_from = len(units) if continued is None else bisect.bisect_left(starts, base)
         keep_to = max(keep_from, len(units) - 1)
         if continued is not None and continued[1] < len(self._messages) - dropped:
             changed = bisect.bisect_right(starts, base + continued[1]) - 1
-            keep_to = max(keep_from, min(keep_to, changed))
+            keep_to = max(keep_from, min(keep_to, changed - 1))
         if keep_from < keep_to:
             head_end, tail_start = starts[keep_from] - base, starts[keep_to] - base
         else:

@@ -21,7 +21,8 @@ from duragent.context import history_index
 from duragent.context.budget import BudgetSettings, ContextOverflowError
 from duragent.context.history_index import EAGER_UNITS, HistoryCache
 from duragent.context.render import fit_request
-from duragent.core.messages import Message
+from duragent.context.units import split
+from duragent.core.messages import Message, ToolCall
 from tests.context.test_render_properties import COUNTERS, budgets, conversations, turns
 
 
@@ -118,9 +119,29 @@ def test_a_message_that_changes_form_is_split_again_with_what_follows_it_only() 
     aged = dataclasses.replace(conversation[290], content="question 290 [image: seen before]")
     second = cache.units([*conversation[:290], aged, *conversation[291:]], counter)
     assert second[0] is first[0]  # the units before the change are kept
-    assert second[-11] is first[-11]
+    assert second[-12] is first[-12]
+    assert second[-11] is not first[-11]  # the one before: what follows it decides its end
     assert second[-10] is not first[-10]  # the changed message's unit, and those after it
     assert second[-10].messages[0] is aged
+
+
+def test_a_tool_result_where_the_next_unit_began_joins_the_unit_before_it() -> None:
+    """What follows a unit decides where it ends: it is split again with the changed one."""
+    calls = (
+        ToolCall(id="c0", name="bash", arguments="{}"),
+        ToolCall(id="c1", name="bash", arguments="{}"),
+    )
+    asked, called, first = (
+        Message.user("go"),
+        Message.assistant(None, calls),
+        Message.tool("c0", "a"),
+    )
+    later = [Message.user(f"more {i}") for i in range(3)]
+    cache, counter = HistoryCache(), COUNTERS[0]
+    cache.units([asked, called, first, *later], counter)  # c1's result missing: repaired
+    history = [asked, called, first, Message.tool("c1", "b"), *later[1:]]
+    units = cache.units(history, counter)
+    assert [u.messages for u in units] == [u.messages for u in split(history)]
 
 
 def test_a_sliding_window_reuses_the_units_it_already_counted() -> None:
