@@ -14,6 +14,7 @@ overwrite each other, and the model can be told the path without a look at the d
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path, PurePosixPath
 
@@ -50,11 +51,14 @@ def chat_files_dir(agent_dir: Path, session_id: str) -> Path:
     return agent_dir / FILES_FOLDER / session_id
 
 
+@functools.lru_cache(maxsize=1024)
 def chat_file(attachment: Attachment) -> PurePosixPath:
     """The attachment's path under the agent's folder's files folder's session folder.
 
     ``a1b2c3d4-report.pdf`` for a file named ``report.pdf``; ``a1b2c3d4.jpg`` for an unnamed
     photo. Path separators, control characters and leading dots are dropped from the name.
+    Kept per attachment (a recent one's line names it at every request, and its copy is
+    looked for by it).
     """
     prefix = attachment.sha256[:8]
     raw = (attachment.name or "").replace("\\", "/").rsplit("/", 1)[-1]

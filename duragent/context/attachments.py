@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import operator
 import weakref
+from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, count, islice, repeat
@@ -117,13 +118,28 @@ def _state_key(state: AttachmentState) -> object:
 class AttachmentView:
     """One session's messages with attachments, as requests carry them (module docstring)."""
 
-    __slots__ = ("_anchor", "_final", "_hits", "_length", "_out", "_policy", "_renders", "shown")
+    __slots__ = (
+        "_anchor",
+        "_base",
+        "_final",
+        "_hits",
+        "_length",
+        "_out",
+        "_policy",
+        "_renders",
+        "commits",
+        "shown",
+    )
 
     def __init__(self) -> None:
         self._policy: AttachmentPolicy | None = None
         self._anchor: Message | None = None  # the last history's last message
         self._length = 0  # and its length
-        self._hits: list[int] = []  # where its messages with attachments are
+        # where its messages with attachments are, counted from the first message the view
+        # saw (its index plus ``_base``, the messages dropped from the front since): a
+        # request drops the hits before its history's start, it does not renumber them all
+        self._hits: list[int] = []
+        self._base = 0
         self._final = 0  # hits[:final] are decided for good, and in ``_out``
         self._out: list[Message] | None = None  # it as carried (None: it had no hits)
         self._renders: weakref.WeakKeyDictionary[Message, _Rendered] = weakref.WeakKeyDictionary()
@@ -131,6 +147,9 @@ class AttachmentView:
         """The image forms the last request could show, by their text form: the same objects
         from request to request while their images do not change, so the token counter's and
         the providers' caches (by identity) find them (``TurnAttachments.prepare``)."""
+        self.commits = 0
+        """Plans finished so far: a caller's copy of the last plan's answer holds while this
+        has not changed (and its inputs have not: ``TurnAttachments.prepare``)."""
 
     def plan(
         self, history: Sequence[Message], turn: Sequence[Message], policy: AttachmentPolicy
@@ -140,12 +159,15 @@ class AttachmentView:
         dropped, start = self._continues(history) if same else (None, 0)
         if dropped is None:
             hits: list[int] = []
-            final, out = 0, None
+            base, final, out = 0, 0, None
         else:
-            hits = [i - dropped for i in self._hits if i >= dropped]
-            final = max(0, self._final - (len(self._hits) - len(hits)))
+            base = self._base + dropped
+            first = bisect_left(self._hits, base)  # the hits still in the history
+            hits = self._hits[first:]
+            final = max(0, self._final - first)
             out = self._out[dropped:] if self._out is not None else None
-        hits.extend(compress(range(start, len(history)), map(_ATTACHMENTS, history[start:])))
+        end = base + len(history)
+        hits.extend(compress(range(base + start, end), map(_ATTACHMENTS, history[start:])))
         turn_hits = list(compress(count(), map(_ATTACHMENTS, turn)))
         work = [Work(turn[t], _persons(turn, t + 1, len(turn)), t, True) for t in turn_hits]
         if hits:
@@ -153,19 +175,20 @@ class AttachmentView:
                 out = list(history)
             else:
                 out.extend(history[len(out) :])
-            final = self._ages(history, turn, hits, final, policy, work)
+            final = self._ages(history, turn, hits, base, final, policy, work)
         else:
             final, out = 0, None
         turn_out = list(turn) if turn_hits else None
-        return Plan(self, policy, history, turn, work, out, turn_out, (hits, final))
+        return Plan(self, policy, history, turn, work, out, turn_out, (hits, base, final))
 
     def _commit(self, policy: AttachmentPolicy, history: Sequence[Message], plan: Plan) -> None:
         """Keep what ``plan`` decided, for the next request (``Plan.finish``)."""
         self._policy = policy
         self._anchor = history[-1] if history else None
         self._length = len(history)
-        self._hits, self._final = plan._found
+        self._hits, self._base, self._final = plan._found
         self._out = plan._history_out
+        self.commits += 1
 
     def _continues(self, history: Sequence[Message]) -> tuple[int | None, int]:
         """(messages dropped from the front since the last request, first new index).
@@ -185,6 +208,7 @@ class AttachmentView:
         history: Sequence[Message],
         turn: Sequence[Message],
         hits: list[int],
+        base: int,
         final: int,
         policy: AttachmentPolicy,
         work: list[Work],
@@ -198,7 +222,7 @@ class AttachmentView:
         end = len(history)
         new_final = final
         for k in range(len(hits) - 1, final - 1, -1):
-            i = hits[k]
+            i = hits[k] - base
             if new_final == final:
                 persons += _persons(history, i + 1, end)
                 end = i + 1
@@ -225,7 +249,7 @@ class Plan:
     work: list[Work]
     _history_out: list[Message] | None
     _turn_out: list[Message] | None
-    _found: tuple[list[int], int]  # where the history's hits are, how many are decided
+    _found: tuple[list[int], int, int]  # the history's hits, their base, how many are decided
     candidates: dict[Message, tuple[str, tuple[FittedImage, ...]]] = field(default_factory=dict)
     _placed: int = 0
 

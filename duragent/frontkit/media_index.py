@@ -72,8 +72,19 @@ class MediaIndex:
 
     async def put(self, session_id: str, key: str, attachment: Attachment) -> None:
         """Remember ``attachment`` for ``key`` (durable when this returns)."""
+        await asyncio.to_thread(self.write, session_id, key, attachment)
+        self.remember(session_id, key, attachment)
+
+    def write(self, session_id: str, key: str, attachment: Attachment) -> None:
+        """``put``'s line, from a worker thread that has other work in hand.
+
+        The intake's, keeping the bytes: one hop for both. ``remember`` follows, on the loop.
+        """
         line = json.dumps({"key": key, "attachment": attachment.to_data()}, ensure_ascii=False)
-        await asyncio.to_thread(self._append, self._file(session_id), line)
+        self._append(self._file(session_id), line)
+
+    def remember(self, session_id: str, key: str, attachment: Attachment) -> None:
+        """``put``'s entry in memory, once its line is written (``write``)."""
         known = self._cache.get(session_id)
         if known is not None:
             known[key] = attachment

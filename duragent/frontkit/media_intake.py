@@ -12,11 +12,12 @@ known. For each ``MediaRef``, in order:
 3. **Download** through the gateway's ``MediaSource``, tried again after ``retry_pauses``
    while it fails for a while; a file that cannot be had is told to the person like one
    over the limit.
-4. **Read**: an image's pixels and type from its header (Pillow reads no more); a voice note
-   or audio transcribed (``MediaSettings.transcriber``; a failure leaves it untranscribed);
-   with no transcriber the chat is told once how to set one up.
+4. **Read**: a voice note or audio transcribed (``MediaSettings.transcriber``; a failure
+   leaves it untranscribed); with no transcriber the chat is told once how to set one up.
 5. **Keep** the bytes in the session (``TurnRunner.attachments.keep``: content-addressed,
-   fsync'd), then note the platform file in the index.
+   fsync'd), then read an image's pixels and type from its header (Pillow reads no more) and
+   note the platform file in the index: all three in one worker thread's hop (``keep``'s
+   ``then``), not a hop each.
 6. **Documents** are copied to the chat's files folder in the agent's folder
    (``agents.chat_files``), where its tools read them; written atomically, skipped when there.
 
@@ -45,7 +46,7 @@ import asyncio
 import io
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from duragent.agents.chat_files import chat_file, chat_files_dir
@@ -160,11 +161,18 @@ class MediaIntake:
         data = fetched.data
         if len(data) > limit:  # a source that did not stop at the limit
             return await self._too_large(msg, ref, len(data), limit)
-        width = height = seen = None
-        if ref.kind is AttachmentKind.IMAGE:  # the bytes say what they are better than names
-            width, height, seen = await asyncio.to_thread(_image_header, data)
-        mime = media_mime(ref.kind, seen, ref.mime, fetched.mime, name=ref.name)
+        mime = media_mime(ref.kind, ref.mime, fetched.mime, name=ref.name)
         transcript = await self._transcript(msg, ref, data, mime)
+
+        def described(kept: Attachment) -> Attachment:
+            """In the worker thread that kept the bytes: an image's header, the index line."""
+            if ref.kind is AttachmentKind.IMAGE:  # the bytes say what they are better than names
+                width, height, seen = _image_header(data)
+                seen_mime = media_mime(ref.kind, seen, ref.mime, fetched.mime, name=ref.name)
+                kept = replace(kept, mime=seen_mime, width=width, height=height)
+            self.index.write(session_id, ref.key, kept)
+            return kept
+
         attachment = await self._turns.attachments.keep(
             session_id,
             data,
@@ -173,10 +181,9 @@ class MediaIntake:
             name=ref.name,
             platform_id=ref.platform_id,
             transcript=transcript,
-            width=width,
-            height=height,
+            then=described,
         )
-        await self.index.put(session_id, ref.key, attachment)
+        self.index.remember(session_id, ref.key, attachment)
         return attachment
 
     async def _download(self, msg: InboundMessage, ref: MediaRef, limit: int) -> Fetched:

@@ -16,6 +16,7 @@ attachments through ``TurnRunner.attachments`` (this port), and read them back t
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 
 from duragent.core.attachments import Attachment, AttachmentKind
@@ -44,25 +45,36 @@ class SessionAttachments:
         transcript: str | None = None,
         width: int | None = None,
         height: int | None = None,
+        then: Callable[[Attachment], Attachment] | None = None,
     ) -> Attachment:
         """Store ``data`` durably for ``session_id`` and describe it (off the event loop).
 
+        ``then``, when given, is called in the same worker thread with that description once
+        the bytes are kept, and what it returns is returned: a front end's own work on the
+        bytes (the media intake reads an image's header and notes the platform file) in one
+        thread hop, not one each (a hop costs ~0.1 ms of CPU and two context switches).
+
         Raises ``FileNotFoundError`` when the session is not live (never created, deleted,
-        set aside), and what the store raises on a failed write (``OSError``).
+        set aside), what the store raises on a failed write (``OSError``), and what ``then``
+        raises.
         """
         storage = self._registry.store.attachments(session_id)
-        sha256 = await asyncio.to_thread(storage.put, data)
-        return Attachment(
-            kind=kind,
-            mime=mime,
-            size=len(data),
-            sha256=sha256,
-            name=name,
-            platform_id=platform_id,
-            transcript=transcript,
-            width=width,
-            height=height,
-        )
+
+        def store() -> Attachment:
+            attachment = Attachment(
+                kind=kind,
+                mime=mime,
+                size=len(data),
+                sha256=storage.put(data),
+                name=name,
+                platform_id=platform_id,
+                transcript=transcript,
+                width=width,
+                height=height,
+            )
+            return then(attachment) if then is not None else attachment
+
+        return await asyncio.to_thread(store)
 
     async def read(self, session_id: str, sha256: str) -> bytes:
         """The bytes of one attachment (``AttachmentNotFoundError`` when there is none)."""
