@@ -49,8 +49,11 @@ the saved id so the model can read it back with the ``tool_output`` tool.
 
 from __future__ import annotations
 
+import operator
 import weakref
 from dataclasses import dataclass, field
+from itertools import compress, repeat
+from itertools import count as counting
 
 from duragent.context.notices import read_cut, saved_suffix
 from duragent.context.tokens import TokenCounter
@@ -105,23 +108,35 @@ class Pruned:
         return frozenset(id(m) for m in self.replaced.values())
 
 
+_ROLE = operator.attrgetter("role")
+
+
+def _unprotected(history: list[Message], protected: frozenset[str]) -> list[int]:
+    """The tool results whose call (named before them) is not of a ``protected`` tool."""
+    names: dict[str, str] = {}
+    candidates: list[int] = []
+    for i, message in enumerate(history):
+        role = message.role
+        if role is Role.TOOL:
+            if names.get(message.tool_call_id or "") not in protected:
+                candidates.append(i)
+        elif role is Role.ASSISTANT and message.tool_calls:
+            for call in message.tool_calls:
+                names[call.id] = call.name
+    return candidates
+
+
 def prune_history(history: list[Message], policy: PrunePolicy, counter: TokenCounter) -> Pruned:
     """``history`` with its old tool outputs replaced by markers (module docstring).
 
     Returns ``history`` itself (the same list) when nothing is pruned.
     """
     protected = policy.protected_tools
-    names: dict[str, str] = {}
-    candidates: list[int] = []
-    for i, message in enumerate(history):
-        role = message.role
-        if role is Role.TOOL:
-            if protected and names.get(message.tool_call_id or "") in protected:
-                continue
-            candidates.append(i)
-        elif protected and role is Role.ASSISTANT and message.tool_calls:
-            for call in message.tool_calls:
-                names[call.id] = call.name
+    # the tool results' places, found in C (it runs before every request, over the history)
+    tools = map(operator.is_, map(_ROLE, history), repeat(Role.TOOL))
+    candidates = list(compress(counting(), tools))
+    if protected and candidates:
+        candidates = _unprotected(history, protected)
     unchanged = Pruned(history, 0, 0)
     if not candidates:
         return unchanged

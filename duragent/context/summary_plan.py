@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -71,6 +72,9 @@ writes the next one, about as long, so the new text is then at least the unchang
 the call processes (module docstring)."""
 
 
+_ROLE = operator.attrgetter("role")
+
+
 def wait_share(threshold: float) -> float:
     """How much of its budget the history may take, as carried, while a small round waits.
 
@@ -90,13 +94,8 @@ def calls_per_turn(history: Sequence[Message]) -> float:
     message starts a turn; a chat is 1, a turn of three tool iterations 4. Role checks
     only, no calls: it is asked before every turn.
     """
-    users = calls = 0
-    for message in history:
-        role = message.role
-        if role is Role.USER:
-            users += 1
-        elif role is Role.ASSISTANT:
-            calls += 1
+    roles = list(map(_ROLE, history))  # counted in C: it grows with the history
+    users, calls = roles.count(Role.USER), roles.count(Role.ASSISTANT)
     return max(1.0, calls / max(1, users))
 
 

@@ -24,6 +24,7 @@ person decided on through the same ``calls`` path, then the runner calls ``run_l
 from __future__ import annotations
 
 import logging
+import operator
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -197,6 +198,9 @@ class LoopOutcome:
     """The files the turn's final replies carry (``send_file``), in order."""
 
 
+_ROLE = operator.attrgetter("role")
+
+
 class _TurnMemo:
     """What stays the same across the calls of one turn: tool definitions and turn units."""
 
@@ -209,7 +213,14 @@ class _TurnMemo:
 
     def sent(self, messages: list[Message], turn: list[Message]) -> None:
         """Remember what the model was just sent (hooks judge by what the model sees)."""
-        self._sent = [m for m in messages if m.role is not Role.SYSTEM]
+        roles = list(map(_ROLE, messages))  # in C: the request may hold the whole chat
+        lead = 0
+        while lead < len(roles) and roles[lead] is Role.SYSTEM:
+            lead += 1
+        if roles.count(Role.SYSTEM) == lead:  # system messages lead the request
+            self._sent = messages[lead:]
+        else:
+            self._sent = [m for m in messages if m.role is not Role.SYSTEM]
         self._sent_turn_length = len(turn)
 
     def seen(self, turn: list[Message]) -> list[Message]:
