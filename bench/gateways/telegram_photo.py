@@ -43,6 +43,7 @@ from typing import Any
 from bench.gateways.rig import Driver, FakeProcess
 from bench.gateways.telegram import CONFIG
 from bench.gateways.telegram_cpu import Responder
+from bench.rigs.process import run_seconds
 from bench.rigs.table import pct, print_boxed, row
 from duragent.testing import ScriptedLLMServer
 from duragent.testing.serve_process import ServeProcess
@@ -117,28 +118,12 @@ def resize_cost(photo: bytes, rounds: int) -> float:
     return statistics.median(times)
 
 
-def run_time(pid: int) -> float:
-    """CPU seconds the process's threads have run, to the nanosecond (``schedstat``).
-
-    ``/proc/<pid>/stat`` counts in 10 ms ticks: at a few ms a message that is a few percent
-    of a phase. A thread that ended takes its time with it; the server's threads (the event
-    loop, its worker pool, the session actors) live as long as it does here.
-    """
-    total = 0
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            total += int((task / "schedstat").read_text().split()[0])
-        except (OSError, ValueError, IndexError):
-            continue  # the thread ended between the listing and the read
-    return total / 1e9
-
-
 async def phase_cpu(pid: int, driver: Driver, ids: list[int], per_chat: int) -> tuple[float, Any]:
     """CPU seconds of the child per answered message over one closed loop, and the phase."""
     await driver.sync()
-    before = run_time(pid)
+    before = run_seconds(pid)
     phase = await driver.closed_loop(ids, per_chat, 1)
-    after = run_time(pid)
+    after = run_seconds(pid)
     return (after - before) / max(1, phase.answered), phase
 
 

@@ -13,7 +13,8 @@ streamed reply). The offline model runs the same workload as the reference for C
     "model" is the instant model's own time in those very turns, as the model server measured
     it (``/_fake/served``: from a request's headers to the last byte of its answer; receiving
     and parsing the history is the model's cost, not ours); "overhead" = turn − model, turn by
-    turn. Target: 1,000 messages ≤ 1.2 × 10 messages.
+    turn. Target: 1,000 messages ≤ 1.2 × 10 messages. Beside it, the server's own CPU per
+    turn (its threads' run time, ``schedstat``, around each turn: turns run one at a time).
 (g) cold start: from spawning the server to the first reply of a new session (ready means ready:
     ``/readyz`` waits for the providers' warm-up). Target ≤ 1 s.
 """
@@ -40,7 +41,7 @@ from bench.http.rig import (
     sync_turn,
     write_workspace,
 )
-from bench.rigs.process import cpu_seconds
+from bench.rigs.process import cpu_seconds, run_seconds
 from bench.rigs.table import pct, row
 
 ENV = {"ANTHROPIC_API_KEY": "bench-key"}
@@ -120,16 +121,20 @@ async def long_sessions(server: ChildServer, model: FakeModel, label: str, round
                 await sync_turn(http, sid, i, errs)
         times: dict[int, list[float]] = {size: [] for size in LONG_SIZES}
         models: dict[int, list[float]] = {size: [] for size in LONG_SIZES}
+        cpus: dict[int, list[float]] = {size: [] for size in LONG_SIZES}
         served = await model.served(probe)
         for r in range(rounds):
             for size, sid in ids.items():
                 if size == 1:  # a fresh session every round: its turn has one message
                     sid = (await create_sessions(http, 1))[0]
+                cpu = run_seconds(server.pid)
                 took = await sync_turn(http, sid, 10_000 + r, errs)
+                cpu = run_seconds(server.pid) - cpu
                 before, served = served, await model.served(probe)
                 if took is not None:
                     times[size].append(took)
                     models[size].append(served - before)
+                    cpus[size].append(cpu)
     p50 = {size: statistics.median(t) for size, t in times.items() if t}
     model_p50 = {size: statistics.median(t) for size, t in models.items() if t}
     over = {
@@ -149,6 +154,10 @@ async def long_sessions(server: ChildServer, model: FakeModel, label: str, round
     ratio = over[1000] / over[10]
     row(f"(f) {label}: overhead 1,000 / 10 messages", f"{ratio:.2f}x", "<= 1.2x", ratio <= 1.2)
     row(f"(f) {label}: overhead 2,000 / 10 messages", f"{over[2000] / over[10]:.2f}x")
+    used = {size: statistics.median(c) for size, c in cpus.items() if c}
+    spent = f"{ms(used[10])} / {ms(used[1000])}"
+    row(f"(f) {label}: server CPU per turn, 10 / 1,000 messages", spent)
+    row(f"(f) {label}: server CPU 1,000 / 10 messages", f"{used[1000] / used[10]:.2f}x")
     row(f"(f) {label}: turn 2,000 / 10 messages (wall)", f"{p50[2000] / p50[10]:.2f}x")
     if errs.total:
         row(f"(f) {label}: errors", errs.describe(), "0", False)
