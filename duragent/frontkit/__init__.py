@@ -9,11 +9,13 @@
  OutboundPort ◀─────────────────────────────┘   (each reply once; steered joiners send nothing)
 ```
 
-- ``outbound``: the ``OutboundPort`` Protocol a chat gateway implements (``send_text``,
-  ``send_typing``, ``ask_approval``, ``edit``), ``ChatRef``, ``SentMessage``;
-  ``memory``: ``MemoryOutbound``, the port in memory, for tests.
-- ``delivery``: ``Delivery``, a ``TurnResult`` handed to its chat exactly once, recorded as
-  a durable ``delivery`` event.
+- ``outbound``: the ``OutboundPort`` Protocol a chat gateway implements (``pieces``,
+  ``send_text``, ``send_file``, ``send_typing``, ``ask_approval``, ``edit``,
+  ``answer_button``), ``ChatRef``, ``SentMessage``; ``memory``: ``MemoryOutbound``, the port
+  in memory, for tests.
+- ``delivery``: ``Delivery``, a ``TurnResult`` handed to its chat exactly once, part by part
+  (each chat message of its text, then each file: ``reply_parts``), each part but the last
+  recorded as a durable ``delivery`` event with ``parts``, the whole reply as one without.
 - ``chat``: ``ChatTurns``, an inbound chat message through to its delivered reply.
 - ``queue``: ``SessionQueues``, a chat gateway's messages submitted to their session's line
   (``TurnRunner.submit``: the order, batch / sequential / drop, overflow and debounce, is
