@@ -11,8 +11,8 @@
 
 - ``outbound``: the ``OutboundPort`` Protocol a chat gateway implements (``pieces``,
   ``send_text``, ``send_file``, ``send_typing``, ``ask_approval``, ``edit``,
-  ``answer_button``), ``ChatRef``, ``SentMessage``; ``memory``: ``MemoryOutbound``, the port
-  in memory, for tests.
+  ``answer_button``), ``ChatRef``, ``OutgoingFile``, ``SentMessage``; ``memory``:
+  ``MemoryOutbound``, the port in memory, for tests.
 - ``delivery``: ``Delivery``, a ``TurnResult`` handed to its chat exactly once, part by part
   (each chat message of its text, then each file: ``reply_parts``), each part but the last
   recorded as a durable ``delivery`` event with ``parts``, the whole reply as one without.
@@ -76,6 +76,7 @@ from duragent.frontkit.outbound import (
     ChatRef,
     MeteredOutbound,
     OutboundPort,
+    OutgoingFile,
     SentMessage,
     metered,
 )
@@ -118,6 +119,7 @@ __all__ = [
     "MemoryOutbound",
     "MeteredOutbound",
     "OutboundPort",
+    "OutgoingFile",
     "ProcessNotices",
     "RecoveryReport",
     "RouteQuery",

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from duragent.core.attachments import AttachmentKind
-from duragent.frontkit.outbound import ChatRef, SentMessage
+from duragent.frontkit.outbound import ChatRef, OutgoingFile, SentMessage
 
 __all__ = ["MemoryOutbound", "Sent"]
 
@@ -101,24 +101,25 @@ class MemoryOutbound:
         return sent
 
     async def send_file(
-        self,
-        chat: ChatRef,
-        data: bytes,
-        *,
-        kind: AttachmentKind,
-        name: str,
-        mime: str,
-        caption: str | None = None,
-        reply_to: str | None = None,
+        self, chat: ChatRef, file: OutgoingFile, *, reply_to: str | None = None
     ) -> SentMessage:
         """Record a file (or refuse it, while ``refuse_files`` lasts)."""
         if self.refuse_files > 0:
             self.refuse_files -= 1
-            raise ValueError(f"{name} refused")
+            raise ValueError(f"{file.name} refused")
         sent = self._message(chat)
         self.actions.append(
             Sent(
-                "file", chat, caption or "", sent.message_id, reply_to, None, data, name, mime, kind
+                "file",
+                chat,
+                file.caption or "",
+                sent.message_id,
+                reply_to,
+                None,
+                file.data,
+                file.name,
+                file.mime,
+                file.kind,
             )
         )
         return sent

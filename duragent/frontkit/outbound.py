@@ -23,7 +23,7 @@ from duragent.core.attachments import AttachmentKind
 from duragent.core.caller import ChatRef
 from duragent.observability.metrics import Metrics
 
-__all__ = ["ChatRef", "MeteredOutbound", "OutboundPort", "SentMessage", "metered"]
+__all__ = ["ChatRef", "MeteredOutbound", "OutboundPort", "OutgoingFile", "SentMessage", "metered"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +32,17 @@ class SentMessage:
 
     chat: ChatRef
     message_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class OutgoingFile:
+    """A file to send into a chat: its bytes, what it is, and the caption it goes out with."""
+
+    data: bytes
+    kind: AttachmentKind  # a photo, a voice note…: how the platform shows it
+    name: str
+    mime: str
+    caption: str | None = None
 
 
 class OutboundPort(Protocol):
@@ -61,17 +72,9 @@ class OutboundPort(Protocol):
         ...
 
     async def send_file(
-        self,
-        chat: ChatRef,
-        data: bytes,
-        *,
-        kind: AttachmentKind,
-        name: str,
-        mime: str,
-        caption: str | None = None,
-        reply_to: str | None = None,
+        self, chat: ChatRef, file: OutgoingFile, *, reply_to: str | None = None
     ) -> SentMessage:
-        """Send a file as ``kind`` (a photo, a voice note…), in the chat's line as a reply is.
+        """Send a file as its ``kind`` (a photo, a voice note…), in the chat's line as a reply is.
 
         A platform that refuses the file as ``kind`` may send it as a document instead.
         """
@@ -125,21 +128,11 @@ class MeteredOutbound:
         return sent
 
     async def send_file(
-        self,
-        chat: ChatRef,
-        data: bytes,
-        *,
-        kind: AttachmentKind,
-        name: str,
-        mime: str,
-        caption: str | None = None,
-        reply_to: str | None = None,
+        self, chat: ChatRef, file: OutgoingFile, *, reply_to: str | None = None
     ) -> SentMessage:
         """Send and count (see ``OutboundPort.send_file``)."""
         try:
-            sent = await self.inner.send_file(
-                chat, data, kind=kind, name=name, mime=mime, caption=caption, reply_to=reply_to
-            )
+            sent = await self.inner.send_file(chat, file, reply_to=reply_to)
         except BaseException:
             self._failed.inc()
             raise

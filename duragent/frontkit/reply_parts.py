@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from duragent.frontkit.outbound import ChatRef, OutboundPort, SentMessage
+from duragent.frontkit.outbound import ChatRef, OutboundPort, OutgoingFile, SentMessage
 from duragent.frontkit.outbox import UndeliveredError
 from duragent.tools.send_file import ReplyFile
 from duragent.turns import AttachmentNotFoundError, SessionInfo, TurnRunner
@@ -138,15 +138,9 @@ async def send_reply_file(
     name = file.file_name
     try:
         data = await turns.attachments.read(session_id, file.attachment.sha256)
-        return await outbound.send_file(
-            chat,
-            data,
-            kind=file.attachment.kind,
-            name=name,
-            mime=file.attachment.mime,
-            caption=file.caption,
-            reply_to=reply_to,
-        )
+        attachment = file.attachment
+        outgoing = OutgoingFile(data, attachment.kind, name, attachment.mime, file.caption)
+        return await outbound.send_file(chat, outgoing, reply_to=reply_to)
     except UndeliveredError:
         raise
     except Exception as exc:

@@ -25,8 +25,7 @@ from pathlib import Path
 
 from duragent.agents import load_catalog
 from duragent.agents.spec import QueueSpec
-from duragent.core.attachments import AttachmentKind
-from duragent.frontkit import ChatRef, ChatTurns, Inbound, SentMessage
+from duragent.frontkit import ChatRef, ChatTurns, Inbound, OutgoingFile, SentMessage
 from duragent.frontkit.queue import SessionQueues
 from duragent.lifecycle.tasks import BackgroundTasks
 from duragent.session import SessionRegistry
@@ -96,15 +95,7 @@ class FileOutbound:
         return SentMessage(chat, f"s{self._count}")
 
     async def send_file(
-        self,
-        chat: ChatRef,
-        data: bytes,
-        *,
-        kind: AttachmentKind,
-        name: str,
-        mime: str,
-        caption: str | None = None,
-        reply_to: str | None = None,
+        self, chat: ChatRef, file: OutgoingFile, *, reply_to: str | None = None
     ) -> SentMessage:
         raise AssertionError("no files in this test")
 

@@ -15,7 +15,7 @@ import pytest
 
 from duragent.core.attachments import Attachment, AttachmentKind
 from duragent.core.events import EventType
-from duragent.frontkit import ChatRef, Delivery, MemoryOutbound, SentMessage
+from duragent.frontkit import ChatRef, Delivery, MemoryOutbound, OutgoingFile, SentMessage
 from duragent.frontkit.outbound import metered
 from duragent.frontkit.outbox import UndeliveredError
 from duragent.frontkit.preview_store import PreviewStore
@@ -50,22 +50,12 @@ class GivesUp(MemoryOutbound):
         return await super().send_text(chat, text, reply_to=reply_to)
 
     async def send_file(
-        self,
-        chat: ChatRef,
-        data: bytes,
-        *,
-        kind: AttachmentKind,
-        name: str,
-        mime: str,
-        caption: str | None = None,
-        reply_to: str | None = None,
+        self, chat: ChatRef, file: OutgoingFile, *, reply_to: str | None = None
     ) -> SentMessage:
         if self.files_to_give_up > 0:
             self.files_to_give_up -= 1
             raise UndeliveredError("the outbox gave up on a file", told=True)
-        return await super().send_file(
-            chat, data, kind=kind, name=name, mime=mime, caption=caption, reply_to=reply_to
-        )
+        return await super().send_file(chat, file, reply_to=reply_to)
 
 
 def a_file(name: str) -> ReplyFile:

@@ -41,8 +41,7 @@ from typing import Any, TypeVar
 import aiohttp
 import discord
 
-from duragent.core.attachments import AttachmentKind
-from duragent.frontkit import ChatRef, SentMessage, approval_buttons, approval_prompt
+from duragent.frontkit import ChatRef, OutgoingFile, SentMessage, approval_buttons, approval_prompt
 from duragent.frontkit.outbox import DELIVERY_RETRY_SECONDS, Outbox, PlatformBusyError
 from duragent.gateways.discord.buttons import approval_view
 from duragent.gateways.discord.split import DISCORD_TEXT_LIMIT, split_message, text_units
@@ -119,15 +118,7 @@ class DiscordOutbound:
         return SentMessage(chat, str(last.id))
 
     async def send_file(
-        self,
-        chat: ChatRef,
-        data: bytes,
-        *,
-        kind: AttachmentKind,
-        name: str,
-        mime: str,
-        caption: str | None = None,
-        reply_to: str | None = None,
+        self, chat: ChatRef, file: OutgoingFile, *, reply_to: str | None = None
     ) -> SentMessage:
         """One message with the file attached and the caption as its text (cut to one message).
 
@@ -135,15 +126,16 @@ class DiscordOutbound:
         over the channel's upload limit is refused (413), which the kit tells the chat.
         """
         channel = self._channel(chat)
+        caption = file.caption
         text = split_message(caption)[0] if caption and split_message(caption) else None
         reference = _reference(chat, reply_to)
 
         async def attempt() -> discord.Message:
-            file = discord.File(io.BytesIO(data), filename=name)  # read by each try
+            upload = discord.File(io.BytesIO(file.data), filename=file.name)  # read by each try
             if reference is None:
-                return await _busy_as_such(channel.send(text, file=file, allowed_mentions=QUIET))
+                return await _busy_as_such(channel.send(text, file=upload, allowed_mentions=QUIET))
             return await _busy_as_such(
-                channel.send(text, file=file, reference=reference, allowed_mentions=QUIET)
+                channel.send(text, file=upload, reference=reference, allowed_mentions=QUIET)
             )
 
         sent = await self.outbox.send(chat, attempt)

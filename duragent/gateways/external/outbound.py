@@ -46,9 +46,8 @@ import logging
 import os
 from collections.abc import Awaitable, Callable
 
-from duragent.core.attachments import AttachmentKind
 from duragent.errors import DuragentError
-from duragent.frontkit import ChatRef, SentMessage, approval_buttons, approval_prompt
+from duragent.frontkit import ChatRef, OutgoingFile, SentMessage, approval_buttons, approval_prompt
 from duragent.frontkit.outbox import DELIVERY_RETRY_SECONDS, Outbox, PlatformBusyError
 from duragent.gateways.external.protocol import (
     AnswerCallbackQuery,
@@ -163,15 +162,7 @@ class ExternalOutbound:
         return SentMessage(chat, ok.message_id if ok and ok.message_id else request_id)
 
     async def send_file(
-        self,
-        chat: ChatRef,
-        data: bytes,
-        *,
-        kind: AttachmentKind,
-        name: str,
-        mime: str,
-        caption: str | None = None,
-        reply_to: str | None = None,
+        self, chat: ChatRef, file: OutgoingFile, *, reply_to: str | None = None
     ) -> SentMessage:
         """A ``send_media`` of the bytes (``base64`` with type and name) and the caption.
 
@@ -186,11 +177,11 @@ class ExternalOutbound:
         request_id = self._request_id()
         medium = {
             "source": "base64",
-            "data": base64.b64encode(data).decode("ascii"),
-            "mime_type": mime,
-            "filename": name,
+            "data": base64.b64encode(file.data).decode("ascii"),
+            "mime_type": file.mime,
+            "filename": file.name,
         }
-        command = SendMedia(request_id, chat.chat_id, medium, caption=caption)
+        command = SendMedia(request_id, chat.chat_id, medium, caption=file.caption)
         ok = await self.outbox.send(chat, lambda: self._busy_as_such(command, request_id))
         return SentMessage(chat, ok.message_id if ok and ok.message_id else request_id)
 

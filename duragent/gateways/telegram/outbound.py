@@ -53,7 +53,7 @@ from telegram.constants import ChatAction, ParseMode
 from telegram.error import BadRequest, NetworkError, RetryAfter
 
 from duragent.core.attachments import AttachmentKind
-from duragent.frontkit import ChatRef, SentMessage, approval_buttons
+from duragent.frontkit import ChatRef, OutgoingFile, SentMessage, approval_buttons
 from duragent.frontkit.outbox import DELIVERY_RETRY_SECONDS, Outbox, PlatformBusyError
 from duragent.gateways.telegram.previews import TelegramPreviews
 from duragent.gateways.telegram.render import (
@@ -263,15 +263,7 @@ class TelegramOutbound(TelegramPreviews):
         return SentMessage(chat, str(sent))
 
     async def send_file(
-        self,
-        chat: ChatRef,
-        data: bytes,
-        *,
-        kind: AttachmentKind,
-        name: str,
-        mime: str,
-        caption: str | None = None,
-        reply_to: str | None = None,
+        self, chat: ChatRef, file: OutgoingFile, *, reply_to: str | None = None
     ) -> SentMessage:
         """Upload a file with its kind's method (``MEDIA_METHODS``), in the chat's line.
 
@@ -280,9 +272,10 @@ class TelegramOutbound(TelegramPreviews):
         settings refuse voice messages) is sent again as a document.
         """
         quote = reply_to if reply_to and _is_group(chat) else None
+        kind, name, caption = file.kind, file.name, file.caption
         if caption and len(caption) > MAX_CAPTION:
             caption = caption[: MAX_CAPTION - 1] + "…"
-        upload = functools.partial(self._upload, chat, data, name, mime, caption, quote)
+        upload = functools.partial(self._upload, chat, file.data, name, file.mime, caption, quote)
 
         async def attempt() -> int:
             try:
