@@ -147,6 +147,7 @@ class ChatFront:
             gateway=msg.gateway,
             sender_id=msg.sender.id,
             addressed=not is_group or self._addressed(msg, agent),
+            sent_at=msg.sent_at,
         )
         if not rate.admitted:  # nothing recorded, no turn; told once per window
             if rate.notice is None:

@@ -107,11 +107,19 @@ class InboundMessage:
     """An edit of a message sent earlier (``message_id`` is the edited message's)."""
     media: tuple[MediaRef, ...] = ()
     """The photo, voice note, audio, video or files it carries (``text`` is their caption)."""
+    sent_at: float | None = None
+    """When the platform says it was sent (epoch seconds; None: not said). The sender's
+    message rate counts it (``rates``): a backlog delivered at once after an outage was
+    written at a person's pace, and a flood is one whenever it is read."""
 
     @property
     def chat(self) -> ChatRef:
-        """The chat the message came from."""
-        return ChatRef(self.gateway, self.chat_id)
+        """The chat the message came from.
+
+        Its ``kind`` is the chat's type: a group's turn waits for a member's pending approval
+        (``turns.approval_wait``).
+        """
+        return ChatRef(self.gateway, self.chat_id, self.chat_type)
 
 
 @dataclass(frozen=True, slots=True)

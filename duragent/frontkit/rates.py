@@ -14,11 +14,16 @@ sender can write again as soon as the oldest of those is a minute old. Memory st
 senders are kept in the order they last wrote, and those idle for a minute are forgotten as
 new messages arrive (at most ``max_senders`` are kept at all). The window lives in this
 process: with several nodes each counts the messages it receives. Time is the runtime's
-calendar (``core.clock``), so a test moves it by hand.
+calendar (``core.clock``), so a test moves it by hand; each message is counted at the time
+the platform says it was sent when it says one (``InboundMessage.sent_at``, never later than
+now), not when it arrived (a slow bot reading a flood does not open new windows in it, and
+the notice is given once per window of sending time); a sender is forgotten once nothing of
+theirs arrived for a minute.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import OrderedDict, deque
 from collections.abc import Callable
@@ -51,6 +56,8 @@ class _Sender:
     told_until: float = 0.0
     """Until when the sender has been told (no second notice before)."""
     last: float = 0.0
+    """When their latest message arrived (a sender still arriving is never forgotten, however
+    old the sending times: a slow bot still reading a flood)."""
 
 
 class SenderRates:
@@ -75,17 +82,23 @@ class SenderRates:
         gateway: str,
         sender_id: str,
         addressed: bool = True,
+        sent_at: float | None = None,
     ) -> RateVerdict:
         """Let the message in, or refuse it (``messages_per_sender_per_minute``).
 
         ``addressed``: the message asks the bot for something (a direct message, a mention,
         a reply, a command); only then is a refused sender told, so unaddressed group
         chatter over the limit is dropped without the bot speaking up in the group.
+        ``sent_at``: when the platform says the person sent it (never later than now). The
+        window counts that, not the arrival: a backlog delivered at once after an outage was
+        written at the person's pace and is let in; a flood is refused however slowly it is
+        read.
         """
         limit = access_of(access).quotas.messages_per_sender_per_minute
         if limit == 0 or is_owner(access, gateway, sender_id):
             return RateVerdict(admitted=True)
         now = self._clock()
+        at = now if sent_at is None else min(now, sent_at)
         self._forget_idle(now)
         key = (agent, gateway, sender_id)
         sender = self._senders.get(key)
@@ -94,16 +107,16 @@ class SenderRates:
         self._senders.move_to_end(key)
         sender.last = now
         times = sender.times
-        while times and times[0] <= now - WINDOW_SECONDS:
+        while times and times[0] <= at - WINDOW_SECONDS:
             times.popleft()
         while len(times) > limit:  # the limit was lowered since (agent.yaml reloaded)
             times.popleft()
         if len(times) < limit:
-            times.append(now)
+            bisect.insort(times, at)  # in sending order, whatever the arrival order
             return RateVerdict(admitted=True)
         free_at = times[0] + WINDOW_SECONDS
-        wait = max(1, math.ceil(free_at - now))
-        if not addressed or now < sender.told_until:
+        wait = max(1, math.ceil(free_at - at))
+        if not addressed or at < sender.told_until:
             return RateVerdict(admitted=False, retry_after=wait)
         sender.told_until = free_at
         return RateVerdict(admitted=False, notice=rate_notice(limit, wait), retry_after=wait)

@@ -36,6 +36,59 @@ def access(**quotas: int) -> AccessSpec:
     return AccessSpec(owners={"telegram": ["1"]}, quotas=QuotaSpec(**quotas))
 
 
+def test_a_backlog_written_at_a_persons_pace_is_let_in_though_it_arrives_at_once() -> None:
+    clock = Clock()
+    rates = SenderRates(clock=clock)
+    rules = access(messages_per_sender_per_minute=3)
+    clock.now = 5_000.0  # the bot was down: twelve messages, one every 20 s, arrive together
+    sent = [1_000.0 + 20 * n for n in range(12)]
+    verdicts = [
+        rates.admit(rules, agent="bot", gateway="telegram", sender_id="7", sent_at=at)
+        for at in sent
+    ]
+    assert all(v.admitted for v in verdicts)
+
+
+def test_a_flood_sent_at_once_is_refused_however_slowly_it_is_read() -> None:
+    clock = Clock()
+    rates = SenderRates(clock=clock)
+    rules = access(messages_per_sender_per_minute=3)
+    verdicts = []
+    for _ in range(10):  # all sent at 1,000 s; read 15 s apart (a slow or busy bot)
+        verdicts.append(
+            rates.admit(rules, agent="bot", gateway="telegram", sender_id="7", sent_at=1_000.0)
+        )
+        clock.now += 15
+    assert [v.admitted for v in verdicts] == [True] * 3 + [False] * 7
+
+
+def test_a_flood_read_slowly_among_others_is_told_once_and_never_let_past_the_limit() -> None:
+    clock = Clock()
+    rates = SenderRates(clock=clock)
+    rules = access(messages_per_sender_per_minute=3)
+    flood = []
+    for n in range(10):  # sent together at 1,000 s, read over minutes while others write
+        flood.append(
+            rates.admit(rules, agent="bot", gateway="telegram", sender_id="7", sent_at=1_000.0)
+        )
+        clock.now += 45
+        other = str(100 + n)
+        rates.admit(rules, agent="bot", gateway="telegram", sender_id=other, sent_at=clock.now)
+    assert [v.admitted for v in flood] == [True] * 3 + [False] * 7
+    assert sum(1 for v in flood if v.notice is not None) == 1
+
+
+def test_a_sending_time_after_the_arrival_counts_as_the_arrival() -> None:
+    clock = Clock()
+    rates = SenderRates(clock=clock)
+    rules = access(messages_per_sender_per_minute=2)
+    late = [
+        rates.admit(rules, agent="bot", gateway="telegram", sender_id="7", sent_at=9e9)
+        for _ in range(3)
+    ]  # a platform clock ahead of ours cannot open a window in the future
+    assert [v.admitted for v in late] == [True, True, False]
+
+
 def test_past_the_limit_a_sender_is_refused_and_told_once_per_window() -> None:
     clock = Clock()
     rates = SenderRates(clock=clock)

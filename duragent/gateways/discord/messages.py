@@ -82,6 +82,7 @@ def translate(message: discord.Message, bot: DiscordBotIdentity) -> InboundMessa
             str(reference.message_id) if reference and reference.message_id else None
         ),
         media=media_of(message),
+        sent_at=message.created_at.timestamp(),
     )
 
 

@@ -20,6 +20,7 @@ exactly as for Telegram. Facts kept from the reference:
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from urllib.parse import unquote, urlsplit
 
 from duragent.core.attachments import AttachmentKind
@@ -62,7 +63,21 @@ def message_of(gateway: str, event: protocol.MessageReceived) -> InboundMessage:
         reply_to_bot=event.reply_to_bot,
         reply_to_message_id=event.reply_to,
         media=media_of(event.content),
+        sent_at=_epoch(event.timestamp),
     )
+
+
+def _epoch(timestamp: str | None) -> float | None:
+    """An RFC 3339 ``timestamp`` as epoch seconds (None when absent or not one)."""
+    if not timestamp:
+        return None
+    try:
+        moment = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
 
 
 def media_of(content: protocol.Content) -> tuple[MediaRef, ...]:

@@ -103,6 +103,7 @@ def translate(
         reply_to_bot=replies,
         reply_to_message_id=str(reply_to.message_id) if reply_to else None,
         media=media_of(message, max_photo_bytes=max_photo_bytes),
+        sent_at=message.date.timestamp() if message.date else None,
     )
 
 
