@@ -95,6 +95,12 @@ class QueueSpec(SpecModel):
     overflow: Literal["drop_old", "drop_new", "reject"] = "drop_old"
     reject_message: str | None = None
     debounce: DebounceSpec = DebounceSpec()
+    approval_wait_seconds: int = Field(
+        default=120,
+        ge=0,
+        description="In a group, how long someone else's message waits for a pending "
+        "approval's requester to decide before it cancels the approval (0: at once)",
+    )
 
 
 class GroupAccess(SpecModel):

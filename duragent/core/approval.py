@@ -45,12 +45,27 @@ class PendingApproval:
     requester_id: str | None = None
     """Who sent the message whose turn asked (a chat's sender id): only they may decide on
     it from a chat. None: anyone who can reach the session (HTTP, older files)."""
+    turn_seq: int | None = None
+    """The seq of the person's message whose turn asked: the turn goes on from it once
+    decided, without what others wrote meanwhile (``turns.driving``). None: older files (the
+    turn goes on from the last person's message before the call)."""
+    answers_seq: int | None = None
+    """Set when later messages wait for turns of their own (a ``sequential`` chat queue):
+    asking answers the turn's messages up to here, not those (as a final reply's
+    ``answers_seq``), so a restart still answers them."""
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any] | None) -> PendingApproval | None:
+        """The approval a state's stored mapping holds (None: nothing waits)."""
+        return cls.from_dict(data) if data else None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PendingApproval:
         """The approval a snapshot (or the state rebuilt from events) holds."""
         tool_name = data.get("tool_name")
         requester = data.get("requester_id")
+        turn_seq = data.get("turn_seq")
+        answers_seq = data.get("answers_seq")
         return cls(
             call_id=str(data.get("call_id", "")),
             command=str(data.get("command", "")),
@@ -58,12 +73,15 @@ class PendingApproval:
             arguments=dict(data.get("arguments") or {}),
             tool_type=str(data.get("tool_type", "bash")),
             requester_id=None if requester is None else str(requester),
+            turn_seq=_seq(turn_seq),
+            answers_seq=_seq(answers_seq),
         )
 
     def to_dict(self) -> dict[str, Any]:
         """The mapping the snapshot stores (``state.yaml``'s ``pending_approval``).
 
-        ``requester_id`` only when known, so an approval without one is written as before.
+        ``requester_id``, ``turn_seq`` and ``answers_seq`` only when known, so an approval
+        without them is written as before.
         """
         out: dict[str, Any] = {
             "call_id": self.call_id,
@@ -74,4 +92,12 @@ class PendingApproval:
         }
         if self.requester_id is not None:
             out["requester_id"] = self.requester_id
+        if self.turn_seq is not None:
+            out["turn_seq"] = self.turn_seq
+        if self.answers_seq is not None:
+            out["answers_seq"] = self.answers_seq
         return out
+
+
+def _seq(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

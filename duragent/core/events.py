@@ -18,7 +18,8 @@ Known types (reference §2.5, plus ours marked *):
 | tool_call | call_id, tool_name, arguments (legacy, read only) |
 | tool_result | call_id, result {success, content} |
 | tools_skipped | call_ids [], reason |
-| approval_required | call_id, command, tool_name*, arguments*, tool_type*, requester_id* |
+| approval_required | call_id, command, tool_name*, arguments*, tool_type*, requester_id*, |
+|   | turn_seq*, answers_seq* |
 | approval_decision | call_id, decision (allow_once / allow_always / deny) |
 | status_change | from, to |
 | silent_message | content, sender_id, sender_name?, platform_message_id* — group chatter kept |
@@ -256,6 +257,8 @@ class Event:
             arguments=dict(approval.arguments),
             tool_type=approval.tool_type,
             requester_id=approval.requester_id,
+            turn_seq=approval.turn_seq,
+            answers_seq=approval.answers_seq,
         )
         return cls.with_payload(seq, EventType.APPROVAL_REQUIRED, asked)
 

@@ -80,6 +80,8 @@ class ApprovalRequiredData(NamedTuple):
     arguments: Mapping[str, Any] | None = None
     tool_type: str | None = None
     requester_id: str | None = None
+    turn_seq: int | None = None
+    answers_seq: int | None = None
 
     @classmethod
     def of(cls, data: Mapping[str, Any]) -> ApprovalRequiredData:
@@ -92,10 +94,12 @@ class ApprovalRequiredData(NamedTuple):
             as_mapping(get("arguments")),
             as_maybe_text(get("tool_type")),
             as_maybe_text(get("requester_id")),
+            as_maybe_seq(get("turn_seq")),
+            as_maybe_seq(get("answers_seq")),
         )
 
     def to_data(self) -> dict[str, Any]:
-        """The payload as ``PendingApproval.to_dict`` writes it (``requester_id`` if known)."""
+        """The payload as ``PendingApproval.to_dict`` writes it (optional fields if known)."""
         data: dict[str, Any] = {
             "call_id": self.call_id,
             "tool_name": self.tool_name,
@@ -105,6 +109,10 @@ class ApprovalRequiredData(NamedTuple):
         }
         if self.requester_id is not None:
             data["requester_id"] = self.requester_id
+        if self.turn_seq is not None:
+            data["turn_seq"] = self.turn_seq
+        if self.answers_seq is not None:
+            data["answers_seq"] = self.answers_seq
         return data
 
 

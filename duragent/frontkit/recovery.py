@@ -176,6 +176,8 @@ async def _recover(
     preview: ReplyStream | None = None,
 ) -> None:
     progress = await parts.sessions.progress(session_id)
+    if chat.kind is None and progress.chat_type is not None:  # a group's turns wait for a
+        chat = ChatRef(chat.gateway, chat.chat_id, progress.chat_type)  # member's approval
     if not (
         progress.undelivered
         or progress.awaits_answer
@@ -193,10 +195,17 @@ async def _recover(
         await preview.discard()
     if progress.settled_unsent and not progress.awaits_answer:
         await _ask_again(chat, progress, events, parts)
-    if progress.awaits_answer:  # its turn runs from the end of the window: all of it
-        resumed = _resume(chat, progress, events, parts)
-    else:
-        resumed = progress.turn_unfinished and await _go_on(chat, progress, parts)
+    if not (progress.turn_unfinished or progress.awaits_answer):
+        return
+    rules = parts.settings(progress.agent, chat.chat_id, progress.chat_type)
+    queue = rules[0]
+    resumed = False
+    # a turn an approval let go on comes first; in a sequential chat the messages people
+    # wrote meanwhile get turns of their own after it, otherwise one turn answers them all
+    if progress.turn_unfinished and (queue.mode == "sequential" or not progress.awaits_answer):
+        resumed = await _go_on(chat, progress, events, parts, rules)
+    if progress.awaits_answer:  # its turn runs from the end of the window
+        resumed = _resume(chat, progress, events, parts, rules) or resumed
     if resumed:
         report.resumed += 1
 
@@ -270,7 +279,13 @@ async def _deliver(
     return True
 
 
-def _resume(chat: ChatRef, progress: ChatProgress, events: list[Event], parts: _Parts) -> bool:
+def _resume(
+    chat: ChatRef,
+    progress: ChatProgress,
+    events: list[Event],
+    parts: _Parts,
+    rules: tuple[QueueSpec, ContextBufferSpec | None],
+) -> bool:
     """Hand the messages after the last settled event to the chat queue, by its rules.
 
     As ``ChatFront`` would have: the chat's queue mode (``sequential``: one turn per
@@ -285,7 +300,7 @@ def _resume(chat: ChatRef, progress: ChatProgress, events: list[Event], parts: _
                 waiting.append((e.seq, message))
     if not waiting:
         return False
-    queue, buffer = parts.settings(progress.agent, chat.chat_id, progress.chat_type)
+    queue, buffer = rules
     batches = [[m] for m in waiting] if queue.mode == "sequential" else [waiting]
     for batch in batches:
         (_, first), (last_seq, _) = batch[0], batch[-1]
@@ -302,22 +317,37 @@ def _resume(chat: ChatRef, progress: ChatProgress, events: list[Event], parts: _
     return True
 
 
-async def _go_on(chat: ChatRef, progress: ChatProgress, parts: _Parts) -> bool:
-    """Finish the turn a decided approval let go on, as an answer to its user message."""
-    since = progress.last_user_seq - 1
+async def _go_on(
+    chat: ChatRef,
+    progress: ChatProgress,
+    events: list[Event],
+    parts: _Parts,
+    rules: tuple[QueueSpec, ContextBufferSpec | None],
+) -> bool:
+    """Finish the turn a decided approval let go on, as an answer to its user message.
+
+    That message is the one the approval's turn answers (``turn_seq`` of its
+    ``approval_required`` event); an approval recorded before it was kept names none, and
+    the last user message is taken, as before.
+    """
+    turn_seq = progress.last_user_seq
+    for event in reversed(events):
+        if event.type == EventType.APPROVAL_REQUIRED and event.seq < progress.last_decided_seq:
+            turn_seq = ApprovalRequiredData.of(event.data).turn_seq or turn_seq
+            break
     asked = [
         e
-        for e in await _events_after(parts.sessions, progress.session_id, since)
-        if e.type == EventType.USER_MESSAGE and e.seq == progress.last_user_seq
+        for e in await _events_after(parts.sessions, progress.session_id, turn_seq - 1)
+        if e.type == EventType.USER_MESSAGE and e.seq == turn_seq
     ]
     if not asked:
         return False
     message = UserMessageData.of(asked[0].data)
-    queue, buffer = parts.settings(progress.agent, chat.chat_id, progress.chat_type)
+    queue, buffer = rules
     parts.queues.resume(
         progress.session_id,
         chat,
-        progress.last_user_seq,
+        turn_seq,
         message.content,
         message.platform_message_id,
         queue=queue,

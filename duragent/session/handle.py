@@ -23,6 +23,7 @@ from duragent.core.approval import ApprovalDecision, PendingApproval
 from duragent.core.attachments import Attachment
 from duragent.core.events import Event
 from duragent.core.messages import Message, ToolCall, Usage
+from duragent.core.payloads import EventType, UserMessageData
 from duragent.core.snapshot import SessionStatus
 from duragent.session.memory_ops import MemoryView, SummaryRecorded
 from duragent.session.operations import SessionInfo, SessionOps, UserMessageResult
@@ -52,6 +53,23 @@ class SessionHandle:
     async def messages(self) -> list[Message]:
         """The Layer 1 window of messages."""
         return await self._registry.call(self.session_id, SessionOps.messages)
+
+    async def paused_turn(
+        self, call_id: str, turn_seq: int | None
+    ) -> tuple[list[Message], list[Message]]:
+        """(history, turn) of the turn paused on ``call_id``, to go on with once decided.
+
+        When a summary took the turn's message out of the window while it ran, that message
+        is read back from the log and shown at the start of the turn (not recorded again).
+        """
+        history, turn, whole = await self._registry.call(
+            self.session_id, SessionOps.paused_turn, call_id=call_id, turn_seq=turn_seq
+        )
+        if not whole and turn_seq is not None:
+            asked = await self.events(after_seq=turn_seq - 1, include_archive=True)
+            if asked and asked[0].seq == turn_seq and asked[0].type == EventType.USER_MESSAGE:
+                turn.insert(0, Message.user(UserMessageData.of(asked[0].data).content))
+        return history, turn
 
     async def events(self, *, after_seq: int = 0, include_archive: bool = False) -> list[Event]:
         """Persisted events after ``after_seq`` (archive first when asked), for history reads."""

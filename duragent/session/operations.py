@@ -6,11 +6,9 @@ dispatched and answered. These methods hold the conversation's rules instead (wh
 records, which writes are durable, what a redelivered message does) and run only on the actor's
 thread after a successful start, so they touch ``_journal`` without locks.
 
-Each is an ``@op``: a request carries the method itself (``SessionRegistry.call(sid,
-SessionOps.info)``), and its decorator declares whether the registry may retry it out of
-descriptors, with the reason beside it (``ops`` explains the rule). An op declared
-``retry_safe=False`` with no reason beside it has not been judged safe: out of descriptors it
-fails at once, as an unsafe one does.
+Each is an ``@op``: a request carries the method (``SessionRegistry.call(sid, SessionOps.info)``);
+its decorator says, with the reason beside it, whether the registry may retry it out of
+descriptors (``ops``); one declared ``retry_safe=False`` with no reason fails at once there.
 """
 
 from __future__ import annotations
@@ -90,7 +88,7 @@ class SessionOps(MemoryOps):
             gateway_chat_type=s.gateway_chat_type,
             message_count=s.message_count(),
             last_seq=s.last_seq,
-            pending_approval=_pending(s.pending_approval),
+            pending_approval=PendingApproval.of(s.pending_approval),
             last_delivered_seq=s.last_delivered_seq,
             delivering_seq=s.delivering_seq,
             delivered_parts=s.delivered_parts,
@@ -107,6 +105,11 @@ class SessionOps(MemoryOps):
     def messages(self) -> list[Message]:
         """The Layer 1 window of messages."""
         return self.state.messages()
+
+    @op(retry_safe=True, read_only=True)
+    def paused_turn(self, call_id: str, turn_seq: int | None) -> tuple[Any, ...]:
+        """The window split for a paused turn's continuation (``SessionState.paused_turn``)."""
+        return self.state.paused_turn(call_id, turn_seq)
 
     @op(retry_safe=True)  # a durable write: withdrawn when it fails
     def add_user_message(
@@ -198,7 +201,7 @@ class SessionOps(MemoryOps):
             duplicate=duplicate,
             agent=state.agent,
             on_disconnect=state.on_disconnect,
-            pending_approval=_pending(state.pending_approval),
+            pending_approval=PendingApproval.of(state.pending_approval),
             messages=state.messages(),
             memory=self.memory(),
             chat=chat_ref(state.gateway, state.gateway_chat_id, state.gateway_chat_type),
@@ -383,11 +386,6 @@ class SessionOps(MemoryOps):
     def events(self, after_seq: int = 0, include_archive: bool = False) -> list[Event]:
         """Persisted events after ``after_seq`` (archive first when asked), for history reads."""
         return self._journal.events(after_seq, include_archive)
-
-
-def _pending(approval: dict[str, Any] | None) -> PendingApproval | None:
-    """The state's stored approval as the type callers get (None: nothing waits)."""
-    return PendingApproval.from_dict(approval) if approval else None
 
 
 def idle_past(updated_at: str, now: datetime, ttl_hours: float) -> bool:

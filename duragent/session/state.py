@@ -37,7 +37,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from duragent.core.events import Event
-from duragent.core.messages import Message, Role, ToolCall, steering_message
+from duragent.core.messages import Message, Role, ToolCall, is_steering, steering_message
 from duragent.core.payloads import (
     ApprovalDecisionData,
     ApprovalRequiredData,
@@ -144,6 +144,49 @@ class SessionState:
     def messages(self) -> list[Message]:
         """The Layer 1 window: checkpointed then pending messages."""
         return [*self.checkpointed, *self.pending]
+
+    def paused_turn(
+        self, call_id: str, turn_seq: int | None
+    ) -> tuple[list[Message], list[Message], bool]:
+        """(history, turn, whole) for the continuation of the turn paused on ``call_id``.
+
+        The turn is the one that answers the person's message ``turn_seq``: from that message
+        on, less the people's messages recorded after it (others wrote while it ran or
+        waited: in a group they wait for the approval, ``turns.approval_wait``, and get turns
+        of their own). ``whole`` is False when that message left the window (a summary
+        compacted it while the turn ran): the history is then what comes before the call and
+        the turn starts at the call, less the same messages; the caller shows the model the
+        message again. Without ``turn_seq`` (an approval recorded before it was kept), from
+        the last person's message before the call, less those after the call.
+        """
+        messages = self.messages()
+        if turn_seq is not None:
+
+            def later(m: Message) -> bool:
+                seq = self._origin.get(id(m))
+                return seq is not None and seq > turn_seq and not is_steering(m)
+
+            def kept(part: list[Message]) -> list[Message]:
+                return [m for m in part if not (m.role is Role.USER and later(m))]
+
+            own = next(
+                (
+                    i
+                    for i, m in enumerate(messages)
+                    if m.role is Role.USER and self._origin.get(id(m)) == turn_seq
+                ),
+                None,
+            )
+            if own is not None:
+                return messages[: own + 1], kept(messages[own + 1 :]), True
+            call = _index_of_call(messages, call_id)
+            if call is not None:
+                return kept(messages[:call]), kept(messages[call:]), False
+        at = _index_of_call(messages, call_id)
+        at = len(messages) if at is None else at
+        after = {id(m) for m in messages[at + 1 :] if not is_steering(m)}
+        history, turn = _split_paused(messages, at, lambda m: id(m) in after) or ([], messages)
+        return history, list(turn), True
 
     def message_count(self) -> int:
         """How many messages the window holds."""
@@ -349,11 +392,12 @@ class SessionState:
         self.last_failed_seq = max(self.last_failed_seq, event.seq)
 
     def _on_approval_required(self, event: Event) -> None:
+        asked = ApprovalRequiredData.of(event.data)
         self.last_settled_seq = max(self.last_settled_seq, event.seq)
-        self.last_answered_seq = max(self.last_answered_seq, event.seq)
+        through = event.seq if asked.answers_seq is None else asked.answers_seq
+        self.last_answered_seq = max(self.last_answered_seq, through)  # as a final reply's
         if event.seq <= self._snapshot_seq:
             return  # the snapshot's approval is this one's outcome, tool name and all
-        asked = ApprovalRequiredData.of(event.data)
         if self.pending_approval is None or self.pending_approval.get("call_id") != asked.call_id:
             self.pending_approval = self._approval_from(event.data, asked)
 
@@ -550,6 +594,22 @@ _RULES: dict[str, Callable[[SessionState, Event], None]] = {
     EventType.SESSION_START.value: SessionState._on_session_start,
 }
 """Each event type's rule, keyed by the plain string an event read from the log carries."""
+
+
+def _split_paused(
+    messages: list[Message], at: int, later: Callable[[Message], bool]
+) -> tuple[list[Message], list[Message]] | None:
+    """``messages`` split for a paused turn's continuation (None: no place to split).
+
+    At the last person's message before index ``at`` that ``later`` does not put after the
+    turn's own; the turn leaves out those ``later`` does.
+    """
+    for i in range(min(at, len(messages)) - 1, -1, -1):
+        m = messages[i]
+        if m.role is Role.USER and not is_steering(m) and not later(m):
+            turn = [n for n in messages[i + 1 :] if not (n.role is Role.USER and later(n))]
+            return messages[: i + 1], turn
+    return None
 
 
 def _index_of_call(messages: list[Message], call_id: str) -> int | None:

@@ -73,19 +73,23 @@ class _ActorRecorder:
     recorded with it, so a chat lets only that person decide, after a restart too.
     ``answers_seq``: the newest message the turn answers, written on its final reply when
     messages after it wait for turns of their own (a ``sequential`` chat queue).
+    ``turn_seq``: the person's message the turn answers, recorded with an approval it asks
+    for (its continuation starts from there).
     """
 
-    __slots__ = ("_answers_seq", "_requester_id", "_session")
+    __slots__ = ("_answers_seq", "_requester_id", "_session", "_turn_seq")
 
     def __init__(
         self,
         session: SessionHandle,
         requester_id: str | None = None,
         answers_seq: int | None = None,
+        turn_seq: int | None = None,
     ) -> None:
         self._session = session
         self._requester_id = requester_id
         self._answers_seq = answers_seq
+        self._turn_seq = turn_seq
 
     async def assistant(
         self,
@@ -119,6 +123,10 @@ class _ActorRecorder:
     async def pending_approval(self, approval: PendingApproval) -> None:
         if approval.requester_id is None and self._requester_id is not None:
             approval = replace(approval, requester_id=self._requester_id)
+        if approval.turn_seq is None and self._turn_seq is not None:
+            approval = replace(approval, turn_seq=self._turn_seq)
+        if approval.answers_seq is None and self._answers_seq is not None:
+            approval = replace(approval, answers_seq=self._answers_seq)
         await self._session.set_pending_approval(approval)
         await self._session.set_status(SessionStatus.PAUSED)
 
@@ -191,6 +199,7 @@ class ContextFactory:
         memory: MemoryView | None = None,
         chat: ChatRef | UnknownChat | None = UNKNOWN_CHAT,
         tokens: tuple[str, int] | None = None,
+        turn_seq: int | None = None,
     ) -> LoopContext:
         """The loop's context for one turn of ``agent`` in ``session_id``.
 
@@ -204,7 +213,8 @@ class ContextFactory:
         when the caller has it already (None: the session has none; else one more read).
         ``memory``: the session's summary and pins when the caller has them already (else one
         more read). ``tokens``: the session's ``(tokens_day, tokens_today)`` when the caller
-        has them (a chat with a daily token quota: else one more read).
+        has them (a chat with a daily token quota: else one more read). ``turn_seq``: the
+        person's message the turn answers (recorded with an approval it asks for).
         """
         spec = agent.spec
         budget = budget_settings(agent)
@@ -301,7 +311,7 @@ class ContextFactory:
                 sandbox=self._sandbox,
                 outputs=outputs,
             ),
-            recorder=_ActorRecorder(handle, requester_id, answers_seq),
+            recorder=_ActorRecorder(handle, requester_id, answers_seq, turn_seq),
             meter=meter,
             temperature=agent.model.temperature,
             price=price,

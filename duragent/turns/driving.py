@@ -17,7 +17,7 @@ from duragent.agents import AgentCatalog
 from duragent.context.budget import ContextOverflowError
 from duragent.core.approval import ApprovalDecision, PendingApproval
 from duragent.core.caller import ChatRef
-from duragent.core.messages import Message, Role, is_steering
+from duragent.core.messages import Message, Role
 from duragent.core.snapshot import SessionStatus
 from duragent.errors import DuragentError, LLMError
 from duragent.session import SessionHandle
@@ -63,6 +63,7 @@ class TurnDriver:
         memory: MemoryView | None = None,
         chat: ChatRef | UnknownChat | None = UNKNOWN_CHAT,
         tokens: tuple[str, int] | None = None,
+        turn_seq: int | None = None,
     ) -> Resumed:
         """Run the loop from ``turn`` (``done`` tool iterations already made) to its end.
 
@@ -82,6 +83,7 @@ class TurnDriver:
                     memory=memory,
                     chat=chat,
                     tokens=tokens,
+                    turn_seq=turn_seq,
                 )
             outcome = await run_loop(ctx, history, turn, done)
         except (LLMError, ContextOverflowError, DuragentError) as exc:
@@ -122,14 +124,20 @@ class TurnDriver:
         # Before resolving: if the model cannot be reached (no key, say) the approval stays
         # pending and can be given again once that is fixed. The loop is not one messages are
         # steered into (the runner does not claim it): an inbox nobody puts into.
+        # people wrote after the turn's own message (while it ran or waited): its reply
+        # answers that message only, and theirs get turns of their own (a restart too)
+        turn_seq = pending.turn_seq
+        later = turn_seq is not None and info.last_user_seq > turn_seq
         ctx = await self._contexts.build(
             session_id,
             agent,
             Inbox(),
             sink,
             requester_id=pending.requester_id,
+            answers_seq=turn_seq if later else None,
             chat=info.chat,
             tokens=(info.tokens_day, info.tokens_today),
+            turn_seq=turn_seq,
         )
         if decision is ApprovalDecision.ALLOW_ALWAYS:
             # Before resolving too: a pattern that cannot be saved (and read back) leaves the
@@ -148,7 +156,7 @@ class TurnDriver:
             await close_cut_short_turn(session, exc)
             raise
         await session.set_status(SessionStatus.ACTIVE)
-        history, turn = _split_at_last_user(await session.messages())
+        history, turn = await session.paused_turn(pending.call_id, pending.turn_seq)
         done = sum(1 for m in turn if m.role is Role.ASSISTANT and m.tool_calls)
         return await self.drive(session, info.agent, history, turn, done, Inbox(), sink, ctx)
 
@@ -160,10 +168,3 @@ async def cancel_approval(session: SessionHandle, pending: PendingApproval) -> N
     )
     await session.record_decision(pending.call_id, ApprovalDecision.DENY)
     await session.set_status(SessionStatus.ACTIVE)
-
-
-def _split_at_last_user(messages: list[Message]) -> tuple[list[Message], list[Message]]:
-    for i in range(len(messages) - 1, -1, -1):
-        if messages[i].role is Role.USER and not is_steering(messages[i]):
-            return messages[: i + 1], messages[i + 1 :]
-    return [], list(messages)

@@ -31,6 +31,8 @@ What happens to a message (``QueueSpec`` of the agent's access block):
   the new message and the oldest waiting one gives up its own turn (it stays in the history,
   where the next turn's model sees it; a message already handed to a running loop is never
   taken back).
+- **A member's approval in a group** (``turns.approval_wait``): someone else's turn waits
+  for the requester's decision, at most ``approval_wait_seconds``, instead of cancelling it.
 - **Debounce** (per sender, ``window_ms``): while a session is busy, a sender's messages are
   buffered (each recorded at once) and, once the sender is quiet for the window, join the
   waiting line as one entry: one turn, the texts joined by newlines. A buffer that flushes
@@ -57,6 +59,7 @@ from duragent.agents.spec import ContextBufferSpec, QueueSpec
 from duragent.core.attachments import Attachment
 from duragent.core.caller import ChatRef
 from duragent.lifecycle.tasks import BackgroundTasks
+from duragent.turns.approval_wait import wait_for_requester
 from duragent.turns.inbox import Steered
 from duragent.turns.lines import Line, Lines
 
@@ -338,6 +341,9 @@ class Ordering:
     async def _drain(self, session_id: str, line: Line) -> None:
         try:
             while (entry := self._next(line)) is not None:
+                await wait_for_requester(
+                    self._runner.sessions, self._lines, session_id, line, entry
+                )
                 await self._answer(session_id, line, entry)
                 await self._requeue_unanswered(session_id, line)
         finally:  # cancelled too: whatever was handed to the loop waits for the next drain

@@ -361,4 +361,5 @@ class TurnRunner(BetweenTurns, Approving):
             memory=recorded.memory,
             chat=recorded.chat,
             tokens=(recorded.tokens_day, recorded.tokens_today),
+            turn_seq=recorded.seq,
         )

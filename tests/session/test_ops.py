@@ -75,6 +75,7 @@ def test_only_writes_that_record_nothing_when_they_fail_and_reads_are_retried() 
     assert retried == {
         SessionOps.info,
         SessionOps.messages,
+        SessionOps.paused_turn,
         SessionOps.events,
         SessionOps.flush,
         SessionOps.snapshot,
