@@ -19,7 +19,7 @@ import asyncio
 import base64
 import threading
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from email.message import Message
 from email.parser import BytesHeaderParser
@@ -130,9 +130,18 @@ def _missing(param: str) -> Response:
 class TranscriptScript:
     """What the transcription endpoint answers, and what it was sent (thread-safe)."""
 
-    def __init__(self, default: str | None = None) -> None:
+    def __init__(
+        self,
+        default: str | None = None,
+        *,
+        hears: Callable[[AudioUpload], TranscriptItem] | None = None,
+    ) -> None:
         self.default = default
         """Answered once the queue is empty (``None``: 418 "script exhausted")."""
+        self.hears = hears
+        """Once the queue is empty, what an upload says, decided from the upload itself (its
+        bytes): uploads in flight at once get their own transcripts, whatever their order.
+        Takes precedence over ``default``."""
         self._queue: deque[TranscriptItem] = deque()
         self._uploads: list[AudioUpload] = []
         self._lock = threading.Lock()
@@ -224,7 +233,9 @@ class TranscriptScript:
                 fields=dict(texts),
             )
             self._uploads.append(upload)
-            item = self._queue.popleft() if self._queue else self.default
+            item = self._queue.popleft() if self._queue else None
+        if item is None:
+            item = self.hears(upload) if self.hears is not None else self.default
         if item is None:
             message = f"fake LLM server: transcript script exhausted at upload #{upload.index}"
             return _refusal(message, None, None, _EXHAUSTED)

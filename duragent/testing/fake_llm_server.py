@@ -132,6 +132,8 @@ class ScriptedLLMServer(ServerLifecycle):
             not the client, the cost that grows with the chat.
         transcript: what ``/v1/audio/transcriptions`` answers once its queue is empty
             (``None``: 418 "script exhausted").
+        hears: decides each upload's transcript from the upload (its bytes) once the queue
+            is empty, instead of ``transcript``: concurrent voice notes each get their own.
         strict_images: answer 400, as the provider would, a request with an image it would
             refuse (``RequestImage.problem``), without using a scripted answer.
     """
@@ -148,6 +150,7 @@ class ScriptedLLMServer(ServerLifecycle):
         port: int = 0,
         keep_requests: int | None = None,
         transcript: str | None = None,
+        hears: Callable[[AudioUpload], TranscriptItem] | None = None,
         strict_images: bool = False,
     ) -> None:
         self.host = host
@@ -165,7 +168,7 @@ class ScriptedLLMServer(ServerLifecycle):
         self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._transcripts = TranscriptScript(transcript)
+        self._transcripts = TranscriptScript(transcript, hears=hears)
         self.strict_images = strict_images
 
     # -- the script -----------------------------------------------------------------------

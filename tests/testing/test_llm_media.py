@@ -16,6 +16,7 @@ import openai
 import pytest
 
 from duragent.testing import Fault, Reply, ScriptedLLMServer
+from duragent.testing._llm_audio import AudioUpload
 from tests.testing.images import png
 
 OGG = b"OggS\x00\x02voice-note-bytes"
@@ -194,6 +195,22 @@ async def test_queued_transcripts_and_faults_are_answered_in_order() -> None:
             await client.audio.transcriptions.create(**send)
         assert exhausted.value.status_code == 418
         assert [u.index for u in srv.transcriptions] == [0, 1, 2, 3]
+
+
+async def test_hears_gives_each_upload_the_transcript_its_bytes_decide() -> None:
+    def hears(upload: AudioUpload) -> str:
+        return "I said " + upload.data.decode().removeprefix("OggS ")
+
+    async with (
+        ScriptedLLMServer(transcript="never used", hears=hears) as srv,
+        openai_client(srv) as client,
+    ):
+        srv.enqueue_transcripts("queued first")
+        send: dict[str, Any] = {"model": "whisper-1"}
+        first = await client.audio.transcriptions.create(file=("a.ogg", b"OggS one"), **send)
+        second = await client.audio.transcriptions.create(file=("b.ogg", b"OggS two"), **send)
+        third = await client.audio.transcriptions.create(file=("c.ogg", b"OggS six"), **send)
+        assert [first.text, second.text, third.text] == ["queued first", "I said two", "I said six"]
 
 
 async def test_a_bad_upload_is_refused_with_an_openai_error_and_not_recorded() -> None:
