@@ -134,6 +134,9 @@ class YearCampaign(TelegramCampaign):
         self.refused: list[str] = []
         """Tokens of messages answered with ``REFUSED`` (told, not answered)."""
         self.sends_seen = 0
+        self.rate_limited_ok: set[int] = set()
+        """Chats where someone writes too fast on purpose (a world's flooder): the notice is
+        right there (a person's pace is checked in every other chat, ``run._gather``)."""
         self.run_logs = clock.path.parent / ".duragent" / "schedules" / "runs"
         self.next_due: dict[str, Callable[[int], int]] = {}
         """Schedule → its next due time (ms) after a given one (``_run_in_progress``)."""

@@ -30,6 +30,7 @@ answers every agent of the year, told apart by the model name the agent sends:
 from __future__ import annotations
 
 import json
+import math
 import random
 import re
 from collections.abc import Callable
@@ -40,9 +41,19 @@ from bench.context.turns import SUMMARY_MARK, faithful_summary
 from duragent.context.tokens import counter_for_model
 from duragent.core.messages import Message
 from duragent.testing import Fault, RecordedRequest, Reply, ToolCallReply
+from duragent.testing._llm_images import RequestImage, request_images
 from duragent.testing.campaign_verdict import answer_tokens, group_model
 
-__all__ = ["DM_MODEL", "GROUP_MODEL", "WINDOWS", "YearModel", "read_range", "row_line", "secret_of"]
+__all__ = [
+    "DM_MODEL",
+    "GROUP_MODEL",
+    "WINDOWS",
+    "YearModel",
+    "image_tokens",
+    "read_range",
+    "row_line",
+    "secret_of",
+]
 
 DM_MODEL = "gpt-4o-mini"
 GROUP_MODEL = "gpt-4o"
@@ -108,8 +119,9 @@ class YearModel:
         counter = counter_for_model(model)
         prompt = counter.count_messages(
             [Message.system(texts[0] if texts else ""), *(Message.user(t) for t in texts[1:])]
-        )
+        ) + sum(image_tokens(image) for image in request_images(request))
         self.requests += 1
+        self.inspect(request, messages, texts)
         summary = bool(texts) and texts[0].startswith(SUMMARY_MARK)
         self.calls.append((self.now_ms(), prompt, "summary" if summary else model))
         if prompt > WINDOWS.get(model, WINDOWS[GROUP_MODEL]):
@@ -128,12 +140,7 @@ class YearModel:
             self.summary_calls += 1
             self.summary_tokens += prompt + out
             return Reply(text=text, prompt_tokens=prompt, completion_tokens=out)
-        if model == DM_MODEL:
-            reply = self._dm(messages, texts)
-        elif any(SCHEDULED in t for t in texts[-1:]):
-            reply = Reply(text=f"scheduled report, simulated time {self.now_ms()}")
-        else:
-            reply = group_model(request)
+        reply = self.answer(request, model, messages, texts)
         return Reply(
             text=reply.text,
             tool_calls=reply.tool_calls,
@@ -141,6 +148,22 @@ class YearModel:
             completion_tokens=counter.count_text(reply.text) + 20 * len(reply.tool_calls),
             delay=delay,
         )
+
+    def inspect(
+        self, request: RecordedRequest, messages: list[dict[str, Any]], texts: list[str]
+    ) -> None:
+        """Look at every request that reached the model (the year looks at none)."""
+        return None
+
+    def answer(
+        self, request: RecordedRequest, model: str, messages: list[dict[str, Any]], texts: list[str]
+    ) -> Reply:
+        """The answer to a turn's request (not a summary's): by agent, told by its model."""
+        if model == DM_MODEL:
+            return self._dm(messages, texts)
+        if any(SCHEDULED in t for t in texts[-1:]):
+            return Reply(text=f"scheduled report, simulated time {self.now_ms()}")
+        return group_model(request)
 
     def _dm(self, messages: list[dict[str, Any]], texts: list[str]) -> Reply:
         last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=0)
@@ -230,9 +253,34 @@ def _results(messages: list[dict[str, Any]], texts: list[str]) -> list[tuple[str
     ]
 
 
+def image_tokens(image: RequestImage) -> int:
+    """What an OpenAI vision model counts for ``image``, as the provider counts it: 85 at
+    ``detail: low``; else the image scaled into 2048 x 2048 and its shortest side to 768
+    (never up), 170 per 512-pixel tile covering it, plus 85. An image whose size cannot be
+    read counts as the largest the provider takes (the count must never be low)."""
+    if image.detail == "low":
+        return 85
+    width: float = image.width or 2048
+    height: float = image.height or 768
+    scale = min(1.0, 2048 / max(width, height))
+    width, height = width * scale, height * scale
+    scale = min(1.0, 768 / min(width, height))
+    width, height = width * scale, height * scale
+    return 85 + 170 * math.ceil(width / 512) * math.ceil(height / 512)
+
+
 def _text(message: dict[str, Any]) -> str:
+    """A message's words as the tokenizer counts them: its text parts (images are counted
+    apart, ``image_tokens``) and its calls."""
     content = message.get("content")
-    text = content if isinstance(content, str) else json.dumps(content) if content else ""
+    if isinstance(content, list):
+        text = "\n".join(
+            str(part.get("text", "")) if isinstance(part, dict) else json.dumps(part)
+            for part in content
+            if not (isinstance(part, dict) and part.get("type") in ("image_url", "image"))
+        )
+    else:
+        text = content if isinstance(content, str) else json.dumps(content) if content else ""
     for call in message.get("tool_calls") or []:
         text += json.dumps(call.get("function", {}))
     return text

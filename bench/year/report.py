@@ -122,7 +122,7 @@ def rows(r: YearResult) -> list[tuple[str, str]]:
         ("turn latency p50 / p99", f"{p50 * 1000:.0f} ms / {p99 * 1000:.0f} ms"),
         ("wall time", f"{r.wall_seconds:.1f} s"),
     ]
-    return out
+    return out + r.world_rows
 
 
 def _disk(d: dict[str, int]) -> str:
@@ -159,6 +159,7 @@ def to_json(r: YearResult) -> dict[str, Any]:
         "problems": r.problems,
         "kill_sim_days": [ms / DAY_MS for ms in r.kill_sim_ms],
         "samples": [asdict(s) for s in r.samples],
+        "marks": [{"sim_day": ms / DAY_MS, "kind": kind} for ms, kind in r.marks],
     }
 
 
@@ -208,13 +209,34 @@ def draw(r: YearResult, path: Path) -> None:
     for ax in axes:
         for kill in r.kill_sim_ms:
             ax.axvline(kill / DAY_MS, color="grey", lw=0.5, alpha=0.6)
+    _mark(axes[0], r.marks)
     fig.suptitle(
-        f"duragent, a simulated year: {r.campaign.messages:,} messages, {r.campaign.kills} kills "
+        f"duragent, {r.title}: {r.campaign.messages:,} messages, {r.campaign.kills} kills "
         f"(grey lines), {r.sim_days:.0f} days in {r.wall_seconds / 60:.1f} min"
     )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def _mark(ax: Any, marks: list[tuple[int, str]]) -> None:
+    """A tick per marked event (a world's attempts) along the top of ``ax``, a colour a kind."""
+    kinds = sorted({kind for _ms, kind in marks})
+    colours = [f"C{i % 10}" for i in range(len(kinds))]
+    for kind, colour in zip(kinds, colours, strict=True):
+        days = [ms / DAY_MS for ms, k in marks if k == kind]
+        ax.plot(
+            days,
+            [1.0] * len(days),
+            "|",
+            color=colour,
+            ms=8,
+            label=kind,
+            transform=ax.get_xaxis_transform(),
+            clip_on=False,
+        )
+    if kinds:
+        ax.legend(loc="lower left", fontsize=6, ncol=4, title="attempts", title_fontsize=6)
 
 
 def save(r: YearResult, json_path: Path | None, png_path: Path | None) -> None:

@@ -23,7 +23,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.rigs.corpus import english
 from bench.year.campaign import REFUSED, YearCampaign, telegram_faults
 from bench.year.checks import NoteCounts, log_errors, open_file_problems, tool_checks
 from bench.year.clock import ClockDriver
@@ -33,9 +32,10 @@ from bench.year.probe import Probe, Sample, disk_bytes, open_files
 from bench.year.schedule import ScheduleCheck, check_schedule
 from bench.year.timing import DAY_MS, START, expected, runs, settle, timing
 from bench.year.ttl import OVERRUN_HOLD, OVERRUN_HOURS, TtlCheck, check_ttl, ttl_hours_for
-from bench.year.workspace import TOKEN, write_workspace
+from bench.year.workspace import TOKEN
+from bench.year.world import World
 from duragent.frontkit.rates import RATE_FIELD
-from duragent.testing import FakeTelegram, ScriptedLLMServer
+from duragent.testing import FakeTelegram
 from duragent.testing.campaign_verdict import (
     INTERRUPTED,
     CampaignResult,
@@ -124,6 +124,13 @@ class YearResult:
     ttl: TtlCheck | None = None
     """Sessions ended by the TTL sweep on the simulated calendar, and none other (``ttl.py``)."""
     problems: list[str] = field(default_factory=list)
+    world_rows: list[tuple[str, str]] = field(default_factory=list)
+    """What the run's ``World`` adds to the table (``World.judge``)."""
+    world_problems: list[str] = field(default_factory=list)
+    """What the run's ``World`` found wrong (each fails the run)."""
+    marks: list[tuple[int, str]] = field(default_factory=list)
+    """(simulated ms from the start, kind) of events the picture marks (a world's attempts)."""
+    title: str = "a simulated year"
 
     @property
     def ok(self) -> bool:
@@ -139,6 +146,7 @@ class YearResult:
             and not self.readyz_failures
             and not self.errors_without_session
             and (self.ttl is None or not self.ttl.problems)
+            and not self.world_problems
         )
 
     def quantiles(self) -> tuple[float, float]:
@@ -149,23 +157,25 @@ class YearResult:
         return cuts[49], cuts[98]
 
 
-async def run_year(config: YearConfig) -> YearResult:
-    """One simulated year (module docstring)."""
+async def run_year(config: YearConfig, world: World | None = None) -> YearResult:
+    """One simulated year (module docstring), or what ``world`` makes of the engine."""
+    world = world or World()
     os.environ.setdefault("PTB_TIMEDELTA", "1")  # PTB's RetryAfter warns without it
     rng = random.Random(config.seed)
     root = config.workdir or Path(tempfile.mkdtemp(prefix="duragent-year-"))
     clock = ClockDriver(root / "clock.bin", START)
     end_ms = clock.ms + int(config.days * DAY_MS)
-    model = YearModel(now_ms=lambda: clock.ms, prose=english())
+    model = world.model(clock)
     try:
         async with (
+            world.around(root),
             FakeTelegram(token=TOKEN, keep_calls=50_000, clock=lambda: clock.ms / 1000) as tg,
-            ScriptedLLMServer(responder=model, keep_requests=1) as llm,
+            world.llm(model) as llm,
         ):
             tg.add_fault(*telegram_faults())
             schedules = timing(config.days, config.every_seconds, config.pulse_days)
             ttl_hours = ttl_hours_for(config.days)
-            cfg = write_workspace(
+            cfg = world.workspace(
                 root,
                 telegram_url=tg.url,
                 llm_url=llm.openai_base_url,
@@ -175,7 +185,7 @@ async def run_year(config: YearConfig) -> YearResult:
             )
             command = [sys.executable, "-m", "bench.year.serve", str(cfg), str(clock.path)]
             serve = ServeProcess(cfg, command=command, pythonpath=[SOURCE])
-            campaign = YearCampaign(
+            campaign = world.campaign(
                 tg,
                 serve,
                 plan(config.chats, config.messages, rng, group_every=config.group_every),
@@ -232,6 +242,9 @@ async def run_year(config: YearConfig) -> YearResult:
         result.ttl = ttl
         if ttl is not None:
             result.problems.extend(ttl.problems[:10])
+        result.title = world.title
+        world.judge(root, result, campaign)
+        result.problems.extend(result.world_problems)
         return result
     finally:
         clock.close()
@@ -310,7 +323,13 @@ def _gather(
     )
     problems.extend(probe.readyz_failures[:10])
     problems.extend(f"log: {line[:200]}" for line in silent[:10])
-    limited = sorted({s.chat_id for s in sent if RATE_FIELD in s.text})
+    limited = sorted(
+        {
+            s.chat_id
+            for s in sent
+            if RATE_FIELD in s.text and s.chat_id not in campaign.rate_limited_ok
+        }
+    )
     if limited:  # each chat's person writes at a person's pace: never a flood
         problems.append(f"{len(limited)} chat(s) told they wrote too fast: {limited[:10]}")
     if model.overflows:

@@ -210,13 +210,20 @@ class TelegramCampaign(CampaignLoop):
         assert m.prompt_id is not None
         assert m.prompt_data is not None
         self.tg.push_callback_query(
-            chat.chat_id, m.prompt_id, data=m.prompt_data, user_id=writer_of(chat)
+            chat.chat_id, m.prompt_id, data=m.prompt_data, user_id=self.author_of(chat, m)
         )
         m.pressed_at = time.monotonic()
 
     def plan_chat(self, m: CampaignMessage) -> Chat:
         """The chat ``m`` belongs to."""
         return next(c for c in self.plan if c.index == m.chat)
+
+    def author_of(self, chat: Chat, m: CampaignMessage) -> int:
+        """Who writes ``m`` (and so may approve its call): ``writer_of`` its chat by default.
+
+        A campaign with many people in a group (``bench/strangers``) names them in turn.
+        """
+        return writer_of(chat)
 
     def may_write(self, chat: Chat) -> bool:
         """Whether ``chat`` may write its next message, its window and the kills allowing.
@@ -236,7 +243,13 @@ class TelegramCampaign(CampaignLoop):
                 chat.chat_id, f"just chatting {line}", user_id=chatterer_of(chat, n)
             )
         m.pushed_at = time.monotonic()
-        return self.tg.push_message(chat.chat_id, self.text_of(chat, m), user_id=writer_of(chat))
+        return self.push(chat, m)
+
+    def push(self, chat: Chat, m: CampaignMessage) -> dict[str, Any]:
+        """Send ``m`` itself (a text by default; a campaign may send a photo or a file)."""
+        return self.tg.push_message(
+            chat.chat_id, self.text_of(chat, m), user_id=self.author_of(chat, m)
+        )
 
     async def write_more(self) -> None:
         """Each chat writes up to its window (DMs one, groups ``GROUP_WINDOW``)."""
