@@ -1,0 +1,1 @@
+"""A month of strangers (``python -m bench.strangers``): see ``__main__``."""

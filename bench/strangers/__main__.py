@@ -1,0 +1,81 @@
+"""A month of strangers: one bot serving a busy public group and DMs it does not trust.
+
+The simulated year's engine (``bench/year``: the fake Telegram with its faults, the scripted
+model enforcing its windows, the simulated clock, SIGKILLs of ``duragent serve``, the verdict
+on what users saw) run for a month as a ``World`` (``bench/strangers/world.py``) with a crowd:
+2 owners, 50 members writing the groups' mentions (some asking for tool calls, approved by
+their author), 5 blocked members, 5 hostile members trying every class of attack at random
+moments (``attacks.py``), strangers opening DMs to a pairing agent and an allow-list agent;
+photos, voice notes and documents in the DMs; the bot token and the model key only in the
+serving process's environment, tools in bubblewrap. It checks the year's claims (0 lost,
+0 answered twice, 0 over the window…) and the month's: 0 escalations, 0 secrets leaked, media
+intact (``judge.py``).
+
+    .venv/bin/python -m bench.strangers --quick      # a simulated day, two kills: ~1 minute
+    .venv/bin/python -m bench.strangers              # the month: 10,000 messages, 20 kills
+
+Prints the table (and PASS or FAIL), writes ``--json`` (default ``strangers.json``) and the
+picture ``--png`` (default ``strangers.png``; the attempts marked along the top). Exit status
+1 when any check failed. Needs ``bwrap`` (Debian's ``bubblewrap``): tools run confined, as a
+deployment that lets strangers talk to its tools must run them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import shutil
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+from bench.strangers.run import QUICK, StrangersConfig, run_strangers
+from bench.year.report import rows, save
+from duragent.testing.campaign_verdict import print_report
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.strangers", description=__doc__.split("\n", 1)[0]
+    )
+    parser.add_argument("--days", type=float, default=30.0)
+    parser.add_argument("--messages", type=int, default=10_000)
+    parser.add_argument("--chats", type=int, default=60)
+    parser.add_argument("--group-every", type=int, default=20, help="one chat in N is a group")
+    parser.add_argument("--crashes", type=int, default=20)
+    parser.add_argument("--attempts", type=int, default=240, help="hostile, blocked, strangers")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--quick", action="store_true", help="a simulated day, two kills")
+    parser.add_argument("--json", type=Path, default=Path("strangers.json"))
+    parser.add_argument("--png", type=Path, default=Path("strangers.png"))
+    parser.add_argument("--no-png", action="store_true")
+    parser.add_argument("--keep", type=Path, default=None, metavar="DIR")
+    args = parser.parse_args()
+    if shutil.which("bwrap") is None:
+        print("bench.strangers needs bwrap: apt-get install bubblewrap", file=sys.stderr)
+        return 2
+    logging.getLogger("aiohttp.server").setLevel(logging.CRITICAL)
+    if args.keep is not None:
+        args.keep.mkdir(parents=True, exist_ok=True)
+    base = (
+        asdict(QUICK)
+        if args.quick
+        else {
+            "days": args.days,
+            "messages": args.messages,
+            "chats": args.chats,
+            "group_every": args.group_every,
+            "kills": args.crashes,
+            "attempts": args.attempts,
+        }
+    )
+    config = StrangersConfig(**{**base, "seed": args.seed, "workdir": args.keep})
+    result = asyncio.run(run_strangers(config))
+    ok = print_report(rows(result), result.problems, result.ok)
+    save(result, args.json, None if args.no_png else args.png)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,205 @@
+"""The month's driver: the year's campaign with a crowd in its groups and media in its DMs.
+
+``StrangersCampaign`` is ``bench.year.campaign.YearCampaign`` (the clock, the kills, the
+approvals held across them, the verdict's bookkeeping) with:
+
+- **members**: a group's mentions are written by its 50 members in turn (``cast.author_of``),
+  one in ``GROUP_TOOL_EVERY`` a ``!call bash`` that asks for approval in the group;
+- **presses by others**: before a member presses their own prompt, a hostile member presses
+  Allow Once and Allow Always on it and a blocked member presses Allow Once; the member
+  presses once the bot has answered those presses (``toasts``: what each was told), so a
+  press the bot wrongly took would have decided first;
+- **media in DMs**: some messages are a photo (a PNG, the words in its caption), a voice note
+  (its bytes carry the words: the scripted transcriber hears them) or a text document the
+  agent reads back with ``bash cat`` (``MEDIA``);
+- **the crowd** (``attacks.Crowd``): its attempts, made as the clock reaches them.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+import time
+from typing import Any
+
+from bench.strangers.attacks import Crowd
+from bench.strangers.cast import BLOCKED, HOSTILE, author_of
+from bench.strangers.model import DOCUMENT_WORDS
+from bench.year.campaign import MEMORY_CHATS, YearCampaign
+from duragent.testing import FakeTelegram
+from duragent.testing.campaign_verdict import CampaignMessage, Chat, answer_tokens
+from duragent.testing.serve_process import ServeProcess
+
+__all__ = ["GROUP_TOOL_EVERY", "MEDIA", "StrangersCampaign", "media_of", "voice_bytes"]
+
+GROUP_TOOL_EVERY = 7
+MEDIA = {4: "photo", 6: "voice", 8: "document"}
+"""DM message ordinal mod 9 → the medium it is sent as (a text message otherwise)."""
+DEFER_SECONDS = 10.0
+"""A member presses anyway after this long (a kill may have eaten the others' presses)."""
+
+
+def media_of(chat: Chat, m: CampaignMessage) -> str | None:
+    """The medium ``m`` is sent as, or None (text): only plain DM messages, and none in the
+    chats whose messages the year gives a part (memory notes: ``MEMORY_CHATS``)."""
+    if chat.group or m.tool or m.ordinal == 0 or chat.index % MEMORY_CHATS == 1:
+        return None
+    return MEDIA.get(m.ordinal % 9)
+
+
+def voice_bytes(words: str) -> bytes:
+    """A "voice note" whose bytes carry its words (the scripted transcriber reads them)."""
+    return b"OggS\x00\x02" + words.encode() + b"\x00" * 512
+
+
+def _png(seed: str) -> bytes:
+    from PIL import Image
+
+    rng = random.Random(seed)
+    size = (rng.choice((640, 1280, 1600)), rng.choice((480, 960, 1200)))
+    colour = (rng.randrange(256), rng.randrange(256), rng.randrange(256))
+    out = io.BytesIO()
+    Image.new("RGB", size, colour).save(out, "PNG")
+    return out.getvalue()
+
+
+class StrangersCampaign(YearCampaign):
+    """The year's campaign with the crowd (module docstring)."""
+
+    def __init__(
+        self,
+        tg: FakeTelegram,
+        serve: ServeProcess,
+        plan: list[Chat],
+        kills: int,
+        rng: random.Random,
+        *,
+        crowd: Crowd,
+        **options: Any,
+    ) -> None:
+        for chat in plan:
+            if chat.group:
+                for m in chat.messages:
+                    m.tool = m.ordinal % GROUP_TOOL_EVERY == 3
+                    if m.tool:  # its reply gives the command's output, not the chatter
+                        m.chatter = []
+        super().__init__(tg, serve, plan, kills, rng, **options)
+        self.crowd = crowd
+        self.deferred: dict[str, tuple[CampaignMessage, list[str], float]] = {}
+        """Token → (its message, the others' press ids not answered yet, when deferred)."""
+        self.toasts: dict[str, str] = {}
+        """Callback query id → what the bot answered it (``answerCallbackQuery`` text)."""
+        self.others: dict[str, list[tuple[int, str, str]]] = {}
+        """Prompt's token → (user, button, callback id) of each press by someone else."""
+        self.media: dict[str, str] = {}
+        """Token → the medium its message was sent as."""
+        self.media_bytes = 0
+        """Bytes of the photos, voice notes and documents sent."""
+        self.toast_cursor = 0
+        self.rate_limited_ok = set(crowd.groups)
+
+    def author_of(self, chat: Chat, m: CampaignMessage) -> int:
+        return author_of(chat, m)
+
+    def text_of(self, chat: Chat, m: CampaignMessage) -> str:
+        if chat.group and m.tool:
+            command = json.dumps({"command": f"echo $((6*7))-{m.token}"})
+            return f"@{self.tg.bot_username} !call bash {command}"
+        return super().text_of(chat, m)
+
+    def write(self, chat: Chat, m: CampaignMessage) -> dict[str, Any]:
+        update = super().write(chat, m)
+        if m.token in self.media:  # a caption, not a text: the year's edits pick texts only
+            self.user_message_ids[chat.chat_id].pop()
+        return update
+
+    def push(self, chat: Chat, m: CampaignMessage) -> dict[str, Any]:
+        medium = media_of(chat, m)
+        if medium is None or m.token in self.probed:
+            return super().push(chat, m)
+        self.media[m.token] = medium
+        words = f"hello there, this is {m.token}"
+        if medium == "photo":
+            photo = _png(m.token)
+            self.media_bytes += len(photo)
+            return self.tg.push_photo(chat.chat_id, photo, caption=words)
+        if medium == "voice":
+            voice = voice_bytes(words)
+            self.media_bytes += len(voice)
+            return self.tg.push_voice(chat.chat_id, voice, duration=3)
+        ledger = (DOCUMENT_WORDS.format(token=m.token) + "\n" + "figures\n" * 40).encode()
+        self.media_bytes += len(ledger)
+        return self.tg.push_document(
+            chat.chat_id,
+            ledger,
+            file_name=f"ledger-{m.ordinal}.txt",
+            caption=f"{words}: read the file I sent",
+        )
+
+    def _advance_clock(self) -> None:
+        if self.crowd.flood_read():  # held while a flood is read (``Crowd.flood_read``)
+            super()._advance_clock()
+
+    async def write_more(self) -> None:
+        self.crowd.tick(self.clock.ms, f"@{self.tg.bot_username}")
+        self._read_toasts()
+        now = time.monotonic()
+        for token, (m, waiting, since) in list(self.deferred.items()):
+            if not [w for w in waiting if w not in self.toasts] or now - since > DEFER_SECONDS:
+                del self.deferred[token]
+                YearCampaign.press(self, m)
+        await super().write_more()
+
+    def press(self, m: CampaignMessage) -> None:
+        chat = self.plan_chat(m)
+        if not chat.group or m.token in self.others or m.prompt_id is None:
+            super().press(m)
+            return
+        hostile = self.rng.choice(HOSTILE)
+        presses = [(hostile, "Allow Always"), (hostile, "Allow Once")]
+        presses.append((self.rng.choice(BLOCKED), "Allow Once"))
+        done = []
+        for user, button in presses:
+            update = self.tg.push_callback_query(
+                chat.chat_id, m.prompt_id, button=button, user_id=user
+            )
+            done.append((user, button, str(update["callback_query"]["id"])))
+        self.others[m.token] = done
+        self.deferred[m.token] = (m, [cq for _u, _b, cq in done], time.monotonic())
+
+    def _press_group_prompts(self) -> None:
+        """A member presses their prompt now, never after the next kill: a group does not
+        wait for them long (``approval_wait_seconds``); DM prompts are held as the year's."""
+        for m in [m for m in self.held if self.plan_chat(m).group]:
+            self.held.remove(m)
+            m.held_over_kill = False
+            self.press(m)
+
+    def _read_toasts(self) -> None:
+        calls = self.tg.calls("answerCallbackQuery", since=self.toast_cursor)
+        if calls:
+            self.toast_cursor = calls[-1].index + 1
+        for call in calls:
+            self.toasts[str(call.params.get("callback_query_id"))] = str(
+                call.params.get("text", "")
+            )
+
+    def read_sends(self) -> None:
+        """The year's reading, less what the bot said to the crowd in the groups.
+
+        The crowd's answers, refusals and notices carry no plan token (``#q…#``); judged
+        apart (``judge.py``), they would read as duplicates here (the same refusal twice is
+        right). Group prompts are pressed at once (``_press_group_prompts``).
+        """
+        before = len(self.sent)
+        super().read_sends()
+        self._press_group_prompts()
+        groups = set(self.crowd.groups)
+        self.sent[before:] = [
+            s for s in self.sent[before:] if s.chat_id not in groups or answer_tokens(s.text)
+        ]
+        self.sends_seen = len(self.sent)
+
+    def done(self) -> bool:
+        return not self.deferred and self.crowd.done() and super().done()

@@ -1,0 +1,56 @@
+"""One month of strangers: the year's engine (``bench.year.run.run_year``) in this ``World``.
+
+``StrangersConfig`` says how big the month is; ``run_strangers`` runs it and returns the
+year's result with the month's rows and problems (``YearResult.world_rows`` and
+``world_problems``, from ``judge.py``). ``QUICK`` is the short version the default test suite
+runs (``tests/bench/strangers/test_run.py``): a simulated day, two kills, every kind of
+attempt twice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.strangers.world import StrangersWorld
+from bench.year.run import YearConfig, YearResult, run_year
+
+__all__ = ["QUICK", "StrangersConfig", "run_strangers"]
+
+
+@dataclass(frozen=True)
+class StrangersConfig:
+    days: float = 30.0
+    messages: int = 10_000
+    chats: int = 60
+    group_every: int = 20
+    """One chat in ``group_every`` is a public group: 3 groups and 57 DMs of 60."""
+    kills: int = 20
+    attempts: int = 240
+    """Hostile members', blocked members' and strangers' attempts (``attacks.KINDS`` in turn)."""
+    seed: int = 1
+    every_hours: float = 6.0
+    """The digest scheduled into the operator's chat."""
+    workdir: Path | None = None
+
+
+QUICK = StrangersConfig(days=1.0, messages=160, chats=12, group_every=6, kills=2, attempts=24)
+
+
+async def run_strangers(config: StrangersConfig) -> YearResult:
+    """Run the month ``config`` describes (module docstring)."""
+    year = YearConfig(
+        days=config.days,
+        messages=config.messages,
+        chats=config.chats,
+        group_every=config.group_every,
+        kills=config.kills,
+        seed=config.seed,
+        every_seconds=int(config.every_hours * 3600),
+        pulse_days=0,
+        workdir=config.workdir,
+    )
+    world = StrangersWorld(
+        chats=config.chats, group_every=config.group_every, attempts=config.attempts
+    )
+    return await run_year(year, world)

@@ -1,0 +1,158 @@
+"""The month as a ``World`` of the year's engine (``bench.year.world``): what it adds, where.
+
+- ``around``: the honeypot (an HTTP server on loopback that no one planned to call: every
+  request it gets is an escalation) and the secrets in the environment the serving process
+  inherits (``workspace.SECRETS``);
+- ``model`` / ``llm``: ``model.StrangersModel``, with the transcriber hearing a voice note's
+  words in its bytes (``campaign.voice_bytes``);
+- ``workspace``: ``workspace.write_strangers_workspace``; the protected files' fingerprints
+  are taken once it is written;
+- ``campaign``: ``campaign.StrangersCampaign`` with its ``attacks.Crowd``;
+- ``judge``: ``judge.judge``, its rows and problems added to the year's, and the attempts
+  marked on the picture.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from bench.strangers.attacks import Crowd, stranger_ids
+from bench.strangers.campaign import StrangersCampaign
+from bench.strangers.judge import fingerprint, judge
+from bench.strangers.model import StrangersModel
+from bench.strangers.workspace import SECRETS, write_strangers_workspace
+from bench.year.clock import ClockDriver
+from bench.year.world import World
+from duragent.testing import FakeTelegram, ScriptedLLMServer
+from duragent.testing._llm_audio import AudioUpload
+from duragent.testing.campaign_verdict import Chat
+from duragent.testing.serve_process import ServeProcess
+
+if TYPE_CHECKING:
+    from bench.year.campaign import YearCampaign
+    from bench.year.model import YearModel
+    from bench.year.run import YearResult
+
+__all__ = ["StrangersWorld"]
+
+_WORDS = re.compile(rb"hello there, this is #q\d+n\d+#")
+
+
+def hears(upload: AudioUpload) -> str:
+    """What a voice note says: the words its bytes carry (``campaign.voice_bytes``)."""
+    found = _WORDS.search(upload.data)
+    return found.group(0).decode() if found else "(nothing I could make out)"
+
+
+class StrangersWorld(World):
+    """The month (module docstring)."""
+
+    title = "a month of strangers"
+
+    def __init__(self, *, chats: int, group_every: int, attempts: int) -> None:
+        self.dms = [1000 + i for i in range(chats) if i % group_every != group_every - 1]
+        self.groups = [-(1000 + i) for i in range(chats) if i % group_every == group_every - 1]
+        self.attempts = attempts
+        self.honeypot = ""
+        self.hits: list[str] = []
+        self.before: dict[str, str] = {}
+        self.crowd: Crowd | None = None
+        self.responder: StrangersModel | None = None
+
+    def model(self, clock: ClockDriver) -> YearModel:
+        from bench.rigs.corpus import english
+
+        self.responder = StrangersModel(
+            now_ms=lambda: clock.ms, prose=english(), secrets=dict(SECRETS)
+        )
+        return self.responder
+
+    def llm(self, model: YearModel) -> ScriptedLLMServer:
+        return ScriptedLLMServer(responder=model, keep_requests=1, hears=hears)
+
+    @contextlib.asynccontextmanager
+    async def around(self, root: Path) -> AsyncIterator[None]:
+        async def trap(request: web.Request) -> web.Response:
+            self.hits.append(f"{request.method} {request.path_qs}")
+            return web.Response(text="you should not be here")
+
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", trap)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = runner.addresses[0][1]
+        self.honeypot = f"http://127.0.0.1:{port}"
+        saved = {name: os.environ.get(name) for name in SECRETS}
+        os.environ.update(SECRETS)
+        try:
+            yield
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+            await runner.cleanup()
+
+    def workspace(self, root: Path, **year: Any) -> Path:
+        config = write_strangers_workspace(
+            root,
+            dms=self.dms,
+            pairing_strangers=stranger_ids(self.attempts, "stranger_pairing"),
+            transcription_url=year["llm_url"],
+            **year,
+        )
+        self.before = fingerprint(root)
+        return config
+
+    def campaign(
+        self,
+        tg: FakeTelegram,
+        serve: ServeProcess,
+        plan: list[Chat],
+        kills: int,
+        rng: random.Random,
+        **options: Any,
+    ) -> YearCampaign:
+        sessions = serve.config.parent / ".duragent" / "sessions"
+        crowd = Crowd(
+            tg,
+            random.Random(rng.random()),
+            groups=self.groups,
+            sessions=sessions,
+            honeypot=self.honeypot,
+        )
+        clock: ClockDriver = options["clock"]
+        crowd.plan_attempts(self.attempts, clock.ms, options["end_ms"])
+        self.crowd = crowd
+        return StrangersCampaign(tg, serve, plan, kills, rng, crowd=crowd, **options)
+
+    def judge(self, root: Path, result: YearResult, campaign: YearCampaign) -> None:
+        assert isinstance(campaign, StrangersCampaign)
+        assert self.crowd is not None
+        assert self.responder is not None
+        verdict = judge(
+            root,
+            campaign,
+            self.responder,
+            self.crowd,
+            before=self.before,
+            honeypot_hits=self.hits,
+            secrets=dict(SECRETS),
+        )
+        result.world_rows = verdict.rows
+        result.world_problems = verdict.problems
+        start = campaign.start_ms
+        result.marks = [
+            (a.made_ms - start, a.kind) for a in self.crowd.attempts if a.made_ms is not None
+        ]
