@@ -10,7 +10,9 @@ next turn of someone else waits for the requester's decision, at most the group 
 decides cannot hold the group up. The requester's own next message, and an approval nobody
 asked for (a scheduled task's, the owners' alone), go on at once, as before.
 
-Wall time (monotonic), as ``turn_timeout``: it bounds how long people wait.
+Wall time (monotonic), as ``turn_timeout``: it bounds how long people wait. The session is
+asked only when an approval may wait (``Line.paused``, or the context kept for an idle
+session's message): a group's turn costs no more round trips than a DM's.
 """
 
 from __future__ import annotations
@@ -40,9 +42,15 @@ async def wait_for_requester(
     hold = line.queue.approval_wait_seconds
     if hold <= 0 or entry.chat.kind is None or entry.chat.kind in DM_CHAT_TYPES:
         return
+    kept = lines.kept_context(session_id, entry.seq)  # an idle session's message: known
+    if kept is not None and kept.pending_approval is None:
+        return
+    if kept is None and line.paused is False:  # the last turn here did not pause
+        return
     deadline = time.monotonic() + hold
     while True:
         pending = (await sessions.info(session_id)).pending_approval
+        line.paused = pending is not None
         if pending is None or pending.requester_id in (None, entry.sender_id):
             return
         left = deadline - time.monotonic()

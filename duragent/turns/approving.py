@@ -24,6 +24,7 @@ __all__ = ["Approving"]
 def _recorded(lines: Lines, line: Line, seq: int, tell: Callable[[int], None] | None) -> None:
     """The decision is on disk: note it for ``approve``'s error path, tell the waiters."""
     line.decision_seq = seq
+    line.paused = None  # decided; its turn may pause again: the session says
     lines.approvals_changed()
     if tell is not None:
         tell(seq)

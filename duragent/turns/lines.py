@@ -63,6 +63,10 @@ class Line:
     held_through: int = 0
     """The newest seq a waiting turn answers (queued, buffered, steered or running): a
     redelivered message at or below it already has its turn coming."""
+    paused: bool | None = None
+    """Whether an approval waits here, as this process last saw it (set when a turn ends and
+    when a decision is recorded; None: not known, the session says): a group's next turn
+    asks the session only when one may (``turns.approval_wait``)."""
 
     def loop_running(self) -> asyncio.Future[TurnResult] | None:
         """The running loop's future, or None when no loop runs."""
@@ -180,6 +184,11 @@ class Lines:
         """The context kept for the message ``seq`` (removed either way); None: none kept."""
         kept = self._contexts.pop(session_id, None)
         return kept if kept is not None and kept[0].seq == seq else None
+
+    def kept_context(self, session_id: str, seq: int) -> UserMessageResult | None:
+        """The context kept for the message ``seq``, left in place (None: none kept)."""
+        kept = self._contexts.get(session_id)
+        return kept[0] if kept is not None and kept[0].seq == seq else None
 
     def approvals_changed(self) -> None:
         """An approval was decided, cancelled or dropped: wake whoever waits for one."""

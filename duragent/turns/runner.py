@@ -299,6 +299,7 @@ class TurnRunner(BetweenTurns, Approving):
                         if recorded.duplicate and isinstance(inbound, Incoming):  # cut turn's
                             result = await noting_interruption(session, recorded.seq, result)
                     ending = ending_of(result)
+                    active.paused = ending is Ending.PAUSED
         except BaseException as exc:
             future.set_exception(exc)
             future.exception()  # the waiters re-raise it; never "exception never retrieved"

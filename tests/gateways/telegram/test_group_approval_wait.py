@@ -18,7 +18,9 @@ from typing import Any
 import pytest
 
 from duragent.frontkit.approvals import NO_PENDING
+from duragent.session.operations import SessionOps
 from duragent.testing import RecordedRequest, Reply, ToolCallReply
+from tests.gateways.http.api_fixtures import counted_asks
 from tests.gateways.telegram.rig import ASK_POLICY, BASH_TOOL, BOT, Rig, telegram_rig
 from tests.polling import eventually
 
@@ -186,3 +188,23 @@ async def test_a_new_message_cancels_the_approval_at_once_where_the_old_rule_hol
     assert len(rig.llm.requests) == 2  # Ann's call never ran
     assert tool_results(rig.llm.requests[1]) == [CANCELLED]
     assert gave_up(caplog) == []  # cancelled at once, not after a wait
+
+
+async def test_a_group_message_with_no_approval_waiting_asks_its_session_no_more_than_a_dm(
+    tmp_path: Path,
+) -> None:
+    async with telegram_rig(tmp_path, access=access(None)) as rig:
+        asks = counted_asks(rig.runtime.registry)
+        rounds: dict[str, list[Any]] = {}
+        for name, chat, mention in (("dm", ANN, ""), ("group", GROUP, f"@{BOT} ")):
+            rig.tg.push_message(chat, f"{mention}warm up", user_id=ANN, first_name="Ann")
+            await rig.replies(chat, 1)
+            await rig.settle()
+            before = len(asks)
+            rig.tg.push_message(chat, f"{mention}hello", user_id=ANN, first_name="Ann")
+            await rig.replies(chat, 2)
+            await rig.settle()
+            rounds[name] = asks[before:]
+    group = [op for op in rounds["group"] if op is not SessionOps.recent_silent]  # its chatter
+    assert group == rounds["dm"]  # no "is an approval waiting?" round trip
+    assert SessionOps.info not in rounds["group"]
