@@ -12,7 +12,7 @@ before it takes new updates, so recovered turns come first in each chat's line):
   local fsync be one step). Running recovery twice sends nothing the second time.
 - **An approval asked but never shown** (killed between the ``approval_required`` event and
   the prompt reaching the chat): asked again, with its buttons (``Delivery.ask`` records it
-  once sent). A failure whose notice was never recorded as delivered is told again (the
+  once sent); in a group also when others wrote after it (their turns wait for it). A failure whose notice was never recorded as delivered is told again (the
   ``error`` event's text, at least once, as a reply): the turn is not run again.
 - **A turn an approval let go on, never finished** (killed after the decision, while the
   approved call or the model's next step ran): the approved call was recorded as
@@ -46,6 +46,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from duragent.agents.roles import DM_CHAT_TYPES
 from duragent.agents.spec import ContextBufferSpec, QueueSpec
 from duragent.core.events import Event
 from duragent.core.payloads import (
@@ -193,7 +194,10 @@ async def _recover(
         report.delivered += 1
     elif preview is not None:  # no reply to put in its place: the turn runs again, or failed
         await preview.discard()
-    if progress.settled_unsent and not progress.awaits_answer:
+    # a prompt the chat may not have seen is asked again, unless a message after it is about
+    # to cancel it (a DM); in a group others' messages wait for it (``turns.approval_wait``)
+    group = chat.kind is not None and chat.kind not in DM_CHAT_TYPES
+    if progress.settled_unsent and (group or not progress.awaits_answer):
         await _ask_again(chat, progress, events, parts)
     if not (progress.turn_unfinished or progress.awaits_answer):
         return

@@ -371,3 +371,34 @@ async def test_a_passive_message_recorded_after_the_last_reply_is_not_answered_a
         await kit.h.registry.stop(sid)
         assert await kit.recover() == (1, 0)  # the reply is sent; no turn for the passive one
     assert kit.replies() == [("p1", "re: hello")]
+
+
+async def test_a_groups_unseen_approval_is_asked_again_though_others_wrote_after_it(
+    tmp_path: Path,
+) -> None:
+    """In a group, messages after a pending approval wait for it (``turns.approval_wait``):
+    its prompt, lost to a crash, must be asked again, or the group waits for a button nobody
+    sees (found by ``bench/strangers``)."""
+    tool = FnTool("echo", lambda args: "ok")
+    async with recovery_kit(tmp_path, tools=[tool], policy=ASK) as kit:
+        kit.h.server.enqueue(
+            Reply(tool_calls=[ToolCallReply(name="echo", arguments={"x": "hi"}, id="c1")])
+        )
+        sid = await kit.h.runner.session_for_chat("telegram", CHAT.chat_id, "bot", "group")
+        result = await kit.h.runner.run(sid, "run echo", platform_message_id="p1", sender_id="u1")
+        assert isinstance(result, AwaitingApproval)
+        await kit.h.runner.accept(sid, "and hello", platform_message_id="p2", sender_id="u2")
+        await kit.h.registry.stop(sid)  # killed before the prompt reached the chat
+        await recover_chats(
+            "telegram",
+            kit.h.runner.sessions,
+            kit.chat.delivery,
+            kit.queues,
+            settings=lambda _agent, _chat, _type: (QueueSpec(mode="sequential"), None),
+        )
+        asked = [(a.kind, a.call_id) for a in kit.outbound.actions]
+        pending = (await kit.h.registry.info(sid)).pending_approval
+        await kit.h.runner.approve(sid, "c1", "allow_once")
+        await eventually(lambda: any(to == "p2" for to, _text in kit.replies()))
+    assert asked == [("approval", "c1")]
+    assert pending is not None  # u2's message waited for it
