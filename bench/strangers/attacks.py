@@ -119,8 +119,9 @@ class Crowd:
         self.flooding: set[int] = set()
         """Update ids of the flood being read (``flood_read``)."""
         self.by_token: dict[str, Attempt] = {}
-        self.pressed: set[int] = set()
-        """Prompt message ids of hostile requests already allowed by their requester."""
+        self.pressed: set[tuple[int, int]] = set()
+        """(chat, prompt message id) of hostile requests already allowed by their requester
+        (a message id is a chat's own: another chat has the same ones)."""
 
     def plan_attempts(self, count: int, start_ms: int, end_ms: int) -> None:
         """``count`` attempts, the kinds in turn, spread over the first nine tenths."""
@@ -273,9 +274,9 @@ class Crowd:
             for token in re.findall(r"#h\d+#", text):
                 a = self.by_token.get(token)
                 message_id = int(call.answer["result"]["message_id"])  # type: ignore[index]
-                if a is None or message_id in self.pressed:
+                if a is None or (chat, message_id) in self.pressed:
                     continue
-                self.pressed.add(message_id)
+                self.pressed.add((chat, message_id))
                 a.detail.setdefault("prompts", 0)
                 a.detail["prompts"] += 1
                 # the requester tries "always" first (an owner's alone), then allows once
