@@ -62,6 +62,8 @@ SCHEDULED = "[Scheduled Task]"
 _SECRET = re.compile(r"kestrel-\d+")
 _SAVED = re.compile(r"saved as (out_[0-9A-Z]{26})")
 INTERRUPTED = "interrupted by server restart"
+PRUNED = "[old tool output pruned from the context"
+"""How a tool output an earlier turn saw reads once pruned (``duragent.context.pruning``)."""
 ROWS = 10_000
 """Lines of a 200 KB output after its first (``row_line``): ``seq`` prints them."""
 
@@ -201,12 +203,18 @@ class YearModel:
         first = ran[-1].strip()
         saved = _SAVED.search(first)
         token = next(iter(answer_tokens(str(args.get("command", "")))), "")
-        start = read_range(token)
-        if saved is not None and not reads and INTERRUPTED not in first:
+        # a kill cut the read back, and the turn that goes on sees the output pruned from its
+        # history: the model reads its first lines back (it can only answer from what it has)
+        pruned = first.startswith(PRUNED)
+        start = 1 if pruned else read_range(token)
+        again = bool(reads) and INTERRUPTED in reads[-1]
+        if saved is not None and (not reads or again) and INTERRUPTED not in first:
             lines = {"id": saved.group(1), "mode": "range", "start": start, "end": start + 1}
             return self._call("tool_output", lines)
         said = ""
-        if saved is not None and reads:
+        if saved is not None and reads and pruned:  # after ``tool_output``'s header line
+            first = "\n".join(reads[-1].strip().splitlines()[1:])
+        elif saved is not None and reads:
             back = reads[-1]
             right = row_line(token, start) in back and row_line(token, start + 1) in back
             self.reads[token] = None if INTERRUPTED in back else right
