@@ -24,7 +24,7 @@ import time
 from typing import Any
 
 from bench.strangers.attacks import Crowd
-from bench.strangers.cast import BLOCKED, HOSTILE, author_of
+from bench.strangers.cast import BLOCKED, HOSTILE, MEMBERS, author_of
 from bench.strangers.model import DOCUMENT_WORDS
 from bench.year.campaign import MEMORY_CHATS, YearCampaign
 from duragent.testing import FakeTelegram
@@ -102,6 +102,11 @@ class StrangersCampaign(YearCampaign):
     def author_of(self, chat: Chat, m: CampaignMessage) -> int:
         return author_of(chat, m)
 
+    def chatterer(self, chat: Chat, m: CampaignMessage, n: int) -> int:
+        """The members chat in turn too (two people writing all of a busy group's chatter
+        would write faster than the group's per-sender rate)."""
+        return MEMBERS[(MEMBERS.index(author_of(chat, m)) + 1 + n) % len(MEMBERS)]
+
     def text_of(self, chat: Chat, m: CampaignMessage) -> str:
         if chat.group and m.tool:
             command = json.dumps({"command": f"echo $((6*7))-{m.token}"})
@@ -138,7 +143,7 @@ class StrangersCampaign(YearCampaign):
         )
 
     def _advance_clock(self) -> None:
-        if self.crowd.flood_read():  # held while a flood is read (``Crowd.flood_read``)
+        if self.crowd.settled():  # held while a flood is read, a pairing made (``Crowd``)
             super()._advance_clock()
 
     async def write_more(self) -> None:

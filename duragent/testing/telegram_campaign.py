@@ -225,6 +225,10 @@ class TelegramCampaign(CampaignLoop):
         """
         return writer_of(chat)
 
+    def chatterer(self, chat: Chat, m: CampaignMessage, n: int) -> int:
+        """Who writes the ``n``-th line of chatter before ``m`` (``chatterer_of`` by default)."""
+        return chatterer_of(chat, n)
+
     def may_write(self, chat: Chat) -> bool:
         """Whether ``chat`` may write its next message, its window and the kills allowing.
 
@@ -240,7 +244,7 @@ class TelegramCampaign(CampaignLoop):
         """Push ``m``, after its lines of chatter, to the fake; returns its update."""
         for n, line in enumerate(m.chatter):
             self.tg.push_message(
-                chat.chat_id, f"just chatting {line}", user_id=chatterer_of(chat, n)
+                chat.chat_id, f"just chatting {line}", user_id=self.chatterer(chat, m, n)
             )
         m.pushed_at = time.monotonic()
         return self.push(chat, m)
