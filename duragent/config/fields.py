@@ -215,6 +215,9 @@ FIELDS: dict[Format, dict[str, Fate]] = {
         "spec.access.groups.queue.reject_message": Use(_QUEUE, "_admit"),
         "spec.access.groups.queue.debounce.enabled": Use(_QUEUE, "_offer"),
         "spec.access.groups.queue.debounce.window_ms": Use(_QUEUE, "_offer"),
+        "spec.access.groups.queue.approval_wait_seconds": Use(
+            "duragent.turns.approval_wait", "wait_for_requester"
+        ),
         "spec.chat.start_message": Use("duragent.frontkit.commands", "start_text"),
         "spec.chat.help_message": Use("duragent.frontkit.commands", "help_text"),
         "spec.chat.commands[].command": Use("duragent.frontkit.commands", "commands_for"),

@@ -12,8 +12,9 @@ before it takes new updates, so recovered turns come first in each chat's line):
   local fsync be one step). Running recovery twice sends nothing the second time.
 - **An approval asked but never shown** (killed between the ``approval_required`` event and
   the prompt reaching the chat): asked again, with its buttons (``Delivery.ask`` records it
-  once sent); in a group also when others wrote after it (their turns wait for it). A failure whose notice was never recorded as delivered is told again (the
-  ``error`` event's text, at least once, as a reply): the turn is not run again.
+  once sent); in a group also when others wrote after it (their turns wait for it). A
+  failure whose notice was never recorded as delivered is told again (the ``error`` event's
+  text, at least once, as a reply): the turn is not run again.
 - **A turn an approval let go on, never finished** (killed after the decision, while the
   approved call or the model's next step ran): the approved call was recorded as
   interrupted when the session loaded (it never runs twice), and the message that started
