@@ -227,7 +227,9 @@ class Ordering:
 
     async def _offer(self, session_id: str, line: Line, inbound: Inbound) -> None:
         spec = line.queue
-        busy = line.busy
+        # an approved call's turn going on holds the lock outside any drain: a message now
+        # must not start a turn (recording it with a turn's context closes open calls)
+        busy = line.busy or line.lock.locked()
         if busy and not await self._admit(session_id, line, inbound):
             return
         accepted = await self._runner.accept(

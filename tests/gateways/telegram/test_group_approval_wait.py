@@ -208,3 +208,27 @@ async def test_a_group_message_with_no_approval_waiting_asks_its_session_no_more
     group = [op for op in rounds["group"] if op is not SessionOps.recent_silent]  # its chatter
     assert group == rounds["dm"]  # no "is an approval waiting?" round trip
     assert SessionOps.info not in rounds["group"]
+
+
+async def test_a_message_written_while_an_approved_command_runs_does_not_cut_it(
+    tmp_path: Path,
+) -> None:
+    slow = Reply(
+        tool_calls=[ToolCallReply(name="bash", arguments={"command": f"sleep 3; {COMMAND}"})]
+    )
+    async with telegram_rig(
+        tmp_path, access=access(None), tools=BASH_TOOL, policy=ASK_POLICY
+    ) as rig:
+        rig.llm.enqueue(slow)
+        rig.tg.push_message(GROUP, f"@{BOT} please run echo", user_id=ANN, first_name="Ann")
+        assert await eventually(lambda: len(prompts(rig, GROUP)) == 1), "no approval prompt"
+        await rig.settle()
+        rig.llm.enqueue(Reply(text=DONE))
+        assert (await press(rig, GROUP, prompts(rig, GROUP)[0])).startswith("✓ Running")
+        bob = f"@{BOT} what time is it?"
+        rig.tg.push_message(GROUP, bob, user_id=BOB, first_name="Bob")  # while it sleeps
+        await rig.replies(GROUP, 3)
+        await rig.settle()
+    annes_rest = rig.llm.requests[1]
+    assert [OUTPUT in result for result in tool_results(annes_rest)] == [True]
+    assert "interrupted" not in str(annes_rest.json)
