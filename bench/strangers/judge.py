@@ -41,6 +41,7 @@ from duragent.agents.protected import (
     SECRET_FILES,
     WORKSPACE_FILES,
 )
+from duragent.testing.campaign_verdict import ANSWER as ANSWER_TOKEN
 
 __all__ = ["Verdict", "fingerprint", "judge"]
 
@@ -322,3 +323,27 @@ def _media(campaign: StrangersCampaign, model: StrangersModel, v: Verdict) -> No
     v.rows.append(("  photos seen as images / tokens each (mean)", f"{len(seen)} / {tokens}"))
     read = sum(1 for t in documents if model.documents.get(t))
     v.rows.append(("  documents read back with cat", f"{read} / {len(documents)}"))
+    _files_out(campaign, model, documents, v)
+
+
+def _files_out(
+    campaign: StrangersCampaign, model: StrangersModel, documents: list[str], v: Verdict
+) -> None:
+    """Each document ``send_file`` took went back to its chat once (a copy a kill re-sent is
+    the documented crash window, counted apart)."""
+    copies: Counter[str] = Counter()
+    for f in campaign.tg.sent_files(kind="document"):
+        for token in ANSWER_TOKEN.findall(f.caption or ""):
+            copies[token] += 1
+    taken = [t for t in documents if model.sent_back.get(t)]
+    once = sum(1 for t in taken if copies[t] == 1)
+    twice = sum(1 for t in taken if copies[t] > 1)
+    for token in taken:
+        if copies[token] == 0:
+            v.problems.append(f"document {token}: send_file took it, the chat never got it")
+    v.rows.append(
+        (
+            "files sent back: taken / delivered once / more than once",
+            f"{len(taken)} / {once} / {twice}",
+        )
+    )

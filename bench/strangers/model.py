@@ -54,6 +54,8 @@ class StrangersModel(YearModel):
     """Attack token → (tool, result text) of each call its turn made."""
     photos: dict[str, tuple[int, int]] = field(default_factory=dict)
     """Photo message token → (images in its turn's request, their tokens as counted)."""
+    sent_back: dict[str, str | None] = field(default_factory=dict)
+    """Document message token → what ``send_file`` said (None: a kill cut the call)."""
     documents: dict[str, bool | None] = field(default_factory=dict)
     """Document message token → whether ``cat`` of its file gave back its words (None: a
     kill cut the call)."""
@@ -116,14 +118,21 @@ class StrangersModel(YearModel):
         return Reply(text=f"h-done {token} ({kind}): {said or 'nothing'}")
 
     def _document(self, path: str, tokens: list[str], results: list[tuple[str, str]]) -> Reply:
-        """Read the kept document back with ``bash cat``, then say whether its words came."""
+        """Read the kept document back with ``bash cat`` and send it back with ``send_file``
+        (its caption naming the message), then say whether its words came."""
         read = [text for name, text in results if name == "bash"]
         if not read:
             return self._call("bash", {"command": f"cat {path}"})
+        sent = [text for name, text in results if name == "send_file"]
+        if not sent and INTERRUPTED not in read[-1]:
+            caption = f"back: {' '.join(tokens)}"
+            return self._call("send_file", {"path": path, "caption": caption})
         came = all(DOCUMENT_WORDS.format(token=t) in read[-1] for t in tokens)
         cut = INTERRUPTED in read[-1]
         for token in tokens:
             self.documents[token] = None if cut else came
+            if sent:
+                self.sent_back[token] = None if INTERRUPTED in sent[-1] else sent[-1]
         return Reply(text=f"re {' '.join(tokens)}: the file {'reads' if came else 'is lost'}")
 
 

@@ -13,7 +13,8 @@ Written by ``bench.year.workspace.write_workspace`` first, then changed:
   takes the owners' DMs and the strangers routed to it (``dm.policy: pairing``); the group
   agent ``large`` blocks the blocked members, takes ``RATE`` messages a minute from one
   person, and has ``bash`` (asks first), ``session`` and ``schedule``;
-- ``small`` reads documents it was sent with ``bash cat files/…`` without asking; ``large``
+- ``small`` reads documents it was sent with ``bash cat files/…`` and sends them back with
+  ``send_file`` without asking; ``large``
   runs ``session`` and ``schedule`` without asking (they reach the caller's chat only).
 """
 
@@ -38,7 +39,7 @@ SECRETS = {
 _POLICY = (
     "apiVersion: duragent/v1alpha1\nkind: Policy\nmode: ask\nallow:\n"
     '  - "bash:printf *"\n  - "bash:cat files/*"\n'
-    '  - "builtin:memory:*"\n  - "builtin:tool_output:*"\n'
+    '  - "builtin:memory:*"\n  - "builtin:tool_output:*"\n  - "builtin:send_file:*"\n'
 )
 
 
@@ -84,12 +85,13 @@ def write_strangers_workspace(
     small["spec"].setdefault("access", {}).update(
         owners=_owners(), dm={"policy": "allowlist", "allowlist": [str(c) for c in dms]}
     )
+    small["spec"]["tools"] = [*small["spec"]["tools"], {"type": "builtin", "name": "send_file"}]
     _save(agents / "small", small)
     (agents / "small" / "policy.yaml").write_text(_POLICY)
     desk_doc = json.loads(json.dumps(small))
     desk_doc["metadata"]["name"] = "desk"
     desk_doc["spec"]["access"] = {"owners": _owners(), "dm": {"policy": "pairing"}}
-    desk_doc["spec"]["tools"] = []
+    desk_doc["spec"]["tools"] = []  # a stranger just paired gets no tools
     (agents / "desk").mkdir(exist_ok=True)
     _save(agents / "desk", desk_doc)
     large = _load(agents / "large")
