@@ -111,7 +111,13 @@ class TurnText:
 
     @property
     def text(self) -> str:
-        """The content so far: the parts, a gap between each two."""
+        """The content so far: the parts, a gap between each two ("" when there is none).
+
+        None: a retried message whose recorded reply had no words (the empty text of no parts
+        raised, a 500 under three nodes).
+        """
+        if not self._parts:
+            return ""
         gaps = ["", *(_gap_after(part) for part in self._parts[:-1])]
         return "".join(gap + "".join(part) for gap, part in zip(gaps, self._parts, strict=True))
 

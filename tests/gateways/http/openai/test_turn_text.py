@@ -99,3 +99,12 @@ def test_a_request_that_ran_no_loop_of_its_own_says_the_reply_that_answered_it()
     joined = Complete(session_id="s", content="Both.", earlier=("One.",), steered=True)
     assert text.ending(joined) == "One.\n\nBoth."
     assert text.text == "One.\n\nBoth."
+
+
+def test_a_turn_that_wrote_no_words_has_empty_text_rather_than_an_error() -> None:
+    """A retried message whose recorded reply had no words (found as a 500 under three nodes:
+    the text of no parts raised)."""
+    text = TurnText()
+    assert text.text == ""
+    text.add("")
+    assert text.text == ""
