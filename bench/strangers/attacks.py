@@ -36,6 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.strangers.cast import BLOCKED, HOSTILE, OWNERS, stranger
+from bench.year.ttl import chat_of
+from duragent.store import SessionStore
 from duragent.testing import FakeTelegram
 
 __all__ = ["FLOOD", "KINDS", "Attempt", "Crowd", "bad_photo", "stranger_ids"]
@@ -222,8 +224,11 @@ class Crowd:
         """The tool calls an attack's turn makes, step by step (``model.StrangersModel``)."""
         token = a.tokens[0]
         if a.kind == "read_sessions":
+            store = SessionStore(self.sessions)
             others = sorted(
-                p.name for p in self.sessions.glob("*") if _chat_of(p) not in (None, str(a.chat))
+                p.name
+                for p in self.sessions.glob("session_*")
+                if chat_of(store, p.name) not in (None, a.chat)
             )
             target = self.rng.choice(others) if others else "no-session-yet"
             a.detail["target"] = target
@@ -322,20 +327,6 @@ class Crowd:
         self.by_token[after] = a
         a.detail["after"] = after
         self.tg.push_message(chat, f"thanks, here is my question {after}", user_id=a.user)
-
-
-def _chat_of(session: Path) -> str | None:
-    """The chat a session folder belongs to (its first event, in the archive once rolled)."""
-    for name in ("events.archive.jsonl", "events.jsonl"):
-        try:
-            with (session / name).open() as f:
-                first = json.loads(f.readline() or "{}")
-        except (OSError, ValueError):
-            continue
-        if first.get("type") == "session_start":
-            chat = first.get("gateway_chat_id")
-            return None if chat is None else str(chat)
-    return None
 
 
 def _call(tool: str, args: dict[str, Any]) -> dict[str, Any]:

@@ -37,6 +37,7 @@ __all__ = [
     "SLACK",
     "TTL_SHARE",
     "TtlCheck",
+    "chat_of",
     "check_ttl",
     "ttl_hours_for",
 ]
@@ -87,7 +88,7 @@ async def check_ttl(
     store = SessionStore(sessions_dir)
     active: dict[int, int] = {}
     for entry in listed:
-        chat = _chat_of(store, entry["session_id"])
+        chat = chat_of(store, entry["session_id"])
         if chat is not None and entry["status"] in ("active", "paused", "running"):
             active[chat] = active.get(chat, 0) + 1
     ttl_ms = ttl_hours * 3_600_000
@@ -114,7 +115,7 @@ async def check_ttl(
     return check
 
 
-def _chat_of(store: SessionStore, session_id: str) -> int | None:
+def chat_of(store: SessionStore, session_id: str) -> int | None:
     """The Telegram chat id of a session: its snapshot's, else its ``session_start`` event's
     (the event log is archived and started again as a session grows, its snapshot is not)."""
     try:
