@@ -87,6 +87,8 @@ class CampaignMessage:
     prompt_id: int | None = None
     prompt_data: str | None = None
     pressed_at: float | None = None
+    """When its prompt was first pressed (``mark_pressed``): a reply saying a kill cut its
+    call comes after that press, whichever press the killed process took."""
     held_over_kill: bool = False
     prompts: int = 0
     interrupted: bool = False
@@ -99,6 +101,16 @@ class CampaignMessage:
     redeliver; None when delivered (or on a platform that redelivers until confirmed)."""
     chatter_missed: bool = False
     """Some of its chatter never reached the bot (so its buffer cannot be checked)."""
+
+    def mark_pressed(self, at: float) -> None:
+        """Note a press of its prompt at ``at``; a press again (after a kill) keeps the first.
+
+        A press the killed process took but never confirmed is pressed again after the
+        restart, sometimes after the recovered turn already said the call was cut: the
+        verdict looks for that reply from the first press on.
+        """
+        if self.pressed_at is None:
+            self.pressed_at = at
 
     @property
     def answer_mark(self) -> str:

@@ -199,7 +199,7 @@ class _DiscordCampaign(CampaignLoop):
     async def press(self, m: CampaignMessage) -> None:
         assert m.prompt_id is not None
         assert m.prompt_data is not None
-        m.pressed_at = time.monotonic()
+        m.mark_pressed(time.monotonic())
         self.press_lifetime[m.token] = self.connected_lifetime()
         await self.dc.press(m.prompt_id, m.prompt_data, WRITER)
 

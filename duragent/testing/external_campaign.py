@@ -217,7 +217,7 @@ class _ExternalCampaign(CampaignLoop):
             self.after_restart.append(m)
             return
         chat = self.plan_of(m)
-        m.pressed_at = time.monotonic()
+        m.mark_pressed(time.monotonic())
         self.next_id += 1
         callback = f"cb{self.next_id}"
         self.presses[m.token] = (child, callback)

@@ -212,7 +212,7 @@ class TelegramCampaign(CampaignLoop):
         self.tg.push_callback_query(
             chat.chat_id, m.prompt_id, data=m.prompt_data, user_id=self.author_of(chat, m)
         )
-        m.pressed_at = time.monotonic()
+        m.mark_pressed(time.monotonic())
 
     def plan_chat(self, m: CampaignMessage) -> Chat:
         """The chat ``m`` belongs to."""

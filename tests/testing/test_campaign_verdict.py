@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from pathlib import Path
 
 from duragent.testing.campaign_verdict import (
     IN_FLIGHT,
     INTERRUPTED,
     CampaignMessage,
     Chat,
+    SentText,
     mark_answers,
+    verdict,
 )
+from duragent.testing.serve_process import ServeProcess
 from tests.work import lines_run
 
 
@@ -97,3 +101,21 @@ def test_a_reply_with_a_mark_and_a_cut_call_answers_only_its_own_message() -> No
     first, second = _tools(2)
     assert mark_answers([first, second], f"re 42-{second.token}: {INTERRUPTED}", 5.0) == [second]
     assert first.answered_at is None
+
+
+def test_a_press_repeated_after_the_cut_call_reply_still_finds_that_reply(tmp_path: Path) -> None:
+    """The press reached the process a kill took before it confirmed it; after the restart
+    the recovered turn said the call was cut, then the user pressed again (seen under load
+    in the external gateway campaign): the first press bounds the reply, not the last."""
+    (m,) = _tools(1)
+    chat = Chat(0, 7, False, [m])
+    chat.next = 1
+    m.pushed_at, m.prompts = 1.0, 1
+    m.mark_pressed(2.0)
+    cut = SentText(7, f"Tool results: bash: Error: {INTERRUPTED}", 4.0, 1, False)
+    assert mark_answers([m], cut.text, cut.at) == [m]
+    m.mark_pressed(4.5)  # its press was never confirmed: pressed again after the restart
+    assert m.pressed_at == 2.0
+    result = verdict([chat], [cut], ServeProcess(tmp_path / "duragent.yaml"), [3.0], 5.0)
+    assert result.problems == []
+    assert result.answered_once == 1
