@@ -31,7 +31,14 @@ from duragent.testing import FakeTelegram
 from duragent.testing.campaign_verdict import CampaignMessage, Chat, answer_tokens
 from duragent.testing.serve_process import ServeProcess
 
-__all__ = ["GROUP_TOOL_EVERY", "MEDIA", "StrangersCampaign", "media_of", "voice_bytes"]
+__all__ = [
+    "GROUP_TOOL_EVERY",
+    "MEDIA",
+    "StrangersCampaign",
+    "media_of",
+    "send_medium",
+    "voice_bytes",
+]
 
 GROUP_TOOL_EVERY = 7
 MEDIA = {4: "photo", 6: "voice", 8: "document"}
@@ -62,6 +69,28 @@ def _png(seed: str) -> bytes:
     out = io.BytesIO()
     Image.new("RGB", size, colour).save(out, "PNG")
     return out.getvalue()
+
+
+def send_medium(
+    tg: FakeTelegram, chat_id: int, token: str, medium: str, ordinal: int
+) -> tuple[dict[str, Any], int]:
+    """Send the message ``token`` as ``medium`` (``MEDIA``): its update and the bytes sent.
+
+    A photo is a new PNG, the words in its caption; a voice note carries its words in its
+    bytes; a document is a ledger naming the token, which the caption asks the agent to read.
+    """
+    words = f"hello there, this is {token}"
+    if medium == "photo":
+        photo = _png(token)
+        return tg.push_photo(chat_id, photo, caption=words), len(photo)
+    if medium == "voice":
+        voice = voice_bytes(words)
+        return tg.push_voice(chat_id, voice, duration=3), len(voice)
+    ledger = (DOCUMENT_WORDS.format(token=token) + "\n" + "figures\n" * 40).encode()
+    update = tg.push_document(
+        chat_id, ledger, file_name=f"ledger-{ordinal}.txt", caption=f"{words}: read the file I sent"
+    )
+    return update, len(ledger)
 
 
 class StrangersCampaign(YearCampaign):
@@ -124,23 +153,9 @@ class StrangersCampaign(YearCampaign):
         if medium is None or m.token in self.probed:
             return super().push(chat, m)
         self.media[m.token] = medium
-        words = f"hello there, this is {m.token}"
-        if medium == "photo":
-            photo = _png(m.token)
-            self.media_bytes += len(photo)
-            return self.tg.push_photo(chat.chat_id, photo, caption=words)
-        if medium == "voice":
-            voice = voice_bytes(words)
-            self.media_bytes += len(voice)
-            return self.tg.push_voice(chat.chat_id, voice, duration=3)
-        ledger = (DOCUMENT_WORDS.format(token=m.token) + "\n" + "figures\n" * 40).encode()
-        self.media_bytes += len(ledger)
-        return self.tg.push_document(
-            chat.chat_id,
-            ledger,
-            file_name=f"ledger-{m.ordinal}.txt",
-            caption=f"{words}: read the file I sent",
-        )
+        update, size = send_medium(self.tg, chat.chat_id, m.token, medium, m.ordinal)
+        self.media_bytes += size
+        return update
 
     def _advance_clock(self) -> None:
         if self.crowd.settled():  # held while a flood is read, a pairing made (``Crowd``)

@@ -26,6 +26,7 @@ import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 
 import yaml
@@ -42,8 +43,9 @@ from duragent.agents.protected import (
     WORKSPACE_FILES,
 )
 from duragent.testing.campaign_verdict import ANSWER as ANSWER_TOKEN
+from duragent.testing.serve_process import ServeProcess
 
-__all__ = ["Verdict", "fingerprint", "judge"]
+__all__ = ["Verdict", "again_without_a_kill", "fingerprint", "judge"]
 
 SCHEDULE_QUOTA = 20
 _OTHER = re.compile(r"#([qk])(\d+)n\d+#")
@@ -329,21 +331,42 @@ def _media(campaign: StrangersCampaign, model: StrangersModel, v: Verdict) -> No
 def _files_out(
     campaign: StrangersCampaign, model: StrangersModel, documents: list[str], v: Verdict
 ) -> None:
-    """Each document ``send_file`` took went back to its chat once (a copy a kill re-sent is
-    the documented crash window, counted apart)."""
-    copies: Counter[str] = Counter()
+    """Each document ``send_file`` took went back to its chat once.
+
+    A second copy is the documented crash window only (``specs/202612051900.files-out.md``):
+    the copy before it was sent by a process that a kill then took before its ``delivery``
+    record landed, and the next process sent it again. Any other second copy (two from one
+    process, or one after a clean restart) is a problem.
+    """
+    sent: dict[str, list[float]] = {}
     for f in campaign.tg.sent_files(kind="document"):
         for token in ANSWER_TOKEN.findall(f.caption or ""):
-            copies[token] += 1
+            sent.setdefault(token, []).append(f.time)
     taken = [t for t in documents if model.sent_back.get(t)]
-    once = sum(1 for t in taken if copies[t] == 1)
-    twice = sum(1 for t in taken if copies[t] > 1)
+    once = twice = 0
     for token in taken:
-        if copies[token] == 0:
+        times = sorted(sent.get(token, []))
+        if not times:
             v.problems.append(f"document {token}: send_file took it, the chat never got it")
+        elif len(times) == 1:
+            once += 1
+        else:
+            twice += 1
+            v.problems.extend(again_without_a_kill(campaign.serve, token, times))
     v.rows.append(
         (
-            "files sent back: taken / delivered once / more than once",
+            "files sent back: taken / delivered once / again after a kill",
             f"{len(taken)} / {once} / {twice}",
         )
     )
+
+
+def again_without_a_kill(serve: ServeProcess, token: str, times: list[float]) -> list[str]:
+    """A problem for each copy of a file (sent at ``times``) not sent by a later process
+    after a kill of the one that sent the copy before it."""
+    lives = [serve.lifetime_of(t) for t in times]
+    return [
+        f"document {token}: sent again by process {later} without a kill of {earlier}"
+        for earlier, later in pairwise(lives)
+        if not (later > earlier >= 0 and serve.killed[earlier])
+    ]

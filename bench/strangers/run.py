@@ -31,10 +31,22 @@ class StrangersConfig:
     seed: int = 1
     every_hours: float = 6.0
     """The digest scheduled into the operator's chat."""
+    cpu_per_phase: int = 10
+    cpu_rounds: int = 3
+    """Serve CPU by kind, once the month is over: messages per phase and rounds (``cpu.py``)."""
     workdir: Path | None = None
 
 
-QUICK = StrangersConfig(days=1.0, messages=160, chats=12, group_every=6, kills=2, attempts=24)
+QUICK = StrangersConfig(
+    days=1.0,
+    messages=160,
+    chats=12,
+    group_every=6,
+    kills=2,
+    attempts=24,
+    cpu_per_phase=2,
+    cpu_rounds=2,
+)
 
 
 async def run_strangers(config: StrangersConfig) -> YearResult:
@@ -51,6 +63,9 @@ async def run_strangers(config: StrangersConfig) -> YearResult:
         workdir=config.workdir,
     )
     world = StrangersWorld(
-        chats=config.chats, group_every=config.group_every, attempts=config.attempts
+        chats=config.chats,
+        group_every=config.group_every,
+        attempts=config.attempts,
+        cpu=(config.cpu_per_phase, config.cpu_rounds),
     )
     return await run_year(year, world)

@@ -8,8 +8,9 @@
 - ``workspace``: ``workspace.write_strangers_workspace``; the protected files' fingerprints
   are taken once it is written;
 - ``campaign``: ``campaign.StrangersCampaign`` with its ``attacks.Crowd``;
-- ``judge``: ``judge.judge``, its rows and problems added to the year's, and the attempts
-  marked on the picture.
+- ``after``: serve CPU per message by kind (``cpu.measure``), once the month is over;
+- ``judge``: ``judge.judge``, its rows and problems added to the year's (and the CPU by
+  kind's), and the attempts marked on the picture.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from aiohttp import web
 
 from bench.strangers.attacks import Crowd, stranger_ids
 from bench.strangers.campaign import StrangersCampaign
+from bench.strangers.cpu import CpuByKind, measure, measure_chat
 from bench.strangers.judge import fingerprint, judge
 from bench.strangers.model import StrangersModel
 from bench.strangers.workspace import SECRETS, write_strangers_workspace
@@ -57,7 +59,9 @@ class StrangersWorld(World):
 
     title = "a month of strangers"
 
-    def __init__(self, *, chats: int, group_every: int, attempts: int) -> None:
+    def __init__(
+        self, *, chats: int, group_every: int, attempts: int, cpu: tuple[int, int] = (0, 0)
+    ) -> None:
         self.dms = [1000 + i for i in range(chats) if i % group_every != group_every - 1]
         self.groups = [-(1000 + i) for i in range(chats) if i % group_every == group_every - 1]
         self.attempts = attempts
@@ -66,6 +70,9 @@ class StrangersWorld(World):
         self.before: dict[str, str] = {}
         self.crowd: Crowd | None = None
         self.responder: StrangersModel | None = None
+        self.cpu_plan = cpu
+        """Messages per phase and rounds of the CPU by kind (``cpu.measure``); 0: not run."""
+        self.cpu: CpuByKind | None = None
 
     def model(self, clock: ClockDriver) -> YearModel:
         from bench.rigs.corpus import english
@@ -137,6 +144,16 @@ class StrangersWorld(World):
         self.crowd = crowd
         return StrangersCampaign(tg, serve, plan, kills, rng, crowd=crowd, **options)
 
+    async def after(self, campaign: YearCampaign, serve: ServeProcess) -> None:
+        per_phase, rounds = self.cpu_plan
+        if per_phase and rounds and serve.pid is not None:
+            chat = measure_chat(campaign.plan)
+            self.cpu = await measure(
+                campaign.tg, serve.pid, chat, per_phase=per_phase, rounds=rounds
+            )
+            assert isinstance(campaign, StrangersCampaign)
+            campaign.media_bytes += self.cpu.media_bytes  # on disk too: judged together
+
     def judge(self, root: Path, result: YearResult, campaign: YearCampaign) -> None:
         assert isinstance(campaign, StrangersCampaign)
         assert self.crowd is not None
@@ -152,6 +169,9 @@ class StrangersWorld(World):
         )
         result.world_rows = verdict.rows
         result.world_problems = verdict.problems
+        if self.cpu is not None:
+            result.world_rows += self.cpu.rows()
+            result.world_problems += self.cpu.problems
         start = campaign.start_ms
         result.marks = [
             (a.made_ms - start, a.kind) for a in self.crowd.attempts if a.made_ms is not None

@@ -222,6 +222,7 @@ async def run_year(config: YearConfig, world: World | None = None) -> YearResult
                 campaign.read_sends()
                 if serve.pid is not None:
                     files_at_end = open_files(serve.pid, root / ".duragent")
+                await world.after(campaign, serve)
             finally:
                 if sampling is not None:
                     sampling.cancel()

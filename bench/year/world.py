@@ -81,6 +81,10 @@ class World:
         """The campaign that writes the chats and kills the server (``YearCampaign``)."""
         return YearCampaign(tg, serve, plan, kills, rng, **options)
 
+    async def after(self, campaign: YearCampaign, serve: ServeProcess) -> None:
+        """Measure what needs the run over and its server still up (default: nothing)."""
+        return None
+
     def judge(self, root: Path, result: YearResult, campaign: YearCampaign) -> None:
         """Add this world's rows and problems to ``result`` (the year adds none)."""
         return None

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.strangers import cpu
 from bench.strangers.attacks import KINDS
 from bench.strangers.run import QUICK, run_strangers
 from tests.tools.sandbox_support import bwrap
@@ -45,3 +46,5 @@ async def test_a_day_of_strangers_escalates_nothing_leaks_nothing_and_loses_noth
     seen, _tokens = table["  photos seen as images / tokens each (mean)"].split(" / ")
     assert int(seen) > 0
     assert int(table["active schedules made from a chat, most in one (quota 20)"]) == 20
+    for kind in cpu.KINDS:  # measured on the day's own server once it was over
+        assert table[f"  {kind}"].endswith("× a text)"), table
