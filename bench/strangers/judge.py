@@ -133,7 +133,8 @@ def judge(
         )
     )
     _media(campaign, model, v)
-    _by_kind(campaign, v)
+    _streams(campaign, model, v)
+    _by_kind(campaign, model, v)
     kept = sum(p.stat().st_size for p in (root / ".duragent").rglob("*") if _attachment(p))
     v.rows.append(
         (
@@ -154,8 +155,23 @@ def _attachment(path: Path) -> bool:
     return kept and path.is_file()
 
 
-def _by_kind(campaign: StrangersCampaign, v: Verdict) -> None:
-    """Turn latency p50 / p99 of text, photo, voice and document messages (DMs)."""
+def _streams(campaign: StrangersCampaign, model: StrangersModel, v: Verdict) -> None:
+    """No reply left half-written: each preview finished in place or deleted."""
+    previews = campaign.previews
+    for p in previews.left_half():
+        v.problems.append(f"chat {p.chat_id}: preview {p.message_id} left half-written")
+    if model.streamed and not previews.by_id:
+        v.problems.append(f"{len(model.streamed)} replies streamed slowly, none shown as a preview")
+    v.rows.append(
+        (
+            "streamed replies: previews / finished in place / deleted / left half",
+            previews.summary(),
+        )
+    )
+
+
+def _by_kind(campaign: StrangersCampaign, model: StrangersModel, v: Verdict) -> None:
+    """Turn latency p50 / p99 of text, photo, voice, document and streamed messages (DMs)."""
     seconds: dict[str, list[float]] = {}
     for chat in campaign.plan:
         if chat.group:
@@ -164,8 +180,10 @@ def _by_kind(campaign: StrangersCampaign, v: Verdict) -> None:
             if m.answered_at is None or m.pushed_at is None or m.tool:
                 continue
             kind = campaign.media.get(m.token, "text")
+            if m.token in model.streamed:
+                kind = "streamed text"  # answered when final: the preview showed it earlier
             seconds.setdefault(kind, []).append(m.answered_at - m.pushed_at)
-    for kind in ("text", "photo", "voice", "document"):
+    for kind in ("text", "photo", "voice", "document", "streamed text"):
         values = sorted(seconds.get(kind, []))
         if not values:
             continue

@@ -14,14 +14,18 @@ as the provider counts them, faults, summaries, the DM and group answers) with:
 - **group tool calls** (``!call bash`` in a mention): made as the year's DM agent makes them;
 - **media**: the images a photo message's request carried (``photos``); a document message's
   file read back with ``bash cat`` (``documents``: whether its words came back);
-- **strangers**: a ``#s…#`` message is answered naming its token.
+- **strangers**: a ``#s…#`` message is answered naming its token;
+- **streamed replies**: the answer to one DM text message in ``STREAM_EVERY`` comes slowly
+  (``STREAM_CHUNKS`` pieces, ``STREAM_DELAY`` apart), so the chat sees it as a preview,
+  edited, then finished in place (``frontkit.preview``), and kills land mid-stream; its first
+  piece names the message, as a preview a user reads does.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bench.strangers.cast import BLOCKED_TOKEN, HOSTILE_TOKEN, STRANGER_TOKEN
@@ -38,6 +42,13 @@ DOCUMENT = re.compile(r"open it at (files/\S+?)[\]\s—]")
 """The path of a kept document in its attachment line (``context.attachment_lines``)."""
 DOCUMENT_WORDS = "the ledger of {token}"
 """What a document the crowd sends says (``documents``: read back or not)."""
+STREAM_EVERY = 9
+STREAM_AT = 2
+"""A DM text message whose ordinal is ``STREAM_AT`` mod ``STREAM_EVERY`` is answered slowly."""
+STREAM_CHUNKS = 20
+STREAM_DELAY = 0.1
+"""Seconds between two pieces: 2 s a reply, past the preview's first wait (0.5 s)."""
+_ORDINAL = re.compile(r"#q\d+n(\d+)#")
 
 
 @dataclass
@@ -56,6 +67,8 @@ class StrangersModel(YearModel):
     """Photo message token → (images in its turn's request, their tokens as counted)."""
     sent_back: dict[str, str | None] = field(default_factory=dict)
     """Document message token → what ``send_file`` said (None: a kill cut the call)."""
+    streamed: set[str] = field(default_factory=set)
+    """Tokens of the DM messages answered slowly (``STREAM_EVERY``)."""
     documents: dict[str, bool | None] = field(default_factory=dict)
     """Document message token → whether ``cat`` of its file gave back its words (None: a
     kill cut the call)."""
@@ -98,7 +111,11 @@ class StrangersModel(YearModel):
         document = DOCUMENT.search(asked)
         if document is not None and tokens and model == DM_MODEL:
             return self._document(document.group(1), tokens, _results(after))
-        return super().answer(request, model, messages, texts)
+        reply = super().answer(request, model, messages, texts)
+        if model == DM_MODEL and not images and _streamed(tokens) and reply.text:
+            self.streamed.update(tokens)
+            return _slowly(reply)
+        return reply
 
     def _attack(self, attack: re.Match[str], results: list[tuple[str, str]]) -> Reply:
         """The attack's calls (one step each), then an answer that names the token."""
@@ -134,6 +151,21 @@ class StrangersModel(YearModel):
             if sent:
                 self.sent_back[token] = None if INTERRUPTED in sent[-1] else sent[-1]
         return Reply(text=f"re {' '.join(tokens)}: the file {'reads' if came else 'is lost'}")
+
+
+def _streamed(tokens: list[str]) -> bool:
+    """Whether the message (its first token) is one answered slowly (``STREAM_AT``)."""
+    found = _ORDINAL.fullmatch(tokens[0]) if tokens else None
+    return found is not None and int(found.group(1)) % STREAM_EVERY == STREAM_AT
+
+
+def _slowly(reply: Reply) -> Reply:
+    """``reply`` streamed in ``STREAM_CHUNKS`` pieces, the first naming the message."""
+    text = reply.text
+    head = text.find(":") + 1 or len(text)
+    size = max(1, (len(text) - head) // (STREAM_CHUNKS - 1))
+    chunks = [text[:head]] + [text[i : i + size] for i in range(head, len(text), size)]
+    return replace(reply, chunks=chunks, chunk_delay=STREAM_DELAY)
 
 
 def _first_line(text: str) -> str:

@@ -37,15 +37,28 @@ from duragent.testing import FakeTelegram, ScriptedLLMServer
 from duragent.testing._llm_audio import AudioUpload
 from duragent.testing.campaign_verdict import Chat
 from duragent.testing.serve_process import ServeProcess
+from duragent.testing.telegram_faults import FaultRule
 
 if TYPE_CHECKING:
     from bench.year.campaign import YearCampaign
     from bench.year.model import YearModel
     from bench.year.run import YearResult
 
-__all__ = ["StrangersWorld"]
+__all__ = ["StrangersWorld", "edit_faults"]
 
 _WORDS = re.compile(rb"hello there, this is #q\d+n\d+#")
+
+
+def edit_faults() -> list[FaultRule]:
+    """What the fake Telegram does to edits and deletions besides the year's faults on sends:
+    a streamed reply's preview edits, its finishing edit and a preview's deletion meet 429s,
+    502s and dropped connections too."""
+    return [
+        FaultRule.too_many_requests(retry_after=1, method="editMessageText", every=7),
+        FaultRule.server_failure(502, method="editMessageText", every=11),
+        FaultRule.dropped(method="editMessageText", every=13),
+        FaultRule.server_failure(502, method="deleteMessage", every=3),
+    ]
 
 
 def hears(upload: AudioUpload) -> str:
@@ -139,6 +152,7 @@ class StrangersWorld(World):
             sessions=sessions,
             honeypot=self.honeypot,
         )
+        tg.add_fault(*edit_faults())
         clock: ClockDriver = options["clock"]
         crowd.plan_attempts(self.attempts, clock.ms, options["end_ms"])
         self.crowd = crowd

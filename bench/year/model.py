@@ -34,7 +34,7 @@ import math
 import random
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bench.context.turns import SUMMARY_MARK, faithful_summary
@@ -143,9 +143,8 @@ class YearModel:
             self.summary_tokens += prompt + out
             return Reply(text=text, prompt_tokens=prompt, completion_tokens=out)
         reply = self.answer(request, model, messages, texts)
-        return Reply(
-            text=reply.text,
-            tool_calls=reply.tool_calls,
+        return replace(  # as ``answer`` shaped it (a world may stream it slowly)
+            reply,
             prompt_tokens=prompt,
             completion_tokens=counter.count_text(reply.text) + 20 * len(reply.tool_calls),
             delay=delay,

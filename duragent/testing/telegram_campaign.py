@@ -51,6 +51,7 @@ from typing import Any
 
 from duragent.testing import FakeTelegram, ScriptedLLMServer
 from duragent.testing.campaign_loop import CampaignLoop
+from duragent.testing.campaign_previews import PREVIEW, Previews
 from duragent.testing.campaign_verdict import (
     GROUP_WINDOW,
     CampaignMessage,
@@ -159,18 +160,25 @@ class TelegramCampaign(CampaignLoop):
         self.pushed = 0
         self.seen_calls = 0
         self.sent: list[SentText] = []
+        self.previews = Previews()
+        """Replies streamed into the chats (``campaign_previews``)."""
 
     def pending_by_token(self, chat: Chat) -> dict[str, CampaignMessage]:
         """The chat's messages written and not answered yet, by token."""
         return {m.token: m for m in chat.messages[: chat.next] if m.answered_at is None}
 
     def read_sends(self) -> None:
-        """Take in the ``sendMessage`` calls since the last read: answers and prompts."""
+        """Take in the ``sendMessage`` calls since the last read: answers and prompts.
+
+        A streamed reply is read when it is final, from the edit that finished its preview
+        (``campaign_previews``); its preview's send and plain edits are no answer.
+        """
         calls = self.tg.calls(since=self.seen_calls)
         if calls:
             self.seen_calls = calls[-1].index + 1
         for call in calls:
-            if call.method != "sendMessage" or not call.ok:
+            seen = self.previews.take(call)  # a streamed reply counts once it is final
+            if seen == PREVIEW or (seen is None and (call.method != "sendMessage" or not call.ok)):
                 continue
             chat_id = int(call.params.get("chat_id", 0))
             text = str(call.params.get("text", ""))

@@ -48,3 +48,9 @@ async def test_a_day_of_strangers_escalates_nothing_leaks_nothing_and_loses_noth
     assert int(table["active schedules made from a chat, most in one (quota 20)"]) == 20
     for kind in cpu.KINDS:  # measured on the day's own server once it was over
         assert table[f"  {kind}"].endswith("× a text)"), table
+    shown, finished, deleted, half = table[
+        "streamed replies: previews / finished in place / deleted / left half"
+    ].split(" / ")
+    assert int(shown) > 0  # slow replies reached the chat as previews
+    assert int(finished) + int(deleted) == int(shown)
+    assert half == "0"

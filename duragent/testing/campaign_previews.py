@@ -1,0 +1,98 @@
+"""What a Telegram campaign makes of a streamed reply: the preview is not the answer, its end is.
+
+A reply shown as it is written (``frontkit.preview``) reaches the chat as a **preview**: a
+``sendMessage`` in plain text (no parse mode, no buttons), edited in plain text as the reply
+grows, then **finished in place**: edited into the formatted reply (``parse_mode`` HTML).
+When a kill comes before the reply was written, the next start **deletes** the preview and
+the turn runs again. Read as ordinary sends, a preview would count a half-written reply as
+the answer, and a deleted preview and the retried turn's reply as an answer twice.
+
+``Previews.take`` reads one Bot API call: a preview's send, plain edit or deletion is
+``PREVIEW`` (no answer); its first finishing edit is ``FINAL`` (the reply, read as a send of
+its text; a finishing edit again after a restart, which Telegram answers "message is not
+modified", is the same reply and ``PREVIEW``); anything else is ``None``. A plain
+``sendMessage`` is taken for a preview only when it names a message (an answer token): the
+kit's one-time notices are plain text too, and name none. ``left_half`` lists the previews
+never finished nor deleted: what a chat would be left with, a reply cut off mid-sentence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from duragent.testing.campaign_verdict import answer_tokens
+from duragent.testing.telegram_calls import RecordedCall
+
+__all__ = ["FINAL", "PREVIEW", "Preview", "Previews"]
+
+PREVIEW: Literal["preview"] = "preview"
+FINAL: Literal["final"] = "final"
+
+
+@dataclass
+class Preview:
+    """One preview message the bot sent, and what became of it."""
+
+    chat_id: int
+    message_id: int
+    sent_at: float
+    edits: int = 0
+    """Plain edits as the reply grew."""
+    finished_at: float | None = None
+    deleted: bool = False
+
+
+class Previews:
+    """The previews of one campaign's chats (module docstring)."""
+
+    def __init__(self) -> None:
+        self.by_id: dict[tuple[int, int], Preview] = {}
+
+    def take(self, call: RecordedCall) -> Literal["preview", "final"] | None:
+        """What ``call`` is to the reading of answers (module docstring)."""
+        params = call.params
+        if call.method == "sendMessage":
+            plain = not params.get("parse_mode") and "reply_markup" not in params
+            if not (call.ok and plain and answer_tokens(str(params.get("text", "")))):
+                return None
+            assert call.answer is not None
+            chat_id, message_id = int(params["chat_id"]), int(call.answer["result"]["message_id"])
+            self.by_id[(chat_id, message_id)] = Preview(chat_id, message_id, call.time)
+            return PREVIEW
+        found = self.by_id.get(_key(params))
+        if found is None or call.method not in ("editMessageText", "deleteMessage"):
+            return None
+        if call.method == "deleteMessage":
+            found.deleted = found.deleted or call.ok or _says(call, "not found")
+            return PREVIEW
+        if not params.get("parse_mode"):
+            found.edits += int(call.ok)
+            return PREVIEW
+        if not (call.ok or _says(call, "not modified")) or found.finished_at is not None:
+            return PREVIEW
+        found.finished_at = call.time
+        return FINAL
+
+    def left_half(self) -> list[Preview]:
+        """Previews neither finished in place nor deleted."""
+        return [p for p in self.by_id.values() if p.finished_at is None and not p.deleted]
+
+    def summary(self) -> str:
+        """ "previews / finished in place / deleted / left half", for a report's row."""
+        every = list(self.by_id.values())
+        finished = sum(1 for p in every if p.finished_at is not None)
+        deleted = sum(1 for p in every if p.deleted)
+        return f"{len(every)} / {finished} / {deleted} / {len(self.left_half())}"
+
+
+def _key(params: dict[str, object]) -> tuple[int, int]:
+    try:
+        return int(str(params.get("chat_id"))), int(str(params.get("message_id")))
+    except ValueError:
+        return 0, 0
+
+
+def _says(call: RecordedCall, *phrases: str) -> bool:
+    said = str((call.answer or {}).get("description", "")).lower()
+    return any(phrase in said for phrase in phrases)
