@@ -12,7 +12,9 @@ approvals held across them, the verdict's bookkeeping) with:
 - **media in DMs**: some messages are a photo (a PNG, the words in its caption), a voice note
   (its bytes carry the words: the scripted transcriber hears them) or a text document the
   agent reads back with ``bash cat`` (``MEDIA``);
-- **the crowd** (``attacks.Crowd``): its attempts, made as the clock reaches them.
+- **the crowd** (``attacks.Crowd``): its attempts, made as the clock reaches them;
+- **intent probes in the groups** (``group_probes``): a pinned fact and a fact said at the
+  start, asked for at the end.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ import time
 from typing import Any
 
 from bench.strangers.attacks import Crowd
-from bench.strangers.cast import BLOCKED, HOSTILE, MEMBERS, author_of
+from bench.strangers.cast import BLOCKED, HOSTILE, MEMBERS, OWNERS, author_of
+from bench.strangers.group_probes import GroupProbes, pin_text
 from bench.strangers.model import DOCUMENT_WORDS
 from bench.year.campaign import MEMORY_CHATS, YearCampaign
 from duragent.testing import FakeTelegram
@@ -113,6 +116,8 @@ class StrangersCampaign(YearCampaign):
                     m.tool = m.ordinal % GROUP_TOOL_EVERY == 3
                     if m.tool:  # its reply gives the command's output, not the chatter
                         m.chatter = []
+        self.probes = GroupProbes.plan(plan)
+        """The groups' intent probes (``group_probes``)."""
         super().__init__(tg, serve, plan, kills, rng, **options)
         self.crowd = crowd
         self.deferred: dict[str, tuple[CampaignMessage, list[str], float]] = {}
@@ -140,9 +145,12 @@ class StrangersCampaign(YearCampaign):
         if chat.group and m.tool:
             command = json.dumps({"command": f"echo $((6*7))-{m.token}"})
             return f"@{self.tg.bot_username} !call bash {command}"
-        return super().text_of(chat, m)
+        written = super().text_of(chat, m)
+        return self.probes.text(m, f"@{self.tg.bot_username}", written) if chat.group else written
 
     def write(self, chat: Chat, m: CampaignMessage) -> dict[str, Any]:
+        if m.token in self.probes.tells:  # an owner pins the group's meeting code first
+            self.tg.push_message(chat.chat_id, pin_text(chat.index), user_id=OWNERS[0])
         update = super().write(chat, m)
         if m.token in self.media:  # a caption, not a text: the year's edits pick texts only
             self.user_message_ids[chat.chat_id].pop()

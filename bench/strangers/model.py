@@ -12,6 +12,7 @@ as the provider counts them, faults, summaries, the DM and group answers) with:
   the attack asks for, made as a prompt-injected model would make them; the results each call
   got are kept (``results``) for the judge, and the answer names the token;
 - **group tool calls** (``!call bash`` in a mention): made as the year's DM agent makes them;
+- **group probes** (``group_probes``): whether the request carried the code asked for;
 - **media**: the images a photo message's request carried (``photos``); a document message's
   file read back with ``bash cat`` (``documents``: whether its words came back);
 - **strangers**: a ``#s…#`` message is answered naming its token;
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bench.strangers.cast import BLOCKED_TOKEN, HOSTILE_TOKEN, STRANGER_TOKEN
+from bench.strangers.group_probes import asked_code
 from bench.year.model import DM_MODEL, INTERRUPTED, YearModel, image_tokens
 from duragent.testing import RecordedRequest, Reply, ToolCallReply
 from duragent.testing._llm_images import request_images
@@ -67,6 +69,9 @@ class StrangersModel(YearModel):
     """Photo message token → (images in its turn's request, their tokens as counted)."""
     sent_back: dict[str, str | None] = field(default_factory=dict)
     """Document message token → what ``send_file`` said (None: a kill cut the call)."""
+    group_probes: dict[str, bool] = field(default_factory=dict)
+    """Group probe token → whether its request carried the code it asks for (outside the
+    question; ``group_probes``)."""
     streamed: set[str] = field(default_factory=set)
     """Tokens of the DM messages answered slowly (``STREAM_EVERY``)."""
     documents: dict[str, bool | None] = field(default_factory=dict)
@@ -104,6 +109,13 @@ class StrangersModel(YearModel):
         tokens = list(dict.fromkeys(answer_tokens(asked)))  # a document's text repeats it
         if model != DM_MODEL and "!call bash " in asked and tokens:
             return self._bash(asked, _results(after))
+        code = asked_code(asked) if model != DM_MODEL else None
+        if code is not None and tokens:
+            found = any(code in t for i, t in enumerate(texts) if i != last)
+            self.group_probes[tokens[0]] = found
+            return Reply(
+                text=f"heard {tokens[0]}; chatter: none; the code is {code if found else 'unknown'}"
+            )
         images = [i for i in request_images(request) if i.message == last]
         for token in tokens:
             if images or "[image" in asked:

@@ -7,7 +7,7 @@ When a kill comes before the reply was written, the next start **deletes** the p
 the turn runs again. Read as ordinary sends, a preview would count a half-written reply as
 the answer, and a deleted preview and the retried turn's reply as an answer twice.
 
-``Previews.take`` reads one Bot API call: a preview's send, plain edit or deletion is
+``PreviewsSeen.take`` reads one Bot API call: a preview's send, plain edit or deletion is
 ``PREVIEW`` (no answer); its first finishing edit is ``FINAL`` (the reply, read as a send of
 its text; a finishing edit again after a restart, which Telegram answers "message is not
 modified", is the same reply and ``PREVIEW``); anything else is ``None``. A plain
@@ -24,7 +24,7 @@ from typing import Literal
 from duragent.testing.campaign_verdict import answer_tokens
 from duragent.testing.telegram_calls import RecordedCall
 
-__all__ = ["FINAL", "PREVIEW", "Preview", "Previews"]
+__all__ = ["FINAL", "PREVIEW", "Preview", "PreviewsSeen"]
 
 PREVIEW: Literal["preview"] = "preview"
 FINAL: Literal["final"] = "final"
@@ -43,7 +43,7 @@ class Preview:
     deleted: bool = False
 
 
-class Previews:
+class PreviewsSeen:
     """The previews of one campaign's chats (module docstring)."""
 
     def __init__(self) -> None:
@@ -75,11 +75,11 @@ class Previews:
         return FINAL
 
     def left_half(self) -> list[Preview]:
-        """Previews neither finished in place nor deleted."""
+        """The previews neither finished in place nor deleted."""
         return [p for p in self.by_id.values() if p.finished_at is None and not p.deleted]
 
     def summary(self) -> str:
-        """ "previews / finished in place / deleted / left half", for a report's row."""
+        """A report row: previews / finished in place / deleted / left half."""
         every = list(self.by_id.values())
         finished = sum(1 for p in every if p.finished_at is not None)
         deleted = sum(1 for p in every if p.deleted)

@@ -51,7 +51,7 @@ from typing import Any
 
 from duragent.testing import FakeTelegram, ScriptedLLMServer
 from duragent.testing.campaign_loop import CampaignLoop
-from duragent.testing.campaign_previews import PREVIEW, Previews
+from duragent.testing.campaign_previews import PREVIEW, PreviewsSeen
 from duragent.testing.campaign_verdict import (
     GROUP_WINDOW,
     CampaignMessage,
@@ -160,7 +160,7 @@ class TelegramCampaign(CampaignLoop):
         self.pushed = 0
         self.seen_calls = 0
         self.sent: list[SentText] = []
-        self.previews = Previews()
+        self.previews = PreviewsSeen()
         """Replies streamed into the chats (``campaign_previews``)."""
 
     def pending_by_token(self, chat: Chat) -> dict[str, CampaignMessage]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from duragent.testing.campaign_previews import FINAL, PREVIEW, Previews
+from duragent.testing.campaign_previews import FINAL, PREVIEW, PreviewsSeen
 from duragent.testing.telegram_calls import RecordedCall
 
 CHAT = 42
@@ -16,13 +16,13 @@ def _call(method: str, params: dict[str, Any], *, ok: bool = True, **answer: Any
     return RecordedCall(0, method, {"chat_id": CHAT, **params}, 1.0, 1.0, 200, body, CHAT)
 
 
-def _preview(previews: Previews, message_id: int = 7) -> None:
+def _preview(previews: PreviewsSeen, message_id: int = 7) -> None:
     sent = _call("sendMessage", {"text": f"re {TOKEN}: the fir"}, result={"message_id": message_id})
     assert previews.take(sent) == PREVIEW
 
 
 def test_a_plain_send_naming_a_message_is_a_preview_not_an_answer() -> None:
-    previews = Previews()
+    previews = PreviewsSeen()
     _preview(previews)
     assert previews.take(_call("editMessageText", {"message_id": 7, "text": "re: the first"})) == (
         PREVIEW
@@ -31,7 +31,7 @@ def test_a_plain_send_naming_a_message_is_a_preview_not_an_answer() -> None:
 
 
 def test_the_formatted_edit_that_finishes_it_is_the_answer_once() -> None:
-    previews = Previews()
+    previews = PreviewsSeen()
     _preview(previews)
     final = _call(
         "editMessageText", {"message_id": 7, "text": f"re {TOKEN}: done", "parse_mode": "HTML"}
@@ -49,7 +49,7 @@ def test_the_formatted_edit_that_finishes_it_is_the_answer_once() -> None:
 
 
 def test_a_first_finishing_edit_telegram_calls_not_modified_still_finishes_it() -> None:
-    previews = Previews()
+    previews = PreviewsSeen()
     _preview(previews)
     same = _call(
         "editMessageText",
@@ -61,7 +61,7 @@ def test_a_first_finishing_edit_telegram_calls_not_modified_still_finishes_it() 
 
 
 def test_a_refused_finishing_edit_is_no_answer_and_the_preview_stays_half() -> None:
-    previews = Previews()
+    previews = PreviewsSeen()
     _preview(previews)
     refused = _call(
         "editMessageText",
@@ -74,7 +74,7 @@ def test_a_refused_finishing_edit_is_no_answer_and_the_preview_stays_half() -> N
 
 
 def test_a_deleted_preview_is_neither_an_answer_nor_left_half() -> None:
-    previews = Previews()
+    previews = PreviewsSeen()
     _preview(previews)
     assert previews.take(_call("deleteMessage", {"message_id": 7})) == PREVIEW
     assert previews.left_half() == []
@@ -82,7 +82,7 @@ def test_a_deleted_preview_is_neither_an_answer_nor_left_half() -> None:
 
 
 def test_formatted_sends_prompts_and_plain_notices_are_not_its_business() -> None:
-    previews = Previews()
+    previews = PreviewsSeen()
     formatted = _call(
         "sendMessage", {"text": f"re {TOKEN}", "parse_mode": "HTML"}, result={"message_id": 1}
     )

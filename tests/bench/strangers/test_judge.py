@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.strangers.judge import again_without_a_kill
+from bench.strangers.judge_chats import again_without_a_kill
 from duragent.testing.serve_process import ServeProcess
 
 

@@ -54,3 +54,5 @@ async def test_a_day_of_strangers_escalates_nothing_leaks_nothing_and_loses_noth
     assert int(shown) > 0  # slow replies reached the chat as previews
     assert int(finished) + int(deleted) == int(shown)
     assert half == "0"
+    pinned, said = table["group intent probes answered: pinned / said at the start"].split(" / ")
+    assert pinned == said == f"{2} of {2}"  # two groups in the day

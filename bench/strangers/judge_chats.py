@@ -1,0 +1,181 @@
+"""What the chats saw, beyond the year's checks: media in and out, streamed replies, probes.
+
+Part of the month's verdict (``judge.py`` reads the escalations and leaks): each photo reached
+the model as an image, each document's words came back through ``cat`` and the document went
+back to its chat once (again only in the crash window), no streamed reply was left as a half
+preview, each group's pinned and early facts came back at its end (``group_probes``), and the
+DMs' turn latency by kind.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from itertools import pairwise
+from pathlib import Path
+
+from bench.strangers.campaign import StrangersCampaign
+from bench.strangers.model import StrangersModel
+from duragent.testing.campaign_verdict import ANSWER as ANSWER_TOKEN
+from duragent.testing.serve_process import ServeProcess
+
+__all__ = ["Verdict", "again_without_a_kill", "attachment", "judge_chats"]
+
+
+@dataclass
+class Verdict:
+    """The month's own verdict: its rows, and what fails the run (escalations, leaks, and
+    every other problem)."""
+
+    rows: list[tuple[str, str]] = field(default_factory=list)
+    escalations: list[str] = field(default_factory=list)
+    leaks: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def judge_chats(campaign: StrangersCampaign, model: StrangersModel, v: Verdict) -> None:
+    """Add the rows and problems of what the chats saw (module docstring) to ``v``."""
+    _media(campaign, model, v)
+    _streams(campaign, model, v)
+    _group_probes(campaign, model, v)
+    _by_kind(campaign, model, v)
+
+
+def attachment(path: Path) -> bool:
+    """A file the runtime keeps for a person's photo, voice note or document: the session's
+    blobs, the media index and the chats' copies the agent's tools read."""
+    parts = path.parts
+    kept = "attachments" in parts or "media" in parts or "files" in parts
+    return kept and path.is_file()
+
+
+def _media(campaign: StrangersCampaign, model: StrangersModel, v: Verdict) -> None:
+    """Each photo reached the model as an image; each document's words came back through cat."""
+    kinds = Counter(campaign.media.values())
+    photos = [t for t, k in campaign.media.items() if k == "photo"]
+    seen = [model.photos[t] for t in photos if t in model.photos]
+    for token in photos:
+        images, _tokens = model.photos.get(token, (0, 0))
+        if images == 0 and token in model.photos:
+            v.problems.append(f"photo {token}: its turn's request carried no image")
+    documents = [t for t, k in campaign.media.items() if k == "document"]
+    for token in documents:
+        if model.documents.get(token) is False:
+            v.problems.append(f"document {token}: cat did not give its words back")
+    tokens = sum(n for _i, n in seen) // max(1, len(seen))
+    v.rows.append(
+        (
+            "media in: photos / voice notes / documents",
+            f"{kinds['photo']} / {kinds['voice']} / {kinds['document']}",
+        )
+    )
+    v.rows.append(("  photos seen as images / tokens each (mean)", f"{len(seen)} / {tokens}"))
+    read = sum(1 for t in documents if model.documents.get(t))
+    v.rows.append(("  documents read back with cat", f"{read} / {len(documents)}"))
+    _files_out(campaign, model, documents, v)
+
+
+def _files_out(
+    campaign: StrangersCampaign, model: StrangersModel, documents: list[str], v: Verdict
+) -> None:
+    """Each document ``send_file`` took went back to its chat once.
+
+    A second copy is the documented crash window only (``specs/202612051900.files-out.md``):
+    the copy before it was sent by a process that a kill then took before its ``delivery``
+    record landed, and the next process sent it again. Any other second copy (two from one
+    process, or one after a clean restart) is a problem.
+    """
+    sent: dict[str, list[float]] = {}
+    for f in campaign.tg.sent_files(kind="document"):
+        for token in ANSWER_TOKEN.findall(f.caption or ""):
+            sent.setdefault(token, []).append(f.time)
+    taken = [t for t in documents if model.sent_back.get(t)]
+    once = twice = 0
+    for token in taken:
+        times = sorted(sent.get(token, []))
+        if not times:
+            v.problems.append(f"document {token}: send_file took it, the chat never got it")
+        elif len(times) == 1:
+            once += 1
+        else:
+            twice += 1
+            v.problems.extend(again_without_a_kill(campaign.serve, token, times))
+    v.rows.append(
+        (
+            "files sent back: taken / delivered once / again after a kill",
+            f"{len(taken)} / {once} / {twice}",
+        )
+    )
+
+
+def again_without_a_kill(serve: ServeProcess, token: str, times: list[float]) -> list[str]:
+    """A problem for each copy of a file (sent at ``times``) not sent by a later process
+    after a kill of the one that sent the copy before it."""
+    lives = [serve.lifetime_of(t) for t in times]
+    return [
+        f"document {token}: sent again by process {later} without a kill of {earlier}"
+        for earlier, later in pairwise(lives)
+        if not (later > earlier >= 0 and serve.killed[earlier])
+    ]
+
+
+def _streams(campaign: StrangersCampaign, model: StrangersModel, v: Verdict) -> None:
+    """No reply left half-written: each preview finished in place or deleted."""
+    previews = campaign.previews
+    for p in previews.left_half():
+        v.problems.append(f"chat {p.chat_id}: preview {p.message_id} left half-written")
+    if model.streamed and not previews.by_id:
+        v.problems.append(f"{len(model.streamed)} replies streamed slowly, none shown as a preview")
+    v.rows.append(
+        (
+            "streamed replies: previews / finished in place / deleted / left half",
+            previews.summary(),
+        )
+    )
+
+
+def _group_probes(campaign: StrangersCampaign, model: StrangersModel, v: Verdict) -> None:
+    """Each group's pinned fact and the fact said at its start came back at its end."""
+    asked: Counter[str] = Counter()
+    answered: Counter[str] = Counter()
+    for token, (kind, index) in campaign.probes.asks.items():
+        found = model.group_probes.get(token)
+        asked[kind] += 1
+        answered[kind] += int(bool(found))
+        if found is None:
+            v.problems.append(f"group {index}: probe {token} ({kind}) never asked of the model")
+        elif not found:
+            v.problems.append(f"group {index}: probe {token} ({kind}) not answered from context")
+    v.rows.append(
+        (
+            "group intent probes answered: pinned / said at the start",
+            " / ".join(f"{answered[k]} of {asked[k]}" for k in ("pinned", "said")),
+        )
+    )
+
+
+def _by_kind(campaign: StrangersCampaign, model: StrangersModel, v: Verdict) -> None:
+    """Turn latency p50 / p99 of text, photo, voice, document and streamed messages (DMs)."""
+    seconds: dict[str, list[float]] = {}
+    for chat in campaign.plan:
+        if chat.group:
+            continue
+        for m in chat.messages:
+            if m.answered_at is None or m.pushed_at is None or m.tool:
+                continue
+            kind = campaign.media.get(m.token, "text")
+            if m.token in model.streamed:
+                kind = "streamed text"  # answered when final: the preview showed it earlier
+            seconds.setdefault(kind, []).append(m.answered_at - m.pushed_at)
+    for kind in ("text", "photo", "voice", "document", "streamed text"):
+        values = sorted(seconds.get(kind, []))
+        if not values:
+            continue
+        p50 = values[len(values) // 2]
+        p99 = values[min(len(values) - 1, int(len(values) * 0.99))]
+        v.rows.append(
+            (
+                f"  DM turn latency p50 / p99: {kind} ({len(values)})",
+                f"{p50 * 1000:.0f} ms / {p99 * 1000:.0f} ms",
+            )
+        )
