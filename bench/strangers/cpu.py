@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from bench.rigs.process import run_seconds
@@ -34,12 +35,14 @@ from duragent.testing import FakeTelegram
 from duragent.testing.campaign_verdict import Chat
 from duragent.testing.telegram_campaign import writer_of
 
-__all__ = ["KINDS", "CpuByKind", "measure"]
+__all__ = ["KINDS", "STEP_MS", "CpuByKind", "measure", "measure_chat"]
 
 KINDS = ("text", "photo", "voice", "document")
 ANSWER_WITHIN = 120.0
 """Seconds a message may take to be answered before the measurement gives up on it."""
 IDLE_SECONDS = 2.0
+STEP_MS = 2_000
+"""Simulated time between two measured messages (30 a minute: half the default rate)."""
 FIRST_ORDINAL = 100_000
 """The measured messages' ordinals: far past any the plan writes (their tokens are new)."""
 
@@ -85,9 +88,20 @@ def measure_chat(plan: list[Chat]) -> Chat:
 
 
 async def measure(
-    tg: FakeTelegram, pid: int, chat: Chat, *, per_phase: int, rounds: int
+    tg: FakeTelegram,
+    pid: int,
+    chat: Chat,
+    *,
+    per_phase: int,
+    rounds: int,
+    step: Callable[[], None] = lambda: None,
 ) -> CpuByKind:
-    """Run the phases (module docstring) against the server ``pid`` in ``chat``."""
+    """Run the phases (module docstring) against the server ``pid`` in ``chat``.
+
+    ``step`` is called before each message: the month moves its simulated clock there, so
+    the messages are as far apart as the chat's sender may write (``STEP_MS``), not all in
+    one simulated minute (over ``messages_per_sender_per_minute``).
+    """
     found = CpuByKind()
     before = run_seconds(pid)
     await asyncio.sleep(IDLE_SECONDS)
@@ -100,6 +114,7 @@ async def measure(
             started, cpu = time.monotonic(), run_seconds(pid)
             for _ in range(per_phase):
                 ordinal += 1
+                step()
                 problem = await _one(tg, chat, kind, ordinal, found)
                 if problem is not None:
                     found.problems.append(problem)

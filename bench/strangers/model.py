@@ -34,7 +34,7 @@ from bench.strangers.group_probes import asked_code
 from bench.year.model import DM_MODEL, INTERRUPTED, YearModel, image_tokens
 from duragent.testing import RecordedRequest, Reply, ToolCallReply
 from duragent.testing._llm_images import request_images
-from duragent.testing.campaign_verdict import answer_tokens
+from duragent.testing.campaign_verdict import ANSWER, answer_tokens
 
 __all__ = ["ATTACK", "DOCUMENT", "StrangersModel"]
 
@@ -174,7 +174,8 @@ def _streamed(tokens: list[str]) -> bool:
 def _slowly(reply: Reply) -> Reply:
     """``reply`` streamed in ``STREAM_CHUNKS`` pieces, the first naming the message."""
     text = reply.text
-    head = text.find(":") + 1 or len(text)
+    marks = list(ANSWER.finditer(text))
+    head = marks[-1].end() if marks else len(text)
     size = max(1, (len(text) - head) // (STREAM_CHUNKS - 1))
     chunks = [text[:head]] + [text[i : i + size] for i in range(head, len(text), size)]
     return replace(reply, chunks=chunks, chunk_delay=STREAM_DELAY)

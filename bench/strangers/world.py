@@ -27,7 +27,7 @@ from aiohttp import web
 
 from bench.strangers.attacks import Crowd, stranger_ids
 from bench.strangers.campaign import StrangersCampaign
-from bench.strangers.cpu import CpuByKind, measure, measure_chat
+from bench.strangers.cpu import STEP_MS, CpuByKind, measure, measure_chat
 from bench.strangers.judge import fingerprint, judge
 from bench.strangers.model import StrangersModel
 from bench.strangers.workspace import SECRETS, write_strangers_workspace
@@ -161,9 +161,14 @@ class StrangersWorld(World):
     async def after(self, campaign: YearCampaign, serve: ServeProcess) -> None:
         per_phase, rounds = self.cpu_plan
         if per_phase and rounds and serve.pid is not None:
-            chat = measure_chat(campaign.plan)
+            clock = campaign.clock
             self.cpu = await measure(
-                campaign.tg, serve.pid, chat, per_phase=per_phase, rounds=rounds
+                campaign.tg,
+                serve.pid,
+                measure_chat(campaign.plan),
+                per_phase=per_phase,
+                rounds=rounds,
+                step=lambda: clock.set_ms(clock.ms + STEP_MS),
             )
             assert isinstance(campaign, StrangersCampaign)
             campaign.media_bytes += self.cpu.media_bytes  # on disk too: judged together

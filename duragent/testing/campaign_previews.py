@@ -10,10 +10,12 @@ the answer, and a deleted preview and the retried turn's reply as an answer twic
 ``PreviewsSeen.take`` reads one Bot API call: a preview's send, plain edit or deletion is
 ``PREVIEW`` (no answer); its first finishing edit is ``FINAL`` (the reply, read as a send of
 its text; a finishing edit again after a restart, which Telegram answers "message is not
-modified", is the same reply and ``PREVIEW``); anything else is ``None``. A plain
-``sendMessage`` is taken for a preview only when it names a message (an answer token): the
-kit's one-time notices are plain text too, and name none. ``left_half`` lists the previews
-never finished nor deleted: what a chat would be left with, a reply cut off mid-sentence.
+modified", is the same reply and ``PREVIEW``); anything else is ``None``. Every plain
+``sendMessage`` without buttons is taken for a preview: its first text may stop anywhere,
+even inside the token that names the message. The kit's one-time notices are plain too;
+they are never edited and name no message, so ``left_half`` (what a chat would be left with:
+a reply cut off mid-sentence) lists only the previews, never finished nor deleted, that were
+edited or that show a token's start (``#q``).
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from duragent.testing.campaign_verdict import answer_tokens
 from duragent.testing.telegram_calls import RecordedCall
 
 __all__ = ["FINAL", "PREVIEW", "Preview", "PreviewsSeen"]
@@ -37,6 +38,8 @@ class Preview:
     chat_id: int
     message_id: int
     sent_at: float
+    text: str
+    """What it first showed."""
     edits: int = 0
     """Plain edits as the reply grew."""
     finished_at: float | None = None
@@ -54,11 +57,12 @@ class PreviewsSeen:
         params = call.params
         if call.method == "sendMessage":
             plain = not params.get("parse_mode") and "reply_markup" not in params
-            if not (call.ok and plain and answer_tokens(str(params.get("text", "")))):
+            if not (call.ok and plain):
                 return None
             assert call.answer is not None
             chat_id, message_id = int(params["chat_id"]), int(call.answer["result"]["message_id"])
-            self.by_id[(chat_id, message_id)] = Preview(chat_id, message_id, call.time)
+            text = str(params.get("text", ""))
+            self.by_id[(chat_id, message_id)] = Preview(chat_id, message_id, call.time, text)
             return PREVIEW
         found = self.by_id.get(_key(params))
         if found is None or call.method not in ("editMessageText", "deleteMessage"):
@@ -75,15 +79,20 @@ class PreviewsSeen:
         return FINAL
 
     def left_half(self) -> list[Preview]:
-        """The previews neither finished in place nor deleted."""
-        return [p for p in self.by_id.values() if p.finished_at is None and not p.deleted]
+        """The previews neither finished in place nor deleted (not the notices)."""
+        return [
+            p
+            for p in self.by_id.values()
+            if p.finished_at is None and not p.deleted and (p.edits or "#q" in p.text)
+        ]
 
     def summary(self) -> str:
         """A report row: previews / finished in place / deleted / left half."""
-        every = list(self.by_id.values())
+        half = self.left_half()
+        every = [p for p in self.by_id.values() if p.finished_at or p.deleted or p in half]
         finished = sum(1 for p in every if p.finished_at is not None)
         deleted = sum(1 for p in every if p.deleted)
-        return f"{len(every)} / {finished} / {deleted} / {len(self.left_half())}"
+        return f"{len(every)} / {finished} / {deleted} / {len(half)}"
 
 
 def _key(params: dict[str, object]) -> tuple[int, int]:

@@ -81,13 +81,34 @@ def test_a_deleted_preview_is_neither_an_answer_nor_left_half() -> None:
     assert previews.summary() == "1 / 0 / 1 / 0"
 
 
-def test_formatted_sends_prompts_and_plain_notices_are_not_its_business() -> None:
+def test_formatted_sends_prompts_and_other_messages_edits_are_not_its_business() -> None:
     previews = PreviewsSeen()
     formatted = _call(
         "sendMessage", {"text": f"re {TOKEN}", "parse_mode": "HTML"}, result={"message_id": 1}
     )
     prompt = _call("sendMessage", {"text": TOKEN, "reply_markup": "{}"}, result={"message_id": 2})
-    notice = _call("sendMessage", {"text": "I gave up on a message"}, result={"message_id": 3})
     other_edit = _call("editMessageText", {"message_id": 9, "text": "x", "parse_mode": "HTML"})
-    assert [previews.take(c) for c in (formatted, prompt, notice, other_edit)] == [None] * 4
+    assert [previews.take(c) for c in (formatted, prompt, other_edit)] == [None] * 3
     assert previews.by_id == {}
+
+
+def test_a_plain_notice_is_never_counted_as_a_half_preview() -> None:
+    previews = PreviewsSeen()
+    notice = _call("sendMessage", {"text": "I gave up on a message"}, result={"message_id": 3})
+    assert previews.take(notice) == PREVIEW
+    assert previews.left_half() == []
+    assert previews.summary() == "0 / 0 / 0 / 0"
+
+
+def test_a_preview_cut_inside_its_token_is_still_read_when_final() -> None:
+    """Seen in the month: the first text stopped at "done: 42-#q9n", so the send named no
+    message and its finishing edit was taken for nobody's; the chat waited for ever."""
+    previews = PreviewsSeen()
+    cut = _call("sendMessage", {"text": "done: 42-#q9n"}, result={"message_id": 68})
+    assert previews.take(cut) == PREVIEW
+    assert len(previews.left_half()) == 1
+    final = _call(
+        "editMessageText",
+        {"message_id": 68, "text": "done: 42-#q9n29#; line 7895", "parse_mode": "HTML"},
+    )
+    assert previews.take(final) == FINAL
