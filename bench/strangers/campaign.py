@@ -13,6 +13,8 @@ approvals held across them, the verdict's bookkeeping) with:
   (its bytes carry the words: the scripted transcriber hears them) or a text document the
   agent reads back with ``bash cat`` (``MEDIA``);
 - **the crowd** (``attacks.Crowd``): its attempts, made as the clock reaches them;
+- **Discord beside Telegram** (``discord_side.DiscordSide``): paced by this campaign's
+  answers, told of its kills;
 - **intent probes in the groups** (``group_probes``): a pinned fact and a fact said at the
   start, asked for at the end.
 """
@@ -27,6 +29,7 @@ from typing import Any
 
 from bench.strangers.attacks import Crowd
 from bench.strangers.cast import BLOCKED, HOSTILE, MEMBERS, OWNERS, author_of
+from bench.strangers.discord_side import DiscordSide
 from bench.strangers.group_probes import GroupProbes, pin_text
 from bench.strangers.model import DOCUMENT_WORDS
 from bench.year.campaign import MEMORY_CHATS, YearCampaign
@@ -132,6 +135,8 @@ class StrangersCampaign(YearCampaign):
         """Bytes of the photos, voice notes and documents sent."""
         self.toast_cursor = 0
         self.rate_limited_ok = set(crowd.groups)
+        self.side: DiscordSide | None = None
+        """The Discord chats on the same server (``discord_side``), paced by this campaign."""
 
     def author_of(self, chat: Chat, m: CampaignMessage) -> int:
         return author_of(chat, m)
@@ -170,6 +175,10 @@ class StrangersCampaign(YearCampaign):
             super()._advance_clock()
 
     async def write_more(self) -> None:
+        if self.side is not None:
+            self.side.pace(self.answered / max(1, self.total))
+            self.side.read_sends()
+            await self.side.write_more()
         self.crowd.tick(self.clock.ms, f"@{self.tg.bot_username}")
         self._read_toasts()
         now = time.monotonic()
@@ -178,6 +187,13 @@ class StrangersCampaign(YearCampaign):
                 del self.deferred[token]
                 YearCampaign.press(self, m)
         await super().write_more()
+
+    async def kill_and_restart(self) -> None:
+        """The year's kill; the Discord side stops writing first and settles after."""
+        killed = self.side.down_now() if self.side is not None else -1
+        await super().kill_and_restart()
+        if self.side is not None:
+            await self.side.back(killed)
 
     def press(self, m: CampaignMessage) -> None:
         chat = self.plan_chat(m)

@@ -31,6 +31,9 @@ class StrangersConfig:
     seed: int = 1
     every_hours: float = 6.0
     """The digest scheduled into the operator's chat."""
+    discord_chats: int = 4
+    discord_messages: int = 400
+    """Discord beside Telegram: a guild channel and ``discord_chats - 1`` DMs."""
     cpu_per_phase: int = 10
     cpu_rounds: int = 3
     """Serve CPU by kind, once the month is over: messages per phase and rounds (``cpu.py``)."""
@@ -44,6 +47,8 @@ QUICK = StrangersConfig(
     group_every=6,
     kills=2,
     attempts=24,
+    discord_chats=3,
+    discord_messages=30,
     cpu_per_phase=2,
     cpu_rounds=2,
 )
@@ -67,5 +72,7 @@ async def run_strangers(config: StrangersConfig) -> YearResult:
         group_every=config.group_every,
         attempts=config.attempts,
         cpu=(config.cpu_per_phase, config.cpu_rounds),
+        discord=(config.discord_chats, config.discord_messages),
+        seed=config.seed,
     )
     return await run_year(year, world)

@@ -27,12 +27,14 @@ from typing import Any
 from bench.strangers.attacks import RATE
 from bench.strangers.cast import BLOCKED, OWNERS
 from bench.year.workspace import TOKEN, write_workspace
+from duragent.testing.discord_campaign import TOKEN as DISCORD_TOKEN
 
 __all__ = ["SECRETS", "write_strangers_workspace"]
 
 SECRETS = {
     "FAKE_API_KEY": "sk-strangers-provider-key-0f9e8d7c6b5a",
     "STRANGERS_BOT_TOKEN": TOKEN,
+    "STRANGERS_DISCORD_TOKEN": DISCORD_TOKEN,
 }
 """Environment of the serving process: what must never reach a person, a log or the model."""
 
@@ -53,16 +55,24 @@ def write_strangers_workspace(
     dms: list[int],
     pairing_strangers: list[int],
     transcription_url: str,
+    discord: tuple[str, list[str]] | None = None,
     **year: Any,
 ) -> Path:
     """Write the month's workspace under ``root``; returns its ``duragent.yaml``.
 
     ``dms``: the plan's DM chats (the allow-list); ``pairing_strangers``: the strangers whose
-    DMs reach the pairing agent; ``year``: ``write_workspace``'s own arguments.
+    DMs reach the pairing agent; ``discord``: the fake Discord's URL and the ids of the
+    people writing its DMs (allow-listed), or None (no Discord); ``year``:
+    ``write_workspace``'s own arguments.
     """
     config_path = write_workspace(root, **year)
     config = json.loads(config_path.read_text())
     config["gateways"]["telegram"]["bot_token"] = "${STRANGERS_BOT_TOKEN}"
+    allowed = [str(c) for c in dms]
+    if discord is not None:
+        url, writers = discord
+        config["gateways"]["discord"] = {"bot_token": "${STRANGERS_DISCORD_TOKEN}", "base_url": url}
+        allowed += writers
     config["sandbox"] = {"mode": "bubblewrap"}
     config["media"] = {
         "max_bytes": {"document": "1MB"},
@@ -83,7 +93,7 @@ def write_strangers_workspace(
     agents = root / ".duragent" / "agents"
     small = _load(agents / "small")
     small["spec"].setdefault("access", {}).update(
-        owners=_owners(), dm={"policy": "allowlist", "allowlist": [str(c) for c in dms]}
+        owners=_owners(), dm={"policy": "allowlist", "allowlist": allowed}
     )
     small["spec"]["tools"] = [*small["spec"]["tools"], {"type": "builtin", "name": "send_file"}]
     _save(agents / "small", small)

@@ -28,14 +28,16 @@ from aiohttp import web
 from bench.strangers.attacks import Crowd, stranger_ids
 from bench.strangers.campaign import StrangersCampaign
 from bench.strangers.cpu import STEP_MS, CpuByKind, measure, measure_chat
+from bench.strangers.discord_side import DiscordSide, discord_plan, side_people
 from bench.strangers.judge import fingerprint, judge
 from bench.strangers.model import StrangersModel
 from bench.strangers.workspace import SECRETS, write_strangers_workspace
 from bench.year.clock import ClockDriver
 from bench.year.world import World
-from duragent.testing import FakeTelegram, ScriptedLLMServer
+from duragent.testing import FakeDiscord, FakeTelegram, ScriptedLLMServer
 from duragent.testing._llm_audio import AudioUpload
 from duragent.testing.campaign_verdict import Chat
+from duragent.testing.discord_campaign import TOKEN as DISCORD_TOKEN
 from duragent.testing.serve_process import ServeProcess
 from duragent.testing.telegram_faults import FaultRule
 
@@ -45,6 +47,9 @@ if TYPE_CHECKING:
     from bench.year.run import YearResult
 
 __all__ = ["StrangersWorld", "edit_faults"]
+
+SIDE_FINISH_SECONDS = 120.0
+"""Once the Telegram campaign is done: how long the Discord side may take to finish."""
 
 _WORDS = re.compile(rb"hello there, this is #q\d+n\d+#")
 
@@ -73,7 +78,14 @@ class StrangersWorld(World):
     title = "a month of strangers"
 
     def __init__(
-        self, *, chats: int, group_every: int, attempts: int, cpu: tuple[int, int] = (0, 0)
+        self,
+        *,
+        chats: int,
+        group_every: int,
+        attempts: int,
+        cpu: tuple[int, int] = (0, 0),
+        discord: tuple[int, int] = (0, 0),
+        seed: int = 1,
     ) -> None:
         self.dms = [1000 + i for i in range(chats) if i % group_every != group_every - 1]
         self.groups = [-(1000 + i) for i in range(chats) if i % group_every == group_every - 1]
@@ -86,6 +98,16 @@ class StrangersWorld(World):
         self.cpu_plan = cpu
         """Messages per phase and rounds of the CPU by kind (``cpu.measure``); 0: not run."""
         self.cpu: CpuByKind | None = None
+        chats_on_discord, messages_on_discord = discord
+        self.discord_plan = (
+            discord_plan(chats_on_discord, messages_on_discord, random.Random(seed))
+            if chats_on_discord
+            else []
+        )
+        """The Discord chats (``discord_side``): a guild channel and DMs; none when empty."""
+        self.seed = seed
+        self.dc: FakeDiscord | None = None
+        self.side: DiscordSide | None = None
 
     def model(self, clock: ClockDriver) -> YearModel:
         from bench.rigs.corpus import english
@@ -115,7 +137,13 @@ class StrangersWorld(World):
         saved = {name: os.environ.get(name) for name in SECRETS}
         os.environ.update(SECRETS)
         try:
-            yield
+            async with contextlib.AsyncExitStack() as stack:
+                if self.discord_plan:
+                    self.dc = await stack.enter_async_context(FakeDiscord(DISCORD_TOKEN))
+                    for chat in self.discord_plan:  # a guild's channels exist before READY
+                        if chat.group:
+                            await self.dc.add_channel(chat.chat_id)
+                yield
         finally:
             for name, value in saved.items():
                 if value is None:
@@ -130,6 +158,7 @@ class StrangersWorld(World):
             dms=self.dms,
             pairing_strangers=stranger_ids(self.attempts, "stranger_pairing"),
             transcription_url=year["llm_url"],
+            discord=(self.dc.url, side_people(self.discord_plan)) if self.dc else None,
             **year,
         )
         self.before = fingerprint(root)
@@ -156,9 +185,17 @@ class StrangersWorld(World):
         clock: ClockDriver = options["clock"]
         crowd.plan_attempts(self.attempts, clock.ms, options["end_ms"])
         self.crowd = crowd
-        return StrangersCampaign(tg, serve, plan, kills, rng, crowd=crowd, **options)
+        campaign = StrangersCampaign(tg, serve, plan, kills, rng, crowd=crowd, **options)
+        if self.dc is not None:
+            self.side = DiscordSide(
+                self.dc, serve, serve.config.parent, self.discord_plan, self.seed
+            )
+            campaign.side = self.side
+        return campaign
 
     async def after(self, campaign: YearCampaign, serve: ServeProcess) -> None:
+        if self.side is not None:
+            await self.side.finish(within=SIDE_FINISH_SECONDS)
         per_phase, rounds = self.cpu_plan
         if per_phase and rounds and serve.pid is not None:
             clock = campaign.clock
@@ -191,7 +228,33 @@ class StrangersWorld(World):
         if self.cpu is not None:
             result.world_rows += self.cpu.rows()
             result.world_problems += self.cpu.problems
+        if self.side is not None:
+            self._judge_discord(result, campaign.kill_times)
         start = campaign.start_ms
         result.marks = [
             (a.made_ms - start, a.kind) for a in self.crowd.attempts if a.made_ms is not None
         ]
+
+    def _judge_discord(self, result: YearResult, kill_times: list[float]) -> None:
+        """The Discord side's verdict, its refused presses and any secret it was sent."""
+        assert self.side is not None
+        verdict, escalations, refused = self.side.judge(kill_times)
+        leaks = self.side.leaks(dict(SECRETS))
+        offline, in_flight = verdict.not_delivered_offline, verdict.lost_in_flight
+        result.world_rows += [
+            (
+                "Discord: messages / answered once / missing / answered twice",
+                f"{verdict.messages} / {verdict.answered_once} / {verdict.missing}"
+                f" / {verdict.sent_twice_real}",
+            ),
+            (
+                "  not delivered (written while no bot connected / in flight to a kill)",
+                f"{offline} / {in_flight}",
+            ),
+            (
+                "  hostile presses refused / escalations / leaks",
+                f"{refused} / {len(escalations)} / {len(leaks)}",
+            ),
+        ]
+        result.world_problems += [f"discord: {p}" for p in verdict.problems[:20]]
+        result.world_problems += escalations + leaks

@@ -65,7 +65,7 @@ from duragent.testing.campaign_workspace import recorded_message_ids, write_camp
 from duragent.testing.discord_objects import Person
 from duragent.testing.serve_process import ServeProcess
 
-__all__ = ["TOKEN", "run_campaign", "write_campaign_workspace"]
+__all__ = ["TOKEN", "DiscordCampaign", "run_campaign", "write_campaign_workspace"]
 
 TOKEN = "MTI0MjQyNDI0MjQyNDI0MjQy.GAbc12.abcdefghijklmnopqrstuvwxyz0123456789AB"
 """Shaped like a Discord bot token (the gateway checks the shape before any call)."""
@@ -108,7 +108,14 @@ class DiscordDelivery:
     """The serving process connected when it was dispatched (-1: none)."""
 
 
-class _DiscordCampaign(CampaignLoop):
+class DiscordCampaign(CampaignLoop):
+    """The campaign's chats against the fake Discord (module docstring).
+
+    The month of strangers (``bench/strangers/discord_side.py``) runs one beside its
+    Telegram campaign: no kills of its own (the month's kill the server), its writing paced
+    by the month, its authors and presses its own.
+    """
+
     def __init__(
         self,
         dc: FakeDiscord,
@@ -146,6 +153,7 @@ class _DiscordCampaign(CampaignLoop):
     # -- what the bot sent --------------------------------------------------------------------
 
     def read_sends(self) -> None:
+        """Take in the bot's messages since the last read: answers and prompts."""
         calls = self.dc.calls("POST", since=self.seen_calls)
         every = self.dc.calls(since=self.seen_calls)
         if every:
@@ -170,6 +178,7 @@ class _DiscordCampaign(CampaignLoop):
     def take_prompt(
         self, waiting: dict[str, CampaignMessage], text: str, message_id: int, components: Any
     ) -> None:
+        """An approval prompt naming waiting messages: press it now, or after the next kill."""
         for token in answer_tokens(text):
             m = waiting.get(token)
             if m is None:
@@ -197,6 +206,7 @@ class _DiscordCampaign(CampaignLoop):
         asyncio.get_running_loop().create_task(self.press(m))
 
     async def press(self, m: CampaignMessage) -> None:
+        """Press "Allow Once" on ``m``'s prompt as its writer."""
         assert m.prompt_id is not None
         assert m.prompt_data is not None
         m.mark_pressed(time.monotonic())
@@ -226,6 +236,7 @@ class _DiscordCampaign(CampaignLoop):
         )
 
     async def write_more(self) -> None:
+        """Each chat writes up to its window (DMs one, channels ``GROUP_WINDOW``)."""
         mention = f"<@{self.dc.bot.id}>"
         for chat in self.plan:
             window = GROUP_WINDOW if chat.group else 1
@@ -243,6 +254,7 @@ class _DiscordCampaign(CampaignLoop):
     # -- kills --------------------------------------------------------------------------------
 
     async def kill_and_restart(self) -> None:
+        """SIGKILL ``duragent serve``, start it again, settle what the kill took."""
         await asyncio.sleep(self.rng.uniform(0, 0.15))
         killed = len(self.serve.lifetimes) - 1
         self.down = True
@@ -275,6 +287,7 @@ class _DiscordCampaign(CampaignLoop):
                     self.after_restart.append(m)
 
     def done(self) -> bool:
+        """Every message written and answered, or known not delivered."""
         return all(
             m.answered_at is not None or (m.undelivered and m.token not in self.offline_waiting)
             for c in self.plan
@@ -282,6 +295,7 @@ class _DiscordCampaign(CampaignLoop):
         ) and all(c.next == len(c.messages) for c in self.plan)
 
     async def press_leftovers(self) -> None:
+        """Press what is still held once the kills ran out."""
         for m in [*self.held, *self.after_restart]:  # kills ran out before these were pressed
             await self.press(m)
 
@@ -321,7 +335,7 @@ async def run_campaign(
                     await dc.add_channel(chat.chat_id)
             config = write_campaign_workspace(root, discord_url=dc.url, llm_url=llm.openai_base_url)
             serve = ServeProcess(config, gateway="discord")
-            campaign = _DiscordCampaign(dc, serve, root, the_plan, kills, rng, stall_seconds)
+            campaign = DiscordCampaign(dc, serve, root, the_plan, kills, rng, stall_seconds)
             started = time.monotonic()
             serve.start()
             try:

@@ -7,7 +7,6 @@ Only the fields discord.py reads without a default, plus the ones a gateway look
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ __all__ = [
     "GUILD_TEXT",
     "PUBLIC_THREAD",
     "Person",
+    "Snowflakes",
     "application_object",
     "attachment_object",
     "channel_object",
@@ -37,10 +37,30 @@ BUTTON = 2
 _EPOCH_MS = 1_420_070_400_000
 
 
-def snowflakes(start_ms: int | None = None) -> itertools.count[int]:
-    """Ids as Discord makes them: increasing, with a creation time in their top bits."""
-    now = int(time.time() * 1000) if start_ms is None else start_ms
-    return itertools.count((now - _EPOCH_MS) << 22)
+class Snowflakes:
+    """Ids as Discord makes them: increasing, each with the time it was made in its top bits.
+
+    The time is taken at each id (not once, at the start): a message's id says when it was
+    sent, and the gateway counts a sender's rate by it (``InboundMessage.sent_at``).
+    ``start_ms`` fixes the time of every id instead (ids then just count up).
+    """
+
+    def __init__(self, start_ms: int | None = None) -> None:
+        self._fixed = start_ms
+        self._last = 0
+
+    def __iter__(self) -> Snowflakes:
+        return self
+
+    def __next__(self) -> int:
+        now = int(time.time() * 1000) if self._fixed is None else self._fixed
+        self._last = max(self._last + 1, (now - _EPOCH_MS) << 22)
+        return self._last
+
+
+def snowflakes(start_ms: int | None = None) -> Snowflakes:
+    """Ids as Discord makes them (``Snowflakes``)."""
+    return Snowflakes(start_ms)
 
 
 def _iso(ms: int | None = None) -> str:

@@ -56,3 +56,17 @@ async def test_a_day_of_strangers_escalates_nothing_leaks_nothing_and_loses_noth
     assert half == "0"
     pinned, said = table["group intent probes answered: pinned / said at the start"].split(" / ")
     assert pinned == said == f"{2} of {2}"  # two groups in the day
+    sent, once, missing, twice = table[
+        "Discord: messages / answered once / missing / answered twice"
+    ].split(" / ")
+    offline, in_flight = table[
+        "  not delivered (written while no bot connected / in flight to a kill)"
+    ].split(" / ")
+    assert int(sent) == QUICK.discord_messages
+    assert int(once) + int(offline) + int(in_flight) == int(sent)
+    assert (missing, twice) == ("0", "0")
+    refused, escalations, leaks = table["  hostile presses refused / escalations / leaks"].split(
+        " / "
+    )
+    assert int(refused) > 0
+    assert (escalations, leaks) == ("0", "0")

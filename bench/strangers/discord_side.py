@@ -1,0 +1,218 @@
+"""Discord beside Telegram: a guild channel and DMs on the month's server, through its kills.
+
+The same ``duragent serve`` the month drives on Telegram also serves a fake Discord
+(``duragent.testing.FakeDiscord``): a guild channel where the members write mentions (one
+in seven a ``!call bash`` its author approves, after a hostile member pressed the button
+first) and a few DMs (closed-loop, every fifth message a tool call). It is the Discord
+restart campaign (``duragent.testing.discord_campaign.DiscordCampaign``: its reading, its
+verdict, Discord's at-most-once delivery: a message written while no bot is connected, or
+dispatched to a process killed before it recorded it, is *not delivered*, counted apart)
+with no kills of its own: the month kills the server, and tells this side when
+(``down`` / ``back``). Its writing is paced by the month: the k-th of its ``total``
+messages waits until the month has answered k/``total`` of its own, so the Discord chats
+span the whole month.
+
+Its chats' indexes start at ``FIRST_INDEX`` (tokens ``#q900n…#``), apart from the Telegram
+plan's. Replies are not streamed slowly here (``model.STREAM_EVERY`` is the Telegram DMs'):
+this reader takes a Discord reply from its first send.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.strangers.cast import HOSTILE, MEMBERS
+from duragent.frontkit.approval_rights import NOT_REQUESTER
+from duragent.testing import FakeDiscord
+from duragent.testing.campaign_verdict import (
+    GROUP_WINDOW,
+    OFFLINE,
+    CampaignMessage,
+    CampaignResult,
+    Chat,
+    mark_chatter,
+    plan,
+    verdict,
+)
+from duragent.testing.campaign_workspace import recorded_message_ids
+from duragent.testing.discord_campaign import DiscordCampaign
+from duragent.testing.discord_objects import Person
+from duragent.testing.serve_process import ServeProcess
+
+__all__ = ["FIRST_INDEX", "DiscordSide", "discord_plan", "side_people"]
+
+FIRST_INDEX = 900
+GROUP_TOOL_EVERY = 7
+RECONNECT_SECONDS = 120.0
+"""How long the side waits for the restarted server's Discord gateway before it gives up."""
+
+MEMBER_PEOPLE = [Person(m, f"member{n}") for n, m in enumerate(MEMBERS)]
+"""The month's members, on Discord too (the same ids: one allow-list, one block list)."""
+HOSTILE_PEOPLE = [Person(h, f"hostile{n}") for n, h in enumerate(HOSTILE)]
+
+
+def side_people(plan: list[Chat]) -> list[str]:
+    """The ids of the Discord DMs' writers (for the DM agent's allow-list)."""
+    return [str(_dm_writer(chat).id) for chat in plan if not chat.group]
+
+
+def _dm_writer(chat: Chat) -> Person:
+    return Person(8_000 + chat.index, f"dm{chat.index}")
+
+
+def discord_plan(chats: int, messages: int, rng: random.Random) -> list[Chat]:
+    """``messages`` over ``chats`` Discord chats (the first a guild channel, the rest DMs)."""
+    every = plan(chats, messages, rng, group_every=chats)
+    for chat in every:
+        index = FIRST_INDEX + chat.index
+        chat.chat_id = 5_000 + index if chat.group else 1_000 + index
+        for m in chat.messages:
+            m.chat = index
+            m.token = f"#q{index}n{m.ordinal}#"
+            m.chatter = [c.replace(f"#k{chat.index}n", f"#k{index}n") for c in m.chatter]
+            if chat.group:
+                m.tool = m.ordinal % GROUP_TOOL_EVERY == 3
+                if m.tool:
+                    m.chatter = []
+        chat.index = index
+    return every
+
+
+class DiscordSide(DiscordCampaign):
+    """The Discord chats of the month (module docstring)."""
+
+    def __init__(
+        self, dc: FakeDiscord, serve: ServeProcess, root: Path, chats: list[Chat], seed: int
+    ) -> None:
+        super().__init__(dc, serve, root, chats, 0, random.Random(seed), stall_seconds=0.0)
+        self.allowance = 0
+        """How many of its messages the month lets it have written by now."""
+        self.written = 0
+        self.hostile_presses: dict[int, str] = {}
+        """Interaction id of each hostile press → the token of the prompt it pressed."""
+        self.started = time.monotonic()
+
+    # -- pace and people ----------------------------------------------------------------------
+
+    def pace(self, done: float) -> None:
+        """The month is ``done`` (0–1) through its own messages: the side may catch up."""
+        self.allowance = max(self.allowance, min(self.total, int(self.total * done) + 1))
+
+    def author(self, chat: Chat, m: CampaignMessage) -> Person:
+        """Who writes ``m``: the members in turn in the channel, the DM's own person."""
+        if chat.group:
+            return MEMBER_PEOPLE[m.ordinal % len(MEMBER_PEOPLE)]
+        return _dm_writer(chat)
+
+    async def write_more(self) -> None:
+        if self.down or self.connected_lifetime() < 0:
+            return  # a user waits for the bot to be back
+        mention = f"<@{self.dc.bot.id}>"
+        for chat in self.plan:
+            window = GROUP_WINDOW if chat.group else 1
+            while (
+                chat.next < len(chat.messages)
+                and self.waiting_on(chat) < window
+                and self.written < self.allowance
+            ):
+                m = chat.messages[chat.next]
+                for n, line in enumerate(m.chatter):
+                    who = MEMBER_PEOPLE[(m.ordinal + 1 + n) % len(MEMBER_PEOPLE)]
+                    await self.write(chat.chat_id, line, f"just chatting {line}", who)
+                m.pushed_at = time.monotonic()
+                chat.next += 1
+                self.written += 1
+                text = m.text(mention)
+                if chat.group and m.tool:
+                    text = f"{mention} {text}"
+                if not await self.write(chat.chat_id, m.token, text, self.author(chat, m)):
+                    m.undelivered = OFFLINE
+                    self.offline_waiting.add(m.token)
+
+    async def press(self, m: CampaignMessage) -> None:
+        """A hostile member presses a channel prompt first, then its author."""
+        assert m.prompt_id is not None
+        assert m.prompt_data is not None
+        chat = self.plan_of(m)
+        if chat.group and m.token not in self.hostile_presses.values():
+            hostile = self.rng.choice(HOSTILE_PEOPLE)
+            pressed = await self.dc.press(m.prompt_id, m.prompt_data, hostile)
+            self.hostile_presses[int(pressed["id"])] = m.token
+        m.mark_pressed(time.monotonic())
+        self.press_lifetime[m.token] = self.connected_lifetime()
+        await self.dc.press(m.prompt_id, m.prompt_data, self.author(chat, m))
+
+    def plan_of(self, m: CampaignMessage) -> Chat:
+        return next(c for c in self.plan if c.index == m.chat)
+
+    # -- the month's kills --------------------------------------------------------------------
+
+    def down_now(self) -> int:
+        """The month kills the server now: the lifetime that dies."""
+        self.down = True
+        return len(self.serve.lifetimes) - 1
+
+    async def back(self, killed: int) -> None:
+        """The month's server serves again: once its Discord gateway is connected, settle
+        what the killed process took with it and press what waited."""
+        deadline = time.monotonic() + RECONNECT_SECONDS
+        while time.monotonic() < deadline:  # the fake's count: polled, it has no event
+            if self.dc.gateway.connected:
+                break
+            await asyncio.sleep(0.05)
+        self.settle_after(killed)
+        due, self.after_restart = self.after_restart, []
+        self.down = False
+        for m in due:
+            self.press_soon(m)
+
+    # -- the end ------------------------------------------------------------------------------
+
+    async def finish(self, within: float) -> None:
+        """Write what is left and wait (at most ``within`` s) for every answer."""
+        self.allowance = self.total
+        deadline = time.monotonic() + within
+        while not self.done() and time.monotonic() < deadline:
+            self.read_sends()
+            await self.write_more()
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.5)
+        self.read_sends()
+
+    def leaks(self, secrets: dict[str, str]) -> list[str]:
+        """A secret in anything the bot sent to Discord (messages, edits, press answers)."""
+        found = []
+        for call in self.dc.calls():
+            body = json.dumps(call.body, ensure_ascii=False)
+            found += [
+                f"the {name} sent to Discord ({call.path})"
+                for name, value in secrets.items()
+                if value in body
+            ]
+        return found
+
+    def judge(self, kill_times: list[float]) -> tuple[CampaignResult, list[str], int]:
+        """The Discord restart campaign's verdict, the escalations (a hostile press taken),
+        and how many hostile presses were refused."""
+        ids = {token: d.discord_id for token, d in self.deliveries.items()}
+        mark_chatter(self.plan, ids, recorded_message_ids(self.root))
+        wall = time.monotonic() - self.started
+        result = verdict(self.plan, self.sent, self.serve, kill_times, wall, at_most_once=True)
+        answers: dict[int, Any] = {}
+        for call in self.dc.calls("POST"):
+            if call.path.startswith("/interactions/") and call.status == 200:
+                answers[int(call.path.split("/")[2])] = call.body
+        refused, escalations = 0, []
+        for interaction, token in self.hostile_presses.items():
+            body = answers.get(interaction)
+            said = str(((body or {}).get("data") or {}).get("content", ""))
+            if NOT_REQUESTER in said:
+                refused += 1
+            elif body is not None:
+                escalations.append(f"discord: a hostile press on {token}'s prompt got {said!r}")
+        return result, escalations, refused
