@@ -126,12 +126,19 @@ def _streams(campaign: StrangersCampaign, model: StrangersModel, v: Verdict) -> 
         v.problems.append(f"chat {p.chat_id}: preview {p.message_id} left half-written")
     if model.streamed and not previews.by_id:
         v.problems.append(f"{len(model.streamed)} replies streamed slowly, none shown as a preview")
+    life = campaign.serve.lifetime_of
+    across = sum(
+        1
+        for p in previews.by_id.values()
+        if p.deleted or (p.finished_at is not None and life(p.finished_at) != life(p.sent_at))
+    )
     v.rows.append(
         (
             "streamed replies: previews / finished in place / deleted / left half",
             previews.summary(),
         )
     )
+    v.rows.append(("  of them deleted, or finished by the next process", f"{across}"))
 
 
 def _group_probes(campaign: StrangersCampaign, model: StrangersModel, v: Verdict) -> None:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bench.strangers.cast import BLOCKED_TOKEN, HOSTILE_TOKEN, STRANGER_TOKEN
+from bench.strangers.discord_side import FIRST_INDEX
 from bench.strangers.group_probes import asked_code
 from bench.year.model import DM_MODEL, INTERRUPTED, YearModel, image_tokens
 from duragent.testing import RecordedRequest, Reply, ToolCallReply
@@ -50,7 +51,7 @@ STREAM_AT = 2
 STREAM_CHUNKS = 20
 STREAM_DELAY = 0.1
 """Seconds between two pieces: 2 s a reply, past the preview's first wait (0.5 s)."""
-_ORDINAL = re.compile(r"#q\d+n(\d+)#")
+_ORDINAL = re.compile(r"#q(\d+)n(\d+)#")
 
 
 @dataclass
@@ -166,9 +167,12 @@ class StrangersModel(YearModel):
 
 
 def _streamed(tokens: list[str]) -> bool:
-    """Whether the message (its first token) is one answered slowly (``STREAM_AT``)."""
+    """Whether the message (its first token) is one answered slowly (``STREAM_AT``): a
+    Telegram chat's (the Discord side reads a reply from its first send, ``discord_side``)."""
     found = _ORDINAL.fullmatch(tokens[0]) if tokens else None
-    return found is not None and int(found.group(1)) % STREAM_EVERY == STREAM_AT
+    if found is None or int(found.group(1)) >= FIRST_INDEX:
+        return False
+    return int(found.group(2)) % STREAM_EVERY == STREAM_AT
 
 
 def _slowly(reply: Reply) -> Reply:

@@ -124,17 +124,17 @@ class TurnDriver:
         # Before resolving: if the model cannot be reached (no key, say) the approval stays
         # pending and can be given again once that is fixed. The loop is not one messages are
         # steered into (the runner does not claim it): an inbox nobody puts into.
-        # people wrote after the turn's own message (while it ran or waited): its reply
-        # answers that message only, and theirs get turns of their own (a restart too)
+        # its reply answers the turn's own message only: people who wrote after it (while
+        # it waited, or while the approved call runs: they are not known yet) get turns of
+        # their own, after a restart too
         turn_seq = pending.turn_seq
-        later = turn_seq is not None and info.last_user_seq > turn_seq
         ctx = await self._contexts.build(
             session_id,
             agent,
             Inbox(),
             sink,
             requester_id=pending.requester_id,
-            answers_seq=turn_seq if later else None,
+            answers_seq=turn_seq,
             chat=info.chat,
             tokens=(info.tokens_day, info.tokens_today),
             turn_seq=turn_seq,

@@ -9,6 +9,7 @@ owed, so a restart's recovery (``frontkit.recovery``) still gives it a turn.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 from duragent.session import SessionInfo
 from duragent.testing import Reply, ToolCallReply
 from duragent.turns import AwaitingApproval, Complete
+from tests.polling import eventually
 from tests.turns.turn_fixtures import Harness, harness
 
 ASK = """\
@@ -112,13 +114,46 @@ async def test_a_message_written_while_the_approval_waited_is_still_owed_after_t
     assert done.info.last_user_seq > done.info.last_answered_seq  # recovery answers it
 
 
-async def test_with_no_later_message_the_continuation_answers_everything_as_before(
+async def test_with_no_later_message_the_continuation_leaves_nothing_owed(
     tmp_path: Path,
 ) -> None:
     done = await scenario(tmp_path, someone_writes=False)
     assert done.later_seq is None
     assert texts(done.request, "user")[-1] == ASKED
     assert done.reply.reply_seq is not None
-    assert done.info.last_answered_seq >= done.reply.reply_seq
+    assert done.info.last_answered_seq >= done.asked_seq  # the reply answers its message
     assert done.info.last_user_seq == done.asked_seq
     assert done.info.last_user_seq <= done.info.last_answered_seq
+
+
+async def test_a_message_written_while_the_approved_call_runs_is_still_owed_after_the_reply(
+    tmp_path: Path,
+) -> None:
+    """Found by the month of strangers: the decision came with nobody else written yet, so
+    the reply recorded that it answered everything before it, also a message recorded
+    while the approved call ran; a kill then lost that message's turn (it was queued in
+    memory only) and recovery found nothing owed."""
+    go = tmp_path / "go"
+    command = f"while [ ! -e {go} ]; do sleep 0.02; done; echo approved-output"
+    async with harness(tmp_path, builtins=["bash"], policy=ASK) as h:
+        h.server.enqueue(bash_call(command))
+        sid = await h.runner.start_session("bot")
+        paused = await h.runner.run(sid, ASKED, sender_id="7")
+        assert isinstance(paused, AwaitingApproval)
+        session = h.registry.handle(sid)
+        asked_seq = (await session.info()).last_user_seq
+        h.server.enqueue(Reply(text="here are the files"))
+        approving = asyncio.create_task(h.runner.approve(sid, "c1", "allow_once"))
+
+        async def decided() -> bool:  # the decision is on disk: the approved call runs
+            return (await session.info()).pending_approval is None
+
+        assert await eventually(decided), "the approval was never decided"
+        later = await h.runner.accept(sid, LATER, sender_id="8", steer=False)
+        go.touch()
+        reply = await approving
+        info = await session.info()
+    assert isinstance(reply, Complete)
+    assert later.seq > asked_seq
+    assert info.last_user_seq == later.seq
+    assert asked_seq <= info.last_answered_seq < later.seq  # owed: recovery gives it a turn
