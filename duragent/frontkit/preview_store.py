@@ -12,9 +12,13 @@ One small JSON file per preview in the workspace's ``.duragent/previews/`` (fron
 into a session's store only through ``TurnRunner``; this is the chat's state, not the
 conversation's), written all or nothing (``atomic_write``) and removed with the folder
 fsync'd: a removal lost in a crash after the reply's delivery was recorded would have the next
-start delete the delivered reply. Only a crash between the preview's send and its record (one
-fsync) leaves a preview nothing knows of, as a crash between a send and its ``delivery``
-record leaves a reply sent twice. With several nodes each keeps its own (as the media index).
+start delete the delivered reply. A kill while the record is made (its fsync: the month of
+strangers, issue 40, killed four at once under load) leaves ``atomic_write``'s temporary
+file holding the whole record, never renamed: ``load`` reads such a file as the record it is
+(and renames it into place); one that does not read is a machine crash's half write, and is
+removed. Only a crash between the platform accepting the preview and the record's write
+leaves a preview nothing knows of, as a crash between a send and its ``delivery`` record
+leaves a reply sent twice. With several nodes each keeps its own (as the media index).
 """
 
 from __future__ import annotations
@@ -102,10 +106,12 @@ class PreviewStore:
         """Every preview recorded in ``gateway``'s chats (files that do not read are skipped).
 
         A file that does not read cannot be a preview's: ``atomic_write`` never leaves one
-        half written. Such a file (copied in by hand, say) is logged and left alone.
+        half written. Such a file (copied in by hand, say) is logged and left alone. A record
+        a kill left unrenamed is read too (module docstring).
         """
         found: list[PreviewRecord] = []
         try:
+            self._promote_unrenamed()
             paths = sorted(self.folder.glob("*.json"))
         except OSError:
             return found
@@ -120,3 +126,29 @@ class PreviewStore:
             if record.message.chat.gateway == gateway:
                 found.append(record)
         return found
+
+    def _promote_unrenamed(self) -> None:
+        """Rename into place each complete record a kill left as a temporary file.
+
+        A temporary file that does not read is removed. ``OSError``: the folder cannot be
+        listed (``load`` then finds nothing, as for a missing folder).
+        """
+        promoted = False
+        for tmp in sorted(self.folder.glob("*.json.*.tmp")):
+            final = tmp.with_name(tmp.name.split(".json.", 1)[0] + ".json")
+            try:
+                PreviewRecord.of(json.loads(tmp.read_text(encoding="utf-8")))
+            except FileNotFoundError:
+                continue
+            except (OSError, ValueError, KeyError, TypeError):
+                log.info("preview record %s was never finished; removed", tmp.name)
+                tmp.unlink(missing_ok=True)
+                continue
+            if final.exists():  # written again since: the temporary copy is a leftover
+                tmp.unlink(missing_ok=True)
+                continue
+            log.info("preview record %s: a kill cut its rename; read as %s", tmp.name, final.name)
+            tmp.replace(final)
+            promoted = True
+        if promoted:
+            OS_FILE_OPS.fsync_dir(self.folder)

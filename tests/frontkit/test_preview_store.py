@@ -39,3 +39,21 @@ async def test_a_file_that_does_not_read_is_skipped_and_left_alone(tmp_path: Pat
 def test_previews_sort_by_their_platform_ids_as_numbers() -> None:
     found = sorted([record("s", "t", "10"), record("s", "t", "9")], key=lambda r: r.order)
     assert [r.message.message_id for r in found] == ["9", "10"]
+
+
+async def test_a_record_whose_rename_a_kill_cut_is_still_read(tmp_path: Path) -> None:
+    """Found by the month of strangers: a kill during the record's fsync left four previews'
+    records as complete temporary files, never renamed; the next start did not know them,
+    and the chats kept four half-written replies."""
+    folder = tmp_path / "previews"
+    store = PreviewStore(folder)
+    cut = record("s1", "telegram", "143")
+    await store.save(cut)
+    [written] = folder.glob("*.json")
+    written.rename(written.with_name(f"{written.name}.01KET9P6M0FYE2YXYP4GVKHD6D.tmp"))
+    (folder / "0123.json.01KET9P6M0FYE2YXYP4GVKHD6E.tmp").write_text('{"session_id": "s')
+
+    assert PreviewStore(folder).load("telegram") == [cut]  # the next start
+    assert [p.name for p in folder.iterdir()] == [written.name]  # in place; the half gone
+    await store.drop(cut)
+    assert store.load("telegram") == []
