@@ -64,6 +64,8 @@ SCHEDULE_FLOOD = 25
 TARGET_SCHEDULE = "decl_ops_digest"
 """The declared digest (another chat's schedule, the operator's): a member may not cancel it."""
 CODE = re.compile(r"Your pairing code is ([A-Z2-9]{8}):")
+CODE_WAIT_SECONDS = 30.0
+"""How long the clock is held for a pairing code (a kill may take the stranger's message)."""
 APPROVED = "My owner approved you"
 """How the bot tells a stranger an owner paired them (``frontkit.pairing_chat``)."""
 OVER_CAP = 2 * 1024 * 1024
@@ -122,6 +124,9 @@ class Crowd:
         """Update ids of the flood being read (``settled``)."""
         self.pairing: set[int] = set()
         """Owners' chats whose ``/pair`` the bot has not answered yet (``settled``)."""
+        self.awaiting_code: dict[int, float] = {}
+        """Pairing strangers' chats → when they wrote, until the bot gave them a code
+        (``settled``; at most ``CODE_WAIT_SECONDS``: a kill may take the first message)."""
         self.by_token: dict[str, Attempt] = {}
         self.pressed: set[tuple[int, int]] = set()
         """(chat, prompt message id) of hostile requests already allowed by their requester
@@ -150,7 +155,9 @@ class Crowd:
         if self.flooding:
             pending = {int(u["update_id"]) for u in self.tg.pending_updates()}
             self.flooding &= pending
-        return not self.flooding and not self.pairing
+        late = time.monotonic() - CODE_WAIT_SECONDS
+        self.awaiting_code = {c: t for c, t in self.awaiting_code.items() if t > late}
+        return not self.flooding and not self.pairing and not self.awaiting_code
 
     def done(self) -> bool:
         """Every attempt made."""
@@ -190,6 +197,8 @@ class Crowd:
             pushed.append(
                 self.tg.push_message(a.chat, f"hi, I am new here {a.tokens[0]}", user_id=a.user)
             )
+            if a.kind == "stranger_pairing":
+                self.awaiting_code[a.chat] = time.monotonic()
         elif a.kind == "flood_messages":
             a.tokens = [self._token("h") for _ in range(FLOOD)]
             for token in a.tokens:
@@ -278,6 +287,7 @@ class Crowd:
                 self.pairing.discard(chat)
             found = CODE.search(text)
             if found is not None:
+                self.awaiting_code.pop(chat, None)
                 self._pair(chat, found.group(1))
             if text.startswith(APPROVED):
                 self._write_after_pairing(chat)
