@@ -6,8 +6,10 @@ on what users saw) run for a month as a ``World`` (``bench/strangers/world.py``)
 2 owners, 50 members writing the groups' mentions (some asking for tool calls, approved by
 their author), 5 blocked members, 5 hostile members trying every class of attack at random
 moments (``attacks.py``), strangers opening DMs to a pairing agent and an allow-list agent;
-photos, voice notes and documents in the DMs; the bot token and the model key only in the
-serving process's environment, tools in bubblewrap. It checks the year's claims (0 lost,
+photos, voice notes and documents in the DMs (documents sent back), some replies streamed
+into the chat, a pinned and an early fact asked for at each group's end; a fake Discord
+(a guild channel and DMs) served by the same process; the bot tokens and the model key only
+in the serving process's environment, tools in bubblewrap. It checks the year's claims (0 lost,
 0 answered twice, 0 over the window…) and the month's: 0 escalations, 0 secrets leaked, media
 intact (``judge.py``).
 

@@ -4,7 +4,9 @@ The month (``python -m bench.strangers``: 10,000 messages, 20 SIGKILLs) and this
 same engine (the year's, ``bench/year/run.py``, in ``bench/strangers/world.py``'s world): two
 groups with 50 members, blocked and hostile members trying every class of attack twice
 (``bench/strangers/attacks.py``), strangers to a pairing and an allow-list agent, photos,
-voice notes and documents in the DMs, tools in bubblewrap, two kills of ``duragent serve``.
+voice notes and documents in the DMs, slow replies streamed into them, a pinned and an early
+fact asked for at each group's end, a Discord channel and DMs on the same server, tools in
+bubblewrap, two kills of ``duragent serve``; then serve CPU by kind.
 A failure's ``problems`` name the chat, message or attempt; the workspace, every serving
 process's log and the fake Telegram's record stay in ``tmp_path``.
 """
