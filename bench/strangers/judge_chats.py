@@ -72,7 +72,33 @@ def _media(campaign: StrangersCampaign, model: StrangersModel, v: Verdict) -> No
     v.rows.append(("  photos seen as images / tokens each (mean)", f"{len(seen)} / {tokens}"))
     read = sum(1 for t in documents if model.documents.get(t))
     v.rows.append(("  documents read back with cat", f"{read} / {len(documents)}"))
+    _downloads(campaign, v)
     _files_out(campaign, model, documents, v)
+
+
+def _downloads(campaign: StrangersCampaign, v: Verdict) -> None:
+    """Each file a person sent was downloaded whole at most once, again only after a kill.
+
+    A file's ``getFile`` calls say which process asked for it; a second whole download is
+    the crash window only when a kill took the process that asked before (between the
+    download and its record in the media index).
+    """
+    asked: dict[str, list[float]] = {}
+    for call in campaign.tg.calls("getFile"):
+        if call.ok:
+            asked.setdefault(str(call.params.get("file_id")), []).append(call.time)
+    once = again = 0
+    for file_id, times in asked.items():
+        whole = campaign.tg.downloads(file_id)
+        if whole <= 1:
+            once += whole
+            continue
+        again += 1
+        lives = sorted({campaign.serve.lifetime_of(t) for t in times})
+        killed = [n for n in lives[:-1] if n >= 0 and campaign.serve.killed[n]]
+        if len(killed) < whole - 1:
+            v.problems.append(f"file {file_id}: downloaded {whole} times, {len(killed)} kills")
+    v.rows.append(("  files downloaded once / again after a kill", f"{once} / {again}"))
 
 
 def _files_out(

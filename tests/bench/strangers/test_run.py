@@ -72,3 +72,5 @@ async def test_a_day_of_strangers_escalates_nothing_leaks_nothing_and_loses_noth
     )
     assert int(refused) > 0
     assert (escalations, leaks) == ("0", "0")
+    once_down, _again = table["  files downloaded once / again after a kill"].split(" / ")
+    assert int(once_down) > 0  # a second whole download without a kill would be a problem
