@@ -12,13 +12,16 @@ One small JSON file per preview in the workspace's ``.duragent/previews/`` (fron
 into a session's store only through ``TurnRunner``; this is the chat's state, not the
 conversation's), written all or nothing (``atomic_write``) and removed with the folder
 fsync'd: a removal lost in a crash after the reply's delivery was recorded would have the next
-start delete the delivered reply. A kill while the record is made (its fsync: the month of
-strangers, issue 40, killed four at once under load) leaves ``atomic_write``'s temporary
-file holding the whole record, never renamed: ``load`` reads such a file as the record it is
-(and renames it into place); one that does not read is a machine crash's half write, and is
-removed. Only a crash between the platform accepting the preview and the record's write
-leaves a preview nothing knows of, as a crash between a send and its ``delivery`` record
-leaves a reply sent twice. With several nodes each keeps its own (as the media index).
+start delete the delivered reply. A record is written as soon as the preview's id is known,
+on the event loop and without fsync (``save``: a process kill loses nothing the kernel holds),
+then made durable on a thread: the month of strangers (issue 40) found one kill leaving
+three and four previews nobody knew of while their records waited for threads and fsyncs.
+A record whose rename a crash cut (``atomic_write``'s temporary file, whole) is read as the
+record it is, and renamed into place; one that does not read is a machine crash's half
+write, and is removed. Only a crash between the platform accepting the preview and that
+write (the answer's last bytes) leaves a preview nothing knows of, as a crash between a send
+and its ``delivery`` record leaves a reply sent twice. With several nodes each keeps its own
+(as the media index).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import asyncio
 import hashlib
 import json
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,12 +87,30 @@ class PreviewStore:
         return self.folder / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.json"
 
     async def save(self, record: PreviewRecord) -> None:
-        """Record a preview durably (before its first edit)."""
-        await asyncio.to_thread(self._write, record)
+        """Record a preview (before its first edit): at once, then durably.
 
-    def _write(self, record: PreviewRecord) -> None:
+        The file is in place before this coroutine first waits, written without fsync on
+        the event loop (a small file: tens of microseconds). A process killed from then on
+        leaves the record, since a kill loses nothing the kernel holds; only a machine
+        that loses power needs the fsyncs, which follow on a thread. Written through a
+        thread first, the record waited behind the other saves of a burst of previews, and
+        one kill in that wait left three previews nobody knew of (the month of strangers).
+        """
+        path = self._file(record)
         self.folder.mkdir(parents=True, exist_ok=True)
-        atomic_write(self._file(record), json.dumps(record.to_json()).encode())
+        atomic_write(path, json.dumps(record.to_json()).encode(), durable=False)
+        await asyncio.to_thread(self._make_durable, path)
+
+    def _make_durable(self, path: Path) -> None:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:  # dropped meanwhile: its reply was final at once
+            return
+        try:
+            OS_FILE_OPS.fsync(fd)
+        finally:
+            os.close(fd)
+        OS_FILE_OPS.fsync_dir(self.folder)
 
     async def drop(self, record: PreviewRecord) -> None:
         """Forget a preview (its reply is final, or it was deleted), durably."""

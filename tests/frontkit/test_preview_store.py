@@ -57,3 +57,17 @@ async def test_a_record_whose_rename_a_kill_cut_is_still_read(tmp_path: Path) ->
     assert [p.name for p in folder.iterdir()] == [written.name]  # in place; the half gone
     await store.drop(cut)
     assert store.load("telegram") == []
+
+
+async def test_a_record_is_in_place_before_its_save_first_waits(tmp_path: Path) -> None:
+    """Found by the month of strangers: saved through a thread, a burst of previews' records
+    waited behind each other, and one kill in that wait left three previews nobody knew of.
+    The record is now written before the coroutine yields (a kill loses nothing the kernel
+    holds); only its fsyncs run on a thread."""
+    folder = tmp_path / "previews"
+    store = PreviewStore(folder)
+    kept = record("s1", "telegram", "109")
+    saving = store.save(kept)
+    saving.send(None)  # up to its first wait: nothing else has run yet
+    assert PreviewStore(folder).load("telegram") == [kept]  # as a restarted process reads it
+    saving.close()
