@@ -334,6 +334,8 @@ def verdict(
                     and s.at >= since
                     and (after is None or s.at < after)
                 ]
+                if not copies:  # a group writes ahead: the next mention may come before it
+                    copies = [s for s in sends if INTERRUPTED in s.text and s.at == m.answered_at]
             if not copies and m.undelivered == OFFLINE:
                 offline += 1
                 continue

@@ -119,3 +119,23 @@ def test_a_press_repeated_after_the_cut_call_reply_still_finds_that_reply(tmp_pa
     result = verdict([chat], [cut], ServeProcess(tmp_path / "duragent.yaml"), [3.0], 5.0)
     assert result.problems == []
     assert result.answered_once == 1
+
+
+def test_a_groups_cut_call_reply_after_its_next_mention_still_answers_it(tmp_path: Path) -> None:
+    """Seen in the month of strangers: a group writes up to three mentions ahead, so the
+    next one was written before the reply saying the call was cut; that reply was looked
+    for only before the next mention, and the message read as never answered."""
+    first, second = _tools(2)
+    second.tool = False
+    chat = Chat(0, -7, True, [first, second])
+    chat.next = 2
+    first.pushed_at, first.prompts = 1.0, 1
+    first.mark_pressed(2.0)
+    second.pushed_at = 3.0  # written ahead, before the cut reply
+    cut = SentText(-7, f"done: Error: {INTERRUPTED}", 4.0, 1, False)
+    assert mark_answers([first, second], cut.text, cut.at) == [first]
+    answer = SentText(-7, f"heard {second.token}", 5.0, 1, False)
+    second.answered_at = answer.at
+    result = verdict([chat], [cut, answer], ServeProcess(tmp_path / "duragent.yaml"), [3.5], 6.0)
+    assert result.problems == []
+    assert result.answered_once == 2
