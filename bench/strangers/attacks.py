@@ -68,6 +68,9 @@ CODE_WAIT_SECONDS = 30.0
 """How long the clock is held for a pairing code (a kill may take the stranger's message)."""
 APPROVED = "My owner approved you"
 """How the bot tells a stranger an owner paired them (``frontkit.pairing_chat``)."""
+READ_MS = 30_000
+"""How long (simulated) a stranger told they were paired takes to write again: a pairing
+lets in what was written after it, and the clock may be held at the approval's second."""
 OVER_CAP = 2 * 1024 * 1024
 """A document over the workspace's ``media.max_bytes.document`` (1 MB, ``workspace.py``)."""
 
@@ -128,6 +131,8 @@ class Crowd:
         """Pairing strangers' chats → when they wrote, until the bot gave them a code
         (``settled``; at most ``CODE_WAIT_SECONDS``: a kill may take the first message)."""
         self.by_token: dict[str, Attempt] = {}
+        self.writing: dict[int, int] = {}
+        """Paired strangers' chats → when (simulated ms) they write again."""
         self.pressed: set[tuple[int, int]] = set()
         """(chat, prompt message id) of hostile requests already allowed by their requester
         (a message id is a chat's own: another chat has the same ones)."""
@@ -160,8 +165,8 @@ class Crowd:
         return not self.flooding and not self.pairing and not self.awaiting_code
 
     def done(self) -> bool:
-        """Every attempt made."""
-        return self.next >= len(self.attempts)
+        """Every attempt made, and every paired stranger written again."""
+        return self.next >= len(self.attempts) and not self.writing
 
     def tick(self, now_ms: int, mention: str) -> None:
         """Make the attempts that are due; follow up what the bot sent."""
@@ -176,7 +181,11 @@ class Crowd:
             attempt.detail["made_at"] = time.monotonic()
             for token in attempt.tokens:
                 self.by_token[token] = attempt
-        self._follow_up()
+        for chat, due in list(self.writing.items()):
+            if due <= now_ms:
+                del self.writing[chat]
+                self._write_after_pairing(chat)
+        self._follow_up(now_ms)
 
     # -- making ---------------------------------------------------------------------------
 
@@ -274,7 +283,7 @@ class Crowd:
 
     # -- following up ---------------------------------------------------------------------
 
-    def _follow_up(self) -> None:
+    def _follow_up(self, now_ms: int) -> None:
         calls = self.tg.calls(since=self.seen_calls)
         if calls:
             self.seen_calls = calls[-1].index + 1
@@ -290,7 +299,7 @@ class Crowd:
                 self.awaiting_code.pop(chat, None)
                 self._pair(chat, found.group(1))
             if text.startswith(APPROVED):
-                self._write_after_pairing(chat)
+                self.writing.setdefault(chat, now_ms + READ_MS)
             if "reply_markup" not in call.params:
                 continue
             for token in re.findall(r"#h\d+#", text):

@@ -130,7 +130,7 @@ class ChatFront:
             chat_id=msg.chat_id,
             sender_id=msg.sender.id,
             triggered=not is_group or self._addressed(msg, agent),
-            paired=self._pairing.paired(agent_name, msg.gateway) if pairing else (),
+            paired=self._pairing.paired(agent_name, msg.gateway, msg.sent_at) if pairing else (),
         )
         if admission.action == "drop":
             log.info("dropped %s for agent %r: %s", where, agent_name, admission.reason)

@@ -9,7 +9,7 @@ and from then on the sender is let in like an allowlisted one. Each agent has on
     - gateway: "telegram"
       sender_id: "1002"
       name: "bob"
-      paired_at: "2026-12-05T10:00:00Z"
+      paired_at: "2026-12-05T10:00:00.250000Z"
       approved_by: "telegram:1001"      # or "cli"
     pending:
     - code: "K7QW3MZP"
@@ -27,6 +27,12 @@ crash leaves the old list or the new. Reads are cached while the file's size and
 the same, so an approval made by the CLI is seen by the running server at the next message.
 With the PostgreSQL store the file is per node, like ``policy.local.yaml``: a code is known
 to the node that gave it.
+
+A pairing lets in what the sender writes from ``paired_at`` on, judged by when the platform
+says a message was sent: a message written before it (one a restart made the platform
+deliver again after an owner approved, or one sent in the same second, as Telegram's dates are
+whole seconds) is still a stranger's. ``paired_at`` carries microseconds; a stamp a person
+wrote in whole seconds reads as that second's start.
 
 Codes: ``CODE_LENGTH`` characters of an alphabet without look-alikes (no 0/O, 1/I/L), valid
 ``CODE_TTL_SECONDS``; at most ``MAX_PENDING`` wait per agent (a flood of strangers cannot
@@ -134,8 +140,8 @@ def normalise_code(text: str) -> str:
     return "".join(ch for ch in text.upper() if ch.isalnum())
 
 
-def _stamp(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+def _stamp(moment: datetime, *, precise: bool = False) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if precise else "%Y-%m-%dT%H:%M:%SZ")
 
 
 def _parse_time(text: str) -> datetime:
@@ -153,10 +159,19 @@ class PairingBook:
 
     # --- reading ---------------------------------------------------------------------------
 
-    def paired(self, gateway: str) -> frozenset[str]:
-        """The sender ids an owner paired on ``gateway`` (raises ``PairingFileError``)."""
+    def paired(self, gateway: str, sent_at: float | None = None) -> frozenset[str]:
+        """The sender ids an owner paired on ``gateway`` (raises ``PairingFileError``).
+
+        ``sent_at``: only those paired by then (Unix seconds), so a message written before
+        its sender was approved stays a stranger's; None: every paired sender.
+        """
         paired, _ = self._read()
-        return frozenset(p.sender_id for p in paired if p.gateway == gateway)
+        return frozenset(
+            p.sender_id
+            for p in paired
+            if p.gateway == gateway
+            and (sent_at is None or _parse_time(p.paired_at).timestamp() <= sent_at)
+        )
 
     def paired_senders(self) -> list[PairedSender]:
         """Every paired sender, in the order they were approved."""
@@ -189,6 +204,8 @@ class PairingBook:
             pending = [PendingCode(**_texts(e)) for e in data.get("pending") or []]
             for p in pending:
                 _parse_time(p.expires_at)
+            for q in paired:
+                _parse_time(q.paired_at)
         except (yaml.YAMLError, TypeError, ValueError, AttributeError) as exc:
             raise PairingFileError(
                 f"cannot read the pairing file: {exc}", file=self.path, fix=fix
@@ -244,7 +261,7 @@ class PairingBook:
                     gateway=found.gateway,
                     sender_id=found.sender_id,
                     name=found.name,
-                    paired_at=_stamp(now),
+                    paired_at=_stamp(now, precise=True),
                     approved_by=approved_by,
                 )
             )

@@ -59,6 +59,9 @@ PAIRING_FULL = (
 PAIR_OWNERS_ONLY = "Only an owner of this bot can approve pairing codes."
 PAIRED_NOTICE = "My owner approved you: I will answer your messages from now on."
 NO_CODES_WAITING = "No pairing codes are waiting."
+WRITTEN_BEFORE_PAIRING = (
+    "You wrote this before my owner approved you, so I did not read it. Please send it again."
+)
 
 
 def code_text(code: PendingCode) -> str:
@@ -111,16 +114,32 @@ class ChatPairing:
             and not is_owner(access, msg.gateway, msg.sender.id)
         )
 
-    def paired(self, agent: str, gateway: str) -> frozenset[str]:
-        """The senders paired on ``gateway``; nobody when the file cannot be read (logged)."""
+    def paired(self, agent: str, gateway: str, sent_at: float | None = None) -> frozenset[str]:
+        """The senders paired on ``gateway`` (by ``sent_at`` when given: see ``pairing``).
+
+        Nobody when the file cannot be read (logged): the pipeline fails closed.
+        """
         try:
-            return self.book(agent).paired(gateway)
+            return self.book(agent).paired(gateway, sent_at)
         except PairingFileError as exc:
             log.error("agent %r: %s; treating every unknown sender as unpaired", agent, exc)
             return frozenset()
 
     async def stranger(self, agent: str, msg: InboundMessage) -> str | None:
-        """The reply a refused sender gets (None: told recently, or the file is unreadable)."""
+        """The reply a refused sender gets (None: told recently, or the file is unreadable).
+
+        A sender an owner paired after this message was written (a platform delivering it
+        again after a restart) is told it was not read, rather than given a new code.
+        """
+        if msg.sender.id in self.paired(agent, msg.gateway):
+            log.info(
+                "agent %r: %s %s message %s was written before they were paired: not read",
+                agent,
+                msg.gateway,
+                msg.sender.id,
+                msg.message_id,
+            )
+            return WRITTEN_BEFORE_PAIRING
         try:
             got = await asyncio.to_thread(
                 self.book(agent).request,

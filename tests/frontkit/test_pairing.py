@@ -156,6 +156,41 @@ def test_an_id_a_person_wrote_as_a_number_is_read_as_text(tmp_path: Path) -> Non
     book = book_for(tmp_path, "bot")
     book.path.parent.mkdir(parents=True)
     book.path.write_text(
-        "paired:\n- {gateway: telegram, sender_id: 7, name: eve, paired_at: x, approved_by: cli}\n"
+        "paired:\n- {gateway: telegram, sender_id: 7, name: eve,"
+        " paired_at: '2026-12-05T10:00:00Z', approved_by: cli}\n"
     )
     assert book.paired("telegram") == {"7"}
+
+
+def test_a_pairing_time_that_is_not_a_time_is_an_error_naming_the_file(tmp_path: Path) -> None:
+    book = book_for(tmp_path, "bot")
+    book.path.parent.mkdir(parents=True)
+    book.path.write_text(
+        "paired:\n- {gateway: telegram, sender_id: 7, name: eve, paired_at: x, approved_by: cli}\n"
+    )
+    with pytest.raises(PairingFileError, match=r"bot\.yaml"):
+        book.paired("telegram")
+
+
+def test_a_pairing_lets_in_only_what_was_written_after_it(book: PairingBook, clock: Clock) -> None:
+    code = book.request("telegram", "7", "70", "eve").code
+    assert code is not None
+    clock.advance(10.4)
+    approved_at = clock.now
+    assert book.approve(code.code, "telegram:1") is not None
+    assert book.paired("telegram", approved_at - 5) == frozenset()  # written before: a stranger
+    assert book.paired("telegram", int(approved_at)) == frozenset()  # the same whole second
+    assert book.paired("telegram", approved_at) == {"7"}
+    assert book.paired("telegram") == {"7"}
+
+
+def test_a_pairing_stamped_in_whole_seconds_by_a_person_still_reads(tmp_path: Path) -> None:
+    book = book_for(tmp_path / ".duragent", "bot")
+    book.path.parent.mkdir(parents=True)
+    book.path.write_text(
+        "paired:\n- {gateway: telegram, sender_id: '7', name: eve,"
+        " paired_at: '2026-12-05T10:00:00Z', approved_by: cli}\n"
+    )
+    ten = 1_796_464_800.0  # 2026-12-05T10:00:00Z
+    assert book.paired("telegram", ten - 1) == frozenset()
+    assert book.paired("telegram", ten) == {"7"}
