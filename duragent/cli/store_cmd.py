@@ -138,7 +138,8 @@ def register(app: typer.Typer) -> None:
             )
         typer.echo(
             f"copied {len(schedules.copied)} schedules with their run logs, "
-            f"{len(schedules.already_there)} already there"
+            f"{len(schedules.already_there)} already there; the runs of "
+            f"{len(schedules.runs_only)} schedules declared in agent.yaml"
         )
         for schedule_id in schedules.conflicts:
             _told(f"error: schedule {schedule_id} exists in the target with another document")

@@ -202,6 +202,9 @@ class ScheduleCopyReport:
     already_there: list[str] = field(default_factory=list)
     conflicts: list[str] = field(default_factory=list)
     """Schedules the target holds with another document (left as they were)."""
+    runs_only: list[str] = field(default_factory=list)
+    """Run logs copied of schedules with no stored document: those declared in
+    ``agent.yaml`` (``decl_<agent>_<name>``), whose runs are their only record."""
 
 
 def copy_schedules(
@@ -210,11 +213,14 @@ def copy_schedules(
     """Copy every schedule and its run log (the newest ``PRUNE_KEEP`` runs) into ``target``.
 
     The run log is what keeps a due time from running again (its cursor), so it moves with
-    the schedule, runs first: a schedule is never in the target without its history.
+    the schedule, runs first: a schedule is never in the target without its history. A
+    schedule declared in ``agent.yaml`` has no stored document, only runs: they move too, or
+    the target's scheduler would start it afresh and skip the due times missed meanwhile.
     """
     report = ScheduleCopyReport()
     (src, src_runs), (dst, dst_runs) = source, target
-    for schedule_id in src.ids():
+    documented = src.ids()
+    for schedule_id in documented:
         document = src.get(schedule_id)
         if document is None:
             continue
@@ -222,13 +228,23 @@ def copy_schedules(
         if there is not None:
             (report.already_there if there == document else report.conflicts).append(schedule_id)
             continue
-        # A run interrupted between the runs and the schedule left some runs: not twice.
-        copied = dst_runs.recent(schedule_id, PRUNE_KEEP)
-        for run in src_runs.recent(schedule_id, PRUNE_KEEP):
-            if run in copied:
-                copied.remove(run)
-            else:
-                dst_runs.append(schedule_id, run)
+        _copy_runs(schedule_id, src_runs, dst_runs)
         dst.put(schedule_id, document)
         report.copied.append(schedule_id)
+    for schedule_id in sorted(set(src_runs.logged()) - set(documented)):
+        if _copy_runs(schedule_id, src_runs, dst_runs):
+            report.runs_only.append(schedule_id)
     return report
+
+
+def _copy_runs(schedule_id: str, source: RunLogStorage, target: RunLogStorage) -> int:
+    """Append the source's runs the target lacks (an interrupted copy left some: not twice)."""
+    there = target.recent(schedule_id, PRUNE_KEEP)
+    added = 0
+    for run in source.recent(schedule_id, PRUNE_KEEP):
+        if run in there:
+            there.remove(run)
+        else:
+            target.append(schedule_id, run)
+            added += 1
+    return added

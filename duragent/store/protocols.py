@@ -380,6 +380,14 @@ class RunLogStorage(Protocol):
         """The last ``limit`` runs, oldest first (torn or malformed lines skipped)."""
         ...
 
+    def logged(self) -> list[str]:
+        """Every schedule id with runs, sorted.
+
+        Also those with no stored document (declared in ``agent.yaml``, or removed): their
+        runs are still their cursor.
+        """
+        ...
+
 
 class SummaryStorage(Protocol):
     """LLM summaries of a session's older history ("compaction" in the LLM sense).

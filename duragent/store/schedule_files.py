@@ -143,6 +143,12 @@ class RunLogFiles:
         lines = path.read_bytes().splitlines(keepends=True)[-PRUNE_KEEP:]
         atomic_write(path, b"".join(lines), self._ops)
 
+    def logged(self) -> list[str]:
+        """Every schedule id with a run log (``*.jsonl``; temporary files ignored), sorted."""
+        if not self.directory.is_dir():
+            return []
+        return sorted(p.stem for p in self.directory.glob("*.jsonl") if _ID.match(p.stem))
+
     def recent(self, schedule_id: str, limit: int) -> list[dict[str, Any]]:
         """The last ``limit`` entries, oldest first (torn or malformed lines skipped)."""
         try:

@@ -85,6 +85,14 @@ class PostgresRunLog:
                 {"s": sid, "keep": PRUNE_KEEP},
             )
 
+    def logged(self) -> list[str]:
+        """Every schedule id with runs, sorted."""
+        with self._db.transaction("listing the schedules with runs") as conn:
+            rows = conn.execute(
+                "SELECT DISTINCT schedule_id FROM schedule_runs ORDER BY schedule_id"
+            ).fetchall()
+        return [str(r[0]) for r in rows]
+
     def recent(self, schedule_id: str, limit: int) -> list[dict[str, Any]]:
         """The last ``limit`` runs, oldest first."""
         if limit <= 0:

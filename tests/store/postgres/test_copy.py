@@ -136,6 +136,8 @@ def test_the_cli_copies_the_schedules_with_their_run_logs(tmp_path: Path) -> Non
     runs = RunLogFiles(directory / "runs")
     runs.append("sched_daily", {"ts": 1, "status": "running", "due": 1000, "attempt": 1})
     runs.append("sched_daily", {"ts": 2, "status": "ok", "due": 1000})
+    declared = "decl_helper_digest"  # in agent.yaml: no document, its runs are its cursor
+    runs.append(declared, {"ts": 3, "status": "ok", "due": 2000})
     with postgres_db.fresh_schema() as schema:
         config = tmp_path / "duragent.yaml"
         config.write_text(
@@ -146,7 +148,9 @@ def test_the_cli_copies_the_schedules_with_their_run_logs(tmp_path: Path) -> Non
         assert copied.exit_code == 0, copied.output
         assert "copied 1 schedules with their run logs, 0 already there" in copied.output
         again = CliRunner().invoke(app, command)
+        assert "the runs of 1 schedules declared in agent.yaml" in copied.output
         assert "copied 0 schedules with their run logs, 1 already there" in again.output
+        assert "the runs of 0 schedules declared in agent.yaml" in again.output  # not twice
         with postgres_db.database(schema) as db:
             db.open()
             assert PostgresSchedules(db).get("sched_daily") == {
@@ -157,6 +161,10 @@ def test_the_cli_copies_the_schedules_with_their_run_logs(tmp_path: Path) -> Non
                 "running",
                 "ok",
             ]
+            assert PostgresRunLog(db).recent(declared, 10) == [
+                {"ts": 3, "status": "ok", "due": 2000}
+            ]
+            assert PostgresRunLog(db).logged() == [declared, "sched_daily"]
 
 
 def test_the_cli_refuses_to_copy_while_a_server_holds_the_workspace(tmp_path: Path) -> None:
