@@ -12,6 +12,10 @@ with no kills of its own: the month kills the server, and tells this side when
 messages waits until the month has answered k/``total`` of its own, so the Discord chats
 span the whole month.
 
+Discord has bad moments too (``FAULT_EVERY``): 429s, 502s and connections lost before or
+after a post took effect, on posts and on edits; a post repeated after a lost connection
+must be returned by its nonce, not shown twice.
+
 Its chats' indexes start at ``FIRST_INDEX`` (tokens ``#q900n…#``), apart from the Telegram
 plan's. Replies are not streamed slowly here (``model.STREAM_EVERY`` is the Telegram DMs'):
 this reader takes a Discord reply from its first send.
@@ -48,6 +52,11 @@ __all__ = ["FIRST_INDEX", "DiscordSide", "discord_plan", "side_people"]
 
 FIRST_INDEX = 900
 GROUP_TOOL_EVERY = 7
+FAULT_EVERY = 10
+"""Every tenth message the side writes, Discord has a bad moment in that chat: the next post
+there meets a 429, a 502 or a lost connection (before or after the post took effect), or
+the next edit a 429 or a 502 (``FAULTS``, in turn)."""
+FAULTS = ("429", "502", "drop", "drop_after", "edit_429", "edit_502")
 RECONNECT_SECONDS = 120.0
 """How long the side waits for the restarted server's Discord gateway before it gives up."""
 
@@ -96,6 +105,7 @@ class DiscordSide(DiscordCampaign):
         self.hostile_presses: dict[int, str] = {}
         """Interaction id of each hostile press → the token of the prompt it pressed."""
         self.started = time.monotonic()
+        self.faults_scripted = 0
 
     # -- pace and people ----------------------------------------------------------------------
 
@@ -127,12 +137,43 @@ class DiscordSide(DiscordCampaign):
                 m.pushed_at = time.monotonic()
                 chat.next += 1
                 self.written += 1
+                if self.written % FAULT_EVERY == 0:
+                    self.fault(chat.chat_id, FAULTS[self.written // FAULT_EVERY % len(FAULTS)])
                 text = m.text(mention)
                 if chat.group and m.tool:
                     text = f"{mention} {text}"
                 if not await self.write(chat.chat_id, m.token, text, self.author(chat, m)):
                     m.undelivered = OFFLINE
                     self.offline_waiting.add(m.token)
+
+    def fault(self, channel: int, kind: str) -> None:
+        """Script one of ``FAULTS`` for the channel's next post (or edit)."""
+        posts, edits = f"/channels/{channel}/messages", f"/channels/{channel}/messages/*"
+        if kind == "429":
+            self.dc.rate_limit("POST", posts, 0.5)
+        elif kind == "502":
+            self.dc.fail("POST", posts, 502)
+        elif kind in ("drop", "drop_after"):
+            self.dc.drop("POST", posts, after_applying=kind == "drop_after")
+        elif kind == "edit_429":
+            self.dc.rate_limit("PATCH", edits, 0.5)
+        else:
+            self.dc.fail("PATCH", edits, 502)
+        self.faults_scripted += 1
+
+    def faults_met(self) -> dict[str, int]:
+        """The faults the bot met, by kind, and the posts Discord returned by their nonce."""
+        met = {"429": 0, "5xx": 0, "dropped": 0, "by nonce": 0}
+        for call in self.dc.calls():
+            if call.status == 429:
+                met["429"] += 1
+            elif call.status >= 500:
+                met["5xx"] += 1
+            elif call.fault in ("drop", "drop_after"):
+                met["dropped"] += 1
+            if call.repeated:
+                met["by nonce"] += 1
+        return met
 
     async def press(self, m: CampaignMessage) -> None:
         """A hostile member presses a channel prompt first, then its author."""

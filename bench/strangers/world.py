@@ -255,6 +255,11 @@ class StrangersWorld(World):
                 "  hostile presses refused / escalations / leaks",
                 f"{refused} / {len(escalations)} / {len(leaks)}",
             ),
+            (
+                "  faults scripted / met: 429 / 5xx / dropped / posts returned by nonce",
+                f"{self.side.faults_scripted} / "
+                + " / ".join(str(n) for n in self.side.faults_met().values()),
+            ),
         ]
         result.world_problems += [f"discord: {p}" for p in verdict.problems[:20]]
         result.world_problems += escalations + leaks

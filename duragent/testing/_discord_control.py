@@ -180,8 +180,29 @@ def control_routes(fake: FakeDiscord) -> list[web.RouteDef]:
         fake.rate_limit(method, path, *waits)
         return web.json_response({"method": method, "path": path, "retry_after": waits})
 
+    async def fault(request: web.Request) -> web.StreamResponse:
+        """``{"method", "path", "kind": "server_error"|"drop"|"drop_after", "status", "times"}``."""
+        try:
+            body = await _object(request)
+            method, path, kind = body.get("method"), body.get("path"), body.get("kind")
+            status, times = body.get("status", 502), body.get("times", 1)
+            if not isinstance(method, str) or not isinstance(path, str):
+                raise ValueError("'method' and 'path' (under /api/v10) must be strings")
+            if not isinstance(status, int) or not isinstance(times, int) or times < 1:
+                raise ValueError("'status' and 'times' must be integers, 'times' at least 1")
+            if kind == "server_error":
+                fake.fail(method, path, status, times)
+            elif kind in ("drop", "drop_after"):
+                fake.drop(method, path, after_applying=kind == "drop_after", times=times)
+            else:
+                raise ValueError("'kind' must be server_error, drop or drop_after")
+        except ValueError as exc:
+            return _problem(str(exc))
+        return web.json_response({"method": method, "path": path, "kind": kind, "times": times})
+
     return [
         web.get("/_fake/info", info),
+        web.post("/_fake/fault", fault),
         web.post("/_fake/message", message),
         web.get("/_fake/calls", calls),
         web.get("/_fake/downloads", downloads),

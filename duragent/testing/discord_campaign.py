@@ -159,7 +159,7 @@ class DiscordCampaign(CampaignLoop):
         if every:
             self.seen_calls = every[-1].index + 1
         for call in calls:
-            if not call.path.endswith("/messages") or call.status != 200:
+            if not call.path.endswith("/messages") or call.status != 200 or call.repeated:
                 continue
             chat_id = int(call.path.split("/")[2])
             text = str(call.body.get("content", ""))

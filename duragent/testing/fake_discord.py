@@ -23,7 +23,10 @@ REST (``/api/v10``, ``Authorization: Bot <token>``, 401 otherwise): ``GET /users
 ``POST /channels/{id}/typing``, ``POST /interactions/{id}/{token}/callback`` (a second answer
 to one interaction is refused with 40060). Anything else is a 404, recorded. ``rate_limit``
 scripts 429 answers with ``retry_after``, which discord.py must wait out itself; ``refuse``
-scripts 403 Missing Access (a channel the bot lost access to).
+scripts 403 Missing Access (a channel the bot lost access to); ``fail`` a 5xx and ``drop`` a
+connection closed before or after the call took effect (``_discord_faults``). A message post
+with ``enforce_nonce`` whose nonce the channel saw in the last minutes returns that message
+and creates none, as Discord does.
 
 Files the bot sends (``_discord_outbound``; discord.py's multipart ``payload_json`` and
 ``files[n]``, on a send or an edit) are served by the fake's CDN and recorded:
@@ -64,6 +67,7 @@ from typing import Any
 from aiohttp import web
 
 from duragent.testing._aiohttp_server import EmbeddedAiohttpServer
+from duragent.testing._discord_faults import DiscordFault, DiscordFaults, Nonces, server_error_body
 from duragent.testing._discord_files import DiscordCdn
 from duragent.testing._discord_outbound import (
     BotUploads,
@@ -112,6 +116,10 @@ class DiscordCall:
     """Its place among every call this fake received (0 first; kept when old calls are not)."""
     time: float = 0.0
     """``time.monotonic()`` when the request arrived."""
+    repeated: bool = False
+    """A post Discord answered with an earlier message of the same nonce: nothing created."""
+    fault: str | None = None
+    """The scripted fault it met (``server_error``, ``drop``, ``drop_after``), if any."""
 
     def to_json(self, *, answer: bool = True) -> dict[str, Any]:
         """The call as JSON (``GET /_fake/calls``), with Discord's answer or without."""
@@ -122,6 +130,8 @@ class DiscordCall:
             "path": self.path,
             "body": self.body,
             "status": self.status,
+            "repeated": self.repeated,
+            "fault": self.fault,
         }
         if answer:
             found["answer"] = self.answer
@@ -167,6 +177,8 @@ class FakeDiscord(EmbeddedAiohttpServer):
         self._keep_calls = keep_calls
         self._limits: dict[str, list[float]] = {}
         self._refusals: dict[str, int] = {}
+        self._faults = DiscordFaults()
+        self._nonces = Nonces()
         self.cdn = DiscordCdn()
         """The attachments' bytes and download counts (``fail_next`` scripts failures)."""
         self.uploads = BotUploads(self.cdn)
@@ -306,6 +318,18 @@ class FakeDiscord(EmbeddedAiohttpServer):
         """The next requests to ``method path`` are answered 429 with these ``retry_after``."""
         self._limits.setdefault(f"{method} {path}", []).extend(retry_after)
 
+    def fail(self, method: str, path: str, status: int = 502, times: int = 1) -> None:
+        """The next ``times`` requests to ``method path`` get ``status`` (5xx), not applied."""
+        self._faults.add(method, path, DiscordFault("server_error", status), times)
+
+    def drop(self, method: str, path: str, *, after_applying: bool = False, times: int = 1) -> None:
+        """The next ``times`` requests to ``method path`` lose their connection unanswered.
+
+        Before the call takes effect, or (``after_applying``) after it.
+        """
+        fault = DiscordFault("drop_after") if after_applying else DiscordFault("drop")
+        self._faults.add(method, path, fault, times)
+
     # -- what the bot did ---------------------------------------------------------------------
 
     def calls(
@@ -324,7 +348,7 @@ class FakeDiscord(EmbeddedAiohttpServer):
     def sent(self, channel_id: int) -> list[dict[str, Any]]:
         """Messages the bot created in a channel, as first sent (answers of the accepted)."""
         path = f"/channels/{channel_id}/messages"
-        return [c.answer for c in self.calls("POST", path) if c.status == 200]
+        return [c.answer for c in self.calls("POST", path) if c.status == 200 and not c.repeated]
 
     def message(self, message_id: int) -> dict[str, Any] | None:
         """A message as it is now (edits applied)."""
@@ -398,19 +422,46 @@ class FakeDiscord(EmbeddedAiohttpServer):
         path = "/" + request.match_info["tail"]
         read = await read_body(request)
         body = read.body if isinstance(read, RestBody) else {}
-        if isinstance(read, RestBody):
+        answer: Any
+        fault = self._faults.take(f"{request.method} {path}")
+        posted_in = _message_post_channel(request.method, path)
+        repeated = None
+        if posted_in is not None:
+            earlier = self._nonces.earlier(posted_in, body)
+            repeated = None if earlier is None else self._messages.get(earlier)
+        if fault is not None and fault.kind == "server_error":
+            status, answer = fault.status, server_error_body(fault.status)
+        elif fault is not None and fault.kind == "drop":
+            status, answer = 0, None
+        elif repeated is not None:
+            status, answer = 200, copy.deepcopy(repeated)
+        elif isinstance(read, RestBody):
             status, answer = self._answer(request, path, read.body, read.files)
+            if status == 200 and posted_in is not None:
+                self._nonces.remember(posted_in, body, int(answer["id"]))
         else:
             status, answer = read
         self._record(
             DiscordCall(
-                request.method, path, body, status, copy.deepcopy(answer), self._call_count, arrived
+                request.method,
+                path,
+                body,
+                status,
+                copy.deepcopy(answer),
+                self._call_count,
+                arrived,
+                repeated is not None,
+                None if fault is None else fault.kind,
             )
         )
         message_call = path.startswith("/channels/") and "/messages" in path
         event = {"POST": "MESSAGE_CREATE", "PATCH": "MESSAGE_UPDATE"}.get(request.method)
-        if message_call and event and status == 200:
+        if message_call and event and status == 200 and repeated is None:
             await self.gateway.dispatch(event, answer)
+        if fault is not None and fault.kind in ("drop", "drop_after"):
+            if request.transport is not None:
+                request.transport.abort()  # aiohttp lets the response below go quietly
+            return web.Response(status=500)
         if status == 204:
             if message_call and request.method == "DELETE":
                 channel_id, message_id = path.split("/")[2], path.rsplit("/", 1)[1]
@@ -494,6 +545,8 @@ class FakeDiscord(EmbeddedAiohttpServer):
                 components=components,
                 attachments=attachments,
             )
+            if body.get("nonce") is not None:
+                message["nonce"] = body["nonce"]
             if ref and reference is None:  # replying to a deleted message: still sent
                 message["message_reference"] = {"message_id": str(ref["message_id"])}
             self._messages[int(message["id"])] = message
@@ -527,3 +580,11 @@ if __name__ == "__main__":
     from duragent.testing._discord_cli import main
 
     sys.exit(main())
+
+
+def _message_post_channel(method: str, path: str) -> int | None:
+    """The channel of a ``POST /channels/{id}/messages`` (a message created), else None."""
+    parts = path.strip("/").split("/")
+    if method != "POST" or len(parts) != 3 or parts[0] != "channels" or parts[2] != "messages":
+        return None
+    return int(parts[1]) if parts[1].isdigit() else None

@@ -91,3 +91,56 @@ def test_the_cli_serves_the_fake_in_its_own_process() -> None:
 
 def test_the_default_token_passes_duragents_own_token_check() -> None:
     assert DiscordConfig(bot_token=DEFAULT_DISCORD_TOKEN).token_problem() is None
+
+
+async def test_a_repeated_nonce_returns_the_first_message_and_creates_none() -> None:
+    async with (
+        FakeDiscord() as dc,
+        httpx.AsyncClient(base_url=f"{dc.url}/api/v10", headers=BOT) as rest,
+    ):
+        once = {"content": "once", "nonce": "77", "enforce_nonce": True}
+        first = (await rest.post("/channels/10/messages", json=once)).json()
+        again = (await rest.post("/channels/10/messages", json=once)).json()
+        loose = await rest.post("/channels/10/messages", json={**once, "enforce_nonce": False})
+        assert again["id"] == first["id"]
+        assert loose.json()["id"] != first["id"]  # not enforced: Discord posts it again
+        assert [m["content"] for m in dc.sent(10)] == ["once", "once"]
+        assert [c.repeated for c in dc.calls()] == [False, True, False]
+
+
+async def test_faults_scripted_over_http_answer_5xx_or_drop_the_connection() -> None:
+    async with (
+        FakeDiscord() as dc,
+        httpx.AsyncClient(base_url=dc.url) as http,
+        httpx.AsyncClient(base_url=f"{dc.url}/api/v10", headers=BOT) as rest,
+    ):
+        path = "/channels/10/messages"
+        for kind in ("server_error", "drop", "drop_after"):
+            scripted = await http.post(
+                "/_fake/fault", json={"method": "POST", "path": path, "kind": kind, "status": 503}
+            )
+            assert scripted.status_code == 200, scripted.text
+        assert (await rest.post(path, json={"content": "a"})).status_code == 503
+        for _ in range(2):
+            try:
+                await rest.post(path, json={"content": "b"})
+            except httpx.HTTPError:
+                pass
+            else:
+                raise AssertionError("the connection was not dropped")
+        assert [m["content"] for m in dc.sent(10)] == ["b"]  # dropped after it was applied
+        bad = await http.post("/_fake/fault", json={"method": "POST", "path": path, "kind": "x"})
+        assert bad.status_code == 400
+
+
+async def test_a_fault_on_a_path_ending_in_a_star_meets_the_next_edit_of_any_message() -> None:
+    async with (
+        FakeDiscord() as dc,
+        httpx.AsyncClient(base_url=f"{dc.url}/api/v10", headers=BOT) as rest,
+    ):
+        posted = (await rest.post("/channels/10/messages", json={"content": "v1"})).json()
+        dc.fail("PATCH", "/channels/10/messages/*", 502)
+        edit = f"/channels/10/messages/{posted['id']}"
+        assert (await rest.patch(edit, json={"content": "v2"})).status_code == 502
+        assert (await rest.patch(edit, json={"content": "v3"})).status_code == 200
+        assert dc.final_texts(10) == ["v3"]

@@ -18,6 +18,10 @@ What Discord needs that the kit does not know about:
   ``PlatformBusyError`` to the kit's ``Outbox``, which waits it out in the chat's line,
   message by message (those already sent are not sent again), until
   ``gateways.discord.delivery_retry_seconds`` have passed.
+- **Each message posted once.** A connection lost after Discord posted a message leaves the
+  bot unable to tell, so the outbox posts again; every try of one message carries the same
+  ``nonce`` (Discord's ``enforce_nonce``: a repeated nonce returns the first message and
+  posts none), where discord.py would draw a new one per try.
 - **Files** are a message with the file attached (``discord.File``) and the caption as its
   text, in the chat's line like a reply.
 - **Previews** of replies being written (``frontkit.preview``): one message, edited at most
@@ -35,6 +39,7 @@ from __future__ import annotations
 import functools
 import io
 import logging
+import secrets
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
@@ -111,7 +116,7 @@ class DiscordOutbound:
         reference = _reference(chat, reply_to)
         async with self.outbox.lane(chat) as handed:
             for chunk in chunks:  # one waits out a refusal; the ones sent stay sent
-                send = functools.partial(_send, channel, chunk, reference)
+                send = functools.partial(_send, channel, chunk, reference, _nonce())
                 last = await self.outbox.persist(chat, send, since=handed)
                 reference = None  # only the first message replies
         assert last is not None
@@ -129,13 +134,18 @@ class DiscordOutbound:
         caption = file.caption
         text = split_message(caption)[0] if caption and split_message(caption) else None
         reference = _reference(chat, reply_to)
+        nonce = _nonce()
 
         async def attempt() -> discord.Message:
             upload = discord.File(io.BytesIO(file.data), filename=file.name)  # read by each try
             if reference is None:
-                return await _busy_as_such(channel.send(text, file=upload, allowed_mentions=QUIET))
+                return await _busy_as_such(
+                    channel.send(text, file=upload, allowed_mentions=QUIET, nonce=nonce)
+                )
             return await _busy_as_such(
-                channel.send(text, file=upload, reference=reference, allowed_mentions=QUIET)
+                channel.send(
+                    text, file=upload, reference=reference, allowed_mentions=QUIET, nonce=nonce
+                )
             )
 
         sent = await self.outbox.send(chat, attempt)
@@ -151,11 +161,15 @@ class DiscordOutbound:
         """The approval prompt with its three buttons (one message: the buttons go with it)."""
         channel = self._channel(chat)
         text = approval_text(command)
+        nonce = _nonce()
         sent = await self.outbox.send(
             chat,
             lambda: _busy_as_such(
                 channel.send(
-                    text, view=approval_view(approval_buttons(call_id)), allowed_mentions=QUIET
+                    text,
+                    view=approval_view(approval_buttons(call_id)),
+                    allowed_mentions=QUIET,
+                    nonce=nonce,
                 )
             ),
         )
@@ -194,7 +208,7 @@ class DiscordOutbound:
     ) -> SentMessage:
         """The preview as a reply to ``reply_to`` (tried once)."""
         reference = _reference(chat, reply_to)
-        sent = await _send(self._channel(chat), self.preview_text(text), reference)
+        sent = await _send(self._channel(chat), self.preview_text(text), reference, _nonce())
         return SentMessage(chat, str(sent.id))
 
     async def edit_preview(self, message: SentMessage, text: str) -> None:
@@ -211,6 +225,7 @@ class DiscordOutbound:
         if not chunks:
             raise ValueError("finish_preview was given a reply with nothing to show")
         channel = self._channel(chat)
+        anew = _nonce()
 
         async def in_place() -> discord.Message | SentMessage:
             partial = channel.get_partial_message(int(message.message_id))
@@ -218,13 +233,13 @@ class DiscordOutbound:
                 await _busy_as_such(partial.edit(content=chunks[0], allowed_mentions=QUIET))
             except discord.NotFound:
                 log.info("discord: preview %s is gone; reply sent anew", message.message_id)
-                return await _send(channel, chunks[0], _reference(chat, reply_to))
+                return await _send(channel, chunks[0], _reference(chat, reply_to), anew)
             return message
 
         async with self.outbox.lane(chat) as handed:
             last = await self.outbox.persist(chat, in_place, since=handed)
             for chunk in chunks[1:]:  # one waits out a refusal; the ones sent stay sent
-                send = functools.partial(_send, channel, chunk, None)
+                send = functools.partial(_send, channel, chunk, None, _nonce())
                 last = await self.outbox.persist(chat, send, since=handed)
         return last if isinstance(last, SentMessage) else SentMessage(chat, str(last.id))
 
@@ -259,12 +274,22 @@ class DiscordOutbound:
 
 
 async def _send(
-    channel: discord.PartialMessageable, text: str, reference: discord.MessageReference | None
+    channel: discord.PartialMessageable,
+    text: str,
+    reference: discord.MessageReference | None,
+    nonce: int,
 ) -> discord.Message:
-    """One message, with Discord's "not now" as ``PlatformBusyError``."""
+    """One message (``nonce``: the same for every try of it), "not now" as ``PlatformBusyError``."""
     if reference is None:
-        return await _busy_as_such(channel.send(text, allowed_mentions=QUIET))
-    return await _busy_as_such(channel.send(text, reference=reference, allowed_mentions=QUIET))
+        return await _busy_as_such(channel.send(text, allowed_mentions=QUIET, nonce=nonce))
+    return await _busy_as_such(
+        channel.send(text, reference=reference, allowed_mentions=QUIET, nonce=nonce)
+    )
+
+
+def _nonce() -> int:
+    """A message's nonce: random, under Discord's 25 characters, kept for all its tries."""
+    return secrets.randbits(63)
 
 
 def _reference(chat: ChatRef, reply_to: str | None) -> discord.MessageReference | None:
