@@ -156,6 +156,20 @@ async def test_after_a_dropped_connection_the_bot_resumes_and_answers(tmp_path: 
         assert [m["content"] for m in chat.dc.sent(DM)] == ["Back."]
 
 
+async def test_a_message_written_while_the_connection_was_down_is_replayed_and_answered(
+    tmp_path: Path,
+) -> None:
+    """Discord keeps a session's events for a RESUME (a starved loop's dropped connection)."""
+    async with discord_chat(tmp_path, ChatSetup()) as chat:
+        chat.llm.enqueue(Reply(text="Caught up."))
+        await chat.dc.disconnect()
+        await chat.push(DM, "are you there?", ANN)  # before discord.py is back
+        assert await eventually(lambda: chat.dc.gateway.resumed == 1)
+        await chat.settle()
+        assert [m["content"] for m in chat.dc.sent(DM)] == ["Caught up."]
+        assert chat.dc.gateway.replayed >= 1
+
+
 async def test_messages_of_one_chat_are_recorded_in_the_order_they_were_written(
     tmp_path: Path,
 ) -> None:
