@@ -11,7 +11,7 @@ approvals held across them, the verdict's bookkeeping) with:
   press the bot wrongly took would have decided first;
 - **media in DMs**: some messages are a photo (a PNG, the words in its caption), a voice note
   (its bytes carry the words: the scripted transcriber hears them) or a text document the
-  agent reads back with ``bash cat`` (``MEDIA``);
+  agent reads back with ``bash cat`` (``media.MEDIA``);
 - **the crowd** (``attacks.Crowd``): its attempts, made as the clock reaches them;
 - **Discord beside Telegram** (``discord_side.DiscordSide``): paced by this campaign's
   answers, told of its kills;
@@ -21,7 +21,6 @@ approvals held across them, the verdict's bookkeeping) with:
 
 from __future__ import annotations
 
-import io
 import json
 import random
 import time
@@ -31,72 +30,46 @@ from bench.strangers.attacks import Crowd
 from bench.strangers.cast import BLOCKED, HOSTILE, MEMBERS, OWNERS, author_of
 from bench.strangers.discord_side import DiscordSide
 from bench.strangers.group_probes import GroupProbes, pin_text
-from bench.strangers.model import DOCUMENT_WORDS
-from bench.year.campaign import MEMORY_CHATS, YearCampaign
+from bench.strangers.media import ledger, media_of, png, voice_bytes
+from bench.year.campaign import YearCampaign
 from duragent.testing import FakeTelegram
 from duragent.testing.campaign_verdict import CampaignMessage, Chat, answer_tokens
 from duragent.testing.serve_process import ServeProcess
 
 __all__ = [
     "GROUP_TOOL_EVERY",
-    "MEDIA",
     "StrangersCampaign",
-    "media_of",
     "send_medium",
-    "voice_bytes",
 ]
 
 GROUP_TOOL_EVERY = 7
-MEDIA = {4: "photo", 6: "voice", 8: "document"}
-"""DM message ordinal mod 9 → the medium it is sent as (a text message otherwise)."""
 DEFER_SECONDS = 10.0
 """A member presses anyway after this long (a kill may have eaten the others' presses)."""
-
-
-def media_of(chat: Chat, m: CampaignMessage) -> str | None:
-    """The medium ``m`` is sent as, or None (text): only plain DM messages, and none in the
-    chats whose messages the year gives a part (memory notes: ``MEMORY_CHATS``)."""
-    if chat.group or m.tool or m.ordinal == 0 or chat.index % MEMORY_CHATS == 1:
-        return None
-    return MEDIA.get(m.ordinal % 9)
-
-
-def voice_bytes(words: str) -> bytes:
-    """A "voice note" whose bytes carry its words (the scripted transcriber reads them)."""
-    return b"OggS\x00\x02" + words.encode() + b"\x00" * 512
-
-
-def _png(seed: str) -> bytes:
-    from PIL import Image
-
-    rng = random.Random(seed)
-    size = (rng.choice((640, 1280, 1600)), rng.choice((480, 960, 1200)))
-    colour = (rng.randrange(256), rng.randrange(256), rng.randrange(256))
-    out = io.BytesIO()
-    Image.new("RGB", size, colour).save(out, "PNG")
-    return out.getvalue()
 
 
 def send_medium(
     tg: FakeTelegram, chat_id: int, token: str, medium: str, ordinal: int
 ) -> tuple[dict[str, Any], int]:
-    """Send the message ``token`` as ``medium`` (``MEDIA``): its update and the bytes sent.
+    """Send the message ``token`` as ``medium`` (``media.MEDIA``): its update and the bytes sent.
 
     A photo is a new PNG, the words in its caption; a voice note carries its words in its
     bytes; a document is a ledger naming the token, which the caption asks the agent to read.
     """
     words = f"hello there, this is {token}"
     if medium == "photo":
-        photo = _png(token)
+        photo = png(token)
         return tg.push_photo(chat_id, photo, caption=words), len(photo)
     if medium == "voice":
         voice = voice_bytes(words)
         return tg.push_voice(chat_id, voice, duration=3), len(voice)
-    ledger = (DOCUMENT_WORDS.format(token=token) + "\n" + "figures\n" * 40).encode()
+    document = ledger(token)
     update = tg.push_document(
-        chat_id, ledger, file_name=f"ledger-{ordinal}.txt", caption=f"{words}: read the file I sent"
+        chat_id,
+        document,
+        file_name=f"ledger-{ordinal}.txt",
+        caption=f"{words}: read the file I sent",
     )
-    return update, len(ledger)
+    return update, len(document)
 
 
 class StrangersCampaign(YearCampaign):

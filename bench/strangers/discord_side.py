@@ -16,6 +16,13 @@ Discord has bad moments too (``FAULT_EVERY``): 429s, 502s and connections lost b
 after a post took effect, on posts and on edits; a post repeated after a lost connection
 must be returned by its nonce, not shown twice.
 
+Its DMs send media as the Telegram DMs do (``media.media_of``): a photo (its words in
+the message), a voice message (its words in its bytes, transcribed), a document the agent
+reads with ``cat`` and sends back (``send_file``: a post with the file, not an answer).
+``judge_media`` checks each photo reached the model as an image, each document came back
+once (again only after a kill), and each attachment was downloaded at most once unless a
+kill came while its turn ran.
+
 Its chats' indexes start at ``FIRST_INDEX`` (tokens ``#q900n…#``), apart from the Telegram
 plan's. Replies are not streamed slowly here (``model.STREAM_EVERY`` is the Telegram DMs'):
 this reader takes a Discord reply from its first send.
@@ -31,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.strangers.cast import HOSTILE, MEMBERS
+from bench.strangers.media import ledger, media_of, png, voice_bytes
 from duragent.frontkit.approval_rights import NOT_REQUESTER
 from duragent.testing import FakeDiscord
 from duragent.testing.campaign_verdict import (
@@ -44,7 +52,7 @@ from duragent.testing.campaign_verdict import (
     verdict,
 )
 from duragent.testing.campaign_workspace import recorded_message_ids
-from duragent.testing.discord_campaign import DiscordCampaign
+from duragent.testing.discord_campaign import DiscordCampaign, DiscordDelivery
 from duragent.testing.discord_objects import Person
 from duragent.testing.serve_process import ServeProcess
 
@@ -106,6 +114,11 @@ class DiscordSide(DiscordCampaign):
         """Interaction id of each hostile press → the token of the prompt it pressed."""
         self.started = time.monotonic()
         self.faults_scripted = 0
+        self.media: dict[str, str] = {}
+        """Token → the medium it was sent as (``media.media_of``)."""
+        self.attaching: dict[str, str] = {}
+        self.attachments: dict[str, int] = {}
+        """Token → the id of the attachment it carried."""
 
     # -- pace and people ----------------------------------------------------------------------
 
@@ -142,9 +155,37 @@ class DiscordSide(DiscordCampaign):
                 text = m.text(mention)
                 if chat.group and m.tool:
                     text = f"{mention} {text}"
+                medium = media_of(chat, m)
+                if medium is not None:
+                    self.media[m.token] = medium
+                    self.attaching[m.token] = medium
+                    text = f"hello there, this is {m.token}"
+                    if medium == "document":
+                        text += ": read the file I sent"
                 if not await self.write(chat.chat_id, m.token, text, self.author(chat, m)):
                     m.undelivered = OFFLINE
                     self.offline_waiting.add(m.token)
+
+    async def write(self, chat_id: int, token: str, text: str, author: Person) -> bool:
+        """Post as ``author``, with the message's medium attached when it has one."""
+        medium = self.attaching.pop(token, None)
+        if medium is None:
+            return await super().write(chat_id, token, text, author)
+        lifetime = self.connected_lifetime()
+        ordinal = int(token.rsplit("n", 1)[1].rstrip("#"))
+        if medium == "photo":
+            attachment = self.dc.attachment(png(token), f"photo-{ordinal}.png")
+        elif medium == "voice":  # Discord's voice messages have no text
+            attachment = self.dc.attachment(
+                voice_bytes(text), "voice-message.ogg", voice_seconds=3.0
+            )
+            text = ""
+        else:
+            attachment = self.dc.attachment(ledger(token), f"ledger-{ordinal}.txt")
+        self.attachments[token] = int(attachment["id"])
+        sent = await self.dc.push_message(chat_id, text, author, attachments=[attachment])
+        self.deliveries[token] = DiscordDelivery(str(sent["id"]), lifetime)
+        return lifetime >= 0
 
     def fault(self, channel: int, kind: str) -> None:
         """Script one of ``FAULTS`` for the channel's next post (or edit)."""

@@ -15,6 +15,7 @@ from itertools import pairwise
 from pathlib import Path
 
 from bench.strangers.campaign import StrangersCampaign
+from bench.strangers.discord_side import DiscordSide
 from bench.strangers.model import StrangersModel
 from duragent.testing.campaign_verdict import ANSWER as ANSWER_TOKEN
 from duragent.testing.serve_process import ServeProcess
@@ -36,6 +37,8 @@ class Verdict:
 def judge_chats(campaign: StrangersCampaign, model: StrangersModel, v: Verdict) -> None:
     """Add the rows and problems of what the chats saw (module docstring) to ``v``."""
     _media(campaign, model, v)
+    if campaign.side is not None:
+        _discord_media(campaign.side, campaign.kill_times, model, v)
     _streams(campaign, model, v)
     _group_probes(campaign, model, v)
     _by_kind(campaign, model, v)
@@ -130,6 +133,59 @@ def _files_out(
         (
             "files sent back: taken / delivered once / again after a kill",
             f"{len(taken)} / {once} / {twice}",
+        )
+    )
+
+
+def _discord_media(
+    side: DiscordSide, kill_times: list[float], model: StrangersModel, v: Verdict
+) -> None:
+    """The Discord DMs' media: photos seen as images, documents read and sent back once,
+    each attachment downloaded at most once unless a kill came after it was sent."""
+    kinds = Counter(side.media.values())
+    for token, medium in side.media.items():
+        if medium == "photo" and model.photos.get(token, (1, 0))[0] == 0:
+            v.problems.append(f"discord photo {token}: its turn's request carried no image")
+        if medium == "document" and model.documents.get(token) is False:
+            v.problems.append(f"discord document {token}: cat did not give its words back")
+    sent: dict[str, list[float]] = {}
+    for _channel, caption, at in side.files_sent:
+        for token in ANSWER_TOKEN.findall(caption):
+            sent.setdefault(token, []).append(at)
+    documents = [t for t, k in side.media.items() if k == "document"]
+    taken = [t for t in documents if model.sent_back.get(t)]
+    once = twice = 0
+    for token in taken:
+        times = sorted(sent.get(token, []))
+        if not times:
+            v.problems.append(f"discord document {token}: send_file took it, never posted")
+        elif len(times) == 1:
+            once += 1
+        else:
+            twice += 1
+            v.problems.extend(again_without_a_kill(side.serve, token, times))
+    pushed = {m.token: m.pushed_at for c in side.plan for m in c.messages}
+    again = 0
+    for token, attachment in side.attachments.items():
+        whole = side.dc.attachment_downloads(attachment)
+        if whole <= 1:
+            continue
+        again += 1
+        since = pushed.get(token) or 0.0
+        if not any(k >= since for k in kill_times):
+            v.problems.append(f"discord {token}: its file downloaded {whole} times, no kill")
+    seen = sum(1 for t, k in side.media.items() if k == "photo" and model.photos.get(t))
+    v.rows.append(
+        (
+            "Discord media in: photos (seen as images) / voice / documents (read back)",
+            f"{kinds['photo']} ({seen}) / {kinds['voice']} / {kinds['document']}"
+            f" ({sum(1 for t in documents if model.documents.get(t))})",
+        )
+    )
+    v.rows.append(
+        (
+            "  Discord files back: taken / once / again after a kill; downloaded again",
+            f"{len(taken)} / {once} / {twice}; {again}",
         )
     )
 

@@ -32,6 +32,7 @@ from typing import Any
 from bench.strangers.cast import BLOCKED_TOKEN, HOSTILE_TOKEN, STRANGER_TOKEN
 from bench.strangers.discord_side import FIRST_INDEX
 from bench.strangers.group_probes import asked_code
+from bench.strangers.media import DOCUMENT_WORDS
 from bench.year.model import DM_MODEL, INTERRUPTED, YearModel, image_tokens
 from duragent.testing import RecordedRequest, Reply, ToolCallReply
 from duragent.testing._llm_images import request_images
@@ -43,8 +44,6 @@ ATTACK = re.compile(r"ATTACK (?P<kind>[a-z_]+) (?P<token>#h\d+#)(?: (?P<args>\[.
 """How an attack's message carries its kind, its token and the calls' arguments (JSON)."""
 DOCUMENT = re.compile(r"open it at (files/\S+?)[\]\s—]")
 """The path of a kept document in its attachment line (``context.attachment_lines``)."""
-DOCUMENT_WORDS = "the ledger of {token}"
-"""What a document the crowd sends says (``documents``: read back or not)."""
 STREAM_EVERY = 9
 STREAM_AT = 2
 """A DM text message whose ordinal is ``STREAM_AT`` mod ``STREAM_EVERY`` is answered slowly."""

@@ -38,6 +38,7 @@ from duragent.testing import FakeDiscord, FakeTelegram, ScriptedLLMServer
 from duragent.testing._llm_audio import AudioUpload
 from duragent.testing.campaign_verdict import Chat
 from duragent.testing.discord_campaign import TOKEN as DISCORD_TOKEN
+from duragent.testing.discord_campaign import dump_calls
 from duragent.testing.serve_process import ServeProcess
 from duragent.testing.telegram_faults import FaultRule
 
@@ -230,6 +231,8 @@ class StrangersWorld(World):
             result.world_problems += self.cpu.problems
         if self.side is not None:
             self._judge_discord(result, campaign.kill_times)
+            if (root / "calls.jsonl").exists():  # a kept run: Discord's calls beside Telegram's
+                dump_calls(root / "discord-calls.jsonl", self.side.dc)
         start = campaign.start_ms
         result.marks = [
             (a.made_ms - start, a.kind) for a in self.crowd.attempts if a.made_ms is not None

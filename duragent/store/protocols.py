@@ -1,14 +1,13 @@
 """What the layers above ask of storage, as ``Protocol``s; the backends are interchangeable.
 
 Sessions, the actor and the registry type against ``SessionStorage`` and its parts, never a
-concrete class or a file name, so another backend (the in-memory ``MemorySessionStore``,
-``postgres.PostgresSessionStore``) is a new class, not a change to the session layer. All
-backends pass one contract suite (``tests/store/test_session_storage_contract.py``).
+concrete class or a file name: another backend (``MemorySessionStore``,
+``postgres.PostgresSessionStore``) is a new class passing one contract suite
+(``tests/store/test_session_storage_contract.py``), not a change to the session layer.
 
 Schedules and run logs have a file and a PostgreSQL backend (one contract suite,
-``tests/store/test_schedule_storage_contract.py``); summaries have none yet: their protocol
-is here, small, so LLM summarisation starts from a shape instead of a new concrete store.
-What several nodes sharing a workspace ask of it is in ``cluster_protocols`` (named here too).
+``tests/store/test_schedule_storage_contract.py``); summaries have none yet, their protocol
+small here. What several nodes sharing a workspace ask of it is in ``cluster_protocols``.
 
 Shared rules for every protocol:
 
@@ -381,11 +380,7 @@ class RunLogStorage(Protocol):
         ...
 
     def logged(self) -> list[str]:
-        """Every schedule id with runs, sorted.
-
-        Also those with no stored document (declared in ``agent.yaml``, or removed): their
-        runs are still their cursor.
-        """
+        """Every schedule id with runs, sorted (also those with no document: declared ones)."""
         ...
 
 

@@ -65,7 +65,7 @@ from duragent.testing.campaign_workspace import recorded_message_ids, write_camp
 from duragent.testing.discord_objects import Person
 from duragent.testing.serve_process import ServeProcess
 
-__all__ = ["TOKEN", "DiscordCampaign", "run_campaign", "write_campaign_workspace"]
+__all__ = ["TOKEN", "DiscordCampaign", "dump_calls", "run_campaign", "write_campaign_workspace"]
 
 TOKEN = "MTI0MjQyNDI0MjQyNDI0MjQy.GAbc12.abcdefghijklmnopqrstuvwxyz0123456789AB"
 """Shaped like a Discord bot token (the gateway checks the shape before any call)."""
@@ -149,6 +149,8 @@ class DiscordCampaign(CampaignLoop):
         self.after_restart: list[CampaignMessage] = []
         """Presses due while no bot was connected: made once the next process serves."""
         self.presses_repeated = 0
+        self.files_sent: list[tuple[int, str, float]] = []
+        """(channel, caption, time) of each file the bot posted."""
 
     # -- what the bot sent --------------------------------------------------------------------
 
@@ -163,6 +165,9 @@ class DiscordCampaign(CampaignLoop):
                 continue
             chat_id = int(call.path.split("/")[2])
             text = str(call.body.get("content", ""))
+            if call.body.get("attachments"):  # a file the agent sent (its caption no answer)
+                self.files_sent.append((chat_id, text, call.time))
+                continue
             components = call.body.get("components") or []
             lifetime = self.serve.lifetime_of(call.time)
             self.sent.append(SentText(chat_id, text, call.time, lifetime, bool(components)))
@@ -300,7 +305,7 @@ class DiscordCampaign(CampaignLoop):
             await self.press(m)
 
 
-def _dump(path: Path, dc: FakeDiscord) -> None:
+def dump_calls(path: Path, dc: FakeDiscord) -> None:
     """Every REST call, one JSON object a line (to read a failure)."""
     with path.open("w") as out:
         for call in dc.calls():
@@ -343,7 +348,7 @@ async def run_campaign(
                 await campaign.run()
             finally:
                 serve.stop()
-            _dump(root / "calls.jsonl", dc)
+            dump_calls(root / "calls.jsonl", dc)
             ids = {token: d.discord_id for token, d in campaign.deliveries.items()}
             mark_chatter(campaign.plan, ids, recorded_message_ids(root))
             wall = time.monotonic() - started

@@ -40,7 +40,7 @@ Greeting = Callable[[str], tuple[dict[str, Any], list[tuple[str, dict[str, Any]]
 
 
 @dataclass
-class _Session:
+class _GatewaySession:
     """One identified session: its sequence, its recent events, its connection if any."""
 
     session_id: str
@@ -69,7 +69,7 @@ class GatewaySessions:
         self._refusal = refusal
         self._greeting = greeting
         self._open: set[web.WebSocketResponse] = set()
-        self._sessions: dict[str, _Session] = {}
+        self._sessions: dict[str, _GatewaySession] = {}
         self._made = 0
         self.identified: list[dict[str, Any]] = []
         """Every IDENTIFY's payload (token, intents…), in order."""
@@ -133,7 +133,7 @@ class GatewaySessions:
             await ws.close(code=refused[0], message=refused[1].encode())
             return
         self._made += 1
-        session = _Session(f"session-{self._made}", ws=ws)
+        session = _GatewaySession(f"session-{self._made}", ws=ws)
         self._sessions[session.session_id] = session
         self._open.add(ws)
         ready, then = self._greeting(session.session_id)

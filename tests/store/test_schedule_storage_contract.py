@@ -74,3 +74,15 @@ def test_runs_are_kept_in_order_and_read_newest_last(
     assert [r["n"] for r in runs.recent("daily", 3)] == [4, 5, 6]
     assert len(runs.recent("daily", 100)) == 7
     assert runs.recent("daily", 0) == []
+
+
+def test_the_schedules_with_runs_are_listed_with_or_without_a_document(
+    stores: tuple[ScheduleStorage, RunLogStorage],
+) -> None:
+    schedules, runs = stores
+    assert runs.logged() == []
+    schedules.put("daily", SCHEDULE)
+    runs.append("daily", {"status": "ok"})
+    runs.append("decl_bot_digest", {"status": "ok"})  # declared in agent.yaml: runs only
+    runs.append("decl_bot_digest", {"status": "ok"})
+    assert runs.logged() == ["daily", "decl_bot_digest"]
