@@ -53,6 +53,11 @@ class PendingApproval:
     """Set when later messages wait for turns of their own (a ``sequential`` chat queue):
     asking answers the turn's messages up to here, not those (as a final reply's
     ``answers_seq``), so a restart still answers them."""
+    through_seq: int | None = None
+    """The newest message handed to the turn before it asked, when one came after
+    ``turn_seq`` (its sender wrote again while it ran, and the loop took it in: the call
+    may be for it). The continuation keeps the messages up to here and its reply answers
+    them; later ones still get turns of their own. None: ``turn_seq``'s alone."""
 
     @classmethod
     def of(cls, data: Mapping[str, Any] | None) -> PendingApproval | None:
@@ -66,6 +71,7 @@ class PendingApproval:
         requester = data.get("requester_id")
         turn_seq = data.get("turn_seq")
         answers_seq = data.get("answers_seq")
+        through_seq = data.get("through_seq")
         return cls(
             call_id=str(data.get("call_id", "")),
             command=str(data.get("command", "")),
@@ -75,13 +81,14 @@ class PendingApproval:
             requester_id=None if requester is None else str(requester),
             turn_seq=_seq(turn_seq),
             answers_seq=_seq(answers_seq),
+            through_seq=_seq(through_seq),
         )
 
     def to_dict(self) -> dict[str, Any]:
         """The mapping the snapshot stores (``state.yaml``'s ``pending_approval``).
 
-        ``requester_id``, ``turn_seq`` and ``answers_seq`` only when known, so an approval
-        without them is written as before.
+        ``requester_id``, ``turn_seq``, ``answers_seq`` and ``through_seq`` only when known,
+        so an approval without them is written as before.
         """
         out: dict[str, Any] = {
             "call_id": self.call_id,
@@ -96,6 +103,8 @@ class PendingApproval:
             out["turn_seq"] = self.turn_seq
         if self.answers_seq is not None:
             out["answers_seq"] = self.answers_seq
+        if self.through_seq is not None:
+            out["through_seq"] = self.through_seq
         return out
 
 

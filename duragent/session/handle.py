@@ -55,7 +55,7 @@ class SessionHandle:
         return await self._registry.call(self.session_id, SessionOps.messages)
 
     async def paused_turn(
-        self, call_id: str, turn_seq: int | None
+        self, call_id: str, turn_seq: int | None, through_seq: int | None = None
     ) -> tuple[list[Message], list[Message]]:
         """(history, turn) of the turn paused on ``call_id``, to go on with once decided.
 
@@ -63,7 +63,11 @@ class SessionHandle:
         is read back from the log and shown at the start of the turn (not recorded again).
         """
         history, turn, whole = await self._registry.call(
-            self.session_id, SessionOps.paused_turn, call_id=call_id, turn_seq=turn_seq
+            self.session_id,
+            SessionOps.paused_turn,
+            call_id=call_id,
+            turn_seq=turn_seq,
+            through_seq=through_seq,
         )
         if not whole and turn_seq is not None:
             asked = await self.events(after_seq=turn_seq - 1, include_archive=True)

@@ -107,9 +107,11 @@ class SessionOps(MemoryOps):
         return self.state.messages()
 
     @op(retry_safe=True, read_only=True)
-    def paused_turn(self, call_id: str, turn_seq: int | None) -> tuple[Any, ...]:
+    def paused_turn(
+        self, call_id: str, turn_seq: int | None, through_seq: int | None = None
+    ) -> tuple[Any, ...]:
         """The window split for a paused turn's continuation (``SessionState.paused_turn``)."""
-        return self.state.paused_turn(call_id, turn_seq)
+        return self.state.paused_turn(call_id, turn_seq, through_seq)
 
     @op(retry_safe=True)  # a durable write: withdrawn when it fails
     def add_user_message(

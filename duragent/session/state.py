@@ -146,7 +146,7 @@ class SessionState:
         return [*self.checkpointed, *self.pending]
 
     def paused_turn(
-        self, call_id: str, turn_seq: int | None
+        self, call_id: str, turn_seq: int | None, through_seq: int | None = None
     ) -> tuple[list[Message], list[Message], bool]:
         """(history, turn, whole) for the continuation of the turn paused on ``call_id``.
 
@@ -158,13 +158,16 @@ class SessionState:
         the turn starts at the call, less the same messages; the caller shows the model the
         message again. Without ``turn_seq`` (an approval recorded before it was kept), from
         the last person's message before the call, less those after the call.
+        ``through_seq``: messages up to it were handed to the turn before it asked
+        (``PendingApproval.through_seq``) and are kept.
         """
         messages = self.messages()
         if turn_seq is not None:
+            last = max(turn_seq, through_seq or turn_seq)
 
             def later(m: Message) -> bool:
                 seq = self._origin.get(id(m))
-                return seq is not None and seq > turn_seq and not is_steering(m)
+                return seq is not None and seq > last and not is_steering(m)
 
             def kept(part: list[Message]) -> list[Message]:
                 return [m for m in part if not (m.role is Role.USER and later(m))]

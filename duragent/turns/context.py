@@ -74,10 +74,11 @@ class _ActorRecorder:
     ``answers_seq``: the newest message the turn answers, written on its final reply when
     messages after it wait for turns of their own (a ``sequential`` chat queue).
     ``turn_seq``: the person's message the turn answers, recorded with an approval it asks
-    for (its continuation starts from there).
+    for (its continuation starts from there). ``inbox``: the loop's; asking for an approval
+    closes it and records the newest message it was handed (``through_seq``).
     """
 
-    __slots__ = ("_answers_seq", "_requester_id", "_session", "_turn_seq")
+    __slots__ = ("_answers_seq", "_inbox", "_requester_id", "_session", "_turn_seq")
 
     def __init__(
         self,
@@ -85,11 +86,13 @@ class _ActorRecorder:
         requester_id: str | None = None,
         answers_seq: int | None = None,
         turn_seq: int | None = None,
+        inbox: Inbox | None = None,
     ) -> None:
         self._session = session
         self._requester_id = requester_id
         self._answers_seq = answers_seq
         self._turn_seq = turn_seq
+        self._inbox = inbox
 
     async def assistant(
         self,
@@ -127,6 +130,10 @@ class _ActorRecorder:
             approval = replace(approval, turn_seq=self._turn_seq)
         if approval.answers_seq is None and self._answers_seq is not None:
             approval = replace(approval, answers_seq=self._answers_seq)
+        through = self._inbox.pause() if self._inbox is not None else None
+        turn_seq = approval.turn_seq
+        if through is not None and turn_seq is not None and through > turn_seq:
+            approval = replace(approval, through_seq=through)
         await self._session.set_pending_approval(approval)
         await self._session.set_status(SessionStatus.PAUSED)
 
@@ -311,7 +318,7 @@ class ContextFactory:
                 sandbox=self._sandbox,
                 outputs=outputs,
             ),
-            recorder=_ActorRecorder(handle, requester_id, answers_seq, turn_seq),
+            recorder=_ActorRecorder(handle, requester_id, answers_seq, turn_seq, inbox),
             meter=meter,
             temperature=agent.model.temperature,
             price=price,

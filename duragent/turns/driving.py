@@ -124,17 +124,19 @@ class TurnDriver:
         # Before resolving: if the model cannot be reached (no key, say) the approval stays
         # pending and can be given again once that is fixed. The loop is not one messages are
         # steered into (the runner does not claim it): an inbox nobody puts into.
-        # its reply answers the turn's own message only: people who wrote after it (while
-        # it waited, or while the approved call runs: they are not known yet) get turns of
-        # their own, after a restart too
+        # its reply answers the turn's own message (and those handed to it before it asked:
+        # ``through_seq``) only: people who wrote after (while it waited, or while the
+        # approved call runs: they are not known yet) get turns of their own, after a
+        # restart too
         turn_seq = pending.turn_seq
+        through = pending.through_seq if pending.through_seq is not None else turn_seq
         ctx = await self._contexts.build(
             session_id,
             agent,
             Inbox(),
             sink,
             requester_id=pending.requester_id,
-            answers_seq=turn_seq,
+            answers_seq=through,
             chat=info.chat,
             tokens=(info.tokens_day, info.tokens_today),
             turn_seq=turn_seq,
@@ -156,7 +158,7 @@ class TurnDriver:
             await close_cut_short_turn(session, exc)
             raise
         await session.set_status(SessionStatus.ACTIVE)
-        history, turn = await session.paused_turn(pending.call_id, pending.turn_seq)
+        history, turn = await session.paused_turn(pending.call_id, pending.turn_seq, through)
         done = sum(1 for m in turn if m.role is Role.ASSISTANT and m.tool_calls)
         return await self.drive(session, info.agent, history, turn, done, Inbox(), sink, ctx)
 

@@ -45,6 +45,8 @@ class Steered:
     """One message handed to a running loop."""
 
     content: str
+    seq: int | None = None
+    """Where the message was recorded (None: a caller that did not say)."""
     read: bool = False
     """Set when the loop took it into its turn (the model saw it)."""
     ending: Ending | None = None
@@ -82,11 +84,14 @@ class Inbox:
         """Whether the loop still reads what is put here."""
         return self._open
 
-    def put(self, content: str) -> Steered | None:
-        """Hand ``content`` to the loop; None when it has ended (nothing was handed over)."""
+    def put(self, content: str, seq: int | None = None) -> Steered | None:
+        """Hand ``content`` (recorded at ``seq``) to the loop.
+
+        None when the loop has ended or paused: nothing was handed over.
+        """
         if not self._open:
             return None
-        ticket = Steered(content)
+        ticket = Steered(content, seq)
         self._waiting.append(ticket)
         self._given.append(ticket)
         return ticket
@@ -101,6 +106,17 @@ class Inbox:
         for ticket in taken:
             ticket.read = True
         return [ticket.content for ticket in taken]
+
+    def pause(self) -> int | None:
+        """The loop asks for an approval: the newest seq handed over, later puts refused.
+
+        The paused turn goes on with what was handed over once decided; a message put after
+        gets a turn of its own from its caller (which cancels the approval, as any message
+        arriving while one waits does).
+        """
+        self._open = False
+        seqs = [t.seq for t in self._given if t.seq is not None]
+        return max(seqs, default=None)
 
     def close(self, ending: Ending = Ending.ANSWERED) -> list[Steered]:
         """The loop has ended (``ending``): refuse later puts, stamp every ticket given.

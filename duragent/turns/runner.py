@@ -221,7 +221,7 @@ class TurnRunner(BetweenTurns, Approving):
             return Accepted(recorded.seq, duplicate=True, answered=recorded.answered)
         with self._lines.hold(session_id) as line:
             if steer and line.loop_running() is not None:
-                return Accepted(recorded.seq, steered=line.inbox.put(content))
+                return Accepted(recorded.seq, steered=line.inbox.put(content, recorded.seq))
         return Accepted(recorded.seq)
 
     async def answer(

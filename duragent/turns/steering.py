@@ -65,7 +65,7 @@ async def join_running(
     ticket = None
     if not recorded.duplicate:
         running = line.running or running  # it may have ended while this was recorded
-        ticket = line.inbox.put(inbound.content) if not running.done() else None
+        ticket = line.inbox.put(inbound.content, recorded.seq) if not running.done() else None
         if ticket is None:
             return await own_turn(recorded.seq)
     try:

@@ -157,3 +157,30 @@ async def test_a_message_written_while_the_approved_call_runs_is_still_owed_afte
     assert later.seq > asked_seq
     assert info.last_user_seq == later.seq
     assert asked_seq <= info.last_answered_seq < later.seq  # owed: recovery gives it a turn
+
+
+async def test_a_message_steered_into_the_turn_before_it_asked_is_answered_by_the_continuation(
+    tmp_path: Path,
+) -> None:
+    """Found by the month of strangers (Discord): a person wrote again while the first reply
+    was still streaming; the turn answered the first, went on to the second, whose call
+    asked for approval. The continuation dropped the second message (written after the
+    turn's own) and answered the first again; the second was never answered."""
+    async with harness(tmp_path, builtins=["bash"], policy=ASK) as h:
+        h.server.enqueue(Reply(text="answer one", delay=1.0), bash_call("echo approved-output"))
+        sid = await h.runner.start_session("bot")
+        running = asyncio.create_task(h.runner.run(sid, ASKED, sender_id="7"))
+        assert await eventually(lambda: len(h.server.requests) == 1)
+        steered = await h.runner.accept(sid, LATER, sender_id="7")
+        assert steered.steered is not None
+        paused = await running
+        assert isinstance(paused, AwaitingApproval)
+        h.server.enqueue(Reply(text="answer two"))
+        reply = await h.runner.approve(sid, "c1", "allow_once")
+        info = await h.registry.handle(sid).info()
+        request = h.server.requests[-1].json
+    assert isinstance(reply, Complete)
+    users = texts(request, "user")
+    assert users[-1] == LATER  # the message that asked for the call, not the first again
+    assert "approved-output" in texts(request, "tool")[-1]
+    assert info.last_answered_seq >= steered.seq  # nothing owed: the reply answers it

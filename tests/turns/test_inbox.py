@@ -108,3 +108,12 @@ async def test_an_http_message_the_loop_never_read_gets_a_reply_of_its_own(
     assert isinstance(two, Complete)
     assert two.content == "about the second"
     assert h.server.last_request.json["messages"][-1] == {"role": "user", "content": "and this"}
+
+
+def test_pausing_names_the_newest_message_handed_over_and_refuses_later_ones() -> None:
+    inbox = Inbox()
+    inbox.put("first", 11)
+    inbox.put("second", 12)
+    inbox.take()
+    assert inbox.pause() == 12
+    assert inbox.put("after the pause", 13) is None  # it gets a turn of its own
