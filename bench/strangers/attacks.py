@@ -40,7 +40,7 @@ from bench.year.ttl import chat_of
 from duragent.store import SessionStore
 from duragent.testing import FakeTelegram
 
-__all__ = ["FLOOD", "KINDS", "Attempt", "Crowd", "bad_photo", "stranger_ids"]
+__all__ = ["FLOOD", "KINDS", "PAIR_MS", "Attempt", "Crowd", "bad_photo", "stranger_ids"]
 
 KINDS = (
     "read_sessions",
@@ -68,6 +68,9 @@ CODE_WAIT_SECONDS = 30.0
 """How long the clock is held for a pairing code (a kill may take the stranger's message)."""
 APPROVED = "My owner approved you"
 """How the bot tells a stranger an owner paired them (``frontkit.pairing_chat``)."""
+PAIR_MS = 20_000
+"""How long (simulated) an owner takes to pair a stranger once the code is given (a pairing
+lets in what was written from its second on: the stranger's first message is older)."""
 READ_MS = 30_000
 """How long (simulated) a stranger told they were paired takes to write again: a pairing
 lets in what was written after it, and the clock may be held at the approval's second."""
@@ -131,6 +134,11 @@ class Crowd:
         """Pairing strangers' chats → when they wrote, until the bot gave them a code
         (``settled``; at most ``CODE_WAIT_SECONDS``: a kill may take the first message)."""
         self.by_token: dict[str, Attempt] = {}
+        self.approving: dict[int, tuple[int, str]] = {}
+        """Strangers' chats → (which owner, code) of the ``/pair`` an owner is typing: the
+        campaign moves the clock ``PAIR_MS`` on, then ``approve_now``."""
+        self.unanswered_after: set[str] = set()
+        """Tokens paired strangers wrote again, not answered yet (the run waits for them)."""
         self.writing: dict[int, int] = {}
         """Paired strangers' chats → when (simulated ms) they write again."""
         self.pressed: set[tuple[int, int]] = set()
@@ -166,7 +174,8 @@ class Crowd:
 
     def done(self) -> bool:
         """Every attempt made, and every paired stranger written again."""
-        return self.next >= len(self.attempts) and not self.writing
+        waiting = self.next < len(self.attempts) or self.writing
+        return not waiting and not self.unanswered_after
 
     def tick(self, now_ms: int, mention: str) -> None:
         """Make the attempts that are due; follow up what the bot sent."""
@@ -292,6 +301,7 @@ class Crowd:
                 continue
             text = str(call.params.get("text", ""))
             chat = int(call.params.get("chat_id", 0))
+            self.unanswered_after -= {t for t in self.unanswered_after if t in text}
             if chat in self.pairing:  # the bot answered an owner's /pair (either way)
                 self.pairing.discard(chat)
             found = CODE.search(text)
@@ -324,7 +334,8 @@ class Crowd:
         )
 
     def _pair(self, chat: int, code: str) -> None:
-        """An owner approves every other stranger who got a code (``/pair`` in their DM)."""
+        """An owner approves every other stranger who got a code (``/pair`` in their DM,
+        ``PAIR_MS`` later: ``approving``)."""
         a = self._stranger(chat)
         if a is None or "code" in a.detail:
             return
@@ -332,9 +343,15 @@ class Crowd:
         self.codes += 1
         if self.codes % 2 == 1:
             owner = self.rng.choice(OWNERS)
+            self.approving[chat] = (owner, code)
+            a.detail["paired_by"] = owner
+
+    def approve_now(self) -> None:
+        """The owners send the ``/pair`` they were typing (the clock has moved on)."""
+        for owner, code in self.approving.values():
             self.tg.push_message(owner, f"/pair {code}", user_id=owner)
             self.pairing.add(owner)
-            a.detail["paired_by"] = owner
+        self.approving.clear()
 
     def _write_after_pairing(self, chat: int) -> None:
         """A stranger told they were approved writes again: now they must get an answer."""
@@ -345,6 +362,7 @@ class Crowd:
         a.tokens.append(after)
         self.by_token[after] = a
         a.detail["after"] = after
+        self.unanswered_after.add(after)
         self.tg.push_message(chat, f"thanks, here is my question {after}", user_id=a.user)
 
 

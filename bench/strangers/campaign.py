@@ -26,7 +26,7 @@ import random
 import time
 from typing import Any
 
-from bench.strangers.attacks import Crowd
+from bench.strangers.attacks import PAIR_MS, Crowd
 from bench.strangers.cast import BLOCKED, HOSTILE, MEMBERS, OWNERS, author_of
 from bench.strangers.discord_side import DiscordSide
 from bench.strangers.group_probes import GroupProbes, pin_text
@@ -153,6 +153,10 @@ class StrangersCampaign(YearCampaign):
             self.side.read_sends()
             await self.side.write_more()
         self.crowd.tick(self.clock.ms, f"@{self.tg.bot_username}")
+        if self.crowd.approving:  # an owner reads a stranger's code and types /pair
+            ahead = min(self.clock.ms + PAIR_MS, self.end_ms, self._run_in_progress())
+            self.clock.set_ms(max(self.clock.ms, ahead))
+            self.crowd.approve_now()
         self._read_toasts()
         now = time.monotonic()
         for token, (m, waiting, since) in list(self.deferred.items()):

@@ -28,11 +28,11 @@ the same, so an approval made by the CLI is seen by the running server at the ne
 With the PostgreSQL store the file is per node, like ``policy.local.yaml``: a code is known
 to the node that gave it.
 
-A pairing lets in what the sender writes from ``paired_at`` on, judged by when the platform
-says a message was sent: a message written before it (one a restart made the platform
-deliver again after an owner approved, or one sent in the same second, as Telegram's dates are
-whole seconds) is still a stranger's. ``paired_at`` carries microseconds; a stamp a person
-wrote in whole seconds reads as that second's start.
+A pairing lets in what the sender writes from the second of ``paired_at`` on, judged by when
+the platform says a message was sent: a message written in an earlier second (one a restart
+made the platform deliver again after an owner approved) is still a stranger's. Whole
+seconds, as Telegram dates its messages: one written in the approval's own second is let in
+(a person told they are paired writes later than that; a script may write at once).
 
 Codes: ``CODE_LENGTH`` characters of an alphabet without look-alikes (no 0/O, 1/I/L), valid
 ``CODE_TTL_SECONDS``; at most ``MAX_PENDING`` wait per agent (a flood of strangers cannot
@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import math
 import os
 import secrets
 import threading
@@ -162,15 +163,16 @@ class PairingBook:
     def paired(self, gateway: str, sent_at: float | None = None) -> frozenset[str]:
         """The sender ids an owner paired on ``gateway`` (raises ``PairingFileError``).
 
-        ``sent_at``: only those paired by then (Unix seconds), so a message written before
-        its sender was approved stays a stranger's; None: every paired sender.
+        ``sent_at``: only those paired by then (Unix seconds; from the approval's second
+        on), so a message written before its sender was approved stays a stranger's; None:
+        every paired sender.
         """
         paired, _ = self._read()
         return frozenset(
             p.sender_id
             for p in paired
             if p.gateway == gateway
-            and (sent_at is None or _parse_time(p.paired_at).timestamp() <= sent_at)
+            and (sent_at is None or math.floor(_parse_time(p.paired_at).timestamp()) <= sent_at)
         )
 
     def paired_senders(self) -> list[PairedSender]:

@@ -179,7 +179,8 @@ def test_a_pairing_lets_in_only_what_was_written_after_it(book: PairingBook, clo
     approved_at = clock.now
     assert book.approve(code.code, "telegram:1") is not None
     assert book.paired("telegram", approved_at - 5) == frozenset()  # written before: a stranger
-    assert book.paired("telegram", int(approved_at)) == frozenset()  # the same whole second
+    assert book.paired("telegram", int(approved_at) - 1) == frozenset()  # the second before
+    assert book.paired("telegram", int(approved_at)) == {"7"}  # the approval's own second
     assert book.paired("telegram", approved_at) == {"7"}
     assert book.paired("telegram") == {"7"}
 
