@@ -284,7 +284,7 @@ class DiscordSide(DiscordCampaign):
         ids = {token: d.discord_id for token, d in self.deliveries.items()}
         mark_chatter(self.plan, ids, recorded_message_ids(self.root))
         wall = time.monotonic() - self.started
-        result = verdict(self.plan, self.sent, self.serve, kill_times, wall, at_most_once=True)
+        result = verdict(self.plan, self.answers(), self.serve, kill_times, wall, at_most_once=True)
         answers: dict[int, Any] = {}
         for call in self.dc.calls("POST"):
             if call.path.startswith("/interactions/") and call.status == 200:

@@ -40,7 +40,7 @@ import random
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -151,17 +151,30 @@ class DiscordCampaign(CampaignLoop):
         self.presses_repeated = 0
         self.files_sent: list[tuple[int, str, float]] = []
         """(channel, caption, time) of each file the bot posted."""
+        self._replies: dict[int, int] = {}
+        """Discord id of each reply the bot posted → its place in ``sent``."""
+        self.withdrawn: set[int] = set()
+        """Places in ``sent`` of replies deleted since (previews a restart took back)."""
 
     # -- what the bot sent --------------------------------------------------------------------
 
     def read_sends(self) -> None:
-        """Take in the bot's messages since the last read: answers and prompts."""
-        calls = self.dc.calls("POST", since=self.seen_calls)
+        """Take in the bot's messages since the last read: answers and prompts.
+
+        A reply written while it streams is posted as a preview and then edited into its
+        final text (``frontkit.preview``), or deleted when a kill came first and its turn
+        ran again: a reply is read from its post (a person sees it start, and may write
+        again), its text is what its edits end with, and a deleted one is no answer.
+        """
         every = self.dc.calls(since=self.seen_calls)
         if every:
             self.seen_calls = every[-1].index + 1
-        for call in calls:
-            if not call.path.endswith("/messages") or call.status != 200 or call.repeated:
+        for call in every:
+            if call.method in ("PATCH", "DELETE") and call.status in (200, 204):
+                self._edited(call.method, call.path, call.body)
+            if call.method != "POST" or not call.path.endswith("/messages"):
+                continue
+            if call.status != 200 or call.repeated:
                 continue
             chat_id = int(call.path.split("/")[2])
             text = str(call.body.get("content", ""))
@@ -170,6 +183,8 @@ class DiscordCampaign(CampaignLoop):
                 continue
             components = call.body.get("components") or []
             lifetime = self.serve.lifetime_of(call.time)
+            if not components:
+                self._replies[int(call.answer["id"])] = len(self.sent)
             self.sent.append(SentText(chat_id, text, call.time, lifetime, bool(components)))
             chat = self.by_id.get(chat_id)
             if chat is None:
@@ -179,6 +194,20 @@ class DiscordCampaign(CampaignLoop):
                 self.take_prompt(waiting, text, int(call.answer["id"]), components)
                 continue
             self.answered += len(mark_answers(list(waiting.values()), text, call.time))
+
+    def _edited(self, method: str, path: str, body: dict[str, Any]) -> None:
+        """A reply's edit (its text now) or deletion (no answer after all)."""
+        index = self._replies.get(int(path.rsplit("/", 1)[1]) if path[-1].isdigit() else 0)
+        if index is None:
+            return
+        if method == "DELETE":
+            self.withdrawn.add(index)
+        elif body.get("content") is not None:
+            self.sent[index] = replace(self.sent[index], text=str(body["content"]))
+
+    def answers(self) -> list[SentText]:
+        """What the bot sent that stands: deleted previews left out (for ``verdict``)."""
+        return [s for i, s in enumerate(self.sent) if i not in self.withdrawn]
 
     def take_prompt(
         self, waiting: dict[str, CampaignMessage], text: str, message_id: int, components: Any
@@ -353,7 +382,12 @@ async def run_campaign(
             mark_chatter(campaign.plan, ids, recorded_message_ids(root))
             wall = time.monotonic() - started
             result = verdict(
-                campaign.plan, campaign.sent, serve, campaign.kill_times, wall, at_most_once=True
+                campaign.plan,
+                campaign.answers(),
+                serve,
+                campaign.kill_times,
+                wall,
+                at_most_once=True,
             )
             return result, campaign.presses_repeated
     finally:
