@@ -114,21 +114,9 @@ def _files_out(
     record landed, and the next process sent it again. Any other second copy (two from one
     process, or one after a clean restart) is a problem.
     """
-    sent: dict[str, list[float]] = {}
-    for f in campaign.tg.sent_files(kind="document"):
-        for token in ANSWER_TOKEN.findall(f.caption or ""):
-            sent.setdefault(token, []).append(f.time)
+    sent = [(f.caption or "", f.time) for f in campaign.tg.sent_files(kind="document")]
     taken = [t for t in documents if model.sent_back.get(t)]
-    once = twice = 0
-    for token in taken:
-        times = sorted(sent.get(token, []))
-        if not times:
-            v.problems.append(f"document {token}: send_file took it, the chat never got it")
-        elif len(times) == 1:
-            once += 1
-        else:
-            twice += 1
-            v.problems.extend(again_without_a_kill(campaign.serve, token, times))
+    once, twice = _sent_back(taken, sent, campaign.serve, "document", v)
     v.rows.append(
         (
             "files sent back: taken / delivered once / again after a kill",
@@ -148,22 +136,10 @@ def _discord_media(
             v.problems.append(f"discord photo {token}: its turn's request carried no image")
         if medium == "document" and model.documents.get(token) is False:
             v.problems.append(f"discord document {token}: cat did not give its words back")
-    sent: dict[str, list[float]] = {}
-    for _channel, caption, at in side.files_sent:
-        for token in ANSWER_TOKEN.findall(caption):
-            sent.setdefault(token, []).append(at)
     documents = [t for t, k in side.media.items() if k == "document"]
     taken = [t for t in documents if model.sent_back.get(t)]
-    once = twice = 0
-    for token in taken:
-        times = sorted(sent.get(token, []))
-        if not times:
-            v.problems.append(f"discord document {token}: send_file took it, never posted")
-        elif len(times) == 1:
-            once += 1
-        else:
-            twice += 1
-            v.problems.extend(again_without_a_kill(side.serve, token, times))
+    sent = [(caption, at) for _channel, caption, at in side.files_sent]
+    once, twice = _sent_back(taken, sent, side.serve, "discord document", v)
     pushed = {m.token: m.pushed_at for c in side.plan for m in c.messages}
     again = 0
     for token, attachment in side.attachments.items():
@@ -188,6 +164,29 @@ def _discord_media(
             f"{len(taken)} / {once} / {twice}; {again}",
         )
     )
+
+
+def _sent_back(
+    taken: list[str], sent: list[tuple[str, float]], serve: ServeProcess, what: str, v: Verdict
+) -> tuple[int, int]:
+    """How many of the documents ``send_file`` took (``taken``) reached their chat once, and
+    how many again; a copy never sent, or sent again without a kill, is a problem.
+    ``sent``: each file's caption and when it went out."""
+    times_of: dict[str, list[float]] = {}
+    for caption, at in sent:
+        for token in ANSWER_TOKEN.findall(caption):
+            times_of.setdefault(token, []).append(at)
+    once = twice = 0
+    for token in taken:
+        times = sorted(times_of.get(token, []))
+        if not times:
+            v.problems.append(f"{what} {token}: send_file took it, the chat never got it")
+        elif len(times) == 1:
+            once += 1
+        else:
+            twice += 1
+            v.problems.extend(again_without_a_kill(serve, token, times))
+    return once, twice
 
 
 def again_without_a_kill(serve: ServeProcess, token: str, times: list[float]) -> list[str]:
