@@ -32,7 +32,8 @@ A pairing lets in what the sender writes from the second of ``paired_at`` on, ju
 the platform says a message was sent: a message written in an earlier second (one a restart
 made the platform deliver again after an owner approved) is still a stranger's. Whole
 seconds, as Telegram dates its messages: one written in the approval's own second is let in
-(a person told they are paired writes later than that; a script may write at once).
+(a person told they are paired writes later than that; a script may write at once). The
+chat pipeline passes a time over a day from now as none (``pairing_chat.REDELIVERY_SECONDS``).
 
 Codes: ``CODE_LENGTH`` characters of an alphabet without look-alikes (no 0/O, 1/I/L), valid
 ``CODE_TTL_SECONDS``; at most ``MAX_PENDING`` wait per agent (a flood of strangers cannot

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from duragent.agents.roles import DM_CHAT_TYPES, access_of, is_owner
 from duragent.agents.spec import AccessSpec
-from duragent.core.clock import utc_now
+from duragent.core.clock import now_seconds, utc_now
 from duragent.frontkit.inbound import InboundMessage
 from duragent.frontkit.outbound import ChatRef, OutboundPort
 from duragent.frontkit.pairing import (
@@ -59,6 +59,8 @@ PAIRING_FULL = (
 PAIR_OWNERS_ONLY = "Only an owner of this bot can approve pairing codes."
 PAIRED_NOTICE = "My owner approved you: I will answer your messages from now on."
 NO_CODES_WAITING = "No pairing codes are waiting."
+REDELIVERY_SECONDS = 24 * 3600
+"""How old a message a platform delivers again can be (Telegram keeps updates 24 hours)."""
 WRITTEN_BEFORE_PAIRING = (
     "You wrote this before my owner approved you, so I did not read it. Please send it again."
 )
@@ -117,8 +119,13 @@ class ChatPairing:
     def paired(self, agent: str, gateway: str, sent_at: float | None = None) -> frozenset[str]:
         """The senders paired on ``gateway`` (by ``sent_at`` when given: see ``pairing``).
 
+        A sending time further than ``REDELIVERY_SECONDS`` from now is no message a restart
+        brought back (a platform keeps an unconfirmed one a day at most): it is judged as it
+        arrives, as nothing else judges a message by its date (a clock may be off).
         Nobody when the file cannot be read (logged): the pipeline fails closed.
         """
+        if sent_at is not None and abs(now_seconds() - sent_at) > REDELIVERY_SECONDS:
+            sent_at = None
         try:
             return self.book(agent).paired(gateway, sent_at)
         except PairingFileError as exc:

@@ -114,7 +114,7 @@ async def test_an_owner_pairs_a_stranger_with_the_code_and_their_next_dm_is_answ
         ]
         await chat.message(said(STRANGER_DM, "hello again", BOB, dm=True))
         await chat.settle()
-        assert chat.texts(STRANGER_DM)[1:] == [PAIRED_NOTICE, "Hello Bob."]
+        assert chat.texts(STRANGER_DM)[1:] == [PAIRED_NOTICE, "Hello Bob."], chat.texts(STRANGER_DM)
         assert last_prompt(chat)[-1] == {"role": "user", "content": "hello again"}
         await chat.message(said(DM, f"/pair {code}", ANN))
         await chat.settle()

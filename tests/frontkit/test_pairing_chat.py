@@ -60,3 +60,20 @@ async def test_a_message_without_a_sending_time_from_a_paired_sender_is_answered
         await chat.message(said(STRANGER_DM, "now?", BOB, dm=True))  # sent_at None
         await chat.settle()
         assert chat.texts(STRANGER_DM)[-1] == "Hi."
+
+
+async def test_a_date_no_restart_could_bring_back_is_judged_as_the_message_arrives(
+    tmp_path: Path,
+) -> None:
+    """A platform keeps an unconfirmed message a day at most: an older date is a clock's."""
+    async with memory_chat(tmp_path, ChatSetup(access=PAIRING)) as chat:
+        chat.llm.enqueue(Reply(text="Hi."))
+        await chat.message(said(STRANGER_DM, "hello?", BOB, dm=True))
+        await chat.settle()
+        found = CODE.search(chat.texts(STRANGER_DM)[0])
+        assert found is not None
+        await chat.message(said(DM, f"/pair {found[1]}", ANN))
+        years_ago = replace(said(STRANGER_DM, "now?", BOB, dm=True), sent_at=1_700_000_000.0)
+        await chat.message(years_ago)
+        await chat.settle()
+        assert chat.texts(STRANGER_DM)[-1] == "Hi."
