@@ -47,9 +47,8 @@ async def test_a_message_refused_before_pairing_and_delivered_again_after_it_is_
     assert "secret plan" not in str(chat.llm.requests[-1].json["messages"])
 
 
-async def test_a_message_without_a_sending_time_from_a_paired_sender_is_answered(
-    tmp_path: Path,
-) -> None:
+async def paired_bob_writes(tmp_path: Path, sent_at: float | None) -> str:
+    """Bob gets a code, Ann pairs him, Bob writes dated ``sent_at``: the last reply he gets."""
     async with memory_chat(tmp_path, ChatSetup(access=PAIRING)) as chat:
         chat.llm.enqueue(Reply(text="Hi."))
         await chat.message(said(STRANGER_DM, "hello?", BOB, dm=True))
@@ -57,23 +56,19 @@ async def test_a_message_without_a_sending_time_from_a_paired_sender_is_answered
         found = CODE.search(chat.texts(STRANGER_DM)[0])
         assert found is not None
         await chat.message(said(DM, f"/pair {found[1]}", ANN))
-        await chat.message(said(STRANGER_DM, "now?", BOB, dm=True))  # sent_at None
+        await chat.message(replace(said(STRANGER_DM, "now?", BOB, dm=True), sent_at=sent_at))
         await chat.settle()
-        assert chat.texts(STRANGER_DM)[-1] == "Hi."
+        return chat.texts(STRANGER_DM)[-1]
+
+
+async def test_a_message_without_a_sending_time_from_a_paired_sender_is_answered(
+    tmp_path: Path,
+) -> None:
+    assert await paired_bob_writes(tmp_path, None) == "Hi."
 
 
 async def test_a_date_no_restart_could_bring_back_is_judged_as_the_message_arrives(
     tmp_path: Path,
 ) -> None:
     """A platform keeps an unconfirmed message a day at most: an older date is a clock's."""
-    async with memory_chat(tmp_path, ChatSetup(access=PAIRING)) as chat:
-        chat.llm.enqueue(Reply(text="Hi."))
-        await chat.message(said(STRANGER_DM, "hello?", BOB, dm=True))
-        await chat.settle()
-        found = CODE.search(chat.texts(STRANGER_DM)[0])
-        assert found is not None
-        await chat.message(said(DM, f"/pair {found[1]}", ANN))
-        years_ago = replace(said(STRANGER_DM, "now?", BOB, dm=True), sent_at=1_700_000_000.0)
-        await chat.message(years_ago)
-        await chat.settle()
-        assert chat.texts(STRANGER_DM)[-1] == "Hi."
+    assert await paired_bob_writes(tmp_path, 1_700_000_000.0) == "Hi."
