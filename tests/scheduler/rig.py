@@ -23,12 +23,14 @@ class RecordingPayloads:
     """A payload runner that remembers every (schedule, due) it ran; fails while told to."""
 
     runs: list[tuple[str, datetime]] = field(default_factory=list)
+    attempts: list[int] = field(default_factory=list)  # each run's attempt, beside ``runs``
     failures_left: int = 0
 
     async def run(
         self, schedule: Schedule, due: datetime, record: Record, attempt: int = 1
     ) -> RunReport:
         self.runs.append((schedule.id, due))
+        self.attempts.append(attempt)
         if self.failures_left:
             self.failures_left -= 1
             return RunReport(error="the chat was unreachable")

@@ -78,12 +78,14 @@ async def test_two_nodes_that_both_find_a_due_time_due_start_it_once() -> None:
         assert sorted(Counter(runs).values()) == [1, 1, 1]  # three due times, each once
 
 
-def make_schedules(db: Database, name: str, lease: float, clock: object) -> Schedules:
+def make_schedules(
+    db: Database, name: str, lease: float, clock: object, payloads: RecordingPayloads | None = None
+) -> Schedules:
     cluster = postgres_cluster(db, name, lease_seconds=lease)
     return Schedules(
         Path("/nonexistent/schedules"),  # never read: the database holds the schedules
         agents=AgentCatalog,
-        payloads=RecordingPayloads(),
+        payloads=payloads or RecordingPayloads(),
         clock=clock,  # type: ignore[arg-type]
         storage=(PostgresSchedules(db), PostgresRunLog(db)),
         cluster=cluster,
@@ -117,6 +119,7 @@ class NodeThread:
 
     def __init__(self, schedules: Schedules) -> None:
         self.schedules = schedules
+        self.payloads: RecordingPayloads = schedules.scheduler._payloads  # type: ignore[assignment]
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
@@ -131,14 +134,40 @@ class NodeThread:
         self.loop.close()
 
 
+def fires(node: NodeThread) -> list[tuple[datetime, int]]:
+    """(due time, attempt) of every payload run on ``node``."""
+    payloads = node.payloads
+    return [(due, n) for (_, due), n in zip(payloads.runs, payloads.attempts, strict=True)]
+
+
+def two_nodes(
+    stack: ExitStack,
+    schema: str,
+    relay: Any,
+    lease: float,
+    payloads: RecordingPayloads | None = None,
+) -> tuple[NodeThread, NodeThread]:
+    """Node a (through ``relay``, which a test cuts) and node b, sharing one schema."""
+    a_db = open_db(stack, schema, relay.dsn)
+    a = NodeThread(make_schedules(a_db, "a", lease, SystemClock(), payloads))
+    b = NodeThread(make_schedules(open_db(stack, schema), "b", lease, SystemClock()))
+    return a, b
+
+
 async def test_when_the_leading_node_dies_another_fires_the_next_due_times_none_twice() -> None:
+    """Each due time is claimed by one node; the one the cut interrupted is attempted again.
+
+    A run whose ``running`` line a wrote just before the cut, and whose outcome line it could
+    not write, is an interrupted run to b (``catch_up.interrupted``): b attempts it again
+    (attempt 2, which finds in the session what attempt 1 wrote). That is the one due time
+    that may run on both nodes, and only as such a second attempt.
+    """
     lease = 0.4
     period = 1
     with shared_schema() as schema, ExitStack() as stack:
         relay = postgres_db.Outage()
         stack.callback(relay.down)
-        a = NodeThread(make_schedules(open_db(stack, schema, relay.dsn), "a", lease, SystemClock()))
-        b = NodeThread(make_schedules(open_db(stack, schema), "b", lease, SystemClock()))
+        a, b = two_nodes(stack, schema, relay, lease)
         now = datetime.now(UTC)
         every = schedule("sched_tick", Every(period), created=now.replace(microsecond=0))
         a.schedules.files.put(every.id, schedule_document(every))
@@ -152,15 +181,59 @@ async def test_when_the_leading_node_dies_another_fires_the_next_due_times_none_
         finally:
             b.close()
             a.close()
-        ran_on_a = a.schedules.scheduler._payloads.runs  # type: ignore[attr-defined]
-        ran_on_b = b.schedules.scheduler._payloads.runs  # type: ignore[attr-defined]
-        dues = sorted(due for _, due in ran_on_a + ran_on_b)
-        print(f"due times run on a: {len(ran_on_a)}, on b: {len(ran_on_b)}")
-        assert ran_on_a
-        assert ran_on_b
-        assert len(dues) == len(set(dues))  # none twice
+        on_a, on_b = fires(a), fires(b)
+        print(f"fires on a: {on_a}\nfires on b: {on_b}")
+        assert on_a
+        assert on_b
+        first_attempts = sorted(due for due, attempt in on_a + on_b if attempt == 1)
+        assert len(first_attempts) == len(set(first_attempts))  # each claimed once
+        again = [due for due, attempt in on_b if attempt > 1]
+        assert len(again) <= 1  # only the run the cut interrupted
+        assert set(again) <= {due for due, _ in on_a}
+        dues = sorted({due for due, _ in on_a + on_b})
         steps = {(later - earlier).total_seconds() for earlier, later in itertools.pairwise(dues)}
         assert steps == {float(period)}  # none missed: every due time between first and last
+
+
+class CutMidRun(RecordingPayloads):
+    """a's payloads: the database goes away while the ``cut_at``-th run is running."""
+
+    def __init__(self, relay: Any, cut_at: int) -> None:
+        super().__init__()
+        self.relay = relay
+        self.cut_at = cut_at
+
+    async def run(self, schedule: Any, due: datetime, record: Any, attempt: int = 1) -> Any:
+        report = await super().run(schedule, due, record, attempt)
+        if len(self.runs) == self.cut_at:
+            self.relay.down()  # its ``running`` line is written; its outcome cannot be
+        return report
+
+
+async def test_a_run_the_leaders_outage_interrupts_is_attempted_again_once_by_the_next_leader() -> (
+    None
+):
+    lease = 0.4
+    period = 1
+    with shared_schema() as schema, ExitStack() as stack:
+        relay = postgres_db.Outage()
+        stack.callback(relay.down)
+        a, b = two_nodes(stack, schema, relay, lease, CutMidRun(relay, cut_at=1))
+        now = datetime.now(UTC)
+        every = schedule("sched_tick", Every(period), created=now.replace(microsecond=0))
+        a.schedules.files.put(every.id, schedule_document(every))
+        a.call(a.schedules.start())
+        await asyncio.sleep(lease / 2)  # a leads
+        b.call(b.schedules.start())
+        try:
+            assert await eventually(lambda: len(fires(b)) >= 2, within=30)
+        finally:
+            b.close()
+            a.close()
+        (cut, attempt), *_ = fires(a)
+        assert attempt == 1
+        assert fires(b)[0] == (cut, 2)  # the interrupted due time, as its second attempt
+        assert [n for _, n in fires(b)[1:]] == [1] * (len(fires(b)) - 1)  # then new ones
 
 
 async def test_a_database_outage_while_leading_stops_no_loop_and_blocks_no_event_loop() -> None:
