@@ -97,8 +97,7 @@ def _downloads(campaign: StrangersCampaign, v: Verdict) -> None:
             once += whole
             continue
         again += 1
-        lives = sorted({campaign.serve.lifetime_of(t) for t in times})
-        killed = [n for n in lives[:-1] if n >= 0 and campaign.serve.killed[n]]
+        killed = lives_killed_between(campaign.serve, sorted(times))
         if len(killed) < whole - 1:
             v.problems.append(f"file {file_id}: downloaded {whole} times, {len(killed)} kills")
     v.rows.append(("  files downloaded once / again after a kill", f"{once} / {again}"))
@@ -195,9 +194,22 @@ def again_without_a_kill(serve: ServeProcess, token: str, times: list[float]) ->
     lives = [serve.lifetime_of(t) for t in times]
     return [
         f"document {token}: sent again by process {later} without a kill of {earlier}"
-        for earlier, later in pairwise(lives)
-        if not (later > earlier >= 0 and serve.killed[earlier])
+        for (earlier, _), (later, at) in pairwise(zip(lives, times, strict=True))
+        if not serve.resent_after_kill(earlier, later, at)
     ]
+
+
+def lives_killed_between(serve: ServeProcess, times: list[float]) -> set[int]:
+    """The lives killed between one ask at ``times`` (in order) and the next, from another life.
+
+    Each excuses one more download of the same file.
+    """
+    lives = [serve.lifetime_of(t) for t in times]
+    return {
+        earlier
+        for (earlier, _), (later, at) in pairwise(zip(lives, times, strict=True))
+        if serve.resent_after_kill(earlier, later, at)
+    }
 
 
 def _streams(campaign: StrangersCampaign, model: StrangersModel, v: Verdict) -> None:

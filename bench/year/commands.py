@@ -172,7 +172,7 @@ def check_commands(commands: dict[int, list[ChatCommand]], serve: ServeProcess) 
                     out.problems.append(f"chat {chat_id}: /status after /reset names {session}")
             for copy in command.copies:
                 again = copy.text in (reply.text, NO_SESSION_TO_RESET)
-                if again and copy.lifetime > reply.lifetime >= 0 and serve.killed[reply.lifetime]:
+                if again and serve.resent_after_kill(reply.lifetime, copy.lifetime, copy.at):
                     out.rerun_after_kill += 1
                 else:
                     out.problems.append(f"chat {chat_id}: {command.text} answered again")

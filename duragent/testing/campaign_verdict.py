@@ -425,11 +425,11 @@ def verdict(
 
 
 def all_resent_after_kill(serve: ServeProcess, copies: list[SentText]) -> bool:
-    """Each copy after the first came from a later process, and the one before it was killed."""
-    for before, after in itertools.pairwise(copies):
-        if not (after.lifetime > before.lifetime >= 0 and serve.killed[before.lifetime]):
-            return False
-    return True
+    """Whether each copy after the first is a resend (``ServeProcess.resent_after_kill``)."""
+    return all(
+        serve.resent_after_kill(before.lifetime, after.lifetime, after.at)
+        for before, after in itertools.pairwise(copies)
+    )
 
 
 def result_rows(r: CampaignResult) -> list[tuple[str, str]]:

@@ -59,8 +59,13 @@ class ServeProcess:
         """The front end ``wait_ready`` waits for (its ``/readyz`` state ``running``)."""
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        self.name = "a"
+        """The node this process is (``ServeNodes``; the fakes call the unprefixed one "a")."""
         self.lifetimes: list[list[float]] = []
         self.killed: list[bool] = []
+        self.node_of_life: list[str] = []
+        """Which node each life was (``ServeNodes`` shares these three lists among nodes)."""
+        self._life = -1
         self._proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -83,16 +88,18 @@ class ServeProcess:
             env=env,
         )
         log.close()
+        self._life = len(self.lifetimes)
         self.lifetimes.append([time.monotonic(), float("inf")])
         self.killed.append(False)
+        self.node_of_life.append(self.name)
 
     def kill(self) -> None:
         """SIGKILL the running process and reap it."""
         assert self._proc is not None
         self._proc.send_signal(signal.SIGKILL)
         self._proc.wait(30)
-        self.lifetimes[-1][1] = time.monotonic()
-        self.killed[-1] = True
+        self.lifetimes[self._life][1] = time.monotonic()
+        self.killed[self._life] = True
         self._proc = None
 
     def stop(self) -> None:
@@ -105,22 +112,49 @@ class ServeProcess:
         except subprocess.TimeoutExpired:
             self._proc.kill()
             self._proc.wait(10)
-        self.lifetimes[-1][1] = time.monotonic()
+        self.lifetimes[self._life][1] = time.monotonic()
         self._proc = None
 
-    def lifetime_of(self, at: float) -> int:
+    def lifetime_of(self, at: float, node: str | None = None) -> int:
         """Which start (0-based) sent a call the fake stamped at monotonic time ``at``.
+
+        ``node``: the node a fake attributed the call to (``ServeNodes``), if known.
 
         The last one started by then (-1: none). A call stamped after a process was killed
         and before the next start came from the killed one: its bytes were in the fake's
         socket when the kill landed, and the fake (on the campaign's loop) read them later
         (``kill_and_restart`` gives it that moment before the next start).
         """
-        started = [i for i, (start, _end) in enumerate(self.lifetimes) if start <= at]
+        started = [
+            i
+            for i, (start, _end) in enumerate(self.lifetimes)
+            if start <= at and (node is None or self.node_of_life[i] == node)
+        ]
         return started[-1] if started else -1
 
-    async def wait_ready(self, within: float = 120.0) -> None:
-        """Until ``/readyz`` answers 200 and ``gateway`` reports itself running."""
+    def resent_after_kill(self, earlier: int, later: int, at: float) -> bool:
+        """Whether life ``later``'s copy at ``at`` is the documented resend of life ``earlier``'s.
+
+        A process killed between sending something and recording that it did sends it again
+        after its restart (or another node does). So a second copy is excused when the life
+        that sent the first was killed before the second was sent, by another life. On one
+        process that is "a later life, the earlier one killed"; with several nodes the
+        survivor's life may have started before the victim's, so start order proves nothing.
+        """
+        return (
+            earlier >= 0
+            and later != earlier
+            and self.killed[earlier]
+            and self.lifetimes[earlier][1] <= at
+        )
+
+    async def wait_ready(
+        self, within: float = 120.0, accept: tuple[str, ...] = ("running",)
+    ) -> None:
+        """Until ``/readyz`` answers 200 and ``gateway``'s state starts with one of ``accept``.
+
+        A node of a cluster that another node's poller serves reports ``standby``.
+        """
         deadline = time.monotonic() + within
         async with httpx.AsyncClient(timeout=5) as client:
             while time.monotonic() < deadline:
@@ -131,7 +165,7 @@ class ServeProcess:
                     answer = await client.get(f"{self.url}/readyz")
                     if answer.status_code == 200:
                         state = str(answer.json().get("gateways", {}).get(self.gateway, ""))
-                        if state.startswith("running"):
+                        if state.startswith(accept):
                             return
                 except httpx.TransportError:
                     pass

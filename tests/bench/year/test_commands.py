@@ -17,6 +17,7 @@ def test_the_commands_verdict_fails_a_reset_that_kept_the_session_and_an_unexpla
 ) -> None:
     serve = ServeProcess(tmp_path / "duragent.yaml")
     serve.killed = [True, False]  # the first process was killed, the second was not
+    serve.lifetimes = [[0.0, 1.5], [1.6, float("inf")]]
     old = "Session: session_" + "A" * 26 + "\nAgent: small\nStatus: Active\nCreated: x"
 
     def chat(after_reset: str, reset_reply: str, copy_lifetime: int) -> Any:
