@@ -84,6 +84,7 @@ def control_routes(fake: FakeDiscord) -> list[web.RouteDef]:
                 "url": fake.url,
                 "bot": {"id": fake.bot.id, "username": fake.bot.username},
                 "connected": fake.gateway.connected,
+                "connected_nodes": fake.connected_nodes(),
                 "identified": len(fake.gateway.identified),
             }
         )

@@ -136,11 +136,13 @@ def control_routes(fake: FakeTelegram) -> list[web.RouteDef]:
         return _json({"chat_id": key, "times": fake.send_times(key)})
 
     async def downloads(request: web.Request) -> web.StreamResponse:
-        file_id = request.query.get("file_id")
+        file_id, node = request.query.get("file_id"), request.query.get("node")
         try:
-            return _json({"file_id": file_id, "downloads": fake.downloads(file_id)})
+            count = fake.downloads(file_id, node=node)
         except LookupError as exc:
             return _problem(str(exc))
+        found = {"file_id": file_id, "downloads": count}
+        return _json(found if node is None else {**found, "node": node})
 
     async def early_retries(_request: web.Request) -> web.StreamResponse:
         found = fake.early_retries()

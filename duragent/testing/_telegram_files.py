@@ -9,7 +9,8 @@ over the 20 MB a bot may download is 400 "Bad Request: file is too big" (and get
 wrong token on the file server is 404. Each file counts the times it was served, so a test
 can say "downloaded once" across a crash and a redelivery; the fake's ``FaultRule`` s apply
 to downloads under the method name ``DOWNLOAD_METHOD`` (a 500 once, a slow or dropped
-download), matched by the chat the file was sent in.
+download), matched by the chat the file was sent in. The file server answers under a node's
+``/n/{node}`` prefix too (``_fake_nodes``), and each download keeps the node that made it.
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
 
+from duragent.testing._fake_nodes import node_of
 from duragent.testing._telegram_http import respond
 from duragent.testing.telegram_faults import FaultBook
 
@@ -47,6 +49,8 @@ class TelegramFile:
     chat_id: int | str | None = None
     downloads: int = 0
     """Times its bytes were served whole (faulted attempts not counted)."""
+    download_nodes: list[str] = field(default_factory=list)
+    """The node that made each of those downloads, in order (which process fetched it)."""
 
 
 class FileStore:
@@ -87,14 +91,17 @@ class FileStore:
         found = self._by_path.get(path)
         return found if found is not None and len(found.data) <= self.size_limit else None
 
-    def downloads(self, file_id: str | None = None) -> int:
-        """Times one file (or, without ``file_id``, every file) was downloaded."""
+    def downloads(self, file_id: str | None = None, node: str | None = None) -> int:
+        """Times one file (or, without ``file_id``, every file) was downloaded (by ``node``)."""
         if file_id is None:
-            return sum(f.downloads for f in self._by_id.values())
-        found = self._by_id.get(file_id)
-        if found is None:
+            chosen = list(self._by_id.values())
+        elif (found := self._by_id.get(file_id)) is not None:
+            chosen = [found]
+        else:
             raise LookupError(f"the fake Telegram has no file {file_id!r}")
-        return found.downloads
+        if node is None:
+            return sum(f.downloads for f in chosen)
+        return sum(f.download_nodes.count(node) for f in chosen)
 
     def all_downloads(self) -> dict[str, int]:
         """Every file's download count, by ``file_id``."""
@@ -149,15 +156,16 @@ class FileServer:
         fault = choice.fault
         if fault is not None and fault.kind in ("drop", "drop_after"):
             if fault.kind == "drop_after":  # served, as far as the file server knows
-                self._count(found)
+                self._count(found, node_of(request))
             if request.transport is not None:
                 request.transport.abort()
             return web.Response(status=500)  # never reaches the client
         if fault is not None:
             return respond(*fault.answer())
-        self._count(found)
+        self._count(found, node_of(request))
         return web.Response(body=found.data, content_type=found.mime_type)
 
-    def _count(self, found: TelegramFile) -> None:
+    def _count(self, found: TelegramFile, node: str) -> None:
         with self._lock:
             found.downloads += 1
+            found.download_nodes.append(node)

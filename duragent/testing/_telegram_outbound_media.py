@@ -33,6 +33,7 @@ from urllib.parse import unquote, urlsplit
 
 import aiohttp
 
+from duragent.testing._fake_nodes import DEFAULT_NODE
 from duragent.testing._image_sniff import sniff_image
 from duragent.testing._telegram_files import FileStore, TelegramFile
 from duragent.testing._telegram_http import TelegramUpload
@@ -86,6 +87,8 @@ class SentFile:
     url: str | None = None
     time: float = 0.0
     """``time.monotonic()`` when the fake accepted it."""
+    node: str = DEFAULT_NODE
+    """The serve process whose call sent it (``RecordedCall.node``)."""
 
     def to_json(self, *, data: bool = True) -> dict[str, Any]:
         """Plain JSON (``GET /_fake/sent_files``), the bytes as ``data_base64`` if asked."""
@@ -103,6 +106,7 @@ class SentFile:
             "url": self.url,
             "file_id": self.file_id,
             "time": self.time,
+            "node": self.node,
         }
         if data:
             found["data_base64"] = base64.b64encode(self.data).decode()
@@ -135,6 +139,9 @@ class OutboundMedia:
         self._photo_sizes = photo_sizes
         self._clock = clock
         self.sent: list[SentFile] = []
+        self.node = DEFAULT_NODE
+        """The node of the call being answered (the fake sets it, under its lock, before each
+        call: the method table passes only the parameters, which are the bot's own)."""
 
     def table(self) -> dict[str, Callable[[dict[str, Any]], Answer]]:
         """The methods, for ``BotMethods.table``."""
@@ -219,6 +226,7 @@ class OutboundMedia:
                 _mode(params),
                 given.url,
                 self._clock(),
+                self.node,
             )
         )
         return ok(message)

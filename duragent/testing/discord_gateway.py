@@ -12,6 +12,11 @@ So a bot whose connection dropped (discord.py closes a connection whose heartbea
 unacknowledged, as on a starved event loop) misses nothing, as on Discord. A RESUME of an
 unknown or expired session, or one that missed more than was kept, is INVALID_SESSION
 (discord.py then identifies again and what was missed is lost, as on Discord).
+
+A connection at ``/n/{node}/gateway`` is node ``{node}``'s (``_fake_nodes``; ``a`` at
+``/gateway``): its session keeps the node, READY's ``resume_gateway_url`` carries the prefix
+(``greeting`` is given the node), and ``connected_nodes`` says which nodes hold a connection,
+so a cluster test sees which serve process has the bot online.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
+from duragent.testing._fake_nodes import DEFAULT_NODE, node_of
+
 __all__ = ["GatewaySessions"]
 
 HEARTBEAT_MS = 41_250
@@ -35,8 +42,8 @@ REPLAY_KEEP = 2_000
 """Events kept per session for a RESUME."""
 Refusal = Callable[[dict[str, Any]], tuple[int, str] | None]
 """An IDENTIFY payload → the close code and reason it is refused with, or None."""
-Greeting = Callable[[str], tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]]
-"""A new session id → READY's payload and the events that follow it."""
+Greeting = Callable[[str, str], tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]]
+"""A new session id and its node → READY's payload and the events that follow it."""
 
 
 @dataclass
@@ -49,6 +56,8 @@ class _GatewaySession:
     ws: web.WebSocketResponse | None = None
     dropped_at: float | None = None
     """``time.monotonic()`` when its connection closed (None: connected)."""
+    node: str = DEFAULT_NODE
+    """The node of its latest connection (the one that identified, or resumed it since)."""
 
     def frame(self, event: str, data: dict[str, Any]) -> str:
         """The next dispatch frame of this session, kept for a RESUME."""
@@ -68,7 +77,8 @@ class GatewaySessions:
         self._token = token
         self._refusal = refusal
         self._greeting = greeting
-        self._open: set[web.WebSocketResponse] = set()
+        self._open: dict[web.WebSocketResponse, str] = {}
+        """Connections that identified or resumed, and the node of each."""
         self._sessions: dict[str, _GatewaySession] = {}
         self._made = 0
         self.identified: list[dict[str, Any]] = []
@@ -82,6 +92,10 @@ class GatewaySessions:
     def connected(self) -> int:
         """Connections that identified (or resumed) and are open."""
         return sum(1 for ws in self._open if not ws.closed)
+
+    def connected_nodes(self) -> list[str]:
+        """The node of each connection ``connected`` counts (one entry per connection)."""
+        return [node for ws, node in list(self._open.items()) if not ws.closed]
 
     async def dispatch(self, event: str, data: dict[str, Any]) -> None:
         """Send ``event`` to every session (kept for a RESUME while one is disconnected)."""
@@ -104,6 +118,7 @@ class GatewaySessions:
 
     async def serve(self, request: web.Request) -> web.WebSocketResponse:
         """One connection, from HELLO until either side closes it."""
+        node = node_of(request)
         ws = web.WebSocketResponse(autoping=True)
         await ws.prepare(request)
         await ws.send_json({"op": 10, "d": {"heartbeat_interval": HEARTBEAT_MS}, "s": None})
@@ -116,32 +131,34 @@ class GatewaySessions:
                 if op == 1:
                     await ws.send_json({"op": 11, "d": None})
                 elif op == 2:
-                    await self._identify(ws, payload["d"])
+                    await self._identify(ws, payload["d"], node)
                 elif op == 6:
-                    await self._resume(ws, payload["d"])
+                    await self._resume(ws, payload["d"], node)
         finally:
-            self._open.discard(ws)
+            self._open.pop(ws, None)
             for session in self._sessions.values():
                 if session.ws is ws:
                     session.ws, session.dropped_at = None, time.monotonic()
         return ws
 
-    async def _identify(self, ws: web.WebSocketResponse, identify: dict[str, Any]) -> None:
+    async def _identify(
+        self, ws: web.WebSocketResponse, identify: dict[str, Any], node: str
+    ) -> None:
         self.identified.append(identify)
         refused = self._refusal(identify)
         if refused is not None:
             await ws.close(code=refused[0], message=refused[1].encode())
             return
         self._made += 1
-        session = _GatewaySession(f"session-{self._made}", ws=ws)
+        session = _GatewaySession(f"session-{self._made}", ws=ws, node=node)
         self._sessions[session.session_id] = session
-        self._open.add(ws)
-        ready, then = self._greeting(session.session_id)
+        self._open[ws] = node
+        ready, then = self._greeting(session.session_id, node)
         await ws.send_str(session.frame("READY", ready))
         for event, data in then:
             await ws.send_str(session.frame(event, data))
 
-    async def _resume(self, ws: web.WebSocketResponse, resume: dict[str, Any]) -> None:
+    async def _resume(self, ws: web.WebSocketResponse, resume: dict[str, Any], node: str) -> None:
         session = self._sessions.get(str(resume.get("session_id")))
         seen = resume.get("seq")
         if (
@@ -154,13 +171,13 @@ class GatewaySessions:
             await ws.send_json({"op": 9, "d": False})
             return
         old = session.ws
-        session.ws, session.dropped_at = ws, None
+        session.ws, session.dropped_at, session.node = ws, None, node
         if old is not None and old is not ws:  # a connection it left half-open is done
-            self._open.discard(old)
+            self._open.pop(old, None)
             with contextlib.suppress(Exception):
                 await old.close(code=4000)
         self.resumed += 1
-        self._open.add(ws)
+        self._open[ws] = node
         missed = [text for seq, text in session.kept if seq > seen]
         self.replayed += len(missed)
         for text in missed:

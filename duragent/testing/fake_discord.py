@@ -51,7 +51,9 @@ Each call is stamped with an index and ``time.monotonic()`` (the same clock in e
 of one machine), so a benchmark or a restart campaign can read calls incrementally
 (``calls(since=...)``) and trace a reply to the process that sent it. Run in a process of its
 own (``python -m duragent.testing.fake_discord``), the fake is driven over HTTP through the
-``/_fake`` endpoints (``_discord_control``).
+``/_fake`` endpoints (``_discord_control``). Several serve processes can share it: node ``b``
+given ``base_url`` ``<url>/n/b`` is served REST and gateway under ``/n/b`` as without it, and
+its calls and connections carry ``node`` ``b`` (``_fake_nodes``; ``a`` without a prefix).
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ from duragent.testing._discord_outbound import (
     rate_limit_headers,
     read_body,
 )
+from duragent.testing._fake_nodes import DEFAULT_NODE, NODE_PREFIX, node_of, node_prefix
 from duragent.testing.discord_gateway import GatewaySessions
 from duragent.testing.discord_objects import (
     DM_CHANNEL,
@@ -120,6 +123,8 @@ class DiscordCall:
     """A post Discord answered with an earlier message of the same nonce: nothing created."""
     fault: str | None = None
     """The scripted fault it met (``server_error``, ``drop``, ``drop_after``), if any."""
+    node: str = DEFAULT_NODE
+    """The serve process that made it: its ``/n/{node}`` prefix, ``a`` without one."""
 
     def to_json(self, *, answer: bool = True) -> dict[str, Any]:
         """The call as JSON (``GET /_fake/calls``), with Discord's answer or without."""
@@ -132,6 +137,7 @@ class DiscordCall:
             "status": self.status,
             "repeated": self.repeated,
             "fault": self.fault,
+            "node": self.node,
         }
         if answer:
             found["answer"] = self.answer
@@ -193,8 +199,9 @@ class FakeDiscord(EmbeddedAiohttpServer):
         from duragent.testing._discord_control import control_routes
 
         app = web.Application(client_max_size=64 * 1024 * 1024)
-        app.router.add_get("/gateway", self.gateway.serve)
-        app.router.add_route("*", "/api/v10/{tail:.*}", self._rest)
+        for prefix in ("", NODE_PREFIX):  # unprefixed: node "a"
+            app.router.add_get(prefix + "/gateway", self.gateway.serve)
+            app.router.add_route("*", prefix + "/api/v10/{tail:.*}", self._rest)
         app.router.add_routes(self.cdn.routes())
         app.router.add_routes(control_routes(self))
         app.on_shutdown.append(self._close_sessions)
@@ -305,6 +312,10 @@ class FakeDiscord(EmbeddedAiohttpServer):
         self._first_components[int(message["id"])] = components
         return int(message["id"])
 
+    def connected_nodes(self) -> list[str]:
+        """The node of each open gateway connection (``["a", "b"]``: both nodes hold one)."""
+        return self.gateway.connected_nodes()
+
     async def disconnect(self, code: int = 4000) -> None:
         """Drop every websocket (discord.py reconnects)."""
         await self.gateway.close_all(code)
@@ -403,17 +414,23 @@ class FakeDiscord(EmbeddedAiohttpServer):
             return 4014, "Disallowed intent(s)."
         return None
 
-    def _greeting(self, session_id: str) -> tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]:
+    def _greeting(
+        self, session_id: str, node: str
+    ) -> tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]:
         ready = {
             "v": 10,
             "user": user_object(self.bot),
             "guilds": [{"id": str(self.guild_id), "unavailable": True}],
             "session_id": session_id,
-            "resume_gateway_url": f"ws://{self.host}:{self.port}/gateway",
+            "resume_gateway_url": self._gateway_url(node),
             "application": {"id": str(self.bot.id), "flags": 0},
         }
         channels = [c for c in self._channels.values() if c["type"] != DM_CHANNEL]
         return ready, [("GUILD_CREATE", guild_object(self.guild_id, channels, self.bot))]
+
+    def _gateway_url(self, node: str) -> str:
+        """The websocket address handed to ``node``: under its prefix, so it stays its own."""
+        return f"ws://{self.host}:{self.port}{node_prefix(node)}/gateway"
 
     # -- REST ---------------------------------------------------------------------------------
 
@@ -452,6 +469,7 @@ class FakeDiscord(EmbeddedAiohttpServer):
                 arrived,
                 repeated is not None,
                 None if fault is None else fault.kind,
+                node_of(request),
             )
         )
         message_call = path.startswith("/channels/") and "/messages" in path
@@ -504,7 +522,7 @@ class FakeDiscord(EmbeddedAiohttpServer):
         if key == "GET /oauth2/applications/@me":
             return 200, application_object(self.bot, self.owner)
         if key in ("GET /gateway", "GET /gateway/bot"):
-            url = f"ws://{self.host}:{self.port}/gateway"
+            url = self._gateway_url(node_of(request))
             limit = {"total": 1000, "remaining": 999, "reset_after": 0, "max_concurrency": 1}
             return 200, {"url": url, "shards": 1, "session_start_limit": limit}
         if parts[0] == "channels" and len(parts) >= 2 and parts[1].isdigit():

@@ -19,7 +19,10 @@ set/delete/getWebhookInfo, set/get/deleteMyCommands, getFile, close, logOut, sen
 sendDocument, sendVoice, sendAudio, sendVideo, sendMessageDraft, deleteMessage. Any other method
 is answered 404 "Not Found: method not found" and recorded; a wrong token 401 "Unauthorized".
 Validation follows Telegram where a gateway can break it (``telegram_methods``,
-``telegram_html``); faults are scripted with ``FaultRule`` (``telegram_faults``).
+``telegram_html``); faults are scripted with ``FaultRule`` (``telegram_faults``). Under a
+``/n/<node>`` prefix (a cluster test's node ``b`` given ``base_url`` ``<url>/n/b``) the Bot API
+and file routes answer the same, and calls, downloads and sent files record the node
+(``_fake_nodes``; ``a`` without a prefix).
 
 Files: ``push_photo``/``push_voice``/``push_audio``/``push_document``/``push_video`` (or
 ``push_media``) send the bytes a test supplies (``_telegram_media``); the bot downloads them
@@ -60,9 +63,10 @@ Three ways to run it:
   ``POST /_fake/message``, ``/_fake/edited_message``, ``/_fake/callback_query`` (keyword
   arguments of the ``push_*`` methods), ``/_fake/media`` (``push_media``'s, the bytes as
   ``data_base64``) and ``/_fake/update`` (``{"kind", "payload"}``);
-  ``GET /_fake/downloads?file_id=`` (download counts); ``GET /_fake/sent_files?chat_id=&kind=``
-  (bytes as ``data_base64``), ``/_fake/edits``, ``/_fake/drafts``, ``/_fake/deleted``,
-  ``/_fake/final_texts``, ``/_fake/message_now?chat_id=&message_id=``, ``/_fake/commands``;
+  ``GET /_fake/downloads?file_id=&node=`` (download counts);
+  ``GET /_fake/sent_files?chat_id=&kind=`` (bytes as ``data_base64``), ``/_fake/edits``,
+  ``/_fake/drafts``, ``/_fake/deleted``, ``/_fake/final_texts``,
+  ``/_fake/message_now?chat_id=&message_id=``, ``/_fake/commands``;
   ``GET /_fake/updates`` (unconfirmed); ``GET /_fake/calls?method=&since=&chat_id=&answers=0``
   (``answers=0``: the calls without the Bot API's answers, for a load generator's polls);
   ``GET /_fake/sent?chat_id=``; ``GET /_fake/send_times?chat_id=``;
@@ -84,6 +88,7 @@ from aiohttp import web
 
 from duragent.testing import telegram_calls
 from duragent.testing._aiohttp_server import EmbeddedAiohttpServer
+from duragent.testing._fake_nodes import DEFAULT_NODE, NODE_PREFIX, node_of
 from duragent.testing._telegram_files import MAX_FILE_SIZE, FileServer, FileStore
 from duragent.testing._telegram_http import MAX_REQUEST_SIZE, read_params, respond
 from duragent.testing._telegram_media import TelegramMediaPushes
@@ -324,10 +329,10 @@ class FakeTelegram(TelegramMediaPushes, TelegramOutboundRecords, EmbeddedAiohttp
         """The most messages delivered to the chat in any window of ``seconds`` (its peak rate)."""
         return telegram_calls.busiest_window(self.send_times(chat_id), seconds)
 
-    def downloads(self, file_id: str | None = None) -> int:
-        """Times the bot downloaded a pushed file whole (without ``file_id``: all files)."""
+    def downloads(self, file_id: str | None = None, *, node: str | None = None) -> int:
+        """Times a pushed file (without ``file_id``: any) was downloaded whole (by ``node``)."""
         with self._lock:
-            return self._files.downloads(file_id)
+            return self._files.downloads(file_id, node)
 
     def early_retries(self) -> list[EarlyRetry]:
         """Calls into a chat made before the ``retry_after`` of its last 429 had passed."""
@@ -357,24 +362,26 @@ class FakeTelegram(TelegramMediaPushes, TelegramOutboundRecords, EmbeddedAiohttp
         from duragent.testing._telegram_control import control_routes
 
         app = web.Application(client_max_size=MAX_REQUEST_SIZE)
-        app.router.add_route("*", "/bot{token}/{method}", self._bot_api)
         files = FileServer(self._files, lambda: self.token, self._faults, self._lock, self._pause)
-        app.router.add_get("/file/bot{token}/{path:.+}", files.serve)
+        for prefix in ("", NODE_PREFIX):  # unprefixed: node "a"
+            app.router.add_route("*", prefix + "/bot{token}/{method}", self._bot_api)
+            app.router.add_get(prefix + "/file/bot{token}/{path:.+}", files.serve)
         app.router.add_routes(control_routes(self))
         return app
 
     async def _bot_api(self, request: web.Request) -> web.StreamResponse:
         arrived = time.monotonic()
         method = request.match_info["method"]
+        node = node_of(request)
         if request.match_info["token"] != self.token:
-            return self._answer(method, {}, arrived, *error(401, "Unauthorized"))
+            return self._answer(method, {}, arrived, *error(401, "Unauthorized"), node=node)
         try:
             params = await read_params(request)
         except ConnectionResetError:  # the client died mid-request (a crash test's SIGKILL)
             log.debug("%s: the client went away before its request was read", method)
             return web.Response(status=499)
         if isinstance(params, tuple):
-            return self._answer(method, {}, arrived, *params)
+            return self._answer(method, {}, arrived, *params, node=node)
         chat_id = chat_id_of(params)
         choice = self._faults.choose(method, chat_id)
         if choice.delay:
@@ -383,7 +390,9 @@ class FakeTelegram(TelegramMediaPushes, TelegramOutboundRecords, EmbeddedAiohttp
         if fault is not None and fault.kind == "drop":
             return self._drop(request, method, params, arrived, None, fault.kind)
         if fault is not None and fault.kind != "drop_after":
-            return self._answer(method, params, arrived, *fault.answer(), fault=fault.kind)
+            return self._answer(
+                method, params, arrived, *fault.answer(), fault=fault.kind, node=node
+            )
         resolved = await self._outbound.resolve_url(method, params)  # a file given by URL
         if isinstance(resolved, tuple):
             status, body = resolved
@@ -391,10 +400,11 @@ class FakeTelegram(TelegramMediaPushes, TelegramOutboundRecords, EmbeddedAiohttp
             status, body = await self._poll(params)
         else:
             with self._lock:
+                self._outbound.node = node  # a file sent is that node's
                 status, body = self._methods.call(method, resolved)
         if fault is not None:
             return self._drop(request, method, params, arrived, body, fault.kind)
-        return self._answer(method, params, arrived, status, body)
+        return self._answer(method, params, arrived, status, body, node=node)
 
     def _answer(
         self,
@@ -405,6 +415,7 @@ class FakeTelegram(TelegramMediaPushes, TelegramOutboundRecords, EmbeddedAiohttp
         body: dict[str, Any],
         *,
         fault: str | None = None,
+        node: str = DEFAULT_NODE,
     ) -> web.Response:
         with self._lock:
             self._log.add(
@@ -416,6 +427,7 @@ class FakeTelegram(TelegramMediaPushes, TelegramOutboundRecords, EmbeddedAiohttp
                 body,
                 chat_id=chat_id_of(params),
                 fault=fault,
+                node=node,
             )
         return respond(status, body)
 
@@ -438,6 +450,7 @@ class FakeTelegram(TelegramMediaPushes, TelegramOutboundRecords, EmbeddedAiohttp
                 applied,
                 chat_id=chat_id_of(params),
                 fault=kind,
+                node=node_of(request),
             )
         if request.transport is not None:
             request.transport.abort()

@@ -48,7 +48,7 @@ class ServeNodes(ServeProcess):
         """Another node: its own folder (``config``'s), port and serve lock; not started."""
         if name in self.nodes:
             raise ValueError(f"node {name!r} exists already")
-        node = ServeProcess(config, gateway=self.gateway, command=command or self.command)
+        node = ServeProcess(config, gateway=self.gateway, command=command)
         node.pythonpath = [*self.pythonpath, *pythonpath]
         node.name = name
         node.lifetimes, node.killed, node.node_of_life = (

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
+from duragent.testing._fake_nodes import DEFAULT_NODE
+
 __all__ = [
     "SEND_METHODS",
     "CallLog",
@@ -62,6 +64,9 @@ class RecordedCall:
     chat_id: int | str | None = None
     fault: str | None = None
     """The kind of scripted fault that shaped the answer, if any."""
+    node: str = DEFAULT_NODE
+    """The serve process that made it: the ``{node}`` of its ``/n/{node}`` prefix, ``a``
+    without one (``_fake_nodes``), so a cluster test knows who polled and who sent."""
 
     @property
     def ok(self) -> bool:
@@ -88,7 +93,27 @@ class RecordedCall:
             "answer": self.answer,
             "chat_id": self.chat_id,
             "fault": self.fault,
+            "node": self.node,
         }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RecordedCall:
+        """A call read back from ``to_json`` (``GET /_fake/calls`` in another process).
+
+        JSON from a fake that predates nodes has no ``node``: its calls were node ``a``'s.
+        """
+        return cls(
+            int(data["index"]),
+            str(data["method"]),
+            dict(data["params"]),
+            float(data["time"]),
+            float(data["answered_at"]),
+            int(data["status"]),
+            data.get("answer"),
+            data.get("chat_id"),
+            data.get("fault"),
+            str(data.get("node", DEFAULT_NODE)),
+        )
 
 
 @dataclass(frozen=True)
@@ -124,10 +149,11 @@ class CallLog:
         *,
         chat_id: int | str | None,
         fault: str | None,
+        node: str = DEFAULT_NODE,
     ) -> RecordedCall:
-        """Record one answered (or dropped) call."""
+        """Record one answered (or dropped) call (made by ``node``)."""
         call = RecordedCall(
-            self._count, method, params, arrived, answered_at, status, answer, chat_id, fault
+            self._count, method, params, arrived, answered_at, status, answer, chat_id, fault, node
         )
         self._count += 1
         self._calls.append(call)

@@ -23,7 +23,7 @@ def nodes(tmp_path: Path) -> Iterator[ServeNodes]:
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     served = ServeNodes(tmp_path / "a" / "duragent.yaml", command=SLEEPER)
-    served.add("b", tmp_path / "b" / "duragent.yaml")
+    served.add("b", tmp_path / "b" / "duragent.yaml", command=SLEEPER)
     yield served
     served.stop_all()
 
