@@ -22,6 +22,7 @@ The source is only read. Run it while no server writes to either store.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 from duragent.core.events import Event
@@ -66,13 +67,20 @@ class CopyReport:
 
 
 def _history(store: SessionStorage, session_id: str) -> tuple[list[Event], str]:
-    """Archive + live events, one per seq (the live copy wins), and what the read skipped."""
+    """Archive + live events, one per seq (the live copy wins), and what the read skipped.
+
+    The live log alone starts where its last roll-over left it, so its own read reports
+    the archived seqs as missing: a gap counts only when neither holds the seq. Seqs before
+    the first one kept are no gap either: a roll-over without an archive discarded them.
+    """
     log = store.event_log(session_id)
     live, report = log.read()
     by_seq = {e.seq: e for e in log.read_archive()}
     by_seq.update((e.seq, e) for e in live)
     log.close()
-    return [by_seq[s] for s in sorted(by_seq)], "" if report.clean else describe_read(report)
+    seqs = sorted(by_seq)
+    report.gaps = [(a + 1, b - 1) for a, b in itertools.pairwise(seqs) if b != a + 1]
+    return [by_seq[s] for s in seqs], "" if report.clean else describe_read(report)
 
 
 def describe_read(report: ReadReport) -> str:

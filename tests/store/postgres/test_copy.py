@@ -85,9 +85,26 @@ def test_every_session_moves_with_its_whole_history(
     assert [blobs.read(sha) for sha in blobs.hashes()] == [photo("01S3")]
     assert target.attachments("01S2").hashes() == []
 
+    assert report.unclean_source == {}  # a log that starts after its archive misses nothing
+
     again = copy_sessions(source, target)  # an interrupted copy can simply be run again
     assert again.ok
     assert sorted(again.already_there) == source.list_ids()
+
+
+def test_a_seq_missing_from_both_the_archive_and_the_log_is_reported(
+    tmp_path: Path, target: PostgresSessionStore
+) -> None:
+    source = SessionStore(tmp_path / "sessions")
+    source.open()
+    source.create("01SGAP")
+    log = source.event_log("01SGAP")
+    log.append([Event.user_message(i, content=f"m{i}") for i in range(1, 5)])
+    log.roll_over(2, archive=True)  # 1-2 archived, 3-4 live
+    log.append([Event.user_message(i, content=f"m{i}") for i in range(7, 9)])  # 5-6 lost
+    log.close()
+    report = copy_sessions(source, target)
+    assert report.unclean_source == {"01SGAP": "missing seqs 5–6"}
 
 
 def test_a_target_session_with_another_history_is_a_conflict_left_alone(
