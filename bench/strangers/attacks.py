@@ -32,12 +32,10 @@ import random
 import re
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from bench.strangers.cast import BLOCKED, HOSTILE, OWNERS, stranger
-from bench.year.ttl import chat_of
-from duragent.store import SessionStore
+from bench.year.store_view import StoreView
 from duragent.testing import FakeTelegram
 
 __all__ = ["FLOOD", "KINDS", "PAIR_MS", "Attempt", "Crowd", "bad_photo", "stranger_ids"]
@@ -112,13 +110,14 @@ class Crowd:
         rng: random.Random,
         *,
         groups: list[int],
-        sessions: Path,
+        view: StoreView,
         honeypot: str,
     ) -> None:
         self.tg = tg
         self.rng = rng
         self.groups = groups
-        self.sessions = sessions
+        self.view = view
+        """The serving workspace's store: whose sessions a ``read_sessions`` attempt targets."""
         self.honeypot = honeypot
         self.attempts: list[Attempt] = []
         self.next = 0
@@ -251,12 +250,8 @@ class Crowd:
         """The tool calls an attack's turn makes, step by step (``model.StrangersModel``)."""
         token = a.tokens[0]
         if a.kind == "read_sessions":
-            store = SessionStore(self.sessions)
-            others = sorted(
-                p.name
-                for p in self.sessions.glob("session_*")
-                if chat_of(store, p.name) not in (None, a.chat)
-            )
+            chats = self.view.session_chats()
+            others = sorted(sid for sid, chat in chats.items() if chat not in (None, a.chat))
             target = self.rng.choice(others) if others else "no-session-yet"
             a.detail["target"] = target
             read = {"action": "read", "session_id": target, "limit": 50}

@@ -39,6 +39,7 @@ from typing import Any
 
 from bench.strangers.cast import HOSTILE, MEMBERS
 from bench.strangers.media import ledger, media_of, png, voice_bytes
+from bench.year.store_view import FileView, StoreView
 from duragent.frontkit.approval_rights import NOT_REQUESTER
 from duragent.testing import FakeDiscord
 from duragent.testing.campaign_verdict import (
@@ -51,7 +52,6 @@ from duragent.testing.campaign_verdict import (
     plan,
     verdict,
 )
-from duragent.testing.campaign_workspace import recorded_message_ids
 from duragent.testing.discord_campaign import DiscordCampaign, DiscordDelivery
 from duragent.testing.discord_objects import Person
 from duragent.testing.serve_process import ServeProcess
@@ -104,9 +104,18 @@ class DiscordSide(DiscordCampaign):
     """The Discord chats of the month (module docstring)."""
 
     def __init__(
-        self, dc: FakeDiscord, serve: ServeProcess, root: Path, chats: list[Chat], seed: int
+        self,
+        dc: FakeDiscord,
+        serve: ServeProcess,
+        root: Path,
+        chats: list[Chat],
+        seed: int,
+        *,
+        view: StoreView | None = None,
     ) -> None:
         super().__init__(dc, serve, root, chats, 0, random.Random(seed), stall_seconds=0.0)
+        self.view = view or FileView(root)
+        """The serving workspace's store: which Discord messages a process recorded."""
         self.allowance = 0
         """How many of its messages the month lets it have written by now."""
         self.written = 0
@@ -282,7 +291,7 @@ class DiscordSide(DiscordCampaign):
         """The Discord restart campaign's verdict, the escalations (a hostile press taken),
         and how many hostile presses were refused."""
         ids = {token: d.discord_id for token, d in self.deliveries.items()}
-        mark_chatter(self.plan, ids, recorded_message_ids(self.root))
+        mark_chatter(self.plan, ids, self.view.recorded_message_ids())
         wall = time.monotonic() - self.started
         result = verdict(self.plan, self.answers(), self.serve, kill_times, wall, at_most_once=True)
         answers: dict[int, Any] = {}

@@ -33,6 +33,7 @@ from bench.strangers.judge import fingerprint, judge
 from bench.strangers.model import StrangersModel
 from bench.strangers.workspace import SECRETS, write_strangers_workspace
 from bench.year.clock import ClockDriver
+from bench.year.store_view import FileView, StoreView
 from bench.year.world import World
 from duragent.testing import FakeDiscord, FakeTelegram, ScriptedLLMServer
 from duragent.testing._llm_audio import AudioUpload
@@ -174,12 +175,12 @@ class StrangersWorld(World):
         rng: random.Random,
         **options: Any,
     ) -> YearCampaign:
-        sessions = serve.config.parent / ".duragent" / "sessions"
+        view: StoreView = options.setdefault("view", FileView(serve.config.parent))
         crowd = Crowd(
             tg,
             random.Random(rng.random()),
             groups=self.groups,
-            sessions=sessions,
+            view=view,
             honeypot=self.honeypot,
         )
         tg.add_fault(*edit_faults())
@@ -189,7 +190,7 @@ class StrangersWorld(World):
         campaign = StrangersCampaign(tg, serve, plan, kills, rng, crowd=crowd, **options)
         if self.dc is not None:
             self.side = DiscordSide(
-                self.dc, serve, serve.config.parent, self.discord_plan, self.seed
+                self.dc, serve, serve.config.parent, self.discord_plan, self.seed, view=view
             )
             campaign.side = self.side
         return campaign
@@ -223,6 +224,7 @@ class StrangersWorld(World):
             before=self.before,
             honeypot_hits=self.hits,
             secrets=dict(SECRETS),
+            view=campaign.view,
         )
         result.world_rows = verdict.rows
         result.world_problems = verdict.problems

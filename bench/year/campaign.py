@@ -35,16 +35,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import random
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from bench.year.clock import ClockDriver
+from bench.year.cluster_kills import SecondHalf, split_points
 from bench.year.commands import ChatCommand, due, plan_commands, reset_probes, take_reply
 from bench.year.model import ROWS, secret_of
+from bench.year.stall import stall_state
+from bench.year.store_view import FileView, StoreView
+from bench.year.switch import StoreSwitch
 from duragent.testing import FakeTelegram
 from duragent.testing.campaign_verdict import INTERRUPTED, CampaignMessage, Chat, answer_tokens
 from duragent.testing.serve_process import ServeProcess
@@ -108,8 +110,19 @@ class YearCampaign(TelegramCampaign):
         prose: str,
         hold_quota: int = 2,
         max_hold_ms: int | None = None,
+        view: StoreView | None = None,
+        switch: StoreSwitch | None = None,
     ) -> None:
         super().__init__(tg, serve, plan, kills, rng, stall_seconds=60.0)
+        self.second_half = None if switch is None else SecondHalf(switch, rng)
+        """Half the run on PostgreSQL with two nodes (``cluster_kills``), or files only."""
+        self.switch_index = -1
+        """Which of ``kill_points`` is the switch's (-1: none)."""
+        if switch is not None:
+            self.kill_points, self.switch_index = split_points(
+                self.total, kills, switch.plan.share, rng
+            )
+        self.switch_sim_ms: int | None = None
         self.clock = clock
         self.start_ms = clock.ms
         self.end_ms = end_ms
@@ -137,7 +150,8 @@ class YearCampaign(TelegramCampaign):
         self.rate_limited_ok: set[int] = set()
         """Chats where someone writes too fast on purpose (a world's flooder): the notice is
         right there (a person's pace is checked in every other chat, ``run._gather``)."""
-        self.run_logs = clock.path.parent / ".duragent" / "schedules" / "runs"
+        self.view: StoreView = view or FileView(clock.path.parent)
+        """Where the serving workspace's store is read (``store_view``): the brake's run logs."""
         self.next_due: dict[str, Callable[[int], int]] = {}
         """Schedule → its next due time (ms) after a given one (``_run_in_progress``)."""
         self.probed: dict[str, int] = {}
@@ -187,13 +201,14 @@ class YearCampaign(TelegramCampaign):
         progress.
         """
         limit = self.end_ms
+        lasts = self.view.last_runs([f"decl_ops_{name}" for name in self.next_due])
         for name, next_due in self.next_due.items():
-            last = _last_line(self.run_logs / f"decl_ops_{name}.jsonl")
+            last = lasts.get(f"decl_ops_{name}")
             if last is None:
                 continue
             if not last:  # read while a line was being written: hold the clock this tick
                 return self.clock.ms
-            handled = int(last.get("due", last.get("cursor", 0)))
+            handled = int(last["due"] if "due" in last else last.get("cursor", 0))
             upcoming = next_due(handled)
             if last.get("status") not in ("running", "recorded", "retry"):
                 upcoming = next_due(upcoming)
@@ -341,73 +356,29 @@ class YearCampaign(TelegramCampaign):
         self.last_active[self.plan_chat(m).chat_id] = self.clock.ms
 
     async def kill_and_restart(self) -> None:
+        half = self.second_half
+        if half is not None and self.kills_done - 1 == self.switch_index:
+            self.switch_sim_ms = self.clock.ms
+            await half.switch_stores()
+            self._press_held()  # held over the switch: pressed once the bot is back
+            return
         self.kill_sim_ms.append(self.clock.ms)
-        await super().kill_and_restart()
+        if half is None or self.switch_sim_ms is None:
+            await super().kill_and_restart()
+        else:
+            self.kill_times.append(await half.kill_a_node(self._press_held))
+
+    def _press_held(self) -> None:
+        held, self.held = self.held, []
+        for m in held:
+            self.press(m)
 
     def on_stall(self) -> None:
         """Write ``stall.json`` beside the clock: what each waiting chat waits for."""
-        chats = []
-        for chat in self.plan:
-            waiting = [m.token for m in chat.messages[: chat.next] if m.answered_at is None]
-            due_ms = self._due_in_chat(chat, chat.next) if chat.next < len(chat.messages) else None
-            command = due(self.commands.get(chat.chat_id, []), chat.next)
-            if not waiting and command is None and (due_ms is None or due_ms > self.clock.ms):
-                continue
-            chats.append(
-                {
-                    "chat": chat.chat_id,
-                    "next": chat.next,
-                    "of": len(chat.messages),
-                    "waiting": waiting,
-                    "next_due_ms": due_ms,
-                    "command": None
-                    if command is None
-                    else {
-                        "text": command.text,
-                        "pushed": command.pushed_at is not None,
-                        "replied": command.reply is not None,
-                    },
-                }
-            )
-        state = {
-            "clock_ms": self.clock.ms,
-            "target_ms": self._time_of(self.answered + len(self.plan)),
-            "brake_ms": self._run_in_progress(),
-            "answered": self.answered,
-            "pushed": self.pushed,
-            "kills_done": self.kills_done,
-            "next_kill_at": self.kill_points[self.kills_done]
-            if self.kills_done < len(self.kill_points)
-            else None,
-            "held": [m.token for m in self.held],
-            "updates_unconfirmed": len(self.tg.pending_updates()),
-            "polls_waiting": self.tg.polls_waiting,
-            "chats": chats,
-        }
+        state = stall_state(self)
         (self.clock.path.parent / "stall.json").write_text(json.dumps(state, indent=1))
 
     def done(self) -> bool:
         self._advance_clock()
         commands = all(c.reply is not None for cs in self.commands.values() for c in cs)
         return super().done() and commands and self.clock.ms >= self.end_ms
-
-
-def _last_line(path: Path) -> dict[str, Any] | None:
-    """The last JSON line of a run log: None when there is no log, ``{}`` when the line
-    cannot be read (caught half-written: a reader is not kept from a write in progress)."""
-    try:
-        with path.open("rb") as f:
-            f.seek(0, os.SEEK_END)
-            f.seek(max(0, f.tell() - 1024))
-            lines = f.read().splitlines()
-    except FileNotFoundError:
-        return None
-    except OSError:
-        return {}
-    if not lines or not lines[-1].endswith(b"}"):
-        return {}
-    try:
-        value: dict[str, Any] = json.loads(lines[-1])
-    except ValueError:
-        return {}
-    return value

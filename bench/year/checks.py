@@ -122,9 +122,9 @@ def open_file_problems(files: dict[str, int], workspace: Path) -> list[str]:
 
 
 def log_errors(root: Path) -> tuple[int, list[str]]:
-    """ERROR lines in the serving logs, and those that name no session."""
+    """ERROR lines in the serving logs (every node's), and those that name no session."""
     total, silent = 0, []
-    for log in sorted(root.glob("serve-*.log")):
+    for log in sorted([*root.glob("serve-*.log"), *root.glob("node-*/serve-*.log")]):
         for line in log.read_text(errors="replace").splitlines():
             if " ERROR " not in line and " CRITICAL " not in line:
                 continue

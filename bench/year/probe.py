@@ -71,7 +71,15 @@ class Probe:
                     sim = self.campaign.clock.ms
                     self.samples.append(Sample(now, sim, rss, fds, threads, self._disk, cpu))
                     self.cpu_by_pid[pid] = cpu
+                for other in self._other_pids(pid):  # a second node: its CPU counts too
+                    other_reading = _proc(other)
+                    if other_reading is not None:
+                        self.cpu_by_pid[other] = other_reading[3]
                 await self._readyz(client)
+
+    def _other_pids(self, pid: int) -> list[int]:
+        nodes = getattr(self.serve, "nodes", {})
+        return [p for node in nodes.values() if (p := node.pid) is not None and p != pid]
 
     async def _readyz(self, client: httpx.AsyncClient) -> None:
         lifetime = len(self.serve.lifetimes)

@@ -26,10 +26,14 @@ from pathlib import Path
 from bench.year.campaign import REFUSED, YearCampaign, telegram_faults
 from bench.year.checks import NoteCounts, log_errors, open_file_problems, tool_checks
 from bench.year.clock import ClockDriver
+from bench.year.cluster_kills import NodeKill
 from bench.year.commands import CommandCheck, check_commands
 from bench.year.model import YearModel
 from bench.year.probe import Probe, Sample, disk_bytes, open_files
 from bench.year.schedule import ScheduleCheck, check_schedule
+from bench.year.store_view import FileView, StoreView, SwitchedView
+from bench.year.store_view_pg import PgView
+from bench.year.switch import ClusterPlan, StoreSwitch, SwitchReport, drop_schema
 from bench.year.timing import DAY_MS, START, expected, runs, settle, timing
 from bench.year.ttl import OVERRUN_HOLD, OVERRUN_HOURS, TtlCheck, check_ttl, ttl_hours_for
 from bench.year.workspace import TOKEN
@@ -43,6 +47,7 @@ from duragent.testing.campaign_verdict import (
     plan,
     verdict,
 )
+from duragent.testing.serve_nodes import ServeNodes
 from duragent.testing.serve_process import ServeProcess
 from duragent.testing.telegram_campaign import dump_calls
 
@@ -67,6 +72,8 @@ class YearConfig:
     """Days of a second recurring task every 15 simulated minutes (0: none), from the 2nd of
     the month in the middle of the simulated span (kills land there)."""
     workdir: Path | None = None
+    cluster: ClusterPlan | None = None
+    """Half the run on PostgreSQL with two nodes (``switch.py``); None: the file store only."""
 
 
 @dataclass
@@ -131,6 +138,10 @@ class YearResult:
     marks: list[tuple[int, str]] = field(default_factory=list)
     """(simulated ms from the start, kind) of events the picture marks (a world's attempts)."""
     title: str = "a simulated year"
+    switch: SwitchReport | None = None
+    """How the switch to PostgreSQL went (a run with ``cluster``)."""
+    node_kills: list[NodeKill] = field(default_factory=list)
+    """The second half's kills: victim, the leases it led, how long it stayed down."""
 
     @property
     def ok(self) -> bool:
@@ -147,6 +158,7 @@ class YearResult:
             and not self.errors_without_session
             and (self.ttl is None or not self.ttl.problems)
             and not self.world_problems
+            and (self.switch is None or not self.switch.problems)
         )
 
     def quantiles(self) -> tuple[float, float]:
@@ -166,6 +178,7 @@ async def run_year(config: YearConfig, world: World | None = None) -> YearResult
     clock = ClockDriver(root / "clock.bin", START)
     end_ms = clock.ms + int(config.days * DAY_MS)
     model = world.model(clock)
+    pg_view = None if config.cluster is None else PgView(config.cluster.dsn, config.cluster.schema)
     try:
         async with (
             world.around(root),
@@ -184,7 +197,12 @@ async def run_year(config: YearConfig, world: World | None = None) -> YearResult
                 pulse=(schedules.pulse_month, config.pulse_days) if schedules.pulse else None,
             )
             command = [sys.executable, "-m", "bench.year.serve", str(cfg), str(clock.path)]
-            serve = ServeProcess(cfg, command=command, pythonpath=[SOURCE])
+            serve = ServeNodes(cfg, command=command, pythonpath=[SOURCE])
+            view: StoreView = FileView(root)  # the store read through (``store_view``)
+            switch = None
+            if config.cluster is not None and pg_view is not None:
+                view = SwitchedView(view, pg_view)
+                switch = StoreSwitch(config.cluster, serve, world.for_node, view)
             campaign = world.campaign(
                 tg,
                 serve,
@@ -196,6 +214,8 @@ async def run_year(config: YearConfig, world: World | None = None) -> YearResult
                 step_ms=min(config.every_seconds * 1000 // 4, DAY_MS // 8),
                 prose=model.prose,
                 max_hold_ms=ttl_hours * 3_600_000 // 2,
+                view=view,
+                switch=switch,
             )
             campaign.next_due = {name: schedules.next_due(name) for name in schedules.names}
             probe = Probe(campaign, serve, root / ".duragent")
@@ -209,15 +229,14 @@ async def run_year(config: YearConfig, world: World | None = None) -> YearResult
                 await serve.wait_ready()
                 sampling = asyncio.create_task(probe.run())
                 await campaign.run()
-                sessions = root / ".duragent" / "sessions"
                 for _hour in range(OVERRUN_HOURS):  # until a sweep saw the last silences
                     await campaign.overrun(1, OVERRUN_HOLD)
                     ttl = await check_ttl(
-                        serve.url, sessions, campaign.last_active, clock.ms, ttl_hours
+                        serve.url, campaign.view, campaign.last_active, clock.ms, ttl_hours
                     )
                     if not ttl.problems:
                         break
-                await settle(root, clock.ms, schedules)
+                await settle(campaign.view, clock.ms, schedules)
                 await asyncio.sleep(1.0)
                 campaign.read_sends()
                 if serve.pid is not None:
@@ -228,7 +247,7 @@ async def run_year(config: YearConfig, world: World | None = None) -> YearResult
                     sampling.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await sampling
-                serve.stop()
+                serve.stop_all()
             wall = time.monotonic() - started
             driver_cpu = _own_cpu() - cpu_before
             fired = sum(rule.fired for rule in tg.faults)
@@ -244,13 +263,29 @@ async def run_year(config: YearConfig, world: World | None = None) -> YearResult
         if ttl is not None:
             result.problems.extend(ttl.problems[:10])
         result.title = world.title
+        if switch is not None:
+            result.switch = switch.report
+            result.problems.extend(switch.report.problems)
+        if campaign.second_half is not None:
+            result.node_kills = campaign.second_half.kills
         world.judge(root, result, campaign)
         result.problems.extend(result.world_problems)
         return result
     finally:
         clock.close()
+        if config.cluster is not None:
+            _drop_cluster(config.cluster, pg_view)
         if config.workdir is None:
             shutil.rmtree(root, ignore_errors=True)
+
+
+def _drop_cluster(plan: ClusterPlan, view: PgView | None) -> None:
+    """Close the view's connection and drop the run's schema (unless the plan keeps it)."""
+    if view is not None:
+        view.close()
+    if not plan.keep:
+        with contextlib.suppress(Exception):  # the schema may never have been made
+            drop_schema(plan.dsn, plan.schema)
 
 
 def _own_cpu() -> float:
@@ -294,10 +329,10 @@ def _gather(
     schedules = timing(config.days, config.every_seconds, config.pulse_days)
     kills = len(campaign.kill_times)
     checks = []
-    for name, (dues, zone) in expected(root, clock.ms, schedules).items():
+    for name, (dues, zone) in expected(campaign.view, clock.ms, schedules).items():
         chat = schedules.chat(name)
         sends = sum(1 for s in campaign.sent if s.chat_id == chat and not s.prompt)
-        checks.append(check_schedule(name, runs(root, name), dues, sends, kills, zone))
+        checks.append(check_schedule(name, runs(campaign.view, name), dues, sends, kills, zone))
     error_lines, silent = log_errors(root)
     latencies = [
         (campaign.pushed_sim.get(m.token, 0), m.answered_at - m.pushed_at)

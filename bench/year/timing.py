@@ -5,7 +5,8 @@ from ``schedule.py``'s independent expectations (``zoneinfo`` for the daily jobs
 of the interval for ``every``, multiples of 15 minutes in its window for the pulse), never
 from the scheduler's own code; ``next_due`` is the clock's brake (``YearCampaign``), and
 ``settle`` waits, at the end, until every due time up to the clock's last reading has an
-outcome in the run logs.
+outcome in the run logs. The run logs are read through a ``store_view.StoreView``: the
+workspace's files, the database, or the one then the other across a switch.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
-from bench.year.schedule import expected_cron, expected_every, read_lines
+from bench.year.schedule import expected_cron, expected_every
+from bench.year.store_view import StoreView
 from bench.year.workspace import CRON_EXPR, CRON_ZONES, PULSE_CHAT, PULSE_EVERY, TASK_CHAT
 
 __all__ = ["DAY_MS", "START", "Timing", "expected", "runs", "settle", "timing"]
@@ -82,13 +83,17 @@ class Timing:
         return after
 
 
-def runs(root: Path, name: str) -> list[dict[str, object]]:
-    return read_lines(root / ".duragent" / "schedules" / "runs" / f"decl_ops_{name}.jsonl")
+def runs(view: StoreView, name: str) -> list[dict[str, object]]:
+    """The run log of the ``ops`` agent's declared schedule ``name``."""
+    return view.runs(f"decl_ops_{name}")
 
 
-def expected(root: Path, until_ms: int, timing: Timing) -> dict[str, tuple[list[int], str | None]]:
+def expected(
+    view: StoreView, until_ms: int, timing: Timing
+) -> dict[str, tuple[list[int], str | None]]:
+    """Each schedule's due times from its first ``registered`` line up to ``until_ms``."""
     return {
-        name: (timing.dues(name, _registered(runs(root, name)), until_ms), timing.zone(name))
+        name: (timing.dues(name, _registered(runs(view, name)), until_ms), timing.zone(name))
         for name in timing.names
     }
 
@@ -98,15 +103,15 @@ def _registered(lines: list[dict[str, object]]) -> int:
     return min(cursors) if cursors else 2**62
 
 
-async def settle(root: Path, until_ms: int, timing: Timing) -> None:
+async def settle(view: StoreView, until_ms: int, timing: Timing) -> None:
     """Until every due time up to the clock's end has an outcome (or ``SETTLE_SECONDS``)."""
     deadline = time.monotonic() + SETTLE_SECONDS
     while time.monotonic() < deadline:
         pending = 0
-        for name, (dues, _zone) in expected(root, until_ms, timing).items():
+        for name, (dues, _zone) in expected(view, until_ms, timing).items():
             done = {
                 e.get("due")
-                for e in runs(root, name)
+                for e in runs(view, name)
                 if e.get("status") in ("ok", "error", "interrupted", "missed")
             }
             pending += sum(1 for d in dues if d not in done)

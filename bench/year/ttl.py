@@ -16,20 +16,18 @@ message it answers). At the end, through ``GET /api/v1/sessions``:
   answer). Neither is a chat whose message still waits for its answer
   (``SessionOps.expire_if_idle``).
 
-A session's chat is read from its snapshot (``config.gateway_chat_id``).
+A session's chat is read from its snapshot (``config.gateway_chat_id``), through the run's
+``store_view.StoreView`` (the files, or the database the nodes share).
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import httpx
 
-from duragent.errors import StorageError
+from bench.year.store_view import StoreView
 from duragent.runtime.expiry import FLOOR_SECONDS
-from duragent.store import SessionStore
 
 __all__ = [
     "OVERRUN_HOLD",
@@ -37,7 +35,6 @@ __all__ = [
     "SLACK",
     "TTL_SHARE",
     "TtlCheck",
-    "chat_of",
     "check_ttl",
     "ttl_hours_for",
 ]
@@ -77,7 +74,7 @@ class TtlCheck:
 
 
 async def check_ttl(
-    base_url: str, sessions_dir: Path, last_active: dict[int, int], end_ms: int, ttl_hours: int
+    base_url: str, view: StoreView, last_active: dict[int, int], end_ms: int, ttl_hours: int
 ) -> TtlCheck:
     """Judge each chat's sessions against its silence (module docstring)."""
     check = TtlCheck(ttl_hours)
@@ -85,10 +82,10 @@ async def check_ttl(
         answer = await client.get(f"{base_url}/api/v1/sessions", params={"limit": 1000})
         answer.raise_for_status()
         listed = answer.json()["sessions"]
-    store = SessionStore(sessions_dir)
+    chats = view.session_chats()
     active: dict[int, int] = {}
     for entry in listed:
-        chat = chat_of(store, entry["session_id"])
+        chat = chats.get(entry["session_id"])
         if chat is not None and entry["status"] in ("active", "paused", "running"):
             active[chat] = active.get(chat, 0) + 1
     ttl_ms = ttl_hours * 3_600_000
@@ -113,17 +110,3 @@ async def check_ttl(
                     f"has {active.get(chat, 0)} active sessions, not 1"
                 )
     return check
-
-
-def chat_of(store: SessionStore, session_id: str) -> int | None:
-    """The Telegram chat id of a session: its snapshot's, else its ``session_start`` event's
-    (the event log is archived and started again as a session grows, its snapshot is not)."""
-    try:
-        header = store.header(session_id) or {}
-        chat = header.get("config", {}).get("gateway_chat_id")
-        if chat is None:
-            with (store.directory(session_id) / "events.jsonl").open("rb") as f:
-                chat = json.loads(f.readline()).get("gateway_chat_id")
-        return None if chat is None else int(chat)
-    except (OSError, ValueError, AttributeError, TypeError, StorageError):
-        return None

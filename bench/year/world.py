@@ -69,6 +69,15 @@ class World:
             pulse=pulse,
         )
 
+    def for_node(self, config: dict[str, Any], name: str) -> dict[str, Any]:
+        """Node ``name``'s ``duragent.yaml`` from the first node's (a run's second half on
+        two nodes): each gateway's fake addressed under ``/n/<name>``, so the fakes tell
+        its calls apart (``duragent.testing._fake_nodes``)."""
+        for gateway in config.get("gateways", {}).values():
+            if isinstance(gateway, dict) and "base_url" in gateway:
+                gateway["base_url"] = f"{str(gateway['base_url']).rstrip('/')}/n/{name}"
+        return config
+
     def campaign(
         self,
         tg: FakeTelegram,

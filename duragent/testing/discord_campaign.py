@@ -182,7 +182,7 @@ class DiscordCampaign(CampaignLoop):
                 self.files_sent.append((chat_id, text, call.time))
                 continue
             components = call.body.get("components") or []
-            lifetime = self.serve.lifetime_of(call.time)
+            lifetime = self.serve.lifetime_of(call.time, call.node)
             if not components:
                 self._replies[int(call.answer["id"])] = len(self.sent)
             self.sent.append(SentText(chat_id, text, call.time, lifetime, bool(components)))

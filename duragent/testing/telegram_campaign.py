@@ -183,7 +183,7 @@ class TelegramCampaign(CampaignLoop):
             chat_id = int(call.params.get("chat_id", 0))
             text = str(call.params.get("text", ""))
             prompt = "reply_markup" in call.params
-            lifetime = self.serve.lifetime_of(call.time)
+            lifetime = self.serve.lifetime_of(call.time, call.node)
             self.sent.append(SentText(chat_id, text, call.time, lifetime, prompt))
             chat = self.by_id.get(chat_id)
             if chat is None:
