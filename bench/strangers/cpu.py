@@ -89,29 +89,31 @@ def measure_chat(plan: list[Chat]) -> Chat:
 
 async def measure(
     tg: FakeTelegram,
-    pid: int,
+    pids: list[int],
     chat: Chat,
     *,
     per_phase: int,
     rounds: int,
     step: Callable[[], None] = lambda: None,
 ) -> CpuByKind:
-    """Run the phases (module docstring) against the server ``pid`` in ``chat``.
+    """Run the phases (module docstring) against the serving ``pids`` in ``chat``.
+
+    Every node's CPU counts: with two nodes either may poll Telegram and run the turn.
 
     ``step`` is called before each message: the month moves its simulated clock there, so
     the messages are as far apart as the chat's sender may write (``STEP_MS``), not all in
     one simulated minute (over ``messages_per_sender_per_minute``).
     """
     found = CpuByKind()
-    before = run_seconds(pid)
+    before = _seconds(pids)
     await asyncio.sleep(IDLE_SECONDS)
-    idle = (run_seconds(pid) - before) / IDLE_SECONDS
+    idle = (_seconds(pids) - before) / IDLE_SECONDS
     found.idle_ms_per_second = idle * 1000
     samples: dict[str, list[float]] = {kind: [] for kind in KINDS}
     ordinal = FIRST_ORDINAL
     for r in range(rounds):
         for kind in KINDS[r % len(KINDS) :] + KINDS[: r % len(KINDS)]:
-            started, cpu = time.monotonic(), run_seconds(pid)
+            started, cpu = time.monotonic(), _seconds(pids)
             for _ in range(per_phase):
                 ordinal += 1
                 step()
@@ -120,7 +122,7 @@ async def measure(
                     found.problems.append(problem)
                     return found
             wall = time.monotonic() - started
-            spent = run_seconds(pid) - cpu - idle * wall
+            spent = _seconds(pids) - cpu - idle * wall
             samples[kind].append(spent / per_phase * 1000)
             found.messages += per_phase
     for kind, values in samples.items():
@@ -157,3 +159,8 @@ async def _one(
 def _next_call(tg: FakeTelegram) -> int:
     calls = tg.calls()
     return calls[-1].index + 1 if calls else 0
+
+
+def _seconds(pids: list[int]) -> float:
+    """CPU seconds of every serving process so far (a message's costs, whichever node ran it)."""
+    return sum(run_seconds(pid) for pid in pids)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from bench.strangers.world import StrangersWorld
 from bench.year.run import YearConfig, YearResult, run_year
+from bench.year.switch import ClusterPlan
 
 __all__ = ["QUICK", "StrangersConfig", "run_strangers"]
 
@@ -38,6 +39,8 @@ class StrangersConfig:
     cpu_rounds: int = 3
     """Serve CPU by kind, once the month is over: messages per phase and rounds (``cpu.py``)."""
     workdir: Path | None = None
+    cluster: ClusterPlan | None = None
+    """Half the month on PostgreSQL with two nodes (``bench.year.switch``); None: files only."""
 
 
 QUICK = StrangersConfig(
@@ -66,6 +69,7 @@ async def run_strangers(config: StrangersConfig) -> YearResult:
         every_seconds=int(config.every_hours * 3600),
         pulse_days=0,
         workdir=config.workdir,
+        cluster=config.cluster,
     )
     world = StrangersWorld(
         chats=config.chats,

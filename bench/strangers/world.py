@@ -29,17 +29,19 @@ from bench.strangers.attacks import Crowd, stranger_ids
 from bench.strangers.campaign import StrangersCampaign
 from bench.strangers.cpu import STEP_MS, CpuByKind, measure, measure_chat
 from bench.strangers.discord_side import DiscordSide, discord_plan, side_people
-from bench.strangers.judge import fingerprint, judge
+from bench.strangers.judge import changed_files, fingerprint, fingerprint_nodes, judge
 from bench.strangers.model import StrangersModel
 from bench.strangers.workspace import SECRETS, write_strangers_workspace
 from bench.year.clock import ClockDriver
 from bench.year.store_view import FileView, StoreView
+from bench.year.switch import StoreSwitch
 from bench.year.world import World
 from duragent.testing import FakeDiscord, FakeTelegram, ScriptedLLMServer
 from duragent.testing._llm_audio import AudioUpload
 from duragent.testing.campaign_verdict import Chat
 from duragent.testing.discord_campaign import TOKEN as DISCORD_TOKEN
 from duragent.testing.discord_campaign import dump_calls
+from duragent.testing.serve_nodes import ServeNodes
 from duragent.testing.serve_process import ServeProcess
 from duragent.testing.telegram_faults import FaultRule
 
@@ -110,6 +112,9 @@ class StrangersWorld(World):
         self.seed = seed
         self.dc: FakeDiscord | None = None
         self.side: DiscordSide | None = None
+        self.changed_before_switch: list[str] = []
+        """Protected files changed before the switch to two nodes (which rewrites node a's
+        ``duragent.yaml``: the fingerprints are taken again after it)."""
 
     def model(self, clock: ClockDriver) -> YearModel:
         from bench.rigs.corpus import english
@@ -187,6 +192,11 @@ class StrangersWorld(World):
         clock: ClockDriver = options["clock"]
         crowd.plan_attempts(self.attempts, clock.ms, options["end_ms"])
         self.crowd = crowd
+        switch: StoreSwitch | None = options.get("switch")
+        if switch is not None:
+            root = serve.config.parent
+            switch.on_stopped.append(lambda: self._before_switch(root))
+            switch.on_made.append(lambda _b: self._after_switch(root))
         campaign = StrangersCampaign(tg, serve, plan, kills, rng, crowd=crowd, **options)
         if self.dc is not None:
             self.side = DiscordSide(
@@ -195,15 +205,22 @@ class StrangersWorld(World):
             campaign.side = self.side
         return campaign
 
+    def _before_switch(self, root: Path) -> None:
+        self.changed_before_switch = changed_files(self.before, fingerprint(root))
+
+    def _after_switch(self, root: Path) -> None:
+        self.before = fingerprint_nodes(root)
+
     async def after(self, campaign: YearCampaign, serve: ServeProcess) -> None:
         if self.side is not None:
             await self.side.finish(within=SIDE_FINISH_SECONDS)
         per_phase, rounds = self.cpu_plan
-        if per_phase and rounds and serve.pid is not None:
+        pids = serve.pids() if isinstance(serve, ServeNodes) else [p for p in [serve.pid] if p]
+        if per_phase and rounds and pids:
             clock = campaign.clock
             self.cpu = await measure(
                 campaign.tg,
-                serve.pid,
+                pids,
                 measure_chat(campaign.plan),
                 per_phase=per_phase,
                 rounds=rounds,
@@ -225,6 +242,7 @@ class StrangersWorld(World):
             honeypot_hits=self.hits,
             secrets=dict(SECRETS),
             view=campaign.view,
+            changed_earlier=self.changed_before_switch,
         )
         result.world_rows = verdict.rows
         result.world_problems = verdict.problems

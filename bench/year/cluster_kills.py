@@ -4,7 +4,8 @@ The first half kills the one node, as every run does. The switch (``switch.py``)
 own point between the halves. In the second half the victims alternate: an even kill takes
 the node that polls Telegram (usually also the scheduler's and the recoveries' leader), an odd
 one a node drawn at random. Half of the victims come back at once (a node restarted under
-its own id takes its leases back at once), the other half only after the lease has run out,
+its own id takes its leases back at once), the other half (the 2nd and 3rd of every four,
+so a run with two such kills has one of each) only after the lease has run out,
 so the survivor takes over polling, the schedules, the recoveries and the sessions.
 """
 
@@ -70,7 +71,7 @@ def pick_victim(
     poller = next((h for name, h in holders.items() if name.startswith("telegram-polling")), None)
     victim = poller if n % 2 == 0 and poller in nodes else rng.choice(sorted(nodes))
     led = tuple(sorted(name for name, holder in holders.items() if holder == victim))
-    delay = lease + 1.0 if n % 4 in (2, 3) else 0.0
+    delay = lease + 1.0 if n % 4 in (1, 2) else 0.0
     return NodeKill(victim, led, delay)
 
 

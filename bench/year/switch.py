@@ -36,13 +36,15 @@ from psycopg import sql
 from bench.year.store_view import StoreView
 from duragent.testing.serve_nodes import ServeNodes
 
-__all__ = ["DEFAULT_DSN", "ClusterPlan", "StoreSwitch", "SwitchReport", "drop_schema"]
+__all__ = ["DEFAULT_DSN", "NODE_B", "ClusterPlan", "StoreSwitch", "SwitchReport", "drop_schema"]
 
 DEFAULT_DSN = os.environ.get(
     "DURAGENT_BENCH_POSTGRES_DSN", "host=127.0.0.1 port=5432 dbname=test user=postgres"
 )
 """The database the second half runs on (the machine's local server by default)."""
 
+NODE_B = "node-b"
+"""Node b's folder, inside node a's (the run's root)."""
 SHARED = ("agents", "pairing", "memory")
 """What of node a's ``.duragent`` folder node b links to: not in the store (module docstring)."""
 
@@ -92,6 +94,11 @@ class StoreSwitch:
         self.serve = serve
         self.view = view
         """The run's view, switched to the database once the copy is done."""
+        self.on_stopped: list[Callable[[], None]] = []
+        """Called once node a is stopped, before its ``duragent.yaml`` is rewritten (a world
+        that fingerprints the workspace's protected files compares them here)."""
+        self.on_made: list[Callable[[Path], None]] = []
+        """Called with node b's folder once it is made, before either node starts."""
         self.for_node = for_node
         self.report = SwitchReport(plan.schema)
 
@@ -114,11 +121,15 @@ class StoreSwitch:
         """Stop, copy, make node b, start both (module docstring)."""
         started = time.monotonic()
         self.serve.stop()
+        for hook in self.on_stopped:
+            hook()
         config: Config = json.loads(self.serve.config.read_text())
         config["store"] = self.store_block("a")
         self.serve.config.write_text(json.dumps(config))
         await self._copy()
         b_config = self._make_node_b(config)
+        for made in self.on_made:
+            made(b_config.parent)
         self.serve.start()
         await self.serve.wait_ready(accept=("running", "standby"))
         a_config = str(self.serve.config)
@@ -153,7 +164,7 @@ class StoreSwitch:
         self.report.problems.extend(f"store copy: {line[:200]}" for line in warned)
 
     def _make_node_b(self, a_config: Config) -> Path:
-        folder = self.root / "node-b"
+        folder = self.root / NODE_B
         (folder / ".duragent").mkdir(parents=True, exist_ok=True)
         for name in SHARED:
             target = self.root / ".duragent" / name
