@@ -39,6 +39,7 @@ from duragent.frontkit.approval_rights import NOT_REQUESTER, refusal
 from duragent.frontkit.chat import ChatTurns
 from duragent.frontkit.inbound import ButtonPress
 from duragent.frontkit.outbound import SentMessage
+from duragent.store import LeaseHeldError
 from duragent.turns import DECISIONS, ApprovalDecision, PendingApproval
 
 __all__ = [
@@ -268,12 +269,14 @@ class ApprovalButtons:
     async def _waiting(self, press: ButtonPress, tag: str | None) -> _Waiting | str:
         """The session and approval ``press`` answers, or the toast saying why there is none."""
         queries = self._chat.turns.sessions
-        sessions = queries.sessions_of_chat(press.gateway, press.chat_id)
+        sessions = await queries.sessions_of_chat_now(press.gateway, press.chat_id)
         if not sessions:
             return NO_SESSION
         for agent, session_id in sessions:
             try:
                 info = await queries.info(session_id)
+            except LeaseHeldError:  # it lives on another node: the relay hands the press there
+                raise
             except Exception as exc:  # an unusable session cannot be waiting for this press
                 log.info(
                     "approval in %s: session %s unusable: %s", press.chat.target, session_id, exc

@@ -33,6 +33,7 @@ from typing import Literal
 
 from duragent.agents import Agent
 from duragent.agents.roles import access_of
+from duragent.store import LeaseHeldError
 from duragent.turns import PinRefusedError, TurnRunner
 
 __all__ = [
@@ -154,6 +155,8 @@ async def run_command(command: Command, turns: TurnRunner, key: tuple[str, str, 
         return NO_SESSION
     try:
         info = await turns.sessions.info(session_id)
+    except LeaseHeldError:  # it lives on another node: the relay hands the command there
+        raise
     except Exception:  # the reference's sentence for any failure to read it
         return STATUS_FAILED
     return (

@@ -257,8 +257,23 @@ class SessionRegistry:
             return None
         return None if info.status is SessionStatus.COMPLETED else existing
 
+    async def sessions_of_chat_now(self, gateway: str, chat_id: str) -> list[tuple[str, str]]:
+        """``sessions_of_chat`` as stored now: a shared store is read through (in a thread).
+
+        As ``_chat_of`` reads one key: another node may have mapped the chat after this one
+        loaded the map, and a button pressed in such a chat must still find its session (and
+        so the node serving it).
+        """
+        if self._shared is not None:
+            rows = await asyncio.to_thread(self._shared.fetch_chat_sessions, gateway, chat_id)
+            return [(key[2], sid) for key, sid in rows]
+        return self.sessions_of_chat(gateway, chat_id)
+
     def sessions_of_chat(self, gateway: str, chat_id: str) -> list[tuple[str, str]]:
-        """``(agent, session_id)`` of every session the chat index maps for this chat."""
+        """``(agent, session_id)`` of every session this node's copy of the map holds.
+
+        With a shared store, ``sessions_of_chat_now`` reads what is stored now.
+        """
         return [
             (key[2], sid)
             for key, sid in self.store.chats.items()

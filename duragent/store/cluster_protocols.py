@@ -147,6 +147,13 @@ class SharedStorage(Protocol):
         """The chat's session as stored now (another node may have mapped it); may block."""
         ...
 
+    def fetch_chat_sessions(self, gateway: str, chat_id: str) -> list[tuple[ChatKey, str]]:
+        """Every agent's session of one chat as stored now; may block.
+
+        Another node may have mapped one since this node loaded the map.
+        """
+        ...
+
     def map_chat(self, key: ChatKey, session_id: str, replacing: str | None) -> str:
         """Map the chat to ``session_id`` if it still maps to ``replacing``; the session it maps.
 

@@ -196,6 +196,23 @@ class PostgresChats:
                 self._map[key] = found
         return found
 
+    def fetch_chat(self, gateway: str, chat_id: str) -> list[tuple[ChatKey, str]]:
+        """Every agent's mapping of one chat as stored now, each as ``fetch`` reads it."""
+        with self._db.transaction("reading the chat map") as conn:
+            agents = conn.execute(
+                "SELECT agent FROM chats WHERE gateway = %s AND chat_id = %s ORDER BY agent",
+                (gateway, chat_id),
+            ).fetchall()
+        with self._lock:  # mappings this copy holds that the table no longer has go too
+            known = {key[2] for key in self._map if key[:2] == (gateway, chat_id)}
+        found = []
+        for agent in sorted(known | {str(a) for (a,) in agents}):
+            key = (gateway, chat_id, agent)
+            session_id = self.fetch(key)
+            if session_id is not None:
+                found.append((key, session_id))
+        return found
+
     def items(self) -> list[tuple[ChatKey, str]]:
         """A copy of every mapping."""
         with self._lock:

@@ -141,6 +141,10 @@ class PostgresSessionStore:
         """The chat's session as stored now (read-through: another node may have mapped it)."""
         return self.chats.fetch(key)
 
+    def fetch_chat_sessions(self, gateway: str, chat_id: str) -> list[tuple[ChatKey, str]]:
+        """Every agent's session of one chat as stored now (read-through, as ``fetch_chat``)."""
+        return self.chats.fetch_chat(gateway, chat_id)
+
     def map_chat(self, key: ChatKey, session_id: str, replacing: str | None) -> str:
         """Map the chat to a session it made unless another node mapped it first; the winner."""
         return self.chats.claim(key, session_id, replacing)
