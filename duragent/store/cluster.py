@@ -153,8 +153,8 @@ class _MemoryRuns:
         s = self._shared
         key = (schedule_id, due_ms)
         with s._lock:
-            if key in s._fires:
-                return False
+            if s._fires.get(key, self._node) != self._node:
+                return False  # another node's (its own again: it never started it)
             s._fires[key] = self._node
             while len(s._fires) > KEPT_CLAIMS:
                 s._fires.popitem(last=False)

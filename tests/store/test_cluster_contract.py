@@ -121,6 +121,14 @@ def test_each_due_time_is_claimed_once_across_nodes(nodes: Nodes) -> None:
     a, b = nodes(60)
     assert a.runs.claim("sched_1", 1_000)
     assert not b.runs.claim("sched_1", 1_000)
-    assert not a.runs.claim("sched_1", 1_000)
     assert b.runs.claim("sched_1", 2_000)
     assert b.runs.claim("sched_2", 1_000)
+
+
+def test_a_node_claiming_its_own_due_time_again_may_start_it(nodes: Nodes) -> None:
+    """Its claim's answer was lost, or it restarted before starting the run: no one else
+    started that due time (its run's ``running`` line follows the claim)."""
+    a, b = nodes(60)
+    assert a.runs.claim("sched_1", 1_000)
+    assert a.runs.claim("sched_1", 1_000)
+    assert not b.runs.claim("sched_1", 1_000)

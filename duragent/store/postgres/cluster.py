@@ -10,8 +10,13 @@
   clock decides expiry: the nodes' clocks are never compared.
 - ``PostgresOrphans`` (``chats`` joined with the ``sessions`` leases): the chats whose
   session's lease expired — its node died — for another node's recovery to finish.
-- ``PostgresRuns`` (``schedule_fires``): an ``INSERT … ON CONFLICT DO NOTHING`` per
-  (schedule id, due time) before its first attempt: the second claim anywhere is refused.
+- ``PostgresRuns`` (``schedule_fires``): an ``INSERT … ON CONFLICT`` per (schedule id, due
+  time) before its first attempt: a second claim is refused while the due time may be
+  starting. The claim comes before the run's ``running`` line, so a node killed between the
+  two left a claim that nothing ran; a claim is therefore taken again, in the same
+  statement, when no line of the run log names that due time and either the claim is this
+  node's own (its restart, or a retry whose first answer was lost) or it is older than the
+  hold (two leases: its node died). Before, such a due time was never run.
 
 Inbound claims and settles commit with ``synchronous_commit`` off: other nodes see them at
 once (visibility does not wait for the flush), and only a crash of the *database server*
@@ -30,6 +35,7 @@ run log's cursor has passed them).
 from __future__ import annotations
 
 import itertools
+from datetime import timedelta
 
 from duragent.store.cluster import Cluster
 from duragent.store.postgres.connection import Database
@@ -52,6 +58,14 @@ KEEP_FIRES = "30 days"
 PRUNE_EVERY = 1000
 """Claims between two prunes (per node)."""
 _NO_WAIT_FOR_FLUSH = "SET LOCAL synchronous_commit TO off"
+_CLAIM_RUN = (
+    "INSERT INTO schedule_fires (schedule_id, due_ms, node) VALUES (%(s)s, %(d)s, %(n)s) "
+    "ON CONFLICT (schedule_id, due_ms) DO UPDATE SET node = EXCLUDED.node, claimed_at = now() "
+    "WHERE (schedule_fires.node = EXCLUDED.node OR schedule_fires.claimed_at < now() - %(hold)s) "
+    "AND NOT EXISTS (SELECT 1 FROM schedule_runs r WHERE r.schedule_id = %(s)s "
+    "AND r.run->>'due' = %(d)s::bigint::text) RETURNING 1"
+)
+"""A due time's claim: new, or taken again when nothing ran it (module docstring)."""
 """Inbound claims commit without waiting for the WAL flush (see module docstring)."""
 
 
@@ -60,7 +74,7 @@ def postgres_cluster(db: Database, node_id: str, lease_seconds: float) -> Cluste
     return Cluster(
         PostgresInbound(db, node_id, hold_seconds=2 * lease_seconds),
         PostgresLeaders(db, node_id, lease_seconds),
-        PostgresRuns(db, node_id),
+        PostgresRuns(db, node_id, hold_seconds=2 * lease_seconds),
         shared=True,
         orphans=PostgresOrphans(db),
     )
@@ -163,18 +177,23 @@ class PostgresLeaders:
 class PostgresRuns:
     """``RunClaims`` in ``schedule_fires`` (see module docstring)."""
 
-    def __init__(self, db: Database, node_id: str) -> None:
+    def __init__(self, db: Database, node_id: str, *, hold_seconds: float = 60.0) -> None:
         self._db = db
         self._node = node_id
+        self._hold = hold_seconds
         self._count = itertools.count(1)
 
     def claim(self, schedule_id: str, due_ms: int) -> bool:
-        """Whether this node is the first, cluster-wide, to start this due time."""
+        """Whether this node may start this due time (first, or a claim left unstarted)."""
         with self._db.transaction(f"claiming a run of {schedule_id}") as conn:
             row = conn.execute(
-                "INSERT INTO schedule_fires (schedule_id, due_ms, node) VALUES (%s, %s, %s) "
-                "ON CONFLICT (schedule_id, due_ms) DO NOTHING RETURNING 1",
-                (check_schedule_id(schedule_id), due_ms, self._node),
+                _CLAIM_RUN,
+                {
+                    "s": check_schedule_id(schedule_id),
+                    "d": due_ms,
+                    "n": self._node,
+                    "hold": timedelta(seconds=self._hold),
+                },
             ).fetchone()
             if next(self._count) % PRUNE_EVERY == 0:
                 conn.execute(
