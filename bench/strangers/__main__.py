@@ -16,6 +16,13 @@ intact (``judge.py``).
     .venv/bin/python -m bench.strangers --quick      # a simulated day, two kills: ~1 minute
     .venv/bin/python -m bench.strangers              # the month: 10,000 messages, 20 kills
 
+The month runs its first half on the file store and, from the midpoint, two nodes on
+PostgreSQL (``bench/year/switch.py``: the node is stopped, ``duragent store copy`` moves the
+workspace, nodes a and b serve the rest; 10 of the kills come after, on the Telegram poller or
+a node at random, half of them down past the lease so the other node takes over). It needs
+PostgreSQL: ``--dsn`` (default ``$DURAGENT_BENCH_POSTGRES_DSN``, else the local server);
+``--file-only`` runs the whole month on files. ``--quick`` is file-only unless ``--cluster``.
+
 Prints the table (and PASS or FAIL), writes ``--json`` (default ``strangers.json``) and the
 picture ``--png`` (default ``strangers.png``; the attempts marked along the top). Exit status
 1 when any check failed. Needs ``bwrap`` (Debian's ``bubblewrap``): tools run confined, as a
@@ -34,6 +41,7 @@ from pathlib import Path
 
 from bench.strangers.run import QUICK, StrangersConfig, run_strangers
 from bench.year.report import rows, save
+from bench.year.switch import DEFAULT_DSN, ClusterPlan
 from duragent.testing.campaign_verdict import print_report
 
 
@@ -53,6 +61,11 @@ def main() -> int:
     parser.add_argument("--png", type=Path, default=Path("strangers.png"))
     parser.add_argument("--no-png", action="store_true")
     parser.add_argument("--keep", type=Path, default=None, metavar="DIR")
+    parser.add_argument("--file-only", action="store_true", help="no PostgreSQL half")
+    parser.add_argument("--cluster", action="store_true", help="the PostgreSQL half on --quick")
+    parser.add_argument("--dsn", default=DEFAULT_DSN, help="PostgreSQL for the second half")
+    parser.add_argument("--lease", type=float, default=3.0, help="store.lease_seconds")
+    parser.add_argument("--keep-schema", action="store_true", help="do not drop it after")
     args = parser.parse_args()
     if shutil.which("bwrap") is None:
         print("bench.strangers needs bwrap: apt-get install bubblewrap", file=sys.stderr)
@@ -72,7 +85,12 @@ def main() -> int:
             "attempts": args.attempts,
         }
     )
-    config = StrangersConfig(**{**base, "seed": args.seed, "workdir": args.keep})
+    cluster = None
+    if (args.cluster or not args.quick) and not args.file_only:
+        cluster = ClusterPlan(lease_seconds=args.lease, dsn=args.dsn, keep=args.keep_schema)
+    config = StrangersConfig(
+        **{**base, "seed": args.seed, "workdir": args.keep, "cluster": cluster}
+    )
     result = asyncio.run(run_strangers(config))
     ok = print_report(rows(result), result.problems, result.ok)
     save(result, args.json, None if args.no_png else args.png)

@@ -168,9 +168,12 @@ class StrangersCampaign(YearCampaign):
     async def kill_and_restart(self) -> None:
         """The year's kill; the Discord side stops writing first and settles after."""
         killed = self.side.down_now() if self.side is not None else -1
+        half = self.second_half
+        node_kills = len(half.kills) if half is not None else 0
         await super().kill_and_restart()
         if self.side is not None:
-            await self.side.back(killed)
+            victim = half.kills[-1] if half is not None and len(half.kills) > node_kills else None
+            await self.side.back(killed, victim)
 
     def press(self, m: CampaignMessage) -> None:
         chat = self.plan_chat(m)

@@ -39,11 +39,13 @@ from typing import Any
 
 from bench.strangers.cast import HOSTILE, MEMBERS
 from bench.strangers.media import ledger, media_of, png, voice_bytes
+from bench.year.cluster_kills import NodeKill
 from bench.year.store_view import FileView, StoreView
 from duragent.frontkit.approval_rights import NOT_REQUESTER
 from duragent.testing import FakeDiscord
 from duragent.testing.campaign_verdict import (
     GROUP_WINDOW,
+    IN_FLIGHT,
     OFFLINE,
     CampaignMessage,
     CampaignResult,
@@ -54,6 +56,7 @@ from duragent.testing.campaign_verdict import (
 )
 from duragent.testing.discord_campaign import DiscordCampaign, DiscordDelivery
 from duragent.testing.discord_objects import Person
+from duragent.testing.serve_nodes import ServeNodes
 from duragent.testing.serve_process import ServeProcess
 
 __all__ = ["FIRST_INDEX", "DiscordSide", "discord_plan", "side_people"]
@@ -128,6 +131,8 @@ class DiscordSide(DiscordCampaign):
         self.attaching: dict[str, str] = {}
         self.attachments: dict[str, int] = {}
         """Token → the id of the attachment it carried."""
+        self.press_ids: dict[str, str] = {}
+        """Token → the interaction id of its author's latest press."""
 
     # -- pace and people ----------------------------------------------------------------------
 
@@ -236,7 +241,8 @@ class DiscordSide(DiscordCampaign):
             self.hostile_presses[int(pressed["id"])] = m.token
         m.mark_pressed(time.monotonic())
         self.press_lifetime[m.token] = self.connected_lifetime()
-        await self.dc.press(m.prompt_id, m.prompt_data, self.author(chat, m))
+        pressed = await self.dc.press(m.prompt_id, m.prompt_data, self.author(chat, m))
+        self.press_ids[m.token] = str(pressed["id"])
 
     def plan_of(self, m: CampaignMessage) -> Chat:
         return next(c for c in self.plan if c.index == m.chat)
@@ -248,19 +254,54 @@ class DiscordSide(DiscordCampaign):
         self.down = True
         return len(self.serve.lifetimes) - 1
 
-    async def back(self, killed: int) -> None:
-        """The month's server serves again: once its Discord gateway is connected, settle
-        what the killed process took with it and press what waited."""
+    async def back(self, killed: int, victim: NodeKill | None = None) -> None:
+        """The month's server serves again: once every running node's Discord gateway is
+        connected, settle what the killed process (or node ``victim``) took with it and
+        press what waited."""
         deadline = time.monotonic() + RECONNECT_SECONDS
         while time.monotonic() < deadline:  # the fake's count: polled, it has no event
-            if self.dc.gateway.connected:
+            if len(self.dc.connected_nodes()) >= max(1, len(self._running_nodes())):
                 break
             await asyncio.sleep(0.05)
-        self.settle_after(killed)
+        if victim is None:
+            self.settle_after(killed)
+        else:
+            self.settle_node(victim.victim)
         due, self.after_restart = self.after_restart, []
         self.down = False
         for m in due:
             self.press_soon(m)
+
+    def _running_nodes(self) -> list[str]:
+        nodes = self.serve.nodes if isinstance(self.serve, ServeNodes) else {"a": self.serve}
+        return [name for name, node in nodes.items() if node.pid is not None]
+
+    def settle_node(self, victim: str) -> None:
+        """After node ``victim``'s kill (two nodes): what it took with it.
+
+        Every node receives every Discord message; the one that claims it in the inbound
+        ledger takes it in. A message is lost with the node only when the node had claimed it
+        and not recorded it (the documented window: Discord delivers it once); a press, when
+        the node had claimed it and not settled it (the user presses again). Every other
+        message is the survivor's to answer.
+        """
+        self.offline_waiting.clear()
+        recorded = self.view.recorded_message_ids()
+        claims = self.view.inbound_claims("discord")
+        died_with = (victim, False)
+        for chat in self.plan:
+            for m in chat.messages[: chat.next]:
+                if m.answered_at is not None or m.undelivered is not None:
+                    continue
+                delivery = self.deliveries.get(m.token)
+                unrecorded = delivery is not None and delivery.discord_id not in recorded
+                if unrecorded and delivery and claims.get(delivery.discord_id) == died_with:
+                    m.undelivered = IN_FLIGHT
+                    continue
+                press = self.press_ids.get(m.token)
+                if m.pressed_at is not None and claims.get(f"press:{press}") == died_with:
+                    self.presses_repeated += 1
+                    self.after_restart.append(m)
 
     # -- the end ------------------------------------------------------------------------------
 

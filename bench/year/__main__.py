@@ -22,6 +22,18 @@ picture ``--png`` (default ``year.png``; needs matplotlib: ``pip install -e '.[b
 Exit status 1 when any check failed. ``--keep DIR`` keeps the workspace, the logs and the
 fake Telegram's record (``calls.jsonl``: every Bot API call but ``getUpdates``) and, when the
 run stalled, ``stall.json`` (each chat still waiting, and for what).
+
+``--cluster`` runs the second half on PostgreSQL with two nodes (``switch.py``): halfway, the
+one node is stopped, ``duragent store copy --from file --to postgres`` copies its store into
+a fresh schema of ``--dsn`` (default ``DURAGENT_BENCH_POSTGRES_DSN``, else the local server),
+and nodes a and b serve the rest with leader leases of ``--lease`` seconds (default 3); the
+kills after it take the node that polls Telegram or a random one, some kept down past the
+lease so the other takes over (``cluster_kills.py``). The table then adds the switch (its
+day, the copy's seconds and output, the time down), the second half's victims, the replies
+and polls of each node and the database's size. The schema is dropped after the run unless
+``--keep-schema`` (its name is in the table).
+
+    .venv/bin/python -m bench.year --quick --cluster --lease 2
 """
 
 from __future__ import annotations
@@ -34,6 +46,7 @@ from pathlib import Path
 
 from bench.year.report import rows, save
 from bench.year.run import YearConfig, run_year
+from bench.year.switch import DEFAULT_DSN, ClusterPlan
 from duragent.testing.campaign_verdict import print_report
 
 QUICK = {"days": 7.0, "messages": 400, "chats": 24, "crashes": 3}
@@ -60,6 +73,16 @@ def main() -> int:
     parser.add_argument("--png", type=Path, default=Path("year.png"))
     parser.add_argument("--no-png", action="store_true")
     parser.add_argument("--keep", type=Path, default=None, metavar="DIR")
+    parser.add_argument(
+        "--cluster", action="store_true", help="the second half on PostgreSQL with two nodes"
+    )
+    parser.add_argument("--dsn", default=DEFAULT_DSN, help="the database of --cluster")
+    parser.add_argument(
+        "--lease", type=float, default=3.0, metavar="SECONDS", help="the nodes' leader leases"
+    )
+    parser.add_argument(
+        "--keep-schema", action="store_true", help="keep the --cluster run's schema to read it"
+    )
     args = parser.parse_args()
     if args.quick:
         for key, value in QUICK.items():
@@ -77,6 +100,9 @@ def main() -> int:
         every_seconds=int(args.every_hours * 3600),
         pulse_days=args.pulse_days,
         workdir=args.keep,
+        cluster=ClusterPlan(lease_seconds=args.lease, dsn=args.dsn, keep=args.keep_schema)
+        if args.cluster
+        else None,
     )
     result = asyncio.run(run_year(config))
     ok = print_report(rows(result), result.problems, result.ok)

@@ -15,7 +15,7 @@ import asyncio
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import psycopg
 from psycopg import sql
@@ -36,6 +36,8 @@ class NodeKill:
     """The leader leases it held when it died (``telegram-polling:…``, ``scheduler``, …)."""
     delay: float
     """Seconds it stayed down after the kill (0: restarted at once)."""
+    life: int = -1
+    """The life it died in (``ServeNodes.lifetimes``)."""
 
 
 def split_points(total: int, kills: int, share: float, rng: random.Random) -> tuple[list[int], int]:
@@ -100,6 +102,8 @@ class SecondHalf:
         kill = pick_victim(len(self.kills), running, holders, self.rng, plan.lease_seconds)
         self.kills.append(kill)
         node = nodes[kill.victim]
+        kill = replace(kill, life=node.life)
+        self.kills[-1] = kill
         await asyncio.sleep(self.rng.uniform(0, 0.15))
         node.kill()
         killed_at = time.monotonic()

@@ -9,6 +9,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from bench.year.cluster_report import cluster_json, cluster_rows
 from bench.year.run import DAY_MS, YearResult
 from duragent.testing.campaign_verdict import result_rows
 
@@ -18,7 +19,8 @@ MB = 1024 * 1024
 
 
 def rows(r: YearResult) -> list[tuple[str, str]]:
-    """The year's table: the restart campaign's rows, then what a year adds."""
+    """The year's table: the restart campaign's rows, then what a year adds (and, for a run
+    whose second half is on PostgreSQL, the switch and the two nodes: ``cluster_report``)."""
     p50, p99 = r.quantiles()
     samples = r.samples
     peak = (
@@ -122,7 +124,7 @@ def rows(r: YearResult) -> list[tuple[str, str]]:
         ("turn latency p50 / p99", f"{p50 * 1000:.0f} ms / {p99 * 1000:.0f} ms"),
         ("wall time", f"{r.wall_seconds:.1f} s"),
     ]
-    return out + r.world_rows
+    return out + cluster_rows(r) + r.world_rows
 
 
 def _disk(d: dict[str, int]) -> str:
@@ -160,12 +162,13 @@ def to_json(r: YearResult) -> dict[str, Any]:
         "kill_sim_days": [ms / DAY_MS for ms in r.kill_sim_ms],
         "samples": [asdict(s) for s in r.samples],
         "marks": [{"sim_day": ms / DAY_MS, "kind": kind} for ms, kind in r.marks],
+        **cluster_json(r),
     }
 
 
 def draw(r: YearResult, path: Path) -> None:
     """One PNG: RSS, open files, disk, p99 turn latency and tokens per model call over the year,
-    the kills marked."""
+    the kills marked (and the switch to PostgreSQL: what changes after it is the point)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -206,13 +209,17 @@ def draw(r: YearResult, path: Path) -> None:
     axes[4].set_ylabel("tokens per model call")
     axes[4].legend(loc="upper right", markerscale=6, fontsize=7)
     axes[4].set_xlabel("simulated day")
+    switch_ms = r.cluster.switch_sim_ms if r.cluster is not None else None
     for ax in axes:
         for kill in r.kill_sim_ms:
             ax.axvline(kill / DAY_MS, color="grey", lw=0.5, alpha=0.6)
+        if switch_ms is not None:
+            ax.axvline(switch_ms / DAY_MS, color="tab:red", lw=1.0, ls="--")
     _mark(axes[0], r.marks)
+    switched = ", the switch to PostgreSQL (red dashes)" if switch_ms is not None else ""
     fig.suptitle(
         f"duragent, {r.title}: {r.campaign.messages:,} messages, {r.campaign.kills} kills "
-        f"(grey lines), {r.sim_days:.0f} days in {r.wall_seconds / 60:.1f} min"
+        f"(grey lines){switched}, {r.sim_days:.0f} days in {r.wall_seconds / 60:.1f} min"
     )
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -27,13 +27,14 @@ from bench.year.campaign import REFUSED, YearCampaign, telegram_faults
 from bench.year.checks import NoteCounts, log_errors, open_file_problems, tool_checks
 from bench.year.clock import ClockDriver
 from bench.year.cluster_kills import NodeKill
+from bench.year.cluster_report import ClusterFacts, gather
 from bench.year.commands import CommandCheck, check_commands
 from bench.year.model import YearModel
 from bench.year.probe import Probe, Sample, disk_bytes, open_files
 from bench.year.schedule import ScheduleCheck, check_schedule
 from bench.year.store_view import FileView, StoreView, SwitchedView
 from bench.year.store_view_pg import PgView
-from bench.year.switch import ClusterPlan, StoreSwitch, SwitchReport, drop_schema
+from bench.year.switch import ClusterPlan, StoreSwitch, SwitchReport, drop_cluster
 from bench.year.timing import DAY_MS, START, expected, runs, settle, timing
 from bench.year.ttl import OVERRUN_HOLD, OVERRUN_HOURS, TtlCheck, check_ttl, ttl_hours_for
 from bench.year.workspace import TOKEN
@@ -142,6 +143,8 @@ class YearResult:
     """How the switch to PostgreSQL went (a run with ``cluster``)."""
     node_kills: list[NodeKill] = field(default_factory=list)
     """The second half's kills: victim, the leases it led, how long it stayed down."""
+    cluster: ClusterFacts | None = None
+    """When the switch came, each node's replies and polls, the database's size."""
 
     @property
     def ok(self) -> bool:
@@ -250,6 +253,7 @@ async def run_year(config: YearConfig, world: World | None = None) -> YearResult
                 serve.stop_all()
             wall = time.monotonic() - started
             driver_cpu = _own_cpu() - cpu_before
+            cluster = None if switch is None else gather(campaign, tg, campaign.view)
             fired = sum(rule.fired for rule in tg.faults)
             if config.workdir is not None:  # what users saw, to read a failure
                 dump_calls(root / "calls.jsonl", tg)
@@ -265,6 +269,7 @@ async def run_year(config: YearConfig, world: World | None = None) -> YearResult
         result.title = world.title
         if switch is not None:
             result.switch = switch.report
+            result.cluster = cluster
             result.problems.extend(switch.report.problems)
         if campaign.second_half is not None:
             result.node_kills = campaign.second_half.kills
@@ -274,18 +279,9 @@ async def run_year(config: YearConfig, world: World | None = None) -> YearResult
     finally:
         clock.close()
         if config.cluster is not None:
-            _drop_cluster(config.cluster, pg_view)
+            drop_cluster(config.cluster, pg_view)
         if config.workdir is None:
             shutil.rmtree(root, ignore_errors=True)
-
-
-def _drop_cluster(plan: ClusterPlan, view: PgView | None) -> None:
-    """Close the view's connection and drop the run's schema (unless the plan keeps it)."""
-    if view is not None:
-        view.close()
-    if not plan.keep:
-        with contextlib.suppress(Exception):  # the schema may never have been made
-            drop_schema(plan.dsn, plan.schema)
 
 
 def _own_cpu() -> float:

@@ -71,6 +71,11 @@ class StoreView(Protocol):
         """The database's size on disk (0: no database)."""
         ...
 
+    def inbound_claims(self, gateway: str) -> dict[str, tuple[str, bool]]:
+        """Platform message id → (node that claimed it, whether it was settled), for the
+        messages ``gateway`` delivered to several nodes (the inbound ledger)."""
+        ...
+
 
 class FileView:
     """The file store under ``root`` (the folder holding ``.duragent``)."""
@@ -111,6 +116,9 @@ class FileView:
 
     def db_bytes(self) -> int:
         return 0
+
+    def inbound_claims(self, gateway: str) -> dict[str, tuple[str, bool]]:
+        return {}  # one node on files: its claims are in its memory
 
 
 class SwitchedView:
@@ -170,6 +178,9 @@ class SwitchedView:
 
     def db_bytes(self) -> int:
         return self.current.db_bytes()
+
+    def inbound_claims(self, gateway: str) -> dict[str, tuple[str, bool]]:
+        return self.current.inbound_claims(gateway)
 
 
 def merge_runs(first: list[Run], then: list[Run]) -> list[Run]:

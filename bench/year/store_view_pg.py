@@ -144,6 +144,12 @@ class PgView:
     def db_bytes(self) -> int:
         return int(self._rows(_DB_BYTES, (self.schema,))[0][0])
 
+    def inbound_claims(self, gateway: str) -> dict[str, tuple[str, bool]]:
+        rows = self._rows(
+            "SELECT message_id, node, done FROM inbound_claims WHERE gateway = %s", (gateway,)
+        )
+        return {str(mid): (str(node), bool(done)) for mid, node, done in rows}
+
 
 def _run(text: str) -> Run:
     """A stored run (always a JSON object: ``PostgresRunLog.append`` writes mappings)."""

@@ -20,6 +20,7 @@ The view (``store_view.SwitchedView``) then reads the database.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import secrets
@@ -34,9 +35,18 @@ import psycopg
 from psycopg import sql
 
 from bench.year.store_view import StoreView
+from bench.year.store_view_pg import PgView
 from duragent.testing.serve_nodes import ServeNodes
 
-__all__ = ["DEFAULT_DSN", "NODE_B", "ClusterPlan", "StoreSwitch", "SwitchReport", "drop_schema"]
+__all__ = [
+    "DEFAULT_DSN",
+    "NODE_B",
+    "ClusterPlan",
+    "StoreSwitch",
+    "SwitchReport",
+    "drop_cluster",
+    "drop_schema",
+]
 
 DEFAULT_DSN = os.environ.get(
     "DURAGENT_BENCH_POSTGRES_DSN", "host=127.0.0.1 port=5432 dbname=test user=postgres"
@@ -175,6 +185,16 @@ class StoreSwitch:
         path = folder / "duragent.yaml"
         path.write_text(json.dumps(config))
         return path
+
+
+def drop_cluster(plan: ClusterPlan, view: PgView | None) -> None:
+    """Close the run's view of the database and drop the run's schema (unless the plan
+    keeps it): a bench run leaves no schema behind, even when it failed."""
+    if view is not None:
+        view.close()
+    if not plan.keep:
+        with contextlib.suppress(Exception):  # the schema may never have been made
+            drop_schema(plan.dsn, plan.schema)
 
 
 def drop_schema(dsn: str, schema: str) -> None:

@@ -69,6 +69,11 @@ class ServeProcess:
         self._proc: subprocess.Popen[bytes] | None = None
 
     @property
+    def life(self) -> int:
+        """The index in ``lifetimes`` of this process's latest start (-1: never started)."""
+        return self._life
+
+    @property
     def pid(self) -> int | None:
         """The running process's id (None while none runs)."""
         return self._proc.pid if self._proc is not None else None

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from bench.year.run import YearConfig, run_year
+from tests.bench.year.week_checks import assert_a_whole_week
 
 
 async def test_a_simulated_week_loses_nothing_repeats_nothing_and_never_overflows(
@@ -26,41 +27,4 @@ async def test_a_simulated_week_loses_nothing_repeats_nothing_and_never_overflow
         days=7, messages=240, chats=16, kills=2, seed=23, workdir=tmp_path, pulse_days=2
     )
     result = await run_year(config)
-    assert result.problems == []
-    assert result.ok
-    campaign = result.campaign
-    assert campaign.kills == 2
-    assert campaign.missing == 0
-    assert campaign.sent_twice_real == 0
-    assert campaign.answered_once + campaign.sent_twice_after_kill_answers == campaign.messages
-    assert result.overflows == 0
-    assert result.model_requests > campaign.messages
-    assert result.summary_calls > 0
-    assert result.probes_asked > 0
-    assert result.probes_answered == result.probes_asked
-    assert result.reset_probes_asked > 0
-    assert result.reset_probes_fresh == result.reset_probes_asked
-    commands = result.commands
-    assert commands.problems == []
-    assert commands.status_asked == commands.status_right > 0
-    assert commands.reset_asked == commands.reset_right == commands.fresh_sessions > 0
-    asked, right, _cut = result.reads
-    assert asked > 0
-    assert right > 0
-    notes = result.memory
-    assert 0 < notes.once <= notes.remembered
-    assert notes.found > 0
-    assert notes.found + notes.recalls_cut + notes.never_stored + notes.too_old == notes.recalls
-    assert result.tool_problems == []
-    for schedule in result.schedules:
-        assert schedule.expected > 0
-        assert schedule.ran_once == schedule.expected, schedule.problems
-        assert schedule.missed == schedule.started_twice == 0
-    ttl = result.ttl  # idleness on the simulated calendar: the silent chat's session ended
-    assert ttl is not None
-    assert ttl.problems == []
-    assert ttl.ended == ttl.lapsed > 0
-    assert ttl.kept == ttl.talking > 0
-    assert result.readyz_checks > 0
-    assert result.readyz_failures == []
-    assert result.samples
+    assert_a_whole_week(result)
