@@ -32,8 +32,10 @@ another node's lease:
   message (polling asks Telegram for it again, never skipping it for this reason).
 
 The relay knows leases, nodes and hops, not what it carries: the payload is bytes its
-sender encoded and its receiver decodes (``frontkit.relayed`` for chat messages), so the
-cluster layer needs none of the chat kit's types.
+sender encoded and its receiver decodes (``frontkit.relayed`` for chat messages,
+``scheduler.relayed`` for a schedule's due time run where its chat's session lives), so the
+cluster layer needs none of the chat kit's types. Each receiver refuses (``ValueError``) a
+body that is not its kind; the first one that takes it records it.
 
 Exactly once: the sending node keeps its claim on the message in the inbound ledger while
 the owner records it, and settles it once the owner answered 200; the owner therefore
@@ -113,7 +115,7 @@ class OwnerRelay:
 
     def __init__(self, nodes: NodeDirectory, lease_seconds: float) -> None:
         self.hops = Hops(nodes, lease_seconds)
-        self._receiver: Receiver | None = None
+        self._receivers: list[Receiver] = []
         self.relayed = 0
         """Messages handed to their owner since start."""
         self.taken_over = 0
@@ -136,8 +138,8 @@ class OwnerRelay:
         )
 
     def listen(self, receiver: Receiver) -> None:
-        """Take the payloads other nodes hand here with ``receiver`` (``receive``)."""
-        self._receiver = receiver
+        """Take the payloads of ``receiver``'s kind other nodes hand here (``receive``)."""
+        self._receivers.append(receiver)
 
     async def aclose(self) -> None:
         """Close the connections to other nodes."""
@@ -222,13 +224,28 @@ class OwnerRelay:
 
     # --- the owner -------------------------------------------------------------------------
 
+    def _unpack(self, body: bytes) -> Unpacked | None:
+        """The first receiver's that takes ``body``; ``ValueError`` when none does.
+
+        None before any receiver listens (this node is still starting: handed again later).
+        """
+        if not self._receivers:
+            return None
+        refusals = []
+        for receiver in self._receivers:
+            try:
+                return receiver.unpack(body)
+            except ValueError as exc:
+                refusals.append(str(exc))
+        raise ValueError("; ".join(refusals))
+
     async def receive(self, body: bytes) -> tuple[int, dict[str, str]]:
         """Record a payload another node handed here: the HTTP status and headers to answer.
 
         The caller checked the hop's signature. No ledger claim: the sender holds it.
         """
         try:
-            unpacked = None if self._receiver is None else self._receiver.unpack(body)
+            unpacked = self._unpack(body)
         except ValueError as exc:
             log.warning("a payload handed here was refused: %s", exc)
             return 400, {}

@@ -33,6 +33,7 @@ from duragent.lifecycle.services import Hooks, Service
 from duragent.lifecycle.tasks import BackgroundTasks
 from duragent.runtime.media import media_settings
 from duragent.scheduler import Clock, Destination, SchedulerSettings, Schedules, ScheduleTool
+from duragent.scheduler.relayed import ScheduledRuns
 from duragent.session import SessionRegistry
 from duragent.store import SharedStorage
 from duragent.store.backends import cluster_storage, schedule_storage
@@ -221,6 +222,10 @@ class Fronts:
             cluster=self.cluster,
             clock=self._clock,
         )
+        payloads = self.schedules.chat
+        if self.owner_relay is not None and payloads is not None:  # several nodes
+            payloads.relay = self.owner_relay  # a due time runs where its chat lives
+            self.owner_relay.listen(ScheduledRuns(self.schedules.scheduler.get, payloads))
         return self.schedules
 
     # --- finding chats ----------------------------------------------------------------------

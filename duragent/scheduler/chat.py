@@ -28,12 +28,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
+from duragent.cluster import OwnerRelay, RelayFailedError
 from duragent.errors import AgentNotFoundError
 from duragent.frontkit import ChatRef, Deliveries, Delivery, OutboundPort
 from duragent.observability.logctx import log_context, new_turn_id
 from duragent.scheduler.model import MessagePayload, Schedule
+from duragent.scheduler.relayed import to_wire
 from duragent.scheduler.runs import to_ms
 from duragent.scheduler.service import Record, RunReport
+from duragent.store import LeaseHeldError
 from duragent.turns import AwaitingApproval, Complete, Failed, TurnRunner
 
 __all__ = ["TASK_PROMPT", "ChatPayloads"]
@@ -54,11 +57,33 @@ class ChatPayloads:
         """Messages this process wrote and has not delivered (yet): a retry delivers them."""
         self.task_sessions: set[str] = set()
         """Sessions running a scheduled task now: they are offered no ``schedule`` tool."""
+        self.relay: OwnerRelay | None = None
+        """With several nodes: how an attempt reaches the node serving its chat (``relayed``)."""
 
     async def run(
         self, schedule: Schedule, due: datetime, record: Record, attempt: int = 1
     ) -> RunReport:
-        """Run ``schedule``'s payload for ``due`` (module docstring)."""
+        """Run ``schedule``'s payload for ``due`` where its chat's session lives.
+
+        Here, or handed to the node serving that chat (``relayed``); module docstring.
+        """
+        if self.relay is None:
+            return await self._here(schedule, due, record, attempt)
+        reports: list[RunReport] = []
+
+        async def here() -> None:  # LeaseHeldError: the relay hands it to the owner
+            reports.append(await self._here(schedule, due, record, attempt))
+
+        body = to_wire(schedule.id, to_ms(due), attempt)
+        try:
+            await self.relay.serve(f"schedule {schedule.id}", body, here)
+        except (RelayFailedError, LeaseHeldError) as exc:
+            return RunReport(error=f"the node serving the chat did not run it: {exc}")
+        return reports[-1] if reports else RunReport()  # run by the node serving the chat
+
+    async def _here(
+        self, schedule: Schedule, due: datetime, record: Record, attempt: int
+    ) -> RunReport:
         try:
             return await self._run(schedule, due, record, attempt)
         except AgentNotFoundError:
