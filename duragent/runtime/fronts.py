@@ -225,7 +225,8 @@ class Fronts:
         payloads = self.schedules.chat
         if self.owner_relay is not None and payloads is not None:  # several nodes
             payloads.relay = self.owner_relay  # a due time runs where its chat lives
-            self.owner_relay.listen(ScheduledRuns(self.schedules.scheduler.get, payloads))
+            known, runs = self.schedules.scheduler.get, self.schedules.runs
+            self.owner_relay.listen(ScheduledRuns(known, payloads, runs, self.schedules.clock))
         return self.schedules
 
     # --- finding chats ----------------------------------------------------------------------

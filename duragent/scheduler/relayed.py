@@ -10,14 +10,17 @@ receiver) runs there with its own ``ChatPayloads``; an owner gone is waited out 
 and the session taken over here.
 
 The owner answers 200 once the attempt succeeded and an error status when it failed (the
-sender records the attempt failed, and its retry policy applies). The owner does not write
-the run log's ``recorded`` line (it is the leader's log): a leader killed after the hand-over
-runs the due time again, and that attempt finds the message or task in the session by its key
+sender records the attempt failed, and its retry policy applies). The owner writes the run
+log's ``recorded`` line itself, into the log every node shares, between the leader's
+``running`` and its outcome: after a leader's crash the run is known to have written, and the
+chat's recovery (on the owner) completes it. A leader killed before that line runs the due
+time again, and that attempt finds the message or task in the session by its key
 (``<schedule>@<due ms>``) and writes nothing twice.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Callable
@@ -25,8 +28,11 @@ from datetime import UTC, datetime
 
 from duragent.cluster import Unpacked
 from duragent.errors import DuragentError
+from duragent.scheduler.clock import Clock
 from duragent.scheduler.model import Schedule
+from duragent.scheduler.runs import to_ms
 from duragent.scheduler.service import PayloadRunner
+from duragent.store.protocols import RunLogStorage
 
 __all__ = ["WIRE_KEY", "ScheduledRuns", "from_wire", "to_wire"]
 
@@ -55,16 +61,20 @@ def from_wire(body: bytes) -> tuple[str, int, int]:
         raise ValueError(f"not a scheduled run ({exc})") from exc
 
 
-async def _no_record(session_id: str, seq: int) -> None:
-    """The owner writes no run-log line (module docstring)."""
-
-
 class ScheduledRuns:
     """Runs the due times other nodes hand here (``cluster.relay.Receiver``)."""
 
-    def __init__(self, lookup: Callable[[str], Schedule | None], payloads: PayloadRunner) -> None:
+    def __init__(
+        self,
+        lookup: Callable[[str], Schedule | None],
+        payloads: PayloadRunner,
+        runs: RunLogStorage,
+        clock: Clock,
+    ) -> None:
         self._lookup = lookup
         self._payloads = payloads
+        self._runs = runs
+        self._clock = clock
 
     def unpack(self, body: bytes) -> Unpacked | None:
         """The run handed here; None while this node does not know the schedule yet.
@@ -78,8 +88,13 @@ class ScheduledRuns:
             return None
         due = datetime.fromtimestamp(due_ms / 1000, tz=UTC)
 
+        async def record(session_id: str, seq: int) -> None:  # the shared log's line
+            line = {"ts": to_ms(self._clock.now()), "status": "recorded", "due": due_ms}
+            line |= {"session_id": session_id, "seq": seq}
+            await asyncio.to_thread(self._runs.append, schedule_id, line)
+
         async def run() -> None:
-            report = await self._payloads.run(schedule, due, _no_record, attempt)
+            report = await self._payloads.run(schedule, due, record, attempt)
             if report.error is not None:
                 raise ScheduledRunFailedError(f"schedule {schedule_id}: {report.error}")
 

@@ -59,4 +59,6 @@ async def test_a_due_time_whose_chat_another_node_serves_runs_there_once(tmp_pat
 
         assert await eventually(lambda: outcome() is not None)
         assert outcome() == "ok", log.recent(sid, 20)
+        steps = [r["status"] for r in log.recent(sid, 20)]
+        assert steps[-3:] == ["running", "recorded", "ok"]  # b wrote that it wrote
         assert tg.sent_messages(CHAT) == ["re: hello", STAND_UP]
