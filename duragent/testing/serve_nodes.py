@@ -12,6 +12,7 @@ was killed before it, whichever started first) read the same with several.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cached_property
 from pathlib import Path
 
 from duragent.testing.serve_process import ServeProcess
@@ -26,16 +27,10 @@ class ServeNodes(ServeProcess):
     ``config``), so a campaign written for one process runs with a single node as before.
     """
 
-    def __init__(
-        self,
-        config: Path,
-        *,
-        gateway: str = "telegram",
-        command: list[str] | None = None,
-        pythonpath: Sequence[Path] = (),
-    ) -> None:
-        super().__init__(config, gateway=gateway, command=command, pythonpath=pythonpath)
-        self.nodes: dict[str, ServeProcess] = {self.name: self}
+    @cached_property
+    def nodes(self) -> dict[str, ServeProcess]:
+        """Every node by name, this first one included."""
+        return {self.name: self}
 
     def add(
         self,

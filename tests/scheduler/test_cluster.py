@@ -140,17 +140,25 @@ def fires(node: NodeThread) -> list[tuple[datetime, int]]:
     return [(due, n) for (_, due), n in zip(payloads.runs, payloads.attempts, strict=True)]
 
 
-def two_nodes(
+async def two_ticking_nodes(
     stack: ExitStack,
     schema: str,
     relay: Any,
     lease: float,
+    period: int,
     payloads: RecordingPayloads | None = None,
 ) -> tuple[NodeThread, NodeThread]:
-    """Node a (through ``relay``, which a test cuts) and node b, sharing one schema."""
+    """Node a (through ``relay``, which a test cuts) leading a schedule due every ``period``
+    seconds, and node b following; both started, sharing one schema."""
     a_db = open_db(stack, schema, relay.dsn)
     a = NodeThread(make_schedules(a_db, "a", lease, SystemClock(), payloads))
     b = NodeThread(make_schedules(open_db(stack, schema), "b", lease, SystemClock()))
+    now = datetime.now(UTC)
+    every = schedule("sched_tick", Every(period), created=now.replace(microsecond=0))
+    a.schedules.files.put(every.id, schedule_document(every))
+    a.call(a.schedules.start())
+    await asyncio.sleep(lease / 2)  # a leads
+    b.call(b.schedules.start())
     return a, b
 
 
@@ -167,13 +175,7 @@ async def test_when_the_leading_node_dies_another_fires_the_next_due_times_none_
     with shared_schema() as schema, ExitStack() as stack:
         relay = postgres_db.Outage()
         stack.callback(relay.down)
-        a, b = two_nodes(stack, schema, relay, lease)
-        now = datetime.now(UTC)
-        every = schedule("sched_tick", Every(period), created=now.replace(microsecond=0))
-        a.schedules.files.put(every.id, schedule_document(every))
-        a.call(a.schedules.start())
-        await asyncio.sleep(lease / 2)  # a leads
-        b.call(b.schedules.start())
+        a, b = await two_ticking_nodes(stack, schema, relay, lease, period)
         try:
             await asyncio.sleep(1.7 * period)
             relay.down()  # a loses the database: it cannot renew, stops; b takes over
@@ -218,13 +220,8 @@ async def test_a_run_the_leaders_outage_interrupts_is_attempted_again_once_by_th
     with shared_schema() as schema, ExitStack() as stack:
         relay = postgres_db.Outage()
         stack.callback(relay.down)
-        a, b = two_nodes(stack, schema, relay, lease, CutMidRun(relay, cut_at=1))
-        now = datetime.now(UTC)
-        every = schedule("sched_tick", Every(period), created=now.replace(microsecond=0))
-        a.schedules.files.put(every.id, schedule_document(every))
-        a.call(a.schedules.start())
-        await asyncio.sleep(lease / 2)  # a leads
-        b.call(b.schedules.start())
+        cutter = CutMidRun(relay, cut_at=1)
+        a, b = await two_ticking_nodes(stack, schema, relay, lease, period, cutter)
         try:
             assert await eventually(lambda: len(fires(b)) >= 2, within=30)
         finally:
