@@ -45,6 +45,8 @@ the rest are defined here. Base classes from Python follow a name in parentheses
     │                               outright; the chat is told once [frontkit.outbox]
     ├── ScheduleRefusedError        a schedule request the scheduler will not do
     │                               (a past ``at``, cancelling a declared one) [scheduler.front]
+    ├── ScheduledRunFailedError     a due time handed here by another node failed here
+    │                               (its sender records the attempt failed) [scheduler.relayed]
     ├── ServiceUnavailableError     a service that cannot run now refuses new work (HTTP 503)
     │   └── SchedulerUnavailableError   the scheduler did not start or its loop ended
     │                               [scheduler.front]
