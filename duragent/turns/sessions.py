@@ -91,10 +91,6 @@ class SessionQueries:
         """``(chat_id, session_id)`` of every chat of ``gateway``."""
         return self._registry.chat_sessions(gateway)
 
-    def sessions_of_chat(self, gateway: str, chat_id: str) -> list[tuple[str, str]]:
-        """``(agent, session_id)`` of every session mapped for one chat (this node's copy)."""
-        return self._registry.sessions_of_chat(gateway, chat_id)
-
     async def sessions_of_chat_now(self, gateway: str, chat_id: str) -> list[tuple[str, str]]:
         """``(agent, session_id)`` of every session mapped for one chat, as stored now."""
         return await self._registry.sessions_of_chat_now(gateway, chat_id)

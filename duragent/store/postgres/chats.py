@@ -197,20 +197,32 @@ class PostgresChats:
         return found
 
     def fetch_chat(self, gateway: str, chat_id: str) -> list[tuple[ChatKey, str]]:
-        """Every agent's mapping of one chat as stored now, each as ``fetch`` reads it."""
+        """Every agent's mapping of one chat as stored now, in one read.
+
+        As ``fetch`` reads one key: a row the code cannot use is moved aside, and the local
+        copy is updated (mappings the table no longer has go from it too).
+        """
+        found: list[tuple[ChatKey, str]] = []
+        moved: list[dict[str, str]] = []
         with self._db.transaction("reading the chat map") as conn:
-            agents = conn.execute(
-                "SELECT agent FROM chats WHERE gateway = %s AND chat_id = %s ORDER BY agent",
+            rows = conn.execute(
+                "SELECT agent, session_id FROM chats WHERE gateway = %s AND chat_id = %s "
+                "ORDER BY agent",
                 (gateway, chat_id),
             ).fetchall()
+            for agent, session_id in rows:
+                key = (gateway, chat_id, str(agent))
+                problem = _problem(key, session_id)
+                if problem is None:
+                    found.append((key, str(session_id)))
+                else:
+                    moved += _move_aside(conn, key, session_id, problem)
+        _log_moved(moved)
         with self._lock:  # mappings this copy holds that the table no longer has go too
-            known = {key[2] for key in self._map if key[:2] == (gateway, chat_id)}
-        found = []
-        for agent in sorted(known | {str(a) for (a,) in agents}):
-            key = (gateway, chat_id, agent)
-            session_id = self.fetch(key)
-            if session_id is not None:
-                found.append((key, session_id))
+            self._aside.update((r["moved_to"], r) for r in moved)
+            for key in [k for k in self._map if k[:2] == (gateway, chat_id)]:
+                del self._map[key]
+            self._map.update(found)
         return found
 
     def items(self) -> list[tuple[ChatKey, str]]:

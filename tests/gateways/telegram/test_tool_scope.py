@@ -32,7 +32,8 @@ async def test_a_dm_is_neither_listed_nor_read_by_another_dms_session_tool(
         assert await rig.replies(ALICE) == [f"re: {SECRET}"]
         await rig.settle()
         queries = rig.runtime.turns.sessions
-        (alices,) = [sid for _agent, sid in queries.sessions_of_chat("telegram", str(ALICE))]
+        chat = await queries.sessions_of_chat_now("telegram", str(ALICE))
+        (alices,) = [sid for _agent, sid in chat]
         rig.llm.enqueue(
             session_call("c1", action="list"),
             session_call("c2", action="read", session_id=alices),
