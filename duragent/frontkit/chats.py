@@ -103,6 +103,9 @@ class GatewayChats:
     relay: ChatRelay | None = None
     """Several nodes, each message reaching one: handed to the chat's owner (``relayed``)."""
     _sweepers: list[asyncio.Task[None]] = field(default_factory=list)
+    _unlisten: list[Callable[[], None]] = field(default_factory=list)
+    _recovering: set[str] = field(default_factory=set)
+    """Sessions a recovery of this gateway is finishing now (one at a time each)."""
 
     async def message(self, msg: InboundMessage) -> None:
         """Route, check and record ``msg`` (``ChatFront.message``), once across nodes."""
@@ -178,12 +181,20 @@ class GatewayChats:
 
         With several nodes: at start, only the chats no live node serves (free leases, this
         node's own, expired ones); then, on the holder of the ``recovery:<gateway>`` leader
-        lease, every lease period, the chats whose node died since (``_sweep_forever``).
+        lease, every lease period, the chats whose node died since (``_sweep_forever``); and
+        at once, on this node, a chat whose session this node took over from a dead node
+        before any sweep saw it (``store.takeovers``: a sweep looks at expired leases only).
         """
         orphans = self.cluster.orphans
         if orphans is None:
             await self._recover_chats(None)
             return
+        loop = asyncio.get_running_loop()
+
+        def taken_over(session_id: str) -> None:  # on the claiming actor's thread
+            loop.call_soon_threadsafe(self._taken_over, session_id)
+
+        self._unlisten.append(self.cluster.takeovers.listen(taken_over))
         node = self.cluster.leaders.node_id
         await self._recover_chats(
             await asyncio.to_thread(lambda: orphans.chats(self.gateway, owned_by=node))
@@ -194,6 +205,18 @@ class GatewayChats:
         self._sweepers.append(asyncio.create_task(leading, name=f"{self.gateway}-recovery"))
 
     async def _recover_chats(self, chats: list[tuple[str, str]] | None) -> RecoveryReport:
+        """``recover_chats`` for ``chats``, but those a recovery here is finishing already."""
+        if chats is None:  # one node: its start's recovery is the only one
+            return await self._recover_now(None)
+        chats = [(chat, sid) for chat, sid in chats if sid not in self._recovering]
+        mine = {sid for _, sid in chats}
+        self._recovering.update(mine)  # loading them takes them over: nothing more to do
+        try:
+            return await self._recover_now(chats)
+        finally:
+            self._recovering.difference_update(mine)
+
+    async def _recover_now(self, chats: list[tuple[str, str]] | None) -> RecoveryReport:
         return await recover_chats(
             self.gateway,
             self.chat.turns.sessions,
@@ -202,6 +225,32 @@ class GatewayChats:
             settings=self._rules,
             chats=chats,
         )
+
+    def _taken_over(self, session_id: str) -> None:
+        """This node took ``session_id`` from a dead node: finish it if it is our chat's."""
+        if session_id in self._recovering:
+            return
+        self._recovering.add(session_id)
+        self.queues.tasks.spawn(
+            self._finish_taken(session_id), name=f"{self.gateway}-taken-over-{session_id}"
+        )
+
+    async def _finish_taken(self, session_id: str) -> None:
+        try:
+            info = await self.chat.turns.sessions.info(session_id)
+            chat_id = info.gateway_chat_id
+            if info.gateway != self.gateway or chat_id is None:
+                return  # another gateway's, or no chat's (HTTP): its own front finishes it
+            log.info(
+                "%s: session %s was taken over from a stopped node; finishing what it left",
+                self.gateway,
+                session_id,
+            )
+            await self._recover_now([(chat_id, session_id)])
+        except Exception as exc:  # the sweep tries again once the lease runs out
+            log.warning("%s: finishing session %s failed: %s", self.gateway, session_id, exc)
+        finally:
+            self._recovering.discard(session_id)
 
     async def _sweep_forever(self) -> None:
         """Finish the chats of sessions whose node died (their leases expired), then free them."""
@@ -225,6 +274,9 @@ class GatewayChats:
 
     async def close(self) -> None:
         """Stop the sweep for chats other nodes left (the gateway stops)."""
+        unlisten, self._unlisten[:] = list(self._unlisten), []
+        for stop in unlisten:
+            stop()
         sweepers, self._sweepers[:] = list(self._sweepers), []
         for task in sweepers:
             task.cancel()

@@ -70,7 +70,9 @@ def cluster_storage(store: SessionStorage) -> Cluster:
         return local_cluster()
     from duragent.store.postgres import postgres_cluster
 
-    return postgres_cluster(postgres.db, postgres.node_id, postgres.lease_seconds)
+    return postgres_cluster(
+        postgres.db, postgres.node_id, postgres.lease_seconds, postgres.takeovers
+    )
 
 
 def schedule_storage(store: SessionStorage) -> tuple[ScheduleStorage, RunLogStorage] | None:

@@ -27,6 +27,7 @@ from duragent.store.cluster_protocols import (
     OrphanedChats,
     RunClaims,
 )
+from duragent.store.takeovers import TakeOvers
 
 __all__ = ["KEPT_CLAIMS", "Cluster", "MemoryCluster", "local_cluster"]
 
@@ -46,6 +47,8 @@ class Cluster:
     once then wait for their leader lease; with files they start at once, as before."""
     orphans: OrphanedChats | None = None
     """Chats of sessions a dead node left (None: one node; its start recovers them all)."""
+    takeovers: TakeOvers = field(default_factory=TakeOvers)
+    """Sessions this node took from a dead node (``takeovers``; one node: never any)."""
 
 
 @dataclass(slots=True)

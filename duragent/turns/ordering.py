@@ -216,6 +216,9 @@ class Ordering:
         ``queue`` is the chat's rules (the defaults when omitted).
         """
         line = self._lines.line(session_id)
+        if turn.seq <= line.held_through:  # a message taken in meanwhile: one turn for both
+            log.info("session %s: messages through %d have their turn coming", session_id, turn.seq)
+            return
         line.front = front
         if queue is not None:
             line.queue = queue
@@ -245,8 +248,9 @@ class Ordering:
         if accepted.answered:
             log.info("session %s: message %s was answered already", session_id, inbound.message_id)
             return
-        if accepted.duplicate and accepted.seq <= line.held_through:
-            # redelivered while its turn is queued or running (a recovery resumed it): once
+        if accepted.seq <= line.held_through:
+            # redelivered while its turn is queued or running, or recorded while a recovery
+            # (a session taken over from a dead node) resumed it: answered once
             log.info("session %s: message %s has its turn coming", session_id, inbound.message_id)
             return
         line.held_through = max(line.held_through, accepted.seq)

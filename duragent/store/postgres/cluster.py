@@ -41,6 +41,7 @@ from duragent.store.cluster import Cluster
 from duragent.store.postgres.connection import Database
 from duragent.store.protocols import ClaimOutcome
 from duragent.store.schedule_files import check_schedule_id
+from duragent.store.takeovers import TakeOvers
 
 __all__ = [
     "KEEP_FIRES",
@@ -69,14 +70,21 @@ _CLAIM_RUN = (
 """Inbound claims commit without waiting for the WAL flush (see module docstring)."""
 
 
-def postgres_cluster(db: Database, node_id: str, lease_seconds: float) -> Cluster:
-    """Node ``node_id``'s ``Cluster`` on ``db`` (an inbound claim is held two leases)."""
+def postgres_cluster(
+    db: Database, node_id: str, lease_seconds: float, takeovers: TakeOvers | None = None
+) -> Cluster:
+    """Node ``node_id``'s ``Cluster`` on ``db`` (an inbound claim is held two leases).
+
+    ``takeovers``: the session store's (``PostgresSessionStore.takeovers``), which its
+    claims tell.
+    """
     return Cluster(
         PostgresInbound(db, node_id, hold_seconds=2 * lease_seconds),
         PostgresLeaders(db, node_id, lease_seconds),
         PostgresRuns(db, node_id, hold_seconds=2 * lease_seconds),
         shared=True,
         orphans=PostgresOrphans(db),
+        takeovers=takeovers or TakeOvers(),
     )
 
 

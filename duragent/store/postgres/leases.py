@@ -39,6 +39,9 @@ class Lease:
     session_id: str
     session_key: int
     epoch: int
+    taken_over: bool = False
+    """The claim took the session from a node that no longer serves it (its lease had run
+    out): what that node left unfinished is now this node's to finish."""
 
 
 Conn = psycopg.Connection[TupleRow]
@@ -48,7 +51,9 @@ def claim(conn: Conn, session_id: str, node: str, seconds: float) -> Lease:
     """Take the lease of the live session ``session_id`` for ``node`` (see module docstring).
 
     Creates the session's row when there is none (as a first write creates a folder).
-    Raises ``LeaseHeldError`` when another node's lease is still running.
+    Raises ``LeaseHeldError`` when another node's lease is still running. ``taken_over``
+    on the result: the lease had run out (its node, this one's earlier life included, died
+    or was cut off), so the session may hold a turn that node never finished.
     """
     conn.execute(
         "INSERT INTO sessions (session_id) VALUES (%s) "
@@ -56,11 +61,14 @@ def claim(conn: Conn, session_id: str, node: str, seconds: float) -> Lease:
         (session_id,),
     )
     row = conn.execute(
-        "UPDATE sessions SET epoch = epoch + 1, owner_node = %(node)s, "
-        "lease_expires_at = now() + make_interval(secs => %(secs)s) "
-        "WHERE session_id = %(sid)s AND quarantined_at IS NULL AND (owner_node IS NULL "
-        "OR owner_node = %(node)s OR lease_expires_at < now()) "
-        "RETURNING session_key, epoch",
+        "WITH before AS (SELECT session_key, owner_node, lease_expires_at FROM sessions "
+        "WHERE session_id = %(sid)s AND quarantined_at IS NULL FOR UPDATE) "
+        "UPDATE sessions s SET epoch = s.epoch + 1, owner_node = %(node)s, "
+        "lease_expires_at = now() + make_interval(secs => %(secs)s) FROM before "
+        "WHERE s.session_key = before.session_key AND (before.owner_node IS NULL "
+        "OR before.owner_node = %(node)s OR before.lease_expires_at < now()) "
+        "RETURNING s.session_key, s.epoch, "
+        "before.owner_node IS NOT NULL AND before.lease_expires_at < now()",
         {"node": node, "secs": seconds, "sid": session_id},
     ).fetchone()
     if row is None:
@@ -71,7 +79,7 @@ def claim(conn: Conn, session_id: str, node: str, seconds: float) -> Lease:
         ).fetchone()
         owner, expires_in = held if held else ("?", 0.0)
         raise LeaseHeldError(session_id, str(owner), float(expires_in or 0.0))
-    return Lease(session_id, int(row[0]), int(row[1]))
+    return Lease(session_id, int(row[0]), int(row[1]), taken_over=bool(row[2]))
 
 
 def fence(conn: Conn, lease: Lease, seconds: float, *, log_written: bool = False) -> None:

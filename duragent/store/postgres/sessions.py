@@ -50,6 +50,7 @@ from duragent.store.postgres.snapshot_rows import (
     parse_document,
 )
 from duragent.store.saved_outputs import DEFAULT_LIMITS, SavedOutputLimits
+from duragent.store.takeovers import TakeOvers
 
 __all__ = ["EventSeqConflictError", "PostgresSessionStore"]
 
@@ -73,6 +74,8 @@ class PostgresSessionStore:
         self.in_doubt = CommitsInDoubt()
         self.fenced_writes = 0
         """Writes refused by the fence since start (``/metrics``)."""
+        self.takeovers = TakeOvers()
+        """Told of every session claimed from a node whose lease ran out (``takeovers``)."""
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -108,6 +111,8 @@ class PostgresSessionStore:
         self.in_doubt.forget(session_id)  # a doubt is settled under the epoch it arose in
         with self._lock:
             self._leases[session_id] = got
+        if got.taken_over:
+            self.takeovers.taken_over(session_id)
         return got
 
     def own(self, session_id: str) -> None:
@@ -121,6 +126,8 @@ class PostgresSessionStore:
             got = claim(conn, session_id, self.node_id, self.lease_seconds)
         with self._lock:
             self._leases[session_id] = got
+        if got.taken_over:
+            self.takeovers.taken_over(session_id)
 
     def renew_leases(self) -> list[str]:
         """Renew every lease held here and this node's heartbeat, in one round trip.

@@ -154,3 +154,22 @@ def test_a_node_restarted_after_a_crash_takes_its_sessions_straight_back(
         with pytest.raises(FencedWriteError):
             crashed.append([user(3)])  # the old incarnation, were it alive, is fenced
         restarted.close()
+
+
+def test_only_a_claim_over_a_lease_that_ran_out_tells_of_a_take_over(
+    node_a: PostgresSessionStore, node_b: PostgresSessionStore
+) -> None:
+    told: list[tuple[str, str]] = []
+    node_a.takeovers.listen(lambda sid: told.append(("node-a", sid)))
+    node_b.takeovers.listen(lambda sid: told.append(("node-b", sid)))
+    node_a.create("s1")
+    node_a.own("s1")  # its own live lease again: nothing was left
+    node_a.event_log("s1").close()  # released: whoever comes next finds nothing left
+    node_b.own("s1")
+    assert told == []
+    expire_lease(node_b, "s1")  # node b died holding it
+    node_a.own("s1")
+    expire_lease(node_a, "s1")  # and node a too: its next life takes its own lease back
+    node_a.own("s1")
+    assert told == [("node-a", "s1"), ("node-a", "s1")]
+    assert node_a.lease("s1").taken_over
