@@ -31,8 +31,10 @@ from duragent.frontkit.delivery import Delivery
 from duragent.frontkit.group_context import read_group_context
 from duragent.frontkit.outbound import ChatRef, OutboundPort, SentMessage
 from duragent.frontkit.preview import Previews
+from duragent.frontkit.preview_store import preview_records
 from duragent.lifecycle.tasks import BackgroundTasks
 from duragent.observability.logctx import log_context, new_turn_id
+from duragent.store.cluster_protocols import PreviewRows
 from duragent.turns import (
     ApprovalDecision,
     ApprovalMismatchError,
@@ -62,13 +64,16 @@ class ChatTurns:
         tasks: BackgroundTasks,
         *,
         typing_every: float = TYPING_EVERY_SECONDS,
+        previews: PreviewRows | None = None,
     ) -> None:
+        """``previews``: where every node records reply previews (None: this workspace)."""
         self._turns = turns
         self._outbound = outbound
         self._tasks = tasks
         self._typing_every = typing_every
         self.delivery = Delivery(turns, outbound, agents=turns.agents)
-        self.previews = Previews.over(outbound, turns.workspace_dir, turns.agents)
+        records = preview_records(turns.workspace_dir, previews)
+        self.previews = Previews.over(outbound, records, turns.agents)
         """Replies shown as they are written (None: the platform shows no previews)."""
         self.delivery.previews = self.previews
 

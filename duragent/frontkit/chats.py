@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
@@ -38,13 +39,14 @@ from duragent.frontkit.inbound import ButtonPress, InboundMessage
 from duragent.frontkit.media import MediaSettings, MediaSource
 from duragent.frontkit.media_intake import MediaIntake
 from duragent.frontkit.outbound import OutboundPort, metered
-from duragent.frontkit.owners import defer_to_owner, serve_when_free
+from duragent.frontkit.owners import EXTRA_SECONDS, defer_to_owner, serve_when_free
 from duragent.frontkit.queue import SessionQueues
 from duragent.frontkit.recovery import RecoveryReport, recover_chats
 from duragent.frontkit.relayed import ChatRelay, Relayed
 from duragent.frontkit.routing import Router
 from duragent.lifecycle.tasks import BackgroundTasks
 from duragent.store.cluster import Cluster, local_cluster
+from duragent.store.cluster_protocols import ClaimOutcome
 from duragent.turns import TurnRunner
 
 __all__ = ["ChatHandler", "GatewayChats", "InboundBusyError", "gateway_chats"]
@@ -52,6 +54,10 @@ __all__ = ["ChatHandler", "GatewayChats", "InboundBusyError", "gateway_chats"]
 log = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
+
+HOLD_LEASES = 2
+"""An inbound claim's hold, in leases (``postgres_cluster``): the longest a busy claim lasts."""
+BUSY_POLL_SECONDS = 0.25
 
 
 class InboundBusyError(DuragentError):
@@ -142,19 +148,23 @@ class GatewayChats:
             if relay is None:
                 return handle
             return lambda: relay.serve(value, handle)
-        if not await defer_to_owner(self.cluster, value.gateway, value.chat_id):
-            return handle
-        lease = self.cluster.leaders.seconds  # the owner did not take it: it is taken over
+        # after the wait the owner did not take it: taken over. Without one, the session may
+        # still have been claimed a moment ago by a node that has its own copy: waited out too
+        await defer_to_owner(self.cluster, value.gateway, value.chat_id)
+        lease = self.cluster.leaders.seconds
         return lambda: serve_when_free(handle, lease)
 
     async def _once(self, key: tuple[str, str, str], handle: Callable[[], Awaitable[None]]) -> bool:
         """Run ``handle`` if this node is first to claim ``key``; False: a duplicate.
 
-        Raises ``InboundBusyError`` when another node is recording it right now. The claim is
+        Raises ``InboundBusyError`` when another node is recording it right now (on a platform
+        that fans out, once that node held it for its whole hold: ``_while_busy``). The claim is
         settled once ``handle`` returned (the message is on disk or deliberately dropped) and
         released if it raised, so a redelivery is taken at once.
         """
         outcome = await self._ledger(self.cluster.inbound.claim, key)
+        if outcome == "busy" and self.fans_out:
+            outcome = await self._while_busy(key)
         if outcome == "duplicate":
             return False
         if outcome == "busy":
@@ -169,6 +179,21 @@ class GatewayChats:
             raise
         await self._ledger(self.cluster.inbound.settle, key)
         return True
+
+    async def _while_busy(self, key: tuple[str, str, str]) -> ClaimOutcome:
+        """Claim ``key`` again until the node taking it in settles or lets go of it.
+
+        A platform that fans out delivers a message once to each node and never again: a
+        node that met another's claim and gave up would lose the message whenever that node
+        then failed to take it in (it met a lease this node holds, say). The claim is held at
+        most ``HOLD_LEASES`` leases, so the wait ends.
+        """
+        deadline = time.monotonic() + HOLD_LEASES * self.cluster.leaders.seconds + EXTRA_SECONDS
+        outcome: ClaimOutcome = "busy"
+        while outcome == "busy" and time.monotonic() < deadline:
+            await asyncio.sleep(BUSY_POLL_SECONDS)
+            outcome = await self._ledger(self.cluster.inbound.claim, key)
+        return outcome
 
     async def _ledger(self, call: Callable[[str, str, str], _T], key: tuple[str, str, str]) -> _T:
         """``call(*key)``: in a thread when it asks a database, inline for this process's memory."""
@@ -339,7 +364,8 @@ def gateway_chats(
     ``media_settings`` (limits, transcription).
     """
     outbound = metered(outbound, gateway, turns.metrics)
-    chat = ChatTurns(turns, outbound, tasks, typing_every=typing_every)
+    cluster = cluster or local_cluster()
+    chat = ChatTurns(turns, outbound, tasks, typing_every=typing_every, previews=cluster.previews)
     queues = SessionQueues(turns, chat, outbound, tasks, turn_timeout=request_timeout)
     if turns.metrics is not None:
         turns.metrics.chat_queue(gateway, queues.pending)
@@ -355,7 +381,7 @@ def gateway_chats(
         chat,
         catalog,
         is_group,
-        cluster or local_cluster(),
+        cluster,
         fans_out,
         None if fans_out else relay,
     )

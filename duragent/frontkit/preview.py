@@ -46,7 +46,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import TypeVar
 
 from duragent.agents import AgentCatalog
@@ -55,7 +54,7 @@ from duragent.errors import NotFoundError
 from duragent.frontkit.outbound import ChatRef, OutboundPort, SentMessage
 from duragent.frontkit.outbox import PlatformBusyError
 from duragent.frontkit.preview_port import PreviewBudget, PreviewPort, preview_port_of
-from duragent.frontkit.preview_store import PreviewRecord, PreviewStore
+from duragent.frontkit.preview_store import PreviewRecord, PreviewRecords
 
 __all__ = ["FIRST_AFTER", "Previews", "ReplyStream"]
 
@@ -341,7 +340,7 @@ class Previews:
     def __init__(
         self,
         port: PreviewPort,
-        store: PreviewStore,
+        store: PreviewRecords,
         agents: Callable[[], AgentCatalog],
         *,
         first_after: float = FIRST_AFTER,
@@ -354,13 +353,11 @@ class Previews:
 
     @classmethod
     def over(
-        cls, outbound: OutboundPort, workspace: Path, agents: Callable[[], AgentCatalog]
+        cls, outbound: OutboundPort, records: PreviewRecords, agents: Callable[[], AgentCatalog]
     ) -> Previews | None:
         """Previews through ``outbound`` (None when its platform shows none)."""
         port = preview_port_of(outbound)
-        if port is None:
-            return None
-        return cls(port, PreviewStore(workspace / "previews"), agents)
+        return None if port is None else cls(port, records, agents)
 
     def streams(self, agent: str) -> bool:
         """Whether ``agent``'s replies stream into chats (``spec.session.stream_replies``)."""

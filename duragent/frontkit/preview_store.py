@@ -20,8 +20,15 @@ A record whose rename a crash cut (``atomic_write``'s temporary file, whole) is 
 record it is, and renamed into place; one that does not read is a machine crash's half
 write, and is removed. Only a crash between the platform accepting the preview and that
 write (the answer's last bytes) leaves a preview nothing knows of, as a crash between a send
-and its ``delivery`` record leaves a reply sent twice. With several nodes each keeps its own
-(as the media index).
+and its ``delivery`` record leaves a reply sent twice.
+
+With several nodes (``store.backend: postgres``) the node that finishes a chat after a kill
+may not be the one that streamed into it: the records are rows every node sees
+(``SharedPreviewStore`` over the cluster's ``PreviewRows``), each saved in one short
+transaction on a thread of its own before the preview's first edit. Records left in the
+workspace's folder from before the switch to PostgreSQL are still read, and removed when
+their preview is finished. Never both for one preview: a file beside a row would be found
+by its node's restart after another node had finished the preview, and delete the reply.
 """
 
 from __future__ import annotations
@@ -31,14 +38,23 @@ import hashlib
 import json
 import logging
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from duragent.frontkit.outbound import ChatRef, SentMessage
 from duragent.store.atomic import atomic_write
+from duragent.store.cluster_protocols import PreviewRows
 from duragent.store.fileops import OS_FILE_OPS
 
-__all__ = ["PreviewRecord", "PreviewStore"]
+__all__ = [
+    "PreviewRecord",
+    "PreviewRecords",
+    "PreviewStore",
+    "SharedPreviewStore",
+    "preview_records",
+]
 
 log = logging.getLogger(__name__)
 
@@ -75,8 +91,22 @@ class PreviewRecord:
         return (int(mid), mid) if mid.isdigit() else (0, mid)
 
 
+class PreviewRecords(Protocol):
+    """Where a gateway's preview records are kept: files (one node) or rows (several)."""
+
+    async def save(self, record: PreviewRecord) -> None:
+        """Record a preview before its first edit."""
+
+    async def drop(self, record: PreviewRecord) -> None:
+        """Forget a preview (its reply is final, or it was deleted), durably."""
+
+    def load(self, gateway: str) -> list[PreviewRecord]:
+        """Every preview recorded in ``gateway``'s chats (blocking: call it on a thread)."""
+        ...
+
+
 class PreviewStore:
-    """The preview records of a workspace (see module docstring)."""
+    """The preview records of a workspace, as files (see module docstring)."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
@@ -174,3 +204,47 @@ class PreviewStore:
             promoted = True
         if promoted:
             OS_FILE_OPS.fsync_dir(self.folder)
+
+
+class SharedPreviewStore:
+    """The preview records every node sees (``PreviewRows``), and the folder's old ones."""
+
+    def __init__(self, rows: PreviewRows, folder: Path) -> None:
+        self.rows = rows
+        self.files = PreviewStore(folder)
+        """Records from before the workspace moved to a shared store: read, then removed."""
+        self._threads = ThreadPoolExecutor(1, thread_name_prefix="preview-records")
+        """Its own thread: a save never waits behind the process's other threaded work."""
+
+    async def save(self, record: PreviewRecord) -> None:
+        """Record a preview before its first edit: committed when this returns."""
+        chat = record.message.chat
+        args = (chat.gateway, chat.chat_id, record.message.message_id, record.session_id)
+        await asyncio.get_running_loop().run_in_executor(self._threads, self.rows.save, *args)
+
+    async def drop(self, record: PreviewRecord) -> None:
+        """Forget a preview, as a row and as an old file."""
+        chat = record.message.chat
+        args = (chat.gateway, chat.chat_id, record.message.message_id)
+        await asyncio.get_running_loop().run_in_executor(self._threads, self.rows.drop, *args)
+        await self.files.drop(record)
+
+    def load(self, gateway: str) -> list[PreviewRecord]:
+        """Every preview recorded in ``gateway``'s chats, by any node (files included)."""
+        rows = [
+            PreviewRecord(session, SentMessage(ChatRef(gateway, chat), message))
+            for chat, message, session in self.rows.load(gateway)
+        ]
+        seen = {(r.message.chat.chat_id, r.message.message_id) for r in rows}
+        old = [
+            r
+            for r in self.files.load(gateway)
+            if (r.message.chat.chat_id, r.message.message_id) not in seen
+        ]
+        return rows + old
+
+
+def preview_records(workspace: Path, shared: PreviewRows | None) -> PreviewRecords:
+    """Files in the workspace's ``previews`` folder, or ``shared`` rows (and old files)."""
+    folder = workspace / "previews"
+    return PreviewStore(folder) if shared is None else SharedPreviewStore(shared, folder)

@@ -25,6 +25,7 @@ from duragent.store.cluster_protocols import (
     InboundLedger,
     LeaderLeases,
     OrphanedChats,
+    PreviewRows,
     RunClaims,
 )
 from duragent.store.takeovers import TakeOvers
@@ -48,6 +49,8 @@ class Cluster:
     orphans: OrphanedChats | None = None
     """Chats of sessions a dead node left (None: one node; its start recovers them all)."""
     takeovers: TakeOvers = field(default_factory=TakeOvers)
+    previews: PreviewRows | None = None
+    """Where reply previews are recorded for every node (None: in this node's workspace)."""
     """Sessions this node took from a dead node (``takeovers``; one node: never any)."""
 
 

@@ -23,6 +23,7 @@ __all__ = [
     "InboundLedger",
     "LeaderLeases",
     "OrphanedChats",
+    "PreviewRows",
     "RunClaims",
     "SharedStorage",
 ]
@@ -100,6 +101,24 @@ class OrphanedChats(Protocol):
 
     def serving_node(self, gateway: str, chat_id: str) -> str | None:
         """The node holding a live lease on a session of the chat (None: no node serves it)."""
+        ...
+
+
+class PreviewRows(Protocol):
+    """The reply previews in chats, where every node finds them (``frontkit.preview_store``).
+
+    One node keeps them as files in its workspace; several keep them here, since the node
+    that finishes a chat after a kill may not be the one that streamed into it.
+    """
+
+    def save(self, gateway: str, chat_id: str, message_id: str, session_id: str) -> None:
+        """Record a preview before its first edit (durable when this returns)."""
+
+    def drop(self, gateway: str, chat_id: str, message_id: str) -> None:
+        """Forget a preview (its reply is final in its place, or it was deleted)."""
+
+    def load(self, gateway: str) -> list[tuple[str, str, str]]:
+        """``(chat_id, message_id, session_id)`` of the previews recorded in ``gateway``."""
         ...
 
 

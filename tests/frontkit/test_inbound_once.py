@@ -38,10 +38,13 @@ class Pipeline:
         self.presses.append(press.callback_id)
 
 
-def node(shared: MemoryCluster, name: str) -> tuple[GatewayChats, Pipeline]:
+def node(
+    shared: MemoryCluster, name: str, *, fans_out: bool = False
+) -> tuple[GatewayChats, Pipeline]:
     pipeline = Pipeline()
     none: Any = None  # queues, turns and catalog are not reached by ``message``/``press``
-    chats = GatewayChats("telegram", pipeline, none, none, none, cluster=shared.node(name))  # type: ignore[arg-type]
+    cluster = shared.node(name)
+    chats = GatewayChats("telegram", pipeline, none, none, none, cluster=cluster, fans_out=fans_out)  # type: ignore[arg-type]
     return chats, pipeline
 
 
@@ -91,3 +94,36 @@ async def test_a_button_press_on_two_nodes_is_acted_on_once() -> None:
     await a.press(press)
     await b.press(press)
     assert seen_a.presses + seen_b.presses == ["cb-1"]
+
+
+async def test_on_a_platform_that_never_redelivers_a_busy_message_is_taken_when_let_go() -> None:
+    """Discord sends each node its copy once: giving up on a busy claim could lose it."""
+    shared = MemoryCluster()
+    (a, seen_a), (b, seen_b) = node(shared, "a", fans_out=True), node(shared, "b", fans_out=True)
+    seen_a.hold, seen_a.fail_next = asyncio.Event(), True
+    failing = asyncio.create_task(a.message(message("7")))
+    await asyncio.sleep(0)  # a has claimed it and is recording it
+    waiting = asyncio.create_task(b.message(message("7")))
+    await asyncio.sleep(0.3)
+    assert not waiting.done()  # b waits for a's claim, rather than dropping its copy
+    seen_a.hold.set()
+    with pytest.raises(StorageError):
+        await failing  # a could not take it in: its claim is let go
+    await waiting
+    assert seen_a.messages == []
+    assert seen_b.messages == ["7"]
+
+
+async def test_on_a_platform_that_never_redelivers_a_busy_message_recorded_is_a_duplicate() -> None:
+    shared = MemoryCluster()
+    (a, seen_a), (b, seen_b) = node(shared, "a", fans_out=True), node(shared, "b", fans_out=True)
+    seen_a.hold = asyncio.Event()
+    recording = asyncio.create_task(a.message(message("7")))
+    await asyncio.sleep(0)
+    waiting = asyncio.create_task(b.message(message("7")))
+    await asyncio.sleep(0.3)
+    seen_a.hold.set()
+    await recording
+    await waiting  # quietly: a recorded it
+    assert seen_a.messages == ["7"]
+    assert seen_b.messages == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from duragent.frontkit import ChatRef, SentMessage
-from duragent.frontkit.preview_store import PreviewRecord, PreviewStore
+from duragent.frontkit.preview_store import PreviewRecord, PreviewStore, SharedPreviewStore
 
 
 def record(session: str, gateway: str, message_id: str) -> PreviewRecord:
@@ -71,3 +71,45 @@ async def test_a_record_is_in_place_before_its_save_first_waits(tmp_path: Path) 
     saving.send(None)  # up to its first wait: nothing else has run yet
     assert PreviewStore(folder).load("telegram") == [kept]  # as a restarted process reads it
     saving.close()
+
+
+class MemoryRows:
+    """``PreviewRows`` as a dict: what the nodes' shared table holds."""
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple[str, str, str], str] = {}
+
+    def save(self, gateway: str, chat_id: str, message_id: str, session_id: str) -> None:
+        self.rows[(gateway, chat_id, message_id)] = session_id
+
+    def drop(self, gateway: str, chat_id: str, message_id: str) -> None:
+        self.rows.pop((gateway, chat_id, message_id), None)
+
+    def load(self, gateway: str) -> list[tuple[str, str, str]]:
+        return [(c, m, s) for (g, c, m), s in self.rows.items() if g == gateway]
+
+
+async def test_with_several_nodes_a_preview_is_a_shared_row_and_never_a_file(
+    tmp_path: Path,
+) -> None:
+    rows = MemoryRows()
+    store = SharedPreviewStore(rows, tmp_path / "previews")
+    kept = record("s1", "telegram", "7")
+    await store.save(kept)
+    assert rows.rows == {("telegram", "42", "7"): "s1"}
+    assert not (tmp_path / "previews").exists()  # a file would outlive another node's drop
+    assert SharedPreviewStore(rows, tmp_path / "elsewhere").load("telegram") == [kept]
+    await store.drop(kept)
+    assert store.load("telegram") == []
+
+
+async def test_a_preview_recorded_before_the_move_to_a_shared_store_is_found_and_dropped(
+    tmp_path: Path,
+) -> None:
+    old = record("s1", "telegram", "7")
+    await PreviewStore(tmp_path / "previews").save(old)  # on files, before the switch
+    store = SharedPreviewStore(MemoryRows(), tmp_path / "previews")
+    assert store.load("telegram") == [old]
+    await store.drop(old)
+    assert store.load("telegram") == []
+    assert PreviewStore(tmp_path / "previews").load("telegram") == []

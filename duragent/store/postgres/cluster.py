@@ -10,6 +10,8 @@
   clock decides expiry: the nodes' clocks are never compared.
 - ``PostgresOrphans`` (``chats`` joined with the ``sessions`` leases): the chats whose
   session's lease expired — its node died — for another node's recovery to finish.
+- ``PostgresPreviewRows`` (``preview_records``, its own module): the reply previews in
+  chats, found by whichever node finishes the chat.
 - ``PostgresRuns`` (``schedule_fires``): an ``INSERT … ON CONFLICT`` per (schedule id, due
   time) before its first attempt: a second claim is refused while the due time may be
   starting. The claim comes before the run's ``running`` line, so a node killed between the
@@ -39,6 +41,7 @@ from datetime import timedelta
 
 from duragent.store.cluster import Cluster
 from duragent.store.postgres.connection import Database
+from duragent.store.postgres.previews import PostgresPreviewRows
 from duragent.store.protocols import ClaimOutcome
 from duragent.store.schedule_files import check_schedule_id
 from duragent.store.takeovers import TakeOvers
@@ -85,6 +88,7 @@ def postgres_cluster(
         shared=True,
         orphans=PostgresOrphans(db),
         takeovers=takeovers or TakeOvers(),
+        previews=PostgresPreviewRows(db, node_id),
     )
 
 

@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +40,7 @@ from tests.gateways.telegram.rig import (
 )
 from tests.gateways.telegram.test_cluster import HOOK, post, update_json
 from tests.gateways.telegram.test_cluster_presses import prompts, toasts
+from tests.gateways.telegram.test_previews_restart import streamed
 from tests.polling import eventually
 
 postgres_db = pytest.importorskip("tests.store.postgres_db")
@@ -72,12 +76,24 @@ def no_sweeps(schema: str) -> None:
         assert PostgresLeaders(db, "c", 3600).acquire("recovery:telegram")
 
 
-@pytest.mark.parametrize("late", ["press", "message"])
-async def test_a_turn_a_killed_node_left_unfinished_goes_on_where_its_session_is_taken_over(
-    tmp_path: Path, late: str
-) -> None:
-    """``late``: what reaches b: a late press (recorded nowhere) or a new message (one
-    turn then answers both: the chat's queue batches)."""
+@dataclass
+class Nodes:
+    tg: FakeTelegram
+    llm: ScriptedLLMServer
+    a: ServeProcess
+    b: Runtime
+    secret: str
+
+    async def to_a(self, body: bytes) -> None:
+        assert await post_to(self.a.url, body, self.secret) == 200
+
+    async def to_b(self, body: bytes) -> None:
+        assert await post(self.b, body, self.secret) == 200
+
+
+@asynccontextmanager
+async def a_and_b(tmp_path: Path) -> AsyncIterator[Nodes]:
+    """Node a as a child process, node b in this one; no sweep (``no_sweeps``)."""
     async with (
         FakeTelegram(token=TOKEN, bot_username=BOT) as tg,
         ScriptedLLMServer() as llm,
@@ -92,29 +108,60 @@ async def test_a_turn_a_killed_node_left_unfinished_goes_on_where_its_session_is
                 await a.wait_ready()
                 await b.start()
                 secret = tg.calls("setWebhook")[0].params["secret_token"]
-                llm.enqueue(SLEEP, Reply(text="The nap is over."))
-                assert await post_to(a.url, update_json(1, CHAT, 1, "take a nap"), secret) == 200
-                assert await eventually(lambda: len(prompts(tg)) == 1), "no approval prompt"
-                prompt = prompts(tg)[0]["message_id"]
-                allow = allow_once(prompts(tg)[0])
-                press = tg.push_callback_query(CHAT, prompt, allow, user_id=CHAT)
-                assert await post_to(a.url, json.dumps(press).encode(), secret) == 200
-                assert await eventually(lambda: any(t.startswith("✓ Running") for t in toasts(tg)))
-                before = len(tg.sent_messages(CHAT))
-                a.kill()  # while the approved call runs: the turn is left unfinished
-                if late == "press":
-                    again = tg.push_callback_query(CHAT, prompt, allow, user_id=CHAT, stale=True)
-                    assert await post(b, json.dumps(again).encode(), secret) == 200
-                else:
-                    assert await post(b, update_json(2, CHAT, 2, "are you awake?"), secret) == 200
-                assert await eventually(
-                    lambda: "The nap is over." in tg.sent_messages(CHAT), within=30
-                ), "the approved turn never went on"
-                await asyncio.sleep(LEASE)  # a second answer, if there were one, would be out
-                assert tg.sent_messages(CHAT)[before:] == ["The nap is over."]  # one turn
+                yield Nodes(tg, llm, a, b, secret)
             finally:
                 a.stop()
                 await b.aclose()
+
+
+@pytest.mark.parametrize("late", ["press", "message"])
+async def test_a_turn_a_killed_node_left_unfinished_goes_on_where_its_session_is_taken_over(
+    tmp_path: Path, late: str
+) -> None:
+    """``late``: what reaches b: a late press (recorded nowhere) or a new message (one
+    turn then answers both: the chat's queue batches)."""
+    async with a_and_b(tmp_path) as nodes:
+        tg = nodes.tg
+        nodes.llm.enqueue(SLEEP, Reply(text="The nap is over."))
+        await nodes.to_a(update_json(1, CHAT, 1, "take a nap"))
+        assert await eventually(lambda: len(prompts(tg)) == 1), "no approval prompt"
+        prompt = prompts(tg)[0]["message_id"]
+        allow = allow_once(prompts(tg)[0])
+        await nodes.to_a(
+            json.dumps(tg.push_callback_query(CHAT, prompt, allow, user_id=CHAT)).encode()
+        )
+        assert await eventually(lambda: any(t.startswith("✓ Running") for t in toasts(tg)))
+        before = len(tg.sent_messages(CHAT))
+        nodes.a.kill()  # while the approved call runs: the turn is left unfinished
+        if late == "press":
+            again = tg.push_callback_query(CHAT, prompt, allow, user_id=CHAT, stale=True)
+            await nodes.to_b(json.dumps(again).encode())
+        else:
+            await nodes.to_b(update_json(2, CHAT, 2, "are you awake?"))
+        assert await eventually(lambda: "The nap is over." in tg.sent_messages(CHAT), within=30), (
+            "the approved turn never went on"
+        )
+        await asyncio.sleep(LEASE)  # a second answer, if there were one, would be out by now
+        assert tg.sent_messages(CHAT)[before:] == ["The nap is over."]  # one turn
+
+
+async def test_a_preview_a_killed_node_left_half_written_is_finished_by_the_node_taking_over(
+    tmp_path: Path,
+) -> None:
+    """The preview's record is a row every node sees, not a file in node a's folder."""
+    async with a_and_b(tmp_path) as nodes:
+        tg = nodes.tg
+        half = " ".join(f"half{i}" for i in range(200))
+        nodes.llm.enqueue(streamed(half, 200, 0.2), Reply(text="The whole **answer**."))
+        await nodes.to_a(update_json(1, CHAT, 1, "a question"))
+        assert await eventually(lambda: bool(tg.edits(CHAT)), within=60), "no preview edit"
+        [preview] = [c.answer["result"]["message_id"] for c in tg.calls("sendMessage") if c.answer]
+        nodes.a.kill()  # mid-stream: the reply was never written
+        await nodes.to_b(update_json(2, CHAT, 2, "still there?"))
+        assert await eventually(lambda: tg.final_texts(CHAT) == ["The whole answer."], within=30), (
+            tg.final_texts(CHAT)
+        )
+        assert [d.message_id for d in tg.deleted(CHAT)] == [preview]
 
 
 def allow_once(prompt: dict[str, Any]) -> str:

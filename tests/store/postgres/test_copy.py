@@ -131,8 +131,9 @@ def test_the_cli_migrates_and_copies_a_workspace(tmp_path: Path) -> None:
         migrated = runner.invoke(app, ["store", "migrate", "-c", str(config)], env=env)
         assert migrated.exit_code == 0, migrated.output
         assert (
-            f"schema {schema}: version 6; applied: 1 initial, 2 saved_outputs, "
-            "3 exactly_once, 4 nodes, 5 chats_quarantine, 6 attachments" in migrated.output
+            f"schema {schema}: version 7; applied: 1 initial, 2 saved_outputs, "
+            "3 exactly_once, 4 nodes, 5 chats_quarantine, 6 attachments, 7 preview_records"
+            in migrated.output
         )
         copied = runner.invoke(
             app, ["store", "copy", "--from", "file", "--to", "postgres", "-c", str(config)], env=env
