@@ -191,7 +191,7 @@ async def _recover(
         return
     since = min(progress.last_delivered_seq, progress.last_answered_seq)
     events = await _events_after(parts.sessions, session_id, since)
-    if progress.undelivered and await _deliver(chat, progress, events, parts.delivery, preview):
+    if progress.undelivered and await _deliver(chat, progress, events, parts, preview):
         report.delivered += 1
     elif preview is not None:  # no reply to put in its place: the turn runs again, or failed
         await preview.discard()
@@ -255,10 +255,15 @@ async def _deliver(
     chat: ChatRef,
     progress: ChatProgress,
     events: list[Event],
-    delivery: Delivery,
+    parts: _Parts,
     preview: ReplyStream | None,
 ) -> bool:
-    """Send the final replies after ``last_delivered_seq``, in order, recorded as one."""
+    """Send the final replies after ``last_delivered_seq``, in order, recorded as one.
+
+    As a reply to the user message before them: after ``last_delivered_seq`` as a rule, but
+    a turn that paused for an approval had its prompt delivered after its message, so that
+    message is then read further back (``_message_before``).
+    """
     replies: list[tuple[int, AssistantResponseData]] = []
     reply_to: str | None = None
     for event in events:
@@ -270,6 +275,8 @@ async def _deliver(
             replies.append((event.seq, reply))
     if not replies:
         return False
+    if reply_to is None:
+        reply_to = await _message_before(parts.sessions, progress.session_id, replies[0][0])
     texts = [reply.content for _, reply in replies]
     last_seq, last = replies[-1]
     result = Complete(
@@ -280,8 +287,17 @@ async def _deliver(
         message_id=last.message_id,
         attachments=tuple(f for _, r in replies for f in ReplyFile.files_of(r.attachments)),
     )
-    await delivery.deliver(chat, result, reply_to=reply_to, stream=preview)
+    await parts.delivery.deliver(chat, result, reply_to=reply_to, stream=preview)
     return True
+
+
+async def _message_before(sessions: SessionQueries, session_id: str, seq: int) -> str | None:
+    """The newest user message's platform id before ``seq`` (the archive read if need be)."""
+    for archive in (False, True):
+        events = await sessions.events(session_id, include_archive=archive)
+        if (found := _reply_to(events, seq)) is not None:
+            return found
+    return None
 
 
 def _resume(
