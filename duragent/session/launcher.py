@@ -88,6 +88,9 @@ class ActorLauncher:
             del self._live[session_id]
         if not await asyncio.to_thread(self._store.exists, session_id):  # a query, in Postgres
             raise await asyncio.to_thread(self.missing, session_id)
+        live = self._live.get(session_id)  # another caller may have started it meanwhile
+        if live is not None and live.ref.is_alive():
+            return live
         return await self.start(session_id, None)
 
     def missing(self, session_id: str) -> Exception:
