@@ -263,12 +263,12 @@ class Runtime:
         return self.config.sessions.ttl_hours or None
 
     async def _sweep_ttl(self) -> None:
-        sessions = self.workspace.paths.sessions
+        store = self.registry.store
         await sweep_forever(
             self.registry,
             self._ttl_hours,
             self._clock,
-            lambda: sandboxes.prune_scratch(self._sandbox, sessions),
+            lambda: sandboxes.prune_scratch(self._sandbox, store.list_ids),
         )
 
     async def _exit_when_idle(self, seconds: float) -> None:

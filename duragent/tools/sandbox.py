@@ -53,7 +53,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -82,6 +83,9 @@ SandboxMode = Literal["trust", "bubblewrap", "docker"]
 
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
 """Shown read-only when present (a symlink, as ``/bin`` → ``usr/bin`` is, stays a symlink)."""
+SCRATCH_GRACE_SECONDS = 3600.0
+"""A scratch folder this recent is never swept (see ``prune_scratch``)."""
+
 BASE_ENV = ("PATH", "LANG", "LANGUAGE", "LC_*", "TERM", "TZ")
 """Variables every sandboxed process gets (when the server has them)."""
 _SECRET = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH|COOKIE|SESSION")
@@ -342,22 +346,28 @@ def check(sandbox: Sandbox, config_file: Path) -> None:
     )
 
 
-def prune_scratch(sandbox: Sandbox, sessions_dir: Path) -> list[str]:
+def prune_scratch(sandbox: Sandbox, session_ids: Callable[[], Iterable[str]]) -> list[str]:
     """Remove the scratch folders of sessions that no longer exist; their ids.
 
     A scratch folder lives as long as its session (an ended session may be resumed); once the
-    session's folder is deleted, nothing can use it again. Run by the server's hourly sweep.
+    session is deleted, nothing can use it again. Run by the server's hourly sweep.
+    ``session_ids``: the store's sessions (asked once per sweep; with PostgreSQL no session
+    has a folder, so the store is asked, never the disk). A folder changed within the last
+    ``SCRATCH_GRACE_SECONDS`` is kept: its session may have begun after the store was asked.
     """
     root = sandbox.scratch_root
     if root is None or not root.is_dir():
         return []
+    known = set(session_ids())
+    recent = time.time() - SCRATCH_GRACE_SECONDS
     removed = []
     for folder in sorted(root.iterdir()):
-        if folder.is_dir() and not (sessions_dir / folder.name).exists():
-            try:
-                shutil.rmtree(folder)
-            except OSError as exc:
-                log.warning("cannot remove the scratch folder %s: %s", folder, exc)
+        try:
+            if not folder.is_dir() or folder.name in known or folder.stat().st_mtime > recent:
                 continue
-            removed.append(folder.name)
+            shutil.rmtree(folder)
+        except OSError as exc:
+            log.warning("cannot remove the scratch folder %s: %s", folder, exc)
+            continue
+        removed.append(folder.name)
     return removed

@@ -6,6 +6,7 @@ import asyncio
 import os
 import socket
 import textwrap
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -234,16 +235,21 @@ async def test_a_process_that_left_the_group_still_ends_with_the_sandboxed_call(
 
 
 def test_the_sweep_removes_only_scratch_folders_of_deleted_sessions(tmp_path: Path) -> None:
+    """The store says which sessions exist: with PostgreSQL no session has a folder, and the
+    sweep removed every scratch folder, a live session's too, while its tool calls ran in it
+    ("bwrap: Can't find source path", the month of strangers with two nodes, issue 40)."""
     sandbox = Sandbox(mode="bubblewrap", scratch_root=tmp_path / "scratch")
-    sessions = tmp_path / "sessions"
-    (sessions / "s_live").mkdir(parents=True)
+    hour_ago = time.time() - 3600
     for session in ("s_live", "s_gone"):
         (tmp_path / "scratch" / session).mkdir(parents=True)
         (tmp_path / "scratch" / session / "notes.txt").write_text("x")
-    assert prune_scratch(sandbox, sessions) == ["s_gone"]
+        os.utime(tmp_path / "scratch" / session, (hour_ago, hour_ago))
+    (tmp_path / "scratch" / "s_new").mkdir()  # made a moment ago, for a session just begun
+    assert prune_scratch(sandbox, lambda: ["s_live"]) == ["s_gone"]
     assert (tmp_path / "scratch" / "s_live" / "notes.txt").exists()
+    assert (tmp_path / "scratch" / "s_new").exists()
     assert not (tmp_path / "scratch" / "s_gone").exists()
-    assert prune_scratch(Sandbox(), sessions) == []  # trust: no scratch folders
+    assert prune_scratch(Sandbox(), lambda: []) == []  # trust: no scratch folders
 
 
 async def test_a_background_job_runs_confined_like_a_bash_call(tmp_path: Path, bwrap: str) -> None:
