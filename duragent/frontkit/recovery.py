@@ -29,9 +29,8 @@ before it takes new updates, so recovered turns come first in each chat's line):
   ``error`` event) was answered with the failure and is not run again.
 
 A reply that was streaming into the chat (``preview``) left its preview message there, and
-its record (``preview_store``). The preview is handed to ``Delivery`` with the reply it was
-showing, which takes its place (one final message, not a half preview and a second one);
-when no reply was written (the turn runs again, or it failed) the preview is deleted first.
+its record (``preview_store``): handed to ``Delivery`` with the reply it showed, which takes
+its place, or deleted first when no reply was written (the turn runs again, or it failed).
 
 Cheap for thousands of chats: the gateway's sessions come from the chat index (no reads),
 and each one's standing from its snapshot header and the last line of its event log
@@ -61,6 +60,7 @@ from duragent.frontkit.delivery import Delivery
 from duragent.frontkit.outbound import ChatRef
 from duragent.frontkit.preview import ReplyStream
 from duragent.frontkit.queue import SessionQueues
+from duragent.store import LeaseHeldError
 from duragent.tools.send_file import ReplyFile
 from duragent.turns import ChatProgress, Complete, SessionQueries, apology_for
 
@@ -68,8 +68,7 @@ __all__ = ["ChatSettings", "RecoveryReport", "default_settings", "recover_chats"
 
 log = logging.getLogger(__name__)
 
-CONCURRENCY = 8
-"""Sessions examined at once (header reads go to threads; loads to actor threads)."""
+CONCURRENCY = 8  # sessions examined at once (header reads in threads, loads in actors)
 
 
 @dataclass(slots=True)
@@ -82,9 +81,8 @@ class RecoveryReport:
     resumed: int = 0
     """Sessions whose unanswered messages were handed to the chat queue."""
     failed: int = 0
-    """Sessions that could not be examined or finished (logged; tried again next start)."""
+    """Sessions not examined or finished (logged; tried again next start, or next sweep)."""
     failed_sessions: set[str] = field(default_factory=set)
-    """Their ids (a sweep for chats a dead node left tries them again)."""
 
 
 ChatSettings = Callable[[str, str, str | None], tuple[QueueSpec, ContextBufferSpec | None]]
@@ -130,6 +128,8 @@ async def recover_chats(
                     report,
                     previews.get(session_id),
                 )
+            except LeaseHeldError as exc:  # a live node took it meanwhile: that node finishes it
+                log.info("%s: session %s is node %s's now", gateway, session_id, exc.owner)
             except Exception as exc:  # one broken session must not stop the others
                 report.failed += 1
                 report.failed_sessions.add(session_id)
