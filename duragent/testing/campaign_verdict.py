@@ -379,7 +379,9 @@ def verdict(
         for s in sends:
             by_text[s.text].append(s)
         for text, copies in by_text.items():
-            if len(copies) < 2:
+            if len(copies) < 2 or INTERRUPTED in text:
+                # the same words answer each call a kill cut (the model says what it got):
+                # each is matched to the message it answers (``mark_answers``), not by text
                 continue
             if all_resent_after_kill(serve, copies):
                 twice_after_kill += len(copies) - 1

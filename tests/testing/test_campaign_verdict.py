@@ -139,3 +139,21 @@ def test_a_groups_cut_call_reply_after_its_next_mention_still_answers_it(tmp_pat
     result = verdict([chat], [cut, answer], ServeProcess(tmp_path / "duragent.yaml"), [3.5], 6.0)
     assert result.problems == []
     assert result.answered_once == 2
+
+
+def test_two_calls_a_kill_cut_are_two_answers_in_the_same_words(tmp_path: Path) -> None:
+    """Seen in the month with two nodes: the model says what it got, and every cut call got
+    the same words; each reply answered its own message, not one message twice."""
+    first, second = _tools(2)
+    chat = Chat(0, 7, False, [first, second])
+    chat.next = 2
+    replies = []
+    for at, m in ((1.0, first), (5.0, second)):
+        m.pushed_at, m.prompts = at, 1
+        m.mark_pressed(at + 1)
+        cut = SentText(7, f"done: Error: {INTERRUPTED}", at + 3, 1, False)
+        assert mark_answers([m], cut.text, cut.at) == [m]
+        replies.append(cut)
+    result = verdict([chat], replies, ServeProcess(tmp_path / "duragent.yaml"), [2.5, 6.5], 9.0)
+    assert result.problems == []
+    assert (result.answered_once, result.sent_twice_real) == (2, 0)
