@@ -2,21 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-
-from duragent.store.postgres import Database, migrate
+from duragent.store.postgres import Database
 from duragent.store.postgres.previews import PostgresPreviewRows
-from tests.store import postgres_db
-
-
-@pytest.fixture
-def db() -> Iterator[Database]:
-    with postgres_db.fresh_schema() as schema, postgres_db.database(schema) as db:
-        db.open()
-        migrate(db)
-        yield db
 
 
 def test_a_preview_one_node_recorded_is_found_by_another_until_it_is_dropped(

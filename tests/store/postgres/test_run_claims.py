@@ -11,22 +11,13 @@ week with two nodes stalled on it, issue 40).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 
-from duragent.store.postgres import Database, PostgresRunLog, migrate
+from duragent.store.postgres import Database, PostgresRunLog
 from duragent.store.postgres.cluster import PostgresRuns
 
 postgres_db = pytest.importorskip("tests.store.postgres_db")
-
-
-@pytest.fixture
-def db() -> Iterator[Database]:
-    with postgres_db.fresh_schema() as schema, postgres_db.database(schema) as db:
-        db.open()
-        migrate(db)
-        yield db
 
 
 def test_the_same_node_claims_again_a_due_time_it_never_started(db: Database) -> None:
