@@ -24,7 +24,7 @@ from typing import Any
 
 from duragent.errors import StorageError
 from duragent.session.actor import SessionInfo, SessionQuarantinedError
-from duragent.store import STATE_FILENAME, SessionStorage, SnapshotCorruptError
+from duragent.store import STATE_FILENAME, LeaseHeldError, SessionStorage, SnapshotCorruptError
 
 __all__ = ["QUARANTINED", "UNAVAILABLE", "SessionListing"]
 
@@ -76,6 +76,8 @@ class SessionListing:
             info = await self._info(session_id)
         except SessionQuarantinedError:
             return await asyncio.to_thread(self._quarantined, session_id)
+        except LeaseHeldError:  # another node took it meanwhile: what the store says
+            return await asyncio.to_thread(self._header, session_id)
         except StorageError as exc:  # stopped meanwhile, and now unreadable
             return _entry(session_id, {}, UNAVAILABLE, str(exc))
         except LookupError:  # deleted meanwhile
