@@ -12,9 +12,11 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import random
 import secrets
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -100,10 +102,14 @@ class Outage:
         self.dsn = psycopg.conninfo.make_conninfo(**parts)
 
     def up(self) -> None:
-        """Accept connections (again, on the same port)."""
-        listener = socket.socket()
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(("127.0.0.1", self.port))
+        """Accept connections (again, on the same port).
+
+        The port is drawn below the kernel's ephemeral range: a port the relay let go of
+        while down could otherwise be taken meanwhile as the source port of any outgoing
+        connection on the machine (another test's), and binding it again failed with
+        "Address already in use" (seen under load with two workers).
+        """
+        listener = _bound(self.port)
         listener.listen(16)
         self.port = listener.getsockname()[1]
         self._listener = listener
@@ -172,6 +178,27 @@ class Outage:
             pass
         finally:
             _close(source, sink)
+
+
+RELAY_PORTS = range(20_000, 32_000)
+"""Where relays listen: below the usual ephemeral range (32768-60999), so no outgoing
+connection's source port can take a relay's port while it is down."""
+
+
+def _bound(port: int) -> socket.socket:
+    """A socket bound to ``port`` (0: a free one in ``RELAY_PORTS``), trying a while."""
+    deadline = time.monotonic() + 10
+    while True:
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            listener.bind(("127.0.0.1", port or random.choice(RELAY_PORTS)))
+            return listener
+        except OSError:
+            listener.close()
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05 if port else 0)
 
 
 def _close(*ends: socket.socket) -> None:
