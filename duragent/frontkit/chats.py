@@ -45,7 +45,7 @@ from duragent.frontkit.recovery import RecoveryReport, recover_chats
 from duragent.frontkit.relayed import ChatRelay, Relayed
 from duragent.frontkit.routing import Router
 from duragent.lifecycle.tasks import BackgroundTasks
-from duragent.store.cluster import Cluster, local_cluster
+from duragent.store.cluster import INBOUND_HOLD_LEASES, Cluster, local_cluster
 from duragent.store.cluster_protocols import ClaimOutcome
 from duragent.turns import TurnRunner
 
@@ -55,8 +55,6 @@ log = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
 
-HOLD_LEASES = 2
-"""An inbound claim's hold, in leases (``postgres_cluster``): the longest a busy claim lasts."""
 BUSY_POLL_SECONDS = 0.25
 
 
@@ -186,9 +184,10 @@ class GatewayChats:
         A platform that fans out delivers a message once to each node and never again: a
         node that met another's claim and gave up would lose the message whenever that node
         then failed to take it in (it met a lease this node holds, say). The claim is held at
-        most ``HOLD_LEASES`` leases, so the wait ends.
+        most ``INBOUND_HOLD_LEASES`` leases, so the wait ends.
         """
-        deadline = time.monotonic() + HOLD_LEASES * self.cluster.leaders.seconds + EXTRA_SECONDS
+        hold = INBOUND_HOLD_LEASES * self.cluster.leaders.seconds
+        deadline = time.monotonic() + hold + EXTRA_SECONDS
         outcome: ClaimOutcome = "busy"
         while outcome == "busy" and time.monotonic() < deadline:
             await asyncio.sleep(BUSY_POLL_SECONDS)

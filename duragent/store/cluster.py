@@ -30,8 +30,10 @@ from duragent.store.cluster_protocols import (
 )
 from duragent.store.takeovers import TakeOvers
 
-__all__ = ["KEPT_CLAIMS", "Cluster", "MemoryCluster", "local_cluster"]
+__all__ = ["INBOUND_HOLD_LEASES", "KEPT_CLAIMS", "Cluster", "MemoryCluster", "local_cluster"]
 
+INBOUND_HOLD_LEASES = 2
+"""How many leases an inbound claim not settled blocks other nodes (a shared ledger)."""
 KEPT_CLAIMS = 100_000
 """Inbound claims and due times a memory ledger keeps (the oldest go first)."""
 

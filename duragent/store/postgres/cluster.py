@@ -39,7 +39,7 @@ from __future__ import annotations
 import itertools
 from datetime import timedelta
 
-from duragent.store.cluster import Cluster
+from duragent.store.cluster import INBOUND_HOLD_LEASES, Cluster
 from duragent.store.postgres.connection import Database
 from duragent.store.postgres.previews import PostgresPreviewRows
 from duragent.store.protocols import ClaimOutcome
@@ -82,7 +82,7 @@ def postgres_cluster(
     claims tell.
     """
     return Cluster(
-        PostgresInbound(db, node_id, hold_seconds=2 * lease_seconds),
+        PostgresInbound(db, node_id, hold_seconds=INBOUND_HOLD_LEASES * lease_seconds),
         PostgresLeaders(db, node_id, lease_seconds),
         PostgresRuns(db, node_id, hold_seconds=2 * lease_seconds),
         shared=True,
