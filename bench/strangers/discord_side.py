@@ -42,6 +42,7 @@ from bench.strangers.media import ledger, media_of, png, voice_bytes
 from bench.year.cluster_kills import NodeKill
 from bench.year.store_view import FileView, StoreView
 from duragent.frontkit.approval_rights import NOT_REQUESTER
+from duragent.frontkit.approvals import NO_PENDING
 from duragent.testing import FakeDiscord
 from duragent.testing.campaign_verdict import (
     GROUP_WINDOW,
@@ -335,16 +336,20 @@ class DiscordSide(DiscordCampaign):
         mark_chatter(self.plan, ids, self.view.recorded_message_ids())
         wall = time.monotonic() - self.started
         result = verdict(self.plan, self.answers(), self.serve, kill_times, wall, at_most_once=True)
-        answers: dict[int, Any] = {}
-        for call in self.dc.calls("POST"):
+        answers: dict[int, tuple[int, Any]] = {}
+        for n, call in enumerate(self.dc.calls("POST")):
             if call.path.startswith("/interactions/") and call.status == 200:
-                answers[int(call.path.split("/")[2])] = call.body
+                answers[int(call.path.split("/")[2])] = (n, call.body)
         refused, escalations = 0, []
         for interaction, token in self.hostile_presses.items():
-            body = answers.get(interaction)
+            at, body = answers.get(interaction, (-1, None))
             said = str(((body or {}).get("data") or {}).get("content", ""))
+            own_at, own = answers.get(int(self.press_ids.get(token, -1)), (-1, None))
+            decided = str(((own or {}).get("data") or {}).get("content", "")).startswith("✓")
             if NOT_REQUESTER in said:
                 refused += 1
+            elif said == NO_PENDING and decided and own_at < at:
+                refused += 1  # read after the author's decision was recorded: nothing waited
             elif body is not None:
                 escalations.append(f"discord: a hostile press on {token}'s prompt got {said!r}")
         return result, escalations, refused

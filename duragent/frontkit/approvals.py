@@ -20,7 +20,8 @@ before: a toast saying "Running" and buttons taken away, then a crash before the
 would leave the person believing the call runs while the restarted process still waits for
 a button that is gone (the restart campaigns found exactly that). A decision that could not
 be recorded is toasted as such and the buttons stay. A second press while a decision is
-being applied (a double tap) is told "No pending approval". Nothing is lost if the process
+being applied (a double tap) is told "No pending approval"; rights are checked first, so a
+press by someone who may not decide is refused as such even then. Nothing is lost if the process
 dies before the decision is recorded: the approval is still pending, nothing said otherwise,
 and its buttons still work.
 """
@@ -178,12 +179,12 @@ class ApprovalButtons:
             await outbound.answer_button(press.callback_id, found)
             return
         session_id, pending = found.session_id, found.pending
+        refused = self._refusal(press, found, decision)  # rights first: a press that may not
+        if refused is not None:  # decide is told so, whether or not a decision is underway
+            await outbound.answer_button(press.callback_id, refused)
+            return
         if session_id in self._deciding:
             await outbound.answer_button(press.callback_id, NO_PENDING)
-            return
-        refused = self._refusal(press, found, decision)
-        if refused is not None:
-            await outbound.answer_button(press.callback_id, refused)
             return
         self._deciding.add(session_id)  # before any await: a concurrent press sees it
         recorded = asyncio.Event()

@@ -65,6 +65,10 @@ class ChatDriver(Protocol):
     quotes_in_direct_messages: bool
     """Whether a reply in a DM quotes the message it answers (Telegram's do not: a DM is its
     own thread, so ``reply_parameters`` go with group replies only)."""
+    presses_at_once: bool
+    """Whether two presses made together are handled together (Telegram's updates and an
+    external gateway's lines are handled in order: the second press is read once the first's
+    decision is recorded, when nothing waits any more)."""
 
     async def message(self, msg: InboundMessage) -> None:
         """Hand ``msg`` to the adapter; returns once the adapter accepted it."""

@@ -5,6 +5,7 @@ Run by every module that runs ``contract_chat`` (same ``open_chat`` fixture).
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import cast
 
@@ -16,7 +17,7 @@ from duragent.frontkit.approval_rights import (
     BLOCKED,
     UNASKED_OWNERS_ONLY,
 )
-from duragent.frontkit.approvals import NOT_RECORDED
+from duragent.frontkit.approvals import NO_PENDING, NOT_RECORDED
 from duragent.store import SessionStore
 from duragent.testing import Reply, ToolCallReply
 from tests.frontkit.chat_contract_kit import (
@@ -304,3 +305,27 @@ async def test_an_approval_nobody_in_the_chat_may_answer_says_so_and_how_to_name
         await chat.settle()
         assert chat.toasts() == [UNASKED_OWNERS_ONLY]
         assert echo.calls == []
+
+
+async def test_a_press_by_someone_else_while_the_requesters_decision_is_applied_is_refused(
+    open_chat: OpenChat,
+) -> None:
+    """Rights come first: Bob's press on Ann's prompt, made as Ann presses it, is refused as
+    not his, not told that nothing waits (which hides why: a missing check, from outside)."""
+    setup, echo = echo_setup()
+    async with open_chat(setup) as chat:
+        chat.llm.enqueue(risky_call(), Reply(text="ran it"))
+        await chat.message(said(GROUP, "please run it", ANN))
+        await chat.settle()
+        message_id, _, buttons = chat.approval(GROUP)
+        await asyncio.gather(
+            chat.press(pressed(GROUP, buttons[0], message_id, ANN)),
+            chat.press(pressed(GROUP, buttons[0], message_id, BOB)),
+        )
+        await chat.settle()
+        toasts = sorted(chat.toasts())
+        bobs = "Only the original requester can approve this command"
+        if not chat.presses_at_once:  # read after Ann's decision: true, and nothing taken
+            bobs = NO_PENDING
+        assert toasts == sorted([bobs, "✓ Running: echo:risky"]), toasts
+        assert echo.calls == [{"x": "risky"}]

@@ -73,6 +73,7 @@ class MemoryChat:
 
     bot_username = BOT_USERNAME
     quotes_in_direct_messages = True
+    presses_at_once = True
 
     def __init__(self, root: Path, llm: ScriptedLLMServer, setup: ChatSetup) -> None:
         self.root = root

@@ -62,6 +62,7 @@ class DiscordChat:
 
     bot_username = BOT_USERNAME
     quotes_in_direct_messages = True
+    presses_at_once = True
 
     def __init__(
         self,

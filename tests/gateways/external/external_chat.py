@@ -99,6 +99,7 @@ class ExternalChat:
 
     bot_username = BOT_USERNAME
     quotes_in_direct_messages = True
+    presses_at_once = False
 
     def __init__(
         self,

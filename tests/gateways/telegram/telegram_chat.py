@@ -81,6 +81,7 @@ class TelegramChat:
 
     bot_username = BOT_USERNAME
     quotes_in_direct_messages = False
+    presses_at_once = False
 
     def __init__(
         self, root: Path, llm: ScriptedLLMServer, tg: FakeTelegram, setup: ChatSetup
