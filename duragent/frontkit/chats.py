@@ -31,7 +31,7 @@ from duragent.agents import AgentCatalog
 from duragent.agents.roles import access_of
 from duragent.agents.spec import ContextBufferSpec, QueueSpec
 from duragent.cluster import run_as_leader
-from duragent.errors import DuragentError, NotFoundError
+from duragent.errors import NotFoundError
 from duragent.frontkit.access import GROUP_CHAT_TYPES, mention_context
 from duragent.frontkit.chat import TYPING_EVERY_SECONDS, ChatTurns
 from duragent.frontkit.gateway import ChatFront
@@ -39,7 +39,12 @@ from duragent.frontkit.inbound import ButtonPress, InboundMessage
 from duragent.frontkit.media import MediaSettings, MediaSource
 from duragent.frontkit.media_intake import MediaIntake
 from duragent.frontkit.outbound import OutboundPort, metered
-from duragent.frontkit.owners import EXTRA_SECONDS, defer_to_owner, serve_when_free
+from duragent.frontkit.owners import (
+    EXTRA_SECONDS,
+    InboundBusyError,
+    defer_to_owner,
+    serve_at_owner,
+)
 from duragent.frontkit.queue import SessionQueues
 from duragent.frontkit.recovery import RecoveryReport, recover_chats
 from duragent.frontkit.relayed import ChatRelay, Relayed
@@ -56,14 +61,6 @@ log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 BUSY_POLL_SECONDS = 0.25
-
-
-class InboundBusyError(DuragentError):
-    """Another node is recording this very message now: the platform should retry later.
-
-    A webhook answers 500 (Telegram sends the update again), polling asks for it again; by
-    then the other node has recorded it (a duplicate) or died (its claim is taken over).
-    """
 
 
 class ChatHandler(Protocol):
@@ -150,7 +147,8 @@ class GatewayChats:
         # still have been claimed a moment ago by a node that has its own copy: waited out too
         await defer_to_owner(self.cluster, value.gateway, value.chat_id)
         lease = self.cluster.leaders.seconds
-        return lambda: serve_when_free(handle, lease)
+
+        return lambda: serve_at_owner(value, handle, lease)
 
     async def _once(self, key: tuple[str, str, str], handle: Callable[[], Awaitable[None]]) -> bool:
         """Run ``handle`` if this node is first to claim ``key``; False: a duplicate.

@@ -15,7 +15,8 @@ down), the claim is ``first`` and this node handles it, waiting out the dead own
 The window left: an owner that claimed the message and died before recording it holds the
 claim for its hold time (two leases) and nobody delivers it again (Discord does not
 redeliver); and an owner alive but without a connection keeps its lease, so the message
-waits a lease and is then dropped with a warning.
+waits a lease and is then left to the owner (``GatewayChats``: logged, the claim let go for
+the owner's own copy; lost only if the owner never had one).
 """
 
 from __future__ import annotations
@@ -25,12 +26,30 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
+from duragent.errors import DuragentError
+from duragent.frontkit.inbound import ButtonPress, InboundMessage
 from duragent.store import LeaseHeldError
 from duragent.store.cluster import Cluster
 
-__all__ = ["DEFER_SECONDS", "EXTRA_SECONDS", "defer_to_owner", "serve_when_free"]
+__all__ = [
+    "DEFER_SECONDS",
+    "EXTRA_SECONDS",
+    "InboundBusyError",
+    "defer_to_owner",
+    "serve_at_owner",
+    "serve_when_free",
+]
 
 log = logging.getLogger(__name__)
+
+
+class InboundBusyError(DuragentError):
+    """Another node is recording this very message now: the platform should retry later.
+
+    A webhook answers 500 (Telegram sends the update again), polling asks for it again; by
+    then the other node has recorded it (a duplicate) or died (its claim is taken over).
+    """
+
 
 DEFER_SECONDS = 0.25
 """How long a node not serving a chat lets the owner claim the chat's message first."""
@@ -64,3 +83,26 @@ async def serve_when_free(handle: Callable[[], Awaitable[None]], lease_seconds: 
                 raise
             log.info("%s; taking it over in at most %.2f s", exc, min(exc.expires_in, left))
             await asyncio.sleep(min(exc.expires_in + 0.05, POLL_SECONDS, left))
+
+
+async def serve_at_owner(
+    value: InboundMessage | ButtonPress, handle: Callable[[], Awaitable[None]], lease: float
+) -> None:
+    """``serve_when_free``; a session its owner keeps alive past the wait is left to it.
+
+    The owner has its own copy of ``value`` (the platform fans out): the claim must be let go
+    for it, so this raises ``InboundBusyError`` (a refusal the gateway logs quietly), not the
+    ``LeaseHeldError`` that would read as a message lost.
+    """
+    try:
+        await serve_when_free(handle, lease)
+    except LeaseHeldError as exc:
+        what = (
+            f"message {value.message_id}"
+            if isinstance(value, InboundMessage)
+            else f"button press {value.callback_id}"
+        )
+        log.info("%s %s is left to node %s (%s)", value.chat.target, what, exc.owner, exc)
+        raise InboundBusyError(
+            f"{value.chat.target} {what} is node {exc.owner}'s to take: it keeps the chat's session"
+        ) from exc

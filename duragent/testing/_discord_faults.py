@@ -28,15 +28,20 @@ NONCE_SECONDS = 300.0
 """How long Discord keeps a nonce ("the past few minutes" in its documentation)."""
 _KEPT_NONCES = 10_000
 
-FaultKind = Literal["server_error", "drop", "drop_after"]
+FaultKind = Literal["server_error", "drop", "drop_after", "slow"]
 
 
 @dataclass(frozen=True, slots=True)
 class DiscordFault:
-    """One scripted fault: a 5xx (not applied), or a connection closed before/after applying."""
+    """One scripted fault: a 5xx, a dropped connection, or a late answer.
+
+    A 5xx is not applied; a connection is closed before or after applying; a ``slow`` call
+    is answered ``seconds`` late, and applied then (as a slow Discord does).
+    """
 
     kind: FaultKind
     status: int = 502
+    seconds: float = 0.0
 
 
 class DiscordFaults:

@@ -58,6 +58,7 @@ its calls and connections carry ``node`` ``b`` (``_fake_nodes``; ``a`` without a
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 import sys
@@ -184,6 +185,8 @@ class FakeDiscord(EmbeddedAiohttpServer):
         self._limits: dict[str, list[float]] = {}
         self._refusals: dict[str, int] = {}
         self._faults = DiscordFaults()
+        self.slowed = 0
+        """Requests that met a ``slow`` fault (counted as they arrive)."""
         self._nonces = Nonces()
         self.cdn = DiscordCdn()
         """The attachments' bytes and download counts (``fail_next`` scripts failures)."""
@@ -341,6 +344,13 @@ class FakeDiscord(EmbeddedAiohttpServer):
         fault = DiscordFault("drop_after") if after_applying else DiscordFault("drop")
         self._faults.add(method, path, fault, times)
 
+    def slow(self, method: str, path: str, seconds: float, *, times: int = 1) -> None:
+        """The next ``times`` requests to ``method path`` are answered ``seconds`` late.
+
+        Each is applied then; ``slowed`` counts those that arrived.
+        """
+        self._faults.add(method, path, DiscordFault("slow", seconds=seconds), times)
+
     # -- what the bot did ---------------------------------------------------------------------
 
     def calls(
@@ -441,6 +451,10 @@ class FakeDiscord(EmbeddedAiohttpServer):
         body = read.body if isinstance(read, RestBody) else {}
         answer: Any
         fault = self._faults.take(f"{request.method} {path}")
+        if fault is not None and fault.kind == "slow":
+            self.slowed += 1
+            await asyncio.sleep(fault.seconds)
+            fault = None
         posted_in = _message_post_channel(request.method, path)
         repeated = None
         if posted_in is not None:

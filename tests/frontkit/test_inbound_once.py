@@ -14,6 +14,7 @@ import pytest
 
 from duragent.errors import StorageError
 from duragent.frontkit import ButtonPress, GatewayChats, InboundBusyError, InboundMessage, Sender
+from duragent.store import LeaseHeldError
 from duragent.store.cluster import MemoryCluster
 
 
@@ -25,8 +26,12 @@ class Pipeline:
         self.presses: list[str] = []
         self.fail_next = False
         self.hold: asyncio.Event | None = None
+        self.held_by: str | None = None
+        """Another node keeps the chat's session alive: every attempt meets its lease."""
 
     async def message(self, msg: InboundMessage) -> None:
+        if self.held_by is not None:
+            raise LeaseHeldError("session_1", self.held_by, 0.05)
         if self.hold is not None:
             await self.hold.wait()
         if self.fail_next:
@@ -127,3 +132,20 @@ async def test_on_a_platform_that_never_redelivers_a_busy_message_recorded_is_a_
     await waiting  # quietly: a recorded it
     assert seen_a.messages == ["7"]
     assert seen_b.messages == []
+
+
+async def test_on_a_platform_that_fans_out_a_message_whose_session_lives_on_is_left_to_its_node(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """b claimed the message, but a keeps the chat's session alive past b's wait: b lets the
+    claim go and says the message is a's (a busy refusal, not a loss), and a's copy takes it."""
+    monkeypatch.setattr("duragent.frontkit.owners.EXTRA_SECONDS", 0.1)
+    shared = MemoryCluster(lease_seconds=0.2)
+    (a, seen_a), (b, _) = node(shared, "a", fans_out=True), node(shared, "b", fans_out=True)
+
+    _, seen_b = b.front, b.front
+    seen_b.held_by = "a"  # type: ignore[attr-defined]
+    with pytest.raises(InboundBusyError, match="node a"):
+        await b.message(message("7"))
+    await a.message(message("7"))  # a's own copy: first, now b let go
+    assert seen_a.messages == ["7"]

@@ -37,6 +37,7 @@ What Discord needs that the kit does not know about:
 from __future__ import annotations
 
 import functools
+import inspect
 import io
 import logging
 import secrets
@@ -48,6 +49,7 @@ import discord
 
 from duragent.frontkit import ChatRef, OutgoingFile, SentMessage, approval_buttons, approval_prompt
 from duragent.frontkit.outbox import DELIVERY_RETRY_SECONDS, Outbox, PlatformBusyError
+from duragent.frontkit.under_way import UnderWay
 from duragent.gateways.discord.buttons import approval_view
 from duragent.gateways.discord.split import DISCORD_TEXT_LIMIT, split_message, text_units
 
@@ -96,6 +98,34 @@ class DiscordOutbound:
         self._client = client
         self._presses: dict[str, discord.Interaction[Any]] = {}
         self.outbox = Outbox("discord", self._notice, retry_for=delivery_retry_seconds)
+        self.under_way = UnderWay("discord")
+        """Calls to Discord in flight: the gateway's stop lets them end before it closes the
+        client (``frontkit.under_way``)."""
+
+    async def _busy(self, call: Awaitable[T]) -> T:
+        """``call`` counted as under way, "not now" as ``PlatformBusyError``.
+
+        Refused unsent once the gateway is stopping (``frontkit.under_way``).
+        """
+        if self.under_way.stopping:
+            if inspect.iscoroutine(call):
+                call.close()
+            raise PlatformBusyError("discord: the gateway is stopping")
+        with self.under_way.one():
+            return await _busy_as_such(call)
+
+    async def _send(
+        self,
+        channel: discord.PartialMessageable,
+        text: str,
+        reference: discord.MessageReference | None,
+        nonce: int,
+    ) -> discord.Message:
+        """One message (``nonce``: the same for every try of it), counted as under way.
+
+        "Not now" is ``PlatformBusyError`` (``_busy``).
+        """
+        return await self._busy(_post(channel, text, reference, nonce))
 
     def _channel(self, chat: ChatRef) -> discord.PartialMessageable:
         return self._client.get_partial_messageable(int(chat.chat_id))
@@ -116,7 +146,7 @@ class DiscordOutbound:
         reference = _reference(chat, reply_to)
         async with self.outbox.lane(chat) as handed:
             for chunk in chunks:  # one waits out a refusal; the ones sent stay sent
-                send = functools.partial(_send, channel, chunk, reference, _nonce())
+                send = functools.partial(self._send, channel, chunk, reference, _nonce())
                 last = await self.outbox.persist(chat, send, since=handed)
                 reference = None  # only the first message replies
         assert last is not None
@@ -139,10 +169,10 @@ class DiscordOutbound:
         async def attempt() -> discord.Message:
             upload = discord.File(io.BytesIO(file.data), filename=file.name)  # read by each try
             if reference is None:
-                return await _busy_as_such(
+                return await self._busy(
                     channel.send(text, file=upload, allowed_mentions=QUIET, nonce=nonce)
                 )
-            return await _busy_as_such(
+            return await self._busy(
                 channel.send(
                     text, file=upload, reference=reference, allowed_mentions=QUIET, nonce=nonce
                 )
@@ -153,7 +183,8 @@ class DiscordOutbound:
 
     async def send_typing(self, chat: ChatRef) -> None:
         """Show "typing…" (Discord shows it for about ten seconds, or until the bot sends)."""
-        await self._channel(chat).typing()
+        with self.under_way.one():
+            await self._channel(chat).typing()
 
     async def ask_approval(
         self, chat: ChatRef, *, session_id: str, call_id: str, command: str
@@ -164,7 +195,7 @@ class DiscordOutbound:
         nonce = _nonce()
         sent = await self.outbox.send(
             chat,
-            lambda: _busy_as_such(
+            lambda: self._busy(
                 channel.send(
                     text,
                     view=approval_view(approval_buttons(call_id)),
@@ -177,7 +208,8 @@ class DiscordOutbound:
 
     async def _notice(self, chat: ChatRef, text: str) -> None:
         """The kit's one-time notice that a message was given up (tried once)."""
-        await self._channel(chat).send(text, allowed_mentions=QUIET)
+        with self.under_way.one():
+            await self._channel(chat).send(text, allowed_mentions=QUIET)
 
     async def edit(self, message: SentMessage, text: str) -> None:
         """Replace a message's text and remove its buttons."""
@@ -185,7 +217,8 @@ class DiscordOutbound:
         if not chunks:
             return
         partial = self._channel(message.chat).get_partial_message(int(message.message_id))
-        await partial.edit(content=chunks[0], view=None, allowed_mentions=QUIET)
+        with self.under_way.one():
+            await partial.edit(content=chunks[0], view=None, allowed_mentions=QUIET)
 
     # -- previews of replies being written (``frontkit.preview_port``) ------------------------
 
@@ -208,13 +241,13 @@ class DiscordOutbound:
     ) -> SentMessage:
         """The preview as a reply to ``reply_to`` (tried once)."""
         reference = _reference(chat, reply_to)
-        sent = await _send(self._channel(chat), self.preview_text(text), reference, _nonce())
+        sent = await self._send(self._channel(chat), self.preview_text(text), reference, _nonce())
         return SentMessage(chat, str(sent.id))
 
     async def edit_preview(self, message: SentMessage, text: str) -> None:
         """The preview's new text (tried once: a refusal only slows the preview)."""
         partial = self._channel(message.chat).get_partial_message(int(message.message_id))
-        await _busy_as_such(partial.edit(content=self.preview_text(text), allowed_mentions=QUIET))
+        await self._busy(partial.edit(content=self.preview_text(text), allowed_mentions=QUIET))
 
     async def finish_preview(
         self, message: SentMessage, text: str, *, reply_to: str | None = None
@@ -230,16 +263,16 @@ class DiscordOutbound:
         async def in_place() -> discord.Message | SentMessage:
             partial = channel.get_partial_message(int(message.message_id))
             try:
-                await _busy_as_such(partial.edit(content=chunks[0], allowed_mentions=QUIET))
+                await self._busy(partial.edit(content=chunks[0], allowed_mentions=QUIET))
             except discord.NotFound:
                 log.info("discord: preview %s is gone; reply sent anew", message.message_id)
-                return await _send(channel, chunks[0], _reference(chat, reply_to), anew)
+                return await self._send(channel, chunks[0], _reference(chat, reply_to), anew)
             return message
 
         async with self.outbox.lane(chat) as handed:
             last = await self.outbox.persist(chat, in_place, since=handed)
             for chunk in chunks[1:]:  # one waits out a refusal; the ones sent stay sent
-                send = functools.partial(_send, channel, chunk, None, _nonce())
+                send = functools.partial(self._send, channel, chunk, None, _nonce())
                 last = await self.outbox.persist(chat, send, since=handed)
         return last if isinstance(last, SentMessage) else SentMessage(chat, str(last.id))
 
@@ -247,7 +280,7 @@ class DiscordOutbound:
         """Delete a message the bot sent (one already gone is done)."""
         partial = self._channel(message.chat).get_partial_message(int(message.message_id))
         try:
-            await _busy_as_such(partial.delete())
+            await self._busy(partial.delete())
         except discord.NotFound:
             return
 
@@ -267,24 +300,23 @@ class DiscordOutbound:
         if interaction is None:
             log.info("discord: press %s was already answered or expired", callback_id)
             return
-        if text:
-            await interaction.response.send_message(text, ephemeral=True)
-        else:
-            await interaction.response.defer()
+        with self.under_way.one():
+            if text:
+                await interaction.response.send_message(text, ephemeral=True)
+            else:
+                await interaction.response.defer()
 
 
-async def _send(
+async def _post(
     channel: discord.PartialMessageable,
     text: str,
     reference: discord.MessageReference | None,
     nonce: int,
 ) -> discord.Message:
-    """One message (``nonce``: the same for every try of it), "not now" as ``PlatformBusyError``."""
+    """One message (``nonce``: the same for every try of it)."""
     if reference is None:
-        return await _busy_as_such(channel.send(text, allowed_mentions=QUIET, nonce=nonce))
-    return await _busy_as_such(
-        channel.send(text, reference=reference, allowed_mentions=QUIET, nonce=nonce)
-    )
+        return await channel.send(text, allowed_mentions=QUIET, nonce=nonce)
+    return await channel.send(text, reference=reference, allowed_mentions=QUIET, nonce=nonce)
 
 
 def _nonce() -> int:

@@ -327,6 +327,8 @@ class DiscordGateway:
             self._connection.remove_done_callback(self._connection_ended)  # not a failure
         client, self._client = self._client, None
         self._open.set()  # events waiting for recovery see the gateway stopped, and return
+        if self.outbound is not None:  # a send cut by the close may have been posted already
+            await self.outbound.under_way.ended()
         if client is not None:
             await client.close()  # ends ``connect``
         tasks, self._serving, self._connection = (self._serving, self._connection), None, None

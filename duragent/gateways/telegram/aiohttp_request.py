@@ -26,6 +26,8 @@ from telegram._utils.types import ODVInput
 from telegram.error import NetworkError, TimedOut
 from telegram.request import BaseRequest, RequestData
 
+from duragent.frontkit.under_way import UnderWay
+
 __all__ = ["AiohttpRequest"]
 
 log = logging.getLogger(__name__)
@@ -58,6 +60,7 @@ class AiohttpRequest(BaseRequest):
         self._pool = pool_timeout
         self._media_write = media_write_timeout
         self._session: aiohttp.ClientSession | None = None
+        self._under_way = UnderWay("telegram")
 
     @property
     def read_timeout(self) -> float | None:
@@ -73,10 +76,19 @@ class AiohttpRequest(BaseRequest):
             )
 
     async def shutdown(self) -> None:
-        """Close the session and its connections (idempotent)."""
+        """Refuse new requests, let those under way end, then close (idempotent).
+
+        Closing cuts a request under way ("Server disconnected"), and the Bot API may have
+        taken it already: a message sent but not known as sent, which the next process life
+        sends again. A graceful stop lets it end instead (its answer is recorded as usual);
+        a request made meanwhile finds no session and is refused, never sent. The wait is
+        ``frontkit.under_way``'s (bounded).
+        """
         session, self._session = self._session, None
-        if session is not None and not session.closed:
-            await session.close()
+        if session is None or session.closed:
+            return
+        await self._under_way.ended()
+        await session.close()
 
     async def do_request(
         self,
@@ -108,10 +120,11 @@ class AiohttpRequest(BaseRequest):
             body = urlencode(request_data.json_parameters).encode()
             headers = _FORM
         try:
-            async with session.request(
-                method, url, data=body, headers=headers, timeout=timeout
-            ) as response:
-                payload = await response.read()
+            with self._under_way.one():
+                async with session.request(
+                    method, url, data=body, headers=headers, timeout=timeout
+                ) as response:
+                    payload = await response.read()
         except TimeoutError as exc:
             raise TimedOut from exc
         except aiohttp.ClientError as exc:

@@ -13,6 +13,8 @@ import pytest
 from aiohttp import web
 from telegram import Bot, InputFile
 from telegram.error import NetworkError, TimedOut
+from telegram.request import RequestData
+from telegram.request._requestparameter import RequestParameter
 
 from duragent.gateways.telegram.aiohttp_request import AiohttpRequest
 
@@ -46,6 +48,16 @@ async def get_me(request: web.Request) -> web.Response:
     return web.json_response({"ok": True, "result": me})
 
 
+SLOW_SEEN = asyncio.Event()
+
+
+async def slow_echo(request: web.Request) -> web.Response:
+    """``echo``, answered a moment after it arrived (a send the stop finds under way)."""
+    SLOW_SEEN.set()
+    await asyncio.sleep(0.3)
+    return await echo(request)
+
+
 async def slow(request: web.Request) -> web.Response:
     await request.app[RELEASE].wait()  # answered only at teardown
     return web.json_response({"ok": True, "result": True})
@@ -58,6 +70,7 @@ async def server() -> AsyncIterator[str]:
     app.router.add_post(f"/bot{TOKEN}/getMe", get_me)
     app.router.add_post(f"/bot{TOKEN}/echo", echo)
     app.router.add_post(f"/bot{TOKEN}/slow", slow)
+    app.router.add_post(f"/bot{TOKEN}/slowecho", slow_echo)
     runner = web.AppRunner(app)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -114,3 +127,24 @@ async def test_a_bot_on_it_talks_to_the_fake_telegram() -> None:
     assert me.username == tg.bot_username
     assert sent.text == "hi there"
     assert tg.sent_messages(1001)[-1] == "hi there"
+
+
+async def test_shutting_down_lets_a_request_in_flight_finish_and_refuses_new_ones(
+    server: str,
+) -> None:
+    """A graceful stop never cuts a send under way: the Bot API may have taken it already,
+    and a send cut there is neither known as sent nor safe to send again (it would arrive
+    twice after the restart). A request made once the stop began is refused at once."""
+    request = AiohttpRequest()
+    await request.initialize()
+    sent = RequestData([RequestParameter("text", "sent", None)])
+    in_flight = asyncio.ensure_future(request.post(f"{server}{TOKEN}/slowecho", sent))
+    await SLOW_SEEN.wait()  # the server has it
+    closing = asyncio.ensure_future(request.shutdown())
+    await asyncio.sleep(0)
+    with pytest.raises(NetworkError, match="not initialized"):  # PTB's name for it
+        await request.post(f"{server}{TOKEN}/echo", RequestData([]))
+    result = await in_flight
+    await closing
+    assert isinstance(result, dict)
+    assert result["got"] == {"text": "sent"}
