@@ -172,9 +172,17 @@ class Crowd:
         return not self.flooding and not self.pairing and not self.awaiting_code
 
     def done(self) -> bool:
-        """Every attempt made, and every paired stranger written again."""
+        """Every attempt made, every owner's ``/pair`` answered, every paired stranger
+        written again and answered.
+
+        An owner's ``/pair`` is answered after the stranger was told (``PAIRED_NOTICE``
+        first), so once it is, a stranger told is in ``writing``: a day whose clock had
+        reached its end while a ``/pair`` was on its way ended there, with the stranger
+        counted as paired and never answered.
+        """
         waiting = self.next < len(self.attempts) or self.writing
-        return not waiting and not self.unanswered_after
+        pairing = self.approving or self.pairing
+        return not waiting and not pairing and not self.unanswered_after
 
     def tick(self, now_ms: int, mention: str) -> None:
         """Make the attempts that are due; follow up what the bot sent."""

@@ -25,12 +25,8 @@ from __future__ import annotations
 
 from duragent.scheduler.clock import Clock, ManualClock, SystemClock
 from duragent.scheduler.desk import ScheduleDesk
-from duragent.scheduler.front import (
-    ScheduleNotFoundError,
-    ScheduleRefusedError,
-    Schedules,
-    declared_id,
-)
+from duragent.scheduler.errors import ScheduleNotFoundError, ScheduleRefusedError
+from duragent.scheduler.front import Schedules, declared_id
 from duragent.scheduler.model import (
     At,
     Cron,

@@ -19,19 +19,25 @@ not do.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 from duragent.agents import AgentCatalog
 from duragent.core.caller import OPERATOR, Caller
 from duragent.core.ids import new_ulid
-from duragent.errors import ConfigError, DuragentError, NotFoundError, ServiceUnavailableError
+from duragent.errors import ConfigError
 from duragent.frontkit import OutboundPort
 from duragent.scheduler.bounds import TimingProblem
 from duragent.scheduler.chat import ChatPayloads
 from duragent.scheduler.clock import Clock, SystemClock
 from duragent.scheduler.declared import NOT_LEADING
+from duragent.scheduler.errors import (
+    ScheduleNotFoundError,
+    ScheduleRefusedError,
+    SchedulerUnavailableError,
+)
 from duragent.scheduler.leading import SchedulerLeadership, take_changes, take_declared
 from duragent.scheduler.loading import DECLARED_EPOCH, ScheduleLoader, declared_id
 from duragent.scheduler.model import (
@@ -52,31 +58,9 @@ from duragent.store.protocols import RunLogStorage, ScheduleStorage
 from duragent.store.schedule_files import RunLogFiles, ScheduleFiles
 from duragent.turns import TurnRunner
 
-__all__ = [
-    "DECLARED_EPOCH",
-    "ScheduleNotFoundError",
-    "ScheduleRefusedError",
-    "SchedulerUnavailableError",
-    "Schedules",
-    "declared_id",
-]
+__all__ = ["DECLARED_EPOCH", "Schedules", "declared_id"]
 
 log = logging.getLogger(__name__)
-
-
-class ScheduleNotFoundError(NotFoundError):
-    """No such schedule (or, for an agent, none of its own by that id)."""
-
-    def __init__(self, schedule_id: str) -> None:
-        super().__init__(f"schedule '{schedule_id}' not found")
-
-
-class ScheduleRefusedError(DuragentError):
-    """A request the scheduler will not do (past ``at``, a declared schedule to cancel…)."""
-
-
-class SchedulerUnavailableError(ServiceUnavailableError):
-    """The scheduler cannot run schedules now (``Schedules.down``): HTTP answers 503."""
 
 
 class Schedules:
@@ -111,6 +95,7 @@ class Schedules:
         self._tasks: list[asyncio.Task[None]] = []
         self._leadership: SchedulerLeadership | None = None
         self._taking = asyncio.Lock()  # one ``take_declared`` at a time
+        self._creating = asyncio.Lock()  # one quota-checked create at a time
         self._loader = ScheduleLoader(self.files, agents)
         self._failure: str | None = None
         self._agents = agents
@@ -218,6 +203,18 @@ class Schedules:
         return self._loader.declared()
 
     # --- operations ---------------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def creating(self) -> AsyncIterator[None]:
+        """Hold while a create is checked against what exists and written (one at a time).
+
+        With several nodes the schedules are re-read first: the chat's session may come from
+        a node that made some a moment ago (raises ``OSError`` if the database is away).
+        """
+        async with self._creating:
+            if self._leadership is not None:
+                await self._leadership.refresh()
+            yield
 
     def add(self, schedule: Schedule) -> Schedule:
         """Write ``schedule`` (from ``new``) and hand it to the loop; see ``add_async``."""

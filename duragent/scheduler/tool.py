@@ -148,10 +148,6 @@ class ScheduleTool:
         timing = _timing(given[0], args, self._schedules.clock.now())
         if isinstance(timing, str):
             return _error(timing)
-        mine = self._schedules.listing(agent=ctx.agent_name, active_only=True)
-        refusal = schedule_refusal(timing, chat, mine, self._quotas)
-        if refusal is not None:
-            return _error(refusal)
         text = str(args[payloads[0]])
         payload: Payload = MessagePayload(text) if payloads[0] == "message" else TaskPayload(text)
         retry = None
@@ -167,17 +163,22 @@ class ScheduleTool:
                     f"{problem.field} {problem.reason} ({problem.allowed}; got "
                     f"{getattr(retry, problem.field)}): {problem.fix}"
                 )
-        schedule = await self._schedules.add_async(
-            self._schedules.new(
-                agent=ctx.agent_name,
-                timing=timing,
-                payload=payload,
-                destination=chat,
-                created_by_session=ctx.session_id,
-                retry=retry,
-                process_handle=_process_handle(args),
+        async with self._schedules.creating():  # checked and written in one turn
+            mine = self._schedules.listing(agent=ctx.agent_name, active_only=True)
+            refusal = schedule_refusal(timing, chat, mine, self._quotas)
+            if refusal is not None:
+                return _error(refusal)
+            schedule = await self._schedules.add_async(
+                self._schedules.new(
+                    agent=ctx.agent_name,
+                    timing=timing,
+                    payload=payload,
+                    destination=chat,
+                    created_by_session=ctx.session_id,
+                    retry=retry,
+                    process_handle=_process_handle(args),
+                )
             )
-        )
         kind = "recurring" if schedule.recurring else "one-shot"
         return ToolOutcome(True, f"Created {kind} schedule: {schedule.id}")
 

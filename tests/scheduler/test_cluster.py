@@ -10,7 +10,7 @@ import asyncio
 import itertools
 import threading
 from collections import Counter
-from collections.abc import Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -20,12 +20,15 @@ from typing import Any
 import pytest
 
 from duragent.agents import AgentCatalog, load_catalog
-from duragent.scheduler import Every, ManualClock, Schedules
+from duragent.agents.access_spec import QuotaSpec
+from duragent.core.caller import Caller, ChatRef
+from duragent.scheduler import Destination, Every, ManualClock, Schedules, ScheduleTool
 from duragent.scheduler.clock import SystemClock
 from duragent.scheduler.declared import NOT_LEADING
 from duragent.scheduler.model import schedule_document
 from duragent.scheduler.service import Scheduler
 from duragent.store.cluster import Cluster
+from duragent.tools.base import ToolContext
 from tests.polling import eventually
 from tests.scheduler.rig import START, RecordingPayloads, schedule
 
@@ -79,12 +82,17 @@ async def test_two_nodes_that_both_find_a_due_time_due_start_it_once() -> None:
 
 
 def make_schedules(
-    db: Database, name: str, lease: float, clock: object, payloads: RecordingPayloads | None = None
+    db: Database,
+    name: str,
+    lease: float,
+    clock: object,
+    payloads: RecordingPayloads | None = None,
+    catalog: AgentCatalog | None = None,
 ) -> Schedules:
     cluster = postgres_cluster(db, name, lease_seconds=lease)
     return Schedules(
         Path("/nonexistent/schedules"),  # never read: the database holds the schedules
-        agents=AgentCatalog,
+        agents=AgentCatalog if catalog is None else (lambda: catalog),
         payloads=payloads or RecordingPayloads(),
         clock=clock,  # type: ignore[arg-type]
         storage=(PostgresSchedules(db), PostgresRunLog(db)),
@@ -361,3 +369,40 @@ async def test_a_reload_on_the_leading_node_takes_declared_schedules_and_others_
         ]
         lines = a.runs.recent("decl_helper_added", 100)
         assert [line["status"] for line in lines] == ["registered", "running", "ok", "removed"]
+
+
+async def test_a_chats_quota_counts_the_schedules_another_node_made_just_now(
+    write_agent: Callable[..., Path], tmp_path: Path
+) -> None:
+    """The chat's session moved to node b (a died, or handed it on) before b re-read the
+    schedules: b's quota check must count what a made from the chat, not b's old copy."""
+    write_agent("helper")
+    catalog = load_catalog(tmp_path / ".duragent" / "agents")
+    chat = Destination("telegram", "42")
+
+    async def chat_of(session_id: str) -> Destination | None:
+        return chat
+
+    context = ToolContext(
+        caller=Caller(role="member", chat=ChatRef("telegram", "42"), sender_id="7"),
+        session_id="chat-session", agent_name="helper", agent_dir=tmp_path,
+        workspace_dir=tmp_path, world_memory_dir=tmp_path,
+    )  # fmt: skip
+    create = {"action": "create", "every_seconds": 3600, "task": "post"}
+    with shared_schema() as schema, ExitStack() as stack:
+        clock = ManualClock(START)
+        a = make_schedules(open_db(stack, schema), "a", 30, clock, catalog=catalog)
+        b = make_schedules(open_db(stack, schema), "b", 30, clock, catalog=catalog)
+        await a.start()
+        await b.start()
+        try:
+            on_a = ScheduleTool(a, chat_of, QuotaSpec(schedules_per_chat=2))
+            on_b = ScheduleTool(b, chat_of, QuotaSpec(schedules_per_chat=2))
+            for _ in range(2):
+                assert (await on_a.run(create, context)).success
+            refused = await on_b.run(create, context)  # b has not re-read the schedules yet
+            assert not refused.success
+            assert "quota reached: this chat has 2 active schedules" in refused.content
+        finally:
+            await a.stop()
+            await b.stop()

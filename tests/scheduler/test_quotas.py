@@ -7,6 +7,7 @@ nothing it refused; what the operator makes (HTTP, CLI) or agent.yaml declares i
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -228,3 +229,14 @@ def test_the_shortest_gap_of_a_cron(expr: str, gap: int) -> None:
 def test_a_past_one_shot_is_still_refused_as_before(schedules: Schedules) -> None:
     with pytest.raises(Exception, match="must be in the future"):
         schedules.new(agent="helper", timing=At(START), payload=MessagePayload("x"))
+
+
+async def test_creates_made_at_once_keep_to_the_quota(schedules: Schedules, tmp_path: Path) -> None:
+    """Each create checks the quota and writes: made at once (a step's calls, two sessions
+    of the chat), a check must not pass before the write of another it lets through."""
+    made = tool(schedules, schedules_per_chat=2)
+    outcomes = await asyncio.gather(
+        *(create(made, tmp_path, every_seconds=3600, task=f"post {i}") for i in range(4))
+    )
+    assert [ok for ok, _ in outcomes].count(True) == 2, outcomes
+    assert len(schedules.listing(active_only=True)) == 2
