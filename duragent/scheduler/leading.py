@@ -35,22 +35,40 @@ another node is run by the leader at most this late, well within any grace)."""
 
 
 def take_changes(
-    scheduler: Scheduler, loaded: list[Schedule], states: dict[str, RunState] | None = None
+    scheduler: Scheduler,
+    loaded: list[Schedule],
+    states: dict[str, RunState] | None = None,
+    *,
+    before: dict[str, object] | None = None,
 ) -> None:
     """Hand ``scheduler`` the schedules created, changed or removed elsewhere.
 
     Elsewhere: on other nodes, or in the agent files (declared ones, after a reload:
     ``declared``). ``loaded``: every schedule as read just now; ``states``: the run states of
-    the new ones among them (read from the run logs when not given).
+    the new ones among them (read from the run logs when not given). ``before``: what the
+    scheduler held when the read began (``held``): a schedule this node created, changed or
+    cancelled since is newer than the read, and is left as it is (the next read has it).
     """
     current = {s.id: s for s in loaded}
+
+    def changed_here(schedule_id: str) -> bool:
+        return before is not None and held(scheduler, schedule_id) != before.get(schedule_id)
+
     for schedule in current.values():
         known = scheduler.get(schedule.id)
+        if changed_here(schedule.id):
+            continue
         if known is None or comparable(known) != comparable(schedule):
             scheduler.put(schedule, (states or {}).get(schedule.id))
     for schedule in scheduler.schedules():
-        if schedule.id not in current:
+        if schedule.id not in current and not changed_here(schedule.id):
             scheduler.remove(schedule.id)
+
+
+def held(scheduler: Scheduler, schedule_id: str) -> object:
+    """What ``scheduler`` holds of a schedule now, to compare (None: nothing)."""
+    known = scheduler.get(schedule_id)
+    return None if known is None else comparable(known)
 
 
 async def take_declared(scheduler: Scheduler, declared: list[Schedule]) -> None:
@@ -118,7 +136,9 @@ class SchedulerLeadership:
         periodic refresh takes them then.
         """
         async with self._reading:
-            take_changes(self.scheduler, *await self._read_off_loop(only_new=True))
+            before = {s.id: held(self.scheduler, s.id) for s in self.scheduler.schedules()}
+            loaded, states = await self._read_off_loop(only_new=True)
+            take_changes(self.scheduler, loaded, states, before=before)
 
     async def _read_off_loop(
         self, only_new: bool = False

@@ -406,3 +406,33 @@ async def test_a_chats_quota_counts_the_schedules_another_node_made_just_now(
         finally:
             await a.stop()
             await b.stop()
+
+
+async def test_a_re_read_that_began_before_a_create_here_does_not_take_it_away() -> None:
+    """The periodic re-read reads in a thread: a schedule this node wrote meanwhile is not
+    in what it read, and must not be dropped for that (nor a cancel here undone): until the
+    next re-read it would not run, or a cancelled one would run."""
+    with shared_schema() as schema, ExitStack() as stack:
+        a = make_schedules(open_db(stack, schema), "a", 30, ManualClock(START))
+        await a.start()
+        try:
+            leadership = a._leadership
+            assert leadership is not None
+            real, read, go_on = leadership._load, threading.Event(), threading.Event()
+
+            def read_then_wait() -> list[Any]:
+                loaded = real()
+                read.set()
+                go_on.wait(30)
+                return loaded
+
+            leadership._load = read_then_wait
+            re_read = asyncio.create_task(leadership.refresh())
+            await asyncio.to_thread(read.wait, 30)  # read, not yet taken
+            made = await a.add_async(schedule("sched_new", Every(3600)))
+            leadership._load = real
+            go_on.set()
+            await re_read
+            assert a.scheduler.get(made.id) is not None
+        finally:
+            await a.stop()
