@@ -32,7 +32,8 @@ the rest are defined here. Base classes from Python follow a name in parentheses
     │                               [store.postgres.event_rows]
     ├── WorkspaceBusyError          another process serves this workspace [store.serve_lock]
     ├── InboundBusyError            another node is recording this platform message now
-    │                               [frontkit.chats]
+    │   │                           [frontkit.owners]
+    │   └── LeftToOwnerError        a live node keeps the chat's session: its copy is its
     ├── RelayFailedError            the chat's owner did not take a message handed to it
     │                               [cluster.relay]
     ├── GatewayDownError            an external gateway's child is not running or not reading

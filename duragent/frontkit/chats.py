@@ -42,8 +42,10 @@ from duragent.frontkit.outbound import OutboundPort, metered
 from duragent.frontkit.owners import (
     EXTRA_SECONDS,
     InboundBusyError,
+    LeftToOwnerError,
     defer_to_owner,
     serve_at_owner,
+    until_owner_takes,
 )
 from duragent.frontkit.queue import SessionQueues
 from duragent.frontkit.recovery import RecoveryReport, recover_chats
@@ -169,6 +171,16 @@ class GatewayChats:
             )
         try:
             await handle()
+        except LeftToOwnerError as left:  # watched until the owner took it or died
+            with contextlib.suppress(Exception):
+                await self._ledger(self.cluster.inbound.release, key)
+            window = INBOUND_HOLD_LEASES * self.cluster.leaders.seconds + EXTRA_SECONDS
+            claim, release = self.cluster.inbound.claim, self.cluster.inbound.release
+            if not await until_owner_takes(
+                lambda: self._ledger(claim, key), lambda: self._ledger(release, key),
+                left.handle, window,
+            ):  # fmt: skip
+                return False
         except BaseException:
             with contextlib.suppress(Exception):
                 await self._ledger(self.cluster.inbound.release, key)

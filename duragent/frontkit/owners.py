@@ -15,13 +15,15 @@ down), the claim is ``first`` and this node handles it, waiting out the dead own
 The window left: an owner that claimed the message and died before recording it holds the
 claim for its hold time (two leases) and nobody delivers it again (Discord does not
 redeliver); and an owner alive but without a connection keeps its lease, so the message
-waits a lease and is then left to the owner (``GatewayChats``: logged, the claim let go for
-the owner's own copy; lost only if the owner never had one).
+waits a lease, is left to the owner (the claim let go for its own copy) and watched a while
+(``until_owner_takes``: an owner that dies before taking its copy leaves it to this node),
+then dropped with a note: the owner never had it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -30,14 +32,17 @@ from duragent.errors import DuragentError
 from duragent.frontkit.inbound import ButtonPress, InboundMessage
 from duragent.store import LeaseHeldError
 from duragent.store.cluster import Cluster
+from duragent.store.cluster_protocols import ClaimOutcome
 
 __all__ = [
     "DEFER_SECONDS",
     "EXTRA_SECONDS",
     "InboundBusyError",
+    "LeftToOwnerError",
     "defer_to_owner",
     "serve_at_owner",
     "serve_when_free",
+    "until_owner_takes",
 ]
 
 log = logging.getLogger(__name__)
@@ -56,6 +61,8 @@ DEFER_SECONDS = 0.25
 EXTRA_SECONDS = 2.0
 """How long past a lease a message waits for its session's owner to let go."""
 POLL_SECONDS = 0.5
+WATCH_SECONDS = 0.5
+"""How often a node that left a message to its owner looks whether the owner took it."""
 
 
 async def defer_to_owner(cluster: Cluster, gateway: str, chat_id: str) -> bool:
@@ -91,7 +98,7 @@ async def serve_at_owner(
     """``serve_when_free``; a session its owner keeps alive past the wait is left to it.
 
     The owner has its own copy of ``value`` (the platform fans out): the claim must be let go
-    for it, so this raises ``InboundBusyError`` (a refusal the gateway logs quietly), not the
+    for it, so this raises ``LeftToOwnerError`` (``until_owner_takes`` then watches), not the
     ``LeaseHeldError`` that would read as a message lost.
     """
     try:
@@ -103,6 +110,53 @@ async def serve_at_owner(
             else f"button press {value.callback_id}"
         )
         log.info("%s %s is left to node %s (%s)", value.chat.target, what, exc.owner, exc)
-        raise InboundBusyError(
-            f"{value.chat.target} {what} is node {exc.owner}'s to take: it keeps the chat's session"
+        raise LeftToOwnerError(
+            f"{value.chat.target} {what} is node {exc.owner}'s to take: it keeps the chat's "
+            "session",
+            handle,
         ) from exc
+
+
+class LeftToOwnerError(InboundBusyError):
+    """A live node keeps the chat's session: its own copy is its to take (``handle``: ours)."""
+
+    def __init__(self, message: str, handle: Callable[[], Awaitable[None]]) -> None:
+        super().__init__(message)
+        self.handle = handle
+
+
+async def until_owner_takes(
+    claim: Callable[[], Awaitable[ClaimOutcome]],
+    release: Callable[[], Awaitable[None]],
+    handle: Callable[[], Awaitable[None]],
+    window: float,
+) -> bool:
+    """After letting go of a message left to its session's owner: watch until it is taken.
+
+    The owner may die before it takes its copy (the month of strangers lost a Discord DM so,
+    and with it the chat's next messages): then nobody else has the message. So this node
+    claims again now and then: a duplicate means the owner took it (False); a claim of its
+    own is tried once (the owner's lease may have run out: the session is taken over here,
+    True, the claim still held) and let go again while the lease lives. Raises
+    ``InboundBusyError`` when neither happened within ``window`` (an owner alive without
+    the platform's connection: the documented window).
+    """
+    deadline = time.monotonic() + window
+    while time.monotonic() < deadline:
+        await asyncio.sleep(WATCH_SECONDS)  # the owner's turn to claim its copy first
+        outcome = await claim()
+        if outcome == "duplicate":
+            return False
+        if outcome == "busy":
+            continue
+        try:
+            await handle()
+        except LeaseHeldError:
+            await release()
+            continue
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await release()
+            raise
+        return True
+    raise InboundBusyError(f"left to the session's owner, which did not take it in {window:.0f} s")

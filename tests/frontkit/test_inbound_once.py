@@ -138,14 +138,33 @@ async def test_on_a_platform_that_fans_out_a_message_whose_session_lives_on_is_l
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """b claimed the message, but a keeps the chat's session alive past b's wait: b lets the
-    claim go and says the message is a's (a busy refusal, not a loss), and a's copy takes it."""
+    claim go for a's own copy (not a loss, not an ERROR), and ends quietly once a took it."""
     monkeypatch.setattr("duragent.frontkit.owners.EXTRA_SECONDS", 0.1)
+    monkeypatch.setattr("duragent.frontkit.owners.WATCH_SECONDS", 0.05)
     shared = MemoryCluster(lease_seconds=0.2)
-    (a, seen_a), (b, _) = node(shared, "a", fans_out=True), node(shared, "b", fans_out=True)
-
-    _, seen_b = b.front, b.front
-    seen_b.held_by = "a"  # type: ignore[attr-defined]
-    with pytest.raises(InboundBusyError, match="node a"):
-        await b.message(message("7"))
+    (a, seen_a), (b, seen_b) = node(shared, "a", fans_out=True), node(shared, "b", fans_out=True)
+    seen_b.held_by = "a"
+    watching = asyncio.create_task(b.message(message("7")))
+    await asyncio.sleep(0.5)  # b claimed, waited out a's lease, and let go
     await a.message(message("7"))  # a's own copy: first, now b let go
+    await watching  # a duplicate for b: quietly
     assert seen_a.messages == ["7"]
+    assert seen_b.messages == []
+
+
+async def test_on_a_platform_that_fans_out_a_message_left_to_an_owner_that_dies_is_taken_here(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The owner kept the session past b's wait and died before it took its copy: b, which
+    let the message go for it, takes it over once the owner's lease is gone."""
+    monkeypatch.setattr("duragent.frontkit.owners.EXTRA_SECONDS", 0.1)
+    monkeypatch.setattr("duragent.frontkit.owners.WATCH_SECONDS", 0.05)
+    shared = MemoryCluster(lease_seconds=0.2)
+    b, seen_b = node(shared, "b", fans_out=True)
+    seen_b.held_by = "a"
+    watching = asyncio.create_task(b.message(message("7")))
+    await asyncio.sleep(0.6)  # past b's wait: left to a, watched
+    assert not watching.done()
+    seen_b.held_by = None  # a died: its lease ran out
+    await watching
+    assert seen_b.messages == ["7"]
