@@ -239,9 +239,20 @@ class DiscordOutbound:
     async def send_preview(
         self, chat: ChatRef, text: str, *, reply_to: str | None = None
     ) -> SentMessage:
-        """The preview as a reply to ``reply_to`` (tried once)."""
-        reference = _reference(chat, reply_to)
-        sent = await self._send(self._channel(chat), self.preview_text(text), reference, _nonce())
+        """The preview as a reply to ``reply_to`` (tried once; see ``_lost_on_the_way``)."""
+        reference, channel, shown, nonce = (
+            _reference(chat, reply_to),
+            self._channel(chat),
+            self.preview_text(text),
+            _nonce(),
+        )
+        try:
+            sent = await self._send(channel, shown, reference, nonce)
+        except PlatformBusyError as exc:
+            if not _lost_on_the_way(exc):
+                raise
+            # posted or not, the same nonce is one message: Discord returns it if it was posted
+            sent = await self._send(channel, shown, reference, nonce)
         return SentMessage(chat, str(sent.id))
 
     async def edit_preview(self, message: SentMessage, text: str) -> None:
@@ -317,6 +328,15 @@ async def _post(
     if reference is None:
         return await channel.send(text, allowed_mentions=QUIET, nonce=nonce)
     return await channel.send(text, reference=reference, allowed_mentions=QUIET, nonce=nonce)
+
+
+def _lost_on_the_way(exc: PlatformBusyError) -> bool:
+    """Whether a call's answer was lost with its connection (it may have taken effect).
+
+    A preview is tried once, but a post whose answer was lost is posted again at once with
+    its nonce: else a second preview would follow a first nobody knows of, left half-written.
+    """
+    return isinstance(exc.__cause__, aiohttp.ClientError | OSError | TimeoutError)
 
 
 def _nonce() -> int:

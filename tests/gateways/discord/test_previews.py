@@ -79,3 +79,20 @@ async def test_an_approval_mid_turn_ends_the_preview_with_the_text_so_far(tmp_pa
     assert edits[-1]["content"] == said
     assert chat.dc.final_texts(DM)[0] == said
     assert "echo" in chat.dc.final_texts(DM)[1]
+
+
+async def test_a_preview_discord_posted_before_the_connection_dropped_is_known_and_finished(
+    tmp_path: Path,
+) -> None:
+    """The preview's post took effect and its answer was lost: posted again with the same
+    nonce, Discord returns that message, so the reply is finished in it; a second preview
+    would leave the first half-written in the chat."""
+    text = "Dropped " + " ".join(f"w{i}" for i in range(40)) + " end."
+    async with discord_chat(tmp_path, ChatSetup()) as chat:
+        chat.dc.drop("POST", f"/channels/{DM}/messages", after_applying=True)
+        chat.llm.enqueue(slow(text))
+        await chat.push(DM, "go", ANN)
+        await chat.settle()
+        sent = chat.dc.sent(DM)
+        assert len(sent) == 1, [m["content"] for m in sent]
+        assert chat.dc.final_texts(DM) == [text]
