@@ -102,7 +102,11 @@ class StrangersModel(YearModel):
         attack = ATTACK.search(asked)
         if attack is not None:  # its own calls' results (others' turns may lie between)
             own = f"{attack['token'][1:-1]}_"
-            return self._attack(attack, _results(after, own))
+            reply = self._attack(attack, _results(after, own))
+            joined = answer_tokens(asked)  # a member's mention taken in the same turn
+            if reply.text and joined:
+                return Reply(text=f"{reply.text}; heard {' '.join(joined)}")
+            return reply
         strangers = STRANGER_TOKEN.findall(asked)
         if strangers and not answer_tokens(asked):
             return Reply(text=f"re {' '.join(strangers)}: welcome")

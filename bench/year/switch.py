@@ -130,7 +130,10 @@ class StoreSwitch:
     async def run(self) -> SwitchReport:
         """Stop, copy, make node b, start both (module docstring)."""
         started = time.monotonic()
-        self.serve.stop()
+        # on a thread: the fake platforms answer on this loop, and a graceful stop finishes
+        # the sends under way (a loop held here froze them: timed-out sends that had arrived,
+        # then sent again by the next life)
+        await asyncio.to_thread(self.serve.stop)
         for hook in self.on_stopped:
             hook()
         config: Config = json.loads(self.serve.config.read_text())
