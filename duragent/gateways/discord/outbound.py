@@ -62,6 +62,8 @@ QUIET = discord.AllowedMentions(everyone=False, users=False, roles=False, replie
 
 T = TypeVar("T")
 
+ALREADY_ACKNOWLEDGED = 40060
+"""Discord's error code for an interaction answered already."""
 PREVIEW_EVERY = 1.2
 """Seconds between two edits of a reply's preview in one channel."""
 PREVIEW_RATE = 20.0
@@ -311,11 +313,17 @@ class DiscordOutbound:
         if interaction is None:
             log.info("discord: press %s was already answered or expired", callback_id)
             return
-        with self.under_way.one():
-            if text:
-                await interaction.response.send_message(text, ephemeral=True)
-            else:
-                await interaction.response.defer()
+        try:
+            with self.under_way.one():
+                if text:
+                    await interaction.response.send_message(text, ephemeral=True)
+                else:
+                    await interaction.response.defer()
+        except discord.HTTPException as exc:
+            if exc.code != ALREADY_ACKNOWLEDGED:
+                raise
+            # each node gets the press: another node's copy answered it first
+            log.info("discord: press %s was answered already: %s", callback_id, exc.text)
 
 
 async def _post(

@@ -1,4 +1,7 @@
-"""A graceful stop while a reply is on its way to Discord: the reply arrives once.
+"""Discord across a graceful stop and beside other nodes: a reply arrives once, a press is
+answered once.
+
+A graceful stop while a reply is on its way to Discord: the reply arrives once.
 
 The real gateway against the fake Discord, which answers the reply's post late (and posts it
 then, as a slow Discord does). The gateway stops while the post is under way: its stop lets
@@ -9,10 +12,14 @@ and the next start, finding no delivery recorded, would post the reply again.
 
 from __future__ import annotations
 
+import itertools
+import logging
 from pathlib import Path
 
+import pytest
+
 from duragent.testing import Reply
-from tests.frontkit.chat_contract_kit import DM, ChatSetup, said
+from tests.frontkit.chat_contract_kit import DM, ChatSetup, pressed, said
 from tests.gateways.discord.discord_chat import discord_chat
 from tests.polling import eventually
 
@@ -32,3 +39,20 @@ async def test_a_reply_under_way_when_the_gateway_stops_is_delivered_once(
         await chat.message(said(DM, "and now?"))
         await chat.settle()
         assert chat.texts(DM) == ["the answer, once", "a second answer"]
+
+
+async def test_a_press_another_node_answered_first_is_not_an_error(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Each node receives every press: when another node's copy answered it first, Discord
+    refuses the second answer (40060), which is no failure of this node."""
+    caplog.set_level(logging.INFO)
+    async with discord_chat(tmp_path, ChatSetup()) as chat:
+        prompt = chat.dc.plant_message(int(DM.chat_id), "an old prompt", ["approve:allow_once"])
+        taken = next(chat.dc._ids)  # the next press's interaction, answered "elsewhere"
+        chat.dc._ids = itertools.chain([taken], chat.dc._ids)
+        chat.dc._answered.add(taken)
+        await chat.press(pressed(DM, "approve:allow_once", str(prompt)))
+        await chat.settle()
+    assert "Ignoring exception" not in caplog.text
+    assert "was answered already" in caplog.text
