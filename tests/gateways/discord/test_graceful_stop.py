@@ -12,7 +12,6 @@ and the next start, finding no delivery recorded, would post the reply again.
 
 from __future__ import annotations
 
-import itertools
 import logging
 from pathlib import Path
 
@@ -49,9 +48,7 @@ async def test_a_press_another_node_answered_first_is_not_an_error(
     caplog.set_level(logging.INFO)
     async with discord_chat(tmp_path, ChatSetup()) as chat:
         prompt = chat.dc.plant_message(int(DM.chat_id), "an old prompt", ["approve:allow_once"])
-        taken = next(chat.dc._ids)  # the next press's interaction, answered "elsewhere"
-        chat.dc._ids = itertools.chain([taken], chat.dc._ids)
-        chat.dc._answered.add(taken)
+        chat.dc.answered_elsewhere = 1
         await chat.press(pressed(DM, "approve:allow_once", str(prompt)))
         await chat.settle()
     assert "Ignoring exception" not in caplog.text
