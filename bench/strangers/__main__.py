@@ -21,7 +21,7 @@ at the midpoint the node is stopped, ``duragent store copy`` moves the workspace
 and b serve the rest; half the kills come after, on the Telegram poller or a node at random,
 half of those down past the lease so the other node takes over). It needs PostgreSQL:
 ``--dsn`` (default ``$DURAGENT_BENCH_POSTGRES_DSN``, else the local server). Without it the
-whole month runs on files (that half does not pass yet: ``bench/README.md``).
+whole month runs on files. Both pass (``bench/README.md``).
 
 Prints the table (and PASS or FAIL), writes ``--json`` (default ``strangers.json``) and the
 picture ``--png`` (default ``strangers.png``; the attempts marked along the top). Exit status
