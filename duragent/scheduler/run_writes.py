@@ -28,6 +28,10 @@ __all__ = ["RunLogWriter"]
 
 log = logging.getLogger(__name__)
 
+CANCELLED_WAIT_SECONDS = 5.0
+"""How long a cancelled ``write`` waits for its line (a stop cancels the runs; the database
+may be away, and the run log's next reader finds the run interrupted either way)."""
+
 
 class RunLogWriter:
     """Appends run-log lines in order (see module docstring)."""
@@ -49,8 +53,9 @@ class RunLogWriter:
     async def write(self, schedule_id: str, line: dict[str, object]) -> None:
         """Append ``line`` after every line before it; raises what the append raised.
 
-        Cancelled meanwhile, it still waits for its line to land before it lets the
-        cancellation through, so the line the caller writes next stays after it.
+        Cancelled meanwhile, it still waits for its line to land (``CANCELLED_WAIT_SECONDS``
+        at most) before it lets the cancellation through, so the line the caller writes next
+        stays after it.
         """
         if not self._off_loop:
             self._runs.append(schedule_id, line)
@@ -58,9 +63,9 @@ class RunLogWriter:
         written = self._chain(schedule_id, line)
         try:
             await asyncio.shield(written)
-        except asyncio.CancelledError:
+        except asyncio.CancelledError:  # at most a while: a database gone away never answers
             with contextlib.suppress(Exception):
-                await written
+                await asyncio.wait([written], timeout=CANCELLED_WAIT_SECONDS)
             raise
 
     async def flush(self, within_seconds: float) -> None:

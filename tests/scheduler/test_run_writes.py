@@ -71,3 +71,35 @@ async def test_with_files_a_line_is_written_where_it_is_decided(tmp_path: Any) -
     writer = RunLogWriter(runs, off_loop=False)
     writer.write_behind("s", {"status": "missed"})
     assert [line["status"] for line in runs.recent("s", 10)] == ["missed"]  # already there
+
+
+class StuckRunLog(SlowRunLog):
+    """A database that stopped answering: every append hangs until ``release``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+
+    def append(self, schedule_id: str, run: dict[str, Any]) -> None:
+        self.release.wait(30)
+
+
+async def test_a_cancelled_write_waits_for_a_database_that_stopped_answering_a_while_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A stop cancels the runs; a run whose line cannot land (the database went away under
+    it) lets the cancellation through after a while instead of holding the stop for ever."""
+    monkeypatch.setattr("duragent.scheduler.run_writes.CANCELLED_WAIT_SECONDS", 0.2, raising=False)
+    runs = StuckRunLog()
+    writer = RunLogWriter(runs, off_loop=True)
+    for n in range(3):  # lines queued behind the one that hangs
+        writer.write_behind("s", {"status": f"missed {n}"})
+    run = asyncio.create_task(writer.write("s", {"status": "running"}))
+    await asyncio.sleep(0.05)
+    run.cancel()
+    started = time.monotonic()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    waited = time.monotonic() - started
+    runs.release.set()
+    assert waited < 10  # not the hung database's 30 s
